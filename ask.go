@@ -1,0 +1,105 @@
+// Package ask holds the domain types that the service, the agent and the stores share: what a
+// run is asked (Request), how it reports its work (Emitter), what it ends with (Outcome), and who
+// is asking (Identity). Wire types come from package gen, generated from openapi/ask.openapi.yaml.
+//
+// The data path: HTTP request → auth (Authenticator) → handler (gen.ServerInterface, package
+// server) → run registry → Runner (package agent) emitting into the ticket's log → SSE writer
+// reading the log with a cursor.
+package ask
+
+import (
+	"context"
+
+	"github.com/das-ask/ask/gen"
+)
+
+// Identity is who is asking: the validated bearer's `oid` claim and the token itself.
+type Identity struct {
+	// OID is the `oid` claim: the identity that owns tickets and conversations.
+	OID string
+	// Tenant is the token's issuer; ownership never crosses tenants.
+	Tenant string
+	// Scopes are the token's granted scopes.
+	Scopes []string
+	// Token is the raw, validated bearer. It is forwarded unchanged on every tool call of a run
+	// and never logged.
+	Token string
+}
+
+// String keeps the token out of any log line that prints an Identity by mistake.
+func (id Identity) String() string { return "Identity{oid=" + id.OID + "}" }
+
+// Authenticator validates a raw bearer token and returns who it names.
+// Implementations are safe for concurrent use. Any error means 401.
+type Authenticator interface {
+	Authenticate(ctx context.Context, rawToken string) (Identity, error)
+}
+
+// Turn is one finished exchange of a conversation, held in memory only.
+type Turn struct {
+	Question string
+	// Outcome is the terminal event's type: answer, abstention, refusal or error.
+	Outcome gen.EventType
+	// Text is what the run said: the answer's prose, or a short description of the outcome.
+	Text string
+}
+
+// Request is one question put to a Runner.
+type Request struct {
+	Ticket         string
+	ConversationID string
+	Question       string
+	// History holds the conversation's prior turns, oldest first, resent to the model in full.
+	History []Turn
+	// Identity is the caller; Identity.Token is the bearer to forward to every source.
+	Identity Identity
+}
+
+// Usage is what one model call cost.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Emitter is how a run reports its work into the ticket's log. It is safe for concurrent use.
+// The log stamps every event's envelope (seq, ticket, conversation_id, ts, type). Once the run has
+// ended — it returned, or it was cancelled, timed out or shut down — every call is ignored, so a
+// tool call that completes after cancel leaves no event behind.
+type Emitter interface {
+	// Branch opens or closes a unit of work below the supervisor (phase 2: one per source).
+	// The supervisor branch itself is opened and closed by the service.
+	Branch(gen.BranchBody)
+	// Step reports one tool call as it happened. Every call counts towards done.steps, even if
+	// its event is later evicted.
+	Step(gen.StepBody)
+	// Milestone reports progress a person could be told.
+	Milestone(gen.MilestoneBody)
+	// ModelCall reports one model call and its token usage, for done.
+	ModelCall(Usage)
+}
+
+// Outcome is how a run ended: exactly one of its fields is set.
+type Outcome struct {
+	Answer     *gen.AnswerBody
+	Abstention *gen.AbstentionBody
+	Refusal    *gen.RefusalBody
+	Error      *gen.ErrorBody
+}
+
+// Runner runs one question to an outcome.
+//
+// Run reports progress through emit and returns the terminal outcome; the service appends it,
+// then done. Run must not make a model call once ctx is done, and should return promptly then
+// (a tool call already in flight may complete). The service decides the outcome of a cancelled,
+// timed-out or shut-down run itself, so what Run returns after ctx is done is discarded.
+type Runner interface {
+	Run(ctx context.Context, req Request, emit Emitter) Outcome
+}
+
+// RunnerFunc adapts a function to Runner.
+type RunnerFunc func(ctx context.Context, req Request, emit Emitter) Outcome
+
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context, req Request, emit Emitter) Outcome {
+	return f(ctx, req, emit)
+}

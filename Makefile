@@ -1,11 +1,14 @@
 # ask — one Makefile for the contract, the service, the demo stack, the client and the checks.
 # Every target works on a fresh machine with only Go installed, unless it says otherwise.
 
+SHELL        := bash
+.SHELLFLAGS  := -eu -o pipefail -c
+
 GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint test test-short build
+.PHONY: all generate check-generate lint lint-schema test build
 
 all: check-generate lint test
 
@@ -32,3 +35,12 @@ test:
 ## build: every command into bin/
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+REDOCLY_VERSION := 2.77.0
+REDOCLY_DIR     := $(or $(TMPDIR),/tmp)/ask-redocly-$(REDOCLY_VERSION)
+
+## lint-schema: lint the contract with Redocly (needs Node.js and npm)
+lint-schema:
+	@test -x $(REDOCLY_DIR)/node_modules/.bin/redocly || \
+	  npm install --prefix $(REDOCLY_DIR) --no-audit --no-fund --silent @redocly/cli@$(REDOCLY_VERSION)
+	$(REDOCLY_DIR)/node_modules/.bin/redocly lint --format=stylish openapi/ask.openapi.yaml 2>&1 | grep -v '[║╔╚]'

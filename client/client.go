@@ -1,0 +1,120 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+)
+
+// Options configure a Client. Zero values mean defaults.
+type Options struct {
+	// Token supplies the bearer for every request. Nil sends no Authorization header.
+	Token TokenSource
+	// HTTPClient performs the requests. Nil means a plain *http.Client. Do not give it an overall
+	// Timeout: it would cut event streams, which stay open for as long as a run lasts.
+	HTTPClient gen.HttpRequestDoer
+	// Logger receives reconnects and other recoverable trouble. Nil discards.
+	Logger *slog.Logger
+	// Reconnect is the event stream's reconnect policy.
+	Reconnect Reconnect
+	// IdleTimeout is how long an event stream may stay completely silent (not even a keep-alive
+	// comment) before the connection is taken for dead and replaced. 0 means 45 s, comfortably
+	// above the service's default keep-alive of 10 s; negative disables the check.
+	IdleTimeout time.Duration
+	// MaxEventSize bounds one event's data in bytes. 0 means 16 MiB.
+	MaxEventSize int
+}
+
+// Reconnect is how an event stream retries a dropped or failed connection: exponential backoff
+// with full jitter, capped, never shorter than the server's SSE "retry" or Retry-After. The budget
+// counts consecutive attempts that made no progress and is reset whenever the cursor advances.
+type Reconnect struct {
+	// Initial is the backoff before the first retry. 0 means 250 ms.
+	Initial time.Duration
+	// Max caps the backoff. 0 means 30 s.
+	Max time.Duration
+	// Attempts is how many consecutive attempts without progress are allowed before the stream
+	// gives up with an error. 0 means 10.
+	Attempts int
+}
+
+func (r Reconnect) withDefaults() Reconnect {
+	if r.Initial <= 0 {
+		r.Initial = 250 * time.Millisecond
+	}
+	if r.Max <= 0 {
+		r.Max = 30 * time.Second
+	}
+	if r.Max < r.Initial {
+		r.Max = r.Initial
+	}
+	if r.Attempts <= 0 {
+		r.Attempts = 10
+	}
+	return r
+}
+
+// Client talks to one ask service. It is safe for concurrent use.
+type Client struct {
+	raw  *gen.Client
+	api  *gen.ClientWithResponses
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns a client of the service at baseURL, which includes any gateway prefix
+// (for example http://127.0.0.1:8080/ask).
+func New(baseURL string, opts Options) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: base URL must be an absolute http(s) URL, got %q", baseURL)
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = 45 * time.Second
+	}
+	if opts.MaxEventSize <= 0 {
+		opts.MaxEventSize = 16 << 20
+	}
+	opts.Reconnect = opts.Reconnect.withDefaults()
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	raw, err := gen.NewClient(baseURL,
+		gen.WithHTTPClient(opts.HTTPClient),
+		gen.WithRequestEditorFn(bearer(opts.Token)))
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return &Client{raw: raw, api: &gen.ClientWithResponses{ClientInterface: raw}, opts: opts, log: log}, nil
+}
+
+// bearer sets the Authorization header from ts on every request.
+func bearer(ts TokenSource) gen.RequestEditorFn {
+	return func(ctx context.Context, req *http.Request) error {
+		if ts == nil {
+			return nil
+		}
+		tok, err := ts.Token(ctx)
+		if err != nil {
+			return &tokenError{err: err}
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		return nil
+	}
+}
+
+// tokenError is a failure of the caller's TokenSource: final for a stream, since retrying the
+// connection cannot repair it.
+type tokenError struct{ err error }
+
+func (e *tokenError) Error() string { return "client: token source: " + e.err.Error() }
+func (e *tokenError) Unwrap() error { return e.err }

@@ -1,0 +1,76 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+)
+
+// Sentinel errors that an [*APIError] matches with errors.Is, by HTTP status.
+var (
+	// ErrUnauthorized: the bearer is missing or not valid for the service (401).
+	ErrUnauthorized = errors.New("client: unauthorized")
+	// ErrNotFound: no such conversation or ticket, or it belongs to another identity (404).
+	ErrNotFound = errors.New("client: not found")
+	// ErrConflict: an ask is already running in the conversation (409).
+	ErrConflict = errors.New("client: an ask is already running in this conversation")
+	// ErrTooManyRequests: this identity has too many asks in flight (429).
+	ErrTooManyRequests = errors.New("client: too many asks in flight")
+)
+
+// APIError is a response the service refused with an HTTP status: the RFC 9457 problem it sent,
+// when it sent one. The service never puts the question text or a token in a problem.
+type APIError struct {
+	// Op is the operation that failed, such as "createAsk".
+	Op string
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Problem is the problem+json body, or nil when the body was not one.
+	Problem *gen.Problem
+	// RetryAfter is the Retry-After the service asked for (429, 503), or 0.
+	RetryAfter time.Duration
+}
+
+// Error describes the refusal for a person.
+func (e *APIError) Error() string {
+	msg := fmt.Sprintf("ask %s: %d %s", e.Op, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Problem != nil {
+		if e.Problem.Detail != nil && *e.Problem.Detail != "" {
+			msg += ": " + *e.Problem.Detail
+		} else if e.Problem.Title != "" && e.Problem.Title != http.StatusText(e.StatusCode) {
+			msg += ": " + e.Problem.Title
+		}
+	}
+	return msg
+}
+
+// Is matches the sentinel error for the status.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrUnauthorized:
+		return e.StatusCode == http.StatusUnauthorized
+	case ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	case ErrConflict:
+		return e.StatusCode == http.StatusConflict
+	case ErrTooManyRequests:
+		return e.StatusCode == http.StatusTooManyRequests
+	}
+	return false
+}
+
+// RunningTicket is, for a 409, the ticket already running in the conversation.
+func (e *APIError) RunningTicket() string {
+	if e.Problem != nil && e.Problem.Ticket != nil {
+		return *e.Problem.Ticket
+	}
+	return ""
+}
+
+// transient reports whether a request refused with this status may succeed if repeated.
+func transient(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
+}

@@ -1,0 +1,98 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"iter"
+
+	"github.com/das-ask/ask/gen"
+)
+
+// OutcomeKind is how a run ended. A caller switches on it instead of comparing type strings;
+// the four kinds are different things and must be said differently.
+type OutcomeKind int
+
+const (
+	// NotTerminal: the event does not end the run (or the run has not ended yet).
+	NotTerminal OutcomeKind = iota
+	// Answer: the run answered.
+	Answer
+	// Abstention: the run looked and could not answer; a catalog gap, not a failure.
+	Abstention
+	// Refusal: a source refused a call; a security event, never "no results".
+	Refusal
+	// Error: the run failed (cancelled, timed out, transport, model, internal…).
+	Error
+)
+
+// String names the kind as the contract does.
+func (k OutcomeKind) String() string {
+	switch k {
+	case Answer:
+		return "answer"
+	case Abstention:
+		return "abstention"
+	case Refusal:
+		return "refusal"
+	case Error:
+		return "error"
+	}
+	return "none"
+}
+
+// Outcome is how a run ended: Kind says which of the four pointers is set.
+type Outcome struct {
+	Kind       OutcomeKind
+	Answer     *gen.AnswerEvent
+	Abstention *gen.AbstentionEvent
+	Refusal    *gen.RefusalEvent
+	Error      *gen.ErrorEvent
+	// Done is the run's usage, always present in a complete Outcome.
+	Done gen.DoneEvent
+	// MissedSteps is how many step events the stream could not deliver (see Event.MissedSteps).
+	MissedSteps int64
+}
+
+// ErrIncomplete is returned by Collect when the events ended without a terminal event and done.
+var ErrIncomplete = errors.New("client: the event stream ended before the run's outcome and done")
+
+// Collect reads events to the end and returns the run's outcome. It returns the stream's error,
+// if any, or ErrIncomplete when the events end without both a terminal event and done.
+func Collect(events iter.Seq2[Event, error]) (Outcome, error) {
+	var out Outcome
+	sawDone := false
+	for ev, err := range events {
+		if err != nil {
+			return out, err
+		}
+		out.add(ev)
+		if ev.IsDone() {
+			sawDone = true
+		}
+	}
+	if !sawDone || out.Kind == NotTerminal {
+		return out, ErrIncomplete
+	}
+	return out, nil
+}
+
+// add folds one event into the outcome.
+func (o *Outcome) add(ev Event) {
+	switch v := ev.Value.(type) {
+	case gen.AnswerEvent:
+		o.Kind, o.Answer = Answer, &v
+	case gen.AbstentionEvent:
+		o.Kind, o.Abstention = Abstention, &v
+	case gen.RefusalEvent:
+		o.Kind, o.Refusal = Refusal, &v
+	case gen.ErrorEvent:
+		o.Kind, o.Error = Error, &v
+	case gen.DoneEvent:
+		o.Done, o.MissedSteps = v, ev.MissedSteps
+	}
+}
+
+// Wait follows a ticket's events to done and returns its outcome (see Collect).
+func (c *Client) Wait(ctx context.Context, ticket string) (Outcome, error) {
+	return Collect(c.Events(ctx, ticket, EventsOptions{}))
+}

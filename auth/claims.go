@@ -1,0 +1,50 @@
+package auth
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// claims are the parts of a token this package reads. A claim of the wrong JSON type makes the
+// token malformed.
+type claims struct {
+	jwt.RegisteredClaims
+	OID   string   `json:"oid"`
+	Scope string   `json:"scope"`
+	SCP   scpClaim `json:"scp"`
+}
+
+// scopes returns the granted scopes: the space-separated `scope` claim (RFC 8693 §4.2) and the
+// `scp` claim (an array, or a space-separated string, as some issuers send), without duplicates.
+func (c claims) scopes() []string {
+	var out []string
+	for _, s := range append(strings.Fields(c.Scope), c.SCP...) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// scpClaim accepts `scp` as a JSON array of strings or as one space-separated string.
+type scpClaim []string
+
+func (s *scpClaim) UnmarshalJSON(b []byte) error {
+	var list []string
+	if err := json.Unmarshal(b, &list); err == nil {
+		*s = list
+		return nil
+	}
+	var one string
+	if err := json.Unmarshal(b, &one); err != nil {
+		return errors.New("scp: want an array of strings or a string")
+	}
+	*s = strings.Fields(one)
+	return nil
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }

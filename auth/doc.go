@@ -1,0 +1,22 @@
+// Package auth validates bearer tokens for the ask service and for every source that defends
+// the same resource: one set of settings (Config, read from the DAS_* environment by
+// ConfigFromEnv) and one Validator, so the service and its sources accept exactly the same
+// tokens.
+//
+// A token is accepted when all of these hold:
+//   - its signature verifies with a key from the tenant's JWKS, found by the token's `kid`;
+//   - its `alg` is in the allow-list (asymmetric algorithms only; never `none` or HMAC);
+//   - `iss` equals Config.Issuer and `aud` contains Config.Audience;
+//   - `exp` is present and not passed, and `nbf` (when present) has been reached, both give or
+//     take Config.Leeway;
+//   - it grants every scope in Config.RequiredScope (space-separated `scope` claim, or an `scp`
+//     array);
+//   - it carries a non-empty `oid` claim, which becomes ask.Identity.OID.
+//
+// Every rejection is an *Error whose Code is an RFC 6750 error code. No error, log line or
+// response produced by this package contains the token.
+//
+// For net/http servers, Middleware turns a Validator into a guard that answers 401
+// `application/problem+json` with a `WWW-Authenticate: Bearer` challenge, and puts the
+// caller's ask.Identity in the request context (FromContext).
+package auth

@@ -1,0 +1,28 @@
+package auth
+
+// RFC 6750 §3.1 error codes carried by Error.Code.
+const (
+	// CodeInvalidToken: the token is malformed, expired, not for us, or its signature does not
+	// verify.
+	CodeInvalidToken = "invalid_token"
+	// CodeInsufficientScope: the token is valid but does not grant the required scope.
+	CodeInsufficientScope = "insufficient_scope"
+)
+
+// Error is why a bearer was rejected. Code is an RFC 6750 error code; Description is a short,
+// fixed phrase safe to show the caller (it never contains the token or key material).
+// Every Authenticate error from this package is an *Error; any error means 401.
+type Error struct {
+	Code        string
+	Description string
+	err         error
+}
+
+func (e *Error) Error() string { return "auth: " + e.Code + ": " + e.Description }
+
+// Unwrap returns the underlying cause (a jwt or jwkset error), for logs and errors.Is.
+func (e *Error) Unwrap() error { return e.err }
+
+func invalidToken(description string, cause error) *Error {
+	return &Error{Code: CodeInvalidToken, Description: description, err: cause}
+}

@@ -1,0 +1,98 @@
+package auth
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+)
+
+// Realm is the realm of every WWW-Authenticate challenge this package writes.
+const Realm = "das"
+
+// BearerToken returns the token of an `Authorization: Bearer <token>` header (the scheme is
+// matched case-insensitively), and false when there is no such header or it is empty.
+func BearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// Middleware admits a request only with a bearer v accepts, and puts the caller's identity in
+// its context (FromContext). Otherwise it answers 401 (see WriteUnauthorized) and next is not
+// called. Insufficient scope is a 401 too: the ask contract answers 401 for any bearer that is
+// not valid for the service.
+func Middleware(v ask.Authenticator, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := BearerToken(r)
+		if !ok {
+			WriteUnauthorized(w, r, nil)
+			return
+		}
+		id, err := v.Authenticate(r.Context(), token)
+		if err != nil {
+			WriteUnauthorized(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+	})
+}
+
+// Challenge returns the WWW-Authenticate value for a request rejected because of err (RFC 6750
+// §3): with err == nil (no token was sent) only the realm; otherwise the error code (an *Error's
+// Code, or invalid_token for any other error) and its description.
+func Challenge(err error) string {
+	if err == nil {
+		return `Bearer realm="` + Realm + `"`
+	}
+	code, desc := describe(err)
+	return `Bearer realm="` + Realm + `", error="` + code + `", error_description="` + quoteSafe(desc) + `"`
+}
+
+// WriteUnauthorized answers 401 application/problem+json with the Challenge for err (nil: no
+// token was sent). The problem's detail is the error's Description; it never contains the token.
+func WriteUnauthorized(w http.ResponseWriter, r *http.Request, err error) {
+	detail := "a bearer token is required"
+	if err != nil {
+		_, detail = describe(err)
+	}
+	p := gen.Problem{Type: "about:blank", Title: "Unauthorized", Status: http.StatusUnauthorized, Detail: &detail}
+	if r != nil && r.URL != nil {
+		p.Instance = &r.URL.Path
+	}
+	h := w.Header()
+	h.Set("WWW-Authenticate", Challenge(err))
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusUnauthorized)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// describe returns the RFC 6750 code and a caller-safe description for err. An error that is
+// not an *Error is reduced to a generic phrase: its text could say anything.
+func describe(err error) (code, desc string) {
+	var e *Error
+	if errors.As(err, &e) && e.Code != "" {
+		return e.Code, e.Description
+	}
+	return CodeInvalidToken, "token is invalid"
+}
+
+// quoteSafe keeps a description inside an RFC 6750 quoted-string: error_description allows
+// %x20-21 / %x23-5B / %x5D-7E only, so quotes, backslashes and anything outside printable
+// ASCII become a space.
+func quoteSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return ' '
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,116 @@
+package auth_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/demo/idp"
+	"github.com/das-ask/ask/demo/idp/idptest"
+	"github.com/das-ask/ask/gen"
+)
+
+func TestMiddleware(t *testing.T) {
+	s := idptest.Start(t)
+	v := newValidator(t, s)
+	var gotOID string
+	h := auth.Middleware(v, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := auth.FromContext(r.Context())
+		if !ok {
+			t.Error("no identity in context")
+		}
+		gotOID = id.OID
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	good := s.Token(t, "alice")
+	expired := mint(t, s, idp.Claims{OID: "alice", Expired: true})
+	noScope := mint(t, s, idp.Claims{OID: "alice", Scope: "other"})
+
+	tests := []struct {
+		name       string
+		header     string
+		wantStatus int
+		wantChall  string
+		wantDetail string
+	}{
+		{"valid", "Bearer " + good, http.StatusNoContent, "", ""},
+		{"scheme is case-insensitive", "bEaReR " + good, http.StatusNoContent, "", ""},
+		{"no header", "", http.StatusUnauthorized, `Bearer realm="das"`, "a bearer token is required"},
+		{"basic scheme", "Basic YWxpY2U6eA==", http.StatusUnauthorized, `Bearer realm="das"`, "a bearer token is required"},
+		{"empty bearer", "Bearer ", http.StatusUnauthorized, `Bearer realm="das"`, "a bearer token is required"},
+		{"garbage", "Bearer abc", http.StatusUnauthorized,
+			`Bearer realm="das", error="invalid_token", error_description="token is malformed"`, "token is malformed"},
+		{"expired", "Bearer " + expired, http.StatusUnauthorized,
+			`Bearer realm="das", error="invalid_token", error_description="token is expired"`, "token is expired"},
+		{"insufficient scope is 401 too", "Bearer " + noScope, http.StatusUnauthorized,
+			`Bearer realm="das", error="insufficient_scope", error_description="token does not grant scope das"`, "token does not grant scope das"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gotOID = ""
+			r := httptest.NewRequest(http.MethodGet, "/v1/things", nil)
+			if tt.header != "" {
+				r.Header.Set("Authorization", tt.header)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.wantStatus {
+				t.Fatalf("status = %d, want %d", w.Code, tt.wantStatus)
+			}
+			if tt.wantStatus != http.StatusUnauthorized {
+				if gotOID != "alice" {
+					t.Fatalf("handler saw oid %q, want alice", gotOID)
+				}
+				return
+			}
+			if gotOID != "" {
+				t.Fatal("handler ran for a rejected request")
+			}
+			if got := w.Header().Get("WWW-Authenticate"); got != tt.wantChall {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, tt.wantChall)
+			}
+			if got := w.Header().Get("Content-Type"); got != "application/problem+json" {
+				t.Errorf("Content-Type = %q", got)
+			}
+			var p gen.Problem
+			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+				t.Fatalf("body %q: %v", w.Body, err)
+			}
+			if p.Status != 401 || p.Title != "Unauthorized" || p.Type != "about:blank" || p.Detail == nil || *p.Detail != tt.wantDetail || p.Instance == nil || *p.Instance != "/v1/things" {
+				t.Errorf("problem = %s", w.Body)
+			}
+			for _, tok := range []string{good, expired, noScope} {
+				if strings.Contains(w.Body.String(), tok) || strings.Contains(w.Header().Get("WWW-Authenticate"), tok) {
+					t.Error("response contains a token")
+				}
+			}
+		})
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	for _, tt := range []struct {
+		header, want string
+		ok           bool
+	}{
+		{"Bearer abc", "abc", true},
+		{"bearer abc", "abc", true},
+		{"BEARER  abc ", "abc", true},
+		{"Bearerabc", "", false},
+		{"Token abc", "", false},
+		{"Bearer", "", false},
+		{"", "", false},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		if tt.header != "" {
+			r.Header.Set("Authorization", tt.header)
+		}
+		got, ok := auth.BearerToken(r)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("BearerToken(%q) = %q, %v; want %q, %v", tt.header, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/das-ask/ask"
+)
+
+// Options are a Validator's collaborators; zero values mean defaults.
+type Options struct {
+	// Logger receives JWKS fetch failures and rejections (never a token); nil discards.
+	Logger *slog.Logger
+	// HTTPClient fetches the JWKS; nil means a client with no extra settings
+	// (each fetch is bounded by its own timeout).
+	HTTPClient *http.Client
+}
+
+// Validator checks bearers against one Config. It is safe for concurrent use and implements
+// ask.Authenticator.
+type Validator struct {
+	cfg    Config
+	log    *slog.Logger
+	keys   keyfunc.Keyfunc
+	store  *readyStore
+	parser *jwt.Parser
+	scopes []string
+}
+
+var _ ask.Authenticator = (*Validator)(nil)
+
+// New returns a Validator for cfg. It tries to fetch the JWKS once (for at most a few seconds)
+// but succeeds even if the JWKS is unreachable: keys are fetched later, in the background and
+// whenever a token names an unknown `kid`, and until a fetch succeeds every token is rejected
+// with a description saying so (see Ready). The background refresh stops when ctx is done.
+// New fails only when cfg is invalid.
+func New(ctx context.Context, cfg Config, opts Options) (*Validator, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("auth: invalid config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	keys, store, err := newKeySet(ctx, cfg.JWKSURL, client, log)
+	if err != nil {
+		return nil, fmt.Errorf("auth: JWKS %s: %w", cfg.JWKSURL, err)
+	}
+	if !store.ready.Load() {
+		log.LogAttrs(ctx, slog.LevelWarn, "auth: starting without signing keys; will fetch the JWKS on demand", slog.String("jwks_url", cfg.JWKSURL))
+	}
+	return &Validator{
+		cfg:   cfg,
+		log:   log,
+		keys:  keys,
+		store: store,
+		parser: jwt.NewParser(
+			jwt.WithValidMethods(cfg.Algorithms),
+			jwt.WithIssuer(cfg.Issuer),
+			jwt.WithAudience(cfg.Audience),
+			jwt.WithExpirationRequired(),
+			jwt.WithLeeway(cfg.Leeway),
+		),
+		scopes: strings.Fields(cfg.RequiredScope),
+	}, nil
+}
+
+// Ready reports whether a JWKS fetch has succeeded since New, i.e. whether tokens can be
+// validated at all. Use it for readiness probes.
+func (v *Validator) Ready() bool { return v.store.ready.Load() }
+
+// Authenticate validates rawToken and returns the identity it names. Every error is an *Error
+// (errors.As); its Code is CodeInvalidToken or CodeInsufficientScope. It may wait, bounded by
+// ctx and by the unknown-kid refresh limit, while the JWKS is refetched for a new `kid`.
+func (v *Validator) Authenticate(ctx context.Context, rawToken string) (ask.Identity, error) {
+	id, err := v.authenticate(ctx, rawToken)
+	if err != nil {
+		var e *Error
+		errors.As(err, &e)
+		v.log.LogAttrs(ctx, slog.LevelDebug, "auth: bearer rejected",
+			slog.String("code", e.Code), slog.String("reason", e.Description))
+		return ask.Identity{}, e
+	}
+	return id, nil
+}
+
+func (v *Validator) authenticate(ctx context.Context, rawToken string) (ask.Identity, error) {
+	if rawToken == "" {
+		return ask.Identity{}, invalidToken("no token", nil)
+	}
+	var c claims
+	_, err := v.parser.ParseWithClaims(rawToken, &c, v.keyfunc(ctx))
+	if err != nil {
+		return ask.Identity{}, v.classify(err)
+	}
+	if c.OID == "" {
+		return ask.Identity{}, invalidToken("token has no oid claim", nil)
+	}
+	granted := c.scopes()
+	for _, s := range v.scopes {
+		if !contains(granted, s) {
+			return ask.Identity{}, &Error{Code: CodeInsufficientScope, Description: "token does not grant scope " + s}
+		}
+	}
+	return ask.Identity{OID: c.OID, Tenant: c.Issuer, Scopes: granted, Token: rawToken}, nil
+}
+
+// keyfunc insists on a `kid`: without one, the key could only be guessed by trying every key,
+// and a rotation could not be told from a forgery.
+func (v *Validator) keyfunc(ctx context.Context) jwt.Keyfunc {
+	kf := v.keys.KeyfuncCtx(ctx)
+	return func(t *jwt.Token) (any, error) {
+		if kid, ok := t.Header["kid"].(string); !ok || kid == "" {
+			return nil, errNoKID
+		}
+		return kf(t)
+	}
+}
+
+var errNoKID = errors.New("token header has no kid")
+
+// classify maps a jwt/jwkset error to a fixed, caller-safe description.
+func (v *Validator) classify(err error) *Error {
+	switch {
+	case errors.Is(err, errNoKID):
+		return invalidToken("token header has no kid", err)
+	case errors.Is(err, jwkset.ErrKeyNotFound) && !v.Ready():
+		return invalidToken("no signing keys are known yet: the issuer's JWKS could not be fetched", err)
+	case errors.Is(err, jwkset.ErrKeyNotFound):
+		return invalidToken("signing key is unknown", err)
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return invalidToken("token is malformed", err)
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return invalidToken("token cannot be verified", err)
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		if strings.Contains(err.Error(), "signing method") {
+			return invalidToken("signing algorithm is not allowed", err)
+		}
+		return invalidToken("signature is invalid", err)
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return invalidToken("token has no exp claim", err)
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return invalidToken("token is expired", err)
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return invalidToken("token is not valid yet", err)
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return invalidToken("issuer is not accepted", err)
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return invalidToken("audience is not accepted", err)
+	default:
+		return invalidToken("token is invalid", err)
+	}
+}

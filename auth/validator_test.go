@@ -1,0 +1,201 @@
+package auth_test
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/demo/idp"
+	"github.com/das-ask/ask/demo/idp/idptest"
+)
+
+func newValidator(t *testing.T, s *idptest.Server) *auth.Validator {
+	t.Helper()
+	v, err := auth.New(t.Context(), s.Config(), auth.Options{})
+	if err != nil {
+		t.Fatalf("auth.New: %v", err)
+	}
+	return v
+}
+
+func mint(t *testing.T, s *idptest.Server, c idp.Claims) string {
+	t.Helper()
+	tok, err := s.Mint(c)
+	if err != nil {
+		t.Fatalf("Mint: %v", err)
+	}
+	return tok
+}
+
+// rsaPublicKey fetches the IdP's published RSA key, as an attacker would.
+func rsaPublicKey(t *testing.T, s *idptest.Server) *rsa.PublicKey {
+	t.Helper()
+	resp, err := http.Get(s.JWKSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := (func() (jwkset.Storage, error) {
+		var m jwkset.JWKSMarshal
+		if err := jsonUnmarshal(b, &m); err != nil {
+			return nil, err
+		}
+		return m.ToStorage()
+	})()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk, err := set.KeyRead(t.Context(), s.KeyID(idp.RS256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, ok := jwk.Key().(*rsa.PublicKey)
+	if !ok {
+		t.Fatalf("RSA key is %T", jwk.Key())
+	}
+	return pub
+}
+
+func TestValidatorTable(t *testing.T) {
+	s := idptest.Start(t)
+	v := newValidator(t, s)
+	pub := rsaPublicKey(t, s)
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+
+	valid := idp.Claims{OID: "alice"}
+	with := func(f func(*idp.Claims)) idp.Claims { c := valid; f(&c); return c }
+	tests := []struct {
+		name     string
+		token    func(t *testing.T) string
+		wantCode string // "" = accepted
+		wantDesc string
+		wantOID  string
+	}{
+		{name: "valid RS256", token: func(t *testing.T) string { return mint(t, s, valid) }, wantOID: "alice"},
+		{name: "valid ES256", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Alg = idp.ES256; c.OID = "bob" }))
+		}, wantOID: "bob"},
+		{name: "scp array instead of scope", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"scope": nil, "scp": []string{"other", "das"}} }))
+		}, wantOID: "alice"},
+		{name: "alg none", token: func(t *testing.T) string {
+			tok := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{
+				"iss": s.Issuer(), "aud": "das", "scope": "das", "oid": "alice", "exp": time.Now().Add(time.Hour).Unix(),
+			})
+			tok.Header["kid"] = s.KeyID(idp.RS256)
+			str, err := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return str
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "signing algorithm is not allowed"},
+		{name: "HS256 signed with the RSA public key", token: func(t *testing.T) string {
+			tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+				"iss": s.Issuer(), "aud": "das", "scope": "das", "oid": "alice", "exp": time.Now().Add(time.Hour).Unix(),
+			})
+			tok.Header["kid"] = s.KeyID(idp.RS256)
+			str, err := tok.SignedString(pubPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return str
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "signing algorithm is not allowed"},
+		{name: "forged: unpublished key with a known kid", token: func(t *testing.T) string {
+			tok, err := s.Forge(valid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "signature is invalid"},
+		{name: "forged ES256", token: func(t *testing.T) string {
+			tok, err := s.Forge(with(func(c *idp.Claims) { c.Alg = idp.ES256 }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "signature is invalid"},
+		{name: "expired", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Expired = true }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token is expired"},
+		{name: "no exp", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": nil} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no exp claim"},
+		{name: "nbf in the future", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.NotBefore = time.Now().Add(10 * time.Minute) }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token is not valid yet"},
+		{name: "nbf within leeway", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.NotBefore = time.Now().Add(10 * time.Second) }))
+		}, wantOID: "alice"},
+		{name: "wrong issuer", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Issuer = "http://evil.example" }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "issuer is not accepted"},
+		{name: "wrong audience", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Audience = "other" }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "audience is not accepted"},
+		{name: "missing scope", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"scope": nil} }))
+		}, wantCode: auth.CodeInsufficientScope, wantDesc: "token does not grant scope das"},
+		{name: "insufficient scope", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Scope = "read other" }))
+		}, wantCode: auth.CodeInsufficientScope, wantDesc: "token does not grant scope das"},
+		{name: "missing oid", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.OID = "" }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no oid claim"},
+		{name: "empty oid", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"oid": ""} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no oid claim"},
+		{name: "oid not a string", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"oid": 42} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token is malformed"},
+		{name: "malformed", token: func(*testing.T) string { return "not.a.jwt" },
+			wantCode: auth.CodeInvalidToken, wantDesc: "token is malformed"},
+		{name: "empty", token: func(*testing.T) string { return "" },
+			wantCode: auth.CodeInvalidToken, wantDesc: "no token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok := tt.token(t)
+			id, err := v.Authenticate(t.Context(), tok)
+			if tt.wantCode == "" {
+				if err != nil {
+					t.Fatalf("Authenticate: %v", err)
+				}
+				if id.OID != tt.wantOID || id.Tenant != s.Issuer() || id.Token != tok || !slices.Contains(id.Scopes, "das") {
+					t.Fatalf("identity = %+v (scopes %v), want oid %q tenant %q, the raw token and scope das", id, id.Scopes, tt.wantOID, s.Issuer())
+				}
+				return
+			}
+			var e *auth.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Authenticate error = %v, want *auth.Error", err)
+			}
+			if e.Code != tt.wantCode || e.Description != tt.wantDesc {
+				t.Fatalf("error = %q/%q, want %q/%q", e.Code, e.Description, tt.wantCode, tt.wantDesc)
+			}
+			if tok != "" && (containsStr(err.Error(), tok) || containsStr(e.Description, tok)) {
+				t.Fatalf("error text contains the token")
+			}
+			if id.OID != "" || id.Token != "" {
+				t.Fatalf("identity on error = %+v, want zero", id)
+			}
+		})
+	}
+}

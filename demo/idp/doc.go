@@ -1,0 +1,29 @@
+// Package idp is a development identity provider: it publishes signing keys as a JWKS and mints
+// bearer tokens for named identities, so the ask service and the demo sources can be run and
+// tested against real, signed JWTs. It is a dev tool, never a production issuer: anyone who can
+// reach POST /token from loopback can become anyone.
+//
+// What it serves (Handler):
+//
+//	GET  /.well-known/jwks.json              the public signing keys (RS256 and ES256, with kids)
+//	GET  /.well-known/openid-configuration   OIDC discovery: issuer, jwks_uri, token_endpoint
+//	POST /token                              mint a token; loopback callers only
+//
+// POST /token takes a form or a JSON object with oid (required), aud (default das), scope
+// (default das, space-separated), ttl_s (default 3600), expired (true gives a token whose exp
+// has passed) and alg (RS256 or ES256), and answers
+// {"access_token": "...", "token_type": "Bearer", "expires_in": n}.
+//
+// Keys persist across restarts in Options.StateDir (one PEM file per algorithm, mode 0600);
+// with no StateDir they live in memory and every New publishes fresh keys.
+//
+// In tests, start one on httptest and mint tokens in process:
+//
+//	srv := httptest.NewUnstartedServer(nil)
+//	p, _ := idp.New(idp.Options{Issuer: "http://" + srv.Listener.Addr().String()})
+//	srv.Config.Handler = p.Handler()
+//	srv.Start()
+//	token, _ := p.Mint(idp.Claims{OID: "alice"})
+//
+// Package idptest does exactly that, and also returns the matching auth.Config.
+package idp

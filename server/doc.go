@@ -1,0 +1,92 @@
+// Package server is the ask service: the handwritten implementation of the generated Echo
+// interface (gen.ServerInterface), the SSE writer beside it, and the run lifecycle around an
+// ask.Runner. New builds the whole stack from Options; Handler is the *echo.Echo to serve;
+// Shutdown drains it. cmd/askd wires it from ConfigFromEnv and package auth.
+//
+// # Request path
+//
+// Each secured operation runs: authentication (a bearer the ask.Authenticator accepts, else
+// 401 problem+json with WWW-Authenticate; auth runs before anything reads the body) →
+// admission (503 while shutting down; createConversation and createAsk only) → body limit
+// (413) → validation against the embedded contract at the configured base path (400, 415 for
+// a body that is not application/json) → the handler. Every error before a stream is admitted
+// is application/problem+json, mapped in one place (problem.go); no problem ever carries the
+// question text or a token, and validation problems name rules and places, never values.
+//
+// # Runs
+//
+// createAsk registers the ticket and appends `accepted` (seq 1) in one store call, writes the
+// 202, and only then starts the run on its own goroutine, under a context derived from the
+// server's lifetime (never the request's) and bounded by the deadline. The service opens the
+// supervisor branch ("b1") when the run starts, and ends every log exactly once — runner
+// returned, cancel, deadline or shutdown, whichever is first — by appending, together, the
+// branch close, the terminal event and done (steps counts every Step reported, evicted or
+// not). Cancel, deadline and shutdown end the log at once without waiting for the runner;
+// the Emitter ignores everything after the end. An Outcome with no field set (or more than
+// one), or a runner panic, becomes error{internal}; the panic value is not logged.
+//
+// The log is bounded at MaxEvents: the store evicts only steps, oldest first. So that the
+// bound holds even against a runner that emits too many milestones or branches, the run
+// refuses non-step events beyond MaxEvents-3 (three slots stay for the end of the log); such a
+// drop is logged as a warning.
+//
+// # Streams
+//
+// GET /v1/asks/{ticket}/events writes an opening comment and `retry:`, then loops: read the
+// store after the cursor, write `id:`/`event:`/`data:` frames, flush through
+// http.NewResponseController, and wait for the store's change signal, a `: keepalive` tick
+// (after KeepAlive of silence), the client leaving or the server closing. It closes after
+// done. The cursor is Last-Event-ID, else `after`, else 0; a cursor that is not a decimal
+// integer or is beyond the last seq is 400. A client disconnect never touches the run.
+//
+// # Ownership
+//
+// Tickets and conversations belong to the (tenant, oid) that created them. For anyone else
+// every call answers the same 404 body as for a ticket that does not exist, after the same
+// lookup and a constant-time owner comparison.
+//
+// # Status and cancel
+//
+// GET /v1/asks/{ticket} returns the state, last_seq, and the terminal event and done once they
+// exist; `Prefer: wait=N` (RFC 7240, capped at 60 s, answered with Preference-Applied) waits
+// for the end without polling. Cancel is 202 for any owned ticket: it ends a running log with
+// error{cancelled} and done at once, and changes nothing after done.
+//
+// # Conversations and retention
+//
+// Conversations live in memory only: their turns (question, outcome, text) are handed to the
+// Runner as Request.History with each ask and are forgotten TTL after the last ask ended (or
+// TTL after creation if never used). One ask runs per conversation at a time (409 naming the
+// running ticket). Finished tickets are kept TTL after done, then evicted (404). Eviction runs
+// on timers in the store: no goroutine, nothing left behind.
+//
+// # Limits
+//
+// Per-identity running asks (429 + Retry-After), tickets held and conversations held (each
+// capped at MaxTickets; 503 + Retry-After), body size (413). A refused request creates nothing.
+//
+// # Shutdown
+//
+// Shutdown stops admitting (503 + Retry-After), lets running asks finish for ShutdownGrace,
+// then ends the rest with error{shutdown} and done, which closes their streams; any stream or
+// long poll still open is then closed, and Shutdown waits (bounded by its context) for the
+// runners to return. Multi-replica cancel (a cancel arriving at a replica that does not run the
+// ask) needs a shared store with a cancel signal; the in-memory store does not provide one.
+//
+// # Configuration
+//
+// ConfigFromEnv reads these; invalid values fail with an error naming the variable. The bearer
+// settings (DAS_JWKS_URL, DAS_ISSUER, DAS_AUDIENCE, DAS_REQUIRED_SCOPE, DAS_JWT_ALGS,
+// DAS_JWT_LEEWAY_S) are package auth's.
+//
+//	Variable                     Default  Meaning
+//	DAS_ASK_PATH                 /ask     base path the API is served under ("/" for the root)
+//	DAS_ASK_TTL_S                900      seconds a finished ticket, and an idle conversation, are kept
+//	DAS_ASK_MAX_EVENTS           1000     events retained per ticket; past it steps are evicted oldest first (min 8)
+//	DAS_ASK_KEEPALIVE_S          10       seconds of stream silence before a `: keepalive` comment
+//	DAS_ASK_DEADLINE_S           120      seconds an ask may run before error{timeout}
+//	DAS_ASK_MAX_INFLIGHT_PER_ID  4        running asks per identity (429 beyond)
+//	DAS_ASK_MAX_TICKETS          10000    tickets held, and conversations held (503 beyond)
+//	DAS_ASK_MAX_BODY_BYTES       65536    request body limit in bytes (413 beyond; 1024 to 16 MiB)
+//	DAS_ASK_SHUTDOWN_GRACE_S     10       seconds running asks get to finish on shutdown (0: none)
+package server

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// envelope is what every event carries besides its body.
+type envelope struct {
+	seq          int64
+	ticket, conv string
+	ts           time.Time
+	typ          gen.EventType
+}
+
+// encodeEvent encodes one event once, as the log keeps it and the SSE writer sends it: the
+// envelope, then the fields of body (a gen.*Body, which has no envelope fields) spliced in.
+func encodeEvent(env envelope, body any) (store.Event, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return store.Event{}, err
+	}
+	ticket, _ := json.Marshal(env.ticket)
+	conv, _ := json.Marshal(env.conv)
+	out := make([]byte, 0, len(b)+160)
+	out = append(out, `{"seq":`...)
+	out = strconv.AppendInt(out, env.seq, 10)
+	out = append(out, `,"ticket":`...)
+	out = append(out, ticket...)
+	out = append(out, `,"conversation_id":`...)
+	out = append(out, conv...)
+	out = append(out, `,"ts":"`...)
+	out = env.ts.UTC().AppendFormat(out, time.RFC3339Nano)
+	out = append(out, `","type":"`...)
+	out = append(out, env.typ...)
+	out = append(out, '"')
+	if len(b) > 2 { // b is an object: `{...}`; `{}` adds nothing
+		out = append(out, ',')
+		out = append(out, b[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return store.Event{Seq: env.seq, Type: env.typ, Data: out}, nil
+}

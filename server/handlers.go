@@ -1,0 +1,245 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/openapi"
+	"github.com/das-ask/ask/store"
+)
+
+// handlers implements the generated interface. Middleware has already authenticated the
+// caller and validated the request against the embedded spec when a method runs.
+type handlers struct{ s *Server }
+
+var _ gen.ServerInterface = (*handlers)(nil)
+
+// CreateConversation opens a conversation owned by the caller.
+func (h *handlers) CreateConversation(c echo.Context) error {
+	s := h.s
+	owner := ownerOf(c)
+	conv := store.Conversation{ID: "c_" + rand.Text(), Owner: owner, CreatedAt: time.Now().UTC()}
+	err := s.store.CreateConversation(c.Request().Context(), conv, store.Limits{MaxTickets: s.opts.MaxTickets})
+	if errors.Is(err, store.ErrFull) {
+		return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many conversations as it can", retryAfter: retryFull}
+	}
+	if err != nil {
+		return err
+	}
+	asks := "/v1/conversations/" + conv.ID + "/asks"
+	c.Response().Header().Set("Location", s.opts.BasePath+asks)
+	s.log.Info("conversation created", "conversation", conv.ID, "oid", owner.OID)
+	return c.JSON(http.StatusCreated, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
+}
+
+// CreateAsk registers a ticket, logs accepted, answers 202 and only then starts the run.
+func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath) error {
+	s := h.s
+	ctx := c.Request().Context()
+	id, _ := auth.FromContext(ctx)
+	owner := ownerOf(c)
+
+	var body gen.AskRequest
+	if err := json.NewDecoder(c.Request().Body).Decode(&body); err != nil {
+		return badRequest("the request body is not an AskRequest")
+	}
+	conv, _, err := s.store.Conversation(ctx, conversationID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if !sameOwner(conv.Owner, owner) || err != nil {
+		return errNotFound
+	}
+
+	if err := s.admit(); err != nil {
+		return err
+	}
+	now := time.Now()
+	ticket := "t_" + rand.Text()
+	accepted, err := encodeEvent(envelope{seq: 1, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeAccepted},
+		gen.AcceptedBody{Question: body.Question})
+	if err != nil {
+		s.release("")
+		return err
+	}
+	history, err := s.store.CreateTicket(ctx, store.NewTicket{
+		ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
+	}, store.Limits{MaxInFlightPerOwner: s.opts.MaxInFlight, MaxTickets: s.opts.MaxTickets})
+	if err != nil {
+		s.release("")
+		var conflict *store.ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			return &problem{status: http.StatusConflict, detail: "an ask is already running in this conversation", ticket: conflict.Ticket}
+		case errors.Is(err, store.ErrTooManyInFlight):
+			return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: retryInFlight}
+		case errors.Is(err, store.ErrFull):
+			return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many tickets as it can", retryAfter: retryFull}
+		case errors.Is(err, store.ErrNotFound):
+			return errNotFound
+		}
+		return err
+	}
+
+	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
+	s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
+
+	base := s.opts.BasePath + "/v1/asks/" + ticket
+	c.Response().Header().Set("Location", base)
+	if err := c.JSON(http.StatusAccepted, gen.Ticket{
+		Ticket:         ticket,
+		ConversationId: conversationID,
+		EventsUrl:      "/v1/asks/" + ticket + "/events",
+		StatusUrl:      "/v1/asks/" + ticket,
+		CancelUrl:      "/v1/asks/" + ticket + "/cancel",
+		CreatedAt:      now.UTC(),
+	}); err != nil {
+		s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
+	}
+	_ = http.NewResponseController(c.Response().Writer).Flush()
+
+	// Only now, with the 202 written, may the run make its first call.
+	s.start(r, runCtx, ask.Request{
+		Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id,
+	})
+	return nil
+}
+
+// GetAsk answers the ticket's state, waiting up to `Prefer: wait=N` seconds for the end.
+func (h *handlers) GetAsk(c echo.Context, ticket gen.TicketPath, params gen.GetAskParams) error {
+	s := h.s
+	ctx := c.Request().Context()
+	t, err := s.ownedTicket(c, ticket)
+	if err != nil {
+		return err
+	}
+	if wait, ok := preferWait(params.Prefer); ok {
+		c.Response().Header().Set("Preference-Applied", "wait="+strconv.FormatInt(int64(wait/time.Second), 10))
+		if t, err = s.waitFinished(ctx, t, wait); err != nil {
+			return err
+		}
+	}
+	st := gen.AskStatus{
+		Ticket:         t.ID,
+		ConversationId: t.ConversationID,
+		State:          t.State(),
+		LastSeq:        t.LastSeq,
+		CreatedAt:      t.CreatedAt,
+	}
+	if t.Terminal != nil {
+		var ev gen.Event
+		if err := ev.UnmarshalJSON(t.Terminal.Data); err != nil {
+			return err
+		}
+		st.Terminal = &ev
+	}
+	if t.Done != nil {
+		var done gen.DoneEvent
+		if err := json.Unmarshal(t.Done.Data, &done); err != nil {
+			return err
+		}
+		st.Done = &done
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, st)
+}
+
+// waitFinished waits until t is finished, wait has passed, the caller left or the service
+// closes, and returns the ticket as it then is.
+func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Duration) (store.Ticket, error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for !t.Finished() {
+		b, err := s.store.Read(ctx, t.ID, t.LastSeq)
+		if err != nil {
+			return t, errNotFound
+		}
+		if !b.Finished && len(b.Events) == 0 {
+			select {
+			case <-b.Changed:
+			case <-timer.C:
+				return t, nil
+			case <-ctx.Done():
+				return t, nil
+			case <-s.closing:
+				return t, nil
+			}
+		}
+		if t, err = s.store.Ticket(ctx, t.ID); err != nil {
+			return t, errNotFound
+		}
+	}
+	return t, nil
+}
+
+// CancelAsk ends the caller's run with error{cancelled}; idempotent, and a no-op after done.
+func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
+	s := h.s
+	t, err := s.ownedTicket(c, ticket)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	r := s.runs[ticket]
+	s.mu.Unlock()
+	if r != nil {
+		if r.end(outcomeFor(errCancelled)) {
+			s.log.Info("ask cancelled", "ticket", ticket)
+		}
+		r.cancel(errCancelled)
+	}
+	if t, err = s.store.Ticket(c.Request().Context(), ticket); err != nil {
+		return errNotFound
+	}
+	return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})
+}
+
+// GetOpenAPIYAML serves the contract byte for byte.
+func (h *handlers) GetOpenAPIYAML(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/yaml", openapi.YAML)
+}
+
+// GetOpenAPIJSON serves the contract as JSON.
+func (h *handlers) GetOpenAPIJSON(c echo.Context) error {
+	b, err := gen.GetSpecJSON()
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+}
+
+// ownedTicket returns the ticket if the caller owns it, and errNotFound both when it does not
+// exist and when it belongs to someone else, doing the same work either way.
+func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
+	t, err := s.store.Ticket(c.Request().Context(), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Ticket{}, err
+	}
+	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil {
+		return store.Ticket{}, errNotFound
+	}
+	return t, nil
+}
+
+// sameOwner compares in constant time for equal-length keys, so a ticket's existence does not
+// show in timing.
+func sameOwner(a, b store.Owner) bool {
+	return subtle.ConstantTimeCompare([]byte(a.Key()), []byte(b.Key())) == 1 && b.OID != ""
+}
+
+// ownerOf is the authenticated caller as an owner.
+func ownerOf(c echo.Context) store.Owner {
+	id, _ := auth.FromContext(c.Request().Context())
+	return store.Owner{Tenant: id.Tenant, OID: id.OID}
+}

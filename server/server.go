@@ -1,0 +1,290 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// Options configure New. Zero values mean the defaults in Config's documentation.
+type Options struct {
+	// Runner runs each ask. Required.
+	Runner ask.Runner
+	// Authenticator validates every bearer (package auth in production). Required.
+	Authenticator ask.Authenticator
+	// Store is the run registry; nil means a store.Memory with TTL and MaxEvents, which the
+	// Server closes on Shutdown.
+	Store store.Store
+	// Logger receives the service's logs; nil discards them. No line carries the question
+	// text or a token.
+	Logger *slog.Logger
+
+	// BasePath is where the API is served (DAS_ASK_PATH); "" means DefaultBasePath and "/"
+	// the root.
+	BasePath string
+	// TTL is how long finished tickets and idle conversations are kept (the Memory store's).
+	TTL time.Duration
+	// MaxEvents bounds each ticket's retained events (the Memory store's, and the run's bound
+	// on non-step events).
+	MaxEvents int
+	// KeepAlive is the interval of `: keepalive` comments on a quiet stream.
+	KeepAlive time.Duration
+	// Deadline bounds each run from admission to done.
+	Deadline time.Duration
+	// MaxInFlight is the number of running asks one identity may have (429 beyond).
+	MaxInFlight int
+	// MaxTickets caps the tickets (and, separately, the conversations) held (503 beyond).
+	MaxTickets int
+	// MaxBodyBytes caps request bodies (413 beyond).
+	MaxBodyBytes int64
+	// ShutdownGrace is how long Shutdown lets running asks finish before ending them with
+	// error{shutdown}; negative means no grace.
+	ShutdownGrace time.Duration
+}
+
+// Options returns the Options c describes; the caller adds Runner, Authenticator and Logger.
+func (c Config) Options() Options {
+	o := Options{
+		BasePath:      c.BasePath,
+		TTL:           c.TTL,
+		MaxEvents:     c.MaxEvents,
+		KeepAlive:     c.KeepAlive,
+		Deadline:      c.Deadline,
+		MaxInFlight:   c.MaxInFlight,
+		MaxTickets:    c.MaxTickets,
+		MaxBodyBytes:  c.MaxBodyBytes,
+		ShutdownGrace: c.ShutdownGrace,
+	}
+	if o.BasePath == "" {
+		o.BasePath = "/"
+	}
+	if o.ShutdownGrace == 0 {
+		o.ShutdownGrace = -1
+	}
+	return o
+}
+
+// Server is the ask service: the Echo handler for the generated interface, the run registry
+// and the runs in flight. It is safe for concurrent use.
+type Server struct {
+	opts      Options
+	log       *slog.Logger
+	store     store.Store
+	ownsStore *store.Memory // closed on Shutdown when the Server made it
+	echo      *echo.Echo
+
+	// base is the parent of every run's context: runs outlive the requests that start them.
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+	// closing is closed at the end of Shutdown: streams and long polls still open return.
+	closing chan struct{}
+	runners sync.WaitGroup // runner goroutines
+
+	mu       sync.Mutex
+	draining bool
+	active   int // admitted asks whose log has not ended
+	runs     map[string]*run
+	idle     chan struct{} // closed when draining and active == 0
+}
+
+// New builds the service. It fails on missing Runner or Authenticator and on invalid options;
+// it starts nothing.
+func New(opts Options) (*Server, error) {
+	if opts.Runner == nil {
+		return nil, errors.New("server: Options.Runner is required")
+	}
+	if opts.Authenticator == nil {
+		return nil, errors.New("server: Options.Authenticator is required")
+	}
+	if opts.BasePath == "" {
+		opts.BasePath = DefaultBasePath
+	}
+	base, err := cleanBasePath(opts.BasePath)
+	if err != nil {
+		return nil, errors.New("server: Options.BasePath: " + err.Error())
+	}
+	opts.BasePath = base
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = DefaultMaxEvents
+	}
+	if opts.MaxEvents < minMaxEvents {
+		return nil, errors.New("server: Options.MaxEvents must be at least 8")
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.Deadline <= 0 {
+		opts.Deadline = DefaultDeadline
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.MaxTickets <= 0 {
+		opts.MaxTickets = DefaultMaxTickets
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ShutdownGrace == 0 {
+		opts.ShutdownGrace = DefaultShutdownGrace
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:    opts,
+		log:     log,
+		store:   opts.Store,
+		closing: make(chan struct{}),
+		runs:    map[string]*run{},
+		idle:    make(chan struct{}),
+	}
+	if s.store == nil {
+		m := store.NewMemory(store.MemoryOptions{TTL: opts.TTL, MaxEvents: opts.MaxEvents})
+		s.store, s.ownsStore = m, m
+	}
+	s.base, s.cancelBase = context.WithCancelCause(context.Background())
+	e, err := s.newEcho()
+	if err != nil {
+		s.cancelBase(errShutdown)
+		return nil, err
+	}
+	s.echo = e
+	return s, nil
+}
+
+// Handler is the whole HTTP surface (the *echo.Echo), to serve with an http.Server.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// newEcho wires Echo: problem+json errors, then per operation auth → admission → body limit
+// → request validation → the generated wrapper → handlers.
+func (s *Server) newEcho() (*echo.Echo, error) {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Logger.SetOutput(io.Discard)
+	e.HTTPErrorHandler = errorHandler(s.log)
+
+	validate, err := s.validator()
+	if err != nil {
+		return nil, err
+	}
+	authn := s.authenticate()
+	admit := s.admitting()
+	limit := s.limitBody()
+	secured := []echo.MiddlewareFunc{authn, limit, validate}
+	admitted := []echo.MiddlewareFunc{authn, admit, limit, validate}
+	gen.RegisterHandlersWithOptions(e, &handlers{s: s}, gen.RegisterHandlersOptions{
+		BaseURL: s.opts.BasePath,
+		OperationMiddlewares: map[string][]echo.MiddlewareFunc{
+			"createConversation": admitted,
+			"createAsk":          admitted,
+			"streamEvents":       secured,
+			"getAsk":             secured,
+			"cancelAsk":          secured,
+		},
+	})
+	return e, nil
+}
+
+// Shutdown stops admitting (503 from then on), lets running asks finish for the grace period
+// or until ctx is done, then ends the rest with error{shutdown} and done, closes every open
+// stream, and waits (until ctx is done) for the runners to return. It is safe to call more
+// than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		if s.active == 0 {
+			close(s.idle)
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("shutting down", "grace", s.opts.ShutdownGrace.String())
+
+	if s.opts.ShutdownGrace > 0 {
+		grace := time.NewTimer(s.opts.ShutdownGrace)
+		select {
+		case <-s.idle:
+		case <-grace.C:
+		case <-ctx.Done():
+		}
+		grace.Stop()
+	}
+	s.mu.Lock()
+	var left []*run
+	for _, r := range s.runs {
+		left = append(left, r)
+	}
+	s.mu.Unlock()
+	for _, r := range left {
+		r.stop(errShutdown)
+	}
+	s.cancelBase(errShutdown)
+
+	select {
+	case <-s.idle:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+	s.mu.Unlock()
+
+	returned := make(chan struct{})
+	go func() { s.runners.Wait(); close(returned) }()
+	var err error
+	select {
+	case <-returned:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if s.ownsStore != nil && err == nil {
+		_ = s.ownsStore.Close()
+	}
+	return err
+}
+
+// admit reserves an admission slot for an ask, or fails with 503 while draining.
+func (s *Server) admit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return unavailable()
+	}
+	s.active++
+	return nil
+}
+
+// release gives back a slot admit reserved (the ask was refused, or its log has ended).
+func (s *Server) release(ticket string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ticket != "" {
+		delete(s.runs, ticket)
+	}
+	s.active--
+	if s.draining && s.active == 0 {
+		close(s.idle)
+	}
+}
+
+func unavailable() *problem {
+	return &problem{status: http.StatusServiceUnavailable, detail: "the service is shutting down", retryAfter: retryDraining}
+}

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// retryMillis is the reconnect delay the stream suggests to clients (`retry:`).
+const retryMillis = 2000
+
+// StreamEvents replays the ticket's retained events after the cursor, then follows the log
+// live, and closes after done. Replay and live are the same loop over store.Read from the
+// last seq written, so there is neither a gap nor a duplicate between them. The stream ends
+// when done is written, the caller leaves or the server closes; it never affects the run.
+func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params gen.StreamEventsParams) error {
+	s := h.s
+	ctx := c.Request().Context()
+	t, err := s.ownedTicket(c, ticket)
+	if err != nil {
+		return err
+	}
+	cursor, err := cursorOf(params)
+	if err != nil {
+		return err
+	}
+	if cursor > t.LastSeq {
+		return badRequest("the cursor is beyond the last event of this ticket")
+	}
+
+	w := c.Response()
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := &sseWriter{w: w, rc: http.NewResponseController(w.Writer)}
+	// The opening comment makes proxies pass the headers on at once.
+	out.buf = append(out.buf, ": ask events\nretry: "...)
+	out.buf = strconv.AppendInt(out.buf, retryMillis, 10)
+	out.buf = append(out.buf, "\n\n"...)
+	if err := out.flush(); err != nil {
+		return nil
+	}
+
+	keepAlive := time.NewTicker(s.opts.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		b, err := s.store.Read(ctx, ticket, cursor)
+		if err != nil {
+			return nil // evicted, or the store closed: nothing more will come
+		}
+		for _, ev := range b.Events {
+			out.frame(ev)
+			cursor = ev.Seq
+			if ev.Type == gen.EventTypeDone {
+				_ = out.flush()
+				return nil
+			}
+		}
+		if len(b.Events) > 0 {
+			if err := out.flush(); err != nil {
+				return nil
+			}
+			keepAlive.Reset(s.opts.KeepAlive)
+		}
+		if b.Finished {
+			return nil
+		}
+		select {
+		case <-b.Changed:
+		case <-keepAlive.C:
+			out.buf = append(out.buf, ": keepalive\n\n"...)
+			if err := out.flush(); err != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		case <-s.closing:
+			return nil
+		}
+	}
+}
+
+// cursorOf is the stream's starting cursor: Last-Event-ID wins over `after`; neither means 0.
+func cursorOf(p gen.StreamEventsParams) (int64, error) {
+	if p.LastEventID != nil {
+		n, err := strconv.ParseInt(*p.LastEventID, 10, 64)
+		if err != nil || n < 0 || *p.LastEventID == "" || (*p.LastEventID)[0] == '+' {
+			return 0, badRequest("Last-Event-ID must be a decimal integer")
+		}
+		return n, nil
+	}
+	if p.After != nil {
+		if *p.After < 0 {
+			return 0, badRequest("after must not be negative")
+		}
+		return *p.After, nil
+	}
+	return 0, nil
+}
+
+// sseWriter frames events into a buffer and writes and flushes it in one go.
+type sseWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
+}
+
+// frame adds `id:`, `event:` and `data:` lines for ev; its Data is one line of JSON.
+func (o *sseWriter) frame(ev store.Event) {
+	o.buf = append(o.buf, "id: "...)
+	o.buf = strconv.AppendInt(o.buf, ev.Seq, 10)
+	o.buf = append(o.buf, "\nevent: "...)
+	o.buf = append(o.buf, ev.Type...)
+	o.buf = append(o.buf, "\ndata: "...)
+	o.buf = append(o.buf, ev.Data...)
+	o.buf = append(o.buf, "\n\n"...)
+}
+
+// flush writes what is buffered and flushes it to the client; an error means the client is
+// gone (or the writer cannot stream) and the stream should end.
+func (o *sseWriter) flush() error {
+	_, err := o.w.Write(o.buf)
+	o.buf = o.buf[:0]
+	if err != nil {
+		return err
+	}
+	return o.rc.Flush()
+}

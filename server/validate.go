@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+	echomiddleware "github.com/oapi-codegen/echo-middleware"
+
+	"github.com/das-ask/ask/gen"
+)
+
+// validator checks every request against the embedded contract (gen.GetSpec) served at the
+// configured base path, before any handler code runs. Violations are 400 problem+json (415 for
+// a body that is not JSON) whose text names what was broken, never the value that broke it:
+// a value could be the question.
+func (s *Server) validator() (echo.MiddlewareFunc, error) {
+	spec, err := gen.GetSpec()
+	if err != nil {
+		return nil, fmt.Errorf("server: loading the embedded spec: %w", err)
+	}
+	base := s.opts.BasePath
+	if base == "" {
+		base = "/"
+	}
+	spec.Servers = openapi3.Servers{{URL: base}}
+	return echomiddleware.OapiRequestValidatorWithOptions(spec, &echomiddleware.Options{
+		SilenceServersWarning: true,
+		Options: openapi3filter.Options{
+			// Authentication has already run; the spec's security is not checked twice.
+			AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
+			MultiError:         true,
+		},
+		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
+			return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me}
+		},
+		ErrorHandler: func(_ echo.Context, he *echo.HTTPError) error {
+			return validationProblem(he)
+		},
+	}), nil
+}
+
+// validationProblem turns a validator error into a problem without echoing request values.
+func validationProblem(he *echo.HTTPError) error {
+	if he.Code == http.StatusNotFound {
+		return errNotFound
+	}
+	if he.Code != http.StatusBadRequest {
+		return &problem{status: he.Code, detail: "the request could not be validated"}
+	}
+	var errs []error
+	var me openapi3.MultiError
+	if errors.As(he.Internal, &me) {
+		errs = flatten(me)
+	} else if he.Internal != nil {
+		errs = []error{he.Internal}
+	}
+	var violations []string
+	for _, err := range errs {
+		var re *openapi3filter.RequestError
+		if errors.As(err, &re) && re.RequestBody != nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value") {
+			return &problem{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json"}
+		}
+		violations = append(violations, describeViolation(err)...)
+	}
+	return badRequest("the request does not satisfy the API description", violations...)
+}
+
+func flatten(me openapi3.MultiError) []error {
+	var out []error
+	for _, err := range me {
+		var inner openapi3.MultiError
+		if errors.As(err, &inner) && len(inner) > 0 {
+			out = append(out, flatten(inner)...)
+			continue
+		}
+		out = append(out, err)
+	}
+	return out
+}
+
+// describeViolation says where and how a request broke the spec: a JSON pointer or parameter
+// name and the schema's reason, which names rules, not values.
+func describeViolation(err error) []string {
+	var re *openapi3filter.RequestError
+	where := "request"
+	if errors.As(err, &re) {
+		switch {
+		case re.Parameter != nil:
+			where = fmt.Sprintf("parameter %q in %s", re.Parameter.Name, re.Parameter.In)
+		case re.RequestBody != nil:
+			where = "body"
+		}
+		var me openapi3.MultiError
+		if errors.As(re.Err, &me) {
+			var out []string
+			for _, e := range flatten(me) {
+				out = append(out, schemaViolation(where, e))
+			}
+			return out
+		}
+		if re.Err != nil {
+			return []string{schemaViolation(where, re.Err)}
+		}
+		if re.Reason != "" && re.Parameter == nil {
+			return []string{where + ": " + re.Reason}
+		}
+		return []string{where + ": invalid"}
+	}
+	return []string{schemaViolation(where, err)}
+}
+
+func schemaViolation(where string, err error) string {
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		ptr := "/" + strings.Join(se.JSONPointer(), "/")
+		if ptr == "/" {
+			ptr = ""
+		}
+		return where + ptr + ": " + se.Reason
+	}
+	switch {
+	case errors.Is(err, openapi3filter.ErrInvalidRequired):
+		return where + ": required"
+	case errors.Is(err, openapi3filter.ErrInvalidEmptyValue):
+		return where + ": must not be empty"
+	}
+	var pe *openapi3filter.ParseError
+	if errors.As(err, &pe) {
+		return where + ": not well-formed"
+	}
+	return where + ": invalid"
+}

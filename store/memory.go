@@ -1,0 +1,310 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+)
+
+// Defaults for MemoryOptions' zero values.
+const (
+	DefaultTTL       = 900 * time.Second
+	DefaultMaxEvents = 1000
+)
+
+// MemoryOptions configure NewMemory. Zero values mean defaults.
+type MemoryOptions struct {
+	// TTL is how long a finished ticket, and an idle conversation, are retained.
+	TTL time.Duration
+	// MaxEvents bounds each ticket's retained events; past it steps are evicted oldest first.
+	MaxEvents int
+}
+
+// Memory is the in-process Store. Expiry runs on timers (time.AfterFunc), so it holds no
+// goroutine of its own; Close stops every timer and releases everything.
+type Memory struct {
+	ttl       time.Duration
+	maxEvents int
+
+	mu       sync.Mutex
+	closed   bool
+	convs    map[string]*memConv
+	tickets  map[string]*memTicket
+	inFlight map[string]int // owner key -> running tickets
+}
+
+type memConv struct {
+	c       Conversation
+	turns   []ask.Turn
+	running string // the running ticket, "" when none
+	expiry  *time.Timer
+	// epoch tells a stale expiry (one that fired while being reset) from the current one.
+	epoch int
+}
+
+type memTicket struct {
+	t        Ticket
+	events   []Event // retained, ordered by seq
+	changed  chan struct{}
+	finished bool
+	expiry   *time.Timer
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory store.
+func NewMemory(opts MemoryOptions) *Memory {
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = DefaultMaxEvents
+	}
+	return &Memory{
+		ttl:       opts.TTL,
+		maxEvents: opts.MaxEvents,
+		convs:     map[string]*memConv{},
+		tickets:   map[string]*memTicket{},
+		inFlight:  map[string]int{},
+	}
+}
+
+// Close stops every expiry timer and drops everything; waiting readers are woken and then see
+// ErrNotFound. Calls after Close answer ErrNotFound or ErrFull.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	for id, c := range m.convs {
+		if c.expiry != nil {
+			c.expiry.Stop()
+		}
+		delete(m.convs, id)
+	}
+	for id, t := range m.tickets {
+		if t.expiry != nil {
+			t.expiry.Stop()
+		}
+		t.notify()
+		delete(m.tickets, id)
+	}
+	clear(m.inFlight)
+	return nil
+}
+
+// CreateConversation implements Store.
+func (m *Memory) CreateConversation(_ context.Context, c Conversation, limits Limits) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || (limits.MaxTickets > 0 && len(m.convs) >= limits.MaxTickets) {
+		return ErrFull
+	}
+	mc := &memConv{c: c}
+	m.convs[c.ID] = mc
+	m.expireConvLocked(mc)
+	return nil
+}
+
+// Conversation implements Store.
+func (m *Memory) Conversation(_ context.Context, id string) (Conversation, []ask.Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.convs[id]
+	if !ok {
+		return Conversation{}, nil, ErrNotFound
+	}
+	return c.c, slices.Clone(c.turns), nil
+}
+
+// CreateTicket implements Store.
+func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([]ask.Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.convs[nt.ConversationID]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if c.running != "" {
+		return nil, &ConflictError{Ticket: c.running}
+	}
+	key := nt.Owner.Key()
+	if limits.MaxInFlightPerOwner > 0 && m.inFlight[key] >= limits.MaxInFlightPerOwner {
+		return nil, ErrTooManyInFlight
+	}
+	if limits.MaxTickets > 0 && len(m.tickets) >= limits.MaxTickets {
+		return nil, ErrFull
+	}
+	if nt.Accepted.Seq != 1 {
+		return nil, ErrSeq
+	}
+	if _, dup := m.tickets[nt.ID]; dup {
+		return nil, ErrSeq
+	}
+	m.tickets[nt.ID] = &memTicket{
+		t: Ticket{
+			ID:             nt.ID,
+			ConversationID: nt.ConversationID,
+			Owner:          nt.Owner,
+			CreatedAt:      nt.CreatedAt,
+			LastSeq:        1,
+		},
+		events: []Event{nt.Accepted},
+	}
+	m.inFlight[key]++
+	c.running = nt.ID
+	if c.expiry != nil {
+		c.expiry.Stop()
+		c.expiry = nil
+	}
+	c.epoch++
+	return slices.Clone(c.turns), nil
+}
+
+// Ticket implements Store.
+func (m *Memory) Ticket(_ context.Context, id string) (Ticket, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tickets[id]
+	if !ok {
+		return Ticket{}, ErrNotFound
+	}
+	return t.t, nil
+}
+
+// Append implements Store.
+func (m *Memory) Append(_ context.Context, ticket string, ev Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tickets[ticket]
+	if !ok {
+		return ErrNotFound
+	}
+	if t.finished {
+		return ErrFinished
+	}
+	if ev.Seq != t.t.LastSeq+1 {
+		return ErrSeq
+	}
+	m.appendLocked(t, ev)
+	t.notify()
+	return nil
+}
+
+// Finish implements Store.
+func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask.Turn) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tickets[ticket]
+	if !ok {
+		return ErrNotFound
+	}
+	if t.finished {
+		return ErrFinished
+	}
+	next := t.t.LastSeq
+	var terminal, done *Event
+	for i := range tail {
+		next++
+		if tail[i].Seq != next {
+			return ErrSeq
+		}
+		switch {
+		case tail[i].Terminal():
+			terminal = &tail[i]
+		case tail[i].Type == gen.EventTypeDone:
+			done = &tail[i]
+		}
+	}
+	if terminal == nil || done == nil {
+		return ErrSeq
+	}
+	for _, ev := range tail {
+		m.appendLocked(t, ev)
+	}
+	term, dn := *terminal, *done
+	t.t.Terminal, t.t.Done = &term, &dn
+	t.finished = true
+	t.notify()
+
+	key := t.t.Owner.Key()
+	if m.inFlight[key] <= 1 {
+		delete(m.inFlight, key)
+	} else {
+		m.inFlight[key]--
+	}
+	if c, ok := m.convs[t.t.ConversationID]; ok && c.running == ticket {
+		c.running = ""
+		c.turns = append(c.turns, turn)
+		m.expireConvLocked(c)
+	}
+	t.expiry = time.AfterFunc(m.ttl, func() { m.evictTicket(ticket, t) })
+	return nil
+}
+
+// Read implements Store.
+func (m *Memory) Read(_ context.Context, ticket string, after int64) (Batch, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tickets[ticket]
+	if !ok {
+		return Batch{}, ErrNotFound
+	}
+	i := sort.Search(len(t.events), func(i int) bool { return t.events[i].Seq > after })
+	b := Batch{Events: slices.Clone(t.events[i:]), Finished: t.finished}
+	if !t.finished {
+		if t.changed == nil {
+			t.changed = make(chan struct{})
+		}
+		b.Changed = t.changed
+	}
+	return b, nil
+}
+
+// appendLocked appends ev, evicting the oldest step first when the log is full.
+func (m *Memory) appendLocked(t *memTicket, ev Event) {
+	if len(t.events) >= m.maxEvents {
+		if i := slices.IndexFunc(t.events, func(e Event) bool { return e.Type == gen.EventTypeStep }); i >= 0 {
+			t.events = slices.Delete(t.events, i, i+1)
+		}
+	}
+	t.events = append(t.events, ev)
+	t.t.LastSeq = ev.Seq
+}
+
+// notify wakes every reader waiting on the ticket's log.
+func (t *memTicket) notify() {
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
+}
+
+// expireConvLocked (re)starts the conversation's idle timer.
+func (m *Memory) expireConvLocked(c *memConv) {
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	c.epoch++
+	id, epoch := c.c.ID, c.epoch
+	c.expiry = time.AfterFunc(m.ttl, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if cur, ok := m.convs[id]; ok && cur == c && c.epoch == epoch && c.running == "" {
+			delete(m.convs, id)
+		}
+	})
+}
+
+func (m *Memory) evictTicket(id string, t *memTicket) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.tickets[id]; ok && cur == t {
+		delete(m.tickets, id)
+		t.notify()
+	}
+}

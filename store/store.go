@@ -1,0 +1,167 @@
+// Package store is the run registry behind the ask service's handlers: tickets, their event
+// logs and the conversations they belong to. Memory is the in-process implementation; a shared
+// store (Redis Streams / pub-sub) can replace it without touching the handlers.
+//
+// The contract every implementation keeps, modelled on the MCP Go SDK's EventStore:
+//
+//   - A ticket's log is append-only. Seq starts at 1 and grows by one per appended event; the
+//     store refuses any other seq, so there is no gap at emission.
+//   - Read returns every retained event after a cursor and a channel that is closed as soon as
+//     the log changes after that read. Reading again from the last seq seen therefore yields
+//     replay then live delivery with neither a gap nor a duplicate, and without polling.
+//     Readers never block writers: a slow or stalled reader costs the run nothing.
+//   - At most MaxEvents events are retained per ticket. Past that, only step events are evicted,
+//     oldest first; every other type is kept. A replay may therefore skip seq values that
+//     belonged to steps, and nothing else.
+//   - Finish appends a ticket's last events (branch close, terminal, done) atomically, records
+//     the conversation's turn and releases the ticket's admission slots. It succeeds once.
+//   - Finished tickets are retained TTL after Finish; conversations TTL after their last
+//     activity (creation or the end of their last ask), and never while an ask runs in them.
+//     Then they are gone: every call answers ErrNotFound.
+//
+// All methods are safe for concurrent use. The question text lives only in the accepted event
+// and in conversation turns; a store never logs either.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+)
+
+// Store is the registry of conversations, tickets and their event logs.
+type Store interface {
+	// CreateConversation registers c. It fails with ErrFull when the store already holds
+	// limits.MaxTickets conversations.
+	CreateConversation(ctx context.Context, c Conversation, limits Limits) error
+	// Conversation returns the conversation and a copy of its finished turns, oldest first.
+	Conversation(ctx context.Context, id string) (Conversation, []ask.Turn, error)
+	// CreateTicket registers a ticket whose log holds t.Accepted (seq 1), and marks it running
+	// in its conversation, atomically. It returns the conversation's turns so far. It fails,
+	// creating nothing, with ErrNotFound (no such conversation), a *ConflictError (an ask is
+	// running in the conversation), ErrTooManyInFlight (the owner has
+	// limits.MaxInFlightPerOwner running tickets) or ErrFull (the store holds
+	// limits.MaxTickets tickets).
+	CreateTicket(ctx context.Context, t NewTicket, limits Limits) ([]ask.Turn, error)
+	// Ticket returns a snapshot of the ticket's metadata.
+	Ticket(ctx context.Context, id string) (Ticket, error)
+	// Append adds ev to a running ticket's log. ev.Seq must be the last seq plus one
+	// (ErrSeq otherwise); a finished ticket refuses it with ErrFinished.
+	Append(ctx context.Context, ticket string, ev Event) error
+	// Finish appends tail (whose seqs continue the log, and which holds the terminal event
+	// and done) and ends the ticket, recording turn in its conversation. A second call fails
+	// with ErrFinished.
+	Finish(ctx context.Context, ticket string, tail []Event, turn ask.Turn) error
+	// Read returns the retained events with seq > after, in order. Unless the ticket is
+	// finished, Batch.Changed is closed once anything is appended after this read or the
+	// ticket is evicted.
+	Read(ctx context.Context, ticket string, after int64) (Batch, error)
+}
+
+// Errors a Store returns. Test with errors.Is.
+var (
+	ErrNotFound        = errors.New("store: not found")
+	ErrFull            = errors.New("store: at capacity")
+	ErrTooManyInFlight = errors.New("store: too many asks in flight for this identity")
+	ErrFinished        = errors.New("store: ticket already finished")
+	ErrSeq             = errors.New("store: seq does not continue the log")
+	ErrConflict        = errors.New("store: an ask is running in this conversation")
+)
+
+// ConflictError is returned by CreateTicket when an ask is already running in the
+// conversation. It matches ErrConflict.
+type ConflictError struct {
+	// Ticket is the running ask.
+	Ticket string
+}
+
+func (e *ConflictError) Error() string { return ErrConflict.Error() }
+
+// Is reports whether target is ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Owner is who a ticket or conversation belongs to. Ownership never crosses tenants.
+type Owner struct {
+	Tenant string
+	OID    string
+}
+
+// Key is the owner as one comparable string.
+func (o Owner) Key() string { return o.Tenant + "\x00" + o.OID }
+
+// Limits bound admission. Zero means unlimited.
+type Limits struct {
+	MaxInFlightPerOwner int
+	MaxTickets          int
+}
+
+// Event is one event of a ticket's log, already encoded.
+type Event struct {
+	Seq  int64
+	Type gen.EventType
+	// Data is the whole event as one line of JSON, envelope included. Neither the store nor
+	// its callers modify it once appended.
+	Data []byte
+}
+
+// Terminal reports whether the event's type ends a run (answer, abstention, refusal, error).
+func (e Event) Terminal() bool {
+	switch e.Type {
+	case gen.EventTypeAnswer, gen.EventTypeAbstention, gen.EventTypeRefusal, gen.EventTypeError:
+		return true
+	}
+	return false
+}
+
+// Conversation is the metadata of a conversation.
+type Conversation struct {
+	ID        string
+	Owner     Owner
+	CreatedAt time.Time
+}
+
+// NewTicket is what CreateTicket registers.
+type NewTicket struct {
+	ID             string
+	ConversationID string
+	Owner          Owner
+	CreatedAt      time.Time
+	// Accepted is the first event, seq 1.
+	Accepted Event
+}
+
+// Ticket is a snapshot of a ticket's metadata.
+type Ticket struct {
+	ID             string
+	ConversationID string
+	Owner          Owner
+	CreatedAt      time.Time
+	// LastSeq is the seq of the last event appended, evicted or not.
+	LastSeq int64
+	// Terminal and Done are set once the ticket is finished.
+	Terminal *Event
+	Done     *Event
+}
+
+// Finished reports whether done has been appended.
+func (t Ticket) Finished() bool { return t.Done != nil }
+
+// State is running, or the terminal event's type.
+func (t Ticket) State() gen.AskState {
+	if t.Terminal == nil {
+		return gen.AskStateRunning
+	}
+	return gen.AskState(t.Terminal.Type)
+}
+
+// Batch is what Read returns.
+type Batch struct {
+	Events []Event
+	// Finished reports that done has been appended: nothing will follow.
+	Finished bool
+	// Changed is closed when the log changes after this read; nil when Finished.
+	Changed <-chan struct{}
+}

@@ -1,0 +1,38 @@
+package source
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/das-ask/ask/auth"
+)
+
+// sessionTimeout closes MCP sessions whose client went away without ending them.
+const sessionTimeout = 30 * time.Minute
+
+// mcpHandler is the MCP endpoint behind two guards. auth.Middleware validates the bearer of
+// every HTTP request with the shared DAS_* settings and answers 401 problem+json with a
+// WWW-Authenticate challenge otherwise. The SDK's bearer guard then hands the validated identity
+// to the tool handlers (as the request's TokenInfo, UserID = oid) and pins each MCP session to
+// the identity that opened it, so one user's session cannot be driven with another's token.
+func (s *Source) mcpHandler() http.Handler {
+	streamable := mcp.NewStreamableHTTPHandler(
+		func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: sessionTimeout},
+	)
+	fromContext := func(_ context.Context, _ string, r *http.Request) (*sdkauth.TokenInfo, error) {
+		id, ok := auth.FromContext(r.Context())
+		if !ok || id.OID == "" {
+			return nil, sdkauth.ErrInvalidToken
+		}
+		// Expiry was checked by the Validator (with the configured leeway); the identity does
+		// not carry it, so the SDK's own expiry check is switched off below.
+		return &sdkauth.TokenInfo{UserID: id.OID, Scopes: id.Scopes}, nil
+	}
+	pin := sdkauth.RequireBearerToken(fromContext, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	return auth.Middleware(s.auth, pin(streamable))
+}

@@ -1,0 +1,157 @@
+// Package source is the demo source: a real MCP server (streamable HTTP, the official Go SDK)
+// over an embedded, read-only SQLite database of teams, services, incidents, deployments and
+// on-call pay, with a glossary catalog beside it. It is what `make ask-serve` runs on
+// 127.0.0.1:8091, and what tests start in process on httptest.
+//
+// It is its own authority, as a production source would be: it validates every request's bearer
+// itself (401 otherwise), applies that identity's permissions (analysts read everything; anyone
+// else may not read oncall_pay), refuses every write, and writes one audit line per tool call
+// naming the identity and the caller's call id. Refusals are tool results marked with
+// `ask/refusal` meta, never HTTP errors. docs/sources.md is the contract it implements.
+package source
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/das-ask/ask"
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultRowCap       = 500
+	DefaultQueryTimeout = 5 * time.Second
+	DefaultAuditKeep    = 10000
+	DefaultReadConns    = 4
+)
+
+// Options configure a Source. Zero values mean the defaults; only Authenticator is required.
+type Options struct {
+	// Authenticator validates the bearer of every MCP request (an *auth.Validator in
+	// production). Required.
+	Authenticator ask.Authenticator
+	// Data is the dataset folder (schema.yaml, catalog.yaml and one CSV per table); nil means
+	// the dataset committed under data/ and embedded in the binary.
+	Data fs.FS
+	// AuditPath is the append-only JSON-lines audit file; "" keeps the audit in memory only.
+	AuditPath string
+	// AuditKeep is how many of the newest audit entries GET /audit can return; 0 means
+	// DefaultAuditKeep.
+	AuditKeep int
+	// RowCap is the most rows run_query returns (the result says truncated when there were
+	// more); 0 means DefaultRowCap.
+	RowCap int
+	// QueryTimeout bounds one run_query; 0 means DefaultQueryTimeout.
+	QueryTimeout time.Duration
+	// Analysts are the oids that may read every table; nil means just "alice".
+	Analysts []string
+	// Restricted are the tables only analysts may read; nil means just "oncall_pay".
+	Restricted []string
+	// Logger receives operational logs; nil discards them. Tokens are never logged.
+	Logger *slog.Logger
+	// Now is the clock for audit timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Source is a running demo source. Its handler is safe for concurrent use.
+type Source struct {
+	db      *database
+	catalog *catalog
+	tables  []Table
+	querier *querier
+	audit   *auditLog
+	auth    ask.Authenticator
+	log     *slog.Logger
+	now     func() time.Time
+	mcp     *mcp.Server
+}
+
+// New loads the dataset into a fresh in-memory database and builds the MCP server. ctx bounds
+// the loading only. Close releases the database and the audit file.
+func New(ctx context.Context, opts Options) (*Source, error) {
+	if opts.Authenticator == nil {
+		return nil, errors.New("source: Options.Authenticator is required: the source validates every bearer itself")
+	}
+	if opts.Data == nil {
+		opts.Data = embeddedData()
+	}
+	if opts.AuditKeep <= 0 {
+		opts.AuditKeep = DefaultAuditKeep
+	}
+	if opts.RowCap <= 0 {
+		opts.RowCap = DefaultRowCap
+	}
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	if opts.Analysts == nil {
+		opts.Analysts = []string{"alice"}
+	}
+	if opts.Restricted == nil {
+		opts.Restricted = []string{"oncall_pay"}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+
+	ds, err := loadDataset(opts.Data)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDatabase(ctx, ds, DefaultReadConns)
+	if err != nil {
+		return nil, err
+	}
+	audit, err := openAudit(opts.AuditPath, opts.AuditKeep)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Source{
+		db:      db,
+		catalog: &catalog{terms: ds.terms},
+		tables:  ds.tables,
+		querier: &querier{
+			db:      db.read,
+			policy:  policy{analysts: opts.Analysts, restricted: opts.Restricted},
+			rowCap:  opts.RowCap,
+			timeout: opts.QueryTimeout,
+		},
+		audit: audit,
+		auth:  opts.Authenticator,
+		log:   opts.Logger,
+		now:   opts.Now,
+	}
+	s.mcp = s.newServer()
+	return s, nil
+}
+
+// Handler serves the source:
+//
+//	/mcp      the MCP server, streamable HTTP; every request needs a valid bearer (401 otherwise)
+//	/audit    GET, the retained audit entries (loopback callers only; ?call_id= and ?oid= filter)
+//	/healthz  GET, 200 once the source is serving
+func (s *Source) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.mcpHandler())
+	mux.HandleFunc("/audit", s.auditHandler)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+// Close releases the database and closes the audit file. Serve nothing after Close.
+func (s *Source) Close() error {
+	return errors.Join(s.db.Close(), s.audit.close())
+}

@@ -2,12 +2,12 @@ package server
 
 import (
 	"context"
-	"strconv"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"

@@ -43,6 +43,9 @@ type run struct {
 	onEnd     func(*run)
 
 	cancel context.CancelCauseFunc // set before the run starts
+	// ctx is the run's context: once it is done the Emitter ignores everything, even before
+	// end has run (a runner that saw ctx.Done must not get an event in).
+	ctx context.Context
 
 	mu         sync.Mutex
 	ended      bool
@@ -254,12 +257,15 @@ func turnText(out ask.Outcome) string {
 // emitter is the ask.Emitter a runner reports through.
 type emitter struct{ r *run }
 
+// closedLocked reports whether the run takes no more events; r.mu is held.
+func (r *run) closedLocked() bool { return r.ended || r.ctx.Err() != nil }
+
 var _ ask.Emitter = emitter{}
 
 func (e emitter) Branch(b gen.BranchBody) {
 	e.r.mu.Lock()
 	defer e.r.mu.Unlock()
-	if e.r.ended || b.BranchId == supervisorBranch {
+	if e.r.closedLocked() || b.BranchId == supervisorBranch {
 		return
 	}
 	e.r.appendLocked(gen.EventTypeBranch, b)
@@ -268,7 +274,7 @@ func (e emitter) Branch(b gen.BranchBody) {
 func (e emitter) Step(s gen.StepBody) {
 	e.r.mu.Lock()
 	defer e.r.mu.Unlock()
-	if e.r.ended {
+	if e.r.closedLocked() {
 		return
 	}
 	e.r.steps++
@@ -278,7 +284,7 @@ func (e emitter) Step(s gen.StepBody) {
 func (e emitter) Milestone(m gen.MilestoneBody) {
 	e.r.mu.Lock()
 	defer e.r.mu.Unlock()
-	if e.r.ended {
+	if e.r.closedLocked() {
 		return
 	}
 	e.r.appendLocked(gen.EventTypeMilestone, m)
@@ -287,7 +293,7 @@ func (e emitter) Milestone(m gen.MilestoneBody) {
 func (e emitter) ModelCall(u ask.Usage) {
 	e.r.mu.Lock()
 	defer e.r.mu.Unlock()
-	if e.r.ended {
+	if e.r.closedLocked() {
 		return
 	}
 	e.r.modelCalls++

@@ -22,8 +22,8 @@ type Options struct {
 	Runner ask.Runner
 	// Authenticator validates every bearer (package auth in production). Required.
 	Authenticator ask.Authenticator
-	// Store is the run registry; nil means a store.Memory with TTL and MaxEvents, which the
-	// Server closes on Shutdown.
+	// Store is the run registry; nil means a store.Memory with TTL and MaxEvents. Shutdown
+	// leaves the store as it is: finished tickets stay readable until their TTL.
 	Store store.Store
 	// Logger receives the service's logs; nil discards them. No line carries the question
 	// text or a token.
@@ -79,9 +79,8 @@ func (c Config) Options() Options {
 type Server struct {
 	opts      Options
 	log       *slog.Logger
-	store     store.Store
-	ownsStore *store.Memory // closed on Shutdown when the Server made it
-	echo      *echo.Echo
+	store store.Store
+	echo  *echo.Echo
 
 	// base is the parent of every run's context: runs outlive the requests that start them.
 	base       context.Context
@@ -154,8 +153,7 @@ func New(opts Options) (*Server, error) {
 		idle:    make(chan struct{}),
 	}
 	if s.store == nil {
-		m := store.NewMemory(store.MemoryOptions{TTL: opts.TTL, MaxEvents: opts.MaxEvents})
-		s.store, s.ownsStore = m, m
+		s.store = store.NewMemory(store.MemoryOptions{TTL: opts.TTL, MaxEvents: opts.MaxEvents})
 	}
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	e, err := s.newEcho()
@@ -254,9 +252,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-returned:
 	case <-ctx.Done():
 		err = ctx.Err()
-	}
-	if s.ownsStore != nil && err == nil {
-		_ = s.ownsStore.Close()
 	}
 	return err
 }

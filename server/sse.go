@@ -50,6 +50,7 @@ func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params ge
 
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
+	closing := false
 	for {
 		b, err := s.store.Read(ctx, ticket, cursor)
 		if err != nil {
@@ -69,7 +70,7 @@ func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params ge
 			}
 			keepAlive.Reset(s.opts.KeepAlive)
 		}
-		if b.Finished {
+		if b.Finished || closing {
 			return nil
 		}
 		select {
@@ -82,7 +83,7 @@ func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params ge
 		case <-ctx.Done():
 			return nil
 		case <-s.closing:
-			return nil
+			closing = true // deliver what the log holds now, then close
 		}
 	}
 }

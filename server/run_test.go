@@ -1,0 +1,261 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+)
+
+// committedAsks wraps a handler and closes committed when a createAsk response's header is
+// written: a runner that finds it open has started before its 202.
+func committedAsks(next http.Handler, committed chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && len(r.URL.Path) > 5 && r.URL.Path[len(r.URL.Path)-5:] == "/asks" {
+			w = &signalWriter{ResponseWriter: w, committed: committed}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type signalWriter struct {
+	http.ResponseWriter
+	committed chan struct{}
+	done      bool
+}
+
+func (w *signalWriter) WriteHeader(code int) {
+	if !w.done {
+		w.done = true
+		close(w.committed)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *signalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func TestTicketBeforeWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		committed := make(chan struct{})
+		release := make(chan struct{})
+		var calls atomic.Int64
+		var runCtxErr atomic.Value
+		runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+			select {
+			case <-committed:
+			default:
+				t.Error("the runner started before the 202 was written")
+			}
+			<-release
+			calls.Add(1)
+			emit.ModelCall(ask.Usage{InputTokens: 1})
+			runCtxErr.Store(ctx.Err() == nil)
+			return ask.Outcome{Answer: answer("done")}
+		})
+		h := newHarness(t, server.Options{Runner: runner})
+		// Route the clients through the signalling wrapper.
+		hc := &http.Client{Transport: memTransport{committedAsks(h.srv.Handler(), committed)}}
+		cw, err := gen.NewClientWithResponses("http://ask.test/ask", gen.WithHTTPClient(hc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cid := h.conv(alice)
+		h.secret("how many sev1?")
+		// The request's context ends as soon as the 202 is read: the run must not care.
+		reqCtx, cancelReq := context.WithCancel(context.Background())
+		r, err := cw.CreateAskWithResponse(reqCtx, cid, gen.AskRequest{Question: "how many sev1?"}, bearer(alice))
+		cancelReq()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.StatusCode() != http.StatusAccepted || r.JSON202 == nil {
+			t.Fatalf("ask: %d %s", r.StatusCode(), r.Body)
+		}
+		tk := r.JSON202
+		if tk.Ticket == "" || tk.EventsUrl != "/v1/asks/"+tk.Ticket+"/events" || r.HTTPResponse.Header.Get("Location") != "/ask/v1/asks/"+tk.Ticket {
+			t.Errorf("ticket %+v, Location %q", tk, r.HTTPResponse.Header.Get("Location"))
+		}
+
+		synctest.Wait() // the runner is now blocked on release, if it started at all
+		if got := calls.Load(); got != 0 {
+			t.Fatalf("model calls before release = %d", got)
+		}
+		st := h.status(alice, tk.Ticket)
+		if st.JSON200 == nil || st.JSON200.State != gen.AskStateRunning || st.JSON200.LastSeq < 1 {
+			t.Fatalf("status while blocked: %d %s", st.StatusCode(), st.Body)
+		}
+		// accepted is in the log already, with the question; nothing else carries it.
+		resp := h.stream(context.Background(), alice, tk.Ticket, nil)
+		br := newFrames(resp)
+		first := br.next(t)
+		if e := decode(t, first); e.Type != "accepted" || e.Seq != 1 || e.Q != "how many sev1?" {
+			t.Fatalf("first event %s", first.Data)
+		}
+		close(release)
+		frames := append([]frame{first}, readAll(t, br.br)...)
+		_, done := checkLifecycle(t, frames, gen.EventTypeAnswer)
+		if done.Model != 1 || done.In != 1 {
+			t.Errorf("done = %+v, want one model call with one input token", done)
+		}
+		for _, f := range frames[1:] {
+			if decode(t, f).Q != "" {
+				t.Errorf("event %s carries the question", f.Event)
+			}
+		}
+		if ok, _ := runCtxErr.Load().(bool); !ok {
+			t.Error("the run's context ended with the request's")
+		}
+	})
+}
+
+// TestExactlyOneTerminal drives every way a run can end and checks the log's shape.
+func TestExactlyOneTerminal(t *testing.T) {
+	blockOnCtx := func(ctx context.Context, _ ask.Request, emit ask.Emitter) ask.Outcome {
+		emit.Step(step(0))
+		<-ctx.Done()
+		// A tool call in flight completes after the end: the log must not show it.
+		emit.Step(step(1))
+		emit.ModelCall(ask.Usage{InputTokens: 100})
+		return ask.Outcome{Answer: answer("too late")}
+	}
+	cases := []struct {
+		name     string
+		runner   ask.RunnerFunc
+		end      func(h *harness, ticket string)
+		opts     server.Options
+		want     gen.EventType
+		wantKind gen.ErrorKind
+		steps    int64
+	}{
+		{name: "answer", runner: answerRunner(2).(ask.RunnerFunc), want: gen.EventTypeAnswer, steps: 2},
+		{name: "abstention", runner: func(context.Context, ask.Request, ask.Emitter) ask.Outcome {
+			return ask.Outcome{Abstention: &gen.AbstentionBody{Terms: []string{"churn"}}}
+		}, want: gen.EventTypeAbstention},
+		{name: "refusal", runner: func(_ context.Context, _ ask.Request, emit ask.Emitter) ask.Outcome {
+			s := step(0)
+			s.Refused = true
+			emit.Step(s)
+			return ask.Outcome{Refusal: &gen.RefusalBody{Tool: "run_query", Source: "demo", CallId: "call-0", Reason: "forbidden"}}
+		}, want: gen.EventTypeRefusal, steps: 1},
+		{name: "runner error", runner: func(context.Context, ask.Request, ask.Emitter) ask.Outcome {
+			return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindModel, Message: "model failed"}}
+		}, want: gen.EventTypeError, wantKind: gen.ErrorKindModel},
+		{name: "empty outcome", runner: func(context.Context, ask.Request, ask.Emitter) ask.Outcome {
+			return ask.Outcome{}
+		}, want: gen.EventTypeError, wantKind: gen.ErrorKindInternal},
+		{name: "two outcomes", runner: func(context.Context, ask.Request, ask.Emitter) ask.Outcome {
+			return ask.Outcome{Answer: answer("x"), Refusal: &gen.RefusalBody{}}
+		}, want: gen.EventTypeError, wantKind: gen.ErrorKindInternal},
+		{name: "panic", runner: func(_ context.Context, req ask.Request, _ ask.Emitter) ask.Outcome {
+			panic("runner bug while handling " + req.Question)
+		}, want: gen.EventTypeError, wantKind: gen.ErrorKindInternal},
+		{name: "cancel", runner: blockOnCtx, end: func(h *harness, ticket string) {
+			if r := h.cancel(alice, ticket); r.StatusCode() != http.StatusAccepted {
+				h.t.Fatalf("cancel: %d %s", r.StatusCode(), r.Body)
+			}
+		}, want: gen.EventTypeError, wantKind: gen.ErrorKindCancelled, steps: 1},
+		{name: "timeout", runner: blockOnCtx, opts: server.Options{Deadline: 30 * time.Second}, end: func(h *harness, _ string) {
+			time.Sleep(31 * time.Second)
+		}, want: gen.EventTypeError, wantKind: gen.ErrorKindTimeout, steps: 1},
+		{name: "shutdown", runner: blockOnCtx, opts: server.Options{ShutdownGrace: 5 * time.Second}, end: func(h *harness, _ string) {
+			if err := h.srv.Shutdown(context.Background()); err != nil {
+				h.t.Errorf("Shutdown: %v", err)
+			}
+		}, want: gen.EventTypeError, wantKind: gen.ErrorKindShutdown, steps: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := tc.opts
+				opts.Runner = tc.runner
+				h := newHarness(t, opts)
+				ticket := h.ask(alice, h.conv(alice), "question for "+tc.name)
+				resp := h.stream(context.Background(), alice, ticket, nil)
+				if tc.end != nil {
+					synctest.Wait()
+					tc.end(h, ticket)
+				}
+				frames := readAll(t, resp.Body)
+				term, done := checkLifecycle(t, frames, tc.want)
+				if tc.wantKind != "" && term.Kind != string(tc.wantKind) {
+					t.Errorf("error kind %q, want %q", term.Kind, tc.wantKind)
+				}
+				if done.Steps != tc.steps {
+					t.Errorf("done.steps = %d, want %d", done.Steps, tc.steps)
+				}
+				if done.In >= 100 {
+					t.Errorf("a model call reported after the end was counted: %+v", done)
+				}
+				synctest.Wait() // the runner has returned; nothing more may land in the log
+				st := h.status(alice, ticket)
+				if st.JSON200 == nil || st.JSON200.LastSeq != int64(len(frames)) || st.JSON200.State != gen.AskState(tc.want) {
+					t.Fatalf("status after the end: %s (log had %d events)", st.Body, len(frames))
+				}
+				if st.JSON200.Terminal == nil || st.JSON200.Done == nil || st.JSON200.Done.Outcome != gen.DoneEventOutcome(tc.want) {
+					t.Errorf("status lacks terminal or done: %s", st.Body)
+				}
+			})
+		})
+	}
+}
+
+func TestCancelIdempotentAndAfterDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var afterCancel atomic.Int64
+		h := newHarness(t, server.Options{Runner: ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+			if req.Question == "quick" {
+				return ask.Outcome{Answer: answer("fast")}
+			}
+			for {
+				if ctx.Err() != nil { // no model call once the context is done
+					return ask.Outcome{}
+				}
+				emit.ModelCall(ask.Usage{OutputTokens: 1})
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+				if ctx.Err() != nil {
+					afterCancel.Add(1)
+				}
+			}
+		})})
+		cid := h.conv(alice)
+		ticket := h.ask(alice, cid, "slow")
+		time.Sleep(2500 * time.Millisecond) // three model calls
+		for i := range 3 {
+			r := h.cancel(alice, ticket)
+			if r.StatusCode() != http.StatusAccepted || r.JSON202 == nil || r.JSON202.State != gen.AskStateError {
+				t.Fatalf("cancel #%d: %d %s", i, r.StatusCode(), r.Body)
+			}
+		}
+		frames := h.events(alice, ticket)
+		term, done := checkLifecycle(t, frames, gen.EventTypeError)
+		if term.Kind != "cancelled" || done.Model != 3 {
+			t.Errorf("terminal kind %q, model calls %d; want cancelled, 3", term.Kind, done.Model)
+		}
+		synctest.Wait()
+		if afterCancel.Load() != 1 {
+			t.Errorf("runner observed cancel %d times", afterCancel.Load())
+		}
+
+		// After done, cancel changes nothing.
+		quick := h.ask(alice, cid, "quick")
+		synctest.Wait()
+		before := h.status(alice, quick).JSON200
+		r := h.cancel(alice, quick)
+		if r.StatusCode() != http.StatusAccepted || r.JSON202.State != gen.AskStateAnswer {
+			t.Fatalf("cancel after done: %d %s", r.StatusCode(), r.Body)
+		}
+		after := h.status(alice, quick).JSON200
+		if before.LastSeq != after.LastSeq || after.State != gen.AskStateAnswer {
+			t.Errorf("cancel after done changed the ticket: %+v → %+v", before, after)
+		}
+	})
+}

@@ -1,0 +1,69 @@
+// Package agent runs one question to an outcome: it connects to the configured MCP sources as
+// the caller, lets a model call their tools, reports every call as a step and a milestone, and
+// ends in exactly one of answer, abstention, refusal or error, decided mechanically from what
+// the tools did rather than from what the model says.
+//
+// *Agent implements ask.Runner. Phase 1 runs one loop (the supervisor branch, which the
+// service opens and closes); sources are listed in DAS_SOURCES and their tools discovered.
+//
+// # Configuration
+//
+// ConfigFromEnv reads:
+//
+//	ASK_LLM              anthropic | openai | stub (default stub)
+//	ASK_LLM_MODEL        the model name (defaults: anthropic claude-sonnet-4-5, openai gpt-4o-mini, stub stub)
+//	ASK_LLM_BASE_URL     the provider's API root; for openai any OpenAI-compatible server
+//	                     (Ollama http://127.0.0.1:11434/v1, vLLM, llama.cpp); for stub the
+//	                     llm-stub (default http://127.0.0.1:8092/v1)
+//	ANTHROPIC_API_KEY    the key for ASK_LLM=anthropic (required)
+//	OPENAI_API_KEY       the key for ASK_LLM=openai (required unless ASK_LLM_BASE_URL is set,
+//	                     since local servers need none)
+//	ASK_LLM_TIMEOUT_S    bound on one attempt of one model call (default 120)
+//	ASK_LLM_MAX_RETRIES  retries of a 429/5xx/overloaded model call, each only if it fits in
+//	                     the run's deadline (default 2; 0 disables)
+//	ASK_LLM_MAX_TOKENS   output cap per model call (default 4096)
+//	ASK_MAX_TURNS        model calls per run before error{kind: model} (default 12)
+//	DAS_SOURCES          MCP sources, name=URL[,name=URL...] (default demo=http://127.0.0.1:8091/mcp)
+//
+// # Outcomes
+//
+// The rule, applied when the model ends its turn without calling a tool:
+//
+//   - refusal: a source refused a call (its result carried `ask/refusal`). The run ends at the
+//     refusal, whatever the model would have said next.
+//   - answer (warehouse or multi, path.speed full): at least one statement ran.
+//   - answer (catalog, path.speed fast): no statement ran, but at least one catalog
+//     definition was retrieved — the answer rests on stated meanings.
+//   - abstention: no statement ran, no definition was retrieved and nothing was refused. It
+//     carries the catalog terms tried (the arguments of search and define calls), never the
+//     question.
+//   - error: the model failed or refused (kind model), a source was unreachable or rejected the
+//     credentials with HTTP 401/403 (kind transport), or the run used MaxTurns model calls
+//     without finishing (kind model).
+//
+// A tool error that is not a refusal (bad SQL, an unknown term) goes back to the model to
+// correct and decides nothing by itself.
+//
+// # Answer
+//
+// The answer's facts come from tool results, never from model text: result is the last
+// successful query's columns, rows and truncated flag; sql is every statement that ran
+// successfully, in order; provenance is every definition retrieved (term, the definition as
+// statement, the definition's own source, kind); caveats are those definitions' caveats;
+// path.detail is catalog (no statement ran), warehouse (statements ran on one source) or multi
+// (on more than one); headline is present only when the result is one row of one column; text
+// is the model's final prose; divergence is null.
+//
+// # Milestones
+//
+// One milestone per tool call, after it returns. The phase is the tool's declared `ask/phase`
+// (see source.Classify for the fallback by role and name), except that a query on a second
+// source is reconciling. The subject is in the catalog's vocabulary: the term found or defined,
+// the table described, "tables" for a listing, the tables a statement reads; a subject equal to
+// the question text is never emitted.
+//
+// # Privacy
+//
+// The question text is sent to the model and nowhere else: no log line, step, milestone,
+// abstention or error message carries it. The caller's token goes only to the sources.
+package agent

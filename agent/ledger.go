@@ -1,0 +1,200 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/das-ask/ask/agent/source"
+	"github.com/das-ask/ask/gen"
+)
+
+// ledger is what a run's tools have returned so far: the facts the outcome is assembled from.
+// It is owned by one run.
+type ledger struct {
+	question    string
+	consulted   []string // sources called, in order of first call
+	termsTried  []string // search queries and define terms, in order, deduplicated
+	definitions []definition
+	statements  []statement
+}
+
+type definition struct {
+	Term       string   `json:"term"`
+	Definition string   `json:"definition"`
+	Source     string   `json:"source"`
+	Kind       string   `json:"kind"`
+	Caveats    []string `json:"caveats"`
+	mcpSource  string
+}
+
+type statement struct {
+	SQL       string          `json:"sql"`
+	Columns   []string        `json:"columns"`
+	Rows      [][]interface{} `json:"rows"`
+	Truncated bool            `json:"truncated"`
+	source    string
+}
+
+type searchResult struct {
+	Terms []struct {
+		Term string `json:"term"`
+	} `json:"terms"`
+}
+
+// decode reads a tool's JSON result keeping numbers exactly as the source wrote them.
+func decode(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
+// tried notes what a call looked for, whatever its outcome.
+func (l *ledger) tried(t source.Tool, args map[string]any) {
+	if !slices.Contains(l.consulted, t.Source) {
+		l.consulted = append(l.consulted, t.Source)
+	}
+	var term string
+	switch t.Role {
+	case source.RoleCatalogSearch:
+		term = firstString(args, "query", "q", "term")
+	case source.RoleCatalogDefine:
+		term = firstString(args, "term", "name")
+	default:
+		return
+	}
+	term = strings.TrimSpace(term)
+	if term == "" || l.isQuestion(term) || slices.Contains(l.termsTried, term) {
+		return
+	}
+	l.termsTried = append(l.termsTried, term)
+}
+
+// record keeps the facts of a successful call, by the tool's role.
+func (l *ledger) record(t source.Tool, r source.Result) {
+	switch t.Role {
+	case source.RoleCatalogDefine:
+		var d definition
+		if decode(r.Data, &d) != nil || d.Term == "" || d.Definition == "" {
+			return
+		}
+		d.mcpSource = t.Source
+		if d.Source == "" {
+			d.Source = t.Source
+		}
+		if d.Kind == "" {
+			d.Kind = "glossary_term"
+		}
+		for _, have := range l.definitions {
+			if have.Term == d.Term && have.Source == d.Source {
+				return
+			}
+		}
+		l.definitions = append(l.definitions, d)
+	case source.RoleQuery:
+		var s statement
+		if decode(r.Data, &s) != nil {
+			return
+		}
+		if s.SQL == "" {
+			s.SQL = firstString(r.Args, "sql", "query")
+		}
+		if s.Columns == nil {
+			s.Columns = []string{}
+		}
+		if s.Rows == nil {
+			s.Rows = [][]interface{}{}
+		}
+		s.source = t.Source
+		l.statements = append(l.statements, s)
+	}
+}
+
+// queriedSources are the sources on which at least one statement ran.
+func (l *ledger) queriedSources() []string {
+	var out []string
+	for _, s := range l.statements {
+		if !slices.Contains(out, s.source) {
+			out = append(out, s.source)
+		}
+	}
+	return out
+}
+
+// isQuestion reports whether s is the question text (or holds it), which no event but
+// accepted may carry.
+func (l *ledger) isQuestion(s string) bool {
+	q := strings.ToLower(strings.TrimSpace(l.question))
+	return q != "" && strings.Contains(strings.ToLower(s), q)
+}
+
+// redacted stands in, in a step's args, for an argument that holds the question text.
+const redacted = "[the question]"
+
+// redact returns args for a step event: any string argument holding the question text (a model
+// may search for the question verbatim) is replaced, since no event but accepted carries it.
+func (l *ledger) redact(args map[string]any) map[string]any {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		if s, ok := v.(string); ok && l.isQuestion(s) {
+			v = redacted
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// answer assembles the answer from the ledger; text is the model's prose.
+func (l *ledger) answer(text string) *gen.AnswerBody {
+	a := &gen.AnswerBody{
+		Text:       text,
+		Sql:        []string{},
+		Provenance: []gen.Provenance{},
+		Caveats:    []gen.Caveat{},
+		Path:       gen.AnswerPath{Speed: gen.AnswerPathSpeedFast, Detail: "catalog"},
+	}
+	for _, d := range l.definitions {
+		a.Provenance = append(a.Provenance, gen.Provenance{Term: d.Term, Statement: d.Definition, Source: d.Source, Kind: d.Kind})
+		for _, c := range d.Caveats {
+			a.Caveats = append(a.Caveats, gen.Caveat{Term: d.Term, Text: c, Source: d.Source})
+		}
+	}
+	if len(l.statements) == 0 {
+		return a
+	}
+	for _, s := range l.statements {
+		a.Sql = append(a.Sql, s.SQL)
+	}
+	a.Path.Speed = gen.AnswerPathSpeedFull
+	a.Path.Detail = "warehouse"
+	if len(l.queriedSources()) > 1 {
+		a.Path.Detail = "multi"
+	}
+	last := l.statements[len(l.statements)-1]
+	a.Result = &gen.ResultSet{Columns: last.Columns, Rows: last.Rows, Truncated: last.Truncated}
+	if len(last.Columns) == 1 && len(last.Rows) == 1 && len(last.Rows[0]) == 1 {
+		a.Headline = &gen.Headline{Label: last.Columns[0], Value: last.Rows[0][0]}
+	}
+	return a
+}
+
+// abstention is what the run looked for: the catalog terms tried and the sources consulted.
+func (l *ledger) abstention() *gen.AbstentionBody {
+	terms := append([]string{}, l.termsTried...)
+	b := &gen.AbstentionBody{Terms: terms}
+	if len(l.consulted) > 0 {
+		srcs := append([]string{}, l.consulted...)
+		b.Sources = &srcs
+	}
+	return b
+}
+
+func firstString(args map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s, ok := args[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,95 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Kind classifies a provider failure.
+type Kind string
+
+const (
+	// KindRateLimited is HTTP 429: retried within the deadline.
+	KindRateLimited Kind = "rate_limited"
+	// KindOverloaded is a provider that is overloaded (HTTP 529, an overloaded_error event
+	// mid-stream) or failing (HTTP 5xx): retried within the deadline.
+	KindOverloaded Kind = "overloaded"
+	// KindRefused is the model declining to answer (a refusal stop reason or refusal text).
+	KindRefused Kind = "refused"
+	// KindContentFilter is the provider's content filter stopping the turn.
+	KindContentFilter Kind = "content_filter"
+	// KindTransport is the provider unreachable, a broken stream, or an unreadable response.
+	KindTransport Kind = "transport"
+	// KindRejected is any other 4xx: bad request, bad key, unknown model. Not retried.
+	KindRejected Kind = "rejected"
+)
+
+// Error is a provider failure. Its message never contains prompt text or keys.
+type Error struct {
+	Kind Kind
+	// Status is the HTTP status, when there was one.
+	Status int
+	// RetryAfter is the provider's Retry-After hint, zero when absent.
+	RetryAfter time.Duration
+	// Message is a short description for logs and the run's error event.
+	Message string
+	// Err is the SDK's error, for errors.As; it is not part of Error().
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("model %s (HTTP %d): %s", e.Kind, e.Status, e.Message)
+	}
+	return fmt.Sprintf("model %s: %s", e.Kind, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether the failure is transient: rate limited or overloaded.
+func (e *Error) Retryable() bool {
+	return e.Kind == KindRateLimited || e.Kind == KindOverloaded
+}
+
+// KindOf returns the Kind of an *Error in err's chain, or "" when there is none.
+func KindOf(err error) Kind {
+	var me *Error
+	if errors.As(err, &me) {
+		return me.Kind
+	}
+	return ""
+}
+
+// StatusKind maps an HTTP status from a provider to a Kind.
+func StatusKind(status int) Kind {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return KindRateLimited
+	case status >= 500:
+		return KindOverloaded
+	default:
+		return KindRejected
+	}
+}
+
+// RetryAfter parses a Retry-After header (seconds or an HTTP date) relative to now; zero when
+// absent or unparseable.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if h == nil {
+		return 0
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

@@ -1,0 +1,32 @@
+package agent
+
+import (
+	"fmt"
+
+	ask "github.com/das-ask/ask"
+	"github.com/das-ask/ask/agent/model"
+)
+
+// defaultSystemPrompt tells the model how to use the sources. It never decides the outcome:
+// that is read from what the tools did.
+const defaultSystemPrompt = `You answer questions about an organisation's data using the tools you are given.
+Ground every term of the question in the catalog first: search the catalog, then define the terms you use.
+Discover the tables you need before you query them. Queries are read-only SQL.
+If a tool returns an error, correct the call and try again.
+If the catalog has no definition for what is asked and you cannot answer, say so plainly and stop; do not guess.
+Answer briefly, in prose, from what the tools returned. Earlier turns of the conversation are context for follow-up questions.`
+
+// conversation is the messages a run starts with: the prior turns in full, oldest first, then
+// the question.
+func conversation(history []ask.Turn, question string) []model.Message {
+	msgs := make([]model.Message, 0, 2*len(history)+1)
+	for _, t := range history {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: t.Question})
+		text := t.Text
+		if text == "" {
+			text = fmt.Sprintf("(this turn ended in %s without an answer)", t.Outcome)
+		}
+		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: text})
+	}
+	return append(msgs, model.Message{Role: model.RoleUser, Text: question})
+}

@@ -1,0 +1,157 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	ask "github.com/das-ask/ask"
+	"github.com/das-ask/ask/agent/model"
+	"github.com/das-ask/ask/agent/source"
+	"github.com/das-ask/ask/gen"
+)
+
+// Run runs one question to an outcome (see the package doc for the rule). It connects to every
+// source as req.Identity, checks ctx before every model call and every tool call, reports each
+// tool call as a step and a milestone and each model call through emit.ModelCall, and returns
+// exactly one outcome. A tool call in flight when ctx ends is allowed to finish.
+func (a *Agent) Run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+	start := time.Now()
+	log := a.log.With("ticket", req.Ticket)
+	out := a.run(ctx, req, emit)
+	log.Info("run ended", "outcome", outcomeName(out), "elapsed_ms", time.Since(start).Milliseconds())
+	return out
+}
+
+func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+	sessions, err := a.connect(ctx, req.Identity.Token)
+	if err != nil {
+		return failure(ctx, gen.ErrorKindTransport, err)
+	}
+	defer func() {
+		for _, s := range sessions {
+			s.Close()
+		}
+	}()
+	tools := newToolset(sessions)
+	led := &ledger{question: req.Question}
+	msgs := conversation(req.History, req.Question)
+
+	for range a.maxTurns {
+		if ctx.Err() != nil {
+			return failure(ctx, gen.ErrorKindCancelled, ctx.Err())
+		}
+		resp, err := a.model.Complete(ctx, model.Request{System: a.system, Messages: msgs, Tools: tools.specs})
+		emit.ModelCall(ask.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens})
+		if err != nil {
+			return failure(ctx, gen.ErrorKindModel, err)
+		}
+		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		if len(resp.ToolCalls) == 0 {
+			return led.outcome(resp.Text)
+		}
+		results := model.Message{Role: model.RoleUser}
+		for _, tc := range resp.ToolCalls {
+			if ctx.Err() != nil {
+				return failure(ctx, gen.ErrorKindCancelled, ctx.Err())
+			}
+			tr, end := a.call(ctx, tools, led, tc, emit)
+			if end != nil {
+				return *end
+			}
+			results.ToolResults = append(results.ToolResults, tr)
+		}
+		msgs = append(msgs, results)
+	}
+	return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindModel, Message: fmt.Sprintf("too many turns: the model did not finish in %d calls", a.maxTurns)}}
+}
+
+// call makes one tool call the model asked for and reports it. It returns the result for the
+// model, or the outcome that ends the run (a refusal or a transport failure).
+func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.ToolCall, emit ask.Emitter) (model.ToolResult, *ask.Outcome) {
+	t, ok := tools.lookup(tc.Name)
+	if !ok {
+		return model.ToolResult{CallID: tc.ID, IsError: true, Content: fmt.Sprintf("there is no tool named %q", tc.Name)}, nil
+	}
+	var args map[string]any
+	if err := json.Unmarshal(tc.Args, &args); err != nil {
+		return model.ToolResult{CallID: tc.ID, IsError: true, Content: "the arguments must be a JSON object"}, nil
+	}
+	r := t.session.Call(ctx, t.Name, args)
+	led.tried(t.Tool, args)
+	step := gen.StepBody{CallId: r.CallID, Tool: t.Name, Source: t.Source, Args: led.redact(args), Ms: r.Ms, Refused: r.Outcome == source.Refused}
+	if r.Outcome == source.ToolError {
+		msg := r.Text
+		step.Error = &msg
+	}
+	if r.Outcome == source.Transport {
+		msg := r.Err.Error()
+		step.Error = &msg
+	}
+	emit.Step(step)
+	emit.Milestone(led.milestone(t.Tool, r))
+	switch r.Outcome {
+	case source.Transport:
+		out := failure(ctx, gen.ErrorKindTransport, r.Err)
+		return model.ToolResult{}, &out
+	case source.Refused:
+		return model.ToolResult{}, &ask.Outcome{Refusal: &gen.RefusalBody{Tool: t.Name, Source: t.Source, CallId: r.CallID, Reason: r.RefusalReason}}
+	case source.ToolError:
+		return model.ToolResult{CallID: tc.ID, IsError: true, Content: r.Text}, nil
+	}
+	led.record(t.Tool, r)
+	return model.ToolResult{CallID: tc.ID, Content: r.Text}, nil
+}
+
+// connect opens one session per source, authenticated with the caller's token.
+func (a *Agent) connect(ctx context.Context, token string) ([]*source.Session, error) {
+	opts := source.Options{HTTPClient: a.hc, Logger: a.log}
+	sessions := make([]*source.Session, 0, len(a.sources))
+	for _, cfg := range a.sources {
+		s, err := source.Connect(ctx, cfg, token, opts)
+		if err != nil {
+			for _, s := range sessions {
+				s.Close()
+			}
+			return nil, err
+		}
+		sessions = append(sessions, s)
+	}
+	return sessions, nil
+}
+
+// outcome classifies a run whose model finished without a refusal.
+func (l *ledger) outcome(text string) ask.Outcome {
+	if len(l.statements) == 0 && len(l.definitions) == 0 {
+		return ask.Outcome{Abstention: l.abstention()}
+	}
+	return ask.Outcome{Answer: l.answer(text)}
+}
+
+// failure is the error outcome for err. Once ctx has ended its cause decides the kind
+// (cancelled or timeout), whatever failed; the service replaces that outcome anyway.
+func failure(ctx context.Context, kind gen.ErrorKind, err error) ask.Outcome {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindTimeout, Message: "the run's deadline passed"}}
+	case ctx.Err() != nil:
+		return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindCancelled, Message: "the run was cancelled"}}
+	}
+	return ask.Outcome{Error: &gen.ErrorBody{Kind: kind, Message: err.Error()}}
+}
+
+func outcomeName(o ask.Outcome) string {
+	switch {
+	case o.Answer != nil:
+		return "answer"
+	case o.Abstention != nil:
+		return "abstention"
+	case o.Refusal != nil:
+		return "refusal"
+	case o.Error != nil:
+		return "error:" + string(o.Error.Kind)
+	}
+	return "none"
+}

@@ -1,0 +1,155 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Meta keys on a call's params and on a refused result.
+const (
+	// MetaCallID carries the call id in CallToolParams._meta; the source audits it.
+	MetaCallID = "ask/call_id"
+	// MetaRefusal marks a result as a refusal: {"code": "forbidden"|"read_only", "reason": "..."}.
+	MetaRefusal = "ask/refusal"
+)
+
+// Outcome says how one tool call ended.
+type Outcome int
+
+const (
+	// OK: the tool returned a result.
+	OK Outcome = iota
+	// ToolError: the tool failed in a way the model can correct (bad SQL, unknown term, a
+	// protocol-level error for this call). The text goes back to the model.
+	ToolError
+	// Refused: the source refused the call (authorization or policy). Ends the run as a refusal.
+	Refused
+	// Transport: the source could not be reached or rejected the credentials. Ends the run.
+	Transport
+)
+
+// Result is one tool call as it happened.
+type Result struct {
+	CallID  string
+	Source  string
+	Tool    string
+	Args    map[string]any
+	Ms      int64
+	Outcome Outcome
+	// Text is what goes back to the model: the result's text content, or the error's.
+	Text string
+	// Data is the result's structured content as JSON (or its text content when that is JSON),
+	// for assembling the answer; nil for anything but OK.
+	Data json.RawMessage
+	// RefusalCode and RefusalReason describe a refusal, in the source's words.
+	RefusalCode, RefusalReason string
+	// Err is the transport failure, a *TransportError.
+	Err error
+}
+
+// Call calls one tool with a fresh call id, carried in the params' _meta and in the
+// Ask-Call-Id header, and classifies what happened. Call does not fail: every way a call can
+// end is a Result.
+func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Result {
+	if args == nil {
+		args = map[string]any{}
+	}
+	r := Result{CallID: NewCallID(), Source: s.name, Tool: tool, Args: args}
+	start := time.Now()
+	res, err := s.cs.CallTool(withCallID(ctx, r.CallID), &mcp.CallToolParams{
+		Meta:      mcp.Meta{MetaCallID: r.CallID},
+		Name:      tool,
+		Arguments: args,
+	})
+	r.Ms = time.Since(start).Milliseconds()
+	classify(&r, res, err)
+	s.log.Info("tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String())
+	return r
+}
+
+func classify(r *Result, res *mcp.CallToolResult, err error) {
+	var se *StatusError
+	var we *jsonrpc.Error
+	switch {
+	case errors.As(err, &se):
+		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+r.Tool, err)
+		return
+	case errors.As(err, &we):
+		r.Outcome, r.Text = ToolError, we.Message
+		return
+	case err != nil:
+		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+r.Tool, err)
+		return
+	}
+	r.Text = text(res)
+	if res.IsError {
+		if ref, ok := res.Meta[MetaRefusal].(map[string]any); ok {
+			r.Outcome = Refused
+			r.RefusalCode, _ = ref["code"].(string)
+			r.RefusalReason, _ = ref["reason"].(string)
+			if r.RefusalReason == "" {
+				r.RefusalReason = r.Text
+			}
+			return
+		}
+		r.Outcome = ToolError
+		return
+	}
+	r.Outcome = OK
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			r.Data = b
+		}
+	} else if t := bytes.TrimSpace([]byte(r.Text)); json.Valid(t) {
+		r.Data = t
+	}
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(b)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (o Outcome) String() string {
+	switch o {
+	case OK:
+		return "ok"
+	case ToolError:
+		return "tool_error"
+	case Refused:
+		return "refused"
+	default:
+		return "transport"
+	}
+}
+
+// NewCallID returns a random, unguessable call id: "call_" and 32 lower-case hex digits.
+func NewCallID() string {
+	const hex = "0123456789abcdef"
+	var b [16]byte
+	rand.Read(b[:])
+	out := make([]byte, 0, 5+32)
+	out = append(out, "call_"...)
+	for _, x := range b {
+		out = append(out, hex[x>>4], hex[x&15])
+	}
+	return string(out)
+}

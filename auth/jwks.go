@@ -24,17 +24,18 @@ import (
 //     nothing: each still gets an immediate refetch;
 //   - a sustained flood costs the IdP at most one JWKS fetch per unknownKIDInterval per
 //     replica, which any JWKS endpoint serves without noticing;
-//   - a genuine new kid arriving during or after a flood waits at most about one interval for
-//     the next refetch (unknownKIDWaitMax equals the interval), instead of minutes. A request
-//     that would have to wait longer than that fails at once rather than queueing, so a flood
-//     cannot pile up blocked requests either.
+//   - a genuine new kid arriving after a flood waits at most about one interval for the next
+//     refetch, instead of minutes. unknownKIDWaitMax is one interval plus one fetch (jwkset
+//     bounds the wait and the refetch with the same deadline), so at most one request is ever
+//     queued for a future refetch: one that would have to wait longer fails at once (and
+//     succeeds on retry within about an interval), and a flood cannot pile up blocked requests.
 //
 // Independently of unknown kids, the whole set is refetched every refreshInterval, so key
 // revocation is noticed and rotation is picked up even with no traffic.
 const (
 	unknownKIDBurst    = 5
 	unknownKIDInterval = 10 * time.Second
-	unknownKIDWaitMax  = unknownKIDInterval
+	unknownKIDWaitMax  = unknownKIDInterval + fetchTimeout
 	refreshInterval    = 5 * time.Minute
 	// fetchTimeout bounds each JWKS request, including the first one made by New.
 	fetchTimeout = 5 * time.Second

@@ -1,0 +1,216 @@
+package auth_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/demo/idp"
+)
+
+// handlerTransport serves requests in memory from h and counts JWKS fetches, so a validator can
+// run inside a synctest bubble (a real socket is not durably blocking).
+type handlerTransport struct {
+	h       http.Handler
+	fetches atomic.Int64
+	down    atomic.Bool
+}
+
+func (tr *handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if tr.down.Load() {
+		return nil, errors.New("connection refused")
+	}
+	if r.URL.Path == "/.well-known/jwks.json" {
+		tr.fetches.Add(1)
+	}
+	w := httptest.NewRecorder()
+	tr.h.ServeHTTP(w, r)
+	return w.Result(), nil
+}
+
+// garbageKID returns a token that names a kid the IdP never published.
+func garbageKID(t *testing.T, issuer string, n int) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
+		"iss": issuer, "aud": "das", "scope": "das", "oid": "mallory", "exp": time.Now().Add(time.Hour).Unix(),
+	})
+	tok.Header["kid"] = "garbage-" + string(rune('a'+n%26)) + time.Now().Format("150405.000000000")
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func inMemoryValidator(t *testing.T, ctx context.Context) (*idp.IdP, *handlerTransport, *auth.Validator) {
+	t.Helper()
+	const issuer = "http://idp.test"
+	p, err := idp.New(idp.Options{Issuer: issuer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &handlerTransport{h: p.Handler()}
+	cfg := auth.Config{JWKSURL: p.JWKSURL(), Issuer: issuer, Audience: "das", RequiredScope: "das"}
+	v, err := auth.New(ctx, cfg, auth.Options{HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, tr, v
+}
+
+// A garbage kid, or a flood of them, must not lock a genuine key rotation out: the new kid is
+// fetched at once after a few garbage kids, and within one refresh interval after a flood,
+// while the flood costs the IdP a bounded number of JWKS fetches.
+func TestUnknownKIDRefreshAllowsRotation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		p, tr, v := inMemoryValidator(t, ctx)
+		if !v.Ready() || tr.fetches.Load() != 1 {
+			t.Fatalf("after New: ready=%v fetches=%d, want true, 1", v.Ready(), tr.fetches.Load())
+		}
+		authOK := func(oid string) {
+			t.Helper()
+			tok, err := p.Mint(idp.Claims{OID: oid})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := v.Authenticate(ctx, tok); err != nil {
+				t.Fatalf("Authenticate(%s): %v", oid, err)
+			}
+		}
+		authOK("alice")
+
+		// One garbage kid (jwkset's default limiter would now block refetches for 5 minutes).
+		if _, err := v.Authenticate(ctx, garbageKID(t, p.Issuer(), 0)); err == nil {
+			t.Fatal("garbage kid accepted")
+		}
+		if err := p.Rotate(idp.RS256); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		authOK("after-one-garbage")
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("rotation after one garbage kid waited %s, want no wait", waited)
+		}
+
+		// A concurrent flood of garbage kids.
+		before := tr.fetches.Load()
+		floodStart := time.Now()
+		var wg sync.WaitGroup
+		var rejected atomic.Int64
+		for i := range 50 {
+			wg.Go(func() {
+				if _, err := v.Authenticate(ctx, garbageKID(t, p.Issuer(), i)); err != nil {
+					rejected.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if rejected.Load() != 50 {
+			t.Fatalf("flood: %d of 50 garbage tokens rejected", rejected.Load())
+		}
+		// The burst left after the earlier refetches, plus at most one queued refetch.
+		if got := tr.fetches.Load() - before; got > 6 {
+			t.Fatalf("flood of 50 unknown kids caused %d JWKS fetches, want at most 6", got)
+		}
+		if took := time.Since(floodStart); took > 15*time.Second {
+			t.Fatalf("flood kept requests waiting %s", took)
+		}
+
+		if err := p.Rotate(idp.RS256); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		authOK("after-flood")
+		if waited := time.Since(start); waited > 10*time.Second {
+			t.Fatalf("rotation after a flood waited %s, want at most one refresh interval (10s)", waited)
+		}
+	})
+}
+
+// A service must start before its IdP: New succeeds with the JWKS unreachable, tokens are
+// rejected with a clear reason, and once the IdP is up the next token validates.
+func TestJWKSDownAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		const issuer = "http://idp.test"
+		p, err := idp.New(idp.Options{Issuer: issuer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := &handlerTransport{h: p.Handler()}
+		tr.down.Store(true)
+		cfg := auth.Config{JWKSURL: p.JWKSURL(), Issuer: issuer, Audience: "das", RequiredScope: "das"}
+		v, err := auth.New(ctx, cfg, auth.Options{HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatalf("New with the JWKS down: %v", err)
+		}
+		if v.Ready() {
+			t.Fatal("Ready before any fetch succeeded")
+		}
+		tok, err := p.Mint(idp.Claims{OID: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = v.Authenticate(ctx, tok)
+		var e *auth.Error
+		if !errors.As(err, &e) || e.Code != auth.CodeInvalidToken || e.Description != "no signing keys are known yet: the issuer's JWKS could not be fetched" {
+			t.Fatalf("Authenticate with the JWKS down = %v", err)
+		}
+
+		tr.down.Store(false)
+		if _, err := v.Authenticate(ctx, tok); err != nil {
+			t.Fatalf("Authenticate once the IdP is up: %v", err)
+		}
+		if !v.Ready() {
+			t.Fatal("not Ready after a successful fetch")
+		}
+	})
+}
+
+// With no traffic at all, the periodic refresh picks up the IdP once it comes up.
+func TestJWKSBackgroundRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		p, err := idp.New(idp.Options{Issuer: "http://idp.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := &handlerTransport{h: p.Handler()}
+		tr.down.Store(true)
+		v, err := auth.New(ctx, auth.Config{JWKSURL: p.JWKSURL(), Issuer: p.Issuer(), Audience: "das"}, auth.Options{HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.down.Store(false)
+		time.Sleep(4 * time.Minute)
+		synctest.Wait()
+		if v.Ready() {
+			t.Fatal("Ready before the refresh interval")
+		}
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		if !v.Ready() {
+			t.Fatal("not Ready after the refresh interval")
+		}
+	})
+}

@@ -1,0 +1,55 @@
+// Command ask asks the ask service a question from a terminal and prints the outcome.
+//
+//	ask [flags] QUESTION...
+//	ask [flags] -q QUESTION
+//
+// While the run works, ask says what it is doing on stderr, in its own words ("Looking up
+// 'incident' in the catalog…"); with --steps it also lists every tool call. On a terminal it
+// shows a spinner while the run is silent; when stdout or stderr is not a terminal it writes
+// plain lines. Then it prints the outcome on stdout: an answer with its result, its caveats
+// (always) and what it rests on; or an abstention, or a refusal, each worded as what it is and
+// never like an answer. --json prints every event as one JSON line instead (NDJSON).
+//
+// Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm (at most
+// 5 s) and exits with status 4. A second Ctrl-C exits at once.
+//
+// Exit status:
+//
+//	0  answer
+//	1  usage error, or the service could not be reached or refused the request
+//	2  abstention: the catalog had nothing to answer with
+//	3  refusal: a source refused (a permissions decision, not an empty result)
+//	4  error: the run failed, timed out or was cancelled
+//
+// Flags and environment:
+//
+//	--url URL     the service, gateway prefix included ($ASK_URL; default http://127.0.0.1:8080/ask)
+//	--token T     the bearer ($ASK_TOKEN); without one, ask mints a token for --as from the
+//	              dev identity provider at $ASK_IDP (default http://127.0.0.1:8090)
+//	--as OID      the identity to mint a token for ($ASK_OID; default alice)
+//	--continue    ask in the last conversation used with this URL and identity, so a follow-up
+//	              can refer to the previous answer; it is kept in $XDG_STATE_HOME/ask
+//	              (default ~/.local/state/ask)
+//	--steps       also show every tool call, the SQL that ran and how the answer was reached
+//	--json        print the events as NDJSON on stdout
+//	ASK_PROGRESS  "plain" or "tty" to force the progress style
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default so a second Ctrl-C ends the process.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// progress shows what the run is doing on stderr. Line prints a lasting line; Stop ends the
+// display. Safe for concurrent use.
+type progress interface {
+	Line(s string)
+	Stop()
+}
+
+// plainProgress writes one line per milestone, for pipes and logs.
+type plainProgress struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (p *plainProgress) Line(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _ = fmt.Fprintln(p.w, s)
+}
+
+func (p *plainProgress) Stop() {}
+
+// spinnerProgress keeps one live line at the bottom of a terminal — a spinner, the current
+// phase and the seconds since it began — so a silent model turn never looks like a hang.
+type spinnerProgress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	phase   string
+	since   time.Time
+	frame   int
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func newSpinner(w io.Writer, phase string) *spinnerProgress {
+	p := &spinnerProgress{w: w, phase: phase, since: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go p.loop()
+	return p
+}
+
+func (p *spinnerProgress) loop() {
+	defer close(p.stopped)
+	t := time.NewTicker(120 * time.Millisecond)
+	defer t.Stop()
+	for {
+		p.mu.Lock()
+		p.draw()
+		p.mu.Unlock()
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// draw rewrites the live line; the caller holds mu.
+func (p *spinnerProgress) draw() {
+	p.frame = (p.frame + 1) % len(spinnerFrames)
+	_, _ = fmt.Fprintf(p.w, "\r\x1b[2K%s %s %ds", spinnerFrames[p.frame], p.phase, int(time.Since(p.since).Seconds()))
+}
+
+func (p *spinnerProgress) Line(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _ = fmt.Fprintf(p.w, "\r\x1b[2K%s\n", s)
+	p.phase, p.since = s, time.Now()
+	p.draw()
+}
+
+func (p *spinnerProgress) Stop() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.stopped
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _ = io.WriteString(p.w, "\r\x1b[2K")
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// newProgress picks the spinner when both stdout and stderr are terminals (or ASK_PROGRESS=tty),
+// plain lines otherwise (or ASK_PROGRESS=plain).
+func newProgress(stdout, stderr io.Writer, env func(string) string) progress {
+	tty := isTerminal(stdout) && isTerminal(stderr) && env("TERM") != "dumb"
+	switch env("ASK_PROGRESS") {
+	case "tty":
+		tty = true
+	case "plain":
+		tty = false
+	}
+	if tty {
+		return newSpinner(stderr, "Thinking…")
+	}
+	return &plainProgress{w: stderr}
+}

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/das-ask/ask/client"
+	"github.com/das-ask/ask/gen"
+)
+
+// Exit statuses; see the package doc.
+const (
+	exitAnswer     = 0
+	exitFailure    = 1
+	exitAbstention = 2
+	exitRefusal    = 3
+	exitError      = 4
+)
+
+const (
+	defaultURL = "http://127.0.0.1:8080/ask"
+	defaultIdP = "http://127.0.0.1:8090"
+	defaultOID = "alice"
+	// cancelGrace is how long ask waits for the run to confirm a cancel before it leaves.
+	cancelGrace = 5 * time.Second
+)
+
+const usage = `usage: ask [flags] QUESTION...
+       ask [flags] -q QUESTION
+
+Asks the ask service a question and prints the outcome. Progress goes to stderr;
+the outcome (or, with --json, every event as NDJSON) to stdout.
+
+Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (the run failed, timed out
+or was cancelled), 1 usage error or the service could not be reached or refused.
+
+Flags:
+`
+
+// config is what the flags and the environment ask for.
+type config struct {
+	url, token, oid, idp string
+	question             string
+	cont, steps, json    bool
+}
+
+// parseArgs reads flags and environment. A nil config with code 0 means help was shown.
+func parseArgs(args []string, stderr io.Writer, env func(string) string) (*config, int) {
+	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &config{}
+	fs.StringVar(&c.url, "url", firstOf(env("ASK_URL"), defaultURL), "the service, gateway prefix included ($ASK_URL)")
+	fs.StringVar(&c.token, "token", env("ASK_TOKEN"), "the bearer token ($ASK_TOKEN); default: mint one from the dev IdP ($ASK_IDP)")
+	fs.StringVar(&c.oid, "as", firstOf(env("ASK_OID"), defaultOID), "the identity to mint a dev token for ($ASK_OID)")
+	fs.StringVar(&c.question, "q", "", "the question (or give it as arguments)")
+	fs.BoolVar(&c.cont, "continue", false, "ask in the last conversation used with this URL and identity")
+	fs.BoolVar(&c.steps, "steps", false, "also show every tool call, the SQL and the path")
+	fs.BoolVar(&c.json, "json", false, "print the events as NDJSON on stdout")
+	fs.Usage = func() {
+		_, _ = io.WriteString(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitAnswer
+		}
+		return nil, exitFailure
+	}
+	if rest := strings.TrimSpace(strings.Join(fs.Args(), " ")); rest != "" {
+		if c.question != "" {
+			fmt.Fprintln(stderr, "ask: give the question either with -q or as arguments, not both")
+			return nil, exitFailure
+		}
+		c.question = rest
+	}
+	c.question = strings.TrimSpace(c.question)
+	if c.question == "" {
+		fs.Usage()
+		return nil, exitFailure
+	}
+	c.idp = firstOf(env("ASK_IDP"), defaultIdP)
+	return c, 0
+}
+
+func firstOf(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// run is the whole command, callable from tests: it returns the exit status. Cancelling ctx is
+// Ctrl-C: it sends exactly one cancel for the running ask, then waits for done (at most
+// cancelGrace) and returns exitError.
+func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, env func(string) string) int {
+	cfg, code := parseArgs(args, stderr, env)
+	if cfg == nil {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "ask: "+format+"\n", a...)
+		return exitFailure
+	}
+
+	httpClient := &http.Client{}
+	var tokens client.TokenSource
+	oid := cfg.oid
+	if cfg.token != "" {
+		tokens = client.StaticToken(cfg.token)
+		oid = firstOf(oidOf(cfg.token), oid)
+	} else {
+		src := &idpSource{url: cfg.idp, oid: cfg.oid, http: httpClient}
+		if _, err := src.Token(ctx); err != nil {
+			return fail("%v (%v)", errNoToken, err)
+		}
+		tokens = src
+	}
+	c, err := client.New(cfg.url, client.Options{Token: tokens, HTTPClient: httpClient})
+	if err != nil {
+		return fail("%v", err)
+	}
+
+	tk, err := startAsk(ctx, c, cfg, oid, stderr, env)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return follow(ctx, c, tk, cfg, stdout, stderr, env)
+}
+
+// startAsk asks in the remembered conversation (--continue) or a new one, and remembers it.
+func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, stderr io.Writer, env func(string) string) (gen.Ticket, error) {
+	state, stateErr := newStateFile(env)
+	key := stateKey(cfg.url, oid)
+	conv := ""
+	if cfg.cont {
+		if stateErr != nil {
+			return gen.Ticket{}, fmt.Errorf("--continue: %w", stateErr)
+		}
+		last, err := state.last(key)
+		if err != nil {
+			return gen.Ticket{}, fmt.Errorf("--continue: %w", err)
+		}
+		if last == "" {
+			fmt.Fprintln(stderr, "No earlier conversation to continue; starting a new one.")
+		}
+		conv = last
+	}
+	for {
+		if conv == "" {
+			cv, err := c.CreateConversation(ctx)
+			if err != nil {
+				return gen.Ticket{}, err
+			}
+			conv = cv.Id
+		}
+		tk, err := c.Ask(ctx, conv, cfg.question)
+		var apiErr *client.APIError
+		switch {
+		case err == nil:
+			if stateErr == nil {
+				if err := state.remember(key, conv); err != nil {
+					fmt.Fprintf(stderr, "ask: could not remember the conversation for --continue: %v\n", err)
+				}
+			}
+			return tk, nil
+		case cfg.cont && errors.Is(err, client.ErrNotFound):
+			fmt.Fprintln(stderr, "The earlier conversation has expired; starting a new one, without its context.")
+			cfg.cont, conv = false, ""
+			continue
+		case errors.As(err, &apiErr) && errors.Is(err, client.ErrConflict):
+			return gen.Ticket{}, fmt.Errorf("an ask is already running in this conversation (ticket %s)", apiErr.RunningTicket())
+		}
+		return gen.Ticket{}, err
+	}
+}
+
+// follow reads the ticket's events to done, rendering as it goes, and returns the exit status.
+func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, stdout, stderr io.Writer, env func(string) string) int {
+	// The stream outlives ctx: after Ctrl-C it keeps reading until the run confirms the
+	// cancel with error{cancelled} and done, or the grace runs out.
+	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStream()
+	finished := make(chan struct{})
+	var wg sync.WaitGroup
+	var interrupted bool
+	var mu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		interrupted = true
+		mu.Unlock()
+		fmt.Fprintln(stderr, "Cancelling…")
+		cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+		defer cancel()
+		if _, err := c.Cancel(cancelCtx, tk.Ticket); err != nil {
+			fmt.Fprintf(stderr, "ask: the cancel was not accepted: %v\n", err)
+		}
+		grace := time.NewTimer(cancelGrace)
+		defer grace.Stop()
+		select {
+		case <-finished:
+		case <-grace.C:
+			stopStream()
+		}
+	}()
+	defer wg.Wait()
+	defer close(finished)
+
+	var prog progress = &plainProgress{w: io.Discard}
+	if !cfg.json {
+		prog = newProgress(stdout, stderr, env)
+	}
+	var out client.Outcome
+	var streamErr error
+	sawDone := false
+	for ev, err := range c.Events(streamCtx, tk.Ticket, client.EventsOptions{}) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+		if cfg.json {
+			_, _ = stdout.Write(append(append([]byte(nil), ev.Data...), '\n'))
+		}
+		switch v := ev.Value.(type) {
+		case gen.MilestoneEvent:
+			prog.Line(milestoneSentence(v))
+		case gen.StepEvent:
+			if cfg.steps {
+				prog.Line(stepLine(v))
+			}
+		case gen.AnswerEvent:
+			out.Kind, out.Answer = client.Answer, &v
+		case gen.AbstentionEvent:
+			out.Kind, out.Abstention = client.Abstention, &v
+		case gen.RefusalEvent:
+			out.Kind, out.Refusal = client.Refusal, &v
+		case gen.ErrorEvent:
+			out.Kind, out.Error = client.Error, &v
+		case gen.DoneEvent:
+			out.Done, out.MissedSteps, sawDone = v, ev.MissedSteps, true
+		}
+	}
+	prog.Stop()
+
+	mu.Lock()
+	wasInterrupted := interrupted
+	mu.Unlock()
+	if !sawDone || out.Kind == client.NotTerminal {
+		if wasInterrupted {
+			fmt.Fprintf(stderr, "ask: cancelled; the service did not confirm within %s\n", cancelGrace)
+			return exitError
+		}
+		if streamErr == nil {
+			streamErr = client.ErrIncomplete
+		}
+		fmt.Fprintf(stderr, "ask: lost the event stream of ticket %s: %v\n", tk.Ticket, streamErr)
+		return exitFailure
+	}
+	if cfg.steps && out.MissedSteps > 0 {
+		fmt.Fprintf(stderr, "(%d of %d tool calls are not shown: the service no longer held them)\n", out.MissedSteps, out.Done.Steps)
+	}
+	if cfg.json {
+		if out.Kind == client.Error {
+			fmt.Fprintln(stderr, errorSentence(out.Error))
+		}
+		return exitCode(out.Kind)
+	}
+	switch out.Kind {
+	case client.Answer:
+		renderAnswer(stdout, out.Answer, cfg.steps)
+	case client.Abstention:
+		renderAbstention(stdout, out.Abstention)
+	case client.Refusal:
+		renderRefusal(stdout, out.Refusal)
+	case client.Error:
+		fmt.Fprintln(stderr, errorSentence(out.Error))
+	}
+	return exitCode(out.Kind)
+}

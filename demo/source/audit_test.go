@@ -1,0 +1,158 @@
+package source_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/das-ask/ask/demo/source"
+)
+
+func TestAuditOneLinePerCall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "audit.jsonl")
+	now := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
+	_, srv := start(t, source.Options{AuditPath: path, Now: func() time.Time { return now }})
+	alice, bob := connect(t, srv, "tok-alice"), connect(t, srv, "tok-bob")
+
+	calls := []struct {
+		cs                 *mcp.ClientSession
+		id, oid, tool, sql string
+		status, code       string
+	}{
+		{alice, "c-1", "alice", "search_catalog", "", "ok", ""},
+		{alice, "c-2", "alice", "run_query", "SELECT count(*) FROM incidents", "ok", ""},
+		{bob, "c-3", "bob", "run_query", "SELECT * FROM oncall_pay", "refused", "forbidden"},
+		{bob, "c-4", "bob", "run_query", "DELETE FROM teams", "refused", "read_only"},
+		{bob, "c-5", "bob", "run_query", "SELECT nope FROM teams", "error", ""},
+		{bob, "c-6", "bob", "define_term", "", "ok", ""},
+	}
+	for _, c := range calls {
+		args := map[string]any{"sql": c.sql}
+		switch c.tool {
+		case "search_catalog":
+			args = map[string]any{"query": "MTTR"}
+		case "define_term":
+			args = map[string]any{"term": "incident"}
+		}
+		call(t, c.cs, c.id, c.tool, args)
+	}
+
+	// The file: exactly one line per call, in order, each with the caller's call id.
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != len(calls) {
+		t.Fatalf("audit file has %d lines, want %d", len(lines), len(calls))
+	}
+	for i, c := range calls {
+		l := lines[i]
+		for _, k := range []string{"ts", "call_id", "oid", "tool", "ms", "refused", "status"} {
+			if _, ok := l[k]; !ok {
+				t.Errorf("line %d lacks %q: %v", i, k, l)
+			}
+		}
+		if l["call_id"] != c.id || l["oid"] != c.oid || l["tool"] != c.tool || l["status"] != c.status ||
+			l["refused"] != (c.status == "refused") || str(l["code"]) != c.code || l["ts"] != "2026-11-29T21:00:00Z" {
+			t.Errorf("line %d = %v, want call %+v", i, l, c)
+		}
+		if c.sql != "" && l["sql"] != c.sql {
+			t.Errorf("line %d sql = %v, want %q", i, l["sql"], c.sql)
+		}
+	}
+
+	// The endpoint: the same entries, filterable by call id and identity.
+	for _, c := range calls {
+		got := auditEntries(t, srv, "call_id="+c.id)
+		if len(got) != 1 || got[0].OID != c.oid || got[0].Tool != c.tool || got[0].Status != c.status {
+			t.Errorf("GET /audit?call_id=%s = %+v", c.id, got)
+		}
+	}
+	if got := auditEntries(t, srv, "oid=bob"); len(got) != 4 {
+		t.Errorf("GET /audit?oid=bob: %d entries, want 4", len(got))
+	}
+	if got := auditEntries(t, srv, ""); len(got) != len(calls) {
+		t.Errorf("GET /audit: %d entries, want %d", len(got), len(calls))
+	}
+}
+
+func TestAuditCallIDFromHeader(t *testing.T) {
+	_, srv := start(t, source.Options{})
+	cs := connect(t, srv, "tok-alice")
+	// No _meta: the Ask-Call-Id header alone names the call.
+	if _, err := cs.CallTool(withCallID(t.Context(), "hdr-7"), &mcp.CallToolParams{Name: "list_tables", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := auditEntries(t, srv, "call_id=hdr-7"); len(got) != 1 || got[0].Tool != "list_tables" {
+		t.Errorf("GET /audit?call_id=hdr-7 = %+v", got)
+	}
+}
+
+func TestAuditEndpointLoopbackOnly(t *testing.T) {
+	src, _ := start(t, source.Options{})
+	for addr, want := range map[string]int{
+		"127.0.0.1:5000": http.StatusOK,
+		"[::1]:5000":     http.StatusOK,
+		"10.1.2.3:5000":  http.StatusForbidden,
+		"192.0.2.9:80":   http.StatusForbidden,
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/audit", nil)
+		r.RemoteAddr = addr
+		r.Header.Set("X-Forwarded-For", "127.0.0.1")
+		w := httptest.NewRecorder()
+		src.Handler().ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("from %s: %d, want %d", addr, w.Code, want)
+		}
+	}
+}
+
+func TestAuditConcurrentCalls(t *testing.T) {
+	_, srv := start(t, source.Options{})
+	const n = 20
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			cs, err := dial(t.Context(), srv, "tok-alice")
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cs.Close()
+			id := fmt.Sprintf("par-%d", i)
+			_, err = cs.CallTool(withCallID(t.Context(), id), &mcp.CallToolParams{
+				Meta: mcp.Meta{"ask/call_id": id}, Name: "run_query",
+				Arguments: map[string]any{"sql": "SELECT count(*) FROM deployments WHERE status = 'failed'"},
+			})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		if got := auditEntries(t, srv, fmt.Sprintf("call_id=par-%d", i)); len(got) != 1 {
+			t.Errorf("par-%d: %d audit entries, want 1", i, len(got))
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/das-ask/ask/demo/idp"
+)
+
+// tokenCmd asks a running IdP for a token and prints it as the only line on stdout.
+func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dev-idp token", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	oid := fs.String("oid", "", "identity to mint a token for (required), e.g. alice or bob")
+	aud := fs.String("aud", idp.DefaultAudience, "audience (aud)")
+	scope := fs.String("scope", idp.DefaultScope, "scopes, space-separated")
+	ttl := fs.Duration("ttl", idp.DefaultTTL, "lifetime, whole seconds, at most 24h")
+	expired := fs.Bool("expired", false, "mint a token whose exp has already passed")
+	alg := fs.String("alg", idp.RS256, "signing algorithm: RS256 or ES256")
+	base := fs.String("idp", idp.DefaultIssuer, "base URL of the running dev-idp")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the IdP")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var errs []error
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if *oid == "" {
+		errs = append(errs, errors.New("--oid is required"))
+	}
+	if *ttl < time.Second || *ttl > idp.MaxTTL || *ttl%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--ttl %s: want whole seconds between 1s and %s", *ttl, idp.MaxTTL))
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(stderr, "dev-idp token: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	tok, err := idp.RequestToken(ctx, nil, *base, idp.TokenRequest{
+		OID: *oid, Aud: *aud, Scope: *scope, TTLS: int(*ttl / time.Second), Expired: *expired, Alg: *alg,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "dev-idp token: %v (is `dev-idp serve` running at %s?)\n", err, *base)
+		return 1
+	}
+	fmt.Fprintln(stdout, tok)
+	return 0
+}

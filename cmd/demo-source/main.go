@@ -1,0 +1,163 @@
+// Command demo-source serves the demo source (package demo/source): an MCP server over an
+// embedded, read-only SQLite dataset with a glossary catalog, its own bearer validation,
+// per-identity permissions and an append-only audit log.
+//
+//	demo-source [-addr 127.0.0.1:8091] [-audit .state/demo-source/audit.jsonl] [-row-cap 500] [-query-timeout 5s]
+//
+// Every flag can also be set in the environment (flags win): DAS_DEMO_SOURCE_ADDR,
+// DAS_DEMO_SOURCE_AUDIT, DAS_DEMO_SOURCE_ROW_CAP, DAS_DEMO_SOURCE_QUERY_TIMEOUT. Bearers are
+// validated with the shared DAS_* settings (DAS_JWKS_URL, DAS_ISSUER, DAS_AUDIENCE,
+// DAS_REQUIRED_SCOPE, DAS_JWT_ALGS, DAS_JWT_LEEWAY_S), exactly as the ask service validates
+// them; when none of DAS_JWKS_URL, DAS_ISSUER and DAS_AUDIENCE is set, the development
+// identity provider's settings (127.0.0.1:8090, audience and scope `das`) are used and a
+// warning says so.
+//
+// It serves MCP at /mcp, the audit log at GET /audit (loopback callers only) and GET /healthz,
+// and stops cleanly on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/demo/source"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "demo-source:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the command line, after the environment filled in what flags left unset.
+type config struct {
+	addr         string
+	auditPath    string
+	rowCap       int
+	queryTimeout time.Duration
+}
+
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	env := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	rowCap, err := strconv.Atoi(env("DAS_DEMO_SOURCE_ROW_CAP", strconv.Itoa(source.DefaultRowCap)))
+	if err != nil {
+		return config{}, fmt.Errorf("DAS_DEMO_SOURCE_ROW_CAP: %w", err)
+	}
+	timeout, err := time.ParseDuration(env("DAS_DEMO_SOURCE_QUERY_TIMEOUT", source.DefaultQueryTimeout.String()))
+	if err != nil {
+		return config{}, fmt.Errorf("DAS_DEMO_SOURCE_QUERY_TIMEOUT: %w", err)
+	}
+	var c config
+	fs := flag.NewFlagSet("demo-source", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", env("DAS_DEMO_SOURCE_ADDR", "127.0.0.1:8091"), "listen address")
+	fs.StringVar(&c.auditPath, "audit", env("DAS_DEMO_SOURCE_AUDIT", ".state/demo-source/audit.jsonl"), "append-only audit log file (JSON lines)")
+	fs.IntVar(&c.rowCap, "row-cap", rowCap, "most rows one query returns")
+	fs.DurationVar(&c.queryTimeout, "query-timeout", timeout, "time limit of one query")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if c.rowCap <= 0 || c.queryTimeout <= 0 {
+		return config{}, errors.New("-row-cap and -query-timeout must be positive")
+	}
+	return c, nil
+}
+
+// authConfig reads the shared DAS_* auth settings from the process environment, falling back to
+// the dev stack's when none of the three that say whom to trust is set.
+func authConfig(log *slog.Logger) (auth.Config, error) {
+	if os.Getenv(auth.EnvJWKSURL) == "" && os.Getenv(auth.EnvIssuer) == "" && os.Getenv(auth.EnvAudience) == "" {
+		log.Warn("no DAS_JWKS_URL, DAS_ISSUER or DAS_AUDIENCE set: trusting the development identity provider",
+			"issuer", auth.DevIssuer, "jwks_url", auth.DevJWKSURL)
+		return auth.DevConfig(), nil
+	}
+	return auth.ConfigFromEnv()
+}
+
+// run serves until ctx is done. getenv supplies the DAS_DEMO_SOURCE_* settings; the auth
+// settings are read from the process environment (auth.ConfigFromEnv). ready, when not nil,
+// receives the listening address.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
+	c, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "demo-source")
+	acfg, err := authConfig(log)
+	if err != nil {
+		return err
+	}
+	validator, err := auth.New(ctx, acfg, auth.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	src, err := source.New(ctx, source.Options{
+		Authenticator: validator,
+		AuditPath:     c.auditPath,
+		RowCap:        c.rowCap,
+		QueryTimeout:  c.queryTimeout,
+		Logger:        log,
+	})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           src.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	log.Info("demo source serving", "mcp", "http://"+ln.Addr().String()+"/mcp", "audit_file", c.auditPath,
+		"issuer", acfg.Issuer, "row_cap", c.rowCap, "query_timeout", c.queryTimeout)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("demo source stopping")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		// Streams still open after the grace period (an MCP client's standalone SSE stream)
+		// are cut: they carry no work, every tool call is a request of its own.
+		srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

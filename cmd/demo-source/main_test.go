@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/das-ask/ask/demo/idp/idptest"
+)
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestRun starts the command on a free port against an in-process identity provider, makes one
+// tool call as bob, and stops it: the call is audited to the file and run returns cleanly.
+func TestRun(t *testing.T) {
+	p := idptest.Start(t)
+	cfg := p.Config()
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	// The auth settings come from the process environment, as auth.ConfigFromEnv reads them.
+	t.Setenv("DAS_JWKS_URL", cfg.JWKSURL)
+	t.Setenv("DAS_ISSUER", cfg.Issuer)
+	t.Setenv("DAS_AUDIENCE", cfg.Audience)
+	t.Setenv("DAS_REQUIRED_SCOPE", cfg.RequiredScope)
+	env := map[string]string{"DAS_DEMO_SOURCE_AUDIT": audit}
+	ctx, cancel := context.WithCancel(t.Context())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{
+		Endpoint:             "http://" + addr + "/mcp",
+		HTTPClient:           &http.Client{Transport: bearer{p.Token(t, "bob")}},
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{
+		Meta: mcp.Meta{"ask/call_id": "cmd-1"}, Name: "run_query",
+		Arguments: map[string]any{"sql": "SELECT sum(amount_eur) FROM oncall_pay"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || res.Meta["ask/refusal"] == nil {
+		t.Errorf("bob's query was not refused: %+v", res)
+	}
+	cs.Close()
+
+	resp, err := http.Get("http://" + addr + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /mcp without a bearer: %s, want 401", resp.Status)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run returned %v after cancel", err)
+	}
+
+	f, err := os.Open(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []map[string]any
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 1 || lines[0]["call_id"] != "cmd-1" || lines[0]["oid"] != "bob" || lines[0]["code"] != "forbidden" {
+		t.Errorf("audit file = %v", lines)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	env := map[string]string{"DAS_DEMO_SOURCE_ROW_CAP": "50", "DAS_DEMO_SOURCE_ADDR": "127.0.0.1:9999"}
+	c, err := parseConfig([]string{"-query-timeout", "2s"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.rowCap != 50 || c.addr != "127.0.0.1:9999" || c.queryTimeout.String() != "2s" || c.auditPath != ".state/demo-source/audit.jsonl" {
+		t.Errorf("config = %+v", c)
+	}
+	for _, args := range [][]string{{"-row-cap", "0"}, {"extra"}, {"-query-timeout", "soon"}} {
+		if _, err := parseConfig(args, func(string) string { return "" }, io.Discard); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}

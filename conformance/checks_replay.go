@@ -1,0 +1,139 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+)
+
+// replayPositions are the cursors to resume from after done: the start, the first event, a
+// skipped seq (when steps were evicted), the middle, the one before done and done itself.
+func replayPositions(final *capture) []int64 {
+	d, ok := final.done()
+	if !ok {
+		return nil
+	}
+	pos := []int64{0, 1, d.Seq / 2, d.Seq - 1, d.Seq}
+	if m := final.missing(); len(m) > 0 {
+		pos = append(pos, m[0])
+	}
+	slices.Sort(pos)
+	return slices.Compact(pos)
+}
+
+func (s *session) replayAfterDone(ctx context.Context, byQuery bool) verdict {
+	r, err := s.normalRun(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	if why := streamOK(r.final); why != "" {
+		return fail("the run's stream after done", why)
+	}
+	positions := replayPositions(r.final)
+	if positions == nil {
+		return fail("the run to end in done", typesOf(r.final.Events))
+	}
+	var found []string
+	for _, p := range positions {
+		cur := cursor{header: strconv.FormatInt(p, 10)}
+		if byQuery {
+			cur = cursor{query: strconv.FormatInt(p, 10)}
+		}
+		c := s.stream(ctx, r.who, r.ticket.Ticket, cur, nil)
+		if why := streamOK(c); why != "" {
+			found = append(found, fmt.Sprintf("from %d: %s", p, why))
+			continue
+		}
+		want := after(r.final.Events, p)
+		if !slices.Equal(seqsOf(c.Events), seqsOf(want)) {
+			found = append(found, fmt.Sprintf("from %d: [%s], want [%s]", p, typesOf(c.Events), typesOf(want)))
+		}
+		if !c.EOF {
+			found = append(found, fmt.Sprintf("from %d: the stream was not closed after done", p))
+		}
+	}
+	how := "Last-Event-ID"
+	if byQuery {
+		how = "?after="
+	}
+	return problems("a replay after done to carry exactly the retained events after the cursor, then close", found,
+		fmt.Sprintf("%s from %v: exactly the retained events after each, then closed", how, positions))
+}
+
+func checkReplayHeader(ctx context.Context, s *session) verdict {
+	return s.replayAfterDone(ctx, false)
+}
+
+func checkReplayQuery(ctx context.Context, s *session) verdict {
+	return s.replayAfterDone(ctx, true)
+}
+
+func checkReplayDuringRun(ctx context.Context, s *session) verdict {
+	sr, err := s.slowRunFixture(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	live := sr.run.live
+	if why := streamOK(live); why != "" {
+		return fail("the live stream", why)
+	}
+	want := nonSteps(after(live.Events, 1))
+	var found []string
+	for _, x := range []struct {
+		how string
+		c   *capture
+	}{{"Last-Event-ID: 1", sr.byHeader}, {"?after=1", sr.byQuery}} {
+		if why := streamOK(x.c); why != "" {
+			found = append(found, x.how+": "+why)
+			continue
+		}
+		if len(x.c.Events) == 0 {
+			found = append(found, x.how+": no events")
+			continue
+		}
+		if first := x.c.Events[0].Seq; first <= 1 {
+			found = append(found, fmt.Sprintf("%s: began at seq %d", x.how, first))
+		}
+		joined := &capture{Events: append(slices.Clone(live.Events[:1]), x.c.Events...)}
+		found = append(found, seqProblems(x.how+" joined to seq 1", joined)...)
+		if got := nonSteps(x.c.Events); !slices.Equal(got, want) {
+			found = append(found, fmt.Sprintf("%s: milestones, branches and outcome [%v], live [%v]", x.how, got, want))
+		}
+		if !x.c.EOF {
+			found = append(found, x.how+": not closed after done")
+		}
+	}
+	return problems("a stream resumed after seq 1 while the run worked to continue it without gap or duplicate", found,
+		fmt.Sprintf("resumed by Last-Event-ID and by ?after= while running: %d and %d events, no gap, no duplicate", len(sr.byHeader.Events), len(sr.byQuery.Events)))
+}
+
+func checkBadCursor(ctx context.Context, s *session) verdict {
+	r, err := s.normalRun(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	d, ok := r.final.done()
+	if !ok {
+		return fail("the run to end in done", typesOf(r.final.Events))
+	}
+	beyond := strconv.FormatInt(d.Seq+5, 10)
+	var found []string
+	for _, x := range []struct {
+		how string
+		cur cursor
+	}{
+		{"Last-Event-ID: abc", cursor{header: "abc"}},
+		{"Last-Event-ID: -1", cursor{header: "-1"}},
+		{"?after=abc", cursor{query: "abc"}},
+		{"Last-Event-ID beyond the last seq", cursor{header: beyond}},
+	} {
+		c := s.stream(ctx, r.who, r.ticket.Ticket, x.cur, nil)
+		if c.Status != http.StatusBadRequest || mediaType(c.Header) != "application/problem+json" {
+			found = append(found, fmt.Sprintf("%s: %d %s", x.how, c.Status, mediaType(c.Header)))
+		}
+	}
+	return problems("400 problem+json for a malformed cursor or one beyond the last seq", found,
+		"400 problem+json for abc, -1, ?after=abc and a seq beyond done")
+}

@@ -1,0 +1,188 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// fromStart is a capture read from seq 1, labelled for details.
+type fromStart struct {
+	label string
+	run   *run
+	c     *capture
+}
+
+// startCaptures returns the live and the after-done capture of every run.
+func startCaptures(runs []*run) []fromStart {
+	var out []fromStart
+	for _, r := range runs {
+		if r.live != nil {
+			out = append(out, fromStart{r.label + " (live)", r, r.live})
+		}
+		if r.final != nil {
+			out = append(out, fromStart{r.label + " (after done)", r, r.final})
+		}
+	}
+	return out
+}
+
+// streamOK reports why a capture is not a stream at all, or "".
+func streamOK(c *capture) string {
+	switch {
+	case c.Status != http.StatusOK:
+		return fmt.Sprintf("status %d", c.Status)
+	case c.Err != nil:
+		return c.Err.Error()
+	}
+	return ""
+}
+
+func checkFirstAccepted(ctx context.Context, s *session) verdict {
+	runs, err := s.allRuns(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	var found []string
+	for _, fs := range startCaptures(runs) {
+		if why := streamOK(fs.c); why != "" {
+			found = append(found, fs.label+": "+why)
+			continue
+		}
+		if len(fs.c.Events) == 0 {
+			found = append(found, fs.label+": no events")
+			continue
+		}
+		if e := fs.c.Events[0]; e.Type != "accepted" || e.Seq != 1 {
+			found = append(found, fmt.Sprintf("%s: first event %d:%s", fs.label, e.Seq, e.Type))
+		}
+		if n := len(fs.c.ofType("accepted")); n != 1 {
+			found = append(found, fmt.Sprintf("%s: %d accepted events", fs.label, n))
+		}
+	}
+	return problems("every stream to begin with accepted at seq 1, and carry it once", found,
+		fmt.Sprintf("%d streams begin with accepted at seq 1", len(startCaptures(runs))))
+}
+
+func checkStreamHeaders(ctx context.Context, s *session) verdict {
+	r, err := s.normalRun(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	h := r.live.Header
+	if h == nil {
+		return fail("a 200 event stream", "no response: "+errText(r.live.Err))
+	}
+	var found []string
+	if mt := mediaType(h); mt != "text/event-stream" {
+		found = append(found, fmt.Sprintf("Content-Type %q", h.Get("Content-Type")))
+	}
+	if !strings.Contains(strings.ToLower(h.Get("Cache-Control")), "no-store") {
+		found = append(found, fmt.Sprintf("Cache-Control %q", h.Get("Cache-Control")))
+	}
+	if strings.ToLower(h.Get("X-Accel-Buffering")) != "no" {
+		found = append(found, fmt.Sprintf("X-Accel-Buffering %q", h.Get("X-Accel-Buffering")))
+	}
+	return problems("Content-Type text/event-stream, Cache-Control no-store, X-Accel-Buffering no", found,
+		"text/event-stream, Cache-Control: no-store, X-Accel-Buffering: no")
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return err.Error()
+}
+
+func checkSeq(ctx context.Context, s *session) verdict {
+	runs, err := s.allRuns(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	var found []string
+	evicted := 0
+	for _, fs := range startCaptures(runs) {
+		if why := streamOK(fs.c); why != "" {
+			found = append(found, fs.label+": "+why)
+			continue
+		}
+		found = append(found, seqProblems(fs.label, fs.c)...)
+		if len(fs.c.missing()) > 0 {
+			evicted++
+		}
+	}
+	ok := fmt.Sprintf("%d streams: seq from 1, increasing, no gaps", len(startCaptures(runs)))
+	if evicted > 0 {
+		ok += fmt.Sprintf(" (in %d, gaps only where evicted steps were)", evicted)
+	}
+	return problems("seq to start at 1 and skip nothing but evicted steps", found, ok)
+}
+
+func checkFraming(ctx context.Context, s *session) verdict {
+	runs, err := s.allRuns(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	var found []string
+	n := 0
+	for _, fs := range startCaptures(runs) {
+		for _, e := range fs.c.Events {
+			n++
+			switch {
+			case e.Obj == nil:
+				found = append(found, fmt.Sprintf("%s: a frame whose data is not a JSON object", fs.label))
+			case len(e.DataLines) != 1:
+				found = append(found, fmt.Sprintf("%s: seq %d spans %d data lines", fs.label, e.Seq, len(e.DataLines)))
+			case !e.HasID || idSeq(e.frame) != e.Seq:
+				found = append(found, fmt.Sprintf("%s: id %q for seq %d", fs.label, e.ID, e.Seq))
+			case e.Event != e.Type:
+				found = append(found, fmt.Sprintf("%s: event %q for type %q (seq %d)", fs.label, e.Event, e.Type, e.Seq))
+			case e.str("ticket") != fs.run.ticket.Ticket || e.str("conversation_id") != fs.run.conv:
+				found = append(found, fmt.Sprintf("%s: seq %d names another ticket or conversation", fs.label, e.Seq))
+			}
+		}
+	}
+	return problems("every frame to be id: <seq>, event: <type>, one data line of the event's JSON", found,
+		fmt.Sprintf("%d frames: id = seq, event = type, one data line, the run's ticket and conversation", n))
+}
+
+func checkKeepAlive(ctx context.Context, s *session) verdict {
+	sr, err := s.slowRunFixture(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	c := sr.run.live
+	if why := streamOK(c); why != "" {
+		return fail("a stream", why)
+	}
+	// The longest wait between two events, and the longest silence (no frame at all) in it.
+	var gap, silence time.Duration
+	gapComments := 0
+	prev := c.Start
+	for i, e := range c.Events {
+		if d := e.At.Sub(prev); d > gap {
+			gap, gapComments, silence = d, 0, 0
+			last := prev
+			for j, cm := range c.Comments {
+				if c.CommentAfter[j] == i {
+					gapComments++
+					silence = max(silence, cm.At.Sub(last))
+					last = cm.At
+				}
+			}
+			silence = max(silence, e.At.Sub(last))
+		}
+		prev = e.At
+	}
+	if gap <= s.cfg.KeepAlive {
+		return skip("the longest wait between events was %s, not longer than the keep-alive interval %s; start the target with a shorter DAS_ASK_KEEPALIVE_S or give the slow question a longer wait", gap.Round(time.Millisecond), s.cfg.KeepAlive)
+	}
+	slack := s.cfg.KeepAlive/2 + 500*time.Millisecond
+	if gapComments == 0 || silence > s.cfg.KeepAlive+slack {
+		return fail(fmt.Sprintf("a keep-alive comment at least every %s during a silent wait", s.cfg.KeepAlive+slack),
+			fmt.Sprintf("%d comments during a %s wait, the longest silence %s", gapComments, gap.Round(time.Millisecond), silence.Round(time.Millisecond)))
+	}
+	return pass("%d keep-alive comments during a %s silent wait; longest silence %s (interval %s)", gapComments, gap.Round(time.Millisecond), silence.Round(time.Millisecond), s.cfg.KeepAlive)
+}

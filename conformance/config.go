@@ -1,0 +1,131 @@
+package conformance
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Config says what to check and how to reach it. Zero values mean defaults.
+type Config struct {
+	// BaseURL is the service root, the prefix the contract's paths are appended to, e.g.
+	// http://127.0.0.1:8080/ask or https://gateway.example/ask. Required.
+	BaseURL string
+	// Tokens mints or hands out the bearers of identities A and B. Required.
+	Tokens TokenSource
+	// AuditURL is the root of a source's audit log (GET {AuditURL}/audit?call_id=...). Without
+	// it the checks that compare the stream with the audit log are skipped.
+	AuditURL string
+	// Behaviour adds the behaviour checks (refusal, abstention, path, conversation memory),
+	// which depend on the model's judgement (or, with the llm-stub, on its script).
+	Behaviour bool
+	// Only, when set, runs only the checks whose name it matches.
+	Only *regexp.Regexp
+	// Questions are the questions the checks ask; empty fields take DefaultQuestions.
+	Questions Questions
+	// KeepAlive is the keep-alive interval the target is configured with (DAS_ASK_KEEPALIVE_S);
+	// 0 means the contract's default, 10 s. The keep-alive check needs a silence longer than it.
+	KeepAlive time.Duration
+	// SlowWait is how long the slow question's first model turn is silent; 0 means 3 s.
+	SlowWait time.Duration
+	// RunTimeout bounds one run, from ask to done; 0 means 60 s.
+	RunTimeout time.Duration
+	// StepMsTolerance is how much longer a step's ms may be than its audit line's ms (the
+	// service measures the round trip, the source only its work); 0 means 250 ms.
+	StepMsTolerance time.Duration
+	// HTTPClient makes every call; nil means a client without a timeout (streams are long).
+	HTTPClient *http.Client
+	// Logger receives progress; nil means discard.
+	Logger *slog.Logger
+}
+
+// Questions are the questions the checks ask. The defaults fit the demo stack's llm-stub script.
+type Questions struct {
+	// Answer is answered with one figure (a headline), from a query.
+	Answer string
+	// Slow is answered like Answer, but its first model turn is silent for SlowWait: it keeps a
+	// run open for the keep-alive, cancel, conflict and during-run replay checks.
+	Slow string
+	// Refusal is refused by the source for identity B.
+	Refusal string
+	// Abstention cannot be answered: the catalog has no such term and nothing is queried.
+	Abstention string
+	// CatalogOnly is answered from the catalog alone.
+	CatalogOnly string
+	// FollowUpFirst names an entity (its answer's first result cell) that FollowUpSecond
+	// refers to as "that team".
+	FollowUpFirst  string
+	FollowUpSecond string
+}
+
+// DefaultQuestions returns the README's example questions, which the llm-stub's default script
+// answers.
+func DefaultQuestions() Questions {
+	return Questions{
+		Answer:         "How many sev1 incidents did we have in 2026-Q2?",
+		Slow:           "Take your time: how many sev1 incidents did we have in 2026-Q2?",
+		Refusal:        "What was the on-call pay per team in 2026-Q3?",
+		Abstention:     "What is our customer churn rate?",
+		CatalogOnly:    "What does change failure rate mean?",
+		FollowUpFirst:  "Which team had the most incidents in 2026-Q3?",
+		FollowUpSecond: "How many deployments did that team ship in 2026-Q3?",
+	}
+}
+
+// withDefaults returns c with every zero value replaced by its default, or an error naming what
+// is missing or malformed.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	u, err := url.Parse(c.BaseURL)
+	if c.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, errors.New("conformance: BaseURL: want an absolute http(s) URL"))
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.Tokens == nil {
+		errs = append(errs, errors.New("conformance: Tokens: want a token source"))
+	}
+	if c.AuditURL != "" {
+		if u, err := url.Parse(c.AuditURL); err != nil || u.Host == "" {
+			errs = append(errs, errors.New("conformance: AuditURL: want an absolute http(s) URL"))
+		}
+		c.AuditURL = strings.TrimRight(c.AuditURL, "/")
+	}
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
+	}
+	q, d := &c.Questions, DefaultQuestions()
+	for _, p := range []struct {
+		field *string
+		def   string
+	}{
+		{&q.Answer, d.Answer}, {&q.Slow, d.Slow}, {&q.Refusal, d.Refusal}, {&q.Abstention, d.Abstention},
+		{&q.CatalogOnly, d.CatalogOnly}, {&q.FollowUpFirst, d.FollowUpFirst}, {&q.FollowUpSecond, d.FollowUpSecond},
+	} {
+		if *p.field == "" {
+			*p.field = p.def
+		}
+	}
+	if c.KeepAlive <= 0 {
+		c.KeepAlive = 10 * time.Second
+	}
+	if c.SlowWait <= 0 {
+		c.SlowWait = 3 * time.Second
+	}
+	if c.RunTimeout <= 0 {
+		c.RunTimeout = 60 * time.Second
+	}
+	if c.StepMsTolerance <= 0 {
+		c.StepMsTolerance = 250 * time.Millisecond
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

@@ -1,0 +1,89 @@
+package conformance
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// exchange is one JSON (or problem+json) response the suite received, kept for schema validation.
+type exchange struct {
+	Method string
+	// Path is the request path relative to the base URL, e.g. /v1/asks/tk_1.
+	Path   string
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// recorder keeps every JSON response and every event the suite saw, for the schema and privacy
+// checks made at the end. Safe for concurrent use.
+type recorder struct {
+	basePath string
+
+	mu        sync.Mutex
+	exchanges []exchange
+	events    []event
+}
+
+func (r *recorder) event(e event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) snapshot() ([]exchange, []event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]exchange(nil), r.exchanges...), append([]event(nil), r.events...)
+}
+
+// doer makes the suite's calls through hc and records every response that is not an event
+// stream. It implements gen.HttpRequestDoer.
+type doer struct {
+	hc  *http.Client
+	rec *recorder
+}
+
+// maxBody bounds a recorded response body.
+const maxBody = 4 << 20
+
+func (d doer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if mediaType(resp.Header) == "text/event-stream" {
+		return resp, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if mt := mediaType(resp.Header); mt == "application/json" || mt == "application/problem+json" {
+		d.rec.mu.Lock()
+		d.rec.exchanges = append(d.rec.exchanges, exchange{
+			Method: req.Method,
+			Path:   strings.TrimPrefix(req.URL.Path, d.rec.basePath),
+			Status: resp.StatusCode,
+			Header: resp.Header.Clone(),
+			Body:   body,
+		})
+		d.rec.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// mediaType is the response's Content-Type without parameters, lower case.
+func mediaType(h http.Header) string {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return mt
+}

@@ -1,0 +1,317 @@
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+)
+
+// run is one ask followed to its end.
+type run struct {
+	label    string
+	who      Identity
+	question string
+	conv     string
+	ticket   gen.Ticket
+	// sent and admitted are when the ask was sent and when its 202 arrived.
+	sent, admitted time.Time
+	// live is the stream read from the start while the run worked.
+	live *capture
+	// final is the stream read from the start after done: what the service retains.
+	final *capture
+	// status is GET /v1/asks/{ticket} after done.
+	status     *gen.AskStatus
+	statusCode int
+}
+
+// conversation opens a conversation as who.
+func (s *session) conversation(ctx context.Context, who Identity) (string, error) {
+	tok, err := s.token(ctx, who)
+	if err != nil {
+		return "", err
+	}
+	resp, err := s.api.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{}, bearer(tok))
+	if err != nil {
+		return "", fmt.Errorf("create a conversation: %w", err)
+	}
+	if resp.StatusCode() != http.StatusCreated || resp.JSON201 == nil || resp.JSON201.Id == "" {
+		return "", fmt.Errorf("create a conversation: status %d, want 201 with an id", resp.StatusCode())
+	}
+	return resp.JSON201.Id, nil
+}
+
+// ask puts a question as who in conv and returns the admitted run (not yet followed).
+func (s *session) ask(ctx context.Context, label string, who Identity, conv, question string) (*run, error) {
+	tok, err := s.token(ctx, who)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{label: label, who: who, question: question, conv: conv, sent: time.Now()}
+	resp, err := s.api.CreateAskWithResponse(ctx, conv, gen.AskRequest{Question: question}, bearer(tok))
+	r.admitted = time.Now()
+	if err != nil {
+		return nil, fmt.Errorf("ask (%s): %w", label, err)
+	}
+	if resp.StatusCode() != http.StatusAccepted || resp.JSON202 == nil || resp.JSON202.Ticket == "" {
+		return nil, fmt.Errorf("ask (%s): status %d, want 202 with a ticket", label, resp.StatusCode())
+	}
+	r.ticket = *resp.JSON202
+	return r, nil
+}
+
+// settle reads the retained stream and the status after done, and records the run.
+func (s *session) settle(ctx context.Context, r *run) {
+	r.final = s.stream(ctx, r.who, r.ticket.Ticket, cursor{}, nil)
+	if st, code, err := s.status(ctx, r.who, r.ticket.Ticket); err == nil {
+		r.status, r.statusCode = st, code
+	}
+	s.finished(r)
+}
+
+// status GETs a ticket's status as who.
+func (s *session) status(ctx context.Context, who Identity, ticket string) (*gen.AskStatus, int, error) {
+	tok, err := s.token(ctx, who)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := s.api.GetAskWithResponse(ctx, ticket, nil, bearer(tok))
+	if err != nil {
+		return nil, 0, err
+	}
+	return resp.JSON200, resp.StatusCode(), nil
+}
+
+// cancel POSTs a ticket's cancel as who.
+func (s *session) cancel(ctx context.Context, who Identity, ticket string) (*gen.CancelAskResponse, error) {
+	tok, err := s.token(ctx, who)
+	if err != nil {
+		return nil, err
+	}
+	return s.api.CancelAskWithResponse(ctx, ticket, bearer(tok))
+}
+
+// fullRun asks in conv (a new conversation when "") and follows the run to its end.
+func (s *session) fullRun(ctx context.Context, label string, who Identity, conv, question string) (*run, error) {
+	if conv == "" {
+		c, err := s.conversation(ctx, who)
+		if err != nil {
+			return nil, err
+		}
+		conv = c
+	}
+	r, err := s.ask(ctx, label, who, conv, question)
+	if err != nil {
+		return nil, err
+	}
+	r.live = s.stream(ctx, who, r.ticket.Ticket, cursor{}, nil)
+	s.settle(ctx, r)
+	return r, nil
+}
+
+// normalRun is A asking the answer question, followed to the end.
+func (s *session) normalRun(ctx context.Context) (*run, error) {
+	return s.normal.get(ctx, func(ctx context.Context) (*run, error) {
+		return s.fullRun(ctx, "answer", A, "", s.cfg.Questions.Answer)
+	})
+}
+
+// slowRun is A asking the slow question, with everything that must be tried while a run is
+// open done during its silent first model turn.
+type slowRun struct {
+	run *run
+	// firstAt is when the first event arrived on the live stream.
+	firstAt time.Time
+	// byHeader resumed after seq 1 with Last-Event-ID, byQuery with ?after=1, while running.
+	byHeader, byQuery *capture
+	// conflict is a second ask in the same conversation while the run was open.
+	conflictCode int
+	conflict     *gen.Problem
+	conflictErr  error
+	// running is A's status while the run was open.
+	running     *gen.AskStatus
+	runningCode int
+	// foreign is B's view of A's open ticket.
+	foreign foreignCalls
+}
+
+// foreignCalls are B's calls on a ticket B does not own (or that does not exist).
+type foreignCalls struct {
+	events       *capture
+	statusCode   int
+	statusBody   []byte
+	statusHeader http.Header
+	cancelCode   int
+	cancelBody   []byte
+	cancelHeader http.Header
+	err          error
+}
+
+func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
+	return s.slow.get(ctx, func(ctx context.Context) (*slowRun, error) {
+		conv, err := s.conversation(ctx, A)
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.ask(ctx, "slow", A, conv, s.cfg.Questions.Slow)
+		if err != nil {
+			return nil, err
+		}
+		sr := &slowRun{run: r}
+		first := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			signalled := false
+			r.live = s.stream(ctx, A, r.ticket.Ticket, cursor{}, func(c *capture) bool {
+				if !signalled && len(c.Events) > 0 {
+					signalled = true
+					sr.firstAt = c.Events[0].At
+					close(first)
+				}
+				return false
+			})
+			if !signalled {
+				close(first)
+			}
+		}()
+		<-first
+		var wg sync.WaitGroup
+		wg.Go(func() { sr.byHeader = s.stream(ctx, A, r.ticket.Ticket, cursor{header: "1"}, nil) })
+		wg.Go(func() { sr.byQuery = s.stream(ctx, A, r.ticket.Ticket, cursor{query: "1"}, nil) })
+		wg.Go(func() { sr.foreign = s.foreignView(ctx, r.ticket.Ticket) })
+		wg.Go(func() { sr.running, sr.runningCode, _ = s.status(ctx, A, r.ticket.Ticket) })
+		wg.Go(func() {
+			tok, err := s.token(ctx, A)
+			if err != nil {
+				sr.conflictErr = err
+				return
+			}
+			resp, err := s.api.CreateAskWithResponse(ctx, conv, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
+			if err != nil {
+				sr.conflictErr = err
+				return
+			}
+			sr.conflictCode, sr.conflict = resp.StatusCode(), resp.ApplicationproblemJSON409
+		})
+		wg.Wait()
+		<-done
+		s.settle(ctx, r)
+		return sr, nil
+	})
+}
+
+// foreignView is B's events, status and cancel calls on ticket.
+func (s *session) foreignView(ctx context.Context, ticket string) foreignCalls {
+	var f foreignCalls
+	tok, err := s.token(ctx, B)
+	if err != nil {
+		f.err = err
+		return f
+	}
+	f.events = s.stream(ctx, B, ticket, cursor{}, nil)
+	st, err := s.api.GetAskWithResponse(ctx, ticket, nil, bearer(tok))
+	if err != nil {
+		f.err = err
+		return f
+	}
+	f.statusCode, f.statusBody, f.statusHeader = st.StatusCode(), st.Body, st.HTTPResponse.Header
+	cn, err := s.api.CancelAskWithResponse(ctx, ticket, bearer(tok))
+	if err != nil {
+		f.err = err
+		return f
+	}
+	f.cancelCode, f.cancelBody, f.cancelHeader = cn.StatusCode(), cn.Body, cn.HTTPResponse.Header
+	return f
+}
+
+// ghostCalls are B's calls on a ticket and a conversation that never existed.
+type ghostCalls struct {
+	ticket, conv string
+	calls        foreignCalls
+	askCode      int
+	askBody      []byte
+	askHeader    http.Header
+}
+
+func (s *session) ghostFixture(ctx context.Context) (*ghostCalls, error) {
+	return s.ghost.get(ctx, func(ctx context.Context) (*ghostCalls, error) {
+		g := &ghostCalls{ticket: "tk_" + randomHex(), conv: "cv_" + randomHex()}
+		g.calls = s.foreignView(ctx, g.ticket)
+		if g.calls.err != nil {
+			return nil, g.calls.err
+		}
+		tok, err := s.token(ctx, B)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.api.CreateAskWithResponse(ctx, g.conv, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
+		if err != nil {
+			return nil, err
+		}
+		g.askCode, g.askBody, g.askHeader = resp.StatusCode(), resp.Body, resp.HTTPResponse.Header
+		return g, nil
+	})
+}
+
+func randomHex() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// cancelRun is A asking the slow question and cancelling it during the silent wait.
+type cancelRun struct {
+	run *run
+	// answered is when the first cancel's response arrived.
+	answered time.Time
+	first    *gen.CancelAskResponse
+	second   *gen.CancelAskResponse
+	err      error
+}
+
+func (s *session) cancelRunFixture(ctx context.Context) (*cancelRun, error) {
+	return s.cancelled.get(ctx, func(ctx context.Context) (*cancelRun, error) {
+		conv, err := s.conversation(ctx, A)
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.ask(ctx, "cancelled", A, conv, s.cfg.Questions.Slow)
+		if err != nil {
+			return nil, err
+		}
+		cr := &cancelRun{run: r}
+		first := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			signalled := false
+			r.live = s.stream(ctx, A, r.ticket.Ticket, cursor{}, func(c *capture) bool {
+				if !signalled && len(c.Events) > 0 {
+					signalled = true
+					close(first)
+				}
+				return false
+			})
+			if !signalled {
+				close(first)
+			}
+		}()
+		<-first
+		cr.first, cr.err = s.cancel(ctx, A, r.ticket.Ticket)
+		cr.answered = time.Now()
+		if cr.err == nil {
+			cr.second, cr.err = s.cancel(ctx, A, r.ticket.Ticket)
+		}
+		<-done
+		s.settle(ctx, r)
+		return cr, nil
+	})
+}
+
+func askBody(q string) gen.AskRequest { return gen.AskRequest{Question: q} }

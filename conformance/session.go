@@ -1,0 +1,101 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/das-ask/ask/gen"
+)
+
+// session is one execution of the suite: its clients, what it recorded, and the fixtures (runs
+// made once and examined by several checks). Fixtures are made lazily, so a filtered execution
+// makes only the runs its checks need.
+type session struct {
+	cfg Config
+	raw *gen.Client
+	api *gen.ClientWithResponses
+	rec *recorder
+
+	tokA, tokB memo[string]
+	contract   memo[*contract]
+	normal     memo[*run]
+	slow       memo[*slowRun]
+	cancelled  memo[*cancelRun]
+	ghost      memo[*ghostCalls]
+	refusal    memo[*run]
+	abstention memo[*run]
+	catalog    memo[*run]
+	followUp   memo[[2]*run]
+
+	mu   sync.Mutex
+	runs []*run
+}
+
+func newSession(cfg Config) (*session, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("conformance: BaseURL: %w", err)
+	}
+	rec := &recorder{basePath: u.Path}
+	d := doer{hc: cfg.HTTPClient, rec: rec}
+	raw, err := gen.NewClient(cfg.BaseURL, gen.WithHTTPClient(d))
+	if err != nil {
+		return nil, fmt.Errorf("conformance: client: %w", err)
+	}
+	api, err := gen.NewClientWithResponses(cfg.BaseURL, gen.WithHTTPClient(d))
+	if err != nil {
+		return nil, fmt.Errorf("conformance: client: %w", err)
+	}
+	return &session{cfg: cfg, raw: raw, api: api, rec: rec}, nil
+}
+
+// token returns who's valid bearer, minted once.
+func (s *session) token(ctx context.Context, who Identity) (string, error) {
+	m := &s.tokA
+	if who == B {
+		m = &s.tokB
+	}
+	return m.get(ctx, func(ctx context.Context) (string, error) {
+		t, err := s.cfg.Tokens.Token(ctx, who, Valid)
+		if err == nil && t == "" {
+			err = fmt.Errorf("the token source gave identity %s an empty token", who)
+		}
+		return t, err
+	})
+}
+
+// String names an identity in details.
+func (i Identity) String() string {
+	if i == B {
+		return "B"
+	}
+	return "A"
+}
+
+// bearer sets the Authorization header.
+func bearer(token string) gen.RequestEditorFn {
+	return func(_ context.Context, r *http.Request) error {
+		r.Header.Set("Authorization", "Bearer "+token)
+		return nil
+	}
+}
+
+// finished records a run for the checks that examine every run.
+func (s *session) finished(r *run) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs = append(s.runs, r)
+}
+
+// allRuns returns every finished run so far, making the plain answer run first if there is none.
+func (s *session) allRuns(ctx context.Context) ([]*run, error) {
+	if _, err := s.normalRun(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*run(nil), s.runs...), nil
+}

@@ -1,0 +1,135 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Identity names one of the two identities the suite asks as.
+type Identity int
+
+const (
+	// A asks most questions (the demo's alice, who may read everything).
+	A Identity = iota
+	// B is the second identity: the one who must not see A's tickets, and who is refused
+	// (the demo's bob).
+	B
+)
+
+// TokenKind is the kind of bearer a check needs.
+type TokenKind int
+
+const (
+	// Valid is a token the target must accept.
+	Valid TokenKind = iota
+	// Expired is a token whose exp lies in the past beyond any leeway.
+	Expired
+	// WrongAudience is a token minted for an audience other than the target's.
+	WrongAudience
+)
+
+// ErrCannotMint is returned by a TokenSource that cannot make a token of the requested kind; the
+// checks that need it are skipped.
+var ErrCannotMint = errors.New("conformance: this token source cannot make that kind of token")
+
+// TokenSource hands out bearers for the suite's identities. Safe for concurrent use.
+type TokenSource interface {
+	// Token returns a bearer for who, of the given kind, or an error wrapping ErrCannotMint.
+	Token(ctx context.Context, who Identity, kind TokenKind) (string, error)
+}
+
+// FixedTokens are two bearers handed in from outside. They can only be Valid.
+type FixedTokens struct {
+	TokenA, TokenB string
+}
+
+// Token implements TokenSource.
+func (f FixedTokens) Token(_ context.Context, who Identity, kind TokenKind) (string, error) {
+	if kind != Valid {
+		return "", fmt.Errorf("fixed tokens: %w", ErrCannotMint)
+	}
+	if who == B {
+		return f.TokenB, nil
+	}
+	return f.TokenA, nil
+}
+
+// IdPTokens mints every token the suite needs from a development identity provider's mint
+// endpoint (POST {URL}/token with the form fields oid, aud, scope, ttl_s, expired, alg, answered
+// with {"access_token": ...}), which serves loopback callers only.
+type IdPTokens struct {
+	// URL is the identity provider's root, e.g. http://127.0.0.1:8090.
+	URL string
+	// OIDA and OIDB are the identities; "" means alice and bob.
+	OIDA, OIDB string
+	// Audience is the audience the target expects; "" means das.
+	Audience string
+	// Scope is the scope the target requires; "" means das.
+	Scope string
+	// HTTPClient makes the mint calls; nil means http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Token implements TokenSource.
+func (p IdPTokens) Token(ctx context.Context, who Identity, kind TokenKind) (string, error) {
+	oid := or(p.OIDA, "alice")
+	if who == B {
+		oid = or(p.OIDB, "bob")
+	}
+	aud := or(p.Audience, "das")
+	form := url.Values{
+		"oid":   {oid},
+		"aud":   {aud},
+		"scope": {or(p.Scope, "das")},
+		"ttl_s": {strconv.Itoa(int(time.Hour / time.Second))},
+	}
+	switch kind {
+	case Expired:
+		form.Set("expired", "true")
+	case WrongAudience:
+		form.Set("aud", aud+"-not-this-service")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(p.URL, "/")+"/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", fmt.Errorf("idp mint: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	hc := p.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("idp mint: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("idp mint: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("idp mint: status %d", resp.StatusCode)
+	}
+	var tr struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(body, &tr); err != nil || tr.AccessToken == "" {
+		return "", errors.New("idp mint: want a JSON body with access_token")
+	}
+	return tr.AccessToken, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -449,3 +449,25 @@ func (r *frameReader) nextAny(t testing.TB) frame {
 	}
 	return f
 }
+
+func readBody(t testing.TB, resp *http.Response) []byte {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// do sends a raw request through the in-memory transport.
+func (h *harness) do(req *http.Request) *http.Response {
+	h.t.Helper()
+	resp, err := (&http.Client{Transport: memTransport{h.srv.Handler()}}).Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
+}

@@ -77,8 +77,8 @@ func (c Config) Options() Options {
 // Server is the ask service: the Echo handler for the generated interface, the run registry
 // and the runs in flight. It is safe for concurrent use.
 type Server struct {
-	opts      Options
-	log       *slog.Logger
+	opts  Options
+	log   *slog.Logger
 	store store.Store
 	echo  *echo.Echo
 

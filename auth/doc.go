@@ -7,8 +7,8 @@
 //   - its signature verifies with a key from the tenant's JWKS, found by the token's `kid`;
 //   - its `alg` is in the allow-list (asymmetric algorithms only; never `none` or HMAC);
 //   - `iss` equals Config.Issuer and `aud` contains Config.Audience;
-//   - `exp` is present and not passed, and `nbf` (when present) has been reached, both give or
-//     take Config.Leeway;
+//   - `exp` is present and not passed, and `nbf` and `iat` (when present) are not in the
+//     future, all give or take Config.Leeway;
 //   - it grants every scope in Config.RequiredScope (space-separated `scope` claim, or an `scp`
 //     array);
 //   - it carries a non-empty `oid` claim, which becomes ask.Identity.OID.

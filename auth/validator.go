@@ -72,6 +72,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Validator, error) {
 			jwt.WithIssuer(cfg.Issuer),
 			jwt.WithAudience(cfg.Audience),
 			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(),
 			jwt.WithLeeway(cfg.Leeway),
 		),
 		scopes: strings.Fields(cfg.RequiredScope),
@@ -156,6 +157,8 @@ func (v *Validator) classify(err error) *Error {
 		return invalidToken("token is expired", err)
 	case errors.Is(err, jwt.ErrTokenNotValidYet):
 		return invalidToken("token is not valid yet", err)
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return invalidToken("token is issued in the future", err)
 	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
 		return invalidToken("issuer is not accepted", err)
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -312,4 +313,34 @@ func TestTokenEndpoint(t *testing.T) {
 			t.Fatalf("GET /token: %d", w.Code)
 		}
 	})
+}
+
+// Minting, rotating and publishing happen at once in a dev stack.
+func TestConcurrentMintRotateJWKS(t *testing.T) {
+	p := newIdP(t, idp.Options{})
+	h := p.Handler()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for range 5 {
+				if _, err := p.Mint(idp.Claims{OID: "alice", Alg: []string{"RS256", "ES256"}[i%2]}); err != nil {
+					t.Error(err)
+				}
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/.well-known/jwks.json", nil))
+				if w.Code != http.StatusOK {
+					t.Errorf("JWKS status %d", w.Code)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		if err := p.Rotate(idp.ES256); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
+	if got := len(getJWKS(t, h).Keys); got != 3 {
+		t.Fatalf("%d published keys after one rotation, want 3", got)
+	}
 }

@@ -87,10 +87,8 @@ func (v *Validator) Ready() bool { return v.store.ready.Load() }
 // (errors.As); its Code is CodeInvalidToken or CodeInsufficientScope. It may wait, bounded by
 // ctx and by the unknown-kid refresh limit, while the JWKS is refetched for a new `kid`.
 func (v *Validator) Authenticate(ctx context.Context, rawToken string) (ask.Identity, error) {
-	id, err := v.authenticate(ctx, rawToken)
-	if err != nil {
-		var e *Error
-		errors.As(err, &e)
+	id, e := v.authenticate(ctx, rawToken)
+	if e != nil {
 		v.log.LogAttrs(ctx, slog.LevelDebug, "auth: bearer rejected",
 			slog.String("code", e.Code), slog.String("reason", e.Description))
 		return ask.Identity{}, e
@@ -98,7 +96,7 @@ func (v *Validator) Authenticate(ctx context.Context, rawToken string) (ask.Iden
 	return id, nil
 }
 
-func (v *Validator) authenticate(ctx context.Context, rawToken string) (ask.Identity, error) {
+func (v *Validator) authenticate(ctx context.Context, rawToken string) (ask.Identity, *Error) {
 	if rawToken == "" {
 		return ask.Identity{}, invalidToken("no token", nil)
 	}

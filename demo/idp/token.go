@@ -1,0 +1,119 @@
+package idp
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TokenRequest is the body of POST /token, as a form or as JSON.
+type TokenRequest struct {
+	OID     string `json:"oid"`
+	Aud     string `json:"aud,omitempty"`
+	Scope   string `json:"scope,omitempty"`
+	TTLS    int    `json:"ttl_s,omitempty"`
+	Expired bool   `json:"expired,omitempty"`
+	Alg     string `json:"alg,omitempty"`
+}
+
+// TokenResponse is the answer of POST /token.
+type TokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int    `json:"expires_in"`
+}
+
+// serveToken mints a token, for loopback callers only: this endpoint hands out any identity.
+// The peer address is what counts; forwarding headers are ignored, since anyone can send them.
+func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
+	if !loopback(r.RemoteAddr) {
+		oauthError(w, http.StatusForbidden, "access_denied", "tokens are minted for loopback callers only")
+		return
+	}
+	req, err := decodeTokenRequest(r)
+	if err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	if strings.TrimSpace(req.OID) == "" {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "oid is required")
+		return
+	}
+	if req.TTLS < 0 || time.Duration(req.TTLS)*time.Second > MaxTTL {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "ttl_s must be between 1 and "+strconv.Itoa(int(MaxTTL/time.Second)))
+		return
+	}
+	alg := normAlg(req.Alg)
+	if alg != RS256 && alg != ES256 {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "alg must be RS256 or ES256")
+		return
+	}
+	c := Claims{
+		OID:      strings.TrimSpace(req.OID),
+		Audience: req.Aud,
+		Scope:    strings.Join(strings.Fields(req.Scope), " "),
+		TTL:      time.Duration(req.TTLS) * time.Second,
+		Expired:  req.Expired,
+		Alg:      alg,
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	token, err := p.Mint(c)
+	if err != nil {
+		p.log.LogAttrs(r.Context(), slog.LevelError, "idp: mint failed", slog.Any("error", err))
+		oauthError(w, http.StatusInternalServerError, "server_error", "internal error")
+		return
+	}
+	expiresIn := int(c.TTL / time.Second)
+	if c.Expired {
+		expiresIn = 0
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, TokenResponse{AccessToken: token, TokenType: "Bearer", ExpiresIn: expiresIn})
+}
+
+func decodeTokenRequest(r *http.Request) (TokenRequest, error) {
+	r.Body = http.MaxBytesReader(nil, r.Body, maxTokenBody)
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var req TokenRequest
+	switch ct {
+	case "application/json":
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return req, errors.New("body: want a JSON object with oid, aud, scope, ttl_s, expired, alg")
+		}
+		if dec.Decode(&struct{}{}) != io.EOF {
+			return req, errors.New("body: want exactly one JSON object")
+		}
+		return req, nil
+	case "application/x-www-form-urlencoded", "":
+		if err := r.ParseForm(); err != nil {
+			return req, errors.New("body: want a form with oid, aud, scope, ttl_s, expired, alg")
+		}
+		req.OID, req.Aud, req.Scope, req.Alg = r.PostForm.Get("oid"), r.PostForm.Get("aud"), r.PostForm.Get("scope"), r.PostForm.Get("alg")
+		if s := r.PostForm.Get("ttl_s"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return req, errors.New("ttl_s: want whole seconds")
+			}
+			req.TTLS = n
+		}
+		if s := r.PostForm.Get("expired"); s != "" {
+			b, err := strconv.ParseBool(s)
+			if err != nil {
+				return req, errors.New("expired: want true or false")
+			}
+			req.Expired = b
+		}
+		return req, nil
+	}
+	return req, errors.New("content type: want application/json or application/x-www-form-urlencoded")
+}

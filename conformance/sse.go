@@ -69,7 +69,8 @@ func newSSEReader(r io.Reader, now func() time.Time) *sseReader {
 }
 
 // next returns the next comment or dispatched frame, or the read error (io.EOF at the end; a
-// partial frame at the end is dropped, as a browser would).
+// partial frame at the end is dropped, as a browser would). Fields other than id, event and
+// data (retry, unknown ones) are ignored.
 func (s *sseReader) next() (frame, error) {
 	for {
 		line, err := s.line()
@@ -79,10 +80,11 @@ func (s *sseReader) next() (frame, error) {
 		at := s.now()
 		switch {
 		case line == "":
-			if s.has {
-				f := s.cur
+			// A frame without data is not dispatched (WHATWG): "retry:" alone, for one.
+			f, dispatch := s.cur, s.has && len(s.cur.DataLines) > 0
+			s.cur, s.has = frame{}, false
+			if dispatch {
 				f.At = at
-				s.cur, s.has = frame{}, false
 				return f, nil
 			}
 		case strings.HasPrefix(line, ":"):

@@ -1,12 +1,15 @@
 package auth_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/idp/idptest"
@@ -111,6 +114,39 @@ func TestBearerToken(t *testing.T) {
 		got, ok := auth.BearerToken(r)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("BearerToken(%q) = %q, %v; want %q, %v", tt.header, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+type authFunc func(context.Context, string) (ask.Identity, error)
+
+func (f authFunc) Authenticate(ctx context.Context, tok string) (ask.Identity, error) {
+	return f(ctx, tok)
+}
+
+// Middleware works with any ask.Authenticator; an error that is not an *auth.Error says nothing
+// of itself to the caller, and a description never breaks out of its quoted-string.
+func TestMiddlewareForeignErrors(t *testing.T) {
+	for _, tt := range []struct {
+		err        error
+		wantChall  string
+		wantDetail string
+	}{
+		{errors.New(`secret internals "quoted"`), `Bearer realm="das", error="invalid_token", error_description="token is invalid"`, "token is invalid"},
+		{&auth.Error{Code: auth.CodeInvalidToken, Description: "bad \"kid\" \\ é\n"}, `Bearer realm="das", error="invalid_token", error_description="bad  kid      "`, "bad \"kid\" \\ é\n"},
+	} {
+		h := auth.Middleware(authFunc(func(context.Context, string) (ask.Identity, error) { return ask.Identity{}, tt.err }),
+			http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("handler ran") }))
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Authorization", "Bearer x")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var p gen.Problem
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Header().Get("WWW-Authenticate"); w.Code != 401 || got != tt.wantChall || p.Detail == nil || *p.Detail != tt.wantDetail {
+			t.Errorf("status %d, challenge %q, body %s", w.Code, got, w.Body)
 		}
 	}
 }

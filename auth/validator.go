@@ -84,8 +84,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*Validator, error) {
 func (v *Validator) Ready() bool { return v.store.ready.Load() }
 
 // Authenticate validates rawToken and returns the identity it names. Every error is an *Error
-// (errors.As); its Code is CodeInvalidToken or CodeInsufficientScope. It may wait, bounded by
-// ctx and by the unknown-kid refresh limit, while the JWKS is refetched for a new `kid`.
+// (errors.As); its Code is CodeInvalidToken or CodeInsufficientScope. A token naming a `kid`
+// we do not hold makes it refetch the JWKS first; when the refetch budget is spent it waits for
+// the next slot (at most about 15 seconds, and never longer than ctx allows) or, if even that
+// slot is taken, fails at once.
 func (v *Validator) Authenticate(ctx context.Context, rawToken string) (ask.Identity, error) {
 	id, e := v.authenticate(ctx, rawToken)
 	if e != nil {

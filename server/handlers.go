@@ -68,7 +68,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	now := time.Now()
 	ticket := "t_" + rand.Text()
 	accepted, err := encodeEvent(envelope{seq: 1, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeAccepted},
-		gen.AcceptedBody{Question: body.Question})
+		gen.AcceptedBody(body))
 	if err != nil {
 		s.release("")
 		return err
@@ -186,8 +186,7 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 // CancelAsk ends the caller's run with error{cancelled}; idempotent, and a no-op after done.
 func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	s := h.s
-	t, err := s.ownedTicket(c, ticket)
-	if err != nil {
+	if _, err := s.ownedTicket(c, ticket); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -199,7 +198,8 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 		}
 		r.cancel(errCancelled)
 	}
-	if t, err = s.store.Ticket(c.Request().Context(), ticket); err != nil {
+	t, err := s.store.Ticket(c.Request().Context(), ticket)
+	if err != nil {
 		return errNotFound
 	}
 	return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})

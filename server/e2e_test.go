@@ -1,0 +1,286 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/demo/idp"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+)
+
+// realStack is the ask service over real HTTP, validating real tokens from an in-process
+// identity provider, with every log line of the service, the validator and the IdP captured
+// at debug level.
+type realStack struct {
+	idp  *idp.IdP
+	url  string // the API base, with the base path
+	logs *syncBuffer
+	srv  *server.Server
+}
+
+func newRealStack(t *testing.T, runner ask.Runner) *realStack {
+	t.Helper()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	idpSrv := httptest.NewUnstartedServer(nil)
+	p, err := idp.New(idp.Options{Issuer: "http://" + idpSrv.Listener.Addr().String(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idpSrv.Config.Handler = p.Handler()
+	idpSrv.Start()
+	t.Cleanup(idpSrv.Close)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	v, err := auth.New(ctx, auth.Config{
+		JWKSURL: p.JWKSURL(), Issuer: p.Issuer(), Audience: "das", RequiredScope: "das",
+		Algorithms: []string{"RS256", "ES256"}, Leeway: time.Second,
+	}, auth.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Runner: runner, Authenticator: v, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	askSrv := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		askSrv.Close()
+	})
+	return &realStack{idp: p, url: askSrv.URL + "/ask", logs: logs, srv: srv}
+}
+
+func (s *realStack) mint(t *testing.T, c idp.Claims) string {
+	t.Helper()
+	tok, err := s.idp.Mint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// TestEndToEnd drives the real Echo server over HTTP with the generated client and real
+// tokens: a conversation of two asks (the second sees the first), the stream, status, cancel,
+// ownership and every 401. Afterwards no log line holds a question or a token.
+func TestEndToEnd(t *testing.T) {
+	questions := []string{"Which team had the most incidents in 2026-Q3?", "How many deployments did that team ship in 2026-Q3?"}
+	runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseQuerying, Subject: "incidents", Source: "demo"})
+		emit.ModelCall(ask.Usage{InputTokens: 100, OutputTokens: 20})
+		emit.Step(step(0))
+		if strings.HasPrefix(req.Question, "How many") {
+			if len(req.History) != 1 || req.History[0].Question != questions[0] {
+				return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindModel, Message: "no history"}}
+			}
+			return ask.Outcome{Answer: answer("Payments shipped 31.")}
+		}
+		if req.Question == "wait for cancel" {
+			<-ctx.Done()
+			return ask.Outcome{}
+		}
+		return ask.Outcome{Answer: answer("Payments.")}
+	})
+	s := newRealStack(t, runner)
+	aliceTok := s.mint(t, idp.Claims{OID: "alice"})
+	bobTok := s.mint(t, idp.Claims{OID: "bob", Alg: "ES256"})
+	ctx := t.Context()
+
+	cw, err := gen.NewClientWithResponses(s.url, gen.WithRequestEditorFn(bearer(aliceTok)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := gen.NewClient(s.url, gen.WithRequestEditorFn(bearer(aliceTok)))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	conv, err := cw.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{})
+	if err != nil || conv.JSON201 == nil {
+		t.Fatalf("create conversation: %v %s", err, conv.Body)
+	}
+	cid := conv.JSON201.Id
+	var tickets []string
+	for _, q := range questions {
+		r, err := cw.CreateAskWithResponse(ctx, cid, gen.AskRequest{Question: q})
+		if err != nil || r.JSON202 == nil {
+			t.Fatalf("ask: %v %s", err, r.Body)
+		}
+		tickets = append(tickets, r.JSON202.Ticket)
+
+		resp, err := raw.StreamEvents(ctx, r.JSON202.Ticket, &gen.StreamEventsParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		frames := readAll(t, resp.Body)
+		_ = resp.Body.Close()
+		_, done := checkLifecycle(t, frames, gen.EventTypeAnswer)
+		if done.Steps != 1 || done.Model != 1 || done.In != 100 || done.Out != 20 {
+			t.Errorf("done: %+v", done)
+		}
+	}
+	st, err := cw.GetAskWithResponse(ctx, tickets[1], &gen.GetAskParams{})
+	if err != nil || st.JSON200 == nil || st.JSON200.State != gen.AskStateAnswer {
+		t.Fatalf("status: %v %s", err, st.Body)
+	}
+	term, err := st.JSON200.Terminal.AsAnswerEvent()
+	if err != nil || term.Text != "Payments shipped 31." {
+		t.Errorf("second answer %q (%v): the conversation's history did not reach the runner", term.Text, err)
+	}
+
+	// Cancel over HTTP, twice.
+	r, err := cw.CreateAskWithResponse(ctx, cid, gen.AskRequest{Question: "wait for cancel"})
+	if err != nil || r.JSON202 == nil {
+		t.Fatalf("ask: %v %s", err, r.Body)
+	}
+	for range 2 {
+		c, err := cw.CancelAskWithResponse(ctx, r.JSON202.Ticket)
+		if err != nil || c.StatusCode() != http.StatusAccepted || c.JSON202.State != gen.AskStateError {
+			t.Fatalf("cancel: %v %s", err, c.Body)
+		}
+	}
+
+	// bob, with a real token, sees nothing of alice's.
+	bw, _ := gen.NewClientWithResponses(s.url, gen.WithRequestEditorFn(bearer(bobTok)))
+	if g, _ := bw.GetAskWithResponse(ctx, tickets[0], &gen.GetAskParams{}); g.StatusCode() != http.StatusNotFound {
+		t.Errorf("bob reading alice's ticket: %d", g.StatusCode())
+	}
+	if a, _ := bw.CreateAskWithResponse(ctx, cid, gen.AskRequest{Question: "bob's"}); a.StatusCode() != http.StatusNotFound {
+		t.Errorf("bob asking in alice's conversation: %d", a.StatusCode())
+	}
+
+	// Every kind of bad bearer is a 401 problem+json with a challenge.
+	forged, err := s.idp.Forge(idp.Claims{OID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]string{
+		"none":           "",
+		"garbage":        "not-a-jwt",
+		"forged":         forged,
+		"expired":        s.mint(t, idp.Claims{OID: "alice", Expired: true}),
+		"wrong audience": s.mint(t, idp.Claims{OID: "alice", Audience: "someone-else"}),
+		"missing scope":  s.mint(t, idp.Claims{OID: "alice", Scope: "other"}),
+		"not yet valid":  s.mint(t, idp.Claims{OID: "alice", NotBefore: time.Now().Add(time.Hour)}),
+	}
+	for name, tok := range bad {
+		c, _ := gen.NewClientWithResponses(s.url, gen.WithRequestEditorFn(bearer(tok)))
+		resps := []struct {
+			code   int
+			header http.Header
+			body   []byte
+		}{}
+		if r, err := c.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{}); err == nil {
+			resps = append(resps, struct {
+				code   int
+				header http.Header
+				body   []byte
+			}{r.StatusCode(), r.HTTPResponse.Header, r.Body})
+		}
+		if r, err := c.GetAskWithResponse(ctx, tickets[0], &gen.GetAskParams{}); err == nil {
+			resps = append(resps, struct {
+				code   int
+				header http.Header
+				body   []byte
+			}{r.StatusCode(), r.HTTPResponse.Header, r.Body})
+		}
+		if len(resps) != 2 {
+			t.Fatalf("%s: requests failed", name)
+		}
+		for _, r := range resps {
+			problemOf(t, r.code, r.header.Get("Content-Type"), r.body, http.StatusUnauthorized)
+			if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%s: WWW-Authenticate %q", name, r.header.Get("WWW-Authenticate"))
+			}
+		}
+	}
+
+	// The schema is published at the base path, without a bearer.
+	resp, err := http.Get(s.url + "/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || doc["openapi"] == nil {
+		t.Errorf("openapi.json: %v", err)
+	}
+	_ = resp.Body.Close()
+
+	logs := s.logs.String()
+	secrets := append([]string{aliceTok, bobTok, forged, "wait for cancel"}, questions...)
+	for _, tok := range bad {
+		if tok != "" {
+			secrets = append(secrets, tok)
+		}
+	}
+	for _, sec := range secrets {
+		if strings.Contains(logs, sec) {
+			t.Errorf("a log line holds a question or token (%.16q…)", sec)
+		}
+	}
+	if !strings.Contains(logs, `"level":"DEBUG"`) && !strings.Contains(logs, `"level":"INFO"`) {
+		t.Errorf("nothing was logged: the log capture is not wired")
+	}
+}
+
+// TestStreamOverHTTP: a real HTTP stream carries keep-alive-free frames in order and ends
+// after done; Last-Event-ID resumes it. (Timing is covered in synctest; this is the wire.)
+func TestStreamOverHTTP(t *testing.T) {
+	s := newRealStack(t, answerRunner(3))
+	tok := s.mint(t, idp.Claims{OID: "carol"})
+	raw, _ := gen.NewClient(s.url, gen.WithRequestEditorFn(bearer(tok)))
+	ctx := t.Context()
+	cresp, err := raw.CreateConversation(ctx, gen.CreateConversationRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conv gen.Conversation
+	_ = json.NewDecoder(cresp.Body).Decode(&conv)
+	_ = cresp.Body.Close()
+	aresp, err := raw.CreateAsk(ctx, conv.Id, gen.AskRequest{Question: "stream it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tk gen.Ticket
+	_ = json.NewDecoder(aresp.Body).Decode(&tk)
+	_ = aresp.Body.Close()
+
+	id := "3"
+	resp, err := raw.StreamEvents(ctx, tk.Ticket, &gen.StreamEventsParams{LastEventID: &id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	br := bufio.NewReader(resp.Body)
+	first, err := readFrame(br)
+	if err != nil || first.Comment == "" || first.Retry == "" {
+		t.Fatalf("first frame %+v, %v", first, err)
+	}
+	frames := readAll(t, br)
+	if len(frames) == 0 || frames[0].ID != 4 || frames[len(frames)-1].Event != "done" {
+		t.Fatalf("resumed stream: %v", types(frames))
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Errorf("stream did not close cleanly: %v", err)
+	}
+}

@@ -9,6 +9,9 @@
 //	GET  /.well-known/openid-configuration   OIDC discovery: issuer, jwks_uri, token_endpoint
 //	POST /token                              mint a token; loopback callers only
 //
+// POST /token answers 403 unless the peer address is loopback (forwarding headers are ignored)
+// and the Host names loopback or the issuer's own host (against DNS rebinding from a browser).
+//
 // POST /token takes a form or a JSON object with oid (required), aud (default das), scope
 // (default das, space-separated), ttl_s (default 3600), expired (true gives a token whose exp
 // has passed) and alg (RS256 or ES256), and answers

@@ -32,9 +32,10 @@ type Options struct {
 
 // IdP is a development identity provider. It is safe for concurrent use.
 type IdP struct {
-	issuer string
-	dir    string
-	log    *slog.Logger
+	issuer     string
+	issuerHost string // host[:port] of issuer
+	dir        string
+	log        *slog.Logger
 
 	mu      sync.Mutex
 	current map[string]*signingKey // by alg: the key that signs
@@ -49,14 +50,15 @@ func New(opts Options) (*IdP, error) {
 	if issuer == "" {
 		issuer = DefaultIssuer
 	}
-	if u, err := url.Parse(issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(issuer)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("idp: issuer %q: want an absolute http(s) URL", opts.Issuer)
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &IdP{issuer: issuer, dir: opts.StateDir, log: log, current: map[string]*signingKey{}, forgers: map[string]*signingKey{}}
+	p := &IdP{issuer: issuer, issuerHost: u.Host, dir: opts.StateDir, log: log, current: map[string]*signingKey{}, forgers: map[string]*signingKey{}}
 	for _, alg := range algs {
 		k, err := loadOrCreate(opts.StateDir, alg)
 		if err != nil {

@@ -239,9 +239,21 @@ func TestRotateKeepsOldKeyPublished(t *testing.T) {
 func TestTokenEndpoint(t *testing.T) {
 	p := newIdP(t, idp.Options{})
 	h := p.Handler()
+	t.Run("the issuer's own host", func(t *testing.T) {
+		q := newIdP(t, idp.Options{Issuer: "http://idp.internal:8090"})
+		r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(`{"oid":"alice"}`))
+		r.RemoteAddr, r.Host = "127.0.0.1:5000", "IDP.internal:8090"
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		q.Handler().ServeHTTP(w, r)
+		if w.Code != 200 {
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	})
 	post := func(remote, ct, body string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(body))
 		r.RemoteAddr = remote
+		r.Host = "127.0.0.1:8090"
 		if ct != "" {
 			r.Header.Set("Content-Type", ct)
 		}
@@ -304,6 +316,22 @@ func TestTokenEndpoint(t *testing.T) {
 		exp, _ := c.GetExpirationTime()
 		if resp.ExpiresIn != 0 || !exp.Before(time.Now()) {
 			t.Fatalf("expired token: expires_in %d, exp %v", resp.ExpiresIn, exp)
+		}
+	})
+	t.Run("Host header", func(t *testing.T) {
+		for host, want := range map[string]int{
+			"127.0.0.1:8090": 200, "localhost:8090": 200, "LOCALHOST": 200, "[::1]:8090": 200, "127.1.2.3": 200,
+			"evil.example:8090": 403, "evil.example": 403, "10.0.0.1:8090": 403, "localhost.evil.example": 403,
+			"idp.internal:8090": 403,
+		} {
+			r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(`{"oid":"alice"}`))
+			r.RemoteAddr, r.Host = "127.0.0.1:5000", host
+			r.Header.Set("Content-Type", "application/json")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != want {
+				t.Errorf("Host %q: status %d, want %d", host, w.Code, want)
+			}
 		}
 	})
 	t.Run("GET is not allowed", func(t *testing.T) {

@@ -31,9 +31,16 @@ type TokenResponse struct {
 
 // serveToken mints a token, for loopback callers only: this endpoint hands out any identity.
 // The peer address is what counts; forwarding headers are ignored, since anyone can send them.
+// The Host must name loopback too (an IP literal or localhost) or be the issuer's own host:
+// otherwise a web page the developer visits could rebind its DNS name to 127.0.0.1 and read a
+// minted token.
 func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 	if !loopback(r.RemoteAddr) {
 		oauthError(w, http.StatusForbidden, "access_denied", "tokens are minted for loopback callers only")
+		return
+	}
+	if !loopbackHost(r.Host) && !strings.EqualFold(r.Host, p.issuerHost) {
+		oauthError(w, http.StatusForbidden, "access_denied", "tokens are minted for requests addressed to a loopback host only")
 		return
 	}
 	req, err := decodeTokenRequest(r)

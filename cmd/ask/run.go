@@ -30,6 +30,8 @@ const (
 	defaultOID = "alice"
 	// cancelGrace is how long ask waits for the run to confirm a cancel before it leaves.
 	cancelGrace = 5 * time.Second
+	// askTimeout bounds the request that creates an ask, which Ctrl-C does not interrupt.
+	askTimeout = 30 * time.Second
 )
 
 const usage = `usage: ask [flags] QUESTION...
@@ -162,7 +164,11 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 			}
 			conv = cv.Id
 		}
-		tk, err := c.Ask(ctx, conv, cfg.question)
+		// Once the ask may exist, Ctrl-C must not abandon it: the request completes (bounded)
+		// so that follow can cancel the ticket it returns.
+		askCtx, cancelAsk := context.WithTimeout(context.WithoutCancel(ctx), askTimeout)
+		tk, err := c.Ask(askCtx, conv, cfg.question)
+		cancelAsk()
 		var apiErr *client.APIError
 		switch {
 		case err == nil:

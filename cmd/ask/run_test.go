@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/demo/idp/idptest"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+)
+
+// scripted is a Runner that acts out the question it is asked.
+type scripted struct {
+	waiting chan struct{} // closed when "slow" is waiting for its cancel
+	once    sync.Once
+
+	mu      sync.Mutex
+	convs   []string
+	history []int
+}
+
+func (s *scripted) Run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+	s.mu.Lock()
+	s.convs = append(s.convs, req.ConversationID)
+	s.history = append(s.history, len(req.History))
+	s.mu.Unlock()
+	step := func(tool string, refused bool) {
+		emit.Step(gen.StepBody{CallId: "c-" + tool, Tool: tool, Source: "demo", Args: map[string]any{"sql": "select 1"}, Ms: 4, Refused: refused})
+	}
+	emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseGrounding, Subject: "incident", Source: "demo"})
+	step("search_catalog", false)
+	answer := &gen.AnswerBody{
+		Text:       "Payments had the most incidents.",
+		Caveats:    []gen.Caveat{{Term: "incident", Text: "Counts only incidents opened by on-call.", Source: "demo"}},
+		Provenance: []gen.Provenance{{Term: "incident", Statement: "An unplanned interruption of a service.", Source: "demo", Kind: "glossary_term"}},
+		Sql:        []string{"SELECT team, n FROM x"},
+		Path:       gen.AnswerPath{Speed: gen.AnswerPathSpeedFull, Detail: "warehouse"},
+		Result:     &gen.ResultSet{Columns: []string{"team", "incidents"}, Rows: [][]any{{"Payments", 12.0}, {"Search", 7.0}}},
+	}
+	switch req.Question {
+	case "answer":
+		emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseDiscovering, Subject: "incidents", Source: "demo"})
+		emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseQuerying, Subject: "incidents", Source: "demo"})
+		step("run_query", false)
+		return ask.Outcome{Answer: answer}
+	case "no caveats":
+		answer.Caveats = []gen.Caveat{}
+		return ask.Outcome{Answer: answer}
+	case "abstain":
+		return ask.Outcome{Abstention: &gen.AbstentionBody{Terms: []string{"churn", "customer churn"}}}
+	case "refuse":
+		step("run_query", true)
+		return ask.Outcome{Refusal: &gen.RefusalBody{Tool: "run_query", Source: "demo", CallId: "c-run_query", Reason: "bob may not read oncall_pay"}}
+	case "fail":
+		return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindModel, Message: "the model is unavailable"}}
+	case "slow":
+		s.once.Do(func() { close(s.waiting) })
+		<-ctx.Done()
+		return ask.Outcome{}
+	}
+	return ask.Outcome{Answer: answer}
+}
+
+type fixture struct {
+	url     string
+	runner  *scripted
+	cancels atomic.Int32
+	idp     *idptest.Server
+}
+
+// start runs the real service in process, with real tokens from an in-process dev IdP.
+func start(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{runner: &scripted{waiting: make(chan struct{})}, idp: idptest.Start(t)}
+	v, err := auth.New(t.Context(), f.idp.Config(), auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Runner: f.runner, Authenticator: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/cancel") {
+			f.cancels.Add(1)
+		}
+		srv.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		hs.Close()
+	})
+	f.url = hs.URL + "/ask"
+	return f
+}
+
+// env is a fake environment: the service URL, the dev IdP and a private state directory.
+func (f *fixture) env(t *testing.T, extra ...string) func(string) string {
+	m := map[string]string{"ASK_URL": f.url, "ASK_IDP": f.idp.HTTP.URL, "XDG_STATE_HOME": t.TempDir()}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func (f *fixture) run(ctx context.Context, env func(string) string, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, args, strings.NewReader(""), &stdout, &stderr, env)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestRunOutcomes(t *testing.T) {
+	f := start(t)
+	tests := []struct {
+		question  string
+		args      []string
+		code      int
+		stdout    []string
+		notStdout []string
+		stderr    []string
+		notStderr []string
+	}{
+		{
+			question: "answer", code: exitAnswer,
+			stdout:    []string{"Payments had the most incidents.", "team", "Payments  12", "Caveats:", "incident: Counts only incidents opened by on-call. (demo)", "Based on:", "An unplanned interruption"},
+			notStdout: []string{"SQL:", "Refused", "No answer"},
+			stderr:    []string{"Looking up 'incident' in the catalog…", "Reading the incidents table…", "Running a query on incidents…"},
+			notStderr: []string{"search_catalog"},
+		},
+		{
+			question: "answer", args: []string{"--steps"}, code: exitAnswer,
+			stdout: []string{"SQL:", "SELECT team, n FROM x", "Path: full (warehouse)"},
+			stderr: []string{"· search_catalog on demo", "· run_query on demo", "Looking up 'incident'"},
+		},
+		{question: "no caveats", code: exitAnswer, stdout: []string{"Caveats: none raised by the catalog."}},
+		{
+			question: "abstain", code: exitAbstention,
+			stdout:    []string{"No answer: the catalog has nothing for: churn, customer churn"},
+			notStdout: []string{"Caveats", "Payments"},
+		},
+		{
+			question: "refuse", code: exitRefusal,
+			stdout:    []string{"Refused by demo (run_query): bob may not read oncall_pay", "not an empty result"},
+			notStdout: []string{"Caveats", "Payments", "No answer"},
+		},
+		{question: "fail", code: exitError, stderr: []string{"The run failed (model): the model is unavailable"}, notStdout: []string{"Caveats"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.question+strings.Join(tt.args, ""), func(t *testing.T) {
+			code, stdout, stderr := f.run(t.Context(), f.env(t), append(tt.args, tt.question)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tt.notStdout {
+				if strings.Contains(stdout, s) {
+					t.Errorf("stdout has %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+			for _, s := range tt.notStderr {
+				if strings.Contains(stderr, s) {
+					t.Errorf("stderr has %q:\n%s", s, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	f := start(t)
+	code, stdout, _ := f.run(t.Context(), f.env(t), "--json", "-q", "refuse")
+	if code != exitRefusal {
+		t.Fatalf("exit %d, want %d", code, exitRefusal)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var types []string
+	for i, line := range lines {
+		var ev struct {
+			Seq  int64  `json:"seq"`
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %d is not JSON: %q", i+1, line)
+		}
+		if ev.Seq != int64(i+1) {
+			t.Errorf("line %d has seq %d", i+1, ev.Seq)
+		}
+		types = append(types, ev.Type)
+	}
+	if types[0] != "accepted" || types[len(types)-1] != "done" || types[len(types)-2] != "refusal" {
+		t.Errorf("types %v, want accepted … refusal, done", types)
+	}
+}
+
+// Ctrl-C (ctx cancelled) sends exactly one cancel, waits for the run's done, exits 4.
+func TestRunCtrlCCancelsOnce(t *testing.T) {
+	f := start(t)
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	go func() {
+		select {
+		case <-f.runner.waiting:
+			interrupt()
+		case <-t.Context().Done():
+		}
+	}()
+	code, stdout, stderr := f.run(ctx, f.env(t), "slow")
+	if code != exitError {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitError, stderr)
+	}
+	if n := f.cancels.Load(); n != 1 {
+		t.Errorf("sent %d cancels, want exactly 1", n)
+	}
+	if !strings.Contains(stderr, "Cancelling…") || !strings.Contains(stderr, "Cancelled.") {
+		t.Errorf("stderr:\n%s\nwant Cancelling… then Cancelled.", stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing", stdout)
+	}
+}
+
+func TestRunContinue(t *testing.T) {
+	f := start(t)
+	env := f.env(t)
+	if code, _, stderr := f.run(t.Context(), env, "first"); code != exitAnswer {
+		t.Fatalf("first ask: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := f.run(t.Context(), env, "--continue", "follow-up"); code != exitAnswer {
+		t.Fatalf("follow-up: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := f.run(t.Context(), env, "unrelated"); code != exitAnswer {
+		t.Fatalf("third ask: exit %d\n%s", code, stderr)
+	}
+	r := f.runner
+	r.mu.Lock()
+	convs, history := append([]string(nil), r.convs...), append([]int(nil), r.history...)
+	r.mu.Unlock()
+	if len(convs) != 3 || convs[0] != convs[1] || convs[2] == convs[0] {
+		t.Errorf("conversations %v: want the follow-up in the first's, the third in a new one", convs)
+	}
+	if history[1] != 1 || history[2] != 0 {
+		t.Errorf("history lengths %v, want the follow-up to carry the first turn", history)
+	}
+	// Another identity does not continue alice's conversation.
+	if code, _, stderr := f.run(t.Context(), env, "--as", "bob", "--continue", "bob's"); code != exitAnswer || !strings.Contains(stderr, "No earlier conversation") {
+		t.Fatalf("bob --continue: exit %d\n%s", code, stderr)
+	}
+}
+
+func TestRunTokenFromFlagAndFailures(t *testing.T) {
+	f := start(t)
+	tok := f.idp.Token(t, "alice")
+	if code, _, stderr := f.run(t.Context(), f.env(t, "ASK_IDP", "http://127.0.0.1:1"), "--token", tok, "answer"); code != exitAnswer {
+		t.Fatalf("--token: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := f.run(t.Context(), f.env(t, "ASK_IDP", "http://127.0.0.1:1", "ASK_TOKEN", tok), "answer"); code != exitAnswer {
+		t.Fatalf("ASK_TOKEN: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := f.run(t.Context(), f.env(t), "--token", "forged.token.value", "answer")
+	if code != exitFailure || !strings.Contains(stderr, "401") || strings.Contains(stderr+stdout, "forged.token.value") {
+		t.Fatalf("forged token: exit %d, stderr %q; want 1, a 401, and the token never echoed", code, stderr)
+	}
+	code, _, stderr = f.run(t.Context(), f.env(t, "ASK_IDP", "http://127.0.0.1:1"), "answer")
+	if code != exitFailure || !strings.Contains(stderr, "no token") {
+		t.Fatalf("no IdP: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	f := start(t)
+	if code, _, stderr := f.run(t.Context(), f.env(t)); code != exitFailure || !strings.Contains(stderr, "usage: ask") {
+		t.Errorf("no question: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := f.run(t.Context(), f.env(t), "-h"); code != exitAnswer || !strings.Contains(stderr, "Exit status") {
+		t.Errorf("-h: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, _ := f.run(t.Context(), f.env(t), "-q", "a", "b"); code != exitFailure {
+		t.Errorf("-q and arguments: exit %d, want 1", code)
+	}
+}

@@ -11,7 +11,11 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
+
+// maxValueBytes is the largest string or blob a query may produce.
+const maxValueBytes = 1 << 20
 
 // Refusal codes, carried in a refused tool result's `ask/refusal` meta.
 const (
@@ -115,6 +119,11 @@ func (q *querier) run(ctx context.Context, oid, query string) (queryResult, erro
 		}
 	}
 	if err := setAuthorizer(conn, authorize); err != nil {
+		return queryResult{}, err
+	}
+	// Bound every string and blob a statement can build (zeroblob, printf, group_concat…), so
+	// that one query cannot take the process's memory within its time limit.
+	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, maxValueBytes); err != nil {
 		return queryResult{}, err
 	}
 	// Leave no per-call policy behind on a pooled connection; if it cannot be removed, the

@@ -122,7 +122,8 @@ func TestReadOnly(t *testing.T) {
 	}
 
 	t.Run("mistakes are errors, not refusals", func(t *testing.T) {
-		for _, q := range []string{"SELEC 1", "SELECT * FROM no_such_table", "", "  -- only a comment"} {
+		for _, q := range []string{"SELEC 1", "SELECT * FROM no_such_table", "", "  -- only a comment",
+			"SELECT length(zeroblob(100000000))", "SELECT printf('%.*c', 50000000, 'x')"} {
 			res := call(t, cs, "m", "run_query", map[string]any{"sql": q})
 			if !res.IsError || refusal(res) != "" {
 				t.Errorf("%q: isError=%v refusal=%q, want a plain tool error", q, res.IsError, refusal(res))

@@ -2,7 +2,6 @@ package idp
 
 import (
 	"context"
-	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,7 +146,6 @@ func (p *IdP) signer(alg string, forged bool) (*signingKey, error) {
 	}
 	f := p.forgers[alg]
 	if f == nil || f.kid != cur.kid {
-		var priv crypto.Signer
 		priv, err := generate(alg)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,321 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/agent/model"
+	"github.com/das-ask/ask/demo/idp"
+	"github.com/das-ask/ask/gen"
+)
+
+// scripted is a fake model.Model: turn i of a run is script[i](request). It records every
+// request, so tests can see what went back to the model.
+type scripted struct {
+	mu     sync.Mutex
+	script []func(model.Request) (model.Response, error)
+	reqs   []model.Request
+}
+
+func (m *scripted) Complete(_ context.Context, req model.Request) (model.Response, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reqs = append(m.reqs, req)
+	i := len(m.reqs) - 1
+	if i >= len(m.script) {
+		return model.Response{Text: "out of script"}, nil
+	}
+	return m.script[i](req)
+}
+
+func call(id, tool string, args any) func(model.Request) (model.Response, error) {
+	return func(model.Request) (model.Response, error) {
+		b, _ := json.Marshal(args)
+		return model.Response{ToolCalls: []model.ToolCall{{ID: id, Name: tool, Args: b}}, Usage: model.Usage{InputTokens: 10, OutputTokens: 2}}, nil
+	}
+}
+
+func say(text string) func(model.Request) (model.Response, error) {
+	return func(model.Request) (model.Response, error) {
+		return model.Response{Text: text, Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+	}
+}
+
+func TestToolErrorGoesBackToTheModel(t *testing.T) {
+	s := newStack(t)
+	m := &scripted{}
+	m.script = []func(model.Request) (model.Response, error){
+		call("c1", "run_query", map[string]any{"sql": "SELEC COUNT(*) FROM incidents"}),
+		func(req model.Request) (model.Response, error) {
+			if tr := m.lastResultLocked(); !tr.IsError || tr.Content == "" {
+				return model.Response{}, errors.New("the bad SQL did not come back as a tool error")
+			}
+			return call("c2", "run_query", map[string]any{"sql": "SELECT COUNT(*) AS n FROM incidents"})(req)
+		},
+		say("There were that many."),
+	}
+	rec := &recorder{}
+	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", "how many incidents?"), rec)
+	if out.Answer == nil {
+		t.Fatalf("outcome = %s (%+v), want answer", outcomeType(out), out.Error)
+	}
+	if len(rec.steps) != 2 || rec.steps[0].Error == nil || rec.steps[0].Refused || rec.steps[1].Error != nil {
+		t.Fatalf("steps = %+v, want a tool error (not refused) then a success", rec.steps)
+	}
+	// Only the statement that ran is in sql.
+	if !slices.Equal(out.Answer.Sql, []string{"SELECT COUNT(*) AS n FROM incidents"}) {
+		t.Errorf("sql = %q", out.Answer.Sql)
+	}
+	if out.Answer.Headline == nil || out.Answer.Headline.Label != "n" {
+		t.Errorf("headline = %+v", out.Answer.Headline)
+	}
+	if len(out.Answer.Provenance) != 0 || out.Answer.Path.Detail != "warehouse" {
+		t.Errorf("provenance = %+v, path = %+v; want none and warehouse", out.Answer.Provenance, out.Answer.Path)
+	}
+	if len(rec.usage) != 3 {
+		t.Errorf("model calls = %d, want 3", len(rec.usage))
+	}
+	if in, outTok := rec.tokens(); in != 30 || outTok != 9 {
+		t.Errorf("tokens = %d/%d, want 30/9", in, outTok)
+	}
+}
+
+// lastResultLocked is the tool result the model got back in its latest request; m.mu is held.
+func (m *scripted) lastResultLocked() model.ToolResult {
+	msgs := m.reqs[len(m.reqs)-1].Messages
+	last := msgs[len(msgs)-1]
+	if len(last.ToolResults) != 1 {
+		return model.ToolResult{}
+	}
+	return last.ToolResults[0]
+}
+
+func TestWriteIsARefusalNotAToolError(t *testing.T) {
+	s := newStack(t)
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "run_query", map[string]any{"sql": "DELETE FROM incidents"}),
+		say("should never be asked"),
+	}}
+	rec := &recorder{}
+	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", "delete them"), rec)
+	if out.Refusal == nil || out.Refusal.Tool != "run_query" || out.Refusal.CallId != rec.steps[0].CallId {
+		t.Fatalf("outcome = %s %+v, want refusal of run_query", outcomeType(out), out.Refusal)
+	}
+	if len(m.reqs) != 1 {
+		t.Errorf("model calls = %d, want 1: the run ends at the refusal", len(m.reqs))
+	}
+}
+
+func TestUnknownToolAndBadArgsGoBackToTheModel(t *testing.T) {
+	s := newStack(t)
+	m := &scripted{}
+	m.script = []func(model.Request) (model.Response, error){
+		call("c1", "drop_everything", map[string]any{}),
+		func(model.Request) (model.Response, error) {
+			return model.Response{ToolCalls: []model.ToolCall{{ID: "c2", Name: "define_term", Args: json.RawMessage(`["x"]`)}}}, nil
+		},
+		call("c3", "define_term", map[string]any{"term": "MTTR"}),
+		say("MTTR is the mean time to restore."),
+	}
+	rec := &recorder{}
+	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", "what is mttr"), rec)
+	if out.Answer == nil || out.Answer.Path.Speed != gen.AnswerPathSpeedFast || len(out.Answer.Provenance) != 1 {
+		t.Fatalf("outcome = %s %+v, want a catalog answer", outcomeType(out), out.Answer)
+	}
+	if len(rec.steps) != 1 {
+		t.Errorf("steps = %+v, want only the call that reached a source", rec.steps)
+	}
+	for i, want := range []string{"no tool named", "JSON object"} {
+		msgs := m.reqs[i+1].Messages
+		tr := msgs[len(msgs)-1].ToolResults[0]
+		if !tr.IsError || !strings.Contains(tr.Content, want) {
+			t.Errorf("result %d = %+v, want an error containing %q", i, tr, want)
+		}
+	}
+}
+
+func TestModelFailureIsAModelError(t *testing.T) {
+	s := newStack(t)
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		func(model.Request) (model.Response, error) {
+			return model.Response{Usage: model.Usage{InputTokens: 7}}, &model.Error{Kind: model.KindRefused, Message: "the model refused"}
+		},
+	}}
+	rec := &recorder{}
+	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", "anything"), rec)
+	if out.Error == nil || out.Error.Kind != gen.ErrorKindModel || !strings.Contains(out.Error.Message, "refused") {
+		t.Fatalf("outcome = %s %+v, want error model", outcomeType(out), out.Error)
+	}
+	if len(rec.usage) != 1 || rec.usage[0].InputTokens != 7 {
+		t.Errorf("usage = %+v, want the failed call counted", rec.usage)
+	}
+}
+
+func TestTooManyTurns(t *testing.T) {
+	s := newStack(t)
+	loop := call("c", "list_tables", map[string]any{})
+	m := &scripted{script: []func(model.Request) (model.Response, error){loop, loop, loop, loop}}
+	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "demo", URL: s.source.URL + "/mcp"}}, MaxTurns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	out := a.Run(t.Context(), s.request(t, "alice", "loop"), rec)
+	if out.Error == nil || out.Error.Kind != gen.ErrorKindModel || !strings.Contains(out.Error.Message, "too many turns") {
+		t.Fatalf("outcome = %s %+v, want error model too many turns", outcomeType(out), out.Error)
+	}
+	if len(m.reqs) != 3 || len(rec.steps) != 3 {
+		t.Errorf("model calls = %d, steps = %d, want 3 and 3", len(m.reqs), len(rec.steps))
+	}
+}
+
+func TestRejectedTokenIsTransport(t *testing.T) {
+	s := newStack(t)
+	expired, err := s.idp.Mint(idp.Claims{OID: "alice", Expired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &scripted{}
+	req := s.request(t, "alice", "anything")
+	req.Identity.Token = expired
+	out := s.agent(t, m).Run(t.Context(), req, &recorder{})
+	if out.Error == nil || out.Error.Kind != gen.ErrorKindTransport || !strings.Contains(out.Error.Message, "401") {
+		t.Fatalf("outcome = %s %+v, want error transport naming 401", outcomeType(out), out.Error)
+	}
+	if strings.Contains(out.Error.Message, expired) || len(m.reqs) != 0 {
+		t.Errorf("message = %q, model calls = %d; want no token and no model call", out.Error.Message, len(m.reqs))
+	}
+}
+
+// expireAfter is a transport that swaps the bearer for an expired one once armed, as if the
+// caller's token expired mid-run.
+type expireAfter struct {
+	mu      sync.Mutex
+	armed   bool
+	expired string
+}
+
+func (e *expireAfter) RoundTrip(r *http.Request) (*http.Response, error) {
+	e.mu.Lock()
+	armed := e.armed
+	e.mu.Unlock()
+	if armed {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+e.expired)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestTokenExpiresMidRun(t *testing.T) {
+	s := newStack(t)
+	expired, err := s.idp.Mint(idp.Claims{OID: "alice", Expired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &expireAfter{expired: expired}
+	m := &scripted{}
+	m.script = []func(model.Request) (model.Response, error){
+		call("c1", "list_tables", map[string]any{}),
+		func(req model.Request) (model.Response, error) {
+			tr.mu.Lock()
+			tr.armed = true
+			tr.mu.Unlock()
+			return call("c2", "describe_table", map[string]any{"table": "teams"})(req)
+		},
+		say("never"),
+	}
+	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "demo", URL: s.source.URL + "/mcp"}}, HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	out := a.Run(t.Context(), s.request(t, "alice", "tables?"), rec)
+	if out.Error == nil || out.Error.Kind != gen.ErrorKindTransport {
+		t.Fatalf("outcome = %s %+v, want error transport", outcomeType(out), out.Error)
+	}
+	if len(rec.steps) != 2 || rec.steps[1].Error == nil || rec.steps[1].Refused {
+		t.Errorf("steps = %+v, want the second call reported as failed, not refused", rec.steps)
+	}
+	if len(m.reqs) != 2 {
+		t.Errorf("model calls = %d, want 2", len(m.reqs))
+	}
+}
+
+func TestUnreachableSourceIsTransport(t *testing.T) {
+	s := newStack(t)
+	a, err := agent.New(agent.Options{Model: &scripted{}, Sources: []agent.SourceConfig{{Name: "gone", URL: "http://127.0.0.1:1/mcp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := a.Run(t.Context(), s.request(t, "alice", "anything"), &recorder{})
+	if out.Error == nil || out.Error.Kind != gen.ErrorKindTransport || !strings.Contains(out.Error.Message, "gone") {
+		t.Fatalf("outcome = %s %+v, want error transport naming the source", outcomeType(out), out.Error)
+	}
+}
+
+func TestTwoSourcesAreMulti(t *testing.T) {
+	s := newStack(t)
+	url := s.source.URL + "/mcp"
+	m := &scripted{}
+	m.script = []func(model.Request) (model.Response, error){
+		func(req model.Request) (model.Response, error) {
+			var names []string
+			for _, t := range req.Tools {
+				names = append(names, t.Name)
+			}
+			if !slices.Contains(names, "east__run_query") || !slices.Contains(names, "west__run_query") {
+				return model.Response{}, errors.New("tools not qualified by source: " + strings.Join(names, ","))
+			}
+			return call("c1", "east__run_query", map[string]any{"sql": "SELECT COUNT(*) AS n FROM teams"})(req)
+		},
+		call("c2", "west__run_query", map[string]any{"sql": "SELECT name FROM teams ORDER BY name LIMIT 2"}),
+		say("Both agree."),
+	}
+	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "east", URL: url}, {Name: "west", URL: url}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	out := a.Run(t.Context(), s.request(t, "alice", "compare"), rec)
+	if out.Answer == nil {
+		t.Fatalf("outcome = %s %+v, want answer", outcomeType(out), out.Error)
+	}
+	if out.Answer.Path.Detail != "multi" || len(out.Answer.Sql) != 2 || out.Answer.Headline != nil {
+		t.Errorf("answer = %+v, want multi with two statements and no headline", out.Answer)
+	}
+	if got := out.Answer.Result.Columns; !slices.Equal(got, []string{"name"}) || len(out.Answer.Result.Rows) != 2 {
+		t.Errorf("result = %+v, want the last statement's rows", out.Answer.Result)
+	}
+	want := []gen.MilestoneBody{
+		{Phase: gen.MilestonePhaseQuerying, Subject: "teams", Source: "east"},
+		{Phase: gen.MilestonePhaseReconciling, Subject: "teams", Source: "west"},
+	}
+	if !slices.Equal(rec.milestones, want) {
+		t.Errorf("milestones = %+v, want %+v", rec.milestones, want)
+	}
+	if rec.steps[0].Tool != "run_query" || rec.steps[0].Source != "east" || rec.steps[1].Source != "west" {
+		t.Errorf("steps = %+v, want the source's own tool name and the source", rec.steps)
+	}
+}
+
+func TestQuestionInArgsIsRedacted(t *testing.T) {
+	s := newStack(t)
+	const q = "what is the mean time to restore"
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "search_catalog", map[string]any{"query": q}),
+		say("I could not find it."),
+	}}
+	rec := &recorder{}
+	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", q), rec)
+	if len(rec.steps) != 1 || rec.steps[0].Args["query"] != "[the question]" {
+		t.Errorf("step args = %+v, want the question redacted", rec.steps)
+	}
+	assertQuestionKept(t, s, rec, out, q)
+}

@@ -243,8 +243,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-// TestStreamOverHTTP: a real HTTP stream carries keep-alive-free frames in order and ends
-// after done; Last-Event-ID resumes it. (Timing is covered in synctest; this is the wire.)
+// TestStreamOverHTTP: over a real HTTP connection a stream opens with a comment and retry,
+// resumes after Last-Event-ID and ends after done. (Timing is covered in synctest; this is the wire.)
 func TestStreamOverHTTP(t *testing.T) {
 	s := newRealStack(t, answerRunner(3))
 	tok := s.mint(t, idp.Claims{OID: "carol"})
@@ -265,12 +265,22 @@ func TestStreamOverHTTP(t *testing.T) {
 	_ = json.NewDecoder(aresp.Body).Decode(&tk)
 	_ = aresp.Body.Close()
 
+	// The cursor must not be beyond the last seq: wait for the run to end first.
+	wait := "wait=10"
+	if sresp, err := raw.GetAsk(ctx, tk.Ticket, &gen.GetAskParams{Prefer: &wait}); err != nil {
+		t.Fatal(err)
+	} else {
+		_ = sresp.Body.Close()
+	}
 	id := "3"
 	resp, err := raw.StreamEvents(ctx, tk.Ticket, &gen.StreamEventsParams{LastEventID: &id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %d", resp.StatusCode)
+	}
 	br := bufio.NewReader(resp.Body)
 	first, err := readFrame(br)
 	if err != nil || first.Comment == "" || first.Retry == "" {

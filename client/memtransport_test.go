@@ -20,7 +20,11 @@ func (m memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	go func() {
 		defer close(finished)
 		defer func() { _ = pw.Close() }()
-		m.h.ServeHTTP(w, req.Clone(ctx))
+		sreq := req.Clone(ctx)
+		if sreq.Body == nil {
+			sreq.Body = http.NoBody
+		}
+		m.h.ServeHTTP(w, sreq)
 		w.commit(http.StatusOK)
 	}()
 	go func() {

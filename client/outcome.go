@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"time"
 
 	"github.com/das-ask/ask/gen"
 )
@@ -92,7 +93,31 @@ func (o *Outcome) add(ev Event) {
 	}
 }
 
-// Wait follows a ticket's events to done and returns its outcome (see Collect).
+// Wait follows a ticket's events to done and returns its outcome (see Collect). Leaving early
+// (ctx ending) does not cancel the run; see AskAndWait for a call that does.
 func (c *Client) Wait(ctx context.Context, ticket string) (Outcome, error) {
 	return Collect(c.Events(ctx, ticket, EventsOptions{}))
+}
+
+// cancelTimeout bounds the cancel AskAndWait sends after its caller has gone.
+const cancelTimeout = 5 * time.Second
+
+// AskAndWait asks in a conversation and waits for the outcome. If ctx ends first, the caller
+// has gone and the run is spending their quota: AskAndWait cancels the ticket (a request of its
+// own, bounded by a few seconds) before it returns ctx's error. The ticket is returned whenever
+// one was issued.
+func (c *Client) AskAndWait(ctx context.Context, conversationID, question string) (gen.Ticket, Outcome, error) {
+	tk, err := c.Ask(ctx, conversationID, question)
+	if err != nil {
+		return gen.Ticket{}, Outcome{}, err
+	}
+	out, err := c.Wait(ctx, tk.Ticket)
+	if err != nil && ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+		defer cancel()
+		if _, cerr := c.Cancel(cctx, tk.Ticket); cerr != nil {
+			c.log.Warn("cancel after the caller left failed", "ticket", tk.Ticket, "err", cerr.Error())
+		}
+	}
+	return tk, out, err
 }

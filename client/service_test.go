@@ -167,11 +167,14 @@ func TestServiceResumeThroughKilledProxy(t *testing.T) {
 	target, _ := url.Parse(svc.http.URL)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.FlushInterval = -1
-	var lastIDs atomic.Value
+	var lastIDs, resumedAt atomic.Value
 	lastIDs.Store("")
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/events") {
 			lastIDs.Store(lastIDs.Load().(string) + "[" + r.Header.Get("Last-Event-ID") + "]")
+			if r.Header.Get("Last-Event-ID") != "" {
+				resumedAt.Store(time.Now())
+			}
 		}
 		rp.ServeHTTP(w, r)
 	}))
@@ -183,13 +186,14 @@ func TestServiceResumeThroughKilledProxy(t *testing.T) {
 
 	var evs []client.Event
 	killed := false
+	var killedAt time.Time
 	for ev, err := range c.Events(t.Context(), tk.Ticket, client.EventsOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		evs = append(evs, ev)
 		if _, ok := ev.Value.(gen.StepEvent); ok && !killed {
-			killed = true
+			killed, killedAt = true, time.Now()
 			proxy.CloseClientConnections() // the cut
 			close(svc.runner.gate)         // the run goes on while the client is away
 		}
@@ -201,6 +205,11 @@ func TestServiceResumeThroughKilledProxy(t *testing.T) {
 	got := strings.Split(strings.TrimSuffix(strings.TrimPrefix(lastIDs.Load().(string), "["), "]"), "][")
 	if len(got) != 2 || got[0] != "" || got[1] == "" {
 		t.Errorf("Last-Event-ID per connection %q, want a first connection without and a resume with one", got)
+	}
+	// The service's stream says "retry: 2000"; the client's own backoff here is at most 50 ms,
+	// so a resume 2 s or more after the cut is the server's retry honoured (a lower bound).
+	if at, ok := resumedAt.Load().(time.Time); !ok || at.Sub(killedAt) < 2*time.Second {
+		t.Errorf("resumed %v after the cut, want at least the server's retry of 2s", at.Sub(killedAt))
 	}
 }
 

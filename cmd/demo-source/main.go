@@ -159,5 +159,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	log.Info("demo source stopped")
 	return nil
 }

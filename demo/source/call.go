@@ -57,9 +57,7 @@ func (s *Source) audited(t toolSpec) mcp.ToolHandler {
 			s.log.Error("audit write failed", "tool", t.name, "call_id", c.id, "err", err)
 			return errorResult("internal error: the call could not be audited"), nil
 		}
-		if out.refusal != nil {
-			s.log.Info("tool call refused", "tool", t.name, "call_id", c.id, "oid", c.oid, "code", out.refusal.Code)
-		}
+		s.log.Info("tool call", "tool", t.name, "call_id", c.id, "oid", c.oid, "status", entry.Status, "code", entry.Code, "ms", entry.MS)
 		return out.toResult(), nil
 	}
 }

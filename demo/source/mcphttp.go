@@ -22,7 +22,7 @@ const sessionTimeout = 30 * time.Minute
 func (s *Source) mcpHandler() http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: sessionTimeout},
+		&mcp.StreamableHTTPOptions{Logger: s.sdkLog(), SessionTimeout: sessionTimeout},
 	)
 	fromContext := func(_ context.Context, _ string, r *http.Request) (*sdkauth.TokenInfo, error) {
 		id, ok := auth.FromContext(r.Context())

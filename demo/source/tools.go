@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,7 +82,7 @@ func (s *Source) toolSpecs() []toolSpec {
 // newServer builds the MCP server with every tool, each wrapped so that it is audited.
 func (s *Source) newServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "das-demo-source", Title: "ask demo source", Version: "1.0.0"}, &mcp.ServerOptions{
-		Logger:       s.log,
+		Logger:       s.sdkLog(),
 		Instructions: "Engineering reliability data (teams, services, incidents, deployments, on-call pay) with a business glossary. Look terms up in the catalog before querying.",
 	})
 	for _, t := range s.toolSpecs() {
@@ -94,6 +95,11 @@ func (s *Source) newServer() *mcp.Server {
 		}, s.audited(t))
 	}
 	return srv
+}
+
+// sdkLog is the logger handed to the MCP SDK: warnings and errors only.
+func (s *Source) sdkLog() *slog.Logger {
+	return slog.New(quieter{slog.LevelWarn, s.log.Handler()}).With("component", "mcp")
 }
 
 func (s *Source) searchCatalog(_ context.Context, _ *call, raw json.RawMessage) outcome {

@@ -13,6 +13,9 @@
 // is application/problem+json, mapped in one place (problem.go); no problem ever carries the
 // question text or a token, and validation problems name rules and places, never values.
 //
+// Every request is logged at debug level (method, route template, status, duration), and a
+// handler panic becomes a logged 500 problem; neither log line carries a value from the request.
+//
 // # Runs
 //
 // createAsk registers the ticket and appends `accepted` (seq 1) in one store call, writes the

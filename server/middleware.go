@@ -3,8 +3,11 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -77,6 +80,30 @@ func (s *Server) limitBody() echo.MiddlewareFunc {
 			req.Body = io.NopCloser(bytes.NewReader(b))
 			req.ContentLength = int64(len(b))
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+			return next(c)
+		}
+	}
+}
+
+// observe logs every request at debug level (method, route template, status, duration: never
+// the path's values beyond the route, a body or a header) and turns a handler panic into a
+// logged 500 problem. The panic value is not logged: it could hold anything.
+func (s *Server) observe() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) (err error) {
+			start := time.Now()
+			defer func() {
+				if v := recover(); v != nil {
+					s.log.Error("handler panicked", "route", c.Path(), "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
+					err = &problem{status: http.StatusInternalServerError, detail: "internal error"}
+				}
+				status := c.Response().Status
+				if err != nil && !c.Response().Committed {
+					status = asProblem(err).status
+				}
+				s.log.Debug("request", "method", c.Request().Method, "route", c.Path(), "status", status,
+					"ms", time.Since(start).Milliseconds())
+			}()
 			return next(c)
 		}
 	}

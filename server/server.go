@@ -168,13 +168,15 @@ func New(opts Options) (*Server, error) {
 // Handler is the whole HTTP surface (the *echo.Echo), to serve with an http.Server.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// newEcho wires Echo: problem+json errors, then per operation auth → admission → body limit
+// newEcho wires Echo: problem+json errors, a debug access log with panic recovery, then per
+// operation auth → admission → body limit
 // → request validation → the generated wrapper → handlers.
 func (s *Server) newEcho() (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
 	e.HTTPErrorHandler = errorHandler(s.log)
+	e.Use(s.observe())
 
 	validate, err := s.validator()
 	if err != nil {

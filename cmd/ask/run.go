@@ -103,7 +103,12 @@ func firstOf(vs ...string) string {
 // run is the whole command, callable from tests: it returns the exit status. Cancelling ctx is
 // Ctrl-C: it sends exactly one cancel for the running ask, then waits for done (at most
 // cancelGrace) and returns exitError.
-func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, env func(string) string) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) string) int {
+	return runWith(ctx, args, stdin, stdout, stderr, env, &http.Client{})
+}
+
+// runWith is run over the given HTTP client (tests pass an in-memory transport).
+func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, env func(string) string, httpClient *http.Client) int {
 	cfg, code := parseArgs(args, stderr, env)
 	if cfg == nil {
 		return code
@@ -113,7 +118,6 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		return exitFailure
 	}
 
-	httpClient := &http.Client{}
 	var tokens client.TokenSource
 	oid := cfg.oid
 	if cfg.token != "" {

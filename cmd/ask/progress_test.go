@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func frameOf(seq int, typ, body string) string {
+	return fmt.Sprintf("id: %d\nevent: %s\ndata: {\"seq\":%d,\"ticket\":\"tk\",\"conversation_id\":\"cv\",\"ts\":\"2026-11-29T20:00:00Z\",\"type\":%q%s}\n\n", seq, typ, seq, typ, body)
+}
+
+var (
+	fAccepted  = frameOf(1, "accepted", `,"question":"q"`)
+	fMilestone = frameOf(2, "milestone", `,"phase":"grounding","subject":"incident","source":"demo"`)
+	fAnswer    = frameOf(3, "answer", `,"text":"Four.","caveats":[],"path":{"speed":"full","detail":"warehouse"},"provenance":[],"sql":[],"divergence":null`)
+	fDone      = frameOf(4, "done", `,"outcome":"answer","steps":0,"model_calls":1,"input_tokens":1,"output_tokens":1,"elapsed_ms":1`)
+)
+
+// On a terminal, a silent run shows a live spinner line with the current phase and its age;
+// the milestone itself stays as a line of its own.
+func TestSpinnerWhileSilent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newFakeService()
+		env := func(k string) string {
+			return map[string]string{"ASK_URL": "http://ask.test/ask", "ASK_PROGRESS": "tty", "XDG_STATE_HOME": t.TempDir()}[k]
+		}
+		var stdout, stderr bytes.Buffer
+		done := make(chan int)
+		go func() {
+			done <- runWith(t.Context(), []string{"--token", "t", "q"}, nil, &stdout, &stderr, env, &http.Client{Transport: svc})
+		}()
+		svc.Send(fAccepted, fMilestone)
+		time.Sleep(3 * time.Second) // the model thinks, silently
+		svc.Send(fAnswer, fDone)
+		if code := <-done; code != exitAnswer {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+		errs := stderr.String()
+		if !strings.Contains(errs, "Looking up 'incident' in the catalog…\n") {
+			t.Errorf("stderr lacks the milestone line: %q", errs)
+		}
+		if !strings.Contains(errs, "Looking up 'incident' in the catalog… 2s") {
+			t.Errorf("stderr lacks a live line with the phase's age: %q", errs)
+		}
+		if !strings.HasSuffix(errs, "\r\x1b[2K") {
+			t.Errorf("the live line is not cleared at the end: %q", errs[max(0, len(errs)-40):])
+		}
+		if stdout.String() != "Four.\n\nCaveats: none raised by the catalog.\n" {
+			t.Errorf("stdout %q", stdout.String())
+		}
+	})
+}
+
+// Without a terminal, progress is plain lines only: no control sequences.
+func TestPlainProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newFakeService()
+		env := func(k string) string {
+			return map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()}[k]
+		}
+		var stdout, stderr bytes.Buffer
+		svc.Send(fAccepted, fMilestone, fAnswer, fDone)
+		if code := runWith(t.Context(), []string{"--token", "t", "q"}, nil, &stdout, &stderr, env, &http.Client{Transport: svc}); code != exitAnswer {
+			t.Fatalf("exit %d", code)
+		}
+		if got := stderr.String(); got != "Looking up 'incident' in the catalog…\n" {
+			t.Errorf("stderr %q, want the one milestone line", got)
+		}
+	})
+}
+
+// When the service never confirms a cancel, ask leaves after the grace with status 4, having
+// sent exactly one cancel.
+func TestCtrlCGraceWhenNotConfirmed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newFakeService()
+		env := func(k string) string {
+			return map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()}[k]
+		}
+		ctx, interrupt := context.WithCancel(t.Context())
+		defer interrupt()
+		var stdout, stderr bytes.Buffer
+		done := make(chan int)
+		start := time.Now()
+		go func() {
+			done <- runWith(ctx, []string{"--token", "t", "q"}, nil, &stdout, &stderr, env, &http.Client{Transport: svc})
+		}()
+		svc.Send(fAccepted, fMilestone)
+		synctest.Wait()
+		interrupt()
+		code := <-done
+		if code != exitError || svc.Cancels() != 1 {
+			t.Fatalf("exit %d after %d cancels, want 4 after exactly 1", code, svc.Cancels())
+		}
+		if waited := time.Since(start); waited != cancelGrace {
+			t.Errorf("left after %v, want the grace of %v", waited, cancelGrace)
+		}
+		if !strings.Contains(stderr.String(), "did not confirm") {
+			t.Errorf("stderr %q", stderr.String())
+		}
+	})
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func getenv(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
+}
+
+// TestRun starts the command on a free port with a script from the environment, asks it for its
+// models, and stops it by ending the context.
+func TestRun(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	path := filepath.Join(t.TempDir(), "script.yaml")
+	if err := os.WriteFile(path, []byte("models: [from-env]\nrules: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--require-auth"}, getenv(map[string]string{"ASK_STUB_SCRIPT": path}),
+			io.Discard, slog.New(slog.DiscardHandler), func(a string) { addrc <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("run returned before listening: %v", err)
+	}
+
+	client := &http.Client{Transport: &http.Transport{}}
+	get := func(header string) *http.Response {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/v1/models", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if header != "" {
+			req.Header.Set("Authorization", header)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if resp := get(""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without a key: %d, want 401 (--require-auth)", resp.StatusCode)
+	} else {
+		resp.Body.Close()
+	}
+	resp := get("Bearer k")
+	var list struct{ Data []struct{ ID string } }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(list.Data) != 1 || list.Data[0].ID != "from-env" {
+		t.Errorf("models %+v, want the script from ASK_STUB_SCRIPT", list)
+	}
+	client.CloseIdleConnections()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run returned %v after cancel, want nil", err)
+	}
+}
+
+// TestRunErrors: each failure is reported before anything listens (or, for the address, by the
+// listen itself).
+func TestRunErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	tests := map[string]struct {
+		args   []string
+		env    map[string]string
+		wantIn string
+	}{
+		"bad flag":         {args: []string{"--nope"}, wantIn: "nope"},
+		"extra argument":   {args: []string{"serve"}, wantIn: "unexpected"},
+		"missing --script": {args: []string{"--script", missing}, wantIn: "missing.yaml"},
+		"missing from env": {env: map[string]string{"ASK_STUB_SCRIPT": missing}, wantIn: "missing.yaml"},
+		"bad address":      {args: []string{"--addr", "256.0.0.1:1"}, wantIn: "256.0.0.1"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := run(t.Context(), tt.args, getenv(tt.env), io.Discard, slog.New(slog.DiscardHandler), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.wantIn) {
+				t.Errorf("err %v, want one mentioning %q", err, tt.wantIn)
+			}
+		})
+	}
+}

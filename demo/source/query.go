@@ -121,14 +121,14 @@ func (q *querier) run(ctx context.Context, oid, query string) (queryResult, erro
 	if err := setAuthorizer(conn, authorize); err != nil {
 		return queryResult{}, err
 	}
+	// Leave no per-call policy behind on a pooled connection; if it cannot be removed, the
+	// connection is discarded rather than reused.
+	defer setAuthorizer(conn, nil)
 	// Bound every string and blob a statement can build (zeroblob, printf, group_concat…), so
 	// that one query cannot take the process's memory within its time limit.
 	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, maxValueBytes); err != nil {
 		return queryResult{}, err
 	}
-	// Leave no per-call policy behind on a pooled connection; if it cannot be removed, the
-	// connection is discarded rather than reused.
-	defer setAuthorizer(conn, nil)
 
 	ctx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()

@@ -99,7 +99,7 @@ func (s *Source) newServer() *mcp.Server {
 
 // sdkLog is the logger handed to the MCP SDK: warnings and errors only.
 func (s *Source) sdkLog() *slog.Logger {
-	return slog.New(quieter{slog.LevelWarn, s.log.Handler()}).With("component", "mcp")
+	return slog.New(quieter{slog.LevelWarn, s.log.Handler()})
 }
 
 func (s *Source) searchCatalog(_ context.Context, _ *call, raw json.RawMessage) outcome {

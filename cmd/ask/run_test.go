@@ -142,7 +142,7 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			question: "answer", args: []string{"--steps"}, code: exitAnswer,
 			stdout: []string{"SQL:", "SELECT team, n FROM x", "Path: full (warehouse)"},
-			stderr: []string{"· search_catalog on demo", "· run_query on demo", "Looking up 'incident'"},
+			stderr: []string{"Asked; ticket ", `· search_catalog on demo (sql="select 1") — 4 ms`, "· run_query on demo", "Looking up 'incident'"},
 		},
 		{question: "no caveats", code: exitAnswer, stdout: []string{"Caveats: none raised by the catalog."}},
 		{
@@ -154,6 +154,10 @@ func TestRunOutcomes(t *testing.T) {
 			question: "refuse", code: exitRefusal,
 			stdout:    []string{"Refused by demo (run_query): bob may not read oncall_pay", "not an empty result"},
 			notStdout: []string{"Caveats", "Payments", "No answer"},
+		},
+		{
+			question: "refuse", args: []string{"--steps"}, code: exitRefusal,
+			stderr: []string{"· run_query on demo (sql=\"select 1\") — 4 ms, refused"},
 		},
 		{question: "fail", code: exitError, stderr: []string{"The run failed (model): the model is unavailable"}, notStdout: []string{"Caveats"}},
 	}
@@ -297,5 +301,34 @@ func TestRunUsage(t *testing.T) {
 	}
 	if code, _, _ := f.run(t.Context(), f.env(t), "-q", "a", "b"); code != exitFailure {
 		t.Errorf("-q and arguments: exit %d, want 1", code)
+	}
+}
+
+// A remembered conversation that the service no longer holds is replaced, and the user told.
+func TestRunContinueExpired(t *testing.T) {
+	f := start(t)
+	dir := t.TempDir()
+	env := f.env(t, "XDG_STATE_HOME", dir)
+	st, err := newStateFile(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.remember(stateKey(f.url, "alice"), "c_gone"); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := f.run(t.Context(), env, "--continue", "answer")
+	if code != exitAnswer || !strings.Contains(stderr, "has expired; starting a new one") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if last, _ := st.last(stateKey(f.url, "alice")); last == "c_gone" || last == "" {
+		t.Errorf("state still names %q, want the new conversation", last)
+	}
+}
+
+func TestWriteLineCompacts(t *testing.T) {
+	var b bytes.Buffer
+	writeLine(&b, []byte("{\n  \"seq\": 1,\n  \"type\": \"x\"\n}"))
+	if got := b.String(); got != `{"seq":1,"type":"x"}`+"\n" {
+		t.Errorf("got %q", got)
 	}
 }

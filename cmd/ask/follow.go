@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/das-ask/ask/client"
+	"github.com/das-ask/ask/gen"
+)
+
+// follow reads the ticket's events to done, rendering as it goes, and returns the exit status.
+func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, stdout, stderr io.Writer, env func(string) string) int {
+	// The stream outlives ctx: after Ctrl-C it keeps reading until the run confirms the
+	// cancel with error{cancelled} and done, or the grace runs out.
+	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStream()
+	finished := make(chan struct{})
+	var wg sync.WaitGroup
+	var interrupted bool
+	var mu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		interrupted = true
+		mu.Unlock()
+		fmt.Fprintln(stderr, "Cancelling…")
+		cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+		defer cancel()
+		if _, err := c.Cancel(cancelCtx, tk.Ticket); err != nil {
+			fmt.Fprintf(stderr, "ask: the cancel was not accepted: %v\n", err)
+		}
+		grace := time.NewTimer(cancelGrace)
+		defer grace.Stop()
+		select {
+		case <-finished:
+		case <-grace.C:
+			stopStream()
+		}
+	}()
+	defer wg.Wait()
+	defer close(finished)
+
+	var prog progress = &plainProgress{w: io.Discard}
+	if !cfg.json {
+		prog = newProgress(stdout, stderr, env)
+	}
+	var out client.Outcome
+	var streamErr error
+	sawDone := false
+	for ev, err := range c.Events(streamCtx, tk.Ticket, client.EventsOptions{}) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+		if cfg.json {
+			writeLine(stdout, ev.Data)
+		}
+		switch v := ev.Value.(type) {
+		case gen.AcceptedEvent:
+			if cfg.steps {
+				prog.Line(fmt.Sprintf("Asked; ticket %s.", v.Ticket))
+			}
+		case gen.MilestoneEvent:
+			prog.Line(milestoneSentence(v))
+		case gen.StepEvent:
+			if cfg.steps {
+				prog.Line(stepLine(v))
+			}
+		case gen.AnswerEvent:
+			out.Kind, out.Answer = client.Answer, &v
+		case gen.AbstentionEvent:
+			out.Kind, out.Abstention = client.Abstention, &v
+		case gen.RefusalEvent:
+			out.Kind, out.Refusal = client.Refusal, &v
+		case gen.ErrorEvent:
+			out.Kind, out.Error = client.Error, &v
+		case gen.DoneEvent:
+			out.Done, out.MissedSteps, sawDone = v, ev.MissedSteps, true
+		}
+	}
+	prog.Stop()
+
+	mu.Lock()
+	wasInterrupted := interrupted
+	mu.Unlock()
+	if !sawDone || out.Kind == client.NotTerminal {
+		if wasInterrupted {
+			fmt.Fprintf(stderr, "ask: cancelled; the service did not confirm within %s\n", cancelGrace)
+			return exitError
+		}
+		if streamErr == nil {
+			streamErr = client.ErrIncomplete
+		}
+		fmt.Fprintf(stderr, "ask: lost the event stream of ticket %s: %v\n", tk.Ticket, streamErr)
+		return exitFailure
+	}
+	if cfg.steps && out.MissedSteps > 0 {
+		fmt.Fprintf(stderr, "(%d of %d tool calls are not shown: the service no longer held them)\n", out.MissedSteps, out.Done.Steps)
+	}
+	if cfg.json {
+		if out.Kind == client.Error {
+			fmt.Fprintln(stderr, errorSentence(out.Error))
+		}
+		return exitCode(out.Kind)
+	}
+	switch out.Kind {
+	case client.Answer:
+		renderAnswer(stdout, out.Answer, cfg.steps)
+	case client.Abstention:
+		renderAbstention(stdout, out.Abstention)
+	case client.Refusal:
+		renderRefusal(stdout, out.Refusal)
+	case client.Error:
+		fmt.Fprintln(stderr, errorSentence(out.Error))
+	}
+	return exitCode(out.Kind)
+}
+
+// writeLine writes one event as one line of JSON (NDJSON), compacting it should the service
+// ever have spread it over several lines.
+func writeLine(w io.Writer, data []byte) {
+	var b bytes.Buffer
+	if json.Compact(&b, data) != nil {
+		b.Reset()
+		b.Write(bytes.ReplaceAll(data, []byte("\n"), []byte(" ")))
+	}
+	b.WriteByte('\n')
+	_, _ = w.Write(b.Bytes())
+}

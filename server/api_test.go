@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,23 +129,28 @@ func TestValidation(t *testing.T) {
 		cases := []struct {
 			name, body, ct string
 			want           int
+			violation      string
 		}{
-			{"empty question", `{"question":""}`, "application/json", 400},
-			{"missing question", `{}`, "application/json", 400},
-			{"unknown field", `{"question":"ok?","extra":1}`, "application/json", 400},
-			{"wrong type", `{"question":7}`, "application/json", 400},
-			{"too long question", `{"question":"` + long + `"}`, "application/json", 400},
-			{"not json", `{"question":`, "application/json", 400},
-			{"no body", ``, "application/json", 400},
-			{"wrong content type", `question=hi`, "text/plain", 415},
-			{"too large", `{"question":"` + strings.Repeat("x", 9000) + `"}`, "application/json", 413},
+			{"empty question", `{"question":""}`, "application/json", 400, "body/question: minimum string length is 1"},
+			{"missing question", `{}`, "application/json", 400, "body/question: property \"question\" is missing"},
+			{"unknown field", `{"question":"ok?","extra":1}`, "application/json", 400, "body: property \"extra\" is unsupported"},
+			{"wrong type", `{"question":7}`, "application/json", 400, "body/question: value must be a string"},
+			{"too long question", `{"question":"` + long + `"}`, "application/json", 400, "body/question: maximum string length is 4000"},
+			{"not json", `{"question":`, "application/json", 400, "body: not well-formed"},
+			{"no body", ``, "application/json", 400, "body: required"},
+			{"wrong content type", `question=hi`, "text/plain", 415, ""},
+			{"too large", `{"question":"` + strings.Repeat("x", 9000) + `"}`, "application/json", 413, ""},
 		}
+
 		for _, tc := range cases {
 			req := newReq(t, http.MethodPost, asks, alice, tc.body)
 			req.Header.Set("Content-Type", tc.ct)
 			resp := h.do(req)
 			body := readBody(t, resp)
-			problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.want)
+			p := problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.want)
+			if tc.violation != "" && (p.Errors == nil || !slices.Contains(*p.Errors, tc.violation)) {
+				t.Errorf("%s: violations %v, want %q among them", tc.name, p.Errors, tc.violation)
+			}
 			if bytes.Contains(body, []byte(long[:100])) {
 				t.Errorf("%s: the problem echoes the question", tc.name)
 			}

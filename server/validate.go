@@ -74,8 +74,9 @@ func validationProblem(he *echo.HTTPError) error {
 func flatten(me openapi3.MultiError) []error {
 	var out []error
 	for _, err := range me {
-		var inner openapi3.MultiError
-		if errors.As(err, &inner) && len(inner) > 0 {
+		// Only a MultiError itself is opened here: a RequestError that wraps one keeps its
+		// context (which parameter, or the body) for describeViolation.
+		if inner, ok := err.(openapi3.MultiError); ok {
 			out = append(out, flatten(inner)...)
 			continue
 		}

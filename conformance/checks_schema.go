@@ -22,6 +22,9 @@ func checkBodies(ctx context.Context, s *session) verdict {
 	if err != nil {
 		return skip("the published schema could not be loaded (see schema.published)")
 	}
+	if _, err := s.allRuns(ctx); err != nil {
+		return broken(err)
+	}
 	exchanges, _ := s.rec.snapshot()
 	if len(exchanges) == 0 {
 		return skip("no JSON body was received")
@@ -40,6 +43,9 @@ func checkEvents(ctx context.Context, s *session) verdict {
 	c, err := s.schema(ctx)
 	if err != nil {
 		return skip("the published schema could not be loaded (see schema.published)")
+	}
+	if _, err := s.allRuns(ctx); err != nil {
+		return broken(err)
 	}
 	_, events := s.rec.snapshot()
 	if len(events) == 0 {

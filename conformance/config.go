@@ -17,6 +17,15 @@ type Config struct {
 	BaseURL string
 	// Tokens mints or hands out the bearers of identities A and B. Required.
 	Tokens TokenSource
+	// OverflowURL is the base URL of the same implementation started with a buffer smaller
+	// than one run's events (e.g. DAS_ASK_MAX_EVENTS=8), for the overflow check. With a small
+	// buffer most steps are evicted before any reader sees them, which starves the checks that
+	// examine steps; so the other checks run against BaseURL, with a buffer that holds a run.
+	// "" means the overflow check looks for overflow in the runs made against BaseURL, and is
+	// skipped when there is none.
+	OverflowURL string
+	// OverflowTokens hands out bearers OverflowURL accepts; nil means Tokens.
+	OverflowTokens TokenSource
 	// AuditURL is the root of a source's audit log (GET {AuditURL}/audit?call_id=...). Without
 	// it the checks that compare the stream with the audit log are skipped.
 	AuditURL string
@@ -87,6 +96,15 @@ func (c Config) withDefaults() (Config, error) {
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	if c.Tokens == nil {
 		errs = append(errs, errors.New("conformance: Tokens: want a token source"))
+	}
+	if c.OverflowURL != "" {
+		if u, err := url.Parse(c.OverflowURL); err != nil || u.Host == "" {
+			errs = append(errs, errors.New("conformance: OverflowURL: want an absolute http(s) URL"))
+		}
+		c.OverflowURL = strings.TrimRight(c.OverflowURL, "/")
+		if c.OverflowTokens == nil {
+			c.OverflowTokens = c.Tokens
+		}
 	}
 	if c.AuditURL != "" {
 		if u, err := url.Parse(c.AuditURL); err != nil || u.Host == "" {

@@ -72,7 +72,9 @@ func (s *scriptedRunner) Run(ctx context.Context, req ask.Request, emit ask.Emit
 		}
 		return id
 	}
-	search := func(term string) { call(tool{"search_catalog", "grounding", term, map[string]any{"query": term}, false}) }
+	search := func(term string) {
+		call(tool{"search_catalog", "grounding", term, map[string]any{"query": term}, false})
+	}
 	query := func(sql string) { call(tool{"run_query", "querying", "incidents", map[string]any{"sql": sql}, false}) }
 	answer := func(text string, cols []string, rows [][]any, sql []string, speed gen.AnswerPathSpeed) ask.Outcome {
 		a := &gen.AnswerBody{Text: text, Caveats: []gen.Caveat{}, Sql: sql,

@@ -9,7 +9,7 @@ import (
 
 func TestTheServiceConforms(t *testing.T) {
 	st := startStack(t)
-	rep, err := conformance.Run(t.Context(), st.config(st.AskURL))
+	rep, err := conformance.Run(t.Context(), st.config(st.AskURL, st.OverflowURL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ type session struct {
 	abstention memo[*run]
 	catalog    memo[*run]
 	followUp   memo[[2]*run]
+	overflowed memo[*run]
 
 	mu   sync.Mutex
 	runs []*run
@@ -90,12 +91,38 @@ func (s *session) finished(r *run) {
 	s.runs = append(s.runs, r)
 }
 
-// allRuns returns every finished run so far, making the plain answer run first if there is none.
+// allRuns returns every finished run so far, making the plain answer run and the slow run
+// first if they are not made yet: the slow run's live stream is the one most likely to carry
+// steps when the target retains few events.
 func (s *session) allRuns(ctx context.Context) ([]*run, error) {
 	if _, err := s.normalRun(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := s.slowRunFixture(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*run(nil), s.runs...), nil
+}
+
+// overflowRun is A asking the answer question at OverflowURL, followed to the end; nil when
+// there is no OverflowURL.
+func (s *session) overflowRun(ctx context.Context) (*run, error) {
+	return s.overflowed.get(ctx, func(ctx context.Context) (*run, error) {
+		if s.cfg.OverflowURL == "" {
+			return nil, nil
+		}
+		cfg := s.cfg
+		cfg.BaseURL, cfg.Tokens = cfg.OverflowURL, cfg.OverflowTokens
+		o, err := newSession(cfg)
+		if err != nil {
+			return nil, err
+		}
+		r, err := o.fullRun(ctx, "answer at OverflowURL", A, "", s.cfg.Questions.Answer)
+		if err != nil {
+			return nil, fmt.Errorf("at OverflowURL: %w", err)
+		}
+		return r, nil
+	})
 }

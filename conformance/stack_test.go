@@ -17,13 +17,22 @@ import (
 // runner, on loopback.
 type testStack struct {
 	AskURL, IdPURL, AuditURL string
-	IdP                      *idp.IdP
-	KeepAlive, SlowWait      time.Duration
+	// OverflowURL is a second service on the same IdP, runner and audit log, whose buffer
+	// (8 events) is smaller than a run.
+	OverflowURL         string
+	IdP                 *idp.IdP
+	KeepAlive, SlowWait time.Duration
 }
+
+// The test stack's timings: keep-alives several times during the slow question's silent wait.
+const (
+	testKeepAlive = 150 * time.Millisecond
+	testSlowWait  = 700 * time.Millisecond
+)
 
 func startStack(t *testing.T) *testStack {
 	t.Helper()
-	st := &testStack{KeepAlive: 150 * time.Millisecond, SlowWait: 700 * time.Millisecond}
+	st := &testStack{KeepAlive: testKeepAlive, SlowWait: testSlowWait}
 
 	idpMux := http.NewServeMux()
 	idpSrv := httptest.NewServer(idpMux)
@@ -49,35 +58,41 @@ func startStack(t *testing.T) *testStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{
-		Runner:        &scriptedRunner{audit: audit, slowWait: st.SlowWait},
-		Authenticator: v,
-		BasePath:      "/ask",
-		MaxEvents:     8,
-		KeepAlive:     st.KeepAlive,
-		ShutdownGrace: -1,
-	})
-	if err != nil {
-		t.Fatal(err)
+	runner := &scriptedRunner{audit: audit, slowWait: st.SlowWait}
+	serve := func(maxEvents int) string {
+		srv, err := server.New(server.Options{
+			Runner:        runner,
+			Authenticator: v,
+			BasePath:      "/ask",
+			MaxEvents:     maxEvents,
+			KeepAlive:     st.KeepAlive,
+			ShutdownGrace: -1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() {
+			_ = srv.Shutdown(context.Background())
+			hs.Close()
+		})
+		return hs.URL + "/ask"
 	}
-	askSrv := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		_ = srv.Shutdown(context.Background())
-		askSrv.Close()
-	})
-	st.AskURL = askSrv.URL + "/ask"
+	st.AskURL, st.OverflowURL = serve(0), serve(8)
 	return st
 }
 
-// config is the suite's configuration for a target at base (the stack, or a proxy in front of it).
-func (st *testStack) config(base string) conformance.Config {
+// config is the suite's configuration for a target at base and overflow (the stack's, or
+// proxies in front of them).
+func (st *testStack) config(base, overflow string) conformance.Config {
 	return conformance.Config{
-		BaseURL:    base,
-		Tokens:     conformance.IdPTokens{URL: st.IdPURL},
-		AuditURL:   st.AuditURL,
-		Behaviour:  true,
-		KeepAlive:  st.KeepAlive,
-		SlowWait:   st.SlowWait,
-		RunTimeout: 20 * time.Second,
+		BaseURL:     base,
+		OverflowURL: overflow,
+		Tokens:      conformance.IdPTokens{URL: st.IdPURL},
+		AuditURL:    st.AuditURL,
+		Behaviour:   true,
+		KeepAlive:   st.KeepAlive,
+		SlowWait:    st.SlowWait,
+		RunTimeout:  20 * time.Second,
 	}
 }

@@ -25,7 +25,7 @@ type Options struct {
 	BaseURL string
 	// Model is the model name sent with every request. Required.
 	Model string
-	// APIKey is sent as x-api-key.
+	// APIKey is the provider key; the SDK sends it as the bearer.
 	APIKey string
 	// Timeout bounds one attempt of one call; zero means 120s.
 	Timeout time.Duration

@@ -138,7 +138,11 @@ type recorder struct {
 	onModelCall func(n int)
 }
 
-func (r *recorder) Branch(b gen.BranchBody) { r.mu.Lock(); r.events = append(r.events, b); r.mu.Unlock() }
+func (r *recorder) Branch(b gen.BranchBody) {
+	r.mu.Lock()
+	r.events = append(r.events, b)
+	r.mu.Unlock()
+}
 func (r *recorder) Step(b gen.StepBody) {
 	r.mu.Lock()
 	r.events = append(r.events, b)

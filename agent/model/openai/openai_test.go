@@ -173,7 +173,9 @@ func TestRetriesEnd(t *testing.T) {
 		{"bad key is not retried", []replay.Response{{Status: 401, Body: `{"error": {"message": "Incorrect API key", "type": "invalid_request_error"}}`}}, nil, model.KindRejected, 1},
 		{"retries run out", []replay.Response{{Status: 500, Body: `{}`}, {Status: 500, Body: `{}`}, {Status: 500, Body: `{}`}}, nil, model.KindOverloaded, 3},
 		{"no retry past the deadline", []replay.Response{{Status: 429, Header: map[string]string{"Retry-After": "30"}, Body: rateLimited}},
-			func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 10*time.Second) },
+			func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 10*time.Second)
+			},
 			model.KindRateLimited, 1},
 	}
 	for _, tt := range tests {

@@ -1,15 +1,16 @@
 package source
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
 	"net/http"
 )
 
-// auditHandler serves GET /audit: the retained audit entries as {"entries": [...]}, oldest
-// first, filtered by the optional call_id and oid query parameters. It answers only callers on
-// the loopback interface (403 otherwise): the audit log names identities, so it is for the
-// operator on the machine and for the conformance suite, not for the network.
+// auditHandler serves GET /audit: the retained audit entries as JSON lines, the same lines as
+// the file, oldest first, filtered by the optional call_id and oid query parameters. It answers
+// only callers on the loopback interface (403 otherwise): the audit log names identities, so it
+// is for the operator on the machine and for the conformance suite, not for the network.
 func (s *Source) auditHandler(w http.ResponseWriter, r *http.Request) {
 	if !fromLoopback(r) {
 		http.Error(w, "the audit log is served to loopback callers only", http.StatusForbidden)
@@ -21,16 +22,17 @@ func (s *Source) auditHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	body, err := json.Marshal(struct {
-		Entries []AuditEntry `json:"entries"`
-	}{s.audit.list(q.Get("call_id"), q.Get("oid"))})
-	if err != nil {
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	for _, e := range s.audit.list(q.Get("call_id"), q.Get("oid")) {
+		if err := enc.Encode(e); err != nil {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(append(body, '\n'))
+	w.Write(body.Bytes())
 }
 
 // fromLoopback reports whether the request's peer address is a loopback address. Forwarding

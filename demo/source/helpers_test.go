@@ -150,7 +150,7 @@ func refusal(res *mcp.CallToolResult) string {
 	return code
 }
 
-// auditEntries fetches GET /audit with query q.
+// auditEntries fetches GET /audit with query q: JSON lines, one entry each.
 func auditEntries(tb testing.TB, srv *httptest.Server, q string) []source.AuditEntry {
 	tb.Helper()
 	resp, err := srv.Client().Get(srv.URL + "/audit?" + q)
@@ -161,11 +161,14 @@ func auditEntries(tb testing.TB, srv *httptest.Server, q string) []source.AuditE
 	if resp.StatusCode != http.StatusOK {
 		tb.Fatalf("GET /audit: %s", resp.Status)
 	}
-	var body struct {
-		Entries []source.AuditEntry `json:"entries"`
+	entries := []source.AuditEntry{}
+	dec := json.NewDecoder(resp.Body)
+	for dec.More() {
+		var e source.AuditEntry
+		if err := dec.Decode(&e); err != nil {
+			tb.Fatal(err)
+		}
+		entries = append(entries, e)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		tb.Fatal(err)
-	}
-	return body.Entries
+	return entries
 }

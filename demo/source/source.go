@@ -138,7 +138,7 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 // Handler serves the source:
 //
 //	/mcp      the MCP server, streamable HTTP; every request needs a valid bearer (401 otherwise)
-//	/audit    GET, the retained audit entries (loopback callers only; ?call_id= and ?oid= filter)
+//	/audit    GET, the retained audit entries as JSON lines (loopback callers only; ?call_id= and ?oid= filter)
 //	/healthz  GET, 200 once the source is serving
 func (s *Source) Handler() http.Handler {
 	mux := http.NewServeMux()

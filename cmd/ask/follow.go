@@ -58,6 +58,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	var out client.Outcome
 	var streamErr error
 	sawDone := false
+	lastMilestone := ""
 	for ev, err := range c.Events(streamCtx, tk.Ticket, client.EventsOptions{}) {
 		if err != nil {
 			streamErr = err
@@ -72,7 +73,11 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 				prog.Line(fmt.Sprintf("Asked; ticket %s.", v.Ticket))
 			}
 		case gen.MilestoneEvent:
-			prog.Line(milestoneSentence(v))
+			// Two tools in one phase on one subject read as one thing to a person.
+			if line := milestoneSentence(v); line != lastMilestone {
+				prog.Line(line)
+				lastMilestone = line
+			}
 		case gen.StepEvent:
 			if cfg.steps {
 				prog.Line(stepLine(v))

@@ -57,7 +57,8 @@ func TestSpinnerWhileSilent(t *testing.T) {
 	})
 }
 
-// Without a terminal, progress is plain lines only: no control sequences.
+// Without a terminal, progress is plain lines only: no control sequences, and a milestone that
+// says the same as the one before is not repeated.
 func TestPlainProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := newFakeService()
@@ -65,12 +66,14 @@ func TestPlainProgress(t *testing.T) {
 			return map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()}[k]
 		}
 		var stdout, stderr bytes.Buffer
-		svc.Send(fAccepted, fMilestone, fAnswer, fDone)
+		again := frameOf(3, "milestone", `,"phase":"grounding","subject":"incident","source":"demo"`)
+		svc.Send(fAccepted, fMilestone, again, frameOf(4, "answer", `,"text":"Four.","caveats":[],"path":{"speed":"full","detail":"warehouse"},"provenance":[],"sql":[],"divergence":null`),
+			frameOf(5, "done", `,"outcome":"answer","steps":0,"model_calls":1,"input_tokens":1,"output_tokens":1,"elapsed_ms":1`))
 		if code := runWith(t.Context(), []string{"--token", "t", "q"}, nil, &stdout, &stderr, env, &http.Client{Transport: svc}); code != exitAnswer {
 			t.Fatalf("exit %d", code)
 		}
 		if got := stderr.String(); got != "Looking up 'incident' in the catalog…\n" {
-			t.Errorf("stderr %q, want the one milestone line", got)
+			t.Errorf("stderr %q, want the one milestone line (the repeat folded into it)", got)
 		}
 	})
 }

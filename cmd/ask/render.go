@@ -23,8 +23,11 @@ func milestoneSentence(m gen.MilestoneEvent) string {
 		}
 		return fmt.Sprintf("Looking up '%s' in the catalog…", subject)
 	case gen.MilestonePhaseDiscovering:
-		if subject == "" {
-			return "Finding the right tables…"
+		switch {
+		case subject == "" || subject == "tables":
+			return "Looking at which tables there are…"
+		case strings.Contains(subject, ","):
+			return fmt.Sprintf("Reading the %s tables…", subject)
 		}
 		return fmt.Sprintf("Reading the %s table…", subject)
 	case gen.MilestonePhaseQuerying:

@@ -100,11 +100,4 @@ func readYAML(fsys fs.FS, name string, v any) error {
 }
 
 // embeddedData is the committed dataset, rooted at data/.
-func embeddedData() fs.FS {
-	sub, err := fs.Sub(embedded, "data")
-	if err != nil {
-		// fs.Sub fails only for an invalid path; "data" is a constant valid path.
-		panic(err)
-	}
-	return sub
-}
+func embeddedData() (fs.FS, error) { return fs.Sub(embedded, "data") }

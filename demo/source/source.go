@@ -79,7 +79,11 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 		return nil, errors.New("source: Options.Authenticator is required: the source validates every bearer itself")
 	}
 	if opts.Data == nil {
-		opts.Data = embeddedData()
+		data, err := embeddedData()
+		if err != nil {
+			return nil, err
+		}
+		opts.Data = data
 	}
 	if opts.AuditKeep <= 0 {
 		opts.AuditKeep = DefaultAuditKeep

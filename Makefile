@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token
 
 all: check-generate lint test
 
@@ -44,3 +44,20 @@ lint-schema:
 	@test -x $(REDOCLY_DIR)/node_modules/.bin/redocly || \
 	  npm install --prefix $(REDOCLY_DIR) --no-audit --no-fund --silent @redocly/cli@$(REDOCLY_VERSION)
 	$(REDOCLY_DIR)/node_modules/.bin/redocly lint --format=stylish openapi/ask.openapi.yaml 2>&1 | grep -v '[║╔╚]'
+
+## ask-serve: the whole dev system in the foreground (IdP, demo source, llm-stub, ask service)
+ask-serve:
+	$(GO) run ./cmd/ask-serve $(ARGS)
+
+Q    ?=
+# AS is make's built-in assembler variable ("as"): take the caller's value, else alice.
+AS   := $(if $(filter default undefined,$(origin AS)),alice,$(AS))
+OID  ?= alice
+## ask: put Q to the running dev stack as AS (default alice); ARGS="--continue" for a follow-up
+ask:
+	@test -n "$(Q)" || { echo 'usage: make ask Q="How many sev1 incidents did we have in 2026-Q2?" [AS=bob] [ARGS=--continue]' >&2; exit 1; }
+	@$(GO) run ./cmd/ask --as "$(AS)" $(ARGS) -- "$(Q)"
+
+## token: print a bearer for OID (default alice) from the running dev identity provider
+token:
+	@$(GO) run ./cmd/dev-idp token --oid "$(OID)" $(ARGS)

@@ -35,7 +35,9 @@ type Options struct {
 	// Logger receives every component's logs, each with a "component" attribute; nil discards.
 	Logger *slog.Logger
 
-	// The ask service's settings; zero means the service's default (see server.ConfigFromEnv).
+	// Service is the ask service's configuration (as from server.ConfigFromEnv); nil means the
+	// service's defaults. The fields below override it where they are not zero.
+	Service   *server.Config
 	BasePath  string
 	KeepAlive time.Duration
 	MaxEvents int
@@ -202,8 +204,10 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		lnAsk.Close()
 		return nil, fmt.Errorf("ask auth: %w", err)
 	}
-	cfg, err := server.LookupConfig(func(string) (string, bool) { return "", false })
-	if err != nil {
+	var cfg server.Config
+	if opts.Service != nil {
+		cfg = *opts.Service
+	} else if cfg, err = server.LookupConfig(func(string) (string, bool) { return "", false }); err != nil {
 		lnAsk.Close()
 		return nil, fmt.Errorf("ask service: %w", err)
 	}

@@ -1,0 +1,103 @@
+// Command ask-serve runs the whole development system in the foreground (package demo/stack):
+// the development identity provider, the demo source, the llm-stub (unless a real model is
+// configured) and the ask service, on loopback, with nothing to install and no keys.
+//
+//	ask-serve [-addr 127.0.0.1:8080] [-idp-addr 127.0.0.1:8090] [-source-addr 127.0.0.1:8091]
+//	          [-stub-addr 127.0.0.1:8092] [-state .state] [-v]
+//
+// The service's DAS_ASK_* settings apply as for askd. ASK_LLM=anthropic or openai (with the
+// provider's key, ASK_LLM_MODEL and ASK_LLM_BASE_URL as in package agent) uses a real model
+// instead of the llm-stub; DAS_SOURCES points the agent at other MCP sources instead of the demo
+// source. Ctrl-C stops everything.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "ask-serve:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ask-serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts := stack.Options{}
+	fs.StringVar(&opts.AskAddr, "addr", "127.0.0.1:8080", "the ask service's listen address")
+	fs.StringVar(&opts.IdPAddr, "idp-addr", "127.0.0.1:8090", "the development identity provider's listen address")
+	fs.StringVar(&opts.SourceAddr, "source-addr", "127.0.0.1:8091", "the demo source's listen address")
+	fs.StringVar(&opts.StubAddr, "stub-addr", "127.0.0.1:8092", "the llm-stub's listen address")
+	fs.StringVar(&opts.StateDir, "state", ".state", "where the IdP's keys and the source's audit log are kept")
+	verbose := fs.Bool("v", false, "debug logs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	svc, err := server.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	opts.Service = &svc
+	modelName := "llm-stub (scripted; set ASK_LLM=anthropic|openai for a real model)"
+	if llm := getenv("ASK_LLM"); llm != "" && llm != "stub" {
+		cfg, err := agent.ConfigFromEnv()
+		if err != nil {
+			return err
+		}
+		opts.Model = &cfg
+		modelName = cfg.String()
+	}
+	if getenv("DAS_SOURCES") != "" {
+		cfg, err := agent.ConfigFromEnv()
+		if err != nil {
+			return err
+		}
+		opts.Sources = cfg.Sources
+	}
+
+	s, err := stack.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if s.StubURL != "" {
+		modelName = "llm-stub at " + s.StubURL
+	}
+	fmt.Fprintf(stdout, `The ask dev stack is running:
+  ask service        %[1]s   (contract: %[1]s/v1/openapi.yaml)
+  identity provider  %[2]s   (JWKS: %[2]s/.well-known/jwks.json)
+  demo source (MCP)  %[3]s/mcp   (audit log: %[3]s/audit)
+  model              %[4]s
+
+Next, in another terminal:
+  make ask Q="How many sev1 incidents did we have in 2026-Q2?"
+  make ask AS=bob Q="What was the on-call pay per team in 2026-Q3?"     # a refusal
+  make token OID=alice                                                  # a bearer for curl
+
+Ctrl-C stops everything.
+`, s.AskURL, s.IdPURL, s.SourceURL, modelName)
+
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "stopping…")
+	return s.Close()
+}

@@ -65,9 +65,6 @@ func classify(text string) (value any, failed bool) {
 	return value, false
 }
 
-// collectionFields are the contract's list fields; a result whose list is empty found nothing.
-var collectionFields = []string{"terms", "rows", "tables", "columns"}
-
 // isEmpty reports whether a tool result found nothing: null, a blank string, an empty list or
 // object, or an object in which one of the contract's list fields (terms, rows, tables, columns)
 // is present and empty or null.
@@ -83,7 +80,8 @@ func isEmpty(v any) bool {
 		if len(x) == 0 {
 			return true
 		}
-		for _, k := range collectionFields {
+		// The contract's list fields: a result whose list is empty found nothing.
+		for _, k := range [...]string{"terms", "rows", "tables", "columns"} {
 			if f, ok := x[k]; ok {
 				if l, isList := f.([]any); f == nil || (isList && len(l) == 0) {
 					return true

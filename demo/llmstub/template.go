@@ -33,23 +33,26 @@ type failedCall struct {
 	Tool, Message string
 }
 
-var templateFuncs = template.FuncMap{
-	// json renders v as JSON text.
-	"json": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
-	},
-	// sqlquote renders s as a SQL string literal, doubling embedded quotes, so a value taken
-	// from a question or a prior turn can never break out of the literal.
-	"sqlquote": func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" },
-	"lower":    strings.ToLower,
-	"upper":    strings.ToUpper,
+// templateFuncs are the functions a script's templates may call.
+func templateFuncs() template.FuncMap {
+	return template.FuncMap{
+		// json renders v as JSON text.
+		"json": func(v any) (string, error) {
+			b, err := json.Marshal(v)
+			return string(b), err
+		},
+		// sqlquote renders s as a SQL string literal, doubling embedded quotes, so a value taken
+		// from a question or a prior turn can never break out of the literal.
+		"sqlquote": func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" },
+		"lower":    strings.ToLower,
+		"upper":    strings.ToUpper,
+	}
 }
 
 // prose compiles a prose template. Missing map keys are errors so that a script reading a field a
 // tool did not return fails loudly instead of saying "<no value>".
 func prose(name, text string) (*template.Template, error) {
-	t, err := template.New(name).Funcs(templateFuncs).Option("missingkey=error").Parse(text)
+	t, err := template.New(name).Funcs(templateFuncs()).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

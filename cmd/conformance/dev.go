@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/das-ask/ask/conformance"
+	"github.com/das-ask/ask/demo/stack"
+)
+
+// devKeepAlive is the keep-alive interval of the stacks --dev-stack starts: shorter than the
+// slow question's 3 s silence, so the keep-alive check has something to observe.
+const devKeepAlive = time.Second
+
+// devOverflowEvents is the buffer of the stack the overflow check runs against: smaller than
+// one run's events.
+const devOverflowEvents = 8
+
+// runDev starts the development stack (and one with a small buffer for the overflow check),
+// optionally nginx in front of both, runs the suite, and stops everything.
+func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Logger) (rep conformance.Report, err error) {
+	start := func(opts stack.Options) (*stack.Stack, error) {
+		opts.Logger = log
+		s, err := stack.Start(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("start the dev stack: %w", err)
+		}
+		return s, nil
+	}
+	primary, err := start(stack.Options{KeepAlive: devKeepAlive})
+	if err != nil {
+		return rep, err
+	}
+	defer func() { err = errors.Join(err, primary.Close()) }()
+	small, err := start(stack.Options{KeepAlive: devKeepAlive, MaxEvents: devOverflowEvents})
+	if err != nil {
+		return rep, err
+	}
+	defer func() { err = errors.Join(err, small.Close()) }()
+
+	cfg.BaseURL, cfg.OverflowURL = primary.AskURL, small.AskURL
+	cfg.Tokens = conformance.IdPTokens{URL: primary.IdPURL}
+	cfg.OverflowTokens = conformance.IdPTokens{URL: small.IdPURL}
+	cfg.AuditURL = primary.SourceURL
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = devKeepAlive
+	}
+	if !o.gateway {
+		return conformance.Run(ctx, cfg)
+	}
+
+	// The control: a stack that sends no keep-alive within any run, behind the same gateway.
+	quiet, err := start(stack.Options{KeepAlive: time.Hour})
+	if err != nil {
+		return rep, err
+	}
+	defer func() { err = errors.Join(err, quiet.Close()) }()
+	gw, err := startGateway(ctx, gatewayOptions{
+		nginx: o.nginx, template: o.nginxConf, readTimeout: o.gatewayReadTimeout, logger: log,
+		upstreams: []string{primary.AskURL, small.AskURL, quiet.AskURL},
+	})
+	if err != nil {
+		return rep, err
+	}
+	defer func() { err = errors.Join(err, gw.stop()) }()
+
+	cfg.BaseURL, cfg.OverflowURL = gw.urls[0], gw.urls[1]
+	if rep, err = conformance.Run(ctx, cfg); err != nil {
+		return rep, err
+	}
+	if cfg.Only == nil || cfg.Only.MatchString("gateway.") {
+		survive := cfg
+		rep.Results = append(rep.Results, silenceSurvives(ctx, survive, o.gatewayReadTimeout))
+		control := cfg
+		control.BaseURL = gw.urls[2]
+		control.Tokens = conformance.IdPTokens{URL: quiet.IdPURL}
+		rep.Results = append(rep.Results, silenceCutOff(ctx, control, o.gatewayReadTimeout))
+	}
+	return rep, nil
+}
+
+// silenceSurvives: through the gateway, a run silent for longer than proxy_read_timeout reaches
+// done, because keep-alives arrive within the timeout.
+func silenceSurvives(ctx context.Context, cfg conformance.Config, readTimeout time.Duration) conformance.Result {
+	const name = "gateway.silence-survives-with-keepalives"
+	s, err := conformance.SilentWait(ctx, cfg)
+	switch {
+	case err != nil:
+		return conformance.Result{Name: name, Status: conformance.Fail, Detail: "expected a slow run through the gateway; saw " + err.Error()}
+	case !s.ReachedDone:
+		return conformance.Result{Name: name, Status: conformance.Fail, Detail: fmt.Sprintf("expected the stream to reach done through a gateway with proxy_read_timeout %s; saw it %s", readTimeout, s.Ended)}
+	case s.LongestGap <= readTimeout:
+		return conformance.Result{Name: name, Status: conformance.Fail, Detail: fmt.Sprintf("expected a silence longer than proxy_read_timeout %s; saw at most %s between events, which proves nothing", readTimeout, s.LongestGap.Round(time.Millisecond))}
+	}
+	return conformance.Result{Name: name, Status: conformance.Pass, Detail: fmt.Sprintf("a %s silence through nginx with proxy_read_timeout %s reached done; %d keep-alives, longest quiet %s",
+		s.LongestGap.Round(100*time.Millisecond), readTimeout, s.Comments, s.LongestQuiet.Round(100*time.Millisecond))}
+}
+
+// silenceCutOff is the control: the same run through the same gateway, from a service that
+// sends no keep-alives, is cut off, so the survival above is the keep-alives' doing.
+func silenceCutOff(ctx context.Context, cfg conformance.Config, readTimeout time.Duration) conformance.Result {
+	const name = "gateway.silence-cut-without-keepalives"
+	s, err := conformance.SilentWait(ctx, cfg)
+	switch {
+	case err != nil:
+		return conformance.Result{Name: name, Status: conformance.Fail, Detail: "expected a slow run through the gateway; saw " + err.Error()}
+	case s.ReachedDone:
+		return conformance.Result{Name: name, Status: conformance.Fail, Detail: fmt.Sprintf("expected nginx to cut a stream silent for longer than proxy_read_timeout %s; saw it reach done (longest quiet %s), so the timeout is not in effect", readTimeout, s.LongestQuiet.Round(100*time.Millisecond))}
+	}
+	return conformance.Result{Name: name, Status: conformance.Pass, Detail: fmt.Sprintf("without keep-alives the same run was %s (proxy_read_timeout %s)", s.Ended, readTimeout)}
+}

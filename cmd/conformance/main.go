@@ -1,0 +1,154 @@
+// Command conformance runs the ask contract's conformance suite against a service and prints one
+// line per check ("PASS|FAIL|SKIP name — detail") and the closing line "N passed, M failed, K
+// skipped". It exits 1 when a check failed and 2 when it could not run.
+//
+// Against a running implementation:
+//
+//	conformance --url http://127.0.0.1:8080/ask --idp http://127.0.0.1:8090 --audit http://127.0.0.1:8091
+//	conformance --url https://gw.example/ask --token-a "$A" --token-b "$B"
+//
+// Against the development stack, started in process on loopback (demo/stack, with the
+// llm-stub), directly or through nginx with deploy/nginx/ask.conf:
+//
+//	conformance --dev-stack --behaviour
+//	conformance --dev-stack --gateway --behaviour
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"regexp"
+	"syscall"
+	"time"
+
+	"github.com/das-ask/ask/conformance"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// options are the command's flags.
+type options struct {
+	url, overflowURL, idp, overflowIdP, tokenA, tokenB, audit string
+	behaviour, jsonOut, devStack, gateway, verbose            bool
+	only                                                      string
+	keepAlive, slowWait, runTimeout                           time.Duration
+	nginx, nginxConf                                          string
+	gatewayReadTimeout                                        time.Duration
+}
+
+func parse(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", getenv("ASK_URL"), "the service's base URL, a gateway prefix allowed (env ASK_URL)")
+	fs.StringVar(&o.overflowURL, "overflow-url", "", "the same implementation started with a small DAS_ASK_MAX_EVENTS (e.g. 8), for the overflow check")
+	fs.StringVar(&o.idp, "idp", getenv("ASK_IDP_URL"), "a development identity provider's root, to mint every token the suite needs (env ASK_IDP_URL)")
+	fs.StringVar(&o.overflowIdP, "overflow-idp", "", "the identity provider --overflow-url trusts; default --idp")
+	fs.StringVar(&o.tokenA, "token-a", getenv("ASK_TOKEN_A"), "a bearer of identity A, without --idp (env ASK_TOKEN_A)")
+	fs.StringVar(&o.tokenB, "token-b", getenv("ASK_TOKEN_B"), "a bearer of identity B, refused by the source for the refusal question (env ASK_TOKEN_B)")
+	fs.StringVar(&o.audit, "audit", getenv("ASK_AUDIT_URL"), "a source's root serving GET /audit?call_id= (env ASK_AUDIT_URL)")
+	fs.BoolVar(&o.behaviour, "behaviour", false, "add the behaviour checks (refusal, abstention, path, conversation memory)")
+	fs.StringVar(&o.only, "only", "", "run only the checks whose name matches this regular expression")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
+	fs.DurationVar(&o.keepAlive, "keepalive", 0, "the target's keep-alive interval (DAS_ASK_KEEPALIVE_S); default 10s, or 1s with --dev-stack")
+	fs.DurationVar(&o.slowWait, "slow-wait", 0, "how long the slow question's first model turn is silent; default 3s")
+	fs.DurationVar(&o.runTimeout, "run-timeout", 0, "how long one run may take; default 60s")
+	fs.BoolVar(&o.devStack, "dev-stack", false, "start the development stack in process (llm-stub) and check it")
+	fs.BoolVar(&o.gateway, "gateway", false, "with --dev-stack: put nginx with deploy/nginx/ask.conf in front and check through /ask")
+	fs.StringVar(&o.nginx, "nginx", "nginx", "the nginx binary, for --gateway")
+	fs.StringVar(&o.nginxConf, "nginx-conf", "deploy/nginx/ask.conf", "the checked-in gateway config, for --gateway")
+	fs.DurationVar(&o.gatewayReadTimeout, "gateway-read-timeout", 2*time.Second, "with --gateway: nginx's proxy_read_timeout, shorter than the slow question's silence")
+	fs.BoolVar(&o.verbose, "v", false, "log progress to stderr")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case o.devStack && (set["url"] || set["idp"] || set["overflow-url"] || set["audit"]):
+		return o, errors.New("--dev-stack starts its own targets: drop --url, --idp, --overflow-url and --audit")
+	case o.gateway && !o.devStack:
+		return o, errors.New("--gateway needs --dev-stack (to check an existing gateway, give its /ask URL to --url)")
+	case !o.devStack && o.url == "":
+		return o, errors.New("give --url (or --dev-stack)")
+	case !o.devStack && o.idp == "" && (o.tokenA == "" || o.tokenB == ""):
+		return o, errors.New("give --idp, or both --token-a and --token-b")
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	o, err := parse(args, stderr, getenv)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "conformance:", err)
+		}
+		return 2
+	}
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	cfg := conformance.Config{
+		BaseURL:     o.url,
+		OverflowURL: o.overflowURL,
+		AuditURL:    o.audit,
+		Behaviour:   o.behaviour,
+		KeepAlive:   o.keepAlive,
+		SlowWait:    o.slowWait,
+		RunTimeout:  o.runTimeout,
+		Logger:      log,
+	}
+	if o.only != "" {
+		if cfg.Only, err = regexp.Compile(o.only); err != nil {
+			fmt.Fprintln(stderr, "conformance: --only:", err)
+			return 2
+		}
+	}
+	if o.idp != "" {
+		cfg.Tokens = conformance.IdPTokens{URL: o.idp}
+	} else {
+		cfg.Tokens = conformance.FixedTokens{TokenA: o.tokenA, TokenB: o.tokenB}
+	}
+	if o.overflowIdP != "" {
+		cfg.OverflowTokens = conformance.IdPTokens{URL: o.overflowIdP}
+	}
+
+	var rep conformance.Report
+	if o.devStack {
+		rep, err = runDev(ctx, o, cfg, log)
+	} else {
+		rep, err = conformance.Run(ctx, cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "conformance:", err)
+		return 2
+	}
+	if o.jsonOut {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "conformance:", err)
+		return 2
+	}
+	if rep.Failed() {
+		return 1
+	}
+	return 0
+}

@@ -17,6 +17,12 @@ import (
 func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, stdout, stderr io.Writer, env func(string) string) int {
 	// The stream outlives ctx: after Ctrl-C it keeps reading until the run confirms the
 	// cancel with error{cancelled} and done, or the grace runs out.
+	// Progress, the cancel notice and the final words share stderr from two goroutines.
+	stderr = &syncWriter{w: stderr}
+	var prog progress = &plainProgress{w: stderr}
+	if !cfg.json {
+		prog = newProgress(stdout, stderr, env)
+	}
 	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStream()
 	finished := make(chan struct{})
@@ -34,11 +40,11 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 		mu.Lock()
 		interrupted = true
 		mu.Unlock()
-		fmt.Fprintln(stderr, "Cancelling…")
+		prog.Line("Cancelling…")
 		cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
 		defer cancel()
 		if _, err := c.Cancel(cancelCtx, tk.Ticket); err != nil {
-			fmt.Fprintf(stderr, "ask: the cancel was not accepted: %v\n", err)
+			prog.Line(fmt.Sprintf("ask: the cancel was not accepted: %v", err))
 		}
 		grace := time.NewTimer(cancelGrace)
 		defer grace.Stop()
@@ -51,10 +57,6 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	defer wg.Wait()
 	defer close(finished)
 
-	var prog progress = &plainProgress{w: io.Discard}
-	if !cfg.json {
-		prog = newProgress(stdout, stderr, env)
-	}
 	var out client.Outcome
 	var streamErr error
 	sawDone := false
@@ -69,17 +71,17 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 		}
 		switch v := ev.Value.(type) {
 		case gen.AcceptedEvent:
-			if cfg.steps {
+			if cfg.steps && !cfg.json {
 				prog.Line(fmt.Sprintf("Asked; ticket %s.", v.Ticket))
 			}
 		case gen.MilestoneEvent:
 			// Two tools in one phase on one subject read as one thing to a person.
-			if line := milestoneSentence(v); line != lastMilestone {
+			if line := milestoneSentence(v); line != lastMilestone && !cfg.json {
 				prog.Line(line)
 				lastMilestone = line
 			}
 		case gen.StepEvent:
-			if cfg.steps {
+			if cfg.steps && !cfg.json {
 				prog.Line(stepLine(v))
 			}
 		case gen.AnswerEvent:
@@ -142,4 +144,16 @@ func writeLine(w io.Writer, data []byte) {
 	}
 	b.WriteByte('\n')
 	_, _ = w.Write(b.Bytes())
+}
+
+// syncWriter serializes writes from several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -78,7 +78,11 @@ func (p *spinnerProgress) Line(s string) {
 	defer p.mu.Unlock()
 	_, _ = fmt.Fprintf(p.w, "\r\x1b[2K%s\n", s)
 	p.phase, p.since = s, time.Now()
-	p.draw()
+	select {
+	case <-p.stop: // stopped: a late line stays a plain line
+	default:
+		p.draw()
+	}
 }
 
 func (p *spinnerProgress) Stop() {

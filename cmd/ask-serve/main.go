@@ -8,7 +8,7 @@
 // The service's DAS_ASK_* settings apply as for askd. ASK_LLM=anthropic or openai (with the
 // provider's key, ASK_LLM_MODEL and ASK_LLM_BASE_URL as in package agent) uses a real model
 // instead of the llm-stub; DAS_SOURCES points the agent at other MCP sources instead of the demo
-// source. Ctrl-C stops everything.
+// source; ASK_STUB_SCRIPT replaces the llm-stub's script. Ctrl-C stops everything.
 package main
 
 import (
@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/server"
 )
@@ -53,6 +54,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		level = slog.LevelDebug
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	script, err := llmstub.ScriptFromEnv() // $ASK_STUB_SCRIPT, else the embedded default
+	if err != nil {
+		return err
+	}
+	opts.StubScript = script
 
 	svc, err := server.ConfigFromEnv()
 	if err != nil {

@@ -86,7 +86,7 @@ func (s *stack) request(t *testing.T, oid, question string, history ...ask.Turn)
 	}
 }
 
-// audit returns the demo source's audit entries.
+// audit returns the demo source's audit entries (GET /audit answers JSON lines).
 func (s *stack) audit(t *testing.T) []demosource.AuditEntry {
 	t.Helper()
 	resp, err := http.Get(s.source.URL + "/audit")
@@ -94,13 +94,16 @@ func (s *stack) audit(t *testing.T) []demosource.AuditEntry {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body struct {
-		Entries []demosource.AuditEntry `json:"entries"`
+	var out []demosource.AuditEntry
+	dec := json.NewDecoder(resp.Body)
+	for dec.More() {
+		var e demosource.AuditEntry
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("audit: %v", err)
+		}
+		out = append(out, e)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	return body.Entries
+	return out
 }
 
 // assertNotLogged fails if any log line holds s (the question, a token).

@@ -56,7 +56,7 @@ OID  ?= alice
 ## ask: put Q to the running dev stack as AS (default alice); ARGS="--continue" for a follow-up
 ask:
 	@test -n "$(Q)" || { echo 'usage: make ask Q="How many sev1 incidents did we have in 2026-Q2?" [AS=bob] [ARGS=--continue]' >&2; exit 1; }
-	@$(GO) run ./cmd/ask --as "$(AS)" $(ARGS) -- "$(Q)"
+	@$(GO) build -o $(BIN)/ask ./cmd/ask && $(BIN)/ask --as "$(AS)" $(ARGS) -- "$(Q)"
 
 ## token: print a bearer for OID (default alice) from the running dev identity provider
 token:

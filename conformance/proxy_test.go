@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/das-ask/ask/demo/idp"
 	"io"
 	"mime"
 	"net/http"
@@ -78,7 +79,7 @@ type proxy struct {
 	t        *testing.T
 	upstream *url.URL
 	v        variant
-	st       *testStack
+	idp      *idp.IdP
 
 	mu        sync.Mutex
 	questions map[string]string // ticket → question, learned from accepted events
@@ -92,7 +93,7 @@ func startProxy(t *testing.T, st *testStack, target string, v variant) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{t: t, upstream: u, v: v, st: st, questions: map[string]string{}, seen: map[string]bool{}}
+	p := &proxy{t: t, upstream: u, v: v, idp: st.idpFor(target), questions: map[string]string{}, seen: map[string]bool{}}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	return srv.URL + u.Path

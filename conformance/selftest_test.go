@@ -9,7 +9,7 @@ import (
 
 func TestTheServiceConforms(t *testing.T) {
 	st := startStack(t)
-	rep, err := conformance.Run(t.Context(), st.config(st.AskURL, st.OverflowURL))
+	rep, err := conformance.Run(t.Context(), st.config(st.main.AskURL, st.small.AskURL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,98 +1,75 @@
 package conformance_test
 
 import (
-	"context"
-	"net/http"
-	"net/http/httptest"
+	"bytes"
 	"testing"
 	"time"
 
-	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/demo/idp"
-	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/demo/llmstub"
+	"github.com/das-ask/ask/demo/stack"
 )
 
-// testStack is the real ask service with the real validator and dev IdP, running a scripted
-// runner, on loopback.
-type testStack struct {
-	AskURL, IdPURL, AuditURL string
-	// OverflowURL is a second service on the same IdP, runner and audit log, whose buffer
-	// (8 events) is smaller than a run.
-	OverflowURL         string
-	IdP                 *idp.IdP
-	KeepAlive, SlowWait time.Duration
-}
-
-// The test stack's timings: keep-alives several times during the slow question's silent wait.
+// The test stacks' timings: the llm-stub's slow question waits testSlowWait instead of 3 s, and
+// keep-alives come several times during that wait.
 const (
-	testKeepAlive = 150 * time.Millisecond
-	testSlowWait  = 700 * time.Millisecond
+	testKeepAlive = 200 * time.Millisecond
+	testSlowWait  = 800 * time.Millisecond
 )
+
+// testStack is two development stacks (demo/stack: the real service, agent, demo source, dev
+// IdP and llm-stub) on loopback: one with the default buffer, one whose buffer (8 events) is
+// smaller than a run, for the overflow check.
+type testStack struct {
+	main, small *stack.Stack
+}
 
 func startStack(t *testing.T) *testStack {
 	t.Helper()
-	st := &testStack{KeepAlive: testKeepAlive, SlowWait: testSlowWait}
-
-	idpMux := http.NewServeMux()
-	idpSrv := httptest.NewServer(idpMux)
-	t.Cleanup(idpSrv.Close)
-	p, err := idp.New(idp.Options{Issuer: idpSrv.URL})
-	if err != nil {
-		t.Fatal(err)
+	yaml := bytes.Replace(llmstub.DefaultScriptYAML(), []byte("delay: 3s"), []byte("delay: "+testSlowWait.String()), 1)
+	if bytes.Equal(yaml, llmstub.DefaultScriptYAML()) {
+		t.Fatal("the llm-stub's default script has no 3s delay to shorten")
 	}
-	idpMux.Handle("/", p.Handler())
-	st.IdP, st.IdPURL = p, idpSrv.URL
-
-	audit := &auditLog{}
-	auditSrv := httptest.NewServer(audit)
-	t.Cleanup(auditSrv.Close)
-	st.AuditURL = auditSrv.URL
-
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	v, err := auth.New(ctx, auth.Config{
-		JWKSURL: p.JWKSURL(), Issuer: p.Issuer(), Audience: "das", RequiredScope: "das",
-		Algorithms: []string{"RS256", "ES256"},
-	}, auth.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner := &scriptedRunner{audit: audit, slowWait: st.SlowWait}
-	serve := func(maxEvents int) string {
-		srv, err := server.New(server.Options{
-			Runner:        runner,
-			Authenticator: v,
-			BasePath:      "/ask",
-			MaxEvents:     maxEvents,
-			KeepAlive:     st.KeepAlive,
-			ShutdownGrace: -1,
-		})
+	start := func(maxEvents int) *stack.Stack {
+		script, err := llmstub.ParseScript(yaml)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs := httptest.NewServer(srv.Handler())
+		s, err := stack.Start(t.Context(), stack.Options{KeepAlive: testKeepAlive, MaxEvents: maxEvents, StubScript: script})
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() {
-			_ = srv.Shutdown(context.Background())
-			hs.Close()
+			if err := s.Close(); err != nil {
+				t.Errorf("close the stack: %v", err)
+			}
 		})
-		return hs.URL + "/ask"
+		return s
 	}
-	st.AskURL, st.OverflowURL = serve(0), serve(8)
-	return st
+	return &testStack{main: start(0), small: start(8)}
 }
 
-// config is the suite's configuration for a target at base and overflow (the stack's, or
-// proxies in front of them).
+// config is the suite's configuration for targets at base and overflow (the stacks' own URLs,
+// or proxies in front of them).
 func (st *testStack) config(base, overflow string) conformance.Config {
 	return conformance.Config{
-		BaseURL:     base,
-		OverflowURL: overflow,
-		Tokens:      conformance.IdPTokens{URL: st.IdPURL},
-		AuditURL:    st.AuditURL,
-		Behaviour:   true,
-		KeepAlive:   st.KeepAlive,
-		SlowWait:    st.SlowWait,
-		RunTimeout:  20 * time.Second,
+		BaseURL:        base,
+		OverflowURL:    overflow,
+		Tokens:         conformance.IdPTokens{URL: st.main.IdPURL},
+		OverflowTokens: conformance.IdPTokens{URL: st.small.IdPURL},
+		AuditURL:       st.main.SourceURL,
+		Behaviour:      true,
+		KeepAlive:      testKeepAlive,
+		SlowWait:       testSlowWait,
+		RunTimeout:     20 * time.Second,
 	}
+}
+
+// idpFor returns the IdP of the stack whose service is at target.
+func (st *testStack) idpFor(target string) *idp.IdP {
+	if target == st.small.AskURL {
+		return st.small.IdP
+	}
+	return st.main.IdP
 }

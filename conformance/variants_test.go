@@ -32,7 +32,7 @@ func remint(fix func(c jwt.MapClaims) (idp.Claims, bool)) func(p *proxy, r *http
 		if !ok {
 			return
 		}
-		fresh, err := p.st.IdP.Mint(c)
+		fresh, err := p.idp.Mint(c)
 		if err != nil {
 			p.t.Errorf("remint: %v", err)
 			return
@@ -305,7 +305,7 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 	for _, v := range vs {
 		t.Run(v.name, func(t *testing.T) {
 			st := startStack(t)
-			cfg := st.config(startProxy(t, st, st.AskURL, v), startProxy(t, st, st.OverflowURL, v))
+			cfg := st.config(startProxy(t, st, st.main.AskURL, v), startProxy(t, st, st.small.AskURL, v))
 			quoted := make([]string, len(v.fails))
 			for i, c := range v.fails {
 				quoted[i] = regexp.QuoteMeta(c)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent/model"
@@ -24,7 +25,14 @@ type Options struct {
 	MaxTurns int
 	// SystemPrompt replaces the default system prompt when set.
 	SystemPrompt string
+	// ToolTimeout bounds one tool call; zero means DefaultToolTimeout. A tool call in flight
+	// when the run is cancelled or times out is not cut short: it completes (tools are
+	// read-only, and the source's audit line then records it) within this bound.
+	ToolTimeout time.Duration
 }
+
+// DefaultToolTimeout bounds one tool call when Options.ToolTimeout is zero.
+const DefaultToolTimeout = 60 * time.Second
 
 // Agent runs questions. It is safe for concurrent use: each Run has its own source sessions
 // (authenticated as that run's caller) and its own conversation with the model.
@@ -35,6 +43,7 @@ type Agent struct {
 	hc       *http.Client
 	maxTurns int
 	system   string
+	toolTime time.Duration
 }
 
 var _ ask.Runner = (*Agent)(nil)
@@ -49,7 +58,10 @@ func New(opts Options) (*Agent, error) {
 	}
 	a := &Agent{
 		model: opts.Model, sources: opts.Sources, log: opts.Logger, hc: opts.HTTPClient,
-		maxTurns: opts.MaxTurns, system: opts.SystemPrompt,
+		maxTurns: opts.MaxTurns, system: opts.SystemPrompt, toolTime: opts.ToolTimeout,
+	}
+	if a.toolTime <= 0 {
+		a.toolTime = DefaultToolTimeout
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

@@ -79,7 +79,11 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 	if err := json.Unmarshal(tc.Args, &args); err != nil {
 		return model.ToolResult{CallID: tc.ID, IsError: true, Content: "the arguments must be a JSON object"}, nil
 	}
-	r := t.session.Call(ctx, t.Name, args)
+	// The call is detached from the run's cancellation: once started it completes, bounded by
+	// the tool timeout, and the loop notices the cancellation right after.
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
+	r := t.session.Call(callCtx, t.Name, args)
+	cancel()
 	led.tried(t.Tool, args)
 	step := gen.StepBody{CallId: r.CallID, Tool: t.Name, Source: t.Source, Args: led.redact(args), Ms: r.Ms, Refused: r.Outcome == source.Refused}
 	if r.Outcome == source.ToolError {

@@ -319,3 +319,43 @@ func TestQuestionInArgsIsRedacted(t *testing.T) {
 	}
 	assertQuestionKept(t, s, rec, out, q)
 }
+
+// cancelOnCall is a transport that cancels the run as a tool call's request leaves, so the
+// call is in flight when the run is cancelled.
+type cancelOnCall struct{ cancel context.CancelFunc }
+
+func (c cancelOnCall) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Ask-Call-Id") != "" {
+		c.cancel()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestCancelLetsTheInFlightCallFinish(t *testing.T) {
+	s := newStack(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "run_query", map[string]any{"sql": "SELECT COUNT(*) AS n FROM teams"}),
+		say("must not be asked"),
+	}}
+	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "demo", URL: s.source.URL + "/mcp"}}, HTTPClient: &http.Client{Transport: cancelOnCall{cancel}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	out := a.Run(ctx, s.request(t, "alice", "count teams"), rec)
+	if out.Error == nil || out.Error.Kind != gen.ErrorKindCancelled {
+		t.Fatalf("outcome = %s, want error cancelled", outcomeType(out))
+	}
+	if len(m.reqs) != 1 {
+		t.Errorf("model calls = %d, want 1: none after cancel", len(m.reqs))
+	}
+	if len(rec.steps) != 1 || rec.steps[0].Error != nil {
+		t.Fatalf("steps = %+v, want the in-flight call completed", rec.steps)
+	}
+	audit := s.audit(t)
+	if i := slices.IndexFunc(audit, func(e demoAudit) bool { return e.CallID == rec.steps[0].CallId }); i < 0 || audit[i].Status != "ok" {
+		t.Errorf("audit = %+v, want the in-flight call recorded as ok", audit)
+	}
+}

@@ -1,0 +1,20 @@
+package agent_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if a run leaves a goroutine behind: every MCP session a run opens
+// is closed when it returns. Idle keep-alive connections of the shared HTTP transport are not
+// the run's, nor are the test sources' server-side sessions (a session whose bearer was revoked
+// cannot be deleted by its client, so the server keeps it until the server closes).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		goleak.IgnoreTopFunction("github.com/modelcontextprotocol/go-sdk/mcp.(*streamableServerConn).Read"),
+	)
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -51,7 +52,9 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	owner := ownerOf(c)
 
 	var body gen.AskRequest
-	if err := json.NewDecoder(c.Request().Body).Decode(&body); err != nil {
+	dec := json.NewDecoder(c.Request().Body)
+	if err := dec.Decode(&body); err != nil || dec.Decode(&struct{}{}) != io.EOF {
+		// Exactly one JSON value: `{...}{...}` is not an AskRequest, whatever its first half says.
 		return badRequest("the request body is not an AskRequest")
 	}
 	conv, _, err := s.store.Conversation(ctx, conversationID)

@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,5 +20,41 @@ func TestTheServiceConforms(t *testing.T) {
 	p, f, s := rep.Counts()
 	if f != 0 || s != 0 || p != len(conformance.Names()) {
 		t.Errorf("got %s, want all %d passed", rep.Summary(), len(conformance.Names()))
+	}
+}
+
+// With fixed tokens and no audit log, what needs minting or the audit log is skipped with the
+// reason, never passed.
+func TestWhatCannotBeDoneIsSkipped(t *testing.T) {
+	st := startStack(t)
+	ctx := t.Context()
+	mint := conformance.IdPTokens{URL: st.main.IdPURL}
+	a, err := mint.Token(ctx, conformance.A, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := mint.Token(ctx, conformance.B, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.config(st.main.AskURL, "")
+	cfg.Tokens, cfg.AuditURL = conformance.FixedTokens{TokenA: a, TokenB: b}, ""
+	cfg.Only = regexp.MustCompile(`^(auth\.expired-bearer|auth\.wrong-audience|audit\.step-ms|auth\.forged-bearer|overflow\.only-steps-evicted)$`)
+	rep, err := conformance.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]conformance.Status{
+		"auth.forged-bearer":          conformance.Pass,
+		"auth.expired-bearer":         conformance.Skip,
+		"auth.wrong-audience":         conformance.Skip,
+		"audit.step-ms":               conformance.Skip,
+		"overflow.only-steps-evicted": conformance.Skip,
+	}
+	for name, status := range want {
+		res, ok := rep.Result(name)
+		if !ok || res.Status != status || (status == conformance.Skip && res.Detail == "") {
+			t.Errorf("%s: %s %q, want %s with a reason", name, res.Status, res.Detail, status)
+		}
 	}
 }

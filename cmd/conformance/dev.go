@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/demo/stack"
 )
@@ -21,9 +22,19 @@ const devOverflowEvents = 8
 
 // runDev starts the development stack (and one with a small buffer for the overflow check),
 // optionally nginx in front of both, runs the suite, and stops everything.
+//
+// The model is the llm-stub unless ASK_LLM names a real one (agent.ConfigFromEnv); with a real
+// model the behaviour checks test its judgement rather than the stub's script.
 func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Logger) (rep conformance.Report, err error) {
+	model, err := agent.ConfigFromEnv()
+	if err != nil {
+		return rep, fmt.Errorf("model: %w", err)
+	}
 	start := func(opts stack.Options) (*stack.Stack, error) {
 		opts.Logger = log
+		if model.LLM != agent.LLMStub {
+			opts.Model = &model
+		}
 		s, err := stack.Start(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("start the dev stack: %w", err)

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestFlags(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		ok   bool
+	}{
+		{"url and idp", []string{"--url", "http://x/ask", "--idp", "http://i"}, nil, true},
+		{"url and tokens from env", []string{"--url", "http://x/ask"}, map[string]string{"ASK_TOKEN_A": "a", "ASK_TOKEN_B": "b"}, true},
+		{"url without identities", []string{"--url", "http://x/ask"}, nil, false},
+		{"one token only", []string{"--url", "http://x/ask", "--token-a", "a"}, nil, false},
+		{"nothing to check", nil, nil, false},
+		{"dev stack", []string{"--dev-stack", "--behaviour"}, map[string]string{"ASK_URL": "http://ignored"}, true},
+		{"dev stack and a url", []string{"--dev-stack", "--url", "http://x/ask"}, nil, false},
+		{"gateway without the dev stack", []string{"--gateway", "--url", "http://x/ask", "--idp", "http://i"}, nil, false},
+		{"stray argument", []string{"--url", "http://x/ask", "--idp", "http://i", "extra"}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse(tt.args, io.Discard, env(tt.env))
+			if (err == nil) != tt.ok {
+				t.Errorf("parse(%v) error %v, want ok=%v", tt.args, err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/ask"}, &out, &errOut, func(string) string { return "" })
+	if code != 2 || !strings.Contains(errOut.String(), "--idp") {
+		t.Errorf("exit %d, stderr %q; want 2 naming --idp", code, errOut.String())
+	}
+}
+
+func TestUnreachableTargetFailsChecks(t *testing.T) {
+	var out bytes.Buffer
+	code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/ask", "--token-a", "a", "--token-b", "b", "--only", "^auth.no-bearer$"}, &out, io.Discard, func(string) string { return "" })
+	if code != 1 || !strings.HasPrefix(out.String(), "FAIL auth.no-bearer") || !strings.HasSuffix(out.String(), "0 passed, 1 failed, 0 skipped\n") {
+		t.Errorf("exit %d, output %q; want 1 and one FAIL", code, out.String())
+	}
+}

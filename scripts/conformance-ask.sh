@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# conformance-ask: the ask contract's conformance suite against the service directly.
+#
+#   scripts/conformance-ask.sh [ARGS...]            start the dev stack (llm-stub unless ASK_LLM
+#                                                   names a real model) in process and check it
+#   URL=http://host:8080/ask scripts/conformance-ask.sh [ARGS...]
+#                                                   check an implementation that is already
+#                                                   running; identities are minted by the dev IdP
+#                                                   at IDP (default http://127.0.0.1:8090) unless
+#                                                   ASK_TOKEN_A and ASK_TOKEN_B are set, and the
+#                                                   audit log is read from AUDIT (default
+#                                                   http://127.0.0.1:8091, the demo source)
+#
+# ARGS go to cmd/conformance, e.g. --behaviour, --only 'replay\.', --json, --overflow-url.
+# Exit status: 0 all passed, 1 a check failed, 2 the suite could not run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+if [[ -z "${URL:-}" ]]; then
+	exec "$GO" run ./cmd/conformance --dev-stack "$@"
+fi
+
+args=(--url "$URL")
+if [[ -z "${ASK_TOKEN_A:-}" || -z "${ASK_TOKEN_B:-}" ]]; then
+	args+=(--idp "${IDP:-http://127.0.0.1:8090}")
+fi
+if [[ "${AUDIT-http://127.0.0.1:8091}" != "" ]]; then
+	args+=(--audit "${AUDIT:-http://127.0.0.1:8091}")
+fi
+exec "$GO" run ./cmd/conformance "${args[@]}" "$@"

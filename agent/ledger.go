@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/das-ask/ask/agent/source"
 	"github.com/das-ask/ask/gen"
@@ -122,11 +123,18 @@ func (l *ledger) queriedSources() []string {
 	return out
 }
 
-// isQuestion reports whether s is the question text (or holds it), which no event but
-// accepted may carry.
+// isQuestion reports whether s is the question text or holds it, ignoring case, punctuation
+// and spacing: no event but accepted may carry the question.
 func (l *ledger) isQuestion(s string) bool {
-	q := strings.ToLower(strings.TrimSpace(l.question))
-	return q != "" && strings.Contains(strings.ToLower(s), q)
+	q := normalize(l.question)
+	return q != "" && strings.Contains(normalize(s), q)
+}
+
+// normalize lower-cases s and keeps only its words, one space apart.
+func normalize(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ")
 }
 
 // redacted stands in, in a step's args, for an argument that holds the question text.

@@ -359,3 +359,21 @@ func TestCancelLetsTheInFlightCallFinish(t *testing.T) {
 		t.Errorf("audit = %+v, want the in-flight call recorded as ok", audit)
 	}
 }
+
+func TestQuestionNeverBecomesATerm(t *testing.T) {
+	s := newStack(t)
+	const q = "What is our customer churn rate?"
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "search_catalog", map[string]any{"query": "what is our Customer churn rate"}),
+		call("c2", "search_catalog", map[string]any{"query": "churn"}),
+		say("I could not find it."),
+	}}
+	rec := &recorder{}
+	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", q), rec)
+	if out.Abstention == nil || !slices.Equal(out.Abstention.Terms, []string{"churn"}) {
+		t.Fatalf("outcome = %s %+v, want abstention with terms [churn]", outcomeType(out), out.Abstention)
+	}
+	if rec.steps[0].Args["query"] != "[the question]" || rec.milestones[0].Subject == "" || strings.Contains(strings.ToLower(rec.milestones[0].Subject), "customer churn rate") {
+		t.Errorf("step = %+v, milestone = %+v; want the question redacted and kept out of the subject", rec.steps[0], rec.milestones[0])
+	}
+}

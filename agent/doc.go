@@ -42,7 +42,12 @@
 //     without finishing (kind model).
 //
 // A tool error that is not a refusal (bad SQL, an unknown term) goes back to the model to
-// correct and decides nothing by itself.
+// correct and decides nothing by itself; so does a call the model asks for that names no tool or
+// whose arguments are not a JSON object, which is not made and so is no step.
+//
+// Cancel: ctx is checked before every model call and every tool call. A tool call already in
+// flight completes (bounded by Options.ToolTimeout; tools are read-only and the source audits
+// it), and the run then ends without another model call.
 //
 // # Answer
 //

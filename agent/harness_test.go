@@ -13,7 +13,6 @@ import (
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/agent/model"
-	"github.com/das-ask/ask/agent/model/openai"
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/demo/idp/idptest"
 	"github.com/das-ask/ask/demo/llmstub"
@@ -56,17 +55,21 @@ func newStack(t *testing.T) *stack {
 	return &stack{idp: ip, source: srcSrv, stub: stub, stubURL: stubSrv.URL + "/v1", logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
 }
 
-// agent returns an Agent on the stack: the production OpenAI adapter pointed at the stub, the
-// demo source as "demo", and a logger whose every line the test can read.
+// agent returns an Agent on the stack: m, or else the model ASK_LLM=stub configures (the
+// production OpenAI adapter pointed at the stub); the demo source as "demo"; and a logger whose
+// every line the test can read.
 func (s *stack) agent(t *testing.T, m model.Model) *agent.Agent {
 	t.Helper()
 	log := slog.New(slog.NewJSONHandler(lockedWriter{s.logMu, s.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if m == nil {
-		om, err := openai.New(openai.Options{BaseURL: s.stubURL, Model: "llm-stub", APIKey: "stub-key", Logger: log})
+		// ASK_LLM=stub, exactly as the service reads it: the OpenAI adapter at the stub.
+		cfg, err := agent.ConfigFromLookup(lookup(map[string]string{"ASK_LLM": "stub", "ASK_LLM_BASE_URL": s.stubURL}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m = om
+		if m, err = cfg.NewModel(nil, log); err != nil {
+			t.Fatal(err)
+		}
 	}
 	a, err := agent.New(agent.Options{
 		Model:   m,

@@ -1,0 +1,36 @@
+package agent
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestTablesOf(t *testing.T) {
+	tests := map[string][]string{
+		"SELECT COUNT(*) FROM incidents WHERE severity = 'sev1'":                             {"incidents"},
+		"select t.name from incidents i join services s on s.id = i.service_id JOIN teams t": {"incidents", "services", "teams"},
+		`SELECT * FROM "oncall_pay" p JOIN teams t ON t.id = p.team_id JOIN teams u`:         {"oncall_pay", "teams"},
+		"SELECT 1": nil,
+	}
+	for sql, want := range tests {
+		if got := tablesOf(sql); !slices.Equal(got, want) {
+			t.Errorf("tablesOf(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}
+
+func TestCleanSubject(t *testing.T) {
+	l := &ledger{question: "How many sev1 incidents did we have?"}
+	tests := map[string]string{
+		"incident":                                    "incident",
+		"  change   failure rate ":                    "change failure rate",
+		"how many SEV1 incidents did we have":         "",
+		"x: how many sev1 incidents did we have":      "",
+		"é" + string(slices.Repeat([]rune("a"), 100)): "é" + string(slices.Repeat([]rune("a"), maxSubject-1)),
+	}
+	for in, want := range tests {
+		if got := l.clean(in); got != want {
+			t.Errorf("clean(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+// How a client in this language presents what the service sends: each outcome kind handled by
+// its own type (the switch is exhaustive, so a new outcome in the contract fails to compile here),
+// and milestones in this client's own words.
+
+import type { MilestoneEvent, Outcome } from "./client.js";
+
+/** describeOutcome renders a terminal event for a person, saying what kind of outcome it is. */
+export function describeOutcome(o: Outcome): string {
+  switch (o.type) {
+    case "answer": {
+      const lines: string[] = [];
+      if (o.headline) lines.push(`${String(o.headline.value)} (${o.headline.label})`);
+      lines.push(o.text);
+      for (const c of o.caveats) lines.push(`Keep in mind — ${c.term}: ${c.text} (${c.source})`);
+      for (const p of o.provenance) lines.push(`Rests on — ${p.term}: ${p.statement} (${p.source})`);
+      lines.push(o.path.speed === "fast" ? "Answered from the catalog alone." : `Answered by querying the data (${o.sql.length} quer${o.sql.length === 1 ? "y" : "ies"}).`);
+      return lines.join("\n");
+    }
+    case "abstention":
+      return `No answer: the catalog has nothing to answer this from. Looked for: ${o.terms.join(", ") || "nothing"}.`;
+    case "refusal":
+      return `Refused: the ${o.source} source refused ${o.tool} for you (${o.reason}). This is recorded in its audit log; it is not an empty result.`;
+    case "error":
+      return o.kind === "cancelled" ? "Cancelled." : `Not answered (${o.kind}): ${o.message}`;
+    default: {
+      const unhandled: never = o;
+      return unhandled;
+    }
+  }
+}
+
+/** milestoneWords says what a milestone means, in this client's words. */
+export function milestoneWords(m: MilestoneEvent): string {
+  switch (m.phase) {
+    case "grounding":
+      return `Checking what "${m.subject}" means in the catalog`;
+    case "discovering":
+      return m.subject === "tables" ? "Seeing which tables there are" : `Reading how ${m.subject} is laid out`;
+    case "querying":
+      return `Querying ${m.subject}`;
+    case "reconciling":
+      return `Combining ${m.subject} across sources`;
+    default: {
+      const unknown: never = m.phase;
+      return `Working on ${String(unknown)}`;
+    }
+  }
+}

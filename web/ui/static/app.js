@@ -1,0 +1,478 @@
+// The reference page for the ask service. Plain browser JavaScript, no build step, no
+// dependencies. Everything the service says is rendered with textContent, never as HTML.
+//
+// What a client owes, and where this page pays it:
+//   - milestones in its own words (milestoneWords); steps only for someone who opens "Show the work";
+//   - refusal and abstention as what they are (renderRefusal, renderAbstention), never as an answer;
+//   - every caveat shown (renderAnswer);
+//   - cancel when the person has gone (the Cancel button, and pagehide);
+//   - latency is the service's business: the page only reports path.speed.
+'use strict';
+
+(() => {
+  // The page is mounted at {base}/ui/; the API is at {base}/v1/...
+  const apiBase = new URL('..', document.baseURI);
+  const uiBase = new URL('.', document.baseURI);
+
+  const state = {
+    token: '',
+    oid: '',
+    conversation: '', // the conversation id the next ask goes to
+    running: null, // {ticket, controller, turn} while an ask runs
+  };
+
+  const $ = (id) => document.getElementById(id);
+
+  // ---- the service ----------------------------------------------------------------------------
+
+  class ProblemError extends Error {
+    constructor(status, problem) {
+      super(problem && (problem.detail || problem.title) ? (problem.detail || problem.title) : `HTTP ${status}`);
+      this.status = status;
+      this.problem = problem || {};
+    }
+  }
+
+  function authHeaders(extra) {
+    return Object.assign({ Authorization: `Bearer ${state.token}` }, extra || {});
+  }
+
+  async function call(method, path, body) {
+    const resp = await fetch(new URL(path, apiBase), {
+      method,
+      headers: authHeaders(body === undefined ? { Accept: 'application/json' }
+        : { Accept: 'application/json', 'Content-Type': 'application/json' }),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: 'no-store',
+    });
+    const text = await resp.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+    if (!resp.ok) throw new ProblemError(resp.status, json);
+    return json;
+  }
+
+  const createConversation = () => call('POST', 'v1/conversations', {});
+  const createAsk = (cid, question) => call('POST', `v1/conversations/${encodeURIComponent(cid)}/asks`, { question });
+  const cancelAsk = (ticket) => call('POST', `v1/asks/${encodeURIComponent(ticket)}/cancel`);
+
+  // ---- Server-Sent Events over fetch ------------------------------------------------------------
+  // EventSource cannot send a bearer, so the stream is read with fetch. The parser follows the
+  // WHATWG event stream rules: CRLF, LF or CR line ends, comments, multi-line data, the last
+  // event ID persisting across frames.
+
+  class SSEParser {
+    constructor() { this.buf = ''; this.data = []; this.type = ''; this.id = null; this.lastId = ''; }
+
+    // push takes decoded text and returns the frames it completed.
+    push(text) {
+      this.buf += text;
+      const frames = [];
+      for (;;) {
+        const m = /\r\n|\r|\n/.exec(this.buf);
+        if (!m) break;
+        // A lone CR at the very end may be the first half of CRLF: wait for more.
+        if (m[0] === '\r' && m.index === this.buf.length - 1) break;
+        const line = this.buf.slice(0, m.index);
+        this.buf = this.buf.slice(m.index + m[0].length);
+        const f = this.line(line);
+        if (f) frames.push(f);
+      }
+      return frames;
+    }
+
+    line(line) {
+      if (line === '') {
+        if (this.id !== null) this.lastId = this.id;
+        this.id = null;
+        const f = this.data.length ? { id: this.lastId, type: this.type || 'message', data: this.data.join('\n') } : null;
+        this.data = []; this.type = '';
+        return f;
+      }
+      if (line.startsWith(':')) return null; // a comment: keep-alive
+      const i = line.indexOf(':');
+      const field = i < 0 ? line : line.slice(0, i);
+      let value = i < 0 ? '' : line.slice(i + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'data') this.data.push(value);
+      else if (field === 'event') this.type = value;
+      else if (field === 'id' && !value.includes('\0')) this.id = value;
+      return null;
+    }
+  }
+
+  const sleep = (ms, signal) => new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => { clearTimeout(t); reject(signal.reason); }, { once: true });
+  });
+
+  // follow yields a ticket's events in order, each once, until done. A dropped connection is
+  // resumed with Last-Event-ID after a short backoff; a refusal of the stream itself (401, 404,
+  // 400) is final and thrown.
+  async function* follow(ticket, signal) {
+    let lastId = '';
+    let lastSeq = 0;
+    let failures = 0;
+    for (;;) {
+      let resp = null;
+      try {
+        const headers = authHeaders({ Accept: 'text/event-stream' });
+        if (lastId) headers['Last-Event-ID'] = lastId;
+        resp = await fetch(new URL(`v1/asks/${encodeURIComponent(ticket)}/events`, apiBase), { headers, signal, cache: 'no-store' });
+      } catch (e) {
+        if (signal.aborted) throw e;
+      }
+      if (resp && !resp.ok) {
+        let problem = null;
+        try { problem = await resp.json(); } catch { problem = null; }
+        if (resp.status !== 429 && resp.status < 500) throw new ProblemError(resp.status, problem);
+      }
+      if (resp && resp.ok) {
+        const parser = new SSEParser();
+        const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+        try {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            for (const frame of parser.push(value)) {
+              if (frame.id) lastId = frame.id;
+              let ev;
+              try { ev = JSON.parse(frame.data); } catch { continue; }
+              if (typeof ev.seq === 'number' && ev.seq <= lastSeq) continue; // already seen
+              if (typeof ev.seq === 'number') lastSeq = ev.seq;
+              failures = 0;
+              yield ev;
+              if (ev.type === 'done') return;
+            }
+          }
+        } catch (e) {
+          if (signal.aborted) throw e;
+        } finally {
+          reader.cancel().catch(() => {});
+        }
+      }
+      failures++;
+      if (failures > 8) throw new Error('the event stream could not be resumed');
+      await sleep(Math.min(250 * 2 ** failures, 5000) * Math.random() + 100, signal);
+    }
+  }
+
+  // ---- the page's own words ---------------------------------------------------------------------
+
+  function milestoneWords(m) {
+    const subject = m.subject || '';
+    switch (m.phase) {
+      case 'grounding':
+        return `Checking what “${subject}” means in the catalog`;
+      case 'discovering':
+        return subject === 'tables' ? 'Seeing which tables there are' : `Reading how the ${subject} table is laid out`;
+      case 'querying':
+        return subject === 'query' ? `Querying the ${m.source} data` : `Querying ${subject}`;
+      case 'reconciling':
+        return `Combining ${subject} with what the other sources said`;
+      default:
+        return `Working on ${subject}`;
+    }
+  }
+
+  function errorWords(e) {
+    switch (e.kind) {
+      case 'cancelled': return 'Cancelled. Nothing more will run for this question.';
+      case 'timeout': return 'This took too long and was stopped.';
+      case 'transport': return `A source could not be reached or did not accept your sign-in: ${e.message}`;
+      case 'model': return `The model failed: ${e.message}`;
+      case 'shutdown': return 'The service was stopping and ended this question.';
+      case 'interrupted': return 'The server running this question stopped before it finished.';
+      default: return `Something went wrong: ${e.message}`;
+    }
+  }
+
+  // ---- rendering --------------------------------------------------------------------------------
+
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === 'class') node.className = v;
+      else if (k === 'text') node.textContent = v;
+      else node.setAttribute(k, v);
+    }
+    for (const c of children) if (c) node.append(c);
+    return node;
+  }
+
+  function cellText(v) {
+    if (v === null || v === undefined) return '—';
+    if (typeof v === 'object') return JSON.stringify(v);
+    return String(v);
+  }
+
+  function resultTable(result) {
+    const table = el('table', { class: 'result' });
+    const head = el('tr');
+    for (const c of result.columns || []) head.append(el('th', { text: c, scope: 'col' }));
+    table.append(el('thead', null, head));
+    const body = el('tbody');
+    for (const row of result.rows || []) {
+      const tr = el('tr');
+      for (const v of row) tr.append(el('td', { text: cellText(v) }));
+      body.append(tr);
+    }
+    table.append(body);
+    return table;
+  }
+
+  function renderAnswer(out, a) {
+    out.className = 'outcome answer';
+    out.append(el('h3', { text: 'Answer' }));
+    if (a.headline) {
+      out.append(el('p', { class: 'headline' },
+        el('span', { class: 'figure', text: cellText(a.headline.value) }),
+        el('span', { class: 'label', text: ` ${a.headline.label.replaceAll('_', ' ')}` })));
+    }
+    out.append(el('p', { class: 'text', text: a.text }));
+    if (a.result && (a.result.rows || []).length > 0 && !(a.headline && a.result.rows.length === 1)) {
+      out.append(resultTable(a.result));
+      if (a.result.truncated) out.append(el('p', { class: 'note', text: 'The source capped these rows; there are more.' }));
+    }
+    if ((a.caveats || []).length > 0) {
+      const list = el('ul');
+      for (const c of a.caveats) {
+        list.append(el('li', null, el('strong', { text: `${c.term}: ` }), document.createTextNode(c.text),
+          el('span', { class: 'source', text: ` (${c.source})` })));
+      }
+      out.append(el('section', { class: 'caveats' }, el('h4', { text: 'Keep in mind' }), list));
+    }
+    if ((a.provenance || []).length > 0) {
+      const list = el('dl');
+      for (const p of a.provenance) {
+        list.append(el('dt', { text: p.term }));
+        list.append(el('dd', null, document.createTextNode(p.statement),
+          el('span', { class: 'source', text: ` — ${p.source}, ${p.kind.replaceAll('_', ' ')}` })));
+      }
+      out.append(el('section', { class: 'provenance' }, el('h4', { text: 'What this answer rests on' }), list));
+    }
+    const path = a.path && a.path.speed === 'fast'
+      ? 'Answered from the catalog alone: no data was queried.'
+      : 'Answered by querying the data.';
+    out.append(el('p', { class: 'path', text: path }));
+    if ((a.sql || []).length > 0) {
+      const sql = el('details', { class: 'sql' }, el('summary', { text: a.sql.length === 1 ? 'The query that ran' : `The ${a.sql.length} queries that ran` }));
+      for (const s of a.sql) sql.append(el('pre', { text: s }));
+      out.append(sql);
+    }
+  }
+
+  function renderAbstention(out, a) {
+    out.className = 'outcome abstention';
+    out.append(el('h3', { text: 'No answer: the catalog has nothing to answer this from' }));
+    out.append(el('p', { text: 'The agent looked and could not find what this question is about, so it did not guess. '
+      + 'This is not an error: it is a gap in the catalog that a data steward can fill.' }));
+    if ((a.terms || []).length > 0) out.append(el('p', { class: 'terms', text: `Looked for: ${a.terms.join(', ')}` }));
+    if ((a.sources || []).length > 0) out.append(el('p', { class: 'note', text: `Consulted: ${a.sources.join(', ')}` }));
+  }
+
+  function renderRefusal(out, r) {
+    out.className = 'outcome refusal';
+    out.append(el('h3', { text: 'Refused: you are not permitted to see this' }));
+    out.append(el('p', { text: `The ${r.source} source refused the ${r.tool} call made on your behalf.` }));
+    out.append(el('p', { class: 'reason', text: `Its reason: ${r.reason}` }));
+    out.append(el('p', { class: 'note', text: 'This is not an empty result. The refusal is recorded in the source’s audit log with your identity '
+      + `(call ${r.call_id}). Ask the data’s owner for access if you need it.` }));
+  }
+
+  function renderError(out, e) {
+    out.className = `outcome error error-${e.kind}`;
+    out.append(el('h3', { text: e.kind === 'cancelled' ? 'Cancelled' : 'Not answered' }));
+    out.append(el('p', { text: errorWords(e) }));
+  }
+
+  function renderDone(turn, d) {
+    const secs = (d.elapsed_ms / 1000).toFixed(1);
+    turn.querySelector('.outcome').append(el('p', { class: 'usage',
+      text: `${d.steps} tool call${d.steps === 1 ? '' : 's'} · ${d.model_calls} model call${d.model_calls === 1 ? '' : 's'} · ${secs} s` }));
+  }
+
+  function addMilestone(turn, m) {
+    const list = turn.querySelector('.progress');
+    const words = milestoneWords(m);
+    const last = list.lastElementChild;
+    if (last && last.textContent === words) return; // the same thing again: say it once
+    if (last) last.classList.add('past');
+    list.append(el('li', { text: words }));
+  }
+
+  function addStep(turn, s) {
+    const work = turn.querySelector('.work');
+    work.hidden = false;
+    const steps = turn.querySelector('.steps');
+    const args = JSON.stringify(s.args);
+    const status = s.refused ? 'refused' : (s.error ? `error: ${s.error}` : `${s.ms} ms`);
+    steps.append(el('li', { class: s.refused ? 'refused' : '' },
+      el('code', { text: `${s.source}.${s.tool}` }), document.createTextNode(` ${args} — ${status}`)));
+    work.querySelector('summary').textContent = `Show the work (${steps.children.length} tool call${steps.children.length === 1 ? '' : 's'})`;
+  }
+
+  function handle(turn, ev) {
+    const out = turn.querySelector('.outcome');
+    switch (ev.type) {
+      case 'accepted': turn.dataset.seqAccepted = String(ev.seq); break;
+      case 'milestone': addMilestone(turn, ev); break;
+      case 'step': addStep(turn, ev); break;
+      case 'answer': renderAnswer(out, ev); break;
+      case 'abstention': renderAbstention(out, ev); break;
+      case 'refusal': renderRefusal(out, ev); break;
+      case 'error': renderError(out, ev); break;
+      case 'done': renderDone(turn, ev); break;
+      default: break; // branch, and types this page does not know yet
+    }
+    if (['answer', 'abstention', 'refusal', 'error'].includes(ev.type)) {
+      turn.dataset.outcome = ev.type;
+      turn.querySelector('.progress').classList.add('finished');
+    }
+  }
+
+  // ---- the flow -----------------------------------------------------------------------------------
+
+  function showProblem(id, message) {
+    const p = $(id);
+    p.textContent = message;
+    p.hidden = !message;
+  }
+
+  function setRunning(run) {
+    state.running = run;
+    $('ask-button').disabled = !!run;
+    $('cancel-button').disabled = !run;
+    $('cancel-button').textContent = 'Cancel';
+    $('question').readOnly = !!run;
+    $('follow-up-hint').hidden = !!run || !state.conversation;
+    $('conversation').dataset.running = run ? 'true' : 'false';
+  }
+
+  function signedIn(token, oid) {
+    state.token = token;
+    state.oid = oid;
+    resetConversation();
+    const who = $('whoami');
+    who.textContent = oid ? `Signed in as ${oid}.` : 'Using your bearer token.';
+    who.hidden = false;
+    $('conversation').hidden = false;
+    $('question').focus();
+  }
+
+  function resetConversation() {
+    if (state.running) state.running.controller.abort();
+    setRunning(null);
+    state.conversation = '';
+    delete $('conversation').dataset.conversationId;
+    $('turns').replaceChildren();
+    $('follow-up-hint').hidden = true;
+    showProblem('ask-error', '');
+  }
+
+  async function signIn(event) {
+    event.preventDefault();
+    showProblem('signin-error', '');
+    const oid = $('identity').value;
+    try {
+      const resp = await fetch(new URL('token', uiBase), {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ oid }),
+        cache: 'no-store',
+      });
+      if (resp.status === 404) throw new Error('Development sign-in is not available here: paste a bearer token instead.');
+      const body = await resp.json();
+      if (!resp.ok) throw new Error(body.error || `sign-in failed (HTTP ${resp.status})`);
+      signedIn(body.access_token, oid);
+    } catch (e) {
+      showProblem('signin-error', e.message);
+    }
+  }
+
+  async function ask(event) {
+    event.preventDefault();
+    if (state.running) return;
+    const question = $('question').value.trim();
+    if (!question) return;
+    showProblem('ask-error', '');
+    const turn = $('turn-template').content.firstElementChild.cloneNode(true);
+    turn.querySelector('.question').textContent = question;
+    const controller = new AbortController();
+    setRunning({ ticket: '', controller, turn });
+    try {
+      let ticket;
+      for (let attempt = 0; ; attempt++) {
+        if (!state.conversation) {
+          const conv = await createConversation();
+          state.conversation = conv.id;
+          $('conversation').dataset.conversationId = conv.id;
+        }
+        try {
+          ticket = await createAsk(state.conversation, question);
+          break;
+        } catch (e) {
+          // The conversation outlived its memory (DAS_ASK_TTL_S): start a new one, and say so.
+          if (e instanceof ProblemError && e.status === 404 && attempt === 0) {
+            state.conversation = '';
+            $('turns').append(el('li', { class: 'notice', text: 'The earlier conversation had expired; this question starts a new one.' }));
+            continue;
+          }
+          throw e;
+        }
+      }
+      turn.dataset.ticket = ticket.ticket;
+      state.running.ticket = ticket.ticket;
+      $('turns').append(turn);
+      $('question').value = '';
+      for await (const ev of follow(ticket.ticket, controller.signal)) handle(turn, ev);
+    } catch (e) {
+      if (!controller.signal.aborted) {
+        if (e instanceof ProblemError && e.status === 401) showProblem('ask-error', 'Your sign-in was not accepted (it may have expired): sign in again.');
+        else if (e instanceof ProblemError && e.status === 429) showProblem('ask-error', 'You have too many questions running; try again in a moment.');
+        else showProblem('ask-error', e.message);
+      }
+    } finally {
+      if (state.running && state.running.controller === controller) setRunning(null);
+    }
+  }
+
+  async function cancel() {
+    const run = state.running;
+    if (!run || !run.ticket) return;
+    const button = $('cancel-button');
+    button.disabled = true;
+    button.textContent = 'Cancelling…';
+    try {
+      await cancelAsk(run.ticket); // the stream then ends with error{cancelled} and done
+    } catch (e) {
+      showProblem('ask-error', `Cancel failed: ${e.message}`);
+      button.disabled = false;
+      button.textContent = 'Cancel';
+    }
+  }
+
+  // Cancel when the person has gone: the run is spending their quota.
+  window.addEventListener('pagehide', () => {
+    const run = state.running;
+    if (!run || !run.ticket) return;
+    fetch(new URL(`v1/asks/${encodeURIComponent(run.ticket)}/cancel`, apiBase),
+      { method: 'POST', headers: authHeaders(), keepalive: true }).catch(() => {});
+  });
+
+  $('signin-form').addEventListener('submit', signIn);
+  $('token-use').addEventListener('click', () => {
+    const token = $('token-input').value.trim();
+    $('token-input').value = '';
+    if (token) signedIn(token, '');
+  });
+  $('ask-form').addEventListener('submit', ask);
+  $('question').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); $('ask-form').requestSubmit(); }
+  });
+  $('cancel-button').addEventListener('click', cancel);
+  $('new-conversation').addEventListener('click', resetConversation);
+  for (const b of document.querySelectorAll('button.example')) {
+    b.addEventListener('click', () => { $('question').value = b.textContent; $('question').focus(); });
+  }
+})();

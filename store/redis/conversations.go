@@ -1,0 +1,97 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// CreateConversation implements store.Store.
+func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, limits store.Limits) error {
+	res, err := createConversation.Run(ctx, s.rdb,
+		[]string{s.keys.conv(c.ID), s.keys.turns(c.ID), s.keys.convs()},
+		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), limits.MaxTickets).Text()
+	if err != nil {
+		return fmt.Errorf("redis store: %w", err)
+	}
+	return statusErr(res)
+}
+
+// Conversation implements store.Store.
+func (s *Store) Conversation(ctx context.Context, id string) (store.Conversation, []ask.Turn, error) {
+	var h *goredis.MapStringStringCmd
+	var l *goredis.StringSliceCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		h = p.HGetAll(ctx, s.keys.conv(id))
+		l = p.LRange(ctx, s.keys.turns(id), 0, -1)
+		return nil
+	})
+	if err != nil {
+		return store.Conversation{}, nil, fmt.Errorf("redis store: %w", err)
+	}
+	m := h.Val()
+	if len(m) == 0 {
+		return store.Conversation{}, nil, store.ErrNotFound
+	}
+	turns, err := decodeTurns(l.Val())
+	if err != nil {
+		return store.Conversation{}, nil, err
+	}
+	return store.Conversation{
+		ID:        id,
+		Owner:     store.Owner{Tenant: m["tenant"], OID: m["oid"]},
+		CreatedAt: fromNanos(m["created"]),
+	}, turns, nil
+}
+
+// turn is a conversation turn as Redis holds it.
+type turn struct {
+	Question string        `json:"q"`
+	Outcome  gen.EventType `json:"o"`
+	Text     string        `json:"x"`
+}
+
+func encodeTurn(t ask.Turn) (string, error) {
+	b, err := json.Marshal(turn{Question: t.Question, Outcome: t.Outcome, Text: t.Text})
+	return string(b), err
+}
+
+func decodeTurns(raw []string) ([]ask.Turn, error) {
+	var out []ask.Turn
+	for _, r := range raw {
+		var t turn
+		if err := json.Unmarshal([]byte(r), &t); err != nil {
+			// Not the turn's content: it may hold the question.
+			return nil, fmt.Errorf("redis store: a conversation turn is not valid JSON")
+		}
+		out = append(out, ask.Turn{Question: t.Question, Outcome: t.Outcome, Text: t.Text})
+	}
+	return out, nil
+}
+
+// statusErr maps a script's status word to the store's errors.
+func statusErr(status string) error {
+	switch status {
+	case "ok":
+		return nil
+	case "notfound":
+		return store.ErrNotFound
+	case "full":
+		return store.ErrFull
+	case "inflight":
+		return store.ErrTooManyInFlight
+	case "finished":
+		return store.ErrFinished
+	case "seq":
+		return store.ErrSeq
+	case "held":
+		return store.ErrLeaseHeld
+	}
+	return fmt.Errorf("redis store: unexpected script status %q", status)
+}

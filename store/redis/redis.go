@@ -1,0 +1,216 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/store"
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultPrefix = "ask:"
+	DefaultLease  = 10 * time.Second
+)
+
+// Options configure New. Zero values mean defaults.
+type Options struct {
+	// URL is the Redis to use (redis://[user:password@]host:port/db, or rediss:// for TLS),
+	// when Client is nil.
+	URL string
+	// Client is an existing client; New uses it instead of URL, and Close leaves it open.
+	Client *goredis.Client
+	// Prefix starts every key and the change channel; default DefaultPrefix. Replicas that
+	// share tickets use the same prefix.
+	Prefix string
+	// Replica names this store instance as the runner of the tickets it creates; default a
+	// random name. Two instances must never share one.
+	Replica string
+	// TTL is how long a finished ticket, and an idle conversation, are retained
+	// (default store.DefaultTTL).
+	TTL time.Duration
+	// MaxEvents bounds each ticket's retained events (default store.DefaultMaxEvents).
+	MaxEvents int
+	// Lease is how long a running ticket's lease lasts without renewal (default DefaultLease).
+	Lease time.Duration
+	// Logger receives the store's few logs (a lost subscription); nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is the Redis-backed store.Shared. See the package documentation for the keys it
+// keeps. It holds one goroutine, which receives change notifications; Close stops it.
+type Store struct {
+	rdb       *goredis.Client
+	ownClient bool
+	keys      keys
+	replica   string
+	ttl       time.Duration
+	maxEvents int
+	lease     time.Duration
+	log       *slog.Logger
+
+	sub      *goredis.PubSub
+	listened chan struct{} // closed when the notification goroutine returns
+	waiters  waiters
+}
+
+var _ store.Shared = (*Store)(nil)
+
+// New connects, subscribes to change notifications and returns the store. It fails if Redis
+// cannot be reached within ctx.
+func New(ctx context.Context, opts Options) (*Store, error) {
+	s := &Store{
+		rdb:       opts.Client,
+		keys:      keys{prefix: opts.Prefix},
+		replica:   opts.Replica,
+		ttl:       opts.TTL,
+		maxEvents: opts.MaxEvents,
+		lease:     opts.Lease,
+		log:       opts.Logger,
+		listened:  make(chan struct{}),
+		waiters:   waiters{m: map[string]chan struct{}{}},
+	}
+	if s.keys.prefix == "" {
+		s.keys.prefix = DefaultPrefix
+	}
+	if s.replica == "" {
+		s.replica = rand.Text()
+	}
+	if s.ttl <= 0 {
+		s.ttl = store.DefaultTTL
+	}
+	if s.maxEvents <= 0 {
+		s.maxEvents = store.DefaultMaxEvents
+	}
+	if s.lease <= 0 {
+		s.lease = DefaultLease
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.rdb == nil {
+		o, err := goredis.ParseURL(opts.URL)
+		if err != nil {
+			// The URL may carry a password: do not echo it.
+			return nil, errors.New("redis store: the URL is not a redis:// or rediss:// URL")
+		}
+		s.rdb, s.ownClient = goredis.NewClient(o), true
+	}
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		s.closeClient()
+		return nil, fmt.Errorf("redis store: %w", err)
+	}
+	s.sub = s.rdb.Subscribe(ctx, s.keys.changed())
+	if _, err := s.sub.Receive(ctx); err != nil { // the subscription's confirmation
+		_ = s.sub.Close()
+		s.closeClient()
+		return nil, fmt.Errorf("redis store: subscribe: %w", err)
+	}
+	go s.listen(s.sub.ChannelWithSubscriptions())
+	return s, nil
+}
+
+// Lease implements store.Shared.
+func (s *Store) Lease() time.Duration { return s.lease }
+
+// Replica is the name this instance runs tickets under.
+func (s *Store) Replica() string { return s.replica }
+
+// Close stops receiving notifications, wakes every waiting reader and closes the client if
+// New opened it. Tickets, logs and conversations stay in Redis until their TTL.
+func (s *Store) Close() error {
+	err := s.sub.Close()
+	<-s.listened
+	s.waiters.wakeAll()
+	if cerr := s.closeClient(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
+func (s *Store) closeClient() error {
+	if s.ownClient {
+		return s.rdb.Close()
+	}
+	return nil
+}
+
+// keys names everything the store keeps in Redis.
+type keys struct{ prefix string }
+
+func (k keys) conv(id string) string   { return k.prefix + "c:" + id }
+func (k keys) turns(id string) string  { return k.prefix + "c:" + id + ":turns" }
+func (k keys) ticketPrefix() string    { return k.prefix + "t:" }
+func (k keys) ticket(id string) string { return k.prefix + "t:" + id }
+func (k keys) log(id string) string    { return k.prefix + "t:" + id + ":log" }
+func (k keys) steps(id string) string  { return k.prefix + "t:" + id + ":steps" }
+func (k keys) convs() string           { return k.prefix + "convs" }
+func (k keys) tickets() string         { return k.prefix + "tickets" }
+func (k keys) running() string         { return k.prefix + "running" }
+func (k keys) inflight() string        { return k.prefix + "inflight" }
+func (k keys) changed() string         { return k.prefix + "changed" }
+func ms(d time.Duration) string        { return strconv.FormatInt(d.Milliseconds(), 10) }
+func nanos(t time.Time) string         { return strconv.FormatInt(t.UnixNano(), 10) }
+func fromNanos(s string) time.Time     { n, _ := strconv.ParseInt(s, 10, 64); return time.Unix(0, n).UTC() }
+func atoi(s string) int64              { n, _ := strconv.ParseInt(s, 10, 64); return n }
+
+// waiters are the change channels of the tickets readers wait on in this process.
+type waiters struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// wait returns the channel closed at the ticket's next change.
+func (w *waiters) wait(ticket string) chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch, ok := w.m[ticket]
+	if !ok {
+		ch = make(chan struct{})
+		w.m[ticket] = ch
+	}
+	return ch
+}
+
+// wake closes the ticket's channel: its readers read again.
+func (w *waiters) wake(ticket string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch, ok := w.m[ticket]; ok {
+		close(ch)
+		delete(w.m, ticket)
+	}
+}
+
+// wakeAll wakes every reader: after a reconnect, notifications may have been lost.
+func (w *waiters) wakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, ch := range w.m {
+		close(ch)
+		delete(w.m, id)
+	}
+}
+
+// listen wakes the readers of each ticket a notification names, and every reader after the
+// subscription was re-established. It returns when the subscription is closed.
+func (s *Store) listen(ch <-chan any) {
+	defer close(s.listened)
+	for m := range ch {
+		switch m := m.(type) {
+		case *goredis.Message:
+			s.waiters.wake(m.Payload)
+		case *goredis.Subscription:
+			s.log.Warn("redis store: change notifications re-subscribed; waking every reader")
+			s.waiters.wakeAll()
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package redis_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/store/storetest"
+)
+
+// newStore opens a store on srv under a fresh prefix (an empty store), closed with the test.
+func newStore(t *testing.T, srv *redistest.Server, o redisstore.Options) *redisstore.Store {
+	t.Helper()
+	if o.Prefix == "" {
+		o.Prefix = "test:" + rand.Text() + ":"
+	}
+	o.URL = srv.URL
+	s, err := redisstore.New(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func raw(t *testing.T, srv *redistest.Server) *goredis.Client {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestContract runs the store contract against Redis.
+func TestContract(t *testing.T) {
+	srv := redistest.Start(t)
+	storetest.Run(t, func(t *testing.T, o storetest.Options) store.Store {
+		return newStore(t, srv, redisstore.Options{MaxEvents: o.MaxEvents})
+	})
+}
+
+// TestTTLFromTerminal: while a ticket runs neither it nor its conversation expires; Finish
+// starts the TTL of the ticket's keys and of the conversation; the keys' expiry is then what
+// makes them disappear (every call answers ErrNotFound).
+func TestTTLFromTerminal(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	const prefix = "ttl:"
+	ttl := 90 * time.Second
+	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
+	storetest.MustConv(t, s, "c", storetest.Alice)
+	if d := rc.PTTL(ctx, prefix+"c:c").Val(); d <= ttl-5*time.Second || d > ttl {
+		t.Errorf("a new conversation expires in %v, want about %v", d, ttl)
+	}
+	if _, err := storetest.NewTicket(t, s, "t", "c", storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{prefix + "c:c", prefix + "t:t", prefix + "t:t:log"} {
+		if d := rc.PTTL(ctx, k).Val(); d != -1 {
+			t.Errorf("%s expires in %v while its ask runs, want never (-1)", k, d)
+		}
+	}
+	if err := s.Append(ctx, "t", storetest.Ev(2, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, "t", storetest.Tail(3), ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{prefix + "c:c", prefix + "c:c:turns", prefix + "t:t", prefix + "t:t:log", prefix + "t:t:steps"} {
+		if d := rc.PTTL(ctx, k).Val(); d <= ttl-5*time.Second || d > ttl {
+			t.Errorf("%s expires in %v after the terminal event, want about %v", k, d, ttl)
+		}
+	}
+	// Expiry, as Redis does it when the TTL passes.
+	if err := rc.Del(ctx, prefix+"c:c", prefix+"c:c:turns", prefix+"t:t", prefix+"t:t:log", prefix+"t:t:steps").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ticket(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ticket after expiry: %v", err)
+	}
+	if _, err := s.Read(ctx, "t", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("read after expiry: %v", err)
+	}
+	if _, _, err := s.Conversation(ctx, "c"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("conversation after expiry: %v", err)
+	}
+}
+
+// TestCapacityCountsLiveTickets: the ticket cap counts tickets until their TTL ends.
+func TestCapacityCountsLiveTickets(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	const prefix = "cap:"
+	s := newStore(t, srv, redisstore.Options{Prefix: prefix})
+	storetest.MustConv(t, s, "c1", storetest.Alice)
+	storetest.MustConv(t, s, "c2", storetest.Alice)
+	limits := store.Limits{MaxTickets: 1}
+	if _, err := storetest.NewTicket(t, s, "t1", "c1", storetest.Alice, limits); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{})
+	if _, err := storetest.NewTicket(t, s, "t2", "c2", storetest.Alice, limits); !errors.Is(err, store.ErrFull) {
+		t.Errorf("a finished ticket within its TTL did not count: %v", err)
+	}
+	// Its TTL passes: the index entry's score is its expiry.
+	rc.ZAdd(ctx, prefix+"tickets", goredis.Z{Score: 1, Member: "t1"})
+	if _, err := storetest.NewTicket(t, s, "t2", "c2", storetest.Alice, limits); err != nil {
+		t.Errorf("an expired ticket still counted: %v", err)
+	}
+}
+
+// TestNotificationsAcrossInstances: a reader on one instance is woken by an append through
+// another (two replicas), and the appending instance is the only one allowed to append.
+func TestNotificationsAcrossInstances(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	a := newStore(t, srv, redisstore.Options{Prefix: "x:", Replica: "a"})
+	b := newStore(t, srv, redisstore.Options{Prefix: "x:", Replica: "b"})
+	storetest.MustConv(t, a, "c", storetest.Alice)
+	if _, err := storetest.NewTicket(t, a, "t", "c", storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := b.Read(ctx, "t", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(ctx, "t", storetest.Ev(2, gen.EventTypeStep)); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("append by a replica that does not run the ticket: %v, want ErrFinished", err)
+	}
+	if err := b.Finish(ctx, "t", storetest.Tail(2), ask.Turn{}); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("finish by a replica that does not run the ticket: %v, want ErrFinished", err)
+	}
+	if err := a.Append(ctx, "t", storetest.Ev(2, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, batch.Changed, "append on another instance")
+	got, _ := b.Read(ctx, "t", 1)
+	if len(got.Events) != 1 || got.Events[0].Seq != 2 {
+		t.Errorf("read on b after a's append: %+v", got)
+	}
+}
+
+// TestCloseWakesReaders: Close wakes waiting readers.
+func TestCloseWakesReaders(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: "close:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.MustConv(t, s, "c", storetest.Alice)
+	if _, err := storetest.NewTicket(t, s, "t", "c", storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.Read(t.Context(), "t", 1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, b.Changed, "close")
+}
+
+func TestNewFailsFast(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := redisstore.New(ctx, redisstore.Options{URL: "http://user:secret@example"}); err == nil || containsSecret(err) {
+		t.Errorf("a bad URL: %v", err)
+	}
+	if _, err := redisstore.New(ctx, redisstore.Options{URL: "redis://127.0.0.1:1/0"}); err == nil {
+		t.Error("no error for a Redis that is not there")
+	}
+}
+
+func containsSecret(err error) bool {
+	for s := err.Error(); len(s) >= 6; s = s[1:] {
+		if s[:6] == "secret" {
+			return true
+		}
+	}
+	return false
+}

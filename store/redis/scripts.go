@@ -1,0 +1,159 @@
+package redis
+
+import goredis "github.com/redis/go-redis/v9"
+
+// The Lua scripts below are where every promise that spans more than one key is kept: Redis
+// runs a script atomically, so admission, appends with their eviction, and the end of a log are
+// each one indivisible step, whichever replica runs them. Times come from the server's clock
+// (TIME), so replicas with skewed clocks agree on leases and expiry.
+
+// prelude is shared by the scripts that need it.
+const prelude = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- the inflight hash's field for an owner: length-prefixed, so no two owners share one
+local function owner_field(tenant, oid)
+  return string.len(tenant) .. ':' .. tenant .. oid
+end
+-- append one event; past max retained entries, evict the oldest step (and only a step)
+local function append_event(tk, log, steps, seq, typ, data, max)
+  if redis.call('XLEN', log) >= max then
+    local s = redis.call('LPOP', steps)
+    if s then redis.call('XDEL', log, s .. '-0') end
+  end
+  redis.call('XADD', log, seq .. '-0', 't', typ, 'd', data)
+  if typ == 'step' then
+    redis.call('RPUSH', steps, seq)
+    redis.call('HINCRBY', tk, 'steps', 1)
+  end
+  redis.call('HSET', tk, 'last', seq)
+end
+`
+
+// createConversation: KEYS conv, turns, convs; ARGV id, tenant, oid, created, ttl_ms, max.
+var createConversation = goredis.NewScript(prelude + `
+local now = now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local max = tonumber(ARGV[6])
+if max > 0 and redis.call('ZCARD', KEYS[3]) >= max then return 'full' end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'oid', ARGV[3], 'created', ARGV[4], 'running', '')
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[1])
+return 'ok'
+`)
+
+// createTicket: KEYS conv, turns, ticket, log, steps, tickets, inflight, running, convs;
+// ARGV tid, cid, tenant, oid, created, accepted, max_inflight, max_tickets, runner, lease_ms.
+var createTicket = goredis.NewScript(prelude + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'notfound'} end
+local running = redis.call('HGET', KEYS[1], 'running')
+if running and running ~= '' then return {'conflict', running} end
+local of = owner_field(ARGV[3], ARGV[4])
+local maxf = tonumber(ARGV[7])
+if maxf > 0 and tonumber(redis.call('HGET', KEYS[7], of) or '0') >= maxf then return {'inflight'} end
+local now = now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+local maxt = tonumber(ARGV[8])
+if maxt > 0 and redis.call('ZCARD', KEYS[6]) >= maxt then return {'full'} end
+if redis.call('EXISTS', KEYS[3]) == 1 then return {'seq'} end
+redis.call('DEL', KEYS[4], KEYS[5])
+redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
+  'last', 1, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
+redis.call('XADD', KEYS[4], '1-0', 't', 'accepted', 'd', ARGV[6])
+redis.call('HINCRBY', KEYS[7], of, 1)
+redis.call('HSET', KEYS[1], 'running', ARGV[1])
+redis.call('PERSIST', KEYS[1])
+redis.call('PERSIST', KEYS[2])
+redis.call('ZADD', KEYS[9], '+inf', ARGV[2])
+redis.call('ZADD', KEYS[6], '+inf', ARGV[1])
+redis.call('ZADD', KEYS[8], now + tonumber(ARGV[10]), ARGV[1])
+return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
+`)
+
+// appendEvent: KEYS ticket, log, steps; ARGV seq, type, data, max, runner, channel, tid.
+var appendEvent = goredis.NewScript(prelude + `
+local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last')
+if not h[1] then return 'notfound' end
+if h[1] == '1' or h[2] ~= ARGV[5] then return 'finished' end
+if tonumber(ARGV[1]) ~= tonumber(h[3]) + 1 then return 'seq' end
+append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]))
+redis.call('PUBLISH', ARGV[6], ARGV[7])
+return 'ok'
+`)
+
+// endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own) or End
+// from any replica (mode any, or lapsed: only once the lease has lapsed).
+// KEYS ticket, log, steps, conv, turns, inflight, running, tickets, convs;
+// ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
+// then n times seq, type, data.
+var endTicket = goredis.NewScript(prelude + `
+local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid')
+if not h[1] then return 'notfound' end
+if h[1] == '1' then return 'finished' end
+if h[4] ~= ARGV[5] then return 'notfound' end
+local mode = ARGV[1]
+if mode == 'own' and h[2] ~= ARGV[2] then return 'finished' end
+local now = now_ms()
+if mode == 'lapsed' then
+  local s = redis.call('ZSCORE', KEYS[7], ARGV[4])
+  if s and tonumber(s) > now then return 'held' end
+end
+local n = tonumber(ARGV[11])
+local last = tonumber(h[3])
+for i = 0, n - 1 do
+  if tonumber(ARGV[12 + 3 * i]) ~= last + 1 + i then return 'seq' end
+end
+local max = tonumber(ARGV[7])
+for i = 0, n - 1 do
+  append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[12 + 3 * i], ARGV[13 + 3 * i], ARGV[14 + 3 * i], max)
+end
+local ti, di = tonumber(ARGV[9]), tonumber(ARGV[10])
+redis.call('HSET', KEYS[1], 'finished', 1,
+  'term_seq', ARGV[12 + 3 * ti], 'term_type', ARGV[13 + 3 * ti], 'term', ARGV[14 + 3 * ti],
+  'done_seq', ARGV[12 + 3 * di], 'done', ARGV[14 + 3 * di])
+local ttl = tonumber(ARGV[6])
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+redis.call('PEXPIRE', KEYS[3], ttl)
+redis.call('ZREM', KEYS[7], ARGV[4])
+redis.call('ZADD', KEYS[8], now + ttl, ARGV[4])
+local of = owner_field(h[5], h[6])
+if tonumber(redis.call('HINCRBY', KEYS[6], of, -1)) <= 0 then redis.call('HDEL', KEYS[6], of) end
+if redis.call('HGET', KEYS[4], 'running') == ARGV[4] then
+  redis.call('HSET', KEYS[4], 'running', '')
+  redis.call('RPUSH', KEYS[5], ARGV[8])
+  redis.call('PEXPIRE', KEYS[4], ttl)
+  redis.call('PEXPIRE', KEYS[5], ttl)
+  redis.call('ZADD', KEYS[9], now + ttl, ARGV[5])
+end
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 'ok'
+`)
+
+// renew: KEYS ticket, running; ARGV runner, lease_ms, tid, model_calls, in, out.
+var renew = goredis.NewScript(prelude + `
+local h = redis.call('HMGET', KEYS[1], 'finished', 'runner')
+if not h[1] then return 'notfound' end
+if h[1] == '1' or h[2] ~= ARGV[1] then return 'finished' end
+redis.call('ZADD', KEYS[2], now_ms() + tonumber(ARGV[2]), ARGV[3])
+redis.call('HSET', KEYS[1], 'model_calls', ARGV[4], 'in', ARGV[5], 'out', ARGV[6])
+return 'ok'
+`)
+
+// lapsed: KEYS running; ARGV ticket key prefix, limit. Entries whose ticket is gone are
+// dropped from the running set.
+var lapsed = goredis.NewScript(prelude + `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {}
+for _, id in ipairs(ids) do
+  if redis.call('EXISTS', ARGV[1] .. id) == 0 then
+    redis.call('ZREM', KEYS[1], id)
+  else
+    table.insert(out, id)
+  end
+end
+return out
+`)

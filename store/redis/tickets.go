@@ -1,0 +1,133 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// CreateTicket implements store.Store. The creating instance becomes the ticket's runner and
+// its lease starts.
+func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits store.Limits) ([]ask.Turn, error) {
+	if nt.Accepted.Seq != 1 {
+		return nil, store.ErrSeq
+	}
+	k := s.keys
+	res, err := createTicket.Run(ctx, s.rdb,
+		[]string{k.conv(nt.ConversationID), k.turns(nt.ConversationID), k.ticket(nt.ID), k.log(nt.ID), k.steps(nt.ID),
+			k.tickets(), k.inflight(), k.running(), k.convs()},
+		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), nt.Accepted.Data,
+		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease)).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("redis store: %w", err)
+	}
+	status, _ := res[0].(string)
+	switch status {
+	case "ok":
+		raw, _ := res[1].([]any)
+		strs := make([]string, 0, len(raw))
+		for _, r := range raw {
+			str, _ := r.(string)
+			strs = append(strs, str)
+		}
+		return decodeTurns(strs)
+	case "conflict":
+		running, _ := res[1].(string)
+		return nil, &store.ConflictError{Ticket: running}
+	}
+	return nil, statusErr(status)
+}
+
+// Ticket implements store.Store.
+func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
+	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(id)).Result()
+	if err != nil {
+		return store.Ticket{}, fmt.Errorf("redis store: %w", err)
+	}
+	if len(m) == 0 {
+		return store.Ticket{}, store.ErrNotFound
+	}
+	t := store.Ticket{
+		ID:             id,
+		ConversationID: m["conv"],
+		Owner:          store.Owner{Tenant: m["tenant"], OID: m["oid"]},
+		CreatedAt:      fromNanos(m["created"]),
+		LastSeq:        atoi(m["last"]),
+	}
+	if m["finished"] == "1" {
+		t.Terminal = &store.Event{Seq: atoi(m["term_seq"]), Type: gen.EventType(m["term_type"]), Data: []byte(m["term"])}
+		t.Done = &store.Event{Seq: atoi(m["done_seq"]), Type: gen.EventTypeDone, Data: []byte(m["done"])}
+	}
+	return t, nil
+}
+
+// Append implements store.Store. Only the ticket's runner may append (ErrFinished otherwise).
+func (s *Store) Append(ctx context.Context, ticket string, ev store.Event) error {
+	k := s.keys
+	res, err := appendEvent.Run(ctx, s.rdb, []string{k.ticket(ticket), k.log(ticket), k.steps(ticket)},
+		ev.Seq, string(ev.Type), ev.Data, s.maxEvents, s.replica, k.changed(), ticket).Text()
+	if err != nil {
+		return fmt.Errorf("redis store: %w", err)
+	}
+	return statusErr(res)
+}
+
+// Finish implements store.Store. Only the ticket's runner may finish it (ErrFinished
+// otherwise).
+func (s *Store) Finish(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn) error {
+	return s.end(ctx, "own", ticket, tail, turn)
+}
+
+// End implements store.Shared.
+func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn, lapsedOnly bool) error {
+	mode := "any"
+	if lapsedOnly {
+		mode = "lapsed"
+	}
+	return s.end(ctx, mode, ticket, tail, turn)
+}
+
+func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) error {
+	term, done := -1, -1
+	for i, ev := range tail {
+		switch {
+		case ev.Terminal():
+			term = i
+		case ev.Type == gen.EventTypeDone:
+			done = i
+		}
+	}
+	if term < 0 || done < 0 {
+		return store.ErrSeq
+	}
+	conv, err := s.rdb.HGet(ctx, s.keys.ticket(ticket), "conv").Result()
+	if errors.Is(err, goredis.Nil) {
+		return store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("redis store: %w", err)
+	}
+	tj, err := encodeTurn(turn)
+	if err != nil {
+		return fmt.Errorf("redis store: encode the turn: %w", err)
+	}
+	k := s.keys
+	args := []any{mode, s.replica, k.changed(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
+	for _, ev := range tail {
+		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
+	}
+	res, err := endTicket.Run(ctx, s.rdb,
+		[]string{k.ticket(ticket), k.log(ticket), k.steps(ticket), k.conv(conv), k.turns(conv),
+			k.inflight(), k.running(), k.tickets(), k.convs()}, args...).Text()
+	if err != nil {
+		return fmt.Errorf("redis store: %w", err)
+	}
+	return statusErr(res)
+}

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/das-ask/ask"
+)
+
+// Shared is a Store that several replicas of the service share (package store/redis). Any
+// replica serves any ticket: the handlers need nothing more than Store for that. What a shared
+// store adds is for the runs themselves, which execute on exactly one replica:
+//
+//   - A lease. CreateTicket makes the creating store instance the ticket's runner and starts a
+//     lease of Lease(); the runner renews it (Renew) while the run lasts. Only the runner may
+//     Append or Finish; any other caller is refused with ErrFinished, as is the runner once the
+//     ticket was ended elsewhere (fencing).
+//   - Ending a run from elsewhere. End finishes a running ticket from any replica, atomically
+//     with the checks it names: a cancel that reaches a replica other than the runner ends the
+//     log at once; a lapsed lease (the runner died or lost the store) is ended by whichever
+//     replica notices first, with error{interrupted} and done. Of any number of concurrent
+//     End and Finish calls on one ticket exactly one succeeds; the others fail with
+//     ErrFinished. The runner learns it lost the ticket from Renew, Append or Finish failing
+//     with ErrFinished, or from Read reporting the ticket finished.
+//
+// All methods are safe for concurrent use.
+type Shared interface {
+	Store
+	// Lease is how long a running ticket's lease lasts without renewal.
+	Lease() time.Duration
+	// Renew extends the lease of a ticket this instance runs and records the run's usage so
+	// far (model calls and tokens: what a successor needs to write done). It fails with
+	// ErrFinished once the ticket is finished, by anyone, and with ErrNotFound if it is gone.
+	Renew(ctx context.Context, ticket string, u Usage) error
+	// Lapsed returns running tickets whose lease has lapsed, on the shared engine's clock,
+	// at most limit of them.
+	Lapsed(ctx context.Context, limit int) ([]string, error)
+	// Usage returns what the log and the last renewal know of a running ticket's usage:
+	// steps appended (evicted or not), and model calls and tokens as last renewed.
+	Usage(ctx context.Context, ticket string) (Usage, error)
+	// End finishes a running ticket from any replica, exactly as Finish would, if its last
+	// seq is still the one tail continues (ErrSeq otherwise: read the ticket again and retry)
+	// and, when lapsedOnly, its lease has lapsed (ErrLeaseHeld otherwise). It fails with
+	// ErrFinished if the ticket is already finished.
+	End(ctx context.Context, ticket string, tail []Event, turn ask.Turn, lapsedOnly bool) error
+}
+
+// ErrLeaseHeld is End's answer when lapsedOnly is set and the runner's lease is still live.
+var ErrLeaseHeld = errors.New("store: the ticket's runner still holds its lease")
+
+// Usage is what a run has cost so far, for its done event.
+type Usage struct {
+	Steps        int64
+	ModelCalls   int64
+	InputTokens  int64
+	OutputTokens int64
+}

@@ -1,0 +1,337 @@
+// Package storetest is the store contract (package store's documentation) as tests any
+// implementation runs: Run(t, factory) with a factory that makes a fresh, empty store. The
+// in-memory store and the Redis store both run it. What needs a clock (expiry) is each
+// implementation's own test, since only the implementation knows how its time passes.
+package storetest
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// Options are what a contract test asks of the store it gets.
+type Options struct {
+	// MaxEvents is the bound on retained events; 0 means the store's default.
+	MaxEvents int
+}
+
+// Factory returns a fresh, empty store for one test and registers its cleanup with t.
+type Factory func(t *testing.T, o Options) store.Store
+
+// Owners the tests use.
+var (
+	Alice = store.Owner{Tenant: "t", OID: "alice"}
+	Bob   = store.Owner{Tenant: "t", OID: "bob"}
+)
+
+// signalWithin bounds how long a change signal may take to arrive (a shared store delivers
+// it over the network). It only bounds a failure; a passing test never waits for it.
+const signalWithin = 10 * time.Second
+
+// Run runs the contract against stores from f.
+func Run(t *testing.T, f Factory) {
+	t.Run("AppendSeqAndEviction", func(t *testing.T) { testAppendSeqAndEviction(t, f) })
+	t.Run("ReadChangedAndFinish", func(t *testing.T) { testReadChangedAndFinish(t, f) })
+	t.Run("Admission", func(t *testing.T) { testAdmission(t, f) })
+	t.Run("ConversationTurns", func(t *testing.T) { testConversationTurns(t, f) })
+	t.Run("ConcurrentReaders", func(t *testing.T) { testConcurrentReaders(t, f) })
+}
+
+// Ev is an event of type typ at seq, with placeholder data.
+func Ev(seq int64, typ gen.EventType) store.Event {
+	return store.Event{Seq: seq, Type: typ, Data: []byte(`{"seq":` + strconv.FormatInt(seq, 10) + `}`)}
+}
+
+// Tail is a log's end from seq from: branch close, answer, done.
+func Tail(from int64) []store.Event {
+	return []store.Event{Ev(from, gen.EventTypeBranch), Ev(from+1, gen.EventTypeAnswer), Ev(from+2, gen.EventTypeDone)}
+}
+
+// NewTicket registers ticket id in conv for owner, with its accepted event.
+func NewTicket(t *testing.T, s store.Store, id, conv string, owner store.Owner, limits store.Limits) ([]ask.Turn, error) {
+	t.Helper()
+	return s.CreateTicket(t.Context(), store.NewTicket{ID: id, ConversationID: conv, Owner: owner,
+		CreatedAt: time.Unix(1700000000, 0).UTC(), Accepted: Ev(1, gen.EventTypeAccepted)}, limits)
+}
+
+// MustConv registers conversation id for owner.
+func MustConv(t *testing.T, s store.Store, id string, owner store.Owner) {
+	t.Helper()
+	if err := s.CreateConversation(t.Context(), store.Conversation{ID: id, Owner: owner, CreatedAt: time.Unix(1700000000, 0).UTC()}, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Closed fails t unless ch is closed within a bound.
+func Closed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(signalWithin):
+		t.Fatalf("%s: no change signal", what)
+	}
+}
+
+func seqs(evs []store.Event) []int64 {
+	var out []int64
+	for _, e := range evs {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func testAppendSeqAndEviction(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{MaxEvents: 5})
+	MustConv(t, m, "c", Alice)
+	if _, err := NewTicket(t, m, "t", "c", Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Append(ctx, "t", Ev(3, gen.EventTypeStep)); !errors.Is(err, store.ErrSeq) {
+		t.Errorf("append with a gap: %v, want ErrSeq", err)
+	}
+	if err := m.Append(ctx, "t", Ev(1, gen.EventTypeStep)); !errors.Is(err, store.ErrSeq) {
+		t.Errorf("append of a duplicate: %v, want ErrSeq", err)
+	}
+	if err := m.Append(ctx, "nope", Ev(2, gen.EventTypeStep)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("append to an unknown ticket: %v, want ErrNotFound", err)
+	}
+	// seq 2..9: milestone, step, step, milestone, step, step, step, milestone
+	types := []gen.EventType{"milestone", "step", "step", "milestone", "step", "step", "step", "milestone"}
+	for i, typ := range types {
+		if err := m.Append(ctx, "t", Ev(int64(i+2), typ)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := m.Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The four oldest steps went; accepted and every milestone stayed.
+	if got, want := seqs(b.Events), []int64{1, 2, 5, 8, 9}; !equal(got, want) {
+		t.Errorf("retained %v, want %v", got, want)
+	}
+	for _, e := range b.Events {
+		if want := `{"seq":` + strconv.FormatInt(e.Seq, 10) + `}`; string(e.Data) != want {
+			t.Errorf("seq %d data %q, want %q", e.Seq, e.Data, want)
+		}
+	}
+	tk, _ := m.Ticket(ctx, "t")
+	if tk.LastSeq != 9 || tk.Finished() || tk.State() != gen.AskStateRunning || tk.Owner != Alice || tk.ConversationID != "c" {
+		t.Errorf("ticket %+v", tk)
+	}
+	if b, _ := m.Read(ctx, "t", 5); len(b.Events) != 2 || b.Events[0].Seq != 8 {
+		t.Errorf("read after 5: %v", seqs(b.Events))
+	}
+	if _, err := m.Read(ctx, "nope", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("read of an unknown ticket: %v, want ErrNotFound", err)
+	}
+}
+
+func testReadChangedAndFinish(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	MustConv(t, m, "c", Alice)
+	if _, err := NewTicket(t, m, "t", "c", Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := m.Read(ctx, "t", 1)
+	if len(b.Events) != 0 || b.Changed == nil || b.Finished {
+		t.Fatalf("read at the end: %+v", b)
+	}
+	select {
+	case <-b.Changed:
+		t.Fatal("changed before any append")
+	default:
+	}
+	_ = m.Append(ctx, "t", Ev(2, gen.EventTypeBranch))
+	Closed(t, b.Changed, "append")
+	b, _ = m.Read(ctx, "t", 2)
+	if err := m.Finish(ctx, "t", []store.Event{Ev(3, gen.EventTypeBranch), Ev(4, gen.EventTypeBranch)}, ask.Turn{}); !errors.Is(err, store.ErrSeq) {
+		t.Errorf("finish without terminal and done: %v", err)
+	}
+	if err := m.Finish(ctx, "t", Tail(4), ask.Turn{}); !errors.Is(err, store.ErrSeq) {
+		t.Errorf("finish with a gap: %v", err)
+	}
+	if err := m.Finish(ctx, "t", Tail(3), ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	Closed(t, b.Changed, "finish")
+	if err := m.Finish(ctx, "t", Tail(6), ask.Turn{}); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("second finish: %v", err)
+	}
+	if err := m.Append(ctx, "t", Ev(6, gen.EventTypeStep)); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("append after finish: %v", err)
+	}
+	b, _ = m.Read(ctx, "t", 0)
+	if !b.Finished || b.Changed != nil || len(b.Events) != 5 {
+		t.Errorf("read after finish: %+v", b)
+	}
+	tk, _ := m.Ticket(ctx, "t")
+	if tk.State() != gen.AskStateAnswer || tk.Terminal.Seq != 4 || tk.Done.Seq != 5 || string(tk.Done.Data) != `{"seq":5}` {
+		t.Errorf("finished ticket %+v", tk)
+	}
+	_, turns, _ := m.Conversation(ctx, "c")
+	if len(turns) != 1 || turns[0] != (ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "a"}) {
+		t.Errorf("turns %+v", turns)
+	}
+}
+
+func testAdmission(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	for _, c := range []string{"c1", "c2", "c3"} {
+		MustConv(t, m, c, Alice)
+	}
+	MustConv(t, m, "b1", Bob)
+	limits := store.Limits{MaxInFlightPerOwner: 2, MaxTickets: 3}
+	if _, err := NewTicket(t, m, "nope", "missing", Alice, limits); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown conversation: %v", err)
+	}
+	if _, err := NewTicket(t, m, "t1", "c1", Alice, limits); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewTicket(t, m, "t2", "c1", Alice, limits)
+	var conflict *store.ConflictError
+	if !errors.As(err, &conflict) || conflict.Ticket != "t1" || !errors.Is(err, store.ErrConflict) {
+		t.Errorf("second ask in c1: %v", err)
+	}
+	if _, err := NewTicket(t, m, "t2", "c2", Alice, limits); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewTicket(t, m, "t3", "c3", Alice, limits); !errors.Is(err, store.ErrTooManyInFlight) {
+		t.Errorf("third in flight: %v", err)
+	}
+	if _, err := NewTicket(t, m, "t3", "b1", Bob, limits); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Finish(ctx, "t1", Tail(2), ask.Turn{})
+	if _, err := NewTicket(t, m, "t4", "c3", Alice, limits); !errors.Is(err, store.ErrFull) {
+		t.Errorf("over the ticket cap: %v", err)
+	}
+	if _, err := m.Ticket(ctx, "t4"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused ticket exists: %v", err)
+	}
+	if _, err := NewTicket(t, m, "t4", "c1", Alice, store.Limits{MaxInFlightPerOwner: 2}); err != nil {
+		t.Errorf("a slot freed by finish was not given back: %v", err)
+	}
+	if err := m.CreateConversation(ctx, store.Conversation{ID: "c4"}, store.Limits{MaxTickets: 4}); !errors.Is(err, store.ErrFull) {
+		t.Errorf("over the conversation cap: %v", err)
+	}
+}
+
+func testConversationTurns(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	created := time.Unix(1700000000, 0).UTC()
+	if err := m.CreateConversation(ctx, store.Conversation{ID: "c", Owner: Bob, CreatedAt: created}, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Conversation(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown conversation: %v", err)
+	}
+	want := []ask.Turn{
+		{Question: "How many?\n\"quoted\" ünïcode", Outcome: gen.EventTypeAnswer, Text: "42"},
+		{Question: "And then?", Outcome: gen.EventTypeError, Text: "error (timeout): late"},
+	}
+	for i, turn := range want {
+		id := "t" + strconv.Itoa(i)
+		history, err := NewTicket(t, m, id, "c", Bob, store.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(history) != i {
+			t.Errorf("ask %d got %d turns of history", i, len(history))
+		}
+		if err := m.Finish(ctx, id, Tail(2), turn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, turns, err := m.Conversation(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != "c" || c.Owner != Bob || !c.CreatedAt.Equal(created) {
+		t.Errorf("conversation %+v", c)
+	}
+	if len(turns) != len(want) {
+		t.Fatalf("turns %+v, want %+v", turns, want)
+	}
+	for i := range want {
+		if turns[i] != want[i] {
+			t.Errorf("turn %d: %+v, want %+v", i, turns[i], want[i])
+		}
+	}
+}
+
+// testConcurrentReaders: readers following the log from every cursor while it is written see
+// every seq after their cursor exactly once, in order (no step is evicted here).
+func testConcurrentReaders(t *testing.T, f Factory) {
+	ctx := t.Context()
+	const n = 300
+	m := f(t, Options{MaxEvents: n + 10})
+	MustConv(t, m, "c", Alice)
+	if _, err := NewTicket(t, m, "t", "c", Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	follow := func(after int64) error {
+		for {
+			b, err := m.Read(ctx, "t", after)
+			if err != nil {
+				return err
+			}
+			for _, e := range b.Events {
+				if e.Seq != after+1 {
+					return errors.New("got seq " + strconv.FormatInt(e.Seq, 10) + " after " + strconv.FormatInt(after, 10))
+				}
+				after = e.Seq
+			}
+			if b.Finished {
+				if after != n+3 {
+					return errors.New("finished at " + strconv.FormatInt(after, 10))
+				}
+				return nil
+			}
+			select {
+			case <-b.Changed:
+			case <-time.After(signalWithin):
+				return errors.New("no change signal after " + strconv.FormatInt(after, 10))
+			}
+		}
+	}
+	errs := make(chan error, 40)
+	for i := range 40 {
+		go func() { errs <- follow(int64(i * 7 % 50)) }()
+	}
+	for seq := int64(2); seq <= n; seq++ {
+		if err := m.Append(ctx, "t", Ev(seq, gen.EventTypeMilestone)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Finish(ctx, "t", Tail(n+1), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -247,6 +247,12 @@ func FuzzStreamCursor(f *testing.F) {
 			valid = err == nil && n >= 0 && n <= last
 			cursor = n
 		}
+		if setHeader && setQuery {
+			// The header wins, but a malformed query parameter is still a malformed request.
+			if n, err := strconv.ParseInt(after, 10, 64); err != nil || n < 0 {
+				valid = false
+			}
+		}
 		if !valid {
 			if w.Code == http.StatusOK {
 				t.Fatalf("cursor header=%v %q query=%v %q: 200, want 400", setHeader, lastEventID, setQuery, after)

@@ -23,6 +23,7 @@ import (
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/source"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/web/ui"
 )
 
 // Options configure Start. Zero values mean: every listener on 127.0.0.1 with an ephemeral
@@ -52,6 +53,10 @@ type Options struct {
 	// Sources replace the demo source as the agent's sources; nil means the demo source started
 	// here. The demo source is started either way.
 	Sources []agent.SourceConfig
+	// UI serves the reference web page (package web/ui) at {base}/ui/ on the service's listener,
+	// with a development sign-in that mints tokens from this stack's IdP. Off by default; askd
+	// never serves it.
+	UI bool
 }
 
 // Stack is a running development system. Its URLs have no trailing slash.
@@ -64,6 +69,8 @@ type Stack struct {
 	SourceURL string
 	// StubURL is the llm-stub's OpenAI-compatible API root (…/v1), or "" with a real model.
 	StubURL string
+	// UIURL is the reference web page (…/ui/, with its trailing slash), or "" without Options.UI.
+	UIURL string
 
 	// IdP mints tokens in process (for tests).
 	IdP *idp.IdP
@@ -234,8 +241,20 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		lnAsk.Close()
 		return nil, fmt.Errorf("ask service: %w", err)
 	}
-	s.AskURL = "http://" + lnAsk.Addr().String() + strings.TrimSuffix(svcOpts.BasePath, "/")
-	s.serve("ask", lnAsk, s.Service.Handler())
+	base := strings.TrimSuffix(svcOpts.BasePath, "/")
+	s.AskURL = "http://" + lnAsk.Addr().String() + base
+	askHandler := s.Service.Handler()
+	if opts.UI {
+		mux := http.NewServeMux()
+		mux.Handle(base+"/ui/", http.StripPrefix(base+"/ui", ui.New(ui.Options{
+			SignIn: func(_ context.Context, oid string) (string, error) { return s.IdP.Mint(idp.Claims{OID: oid}) },
+			Logger: log.With("component", "ui"),
+		})))
+		mux.Handle("/", askHandler)
+		askHandler = mux
+		s.UIURL = s.AskURL + "/ui/"
+	}
+	s.serve("ask", lnAsk, askHandler)
 
 	// auth.New waits for the first JWKS fetch, and the IdP is already serving: a validator that
 	// holds no key now would refuse every first request, so say so at once.

@@ -8,7 +8,6 @@ import (
 	"unicode"
 
 	"github.com/das-ask/ask/agent/source"
-	"github.com/das-ask/ask/gen"
 )
 
 // ledger is what a run's tools have returned so far: the facts the outcome is assembled from.
@@ -27,7 +26,6 @@ type definition struct {
 	Source     string   `json:"source"`
 	Kind       string   `json:"kind"`
 	Caveats    []string `json:"caveats"`
-	mcpSource  string
 }
 
 type statement struct {
@@ -80,7 +78,6 @@ func (l *ledger) record(t source.Tool, r source.Result) {
 		if decode(r.Data, &d) != nil || d.Term == "" || d.Definition == "" {
 			return
 		}
-		d.mcpSource = t.Source
 		if d.Source == "" {
 			d.Source = t.Source
 		}
@@ -151,51 +148,6 @@ func (l *ledger) redact(args map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-// answer assembles the answer from the ledger; text is the model's prose.
-func (l *ledger) answer(text string) *gen.AnswerBody {
-	a := &gen.AnswerBody{
-		Text:       text,
-		Sql:        []string{},
-		Provenance: []gen.Provenance{},
-		Caveats:    []gen.Caveat{},
-		Path:       gen.AnswerPath{Speed: gen.AnswerPathSpeedFast, Detail: "catalog"},
-	}
-	for _, d := range l.definitions {
-		a.Provenance = append(a.Provenance, gen.Provenance{Term: d.Term, Statement: d.Definition, Source: d.Source, Kind: d.Kind})
-		for _, c := range d.Caveats {
-			a.Caveats = append(a.Caveats, gen.Caveat{Term: d.Term, Text: c, Source: d.Source})
-		}
-	}
-	if len(l.statements) == 0 {
-		return a
-	}
-	for _, s := range l.statements {
-		a.Sql = append(a.Sql, s.SQL)
-	}
-	a.Path.Speed = gen.AnswerPathSpeedFull
-	a.Path.Detail = "warehouse"
-	if len(l.queriedSources()) > 1 {
-		a.Path.Detail = "multi"
-	}
-	last := l.statements[len(l.statements)-1]
-	a.Result = &gen.ResultSet{Columns: last.Columns, Rows: last.Rows, Truncated: last.Truncated}
-	if len(last.Columns) == 1 && len(last.Rows) == 1 && len(last.Rows[0]) == 1 {
-		a.Headline = &gen.Headline{Label: last.Columns[0], Value: last.Rows[0][0]}
-	}
-	return a
-}
-
-// abstention is what the run looked for: the catalog terms tried and the sources consulted.
-func (l *ledger) abstention() *gen.AbstentionBody {
-	terms := append([]string{}, l.termsTried...)
-	b := &gen.AbstentionBody{Terms: terms}
-	if len(l.consulted) > 0 {
-		srcs := append([]string{}, l.consulted...)
-		b.Sources = &srcs
-	}
-	return b
 }
 
 func firstString(args map[string]any, keys ...string) string {

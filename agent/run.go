@@ -126,14 +126,6 @@ func (a *Agent) connect(ctx context.Context, token string) ([]*source.Session, e
 	return sessions, nil
 }
 
-// outcome classifies a run whose model finished without a refusal.
-func (l *ledger) outcome(text string) ask.Outcome {
-	if len(l.statements) == 0 && len(l.definitions) == 0 {
-		return ask.Outcome{Abstention: l.abstention()}
-	}
-	return ask.Outcome{Answer: l.answer(text)}
-}
-
 // failure is the error outcome for err. Once ctx has ended its cause decides the kind
 // (cancelled or timeout), whatever failed; the service replaces that outcome anyway.
 func failure(ctx context.Context, kind gen.ErrorKind, err error) ask.Outcome {

@@ -1,0 +1,60 @@
+package agent
+
+import (
+	ask "github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+)
+
+// outcome classifies a run whose model finished without a refusal: abstention when no statement
+// ran and no definition was retrieved, otherwise the answer assembled from the tool results.
+func (l *ledger) outcome(text string) ask.Outcome {
+	if len(l.statements) == 0 && len(l.definitions) == 0 {
+		return ask.Outcome{Abstention: l.abstention()}
+	}
+	return ask.Outcome{Answer: l.answer(text)}
+}
+
+// answer assembles the answer from the ledger; text is the model's prose.
+func (l *ledger) answer(text string) *gen.AnswerBody {
+	a := &gen.AnswerBody{
+		Text:       text,
+		Sql:        []string{},
+		Provenance: []gen.Provenance{},
+		Caveats:    []gen.Caveat{},
+		Path:       gen.AnswerPath{Speed: gen.AnswerPathSpeedFast, Detail: "catalog"},
+	}
+	for _, d := range l.definitions {
+		a.Provenance = append(a.Provenance, gen.Provenance{Term: d.Term, Statement: d.Definition, Source: d.Source, Kind: d.Kind})
+		for _, c := range d.Caveats {
+			a.Caveats = append(a.Caveats, gen.Caveat{Term: d.Term, Text: c, Source: d.Source})
+		}
+	}
+	if len(l.statements) == 0 {
+		return a
+	}
+	for _, s := range l.statements {
+		a.Sql = append(a.Sql, s.SQL)
+	}
+	a.Path.Speed = gen.AnswerPathSpeedFull
+	a.Path.Detail = "warehouse"
+	if len(l.queriedSources()) > 1 {
+		a.Path.Detail = "multi"
+	}
+	last := l.statements[len(l.statements)-1]
+	a.Result = &gen.ResultSet{Columns: last.Columns, Rows: last.Rows, Truncated: last.Truncated}
+	if len(last.Columns) == 1 && len(last.Rows) == 1 && len(last.Rows[0]) == 1 {
+		a.Headline = &gen.Headline{Label: last.Columns[0], Value: last.Rows[0][0]}
+	}
+	return a
+}
+
+// abstention is what the run looked for: the catalog terms tried and the sources consulted.
+func (l *ledger) abstention() *gen.AbstentionBody {
+	terms := append([]string{}, l.termsTried...)
+	b := &gen.AbstentionBody{Terms: terms}
+	if len(l.consulted) > 0 {
+		srcs := append([]string{}, l.consulted...)
+		b.Sources = &srcs
+	}
+	return b
+}

@@ -43,6 +43,8 @@ func New(opts Options) http.Handler {
 	mux.Handle("GET /", securityHeaders(fileServer))
 	if opts.SignIn != nil {
 		mux.Handle("POST /token", signIn{mint: opts.SignIn, log: log})
+	} else {
+		mux.Handle("POST /token", http.NotFoundHandler())
 	}
 	return mux
 }

@@ -1,0 +1,164 @@
+// The reference page end to end: Playwright drives Debian's Chromium (/usr/bin/chromium) against
+// the dev stack's page at {base}/ui/, as a person would use it: sign in, ask, watch the
+// milestones, read the answer with its caveats and provenance, follow up in the same
+// conversation, see an abstention and a refusal as what they are, and cancel with the button.
+// Screenshots are saved in artifacts/ (a CI artifact).
+//
+// The page comes from ASK_UI (set by scripts/clients-test.sh); without it this file builds and
+// starts scripts/clients-stack itself. CHROMIUM overrides the browser's path.
+
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import { chromium } from 'playwright-core';
+
+const here = import.meta.dirname;
+const artifacts = join(here, 'artifacts');
+const TIMEOUT = 30_000;
+
+async function pageURL() {
+  if (process.env.ASK_UI) return process.env.ASK_UI;
+  const dir = mkdtempSync(join(tmpdir(), 'ask-ui-stack-'));
+  const bin = join(dir, 'clients-stack');
+  const build = spawnSync('go', ['build', '-o', bin, './scripts/clients-stack'], { cwd: resolve(here, '../..'), stdio: 'inherit' });
+  assert.equal(build.status, 0, 'go build ./scripts/clients-stack');
+  const urls = join(dir, 'urls.json');
+  const child = spawn(bin, ['-urls', urls], { stdio: ['ignore', 'ignore', 'inherit'] });
+  child.unref();
+  process.on('exit', () => { child.kill('SIGTERM'); rmSync(dir, { recursive: true, force: true }); });
+  for (let i = 0; i < 300 && !existsSync(urls); i++) await delay(100);
+  return JSON.parse(readFileSync(urls, 'utf8')).ui;
+}
+
+describe('the reference page in Chromium', () => {
+  let context;
+  let page;
+  let profile;
+  const problems = [];
+
+  before(async () => {
+    const url = await pageURL();
+    mkdirSync(artifacts, { recursive: true });
+    profile = mkdtempSync(join(tmpdir(), 'ask-ui-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      headless: true,
+      viewport: { width: 1100, height: 900 },
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    context.setDefaultTimeout(TIMEOUT);
+    page = context.pages()[0] ?? await context.newPage();
+    // A script error or a CSP violation would leave the page silently broken: fail on any.
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()} (${m.location().url})`); });
+    await page.goto(url);
+  });
+
+  after(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  async function signIn(oid) {
+    await page.selectOption('#identity', oid);
+    await page.click('#signin-button');
+    await page.locator('#whoami').filter({ hasText: `Signed in as ${oid}.` }).waitFor();
+  }
+
+  // ask types a question, submits it, and returns the turn once it has an outcome and done.
+  async function ask(question) {
+    const before = await page.locator('.turn').count();
+    await page.fill('#question', question);
+    await page.click('#ask-button');
+    const turn = page.locator('.turn').nth(before);
+    await turn.locator('.usage').waitFor(); // rendered on done
+    return turn;
+  }
+
+  test('sign in as alice and ask: milestones in the page’s words, then the answer with caveats and provenance', async () => {
+    await signIn('alice');
+    const turn = await ask('How many sev1 incidents did we have in 2026-Q2?');
+    assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+    const milestones = await turn.locator('.progress li').allTextContents();
+    assert.ok(milestones.includes('Checking what “incident” means in the catalog'), milestones.join(' | '));
+    assert.ok(milestones.some((m) => m.startsWith('Querying incidents')), milestones.join(' | '));
+    const outcome = turn.locator('.outcome.answer');
+    assert.match(await outcome.locator('.headline .figure').textContent(), /^\d+$/);
+    assert.match(await outcome.locator('.text').textContent(), /sev1 incidents in 2026-Q2/);
+    assert.ok(await outcome.locator('.caveats li').count() > 0, 'every caveat is shown');
+    assert.equal(await outcome.locator('.caveats h4').textContent(), 'Keep in mind');
+    assert.ok((await outcome.locator('.provenance dt').allTextContents()).includes('incident'));
+    assert.equal(await outcome.locator('.path').textContent(), 'Answered by querying the data.');
+    // Steps are for someone who asks to see the work: collapsed.
+    assert.equal(await turn.locator('.steps li').first().isVisible(), false);
+    assert.equal(await turn.locator('.work').getAttribute('open'), null);
+  });
+
+  test('a follow-up in the same conversation resolves “that team”', async () => {
+    const conversation = await page.locator('#conversation').getAttribute('data-conversation-id');
+    assert.ok(conversation);
+    const first = await ask('Which team had the most incidents in 2026-Q3?');
+    const team = (await first.locator('.outcome .text').textContent()).match(/(\w[\w-]*) had the most incidents/)?.[1];
+    assert.ok(team, 'the first answer names a team');
+    const second = await ask('How many deployments did that team ship in 2026-Q3?');
+    assert.equal(await second.getAttribute('data-outcome'), 'answer');
+    assert.match(await second.locator('.outcome .text').textContent(), new RegExp(`^${team} shipped \\d+ deployments`));
+    assert.equal(await page.locator('#conversation').getAttribute('data-conversation-id'), conversation, 'the same conversation');
+    await page.screenshot({ path: join(artifacts, 'ask-ui.png'), fullPage: true });
+  });
+
+  test('a catalog-only answer says no data was queried', async () => {
+    const turn = await ask('What does change failure rate mean?');
+    assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+    assert.equal(await turn.locator('.outcome .path').textContent(), 'Answered from the catalog alone: no data was queried.');
+    assert.equal(await turn.locator('.outcome .sql').count(), 0);
+  });
+
+  test('an abstention is shown as a gap in the catalog, not an error and not an answer', async () => {
+    const turn = await ask('What is our customer churn rate?');
+    assert.equal(await turn.getAttribute('data-outcome'), 'abstention');
+    const outcome = turn.locator('.outcome.abstention');
+    assert.match(await outcome.locator('h3').textContent(), /^No answer: the catalog has nothing/);
+    assert.match(await outcome.locator('.terms').textContent(), /^Looked for: .*churn/);
+    assert.equal(await turn.locator('.outcome.answer, .outcome.error').count(), 0);
+  });
+
+  test('the Cancel button stops a running question', async () => {
+    await page.fill('#question', 'Take your time: how many sev1 incidents did we have in 2026-Q2?');
+    await page.click('#ask-button');
+    const turn = page.locator('.turn').last();
+    await turn.and(page.locator('[data-ticket]')).waitFor();
+    const cancel = page.locator('#cancel-button');
+    assert.equal(await cancel.isEnabled(), true, 'Cancel is offered while the question runs');
+    assert.equal(await page.locator('#ask-button').isEnabled(), false, 'one question at a time');
+    await cancel.click();
+    await turn.locator('.usage').waitFor();
+    assert.equal(await turn.getAttribute('data-outcome'), 'error');
+    assert.equal(await turn.locator('.outcome.error-cancelled h3').textContent(), 'Cancelled');
+    assert.equal(await turn.locator('.outcome.answer').count(), 0);
+    assert.equal(await cancel.isEnabled(), false);
+    assert.equal(await page.locator('#ask-button').isEnabled(), true);
+  });
+
+  test('bob is refused on-call pay, and the page says so as a refusal', async () => {
+    await signIn('bob');
+    assert.equal(await page.locator('.turn').count(), 0, 'a new identity starts a new conversation');
+    const turn = await ask('What was the on-call pay per team in 2026-Q3?');
+    assert.equal(await turn.getAttribute('data-outcome'), 'refusal');
+    const outcome = turn.locator('.outcome.refusal');
+    assert.equal(await outcome.locator('h3').textContent(), 'Refused: you are not permitted to see this');
+    assert.match(await outcome.textContent(), /The demo source refused the run_query call/);
+    assert.match(await outcome.textContent(), /not an empty result/);
+    assert.equal(await turn.locator('.outcome.answer, .headline, table.result').count(), 0, 'nothing that looks like an answer');
+    await page.screenshot({ path: join(artifacts, 'ask-ui-refusal.png'), fullPage: true });
+  });
+
+  test('no script error and no blocked resource on the way', () => {
+    assert.deepEqual(problems, []);
+  });
+});

@@ -43,14 +43,6 @@ type capture struct {
 // doneGrace is how long the server may take to close a stream after done.
 const doneGrace = 2 * time.Second
 
-// last returns the last event, or a zero event with Seq -1.
-func (c *capture) last() event {
-	if len(c.Events) == 0 {
-		return event{Seq: -1}
-	}
-	return c.Events[len(c.Events)-1]
-}
-
 // maxEventsPerCapture bounds one capture: a stream that never ends is a failure, not a hang.
 const maxEventsPerCapture = 100000
 
@@ -131,14 +123,4 @@ func (s *session) stream(ctx context.Context, who Identity, ticket string, cur c
 		}
 	}
 	return c
-}
-
-// untilType stops a capture once an event of the type has arrived.
-func untilType(typ string) func(*capture) bool {
-	return func(c *capture) bool { return c.last().Type == typ }
-}
-
-// afterEvents stops a capture once n events have arrived.
-func afterEvents(n int) func(*capture) bool {
-	return func(c *capture) bool { return len(c.Events) >= n }
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
+	"time"
 )
 
 func checkStatus(ctx context.Context, s *session) verdict {
@@ -62,4 +64,20 @@ func checkStatus(ctx context.Context, s *session) verdict {
 func asFloat(v any) float64 {
 	f, _ := v.(float64)
 	return f
+}
+
+func checkPreferWait(ctx context.Context, s *session) verdict {
+	sr, err := s.slowRunFixture(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	switch {
+	case sr.waited == nil:
+		return fail("200 with the status for Prefer: wait=1", fmt.Sprintf("%d", sr.waitedCode))
+	case !strings.Contains(strings.ToLower(sr.waitedApplied), "wait=1"):
+		return fail("Preference-Applied: wait=1", fmt.Sprintf("%q after %s", sr.waitedApplied, sr.waitedFor.Round(time.Millisecond)))
+	case sr.waited.State == "running" && sr.waitedFor < 900*time.Millisecond:
+		return fail("a running ask's status after waiting about 1 s", fmt.Sprintf("after %s", sr.waitedFor.Round(time.Millisecond)))
+	}
+	return pass("Prefer: wait=1 during the run answered %s after %s, Preference-Applied: %s", sr.waited.State, sr.waitedFor.Round(10*time.Millisecond), sr.waitedApplied)
 }

@@ -186,3 +186,21 @@ func checkKeepAlive(ctx context.Context, s *session) verdict {
 	}
 	return pass("%d keep-alive comments during a %s silent wait; longest silence %s (interval %s)", gapComments, gap.Round(time.Millisecond), silence.Round(time.Millisecond), s.cfg.KeepAlive)
 }
+
+func checkDisconnect(ctx context.Context, s *session) verdict {
+	sr, err := s.slowRunFixture(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	if sr.dropped == nil || !sr.dropped.Stopped {
+		return fail("a stream to close after its first event", "it could not be read")
+	}
+	t, why := outcome(sr.run)
+	switch {
+	case why != "":
+		return fail("the run to end", why)
+	case t.Type == "error" && t.str("kind") == "cancelled":
+		return fail("the run to go on after a client left its stream", "error{kind: cancelled}")
+	}
+	return pass("a stream closed after its first event; the run went on to %s", t.Type)
+}

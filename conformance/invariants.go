@@ -2,14 +2,17 @@ package conformance
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
-// terminalTypes are the event types that end a run (done follows each).
-var terminalTypes = []string{"answer", "abstention", "refusal", "error"}
-
-func isTerminal(typ string) bool { return slices.Contains(terminalTypes, typ) }
+// isTerminal reports whether an event type ends a run (done follows each).
+func isTerminal(typ string) bool {
+	switch typ {
+	case "answer", "abstention", "refusal", "error":
+		return true
+	}
+	return false
+}
 
 // done returns the capture's done event, if it has one.
 func (c *capture) done() (event, bool) {

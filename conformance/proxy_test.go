@@ -55,6 +55,7 @@ func eventFrame(m map[string]any) sseFrame {
 type streamState struct {
 	lastSeq int64
 	gap     bool
+	done    bool
 }
 
 // variant is a deliberately broken service: the real one behind a proxy that perturbs the wire.
@@ -72,6 +73,8 @@ type variant struct {
 	header func(h http.Header)
 	// frame changes one frame of a stream into any number of frames.
 	frame func(p *proxy, st *streamState, f sseFrame) []sseFrame
+	// disconnected is called when a client leaves a stream before done.
+	disconnected func(p *proxy, r *http.Request)
 }
 
 // proxy relays to upstream through a variant.
@@ -146,6 +149,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	st := &streamState{}
+	defer func() {
+		if p.v.disconnected != nil && !st.done && r.Context().Err() != nil {
+			p.v.disconnected(p, r)
+		}
+	}()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var cur sseFrame
@@ -165,6 +173,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				st.gap = true
 			}
 			st.lastSeq = seq
+			st.done = st.done || m["type"] == "done"
 			if m["type"] == "accepted" {
 				p.mu.Lock()
 				p.questions[m["ticket"].(string)] = m["question"].(string)

@@ -138,6 +138,13 @@ type slowRun struct {
 	runningCode int
 	// foreign is B's view of A's open ticket.
 	foreign foreignCalls
+	// dropped is a stream A closed after its first event: the run must go on.
+	dropped *capture
+	// waited is A's status with Prefer: wait=1 while the run was open.
+	waited        *gen.AskStatus
+	waitedCode    int
+	waitedApplied string
+	waitedFor     time.Duration
 }
 
 // foreignCalls are B's calls on a ticket B does not own (or that does not exist).
@@ -186,6 +193,10 @@ func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 		wg.Go(func() { sr.byQuery = s.stream(ctx, A, r.ticket.Ticket, cursor{query: "1"}, nil) })
 		wg.Go(func() { sr.foreign = s.foreignView(ctx, r.ticket.Ticket) })
 		wg.Go(func() { sr.running, sr.runningCode, _ = s.status(ctx, A, r.ticket.Ticket) })
+		wg.Go(func() {
+			sr.dropped = s.stream(ctx, A, r.ticket.Ticket, cursor{}, func(c *capture) bool { return len(c.Events) > 0 })
+		})
+		wg.Go(func() { s.preferWait(ctx, sr) })
 		wg.Go(func() {
 			tok, err := s.token(ctx, A)
 			if err != nil {
@@ -315,3 +326,20 @@ func (s *session) cancelRunFixture(ctx context.Context) (*cancelRun, error) {
 }
 
 func askBody(q string) gen.AskRequest { return gen.AskRequest{Question: q} }
+
+// preferWait GETs the slow run's status with Prefer: wait=1.
+func (s *session) preferWait(ctx context.Context, sr *slowRun) {
+	tok, err := s.token(ctx, A)
+	if err != nil {
+		return
+	}
+	wait := "wait=1"
+	start := time.Now()
+	resp, err := s.api.GetAskWithResponse(ctx, sr.run.ticket.Ticket, &gen.GetAskParams{Prefer: &wait}, bearer(tok))
+	sr.waitedFor = time.Since(start)
+	if err != nil {
+		return
+	}
+	sr.waited, sr.waitedCode = resp.JSON200, resp.StatusCode()
+	sr.waitedApplied = resp.HTTPResponse.Header.Get("Preference-Applied")
+}

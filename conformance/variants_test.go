@@ -1,7 +1,9 @@
 package conformance_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -255,6 +257,34 @@ func variants(slowWait time.Duration) []variant {
 			})},
 		{name: "no-headline", fails: []string{"behaviour.answer-headline"},
 			frame: editEvents("answer", func(_ *proxy, m map[string]any) { delete(m, "headline") })},
+		{name: "lenient-input", fails: []string{"ask.bad-input-400"},
+			request: func(_ *proxy, r *http.Request) {
+				if !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				var m map[string]any
+				err := json.Unmarshal(body, &m)
+				q, _ := m["question"].(string)
+				if err != nil || len(m) != 1 || q == "" || len(q) > 4000 {
+					body = []byte(`{"question":"What does change failure rate mean?"}`)
+				}
+				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			}},
+		{name: "cancel-on-disconnect", fails: []string{"stream.disconnect-keeps-run"},
+			disconnected: func(p *proxy, r *http.Request) {
+				ticket := strings.Split(r.URL.Path, "/")[4]
+				req, err := http.NewRequest(http.MethodPost, p.upstream.String()+"/v1/asks/"+ticket+"/cancel", nil)
+				if err != nil {
+					return
+				}
+				req.Header.Set("Authorization", r.Header.Get("Authorization"))
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}},
+		{name: "prefer-ignored", fails: []string{"status.prefer-wait"},
+			request: func(_ *proxy, r *http.Request) { r.Header.Del("Prefer") }},
 		{name: "amnesia", fails: []string{"behaviour.follow-up"},
 			request: func(p *proxy, r *http.Request) {
 				if !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
@@ -316,6 +346,9 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 			rep, err := conformance.Run(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, res := range rep.Results {
+				t.Logf("%s %s — %s", res.Status, res.Name, res.Detail)
 			}
 			for _, c := range v.fails {
 				res, ok := rep.Result(c)

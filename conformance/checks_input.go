@@ -1,0 +1,40 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+func checkBadInput(ctx context.Context, s *session) verdict {
+	// Ask bodies the contract rejects with 400: AskRequest is an object with a question of 1
+	// to 4000 characters and nothing else.
+	badAsks := []struct{ what, body string }{
+		{"not JSON", `{"question":`},
+		{"no question", `{}`},
+		{"an empty question", `{"question":""}`},
+		{"an unknown field", `{"question":"What is an incident?","colour":"blue"}`},
+		{"a question over 4000 characters", `{"question":"` + strings.Repeat("a", 4001) + `"}`},
+	}
+	conv, err := s.conversation(ctx, A)
+	if err != nil {
+		return broken(err)
+	}
+	tok, err := s.token(ctx, A)
+	if err != nil {
+		return broken(err)
+	}
+	var found []string
+	for _, b := range badAsks {
+		resp, err := s.api.CreateAskWithBodyWithResponse(ctx, conv, "application/json", strings.NewReader(b.body), bearer(tok))
+		if err != nil {
+			return broken(err)
+		}
+		if resp.StatusCode() != http.StatusBadRequest || mediaType(resp.HTTPResponse.Header) != "application/problem+json" {
+			found = append(found, fmt.Sprintf("%s: %d %s", b.what, resp.StatusCode(), mediaType(resp.HTTPResponse.Header)))
+		}
+	}
+	return problems("400 problem+json for an ask body the schema rejects", found,
+		fmt.Sprintf("400 problem+json for %d malformed ask bodies", len(badAsks)))
+}

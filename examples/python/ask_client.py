@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""A client of the ask service in Python, with the standard library only.
+
+Ask a question, follow the work as Server-Sent Events (resuming a dropped connection with
+Last-Event-ID, so no event is missed or seen twice), and print the outcome as what it is:
+an answer with its caveats and what it rests on, an abstention, a refusal, or an error.
+
+    python3 ask_client.py [--url URL] [--idp URL] [--as OID | --token TOKEN] QUESTION...
+
+--url defaults to $ASK_URL or http://127.0.0.1:8080/ask. Without --token (or $ASK_TOKEN) a token
+is minted for --as (default alice) from the development identity provider at --idp ($ASK_IDP,
+default http://127.0.0.1:8090), which answers loopback callers only. Progress goes to stderr,
+the outcome to stdout. Exit status: 0 answer, 2 abstention, 3 refusal, 4 error, 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Callable, Iterator
+
+OUTCOMES = ("answer", "abstention", "refusal", "error")
+
+
+class APIError(Exception):
+    """The service refused a call: its HTTP status and RFC 9457 problem."""
+
+    def __init__(self, operation: str, status: int, problem: dict):
+        self.operation, self.status, self.problem = operation, status, problem
+        detail = problem.get("detail") or problem.get("title") or ""
+        super().__init__(f"{operation}: HTTP {status}" + (f": {detail}" if detail else ""))
+
+
+def mint_dev_token(idp_url: str, oid: str) -> str:
+    """A bearer for oid from the development identity provider (POST /token, loopback only)."""
+    body = urllib.parse.urlencode({"oid": oid}).encode()
+    req = urllib.request.Request(idp_url.rstrip("/") + "/token", data=body, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.load(resp)["access_token"]
+
+
+class AskClient:
+    """The service's calls as one identity. Each call is independent; not for concurrent use
+    of one EventStream."""
+
+    def __init__(self, base_url: str, token: str, timeout: float = 30.0):
+        self.base = urllib.parse.urlsplit(base_url.rstrip("/"))
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def _call(self, operation: str, method: str, path: str, body: dict | None = None) -> dict:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base_url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.load(resp)
+        except urllib.error.HTTPError as e:
+            try:
+                problem = json.load(e)
+            except ValueError:
+                problem = {}
+            raise APIError(operation, e.code, problem) from None
+
+    def create_conversation(self) -> dict:
+        return self._call("createConversation", "POST", "/v1/conversations", {})
+
+    def ask(self, conversation_id: str, question: str) -> dict:
+        """Returns the ticket, which arrives before any work runs."""
+        cid = urllib.parse.quote(conversation_id, safe="")
+        return self._call("createAsk", "POST", f"/v1/conversations/{cid}/asks", {"question": question})
+
+    def status(self, ticket: str) -> dict:
+        return self._call("getAsk", "GET", f"/v1/asks/{urllib.parse.quote(ticket, safe='')}")
+
+    def cancel(self, ticket: str) -> dict:
+        """Cancels a run. Idempotent; after done it changes nothing."""
+        return self._call("cancelAsk", "POST", f"/v1/asks/{urllib.parse.quote(ticket, safe='')}/cancel")
+
+    def events(self, ticket: str, after: int = 0) -> "EventStream":
+        return EventStream(self, ticket, after)
+
+
+class EventStream:
+    """A ticket's events, in order, each once, until done.
+
+    A connection that drops, fails or ends before done is resumed with Last-Event-ID after a
+    short backoff with jitter; the budget of attempts is reset whenever an event arrives. A
+    400, 401 or 404 is final (APIError). `last_event_ids` records the Last-Event-ID sent on each
+    connection ("" for none).
+    """
+
+    def __init__(self, client: AskClient, ticket: str, after: int = 0, attempts: int = 8):
+        self.client, self.ticket, self.attempts = client, ticket, attempts
+        self.last_id = str(after) if after else ""
+        self.last_seq = after
+        self.last_event_ids: list[str] = []
+        self._conn: http.client.HTTPConnection | None = None
+        self._resp: http.client.HTTPResponse | None = None
+
+    def drop(self) -> None:
+        """Closes the current connection mid-stream, as a network failure would. The next
+        iteration reconnects with Last-Event-ID."""
+        if self._resp is not None:
+            self._resp.close()
+        if self._conn is not None:
+            self._conn.close()
+
+    def _connect(self) -> http.client.HTTPResponse:
+        base = self.client.base
+        conn_type = http.client.HTTPSConnection if base.scheme == "https" else http.client.HTTPConnection
+        self._conn = conn_type(base.netloc, timeout=self.client.timeout)
+        headers = {"Authorization": f"Bearer {self.client.token}", "Accept": "text/event-stream"}
+        if self.last_id:
+            headers["Last-Event-ID"] = self.last_id
+        self.last_event_ids.append(self.last_id)
+        path = f"{base.path}/v1/asks/{urllib.parse.quote(self.ticket, safe='')}/events"
+        self._conn.request("GET", path, headers=headers)
+        return self._conn.getresponse()
+
+    def __iter__(self) -> Iterator[dict]:
+        failures = 0
+        while True:
+            try:
+                self._resp = resp = self._connect()
+                if resp.status != 200:
+                    try:
+                        problem = json.loads(resp.read() or b"{}")
+                    except ValueError:
+                        problem = {}
+                    if resp.status not in (429, 502, 503, 504):
+                        raise APIError("streamEvents", resp.status, problem)
+                else:
+                    for frame_id, data in _frames(resp):
+                        if frame_id:
+                            self.last_id = frame_id
+                        event = json.loads(data)
+                        if event["seq"] <= self.last_seq:
+                            continue  # replayed after a resume: already delivered
+                        self.last_seq = event["seq"]
+                        failures = 0
+                        yield event
+                        if event["type"] == "done":
+                            return
+            except (OSError, ValueError, http.client.HTTPException):
+                pass  # a dropped or failed connection: resume below
+            finally:
+                self.drop()
+            failures += 1
+            if failures > self.attempts:
+                raise ConnectionError(f"event stream for {self.ticket}: no progress after {self.attempts} reconnects")
+            time.sleep(random.uniform(0, min(0.1 * 2 ** failures, 5.0)))
+
+
+def _frames(resp: http.client.HTTPResponse) -> Iterator[tuple[str, str]]:
+    """Server-Sent Events frames as (last event id, data), per the WHATWG rules: comments (the
+    keep-alives) ignored, data lines joined with newlines, the id persisting across frames."""
+    data: list[str] = []
+    frame_id = None
+    while True:
+        raw = resp.readline()
+        if not raw:
+            return  # end of stream (before done: the caller resumes)
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if line == "":
+            if data:
+                yield frame_id or "", "\n".join(data)
+            data = []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "data":
+            data.append(value)
+        elif field == "id" and "\0" not in value:
+            frame_id = value
+
+
+# ---- presentation: this client's own words --------------------------------------------------
+
+
+def milestone_words(m: dict) -> str:
+    subject = m.get("subject", "")
+    phase = m.get("phase")
+    if phase == "grounding":
+        return f'Checking what "{subject}" means in the catalog'
+    if phase == "discovering":
+        return "Seeing which tables there are" if subject == "tables" else f"Reading how {subject} is laid out"
+    if phase == "querying":
+        return f"Querying {subject}"
+    if phase == "reconciling":
+        return f"Combining {subject} across sources"
+    return f"Working on {subject}"
+
+
+def describe_outcome(o: dict) -> str:
+    kind = o["type"]
+    if kind == "answer":
+        lines = []
+        if o.get("headline"):
+            lines.append(f"{o['headline']['value']} ({o['headline']['label']})")
+        lines.append(o["text"])
+        result = o.get("result")
+        if result and result.get("rows") and not (o.get("headline") and len(result["rows"]) == 1):
+            lines.append("  " + " | ".join(result["columns"]))
+            lines.extend("  " + " | ".join(str(v) for v in row) for row in result["rows"])
+        for c in o.get("caveats", []):
+            lines.append(f"Keep in mind — {c['term']}: {c['text']} ({c['source']})")
+        for p in o.get("provenance", []):
+            lines.append(f"Rests on — {p['term']}: {p['statement']} ({p['source']})")
+        fast = o.get("path", {}).get("speed") == "fast"
+        lines.append("Answered from the catalog alone." if fast else "Answered by querying the data.")
+        return "\n".join(lines)
+    if kind == "abstention":
+        terms = ", ".join(o.get("terms", [])) or "nothing"
+        return f"No answer: the catalog has nothing to answer this from. Looked for: {terms}."
+    if kind == "refusal":
+        return (f"Refused: the {o['source']} source refused {o['tool']} for you ({o['reason']}). "
+                "This is recorded in its audit log; it is not an empty result.")
+    if kind == "error":
+        return "Cancelled." if o["kind"] == "cancelled" else f"Not answered ({o['kind']}): {o['message']}"
+    return f"(an outcome of a kind this client does not know: {kind})"
+
+
+def follow(stream: EventStream, progress: Callable[[str], None] = lambda s: None,
+           on_event: Callable[[dict], None] = lambda e: None) -> tuple[dict, dict]:
+    """Follows a stream to done; returns (outcome, done). Milestones go to progress, in words,
+    each said once."""
+    outcome, said = None, None
+    for event in stream:
+        on_event(event)
+        if event["type"] == "milestone":
+            words = milestone_words(event)
+            if words != said:
+                progress(words)
+                said = words
+        elif event["type"] in OUTCOMES:
+            outcome = event
+        elif event["type"] == "done":
+            if outcome is None:
+                raise RuntimeError("done arrived without a terminal event")
+            return outcome, event
+    raise RuntimeError("the stream ended without done")
+
+
+def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) -> int:
+    ap = argparse.ArgumentParser(description="Ask the ask service a question.")
+    ap.add_argument("--url", default=os.environ.get("ASK_URL", "http://127.0.0.1:8080/ask"))
+    ap.add_argument("--idp", default=os.environ.get("ASK_IDP", "http://127.0.0.1:8090"))
+    ap.add_argument("--as", dest="oid", default=os.environ.get("ASK_OID", "alice"))
+    ap.add_argument("--token", default=os.environ.get("ASK_TOKEN", ""))
+    ap.add_argument("question", nargs="+")
+    args = ap.parse_args(argv)
+    try:
+        token = args.token or mint_dev_token(args.idp, args.oid)
+        client = AskClient(args.url, token)
+        conversation = client.create_conversation()
+        ticket = client.ask(conversation["id"], " ".join(args.question))
+        try:
+            outcome, _ = follow(client.events(ticket["ticket"]), progress=lambda s: print(f"… {s}", file=stderr))
+        except KeyboardInterrupt:
+            client.cancel(ticket["ticket"])  # the person has gone: stop spending their quota
+            raise
+    except (APIError, OSError, RuntimeError) as e:
+        print(f"ask_client: {e}", file=stderr)
+        return 1
+    print(describe_outcome(outcome), file=stdout)
+    return {"answer": 0, "abstention": 2, "refusal": 3}.get(outcome["type"], 4)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

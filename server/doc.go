@@ -73,8 +73,20 @@
 // Shutdown stops admitting (503 + Retry-After), lets running asks finish for ShutdownGrace,
 // then ends the rest with error{shutdown} and done, which closes their streams; any stream or
 // long poll still open is then closed, and Shutdown waits (bounded by its context) for the
-// runners to return. Multi-replica cancel (a cancel arriving at a replica that does not run the
-// ask) needs a shared store with a cancel signal; the in-memory store does not provide one.
+// runners to return.
+//
+// # Replicas
+//
+// With a store.Shared (package store/redis) several replicas serve one set of tickets behind
+// a plain round-robin gateway: any replica answers any call. A run executes on the replica
+// that admitted it, which holds a lease on it, renewed every third of the lease, and watches
+// the run's log. A cancel that reaches another replica ends the log there at once (error
+// {cancelled} and done, atomically in the store); the runner sees the end in the log and
+// stops its model. Every replica sweeps, every quarter of a lease, for runs whose lease has
+// lapsed (their replica died or lost the store) and ends them with error{interrupted} and
+// done; the store's atomic end makes that happen exactly once however many replicas notice,
+// and refuses anything the old replica appends should it come back. Such a done counts the
+// steps in the log and the model calls and tokens of the runner's last renewal.
 //
 // # Configuration
 //

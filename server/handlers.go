@@ -200,6 +200,16 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 			s.log.Info("ask cancelled", "ticket", ticket)
 		}
 		r.cancel(errCancelled)
+	} else if sh, ok := s.store.(store.Shared); ok {
+		// Another replica runs it (or ran it): end the log here, at once; the runner sees the
+		// end in its log and stops making model calls.
+		switch err := s.endRemote(c.Request().Context(), sh, ticket, outcomeFor(errCancelled), false); {
+		case err == nil:
+			s.log.Info("ask cancelled", "ticket", ticket, "runner", "another replica")
+		case errors.Is(err, store.ErrFinished), errors.Is(err, store.ErrNotFound):
+		default:
+			return err
+		}
 	}
 	t, err := s.store.Ticket(c.Request().Context(), ticket)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/store"
 )
 
 // newRun registers the run of an admitted ticket and returns it with the context it will run
@@ -47,4 +48,11 @@ func (s *Server) start(r *run, ctx context.Context, req ask.Request) {
 		}
 		r.execute(ctx, s.opts.Runner, req)
 	}()
+	if sh, ok := s.store.(store.Shared); ok {
+		s.runners.Add(1)
+		go func() {
+			defer s.runners.Done()
+			s.hold(ctx, r, sh)
+		}()
+	}
 }

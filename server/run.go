@@ -21,6 +21,9 @@ var (
 	errTimeout   = errors.New("ask deadline passed")
 	errShutdown  = errors.New("ask service shutting down")
 	errReturned  = errors.New("runner returned")
+	// errEndedElsewhere: another replica ended the log (a cancel it received, or it found
+	// this replica's lease lapsed); the shared store refuses this replica's appends.
+	errEndedElsewhere = errors.New("ask ended by another replica")
 )
 
 // supervisorBranch is the one branch the service opens and closes around every run.
@@ -59,8 +62,10 @@ type run struct {
 	outTokens  int64
 }
 
-// appendLocked encodes and appends one event; r.mu is held.
-func (r *run) appendLocked(typ gen.EventType, body any) {
+// appendLocked encodes and appends one event; r.mu is held. It reports lost when the store
+// refused the event because the log was ended elsewhere (a shared store's fencing): the caller
+// then calls endedElsewhere once r.mu is released.
+func (r *run) appendLocked(typ gen.EventType, body any) (lost bool) {
 	if typ != gen.EventTypeStep && r.nonStep >= r.maxEvents-tailEvents {
 		// Only steps may be evicted, so a runner that emits more non-step events than the
 		// bound allows loses the excess here, at emission (no seq is spent on them).
@@ -68,36 +73,67 @@ func (r *run) appendLocked(typ gen.EventType, body any) {
 		if r.dropped == 1 {
 			r.log.Warn("event log full of non-step events; dropping runner events", "ticket", r.ticket, "type", string(typ))
 		}
-		return
+		return false
 	}
 	ev, err := encodeEvent(envelope{seq: r.seq + 1, ticket: r.ticket, conv: r.conv, ts: time.Now(), typ: typ}, body)
 	if err != nil {
 		r.log.Error("event not encodable", "ticket", r.ticket, "type", string(typ), "err", err)
-		return
+		return false
 	}
 	if err := r.store.Append(context.Background(), r.ticket, ev); err != nil {
+		if errors.Is(err, store.ErrFinished) {
+			return true
+		}
 		r.log.Error("event not appended", "ticket", r.ticket, "type", string(typ), "err", err)
-		return
+		return false
 	}
 	r.seq++
 	if typ != gen.EventTypeStep {
 		r.nonStep++
 	}
+	return false
+}
+
+// endedElsewhere ends this replica's part in a log another replica has ended: nothing more
+// is appended, the admission slot is released and the runner's context is cancelled.
+func (r *run) endedElsewhere() {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return
+	}
+	r.ended = true
+	r.mu.Unlock()
+	r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
+	if r.onEnd != nil {
+		r.onEnd(r)
+	}
+	r.cancel(errEndedElsewhere)
+}
+
+// usage is what the run has cost so far, for a shared store's lease renewal.
+func (r *run) usage() store.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return store.Usage{Steps: r.steps, ModelCalls: r.modelCalls, InputTokens: r.inTokens, OutputTokens: r.outTokens}
 }
 
 // open appends the supervisor branch's open, once.
 func (r *run) open() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.openLocked()
+	lost := r.openLocked()
+	r.mu.Unlock()
+	if lost {
+		r.endedElsewhere()
+	}
 }
 
-func (r *run) openLocked() {
+func (r *run) openLocked() (lost bool) {
 	if r.ended || r.opened {
-		return
+		return false
 	}
 	r.opened = true
-	r.appendLocked(gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateOpen})
+	return r.appendLocked(gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateOpen})
 }
 
 // end closes the log with out: the supervisor branch's close, the terminal event and done,
@@ -108,7 +144,11 @@ func (r *run) end(out ask.Outcome) bool {
 		r.mu.Unlock()
 		return false
 	}
-	r.openLocked() // every log has exactly one open and one close, even one ended before it started
+	if r.openLocked() { // every log has exactly one open and one close, even one ended before it started
+		r.mu.Unlock()
+		r.endedElsewhere()
+		return false
+	}
 	r.ended = true
 	typ, body := terminalOf(out)
 	elapsed := time.Since(r.started)
@@ -140,7 +180,15 @@ func (r *run) end(out ask.Outcome) bool {
 		tail = append(tail, ev)
 	}
 	turn := ask.Turn{Question: r.question, Outcome: tail[1].Type, Text: turnText(out)}
-	if err := r.store.Finish(context.Background(), r.ticket, tail, turn); err != nil {
+	if err := r.store.Finish(context.Background(), r.ticket, tail, turn); errors.Is(err, store.ErrFinished) {
+		// Another replica ended the log first (a shared store): its end stands.
+		r.mu.Unlock()
+		r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
+		if r.onEnd != nil {
+			r.onEnd(r)
+		}
+		return false
+	} else if err != nil {
 		r.log.Error("ticket not finished", "ticket", r.ticket, "err", err)
 	} else {
 		r.seq += int64(len(tail))
@@ -264,30 +312,42 @@ var _ ask.Emitter = emitter{}
 
 func (e emitter) Branch(b gen.BranchBody) {
 	e.r.mu.Lock()
-	defer e.r.mu.Unlock()
 	if e.r.closedLocked() || b.BranchId == supervisorBranch {
+		e.r.mu.Unlock()
 		return
 	}
-	e.r.appendLocked(gen.EventTypeBranch, b)
+	lost := e.r.appendLocked(gen.EventTypeBranch, b)
+	e.r.mu.Unlock()
+	if lost {
+		e.r.endedElsewhere()
+	}
 }
 
 func (e emitter) Step(s gen.StepBody) {
 	e.r.mu.Lock()
-	defer e.r.mu.Unlock()
 	if e.r.closedLocked() {
+		e.r.mu.Unlock()
 		return
 	}
 	e.r.steps++
-	e.r.appendLocked(gen.EventTypeStep, s)
+	lost := e.r.appendLocked(gen.EventTypeStep, s)
+	e.r.mu.Unlock()
+	if lost {
+		e.r.endedElsewhere()
+	}
 }
 
 func (e emitter) Milestone(m gen.MilestoneBody) {
 	e.r.mu.Lock()
-	defer e.r.mu.Unlock()
 	if e.r.closedLocked() {
+		e.r.mu.Unlock()
 		return
 	}
-	e.r.appendLocked(gen.EventTypeMilestone, m)
+	lost := e.r.appendLocked(gen.EventTypeMilestone, m)
+	e.r.mu.Unlock()
+	if lost {
+		e.r.endedElsewhere()
+	}
 }
 
 func (e emitter) ModelCall(u ask.Usage) {

@@ -96,8 +96,9 @@ type Server struct {
 	idle     chan struct{} // closed when draining and active == 0
 }
 
-// New builds the service. It fails on missing Runner or Authenticator and on invalid options;
-// it starts nothing.
+// New builds the service. It fails on missing Runner or Authenticator and on invalid options.
+// With the in-memory store it starts nothing; with a store.Shared it starts one goroutine that
+// ends the runs of replicas whose lease lapsed, which Shutdown stops.
 func New(opts Options) (*Server, error) {
 	if opts.Runner == nil {
 		return nil, errors.New("server: Options.Runner is required")
@@ -162,6 +163,13 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.echo = e
+	if sh, ok := s.store.(store.Shared); ok {
+		s.runners.Add(1)
+		go func() {
+			defer s.runners.Done()
+			s.sweep(sh)
+		}()
+	}
 	return s, nil
 }
 

@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// With a store.Shared (several replicas behind one gateway), each run executes on the replica
+// that admitted it, and that replica holds the run's lease: hold renews it and watches the
+// log, so that when another replica ends the log (a cancel it received, or a lapse it noticed)
+// the run stops making model calls at once. Every replica sweeps for lapsed leases and ends
+// those runs with error{interrupted} and done; the store makes that end atomic, so it happens
+// exactly once however many replicas notice, and fences off a runner that comes back.
+
+// sweepLimit is how many lapsed tickets one sweep ends.
+const sweepLimit = 100
+
+// remoteEndAttempts bounds how often endRemote re-reads a log its runner keeps appending to.
+const remoteEndAttempts = 8
+
+// hold renews r's lease every third of it and ends r's part as soon as the log is ended
+// elsewhere. It returns when ctx (the run's) is done or the log has ended.
+func (s *Server) hold(ctx context.Context, r *run, sh store.Shared) {
+	tick := time.NewTicker(max(sh.Lease()/3, 10*time.Millisecond))
+	defer tick.Stop()
+	cursor := int64(0)
+	for {
+		var changed <-chan struct{}
+		b, err := sh.Read(ctx, r.ticket, cursor)
+		switch {
+		case err == nil && b.Finished:
+			r.endedElsewhere() // a no-op when this replica ended it
+			return
+		case err == nil:
+			if n := len(b.Events); n > 0 {
+				cursor = b.Events[n-1].Seq
+			}
+			changed = b.Changed
+		case errors.Is(err, store.ErrNotFound):
+			r.endedElsewhere()
+			return
+		case ctx.Err() == nil:
+			s.log.Warn("run's log not readable; retrying at the next renewal", "ticket", r.ticket, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-tick.C:
+			switch err := sh.Renew(ctx, r.ticket, r.usage()); {
+			case errors.Is(err, store.ErrFinished), errors.Is(err, store.ErrNotFound):
+				r.endedElsewhere()
+				return
+			case err != nil && ctx.Err() == nil:
+				s.log.Warn("lease not renewed; retrying", "ticket", r.ticket, "err", err)
+			}
+		}
+	}
+}
+
+// sweep ends, every quarter of a lease, the runs whose lease has lapsed, until the server
+// shuts down.
+func (s *Server) sweep(sh store.Shared) {
+	tick := time.NewTicker(max(sh.Lease()/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.base.Done():
+			return
+		case <-tick.C:
+		}
+		ids, err := sh.Lapsed(s.base, sweepLimit)
+		if err != nil {
+			if s.base.Err() == nil {
+				s.log.Warn("lapsed leases not listed", "err", err)
+			}
+			continue
+		}
+		for _, id := range ids {
+			out := errOutcome(gen.ErrorKindInterrupted, "the replica running the ask stopped before it finished")
+			switch err := s.endRemote(s.base, sh, id, out, true); {
+			case err == nil:
+				s.log.Warn("ask interrupted: its replica's lease lapsed", "ticket", id)
+			case errors.Is(err, store.ErrFinished), errors.Is(err, store.ErrLeaseHeld), errors.Is(err, store.ErrNotFound):
+				// Another replica got there first, or the runner renewed in time.
+			case s.base.Err() == nil:
+				s.log.Warn("lapsed ask not ended; retrying at the next sweep", "ticket", id, "err", err)
+			}
+		}
+	}
+}
+
+// endRemote ends a running ticket this replica does not run with out (an error outcome):
+// the supervisor branch's close, the terminal event and done, appended atomically by the
+// store if the log has not moved meanwhile (else it reads again and retries). done counts the
+// steps in the log and the model calls and tokens of the runner's last lease renewal.
+func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, out ask.Outcome, lapsedOnly bool) error {
+	if t, err := sh.Ticket(ctx, ticket); err != nil || t.Finished() {
+		return cmpOr(err, store.ErrFinished)
+	}
+	question, err := acceptedQuestion(ctx, sh, ticket)
+	if err != nil {
+		return err
+	}
+	for range remoteEndAttempts {
+		t, err := sh.Ticket(ctx, ticket)
+		if err != nil {
+			return err
+		}
+		if t.Finished() {
+			return store.ErrFinished
+		}
+		u, err := sh.Usage(ctx, ticket)
+		if err != nil {
+			return err
+		}
+		typ, body := terminalOf(out)
+		now := time.Now()
+		done := gen.DoneBody{
+			Outcome: gen.DoneBodyOutcome(typ), Steps: u.Steps, ModelCalls: u.ModelCalls,
+			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ElapsedMs: now.Sub(t.CreatedAt).Milliseconds(),
+		}
+		var tail []store.Event
+		for i, e := range []struct {
+			typ  gen.EventType
+			body any
+		}{
+			{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
+			{typ, body},
+			{gen.EventTypeDone, done},
+		} {
+			ev, err := encodeEvent(envelope{seq: t.LastSeq + int64(i) + 1, ticket: ticket, conv: t.ConversationID, ts: now, typ: e.typ}, e.body)
+			if err != nil {
+				return err
+			}
+			tail = append(tail, ev)
+		}
+		turn := ask.Turn{Question: question, Outcome: typ, Text: turnText(out)}
+		if err = sh.End(ctx, ticket, tail, turn, lapsedOnly); !errors.Is(err, store.ErrSeq) {
+			return err
+		}
+	}
+	return store.ErrSeq
+}
+
+// acceptedQuestion is the question of a ticket, from its accepted event (seq 1, never
+// evicted): the conversation's memory of the ask needs it.
+func acceptedQuestion(ctx context.Context, sh store.Shared, ticket string) (string, error) {
+	b, err := sh.Read(ctx, ticket, 0)
+	if err != nil {
+		return "", err
+	}
+	if len(b.Events) == 0 || b.Events[0].Type != gen.EventTypeAccepted {
+		return "", errors.New("server: the ticket's log has no accepted event")
+	}
+	var acc struct {
+		Question string `json:"question"`
+	}
+	if err := json.Unmarshal(b.Events[0].Data, &acc); err != nil {
+		return "", errors.New("server: the ticket's accepted event is not valid JSON")
+	}
+	return acc.Question, nil
+}
+
+// cmpOr returns err, or alt when err is nil.
+func cmpOr(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
+}

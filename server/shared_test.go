@@ -1,0 +1,131 @@
+package server_test
+
+import (
+	"context"
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+)
+
+// replicaStore opens one replica's Redis store on srv under prefix, closed after the
+// replica's server has shut down.
+func replicaStore(t *testing.T, srv *redistest.Server, prefix string, lease time.Duration) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: prefix, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// blockingRunner reports one step, then waits for its context; started reports each run's
+// start and stopped its context ending.
+func blockingRunner(started, stopped chan<- string) ask.Runner {
+	return ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		emit.Step(step(0))
+		emit.ModelCall(ask.Usage{InputTokens: 7, OutputTokens: 3})
+		started <- req.Ticket
+		<-ctx.Done()
+		stopped <- req.Ticket
+		emit.Step(step(1)) // a tool call completing after the end leaves nothing behind
+		return ask.Outcome{Answer: answer("too late")}
+	})
+}
+
+func within(t *testing.T, ch <-chan string, what string) string {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: not within 10s", what)
+		return ""
+	}
+}
+
+// TestReplicasShareTickets: two replicas over one Redis; the ask is made on A, its stream and
+// status read on B, and a cancel sent to B ends the log at once and stops A's runner.
+func TestReplicasShareTickets(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "srv:" + rand.Text() + ":"
+	started, stopped := make(chan string, 1), make(chan string, 1)
+	a := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: blockingRunner(started, stopped)})
+	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: answerRunner(1)})
+
+	cid := a.conv(alice)
+	ticket := b.ask(alice, cid, "How many sev1 incidents did we have in 2026-Q2?") // B runs it: swap roles below
+	_ = b.events(alice, ticket)
+	ticket = a.ask(alice, cid, "And in 2026-Q3?")
+	within(t, started, "the run on A")
+	if st := b.status(bob, ticket); st.StatusCode() != 404 {
+		t.Errorf("bob reads alice's ticket on B: %d, want 404", st.StatusCode())
+	}
+	if r := b.cancel(alice, ticket); r.StatusCode() != 202 {
+		t.Fatalf("cancel on B: %d", r.StatusCode())
+	}
+	frames := b.events(alice, ticket)
+	terminal, done := checkLifecycle(t, frames, gen.EventTypeError)
+	if terminal.Kind != "cancelled" {
+		t.Errorf("terminal kind %q, want cancelled", terminal.Kind)
+	}
+	if done.Steps != 1 {
+		t.Errorf("done.steps = %d, want 1", done.Steps)
+	}
+	within(t, stopped, "A's runner stopping after the cancel on B")
+	if st := a.status(alice, ticket); st.JSON200 == nil || st.JSON200.State != gen.AskStateError {
+		t.Errorf("status on A after the cancel on B: %+v", st.JSON200)
+	}
+	// The conversation remembers both asks, on either replica.
+	if r := b.cancel(alice, ticket); r.StatusCode() != 202 {
+		t.Errorf("second cancel: %d", r.StatusCode())
+	}
+	if again := b.events(alice, ticket); len(again) != len(frames) {
+		t.Errorf("a cancel after done changed the log: %v then %v", types(frames), types(again))
+	}
+}
+
+// TestLapsedLeaseInterrupted: replica A stops renewing its lease (as if it died); replica B
+// ends the run with error{interrupted} and done, exactly once, and A, coming back, is fenced
+// off: its runner is stopped and nothing it emits reaches the log.
+func TestLapsedLeaseInterrupted(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "lapse:" + rand.Text() + ":"
+	lease := 300 * time.Millisecond
+	started, stopped := make(chan string, 1), make(chan string, 1)
+	a := newHarness(t, server.Options{Store: silentRenewal{replicaStore(t, srv, prefix, lease)}, Runner: blockingRunner(started, stopped)})
+	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, lease), Runner: answerRunner(1)})
+
+	cid := a.conv(alice)
+	ticket := a.ask(alice, cid, "Take your time: how many sev1 incidents did we have in 2026-Q2?")
+	within(t, started, "the run on A")
+	frames := b.events(alice, ticket) // ends when B's sweep ends the run
+	terminal, done := checkLifecycle(t, frames, gen.EventTypeError)
+	if terminal.Kind != "interrupted" {
+		t.Errorf("terminal kind %q, want interrupted", terminal.Kind)
+	}
+	if done.Steps != 1 {
+		t.Errorf("done.steps = %d, want 1", done.Steps)
+	}
+	within(t, stopped, "A's runner stopping once the run was ended elsewhere")
+	if again := a.events(alice, ticket); len(again) != len(frames) {
+		t.Errorf("the old replica changed the log: %v then %v", types(frames), types(again))
+	}
+	// The conversation is free again, and remembers the interrupted turn.
+	next := a.ask(alice, cid, "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, started, "the next run on A")
+	_ = a.cancel(alice, next)
+	within(t, stopped, "the next run stopping")
+}
+
+// silentRenewal is a replica that has lost the ability to renew its lease.
+type silentRenewal struct{ *redisstore.Store }
+
+func (silentRenewal) Renew(context.Context, string, store.Usage) error { return nil }

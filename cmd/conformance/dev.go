@@ -20,6 +20,12 @@ const devKeepAlive = time.Second
 // one run's events.
 const devOverflowEvents = 8
 
+// The gateway checks, made after the suite in --gateway mode.
+const (
+	nameSurvives = "gateway.silence-survives-with-keepalives"
+	nameCutOff   = "gateway.silence-cut-without-keepalives"
+)
+
 // runDev starts the development stack (and one with a small buffer for the overflow check),
 // optionally nginx in front of both, runs the suite, and stops everything.
 //
@@ -82,9 +88,11 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 	if rep, err = conformance.Run(ctx, cfg); err != nil {
 		return rep, err
 	}
-	if cfg.Only == nil || cfg.Only.MatchString("gateway.") {
-		survive := cfg
-		rep.Results = append(rep.Results, silenceSurvives(ctx, survive, o.gatewayReadTimeout))
+	wanted := func(name string) bool { return cfg.Only == nil || cfg.Only.MatchString(name) }
+	if wanted(nameSurvives) {
+		rep.Results = append(rep.Results, silenceSurvives(ctx, cfg, o.gatewayReadTimeout))
+	}
+	if wanted(nameCutOff) {
 		control := cfg
 		control.BaseURL = gw.urls[2]
 		control.Tokens = conformance.IdPTokens{URL: quiet.IdPURL}
@@ -96,7 +104,7 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 // silenceSurvives: through the gateway, a run silent for longer than proxy_read_timeout reaches
 // done, because keep-alives arrive within the timeout.
 func silenceSurvives(ctx context.Context, cfg conformance.Config, readTimeout time.Duration) conformance.Result {
-	const name = "gateway.silence-survives-with-keepalives"
+	const name = nameSurvives
 	s, err := conformance.SilentWait(ctx, cfg)
 	switch {
 	case err != nil:
@@ -113,7 +121,7 @@ func silenceSurvives(ctx context.Context, cfg conformance.Config, readTimeout ti
 // silenceCutOff is the control: the same run through the same gateway, from a service that
 // sends no keep-alives, is cut off, so the survival above is the keep-alives' doing.
 func silenceCutOff(ctx context.Context, cfg conformance.Config, readTimeout time.Duration) conformance.Result {
-	const name = "gateway.silence-cut-without-keepalives"
+	const name = nameCutOff
 	s, err := conformance.SilentWait(ctx, cfg)
 	switch {
 	case err != nil:

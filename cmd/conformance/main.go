@@ -134,16 +134,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	} else {
 		rep, err = conformance.Run(ctx, cfg)
 	}
-	if err != nil {
+	if err != nil && len(rep.Results) == 0 {
 		fmt.Fprintln(stderr, "conformance:", err)
 		return 2
 	}
+	// A report is printed even when stopping the dev stack failed afterwards.
+	var werr error
 	if o.jsonOut {
-		err = rep.WriteJSON(stdout)
+		werr = rep.WriteJSON(stdout)
 	} else {
-		err = rep.WriteText(stdout)
+		werr = rep.WriteText(stdout)
 	}
-	if err != nil {
+	if err = errors.Join(err, werr); err != nil {
 		fmt.Fprintln(stderr, "conformance:", err)
 		return 2
 	}

@@ -7,6 +7,9 @@
 //	DAS_LOG_FORMAT         json (default) or text
 //	DAS_LOG_LEVEL          debug, info (default), warn or error
 //	DAS_ASK_*              the service's settings (see package server)
+//	DAS_ASK_STORE          memory (default) or redis://host:port/db: tickets, events and
+//	                       conversations shared by every replica (see docs/scale-out.md);
+//	                       with DAS_ASK_LEASE_S (default 10) and DAS_ASK_REDIS_PREFIX (default ask:)
 //	DAS_JWKS_URL, DAS_ISSUER, DAS_AUDIENCE, DAS_REQUIRED_SCOPE, DAS_JWT_ALGS, DAS_JWT_LEEWAY_S
 //	                       bearer validation (see package auth), the same as the sources use
 //	ASK_LLM, ASK_LLM_*, DAS_SOURCES, provider keys
@@ -54,6 +57,10 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	if err != nil {
 		return err
 	}
+	storeCfg, err := storeConfigFrom(getenv)
+	if err != nil {
+		return err
+	}
 	authCfg, err := auth.ConfigFromEnv()
 	if err != nil {
 		return err
@@ -74,12 +81,21 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	if err != nil {
 		return err
 	}
-	opts := svcCfg.Options()
-	opts.Runner, opts.Authenticator, opts.Logger = runner, validator, log.With("component", "ask")
-	svc, err := server.New(opts)
+	st, closeStore, err := storeCfg.open(ctx, svcCfg, log.With("component", "store"))
 	if err != nil {
 		return err
 	}
+	opts := svcCfg.Options()
+	opts.Runner, opts.Authenticator, opts.Logger, opts.Store = runner, validator, log.With("component", "ask"), st
+	svc, err := server.New(opts)
+	if err != nil {
+		return errors.Join(err, closeStore())
+	}
+	defer func() {
+		if cerr := closeStore(); cerr != nil {
+			log.Warn("store not closed cleanly", "err", cerr)
+		}
+	}()
 
 	addr := getenv("DAS_ASK_ADDR")
 	if addr == "" {

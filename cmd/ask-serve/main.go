@@ -3,7 +3,7 @@
 // configured) and the ask service, on loopback, with nothing to install and no keys.
 //
 //	ask-serve [-addr 127.0.0.1:8080] [-idp-addr 127.0.0.1:8090] [-source-addr 127.0.0.1:8091]
-//	          [-stub-addr 127.0.0.1:8092] [-state .state] [-v]
+//	          [-stub-addr 127.0.0.1:8092] [-state .state] [-ui=true] [-v]
 //
 // The service's DAS_ASK_* settings apply as for askd. ASK_LLM=anthropic or openai (with the
 // provider's key, ASK_LLM_MODEL and ASK_LLM_BASE_URL as in package agent) uses a real model
@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&opts.SourceAddr, "source-addr", "127.0.0.1:8091", "the demo source's listen address")
 	fs.StringVar(&opts.StubAddr, "stub-addr", "127.0.0.1:8092", "the llm-stub's listen address")
 	fs.StringVar(&opts.StateDir, "state", ".state", "where the IdP's keys and the source's audit log are kept")
+	fs.BoolVar(&opts.UI, "ui", true, "serve the reference web page at {base}/ui/ (development sign-in; askd never serves it)")
 	verbose := fs.Bool("v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -89,11 +90,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if s.StubURL != "" {
 		modelName = "llm-stub at " + s.StubURL
 	}
+	page := "off (-ui=false)"
+	if s.UIURL != "" {
+		page = s.UIURL + "   (sign in as alice or bob)"
+	}
 	fmt.Fprintf(stdout, `The ask dev stack is running:
   ask service        %[1]s   (contract: %[1]s/v1/openapi.yaml)
   identity provider  %[2]s   (JWKS: %[2]s/.well-known/jwks.json)
   demo source (MCP)  %[3]s/mcp   (audit log: %[3]s/audit)
   model              %[4]s
+  web page           %[5]s
 
 Next, in another terminal:
   make ask Q="How many sev1 incidents did we have in 2026-Q2?"
@@ -101,7 +107,7 @@ Next, in another terminal:
   make token OID=alice                                                  # a bearer for curl
 
 Ctrl-C stops everything.
-`, s.AskURL, s.IdPURL, s.SourceURL, modelName)
+`, s.AskURL, s.IdPURL, s.SourceURL, modelName, page)
 
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")

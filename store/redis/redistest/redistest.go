@@ -64,6 +64,15 @@ func Run(ctx context.Context, dir string) (*Server, error) {
 	}
 }
 
+// RunAt starts a server on 127.0.0.1:port whose working directory is dir, like Run.
+func RunAt(ctx context.Context, dir string, port int) (*Server, error) {
+	bin, err := exec.LookPath(Binary)
+	if err != nil {
+		return nil, fmt.Errorf("redistest: %s not installed (apt-get install -y redis-server): %w", Binary, err)
+	}
+	return start(ctx, bin, dir, port)
+}
+
 func start(ctx context.Context, bin, dir string, port int) (*Server, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/client"
+	"github.com/das-ask/ask/conformance"
+	"github.com/das-ask/ask/gen"
+)
+
+// testLease is the replicas' lease in these tests: short, so the chaos test is quick.
+const testLease = 2 * time.Second
+
+// TestCluster starts the real thing — redis-server, the dev IdP, the demo source, the
+// llm-stub, three askd processes sharing Redis and nginx round-robin in front of them — then
+// runs the whole conformance suite through the gateway, and kills a replica mid-run.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the cluster builds and starts eight processes")
+	}
+	for _, bin := range []string{"redis-server", "nginx"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (apt-get install -y redis-server nginx-light): the cluster runs the real processes", bin)
+		}
+	}
+	ctx := t.Context()
+	c, err := Start(ctx, Options{
+		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.Logs())
+		}
+		c.Stop()
+	})
+	t.Run("Conformance", func(t *testing.T) { testConformance(t, c) })
+	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c) })
+}
+
+// testConformance: the whole suite, behaviour checks included, through nginx in front of the
+// three replicas; every replica must have run some of its asks (no stickiness).
+func testConformance(t *testing.T, c *Cluster) {
+	rep, err := conformance.Run(t.Context(), conformance.Config{
+		BaseURL:   c.GatewayURL,
+		AuditURL:  c.SourceURL,
+		Tokens:    conformance.IdPTokens{URL: c.IdPURL},
+		Behaviour: true,
+		KeepAlive: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_ = rep.WriteText(&out)
+	t.Log("\n" + out.String())
+	if rep.Failed() {
+		t.Errorf("conformance through the gateway failed: %s", rep.Summary())
+	}
+	for i, p := range c.replicas {
+		if n := bytes.Count(p.log(), []byte(`"msg":"ask accepted"`)); n == 0 {
+			t.Errorf("replica %d accepted no ask: the gateway is not spreading requests", i+1)
+		}
+	}
+}
+
+// testKillRunner: SIGKILL the replica running an ask while its first model turn is silent; a
+// client reading through the gateway reconnects to another replica (Last-Event-ID), sees no
+// gap and no duplicate, and receives error{interrupted} then exactly one done within the
+// lease; the conversation is free for the next ask, and no ticket is left running.
+func testKillRunner(t *testing.T, c *Cluster) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.GatewayURL, client.Options{
+		Token:       client.StaticToken(tok),
+		Reconnect:   client.Reconnect{Initial: 100 * time.Millisecond, Max: time.Second, Attempts: 20},
+		IdleTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := cl.CreateConversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := cl.Ask(ctx, conv.Id, "Take your time: how many sev1 incidents did we have in 2026-Q2?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := c.Runner(tk.Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var seqs []int64
+	var kinds []string
+	dones := 0
+	var killedAt, doneAt time.Time
+	for ev, err := range cl.Events(ctx, tk.Ticket, client.EventsOptions{}) {
+		if err != nil {
+			t.Fatalf("stream through the gateway: %v (events so far %v)", err, kinds)
+		}
+		seqs = append(seqs, ev.Seq)
+		kind := string(ev.Type)
+		if e, ok := ev.Value.(gen.ErrorEvent); ok {
+			kind += "{" + string(e.Kind) + "}"
+		}
+		kinds = append(kinds, kind)
+		if killedAt.IsZero() && ev.Type == gen.EventTypeBranch {
+			// The supervisor branch is open and the model's first turn is silent for 3 s.
+			c.Kill(runner)
+			killedAt = time.Now()
+		}
+		if ev.IsDone() {
+			dones++
+			doneAt = time.Now()
+		}
+	}
+	if killedAt.IsZero() {
+		t.Fatalf("the run ended before the kill: %v", kinds)
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("seqs %v: a gap or a duplicate across the reconnect", seqs)
+		}
+	}
+	if got := strings.Join(kinds, " "); !strings.HasSuffix(got, "branch error{interrupted} done") || dones != 1 {
+		t.Errorf("events %s, want ... branch error{interrupted} done, exactly one done", got)
+	}
+	took := doneAt.Sub(killedAt)
+	t.Logf("killed replica %d; error{interrupted} and done %v later (lease %v); events %v", runner+1, took.Round(time.Millisecond), testLease, kinds)
+	if bound := testLease + testLease/2 + time.Second; took > bound {
+		t.Errorf("the interrupted run ended %v after the kill, want within %v", took, bound)
+	}
+
+	st, err := cl.Status(ctx, tk.Ticket, 0)
+	if err != nil || st.State != gen.AskStateError {
+		t.Errorf("status after the interruption: %+v, %v", st, err)
+	}
+	// The conversation is free again and the survivors answer.
+	_, out, err := cl.AskAndWait(ctx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?")
+	if err != nil || out.Kind != client.Answer {
+		t.Errorf("the next ask in the conversation: %+v, %v", out.Kind, err)
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(strings.TrimSuffix(c.RedisURL, "/0"), "redis://")})
+	defer rdb.Close()
+	if n, err := rdb.ZCard(ctx, "ask:running").Result(); err != nil || n != 0 {
+		t.Errorf("tickets left running in Redis: %d (%v)", n, err)
+	}
+}

@@ -1,0 +1,84 @@
+// Command cluster runs the ask service as several replicas sharing Redis behind nginx, each
+// piece its own process on loopback: redis-server (persistence off), the development identity
+// provider, the demo source, the llm-stub, three askd replicas with DAS_ASK_STORE=redis://…,
+// and nginx with deploy/nginx/ask.conf balancing round-robin over the replicas with no
+// stickiness. It needs redis-server and nginx (apt-get install -y redis-server nginx-light).
+//
+//	go run ./deploy/cluster [-gateway 127.0.0.1:8080] [-replicas 3] [-replica-port 8181]
+//	                        [-redis-port 6390] [-lease 10s] [-dir .state/cluster] [-q]
+//
+// The gateway takes the service's usual address, so `make ask Q=...` works unchanged against
+// the cluster; each replica is also reachable directly (8181, 8182, 8183). Every process's
+// output is echoed with its name and kept in <dir>/logs. Ctrl-C stops everything. See
+// docs/scale-out.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	fs.StringVar(&o.GatewayAddr, "gateway", "127.0.0.1:8080", "nginx's listen address (the service is under /ask)")
+	fs.IntVar(&o.Replicas, "replicas", 3, "askd replicas")
+	basePort := fs.Int("replica-port", 8181, "the first replica's port; the others follow")
+	fs.IntVar(&o.RedisPort, "redis-port", 6390, "redis-server's port")
+	fs.StringVar(&o.IdPAddr, "idp-addr", "127.0.0.1:8090", "the development identity provider's address")
+	fs.StringVar(&o.SourceAddr, "source-addr", "127.0.0.1:8091", "the demo source's address")
+	fs.StringVar(&o.StubAddr, "stub-addr", "127.0.0.1:8092", "the llm-stub's address")
+	fs.DurationVar(&o.Lease, "lease", 10*time.Second, "DAS_ASK_LEASE_S: how soon a dead replica's runs end in error{interrupted}")
+	fs.StringVar(&o.Dir, "dir", ".state/cluster", "binaries, keys, audit and logs")
+	fs.StringVar(&o.Nginx, "nginx", "nginx", "the nginx binary")
+	quiet := fs.Bool("q", false, "do not echo the processes' output (it stays in <dir>/logs)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if o.Replicas < 1 {
+		return fmt.Errorf("-replicas: want at least 1")
+	}
+	for i := range o.Replicas {
+		o.ReplicaAddrs = append(o.ReplicaAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(*basePort+i)))
+	}
+	o.KeepDir = true
+	if !*quiet {
+		o.Echo = stderr
+	}
+	o.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	c, err := Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	fmt.Fprintf(stdout, "ask cluster: %d replicas sharing %s behind %s (round-robin, no stickiness)\n",
+		len(c.ReplicaURLs), c.RedisURL, c.GatewayURL)
+	for i, u := range c.ReplicaURLs {
+		fmt.Fprintf(stdout, "  askd-%d  %s\n", i+1, u)
+	}
+	fmt.Fprintf(stdout, "  idp %s  source %s  llm-stub %s\n", c.IdPURL, c.SourceURL, c.StubURL)
+	fmt.Fprintln(stdout, `try: make ask Q="How many sev1 incidents did we have in 2026-Q2?"   (Ctrl-C stops the cluster)`)
+	return c.Wait(ctx)
+}

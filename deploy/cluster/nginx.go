@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The lines of deploy/nginx/ask.conf that renderGateway replaces; each must occur exactly
+// once, so that a change to the checked-in file cannot silently leave the cluster running
+// something else.
+const (
+	tmplServer      = "server 127.0.0.1:8080;"
+	tmplListen      = "listen 127.0.0.1:8081;"
+	tmplReadTimeout = "proxy_read_timeout 60s;"
+)
+
+// renderGateway is the checked-in gateway config with every replica in its upstream (nginx's
+// default balancing: round-robin, no stickiness; a replica that refuses connections is
+// skipped for the next), listening on listen, with proxy_read_timeout readTimeout.
+func renderGateway(template string, replicas []string, listen string, readTimeout time.Duration) (string, error) {
+	secs := int(readTimeout / time.Second)
+	if secs < 1 {
+		return "", fmt.Errorf("gateway: the read timeout must be at least 1s")
+	}
+	var servers []string
+	for _, r := range replicas {
+		servers = append(servers, "server "+r+" max_fails=1 fail_timeout=2s;")
+	}
+	out := template
+	for _, r := range []struct{ old, new string }{
+		{tmplServer, strings.Join(servers, "\n    ")},
+		{tmplListen, "listen " + listen + ";"},
+		{tmplReadTimeout, "proxy_read_timeout " + strconv.Itoa(secs) + "s;"},
+	} {
+		if n := strings.Count(out, r.old); n != 1 {
+			return "", fmt.Errorf("gateway: deploy/nginx/ask.conf has %q %d times, want once", r.old, n)
+		}
+		out = strings.Replace(out, r.old, r.new, 1)
+	}
+	return out, nil
+}
+
+// nginxMain is the nginx.conf that includes the rendered config; everything nginx writes
+// stays in dir.
+func nginxMain(dir, include string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "worker_processes 1;\npid %s;\n", filepath.Join(dir, "nginx.pid"))
+	fmt.Fprintf(&b, "error_log %s warn;\n", filepath.Join(dir, "error.log"))
+	b.WriteString("events { worker_connections 512; }\nhttp {\n    access_log off;\n")
+	fmt.Fprintf(&b, "    client_body_temp_path %s;\n    proxy_temp_path %s;\n", filepath.Join(dir, "client_body"), filepath.Join(dir, "proxy"))
+	fmt.Fprintf(&b, "    include %s;\n}\n", include)
+	return b.String()
+}

@@ -1,0 +1,265 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/demo/idp"
+	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/server"
+)
+
+// Child modes.
+const (
+	// ModeSynthetic serves the service with the synthetic runner, the bare ticket handler, the
+	// bare stream writer and the MCP peer, all validating bearers against one IdP.
+	ModeSynthetic = "synthetic"
+	// ModeStack serves the whole development stack (demo/stack): the service with the agent,
+	// the llm-stub at zero delay and the demo source.
+	ModeStack = "stack"
+)
+
+// ServeOptions configure Serve. Zero values mean defaults.
+type ServeOptions struct {
+	// Mode is ModeSynthetic (default) or ModeStack.
+	Mode string
+	// KeepAlive is the service's keep-alive interval; 0 means the service's default.
+	KeepAlive time.Duration
+	// MaxEvents is the service's per-ticket bound; 0 means 100000 in ModeSynthetic (so that no
+	// step of a long synthetic run is evicted while it is measured) and the default otherwise.
+	MaxEvents int
+	// Handshake receives one JSON line naming the endpoints once everything listens.
+	Handshake io.Writer
+	// Logger receives warnings; nil discards.
+	Logger *slog.Logger
+}
+
+// endpoints is the child's handshake: where each server listens.
+type endpoints struct {
+	PID int `json:"pid"`
+	// Ask is the service's base URL (with its base path); IdP the issuer.
+	Ask, IdP string
+	// Bare is the bare ticket handler's base URL, BareSSE the bare stream writer's, MCP the
+	// peer's endpoint; empty in ModeStack.
+	Bare, BareSSE, MCP string
+	// Debug is the child's loopback debug endpoint (stats, gc, gates, profiles).
+	Debug string
+}
+
+// Serve runs the server side of the bench until ctx is done: the child process of Run.
+func Serve(ctx context.Context, opts ServeOptions) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := newGates()
+	var servers []*http.Server
+	serve := func(h http.Handler) (string, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		servers = append(servers, srv)
+		go func() { _ = srv.Serve(ln) }()
+		return "http://" + ln.Addr().String(), nil
+	}
+	defer func() {
+		for _, s := range servers {
+			_ = s.Close()
+		}
+	}()
+
+	ep := endpoints{PID: os.Getpid()}
+	var shutdown func(context.Context) error
+	switch opts.Mode {
+	case ModeStack:
+		cfg, err := server.LookupConfig(func(string) (string, bool) { return "", false })
+		if err != nil {
+			return err
+		}
+		cfg.MaxInFlight = 1 << 20
+		cfg.MaxTickets = 1 << 22
+		if opts.KeepAlive > 0 {
+			cfg.KeepAlive = opts.KeepAlive
+		}
+		if opts.MaxEvents > 0 {
+			cfg.MaxEvents = opts.MaxEvents
+		}
+		st, err := stack.Start(ctx, stack.Options{Service: &cfg, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		ep.Ask, ep.IdP = st.AskURL, st.IdPURL
+	case ModeSynthetic, "":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		issuer := "http://" + ln.Addr().String()
+		p, err := idp.New(idp.Options{Issuer: issuer})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		idpSrv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, idpSrv)
+		go func() { _ = idpSrv.Serve(ln) }()
+		v, err := auth.New(ctx, auth.Config{
+			JWKSURL: issuer + "/.well-known/jwks.json", Issuer: issuer,
+			Audience: idp.DefaultAudience, RequiredScope: idp.DefaultScope,
+		}, auth.Options{Logger: log})
+		if err != nil {
+			return err
+		}
+		if !v.Ready() {
+			return errors.New("bench: the child's JWKS could not be fetched")
+		}
+		maxEvents := opts.MaxEvents
+		if maxEvents <= 0 {
+			maxEvents = 100_000
+		}
+		svc, err := server.New(server.Options{
+			Runner: synthetic{gates: g}, Authenticator: v, Logger: log,
+			BasePath: "/ask", KeepAlive: opts.KeepAlive, MaxEvents: maxEvents,
+			Deadline: time.Hour, MaxInFlight: 1 << 20, MaxTickets: 1 << 22, ShutdownGrace: -1,
+		})
+		if err != nil {
+			return err
+		}
+		shutdown = svc.Shutdown
+		ep.IdP = issuer
+		if ep.Ask, err = serve(svc.Handler()); err != nil {
+			return err
+		}
+		ep.Ask += "/ask"
+		if ep.Bare, err = serve(bareTicketHandler(v, "/ask")); err != nil {
+			return err
+		}
+		ep.Bare += "/ask"
+		if ep.BareSSE, err = serve(auth.Middleware(v, &bareStream{gates: g})); err != nil {
+			return err
+		}
+		if ep.MCP, err = serve(peerHandler(v)); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("bench: unknown mode %q", opts.Mode)
+	}
+	var err error
+	if ep.Debug, err = serve(newDebug(g)); err != nil {
+		return err
+	}
+	line, _ := json.Marshal(ep)
+	if opts.Handshake != nil {
+		if _, err := fmt.Fprintf(opts.Handshake, "%s\n", line); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	if shutdown != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdown(sctx)
+	}
+	return nil
+}
+
+// debugStats is what the child's /stats answers.
+type debugStats struct {
+	Goroutines int    `json:"goroutines"`
+	HeapInuse  uint64 `json:"heap_inuse"`
+	StackInuse uint64 `json:"stack_inuse"`
+	Sys        uint64 `json:"sys"`
+}
+
+// newDebug is the child's loopback debug endpoint: the bench child's only, never the
+// service's. POST /gc collects and returns memory to the OS; GET /stats; POST
+// /release?key=K opens a gate; POST /cpu/start?path=P and /cpu/stop profile CPU;
+// POST /heap?path=P writes a heap profile.
+func newDebug(g *gates) http.Handler {
+	mux := http.NewServeMux()
+	var mu sync.Mutex
+	var cpu *os.File
+	mux.HandleFunc("POST /gc", func(w http.ResponseWriter, _ *http.Request) {
+		runtime.GC()
+		debug.FreeOSMemory()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		_ = json.NewEncoder(w).Encode(debugStats{
+			Goroutines: runtime.NumGoroutine(), HeapInuse: m.HeapInuse, StackInuse: m.StackInuse, Sys: m.Sys,
+		})
+	})
+	mux.HandleFunc("POST /release", func(w http.ResponseWriter, r *http.Request) {
+		g.release(r.URL.Query().Get("key"))
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /cpu/start", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cpu != nil {
+			http.Error(w, "already profiling", http.StatusConflict)
+			return
+		}
+		f, err := os.Create(r.URL.Query().Get("path"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		cpu = f
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /cpu/stop", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cpu == nil {
+			http.Error(w, "not profiling", http.StatusConflict)
+			return
+		}
+		pprof.StopCPUProfile()
+		err := cpu.Close()
+		cpu = nil
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /heap", func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.Create(r.URL.Query().Get("path"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		runtime.GC()
+		err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return mux
+}

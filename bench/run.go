@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// RunOptions configure Run. Zero values mean defaults.
+type RunOptions struct {
+	// Out is where REPORT.md and report.json go; "" means "bench". FINDINGS.md there, when it
+	// exists, is embedded in REPORT.md.
+	Out string
+	// Exe is the askbench binary to re-execute for the server side; "" means this process's.
+	Exe string
+	// ModuleDir is the module root, for git and the microbenchmarks; "" means ".".
+	ModuleDir string
+	// Quick uses small sizes, for iterating; the report says so.
+	Quick bool
+	// NoMicro skips the Go microbenchmarks.
+	NoMicro bool
+	// KeepAlive is the service's keep-alive interval in the idle workload and the idle window
+	// measured; 0 means the service's default (10 s).
+	KeepAlive time.Duration
+	// Only, when not empty, names the workloads to run (time-to-ticket, ask-end-to-end,
+	// stream-delivery, replay, peer-mcp, idle-streams, micro); the report has only their figures.
+	Only []string
+	// Logger receives progress; nil discards.
+	Logger *slog.Logger
+
+	// inProcess serves in this process instead of a child (tests only).
+	inProcess bool
+}
+
+// sizes of one run.
+type sizes struct {
+	ticket   ticketOptions
+	delivery deliveryOptions
+	e2e      e2eOptions
+	idle     []int
+	replay   int
+	peer     int
+}
+
+func sizesFor(quick bool) sizes {
+	if quick {
+		return sizes{
+			ticket:   ticketOptions{Levels: []int{1, 16, 64}, Requests: 200, Rounds: 2},
+			delivery: deliveryOptions{Readers: []int{1, 100}, Events: func(r int) int { return max(100, 2000/r) }, Rounds: 1},
+			e2e:      e2eOptions{Serial: 5, Concurrency: 4, Duration: time.Second},
+			idle:     []int{100, 500, 1000},
+			replay:   20,
+			peer:     5,
+		}
+	}
+	return sizes{
+		ticket:   ticketOptions{Levels: []int{1, 16, 64}, Requests: 3000, Rounds: 2},
+		delivery: deliveryOptions{Readers: []int{1, 100}, Events: func(r int) int { return max(2000, 20000/r) }, Rounds: 3},
+		e2e:      e2eOptions{Serial: 40, Concurrency: 8, Duration: 8 * time.Second},
+		idle:     []int{1000, 5000, 10000},
+		replay:   200,
+		peer:     40,
+	}
+}
+
+// Run runs the suite and writes the report. A workload that fails is recorded in the report's
+// Errors and the rest still run; Run fails only when the report cannot be written.
+func Run(ctx context.Context, o RunOptions) (*Report, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Out == "" {
+		o.Out = "bench"
+	}
+	if o.ModuleDir == "" {
+		o.ModuleDir = "."
+	}
+	if o.Exe == "" && !o.inProcess {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		o.Exe = exe
+	}
+	keepAlive := o.KeepAlive
+	if keepAlive <= 0 {
+		keepAlive = 10 * time.Second
+	}
+	if o.Quick && o.KeepAlive <= 0 {
+		keepAlive = time.Second
+	}
+	profDir, err := filepath.Abs(filepath.Join(o.Out, "profiles"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(profDir, 0o755); err != nil {
+		return nil, err
+	}
+	nofile, err := RaiseNoFile()
+	if err != nil {
+		log.Warn("RLIMIT_NOFILE not raised", "err", err)
+	}
+
+	started := time.Now()
+	sz := sizesFor(o.Quick)
+	r := &Report{Machine: machine(ctx, o.ModuleDir), Quick: o.Quick}
+	fail := func(workload string, err error) {
+		log.Error("workload failed", "workload", workload, "err", err)
+		r.Errors = append(r.Errors, workload+": "+err.Error())
+	}
+	start := func(mode string, ka time.Duration) (*child, error) {
+		so := ServeOptions{Mode: mode, KeepAlive: ka}
+		if o.inProcess {
+			return startInProcess(ctx, so)
+		}
+		return startChild(ctx, o.Exe, so)
+	}
+	selected := func(name string) bool { return len(o.Only) == 0 || slices.Contains(o.Only, name) }
+	// with runs one workload on a fresh child, under a CPU profile.
+	with := func(name, mode string, ka time.Duration, f func(*child) error) {
+		if !selected(name) {
+			return
+		}
+		log.Info("workload", "name", name)
+		ch, err := start(mode, ka)
+		if err != nil {
+			fail(name, err)
+			return
+		}
+		file := filepath.Join(profDir, name+".cpu.pprof")
+		profiling := !o.inProcess && ch.debug(ctx, "/cpu/start?path="+file) == nil
+		err = f(ch)
+		if profiling {
+			if perr := ch.debug(ctx, "/cpu/stop"); perr == nil {
+				r.Profiles = append(r.Profiles, Profile{Workload: name, Kind: "cpu", File: file})
+			}
+		}
+		err = errors.Join(err, ch.stop())
+		if err != nil {
+			fail(name, err)
+		}
+	}
+
+	with("time-to-ticket", ModeSynthetic, 0, func(ch *child) (err error) {
+		r.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket)
+		return err
+	})
+	with("ask-end-to-end", ModeStack, 0, func(ch *child) error {
+		e, err := e2e(ctx, ch, sz.e2e)
+		if err == nil {
+			r.E2E = &e
+		}
+		return err
+	})
+	with("stream-delivery", ModeSynthetic, 0, func(ch *child) (err error) {
+		r.Delivery, err = delivery(ctx, ch, sz.delivery)
+		return err
+	})
+	with("replay", ModeSynthetic, 0, func(ch *child) error {
+		rp, err := replay(ctx, ch, 1000, sz.replay)
+		if err == nil {
+			r.Replay = &rp
+		}
+		return err
+	})
+	with("peer-mcp", ModeSynthetic, 0, func(ch *child) error {
+		pe, err := peer(ctx, ch, 1000, sz.peer)
+		if err == nil {
+			r.Peer = &pe
+		}
+		return err
+	})
+	// The idle workload profiles its own idle window (not the setup) and the heap at its
+	// largest level.
+	if !selected("idle-streams") {
+		// skipped
+	} else if ch, err := start(ModeSynthetic, keepAlive); err != nil {
+		fail("idle-streams", err)
+	} else {
+		log.Info("workload", "name", "idle-streams")
+		io := idleOptions{Levels: sz.idle, Window: keepAlive, KeepAlive: keepAlive}
+		if !o.inProcess {
+			io.CPUProfile = filepath.Join(profDir, "idle-streams.cpu.pprof")
+			io.HeapProfile = filepath.Join(profDir, "idle-streams.heap.pprof")
+		}
+		id, err := idle(ctx, ch, io, nofile)
+		if err == nil {
+			r.Idle = &id
+			if io.CPUProfile != "" {
+				r.Profiles = append(r.Profiles,
+					Profile{Workload: "idle-streams", Kind: "cpu", File: io.CPUProfile},
+					Profile{Workload: "idle-streams", Kind: "heap", File: io.HeapProfile})
+			}
+		}
+		if err = errors.Join(err, ch.stop()); err != nil {
+			fail("idle-streams", err)
+		}
+	}
+
+	if !o.NoMicro && selected("micro") {
+		log.Info("microbenchmarks")
+		benchtime := "300ms"
+		if o.Quick {
+			benchtime = "50ms"
+		}
+		ms, out, err := micro(ctx, o.ModuleDir, benchtime)
+		r.Micro = ms
+		if err != nil {
+			fail("microbenchmarks", fmt.Errorf("%w: %s", err, lastLines(out, 20)))
+		}
+	}
+	for i := range r.Profiles {
+		pr := &r.Profiles[i]
+		pr.Top = topOf(ctx, pr.File, pr.Kind, 12)
+		if rel, err := filepath.Rel(o.Out, pr.File); err == nil {
+			pr.File = rel
+		}
+	}
+	r.Machine.LoadAfter = loadavg()
+	r.DurationS = time.Since(started).Seconds()
+	r.Targets = targets(r)
+	findings, _ := os.ReadFile(filepath.Join(o.Out, "FINDINGS.md"))
+	return r, r.write(o.Out, string(findings))
+}
+
+// RaiseNoFile raises this process's RLIMIT_NOFILE soft limit to its hard limit (children
+// inherit it) and returns the limit in force.
+func RaiseNoFile() (uint64, error) {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0, err
+	}
+	if l.Cur < l.Max {
+		l.Cur = l.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+			return l.Cur, err
+		}
+	}
+	return l.Cur, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := splitLines(s)
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := ""
+	for _, l := range lines {
+		out += l + "\n"
+	}
+	return out
+}
+
+func splitLines(s string) []string {
+	var lines []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			lines = append(lines, s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		lines = append(lines, s[start:])
+	}
+	return lines
+}

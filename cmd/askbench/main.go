@@ -1,0 +1,93 @@
+// Command askbench measures the ask service against the limits of the machine it runs on and a
+// peer, in one run, and writes the report (see package bench).
+//
+//	askbench [-out bench] [-quick] [-no-micro] [-keepalive 10s] [-only workload,...]
+//
+// runs the suite from the module root and writes <out>/REPORT.md and <out>/report.json. The
+// server side runs in child processes: askbench re-executes itself as
+//
+//	askbench serve -mode synthetic|stack [-keepalive D] [-max-events N]
+//
+// which prints one JSON line naming its endpoints and serves until SIGTERM. `serve` is the
+// suite's, not an operator's: it exposes a loopback debug endpoint (profiles, gates, stats).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/das-ask/ask/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "askbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if len(args) > 0 && args[0] == "serve" {
+		fs := flag.NewFlagSet("askbench serve", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		mode := fs.String("mode", bench.ModeSynthetic, "synthetic or stack")
+		keepAlive := fs.Duration("keepalive", 0, "the service's keep-alive interval (0: its default)")
+		maxEvents := fs.Int("max-events", 0, "the service's per-ticket event bound (0: the mode's default)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if _, err := bench.RaiseNoFile(); err != nil {
+			log.Warn("RLIMIT_NOFILE not raised", "err", err)
+		}
+		// The service's info lines (one per ask) are an operator's choice of cost; the bare
+		// baselines log nothing, so the child logs warnings only.
+		childLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		return bench.Serve(ctx, bench.ServeOptions{
+			Mode: *mode, KeepAlive: *keepAlive, MaxEvents: *maxEvents,
+			Handshake: stdout, Logger: childLog.With("component", "child"),
+		})
+	}
+	fs := flag.NewFlagSet("askbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "bench", "where to write REPORT.md and report.json")
+	quick := fs.Bool("quick", false, "small sizes, for iterating (the report says so)")
+	noMicro := fs.Bool("no-micro", false, "skip the Go microbenchmarks")
+	keepAlive := fs.Duration("keepalive", 0, "keep-alive interval and idle window of the idle workload (0: the service's default, 10s)")
+	only := fs.String("only", "", "comma-separated workloads to run (default all): time-to-ticket, ask-end-to-end, stream-delivery, replay, peer-mcp, idle-streams, micro")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var workloads []string
+	if *only != "" {
+		workloads = strings.Split(*only, ",")
+	}
+	start := time.Now()
+	r, err := bench.Run(ctx, bench.RunOptions{Out: *out, Quick: *quick, NoMicro: *noMicro, KeepAlive: *keepAlive, Only: workloads, Logger: log})
+	if err != nil {
+		return err
+	}
+	for _, t := range r.Targets {
+		state := "no figure"
+		if t.Met != nil {
+			state = map[bool]string{true: "met", false: "NOT MET"}[*t.Met]
+		}
+		fmt.Fprintf(stdout, "%-16s %-9s %s\n", t.Name, state, t.Measured)
+	}
+	fmt.Fprintf(stdout, "report: %s/REPORT.md (%s)\n", *out, time.Since(start).Round(time.Second))
+	if len(r.Errors) > 0 {
+		return fmt.Errorf("%d workload(s) failed; see the report", len(r.Errors))
+	}
+	return nil
+}

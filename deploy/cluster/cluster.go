@@ -43,8 +43,13 @@ type Options struct {
 	KeepDir                         bool // leave Dir in place on Stop
 	StubScript                      string
 	ExtraReplicaEnv                 []string
-	skipBuild                       bool
-	binDir                          string
+	// OverflowReplicas, when not 0, starts a second group of replicas sharing the same Redis
+	// under another key prefix, with DAS_ASK_MAX_EVENTS=OverflowMaxEvents (default 8), behind
+	// their own gateway (OverflowURL): the target of the conformance suite's overflow check.
+	OverflowReplicas  int
+	OverflowMaxEvents int
+	skipBuild         bool
+	binDir            string
 }
 
 // Cluster is a running cluster: Redis, the dev IdP, the demo source, the llm-stub, the
@@ -54,12 +59,15 @@ type Cluster struct {
 	// replica directly; IdPURL, SourceURL, StubURL the dev pieces; RedisURL the store.
 	GatewayURL, IdPURL, SourceURL, StubURL, RedisURL string
 	ReplicaURLs                                      []string
+	// OverflowURL is the overflow group's gateway, when Options.OverflowReplicas is set.
+	OverflowURL string
 
 	opts     Options
 	log      *slog.Logger
 	redis    *redistest.Server
 	others   []*proc // idp, source, stub, nginx
 	replicas []*proc
+	overflow []*proc
 	ownDir   bool
 }
 
@@ -201,26 +209,46 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		env = append(env, "DAS_ASK_MAX_EVENTS="+strconv.Itoa(o.MaxEvents))
 	}
 	env = append(env, o.ExtraReplicaEnv...)
-	var upstreams []string
-	for i := range o.Replicas {
-		a := ""
-		if i < len(o.ReplicaAddrs) {
-			a = o.ReplicaAddrs[i]
+	startGroup := func(name string, n int, addrs []string, groupEnv []string) ([]*proc, []string, []string, error) {
+		var procs []*proc
+		var urls, upstreams []string
+		for i := range n {
+			a := ""
+			if i < len(addrs) {
+				a = addrs[i]
+			}
+			if a, err = addr(a); err != nil {
+				return procs, nil, nil, err
+			}
+			p, err := startProc(name+"-"+strconv.Itoa(i+1), logDir, filepath.Join(bins, "askd"), nil,
+				append(append(append([]string{}, env...), groupEnv...), "DAS_ASK_ADDR="+a), o.Echo)
+			if err != nil {
+				return procs, nil, nil, err
+			}
+			procs = append(procs, p)
+			urls = append(urls, "http://"+a+"/ask")
+			upstreams = append(upstreams, a)
 		}
-		if a, err = addr(a); err != nil {
-			return c, err
+		for i, p := range procs {
+			if err := p.waitReady(ctx, getReady(urls[i]+"/v1/openapi.json")); err != nil {
+				return procs, nil, nil, err
+			}
 		}
-		p, err := startProc("askd-"+strconv.Itoa(i+1), logDir, filepath.Join(bins, "askd"), nil,
-			append(append([]string{}, env...), "DAS_ASK_ADDR="+a), o.Echo)
-		if err != nil {
-			return c, err
-		}
-		c.replicas = append(c.replicas, p)
-		c.ReplicaURLs = append(c.ReplicaURLs, "http://"+a+"/ask")
-		upstreams = append(upstreams, a)
+		return procs, urls, upstreams, nil
 	}
-	for i, p := range c.replicas {
-		if err := p.waitReady(ctx, getReady(c.ReplicaURLs[i]+"/v1/openapi.json")); err != nil {
+	var upstreams, overflowUpstreams []string
+	c.replicas, c.ReplicaURLs, upstreams, err = startGroup("askd", o.Replicas, o.ReplicaAddrs, nil)
+	if err != nil {
+		return c, err
+	}
+	if o.OverflowReplicas > 0 {
+		maxEv := o.OverflowMaxEvents
+		if maxEv <= 0 {
+			maxEv = 8
+		}
+		c.overflow, _, overflowUpstreams, err = startGroup("askd-overflow", o.OverflowReplicas, nil,
+			[]string{"DAS_ASK_MAX_EVENTS=" + strconv.Itoa(maxEv), "DAS_ASK_REDIS_PREFIX=ask-overflow:"})
+		if err != nil {
 			return c, err
 		}
 	}
@@ -237,20 +265,35 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if readTimeout <= 0 {
 		readTimeout = 60 * time.Second
 	}
-	conf, err := renderGateway(string(tmpl), upstreams, gwAddr, readTimeout)
-	if err != nil {
-		return c, err
-	}
 	ngDir := filepath.Join(o.Dir, "nginx")
 	if err := os.MkdirAll(ngDir, 0o755); err != nil {
 		return c, err
 	}
-	confPath := filepath.Join(ngDir, "ask.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+	var includes []string
+	writeConf := func(name string, ups []string, listen string) error {
+		conf, err := renderGateway(string(tmpl), name, ups, listen, readTimeout)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(ngDir, name+".conf")
+		includes = append(includes, path)
+		return os.WriteFile(path, []byte(conf), 0o644)
+	}
+	if err := writeConf("main", upstreams, gwAddr); err != nil {
 		return c, err
 	}
+	if len(overflowUpstreams) > 0 {
+		ofAddr, err := freeAddr()
+		if err != nil {
+			return c, err
+		}
+		if err := writeConf("overflow", overflowUpstreams, ofAddr); err != nil {
+			return c, err
+		}
+		c.OverflowURL = "http://" + ofAddr + "/ask"
+	}
 	mainPath := filepath.Join(ngDir, "nginx.conf")
-	if err := os.WriteFile(mainPath, []byte(nginxMain(ngDir, confPath)), 0o644); err != nil {
+	if err := os.WriteFile(mainPath, []byte(nginxMain(ngDir, includes...)), 0o644); err != nil {
 		return c, err
 	}
 	ng, err := startProc("nginx", logDir, nginxBin,
@@ -260,8 +303,13 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	}
 	c.others = append(c.others, ng)
 	c.GatewayURL = "http://" + gwAddr + "/ask"
-	if err := ng.waitReady(ctx, getReady(c.GatewayURL+"/v1/openapi.json")); err != nil {
-		return c, err
+	for _, u := range []string{c.GatewayURL, c.OverflowURL} {
+		if u == "" {
+			continue
+		}
+		if err := ng.waitReady(ctx, getReady(u+"/v1/openapi.json")); err != nil {
+			return c, err
+		}
 	}
 	log.Info("cluster ready", "gateway", c.GatewayURL, "replicas", strings.Join(c.ReplicaURLs, " "), "idp", c.IdPURL, "redis", c.RedisURL)
 	return c, nil
@@ -270,7 +318,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 // Stop stops every process (replicas first, SIGTERM with a grace, then SIGKILL), then Redis,
 // and removes the directory it created.
 func (c *Cluster) Stop() {
-	for _, p := range c.replicas {
+	for _, p := range append(append([]*proc{}, c.replicas...), c.overflow...) {
 		p.stop(15 * time.Second)
 	}
 	for i := len(c.others) - 1; i >= 0; i-- {
@@ -304,7 +352,7 @@ func (c *Cluster) Runner(ticket string) (int, error) {
 // Logs returns every process's log, for a failing test.
 func (c *Cluster) Logs() string {
 	var b strings.Builder
-	for _, p := range append(append([]*proc{}, c.replicas...), c.others...) {
+	for _, p := range append(append(append([]*proc{}, c.replicas...), c.overflow...), c.others...) {
 		fmt.Fprintf(&b, "==> %s\n%s\n", p.name, tailOf(p.log(), 4000))
 	}
 	return b.String()
@@ -312,7 +360,7 @@ func (c *Cluster) Logs() string {
 
 // Wait returns when any process exits (its error), or ctx is done (nil).
 func (c *Cluster) Wait(ctx context.Context) error {
-	all := append(append([]*proc{}, c.replicas...), c.others...)
+	all := append(append(append([]*proc{}, c.replicas...), c.overflow...), c.others...)
 	exited := make(chan *proc, len(all))
 	stop := make(chan struct{})
 	defer close(stop)

@@ -33,6 +33,7 @@ func TestCluster(t *testing.T) {
 	ctx := t.Context()
 	c, err := Start(ctx, Options{
 		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
+		OverflowReplicas: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -48,14 +49,16 @@ func TestCluster(t *testing.T) {
 }
 
 // testConformance: the whole suite, behaviour checks included, through nginx in front of the
-// three replicas; every replica must have run some of its asks (no stickiness).
+// three replicas (and the overflow check through nginx in front of two replicas with a buffer
+// of 8); every replica must have run some of its asks (no stickiness).
 func testConformance(t *testing.T, c *Cluster) {
 	rep, err := conformance.Run(t.Context(), conformance.Config{
-		BaseURL:   c.GatewayURL,
-		AuditURL:  c.SourceURL,
-		Tokens:    conformance.IdPTokens{URL: c.IdPURL},
-		Behaviour: true,
-		KeepAlive: time.Second,
+		BaseURL:     c.GatewayURL,
+		OverflowURL: c.OverflowURL,
+		AuditURL:    c.SourceURL,
+		Tokens:      conformance.IdPTokens{URL: c.IdPURL},
+		Behaviour:   true,
+		KeepAlive:   time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

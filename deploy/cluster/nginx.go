@@ -12,15 +12,18 @@ import (
 // once, so that a change to the checked-in file cannot silently leave the cluster running
 // something else.
 const (
+	tmplUpstream    = "upstream ask_service {"
+	tmplProxyPass   = "proxy_pass http://ask_service;"
 	tmplServer      = "server 127.0.0.1:8080;"
 	tmplListen      = "listen 127.0.0.1:8081;"
 	tmplReadTimeout = "proxy_read_timeout 60s;"
 )
 
-// renderGateway is the checked-in gateway config with every replica in its upstream (nginx's
-// default balancing: round-robin, no stickiness; a replica that refuses connections is
-// skipped for the next), listening on listen, with proxy_read_timeout readTimeout.
-func renderGateway(template string, replicas []string, listen string, readTimeout time.Duration) (string, error) {
+// renderGateway is the checked-in gateway config with its upstream named after name and
+// holding every replica (nginx's default balancing: round-robin, no stickiness; a replica
+// that refuses connections is skipped for the next), listening on listen, with
+// proxy_read_timeout readTimeout.
+func renderGateway(template, name string, replicas []string, listen string, readTimeout time.Duration) (string, error) {
 	secs := int(readTimeout / time.Second)
 	if secs < 1 {
 		return "", fmt.Errorf("gateway: the read timeout must be at least 1s")
@@ -31,6 +34,8 @@ func renderGateway(template string, replicas []string, listen string, readTimeou
 	}
 	out := template
 	for _, r := range []struct{ old, new string }{
+		{tmplUpstream, "upstream ask_" + name + " {"},
+		{tmplProxyPass, "proxy_pass http://ask_" + name + ";"},
 		{tmplServer, strings.Join(servers, "\n    ")},
 		{tmplListen, "listen " + listen + ";"},
 		{tmplReadTimeout, "proxy_read_timeout " + strconv.Itoa(secs) + "s;"},
@@ -45,12 +50,15 @@ func renderGateway(template string, replicas []string, listen string, readTimeou
 
 // nginxMain is the nginx.conf that includes the rendered config; everything nginx writes
 // stays in dir.
-func nginxMain(dir, include string) string {
+func nginxMain(dir string, includes ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "worker_processes 1;\npid %s;\n", filepath.Join(dir, "nginx.pid"))
 	fmt.Fprintf(&b, "error_log %s warn;\n", filepath.Join(dir, "error.log"))
 	b.WriteString("events { worker_connections 512; }\nhttp {\n    access_log off;\n")
 	fmt.Fprintf(&b, "    client_body_temp_path %s;\n    proxy_temp_path %s;\n", filepath.Join(dir, "client_body"), filepath.Join(dir, "proxy"))
-	fmt.Fprintf(&b, "    include %s;\n}\n", include)
+	for _, inc := range includes {
+		fmt.Fprintf(&b, "    include %s;\n", inc)
+	}
+	b.WriteString("}\n")
 	return b.String()
 }

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The ask service as a cluster on this machine: redis-server (persistence off), the dev IdP,
+# the demo source, the llm-stub, three askd replicas sharing Redis, and nginx round-robin in
+# front of them on 127.0.0.1:8080/ask (no stickiness). Arguments go to deploy/cluster
+# (-replicas, -lease, -gateway, -q, ...). Ctrl-C stops everything.
+#
+# Needs redis-server and nginx: apt-get install -y redis-server nginx-light
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for bin in redis-server nginx; do
+	if ! command -v "$bin" >/dev/null 2>&1; then
+		echo "cluster-serve: $bin not found; install it with: apt-get install -y redis-server nginx-light" >&2
+		exit 1
+	fi
+done
+exec go run ./deploy/cluster "$@"

@@ -1,0 +1,65 @@
+package obs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/das-ask/ask/agent/model"
+)
+
+// Model wraps a model adapter: every call is a span (a child of the ask's when the context
+// carries one) and counts towards the calls, tokens, errors and latency of provider, which
+// should be the configured provider's name (ASK_LLM: anthropic, openai, stub). Neither the
+// prompt nor the reply is recorded.
+func (o *Observer) Model(m model.Model, provider string) model.Model {
+	return observedModel{m: m, o: o, provider: provider}
+}
+
+type observedModel struct {
+	m        model.Model
+	o        *Observer
+	provider string
+}
+
+func (w observedModel) Complete(ctx context.Context, req model.Request) (model.Response, error) {
+	ctx, span := w.o.tracer.Start(ctx, "ask.model_call", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("gen_ai.system", w.provider), attribute.Int("ask.messages", len(req.Messages))))
+	defer span.End()
+	start := time.Now()
+	resp, err := w.m.Complete(ctx, req)
+	d := time.Since(start)
+	m := w.o.m
+	m.modelCalls.WithLabelValues(w.provider).Inc()
+	m.modelDuration.WithLabelValues(w.provider).Observe(d.Seconds())
+	m.modelTokens.WithLabelValues(w.provider, "input").Add(float64(resp.Usage.InputTokens))
+	m.modelTokens.WithLabelValues(w.provider, "output").Add(float64(resp.Usage.OutputTokens))
+	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
+		attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.OutputTokens), attribute.Int("ask.tool_calls", len(resp.ToolCalls)))
+	if err != nil {
+		kind := string(model.KindOf(err))
+		switch {
+		case kind != "":
+		case errors.Is(err, context.Canceled):
+			kind = "cancelled"
+		case errors.Is(err, context.DeadlineExceeded):
+			kind = "timeout"
+		default:
+			kind = "other"
+		}
+		m.modelErrors.WithLabelValues(w.provider, kind).Inc()
+		span.SetAttributes(attribute.String("ask.error_kind", kind))
+		span.SetStatus(codes.Error, kind)
+	}
+	if a := askFrom(ctx); a != nil {
+		a.mu.Lock()
+		a.modelTime += d
+		a.modelCalls++
+		a.mu.Unlock()
+	}
+	return resp, err
+}

@@ -70,12 +70,19 @@ describe('the reference page in Chromium', () => {
     await page.locator('#whoami').filter({ hasText: `Signed in as ${oid}.` }).waitFor();
   }
 
-  // ask types a question, submits it, and returns the turn once it has an outcome and done.
-  async function ask(question) {
+  // start types a question, submits it, and returns its turn once the service has given a ticket.
+  async function start(question) {
     const before = await page.locator('.turn').count();
     await page.fill('#question', question);
     await page.click('#ask-button');
     const turn = page.locator('.turn').nth(before);
+    await turn.waitFor(); // appended with its data-ticket
+    return turn;
+  }
+
+  // ask starts a question and returns its turn once it has an outcome and done.
+  async function ask(question) {
+    const turn = await start(question);
     await turn.locator('.usage').waitFor(); // rendered on done
     return turn;
   }
@@ -129,10 +136,7 @@ describe('the reference page in Chromium', () => {
   });
 
   test('the Cancel button stops a running question', async () => {
-    await page.fill('#question', 'Take your time: how many sev1 incidents did we have in 2026-Q2?');
-    await page.click('#ask-button');
-    const turn = page.locator('.turn').last();
-    await turn.and(page.locator('[data-ticket]')).waitFor();
+    const turn = await start('Take your time: how many sev1 incidents did we have in 2026-Q2?');
     const cancel = page.locator('#cancel-button');
     assert.equal(await cancel.isEnabled(), true, 'Cancel is offered while the question runs');
     assert.equal(await page.locator('#ask-button').isEnabled(), false, 'one question at a time');
@@ -143,6 +147,25 @@ describe('the reference page in Chromium', () => {
     assert.equal(await turn.locator('.outcome.answer').count(), 0);
     assert.equal(await cancel.isEnabled(), false);
     assert.equal(await page.locator('#ask-button').isEnabled(), true);
+  });
+
+  test('leaving the page cancels the question that was running', async () => {
+    const turn = await start('Take your time: how many sev1 incidents did we have in 2026-Q2?');
+    const ticket = await turn.getAttribute('data-ticket');
+    assert.equal(await turn.getAttribute('data-outcome'), null, 'still running');
+    const pageURL = page.url();
+    await page.goto('about:blank'); // the person has gone
+    // Ask the service, as alice, how that ticket ended.
+    const tokenResp = await fetch(new URL('token', pageURL), { method: 'POST', body: new URLSearchParams({ oid: 'alice' }) });
+    const { access_token: token } = await tokenResp.json();
+    const statusResp = await fetch(new URL(`../v1/asks/${ticket}`, pageURL), {
+      headers: { Authorization: `Bearer ${token}`, Prefer: 'wait=20' },
+    });
+    assert.equal(statusResp.status, 200);
+    const status = await statusResp.json();
+    assert.equal(status.state, 'error');
+    assert.equal(status.terminal.kind, 'cancelled', 'the page cancelled on pagehide');
+    await page.goto(pageURL);
   });
 
   test('bob is refused on-call pay, and the page says so as a refusal', async () => {

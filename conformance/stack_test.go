@@ -15,7 +15,7 @@ import (
 // keep-alives come several times during that wait.
 const (
 	testKeepAlive = 200 * time.Millisecond
-	testSlowWait  = 800 * time.Millisecond
+	testSlowWait  = 1200 * time.Millisecond
 )
 
 // testStack is two development stacks (demo/stack: the real service, agent, demo source, dev

@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent/model"
 )
@@ -29,6 +32,10 @@ type Options struct {
 	// when the run is cancelled or times out is not cut short: it completes (tools are
 	// read-only, and the source's audit line then records it) within this bound.
 	ToolTimeout time.Duration
+	// TracerProvider starts a span per tool call, a child of the span in the run's context
+	// (the ask's); its trace context goes to the source in a W3C traceparent header, so the
+	// source's audit line can name the trace. nil means no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultToolTimeout bounds one tool call when Options.ToolTimeout is zero.
@@ -44,6 +51,7 @@ type Agent struct {
 	maxTurns int
 	system   string
 	toolTime time.Duration
+	tracer   trace.Tracer
 }
 
 var _ ask.Runner = (*Agent)(nil)
@@ -60,6 +68,11 @@ func New(opts Options) (*Agent, error) {
 		model: opts.Model, sources: opts.Sources, log: opts.Logger, hc: opts.HTTPClient,
 		maxTurns: opts.MaxTurns, system: opts.SystemPrompt, toolTime: opts.ToolTimeout,
 	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	a.tracer = tp.Tracer("github.com/das-ask/ask/agent")
 	if a.toolTime <= 0 {
 		a.toolTime = DefaultToolTimeout
 	}

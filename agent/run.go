@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent/model"
 	"github.com/das-ask/ask/agent/source"
@@ -82,7 +86,10 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 	// The call is detached from the run's cancellation: once started it completes, bounded by
 	// the tool timeout, and the loop notices the cancellation right after.
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
+	callCtx, span := a.tracer.Start(callCtx, "ask.tool_call", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("ask.source", t.Source), attribute.String("ask.tool", t.Name)))
 	r := t.session.Call(callCtx, t.Name, args)
+	endToolSpan(span, r)
 	cancel()
 	led.tried(t.Tool, args)
 	step := gen.StepBody{CallId: r.CallID, Tool: t.Name, Source: t.Source, Args: led.redact(args), Ms: r.Ms, Refused: r.Outcome == source.Refused}
@@ -150,4 +157,15 @@ func outcomeName(o ask.Outcome) string {
 		return "error:" + string(o.Error.Kind)
 	}
 	return "none"
+}
+
+// endToolSpan ends a tool call's span with what the call was (never its arguments or result:
+// they may echo the question): its id, which the source's audit line also records, and how it
+// ended.
+func endToolSpan(span trace.Span, r source.Result) {
+	span.SetAttributes(attribute.String("ask.call_id", r.CallID), attribute.String("ask.tool_outcome", r.Outcome.String()))
+	if r.Outcome == source.Transport {
+		span.SetStatus(codes.Error, "transport")
+	}
+	span.End()
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // HeaderCallID is the HTTP header that carries a tool call's id to the source.
@@ -28,8 +30,10 @@ func (e *StatusError) Error() string {
 }
 
 // bearer is the http.RoundTripper of one run's session with one source: it puts the caller's
-// bearer on every request of the session and the call id (from the request's context) on the
-// requests of a tool call, and turns 401/403 into a *StatusError.
+// bearer on every request of the session, the call id (from the request's context) on the
+// requests of a tool call, and the W3C trace context (traceparent, from the span in the
+// request's context, when there is one) so the source can name the ask's trace; and it turns
+// 401/403 into a *StatusError.
 type bearer struct {
 	base   http.RoundTripper
 	source string
@@ -42,6 +46,7 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if id, ok := req.Context().Value(callIDKey{}).(string); ok && id != "" {
 		r.Header.Set(HeaderCallID, id)
 	}
+	propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(r.Header))
 	resp, err := b.base.RoundTrip(r)
 	if err != nil {
 		return nil, err

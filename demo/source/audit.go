@@ -30,6 +30,11 @@ type AuditEntry struct {
 	SQL string `json:"sql,omitempty"`
 	// Rows is how many rows run_query returned.
 	Rows *int `json:"rows,omitempty"`
+	// TraceID and SpanID are the caller's W3C trace context (the traceparent header of the
+	// request that carried the call): the ask's trace, and the caller's span for this tool
+	// call. Empty when the caller sent none (or a malformed one).
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
 
 // Audit statuses.

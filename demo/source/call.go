@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // call is what the audit line needs to know about one tool call, filled in as it runs.
@@ -46,6 +48,7 @@ func (s *Source) audited(t toolSpec) mcp.ToolHandler {
 			TS: s.now().UTC(), CallID: c.id, OID: c.oid, Tool: t.name,
 			MS: time.Since(start).Milliseconds(), Status: StatusOK, SQL: c.sql, Rows: c.rows,
 		}
+		entry.TraceID, entry.SpanID = callerTrace(req)
 		switch {
 		case out.refusal != nil:
 			entry.Status, entry.Refused, entry.Code = StatusRefused, true, out.refusal.Code
@@ -72,6 +75,20 @@ func callID(req *mcp.CallToolRequest) string {
 		return req.Extra.Header.Get(HeaderCallID)
 	}
 	return ""
+}
+
+// callerTrace is the trace and span id of the caller's W3C traceparent header, or "" for both
+// when it sent none or a malformed one.
+func callerTrace(req *mcp.CallToolRequest) (traceID, spanID string) {
+	if req.Extra == nil || req.Extra.Header == nil {
+		return "", ""
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.HeaderCarrier(req.Extra.Header))
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return "", ""
+	}
+	return sc.TraceID().String(), sc.SpanID().String()
 }
 
 // callerOID is the validated identity the HTTP guard attached to the request. A request without

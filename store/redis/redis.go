@@ -108,6 +108,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.closeClient()
 		return nil, fmt.Errorf("redis store: %w", err)
 	}
+	s.warnIfPersistent(ctx)
 	s.sub = s.rdb.Subscribe(ctx, s.keys.changed())
 	if _, err := s.sub.Receive(ctx); err != nil { // the subscription's confirmation
 		_ = s.sub.Close()
@@ -212,5 +213,20 @@ func (s *Store) listen(ch <-chan any) {
 			s.log.Warn("redis store: change notifications re-subscribed; waking every reader")
 			s.waiters.wakeAll()
 		}
+	}
+}
+
+// warnIfPersistent logs a warning when the server writes RDB snapshots or an AOF: conversation
+// memory must never reach a disk. A server that does not answer CONFIG GET (managed Redis) is
+// not judged.
+func (s *Store) warnIfPersistent(ctx context.Context) {
+	save, err1 := s.rdb.ConfigGet(ctx, "save").Result()
+	aof, err2 := s.rdb.ConfigGet(ctx, "appendonly").Result()
+	if err1 != nil || err2 != nil {
+		return
+	}
+	if save["save"] != "" || aof["appendonly"] == "yes" {
+		s.log.Warn("redis store: this Redis persists to disk (RDB or AOF) and would write conversation memory there; run it with --save \"\" --appendonly no",
+			"save", save["save"], "appendonly", aof["appendonly"])
 	}
 }

@@ -1,0 +1,54 @@
+// Package redis is the ask service's run registry on Redis (a store.Shared): tickets, their
+// event logs and conversations live in one Redis that every replica of the service shares, so
+// any replica serves any ticket behind a plain round-robin gateway, and a run whose replica
+// dies still ends with exactly one terminal event and done. Select it in askd with
+// DAS_ASK_STORE=redis://host:port/db.
+//
+// # Keys (under Options.Prefix, default "ask:")
+//
+//	c:<cid>            hash   owner, created, the running ticket ("" when none)
+//	c:<cid>:turns      list   the conversation's finished turns (JSON), oldest first
+//	t:<tid>            hash   owner, conversation, last seq, finished, runner, usage, terminal and done
+//	t:<tid>:log        stream the events; entry id "<seq>-0", fields t (type) and d (the event's JSON)
+//	t:<tid>:steps      list   the seqs of the step entries still in the log, oldest first
+//	convs, tickets     zsets  id → expiry (ms, +inf while running): capacity counts live entries
+//	running            zset   running ticket → lease expiry (ms)
+//	inflight           hash   owner → running tickets
+//	changed            channel every append and end publishes the ticket id here
+//
+// # Promises, and how they are kept
+//
+// Every write that spans keys is one Lua script, so it is atomic whichever replica runs it;
+// times come from Redis's clock (TIME), so replicas with skewed clocks agree. Append checks
+// the seq continues the log (gap-free seq) and, past MaxEvents entries, evicts the oldest step
+// through the side index of step seqs — never any other type — in the same script. Read is an
+// XRANGE from the entry after the cursor, in one transaction with the finished flag; the
+// reader's change channel is registered before it, and the appending script publishes the
+// ticket, so replay then live has neither a gap nor a duplicate. One subscription per store
+// instance fans notifications out to the readers in the process (a connection per waiting
+// reader, as XREAD BLOCK would need, does not scale to thousands of open streams); a lost
+// subscription is re-established by the client and then wakes every reader, and the service
+// re-reads at every keep-alive anyway. The end of a log (branch close, terminal, done)
+// appends, marks the ticket finished, starts the TTL of the ticket's keys and of the
+// conversation, records the turn and releases the owner's slot in one script: TTL counts from
+// the terminal event, and nothing expires while an ask runs.
+//
+// # Leases and fencing
+//
+// The instance that creates a ticket is its runner; its lease is the ticket's score in the
+// running set. Append, Finish and Renew refuse (ErrFinished) a caller that is not the runner,
+// and anyone once the ticket is finished, so a runner that comes back after another replica
+// ended its run changes nothing. End finishes a running ticket from any replica when its log
+// has not moved since the caller read it, and, for a lapse, when the lease has lapsed by
+// Redis's clock: of any number of concurrent attempts exactly one succeeds.
+//
+// # Operating it
+//
+// Conversation memory (the question text and what was answered) must never be written to
+// disk: run a dedicated Redis with persistence off (redis-server --save "" --appendonly no) or
+// make sure neither RDB snapshots nor AOF cover this instance. New logs a warning when it can
+// see that the server persists. Standalone Redis (or a Sentinel-managed primary) only: the
+// scripts touch keys of several tickets and conversations, which Redis Cluster would place in
+// different slots. Replicas that share tickets must use the same URL, prefix, TTL and
+// MaxEvents.
+package redis

@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway
 
 all: check-generate lint test
 
@@ -61,3 +61,11 @@ ask:
 ## token: print a bearer for OID (default alice) from the running dev identity provider
 token:
 	@$(GO) run ./cmd/dev-idp token --oid "$(OID)" $(ARGS)
+
+## conformance-ask: the contract's checks against the service directly: the dev stack with the llm-stub in process, or URL=... (ARGS=--behaviour adds the behaviour checks)
+conformance-ask:
+	@URL="$(URL)" scripts/conformance-ask.sh $(ARGS)
+
+## conformance-gateway: the same checks through nginx with deploy/nginx/ask.conf (installs nginx-light if missing; needs root)
+conformance-gateway:
+	@scripts/conformance-gateway.sh $(ARGS)

@@ -43,6 +43,7 @@ func delivery(ctx context.Context, ch *child, o deliveryOptions) ([]DeliveryLeve
 	if err != nil {
 		return nil, err
 	}
+	ch.startCPU(ctx)
 	var out []DeliveryLevel
 	for _, r := range o.Readers {
 		n := o.Events(r)

@@ -81,6 +81,7 @@ func e2e(ctx context.Context, ch *child, o e2eOptions) (E2E, error) {
 		mu.Unlock()
 	}
 	var serial []time.Duration
+	ch.startCPU(ctx)
 	for i := range o.Serial + 3 {
 		d, term, err := oneAsk(ctx, apis[0])
 		if err != nil {

@@ -182,6 +182,7 @@ func peer(ctx context.Context, ch *child, events, reps int) (Peer, error) {
 	}
 
 	var oursLive, oursReplay, peerLive, peerReplay []time.Duration
+	ch.startCPU(ctx)
 	p := Peer{Events: events}
 	const warm = 5
 	for i := range reps + warm {

@@ -27,8 +27,30 @@ type child struct {
 	hc   *http.Client // debug and token calls
 	stop func() error
 
+	// cpuFile is where startCPU profiles to ("" means no profile); cpuOn says it started.
+	cpuFile string
+	cpuOn   bool
+
 	mu     sync.Mutex
 	tokens map[string]string
+}
+
+// startCPU starts the child's CPU profile, once: a workload calls it when its setup is done,
+// so that the profile holds the measured phase only.
+func (c *child) startCPU(ctx context.Context) {
+	if c.cpuFile == "" || c.cpuOn {
+		return
+	}
+	c.cpuOn = c.debug(ctx, "/cpu/start?path="+c.cpuFile) == nil
+}
+
+// stopCPU stops the profile startCPU started and reports whether there is one.
+func (c *child) stopCPU(ctx context.Context) bool {
+	if !c.cpuOn {
+		return false
+	}
+	c.cpuOn = false
+	return c.debug(ctx, "/cpu/stop") == nil
 }
 
 // childArgs are the `serve` flags for opts.

@@ -62,6 +62,7 @@ func replay(ctx context.Context, ch *child, events, reps int) (Replay, error) {
 	if err != nil {
 		return Replay{}, err
 	}
+	ch.startCPU(ctx)
 	bareURL := ch.ep.BareSSE + "/?flush=end&n=" + strconv.Itoa(events-1)
 	var ours, bare []time.Duration
 	for i := range reps + 10 { // the first 10 warm up

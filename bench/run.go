@@ -34,8 +34,10 @@ type RunOptions struct {
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 
-	// inProcess serves in this process instead of a child (tests only).
+	// inProcess serves in this process instead of a child, and sizes replaces the sizes
+	// (tests only).
 	inProcess bool
+	sizes     *sizes
 }
 
 // sizes of one run.
@@ -44,6 +46,7 @@ type sizes struct {
 	delivery deliveryOptions
 	e2e      e2eOptions
 	idle     []int
+	window   time.Duration // the idle window; 0 means the keep-alive interval
 	replay   int
 	peer     int
 }
@@ -110,6 +113,9 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 
 	started := time.Now()
 	sz := sizesFor(o.Quick)
+	if o.sizes != nil {
+		sz = *o.sizes
+	}
 	r := &Report{Machine: machine(ctx, o.ModuleDir), Quick: o.Quick}
 	fail := func(workload string, err error) {
 		log.Error("workload failed", "workload", workload, "err", err)
@@ -134,13 +140,12 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 			fail(name, err)
 			return
 		}
-		file := filepath.Join(profDir, name+".cpu.pprof")
-		profiling := !o.inProcess && ch.debug(ctx, "/cpu/start?path="+file) == nil
-		err = f(ch)
-		if profiling {
-			if perr := ch.debug(ctx, "/cpu/stop"); perr == nil {
-				r.Profiles = append(r.Profiles, Profile{Workload: name, Kind: "cpu", File: file})
-			}
+		if !o.inProcess {
+			ch.cpuFile = filepath.Join(profDir, name+".cpu.pprof")
+		}
+		err = f(ch) // f starts the profile (startCPU) when its setup is done
+		if ch.stopCPU(ctx) {
+			r.Profiles = append(r.Profiles, Profile{Workload: name, Kind: "cpu", File: ch.cpuFile})
 		}
 		err = errors.Join(err, ch.stop())
 		if err != nil {
@@ -185,7 +190,11 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 		fail("idle-streams", err)
 	} else {
 		log.Info("workload", "name", "idle-streams")
-		io := idleOptions{Levels: sz.idle, Window: keepAlive, KeepAlive: keepAlive}
+		window := keepAlive
+		if sz.window > 0 {
+			window = sz.window
+		}
+		io := idleOptions{Levels: sz.idle, Window: window, KeepAlive: keepAlive}
 		if !o.inProcess {
 			io.CPUProfile = filepath.Join(profDir, "idle-streams.cpu.pprof")
 			io.HeapProfile = filepath.Join(profDir, "idle-streams.heap.pprof")

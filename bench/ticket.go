@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -30,50 +31,68 @@ type ticketOptions struct {
 // same JWT validation, through the generated client with real tokens. Every ask goes to a
 // fresh conversation (created beforehand, untimed), so no ask waits on another's run.
 func timeToTicket(ctx context.Context, ch *child, o ticketOptions) ([]TicketLevel, error) {
-	var out []TicketLevel
+	// level is one concurrency's clients and conversations, all made before anything is timed.
+	type level struct {
+		c, perWorker, warm int
+		hc                 *http.Client
+		ours, bare         []*askAPI
+		convs              [][]string
+		next               []int
+	}
+	var levels []*level
+	defer func() {
+		for _, l := range levels {
+			l.hc.CloseIdleConnections()
+		}
+	}()
 	for _, c := range o.Levels {
-		perWorker := max(o.Requests/c, 40)
-		warm := max(10, 200/c)
-		hc := newHTTPClient(c + 4)
-		ours := make([]*askAPI, c)
-		bare := make([]*askAPI, c)
-		convs := make([][]string, c)
+		l := &level{c: c, perWorker: max(o.Requests/c, 40), warm: max(10, 200/c), hc: newHTTPClient(c + 4),
+			ours: make([]*askAPI, c), bare: make([]*askAPI, c), convs: make([][]string, c), next: make([]int, c)}
+		levels = append(levels, l)
 		err := parallel(ctx, c, func(ctx context.Context, i int) error {
 			tok, err := ch.token(ctx, fmt.Sprintf("bench-w%d", i))
 			if err != nil {
 				return err
 			}
-			if ours[i], err = newAskAPI(ch.ep.Ask, hc, tok); err != nil {
+			if l.ours[i], err = newAskAPI(ch.ep.Ask, l.hc, tok); err != nil {
 				return err
 			}
-			if bare[i], err = newAskAPI(ch.ep.Bare, hc, tok); err != nil {
+			if l.bare[i], err = newAskAPI(ch.ep.Bare, l.hc, tok); err != nil {
 				return err
 			}
-			need := warm + perWorker*o.Rounds
-			convs[i] = make([]string, 0, need)
+			need := l.warm + l.perWorker*o.Rounds
+			l.convs[i] = make([]string, 0, need)
 			for range need {
-				id, err := ours[i].conversation(ctx)
+				id, err := l.ours[i].conversation(ctx)
 				if err != nil {
 					return err
 				}
-				convs[i] = append(convs[i], id)
+				l.convs[i] = append(l.convs[i], id)
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("time to ticket, setup at concurrency %d: %w", c, err)
 		}
-		next := make([]int, c)
+	}
+	ch.startCPU(ctx)
+
+	var out []TicketLevel
+	for _, l := range levels {
+		c := l.c
 		// burst puts n asks per worker; ours go to fresh conversations, the bare handler's to any.
-		burst := func(apis []*askAPI, n int, lat []time.Duration) (time.Duration, error) {
-			fresh := &apis[0] == &ours[0]
+		burst := func(isOurs bool, n int, lat []time.Duration) (time.Duration, error) {
+			apis := l.bare
+			if isOurs {
+				apis = l.ours
+			}
 			start := time.Now()
 			err := parallel(ctx, c, func(ctx context.Context, i int) error {
 				for k := range n {
-					cid := convs[i][0]
-					if fresh {
-						cid = convs[i][next[i]]
-						next[i]++
+					cid := l.convs[i][0]
+					if isOurs {
+						cid = l.convs[i][l.next[i]]
+						l.next[i]++
 					}
 					t0 := time.Now()
 					if _, err := apis[i].ask(ctx, cid, questionNow); err != nil {
@@ -87,36 +106,30 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions) ([]TicketLeve
 			})
 			return time.Since(start), err
 		}
-		// Warm both: connections, caches, the JIT of the branch predictors.
-		if _, err := burst(bare, warm, nil); err != nil {
+		// Warm both: connections and caches.
+		if _, err := burst(false, l.warm, nil); err != nil {
 			return nil, fmt.Errorf("time to ticket, bare warm-up: %w", err)
 		}
-		if _, err := burst(ours, warm, nil); err != nil {
+		if _, err := burst(true, l.warm, nil); err != nil {
 			return nil, fmt.Errorf("time to ticket, warm-up: %w", err)
 		}
 		var oursLat, bareLat []time.Duration
 		var oursTime, bareTime time.Duration
 		for r := range o.Rounds {
-			run := func(isOurs bool) error {
-				lat := make([]time.Duration, c*perWorker)
-				if isOurs {
-					d, err := burst(ours, perWorker, lat)
-					oursLat, oursTime = append(oursLat, lat...), oursTime+d
-					return err
+			// Alternate which goes first, so that drift in the machine's load cancels out.
+			for _, isOurs := range []bool{r%2 == 1, r%2 == 0} {
+				lat := make([]time.Duration, c*l.perWorker)
+				d, err := burst(isOurs, l.perWorker, lat)
+				if err != nil {
+					return nil, fmt.Errorf("time to ticket at concurrency %d: %w", c, err)
 				}
-				d, err := burst(bare, perWorker, lat)
-				bareLat, bareTime = append(bareLat, lat...), bareTime+d
-				return err
-			}
-			first := r%2 == 0
-			if err := run(!first); err != nil {
-				return nil, fmt.Errorf("time to ticket at concurrency %d: %w", c, err)
-			}
-			if err := run(first); err != nil {
-				return nil, fmt.Errorf("time to ticket at concurrency %d: %w", c, err)
+				if isOurs {
+					oursLat, oursTime = append(oursLat, lat...), oursTime+d
+				} else {
+					bareLat, bareTime = append(bareLat, lat...), bareTime+d
+				}
 			}
 		}
-		hc.CloseIdleConnections()
 		lv := TicketLevel{
 			Concurrency: c,
 			OursRPS:     float64(len(oursLat)) / oursTime.Seconds(),

@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -32,6 +33,35 @@ async function pageURL() {
   process.on('exit', () => { child.kill('SIGTERM'); rmSync(dir, { recursive: true, force: true }); });
   for (let i = 0; i < 300 && !existsSync(urls); i++) await delay(100);
   return JSON.parse(readFileSync(urls, 'utf8')).ui;
+}
+
+// cuttingProxy forwards TCP connections to target's host; the first time the service sends a chunk
+// for which cutWhen is true, it forwards that chunk and then closes that connection.
+async function cuttingProxy(target, cutWhen) {
+  let cuts = 0;
+  const sockets = new Set();
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    const close = () => { client.destroy(); upstream.destroy(); };
+    client.on('error', close).on('close', () => sockets.delete(client));
+    upstream.on('error', close).on('close', () => sockets.delete(upstream));
+    client.pipe(upstream);
+    upstream.on('data', (chunk) => {
+      client.write(chunk);
+      if (cuts === 0 && cutWhen(chunk.toString('utf8'))) {
+        cuts++;
+        client.end(close);
+      }
+    });
+    upstream.on('end', () => client.end());
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}${target.pathname}`,
+    cuts: () => cuts,
+    close: () => new Promise((resolve) => { for (const s of sockets) s.destroy(); server.close(resolve); }),
+  };
 }
 
 describe('the reference page in Chromium', () => {
@@ -133,6 +163,35 @@ describe('the reference page in Chromium', () => {
     assert.match(await outcome.locator('h3').textContent(), /^No answer: the catalog has nothing/);
     assert.match(await outcome.locator('.terms').textContent(), /^Looked for: .*churn/);
     assert.equal(await turn.locator('.outcome.answer, .outcome.error').count(), 0);
+  });
+
+  test('a dropped stream is resumed with Last-Event-ID and the answer still arrives', async () => {
+    // A second tab loads the page through a TCP proxy that cuts the event stream's connection
+    // once the branch has opened (the model is then silent for seconds): a real network drop.
+    const proxy = await cuttingProxy(new URL(page.url()), (chunk) => chunk.includes('event: branch'));
+    const tab = await context.newPage();
+    try {
+      const streams = [];
+      tab.on('request', (r) => { if (r.url().endsWith('/events')) streams.push(r); });
+      await tab.goto(proxy.url);
+      await tab.selectOption('#identity', 'alice');
+      await tab.click('#signin-button');
+      await tab.fill('#question', 'Take your time: how many sev1 incidents did we have in 2026-Q2?');
+      await tab.click('#ask-button');
+      const turn = tab.locator('.turn').first();
+      await turn.locator('.usage').waitFor();
+      assert.equal(proxy.cuts(), 1, 'the proxy cut the stream once');
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      assert.ok(streams.length >= 2, `reconnected (${streams.length} stream requests)`);
+      assert.equal(await streams[0].headerValue('last-event-id'), null);
+      assert.equal(await streams.at(-1).headerValue('last-event-id'), '2', 'resumed after the branch (seq 2)');
+      const said = await turn.locator('.progress li').allTextContents();
+      assert.ok(said.includes('Checking what “incident” means in the catalog'), said.join(' | '));
+      assert.equal(said.length, new Set(said).size, 'nothing said twice');
+    } finally {
+      await tab.close();
+      await proxy.close();
+    }
   });
 
   test('the Cancel button stops a running question', async () => {

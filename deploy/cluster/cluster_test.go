@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,7 +89,9 @@ func testKillRunner(t *testing.T, c *Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var clientLog syncBuffer
 	cl, err := client.New(c.GatewayURL, client.Options{
+		Logger:      slog.New(slog.NewTextHandler(&clientLog, nil)),
 		Token:       client.StaticToken(tok),
 		Reconnect:   client.Reconnect{Initial: 100 * time.Millisecond, Max: time.Second, Attempts: 20},
 		IdleTimeout: 5 * time.Second,
@@ -106,6 +110,16 @@ func testKillRunner(t *testing.T, c *Cluster) {
 	runner, err := c.Runner(tk.Ticket)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Put the stream on the runner, so that the kill cuts it: nginx (one worker, nothing else
+	// in flight) hands requests to the replicas in turn, and the ask just went to the runner,
+	// so after one request to each other replica the stream's request goes to the runner. The
+	// reconnect is asserted below, so a gateway that balanced otherwise fails the test rather
+	// than passing it without a reconnect.
+	for range len(c.ReplicaURLs) - 1 {
+		if _, err := cl.Status(ctx, tk.Ticket, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	var seqs []int64
@@ -140,11 +154,16 @@ func testKillRunner(t *testing.T, c *Cluster) {
 			t.Fatalf("seqs %v: a gap or a duplicate across the reconnect", seqs)
 		}
 	}
+	if n := strings.Count(clientLog.String(), "event stream reconnecting"); n == 0 {
+		t.Errorf("the client never reconnected: the kill did not cut its stream (log: %s)", clientLog.String())
+	} else if !strings.Contains(clientLog.String(), "after=2") {
+		t.Errorf("the client did not resume after seq 2 (Last-Event-ID): %s", clientLog.String())
+	}
 	if got := strings.Join(kinds, " "); !strings.HasSuffix(got, "branch error{interrupted} done") || dones != 1 {
 		t.Errorf("events %s, want ... branch error{interrupted} done, exactly one done", got)
 	}
 	took := doneAt.Sub(killedAt)
-	t.Logf("killed replica %d; error{interrupted} and done %v later (lease %v); events %v", runner+1, took.Round(time.Millisecond), testLease, kinds)
+	t.Logf("killed replica %d; error{interrupted} and done %v later (lease %v); events %v; client: %s", runner+1, took.Round(time.Millisecond), testLease, kinds, strings.TrimSpace(clientLog.String()))
 	if bound := testLease + testLease/2 + time.Second; took > bound {
 		t.Errorf("the interrupted run ended %v after the kill, want within %v", took, bound)
 	}
@@ -163,4 +182,22 @@ func testKillRunner(t *testing.T, c *Cluster) {
 	if n, err := rdb.ZCard(ctx, "ask:running").Result(); err != nil || n != 0 {
 		t.Errorf("tickets left running in Redis: %d (%v)", n, err)
 	}
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -29,6 +30,7 @@ func (s *Store) Read(ctx context.Context, ticket string, after int64) (store.Bat
 		return store.Batch{}, fmt.Errorf("redis store: %w", err)
 	}
 	if fin.Err() == goredis.Nil {
+		s.waiters.wake(ticket) // nothing will ever change: release the channel
 		return store.Batch{}, store.ErrNotFound
 	}
 	if fin.Err() != nil {
@@ -54,16 +56,8 @@ func (s *Store) Read(ctx context.Context, ticket string, after int64) (store.Bat
 
 // eventOf decodes a log entry: id "<seq>-0", fields t (type) and d (data).
 func eventOf(m goredis.XMessage) (store.Event, error) {
-	var seq int64
-	for i := 0; i < len(m.ID); i++ {
-		if m.ID[i] == '-' {
-			n, err := strconv.ParseInt(m.ID[:i], 10, 64)
-			if err != nil {
-				break
-			}
-			seq = n
-		}
-	}
+	ms, _, _ := strings.Cut(m.ID, "-")
+	seq, _ := strconv.ParseInt(ms, 10, 64)
 	typ, _ := m.Values["t"].(string)
 	data, _ := m.Values["d"].(string)
 	if seq == 0 || typ == "" {

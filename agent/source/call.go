@@ -75,6 +75,13 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 	return r
 }
 
+// codeRejectedByTransport is the go-sdk's jsonrpc2.ErrRejected (internal to the SDK): its
+// client wraps every call whose HTTP exchange failed in it — the source unreachable, a 5xx or
+// 429, a connection closed mid-call — as a *jsonrpc.Error. Those are transport failures, not
+// tool errors for the model to correct: taking them for tool errors turned a dead source into
+// an abstention.
+const codeRejectedByTransport = -32005
+
 func classify(r *Result, res *mcp.CallToolResult, err error) {
 	var se *StatusError
 	var we *jsonrpc.Error
@@ -82,7 +89,7 @@ func classify(r *Result, res *mcp.CallToolResult, err error) {
 	case errors.As(err, &se):
 		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+r.Tool, err)
 		return
-	case errors.As(err, &we):
+	case errors.As(err, &we) && we.Code != codeRejectedByTransport:
 		r.Outcome, r.Text = ToolError, we.Message
 		return
 	case err != nil:

@@ -275,3 +275,17 @@ func sum(fams map[string]*dto.MetricFamily, name string) float64 {
 	}
 	return total
 }
+
+// gather reads o's metrics without HTTP.
+func gather(t *testing.T, o *obs.Observer) map[string]*dto.MetricFamily {
+	t.Helper()
+	list, err := o.Metrics().Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range list {
+		fams[f.GetName()] = f
+	}
+	return fams
+}

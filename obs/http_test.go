@@ -1,0 +1,87 @@
+package obs_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/das-ask/ask/obs"
+)
+
+func TestRequestIDs(t *testing.T) {
+	o := obs.New(obs.Options{})
+	var seen string
+	h := o.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = obs.RequestID(r.Context())
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	for _, tc := range []struct {
+		name, given string
+		echoed      bool
+	}{
+		{"well-formed", "gw-12.ab:cd_EF", true},
+		{"none", "", false},
+		{"forged log line", "abc\n{\"msg\":\"x\"}", false},
+		{"space", "a b", false},
+		{"too long", strings.Repeat("a", 129), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/ask/v1/openapi.yaml", nil)
+			if tc.given != "" {
+				req.Header.Set("X-Request-Id", tc.given)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			got := rec.Header().Get("X-Request-Id")
+			if got == "" || got != seen {
+				t.Fatalf("response id %q, context id %q: want the same, non-empty", got, seen)
+			}
+			if (got == tc.given) != tc.echoed {
+				t.Errorf("id %q for %q: echoed = %v, want %v", got, tc.given, got == tc.given, tc.echoed)
+			}
+		})
+	}
+}
+
+// TestStreamsAndFlushing: a stream counts as open while its handler runs, a cursor counts a
+// reconnect, and flushing reaches the client through the wrapper.
+func TestStreamsAndFlushing(t *testing.T) {
+	o := obs.New(obs.Options{})
+	inside := make(chan float64, 1)
+	h := o.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush through the wrapper: %v", err)
+		}
+		inside <- value(gather(t, o), "ask_streams_open")
+	}))
+	for _, cursor := range []string{"", "5"} {
+		req := httptest.NewRequest(http.MethodGet, "/ask/v1/asks/t_X/events", nil)
+		if cursor != "" {
+			req.Header.Set("Last-Event-ID", cursor)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if got := <-inside; got != 1 {
+			t.Errorf("streams open inside the handler: %v, want 1", got)
+		}
+		if !rec.Flushed {
+			t.Error("the stream was not flushed")
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "/ask/v1/asks/t_X/events?after=3", nil)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	<-inside
+	fams := gather(t, o)
+	if got := value(fams, "ask_streams_open"); got != 0 {
+		t.Errorf("streams open after: %v, want 0", got)
+	}
+	if got := value(fams, "ask_stream_reconnects_total"); got != 2 {
+		t.Errorf("reconnects %v, want 2 (Last-Event-ID and after)", got)
+	}
+	if got := value(fams, "ask_http_requests_total", "route", "stream_events", "method", "GET", "code", "200"); got != 3 {
+		t.Errorf("stream requests %v, want 3", got)
+	}
+}

@@ -71,7 +71,7 @@ func TestModelCountsCallsTokensAndErrors(t *testing.T) {
 	}
 	for _, sp := range got {
 		for _, kv := range sp.Attributes {
-			if v := kv.Value.Emit(); v == "the question" || v == "secret prose" {
+			if v := kv.Value.String(); v == "the question" || v == "secret prose" {
 				t.Errorf("span attribute %s holds the conversation", kv.Key)
 			}
 		}

@@ -10,7 +10,7 @@ export class KillableProxy {
   connections = 0;
   /**
    * cutWhen, when set, is shown every chunk the service sends on a connection; returning true
-   * forwards that chunk, then drops the connection (both sides) and clears cutWhen.
+   * drops that chunk and the connection (both sides), and clears cutWhen.
    */
   cutWhen: ((chunk: string) => boolean) | undefined;
   /** How many connections were dropped. */
@@ -34,13 +34,14 @@ export class KillableProxy {
       upstream.on("close", () => proxy.#sockets.delete(upstream)).on("error", close);
       client.pipe(upstream);
       upstream.on("data", (chunk: Buffer) => {
-        client.write(chunk);
         const cut = proxy.cutWhen;
         if (cut && cut(chunk.toString("utf8"))) {
           proxy.cutWhen = undefined;
           proxy.cuts++;
-          client.end(close);
+          close();
+          return;
         }
+        client.write(chunk);
       });
       upstream.on("end", () => client.end());
     });

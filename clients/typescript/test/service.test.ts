@@ -75,9 +75,15 @@ describe("the TypeScript client against the dev stack", () => {
     test("is resumed with Last-Event-ID, with no gap and no duplicate", async () => {
       const conv = await viaProxy.createConversation();
       const ticket = await viaProxy.ask(conv.id, SLOW_SEV1);
-      // Cut the stream once the branch has opened: the model is then silent for seconds, so the
-      // rest of the run happens while this client is disconnected.
-      proxy.cutWhen = (chunk) => chunk.includes("event: branch");
+      // Cut the stream with the first events after the branch opened: the client has had the
+      // model's silent seconds to take in seq 1 and 2, and the rest of the run arrives on the
+      // resumed connection only.
+      let branchSeen = false;
+      proxy.cutWhen = (chunk) => {
+        if (branchSeen) return true;
+        branchSeen = chunk.includes("event: branch");
+        return false;
+      };
       const sent: string[] = [];
       const events: Event[] = [];
       const { outcome } = await viaProxy.follow(ticket.ticket, {

@@ -139,8 +139,8 @@ export class AskClient {
    *
    * When the connection drops or fails transiently it reconnects with Last-Event-ID after a
    * backoff, so the caller sees no gap and no duplicate; the budget of attempts is reset whenever
-   * an event arrives. A 400, 401 or 404 is final and thrown as an ApiError; so is running out of
-   * attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
+   * an event arrives. A 400, 401 or 404 is final and thrown as an ApiError; a frame whose data is
+   * not JSON is final (SyntaxError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
    * leaving on a person's behalf should call cancel.
    */
   async *events(ticket: string, opts: EventsOptions = {}): AsyncGenerator<Event> {
@@ -181,7 +181,9 @@ export class AskClient {
           cause = new Error("streamEvents: the stream ended before done");
         }
       } catch (err) {
-        if (err instanceof ApiError || opts.signal?.aborted) throw err;
+        // A refusal, a frame that is not JSON (the service is not speaking this contract), or
+        // the caller leaving: final. Anything else is the connection: resume.
+        if (err instanceof ApiError || err instanceof SyntaxError || opts.signal?.aborted) throw err;
         cause = err;
       }
       failures++;

@@ -230,3 +230,6 @@ func (s *Store) warnIfPersistent(ctx context.Context) {
 			"save", save["save"], "appendonly", aof["appendonly"])
 	}
 }
+
+// Ping reports whether Redis answers, for readiness probes.
+func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }

@@ -22,6 +22,9 @@ type IdleLevel struct {
 	// runs were created, and then when their connections opened, per stream added.
 	PerRunBytes  float64 `json:"per_run_bytes"`
 	PerConnBytes float64 `json:"per_conn_bytes"`
+	// PerRunStackBytes and PerConnStackBytes split the goroutine stacks the same way.
+	PerRunStackBytes  float64 `json:"per_run_stack_bytes"`
+	PerConnStackBytes float64 `json:"per_conn_stack_bytes"`
 	// HeapInuse and StackInuse are the Go runtime's view at the same moment.
 	HeapInuseBytes  uint64 `json:"heap_inuse_bytes"`
 	StackInuseBytes uint64 `json:"stack_inuse_bytes"`
@@ -97,7 +100,7 @@ func idle(ctx context.Context, ch *child, o idleOptions, nofile uint64) (Idle, e
 	var readers sync.WaitGroup
 	defer readers.Wait()
 	defer cancel()
-	open, prevRSS := 0, rss0
+	open, prevRSS, prevStack := 0, rss0, st0.StackInuse
 	for li, level := range o.Levels {
 		// Every stream costs a descriptor here and one in the child; keep a margin for the rest.
 		if nofile > 0 && uint64(level)+256 > nofile {
@@ -123,7 +126,7 @@ func idle(ctx context.Context, ch *child, o idleOptions, nofile uint64) (Idle, e
 		if err != nil {
 			return out, fmt.Errorf("idle streams, creating runs for %d: %w", level, err)
 		}
-		rssRuns, _, err := measure()
+		rssRuns, stRuns, err := measure()
 		if err != nil {
 			return out, err
 		}
@@ -210,6 +213,8 @@ func idle(ctx context.Context, ch *child, o idleOptions, nofile uint64) (Idle, e
 			PerStreamBytes:      float64(rss-rss0) / float64(level),
 			PerRunBytes:         float64(rssRuns-prevRSS) / float64(add),
 			PerConnBytes:        float64(rss-rssRuns) / float64(add),
+			PerRunStackBytes:    float64(int64(stRuns.StackInuse)-int64(prevStack)) / float64(add),
+			PerConnStackBytes:   float64(int64(st.StackInuse)-int64(stRuns.StackInuse)) / float64(add),
 			HeapInuseBytes:      st.HeapInuse,
 			StackInuseBytes:     st.StackInuse,
 			Goroutines:          st.Goroutines,
@@ -217,7 +222,7 @@ func idle(ctx context.Context, ch *child, o idleOptions, nofile uint64) (Idle, e
 			CPUPercent:          100 * (cpu1 - cpu0).Seconds() / wall.Seconds(),
 			KeepAlives:          keepalives.Load(),
 		})
-		prevRSS = rss
+		prevRSS, prevStack = rss, st.StackInuse
 	}
 	return out, nil
 }

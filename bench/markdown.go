@@ -79,13 +79,13 @@ func (r *Report) markdown(findings string) string {
 	if id := r.Idle; id != nil {
 		p("Open SSE connections, each on its own silent run (an ask whose runner waits without emitting), keep-alive every %.0f s. Measured in the server's own process (a child of the load generator): VmRSS after a GC that returned free memory to the OS, goroutines, and CPU over a %.0f s idle window. ", id.KeepAliveS, id.WindowS)
 		p("Baseline before any stream: %.1f MB RSS, %d goroutines. RLIMIT_NOFILE raised to %d.\n\n", float64(id.BaselineRSSBytes)/(kb*kb), id.BaselineGoroutines, id.NoFileLimit)
-		p("| streams | RSS | per stream | of which run | of which connection | heap in use | stacks | goroutines | per stream | CPU (one core) | keep-alives in window |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		p("| streams | RSS | per stream | of which run (stack) | of which connection (stack) | heap in use | stacks | goroutines | per stream | CPU (one core) | keep-alives in window |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, l := range id.Levels {
-			p("| %d | %.1f MB | %.1f KB | %.1f KB | %.1f KB | %.1f MB | %.1f MB | %d | %.2f | %.1f%% | %d |\n",
-				l.Streams, float64(l.RSSBytes)/(kb*kb), l.PerStreamBytes/kb, l.PerRunBytes/kb, l.PerConnBytes/kb,
+			p("| %d | %.1f MB | %.1f KB | %.1f KB (%.1f KB) | %.1f KB (%.1f KB) | %.1f MB | %.1f MB | %d | %.2f | %.1f%% | %d |\n",
+				l.Streams, float64(l.RSSBytes)/(kb*kb), l.PerStreamBytes/kb, l.PerRunBytes/kb, l.PerRunStackBytes/kb, l.PerConnBytes/kb, l.PerConnStackBytes/kb,
 				float64(l.HeapInuseBytes)/(kb*kb), float64(l.StackInuseBytes)/(kb*kb), l.Goroutines, l.GoroutinesPerStream, l.CPUPercent, l.KeepAlives)
 		}
-		p("\n\"of which run\" and \"of which connection\" split the streams added at that level (runs created first, then their streams opened).\n")
+		p("\n\"of which run\" and \"of which connection\" split the streams added at that level (runs created first, then their streams opened); in brackets, the part that is goroutine stacks.\n")
 		if id.Ceiling != "" {
 			p("\nCeiling: %s.\n", id.Ceiling)
 		}

@@ -14,10 +14,13 @@
 //	                       bearer validation (see package auth), the same as the sources use
 //	ASK_LLM, ASK_LLM_*, DAS_SOURCES, provider keys
 //	                       the model and the MCP sources (see package agent)
+//	DAS_ASK_ADMIN_ADDR     /metrics, /healthz and /readyz (default 127.0.0.1:9090; "off")
+//	OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_*
+//	                       traces over OTLP/HTTP when set; none otherwise (see docs/operations.md)
 //
 // Invalid settings stop it at start with a message naming the variable. SIGINT or SIGTERM stops
 // admitting asks, lets running asks finish for DAS_ASK_SHUTDOWN_GRACE_S, ends the rest with
-// error{shutdown} and done, and exits.
+// error{shutdown} and done, and exits; readiness turns false as soon as the signal arrives.
 package main
 
 import (
@@ -47,8 +50,11 @@ func main() {
 	}
 }
 
-// run serves until ctx is done. ready, when not nil, receives the listen address once serving.
-func run(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
+// listening is where askd serves: the API, and the admin listener ("" when off).
+type listening struct{ API, Admin string }
+
+// run serves until ctx is done. ready, when not nil, receives the listen addresses once serving.
+func run(ctx context.Context, getenv func(string) string, stderr io.Writer, ready chan<- listening) error {
 	log, err := newLogger(getenv, stderr)
 	if err != nil {
 		return err
@@ -57,6 +63,17 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	if err != nil {
 		return err
 	}
+	op, err := newOps(ctx, getenv, log, svcCfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := op.tracing.Shutdown(stopCtx); err != nil {
+			log.Warn("spans not all exported", "err", err)
+		}
+	}()
 	storeCfg, err := storeConfigFrom(getenv)
 	if err != nil {
 		return err
@@ -77,7 +94,10 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	if err != nil {
 		return err
 	}
-	runner, err := agent.New(agent.Options{Model: mdl, Sources: agentCfg.Sources, MaxTurns: agentCfg.MaxTurns, Logger: log.With("component", "agent")})
+	runner, err := agent.New(agent.Options{
+		Model: op.obs.Model(mdl, agentCfg.LLM), Sources: agentCfg.Sources, MaxTurns: agentCfg.MaxTurns,
+		Logger: log.With("component", "agent"), TracerProvider: op.tracing.Provider,
+	})
 	if err != nil {
 		return err
 	}
@@ -86,7 +106,8 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 		return err
 	}
 	opts := svcCfg.Options()
-	opts.Runner, opts.Authenticator, opts.Logger, opts.Store = runner, validator, log.With("component", "ask"), st
+	opts.Runner, opts.Authenticator, opts.Logger = op.obs.Runner(runner), validator, log.With("component", "ask")
+	opts.Store = op.instrument(st, svcCfg, validator.Ready)
 	svc, err := server.New(opts)
 	if err != nil {
 		return errors.Join(err, closeStore())
@@ -105,19 +126,26 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	adminAddr, stopAdmin, err := op.serveAdmin(log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{Handler: op.obs.Handler(svc.Handler()), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "base_path", opts.BasePath, "model", agentCfg.LLM, "sources", len(agentCfg.Sources))
+	log.Info("serving", "addr", ln.Addr().String(), "admin_addr", adminAddr, "base_path", opts.BasePath, "model", agentCfg.LLM,
+		"sources", len(agentCfg.Sources), "tracing", op.tracing.Enabled)
 	if ready != nil {
-		ready <- ln.Addr().String()
+		ready <- listening{API: ln.Addr().String(), Admin: adminAddr}
 	}
 
 	select {
 	case err := <-served:
-		return err
+		return errors.Join(err, stopAdmin(context.Background()))
 	case <-ctx.Done():
 	}
+	op.health.Drain() // not ready from now on: the load balancer stops sending new asks
 	grace := max(svcCfg.ShutdownGrace, 0)
 	stopCtx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 	defer cancel()
@@ -125,6 +153,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
+	err = errors.Join(err, stopAdmin(stopCtx))
 	log.Info("stopped")
 	return err
 }

@@ -28,6 +28,7 @@ func TestAskdServesAndStops(t *testing.T) {
 		"DAS_JWKS_URL": cfg.JWKSURL, "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
 		"DAS_REQUIRED_SCOPE": cfg.RequiredScope, "ASK_LLM": "stub", "ASK_LLM_BASE_URL": model.URL + "/v1",
 		"DAS_SOURCES": "demo=http://127.0.0.1:1/mcp", "DAS_ASK_SHUTDOWN_GRACE_S": "0",
+		"DAS_ASK_ADMIN_ADDR": "127.0.0.1:0",
 	}
 	for k, v := range env {
 		t.Setenv(k, v)
@@ -35,18 +36,19 @@ func TestAskdServesAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var logs bytes.Buffer
-	ready := make(chan string, 1)
+	ready := make(chan listening, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, os.Getenv, &logs, ready) }()
-	var addr string
+	var addrs listening
 	select {
-	case addr = <-ready:
+	case addrs = <-ready:
 	case err := <-errc:
 		t.Fatalf("askd stopped at start: %v\n%s", err, logs.String())
 	case <-time.After(20 * time.Second):
 		t.Fatal("askd did not start")
 	}
-	base := "http://" + addr + "/ask"
+	base := "http://" + addrs.API + "/ask"
+	admin := "http://" + addrs.Admin
 
 	resp, err := http.Get(base + "/v1/openapi.yaml")
 	if err != nil {
@@ -76,6 +78,41 @@ func TestAskdServesAndStops(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Errorf("conversation with a valid bearer: %d", resp.StatusCode)
 	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Error("no X-Request-Id on the API's response")
+	}
+
+	// The admin listener: ready (the JWKS is loaded, the store answers), alive, and the
+	// metrics counted the refused and the admitted conversation.
+	for path, want := range map[string]int{"/readyz": http.StatusOK, "/healthz": http.StatusOK, "/metrics": http.StatusOK} {
+		resp, err := http.Get(admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("admin %s: %d %s", path, resp.StatusCode, b)
+		}
+		if path == "/metrics" {
+			for _, line := range []string{
+				`ask_admission_refusals_total{reason="unauthorized",route="create_conversation"} 1`,
+				`ask_http_requests_total{code="201",method="POST",route="create_conversation"} 1`,
+			} {
+				if !strings.Contains(string(b), line) {
+					t.Errorf("/metrics lacks %s", line)
+				}
+			}
+		}
+	}
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Error("the API listener serves /metrics: a gateway would expose it")
+	}
 
 	cancel()
 	select {
@@ -96,6 +133,7 @@ func TestAskdRejectsBadSettings(t *testing.T) {
 		"no issuer":    {"DAS_JWKS_URL": "http://127.0.0.1:1/jwks", "DAS_AUDIENCE": "das"},
 		"bad deadline": {"DAS_ASK_DEADLINE_S": "-3"},
 		"bad log":      {"DAS_LOG_FORMAT": "xml"},
+		"bad admin":    {"DAS_ASK_ADMIN_ADDR": "everywhere"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			getenv := func(k string) string { return env[k] }

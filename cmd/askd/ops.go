@@ -22,7 +22,10 @@ const DefaultAdminAddr = "127.0.0.1:9090"
 // its tracer provider, the health probes, and the admin listener's address.
 //
 //	DAS_ASK_ADMIN_ADDR           admin listener: /metrics, /healthz, /readyz (default
-//	                             127.0.0.1:9090; "off" serves none)
+//	                             127.0.0.1:9090; "off" serves none). An address that is set
+//	                             and cannot be listened on stops askd; the default, when
+//	                             another process (another replica on the same host) holds
+//	                             it, is skipped with a warning
 //	OTEL_EXPORTER_OTLP_ENDPOINT  traces over OTLP/HTTP when set (and the other standard
 //	                             OTEL_* variables); no tracing otherwise
 type ops struct {
@@ -30,11 +33,13 @@ type ops struct {
 	tracing   *obs.Tracing
 	health    *obs.Health
 	adminAddr string
+	explicit  bool // adminAddr was configured, not the default
 }
 
 func newOps(ctx context.Context, getenv func(string) string, log *slog.Logger, svc server.Config) (*ops, error) {
 	p := &ops{adminAddr: strings.TrimSpace(getenv("DAS_ASK_ADMIN_ADDR"))}
-	if p.adminAddr == "" {
+	p.explicit = p.adminAddr != ""
+	if !p.explicit {
 		p.adminAddr = DefaultAdminAddr
 	}
 	if p.adminAddr != "off" {
@@ -61,12 +66,18 @@ func (p *ops) instrument(st store.Store, svc server.Config, jwksReady func() boo
 }
 
 // serveAdmin starts the admin listener (unless it is off) and returns its address ("" when
-// off) and how to stop it.
+// off or skipped) and how to stop it.
 func (p *ops) serveAdmin(log *slog.Logger) (string, func(context.Context) error, error) {
+	none := func(context.Context) error { return nil }
 	if p.adminAddr == "off" {
-		return "", func(context.Context) error { return nil }, nil
+		return "", none, nil
 	}
 	ln, err := net.Listen("tcp", p.adminAddr)
+	if err != nil && !p.explicit {
+		log.Warn("admin listener not started: its default address is taken; set DAS_ASK_ADMIN_ADDR",
+			"admin_addr", p.adminAddr, "err", err)
+		return "", none, nil
+	}
 	if err != nil {
 		return "", nil, errors.New("DAS_ASK_ADMIN_ADDR: " + err.Error())
 	}

@@ -15,4 +15,4 @@ for bin in redis-server nginx; do
 	fi
 done
 go test -race -count=1 ./store/... ./server/
-go test -count=1 -v -run 'TestCluster' ./deploy/cluster/
+ASK_CLUSTER_TEST=1 go test -count=1 -v -run 'TestCluster' ./deploy/cluster/

@@ -220,8 +220,12 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			if a, err = addr(a); err != nil {
 				return procs, nil, nil, err
 			}
+			admin, err := freeAddr()
+			if err != nil {
+				return procs, nil, nil, err
+			}
 			p, err := startProc(name+"-"+strconv.Itoa(i+1), logDir, filepath.Join(bins, "askd"), nil,
-				append(append(append([]string{}, env...), groupEnv...), "DAS_ASK_ADDR="+a), o.Echo)
+				append(append(append([]string{}, env...), groupEnv...), "DAS_ASK_ADDR="+a, "DAS_ASK_ADMIN_ADDR="+admin), o.Echo)
 			if err != nil {
 				return procs, nil, nil, err
 			}

@@ -8,13 +8,14 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients
 
 all: check-generate lint test
 
-## generate: regenerate gen/ from openapi/ask.openapi.yaml (never edit gen/ by hand)
+## generate: regenerate gen/ and the TypeScript client's types from openapi/ask.openapi.yaml (never edit them by hand)
 generate:
 	$(GO) generate ./gen
+	scripts/clients-generate.sh
 
 ## check-generate: regenerate and fail if anything in gen/ changed
 check-generate:
@@ -69,3 +70,7 @@ conformance-ask:
 ## conformance-gateway: the same checks through nginx with deploy/nginx/ask.conf (installs nginx-light if missing; needs root)
 conformance-gateway:
 	@scripts/conformance-gateway.sh $(ARGS)
+
+## test-clients: TypeScript, Python and browser clients against a dev stack (needs Node 20, npm, python3, chromium)
+test-clients:
+	scripts/clients-test.sh

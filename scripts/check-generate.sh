@@ -13,3 +13,7 @@ if ! diff -ru "$tmp/before" gen >"$tmp/diff"; then
   exit 1
 fi
 echo "check-generate: gen/ matches openapi/ask.openapi.yaml"
+# The TypeScript client's types come from the same document (absent in a partial copy of the tree).
+if [ -d clients/typescript ]; then
+  scripts/clients-generate.sh --check
+fi

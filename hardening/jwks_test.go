@@ -63,7 +63,13 @@ func (g *gatedRunner) Run(ctx context.Context, _ ask.Request, _ ask.Emitter) ask
 // serveService starts a service with auth and runner on a loopback server, shut down when t ends.
 func serveService(t testing.TB, authn ask.Authenticator, runner ask.Runner) *api {
 	t.Helper()
-	srv, err := server.New(server.Options{Authenticator: authn, Runner: runner})
+	return serveServiceWith(t, server.Options{Authenticator: authn, Runner: runner})
+}
+
+// serveServiceWith starts a service with opts on a loopback server, shut down when t ends.
+func serveServiceWith(t testing.TB, opts server.Options) *api {
+	t.Helper()
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,4 +213,19 @@ func TestRunInProcess(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
 		t.Error(err)
 	}
+
+	// Render rewrites the Markdown from report.json with the findings as they are now.
+	if err := os.WriteFile(filepath.Join(dir, "FINDINGS.md"), []byte("revised"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	md, err = os.ReadFile(filepath.Join(dir, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "revised") || !strings.Contains(string(md), "| time to ticket |") {
+		t.Error("Render did not rewrite REPORT.md from report.json and FINDINGS.md")
+	}
 }

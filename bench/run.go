@@ -2,12 +2,14 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -63,8 +65,8 @@ func sizesFor(quick bool) sizes {
 		}
 	}
 	return sizes{
-		ticket:   ticketOptions{Levels: []int{1, 16, 64}, Requests: 3000, Rounds: 2},
-		delivery: deliveryOptions{Readers: []int{1, 100}, Events: func(r int) int { return max(2000, 20000/r) }, Rounds: 3},
+		ticket:   ticketOptions{Levels: []int{1, 16, 64}, Requests: 2000, Rounds: 4},
+		delivery: deliveryOptions{Readers: []int{1, 100}, Events: func(r int) int { return max(2000, 20000/r) }, Rounds: 5},
 		e2e:      e2eOptions{Serial: 40, Concurrency: 8, Duration: 8 * time.Second},
 		idle:     []int{1000, 5000, 10000},
 		replay:   200,
@@ -256,28 +258,24 @@ func RaiseNoFile() (uint64, error) {
 }
 
 func lastLines(s string, n int) string {
-	lines := splitLines(s)
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	out := ""
-	for _, l := range lines {
-		out += l + "\n"
-	}
-	return out
+	return strings.Join(lines, "\n")
 }
 
-func splitLines(s string) []string {
-	var lines []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			lines = append(lines, s[start:i])
-			start = i + 1
-		}
+// Render rewrites REPORT.md in dir from its report.json and FINDINGS.md, measuring nothing:
+// for when the hand-written findings change after a run.
+func Render(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return err
 	}
-	if start < len(s) {
-		lines = append(lines, s[start:])
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("bench: %s: %w", filepath.Join(dir, "report.json"), err)
 	}
-	return lines
+	findings, _ := os.ReadFile(filepath.Join(dir, "FINDINGS.md"))
+	return os.WriteFile(filepath.Join(dir, "REPORT.md"), []byte(r.markdown(string(findings))), 0o644)
 }

@@ -2,8 +2,11 @@
 // peer, in one run, and writes the report (see package bench).
 //
 //	askbench [-out bench] [-quick] [-no-micro] [-keepalive 10s] [-only workload,...]
+//	askbench -render [-out bench]
 //
-// runs the suite from the module root and writes <out>/REPORT.md and <out>/report.json. The
+// runs the suite from the module root and writes <out>/REPORT.md and <out>/report.json
+// (embedding <out>/FINDINGS.md, the hand-written analysis, when it exists); -render rewrites
+// REPORT.md from report.json and FINDINGS.md without measuring. The
 // server side runs in child processes: askbench re-executes itself as
 //
 //	askbench serve -mode synthetic|stack [-keepalive D] [-max-events N]
@@ -65,9 +68,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "small sizes, for iterating (the report says so)")
 	noMicro := fs.Bool("no-micro", false, "skip the Go microbenchmarks")
 	keepAlive := fs.Duration("keepalive", 0, "keep-alive interval and idle window of the idle workload (0: the service's default, 10s)")
+	render := fs.Bool("render", false, "measure nothing: rewrite <out>/REPORT.md from <out>/report.json and <out>/FINDINGS.md")
 	only := fs.String("only", "", "comma-separated workloads to run (default all): time-to-ticket, ask-end-to-end, stream-delivery, replay, peer-mcp, idle-streams, micro")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *render {
+		return bench.Render(*out)
 	}
 	var workloads []string
 	if *only != "" {

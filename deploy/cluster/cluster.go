@@ -31,25 +31,36 @@ type Options struct {
 	// GatewayAddr is nginx's listen address; the service is at http://GatewayAddr/ask.
 	GatewayAddr string
 	// ReplicaAddrs are the replicas' listen addresses (missing ones get free ports).
-	ReplicaAddrs                    []string
-	RedisPort                       int
-	IdPAddr, SourceAddr, StubAddr   string
-	Nginx                           string // the nginx binary; "" means nginx on PATH
-	GatewayReadTimeout              time.Duration
+	ReplicaAddrs []string
+	// RedisPort is redis-server's port on 127.0.0.1; 0 means a free one.
+	RedisPort int
+	// IdPAddr, SourceAddr and StubAddr are the dev IdP's, the demo source's and the
+	// llm-stub's listen addresses.
+	IdPAddr, SourceAddr, StubAddr string
+	// Nginx is the nginx binary; "" means nginx on PATH.
+	Nginx string
+	// GatewayReadTimeout is nginx's proxy_read_timeout; 0 means the checked-in 60 s.
+	GatewayReadTimeout time.Duration
+	// Lease, KeepAlive, TTL and Deadline set DAS_ASK_LEASE_S, DAS_ASK_KEEPALIVE_S,
+	// DAS_ASK_TTL_S and DAS_ASK_DEADLINE_S (whole seconds) on every replica; 0 leaves the
+	// service's default.
 	Lease, KeepAlive, TTL, Deadline time.Duration
-	MaxEvents                       int
-	Echo                            io.Writer // every process's output, line-prefixed; nil: log files only
-	Logger                          *slog.Logger
-	KeepDir                         bool // leave Dir in place on Stop
-	StubScript                      string
-	ExtraReplicaEnv                 []string
+	// MaxEvents sets DAS_ASK_MAX_EVENTS on the main replicas; 0 leaves the default.
+	MaxEvents int
+	// Echo receives every process's output, each line prefixed with its name; nil keeps it in
+	// the log files only.
+	Echo io.Writer
+	// Logger receives the cluster's own progress; nil discards it.
+	Logger *slog.Logger
+	// KeepDir leaves Dir in place on Stop.
+	KeepDir bool
+	// StubScript is the llm-stub's script file; "" means its embedded default.
+	StubScript string
 	// OverflowReplicas, when not 0, starts a second group of replicas sharing the same Redis
 	// under another key prefix, with DAS_ASK_MAX_EVENTS=OverflowMaxEvents (default 8), behind
 	// their own gateway (OverflowURL): the target of the conformance suite's overflow check.
 	OverflowReplicas  int
 	OverflowMaxEvents int
-	skipBuild         bool
-	binDir            string
 }
 
 // Cluster is a running cluster: Redis, the dev IdP, the demo source, the llm-stub, the
@@ -95,6 +106,9 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		c.ownDir = true
 	}
 	c.opts.Dir = o.Dir
+	if o.Echo != nil {
+		o.Echo = &lockedWriter{w: o.Echo} // one line at a time from every process
+	}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -109,14 +123,9 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return c, fmt.Errorf("nginx not found (apt-get install -y nginx-light): %w", err)
 	}
-	bins := o.binDir
-	if bins == "" {
-		bins = filepath.Join(o.Dir, "bin")
-	}
-	if !o.skipBuild {
-		if err := build(ctx, o.Root, bins); err != nil {
-			return c, err
-		}
+	bins := filepath.Join(o.Dir, "bin")
+	if err := build(ctx, o.Root, bins); err != nil {
+		return c, err
 	}
 
 	addr := func(a string) (string, error) {
@@ -208,7 +217,6 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.MaxEvents > 0 {
 		env = append(env, "DAS_ASK_MAX_EVENTS="+strconv.Itoa(o.MaxEvents))
 	}
-	env = append(env, o.ExtraReplicaEnv...)
 	startGroup := func(name string, n int, addrs []string, groupEnv []string) ([]*proc, []string, []string, error) {
 		var procs []*proc
 		var urls, upstreams []string

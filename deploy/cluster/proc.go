@@ -156,7 +156,17 @@ type prefixWriter struct {
 	buf    []byte
 }
 
-var echoMu sync.Mutex // one line at a time on the shared terminal
+// lockedWriter writes one line at a time to the terminal the processes share.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	p.mu.Lock()
@@ -167,9 +177,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		echoMu.Lock()
-		_, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
-		echoMu.Unlock()
+		_, err := p.w.Write(append(append([]byte(p.prefix), p.buf[:i]...), '\n'))
 		if err != nil {
 			return len(b), nil // the terminal is gone; the log file still has it
 		}

@@ -57,11 +57,13 @@
 //
 // # Conversations and retention
 //
-// Conversations live in memory only: their turns (question, outcome, text) are handed to the
+// Conversations live in memory only (the process's, or a shared store's Redis run without
+// persistence; see docs/scale-out.md): their turns (question, outcome, text) are handed to the
 // Runner as Request.History with each ask and are forgotten TTL after the last ask ended (or
 // TTL after creation if never used). One ask runs per conversation at a time (409 naming the
-// running ticket). Finished tickets are kept TTL after done, then evicted (404). Eviction runs
-// on timers in the store: no goroutine, nothing left behind.
+// running ticket). Finished tickets are kept TTL after done, then evicted (404). Eviction is
+// the store's: timers in the in-memory store (no goroutine, nothing left behind), key expiry
+// in Redis.
 //
 // # Limits
 //

@@ -79,13 +79,18 @@ func NewMetrics() *Metrics {
 		Help: "Requests to open a conversation or an ask that were refused, by route and reason."}, []string{"route", "reason"})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "http_requests_total",
 		Help: "API requests, by route template, method and status code."}, []string{"route", "method", "code"})
-	m.reg.MustRegister(
+	m.reg.MustRegister(m.own()...)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// own lists the service's own metrics (the ask_* ones).
+func (m *Metrics) own() []prometheus.Collector {
+	return []prometheus.Collector{
 		m.asksRunning, m.asks, m.askDuration, m.timeToTicket, m.streamsOpen, m.reconnects, m.events,
 		m.stepsDropped, m.toolCalls, m.toolDuration, m.modelCalls, m.modelTokens, m.modelErrors,
 		m.modelDuration, m.refusals, m.requests,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	return m
+	}
 }
 
 // Registry is where the metrics are registered, for a test's Gather or extra collectors.

@@ -137,3 +137,19 @@ func TestEndByCancel(t *testing.T) {
 		t.Errorf("end of an unknown ticket: %v, want ErrNotFound", err)
 	}
 }
+
+// TestLapsedDropsGoneTickets: a running-set entry whose ticket no longer exists is dropped,
+// not reported.
+func TestLapsedDropsGoneTickets(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	s := newStore(t, srv, redisstore.Options{Prefix: "ghost:"})
+	rc.ZAdd(ctx, "ghost:running", goredis.Z{Score: 1, Member: "gone"})
+	if ids, err := s.Lapsed(ctx, 10); err != nil || len(ids) != 0 {
+		t.Errorf("lapsed: %v, %v; want none", ids, err)
+	}
+	if n := rc.ZCard(ctx, "ghost:running").Val(); n != 0 {
+		t.Errorf("%d entries left in the running set, want 0", n)
+	}
+}

@@ -25,9 +25,8 @@ type askState struct {
 	appended   int  // events in the log (accepted included), for counting evictions
 	dropped    int  // step events evicted
 	finishing  bool // this instance is ending the log: a finished read is not "ended elsewhere"
-	modelTime  time.Duration
-	toolTime   time.Duration
-	modelCalls int
+	modelTime time.Duration
+	toolTime  time.Duration
 }
 
 // askKey carries the ask's state in the run's context, for the model wrapper.

@@ -58,7 +58,6 @@ func (w observedModel) Complete(ctx context.Context, req model.Request) (model.R
 	if a := askFrom(ctx); a != nil {
 		a.mu.Lock()
 		a.modelTime += d
-		a.modelCalls++
 		a.mu.Unlock()
 	}
 	return resp, err

@@ -60,7 +60,8 @@ func (s *Source) audited(t toolSpec) mcp.ToolHandler {
 			s.log.Error("audit write failed", "tool", t.name, "call_id", c.id, "err", err)
 			return errorResult("internal error: the call could not be audited"), nil
 		}
-		s.log.Info("tool call", "tool", t.name, "call_id", c.id, "oid", c.oid, "status", entry.Status, "code", entry.Code, "ms", entry.MS)
+		s.log.Info("tool call", "tool", t.name, "call_id", c.id, "oid", c.oid, "status", entry.Status, "code", entry.Code, "ms", entry.MS,
+			"trace_id", entry.TraceID)
 		return out.toResult(), nil
 	}
 }

@@ -21,10 +21,10 @@ type askState struct {
 	admitted                     time.Time
 	span                         trace.Span
 
-	mu         sync.Mutex
-	appended   int  // events in the log (accepted included), for counting evictions
-	dropped    int  // step events evicted
-	finishing  bool // this instance is ending the log: a finished read is not "ended elsewhere"
+	mu        sync.Mutex
+	appended  int  // events in the log (accepted included), for counting evictions
+	dropped   int  // step events evicted
+	finishing bool // this instance is ending the log: a finished read is not "ended elsewhere"
 	modelTime time.Duration
 	toolTime  time.Duration
 }

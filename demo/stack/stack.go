@@ -22,6 +22,7 @@ import (
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/source"
+	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/web/ui"
 )
@@ -57,6 +58,10 @@ type Options struct {
 	// with a development sign-in that mints tokens from this stack's IdP. Off by default; askd
 	// never serves it.
 	UI bool
+	// AdminAddr, when set, instruments the service as askd does (package obs: metrics, request
+	// ids, the per-ask log line) and serves /metrics, /healthz and /readyz there, on a
+	// listener of its own (e.g. 127.0.0.1:9090). "" means none.
+	AdminAddr string
 }
 
 // Stack is a running development system. Its URLs have no trailing slash.
@@ -71,6 +76,8 @@ type Stack struct {
 	StubURL string
 	// UIURL is the reference web page (…/ui/, with its trailing slash), or "" without Options.UI.
 	UIURL string
+	// AdminURL serves /metrics, /healthz and /readyz, or is "" without Options.AdminAddr.
+	AdminURL string
 
 	// IdP mints tokens in process (for tests).
 	IdP *idp.IdP
@@ -92,7 +99,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Stack{log: log, done: make(chan error, 4)}
+	s := &Stack{log: log, done: make(chan error, 5)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -127,6 +134,16 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		return nil, fmt.Errorf("ask service: %w", err)
 	}
+	adm, err := newAdmin(opts.AdminAddr, log)
+	if err != nil {
+		closeAll(lnIdP, lnSrc, lnStub, lnAsk)
+		return nil, fmt.Errorf("admin listener: %w", err)
+	}
+	defer func() {
+		if !ok {
+			adm.close()
+		}
+	}()
 
 	// The identity provider.
 	s.IdPURL = "http://" + lnIdP.Addr().String()
@@ -199,7 +216,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if sources == nil {
 		sources = []agent.SourceConfig{{Name: "demo", URL: s.SourceURL + "/mcp"}}
 	}
-	runner, err := agent.New(agent.Options{Model: mdl, Sources: sources, MaxTurns: modelCfg.MaxTurns, Logger: log.With("component", "agent")})
+	runner, err := agent.New(agent.Options{Model: adm.model(mdl, modelCfg.LLM), Sources: sources, MaxTurns: modelCfg.MaxTurns, Logger: log.With("component", "agent")})
 	if err != nil {
 		lnAsk.Close()
 		return nil, fmt.Errorf("agent: %w", err)
@@ -234,16 +251,17 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		cfg.TTL = opts.TTL
 	}
 	svcOpts := cfg.Options()
-	svcOpts.Runner = runner
+	svcOpts.Runner = adm.runner(runner)
 	svcOpts.Authenticator = askAuth
 	svcOpts.Logger = log.With("component", "ask")
+	adm.options(&svcOpts, cfg)
 	if s.Service, err = server.New(svcOpts); err != nil {
 		lnAsk.Close()
 		return nil, fmt.Errorf("ask service: %w", err)
 	}
 	base := strings.TrimSuffix(svcOpts.BasePath, "/")
 	s.AskURL = "http://" + lnAsk.Addr().String() + base
-	askHandler := s.Service.Handler()
+	askHandler := adm.handler(s.Service.Handler())
 	if opts.UI {
 		mux := http.NewServeMux()
 		mux.Handle(base+"/ui/", http.StripPrefix(base+"/ui", ui.New(ui.Options{
@@ -255,6 +273,10 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		s.UIURL = s.AskURL + "/ui/"
 	}
 	s.serve("ask", lnAsk, askHandler)
+	if adm != nil {
+		s.AdminURL = "http://" + adm.ln.Addr().String()
+		s.serve("admin", adm.ln, obs.AdminHandler(adm.o.Metrics(), obs.NewHealth(obs.HealthOptions{JWKSReady: askAuth.Ready, Store: adm.mem})))
+	}
 
 	// auth.New waits for the first JWKS fetch, and the IdP is already serving: a validator that
 	// holds no key now would refuse every first request, so say so at once.

@@ -122,9 +122,12 @@ func (r *Report) markdown(findings string) string {
 	}
 	p("\n")
 
-	p("## Profiles\n\nThe children's pprof profiles, one per workload (`go tool pprof -top`; files under `bench/profiles/`, not committed).\n\n")
+	p("## Profiles\n\nThe children's pprof profiles of each workload's measured phase (files under `bench/profiles/`, not committed): the top entries by flat share, then this module's functions by cumulative share (`go tool pprof -top -cum -show=^github.com/das-ask/ask/`). The bare baselines, the MCP peer and the bench's synthetic runner live in package bench, so their share shows there too.\n\n")
 	for _, pr := range r.Profiles {
 		p("### %s (%s)\n\n```\n%s\n```\n\n", pr.Workload, pr.Kind, strings.Join(pr.Top, "\n"))
+		if len(pr.Ours) > 0 {
+			p("```\n%s\n```\n\n", strings.Join(pr.Ours, "\n"))
+		}
 	}
 	return b.String()
 }

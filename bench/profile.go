@@ -12,13 +12,17 @@ type Profile struct {
 	Workload string `json:"workload"`
 	Kind     string `json:"kind"` // cpu or heap (inuse_space)
 	File     string `json:"file"`
-	// Top is `go tool pprof -top` output: the header and the first entries.
-	Top []string `json:"top"`
+	// Top is `go tool pprof -top` output: the header and the first entries by flat time
+	// (or space); Ours is the first entries by cumulative time among this module's functions,
+	// which is where the service's share of the profile shows.
+	Top  []string `json:"top"`
+	Ours []string `json:"ours"`
 }
 
-// topOf summarises a profile with `go tool pprof -top`; entries is how many rows to keep.
-func topOf(ctx context.Context, file, kind string, entries int) []string {
-	args := []string{"tool", "pprof", "-top", "-nodecount=" + strconv.Itoa(entries)}
+// topOf summarises a profile with `go tool pprof -top`; entries is how many rows to keep, and
+// extra are more pprof flags.
+func topOf(ctx context.Context, file, kind string, entries int, extra ...string) []string {
+	args := append([]string{"tool", "pprof", "-top", "-nodecount=" + strconv.Itoa(entries)}, extra...)
 	if kind == "heap" {
 		args = append(args, "-sample_index=inuse_space")
 	}

@@ -230,6 +230,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	for i := range r.Profiles {
 		pr := &r.Profiles[i]
 		pr.Top = topOf(ctx, pr.File, pr.Kind, 12)
+		pr.Ours = topOf(ctx, pr.File, pr.Kind, 14, "-cum", "-show=^github.com/das-ask/ask/")
 		if rel, err := filepath.Rel(o.Out, pr.File); err == nil {
 			pr.File = rel
 		}

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -92,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%-16s %-9s %s\n", t.Name, state, t.Measured)
 	}
-	fmt.Fprintf(stdout, "report: %s/REPORT.md (%s)\n", *out, time.Since(start).Round(time.Second))
+	fmt.Fprintf(stdout, "report: %s (%s)\n", filepath.Join(*out, "REPORT.md"), time.Since(start).Round(time.Second))
 	if len(r.Errors) > 0 {
 		return fmt.Errorf("%d workload(s) failed; see the report", len(r.Errors))
 	}

@@ -117,7 +117,16 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 }
 
 // connect opens one session per source, authenticated with the caller's token.
+//
+// The handshake is detached from the run's cancellation and bounded by the tool timeout
+// instead, like a tool call in flight: a cancel landing mid-handshake made the go-sdk client
+// give up before the response naming the session arrived, so it never sent the DELETE, and the
+// source kept the session (its goroutines and memory) until its idle timeout — one orphan per
+// unlucky cancel (found by hardening TestLoadAndSoak under goleak). The run notices the
+// cancellation right after.
 func (a *Agent) connect(ctx context.Context, token string) ([]*source.Session, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
+	defer cancel()
 	opts := source.Options{HTTPClient: a.hc, Logger: a.log}
 	sessions := make([]*source.Session, 0, len(a.sources))
 	for _, cfg := range a.sources {

@@ -38,6 +38,7 @@ import (
 
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
 )
 
@@ -166,11 +167,12 @@ func newLogger(getenv func(string) string, w io.Writer) (*slog.Logger, error) {
 		}
 	}
 	hopts := &slog.HandlerOptions{Level: level}
+	// obs.LogHandler: a line logged with a request's context names its request and trace ids.
 	switch f := getenv("DAS_LOG_FORMAT"); f {
 	case "", "json":
-		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+		return slog.New(obs.LogHandler(slog.NewJSONHandler(w, hopts))), nil
 	case "text":
-		return slog.New(slog.NewTextHandler(w, hopts)), nil
+		return slog.New(obs.LogHandler(slog.NewTextHandler(w, hopts))), nil
 	default:
 		return nil, fmt.Errorf("DAS_LOG_FORMAT: %q is not json or text", f)
 	}

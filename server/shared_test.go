@@ -129,3 +129,36 @@ func TestLapsedLeaseInterrupted(t *testing.T) {
 type silentRenewal struct{ *redisstore.Store }
 
 func (silentRenewal) Renew(context.Context, string, store.Usage) error { return nil }
+
+// TestRemoteCancelWhileEmitting: a cancel on B while A's runner appends steps back to back —
+// B's end must continue a log that keeps moving (it re-reads and retries), and the log still
+// ends exactly once: error{cancelled}, then done, with no step after them.
+func TestRemoteCancelWhileEmitting(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "busy:" + rand.Text() + ":"
+	started, stopped := make(chan string, 1), make(chan string, 1)
+	busy := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		started <- req.Ticket
+		for i := 0; ctx.Err() == nil; i++ {
+			emit.Step(step(i))
+		}
+		stopped <- req.Ticket
+		return ask.Outcome{Answer: answer("too late")}
+	})
+	a := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: busy, MaxEvents: 100_000})
+	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: answerRunner(1), MaxEvents: 100_000})
+	ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, started, "the run on A")
+	if r := b.cancel(alice, ticket); r.StatusCode() != 202 {
+		t.Fatalf("cancel on B: %d %s", r.StatusCode(), r.Body)
+	}
+	within(t, stopped, "A's runner stopping after the cancel on B")
+	frames := b.events(alice, ticket)
+	terminal, done := checkLifecycle(t, frames, gen.EventTypeError)
+	if terminal.Kind != "cancelled" {
+		t.Errorf("terminal kind %q, want cancelled", terminal.Kind)
+	}
+	if steps := int64(len(frames) - 5); done.Steps != steps {
+		t.Errorf("done.steps = %d, want the %d steps in the log", done.Steps, steps)
+	}
+}

@@ -40,9 +40,11 @@ type Shared interface {
 	// steps appended (evicted or not), and model calls and tokens as last renewed.
 	Usage(ctx context.Context, ticket string) (Usage, error)
 	// End finishes a running ticket from any replica, exactly as Finish would, if its last
-	// seq is still the one tail continues (ErrSeq otherwise: read the ticket again and retry)
-	// and, when lapsedOnly, its lease has lapsed (ErrLeaseHeld otherwise). It fails with
-	// ErrFinished if the ticket is already finished.
+	// seq is still the one tail continues and, when lapsedOnly, its lease has lapsed
+	// (ErrLeaseHeld otherwise). It fails with ErrFinished if the ticket is already finished.
+	// When the runner appended meanwhile it fails with ErrSeq, but stops the log from moving:
+	// from then on the runner's Append, Renew and Finish fail with ErrFinished, so a retry
+	// with the ticket read again succeeds however busy the runner was.
 	End(ctx context.Context, ticket string, tail []Event, turn ask.Turn, lapsedOnly bool) error
 }
 

@@ -40,7 +40,9 @@
 // and anyone once the ticket is finished, so a runner that comes back after another replica
 // ended its run changes nothing. End finishes a running ticket from any replica when its log
 // has not moved since the caller read it, and, for a lapse, when the lease has lapsed by
-// Redis's clock: of any number of concurrent attempts exactly one succeeds.
+// Redis's clock: of any number of concurrent attempts exactly one succeeds. An attempt that
+// finds the log moved marks the ticket ending, which refuses the runner's further appends, so
+// a busy runner cannot starve a cancel: the retry succeeds.
 //
 // # Operating it
 //

@@ -153,3 +153,39 @@ func TestLapsedDropsGoneTickets(t *testing.T) {
 		t.Errorf("%d entries left in the running set, want 0", n)
 	}
 }
+
+// TestEndStopsABusyLog: an End that lost the race with the runner's append fails with ErrSeq
+// but stops the log, so the runner is refused from then on and the retry succeeds.
+func TestEndStopsABusyLog(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	runner := newStore(t, srv, redisstore.Options{Prefix: "busy:", Replica: "runner"})
+	other := newStore(t, srv, redisstore.Options{Prefix: "busy:"})
+	storetest.MustConv(t, runner, "c", storetest.Alice)
+	if _, err := storetest.NewTicket(t, runner, "t", "c", storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := interruptedTail(2) // built before the runner's next append
+	if err := runner.Append(ctx, "t", storetest.Ev(2, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.End(ctx, "t", stale, ask.Turn{}, false); !errors.Is(err, store.ErrSeq) {
+		t.Fatalf("end with a stale tail: %v, want ErrSeq", err)
+	}
+	if err := runner.Append(ctx, "t", storetest.Ev(3, gen.EventTypeStep)); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("append after a lost end: %v, want ErrFinished (the log is ending)", err)
+	}
+	if err := runner.Renew(ctx, "t", store.Usage{}); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("renew after a lost end: %v, want ErrFinished", err)
+	}
+	if err := runner.Finish(ctx, "t", storetest.Tail(3), ask.Turn{}); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("the runner's own finish after a lost end: %v, want ErrFinished", err)
+	}
+	if err := other.End(ctx, "t", interruptedTail(3), ask.Turn{}, false); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	tk, _ := other.Ticket(ctx, "t")
+	if tk.State() != gen.AskStateError || tk.LastSeq != 5 {
+		t.Errorf("ticket %+v, want error with last seq 5", tk)
+	}
+}

@@ -75,9 +75,9 @@ return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
 
 // appendEvent: KEYS ticket, log, steps; ARGV seq, type, data, max, runner, channel, tid.
 var appendEvent = goredis.NewScript(prelude + `
-local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last')
+local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'ending')
 if not h[1] then return 'notfound' end
-if h[1] == '1' or h[2] ~= ARGV[5] then return 'finished' end
+if h[1] == '1' or h[2] ~= ARGV[5] or h[4] == '1' then return 'finished' end
 if tonumber(ARGV[1]) ~= tonumber(h[3]) + 1 then return 'seq' end
 append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]))
 redis.call('PUBLISH', ARGV[6], ARGV[7])
@@ -85,17 +85,20 @@ return 'ok'
 `)
 
 // endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own) or End
-// from any replica (mode any, or lapsed: only once the lease has lapsed).
+// from any replica (mode any, or lapsed: only once the lease has lapsed). An End whose tail
+// does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
+// ticket ending: from then on the runner's appends, renewals and own finish are refused, so
+// the log stops moving and the caller's retry, with the ticket read again, succeeds.
 // KEYS ticket, log, steps, conv, turns, inflight, running, tickets, convs;
 // ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
 // then n times seq, type, data.
 var endTicket = goredis.NewScript(prelude + `
-local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid')
+local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending')
 if not h[1] then return 'notfound' end
 if h[1] == '1' then return 'finished' end
 if h[4] ~= ARGV[5] then return 'notfound' end
 local mode = ARGV[1]
-if mode == 'own' and h[2] ~= ARGV[2] then return 'finished' end
+if mode == 'own' and (h[2] ~= ARGV[2] or h[7] == '1') then return 'finished' end
 local now = now_ms()
 if mode == 'lapsed' then
   local s = redis.call('ZSCORE', KEYS[7], ARGV[4])
@@ -104,7 +107,10 @@ end
 local n = tonumber(ARGV[11])
 local last = tonumber(h[3])
 for i = 0, n - 1 do
-  if tonumber(ARGV[12 + 3 * i]) ~= last + 1 + i then return 'seq' end
+  if tonumber(ARGV[12 + 3 * i]) ~= last + 1 + i then
+    if mode ~= 'own' then redis.call('HSET', KEYS[1], 'ending', 1) end
+    return 'seq'
+  end
 end
 local max = tonumber(ARGV[7])
 for i = 0, n - 1 do
@@ -135,9 +141,9 @@ return 'ok'
 
 // renew: KEYS ticket, running; ARGV runner, lease_ms, tid, model_calls, in, out.
 var renew = goredis.NewScript(prelude + `
-local h = redis.call('HMGET', KEYS[1], 'finished', 'runner')
+local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'ending')
 if not h[1] then return 'notfound' end
-if h[1] == '1' or h[2] ~= ARGV[1] then return 'finished' end
+if h[1] == '1' or h[2] ~= ARGV[1] or h[3] == '1' then return 'finished' end
 redis.call('ZADD', KEYS[2], now_ms() + tonumber(ARGV[2]), ARGV[3])
 redis.call('HSET', KEYS[1], 'model_calls', ARGV[4], 'in', ARGV[5], 'out', ARGV[6])
 return 'ok'

@@ -1,7 +1,7 @@
-// Package redistest starts a throwaway redis-server for tests: on loopback, on a free port,
-// in a temporary directory, with persistence off (no RDB snapshot, no AOF), as the ask
-// service's Redis must run. Tests that need it skip, saying why, when the redis-server binary
-// is absent (apt-get install -y redis-server).
+// Package redistest starts a throwaway redis-server for tests and the dev cluster: on
+// loopback, in a directory of its own, with persistence off (no RDB snapshot, no AOF), as the
+// ask service's Redis must run. Tests that need it skip, saying why, when the redis-server
+// binary is absent (apt-get install -y redis-server).
 package redistest
 
 import (

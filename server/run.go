@@ -84,6 +84,13 @@ func (r *run) appendLocked(typ gen.EventType, body any) (lost bool) {
 		if errors.Is(err, store.ErrFinished) {
 			return true
 		}
+		if errors.Is(err, store.ErrSeq) {
+			// The store's log no longer continues this run's (a shared store that lost writes
+			// in a failover): give the run up; with a shared store its lease then lapses and
+			// another replica ends the log with error{interrupted}.
+			r.log.Error("the ticket's log no longer continues this run; giving it up", "ticket", r.ticket, "seq", ev.Seq)
+			return true
+		}
 		r.log.Error("event not appended", "ticket", r.ticket, "type", string(typ), "err", err)
 		return false
 	}

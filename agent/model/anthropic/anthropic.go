@@ -211,7 +211,10 @@ func classify(ctx context.Context, err error) error {
 	}
 	var ae *anthropic.Error
 	if errors.As(err, &ae) {
-		me := &model.Error{Status: ae.StatusCode, Message: ae.Message, Err: err}
+		// Not ae.Message: a provider may quote the request in it (the question, the key), and
+		// Message reaches the run's error event (found by hardening's privacy test). The
+		// error type is a fixed vocabulary.
+		me := &model.Error{Status: ae.StatusCode, Message: string(ae.Type()), Err: err}
 		switch ae.Type() {
 		case anthropic.ErrorTypeOverloadedError, anthropic.ErrorTypeAPIError, anthropic.ErrorTypeTimeoutError:
 			me.Kind = model.KindOverloaded
@@ -224,7 +227,7 @@ func classify(ctx context.Context, err error) error {
 			me.Status = 0
 		}
 		if me.Message == "" {
-			me.Message = string(ae.Type())
+			me.Message = http.StatusText(ae.StatusCode)
 		}
 		if ae.Response != nil {
 			me.RetryAfter = model.RetryAfter(ae.Response.Header, time.Now())

@@ -190,9 +190,11 @@ func classify(ctx context.Context, err error) error {
 	}
 	var ae *openai.Error
 	if errors.As(err, &ae) {
-		me := &model.Error{Kind: model.StatusKind(ae.StatusCode), Status: ae.StatusCode, Message: ae.Message, Err: err}
+		// Not ae.Message: a provider may quote the request in it (the question, the key), and
+		// Message reaches the run's error event (found by hardening's privacy test).
+		me := &model.Error{Kind: model.StatusKind(ae.StatusCode), Status: ae.StatusCode, Message: http.StatusText(ae.StatusCode), Err: err}
 		if me.Message == "" {
-			me.Message = http.StatusText(ae.StatusCode)
+			me.Message = "provider error"
 		}
 		if ae.Code == "content_filter" {
 			me.Kind = model.KindContentFilter

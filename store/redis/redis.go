@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -144,77 +142,8 @@ func (s *Store) closeClient() error {
 	return nil
 }
 
-// keys names everything the store keeps in Redis.
-type keys struct{ prefix string }
-
-func (k keys) conv(id string) string   { return k.prefix + "c:" + id }
-func (k keys) turns(id string) string  { return k.prefix + "c:" + id + ":turns" }
-func (k keys) ticketPrefix() string    { return k.prefix + "t:" }
-func (k keys) ticket(id string) string { return k.prefix + "t:" + id }
-func (k keys) log(id string) string    { return k.prefix + "t:" + id + ":log" }
-func (k keys) steps(id string) string  { return k.prefix + "t:" + id + ":steps" }
-func (k keys) convs() string           { return k.prefix + "convs" }
-func (k keys) tickets() string         { return k.prefix + "tickets" }
-func (k keys) running() string         { return k.prefix + "running" }
-func (k keys) inflight() string        { return k.prefix + "inflight" }
-func (k keys) changed() string         { return k.prefix + "changed" }
-func ms(d time.Duration) string        { return strconv.FormatInt(d.Milliseconds(), 10) }
-func nanos(t time.Time) string         { return strconv.FormatInt(t.UnixNano(), 10) }
-func fromNanos(s string) time.Time     { n, _ := strconv.ParseInt(s, 10, 64); return time.Unix(0, n).UTC() }
-func atoi(s string) int64              { n, _ := strconv.ParseInt(s, 10, 64); return n }
-
-// waiters are the change channels of the tickets readers wait on in this process.
-type waiters struct {
-	mu sync.Mutex
-	m  map[string]chan struct{}
-}
-
-// wait returns the channel closed at the ticket's next change.
-func (w *waiters) wait(ticket string) chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ch, ok := w.m[ticket]
-	if !ok {
-		ch = make(chan struct{})
-		w.m[ticket] = ch
-	}
-	return ch
-}
-
-// wake closes the ticket's channel: its readers read again.
-func (w *waiters) wake(ticket string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ch, ok := w.m[ticket]; ok {
-		close(ch)
-		delete(w.m, ticket)
-	}
-}
-
-// wakeAll wakes every reader: after a reconnect, notifications may have been lost.
-func (w *waiters) wakeAll() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for id, ch := range w.m {
-		close(ch)
-		delete(w.m, id)
-	}
-}
-
-// listen wakes the readers of each ticket a notification names, and every reader after the
-// subscription was re-established. It returns when the subscription is closed.
-func (s *Store) listen(ch <-chan any) {
-	defer close(s.listened)
-	for m := range ch {
-		switch m := m.(type) {
-		case *goredis.Message:
-			s.waiters.wake(m.Payload)
-		case *goredis.Subscription:
-			s.log.Warn("redis store: change notifications re-subscribed; waking every reader")
-			s.waiters.wakeAll()
-		}
-	}
-}
+// Ping reports whether Redis answers, for readiness probes.
+func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
 
 // warnIfPersistent logs a warning when the server writes RDB snapshots or an AOF: conversation
 // memory must never reach a disk. A server that does not answer CONFIG GET (managed Redis) is
@@ -230,6 +159,3 @@ func (s *Store) warnIfPersistent(ctx context.Context) {
 			"save", save["save"], "appendonly", aof["appendonly"])
 	}
 }
-
-// Ping reports whether Redis answers, for readiness probes.
-func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }

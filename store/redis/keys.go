@@ -1,0 +1,25 @@
+package redis
+
+import (
+	"strconv"
+	"time"
+)
+
+// keys names everything the store keeps in Redis.
+type keys struct{ prefix string }
+
+func (k keys) conv(id string) string   { return k.prefix + "c:" + id }
+func (k keys) turns(id string) string  { return k.prefix + "c:" + id + ":turns" }
+func (k keys) ticketPrefix() string    { return k.prefix + "t:" }
+func (k keys) ticket(id string) string { return k.prefix + "t:" + id }
+func (k keys) log(id string) string    { return k.prefix + "t:" + id + ":log" }
+func (k keys) steps(id string) string  { return k.prefix + "t:" + id + ":steps" }
+func (k keys) convs() string           { return k.prefix + "convs" }
+func (k keys) tickets() string         { return k.prefix + "tickets" }
+func (k keys) running() string         { return k.prefix + "running" }
+func (k keys) inflight() string        { return k.prefix + "inflight" }
+func (k keys) changed() string         { return k.prefix + "changed" }
+func ms(d time.Duration) string        { return strconv.FormatInt(d.Milliseconds(), 10) }
+func nanos(t time.Time) string         { return strconv.FormatInt(t.UnixNano(), 10) }
+func fromNanos(s string) time.Time     { n, _ := strconv.ParseInt(s, 10, 64); return time.Unix(0, n).UTC() }
+func atoi(s string) int64              { n, _ := strconv.ParseInt(s, 10, 64); return n }

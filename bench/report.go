@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -104,11 +105,14 @@ func (r *Report) write(dir, findings string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	j, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	var j bytes.Buffer
+	enc := json.NewEncoder(&j)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // profile lines hold "<=": keep them readable
+	if err := enc.Encode(r); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(j, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), j.Bytes(), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "REPORT.md"), []byte(r.markdown(findings)), 0o644)

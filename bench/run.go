@@ -231,8 +231,8 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 		pr := &r.Profiles[i]
 		pr.Top = topOf(ctx, pr.File, pr.Kind, 12)
 		pr.Ours = topOf(ctx, pr.File, pr.Kind, 14, "-cum", "-show=^github.com/das-ask/ask/")
-		if rel, err := filepath.Rel(o.Out, pr.File); err == nil {
-			pr.File = rel
+		if rel, err := filepath.Rel(filepath.Dir(profDir), pr.File); err == nil {
+			pr.File = rel // relative to Out: the report does not name this machine's paths
 		}
 	}
 	r.Machine.LoadAfter = loadavg()

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -80,6 +78,9 @@ type Cluster struct {
 	replicas []*proc
 	overflow []*proc
 	ownDir   bool
+	logDir   string   // every process's log
+	bins     string   // the built commands
+	authEnv  []string // the bearer settings the service and the source share
 }
 
 // Start builds the commands and starts every process, returning once each is ready. On error
@@ -94,234 +95,50 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.Nginx == "" {
 		o.Nginx = "nginx"
 	}
+	if o.Echo != nil {
+		o.Echo = &lockedWriter{w: o.Echo} // one line at a time from every process
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c = &Cluster{opts: o, log: log}
+	c = &Cluster{log: log}
 	if o.Dir == "" {
 		if o.Dir, err = os.MkdirTemp("", "ask-cluster-"); err != nil {
 			return nil, err
 		}
 		c.ownDir = true
 	}
-	c.opts.Dir = o.Dir
-	if o.Echo != nil {
-		o.Echo = &lockedWriter{w: o.Echo} // one line at a time from every process
-	}
+	c.opts = o
 	defer func() {
 		if err != nil {
 			c.Stop()
 			c = nil
 		}
 	}()
-	logDir := filepath.Join(o.Dir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
+	c.logDir, c.bins = filepath.Join(o.Dir, "logs"), filepath.Join(o.Dir, "bin")
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
 		return c, err
 	}
 	nginxBin, err := exec.LookPath(o.Nginx)
 	if err != nil {
 		return c, fmt.Errorf("nginx not found (apt-get install -y nginx-light): %w", err)
 	}
-	bins := filepath.Join(o.Dir, "bin")
-	if err := build(ctx, o.Root, bins); err != nil {
+	if err := build(ctx, o.Root, c.bins); err != nil {
 		return c, err
 	}
-
-	addr := func(a string) (string, error) {
-		if a != "" {
-			return a, nil
-		}
-		return freeAddr()
-	}
-	// Redis, persistence off: conversation memory is never written to disk.
-	port := o.RedisPort
-	if port == 0 {
-		a, err := freeAddr()
-		if err != nil {
-			return c, err
-		}
-		_, p, _ := net.SplitHostPort(a)
-		port, _ = strconv.Atoi(p)
-	}
-	redisDir := filepath.Join(o.Dir, "redis")
-	if err := os.MkdirAll(redisDir, 0o755); err != nil {
+	if err := c.startRedis(ctx); err != nil {
 		return c, err
 	}
-	if c.redis, err = redistest.RunAt(ctx, redisDir, port); err != nil {
+	if err := c.startDev(ctx); err != nil {
 		return c, err
 	}
-	c.RedisURL = c.redis.URL
-	log.Info("redis ready", "url", c.RedisURL)
-
-	idpAddr, err := addr(o.IdPAddr)
+	upstreams, overflow, err := c.startReplicas(ctx)
 	if err != nil {
 		return c, err
 	}
-	c.IdPURL = "http://" + idpAddr
-	idp, err := startProc("dev-idp", logDir, filepath.Join(bins, "dev-idp"),
-		[]string{"serve", "--addr", idpAddr, "--state", filepath.Join(o.Dir, "idp")}, nil, o.Echo)
-	if err != nil {
+	if err := c.startGateway(ctx, nginxBin, upstreams, overflow); err != nil {
 		return c, err
-	}
-	c.others = append(c.others, idp)
-	if err := idp.waitReady(ctx, getReady(c.IdPURL+"/.well-known/jwks.json")); err != nil {
-		return c, err
-	}
-	authEnv := []string{
-		"DAS_JWKS_URL=" + c.IdPURL + "/.well-known/jwks.json", "DAS_ISSUER=" + c.IdPURL,
-		"DAS_AUDIENCE=das", "DAS_REQUIRED_SCOPE=das",
-	}
-
-	srcAddr, err := addr(o.SourceAddr)
-	if err != nil {
-		return c, err
-	}
-	c.SourceURL = "http://" + srcAddr
-	src, err := startProc("demo-source", logDir, filepath.Join(bins, "demo-source"),
-		[]string{"--addr", srcAddr, "--audit", filepath.Join(o.Dir, "demo-source", "audit.jsonl")}, authEnv, o.Echo)
-	if err != nil {
-		return c, err
-	}
-	c.others = append(c.others, src)
-
-	stubAddr, err := addr(o.StubAddr)
-	if err != nil {
-		return c, err
-	}
-	c.StubURL = "http://" + stubAddr + "/v1"
-	stubArgs := []string{"--addr", stubAddr}
-	if o.StubScript != "" {
-		stubArgs = append(stubArgs, "--script", o.StubScript)
-	}
-	stub, err := startProc("llm-stub", logDir, filepath.Join(bins, "llm-stub"), stubArgs, nil, o.Echo)
-	if err != nil {
-		return c, err
-	}
-	c.others = append(c.others, stub)
-	if err := src.waitReady(ctx, dialReady(srcAddr)); err != nil {
-		return c, err
-	}
-	if err := stub.waitReady(ctx, dialReady(stubAddr)); err != nil {
-		return c, err
-	}
-
-	env := append(append([]string{}, authEnv...),
-		"DAS_ASK_STORE="+c.RedisURL, "DAS_LOG_FORMAT=json",
-		"ASK_LLM=stub", "ASK_LLM_BASE_URL="+c.StubURL, "DAS_SOURCES=demo="+c.SourceURL+"/mcp")
-	for name, v := range map[string]time.Duration{"DAS_ASK_LEASE_S": o.Lease, "DAS_ASK_KEEPALIVE_S": o.KeepAlive, "DAS_ASK_TTL_S": o.TTL, "DAS_ASK_DEADLINE_S": o.Deadline} {
-		if v > 0 {
-			env = append(env, name+"="+strconv.Itoa(int(v/time.Second)))
-		}
-	}
-	if o.MaxEvents > 0 {
-		env = append(env, "DAS_ASK_MAX_EVENTS="+strconv.Itoa(o.MaxEvents))
-	}
-	startGroup := func(name string, n int, addrs []string, groupEnv []string) ([]*proc, []string, []string, error) {
-		var procs []*proc
-		var urls, upstreams []string
-		for i := range n {
-			a := ""
-			if i < len(addrs) {
-				a = addrs[i]
-			}
-			if a, err = addr(a); err != nil {
-				return procs, nil, nil, err
-			}
-			admin, err := freeAddr()
-			if err != nil {
-				return procs, nil, nil, err
-			}
-			p, err := startProc(name+"-"+strconv.Itoa(i+1), logDir, filepath.Join(bins, "askd"), nil,
-				append(append(append([]string{}, env...), groupEnv...), "DAS_ASK_ADDR="+a, "DAS_ASK_ADMIN_ADDR="+admin), o.Echo)
-			if err != nil {
-				return procs, nil, nil, err
-			}
-			procs = append(procs, p)
-			urls = append(urls, "http://"+a+"/ask")
-			upstreams = append(upstreams, a)
-		}
-		for i, p := range procs {
-			if err := p.waitReady(ctx, getReady(urls[i]+"/v1/openapi.json")); err != nil {
-				return procs, nil, nil, err
-			}
-		}
-		return procs, urls, upstreams, nil
-	}
-	var upstreams, overflowUpstreams []string
-	c.replicas, c.ReplicaURLs, upstreams, err = startGroup("askd", o.Replicas, o.ReplicaAddrs, nil)
-	if err != nil {
-		return c, err
-	}
-	if o.OverflowReplicas > 0 {
-		maxEv := o.OverflowMaxEvents
-		if maxEv <= 0 {
-			maxEv = 8
-		}
-		c.overflow, _, overflowUpstreams, err = startGroup("askd-overflow", o.OverflowReplicas, nil,
-			[]string{"DAS_ASK_MAX_EVENTS=" + strconv.Itoa(maxEv), "DAS_ASK_REDIS_PREFIX=ask-overflow:"})
-		if err != nil {
-			return c, err
-		}
-	}
-
-	gwAddr, err := addr(o.GatewayAddr)
-	if err != nil {
-		return c, err
-	}
-	tmpl, err := os.ReadFile(filepath.Join(o.Root, "deploy", "nginx", "ask.conf"))
-	if err != nil {
-		return c, err
-	}
-	readTimeout := o.GatewayReadTimeout
-	if readTimeout <= 0 {
-		readTimeout = 60 * time.Second
-	}
-	ngDir := filepath.Join(o.Dir, "nginx")
-	if err := os.MkdirAll(ngDir, 0o755); err != nil {
-		return c, err
-	}
-	var includes []string
-	writeConf := func(name string, ups []string, listen string) error {
-		conf, err := renderGateway(string(tmpl), name, ups, listen, readTimeout)
-		if err != nil {
-			return err
-		}
-		path := filepath.Join(ngDir, name+".conf")
-		includes = append(includes, path)
-		return os.WriteFile(path, []byte(conf), 0o644)
-	}
-	if err := writeConf("main", upstreams, gwAddr); err != nil {
-		return c, err
-	}
-	if len(overflowUpstreams) > 0 {
-		ofAddr, err := freeAddr()
-		if err != nil {
-			return c, err
-		}
-		if err := writeConf("overflow", overflowUpstreams, ofAddr); err != nil {
-			return c, err
-		}
-		c.OverflowURL = "http://" + ofAddr + "/ask"
-	}
-	mainPath := filepath.Join(ngDir, "nginx.conf")
-	if err := os.WriteFile(mainPath, []byte(nginxMain(ngDir, includes...)), 0o644); err != nil {
-		return c, err
-	}
-	ng, err := startProc("nginx", logDir, nginxBin,
-		[]string{"-p", ngDir, "-c", mainPath, "-e", filepath.Join(ngDir, "error.log"), "-g", "daemon off;"}, nil, o.Echo)
-	if err != nil {
-		return c, err
-	}
-	c.others = append(c.others, ng)
-	c.GatewayURL = "http://" + gwAddr + "/ask"
-	for _, u := range []string{c.GatewayURL, c.OverflowURL} {
-		if u == "" {
-			continue
-		}
-		if err := ng.waitReady(ctx, getReady(u+"/v1/openapi.json")); err != nil {
-			return c, err
-		}
 	}
 	log.Info("cluster ready", "gateway", c.GatewayURL, "replicas", strings.Join(c.ReplicaURLs, " "), "idp", c.IdPURL, "redis", c.RedisURL)
 	return c, nil

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,4 +63,69 @@ func nginxMain(dir string, includes ...string) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// startGateway starts nginx with the checked-in config rendered for the main replicas on
+// Options.GatewayAddr and, when there is an overflow group, for it on a free port.
+func (c *Cluster) startGateway(ctx context.Context, nginxBin string, main, overflow []string) error {
+	o := c.opts
+	gwAddr, err := addrOr(o.GatewayAddr)
+	if err != nil {
+		return err
+	}
+	tmpl, err := os.ReadFile(filepath.Join(o.Root, "deploy", "nginx", "ask.conf"))
+	if err != nil {
+		return err
+	}
+	readTimeout := o.GatewayReadTimeout
+	if readTimeout <= 0 {
+		readTimeout = 60 * time.Second
+	}
+	dir := filepath.Join(o.Dir, "nginx")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var includes []string
+	write := func(name string, ups []string, listen string) error {
+		conf, err := renderGateway(string(tmpl), name, ups, listen, readTimeout)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, name+".conf")
+		includes = append(includes, path)
+		return os.WriteFile(path, []byte(conf), 0o644)
+	}
+	if err := write("main", main, gwAddr); err != nil {
+		return err
+	}
+	c.GatewayURL = "http://" + gwAddr + "/ask"
+	if len(overflow) > 0 {
+		ofAddr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		if err := write("overflow", overflow, ofAddr); err != nil {
+			return err
+		}
+		c.OverflowURL = "http://" + ofAddr + "/ask"
+	}
+	mainPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(mainPath, []byte(nginxMain(dir, includes...)), 0o644); err != nil {
+		return err
+	}
+	ng, err := startProc("nginx", c.logDir, nginxBin,
+		[]string{"-p", dir, "-c", mainPath, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"}, nil, o.Echo)
+	if err != nil {
+		return err
+	}
+	c.others = append(c.others, ng)
+	for _, u := range []string{c.GatewayURL, c.OverflowURL} {
+		if u == "" {
+			continue
+		}
+		if err := ng.waitReady(ctx, getReady(u+"/v1/openapi.json")); err != nil {
+			return err
+		}
+	}
+	return nil
 }

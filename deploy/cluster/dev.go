@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/das-ask/ask/store/redis/redistest"
+)
+
+// addrOr returns a, or a free loopback address when a is "".
+func addrOr(a string) (string, error) {
+	if a != "" {
+		return a, nil
+	}
+	return freeAddr()
+}
+
+// startRedis starts redis-server with persistence off: conversation memory is never written
+// to disk.
+func (c *Cluster) startRedis(ctx context.Context) error {
+	port := c.opts.RedisPort
+	if port == 0 {
+		a, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		_, p, _ := net.SplitHostPort(a)
+		port, _ = strconv.Atoi(p)
+	}
+	dir := filepath.Join(c.opts.Dir, "redis")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var err error
+	if c.redis, err = redistest.RunAt(ctx, dir, port); err != nil {
+		return err
+	}
+	c.RedisURL = c.redis.URL
+	c.log.Info("redis ready", "url", c.RedisURL)
+	return nil
+}
+
+// startDev starts the development pieces: the identity provider (first: everything else
+// fetches its keys), the demo source and the llm-stub.
+func (c *Cluster) startDev(ctx context.Context) error {
+	o := c.opts
+	idpAddr, err := addrOr(o.IdPAddr)
+	if err != nil {
+		return err
+	}
+	c.IdPURL = "http://" + idpAddr
+	idp, err := c.start("dev-idp", "dev-idp", []string{"serve", "--addr", idpAddr, "--state", filepath.Join(o.Dir, "idp")}, nil)
+	if err != nil {
+		return err
+	}
+	if err := idp.waitReady(ctx, getReady(c.IdPURL+"/.well-known/jwks.json")); err != nil {
+		return err
+	}
+	c.authEnv = []string{
+		"DAS_JWKS_URL=" + c.IdPURL + "/.well-known/jwks.json", "DAS_ISSUER=" + c.IdPURL,
+		"DAS_AUDIENCE=das", "DAS_REQUIRED_SCOPE=das",
+	}
+
+	srcAddr, err := addrOr(o.SourceAddr)
+	if err != nil {
+		return err
+	}
+	c.SourceURL = "http://" + srcAddr
+	src, err := c.start("demo-source", "demo-source",
+		[]string{"--addr", srcAddr, "--audit", filepath.Join(o.Dir, "demo-source", "audit.jsonl")}, c.authEnv)
+	if err != nil {
+		return err
+	}
+
+	stubAddr, err := addrOr(o.StubAddr)
+	if err != nil {
+		return err
+	}
+	c.StubURL = "http://" + stubAddr + "/v1"
+	stubArgs := []string{"--addr", stubAddr}
+	if o.StubScript != "" {
+		stubArgs = append(stubArgs, "--script", o.StubScript)
+	}
+	stub, err := c.start("llm-stub", "llm-stub", stubArgs, nil)
+	if err != nil {
+		return err
+	}
+	if err := src.waitReady(ctx, dialReady(srcAddr)); err != nil {
+		return err
+	}
+	return stub.waitReady(ctx, dialReady(stubAddr))
+}
+
+// start starts one of the built commands as name; it is stopped with the cluster.
+func (c *Cluster) start(name, command string, args, env []string) (*proc, error) {
+	p, err := startProc(name, c.logDir, filepath.Join(c.bins, command), args, env, c.opts.Echo)
+	if err != nil {
+		return nil, err
+	}
+	c.others = append(c.others, p)
+	return p, nil
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// startReplicas starts the askd replicas, all with DAS_ASK_STORE on the cluster's Redis, and
+// the overflow group when asked; it returns each group's listen addresses, for the gateway.
+func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, err error) {
+	o := c.opts
+	env := append(append([]string{}, c.authEnv...),
+		"DAS_ASK_STORE="+c.RedisURL, "DAS_LOG_FORMAT=json",
+		"ASK_LLM=stub", "ASK_LLM_BASE_URL="+c.StubURL, "DAS_SOURCES=demo="+c.SourceURL+"/mcp")
+	for name, v := range map[string]time.Duration{"DAS_ASK_LEASE_S": o.Lease, "DAS_ASK_KEEPALIVE_S": o.KeepAlive, "DAS_ASK_TTL_S": o.TTL, "DAS_ASK_DEADLINE_S": o.Deadline} {
+		if v > 0 {
+			env = append(env, name+"="+strconv.Itoa(int(v/time.Second)))
+		}
+	}
+	mainEnv := env
+	if o.MaxEvents > 0 {
+		mainEnv = append(append([]string{}, env...), "DAS_ASK_MAX_EVENTS="+strconv.Itoa(o.MaxEvents))
+	}
+	c.replicas, main, err = c.startGroup(ctx, "askd", o.Replicas, o.ReplicaAddrs, mainEnv)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range main {
+		c.ReplicaURLs = append(c.ReplicaURLs, "http://"+a+"/ask")
+	}
+	if o.OverflowReplicas > 0 {
+		maxEv := o.OverflowMaxEvents
+		if maxEv <= 0 {
+			maxEv = 8
+		}
+		c.overflow, overflow, err = c.startGroup(ctx, "askd-overflow", o.OverflowReplicas, nil, append(append([]string{}, env...),
+			"DAS_ASK_MAX_EVENTS="+strconv.Itoa(maxEv), "DAS_ASK_REDIS_PREFIX=ask-overflow:"))
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return main, overflow, nil
+}
+
+// startGroup starts n replicas named name-1…name-n with env, each on its address (or a free
+// one) with its own admin listener, and waits until each serves the contract.
+func (c *Cluster) startGroup(ctx context.Context, name string, n int, addrs, env []string) ([]*proc, []string, error) {
+	var procs []*proc
+	var listen []string
+	for i := range n {
+		a := ""
+		if i < len(addrs) {
+			a = addrs[i]
+		}
+		a, err := addrOr(a)
+		if err != nil {
+			return procs, nil, err
+		}
+		admin, err := freeAddr()
+		if err != nil {
+			return procs, nil, err
+		}
+		p, err := startProc(name+"-"+strconv.Itoa(i+1), c.logDir, filepath.Join(c.bins, "askd"), nil,
+			append(append([]string{}, env...), "DAS_ASK_ADDR="+a, "DAS_ASK_ADMIN_ADDR="+admin), c.opts.Echo)
+		if err != nil {
+			return procs, nil, err
+		}
+		procs = append(procs, p)
+		listen = append(listen, a)
+	}
+	for i, p := range procs {
+		if err := p.waitReady(ctx, getReady("http://"+listen[i]+"/ask/v1/openapi.json")); err != nil {
+			return procs, nil, err
+		}
+	}
+	return procs, listen, nil
+}

@@ -43,7 +43,7 @@ func (r *Report) markdown(findings string) string {
 		p("\n")
 	}
 	if findings != "" {
-		p("## Findings\n\n%s\n\n", strings.TrimSpace(findings))
+		p("## Findings\n\nHand-written in `bench/FINDINGS.md` against the run it names; when this report's date is later, its figures are this run's and the analysis is that run's.\n\n%s\n\n", strings.TrimSpace(findings))
 	}
 
 	p("## 1. Time to ticket\n\n`POST /v1/conversations/{cid}/asks` → 202 through the generated client with a real token, each ask in a fresh conversation. ")

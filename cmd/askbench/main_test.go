@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRender(t *testing.T) {
+	dir := t.TempDir()
+	report := `{"machine":{"date":"2026-11-29T21:00:00Z","go_version":"go1.26"},"time_to_ticket":[{"concurrency":64,"ours":{"p50_ms":2},"bare":{"p50_ms":1},"ratio_p50":2}],"targets":[{"name":"time to ticket","goal":"g","measured":"m","met":false}]}`
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"-render", "-out", dir}, &out, &errOut); err != nil {
+		t.Fatalf("run -render: %v (%s)", err, errOut.String())
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| time to ticket | g | m | **not met** |", "| 64 | 2.000 ms | 1.000 ms | 2.00× |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("REPORT.md lacks %q", want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"-no-such-flag"},
+		{"serve", "-mode", "no-such-mode"},
+		{"-render", "-out", t.TempDir()}, // no report.json to render from
+	} {
+		var out, errOut bytes.Buffer
+		if err := run(t.Context(), args, &out, &errOut); err == nil {
+			t.Errorf("run %q succeeded, want an error", args)
+		}
+	}
+}

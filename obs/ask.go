@@ -201,23 +201,31 @@ func (o *Observer) finished(ticket string, tail []store.Event) {
 // (its cancel, or its finding this replica's lease lapsed): that replica counted the outcome;
 // here the span ends and the line says so.
 func (o *Observer) endedElsewhere(ticket string) {
-	a := o.lookup(ticket)
-	if a == nil {
+	if a := o.lookup(ticket); a != nil {
+		a.mu.Lock()
+		finishing := a.finishing
+		a.mu.Unlock()
+		if !finishing {
+			o.abandon(ticket, "ended_elsewhere")
+		}
+	}
+}
+
+// abandon forgets an ask whose end this instance will not see (outcome says why), ending its
+// span and writing its line without the figures only done carries.
+func (o *Observer) abandon(ticket, outcome string) {
+	a, ok := o.remove(ticket)
+	if !ok {
 		return
 	}
-	a.mu.Lock()
-	finishing := a.finishing
-	a.mu.Unlock()
-	if finishing {
-		return
+	a.span.SetAttributes(attribute.String("ask.outcome", outcome))
+	if outcome != "ended_elsewhere" {
+		a.span.SetStatus(codes.Error, outcome)
 	}
-	if a, ok := o.remove(ticket); ok {
-		a.span.SetAttributes(attribute.String("ask.outcome", "ended_elsewhere"))
-		a.span.End()
-		o.log.Info("ask finished",
-			"ticket", a.ticket, "conversation", a.conv, "oid", a.oid, "request_id", a.requestID,
-			"trace_id", traceID(a.span), "outcome", "ended_elsewhere", "elapsed_ms", time.Since(a.admitted).Milliseconds())
-	}
+	a.span.End()
+	o.log.Info("ask finished",
+		"ticket", a.ticket, "conversation", a.conv, "oid", a.oid, "request_id", a.requestID,
+		"trace_id", traceID(a.span), "outcome", outcome, "elapsed_ms", time.Since(a.admitted).Milliseconds())
 }
 
 func traceID(s trace.Span) string {

@@ -55,7 +55,8 @@ func (s observedStore) Finish(ctx context.Context, ticket string, tail []store.E
 		s.o.markFinishing(ticket, false)
 		s.o.endedElsewhere(ticket)
 	default:
-		s.o.markFinishing(ticket, false)
+		// The service does not retry a failed Finish: this instance will see no end.
+		s.o.abandon(ticket, "store_error")
 	}
 	return err
 }

@@ -143,3 +143,32 @@ func TestStoreKeepsTheSharedSeam(t *testing.T) {
 		t.Errorf("running %v after the log was ended elsewhere, want 0", got)
 	}
 }
+
+// failingFinish is a store whose Finish fails (the engine went away).
+type failingFinish struct{ *store.Memory }
+
+func (failingFinish) Finish(context.Context, string, []store.Event, ask.Turn) error {
+	return errors.New("connection reset")
+}
+
+// TestStoreForgetsAnAskWhoseFinishFailed: the service does not retry a failed Finish, so obs
+// must not keep the ask running forever.
+func TestStoreForgetsAnAskWhoseFinishFailed(t *testing.T) {
+	o := obs.New(obs.Options{})
+	st := o.Store(failingFinish{store.NewMemory(store.MemoryOptions{})})
+	ctx := t.Context()
+	st.CreateConversation(ctx, store.Conversation{ID: "c1", Owner: store.Owner{Tenant: "iss", OID: "alice"}}, store.Limits{})
+	if _, err := st.CreateTicket(ctx, newTicket("t1"), store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Finish(ctx, "t1", nil, ask.Turn{}); err == nil {
+		t.Fatal("Finish did not fail")
+	}
+	fams := gather(t, o)
+	if got := value(fams, "ask_asks_running"); got != 0 {
+		t.Errorf("running %v, want 0", got)
+	}
+	if got := sum(fams, "ask_asks_total"); got != 0 {
+		t.Errorf("asks counted %v, want none: no outcome was recorded", got)
+	}
+}

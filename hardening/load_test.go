@@ -42,7 +42,7 @@ func TestLoadAndSoak(t *testing.T) {
 	const (
 		identities = 40
 		workers    = 48
-		ttl        = 8 * time.Second
+		ttl        = 5 * time.Second
 	)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 

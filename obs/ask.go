@@ -22,11 +22,11 @@ type askState struct {
 	span                         trace.Span
 
 	mu        sync.Mutex
-	appended  int  // events in the log (accepted included), for counting evictions
-	dropped   int  // step events evicted
-	finishing bool // this instance is ending the log: a finished read is not "ended elsewhere"
-	modelTime time.Duration
-	toolTime  time.Duration
+	appended  int           // events in the log (accepted included), for counting evictions
+	dropped   int           // step events evicted
+	finishing bool          // this instance is ending the log: a finished read is not "ended elsewhere"
+	modelTime time.Duration // spent waiting on model calls
+	toolTime  time.Duration // spent in tool calls, as the steps report it
 }
 
 // askKey carries the ask's state in the run's context, for the model wrapper.
@@ -116,7 +116,8 @@ func (o *Observer) markFinishing(ticket string, on bool) {
 	}
 }
 
-// outcomeOf reads the terminal event and done out of a log's tail.
+// tailSummary is what the end of a log says: the terminal event's type (and, for an error, its
+// kind) and done's figures.
 type tailSummary struct {
 	outcome string
 	kind    string
@@ -162,7 +163,8 @@ func boundedKind(k string) string {
 func (o *Observer) finished(ticket string, tail []store.Event) {
 	o.appended(ticket, tail)
 	s := summarize(tail)
-	if s.outcome == "" {
+	if s.outcome == "" { // not a tail the service writes; count nothing, keep nothing
+		o.abandon(ticket, "no_terminal")
 		return
 	}
 	o.m.asks.WithLabelValues(s.outcome, s.kind).Inc()

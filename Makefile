@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check
 
 all: check-generate lint test
 
@@ -74,3 +74,11 @@ conformance-gateway:
 ## test-clients: TypeScript, Python and browser clients against a dev stack (needs Node 20, npm, python3, chromium)
 test-clients:
 	scripts/clients-test.sh
+
+## ask-serve-cluster: three askd replicas sharing Redis behind nginx round-robin (no stickiness) on 127.0.0.1:8080/ask, with the dev IdP, demo source and llm-stub, each its own process (needs redis-server and nginx-light)
+ask-serve-cluster:
+	@scripts/cluster-serve.sh $(ARGS)
+
+## cluster-check: the conformance suite through nginx in front of three replicas sharing Redis, and the replica-kill chaos test
+cluster-check:
+	@scripts/cluster-check.sh

@@ -88,7 +88,7 @@ func fanIn(ctx context.Context, r int, open func(ctx context.Context) (*http.Res
 	counters := make([]*sseCounter, r)
 	ready := make(chan error, r)
 	var start time.Time
-	var end []time.Time = make([]time.Time, r)
+	end := make([]time.Time, r)
 	var wg sync.WaitGroup
 	errs := make(chan error, r)
 	for i := range r {
@@ -132,7 +132,7 @@ func fanIn(ctx context.Context, r int, open func(ctx context.Context) (*http.Res
 	if first != nil {
 		return 0, nil, first
 	}
-	for err := range errs {
+	if err, ok := <-errs; ok {
 		return 0, nil, err
 	}
 	var last time.Time

@@ -31,10 +31,10 @@ func newSSECounter(r io.Reader) *sseCounter {
 	return &sseCounter{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
-var (
-	prefixID    = []byte("id:")
-	prefixEvent = []byte("event:")
-	prefixData  = []byte("data:")
+const (
+	prefixID    = "id:"
+	prefixEvent = "event:"
+	prefixData  = "data:"
 )
 
 // next reads up to and including the next dispatched event or comment line. It returns the
@@ -73,11 +73,11 @@ func (s *sseCounter) next() (f frame, ok bool, err error) {
 		case line[0] == ':':
 			s.Comments++
 			return frame{}, false, nil
-		case bytes.HasPrefix(line, prefixID):
+		case bytes.HasPrefix(line, []byte(prefixID)):
 			s.id = append(s.id[:0], trimSpace1(line[len(prefixID):])...)
-		case bytes.HasPrefix(line, prefixEvent):
+		case bytes.HasPrefix(line, []byte(prefixEvent)):
 			s.event = append(s.event[:0], trimSpace1(line[len(prefixEvent):])...)
-		case bytes.HasPrefix(line, prefixData):
+		case bytes.HasPrefix(line, []byte(prefixData)):
 			s.data = append(s.data[:0], trimSpace1(line[len(prefixData):])...)
 			s.hasData = true
 		}
@@ -125,12 +125,12 @@ func trimSpace1(b []byte) []byte {
 // isDone stops at our streams' last event.
 func isDone(f frame) bool { return string(f.Event) == "done" }
 
-var (
-	rpcResult = []byte(`"result":`)
-	rpcMethod = []byte(`"method":`)
+const (
+	rpcResult = `"result":`
+	rpcMethod = `"method":`
 )
 
 // isRPCResult stops at an MCP stream's last message: the JSON-RPC response.
 func isRPCResult(f frame) bool {
-	return bytes.Contains(f.Data, rpcResult) && !bytes.Contains(f.Data, rpcMethod)
+	return bytes.Contains(f.Data, []byte(rpcResult)) && !bytes.Contains(f.Data, []byte(rpcMethod))
 }

@@ -155,7 +155,18 @@ func (s *Source) Handler() http.Handler {
 	return mux
 }
 
-// Close releases the database and closes the audit file. Serve nothing after Close.
+// Close ends every MCP session still open, releases the database and closes the audit file.
+// Serve nothing after Close. Without ending them, a session whose client never sent its DELETE
+// (a client that died, or gave up mid-handshake) would keep its goroutines until the idle
+// timeout, after its owner is gone (found by the hardening tests under goleak).
 func (s *Source) Close() error {
-	return errors.Join(s.db.Close(), s.audit.close())
+	var open []*mcp.ServerSession
+	for ss := range s.mcp.Sessions() {
+		open = append(open, ss)
+	}
+	errs := make([]error, 0, len(open)+2)
+	for _, ss := range open {
+		errs = append(errs, ss.Close())
+	}
+	return errors.Join(append(errs, s.db.Close(), s.audit.close())...)
 }

@@ -24,6 +24,9 @@ import (
 	"github.com/das-ask/ask/server"
 )
 
+// initialize is an MCP initialize request, as the agent opens a session with.
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hardening","version":"1"}}}`
+
 // rsaPublicPEM fetches the IdP's published RS256 key as an attacker would, as PEM.
 func rsaPublicPEM(t testing.TB, p *idp.IdP) []byte {
 	t.Helper()
@@ -194,7 +197,21 @@ func TestHostileTokensAreRefusedAndCreateNothing(t *testing.T) {
 					t.Errorf("%s %s: the 401 echoes the token", c.method, c.path)
 				}
 			}
+			// The source validates the same way, with the same settings: a hostile bearer that
+			// reached it directly (not through the service) is refused too.
+			src := newAPI(s.SourceURL)
+			defer src.close()
+			r := src.do(ctx, t, http.MethodPost, "/mcp", tok, []byte(initialize), map[string]string{"Accept": "application/json, text/event-stream"})
+			if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("source: %d %q, want 401 with a Bearer challenge", r.status, r.header.Get("WWW-Authenticate"))
+			}
 		})
+	}
+	// The control: alice's own token opens a session at the source.
+	src := newAPI(s.SourceURL)
+	defer src.close()
+	if r := src.do(ctx, t, http.MethodPost, "/mcp", alice, []byte(initialize), map[string]string{"Accept": "application/json, text/event-stream"}); r.status != http.StatusOK {
+		t.Fatalf("source with a good token: %d %s", r.status, r.body)
 	}
 	// No bearer at all, and a scheme other than Bearer.
 	for _, hdr := range []string{"", "Basic YWxpY2U6cHc=", "Bearer", "Bearer  ", "Token " + alice} {

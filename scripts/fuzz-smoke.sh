@@ -14,6 +14,7 @@ targets=(
   "./server FuzzCreateAskBody"
   "./server FuzzConversationBody"
   "./server FuzzStreamCursor"
+  "./server FuzzGetAskPrefer"
   "./auth   FuzzBearer"
   "./auth   FuzzAuthenticate"
   "./client FuzzSSEParser"

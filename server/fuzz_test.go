@@ -274,6 +274,47 @@ func FuzzStreamCursor(f *testing.F) {
 	})
 }
 
+// FuzzGetAskPrefer sends arbitrary Prefer headers to getAsk on a finished ticket: always 200
+// with the ticket's state, at once; a wait the service applied is at most 60 seconds.
+func FuzzGetAskPrefer(f *testing.F) {
+	for _, s := range []string{"wait=5", "WAIT=1", "wait=\"3\"", "respond-async, wait=10", "wait=9223372036854775807",
+		"wait=-1", "wait=", "wait=1e3", "return=minimal;wait=2", "wait=99999999999999999999", ",,,;;;="} {
+		f.Add(s)
+	}
+	s := newFuzzService(f)
+	cid := s.conversation(f)
+	w := s.do(http.MethodPost, "/ask/v1/conversations/"+cid+"/asks", "application/json", []byte(`{"question":"q"}`), nil)
+	var tk gen.Ticket
+	if w.Code != http.StatusAccepted || json.Unmarshal(w.Body.Bytes(), &tk) != nil {
+		f.Fatalf("create ask: %d %s", w.Code, w.Body)
+	}
+	s.wait(f, tk.Ticket)
+	f.Fuzz(func(t *testing.T, prefer string) {
+		if !validHeaderValue(prefer) {
+			t.Skip()
+		}
+		start := time.Now()
+		w := s.do(http.MethodGet, "/ask/v1/asks/"+tk.Ticket, "", nil, map[string]string{"Prefer": prefer})
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("a finished ticket took %s to answer", took)
+		}
+		if w.Code != http.StatusOK {
+			checkProblem(t, w, http.StatusBadRequest)
+			return
+		}
+		var st gen.AskStatus
+		if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Done == nil {
+			t.Fatalf("status body: %v %s", err, w.Body)
+		}
+		if pa := w.Header().Get("Preference-Applied"); pa != "" {
+			n, err := strconv.Atoi(strings.TrimPrefix(pa, "wait="))
+			if err != nil || n < 0 || n > 60 {
+				t.Fatalf("Preference-Applied %q", pa)
+			}
+		}
+	})
+}
+
 // frameIDs returns the id of every frame of an SSE body.
 func frameIDs(tb testing.TB, body []byte) []int64 {
 	tb.Helper()

@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&opts.SourceAddr, "source-addr", "127.0.0.1:8091", "the demo source's listen address")
 	fs.StringVar(&opts.StubAddr, "stub-addr", "127.0.0.1:8092", "the llm-stub's listen address")
 	fs.StringVar(&opts.StateDir, "state", ".state", "where the IdP's keys and the source's audit log are kept")
+	fs.StringVar(&opts.AdminAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz here (e.g. 127.0.0.1:9090); none by default")
 	fs.BoolVar(&opts.UI, "ui", true, "serve the reference web page at {base}/ui/ (development sign-in; askd never serves it)")
 	verbose := fs.Bool("v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {

@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check bench
 
 all: check-generate lint test
 
@@ -82,3 +82,7 @@ ask-serve-cluster:
 ## cluster-check: the conformance suite through nginx in front of three replicas sharing Redis, and the replica-kill chaos test
 cluster-check:
 	@scripts/cluster-check.sh
+
+## bench: measure the service against this machine's limits and the MCP Go SDK; writes bench/REPORT.md and bench/report.json (under 5 minutes)
+bench:
+	$(GO) run ./cmd/askbench -out bench/ $(ARGS)

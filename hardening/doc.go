@@ -6,10 +6,17 @@
 //
 // What each file proves:
 //
-//	tokens_test.go     hostile bearers end in 401 and create nothing; JWKS down and key rotation
-//	ownership_test.go  other identities and tenants get the same 404 as a made-up id; ids are unguessable
-//	faults_test.go     source and model failures, and a token expiring mid-run, end in one terminal and done
+//	tokens_test.go     hostile bearers end in 401 at the service and the source and create nothing;
+//	                   key rotation survives garbage kids and a flood of them
+//	jwks_test.go       the JWKS down at start (clear 401, nothing runs) and mid-run (cached keys work)
+//	ownership_test.go  other identities, other tenants and guessed ids get a made-up id's 404;
+//	                   ids carry at least 128 random bits
+//	faults_test.go     source and model failures, and a token expiring mid-run, end in one terminal
+//	                   and done within the deadline, with the kind that names them
 //	edge_test.go       disconnects, a reader that never reads, many readers and reconnect storms
-//	load_test.go       thousands of asks with cancels and disconnects; no ticket lost, no goroutine left
-//	privacy_test.go    no question text and no token in any log line, problem body or error event
+//	load_test.go       thousands of asks with cancels and disconnects; no ticket lost, the heap back
+//	                   to its baseline after the TTL, no goroutine left
+//	privacy_test.go    no question text and no token in any log line, response or event but accepted
+//	proxy_test.go      the fault-injecting reverse proxy the fault tests put in front of a source or model
+//	main_test.go       goleak over the whole package
 package hardening

@@ -71,6 +71,9 @@ func TestReaderThatNeverReads(t *testing.T) {
 		steps     = 4000
 		argBytes  = 4 << 10 // 16 MB of steps in all
 		maxEvents = 100
+		// A milestone every so many steps: never evicted, so every one must reach every reader.
+		milestoneEvery = 100
+		milestones     = steps / milestoneEvery
 	)
 	emitted := make(chan struct{})
 	a := serveServiceWith(t, server.Options{
@@ -81,6 +84,9 @@ func TestReaderThatNeverReads(t *testing.T) {
 			pad := strings.Repeat("x", argBytes)
 			for i := range steps {
 				emit.Step(gen.StepBody{CallId: fmt.Sprint(i), Tool: "run_query", Source: "demo", Args: map[string]any{"sql": pad}})
+				if i%milestoneEvery == 0 {
+					emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseQuerying, Subject: fmt.Sprint(i), Source: "demo"})
+				}
 			}
 			return ask.Outcome{Answer: &gen.AnswerBody{Text: "done", Path: gen.AnswerPath{Speed: gen.AnswerPathSpeedFast}}}
 		}),
@@ -122,6 +128,9 @@ func TestReaderThatNeverReads(t *testing.T) {
 	if len(frames) > maxEvents {
 		t.Errorf("%d events retained, bound %d", len(frames), maxEvents)
 	}
+	if got := countType(frames, "milestone"); got != milestones {
+		t.Errorf("%d milestones retained, %d emitted: only steps may be evicted", got, milestones)
+	}
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
@@ -131,7 +140,7 @@ func TestReaderThatNeverReads(t *testing.T) {
 	// The stalled reader still gets its stream when it reads at last: from where it is, with the
 	// steps evicted meanwhile skipped, to done.
 	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	lastID, n := "", 0
+	lastID, n, seenMilestones := "", 0, 0
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -141,9 +150,15 @@ func TestReaderThatNeverReads(t *testing.T) {
 		if strings.HasPrefix(line, "id: ") {
 			lastID = line
 		}
+		if line == "event: milestone\n" {
+			seenMilestones++
+		}
 		if line == "event: done\n" {
 			break
 		}
+	}
+	if seenMilestones != milestones {
+		t.Errorf("the stalled reader got %d milestones of %d: only steps may be skipped", seenMilestones, milestones)
 	}
 	if frames := n / 4; frames >= steps {
 		t.Errorf("the stalled reader got all %d events: it was never behind, so this test proved nothing", frames)
@@ -223,4 +238,14 @@ func TestReconnectStorm(t *testing.T) {
 			t.Errorf("reader %d (%d connections) pieced together %v, the log is %v", i, conns[i], types(l), types(full))
 		}
 	}
+}
+
+func countType(frames []frame, typ string) int {
+	n := 0
+	for _, f := range frames {
+		if f.typ == typ {
+			n++
+		}
+	}
+	return n
 }

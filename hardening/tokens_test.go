@@ -115,34 +115,34 @@ func TestHostileTokensAreRefusedAndCreateNothing(t *testing.T) {
 		{"alg none", func(t *testing.T) string {
 			tok := jwt.NewWithClaims(jwt.SigningMethodNone, validClaims(p, "alice"))
 			tok.Header["kid"] = p.KeyID(idp.RS256)
-			s, err := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+			str, err := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s
+			return str
 		}, "signing algorithm is not allowed"},
 		{"HS256 signed with the RSA public key", func(t *testing.T) string {
 			tok := jwt.NewWithClaims(jwt.SigningMethodHS256, validClaims(p, "alice"))
 			tok.Header["kid"] = p.KeyID(idp.RS256)
-			s, err := tok.SignedString(pubPEM)
+			str, err := tok.SignedString(pubPEM)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s
+			return str
 		}, "signing algorithm is not allowed"},
 		{"unknown key with a known kid (RS256)", func(t *testing.T) string {
-			s, err := p.Forge(idp.Claims{OID: "alice"})
+			str, err := p.Forge(idp.Claims{OID: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s
+			return str
 		}, "signature is invalid"},
 		{"unknown key with a known kid (ES256)", func(t *testing.T) string {
-			s, err := p.Forge(idp.Claims{OID: "alice", Alg: idp.ES256})
+			str, err := p.Forge(idp.Claims{OID: "alice", Alg: idp.ES256})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s
+			return str
 		}, "signature is invalid"},
 		{"unknown kid", func(t *testing.T) string { return selfSigned(t, validClaims(p, "alice"), "not-a-published-kid") }, "signing key is unknown"},
 		{"no kid", func(t *testing.T) string { return selfSigned(t, validClaims(p, "alice"), "") }, "token header has no kid"},

@@ -57,8 +57,9 @@ func newFuzzService(tb testing.TB) *fuzzService {
 		}),
 		Store:       st,
 		MaxInFlight: 1 << 20,
-		MaxTickets:  1 << 20,
-		MaxEvents:   64,
+		// Bounds the memory of a long `make fuzz` run; beyond it a valid body gets a 503.
+		MaxTickets: 20000,
+		MaxEvents:  64,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -63,6 +63,11 @@ func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params ge
 				_ = out.flush()
 				return nil
 			}
+			if len(out.buf) >= sseChunk {
+				if err := out.write(); err != nil {
+					return nil
+				}
+			}
 		}
 		if len(b.Events) > 0 {
 			if err := out.flush(); err != nil {
@@ -122,6 +127,17 @@ func (o *sseWriter) frame(ev store.Event) {
 	o.buf = append(o.buf, "\ndata: "...)
 	o.buf = append(o.buf, ev.Data...)
 	o.buf = append(o.buf, "\n\n"...)
+}
+
+// sseChunk bounds what a long batch (a replay, a reader catching up) buffers before it is
+// written: the buffer stays small and warm instead of growing to the batch's size.
+const sseChunk = 32 << 10
+
+// write writes what is buffered without flushing; the batch's end flushes.
+func (o *sseWriter) write() error {
+	_, err := o.w.Write(o.buf)
+	o.buf = o.buf[:0]
+	return err
 }
 
 // flush writes what is buffered and flushes it to the client; an error means the client is

@@ -24,15 +24,13 @@ func encodeEvent(env envelope, body any) (store.Event, error) {
 	if err != nil {
 		return store.Event{}, err
 	}
-	ticket, _ := json.Marshal(env.ticket)
-	conv, _ := json.Marshal(env.conv)
 	out := make([]byte, 0, len(b)+160)
 	out = append(out, `{"seq":`...)
 	out = strconv.AppendInt(out, env.seq, 10)
 	out = append(out, `,"ticket":`...)
-	out = append(out, ticket...)
+	out = appendJSONString(out, env.ticket)
 	out = append(out, `,"conversation_id":`...)
-	out = append(out, conv...)
+	out = appendJSONString(out, env.conv)
 	out = append(out, `,"ts":"`...)
 	out = env.ts.UTC().AppendFormat(out, time.RFC3339Nano)
 	out = append(out, `","type":"`...)
@@ -45,4 +43,18 @@ func encodeEvent(env envelope, body any) (store.Event, error) {
 		out = append(out, '}')
 	}
 	return store.Event{Seq: env.seq, Type: env.typ, Data: out}, nil
+}
+
+// appendJSONString appends s as a JSON string, exactly as json.Marshal would: ids are plain
+// ASCII and take the fast path (no allocation); anything else goes through json.Marshal.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }

@@ -71,10 +71,10 @@ func tokenSecrets(tok string) []string {
 // Every path — answer, follow-up, catalog-only, refusal, abstention, cancel, conflict, invalid
 // and oversized bodies, hostile and expired tokens, a source down, a model failing — with every
 // component logging at debug level: no question text and no bearer appears in any log line, in
-// any response (problem bodies and headers included) or in any event but accepted. (The service
-// exports no metrics, so there is no label to check.)
+// any response (problem bodies and headers included), in any metric or label the service
+// exports (instrumented as askd is), or in any event but accepted.
 func TestNoQuestionOrTokenLeaks(t *testing.T) {
-	s, sink := startStack(t, stack.Options{})
+	s, sink := startStack(t, stack.Options{AdminAddr: "127.0.0.1:0"}) // instrumented as askd is
 	a := newAPI(s.AskURL)
 	defer a.close()
 	ctx := t.Context()
@@ -140,6 +140,15 @@ func TestNoQuestionOrTokenLeaks(t *testing.T) {
 		w.response(a.do(ctx, t, http.MethodGet, "/v1/asks/"+tk.Ticket+"/events", tok, nil, nil))
 	}
 	w.response(a.do(ctx, t, http.MethodGet, "/v1/asks/"+tk.Ticket, bob, nil, nil))
+
+	// Every metric, with every label, as a scraper would see it.
+	metrics := newAPI(s.AdminURL)
+	defer metrics.close()
+	m := metrics.do(ctx, t, http.MethodGet, "/metrics", "", nil, nil)
+	if m.status != http.StatusOK || !strings.Contains(string(m.body), "# TYPE") {
+		t.Fatalf("/metrics: %d, %d bytes", m.status, len(m.body))
+	}
+	w.response(m)
 
 	secrets := append([]string{canary}, questions...)
 	for _, tok := range []string{alice, bob, expired, forged} {

@@ -149,6 +149,11 @@ func TestNoQuestionOrTokenLeaks(t *testing.T) {
 		t.Fatalf("/metrics: %d, %d bytes", m.status, len(m.body))
 	}
 	w.response(m)
+	for _, oid := range []string{"alice", "bob"} {
+		if strings.Contains(string(m.body), `="`+oid+`"`) {
+			t.Errorf("a metric label names the identity %s", oid)
+		}
+	}
 
 	secrets := append([]string{canary}, questions...)
 	for _, tok := range []string{alice, bob, expired, forged} {

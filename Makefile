@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check bench
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check bench fuzz
 
 all: check-generate lint test
 
@@ -86,3 +86,7 @@ cluster-check:
 ## bench: measure the service against this machine's limits and the MCP Go SDK; writes bench/REPORT.md and bench/report.json (under 5 minutes)
 bench:
 	$(GO) run ./cmd/askbench -out bench/ $(ARGS)
+
+## fuzz: every fuzz target for FUZZTIME each (default 5m); CI runs scripts/fuzz-smoke.sh (10 s each)
+fuzz:
+	FUZZTIME=$(or $(FUZZTIME),5m) scripts/fuzz-smoke.sh

@@ -34,17 +34,20 @@ import (
 
 // Store is the registry of conversations, tickets and their event logs.
 type Store interface {
-	// CreateConversation registers c. It fails with ErrFull when the store already holds
-	// limits.MaxTickets conversations.
+	// CreateConversation registers c. It fails, creating nothing, with ErrOwnerFull when c's
+	// owner already holds limits.MaxConversationsPerOwner conversations, and with ErrFull when
+	// the store already holds limits.MaxTickets conversations.
 	CreateConversation(ctx context.Context, c Conversation, limits Limits) error
 	// Conversation returns the conversation and a copy of its finished turns, oldest first.
 	Conversation(ctx context.Context, id string) (Conversation, []ask.Turn, error)
 	// CreateTicket registers a ticket whose log holds t.Accepted (seq 1), and marks it running
 	// in its conversation, atomically. It returns the conversation's turns so far. It fails,
-	// creating nothing, with ErrNotFound (no such conversation), a *ConflictError (an ask is
-	// running in the conversation), ErrTooManyInFlight (the owner has
-	// limits.MaxInFlightPerOwner running tickets) or ErrFull (the store holds
-	// limits.MaxTickets tickets).
+	// creating nothing, with the first of: ErrNotFound (no such conversation, or it belongs to
+	// another owner), a *ConflictError (an ask is running in the conversation),
+	// ErrConversationFull (the conversation holds limits.MaxTurns turns), ErrTooManyInFlight
+	// (the owner has limits.MaxInFlightPerOwner running tickets), ErrOwnerFull (the owner
+	// holds limits.MaxRetainedPerOwner tickets, running or retained) or ErrFull (the store
+	// holds limits.MaxTickets tickets).
 	CreateTicket(ctx context.Context, t NewTicket, limits Limits) ([]ask.Turn, error)
 	// Ticket returns a snapshot of the ticket's metadata.
 	Ticket(ctx context.Context, id string) (Ticket, error)
@@ -69,6 +72,11 @@ var (
 	ErrFinished        = errors.New("store: ticket already finished")
 	ErrSeq             = errors.New("store: seq does not continue the log")
 	ErrConflict        = errors.New("store: an ask is running in this conversation")
+	// ErrOwnerFull: the owner already holds as many conversations, or tickets, as
+	// Limits allows one owner.
+	ErrOwnerFull = errors.New("store: this identity holds as many as it may")
+	// ErrConversationFull: the conversation already holds Limits.MaxTurns turns.
+	ErrConversationFull = errors.New("store: the conversation holds as many turns as it may")
 )
 
 // ConflictError is returned by CreateTicket when an ask is already running in the
@@ -92,10 +100,22 @@ type Owner struct {
 // Key is the owner as one comparable string.
 func (o Owner) Key() string { return o.Tenant + "\x00" + o.OID }
 
-// Limits bound admission. Zero means unlimited.
+// Limits bound admission. Zero means unlimited. The per-owner caps are what keep one identity
+// from filling the shared ones (MaxTickets) for everyone.
 type Limits struct {
+	// MaxInFlightPerOwner caps one owner's running tickets.
 	MaxInFlightPerOwner int
-	MaxTickets          int
+	// MaxTickets caps the tickets held (running, or finished within their TTL) and, separately,
+	// the conversations held, over all owners.
+	MaxTickets int
+	// MaxConversationsPerOwner caps the conversations one owner holds (until each expires).
+	MaxConversationsPerOwner int
+	// MaxRetainedPerOwner caps the tickets one owner holds: running, or finished within their
+	// TTL.
+	MaxRetainedPerOwner int
+	// MaxTurns caps the asks in one conversation: an ask in a conversation that already holds
+	// MaxTurns finished turns is refused.
+	MaxTurns int
 }
 
 // Event is one event of a ticket's log, already encoded.

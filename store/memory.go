@@ -36,6 +36,8 @@ type Memory struct {
 	convs    map[string]*memConv
 	tickets  map[string]*memTicket
 	inFlight map[string]int // owner key -> running tickets
+	convsOf  map[string]int // owner key -> conversations held
+	heldOf   map[string]int // owner key -> tickets held (running or retained)
 }
 
 type memConv struct {
@@ -71,6 +73,8 @@ func NewMemory(opts MemoryOptions) *Memory {
 		convs:     map[string]*memConv{},
 		tickets:   map[string]*memTicket{},
 		inFlight:  map[string]int{},
+		convsOf:   map[string]int{},
+		heldOf:    map[string]int{},
 	}
 }
 
@@ -94,6 +98,8 @@ func (m *Memory) Close() error {
 		delete(m.tickets, id)
 	}
 	clear(m.inFlight)
+	clear(m.convsOf)
+	clear(m.heldOf)
 	return nil
 }
 
@@ -101,11 +107,25 @@ func (m *Memory) Close() error {
 func (m *Memory) CreateConversation(_ context.Context, c Conversation, limits Limits) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || (limits.MaxTickets > 0 && len(m.convs) >= limits.MaxTickets) {
+	if m.closed {
 		return ErrFull
+	}
+	key := c.Owner.Key()
+	if limits.MaxConversationsPerOwner > 0 && m.convsOf[key] >= limits.MaxConversationsPerOwner {
+		return ErrOwnerFull
+	}
+	if limits.MaxTickets > 0 && len(m.convs) >= limits.MaxTickets {
+		return ErrFull
+	}
+	if old, dup := m.convs[c.ID]; dup {
+		if old.expiry != nil {
+			old.expiry.Stop()
+		}
+		decrement(m.convsOf, old.c.Owner.Key())
 	}
 	mc := &memConv{c: c}
 	m.convs[c.ID] = mc
+	m.convsOf[key]++
 	m.expireConvLocked(mc)
 	return nil
 }
@@ -126,15 +146,21 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.convs[nt.ConversationID]
-	if !ok {
+	key := nt.Owner.Key()
+	if !ok || c.c.Owner.Key() != key {
 		return nil, ErrNotFound
 	}
 	if c.running != "" {
 		return nil, &ConflictError{Ticket: c.running}
 	}
-	key := nt.Owner.Key()
+	if limits.MaxTurns > 0 && len(c.turns) >= limits.MaxTurns {
+		return nil, ErrConversationFull
+	}
 	if limits.MaxInFlightPerOwner > 0 && m.inFlight[key] >= limits.MaxInFlightPerOwner {
 		return nil, ErrTooManyInFlight
+	}
+	if limits.MaxRetainedPerOwner > 0 && m.heldOf[key] >= limits.MaxRetainedPerOwner {
+		return nil, ErrOwnerFull
 	}
 	if limits.MaxTickets > 0 && len(m.tickets) >= limits.MaxTickets {
 		return nil, ErrFull
@@ -156,6 +182,7 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 		events: []Event{nt.Accepted},
 	}
 	m.inFlight[key]++
+	m.heldOf[key]++
 	c.running = nt.ID
 	if c.expiry != nil {
 		c.expiry.Stop()
@@ -296,6 +323,7 @@ func (m *Memory) expireConvLocked(c *memConv) {
 		defer m.mu.Unlock()
 		if cur, ok := m.convs[id]; ok && cur == c && c.epoch == epoch && c.running == "" {
 			delete(m.convs, id)
+			decrement(m.convsOf, c.c.Owner.Key())
 		}
 	})
 }
@@ -305,6 +333,17 @@ func (m *Memory) evictTicket(id string, t *memTicket) {
 	defer m.mu.Unlock()
 	if cur, ok := m.tickets[id]; ok && cur == t {
 		delete(m.tickets, id)
+		decrement(m.heldOf, t.t.Owner.Key())
 		t.notify()
+	}
+}
+
+// decrement takes one from counts[key], deleting the entry at zero so that owners who hold
+// nothing cost nothing.
+func decrement(counts map[string]int, key string) {
+	if counts[key] <= 1 {
+		delete(counts, key)
+	} else {
+		counts[key]--
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/das-ask/ask/demo/idp/idptest"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/source"
+	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store"
@@ -39,32 +39,14 @@ type stack struct {
 	svc    *server.Server
 	spans  *tracetest.InMemoryExporter
 	health *obs.Health
-	logs   *syncBuffer
+	logs   *logtest.Buffer
 	client *http.Client
-}
-
-// syncBuffer is a bytes.Buffer for concurrent log writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
 	ctx := t.Context()
-	s := &stack{idp: idptest.Start(t), spans: tracetest.NewInMemoryExporter(), logs: &syncBuffer{}, client: &http.Client{}}
+	s := &stack{idp: idptest.Start(t), spans: tracetest.NewInMemoryExporter(), logs: &logtest.Buffer{}, client: &http.Client{}}
 	t.Cleanup(s.client.CloseIdleConnections)
 	log := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/das-ask/ask/client"
 	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
 )
 
 // testLease is the replicas' lease in these tests: short, so the chaos test is quick.
@@ -90,7 +90,7 @@ func testKillRunner(t *testing.T, c *Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var clientLog syncBuffer
+	var clientLog logtest.Buffer
 	cl, err := client.New(c.GatewayURL, client.Options{
 		Logger:      slog.New(slog.NewTextHandler(&clientLog, nil)),
 		Token:       client.StaticToken(tok),
@@ -183,22 +183,4 @@ func testKillRunner(t *testing.T, c *Cluster) {
 	if n, err := rdb.ZCard(ctx, "ask:running").Result(); err != nil || n != 0 {
 		t.Errorf("tickets left running in Redis: %d (%v)", n, err)
 	}
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,0 +1,60 @@
+// Package logtest captures what a logger writes in a test, and checks that no secret — a
+// token, a question, a key — reached it.
+//
+// A Buffer is the io.Writer behind a slog handler of the test's choosing:
+//
+//	var logs logtest.Buffer
+//	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+//	…
+//	logs.AssertAbsent(t, token, question)
+package logtest
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Buffer collects log output. It is safe for the concurrent writes of a logger; its zero value
+// is empty and ready to use.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns all that was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// AssertAbsent fails t, without stopping it, for each needle found in what b holds so far, and
+// then shows the log once. An empty needle fails too: it stands in every log, so a test that
+// passes one has lost the secret it meant to look for.
+func (b *Buffer) AssertAbsent(t testing.TB, needles ...string) {
+	t.Helper()
+	out := b.String()
+	found := false
+	for i, n := range needles {
+		switch {
+		case n == "":
+			t.Errorf("logtest: needle %d of %d is empty", i+1, len(needles))
+		case strings.Contains(out, n):
+			// Only a prefix: the needle is a secret, and the test output is a log too.
+			t.Errorf("the log holds a secret (%.12q…)", n)
+			found = true
+		}
+	}
+	if found {
+		t.Logf("log:\n%s", out)
+	}
+}

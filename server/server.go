@@ -88,6 +88,8 @@ type Server struct {
 	// closing is closed at the end of Shutdown: streams and long polls still open return.
 	closing chan struct{}
 	runners sync.WaitGroup // runner goroutines
+	// sseBufs lends streams their write buffers (*[]byte) for one batch at a time.
+	sseBufs sync.Pool
 
 	mu       sync.Mutex
 	draining bool

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -39,11 +40,10 @@ func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params ge
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w.Writer)}
+	out := &sseWriter{w: w, rc: http.NewResponseController(w.Writer), pool: &s.sseBufs}
+	defer out.release()
 	// The opening comment makes proxies pass the headers on at once.
-	out.buf = append(out.buf, ": ask events\nretry: "...)
-	out.buf = strconv.AppendInt(out.buf, retryMillis, 10)
-	out.buf = append(out.buf, "\n\n"...)
+	out.open()
 	if err := out.flush(); err != nil {
 		return nil
 	}
@@ -81,7 +81,7 @@ func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params ge
 		select {
 		case <-b.Changed:
 		case <-keepAlive.C:
-			out.buf = append(out.buf, ": keepalive\n\n"...)
+			out.comment(": keepalive\n\n")
 			if err := out.flush(); err != nil {
 				return nil
 			}
@@ -111,15 +111,63 @@ func cursorOf(p gen.StreamEventsParams) (int64, error) {
 	return 0, nil
 }
 
-// sseWriter frames events into a buffer and writes and flushes it in one go.
+// sseWriter frames events into a buffer and writes and flushes it in one go. The buffer is
+// borrowed from the server's pool for a batch and given back at its flush, so an idle stream
+// holds none. An sseWriter is used by one stream's goroutine only.
 type sseWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	pool *sync.Pool // of *[]byte
+	box  *[]byte    // what buf was borrowed in; nil when buf is not borrowed
+	buf  []byte
+}
+
+// sseBufMax is the largest buffer given back to the pool: a batch is written every sseChunk,
+// so a buffer grows past this only for a single event larger than that, which is not kept.
+const sseBufMax = 64 << 10
+
+// take makes sure the writer holds a buffer, borrowing one from the pool.
+func (o *sseWriter) take() {
+	if o.box != nil {
+		return
+	}
+	if b, ok := o.pool.Get().(*[]byte); ok {
+		o.box = b
+	} else {
+		o.box = new([]byte)
+	}
+	o.buf = (*o.box)[:0]
+}
+
+// release gives the buffer back to the pool; the writer holds none until it next frames.
+func (o *sseWriter) release() {
+	if o.box == nil {
+		return
+	}
+	if cap(o.buf) <= sseBufMax {
+		*o.box = o.buf[:0]
+		o.pool.Put(o.box)
+	}
+	o.box, o.buf = nil, nil
+}
+
+// open adds the stream's opening comment and its `retry:` suggestion.
+func (o *sseWriter) open() {
+	o.take()
+	o.buf = append(o.buf, ": ask events\nretry: "...)
+	o.buf = strconv.AppendInt(o.buf, retryMillis, 10)
+	o.buf = append(o.buf, "\n\n"...)
+}
+
+// comment adds c, which must be whole SSE comment lines ending in a blank line.
+func (o *sseWriter) comment(c string) {
+	o.take()
+	o.buf = append(o.buf, c...)
 }
 
 // frame adds `id:`, `event:` and `data:` lines for ev; its Data is one line of JSON.
 func (o *sseWriter) frame(ev store.Event) {
+	o.take()
 	o.buf = append(o.buf, "id: "...)
 	o.buf = strconv.AppendInt(o.buf, ev.Seq, 10)
 	o.buf = append(o.buf, "\nevent: "...)
@@ -140,11 +188,11 @@ func (o *sseWriter) write() error {
 	return err
 }
 
-// flush writes what is buffered and flushes it to the client; an error means the client is
-// gone (or the writer cannot stream) and the stream should end.
+// flush writes what is buffered, flushes it to the client and gives the buffer back; an error
+// means the client is gone (or the writer cannot stream) and the stream should end.
 func (o *sseWriter) flush() error {
 	_, err := o.w.Write(o.buf)
-	o.buf = o.buf[:0]
+	o.release()
 	if err != nil {
 		return err
 	}

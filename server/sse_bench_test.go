@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func BenchmarkFrame(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("frame", func(b *testing.B) {
-		o := &sseWriter{}
+		o := &sseWriter{pool: new(sync.Pool)}
 		b.SetBytes(int64(len(ev.Data)))
 		b.ReportAllocs()
 		for b.Loop() {
@@ -46,7 +47,7 @@ func BenchmarkFrame(b *testing.B) {
 	})
 	b.Run("frame+write", func(b *testing.B) {
 		w := httptest.NewRecorder()
-		o := &sseWriter{w: w}
+		o := &sseWriter{w: w, pool: new(sync.Pool)}
 		b.SetBytes(int64(len(ev.Data)))
 		b.ReportAllocs()
 		for b.Loop() {

@@ -50,8 +50,13 @@ type memConv struct {
 }
 
 type memTicket struct {
-	t        Ticket
-	events   []Event // retained, ordered by seq
+	t Ticket
+	// events is the log ordered by seq, with evicted steps still in place (Data dropped) until
+	// the next compaction: every step before index scan is evicted, and nothing else is, so an
+	// eviction costs O(1) amortized instead of shifting the whole log.
+	events   []Event
+	scan     int // every step in events[:scan] is evicted; no other event is
+	dead     int // how many steps in events[:scan]
 	changed  chan struct{}
 	finished bool
 	expiry   *time.Timer
@@ -282,7 +287,7 @@ func (m *Memory) Read(_ context.Context, ticket string, after int64) (Batch, err
 		return Batch{}, ErrNotFound
 	}
 	i := sort.Search(len(t.events), func(i int) bool { return t.events[i].Seq > after })
-	b := Batch{Events: slices.Clone(t.events[i:]), Finished: t.finished}
+	b := Batch{Events: t.retainedFrom(i), Finished: t.finished}
 	if !t.finished {
 		if t.changed == nil {
 			t.changed = make(chan struct{})
@@ -294,13 +299,46 @@ func (m *Memory) Read(_ context.Context, ticket string, after int64) (Batch, err
 
 // appendLocked appends ev, evicting the oldest step first when the log is full.
 func (m *Memory) appendLocked(t *memTicket, ev Event) {
-	if len(t.events) >= m.maxEvents {
-		if i := slices.IndexFunc(t.events, func(e Event) bool { return e.Type == gen.EventTypeStep }); i >= 0 {
-			t.events = slices.Delete(t.events, i, i+1)
-		}
+	if len(t.events)-t.dead >= m.maxEvents {
+		t.evictOldestStep()
 	}
 	t.events = append(t.events, ev)
 	t.t.LastSeq = ev.Seq
+}
+
+// evictOldestStep evicts the oldest retained step, if there is one, by moving scan past it;
+// the log is compacted once more than half of it is evicted steps.
+func (t *memTicket) evictOldestStep() {
+	j := slices.IndexFunc(t.events[t.scan:], func(e Event) bool { return e.Type == gen.EventTypeStep })
+	if j < 0 {
+		t.scan = len(t.events) // no step left: nothing before the end needs scanning again
+		return
+	}
+	j += t.scan
+	t.events[j].Data = nil // its payload is released now, its place at the next compaction
+	t.scan = j + 1
+	t.dead++
+	if t.dead*2 > len(t.events) {
+		kept := slices.DeleteFunc(t.events[:t.scan], func(e Event) bool { return e.Type == gen.EventTypeStep })
+		n := copy(t.events[len(kept):], t.events[t.scan:])
+		clear(t.events[len(kept)+n:])
+		t.events = t.events[:len(kept)+n]
+		t.scan, t.dead = len(kept), 0
+	}
+}
+
+// retainedFrom returns a copy of the retained events from index i of the log on.
+func (t *memTicket) retainedFrom(i int) []Event {
+	if i >= t.scan || t.dead == 0 {
+		return slices.Clone(t.events[i:])
+	}
+	out := make([]Event, 0, len(t.events)-i)
+	for _, e := range t.events[i:t.scan] {
+		if e.Type != gen.EventTypeStep {
+			out = append(out, e)
+		}
+	}
+	return append(out, t.events[t.scan:]...)
 }
 
 // notify wakes every reader waiting on the ticket's log.

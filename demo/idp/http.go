@@ -52,8 +52,10 @@ func (p *IdP) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-// loopback reports whether a RemoteAddr ("host:port") is a loopback address.
-func loopback(remoteAddr string) bool {
+// LoopbackAddr reports whether a RemoteAddr ("host:port") is a loopback address. With
+// LoopbackHost it guards an endpoint that hands out identities, here and in the dev UI's sign-in:
+// the peer address is what counts, since anyone can send forwarding headers.
+func LoopbackAddr(remoteAddr string) bool {
 	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
 		host = remoteAddr
@@ -62,8 +64,10 @@ func loopback(remoteAddr string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
-// loopbackHost reports whether a Host header names loopback: localhost or a loopback IP.
-func loopbackHost(host string) bool {
+// LoopbackHost reports whether a Host header names loopback: localhost or a loopback IP. A
+// loopback caller whose request names another host may be a browser page that rebound its DNS
+// name to 127.0.0.1, and must not read a minted token.
+func LoopbackHost(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}

@@ -35,11 +35,11 @@ type TokenResponse struct {
 // otherwise a web page the developer visits could rebind its DNS name to 127.0.0.1 and read a
 // minted token.
 func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
-	if !loopback(r.RemoteAddr) {
+	if !LoopbackAddr(r.RemoteAddr) {
 		oauthError(w, http.StatusForbidden, "access_denied", "tokens are minted for loopback callers only")
 		return
 	}
-	if !loopbackHost(r.Host) && !strings.EqualFold(r.Host, p.issuerHost) {
+	if !LoopbackHost(r.Host) && !strings.EqualFold(r.Host, p.issuerHost) {
 		oauthError(w, http.StatusForbidden, "access_denied", "tokens are minted for requests addressed to a loopback host only")
 		return
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"strings"
+
+	"github.com/das-ask/ask/demo/idp"
 )
 
 // SignInFunc returns a bearer for the identity oid. The dev stack mints one with its development
@@ -31,7 +31,7 @@ type signIn struct {
 
 func (s signIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if !loopbackAddr(r.RemoteAddr) || !loopbackHost(r.Host) {
+	if !idp.LoopbackAddr(r.RemoteAddr) || !idp.LoopbackHost(r.Host) {
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "sign-in is for loopback callers only"})
 		return
 	}
@@ -52,29 +52,6 @@ func (s signIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"access_token": token, "token_type": "Bearer", "oid": oid})
-}
-
-// loopbackAddr reports whether a RemoteAddr ("host:port") is a loopback address.
-func loopbackAddr(remoteAddr string) bool {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
-}
-
-// loopbackHost reports whether a Host header names loopback: localhost or a loopback IP.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -18,11 +18,12 @@ import (
 
 	"github.com/das-ask/ask/client"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/memnet"
 )
 
 func memClient(t testing.TB, h http.Handler, opts client.Options) *client.Client {
 	t.Helper()
-	opts.HTTPClient = &http.Client{Transport: memTransport{h}}
+	opts.HTTPClient = &http.Client{Transport: memnet.Transport{Handler: h}}
 	c, err := client.New("http://ask.test/ask", opts)
 	if err != nil {
 		t.Fatal(err)

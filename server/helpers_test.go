@@ -17,6 +17,7 @@ import (
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/memnet"
 	"github.com/das-ask/ask/server"
 )
 
@@ -85,7 +86,7 @@ func newHarness(t testing.TB, opts server.Options) *harness {
 		t.Fatalf("server.New: %v", err)
 	}
 	h.srv = srv
-	hc := &http.Client{Transport: memTransport{srv.Handler()}}
+	hc := &http.Client{Transport: memnet.Transport{Handler: srv.Handler()}}
 	base := "http://ask.test" + strings.TrimSuffix(orDefault(opts.BasePath, "/ask"), "/")
 	if h.c, err = gen.NewClient(base, gen.WithHTTPClient(hc)); err != nil {
 		t.Fatal(err)
@@ -464,7 +465,7 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // do sends a raw request through the in-memory transport.
 func (h *harness) do(req *http.Request) *http.Response {
 	h.t.Helper()
-	resp, err := (&http.Client{Transport: memTransport{h.srv.Handler()}}).Do(req)
+	resp, err := (&http.Client{Transport: memnet.Transport{Handler: h.srv.Handler()}}).Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}

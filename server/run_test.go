@@ -10,6 +10,7 @@ import (
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/memnet"
 	"github.com/das-ask/ask/server"
 )
 
@@ -60,7 +61,7 @@ func TestTicketBeforeWork(t *testing.T) {
 		})
 		h := newHarness(t, server.Options{Runner: runner})
 		// Route the clients through the signalling wrapper.
-		hc := &http.Client{Transport: memTransport{committedAsks(h.srv.Handler(), committed)}}
+		hc := &http.Client{Transport: memnet.Transport{Handler: committedAsks(h.srv.Handler(), committed)}}
 		cw, err := gen.NewClientWithResponses("http://ask.test/ask", gen.WithHTTPClient(hc))
 		if err != nil {
 			t.Fatal(err)

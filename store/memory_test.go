@@ -71,3 +71,39 @@ func TestCloseWakesReaders(t *testing.T) {
 		t.Errorf("read after close: %v", err)
 	}
 }
+
+// TestOwnerCapsFreedByExpiry: a conversation or ticket stops counting against its owner's cap
+// when its TTL evicts it, and not before.
+func TestOwnerCapsFreedByExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := store.NewMemory(store.MemoryOptions{TTL: time.Minute})
+		defer m.Close()
+		convs := store.Limits{MaxConversationsPerOwner: 1}
+		tickets := store.Limits{MaxRetainedPerOwner: 1}
+		newConv := func(id string) error {
+			return m.CreateConversation(ctx, store.Conversation{ID: id, Owner: storetest.Alice}, convs)
+		}
+		if err := newConv("c1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := storetest.NewTicket(t, m, "t1", "c1", storetest.Alice, tickets); err != nil {
+			t.Fatal(err)
+		}
+		_ = m.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{})
+		time.Sleep(59 * time.Second)
+		if err := newConv("c2"); !errors.Is(err, store.ErrOwnerFull) {
+			t.Errorf("a second conversation within the first's TTL: %v", err)
+		}
+		if _, err := storetest.NewTicket(t, m, "t2", "c1", storetest.Alice, tickets); !errors.Is(err, store.ErrOwnerFull) {
+			t.Errorf("a second ticket within the first's TTL: %v", err)
+		}
+		time.Sleep(2 * time.Second)
+		if err := newConv("c2"); err != nil {
+			t.Errorf("a conversation once the first expired: %v", err)
+		}
+		if _, err := storetest.NewTicket(t, m, "t2", "c2", storetest.Alice, tickets); err != nil {
+			t.Errorf("a ticket once the first expired: %v", err)
+		}
+	})
+}

@@ -15,8 +15,9 @@ import (
 // CreateConversation implements store.Store.
 func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, limits store.Limits) error {
 	res, err := createConversation.Run(ctx, s.rdb,
-		[]string{s.keys.conv(c.ID), s.keys.turns(c.ID), s.keys.convs()},
-		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), limits.MaxTickets).Text()
+		[]string{s.keys.conv(c.ID), s.keys.turns(c.ID), s.keys.convs(), s.keys.ownerConvs(c.Owner)},
+		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), limits.MaxTickets,
+		limits.MaxConversationsPerOwner).Text()
 	if err != nil {
 		return fmt.Errorf("redis store: %w", err)
 	}
@@ -86,6 +87,10 @@ func statusErr(status string) error {
 		return store.ErrFull
 	case "inflight":
 		return store.ErrTooManyInFlight
+	case "ownerfull":
+		return store.ErrOwnerFull
+	case "turns":
+		return store.ErrConversationFull
 	case "finished":
 		return store.ErrFinished
 	case "seq":

@@ -12,8 +12,10 @@
 //	t:<tid>:log        stream the events; entry id "<seq>-0", fields t (type) and d (the event's JSON)
 //	t:<tid>:steps      list   the seqs of the step entries still in the log, oldest first
 //	convs, tickets     zsets  id → expiry (ms, +inf while running): capacity counts live entries
+//	o:c:<owner>        zset   the owner's conversations, as convs: the per-owner cap counts them
+//	o:t:<owner>        zset   the owner's tickets, as tickets; each owner zset expires with its last entry
 //	running            zset   running ticket → lease expiry (ms)
-//	inflight           hash   owner → running tickets
+//	inflight           hash   owner → running tickets (owner: len(tenant):tenant oid)
 //	changed            channel every append and end publishes the ticket id here
 //
 // # Promises, and how they are kept

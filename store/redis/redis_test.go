@@ -201,3 +201,59 @@ func TestWarnsWhenRedisPersists(t *testing.T) {
 		t.Errorf("no warning about a Redis that snapshots to disk: %q", logs.String())
 	}
 }
+
+// TestOwnerCapsCountLiveEntries: the per-owner caps count an owner's conversations and tickets
+// until their TTL ends; an owner's index lives while anything in it runs and expires with its
+// last entry, so owners who hold nothing leave nothing behind.
+func TestOwnerCapsCountLiveEntries(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	const prefix = "own:"
+	ttl := 90 * time.Second
+	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
+	owner := store.Owner{Tenant: "t", OID: "alice"}
+	oc, ot := prefix+"o:c:1:talice", prefix+"o:t:1:talice"
+	convs := store.Limits{MaxConversationsPerOwner: 1}
+	tickets := store.Limits{MaxRetainedPerOwner: 1}
+	newConv := func(id string) error {
+		return s.CreateConversation(ctx, store.Conversation{ID: id, Owner: owner}, convs)
+	}
+	if err := newConv("c1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := rc.PTTL(ctx, oc).Val(); d <= ttl-5*time.Second || d > ttl {
+		t.Errorf("the owner's conversations expire in %v, want about %v", d, ttl)
+	}
+	if _, err := storetest.NewTicket(t, s, "t1", "c1", owner, tickets); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{oc, ot} {
+		if d := rc.PTTL(ctx, k).Val(); d != -1 {
+			t.Errorf("%s expires in %v while an ask runs, want never (-1)", k, d)
+		}
+	}
+	if err := s.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{oc, ot} {
+		if d := rc.PTTL(ctx, k).Val(); d <= ttl-5*time.Second || d > ttl {
+			t.Errorf("%s expires in %v after the ask ended, want about %v", k, d, ttl)
+		}
+	}
+	if err := newConv("c2"); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("a second conversation within the first's TTL: %v", err)
+	}
+	if _, err := storetest.NewTicket(t, s, "t2", "c1", owner, tickets); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("a second ticket within the first's TTL: %v", err)
+	}
+	// Their TTLs pass: the index entries' scores are their expiry.
+	rc.ZAdd(ctx, oc, goredis.Z{Score: 1, Member: "c1"})
+	rc.ZAdd(ctx, ot, goredis.Z{Score: 1, Member: "t1"})
+	if err := newConv("c2"); err != nil {
+		t.Errorf("an expired conversation still counted: %v", err)
+	}
+	if _, err := storetest.NewTicket(t, s, "t2", "c2", owner, tickets); err != nil {
+		t.Errorf("an expired ticket still counted: %v", err)
+	}
+}

@@ -30,11 +30,27 @@ local function append_event(tk, log, steps, seq, typ, data, max)
   end
   redis.call('HSET', tk, 'last', seq)
 end
+-- an owner's zset (id -> expiry ms, +inf while running) lives as long as its last entry:
+-- no expiry while anything in it runs, else until its latest entry expires
+local function touch_owner(key)
+  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if not top[2] then return end
+  local s = tonumber(top[2])
+  if top[2] == 'inf' or top[2] == '+inf' or s == nil or s == math.huge then
+    redis.call('PERSIST', key)
+  else
+    redis.call('PEXPIREAT', key, s)
+  end
+end
 `
 
-// createConversation: KEYS conv, turns, convs; ARGV id, tenant, oid, created, ttl_ms, max.
+// createConversation: KEYS conv, turns, convs, owner's convs; ARGV id, tenant, oid, created,
+// ttl_ms, max, max per owner.
 var createConversation = goredis.NewScript(prelude + `
 local now = now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+local maxo = tonumber(ARGV[7])
+if maxo > 0 and redis.call('ZCARD', KEYS[4]) >= maxo then return 'ownerfull' end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local max = tonumber(ARGV[6])
 if max > 0 and redis.call('ZCARD', KEYS[3]) >= max then return 'full' end
@@ -42,19 +58,27 @@ redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'oid', ARGV[3], 'created', ARGV[4], 'running', '')
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[1])
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[5]), ARGV[1])
+touch_owner(KEYS[4])
 return 'ok'
 `)
 
-// createTicket: KEYS conv, turns, ticket, log, steps, tickets, inflight, running, convs;
-// ARGV tid, cid, tenant, oid, created, accepted, max_inflight, max_tickets, runner, lease_ms.
+// createTicket: KEYS conv, turns, ticket, log, steps, tickets, inflight, running, convs,
+// owner's convs, owner's tickets; ARGV tid, cid, tenant, oid, created, accepted, max_inflight,
+// max_tickets, runner, lease_ms, max_retained per owner, max_turns.
 var createTicket = goredis.NewScript(prelude + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'notfound'} end
-local running = redis.call('HGET', KEYS[1], 'running')
-if running and running ~= '' then return {'conflict', running} end
+local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'running')
+if not c[1] or c[1] ~= ARGV[3] or c[2] ~= ARGV[4] then return {'notfound'} end
+if c[3] and c[3] ~= '' then return {'conflict', c[3]} end
+local maxturns = tonumber(ARGV[12])
+if maxturns > 0 and redis.call('LLEN', KEYS[2]) >= maxturns then return {'turns'} end
 local of = owner_field(ARGV[3], ARGV[4])
 local maxf = tonumber(ARGV[7])
 if maxf > 0 and tonumber(redis.call('HGET', KEYS[7], of) or '0') >= maxf then return {'inflight'} end
 local now = now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
+local maxo = tonumber(ARGV[11])
+if maxo > 0 and redis.call('ZCARD', KEYS[11]) >= maxo then return {'ownerfull'} end
 redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 local maxt = tonumber(ARGV[8])
 if maxt > 0 and redis.call('ZCARD', KEYS[6]) >= maxt then return {'full'} end
@@ -69,6 +93,10 @@ redis.call('PERSIST', KEYS[1])
 redis.call('PERSIST', KEYS[2])
 redis.call('ZADD', KEYS[9], '+inf', ARGV[2])
 redis.call('ZADD', KEYS[6], '+inf', ARGV[1])
+redis.call('ZADD', KEYS[10], '+inf', ARGV[2])
+redis.call('ZADD', KEYS[11], '+inf', ARGV[1])
+redis.call('PERSIST', KEYS[10])
+redis.call('PERSIST', KEYS[11])
 redis.call('ZADD', KEYS[8], now + tonumber(ARGV[10]), ARGV[1])
 return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
 `)
@@ -89,8 +117,8 @@ return 'ok'
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
-// KEYS ticket, log, steps, conv, turns, inflight, running, tickets, convs;
-// ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
+// KEYS ticket, log, steps, conv, turns, inflight, running, tickets, convs, owner's convs,
+// owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
 // then n times seq, type, data.
 var endTicket = goredis.NewScript(prelude + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending')
@@ -126,6 +154,7 @@ redis.call('PEXPIRE', KEYS[2], ttl)
 redis.call('PEXPIRE', KEYS[3], ttl)
 redis.call('ZREM', KEYS[7], ARGV[4])
 redis.call('ZADD', KEYS[8], now + ttl, ARGV[4])
+redis.call('ZADD', KEYS[11], now + ttl, ARGV[4])
 local of = owner_field(h[5], h[6])
 if tonumber(redis.call('HINCRBY', KEYS[6], of, -1)) <= 0 then redis.call('HDEL', KEYS[6], of) end
 if redis.call('HGET', KEYS[4], 'running') == ARGV[4] then
@@ -134,7 +163,10 @@ if redis.call('HGET', KEYS[4], 'running') == ARGV[4] then
   redis.call('PEXPIRE', KEYS[4], ttl)
   redis.call('PEXPIRE', KEYS[5], ttl)
   redis.call('ZADD', KEYS[9], now + ttl, ARGV[5])
+  redis.call('ZADD', KEYS[10], now + ttl, ARGV[5])
 end
+touch_owner(KEYS[10])
+touch_owner(KEYS[11])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 'ok'
 `)

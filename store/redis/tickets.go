@@ -2,11 +2,8 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
@@ -22,9 +19,10 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	k := s.keys
 	res, err := createTicket.Run(ctx, s.rdb,
 		[]string{k.conv(nt.ConversationID), k.turns(nt.ConversationID), k.ticket(nt.ID), k.log(nt.ID), k.steps(nt.ID),
-			k.tickets(), k.inflight(), k.running(), k.convs()},
+			k.tickets(), k.inflight(), k.running(), k.convs(), k.ownerConvs(nt.Owner), k.ownerTickets(nt.Owner)},
 		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), nt.Accepted.Data,
-		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease)).Slice()
+		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease),
+		limits.MaxRetainedPerOwner, limits.MaxTurns).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redis store: %w", err)
 	}
@@ -107,13 +105,19 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 	if term < 0 || done < 0 {
 		return store.ErrSeq
 	}
-	conv, err := s.rdb.HGet(ctx, s.keys.ticket(ticket), "conv").Result()
-	if errors.Is(err, goredis.Nil) {
-		return store.ErrNotFound
-	}
+	// The ticket's conversation and owner never change once it exists, so reading them ahead
+	// of the script names its keys without a race.
+	h, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "conv", "tenant", "oid").Result()
 	if err != nil {
 		return fmt.Errorf("redis store: %w", err)
 	}
+	conv, _ := h[0].(string)
+	tenant, _ := h[1].(string)
+	oid, _ := h[2].(string)
+	if h[0] == nil {
+		return store.ErrNotFound
+	}
+	owner := store.Owner{Tenant: tenant, OID: oid}
 	tj, err := encodeTurn(turn)
 	if err != nil {
 		return fmt.Errorf("redis store: encode the turn: %w", err)
@@ -125,7 +129,7 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 	}
 	res, err := endTicket.Run(ctx, s.rdb,
 		[]string{k.ticket(ticket), k.log(ticket), k.steps(ticket), k.conv(conv), k.turns(conv),
-			k.inflight(), k.running(), k.tickets(), k.convs()}, args...).Text()
+			k.inflight(), k.running(), k.tickets(), k.convs(), k.ownerConvs(owner), k.ownerTickets(owner)}, args...).Text()
 	if err != nil {
 		return fmt.Errorf("redis store: %w", err)
 	}

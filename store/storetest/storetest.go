@@ -41,6 +41,10 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Admission", func(t *testing.T) { testAdmission(t, f) })
 	t.Run("ConversationTurns", func(t *testing.T) { testConversationTurns(t, f) })
 	t.Run("ConcurrentReaders", func(t *testing.T) { testConcurrentReaders(t, f) })
+	t.Run("ConversationsPerOwner", func(t *testing.T) { testConversationsPerOwner(t, f) })
+	t.Run("RetainedPerOwner", func(t *testing.T) { testRetainedPerOwner(t, f) })
+	t.Run("MaxTurns", func(t *testing.T) { testMaxTurns(t, f) })
+	t.Run("OtherOwnersConversation", func(t *testing.T) { testOtherOwnersConversation(t, f) })
 }
 
 // Ev is an event of type typ at seq, with placeholder data.
@@ -334,4 +338,158 @@ func testConcurrentReaders(t *testing.T, f Factory) {
 			t.Error(err)
 		}
 	}
+}
+
+// conv registers conversation id for owner under limits.
+func conv(t *testing.T, s store.Store, id string, owner store.Owner, limits store.Limits) error {
+	t.Helper()
+	return s.CreateConversation(t.Context(), store.Conversation{ID: id, Owner: owner, CreatedAt: time.Unix(1700000000, 0).UTC()}, limits)
+}
+
+// notCreated fails t if ticket exists, or if conversation c is marked running (a refused ask
+// left half-created): an ask in c with no limits must be admitted.
+func notCreated(t *testing.T, s store.Store, ticket, c string, owner store.Owner) {
+	t.Helper()
+	if _, err := s.Ticket(t.Context(), ticket); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused ticket %s exists: %v", ticket, err)
+	}
+	if _, err := s.Read(t.Context(), ticket, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused ticket %s has a log: %v", ticket, err)
+	}
+	if _, err := NewTicket(t, s, ticket+"-after", c, owner, store.Limits{}); err != nil {
+		t.Errorf("conversation %s after a refused ask: %v", c, err)
+	}
+}
+
+// testConversationsPerOwner: one owner at its cap is refused with ErrOwnerFull, before the
+// shared cap, creating nothing; another owner is not affected.
+func testConversationsPerOwner(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	limits := store.Limits{MaxConversationsPerOwner: 2, MaxTickets: 10}
+	for _, id := range []string{"a1", "a2"} {
+		if err := conv(t, m, id, Alice, limits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := conv(t, m, "a3", Alice, limits); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("alice's third conversation: %v, want ErrOwnerFull", err)
+	}
+	if _, _, err := m.Conversation(ctx, "a3"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused conversation exists: %v", err)
+	}
+	if err := conv(t, m, "b1", Bob, limits); err != nil {
+		t.Errorf("bob while alice is at her cap: %v", err)
+	}
+	// The per-owner cap answers before the shared one: alice is told it is hers that is full.
+	if err := conv(t, m, "a3", Alice, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: 3}); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("alice at both caps: %v, want ErrOwnerFull", err)
+	}
+	if err := conv(t, m, "b2", Bob, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: 3}); !errors.Is(err, store.ErrFull) {
+		t.Errorf("bob under his cap, the store at its: %v, want ErrFull", err)
+	}
+	// Asking in a conversation (its ask running, then ended) does not count it twice.
+	if _, err := NewTicket(t, m, "t1", "a1", Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := conv(t, m, "a3", Alice, limits); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("alice's third conversation while one runs: %v, want ErrOwnerFull", err)
+	}
+	if err := m.Finish(ctx, "t1", Tail(2), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := conv(t, m, "a3", Alice, store.Limits{MaxConversationsPerOwner: 3}); err != nil {
+		t.Errorf("alice's third conversation under a cap of three: %v", err)
+	}
+}
+
+// testRetainedPerOwner: an owner's tickets count against its cap while they run and after they
+// finish (until their TTL); at the cap an ask is refused with ErrOwnerFull, creating nothing,
+// and another owner is not affected.
+func testRetainedPerOwner(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	for _, c := range []string{"c1", "c2"} {
+		MustConv(t, m, c, Alice)
+	}
+	MustConv(t, m, "b1", Bob)
+	limits := store.Limits{MaxInFlightPerOwner: 5, MaxRetainedPerOwner: 2, MaxTickets: 10}
+	if _, err := NewTicket(t, m, "t1", "c1", Alice, limits); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewTicket(t, m, "t2", "c2", Alice, limits); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Finish(ctx, "t1", Tail(2), ask.Turn{})
+	_ = m.Finish(ctx, "t2", Tail(2), ask.Turn{})
+	if _, err := NewTicket(t, m, "t3", "c1", Alice, limits); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("alice's third ticket with two retained: %v, want ErrOwnerFull", err)
+	}
+	notCreated(t, m, "t3", "c1", Alice)
+	if _, err := NewTicket(t, m, "t4", "b1", Bob, limits); err != nil {
+		t.Errorf("bob while alice is at her cap: %v", err)
+	}
+	// A running ticket counts too; the in-flight cap answers first when both are reached.
+	if _, err := NewTicket(t, m, "t5", "c2", Alice, store.Limits{MaxInFlightPerOwner: 1, MaxRetainedPerOwner: 3}); !errors.Is(err, store.ErrTooManyInFlight) {
+		t.Errorf("alice at her in-flight cap: %v, want ErrTooManyInFlight", err)
+	}
+	if _, err := NewTicket(t, m, "t5", "c2", Alice, store.Limits{MaxRetainedPerOwner: 4, MaxTickets: 5}); err != nil {
+		t.Fatal(err)
+	}
+	// The per-owner cap answers before the shared one.
+	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: 1}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("bob's second ask in b1 while t4 runs: %v, want a conflict", err)
+	}
+	_ = m.Finish(ctx, "t4", Tail(2), ask.Turn{})
+	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: 1}); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("bob at his cap and the store at its: %v, want ErrOwnerFull", err)
+	}
+	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 2, MaxTickets: 1}); !errors.Is(err, store.ErrFull) {
+		t.Errorf("bob under his cap, the store at its: %v, want ErrFull", err)
+	}
+}
+
+// testMaxTurns: a conversation that holds MaxTurns turns refuses the next ask with
+// ErrConversationFull, creating nothing; a running ask is not a turn until it ends.
+func testMaxTurns(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	MustConv(t, m, "c", Alice)
+	limits := store.Limits{MaxTurns: 2}
+	for i := range 2 {
+		id := "t" + strconv.Itoa(i)
+		if _, err := NewTicket(t, m, id, "c", Alice, limits); err != nil {
+			t.Fatalf("ask %d: %v", i, err)
+		}
+		if err := m.Finish(ctx, id, Tail(2), ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := NewTicket(t, m, "t2", "c", Alice, limits); !errors.Is(err, store.ErrConversationFull) {
+		t.Errorf("a third ask in a conversation of two turns: %v, want ErrConversationFull", err)
+	}
+	if errors.Is(store.ErrConversationFull, store.ErrConflict) {
+		t.Error("ErrConversationFull must not match ErrConflict (it names no running ticket)")
+	}
+	notCreated(t, m, "t2", "c", Alice) // under no cap the ask is admitted: a third turn, running
+	if _, err := NewTicket(t, m, "t3", "c", Alice, limits); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("an ask while one runs in a full conversation: %v, want the conflict first", err)
+	}
+	if _, turns, _ := m.Conversation(ctx, "c"); len(turns) != 2 {
+		t.Errorf("%d turns, want 2", len(turns))
+	}
+}
+
+// testOtherOwnersConversation: a ticket in another owner's conversation is refused as if the
+// conversation did not exist.
+func testOtherOwnersConversation(t *testing.T, f Factory) {
+	m := f(t, Options{})
+	MustConv(t, m, "c", Alice)
+	if _, err := NewTicket(t, m, "t", "c", Bob, store.Limits{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("bob's ask in alice's conversation: %v, want ErrNotFound", err)
+	}
+	if _, err := NewTicket(t, m, "t", "c", store.Owner{Tenant: "u", OID: "alice"}, store.Limits{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another tenant's alice in alice's conversation: %v, want ErrNotFound", err)
+	}
+	notCreated(t, m, "t", "c", Alice)
 }

@@ -45,6 +45,13 @@ type Options struct {
 	MaxInFlight int
 	// MaxTickets caps the tickets (and, separately, the conversations) held (503 beyond).
 	MaxTickets int
+	// MaxConversationsPerID caps the conversations one identity holds, and MaxRetainedPerID
+	// the tickets it holds, running or finished within their TTL (429 beyond): no identity
+	// can fill MaxTickets for everyone.
+	MaxConversationsPerID int
+	MaxRetainedPerID      int
+	// MaxTurns caps the asks in one conversation (409 beyond: start a new one).
+	MaxTurns int
 	// MaxBodyBytes caps request bodies (413 beyond).
 	MaxBodyBytes int64
 	// ShutdownGrace is how long Shutdown lets running asks finish before ending them with
@@ -55,15 +62,18 @@ type Options struct {
 // Options returns the Options c describes; the caller adds Runner, Authenticator and Logger.
 func (c Config) Options() Options {
 	o := Options{
-		BasePath:      c.BasePath,
-		TTL:           c.TTL,
-		MaxEvents:     c.MaxEvents,
-		KeepAlive:     c.KeepAlive,
-		Deadline:      c.Deadline,
-		MaxInFlight:   c.MaxInFlight,
-		MaxTickets:    c.MaxTickets,
-		MaxBodyBytes:  c.MaxBodyBytes,
-		ShutdownGrace: c.ShutdownGrace,
+		BasePath:              c.BasePath,
+		TTL:                   c.TTL,
+		MaxEvents:             c.MaxEvents,
+		KeepAlive:             c.KeepAlive,
+		Deadline:              c.Deadline,
+		MaxInFlight:           c.MaxInFlight,
+		MaxTickets:            c.MaxTickets,
+		MaxConversationsPerID: c.MaxConversationsPerID,
+		MaxRetainedPerID:      c.MaxRetainedPerID,
+		MaxTurns:              c.MaxTurns,
+		MaxBodyBytes:          c.MaxBodyBytes,
+		ShutdownGrace:         c.ShutdownGrace,
 	}
 	if o.BasePath == "" {
 		o.BasePath = "/"
@@ -136,6 +146,15 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxTickets <= 0 {
 		opts.MaxTickets = DefaultMaxTickets
+	}
+	if opts.MaxConversationsPerID <= 0 {
+		opts.MaxConversationsPerID = DefaultMaxConversationsPerID
+	}
+	if opts.MaxRetainedPerID <= 0 {
+		opts.MaxRetainedPerID = DefaultMaxRetainedPerID
+	}
+	if opts.MaxTurns <= 0 {
+		opts.MaxTurns = DefaultMaxTurns
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes

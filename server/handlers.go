@@ -31,7 +31,10 @@ func (h *handlers) CreateConversation(c echo.Context) error {
 	s := h.s
 	owner := ownerOf(c)
 	conv := store.Conversation{ID: "c_" + rand.Text(), Owner: owner, CreatedAt: time.Now().UTC()}
-	err := s.store.CreateConversation(c.Request().Context(), conv, store.Limits{MaxTickets: s.opts.MaxTickets})
+	err := s.store.CreateConversation(c.Request().Context(), conv, s.limits())
+	if errors.Is(err, store.ErrOwnerFull) {
+		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many conversations as it may; one is freed when an idle one expires", retryAfter: retryOwnerFull}
+	}
 	if errors.Is(err, store.ErrFull) {
 		return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many conversations as it can", retryAfter: retryFull}
 	}
@@ -78,15 +81,19 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}
 	history, err := s.store.CreateTicket(ctx, store.NewTicket{
 		ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
-	}, store.Limits{MaxInFlightPerOwner: s.opts.MaxInFlight, MaxTickets: s.opts.MaxTickets})
+	}, s.limits())
 	if err != nil {
 		s.release("")
 		var conflict *store.ConflictError
 		switch {
 		case errors.As(err, &conflict):
 			return &problem{status: http.StatusConflict, detail: "an ask is already running in this conversation", ticket: conflict.Ticket}
+		case errors.Is(err, store.ErrConversationFull):
+			return &problem{status: http.StatusConflict, detail: "conversation is full; start a new one"}
 		case errors.Is(err, store.ErrTooManyInFlight):
 			return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: retryInFlight}
+		case errors.Is(err, store.ErrOwnerFull):
+			return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many tickets as it may; one is freed when a finished one expires", retryAfter: retryOwnerFull}
 		case errors.Is(err, store.ErrFull):
 			return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many tickets as it can", retryAfter: retryFull}
 		case errors.Is(err, store.ErrNotFound):
@@ -117,6 +124,17 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id,
 	})
 	return nil
+}
+
+// limits are the admission caps every create passes to the store.
+func (s *Server) limits() store.Limits {
+	return store.Limits{
+		MaxInFlightPerOwner:      s.opts.MaxInFlight,
+		MaxTickets:               s.opts.MaxTickets,
+		MaxConversationsPerOwner: s.opts.MaxConversationsPerID,
+		MaxRetainedPerOwner:      s.opts.MaxRetainedPerID,
+		MaxTurns:                 s.opts.MaxTurns,
+	}
 }
 
 // GetAsk answers the ticket's state, waiting up to `Prefer: wait=N` seconds for the end.

@@ -33,6 +33,10 @@ const (
 	retryInFlight = 2
 	retryFull     = 5
 	retryDraining = 5
+	// retryOwnerFull: an identity at its cap of conversations or tickets gets one back when
+	// the oldest idle one's TTL ends, which may be anything up to the TTL; this is how often
+	// to look.
+	retryOwnerFull = 30
 )
 
 func badRequest(detail string, violations ...string) *problem {

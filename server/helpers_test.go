@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/internal/memnet"
 	"github.com/das-ask/ask/server"
 )
@@ -39,24 +39,6 @@ func (fakeAuth) Authenticate(_ context.Context, tok string) (ask.Identity, error
 	return ask.Identity{}, errors.New("unknown token")
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness is the whole service behind the generated clients, over an in-memory transport.
 // Every log line at debug level is captured; on cleanup the harness shuts the server down and
 // fails the test if any line holds a question asked through it or a token.
@@ -65,7 +47,7 @@ type harness struct {
 	srv  *server.Server
 	c    *gen.Client
 	cw   *gen.ClientWithResponses
-	logs *syncBuffer
+	logs *logtest.Buffer
 
 	mu      sync.Mutex
 	secrets []string
@@ -73,7 +55,7 @@ type harness struct {
 
 func newHarness(t testing.TB, opts server.Options) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &syncBuffer{}, secrets: []string{alice, bob}}
+	h := &harness{t: t, logs: &logtest.Buffer{}, secrets: []string{alice, bob}}
 	opts.Logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if opts.Authenticator == nil {
 		opts.Authenticator = fakeAuth{}
@@ -120,14 +102,9 @@ func (h *harness) secret(s string) {
 
 func (h *harness) assertLogsClean() {
 	h.t.Helper()
-	logs := h.logs.String()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, s := range h.secrets {
-		if strings.Contains(logs, s) {
-			h.t.Errorf("logs contain a secret (%.12q…):\n%s", s, logs)
-		}
-	}
+	h.logs.AssertAbsent(h.t, h.secrets...)
 }
 
 func bearer(tok string) gen.RequestEditorFn {

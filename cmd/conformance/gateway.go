@@ -14,56 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/das-ask/ask/deploy/nginx"
 )
-
-// The lines of deploy/nginx/ask.conf that render replaces; each must occur exactly once, so a
-// change to the checked-in file cannot silently leave the test running something else.
-const (
-	tmplUpstream    = "upstream ask_service {"
-	tmplProxyPass   = "proxy_pass http://ask_service;"
-	tmplServer      = "server 127.0.0.1:8080;"
-	tmplListen      = "listen 127.0.0.1:8081;"
-	tmplReadTimeout = "proxy_read_timeout 60s;"
-)
-
-// render returns the checked-in config for one service: its upstream named after name and
-// pointed at upstream (host:port), listening on listen (host:port), with proxy_read_timeout
-// set to readTimeout (whole seconds, at least 1).
-func render(template, name, upstream, listen string, readTimeout time.Duration) (string, error) {
-	secs := int(readTimeout / time.Second)
-	if secs < 1 {
-		return "", errors.New("gateway: the read timeout must be at least 1s")
-	}
-	out := template
-	for _, r := range []struct{ old, new string }{
-		{tmplUpstream, "upstream ask_" + name + " {"},
-		{tmplProxyPass, "proxy_pass http://ask_" + name + ";"},
-		{tmplServer, "server " + upstream + ";"},
-		{tmplListen, "listen " + listen + ";"},
-		{tmplReadTimeout, "proxy_read_timeout " + strconv.Itoa(secs) + "s;"},
-	} {
-		if n := strings.Count(out, r.old); n != 1 {
-			return "", fmt.Errorf("gateway: the config has %q %d times, want once", r.old, n)
-		}
-		out = strings.Replace(out, r.old, r.new, 1)
-	}
-	return out, nil
-}
-
-// mainConf is the nginx.conf that includes the rendered service configs; everything nginx
-// writes stays in dir.
-func mainConf(dir string, includes []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "worker_processes 1;\npid %s;\n", filepath.Join(dir, "nginx.pid"))
-	fmt.Fprintf(&b, "error_log %s warn;\n", filepath.Join(dir, "error.log"))
-	b.WriteString("events { worker_connections 256; }\nhttp {\n    access_log off;\n")
-	fmt.Fprintf(&b, "    client_body_temp_path %s;\n    proxy_temp_path %s;\n", filepath.Join(dir, "client_body"), filepath.Join(dir, "proxy"))
-	for _, inc := range includes {
-		fmt.Fprintf(&b, "    include %s;\n", inc)
-	}
-	b.WriteString("}\n")
-	return b.String()
-}
 
 // gatewayOptions configure startGateway.
 type gatewayOptions struct {
@@ -111,7 +64,7 @@ func startGateway(ctx context.Context, o gatewayOptions) (*gateway, error) {
 			g.cleanup()
 			return nil, err
 		}
-		conf, err := render(string(tmpl), "s"+strconv.Itoa(i), u.Host, listen, o.readTimeout)
+		conf, err := nginx.Render(string(tmpl), "s"+strconv.Itoa(i), []string{u.Host}, listen, o.readTimeout)
 		if err != nil {
 			g.cleanup()
 			return nil, err
@@ -125,7 +78,7 @@ func startGateway(ctx context.Context, o gatewayOptions) (*gateway, error) {
 		g.urls = append(g.urls, "http://"+listen+u.Path)
 	}
 	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(mainConf(dir, includes)), 0o644); err != nil {
+	if err := os.WriteFile(confPath, []byte(nginx.Main(dir, 256, includes...)), 0o644); err != nil {
 		g.cleanup()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

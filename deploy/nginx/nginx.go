@@ -1,0 +1,79 @@
+// Package nginx renders the checked-in gateway config, ask.conf, for a gateway started by a
+// test or a tool: its upstream renamed and pointed at the given servers, its listener moved and
+// its proxy_read_timeout set; and writes the nginx.conf that includes the rendered files. The
+// rest of ask.conf — what the contract needs from a gateway: no buffering, Last-Event-ID and
+// Authorization passed on — is used as checked in.
+package nginx
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Conf is ask.conf as checked in.
+//
+//go:embed ask.conf
+var Conf string
+
+// The lines of ask.conf that Render replaces; each must occur exactly once, so that a change
+// to the checked-in file cannot silently leave a gateway running something else.
+const (
+	tmplUpstream    = "upstream ask_service {"
+	tmplProxyPass   = "proxy_pass http://ask_service;"
+	tmplServer      = "server 127.0.0.1:8080;"
+	tmplListen      = "listen 127.0.0.1:8081;"
+	tmplReadTimeout = "proxy_read_timeout 60s;"
+)
+
+// Render returns template (ask.conf, or a file in its shape) with its upstream named ask_<name>
+// and holding one server line per entry of servers (each "host:port", optionally followed by
+// parameters such as "max_fails=1"), listening on listen (host:port), with proxy_read_timeout
+// readTimeout (whole seconds, at least 1).
+func Render(template, name string, servers []string, listen string, readTimeout time.Duration) (string, error) {
+	secs := int(readTimeout / time.Second)
+	if secs < 1 {
+		return "", errors.New("gateway: the read timeout must be at least 1s")
+	}
+	if len(servers) == 0 {
+		return "", errors.New("gateway: an upstream needs at least one server")
+	}
+	lines := make([]string, len(servers))
+	for i, s := range servers {
+		lines[i] = "server " + s + ";"
+	}
+	out := template
+	for _, r := range []struct{ old, new string }{
+		{tmplUpstream, "upstream ask_" + name + " {"},
+		{tmplProxyPass, "proxy_pass http://ask_" + name + ";"},
+		{tmplServer, strings.Join(lines, "\n    ")},
+		{tmplListen, "listen " + listen + ";"},
+		{tmplReadTimeout, "proxy_read_timeout " + strconv.Itoa(secs) + "s;"},
+	} {
+		if n := strings.Count(out, r.old); n != 1 {
+			return "", fmt.Errorf("gateway: the config has %q %d times, want once", r.old, n)
+		}
+		out = strings.Replace(out, r.old, r.new, 1)
+	}
+	return out, nil
+}
+
+// Main returns the nginx.conf that includes the rendered configs, with workerConnections
+// connections for its one worker; everything nginx writes (pid, error log, temporary files)
+// stays in dir.
+func Main(dir string, workerConnections int, includes ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "worker_processes 1;\npid %s;\n", filepath.Join(dir, "nginx.pid"))
+	fmt.Fprintf(&b, "error_log %s warn;\n", filepath.Join(dir, "error.log"))
+	fmt.Fprintf(&b, "events { worker_connections %d; }\nhttp {\n    access_log off;\n", workerConnections)
+	fmt.Fprintf(&b, "    client_body_temp_path %s;\n    proxy_temp_path %s;\n", filepath.Join(dir, "client_body"), filepath.Join(dir, "proxy"))
+	for _, inc := range includes {
+		fmt.Fprintf(&b, "    include %s;\n", inc)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}

@@ -134,6 +134,8 @@ type ClientInterface interface {
 	//
 	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 	// after its last ask and never written anywhere. It belongs to the caller's identity.
+	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
+	// `429`; one is freed when an idle conversation expires.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -144,6 +146,8 @@ type ClientInterface interface {
 	//
 	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 	// after its last ask and never written anywhere. It belongs to the caller's identity.
+	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
+	// `429`; one is freed when an idle conversation expires.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -155,7 +159,10 @@ type ClientInterface interface {
 	// Returns `202` with a ticket once the run is registered and its `accepted` event is in the
 	// log, and before the run makes any model or tool call. Follow the work at `events_url`.
 	// A second ask while one is running in the same conversation is a `409` that names the
-	// running ticket. A refused request creates nothing.
+	// running ticket. A conversation holds at most `DAS_ASK_MAX_TURNS_PER_CONVERSATION` asks:
+	// the next is a `409` without a ticket (the conversation is full; start a new one). An
+	// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
+	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -167,7 +174,10 @@ type ClientInterface interface {
 	// Returns `202` with a ticket once the run is registered and its `accepted` event is in the
 	// log, and before the run makes any model or tool call. Follow the work at `events_url`.
 	// A second ask while one is running in the same conversation is a `409` that names the
-	// running ticket. A refused request creates nothing.
+	// running ticket. A conversation holds at most `DAS_ASK_MAX_TURNS_PER_CONVERSATION` asks:
+	// the next is a `409` without a ticket (the conversation is full; start a new one). An
+	// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
+	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -257,6 +267,8 @@ func (c *Client) StreamEvents(ctx context.Context, ticket TicketPath, params *St
 //
 // A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 // after its last ask and never written anywhere. It belongs to the caller's identity.
+// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
+// `429`; one is freed when an idle conversation expires.
 //
 // Takes any type of body and a specified content type.
 //
@@ -277,6 +289,8 @@ func (c *Client) CreateConversationWithBody(ctx context.Context, contentType str
 //
 // A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 // after its last ask and never written anywhere. It belongs to the caller's identity.
+// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
+// `429`; one is freed when an idle conversation expires.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -298,7 +312,10 @@ func (c *Client) CreateConversation(ctx context.Context, body CreateConversation
 // Returns `202` with a ticket once the run is registered and its `accepted` event is in the
 // log, and before the run makes any model or tool call. Follow the work at `events_url`.
 // A second ask while one is running in the same conversation is a `409` that names the
-// running ticket. A refused request creates nothing.
+// running ticket. A conversation holds at most `DAS_ASK_MAX_TURNS_PER_CONVERSATION` asks:
+// the next is a `409` without a ticket (the conversation is full; start a new one). An
+// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
+// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -320,7 +337,10 @@ func (c *Client) CreateAskWithBody(ctx context.Context, conversationId Conversat
 // Returns `202` with a ticket once the run is registered and its `accepted` event is in the
 // log, and before the run makes any model or tool call. Follow the work at `events_url`.
 // A second ask while one is running in the same conversation is a `409` that names the
-// running ticket. A refused request creates nothing.
+// running ticket. A conversation holds at most `DAS_ASK_MAX_TURNS_PER_CONVERSATION` asks:
+// the next is a `409` without a ticket (the conversation is full; start a new one). An
+// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
+// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -759,6 +779,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 	// after its last ask and never written anywhere. It belongs to the caller's identity.
+	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
+	// `429`; one is freed when an idle conversation expires.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -769,6 +791,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 	// after its last ask and never written anywhere. It belongs to the caller's identity.
+	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
+	// `429`; one is freed when an idle conversation expires.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -780,7 +804,10 @@ type ClientWithResponsesInterface interface {
 	// Returns `202` with a ticket once the run is registered and its `accepted` event is in the
 	// log, and before the run makes any model or tool call. Follow the work at `events_url`.
 	// A second ask while one is running in the same conversation is a `409` that names the
-	// running ticket. A refused request creates nothing.
+	// running ticket. A conversation holds at most `DAS_ASK_MAX_TURNS_PER_CONVERSATION` asks:
+	// the next is a `409` without a ticket (the conversation is full; start a new one). An
+	// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
+	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -792,7 +819,10 @@ type ClientWithResponsesInterface interface {
 	// Returns `202` with a ticket once the run is registered and its `accepted` event is in the
 	// log, and before the run makes any model or tool call. Follow the work at `events_url`.
 	// A second ask while one is running in the same conversation is a `409` that names the
-	// running ticket. A refused request creates nothing.
+	// running ticket. A conversation holds at most `DAS_ASK_MAX_TURNS_PER_CONVERSATION` asks:
+	// the next is a `409` without a ticket (the conversation is full; start a new one). An
+	// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
+	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1032,6 +1062,11 @@ type CreateConversationResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreateConversationResponse429Headers the declared response headers of an HTTP 429 response for CreateConversation
+type CreateConversationResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CreateConversationResponse503Headers the declared response headers of an HTTP 503 response for CreateConversation
 type CreateConversationResponse503Headers struct {
 	RetryAfter *int
@@ -1050,12 +1085,16 @@ type CreateConversationResponse struct {
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateConversationResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateConversationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateConversationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateConversationResponse503Headers
 }
@@ -1083,6 +1122,11 @@ func (r CreateConversationResponse) GetApplicationproblemJSON413() *TooLarge {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r CreateConversationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateConversationResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -1392,6 +1436,8 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, tick
 //
 // A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 // after its last ask and never written anywhere. It belongs to the caller's identity.
+// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
+// `429`; one is freed when an idle conversation expires.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -1408,6 +1454,8 @@ func (c *ClientWithResponses) CreateConversationWithBodyWithResponse(ctx context
 //
 // A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 // after its last ask and never written anywhere. It belongs to the caller's identity.
+// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
+// `429`; one is freed when an idle conversation expires.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -1425,7 +1473,10 @@ func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context
 // Returns `202` with a ticket once the run is registered and its `accepted` event is in the
 // log, and before the run makes any model or tool call. Follow the work at `events_url`.
 // A second ask while one is running in the same conversation is a `409` that names the
-// running ticket. A refused request creates nothing.
+// running ticket. A conversation holds at most `DAS_ASK_MAX_TURNS_PER_CONVERSATION` asks:
+// the next is a `409` without a ticket (the conversation is full; start a new one). An
+// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
+// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -1443,7 +1494,10 @@ func (c *ClientWithResponses) CreateAskWithBodyWithResponse(ctx context.Context,
 // Returns `202` with a ticket once the run is registered and its `accepted` event is in the
 // log, and before the run makes any model or tool call. Follow the work at `events_url`.
 // A second ask while one is running in the same conversation is a `409` that names the
-// running ticket. A refused request creates nothing.
+// running ticket. A conversation holds at most `DAS_ASK_MAX_TURNS_PER_CONVERSATION` asks:
+// the next is a `409` without a ticket (the conversation is full; start a new one). An
+// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
+// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -1724,6 +1778,13 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -1754,6 +1815,16 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateConversationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateConversationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -17,6 +17,8 @@ export interface paths {
          * Open a conversation to ask within.
          * @description A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
          *     after its last ask and never written anywhere. It belongs to the caller's identity.
+         *     An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
+         *     `429`; one is freed when an idle conversation expires.
          */
         post: operations["createConversation"];
         delete?: never;
@@ -39,7 +41,10 @@ export interface paths {
          * @description Returns `202` with a ticket once the run is registered and its `accepted` event is in the
          *     log, and before the run makes any model or tool call. Follow the work at `events_url`.
          *     A second ask while one is running in the same conversation is a `409` that names the
-         *     running ticket. A refused request creates nothing.
+         *     running ticket. A conversation holds at most `DAS_ASK_MAX_TURNS_PER_CONVERSATION` asks:
+         *     the next is a `409` without a ticket (the conversation is full; start a new one). An
+         *     identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
+         *     (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
          */
         post: operations["createAsk"];
         delete?: never;
@@ -547,7 +552,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description An ask is already running in this conversation; `ticket` names it. */
+        /**
+         * @description An ask is already running in this conversation (`ticket` names it), or the conversation
+         *     holds as many asks as it may (no `ticket`: start a new conversation).
+         */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -574,7 +582,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description This identity has too many asks in flight; retry after `Retry-After` seconds. */
+        /**
+         * @description This identity has too many asks in flight, or holds as many conversations or tickets as
+         *     it may; retry after `Retry-After` seconds.
+         */
         TooManyRequests: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -637,6 +648,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };

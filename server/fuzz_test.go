@@ -57,9 +57,13 @@ func newFuzzService(tb testing.TB) *fuzzService {
 		}),
 		Store:       st,
 		MaxInFlight: 1 << 20,
-		// Bounds the memory of a long `make fuzz` run; beyond it a valid body gets a 503.
-		MaxTickets: 20000,
-		MaxEvents:  64,
+		// Bounds the memory of a long `make fuzz` run; beyond it a valid body gets a 503. The
+		// one identity may use all of it, and the one conversation hold as many turns.
+		MaxTickets:            20000,
+		MaxConversationsPerID: 20000,
+		MaxRetainedPerID:      20000,
+		MaxTurns:              20000,
+		MaxEvents:             64,
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -187,7 +191,7 @@ func FuzzConversationBody(f *testing.F) {
 			return
 		}
 		checkProblem(t, w, http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
-			http.StatusServiceUnavailable)
+			http.StatusTooManyRequests, http.StatusServiceUnavailable)
 	})
 }
 

@@ -51,7 +51,8 @@ func stepsRunner(n int) ask.Runner {
 // made outside the timer; each ask's run is trivial and ends before the next).
 func BenchmarkTimeToTicket(b *testing.B) {
 	benchStores(b, func(b *testing.B, st func(b *testing.B) store.Store) {
-		h := newHarness(b, server.Options{Store: st(b), Runner: stepsRunner(0), MaxInFlight: 1 << 20, MaxTickets: 1 << 22})
+		h := newHarness(b, server.Options{Store: st(b), Runner: stepsRunner(0), MaxInFlight: 1 << 20, MaxTickets: 1 << 22,
+			MaxConversationsPerID: 1 << 22, MaxRetainedPerID: 1 << 22})
 		for b.Loop() {
 			b.StopTimer()
 			cid := h.conv(alice)
@@ -93,7 +94,8 @@ func BenchmarkReplay(b *testing.B) {
 func BenchmarkDelivery(b *testing.B) {
 	const steps = 995
 	benchStores(b, func(b *testing.B, st func(b *testing.B) store.Store) {
-		h := newHarness(b, server.Options{Store: st(b), Runner: stepsRunner(steps), MaxInFlight: 1 << 20, MaxTickets: 1 << 22})
+		h := newHarness(b, server.Options{Store: st(b), Runner: stepsRunner(steps), MaxInFlight: 1 << 20, MaxTickets: 1 << 22,
+			MaxConversationsPerID: 1 << 22, MaxRetainedPerID: 1 << 22})
 		for b.Loop() {
 			b.StopTimer()
 			cid := h.conv(alice)

@@ -47,17 +47,28 @@ func outcome(r *run) (event, string) {
 	return t, ""
 }
 
-func checkAnswerHeadline(ctx context.Context, s *session) verdict {
-	r, err := s.normalRun(ctx)
+// terminalOfType makes (or reuses) a run with get and returns it with its terminal event when
+// that event is of type want. Otherwise ok is false and v is the verdict: broken without a run,
+// expected expect without a terminal event, and expected expectTyped with one of another type.
+func terminalOfType(ctx context.Context, get func(context.Context) (*run, error), want, expect, expectTyped string) (r *run, t event, v verdict, ok bool) {
+	r, err := get(ctx)
 	if err != nil {
-		return broken(err)
+		return nil, event{}, broken(err), false
 	}
 	t, why := outcome(r)
 	switch {
 	case why != "":
-		return fail("an answer", why)
-	case t.Type != "answer":
-		return fail("an answer", t.Type)
+		return nil, event{}, fail(expect, why), false
+	case t.Type != want:
+		return nil, event{}, fail(expectTyped, t.Type), false
+	}
+	return r, t, verdict{}, true
+}
+
+func checkAnswerHeadline(ctx context.Context, s *session) verdict {
+	_, t, v, ok := terminalOfType(ctx, s.normalRun, "answer", "an answer", "an answer")
+	if !ok {
+		return v
 	}
 	var found []string
 	if _, ok := t.Obj["headline"].(map[string]any); !ok {
@@ -77,16 +88,11 @@ func checkAnswerHeadline(ctx context.Context, s *session) verdict {
 }
 
 func checkRefusal(ctx context.Context, s *session) verdict {
-	r, err := s.refusalRun(ctx)
-	if err != nil {
-		return broken(err)
+	r, t, v, ok := terminalOfType(ctx, s.refusalRun, "refusal", "a refusal", "a refusal as identity B")
+	if !ok {
+		return v
 	}
-	t, why := outcome(r)
 	switch {
-	case why != "":
-		return fail("a refusal", why)
-	case t.Type != "refusal":
-		return fail("a refusal as identity B", t.Type)
 	case len(r.final.ofType("answer")) > 0:
 		return fail("no answer event", "an answer as well")
 	case t.str("tool") == "" || t.str("reason") == "":
@@ -96,16 +102,9 @@ func checkRefusal(ctx context.Context, s *session) verdict {
 }
 
 func checkAbstention(ctx context.Context, s *session) verdict {
-	r, err := s.abstentionRun(ctx)
-	if err != nil {
-		return broken(err)
-	}
-	t, why := outcome(r)
-	switch {
-	case why != "":
-		return fail("an abstention", why)
-	case t.Type != "abstention":
-		return fail("an abstention", t.Type)
+	r, t, v, ok := terminalOfType(ctx, s.abstentionRun, "abstention", "an abstention", "an abstention")
+	if !ok {
+		return v
 	}
 	terms, _ := t.Obj["terms"].([]any)
 	if len(terms) == 0 {
@@ -118,16 +117,9 @@ func checkAbstention(ctx context.Context, s *session) verdict {
 }
 
 func checkCatalogFast(ctx context.Context, s *session) verdict {
-	r, err := s.catalogRun(ctx)
-	if err != nil {
-		return broken(err)
-	}
-	t, why := outcome(r)
-	switch {
-	case why != "":
-		return fail("an answer", why)
-	case t.Type != "answer":
-		return fail("an answer from the catalog", t.Type)
+	_, t, v, ok := terminalOfType(ctx, s.catalogRun, "answer", "an answer", "an answer from the catalog")
+	if !ok {
+		return v
 	}
 	p, _ := t.Obj["path"].(map[string]any)
 	sql, isList := t.Obj["sql"].([]any)

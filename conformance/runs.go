@@ -161,33 +161,11 @@ type foreignCalls struct {
 
 func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 	return s.slow.get(ctx, func(ctx context.Context) (*slowRun, error) {
-		conv, err := s.conversation(ctx, A)
+		r, conv, firstAt, done, err := s.askSlow(ctx, "slow")
 		if err != nil {
 			return nil, err
 		}
-		r, err := s.ask(ctx, "slow", A, conv, s.cfg.Questions.Slow)
-		if err != nil {
-			return nil, err
-		}
-		sr := &slowRun{run: r}
-		first := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			signalled := false
-			r.live = s.stream(ctx, A, r.ticket.Ticket, cursor{}, func(c *capture) bool {
-				if !signalled && len(c.Events) > 0 {
-					signalled = true
-					sr.firstAt = c.Events[0].At
-					close(first)
-				}
-				return false
-			})
-			if !signalled {
-				close(first)
-			}
-		}()
-		<-first
+		sr := &slowRun{run: r, firstAt: firstAt}
 		var wg sync.WaitGroup
 		wg.Go(func() { sr.byHeader = s.stream(ctx, A, r.ticket.Ticket, cursor{header: "1"}, nil) })
 		wg.Go(func() { sr.byQuery = s.stream(ctx, A, r.ticket.Ticket, cursor{query: "1"}, nil) })
@@ -215,6 +193,40 @@ func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 		s.settle(ctx, r)
 		return sr, nil
 	})
+}
+
+// askSlow asks the slow question as A in a new conversation, naming the run name, and reads its
+// live stream into r.live in the background. It returns once the first event has arrived, or
+// the stream has ended without one: that is, during the silent wait. firstAt is that event's
+// time (zero without one); done is closed when the live stream ends.
+func (s *session) askSlow(ctx context.Context, name string) (r *run, conv string, firstAt time.Time, done <-chan struct{}, err error) {
+	conv, err = s.conversation(ctx, A)
+	if err != nil {
+		return nil, "", time.Time{}, nil, err
+	}
+	r, err = s.ask(ctx, name, A, conv, s.cfg.Questions.Slow)
+	if err != nil {
+		return nil, "", time.Time{}, nil, err
+	}
+	first := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		signalled := false
+		r.live = s.stream(ctx, A, r.ticket.Ticket, cursor{}, func(c *capture) bool {
+			if !signalled && len(c.Events) > 0 {
+				signalled = true
+				firstAt = c.Events[0].At
+				close(first)
+			}
+			return false
+		})
+		if !signalled {
+			close(first)
+		}
+	}()
+	<-first
+	return r, conv, firstAt, ended, nil
 }
 
 // foreignView is B's events, status and cancel calls on ticket.
@@ -288,32 +300,11 @@ type cancelRun struct {
 
 func (s *session) cancelRunFixture(ctx context.Context) (*cancelRun, error) {
 	return s.cancelled.get(ctx, func(ctx context.Context) (*cancelRun, error) {
-		conv, err := s.conversation(ctx, A)
-		if err != nil {
-			return nil, err
-		}
-		r, err := s.ask(ctx, "cancelled", A, conv, s.cfg.Questions.Slow)
+		r, _, _, done, err := s.askSlow(ctx, "cancelled")
 		if err != nil {
 			return nil, err
 		}
 		cr := &cancelRun{run: r}
-		first := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			signalled := false
-			r.live = s.stream(ctx, A, r.ticket.Ticket, cursor{}, func(c *capture) bool {
-				if !signalled && len(c.Events) > 0 {
-					signalled = true
-					close(first)
-				}
-				return false
-			})
-			if !signalled {
-				close(first)
-			}
-		}()
-		<-first
 		cr.first, cr.err = s.cancel(ctx, A, r.ticket.Ticket)
 		cr.answered = time.Now()
 		if cr.err == nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
 )
 
 // Child modes.
@@ -41,6 +42,10 @@ type ServeOptions struct {
 	// MaxEvents is the service's per-ticket bound; 0 means 100000 in ModeSynthetic (so that no
 	// step of a long synthetic run is evicted while it is measured) and the default otherwise.
 	MaxEvents int
+	// Store, when not empty, is a redis:// URL: the synthetic service keeps its tickets, logs
+	// and conversations in that Redis (package store/redis, under a prefix of its own) instead
+	// of in memory. The baselines are unchanged. ModeSynthetic only.
+	Store string
 	// Handshake receives one JSON line naming the endpoints once everything listens.
 	Handshake io.Writer
 	// Logger receives warnings; nil discards.
@@ -87,12 +92,16 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	var shutdown func(context.Context) error
 	switch opts.Mode {
 	case ModeStack:
+		if opts.Store != "" {
+			return errStoreMode
+		}
 		cfg, err := server.LookupConfig(func(string) (string, bool) { return "", false })
 		if err != nil {
 			return err
 		}
 		cfg.MaxInFlight = 1 << 20
 		cfg.MaxTickets = 1 << 22
+		cfg.MaxConversationsPerID, cfg.MaxRetainedPerID = 1<<22, 1<<22
 		if opts.KeepAlive > 0 {
 			cfg.KeepAlive = opts.KeepAlive
 		}
@@ -133,10 +142,22 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		if maxEvents <= 0 {
 			maxEvents = 100_000
 		}
+		var st store.Store // nil: the service's own in-memory store
+		if opts.Store != "" {
+			rs, err := openRedisStore(ctx, opts.Store, maxEvents)
+			if err != nil {
+				return err
+			}
+			defer rs.Close() // after the service's Shutdown below
+			st = rs
+		}
 		svc, err := server.New(server.Options{
-			Runner: synthetic{gates: g}, Authenticator: v, Logger: log,
+			Runner: synthetic{gates: g}, Authenticator: v, Logger: log, Store: st,
 			BasePath: "/ask", KeepAlive: opts.KeepAlive, MaxEvents: maxEvents,
 			Deadline: time.Hour, MaxInFlight: 1 << 20, MaxTickets: 1 << 22, ShutdownGrace: -1,
+			// The workloads put tens of thousands of asks as a few identities: the per-identity
+			// caps would refuse them, so they are as high as the store's.
+			MaxConversationsPerID: 1 << 22, MaxRetainedPerID: 1 << 22,
 		})
 		if err != nil {
 			return err

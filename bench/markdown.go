@@ -22,6 +22,7 @@ func (r *Report) markdown(findings string) string {
 		p("| sizes | **quick** (small sizes for iterating: not the figures of record) |\n")
 	}
 	p("\n")
+	r.redisNote(p)
 
 	p("## Targets\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
@@ -48,11 +49,7 @@ func (r *Report) markdown(findings string) string {
 
 	p("## 1. Time to ticket\n\n`POST /v1/conversations/{cid}/asks` → 202 through the generated client with a real token, each ask in a fresh conversation. ")
 	p("Baseline: the same route on a bare Echo behind the same JWT validation, answering a constant 202.\n\n")
-	p("| concurrency | ours p50 | bare p50 | ratio | ours p99 | bare p99 | ratio | ours req/s | bare req/s | n (each) |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, l := range r.TimeToTicket {
-		p("| %d | %.3f ms | %.3f ms | %.2f× | %.3f ms | %.3f ms | %.2f× | %.0f | %.0f | %d |\n",
-			l.Concurrency, l.Ours.P50, l.Bare.P50, l.RatioP50, l.Ours.P99, l.Bare.P99, l.RatioP99, l.OursRPS, l.BareRPS, l.Ours.N)
-	}
+	r.ticketTable(p)
 	p("\n")
 
 	p("## 2. Ask end to end\n\n")
@@ -69,10 +66,7 @@ func (r *Report) markdown(findings string) string {
 
 	p("## 3. Stream delivery\n\nA synthetic run emitting step events as fast as it can, released once every reader's stream is open; events/s summed over readers, from the release to the last reader's `done`, median of the rounds. ")
 	p("Baseline: plain `net/http` (behind the same JWT validation) writing the same pre-encoded frames with a flush per frame. The one-write column is the wire's ceiling (everything written, one flush): context, not a target.\n\n")
-	p("| readers | events per reader | ours events/s | bare events/s | ratio | bare one-write events/s | bytes/event |\n|---|---|---|---|---|---|---|\n")
-	for _, l := range r.Delivery {
-		p("| %d | %d | %.0f | %.0f | %.2f× | %.0f | %.0f |\n", l.Readers, l.Events, l.Ours, l.Bare, l.Ratio, l.BareBatched, l.BytesPerEvent)
-	}
+	r.deliveryTable(p)
 	p("\n")
 
 	p("## 4. Idle streams\n\n")
@@ -95,12 +89,7 @@ func (r *Report) markdown(findings string) string {
 	}
 
 	p("## 5. Replay\n\n")
-	if rp := r.Replay; rp != nil {
-		p("Reconnect with `Last-Event-ID: 0` to a finished ticket of %d events, to the last event. Baseline: the bare writer sending as many pre-encoded frames in one write.\n\n", rp.Events)
-		p("| | p50 | p99 | mean | n |\n|---|---|---|---|---|\n")
-		p("| ours | %.2f ms | %.2f ms | %.2f ms | %d |\n", rp.Ours.P50, rp.Ours.P99, rp.Ours.Mean, rp.Ours.N)
-		p("| bare | %.2f ms | %.2f ms | %.2f ms | %d |\n\nRatio at p50: %.2f×.\n\n", rp.Bare.P50, rp.Bare.P99, rp.Bare.Mean, rp.Bare.N, rp.RatioP50)
-	} else {
+	if !r.replayTable(p) {
 		p("No figure (see the failures above).\n\n")
 	}
 

@@ -62,6 +62,9 @@ func childArgs(opts ServeOptions) []string {
 	if opts.MaxEvents > 0 {
 		args = append(args, "-max-events", strconv.Itoa(opts.MaxEvents))
 	}
+	if opts.Store != "" {
+		args = append(args, "-store", opts.Store)
+	}
 	return args
 }
 

@@ -21,9 +21,12 @@ type Report struct {
 	Idle         *Idle           `json:"idle_streams,omitempty"`
 	Replay       *Replay         `json:"replay,omitempty"`
 	Peer         *Peer           `json:"peer_mcp,omitempty"`
-	Micro        []Micro         `json:"microbenchmarks"`
-	Profiles     []Profile       `json:"profiles"`
-	Targets      []Target        `json:"targets"`
+	// Redis is time to ticket, stream delivery and replay once more with the Redis store; nil
+	// when the run did not ask for them (askbench -redis=false).
+	Redis    *RedisRun `json:"redis,omitempty"`
+	Micro    []Micro   `json:"microbenchmarks"`
+	Profiles []Profile `json:"profiles"`
+	Targets  []Target  `json:"targets"`
 	// Errors are workloads that failed; their figures are missing.
 	Errors []string `json:"errors,omitempty"`
 }

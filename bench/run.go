@@ -33,6 +33,10 @@ type RunOptions struct {
 	// Only, when not empty, names the workloads to run (time-to-ticket, ask-end-to-end,
 	// stream-delivery, replay, peer-mcp, idle-streams, micro); the report has only their figures.
 	Only []string
+	// Redis runs time to ticket, stream delivery and replay once more against a child whose
+	// store is Redis, on a redis-server the run starts (loopback, persistence off) and stops;
+	// when redis-server is not on PATH the report says they were skipped.
+	Redis bool
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 
@@ -123,61 +127,66 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 		log.Error("workload failed", "workload", workload, "err", err)
 		r.Errors = append(r.Errors, workload+": "+err.Error())
 	}
-	start := func(mode string, ka time.Duration) (*child, error) {
-		so := ServeOptions{Mode: mode, KeepAlive: ka}
+	start := func(so ServeOptions) (*child, error) {
 		if o.inProcess {
 			return startInProcess(ctx, so)
 		}
 		return startChild(ctx, o.Exe, so)
 	}
 	selected := func(name string) bool { return len(o.Only) == 0 || slices.Contains(o.Only, name) }
-	// with runs one workload on a fresh child, under a CPU profile.
-	with := func(name, mode string, ka time.Duration, f func(*child) error) {
+	// with runs one workload on a fresh child, under a CPU profile. With a store, the workload
+	// is named "<name>-redis" in the log, the failures and the profiles.
+	with := func(name string, so ServeOptions, f func(*child) error) {
 		if !selected(name) {
 			return
 		}
-		log.Info("workload", "name", name)
-		ch, err := start(mode, ka)
+		label := name
+		if so.Store != "" {
+			label += "-redis"
+		}
+		log.Info("workload", "name", label)
+		ch, err := start(so)
 		if err != nil {
-			fail(name, err)
+			fail(label, err)
 			return
 		}
 		if !o.inProcess {
-			ch.cpuFile = filepath.Join(profDir, name+".cpu.pprof")
+			ch.cpuFile = filepath.Join(profDir, label+".cpu.pprof")
 		}
 		err = f(ch) // f starts the profile (startCPU) when its setup is done
 		if ch.stopCPU(ctx) {
-			r.Profiles = append(r.Profiles, Profile{Workload: name, Kind: "cpu", File: ch.cpuFile})
+			r.Profiles = append(r.Profiles, Profile{Workload: label, Kind: "cpu", File: ch.cpuFile})
 		}
 		err = errors.Join(err, ch.stop())
 		if err != nil {
-			fail(name, err)
+			fail(label, err)
 		}
 	}
+	synth := ServeOptions{Mode: ModeSynthetic}
 
-	with("time-to-ticket", ModeSynthetic, 0, func(ch *child) (err error) {
+	with("time-to-ticket", synth, func(ch *child) (err error) {
 		r.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket)
 		return err
 	})
-	with("ask-end-to-end", ModeStack, 0, func(ch *child) error {
+	with("ask-end-to-end", ServeOptions{Mode: ModeStack}, func(ch *child) error {
 		e, err := e2e(ctx, ch, sz.e2e)
 		if err == nil {
 			r.E2E = &e
 		}
 		return err
 	})
-	with("stream-delivery", ModeSynthetic, 0, func(ch *child) (err error) {
+	with("stream-delivery", synth, func(ch *child) (err error) {
 		r.Delivery, err = delivery(ctx, ch, sz.delivery)
 		return err
 	})
-	with("replay", ModeSynthetic, 0, func(ch *child) error {
+	with("replay", synth, func(ch *child) error {
 		rp, err := replay(ctx, ch, 1000, sz.replay)
 		if err == nil {
 			r.Replay = &rp
 		}
 		return err
 	})
-	with("peer-mcp", ModeSynthetic, 0, func(ch *child) error {
+	with("peer-mcp", synth, func(ch *child) error {
 		pe, err := peer(ctx, ch, 1000, sz.peer)
 		if err == nil {
 			r.Peer = &pe
@@ -188,7 +197,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	// largest level.
 	if !selected("idle-streams") {
 		// skipped
-	} else if ch, err := start(ModeSynthetic, keepAlive); err != nil {
+	} else if ch, err := start(ServeOptions{Mode: ModeSynthetic, KeepAlive: keepAlive}); err != nil {
 		fail("idle-streams", err)
 	} else {
 		log.Info("workload", "name", "idle-streams")
@@ -212,6 +221,35 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 		}
 		if err = errors.Join(err, ch.stop()); err != nil {
 			fail("idle-streams", err)
+		}
+	}
+
+	// The Redis rows: the same workloads once more, each child's store a Redis of this run's.
+	if o.Redis && slices.ContainsFunc(redisWorkloads, selected) {
+		rr, srv, stopRedis, err := startRedis(ctx)
+		r.Redis = rr
+		if err != nil {
+			fail("redis", err)
+		}
+		if srv != nil {
+			log.Info("redis", "server", rr.Server, "addr", srv.Addr)
+			withRedis := ServeOptions{Mode: ModeSynthetic, Store: srv.URL}
+			with("time-to-ticket", withRedis, func(ch *child) (err error) {
+				rr.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket)
+				return err
+			})
+			with("stream-delivery", withRedis, func(ch *child) (err error) {
+				rr.Delivery, err = delivery(ctx, ch, redisDelivery(sz.delivery))
+				return err
+			})
+			with("replay", withRedis, func(ch *child) error {
+				rp, err := replay(ctx, ch, 1000, sz.replay)
+				if err == nil {
+					rr.Replay = &rp
+				}
+				return err
+			})
+			stopRedis()
 		}
 	}
 

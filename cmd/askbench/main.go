@@ -1,15 +1,18 @@
 // Command askbench measures the ask service against the limits of the machine it runs on and a
 // peer, in one run, and writes the report (see package bench).
 //
-//	askbench [-out bench] [-quick] [-no-micro] [-keepalive 10s] [-only workload,...]
+//	askbench [-out bench] [-quick] [-no-micro] [-redis=false] [-keepalive 10s] [-only workload,...]
 //	askbench -render [-out bench]
 //
 // runs the suite from the module root and writes <out>/REPORT.md and <out>/report.json
 // (embedding <out>/FINDINGS.md, the hand-written analysis, when it exists); -render rewrites
-// REPORT.md from report.json and FINDINGS.md without measuring. The
-// server side runs in child processes: askbench re-executes itself as
+// REPORT.md from report.json and FINDINGS.md without measuring. -redis (on by default) runs
+// time-to-ticket, stream-delivery and replay once more against children whose store is a
+// redis-server the run starts (loopback, persistence off); without redis-server on PATH the
+// report's Redis rows say they were skipped. The server side runs in child processes: askbench
+// re-executes itself as
 //
-//	askbench serve -mode synthetic|stack [-keepalive D] [-max-events N]
+//	askbench serve -mode synthetic|stack [-keepalive D] [-max-events N] [-store redis://...]
 //
 // which prints one JSON line naming its endpoints and serves until SIGTERM. `serve` is the
 // suite's, not an operator's: it exposes a loopback debug endpoint (profiles, gates, stats).
@@ -49,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		mode := fs.String("mode", bench.ModeSynthetic, "synthetic or stack")
 		keepAlive := fs.Duration("keepalive", 0, "the service's keep-alive interval (0: its default)")
 		maxEvents := fs.Int("max-events", 0, "the service's per-ticket event bound (0: the mode's default)")
+		storeURL := fs.String("store", "", "a redis:// URL: the synthetic service's store (default: in memory)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -59,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// baselines log nothing, so the child logs warnings only.
 		childLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		return bench.Serve(ctx, bench.ServeOptions{
-			Mode: *mode, KeepAlive: *keepAlive, MaxEvents: *maxEvents,
+			Mode: *mode, KeepAlive: *keepAlive, MaxEvents: *maxEvents, Store: *storeURL,
 			Handshake: stdout, Logger: childLog.With("component", "child"),
 		})
 	}
@@ -70,6 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	noMicro := fs.Bool("no-micro", false, "skip the Go microbenchmarks")
 	keepAlive := fs.Duration("keepalive", 0, "keep-alive interval and idle window of the idle workload (0: the service's default, 10s)")
 	render := fs.Bool("render", false, "measure nothing: rewrite <out>/REPORT.md from <out>/report.json and <out>/FINDINGS.md")
+	redis := fs.Bool("redis", true, "also run time-to-ticket, stream-delivery and replay against the Redis store, on a redis-server started for the run (skipped, saying so, when redis-server is not on PATH)")
 	only := fs.String("only", "", "comma-separated workloads to run (default all): time-to-ticket, ask-end-to-end, stream-delivery, replay, peer-mcp, idle-streams, micro")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -82,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		workloads = strings.Split(*only, ",")
 	}
 	start := time.Now()
-	r, err := bench.Run(ctx, bench.RunOptions{Out: *out, Quick: *quick, NoMicro: *noMicro, KeepAlive: *keepAlive, Only: workloads, Logger: log})
+	r, err := bench.Run(ctx, bench.RunOptions{Out: *out, Quick: *quick, NoMicro: *noMicro, KeepAlive: *keepAlive, Only: workloads, Redis: *redis, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -92,6 +97,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			state = map[bool]string{true: "met", false: "NOT MET"}[*t.Met]
 		}
 		fmt.Fprintf(stdout, "%-16s %-9s %s\n", t.Name, state, t.Measured)
+	}
+	if s := r.RedisSummary(); s != "" {
+		fmt.Fprintf(stdout, "%-16s %s\n", "redis", s)
 	}
 	fmt.Fprintf(stdout, "report: %s (%s)\n", filepath.Join(*out, "REPORT.md"), time.Since(start).Round(time.Second))
 	if len(r.Errors) > 0 {

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/store/redis/redistest"
+)
+
+// redisSizes are tiny sizes for the workloads that have Redis rows.
+var redisSizes = sizes{
+	ticket:   ticketOptions{Levels: []int{1, 4}, Requests: 40, Rounds: 2},
+	delivery: deliveryOptions{Readers: []int{1, 3}, Events: func(int) int { return 50 }, Rounds: 1},
+	replay:   2,
+}
+
+// TestRunRedisInProcess runs the three workloads against the in-memory and the Redis store and
+// checks that the Redis rows are there, each with its baseline, beside the memory ones.
+func TestRunRedisInProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a redis-server and the suite's servers")
+	}
+	if _, err := exec.LookPath(redistest.Binary); err != nil {
+		t.Skipf("%s not installed (apt-get install -y redis-server)", redistest.Binary)
+	}
+	dir := t.TempDir()
+	sz := redisSizes
+	r, err := Run(t.Context(), RunOptions{
+		Out: dir, ModuleDir: "..", NoMicro: true, inProcess: true, sizes: &sz,
+		Only: redisWorkloads, Redis: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Errors) > 0 {
+		t.Fatalf("workloads failed: %v", r.Errors)
+	}
+	rr := r.Redis
+	if rr == nil || rr.Skipped != "" || rr.Server == "" {
+		t.Fatalf("redis: %+v, want figures and the server's version", rr)
+	}
+	if len(rr.TimeToTicket) != 2 || len(r.TimeToTicket) != 2 {
+		t.Errorf("time to ticket: %d memory and %d redis levels, want 2 each", len(r.TimeToTicket), len(rr.TimeToTicket))
+	}
+	for _, l := range rr.TimeToTicket {
+		if l.Ours.N == 0 || l.Bare.N == 0 || l.RatioP50 <= 0 {
+			t.Errorf("redis time to ticket at %d: %+v", l.Concurrency, l)
+		}
+	}
+	if len(rr.Delivery) != 2 {
+		t.Errorf("redis delivery: %d levels, want 2", len(rr.Delivery))
+	}
+	for _, l := range rr.Delivery {
+		if l.Ours <= 0 || l.Bare <= 0 || l.Ratio <= 0 {
+			t.Errorf("redis delivery to %d: %+v", l.Readers, l)
+		}
+	}
+	if rr.Replay == nil || rr.Replay.Events != 1000 || rr.Replay.Ours.N != 2 || rr.Replay.Bare.N != 2 {
+		t.Errorf("redis replay: %+v", rr.Replay)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| redis | 4 |", "| memory | 4 |", "| redis | 3 | 50 |", "| memory | 3 | 50 |", "a redis-server " + rr.Server} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("REPORT.md lacks %q", want)
+		}
+	}
+	if !strings.Contains(r.RedisSummary(), "replay p50") {
+		t.Errorf("RedisSummary = %q", r.RedisSummary())
+	}
+}
+
+// TestRunRedisNotInstalled: without redis-server on PATH the memory figures are measured and
+// the report says why the Redis rows are missing, without failing the run.
+func TestRunRedisNotInstalled(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	dir := t.TempDir()
+	sz := redisSizes
+	r, err := Run(t.Context(), RunOptions{
+		Out: dir, ModuleDir: "..", NoMicro: true, inProcess: true, sizes: &sz,
+		Only: []string{"replay"}, Redis: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Errors) > 0 {
+		t.Fatalf("workloads failed: %v", r.Errors)
+	}
+	if r.Replay == nil || r.Replay.Ours.N != 2 {
+		t.Errorf("replay: %+v", r.Replay)
+	}
+	if r.Redis == nil || r.Redis.Skipped != redisSkippedNotFound || r.Redis.Replay != nil {
+		t.Fatalf("redis: %+v, want skipped", r.Redis)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(md), "| redis | skipped: redis-server not found"); got != 3 {
+		t.Errorf("REPORT.md has %d skipped rows, want 3 (one per table):\n%s", got, md)
+	}
+	if got := r.RedisSummary(); got != redisSkippedNotFound {
+		t.Errorf("RedisSummary = %q", got)
+	}
+}
+
+// TestRunRedisOff: without RunOptions.Redis there is no Redis section at all.
+func TestRunRedisOff(t *testing.T) {
+	sz := redisSizes
+	r, err := Run(t.Context(), RunOptions{
+		Out: t.TempDir(), ModuleDir: "..", NoMicro: true, inProcess: true, sizes: &sz, Only: []string{"replay"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Redis != nil || r.RedisSummary() != "" {
+		t.Errorf("redis: %+v, want none", r.Redis)
+	}
+}
+
+// TestStoreTables: memory and redis rows are paired by level, a Redis level without a memory
+// one still shows, and the replay table has a row per store.
+func TestStoreTables(t *testing.T) {
+	r := &Report{
+		TimeToTicket: []TicketLevel{{Concurrency: 1}, {Concurrency: 64}},
+		Delivery:     []DeliveryLevel{{Readers: 1, Events: 10}},
+		Replay:       &Replay{Events: 1000, Ours: Latency{P50: 1}, Bare: Latency{P50: 0.5}, RatioP50: 2},
+		Redis: &RedisRun{
+			Server:       "7.0.15",
+			TimeToTicket: []TicketLevel{{Concurrency: 1}, {Concurrency: 64}},
+			Delivery:     []DeliveryLevel{{Readers: 1, Events: 10}, {Readers: 100, Events: 20}},
+			Replay:       &Replay{Events: 1000, Ours: Latency{P50: 3}, Bare: Latency{P50: 0.5}, RatioP50: 6},
+		},
+	}
+	md := r.markdown("")
+	order := func(prefixes ...string) {
+		t.Helper()
+		last := -1
+		for _, s := range prefixes {
+			i := strings.Index(md, s)
+			if i < 0 {
+				t.Errorf("the report lacks %q", s)
+				return
+			}
+			if i < last {
+				t.Errorf("%q is out of order", s)
+			}
+			last = i
+		}
+	}
+	order("| memory | 1 | 0.000 ms", "| redis | 1 | 0.000 ms", "| memory | 64 |", "| redis | 64 |")
+	order("| memory | 1 | 10 |", "| redis | 1 | 10 |", "| redis | 100 | 20 |")
+	order("| memory | 1.00 ms | 0.50 ms | 2.00× |", "| redis | 3.00 ms | 0.50 ms | 6.00× |")
+	if strings.Contains(md, "skipped") {
+		t.Error("a report with Redis figures says skipped")
+	}
+
+	// Only Redis figures: the replay section still has its table.
+	r = &Report{Redis: &RedisRun{Replay: &Replay{Events: 1000}}}
+	if md := r.markdown(""); !strings.Contains(md, "| redis | 0.00 ms |") || strings.Contains(md, "| memory | 0.00 ms") {
+		t.Errorf("replay with only a Redis figure:\n%s", md)
+	}
+}
+
+func TestChildArgsStore(t *testing.T) {
+	args := childArgs(ServeOptions{Mode: ModeSynthetic, Store: "redis://127.0.0.1:6379/0"})
+	if i := slices.Index(args, "-store"); i < 0 || i+1 >= len(args) || args[i+1] != "redis://127.0.0.1:6379/0" {
+		t.Errorf("childArgs = %q, want -store and the URL", args)
+	}
+	if args := childArgs(ServeOptions{Mode: ModeSynthetic}); slices.Contains(args, "-store") {
+		t.Errorf("childArgs without a store = %q", args)
+	}
+}
+
+func TestServeStoreErrors(t *testing.T) {
+	if err := Serve(t.Context(), ServeOptions{Mode: ModeStack, Store: "redis://127.0.0.1:1/0"}); !errors.Is(err, errStoreMode) {
+		t.Errorf("Serve(stack, store) = %v, want %v", err, errStoreMode)
+	}
+	// A Redis that does not answer fails Serve before it hands anything out.
+	start := time.Now()
+	if err := Serve(t.Context(), ServeOptions{Mode: ModeSynthetic, Store: "redis://127.0.0.1:1/0"}); err == nil {
+		t.Error("Serve with an unreachable Redis succeeded")
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("Serve took %s to give up on an unreachable Redis", d)
+	}
+}

@@ -1,0 +1,182 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+)
+
+// createConv posts createConversation for tok and returns the response and its body.
+func (h *harness) createConv(tok string) (*http.Response, []byte) {
+	h.t.Helper()
+	resp := h.do(newReq(h.t, http.MethodPost, "/ask/v1/conversations", tok, `{}`))
+	return resp, readBody(h.t, resp)
+}
+
+// refused checks a per-identity refusal: 429 problem+json with a Retry-After of whole
+// seconds, a detail naming what is full, and nothing of the request in the body.
+func refused(t *testing.T, status int, hdr http.Header, body []byte, what string) {
+	t.Helper()
+	p := problemOf(t, status, hdr.Get("Content-Type"), body, http.StatusTooManyRequests)
+	if ra := hdr.Get("Retry-After"); ra != "30" {
+		t.Errorf("Retry-After %q, want 30", ra)
+	}
+	if p.Detail == nil || !strings.Contains(*p.Detail, what) {
+		t.Errorf("detail %v does not name the %s", p.Detail, what)
+	}
+	if p.Ticket != nil {
+		t.Errorf("a per-identity refusal names ticket %s", *p.Ticket)
+	}
+	if strings.Contains(string(body), alice) || strings.Contains(string(body), bob) {
+		t.Errorf("the problem holds a token: %s", body)
+	}
+}
+
+// TestConversationsPerIdentity: an identity at DAS_ASK_MAX_CONVERSATIONS_PER_ID gets 429 +
+// Retry-After, creating nothing; another identity is not affected; the cap frees as the
+// identity's conversations expire.
+func TestConversationsPerIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{MaxConversationsPerID: 2, TTL: time.Minute})
+		c1 := h.conv(alice)
+		h.conv(alice)
+		resp, body := h.createConv(alice)
+		refused(t, resp.StatusCode, resp.Header, body, "conversations")
+		if resp.Header.Get("Location") != "" {
+			t.Errorf("a refused conversation has a Location: %s", resp.Header.Get("Location"))
+		}
+		h.ask(bob, h.conv(bob), "bob's question while alice is at her cap")
+		h.ask(alice, c1, "alice may still ask in what she holds")
+		synctest.Wait()
+		time.Sleep(time.Minute + time.Second) // both of alice's conversations expire
+		h.conv(alice)
+		h.conv(alice)
+	})
+}
+
+// TestRetainedPerIdentity: an identity holding DAS_ASK_MAX_RETAINED_PER_ID tickets, finished
+// ones included, gets 429 + Retry-After for its next ask, creating nothing; another identity
+// is not affected; the cap frees as the identity's tickets expire.
+func TestRetainedPerIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{MaxRetainedPerID: 2, MaxInFlight: 2, TTL: time.Minute})
+		cid := h.conv(alice)
+		for _, q := range []string{"one", "two"} {
+			h.ask(alice, cid, q)
+			synctest.Wait() // finished, and still retained
+		}
+		r := h.askRaw(alice, cid, "three, over the cap")
+		refused(t, r.StatusCode(), r.HTTPResponse.Header, r.Body, "tickets")
+		if strings.Contains(string(r.Body), "three, over the cap") {
+			t.Errorf("the problem holds the question: %s", r.Body)
+		}
+		if loc := r.HTTPResponse.Header.Get("Location"); loc != "" {
+			t.Errorf("a refused ask has a Location: %s", loc)
+		}
+		bc := h.conv(bob)
+		checkLifecycle(t, h.events(bob, h.ask(bob, bc, "bob's question while alice is at her cap")), gen.EventTypeAnswer)
+		time.Sleep(time.Minute + time.Second) // alice's tickets, and her conversation, expire
+		h.ask(alice, h.conv(alice), "after the TTL")
+	})
+}
+
+// TestConversationFull: a conversation that holds DAS_ASK_MAX_TURNS_PER_CONVERSATION turns
+// refuses the next ask with 409 problem+json that names no ticket, creating nothing; a new
+// conversation takes it.
+func TestConversationFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var histories []int64
+		h := newHarness(t, server.Options{MaxTurns: 2, Runner: ask.RunnerFunc(func(_ context.Context, req ask.Request, _ ask.Emitter) ask.Outcome {
+			mu.Lock()
+			histories = append(histories, int64(len(req.History)))
+			mu.Unlock()
+			return ask.Outcome{Answer: answer("42")}
+		})})
+		cid := h.conv(alice)
+		for _, q := range []string{"first", "second"} {
+			h.ask(alice, cid, q)
+			synctest.Wait()
+		}
+		r := h.askRaw(alice, cid, "third, in a full conversation")
+		p := problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusConflict)
+		if p.Detail == nil || *p.Detail != "conversation is full; start a new one" {
+			t.Errorf("detail %v", p.Detail)
+		}
+		if p.Ticket != nil {
+			t.Errorf("a full conversation's 409 names ticket %s: nothing runs in it", *p.Ticket)
+		}
+		if strings.Contains(string(r.Body), "third, in a full conversation") {
+			t.Errorf("the problem holds the question: %s", r.Body)
+		}
+		// Still full, and nothing was half-created: the same answer again.
+		r = h.askRaw(alice, cid, "fourth")
+		problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusConflict)
+		h.ask(alice, h.conv(alice), "in a new conversation")
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []int64{0, 1, 0}; !equalInts(histories, want) {
+			t.Errorf("the runner saw histories of %v turns, want %v", histories, want)
+		}
+	})
+}
+
+// TestOneIdentityCannotLockOthersOut is the hardening review's case: one valid identity
+// creating conversations and asking as fast as it can, until it is refused, is stopped at its
+// own caps (429, never the shared 503), and another identity can still create a conversation,
+// ask, and get its answer. The shared caps are sized so that without the per-identity ones
+// alice alone would fill them.
+func TestOneIdentityCannotLockOthersOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const convCap, heldCap = 3, 5
+		h := newHarness(t, server.Options{MaxTickets: 8, MaxConversationsPerID: convCap, MaxRetainedPerID: heldCap,
+			MaxInFlight: 4, TTL: time.Hour})
+
+		var convs []string
+		for range 20 {
+			resp, body := h.createConv(alice)
+			if resp.StatusCode == http.StatusCreated {
+				var c gen.Conversation
+				if err := jsonUnmarshal(body, &c); err != nil {
+					t.Fatal(err)
+				}
+				convs = append(convs, c.Id)
+				continue
+			}
+			refused(t, resp.StatusCode, resp.Header, body, "conversations")
+		}
+		if len(convs) != convCap {
+			t.Fatalf("alice created %d conversations, want her cap of %d", len(convs), convCap)
+		}
+		asked := 0
+		for i := range 40 {
+			r := h.askRaw(alice, convs[i%len(convs)], "flood")
+			switch r.StatusCode() {
+			case http.StatusAccepted:
+				asked++
+				synctest.Wait() // the run ends; its ticket stays retained for the TTL
+			case http.StatusConflict:
+				t.Errorf("a 409 though every run had ended: %s", r.Body)
+			default:
+				refused(t, r.StatusCode(), r.HTTPResponse.Header, r.Body, "tickets")
+			}
+		}
+		if asked != heldCap {
+			t.Fatalf("alice was admitted %d asks, want her cap of %d", asked, heldCap)
+		}
+
+		// bob is unaffected: he creates, asks and is answered.
+		bc := h.conv(bob)
+		checkLifecycle(t, h.events(bob, h.ask(bob, bc, "bob's question after alice's flood")), gen.EventTypeAnswer)
+		checkLifecycle(t, h.events(bob, h.ask(bob, bc, "and a follow-up")), gen.EventTypeAnswer)
+	})
+}

@@ -10,6 +10,10 @@
 // real tokens from its own development identity provider, and the suite drives it over loopback
 // with the generated client (package gen).
 //
+// Time to ticket, stream delivery and replay run once more against a child whose store is Redis
+// (package store/redis) on a redis-server the run starts, each beside its own bare baseline
+// (RunOptions.Redis; skipped, and the report says so, when redis-server is not installed).
+//
 // Run writes REPORT.md and report.json: every figure with its baseline and ratio, the machine,
 // the Go version, the commit and the date, which targets are met, and the top entries of the CPU
 // and heap profiles the children wrote.

@@ -170,30 +170,46 @@ func TestEventsResumeAfterCut(t *testing.T) {
 	}
 }
 
+// firstThenRest is an event stream that drops its first connection: after the SSE headers,
+// first serves that connection however the test needs, and every later connection gets
+// frames[1:]. connections returns when each connection arrived.
+func firstThenRest(frames []string, first http.HandlerFunc) (h http.Handler, connections func() []time.Time) {
+	var mu sync.Mutex
+	var times []time.Time
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		times = append(times, time.Now())
+		n := len(times)
+		mu.Unlock()
+		sseHeaders(w)
+		if n == 1 {
+			first(w, r)
+			return
+		}
+		for _, f := range frames[1:] {
+			_, _ = io.WriteString(w, f)
+		}
+	})
+	return h, func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), times...)
+	}
+}
+
 func TestEventsRetryHonoured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		frames := script(t, 0)
-		var times []time.Time
-		var mu sync.Mutex
-		c := memClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			times = append(times, time.Now())
-			n := len(times)
-			mu.Unlock()
-			sseHeaders(w)
-			if n == 1 {
-				_, _ = io.WriteString(w, "retry: 3000\n\n"+frames[0])
-				return
-			}
-			for _, f := range frames[1:] {
-				_, _ = io.WriteString(w, f)
-			}
-		}), client.Options{Reconnect: client.Reconnect{Initial: time.Millisecond, Max: time.Millisecond}})
+		h, connections := firstThenRest(frames, func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "retry: 3000\n\n"+frames[0])
+		})
+		c := memClient(t, h, client.Options{Reconnect: client.Reconnect{Initial: time.Millisecond, Max: time.Millisecond}})
 		evs, err := collect(t, c.Events(t.Context(), "tk", client.EventsOptions{}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		assertContiguous(t, evs, len(frames))
+		times := connections()
 		if len(times) != 2 {
 			t.Fatalf("got %d connections, want 2", len(times))
 		}
@@ -396,30 +412,18 @@ func TestEventsBreakClosesConnection(t *testing.T) {
 func TestEventsIdleTimeoutReconnects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		frames := script(t, 0)
-		var times []time.Time
-		var mu sync.Mutex
-		c := memClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			times = append(times, time.Now())
-			n := len(times)
-			mu.Unlock()
-			sseHeaders(w)
-			if n == 1 {
-				_, _ = io.WriteString(w, frames[0])
-				flush(w)
-				<-r.Context().Done() // silent: not even a keep-alive
-				return
-			}
-			for _, f := range frames[1:] {
-				_, _ = io.WriteString(w, f)
-			}
-		}), client.Options{IdleTimeout: 20 * time.Second, Reconnect: client.Reconnect{Initial: time.Millisecond, Max: time.Millisecond}})
+		h, connections := firstThenRest(frames, func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, frames[0])
+			flush(w)
+			<-r.Context().Done() // silent: not even a keep-alive
+		})
+		c := memClient(t, h, client.Options{IdleTimeout: 20 * time.Second, Reconnect: client.Reconnect{Initial: time.Millisecond, Max: time.Millisecond}})
 		evs, err := collect(t, c.Events(t.Context(), "tk", client.EventsOptions{}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		assertContiguous(t, evs, len(frames))
-		if len(times) != 2 || times[1].Sub(times[0]) < 20*time.Second {
+		if times := connections(); len(times) != 2 || times[1].Sub(times[0]) < 20*time.Second {
 			t.Fatalf("connections at %v, want a second one after the 20s idle timeout", times)
 		}
 	})

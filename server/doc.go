@@ -67,8 +67,14 @@
 //
 // # Limits
 //
-// Per-identity running asks (429 + Retry-After), tickets held and conversations held (each
-// capped at MaxTickets; 503 + Retry-After), body size (413). A refused request creates nothing.
+// Per identity: running asks (MaxInFlight), conversations held (MaxConversationsPerID) and
+// tickets held, running or finished within their TTL (MaxRetainedPerID), each 429 +
+// Retry-After; these are checked before, and keep any one identity from filling, the shared
+// caps: tickets held and conversations held (each capped at MaxTickets; 503 + Retry-After).
+// Per conversation: at most MaxTurns asks (409 "conversation is full; start a new one", with no
+// ticket), which bounds its memory and what every ask in it resends to the model. Body size
+// (413). Every cap is checked atomically with the create, in the store; a refused request
+// creates nothing.
 //
 // # Shutdown
 //
@@ -96,14 +102,17 @@
 // settings (DAS_JWKS_URL, DAS_ISSUER, DAS_AUDIENCE, DAS_REQUIRED_SCOPE, DAS_JWT_ALGS,
 // DAS_JWT_LEEWAY_S) are package auth's.
 //
-//	Variable                     Default  Meaning
-//	DAS_ASK_PATH                 /ask     base path the API is served under ("/" for the root)
-//	DAS_ASK_TTL_S                900      seconds a finished ticket, and an idle conversation, are kept
-//	DAS_ASK_MAX_EVENTS           1000     events retained per ticket; past it steps are evicted oldest first (min 8)
-//	DAS_ASK_KEEPALIVE_S          10       seconds of stream silence before a `: keepalive` comment
-//	DAS_ASK_DEADLINE_S           120      seconds an ask may run before error{timeout}
-//	DAS_ASK_MAX_INFLIGHT_PER_ID  4        running asks per identity (429 beyond)
-//	DAS_ASK_MAX_TICKETS          10000    tickets held, and conversations held (503 beyond)
-//	DAS_ASK_MAX_BODY_BYTES       65536    request body limit in bytes (413 beyond; 1024 to 16 MiB)
-//	DAS_ASK_SHUTDOWN_GRACE_S     10       seconds running asks get to finish on shutdown (0: none)
+//	Variable                            Default  Meaning
+//	DAS_ASK_PATH                        /ask     base path the API is served under ("/" for the root)
+//	DAS_ASK_TTL_S                       900      seconds a finished ticket, and an idle conversation, are kept
+//	DAS_ASK_MAX_EVENTS                  1000     events retained per ticket; past it steps are evicted oldest first (min 8)
+//	DAS_ASK_KEEPALIVE_S                 10       seconds of stream silence before a `: keepalive` comment
+//	DAS_ASK_DEADLINE_S                  120      seconds an ask may run before error{timeout}
+//	DAS_ASK_MAX_INFLIGHT_PER_ID         4        running asks per identity (429 beyond)
+//	DAS_ASK_MAX_TICKETS                 10000    tickets held, and conversations held (503 beyond)
+//	DAS_ASK_MAX_CONVERSATIONS_PER_ID    100      conversations one identity holds (429 beyond)
+//	DAS_ASK_MAX_RETAINED_PER_ID         1000     tickets one identity holds, running or in their TTL (429 beyond; >= the in-flight cap)
+//	DAS_ASK_MAX_TURNS_PER_CONVERSATION  50       asks in one conversation (409 beyond; 1 to 10000)
+//	DAS_ASK_MAX_BODY_BYTES              65536    request body limit in bytes (413 beyond; 1024 to 16 MiB)
+//	DAS_ASK_SHUTDOWN_GRACE_S            10       seconds running asks get to finish on shutdown (0: none)
 package server

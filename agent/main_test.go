@@ -4,17 +4,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/das-ask/ask/internal/leaktest"
 )
 
 // TestMain fails the package if a run leaves a goroutine behind: every MCP session a run opens
-// is closed when it returns. Idle keep-alive connections of the shared HTTP transport are not
-// the run's, nor are the test sources' server-side sessions (a session whose bearer was revoked
-// cannot be deleted by its client, so the server keeps it until the server closes).
+// is closed when it returns. The test servers' idle connections and sessions are not the run's.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreTopFunction("github.com/modelcontextprotocol/go-sdk/mcp.(*streamableServerConn).Read"),
-	)
+	goleak.VerifyTestMain(m, leaktest.IgnoreTestServers()...)
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -172,24 +171,7 @@ func deliverBare(ctx context.Context, ch *child, hc *http.Client, token string, 
 	key := "bare-" + strconv.Itoa(r) + "-" + flush + "-" + strconv.Itoa(round)
 	u := ch.ep.BareSSE + "/?n=" + strconv.Itoa(n) + "&flush=" + flush + "&gate=" + key
 	d, counters, err := fanIn(ctx, r,
-		func(ctx context.Context) (*http.Response, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("Accept", "text/event-stream")
-			resp, err := hc.Do(req)
-			if err != nil {
-				return nil, err
-			}
-			if resp.StatusCode != http.StatusOK {
-				defer resp.Body.Close()
-				_, _ = io.Copy(io.Discard, resp.Body)
-				return nil, fmt.Errorf("bare stream: %s", resp.Status)
-			}
-			return resp, nil
-		},
+		func(ctx context.Context) (*http.Response, error) { return openBare(ctx, hc, u, token) },
 		isDone,
 		func() error { return ch.release(ctx, key) })
 	if err != nil {

@@ -99,6 +99,15 @@ func replay(ctx context.Context, ch *child, events, reps int) (Replay, error) {
 
 // bareGet reads one bare stream to its done.
 func bareGet(ctx context.Context, hc *http.Client, u, token string) (*sseCounter, error) {
+	resp, err := openBare(ctx, hc, u, token)
+	if err != nil {
+		return nil, err
+	}
+	return readToDone(resp)
+}
+
+// openBare opens the bare stream at u with token: the response, once it is a 200.
+func openBare(ctx context.Context, hc *http.Client, u, token string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -114,5 +123,5 @@ func bareGet(ctx context.Context, hc *http.Client, u, token string) (*sseCounter
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil, fmt.Errorf("bare stream: %s", resp.Status)
 	}
-	return readToDone(resp)
+	return resp, nil
 }

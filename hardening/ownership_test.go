@@ -17,6 +17,7 @@ import (
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
 )
 
 // attack makes every call on alice's conversation and ticket with token, and asserts each is
@@ -100,13 +101,18 @@ func TestAnotherIdentityGetsTheSame404(t *testing.T) {
 // alphabet after the prefix, all distinct, and every position takes (nearly) every symbol over
 // a few hundred ids — which no counter, timestamp or short random suffix would.
 func TestIDsAreUnguessable(t *testing.T) {
-	s, _ := startStack(t, stack.Options{})
+	const n = 300
+	cfg, err := server.LookupConfig(func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConversationsPerID = n // one identity makes them all; its cap is not what this test is about
+	s, _ := startStack(t, stack.Options{Service: &cfg})
 	a := newAPI(s.AskURL)
 	defer a.close()
 	ctx := t.Context()
 	tok := mint(t, s.IdP, idp.Claims{OID: "alice"})
 
-	const n = 300
 	var convs []string
 	for range n {
 		convs = append(convs, a.conversation(ctx, t, tok))

@@ -97,6 +97,15 @@ func TestCallsReportProblems(t *testing.T) {
 		t.Errorf("message %q: want the detail, never the question or token", msg)
 	}
 
+	if errors.Is(err, client.ErrConversationFull) {
+		t.Errorf("a 409 naming a running ticket matches ErrConversationFull")
+	}
+	c, _ = fakeAPI(t, 409, "application/problem+json", `{"type":"about:blank","title":"Conflict","status":409,"detail":"conversation is full; start a new one"}`, nil)
+	_, err = c.Ask(t.Context(), "cv", "q")
+	if !errors.As(err, &apiErr) || !errors.Is(err, client.ErrConversationFull) || !errors.Is(err, client.ErrConflict) || apiErr.RunningTicket() != "" {
+		t.Fatalf("got %v, want a 409 for a full conversation", err)
+	}
+
 	c, _ = fakeAPI(t, 429, "application/problem+json", `{"type":"about:blank","title":"Too Many Requests","status":429}`, map[string]string{"Retry-After": "7"})
 	_, err = c.Ask(t.Context(), "cv", "q")
 	if !errors.As(err, &apiErr) || !errors.Is(err, client.ErrTooManyRequests) || apiErr.RetryAfter != 7*time.Second {

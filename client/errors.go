@@ -15,9 +15,16 @@ var (
 	ErrUnauthorized = errors.New("client: unauthorized")
 	// ErrNotFound: no such conversation or ticket, or it belongs to another identity (404).
 	ErrNotFound = errors.New("client: not found")
-	// ErrConflict: an ask is already running in the conversation (409).
+	// ErrConflict: the conversation cannot take an ask now (409): one is already running in it
+	// ([APIError.RunningTicket] names it), or it is full (the error then matches
+	// ErrConversationFull too).
 	ErrConflict = errors.New("client: an ask is already running in this conversation")
-	// ErrTooManyRequests: this identity has too many asks in flight (429).
+	// ErrConversationFull: the conversation holds as many asks as the service allows (a 409
+	// that names no running ticket); ask in a new conversation.
+	ErrConversationFull = errors.New("client: the conversation is full; start a new one")
+	// ErrTooManyRequests: this identity has too many asks in flight, or holds as many
+	// conversations or tickets as the service allows one identity (429); RetryAfter says when
+	// to try again.
 	ErrTooManyRequests = errors.New("client: too many asks in flight")
 )
 
@@ -56,6 +63,8 @@ func (e *APIError) Is(target error) bool {
 		return e.StatusCode == http.StatusNotFound
 	case ErrConflict:
 		return e.StatusCode == http.StatusConflict
+	case ErrConversationFull:
+		return e.StatusCode == http.StatusConflict && e.Problem != nil && e.Problem.Ticket == nil
 	case ErrTooManyRequests:
 		return e.StatusCode == http.StatusTooManyRequests
 	}

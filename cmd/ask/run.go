@@ -185,6 +185,12 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 			fmt.Fprintln(stderr, "The earlier conversation has expired; starting a new one, without its context.")
 			cfg.cont, conv = false, ""
 			continue
+		case cfg.cont && errors.Is(err, client.ErrConversationFull):
+			fmt.Fprintln(stderr, "The earlier conversation is full; starting a new one, without its context.")
+			cfg.cont, conv = false, ""
+			continue
+		case errors.Is(err, client.ErrConversationFull):
+			return gen.Ticket{}, errors.New("this conversation is full; start a new one")
 		case errors.As(err, &apiErr) && errors.Is(err, client.ErrConflict):
 			return gen.Ticket{}, fmt.Errorf("an ask is already running in this conversation (ticket %s)", apiErr.RunningTicket())
 		}

@@ -81,12 +81,19 @@ type fixture struct {
 // start runs the real service in process, with real tokens from an in-process dev IdP.
 func start(t *testing.T) *fixture {
 	t.Helper()
+	return startWith(t, server.Options{})
+}
+
+// startWith is start with the service's options (Runner and Authenticator are the fixture's).
+func startWith(t *testing.T, opts server.Options) *fixture {
+	t.Helper()
 	f := &fixture{runner: &scripted{waiting: make(chan struct{})}, idp: idptest.Start(t)}
 	v, err := auth.New(t.Context(), f.idp.Config(), auth.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Runner: f.runner, Authenticator: v})
+	opts.Runner, opts.Authenticator = f.runner, v
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,6 +329,27 @@ func TestRunContinueExpired(t *testing.T) {
 	}
 	if last, _ := st.last(stateKey(f.url, "alice")); last == "c_gone" || last == "" {
 		t.Errorf("state still names %q, want the new conversation", last)
+	}
+}
+
+// A remembered conversation that is full is replaced, and the user told.
+func TestRunContinueFull(t *testing.T) {
+	f := startWith(t, server.Options{MaxTurns: 1})
+	env := f.env(t)
+	if code, _, stderr := f.run(t.Context(), env, "--continue", "answer"); code != exitAnswer {
+		t.Fatalf("first ask: exit %d, stderr %q", code, stderr)
+	}
+	st, err := newStateFile(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := st.last(stateKey(f.url, "alice"))
+	code, _, stderr := f.run(t.Context(), env, "--continue", "answer")
+	if code != exitAnswer || !strings.Contains(stderr, "is full; starting a new one") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if last, _ := st.last(stateKey(f.url, "alice")); last == first || last == "" {
+		t.Errorf("state names %q, want a conversation other than the full %q", last, first)
 	}
 }
 

@@ -418,6 +418,13 @@
             $('turns').append(el('li', { class: 'notice', text: 'The earlier conversation had expired; this question starts a new one.' }));
             continue;
           }
+          // The conversation holds as many questions as the service allows (a 409 that names no
+          // running ask): start a new one, and say so.
+          if (e instanceof ProblemError && e.status === 409 && !(e.problem && e.problem.ticket) && attempt === 0) {
+            state.conversation = '';
+            $('turns').append(el('li', { class: 'notice', text: 'The conversation was full; this question starts a new one.' }));
+            continue;
+          }
           throw e;
         }
       }
@@ -429,7 +436,7 @@
     } catch (e) {
       if (!controller.signal.aborted) {
         if (e instanceof ProblemError && e.status === 401) showProblem('ask-error', 'Your sign-in was not accepted (it may have expired): sign in again.');
-        else if (e instanceof ProblemError && e.status === 429) showProblem('ask-error', 'You have too many questions running; try again in a moment.');
+        else if (e instanceof ProblemError && e.status === 429) showProblem('ask-error', 'You have too many questions running, or too many kept; try again in a moment.');
         else showProblem('ask-error', e.message);
       }
     } finally {

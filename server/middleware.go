@@ -17,28 +17,40 @@ import (
 // authenticate admits only a bearer the Authenticator accepts, and puts the identity in the
 // request context. Otherwise: 401 problem+json with a WWW-Authenticate challenge (package
 // auth renders both). The token is never logged.
+//
+// The check runs in identify, not in the middleware's own frame: a stream stays parked under
+// this frame for minutes, and a shallow stack is one the GC can shrink (see StreamEvents).
 func (s *Server) authenticate() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			req := c.Request()
-			token, ok := auth.BearerToken(req)
-			if !ok {
-				auth.WriteUnauthorized(c.Response(), req, nil)
+			if !s.identify(c) {
 				return nil
 			}
-			id, err := s.opts.Authenticator.Authenticate(req.Context(), token)
-			if err != nil || id.OID == "" {
-				if err == nil {
-					err = errors.New("identity without oid")
-				}
-				s.log.Debug("bearer rejected", "route", c.Path(), "err", err)
-				auth.WriteUnauthorized(c.Response(), req, err)
-				return nil
-			}
-			c.SetRequest(req.WithContext(auth.WithIdentity(req.Context(), id)))
 			return next(c)
 		}
 	}
+}
+
+// identify puts the bearer's identity in c's request context, or answers 401 and reports
+// false.
+func (s *Server) identify(c echo.Context) bool {
+	req := c.Request()
+	token, ok := auth.BearerToken(req)
+	if !ok {
+		auth.WriteUnauthorized(c.Response(), req, nil)
+		return false
+	}
+	id, err := s.opts.Authenticator.Authenticate(req.Context(), token)
+	if err != nil || id.OID == "" {
+		if err == nil {
+			err = errors.New("identity without oid")
+		}
+		s.log.Debug("bearer rejected", "route", c.Path(), "err", err)
+		auth.WriteUnauthorized(c.Response(), req, err)
+		return false
+	}
+	c.SetRequest(req.WithContext(auth.WithIdentity(req.Context(), id)))
+	return true
 }
 
 // admitting answers 503 while the server is shutting down.
@@ -57,32 +69,42 @@ func (s *Server) admitting() echo.MiddlewareFunc {
 }
 
 // limitBody reads the request body up to MaxBodyBytes, answering 413 beyond, so the
-// validator and the handler see a body that is known to fit.
+// validator and the handler see a body that is known to fit. The reading runs in readBody,
+// off the frame a stream parks under (see authenticate).
 func (s *Server) limitBody() echo.MiddlewareFunc {
-	limit := s.opts.MaxBodyBytes
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			req := c.Request()
-			if req.ContentLength > limit {
-				return tooLarge()
+			if err := s.readBody(c); err != nil {
+				return err
 			}
-			if req.Body == nil || req.Body == http.NoBody {
-				return next(c)
-			}
-			b, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, req.Body, limit))
-			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					return tooLarge()
-				}
-				return badRequest("the request body could not be read")
-			}
-			req.Body = io.NopCloser(bytes.NewReader(b))
-			req.ContentLength = int64(len(b))
-			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 			return next(c)
 		}
 	}
+}
+
+// readBody replaces the request's body with the same bytes read in full, or fails with 413
+// beyond MaxBodyBytes and 400 when it cannot be read.
+func (s *Server) readBody(c echo.Context) error {
+	limit := s.opts.MaxBodyBytes
+	req := c.Request()
+	if req.ContentLength > limit {
+		return tooLarge()
+	}
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, req.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge()
+		}
+		return badRequest("the request body could not be read")
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.ContentLength = int64(len(b))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return nil
 }
 
 // observe logs every request at debug level (method, route template, status, duration: never

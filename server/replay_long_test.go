@@ -14,8 +14,8 @@ func TestLongReplayInChunks(t *testing.T) {
 	const steps = 900
 	h := newHarness(t, server.Options{Runner: answerRunner(steps), MaxEvents: 2000})
 	ticket := h.ask(alice, h.conv(alice), "replay a long log")
-	frames := h.events(alice, ticket) // follows the run to done, then…
-	frames = h.events(alice, ticket)  // …replays the finished log in one batch
+	h.events(alice, ticket)           // follows the run to done, then…
+	frames := h.events(alice, ticket) // …replays the finished log in one batch
 	size := 0
 	for _, f := range frames {
 		size += len(f.Data)

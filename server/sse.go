@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"sync"
@@ -19,19 +20,37 @@ const retryMillis = 2000
 // live, and closes after done. Replay and live are the same loop over store.Read from the
 // last seq written, so there is neither a gap nor a duplicate between them. The stream ends
 // when done is written, the caller leaves or the server closes; it never affects the run.
+//
+// It is a shell over openStream and follow so that the stream waits on a shallow stack: a
+// stream parks for minutes under net/http, Echo and the middlewares, and the GC halves a
+// parked goroutine's stack only while less than a quarter of it is in use; openStream's
+// frame (the ticket, the headers) is gone before follow waits.
 func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params gen.StreamEventsParams) error {
-	s := h.s
-	ctx := c.Request().Context()
+	out, cursor, err := h.s.openStream(c, ticket, params)
+	if out == nil {
+		return err
+	}
+	defer out.release()
+	h.s.follow(c.Request().Context(), out, ticket, cursor)
+	return nil
+}
+
+// openStream checks the caller and the cursor, then sends the stream's headers and opening
+// comment. A nil writer means the stream does not go on: err is the problem to answer, or nil
+// when the client left before the opening was flushed.
+//
+//go:noinline
+func (s *Server) openStream(c echo.Context, ticket string, params gen.StreamEventsParams) (*sseWriter, int64, error) {
 	t, err := s.ownedTicket(c, ticket)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	cursor, err := cursorOf(params)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	if cursor > t.LastSeq {
-		return badRequest("the cursor is beyond the last event of this ticket")
+		return nil, 0, badRequest("the cursor is beyond the last event of this ticket")
 	}
 
 	w := c.Response()
@@ -41,52 +60,57 @@ func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params ge
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	out := &sseWriter{w: w, rc: http.NewResponseController(w.Writer), pool: &s.sseBufs}
-	defer out.release()
 	// The opening comment makes proxies pass the headers on at once.
 	out.open()
 	if err := out.flush(); err != nil {
-		return nil
+		return nil, 0, nil
 	}
+	return out, cursor, nil
+}
 
+// follow writes the log after cursor to out until done is written, the client leaves (ctx),
+// the store has nothing more for the ticket, or the server closes, with a keep-alive comment
+// whenever the stream has been silent for the keep-alive interval.
+func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, cursor int64) {
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
 	closing := false
 	for {
 		b, err := s.store.Read(ctx, ticket, cursor)
 		if err != nil {
-			return nil // evicted, or the store closed: nothing more will come
+			return // evicted, or the store closed: nothing more will come
 		}
 		for _, ev := range b.Events {
 			out.frame(ev)
 			cursor = ev.Seq
 			if ev.Type == gen.EventTypeDone {
 				_ = out.flush()
-				return nil
+				return
 			}
 			if len(out.buf) >= sseChunk {
 				if err := out.write(); err != nil {
-					return nil
+					return
 				}
 			}
 		}
 		if len(b.Events) > 0 {
 			if err := out.flush(); err != nil {
-				return nil
+				return
 			}
 			keepAlive.Reset(s.opts.KeepAlive)
 		}
 		if b.Finished || closing {
-			return nil
+			return
 		}
 		select {
 		case <-b.Changed:
 		case <-keepAlive.C:
 			out.comment(": keepalive\n\n")
 			if err := out.flush(); err != nil {
-				return nil
+				return
 			}
 		case <-ctx.Done():
-			return nil
+			return
 		case <-s.closing:
 			closing = true // deliver what the log holds now, then close
 		}

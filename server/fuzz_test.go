@@ -244,8 +244,9 @@ func FuzzStreamCursor(f *testing.F) {
 		cursor, valid := int64(0), true
 		switch {
 		case setHeader:
+			// The contract: a decimal integer, digits only (^[0-9]{1,18}$), so "-0" and "+1" are not.
 			n, err := strconv.ParseInt(lastEventID, 10, 64)
-			valid = err == nil && n >= 0 && n <= last && lastEventID != "" && lastEventID[0] != '+'
+			valid = err == nil && digitsOnly(lastEventID) && len(lastEventID) <= 18 && n <= last
 			cursor = n
 		case setQuery:
 			n, err := strconv.ParseInt(after, 10, 64)
@@ -358,4 +359,17 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return strings.TrimSpace(v) == v
+}
+
+// digitsOnly reports whether s is one or more ASCII digits.
+func digitsOnly(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

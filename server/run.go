@@ -318,39 +318,29 @@ func (r *run) closedLocked() bool { return r.ended || r.ctx.Err() != nil }
 var _ ask.Emitter = emitter{}
 
 func (e emitter) Branch(b gen.BranchBody) {
-	e.r.mu.Lock()
-	if e.r.closedLocked() || b.BranchId == supervisorBranch {
-		e.r.mu.Unlock()
-		return
+	if b.BranchId == supervisorBranch {
+		return // the service opens and closes the supervisor branch itself
 	}
-	lost := e.r.appendLocked(gen.EventTypeBranch, b)
-	e.r.mu.Unlock()
-	if lost {
-		e.r.endedElsewhere()
-	}
+	e.emit(gen.EventTypeBranch, b)
 }
 
-func (e emitter) Step(s gen.StepBody) {
+func (e emitter) Step(s gen.StepBody) { e.emit(gen.EventTypeStep, s) }
+
+func (e emitter) Milestone(m gen.MilestoneBody) { e.emit(gen.EventTypeMilestone, m) }
+
+// emit appends one event the runner reported, unless the run has ended. A step counts towards
+// done.steps whether or not its event is later evicted. If the append finds that another replica
+// ended the run, the run stops here too.
+func (e emitter) emit(typ gen.EventType, body any) {
 	e.r.mu.Lock()
 	if e.r.closedLocked() {
 		e.r.mu.Unlock()
 		return
 	}
-	e.r.steps++
-	lost := e.r.appendLocked(gen.EventTypeStep, s)
-	e.r.mu.Unlock()
-	if lost {
-		e.r.endedElsewhere()
+	if typ == gen.EventTypeStep {
+		e.r.steps++
 	}
-}
-
-func (e emitter) Milestone(m gen.MilestoneBody) {
-	e.r.mu.Lock()
-	if e.r.closedLocked() {
-		e.r.mu.Unlock()
-		return
-	}
-	lost := e.r.appendLocked(gen.EventTypeMilestone, m)
+	lost := e.r.appendLocked(typ, body)
 	e.r.mu.Unlock()
 	if lost {
 		e.r.endedElsewhere()

@@ -137,21 +137,7 @@ func (r *Report) ticketTable(p func(string, ...any)) {
 	if r.Redis != nil {
 		redis = r.Redis.TimeToTicket
 	}
-	paired := map[int]bool{}
-	for _, l := range r.TimeToTicket {
-		row("memory", l)
-		for _, rl := range redis {
-			if rl.Concurrency == l.Concurrency && !paired[rl.Concurrency] {
-				row("redis", rl)
-				paired[rl.Concurrency] = true
-			}
-		}
-	}
-	for _, rl := range redis {
-		if !paired[rl.Concurrency] {
-			row("redis", rl)
-		}
-	}
+	pairRows(r.TimeToTicket, redis, func(l TicketLevel) int { return l.Concurrency }, row)
 	r.skippedRow(p)
 }
 
@@ -164,21 +150,7 @@ func (r *Report) deliveryTable(p func(string, ...any)) {
 	if r.Redis != nil {
 		redis = r.Redis.Delivery
 	}
-	paired := map[int]bool{}
-	for _, l := range r.Delivery {
-		row("memory", l)
-		for _, rl := range redis {
-			if rl.Readers == l.Readers && !paired[rl.Readers] {
-				row("redis", rl)
-				paired[rl.Readers] = true
-			}
-		}
-	}
-	for _, rl := range redis {
-		if !paired[rl.Readers] {
-			row("redis", rl)
-		}
-	}
+	pairRows(r.Delivery, redis, func(l DeliveryLevel) int { return l.Readers }, row)
 	r.skippedRow(p)
 }
 
@@ -234,4 +206,24 @@ func (r *Report) RedisSummary() string {
 		parts = append(parts, fmt.Sprintf("replay p50 %.2f ms (%.2f× bare)", rr.Replay.Ours.P50, rr.Replay.RatioP50))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// pairRows writes each in-memory row followed by the Redis row at the same level (concurrency or
+// readers), then any Redis row that had no in-memory partner.
+func pairRows[L any](memory, redis []L, level func(L) int, row func(store string, l L)) {
+	paired := map[int]bool{}
+	for _, l := range memory {
+		row("memory", l)
+		for _, rl := range redis {
+			if k := level(rl); k == level(l) && !paired[k] {
+				row("redis", rl)
+				paired[k] = true
+			}
+		}
+	}
+	for _, rl := range redis {
+		if !paired[level(rl)] {
+			row("redis", rl)
+		}
+	}
 }

@@ -11,13 +11,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
 )
 
 // Questions the llm-stub's default script answers.
@@ -31,29 +31,11 @@ const (
 	qChurn    = "What is our customer churn rate?"
 )
 
-// logSink collects every log line, safe for concurrent writes.
-type logSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *logSink) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
 // startStack starts the dev stack with opts, logging at debug level into the returned sink,
 // and closes it when t ends.
-func startStack(t testing.TB, opts stack.Options) (*stack.Stack, *logSink) {
+func startStack(t testing.TB, opts stack.Options) (*stack.Stack, *logtest.Buffer) {
 	t.Helper()
-	sink := &logSink{}
+	sink := &logtest.Buffer{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/internal/logtest"
 )
 
 // canary is in every question this test makes up, so any trace of a question is found.
@@ -195,7 +196,7 @@ func TestModelErrorQuotingTheQuestionDoesNotLeak(t *testing.T) {
 		w.Write(msg)
 		return true
 	})
-	sink := &logSink{}
+	sink := &logtest.Buffer{}
 	s, _ := startStack(t, stack.Options{
 		Logger: slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Model: &agent.Config{LLM: agent.LLMOpenAI, BaseURL: p.srv.URL + "/v1", APIKey: "sk-secret-key-9c1d", Model: "stub",

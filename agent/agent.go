@@ -24,8 +24,8 @@ type Options struct {
 	Logger *slog.Logger
 	// HTTPClient carries the MCP requests to the sources; nil means http.DefaultTransport.
 	HTTPClient *http.Client
-	// MaxTurns caps the model calls of one run; zero means DefaultMaxTurns.
-	MaxTurns int
+	// MaxModelCalls caps the model calls of one run; zero means DefaultMaxModelCalls.
+	MaxModelCalls int
 	// SystemPrompt replaces the default system prompt when set.
 	SystemPrompt string
 	// ToolTimeout bounds one tool call; zero means DefaultToolTimeout. A tool call in flight
@@ -66,7 +66,7 @@ func New(opts Options) (*Agent, error) {
 	}
 	a := &Agent{
 		model: opts.Model, sources: opts.Sources, log: opts.Logger, hc: opts.HTTPClient,
-		maxTurns: opts.MaxTurns, system: opts.SystemPrompt, toolTime: opts.ToolTimeout,
+		maxTurns: opts.MaxModelCalls, system: opts.SystemPrompt, toolTime: opts.ToolTimeout,
 	}
 	tp := opts.TracerProvider
 	if tp == nil {
@@ -80,7 +80,7 @@ func New(opts Options) (*Agent, error) {
 		a.log = slog.New(slog.DiscardHandler)
 	}
 	if a.maxTurns <= 0 {
-		a.maxTurns = DefaultMaxTurns
+		a.maxTurns = DefaultMaxModelCalls
 	}
 	if a.system == "" {
 		a.system = defaultSystemPrompt

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/das-ask/ask/agent/model"
@@ -22,18 +19,27 @@ const (
 	LLMStub      = "stub"
 )
 
-// Defaults for ConfigFromEnv.
+// Defaults of Config (DefaultConfig) and of Options' zero values.
 const (
 	DefaultStubBaseURL = "http://127.0.0.1:8092/v1"
-	DefaultSources     = "demo=http://127.0.0.1:8091/mcp"
-	DefaultMaxTurns    = 12
+	// DefaultMaxModelCalls caps one run's model calls (ASK_MAX_TURNS); the asks of a
+	// conversation are capped by server.DefaultMaxTurnsPerConversation instead.
+	DefaultMaxModelCalls = 12
+	DefaultTimeout       = 120 * time.Second
+	DefaultMaxRetries    = 2
+	DefaultMaxTokens     = 4096
 )
+
+// DefaultSources is the demo source on its dev address (DAS_SOURCES when unset).
+var DefaultSources = []SourceConfig{{Name: "demo", URL: "http://127.0.0.1:8091/mcp"}}
 
 // SourceConfig names one MCP source.
 type SourceConfig = source.Config
 
-// Config is the agent's configuration, as read by ConfigFromEnv. It holds a provider key:
-// print it only through String or LogValue, which leave the key out.
+// Config is the model and the sources, the "agent" section of package config's tree (which
+// reads them from ASK_LLM*, the provider keys and DAS_SOURCES). Zero values mean the defaults;
+// "none" is negative (MaxRetries). It holds a provider key: print it only through String or
+// LogValue, which leave the key out.
 type Config struct {
 	// LLM is anthropic, openai or stub.
 	LLM string
@@ -43,121 +49,39 @@ type Config struct {
 	BaseURL string
 	// APIKey is the provider key (a dummy for stub).
 	APIKey string
-	// Timeout bounds one attempt of one model call.
+	// Timeout bounds one attempt of one model call; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// MaxRetries is how often a 429/5xx/overloaded model call is retried within the deadline.
+	// MaxRetries is how often a 429/5xx/overloaded model call is retried within the deadline;
+	// 0 means DefaultMaxRetries, negative none.
 	MaxRetries int
-	// MaxTokens caps the model's output per call.
+	// MaxTokens caps the model's output per call; 0 means DefaultMaxTokens.
 	MaxTokens int64
-	// MaxTurns caps the model calls of one run.
-	MaxTurns int
-	// Sources are the MCP sources, from DAS_SOURCES.
+	// MaxModelCalls caps the model calls of one run; 0 means DefaultMaxModelCalls.
+	MaxModelCalls int
+	// Sources are the MCP sources.
 	Sources []SourceConfig
 }
 
-// ConfigFromEnv reads the configuration from the environment (see the package doc). An invalid
-// value fails with a message naming the variable; the message never contains a key.
-func ConfigFromEnv() (Config, error) { return ConfigFromLookup(os.LookupEnv) }
-
-// ConfigFromLookup is ConfigFromEnv reading variables through lookup.
-func ConfigFromLookup(lookup func(string) (string, bool)) (Config, error) {
-	get := func(k string) string { v, _ := lookup(k); return v }
-	c := Config{LLM: get("ASK_LLM"), Model: get("ASK_LLM_MODEL"), BaseURL: get("ASK_LLM_BASE_URL")}
-	if c.LLM == "" {
-		c.LLM = LLMStub
+// DefaultConfig is the llm-stub on its dev address and the demo source, every limit spelled out.
+func DefaultConfig() Config {
+	return Config{
+		LLM: LLMStub, Model: "stub", BaseURL: DefaultStubBaseURL, APIKey: "stub",
+		Timeout: DefaultTimeout, MaxRetries: DefaultMaxRetries, MaxTokens: DefaultMaxTokens,
+		MaxModelCalls: DefaultMaxModelCalls, Sources: append([]SourceConfig(nil), DefaultSources...),
 	}
-	switch c.LLM {
-	case LLMAnthropic:
-		c.APIKey = get("ANTHROPIC_API_KEY")
-		if c.APIKey == "" {
-			return Config{}, fmt.Errorf("ASK_LLM=anthropic needs ANTHROPIC_API_KEY")
-		}
-		if c.Model == "" {
-			c.Model = "claude-sonnet-4-5"
-		}
-	case LLMOpenAI:
-		c.APIKey = get("OPENAI_API_KEY")
-		if c.APIKey == "" && c.BaseURL == "" {
-			return Config{}, fmt.Errorf("ASK_LLM=openai needs OPENAI_API_KEY, or ASK_LLM_BASE_URL for a local server")
-		}
-		if c.APIKey == "" {
-			c.APIKey = "unused"
-		}
-		if c.Model == "" {
-			c.Model = "gpt-4o-mini"
-		}
-	case LLMStub:
-		c.APIKey = "stub"
-		if c.BaseURL == "" {
-			c.BaseURL = DefaultStubBaseURL
-		}
-		if c.Model == "" {
-			c.Model = "stub"
-		}
-	default:
-		return Config{}, fmt.Errorf("ASK_LLM=%q: want anthropic, openai or stub", c.LLM)
-	}
-	if c.BaseURL != "" {
-		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return Config{}, fmt.Errorf("ASK_LLM_BASE_URL=%q: want an absolute http(s) URL", c.BaseURL)
-		}
-	}
-	var err error
-	if c.Timeout, err = seconds(get, "ASK_LLM_TIMEOUT_S", 120); err != nil {
-		return Config{}, err
-	}
-	if c.MaxRetries, err = integer(get, "ASK_LLM_MAX_RETRIES", 2, 0); err != nil {
-		return Config{}, err
-	}
-	maxTokens, err := integer(get, "ASK_LLM_MAX_TOKENS", 4096, 1)
-	if err != nil {
-		return Config{}, err
-	}
-	c.MaxTokens = int64(maxTokens)
-	if c.MaxTurns, err = integer(get, "ASK_MAX_TURNS", DefaultMaxTurns, 1); err != nil {
-		return Config{}, err
-	}
-	srcs := get("DAS_SOURCES")
-	if srcs == "" {
-		srcs = DefaultSources
-	}
-	if c.Sources, err = source.ParseList(srcs); err != nil {
-		return Config{}, fmt.Errorf("DAS_SOURCES: %w", err)
-	}
-	return c, nil
-}
-
-func integer(get func(string) string, key string, def, minimum int) (int, error) {
-	v := get(key)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < minimum {
-		return 0, fmt.Errorf("%s=%q: want an integer >= %d", key, v, minimum)
-	}
-	return n, nil
-}
-
-func seconds(get func(string) string, key string, def float64) (time.Duration, error) {
-	v := get(key)
-	if v == "" {
-		return time.Duration(def * float64(time.Second)), nil
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive number of seconds", key, v)
-	}
-	return time.Duration(f * float64(time.Second)), nil
 }
 
 // NewModel builds the model adapter the configuration names: the Anthropic adapter, or the
 // OpenAI-compatible one (for openai and for stub, which is that adapter pointed at the llm-stub).
 // hc and log may be nil.
 func (c Config) NewModel(hc *http.Client, log *slog.Logger) (model.Model, error) {
+	// RetryPolicy reads zero and negative as Config does.
 	retry := model.RetryPolicy{MaxRetries: c.MaxRetries}
-	if c.MaxRetries == 0 {
-		retry.MaxRetries = -1
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = DefaultMaxTokens
 	}
 	switch c.LLM {
 	case LLMAnthropic:
@@ -176,7 +100,7 @@ func (c Config) NewModel(hc *http.Client, log *slog.Logger) (model.Model, error)
 
 // String describes the configuration without its key.
 func (c Config) String() string {
-	return fmt.Sprintf("agent.Config{llm=%s model=%s base_url=%s sources=%d max_turns=%d}", c.LLM, c.Model, c.BaseURL, len(c.Sources), c.MaxTurns)
+	return fmt.Sprintf("agent.Config{llm=%s model=%s base_url=%s sources=%d max_model_calls=%d}", c.LLM, c.Model, c.BaseURL, len(c.Sources), c.MaxModelCalls)
 }
 
 // LogValue logs the configuration without its key.
@@ -187,7 +111,7 @@ func (c Config) LogValue() slog.Value {
 	}
 	return slog.GroupValue(
 		slog.String("llm", c.LLM), slog.String("model", c.Model), slog.String("base_url", c.BaseURL),
-		slog.Any("sources", names), slog.Int("max_turns", c.MaxTurns),
+		slog.Any("sources", names), slog.Int("max_model_calls", c.MaxModelCalls),
 		slog.Duration("timeout", c.Timeout), slog.Int("max_retries", c.MaxRetries),
 	)
 }

@@ -8,7 +8,7 @@
 //
 // # Configuration
 //
-// ConfigFromEnv reads:
+// Config holds these settings; package config reads them from the environment:
 //
 //	ASK_LLM              anthropic | openai | stub (default stub)
 //	ASK_LLM_MODEL        the model name (defaults: anthropic claude-sonnet-4-5, openai gpt-4o-mini, stub stub)
@@ -38,7 +38,7 @@
 //     carries the catalog terms tried (the arguments of search and define calls), never the
 //     question.
 //   - error: the model failed or refused (kind model), a source was unreachable or rejected the
-//     credentials with HTTP 401/403 (kind transport), or the run used MaxTurns model calls
+//     credentials with HTTP 401/403 (kind transport), or the run used MaxModelCalls model calls
 //     without finishing (kind model).
 //
 // A tool error that is not a refusal (bad SQL, an unknown term) goes back to the model to

@@ -62,11 +62,10 @@ func (s *stack) agent(t *testing.T, m model.Model) *agent.Agent {
 	t.Helper()
 	log := slog.New(slog.NewJSONHandler(lockedWriter{s.logMu, s.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if m == nil {
-		// ASK_LLM=stub, exactly as the service reads it: the OpenAI adapter at the stub.
-		cfg, err := agent.ConfigFromLookup(lookup(map[string]string{"ASK_LLM": "stub", "ASK_LLM_BASE_URL": s.stubURL}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		// ASK_LLM=stub, exactly as the service configures it: the OpenAI adapter at the stub.
+		cfg := agent.DefaultConfig()
+		cfg.BaseURL = s.stubURL
+		var err error
 		if m, err = cfg.NewModel(nil, log); err != nil {
 			t.Fatal(err)
 		}

@@ -162,7 +162,7 @@ func TestTooManyTurns(t *testing.T) {
 	s := newStack(t)
 	loop := call("c", "list_tables", map[string]any{})
 	m := &scripted{script: []func(model.Request) (model.Response, error){loop, loop, loop, loop}}
-	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "demo", URL: s.source.URL + "/mcp"}}, MaxTurns: 3})
+	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "demo", URL: s.source.URL + "/mcp"}}, MaxModelCalls: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

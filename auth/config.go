@@ -4,15 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// Environment variables read by ConfigFromEnv. The ask service and every source read the same
-// set, because they defend the same resource.
+// The environment variables of Config (package config reads them). The ask service and every
+// source read the same set, because they defend the same resource; errors name them.
 const (
 	EnvJWKSURL       = "DAS_JWKS_URL"
 	EnvIssuer        = "DAS_ISSUER"
@@ -22,7 +20,7 @@ const (
 	EnvLeeway        = "DAS_JWT_LEEWAY_S"
 )
 
-// Defaults applied by ConfigFromEnv and New when a setting is empty.
+// Defaults applied by New when a setting is empty.
 const (
 	DefaultAlgorithms = "RS256,ES256"
 	DefaultLeeway     = 30 * time.Second
@@ -77,53 +75,6 @@ func DevConfig() Config {
 		Algorithms:    strings.Split(DefaultAlgorithms, ","),
 		Leeway:        DefaultLeeway,
 	}
-}
-
-// ConfigFromEnv reads the DAS_* variables. DAS_JWKS_URL, DAS_ISSUER and DAS_AUDIENCE are
-// required (there is no safe default for whom to trust); DAS_REQUIRED_SCOPE may be empty;
-// DAS_JWT_ALGS defaults to RS256,ES256 and DAS_JWT_LEEWAY_S to 30. A missing or invalid value
-// is an error naming the variable and what is expected.
-func ConfigFromEnv() (Config, error) {
-	return configFrom(os.Getenv)
-}
-
-func configFrom(getenv func(string) string) (Config, error) {
-	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	cfg := Config{
-		JWKSURL:       get(EnvJWKSURL),
-		Issuer:        get(EnvIssuer),
-		Audience:      get(EnvAudience),
-		RequiredScope: strings.Join(strings.Fields(getenv(EnvRequiredScope)), " "),
-		Leeway:        DefaultLeeway,
-	}
-	var errs []error
-	algs := get(EnvAlgorithms)
-	if algs == "" {
-		algs = DefaultAlgorithms
-	}
-	for a := range strings.SplitSeq(algs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			cfg.Algorithms = append(cfg.Algorithms, a)
-		}
-	}
-	if s := get(EnvLeeway); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || time.Duration(n)*time.Second > maxLeeway {
-			errs = append(errs, fmt.Errorf("%s=%q: want whole seconds between 0 and %d", EnvLeeway, s, int(maxLeeway/time.Second)))
-		} else {
-			cfg.Leeway = time.Duration(n) * time.Second
-			if n == 0 {
-				cfg.Leeway = -1 // explicit zero: no leeway
-			}
-		}
-	}
-	if err := cfg.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return Config{}, errors.Join(errs...)
-	}
-	return cfg, nil
 }
 
 // validate reports every problem with cfg at once, naming the environment variable of each.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,11 +17,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/das-ask/ask/app"
 	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/server"
-	"github.com/das-ask/ask/store"
 )
 
 // Child modes.
@@ -89,16 +91,12 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	}()
 
 	ep := endpoints{PID: os.Getpid()}
-	var shutdown func(context.Context) error
 	switch opts.Mode {
 	case ModeStack:
 		if opts.Store != "" {
 			return errStoreMode
 		}
-		cfg, err := server.LookupConfig(func(string) (string, bool) { return "", false })
-		if err != nil {
-			return err
-		}
+		cfg := server.DefaultConfig()
 		cfg.MaxInFlight = 1 << 20
 		cfg.MaxTickets = 1 << 22
 		cfg.MaxConversationsPerID, cfg.MaxRetainedPerID = 1<<22, 1<<22
@@ -142,32 +140,29 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		if maxEvents <= 0 {
 			maxEvents = 100_000
 		}
-		var st store.Store // nil: the service's own in-memory store
+		// The service through the same root as askd (package app), with the synthetic runner and
+		// the validator the baselines share, unobserved (the baselines are not either).
+		cfg := config.DefaultConfig()
+		cfg.Addr = "127.0.0.1:0"
+		cfg.Ops.Observe = false
+		cfg.Service.BasePath, cfg.Service.KeepAlive, cfg.Service.MaxEvents = "/ask", opts.KeepAlive, maxEvents
+		cfg.Service.Deadline, cfg.Service.MaxInFlight, cfg.Service.MaxTickets, cfg.Service.ShutdownGrace = time.Hour, 1<<20, 1<<22, -1
+		// The workloads put tens of thousands of asks as a few identities: the per-identity
+		// caps would refuse them, so they are as high as the store's.
+		cfg.Service.MaxConversationsPerID, cfg.Service.MaxRetainedPerID = 1<<22, 1<<22
 		if opts.Store != "" {
-			rs, err := openRedisStore(ctx, opts.Store, maxEvents)
-			if err != nil {
-				return err
-			}
-			defer rs.Close() // after the service's Shutdown below
-			st = rs
+			// A prefix of its own, so a Redis shared with anything else is not disturbed, and
+			// finished tickets kept an hour.
+			cfg.Store = config.StoreConfig{URL: opts.Store, Prefix: "bench:" + rand.Text() + ":"}
+			cfg.Service.TTL = time.Hour
 		}
-		svc, err := server.New(server.Options{
-			Runner: synthetic{gates: g}, Authenticator: v, Logger: log, Store: st,
-			BasePath: "/ask", KeepAlive: opts.KeepAlive, MaxEvents: maxEvents,
-			Deadline: time.Hour, MaxInFlight: 1 << 20, MaxTickets: 1 << 22, ShutdownGrace: -1,
-			// The workloads put tens of thousands of asks as a few identities: the per-identity
-			// caps would refuse them, so they are as high as the store's.
-			MaxConversationsPerID: 1 << 22, MaxRetainedPerID: 1 << 22,
-		})
-		if err != nil {
+		m := app.NewMain(cfg)
+		m.Runner, m.Authenticator, m.Logger = synthetic{gates: g}, v, log
+		if err := m.Run(ctx); err != nil {
 			return err
 		}
-		shutdown = svc.Shutdown
-		ep.IdP = issuer
-		if ep.Ask, err = serve(svc.Handler()); err != nil {
-			return err
-		}
-		ep.Ask += "/ask"
+		defer m.Close()
+		ep.IdP, ep.Ask = issuer, m.URL()
 		if ep.Bare, err = serve(bareTicketHandler(v, "/ask")); err != nil {
 			return err
 		}
@@ -192,11 +187,6 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		}
 	}
 	<-ctx.Done()
-	if shutdown != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = shutdown(sctx)
-	}
 	return nil
 }
 

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/internal/redisserver"
-	redisstore "github.com/das-ask/ask/store/redis"
 )
 
 // The Redis figures: time to ticket, stream delivery and replay once more, against a child
@@ -43,17 +41,6 @@ var redisWorkloads = []string{"time-to-ticket", "stream-delivery", "replay"}
 func redisDelivery(o deliveryOptions) deliveryOptions {
 	o.Rounds = min(o.Rounds, 3)
 	return o
-}
-
-// openRedisStore is a child's store when ServeOptions.Store is set: a prefix of its own (so a
-// Redis shared with anything else is not disturbed), finished tickets kept an hour (the
-// synthetic service's), and the service's event bound.
-func openRedisStore(ctx context.Context, url string, maxEvents int) (*redisstore.Store, error) {
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return redisstore.New(dctx, redisstore.Options{
-		URL: url, Prefix: "bench:" + rand.Text() + ":", MaxEvents: maxEvents, TTL: time.Hour,
-	})
 }
 
 // startRedis starts a redis-server for the run (loopback, persistence off, in a temporary

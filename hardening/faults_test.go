@@ -162,7 +162,7 @@ func modelBehind(t *testing.T, f fault) *stack.Stack {
 	p.set(f)
 	s, _ := startStack(t, stack.Options{Deadline: faultDeadline, Model: &agent.Config{
 		LLM: agent.LLMOpenAI, BaseURL: p.srv.URL + "/v1", APIKey: "k", Model: "stub",
-		Timeout: time.Second, MaxRetries: 1, MaxTokens: 1024, MaxTurns: 12,
+		Timeout: time.Second, MaxRetries: 1, MaxTokens: 1024, MaxModelCalls: 12,
 	}})
 	t.Cleanup(p.releaseAll)
 	return s
@@ -239,7 +239,7 @@ func TestModelSlowerThanTheDeadline(t *testing.T) {
 	})
 	s, _ := startStack(t, stack.Options{Deadline: faultDeadline, Model: &agent.Config{
 		LLM: agent.LLMOpenAI, BaseURL: p.srv.URL + "/v1", APIKey: "k", Model: "stub",
-		Timeout: time.Minute, MaxRetries: 0, MaxTokens: 1024, MaxTurns: 12,
+		Timeout: time.Minute, MaxRetries: -1, MaxTokens: 1024, MaxModelCalls: 12,
 	}})
 	t.Cleanup(p.releaseAll)
 	if term := runFault(t, s, qSev1); term.Type != "error" || term.Kind != "timeout" {

@@ -50,10 +50,7 @@ func TestLoadAndSoak(t *testing.T) {
 	)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 
-	cfg, err := server.LookupConfig(func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := server.DefaultConfig()
 	cfg.MaxInFlight = workers // admission limits are not what this test is about
 	cfg.TTL = ttl
 	cfg.Deadline = 60 * time.Second

@@ -200,7 +200,7 @@ func TestModelErrorQuotingTheQuestionDoesNotLeak(t *testing.T) {
 	s, _ := startStack(t, stack.Options{
 		Logger: slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Model: &agent.Config{LLM: agent.LLMOpenAI, BaseURL: p.srv.URL + "/v1", APIKey: "sk-secret-key-9c1d", Model: "stub",
-			Timeout: time.Second, MaxRetries: 1, MaxTurns: 4, MaxTokens: 64},
+			Timeout: time.Second, MaxRetries: 1, MaxModelCalls: 4, MaxTokens: 64},
 	})
 	t.Cleanup(p.releaseAll)
 	a := newAPI(s.AskURL)
@@ -234,7 +234,7 @@ func TestNoQuestionOrTokenLeaksOnErrors(t *testing.T) {
 		opts stack.Options
 	}{
 		{"source down", stack.Options{Sources: []agent.SourceConfig{{Name: "demo", URL: dead + "/mcp"}}}},
-		{"model down", stack.Options{Model: &agent.Config{LLM: agent.LLMOpenAI, BaseURL: dead + "/v1", APIKey: "sk-secret-key-9c1d", Model: "m", Timeout: time.Second, MaxRetries: 1, MaxTurns: 4, MaxTokens: 64}}},
+		{"model down", stack.Options{Model: &agent.Config{LLM: agent.LLMOpenAI, BaseURL: dead + "/v1", APIKey: "sk-secret-key-9c1d", Model: "m", Timeout: time.Second, MaxRetries: 1, MaxModelCalls: 4, MaxTokens: 64}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, sink := startStack(t, c.opts)

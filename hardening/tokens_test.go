@@ -86,10 +86,7 @@ func validClaims(p *idp.IdP, oid string) jwt.MapClaims {
 // capacity is three, and after the attack the legitimate user can still fill it exactly), no
 // ticket, and alice's own ask is neither read nor cancelled by any of them.
 func TestHostileTokensAreRefusedAndCreateNothing(t *testing.T) {
-	cfg, err := server.LookupConfig(func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := server.DefaultConfig()
 	cfg.MaxTickets = 3
 	s, _ := startStack(t, stack.Options{Service: &cfg})
 	a := newAPI(s.AskURL)

@@ -2,7 +2,6 @@ package obs
 
 import (
 	"context"
-	"os"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -20,8 +19,9 @@ type TracingOptions struct {
 	Exporter sdktrace.SpanExporter
 	// ServiceName is the resource's service.name unless OTEL_SERVICE_NAME sets it; "" means askd.
 	ServiceName string
-	// Getenv reads the environment; nil means os.Getenv.
-	Getenv func(string) string
+	// OTLP exports spans over OTLP/HTTP in batches (config.OpsConfig.OTLP: the standard
+	// OTEL_EXPORTER_OTLP_ENDPOINT is set); the exporter reads its other OTEL_* variables itself.
+	OTLP bool
 }
 
 // Tracing is the service's tracer provider and how to stop it.
@@ -34,16 +34,11 @@ type Tracing struct {
 }
 
 // NewTracing returns the tracer provider the configuration asks for. Tracing is off (a no-op
-// provider, nothing recorded) unless Exporter is set or OTEL_EXPORTER_OTLP_ENDPOINT or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is: then spans go over OTLP/HTTP in batches, configured by
+// provider, nothing recorded) unless Exporter or OTLP is set: with OTLP spans go over OTLP/HTTP in batches, configured by
 // the standard OTEL_EXPORTER_OTLP_* variables (headers, timeout, TLS) and sampled as
 // OTEL_TRACES_SAMPLER says (default: always, or as the caller's traceparent says). ctx bounds
 // the setup only.
 func NewTracing(ctx context.Context, opts TracingOptions) (*Tracing, error) {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	name := opts.ServiceName
 	if name == "" {
 		name = "askd"
@@ -52,7 +47,7 @@ func NewTracing(ctx context.Context, opts TracingOptions) (*Tracing, error) {
 	switch {
 	case opts.Exporter != nil:
 		sp = sdktrace.WithSyncer(opts.Exporter)
-	case getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "":
+	case opts.OTLP:
 		exp, err := otlptracehttp.New(ctx)
 		if err != nil {
 			return nil, err

@@ -2,14 +2,11 @@ package server
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// Defaults for Config and for Options' zero values.
+// Defaults for Config's and Options' zero values.
 const (
 	DefaultBasePath    = "/ask"
 	DefaultTTL         = 900 * time.Second
@@ -19,21 +16,23 @@ const (
 	DefaultMaxInFlight = 4
 	DefaultMaxTickets  = 10000
 	// DefaultMaxConversationsPerID and DefaultMaxRetainedPerID are one identity's share of
-	// the shared caps; DefaultMaxTurns bounds a conversation's memory and what each ask in it
-	// resends to the model.
-	DefaultMaxConversationsPerID = 100
-	DefaultMaxRetainedPerID      = 1000
-	DefaultMaxTurns              = 50
-	DefaultMaxBodyBytes          = 64 << 10
-	DefaultShutdownGrace         = 10 * time.Second
-	minMaxEvents                 = 8
-	maxBodyBytesUpperEdge        = 16 << 20
+	// the shared caps; DefaultMaxTurnsPerConversation bounds a conversation's memory and what
+	// each ask in it resends to the model (agent.DefaultMaxModelCalls bounds one run instead).
+	DefaultMaxConversationsPerID   = 100
+	DefaultMaxRetainedPerID        = 1000
+	DefaultMaxTurnsPerConversation = 50
+	DefaultMaxBodyBytes            = 64 << 10
+	DefaultShutdownGrace           = 10 * time.Second
+	minMaxEvents                   = 8
 )
 
-// Config is the service's configuration from the environment (see ConfigFromEnv). The auth
-// settings (DAS_JWKS_URL, DAS_ISSUER, …) belong to package auth, not here.
+// Config is the service's settings, the "service" section of package config's tree (which
+// reads them from DAS_ASK_*). Zero values mean the defaults below, as in Options; "none" is
+// negative (ShutdownGrace). The auth settings belong to package auth, not here.
 type Config struct {
-	BasePath    string        // DAS_ASK_PATH
+	// BasePath is where the API is served (DAS_ASK_PATH); "" means DefaultBasePath and "/"
+	// the root.
+	BasePath    string
 	TTL         time.Duration // DAS_ASK_TTL_S
 	MaxEvents   int           // DAS_ASK_MAX_EVENTS
 	KeepAlive   time.Duration // DAS_ASK_KEEPALIVE_S
@@ -41,84 +40,37 @@ type Config struct {
 	MaxInFlight int           // DAS_ASK_MAX_INFLIGHT_PER_ID
 	MaxTickets  int           // DAS_ASK_MAX_TICKETS
 	// MaxConversationsPerID, MaxRetainedPerID: DAS_ASK_MAX_CONVERSATIONS_PER_ID,
-	// DAS_ASK_MAX_RETAINED_PER_ID. MaxTurns: DAS_ASK_MAX_TURNS_PER_CONVERSATION.
+	// DAS_ASK_MAX_RETAINED_PER_ID. MaxTurns (asks per conversation):
+	// DAS_ASK_MAX_TURNS_PER_CONVERSATION.
 	MaxConversationsPerID int
 	MaxRetainedPerID      int
 	MaxTurns              int
-	MaxBodyBytes          int64         // DAS_ASK_MAX_BODY_BYTES
-	ShutdownGrace         time.Duration // DAS_ASK_SHUTDOWN_GRACE_S
+	MaxBodyBytes          int64 // DAS_ASK_MAX_BODY_BYTES
+	// ShutdownGrace is DAS_ASK_SHUTDOWN_GRACE_S; negative means none.
+	ShutdownGrace time.Duration
 }
 
-// ConfigFromEnv reads Config from the process environment; see LookupConfig.
-func ConfigFromEnv() (Config, error) { return LookupConfig(os.LookupEnv) }
-
-// LookupConfig reads Config through lookup (os.LookupEnv in production). An unset or empty
-// variable means its default; any invalid value is an error naming the variable and what it
-// accepts, and all such errors are reported together.
-func LookupConfig(lookup func(string) (string, bool)) (Config, error) {
-	get := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		v = strings.TrimSpace(v)
-		return v, ok && v != ""
-	}
-	var errs []error
-	seconds := func(name string, def time.Duration, min int64) time.Duration {
-		v, ok := get(name)
-		if !ok {
-			return def
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < min || n > 1<<31 {
-			errs = append(errs, fmt.Errorf("%s=%q: want a whole number of seconds >= %d", name, v, min))
-			return def
-		}
-		return time.Duration(n) * time.Second
-	}
-	count := func(name string, def int64, min, max int64) int64 {
-		v, ok := get(name)
-		if !ok {
-			return def
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < min || n > max {
-			errs = append(errs, fmt.Errorf("%s=%q: want a whole number from %d to %d", name, v, min, max))
-			return def
-		}
-		return n
-	}
-
-	c := Config{
+// DefaultConfig is Config with every default spelled out.
+func DefaultConfig() Config {
+	return Config{
 		BasePath:              DefaultBasePath,
-		TTL:                   seconds("DAS_ASK_TTL_S", DefaultTTL, 1),
-		MaxEvents:             int(count("DAS_ASK_MAX_EVENTS", DefaultMaxEvents, minMaxEvents, 1_000_000)),
-		KeepAlive:             seconds("DAS_ASK_KEEPALIVE_S", DefaultKeepAlive, 1),
-		Deadline:              seconds("DAS_ASK_DEADLINE_S", DefaultDeadline, 1),
-		MaxInFlight:           int(count("DAS_ASK_MAX_INFLIGHT_PER_ID", DefaultMaxInFlight, 1, 1_000_000)),
-		MaxTickets:            int(count("DAS_ASK_MAX_TICKETS", DefaultMaxTickets, 1, 100_000_000)),
-		MaxConversationsPerID: int(count("DAS_ASK_MAX_CONVERSATIONS_PER_ID", DefaultMaxConversationsPerID, 1, 100_000_000)),
-		MaxRetainedPerID:      int(count("DAS_ASK_MAX_RETAINED_PER_ID", DefaultMaxRetainedPerID, 1, 100_000_000)),
-		MaxTurns:              int(count("DAS_ASK_MAX_TURNS_PER_CONVERSATION", DefaultMaxTurns, 1, 10_000)),
-		MaxBodyBytes:          count("DAS_ASK_MAX_BODY_BYTES", DefaultMaxBodyBytes, 1024, maxBodyBytesUpperEdge),
-		ShutdownGrace:         seconds("DAS_ASK_SHUTDOWN_GRACE_S", DefaultShutdownGrace, 0),
+		TTL:                   DefaultTTL,
+		MaxEvents:             DefaultMaxEvents,
+		KeepAlive:             DefaultKeepAlive,
+		Deadline:              DefaultDeadline,
+		MaxInFlight:           DefaultMaxInFlight,
+		MaxTickets:            DefaultMaxTickets,
+		MaxConversationsPerID: DefaultMaxConversationsPerID,
+		MaxRetainedPerID:      DefaultMaxRetainedPerID,
+		MaxTurns:              DefaultMaxTurnsPerConversation,
+		MaxBodyBytes:          DefaultMaxBodyBytes,
+		ShutdownGrace:         DefaultShutdownGrace,
 	}
-	if c.MaxRetainedPerID < c.MaxInFlight {
-		// Running tickets are held tickets: the in-flight cap could never be reached.
-		errs = append(errs, fmt.Errorf("DAS_ASK_MAX_RETAINED_PER_ID=%d: want at least DAS_ASK_MAX_INFLIGHT_PER_ID (%d), since running asks are retained tickets too",
-			c.MaxRetainedPerID, c.MaxInFlight))
-	}
-	if v, ok := lookup("DAS_ASK_PATH"); ok {
-		p, err := cleanBasePath(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("DAS_ASK_PATH=%q: %w", v, err))
-		} else {
-			c.BasePath = p
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, fmt.Errorf("ask service configuration: %w", err)
-	}
-	return c, nil
 }
+
+// CleanBasePath is how New reads Options.BasePath: "" or "/" (serve at the root) or an
+// absolute path without a trailing slash, query or fragment, normalised ("" for the root).
+func CleanBasePath(p string) (string, error) { return cleanBasePath(p) }
 
 // cleanBasePath accepts "" or "/" (serve at the root) or an absolute path without a trailing
 // slash, query or fragment, and returns it normalised ("" for the root).

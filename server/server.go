@@ -59,9 +59,10 @@ type Options struct {
 	ShutdownGrace time.Duration
 }
 
-// Options returns the Options c describes; the caller adds Runner, Authenticator and Logger.
+// Options returns the Options c describes, field for field (both read zero as the default);
+// the caller adds Runner, Authenticator, Store and Logger.
 func (c Config) Options() Options {
-	o := Options{
+	return Options{
 		BasePath:              c.BasePath,
 		TTL:                   c.TTL,
 		MaxEvents:             c.MaxEvents,
@@ -75,13 +76,6 @@ func (c Config) Options() Options {
 		MaxBodyBytes:          c.MaxBodyBytes,
 		ShutdownGrace:         c.ShutdownGrace,
 	}
-	if o.BasePath == "" {
-		o.BasePath = "/"
-	}
-	if o.ShutdownGrace == 0 {
-		o.ShutdownGrace = -1
-	}
-	return o
 }
 
 // Server is the ask service: the Echo handler for the generated interface, the run registry
@@ -154,7 +148,7 @@ func New(opts Options) (*Server, error) {
 		opts.MaxRetainedPerID = DefaultMaxRetainedPerID
 	}
 	if opts.MaxTurns <= 0 {
-		opts.MaxTurns = DefaultMaxTurns
+		opts.MaxTurns = DefaultMaxTurnsPerConversation
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes

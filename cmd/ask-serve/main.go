@@ -22,21 +22,21 @@ import (
 	"syscall"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
-	"github.com/das-ask/ask/server"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ask-serve:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ask-serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts := stack.Options{}
@@ -56,32 +56,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		level = slog.LevelDebug
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	script, err := llmstub.ScriptFromEnv() // $ASK_STUB_SCRIPT, else the embedded default
+	cfg, err := config.FromEnv(lookup)
 	if err != nil {
 		return err
 	}
-	opts.StubScript = script
-
-	svc, err := server.ConfigFromEnv()
-	if err != nil {
+	opts.Config = &cfg
+	if opts.StubScript, err = stubScript(cfg.StubScript); err != nil {
 		return err
 	}
-	opts.Service = &svc
 	modelName := "llm-stub (scripted; set ASK_LLM=anthropic|openai for a real model)"
-	if llm := getenv("ASK_LLM"); llm != "" && llm != "stub" {
-		cfg, err := agent.ConfigFromEnv()
-		if err != nil {
-			return err
-		}
-		opts.Model = &cfg
-		modelName = cfg.String()
-	}
-	if getenv("DAS_SOURCES") != "" {
-		cfg, err := agent.ConfigFromEnv()
-		if err != nil {
-			return err
-		}
-		opts.Sources = cfg.Sources
+	if cfg.Agent.LLM != agent.LLMStub {
+		modelName = cfg.Agent.String()
 	}
 
 	s, err := stack.Start(ctx, opts)
@@ -113,4 +98,12 @@ Ctrl-C stops everything.
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")
 	return s.Close()
+}
+
+// stubScript is the llm-stub's script: the file ASK_STUB_SCRIPT names, else the embedded one.
+func stubScript(path string) (*llmstub.Script, error) {
+	if path != "" {
+		return llmstub.LoadScript(path)
+	}
+	return llmstub.DefaultScript()
 }

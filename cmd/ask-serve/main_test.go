@@ -19,7 +19,7 @@ func TestAskServeStartsServesAndStops(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run(ctx, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
-			"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()}, func(string) string { return "" }, w, io.Discard)
+			"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()}, func(string) (string, bool) { return "", false }, w, io.Discard)
 		w.Close()
 	}()
 	askURL := ""
@@ -60,8 +60,8 @@ func TestAskServeStartsServesAndStops(t *testing.T) {
 }
 
 func TestAskServeRejectsBadSettings(t *testing.T) {
-	t.Setenv("DAS_ASK_TTL_S", "soon")
-	err := run(t.Context(), []string{"-addr", "127.0.0.1:0"}, func(string) string { return "" }, io.Discard, io.Discard)
+	lookup := func(k string) (string, bool) { return "soon", k == "DAS_ASK_TTL_S" }
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0"}, lookup, io.Discard, io.Discard)
 	if err == nil || !regexp.MustCompile(`DAS_ASK_TTL_S`).MatchString(err.Error()) {
 		t.Fatalf("err = %v, want one naming DAS_ASK_TTL_S", err)
 	}

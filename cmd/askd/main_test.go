@@ -6,11 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/das-ask/ask/app"
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp/idptest"
 	"github.com/das-ask/ask/demo/llmstub"
 )
@@ -30,25 +31,22 @@ func TestAskdServesAndStops(t *testing.T) {
 		"DAS_SOURCES": "demo=http://127.0.0.1:1/mcp", "DAS_ASK_SHUTDOWN_GRACE_S": "0",
 		"DAS_ASK_ADMIN_ADDR": "127.0.0.1:0",
 	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var logs bytes.Buffer
-	ready := make(chan listening, 1)
+	ready := make(chan *app.Main, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, os.Getenv, &logs, ready) }()
-	var addrs listening
+	go func() { errc <- run(ctx, config.MapEnv(env), &logs, ready) }()
+	var m *app.Main
 	select {
-	case addrs = <-ready:
+	case m = <-ready:
 	case err := <-errc:
 		t.Fatalf("askd stopped at start: %v\n%s", err, logs.String())
 	case <-time.After(20 * time.Second):
 		t.Fatal("askd did not start")
 	}
-	base := "http://" + addrs.API + "/ask"
-	admin := "http://" + addrs.Admin
+	base := m.URL()
+	admin := "http://" + m.AdminAddr()
 
 	resp, err := http.Get(base + "/v1/openapi.yaml")
 	if err != nil {
@@ -136,11 +134,7 @@ func TestAskdRejectsBadSettings(t *testing.T) {
 		"bad admin":    {"DAS_ASK_ADMIN_ADDR": "everywhere"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			getenv := func(k string) string { return env[k] }
-			for k, v := range env {
-				t.Setenv(k, v)
-			}
-			err := run(t.Context(), getenv, io.Discard, nil)
+			err := run(t.Context(), config.MapEnv(env), io.Discard, nil)
 			if err == nil {
 				t.Fatal("askd started with bad settings")
 			}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/demo/stack"
 )
@@ -29,13 +31,14 @@ const (
 // runDev starts the development stack (and one with a small buffer for the overflow check),
 // optionally nginx in front of both, runs the suite, and stops everything.
 //
-// The model is the llm-stub unless ASK_LLM names a real one (agent.ConfigFromEnv); with a real
+// The model is the llm-stub unless ASK_LLM names a real one (config.FromEnv); with a real
 // model the behaviour checks test its judgement rather than the stub's script.
 func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Logger) (rep conformance.Report, err error) {
-	model, err := agent.ConfigFromEnv()
+	all, err := config.FromEnv(os.LookupEnv)
 	if err != nil {
 		return rep, fmt.Errorf("model: %w", err)
 	}
+	model := all.Agent
 	start := func(opts stack.Options) (*stack.Stack, error) {
 		opts.Logger = log
 		if model.LLM != agent.LLMStub {

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/auth"
+	askconfig "github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/source"
 )
 
@@ -86,27 +87,28 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	return c, nil
 }
 
-// authConfig reads the shared DAS_* auth settings from the process environment, falling back to
-// the dev stack's when none of the three that say whom to trust is set.
-func authConfig(log *slog.Logger) (auth.Config, error) {
-	if os.Getenv(auth.EnvJWKSURL) == "" && os.Getenv(auth.EnvIssuer) == "" && os.Getenv(auth.EnvAudience) == "" {
+// authConfig reads the shared DAS_* auth settings (package config, as the ask service does),
+// falling back to the dev stack's when none of the three that say whom to trust is set.
+func authConfig(getenv func(string) string, log *slog.Logger) (auth.Config, error) {
+	env := askconfig.NewEnv(func(k string) (string, bool) { v := getenv(k); return v, v != "" })
+	if !env.Set(auth.EnvJWKSURL) && !env.Set(auth.EnvIssuer) && !env.Set(auth.EnvAudience) {
 		log.Warn("no DAS_JWKS_URL, DAS_ISSUER or DAS_AUDIENCE set: trusting the development identity provider",
 			"issuer", auth.DevIssuer, "jwks_url", auth.DevJWKSURL)
 		return auth.DevConfig(), nil
 	}
-	return auth.ConfigFromEnv()
+	cfg := askconfig.AuthFrom(env, askconfig.DefaultConfig().Auth)
+	return cfg, env.Err()
 }
 
-// run serves until ctx is done. getenv supplies the DAS_DEMO_SOURCE_* settings; the auth
-// settings are read from the process environment (auth.ConfigFromEnv). ready, when not nil,
-// receives the listening address.
+// run serves until ctx is done. getenv supplies the DAS_DEMO_SOURCE_* settings and the shared
+// auth settings. ready, when not nil, receives the listening address.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
 	c, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "demo-source")
-	acfg, err := authConfig(log)
+	acfg, err := authConfig(getenv, log)
 	if err != nil {
 		return err
 	}

@@ -29,12 +29,9 @@ func TestRun(t *testing.T) {
 	p := idptest.Start(t)
 	cfg := p.Config()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	// The auth settings come from the process environment, as auth.ConfigFromEnv reads them.
-	t.Setenv("DAS_JWKS_URL", cfg.JWKSURL)
-	t.Setenv("DAS_ISSUER", cfg.Issuer)
-	t.Setenv("DAS_AUDIENCE", cfg.Audience)
-	t.Setenv("DAS_REQUIRED_SCOPE", cfg.RequiredScope)
-	env := map[string]string{"DAS_DEMO_SOURCE_AUDIT": audit}
+	// The auth settings come from the same environment, read as the ask service reads them.
+	env := map[string]string{"DAS_DEMO_SOURCE_AUDIT": audit, "DAS_JWKS_URL": cfg.JWKSURL, "DAS_ISSUER": cfg.Issuer,
+		"DAS_AUDIENCE": cfg.Audience, "DAS_REQUIRED_SCOPE": cfg.RequiredScope}
 	ctx, cancel := context.WithCancel(t.Context())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)

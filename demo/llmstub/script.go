@@ -13,7 +13,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ScriptEnv names the environment variable that overrides the default script with a file.
+// ScriptEnv names the environment variable that overrides the default script with a file
+// (read by package config and by cmd/llm-stub, never here).
 const ScriptEnv = "ASK_STUB_SCRIPT"
 
 // Script is a parsed, validated script: what the stub answers to which question. It is immutable
@@ -146,15 +147,6 @@ func LoadScript(path string) (*Script, error) {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
 	return s, nil
-}
-
-// ScriptFromEnv returns the script named by $ASK_STUB_SCRIPT, or the default script when it is
-// unset or empty.
-func ScriptFromEnv() (*Script, error) {
-	if path := os.Getenv(ScriptEnv); path != "" {
-		return LoadScript(path)
-	}
-	return DefaultScript()
 }
 
 // Models lists the model ids GET /v1/models reports. Requests may name any model.

@@ -2,8 +2,6 @@ package llmstub_test
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -54,26 +52,6 @@ func TestDefaultScriptParses(t *testing.T) {
 	}
 	if _, err := llmstub.ParseScript(llmstub.DefaultScriptYAML()); err != nil {
 		t.Errorf("DefaultScriptYAML does not parse: %v", err)
-	}
-}
-
-func TestScriptFromEnv(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "script.yaml")
-	if err := os.WriteFile(path, []byte("models: [custom]\nrules: []\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(llmstub.ScriptEnv, path)
-	s, err := llmstub.ScriptFromEnv()
-	if err != nil || !reflect.DeepEqual(s.Models(), []string{"custom"}) {
-		t.Errorf("with %s set: %v, %v", llmstub.ScriptEnv, s, err)
-	}
-	t.Setenv(llmstub.ScriptEnv, filepath.Join(t.TempDir(), "missing.yaml"))
-	if _, err := llmstub.ScriptFromEnv(); err == nil {
-		t.Error("a missing script file is not an error")
-	}
-	t.Setenv(llmstub.ScriptEnv, "")
-	if s, err := llmstub.ScriptFromEnv(); err != nil || !reflect.DeepEqual(s.Models(), []string{"llm-stub"}) {
-		t.Errorf("unset: %v, %v; want the default script", s, err)
 	}
 }
 

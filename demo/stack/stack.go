@@ -14,16 +14,17 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/app"
 	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/source"
 	"github.com/das-ask/ask/demo/ui"
-	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
 )
 
@@ -37,8 +38,13 @@ type Options struct {
 	// Logger receives every component's logs, each with a "component" attribute; nil discards.
 	Logger *slog.Logger
 
-	// Service is the ask service's configuration (as from server.ConfigFromEnv); nil means the
-	// service's defaults. The fields below override it where they are not zero.
+	// Config is the service's configuration (as from config.FromEnv); nil means
+	// config.DefaultConfig(). The stack always replaces its Auth (this stack's IdP), its
+	// address (AskAddr), the model's address when the model is the llm-stub, and the default
+	// sources (the demo source on its dev address) with the demo source started here. Without
+	// AdminAddr it is not observed.
+	Config *config.Config
+	// Service replaces Config.Service when set; the fields below override it where not zero.
 	Service   *server.Config
 	BasePath  string
 	KeepAlive time.Duration
@@ -46,13 +52,13 @@ type Options struct {
 	Deadline  time.Duration
 	TTL       time.Duration
 
-	// Model configures a real model instead of the llm-stub. Nil (or LLM "stub") starts the
-	// llm-stub here and points the OpenAI-compatible adapter at it.
+	// Model replaces Config.Agent's model. Nil (or LLM "stub") starts the llm-stub here and
+	// points the OpenAI-compatible adapter at it.
 	Model *agent.Config
 	// StubScript replaces the llm-stub's default script.
 	StubScript *llmstub.Script
-	// Sources replace the demo source as the agent's sources; nil means the demo source started
-	// here. The demo source is started either way.
+	// Sources replace the demo source as the agent's sources; nil means Config's, and the
+	// default sources mean the demo source started here. The demo source is started either way.
 	Sources []agent.SourceConfig
 	// UI serves the reference web page (package demo/ui) at {base}/ui/ on the service's listener,
 	// with a development sign-in that mints tokens from this stack's IdP. Off by default; askd
@@ -85,6 +91,8 @@ type Stack struct {
 	Stub *llmstub.Stub
 	// Service is the ask service.
 	Service *server.Server
+	// Main is the ask service's composition root (package app), as askd runs it.
+	Main *app.Main
 
 	log     *slog.Logger
 	servers []*http.Server
@@ -106,73 +114,46 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			s.Close()
 		}
 	}()
+	cfg := config.DefaultConfig()
+	if opts.Config != nil {
+		cfg = *opts.Config
+	}
+	if opts.Model != nil {
+		cfg.Agent = *opts.Model
+		if cfg.Agent.Sources == nil && opts.Config != nil {
+			cfg.Agent.Sources = opts.Config.Agent.Sources
+		}
+	}
+	useStub := cfg.Agent.LLM == "" || cfg.Agent.LLM == agent.LLMStub
 
-	useStub := opts.Model == nil || opts.Model.LLM == "" || opts.Model.LLM == "stub"
+	// The identity provider.
 	lnIdP, err := listen(opts.IdPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("identity provider: %w", err)
 	}
-	lnSrc, err := listen(opts.SourceAddr)
-	if err != nil {
-		lnIdP.Close()
-		return nil, fmt.Errorf("demo source: %w", err)
-	}
-	var lnStub net.Listener
-	if useStub {
-		if lnStub, err = listen(opts.StubAddr); err != nil {
-			lnIdP.Close()
-			lnSrc.Close()
-			return nil, fmt.Errorf("llm-stub: %w", err)
-		}
-	}
-	lnAsk, err := listen(opts.AskAddr)
-	if err != nil {
-		lnIdP.Close()
-		lnSrc.Close()
-		if lnStub != nil {
-			lnStub.Close()
-		}
-		return nil, fmt.Errorf("ask service: %w", err)
-	}
-	adm, err := newAdmin(opts.AdminAddr, log)
-	if err != nil {
-		closeAll(lnIdP, lnSrc, lnStub, lnAsk)
-		return nil, fmt.Errorf("admin listener: %w", err)
-	}
-	defer func() {
-		if !ok {
-			adm.close()
-		}
-	}()
-
-	// The identity provider.
 	s.IdPURL = "http://" + lnIdP.Addr().String()
 	idpState := ""
 	if opts.StateDir != "" {
 		idpState = filepath.Join(opts.StateDir, "idp")
 	}
 	if s.IdP, err = idp.New(idp.Options{Issuer: s.IdPURL, StateDir: idpState, Logger: log.With("component", "idp")}); err != nil {
-		closeAll(lnSrc, lnStub, lnAsk)
 		lnIdP.Close()
 		return nil, fmt.Errorf("identity provider: %w", err)
 	}
 	s.serve("idp", lnIdP, s.IdP.Handler())
 
 	// One set of auth settings, shared by the service and the source, as in production.
-	authCfg := auth.Config{
-		JWKSURL:       s.IdPURL + "/.well-known/jwks.json",
-		Issuer:        s.IdPURL,
-		Audience:      idp.DefaultAudience,
-		RequiredScope: idp.DefaultScope,
-	}
-	newValidator := func(component string) (*auth.Validator, error) {
-		return auth.New(ctx, authCfg, auth.Options{Logger: log.With("component", component)})
-	}
+	cfg.Auth.JWKSURL, cfg.Auth.Issuer = s.IdPURL+"/.well-known/jwks.json", s.IdPURL
+	cfg.Auth.Audience, cfg.Auth.RequiredScope = idp.DefaultAudience, idp.DefaultScope
 
 	// The demo source.
-	srcAuth, err := newValidator("source")
+	lnSrc, err := listen(opts.SourceAddr)
 	if err != nil {
-		closeAll(lnSrc, lnStub, lnAsk)
+		return nil, fmt.Errorf("demo source: %w", err)
+	}
+	srcAuth, err := auth.New(ctx, cfg.Auth, auth.Options{Logger: log.With("component", "source")})
+	if err != nil {
+		lnSrc.Close()
 		return nil, fmt.Errorf("demo source auth: %w", err)
 	}
 	auditPath := ""
@@ -180,107 +161,87 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		auditPath = filepath.Join(opts.StateDir, "demo-source", "audit.jsonl")
 	}
 	if s.source, err = source.New(ctx, source.Options{Authenticator: srcAuth, AuditPath: auditPath, Logger: log.With("component", "source")}); err != nil {
-		closeAll(lnSrc, lnStub, lnAsk)
+		lnSrc.Close()
 		return nil, fmt.Errorf("demo source: %w", err)
 	}
 	s.SourceURL = "http://" + lnSrc.Addr().String()
 	s.serve("source", lnSrc, s.source.Handler())
+	switch {
+	case opts.Sources != nil:
+		cfg.Agent.Sources = opts.Sources
+	case cfg.Agent.Sources == nil || slices.Equal(cfg.Agent.Sources, agent.DefaultSources):
+		cfg.Agent.Sources = []agent.SourceConfig{{Name: "demo", URL: s.SourceURL + "/mcp"}}
+	}
 
 	// The model: the llm-stub unless a real one is configured.
-	modelCfg := agent.Config{LLM: "stub"}
-	if opts.Model != nil {
-		modelCfg = *opts.Model
-	}
 	if useStub {
+		lnStub, err := listen(opts.StubAddr)
+		if err != nil {
+			return nil, fmt.Errorf("llm-stub: %w", err)
+		}
 		if s.Stub, err = llmstub.New(llmstub.Options{Script: opts.StubScript, Logger: log.With("component", "llm-stub")}); err != nil {
-			closeAll(lnStub, lnAsk)
+			lnStub.Close()
 			return nil, fmt.Errorf("llm-stub: %w", err)
 		}
 		s.StubURL = "http://" + lnStub.Addr().String() + "/v1"
 		s.serve("llm-stub", lnStub, s.Stub.Handler())
-		modelCfg.LLM = "stub"
-		modelCfg.BaseURL = s.StubURL
-		if modelCfg.APIKey == "" {
-			modelCfg.APIKey = "stub"
+		cfg.Agent.LLM, cfg.Agent.BaseURL = agent.LLMStub, s.StubURL
+		if cfg.Agent.APIKey == "" {
+			cfg.Agent.APIKey = "stub"
 		}
-		if modelCfg.Model == "" {
-			modelCfg.Model = "stub"
+		if cfg.Agent.Model == "" {
+			cfg.Agent.Model = "stub"
 		}
-	}
-	mdl, err := modelCfg.NewModel(nil, log.With("component", "model"))
-	if err != nil {
-		lnAsk.Close()
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	sources := opts.Sources
-	if sources == nil {
-		sources = []agent.SourceConfig{{Name: "demo", URL: s.SourceURL + "/mcp"}}
-	}
-	runner, err := agent.New(agent.Options{Model: adm.model(mdl, modelCfg.LLM), Sources: sources, MaxTurns: modelCfg.MaxTurns, Logger: log.With("component", "agent")})
-	if err != nil {
-		lnAsk.Close()
-		return nil, fmt.Errorf("agent: %w", err)
 	}
 
-	// The ask service.
-	askAuth, err := newValidator("ask")
-	if err != nil {
-		lnAsk.Close()
-		return nil, fmt.Errorf("ask auth: %w", err)
-	}
-	var cfg server.Config
+	// The ask service, through the same root as askd.
 	if opts.Service != nil {
-		cfg = *opts.Service
-	} else if cfg, err = server.LookupConfig(func(string) (string, bool) { return "", false }); err != nil {
-		lnAsk.Close()
-		return nil, fmt.Errorf("ask service: %w", err)
+		cfg.Service = *opts.Service
 	}
 	if opts.BasePath != "" {
-		cfg.BasePath = opts.BasePath
+		cfg.Service.BasePath = opts.BasePath
 	}
 	if opts.KeepAlive != 0 {
-		cfg.KeepAlive = opts.KeepAlive
+		cfg.Service.KeepAlive = opts.KeepAlive
 	}
 	if opts.MaxEvents != 0 {
-		cfg.MaxEvents = opts.MaxEvents
+		cfg.Service.MaxEvents = opts.MaxEvents
 	}
 	if opts.Deadline != 0 {
-		cfg.Deadline = opts.Deadline
+		cfg.Service.Deadline = opts.Deadline
 	}
 	if opts.TTL != 0 {
-		cfg.TTL = opts.TTL
+		cfg.Service.TTL = opts.TTL
 	}
-	svcOpts := cfg.Options()
-	svcOpts.Runner = adm.runner(runner)
-	svcOpts.Authenticator = askAuth
-	svcOpts.Logger = log.With("component", "ask")
-	adm.options(&svcOpts, cfg)
-	if s.Service, err = server.New(svcOpts); err != nil {
-		lnAsk.Close()
-		return nil, fmt.Errorf("ask service: %w", err)
+	cfg.Addr = opts.AskAddr
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
 	}
-	base := strings.TrimSuffix(svcOpts.BasePath, "/")
-	s.AskURL = "http://" + lnAsk.Addr().String() + base
-	askHandler := adm.handler(s.Service.Handler())
+	cfg.Ops.Observe, cfg.Ops.AdminAddr, cfg.Ops.AdminOptional = opts.AdminAddr != "", opts.AdminAddr, false
+	s.Main = app.NewMain(cfg)
+	s.Main.Logger = log
 	if opts.UI {
-		mux := http.NewServeMux()
-		mux.Handle(base+"/ui/", http.StripPrefix(base+"/ui", ui.New(ui.Options{
+		s.Main.Mounts = map[string]http.Handler{"/ui/": ui.New(ui.Options{
 			SignIn: func(_ context.Context, oid string) (string, error) { return s.IdP.Mint(idp.Claims{OID: oid}) },
 			Logger: log.With("component", "ui"),
-		})))
-		mux.Handle("/", askHandler)
-		askHandler = mux
+		})}
+	}
+	if err := s.Main.Run(ctx); err != nil {
+		s.Main = nil
+		return nil, fmt.Errorf("ask service: %w", err)
+	}
+	s.Service = s.Main.Server
+	s.AskURL = s.Main.URL()
+	if opts.UI {
 		s.UIURL = s.AskURL + "/ui/"
 	}
-	s.serve("ask", lnAsk, askHandler)
-	if adm != nil {
-		s.AdminURL = "http://" + adm.ln.Addr().String()
-		s.serve("admin", adm.ln, obs.AdminHandler(adm.o.Metrics(), obs.NewHealth(obs.HealthOptions{JWKSReady: askAuth.Ready, Store: adm.mem})))
+	if a := s.Main.AdminAddr(); a != "" {
+		s.AdminURL = "http://" + a
 	}
 
 	// auth.New waits for the first JWKS fetch, and the IdP is already serving: a validator that
 	// holds no key now would refuse every first request, so say so at once.
-	if !srcAuth.Ready() || !askAuth.Ready() {
+	if !srcAuth.Ready() || !s.Main.Ready() {
 		return nil, errors.New("the identity provider's JWKS could not be fetched")
 	}
 	ok = true
@@ -292,14 +253,6 @@ func listen(addr string) (net.Listener, error) {
 		addr = "127.0.0.1:0"
 	}
 	return net.Listen("tcp", addr)
-}
-
-func closeAll(lns ...net.Listener) {
-	for _, ln := range lns {
-		if ln != nil {
-			ln.Close()
-		}
-	}
 }
 
 func (s *Stack) serve(name string, ln net.Listener, h http.Handler) {
@@ -321,8 +274,8 @@ func (s *Stack) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
-	if s.Service != nil {
-		errs = append(errs, s.Service.Shutdown(ctx))
+	if s.Main != nil {
+		errs = append(errs, s.Main.Close())
 	}
 	for i := len(s.servers) - 1; i >= 0; i-- {
 		errs = append(errs, s.servers[i].Shutdown(ctx))

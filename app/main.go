@@ -1,0 +1,301 @@
+// Package app is the service's one composition root, in the shape of WTF Dial's Main: a
+// config.Config goes in, Run builds every part from it and starts serving, Close stops them in
+// order. cmd/askd is Main over config.FromEnv; the dev stack (demo/stack) is the IdP, the demo
+// source and the llm-stub plus the same Main; the bench child is Main with a synthetic runner.
+//
+// What is built, in order: the logger's sinks (given), tracing and the observer (package obs,
+// when Config.Ops.Observe), the bearer validator (package auth), the model and the agent
+// (package agent), the store (store/memory or store/redis, built here only), the service
+// (package server), the API listener and the admin listener.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/config"
+	"github.com/das-ask/ask/obs"
+	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
+	redisstore "github.com/das-ask/ask/store/redis"
+)
+
+// Main is the running service. Set Config (and any override) before Run; read the rest after.
+// A Main runs once.
+type Main struct {
+	Config config.Config
+
+	// Logger receives every part's logs, each with a "component" attribute; nil discards.
+	Logger *slog.Logger
+	// Authenticator replaces the validator built from Config.Auth (the bench shares one with
+	// its baselines). Its Ready, when it has one, is the readiness probe's JWKS check.
+	Authenticator ask.Authenticator
+	// Runner replaces the agent built from Config.Agent (the bench's synthetic runner).
+	Runner ask.Runner
+	// Mounts are extra handlers on the API listener at {base path}{key} (the dev stack's web
+	// page at "/ui/"); keys start with "/" and end with "/". askd mounts nothing.
+	Mounts map[string]http.Handler
+
+	// Set by Run.
+	Server   *server.Server
+	Observer *obs.Observer // nil unless Config.Ops.Observe
+	Health   *obs.Health   // nil unless Config.Ops.Observe
+
+	log       *slog.Logger
+	ready     func() bool // the validator's JWKS check, or nil
+	tracing   *obs.Tracing
+	st        store.Store
+	closeSt   func() error
+	ln        net.Listener
+	hs        *http.Server
+	served    chan error
+	adminLn   net.Listener
+	adminHS   *http.Server
+	adminDone chan error
+}
+
+// NewMain returns a Main over cfg.
+func NewMain(cfg config.Config) *Main { return &Main{Config: cfg} }
+
+// Run builds the service and starts serving; it returns once both listeners accept
+// connections (or with the first error, having released what it built). ctx bounds the start
+// only: call Close to stop.
+func (m *Main) Run(ctx context.Context) (err error) {
+	m.log = m.Logger
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, m.Close())
+		}
+	}()
+	cfg := m.Config
+	if cfg.Ops.Observe {
+		if m.tracing, err = obs.NewTracing(ctx, obs.TracingOptions{OTLP: cfg.Ops.OTLP}); err != nil {
+			return errors.New("OTEL_EXPORTER_OTLP_*: the trace exporter could not be set up: " + err.Error())
+		}
+		m.Observer = obs.New(obs.Options{TracerProvider: m.tracing.Provider, Logger: m.log.With("component", "obs"), MaxEvents: cfg.Service.MaxEvents})
+	}
+	authn := m.Authenticator
+	if authn == nil {
+		v, err := auth.New(ctx, cfg.Auth, auth.Options{Logger: m.log.With("component", "auth")})
+		if err != nil {
+			return err
+		}
+		authn = v
+	}
+	runner := m.Runner
+	if runner == nil {
+		if runner, err = m.agent(); err != nil {
+			return err
+		}
+	}
+	if m.st, m.closeSt, err = m.openStore(ctx); err != nil {
+		return err
+	}
+	opts := cfg.Service.Options()
+	opts.Runner, opts.Authenticator, opts.Logger, opts.Store = runner, authn, m.log.With("component", "ask"), m.st
+	if r, ok := authn.(interface{ Ready() bool }); ok {
+		m.ready = r.Ready
+	}
+	if m.Observer != nil {
+		m.Health = obs.NewHealth(obs.HealthOptions{JWKSReady: m.ready, Store: m.st})
+		opts.Runner, opts.Store = m.Observer.Runner(runner), m.Observer.Store(m.st)
+	}
+	if m.Server, err = server.New(opts); err != nil {
+		return err
+	}
+	if m.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return err
+	}
+	if err := m.serveAdmin(); err != nil {
+		return err
+	}
+	m.hs = &http.Server{Handler: m.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
+	m.served = make(chan error, 1)
+	go func() { m.served <- m.hs.Serve(m.ln) }()
+	m.log.Info("serving", "addr", m.ln.Addr().String(), "admin_addr", m.AdminAddr(), "base_path", cfg.Service.BasePath,
+		"model", cfg.Agent.LLM, "sources", len(cfg.Agent.Sources), "tracing", m.tracing != nil && m.tracing.Enabled)
+	return nil
+}
+
+// agent builds the model (observed) and the agent over Config.Agent.
+func (m *Main) agent() (ask.Runner, error) {
+	cfg := m.Config.Agent
+	mdl, err := cfg.NewModel(nil, m.log.With("component", "model"))
+	if err != nil {
+		return nil, err
+	}
+	opts := agent.Options{Model: mdl, Sources: cfg.Sources, MaxModelCalls: cfg.MaxModelCalls, Logger: m.log.With("component", "agent")}
+	if m.Observer != nil {
+		opts.Model, opts.TracerProvider = m.Observer.Model(mdl, cfg.LLM), m.tracing.Provider
+	}
+	return agent.New(opts)
+}
+
+// openStore is the one place the store is built: in memory, or Redis, sized by the service's
+// settings.
+func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error) {
+	svc, sc := m.Config.Service, m.Config.Store
+	if sc.URL == "" {
+		ttl, maxEvents := svc.TTL, svc.MaxEvents
+		if ttl <= 0 {
+			ttl = server.DefaultTTL
+		}
+		if maxEvents <= 0 {
+			maxEvents = server.DefaultMaxEvents
+		}
+		return store.NewMemory(store.MemoryOptions{TTL: ttl, MaxEvents: maxEvents}), func() error { return nil }, nil
+	}
+	log := m.log.With("component", "store")
+	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := redisstore.New(dialCtx, redisstore.Options{
+		URL: sc.URL, Prefix: sc.Prefix, TTL: svc.TTL, MaxEvents: svc.MaxEvents, Lease: sc.Lease, Logger: log,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("DAS_ASK_STORE: %w", err)
+	}
+	log.Info("store: redis", "replica", s.Replica(), "lease", s.Lease().String())
+	return s, s.Close, nil
+}
+
+// handler is the API listener's handler: the service, the mounts beside it, observed.
+func (m *Main) handler() http.Handler {
+	var h http.Handler = m.Server.Handler()
+	if len(m.Mounts) > 0 {
+		base := strings.TrimSuffix(m.basePath(), "/")
+		mux := http.NewServeMux()
+		for p, mh := range m.Mounts {
+			mux.Handle(base+p, http.StripPrefix(base+strings.TrimSuffix(p, "/"), mh))
+		}
+		mux.Handle("/", h)
+		h = mux
+	}
+	if m.Observer != nil {
+		h = m.Observer.Handler(h)
+	}
+	return h
+}
+
+// serveAdmin starts the admin listener when observed and an address is set. An optional
+// address that is taken (another replica on the host holds the default) is skipped with a
+// warning.
+func (m *Main) serveAdmin() error {
+	addr := m.Config.Ops.AdminAddr
+	if m.Observer == nil || addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil && m.Config.Ops.AdminOptional {
+		m.log.Warn("admin listener not started: its default address is taken; set DAS_ASK_ADMIN_ADDR",
+			"admin_addr", addr, "err", err)
+		return nil
+	}
+	if err != nil {
+		return errors.New("DAS_ASK_ADMIN_ADDR: " + err.Error())
+	}
+	m.adminLn = ln
+	m.adminHS = &http.Server{Handler: obs.AdminHandler(m.Observer.Metrics(), m.Health), ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
+	m.adminDone = make(chan error, 1)
+	go func() { m.adminDone <- m.adminHS.Serve(ln) }()
+	return nil
+}
+
+func (m *Main) basePath() string {
+	p, err := server.CleanBasePath(m.Config.Service.BasePath)
+	if err != nil || m.Config.Service.BasePath == "" {
+		return server.DefaultBasePath
+	}
+	return p
+}
+
+// Addr is the API listener's address ("" before Run).
+func (m *Main) Addr() string {
+	if m.ln == nil {
+		return ""
+	}
+	return m.ln.Addr().String()
+}
+
+// URL is the service's base URL, base path included, without a trailing slash.
+func (m *Main) URL() string { return "http://" + m.Addr() + strings.TrimSuffix(m.basePath(), "/") }
+
+// AdminAddr is the admin listener's address, or "" when there is none.
+func (m *Main) AdminAddr() string {
+	if m.adminLn == nil {
+		return ""
+	}
+	return m.adminLn.Addr().String()
+}
+
+// Ready reports whether the bearer validator holds keys (always true for an Authenticator
+// without a Ready method).
+func (m *Main) Ready() bool { return m.ready == nil || m.ready() }
+
+// Done reports the API server's end when it stops by itself (a failed Serve); nil before Run.
+func (m *Main) Done() <-chan error { return m.served }
+
+// Close stops the service: readiness turns false, admission stops, running asks get the
+// shutdown grace and then end with error{shutdown} and done, streams close, the listeners
+// close, spans are flushed and the store is closed. Safe on a Main whose Run failed.
+func (m *Main) Close() error {
+	if m.Health != nil {
+		m.Health.Drain() // the load balancer stops sending new asks
+	}
+	grace := max(m.Config.Service.ShutdownGrace, 0)
+	if m.Config.Service.ShutdownGrace == 0 {
+		grace = server.DefaultShutdownGrace
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
+	defer cancel()
+	var errs []error
+	if m.Server != nil {
+		errs = append(errs, m.Server.Shutdown(ctx))
+		m.Server = nil
+	}
+	if m.hs != nil {
+		errs = append(errs, m.hs.Shutdown(ctx))
+		if serr := <-m.served; !errors.Is(serr, http.ErrServerClosed) {
+			errs = append(errs, serr)
+		}
+		m.hs = nil
+	} else if m.ln != nil {
+		errs = append(errs, m.ln.Close())
+	}
+	m.ln = nil
+	if m.adminHS != nil {
+		errs = append(errs, m.adminHS.Shutdown(ctx))
+		if serr := <-m.adminDone; !errors.Is(serr, http.ErrServerClosed) {
+			errs = append(errs, serr)
+		}
+		m.adminHS, m.adminLn = nil, nil
+	}
+	if m.tracing != nil {
+		tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := m.tracing.Shutdown(tctx); err != nil {
+			m.log.Warn("spans not all exported", "err", err)
+		}
+		tcancel()
+		m.tracing = nil
+	}
+	if m.closeSt != nil {
+		if err := m.closeSt(); err != nil {
+			m.log.Warn("store not closed cleanly", "err", err)
+		}
+		m.closeSt = nil
+	}
+	m.log.Info("stopped")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,270 @@
+// Package config is the service's one configuration: a Config tree with a section per part
+// (the service, its store, bearer validation, the model and sources, the operator's side),
+// DefaultConfig, and FromEnv, the only reader of the environment (through Env). Every command
+// that builds the service (cmd/askd, cmd/ask-serve, the conformance dev stack, the bench child)
+// starts from DefaultConfig or FromEnv and hands the result to package app.
+//
+// In every section a zero value means that setting's default, and "none" is spelled as a
+// negative duration (a shutdown grace, a JWT leeway, model retries) or "" for an address that
+// may be off: zero never means two things. The environment spells "none" as 0 where a setting
+// allows it (DAS_ASK_SHUTDOWN_GRACE_S=0, DAS_JWT_LEEWAY_S=0, ASK_LLM_MAX_RETRIES=0) and "off"
+// for the admin listener.
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/agent/source"
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/server"
+)
+
+// Defaults that belong to no single part.
+const (
+	DefaultAddr      = "127.0.0.1:8080"
+	DefaultAdminAddr = "127.0.0.1:9090"
+)
+
+// Config is the whole service's configuration.
+type Config struct {
+	// Addr is the API's listen address (DAS_ASK_ADDR).
+	Addr string
+	// Service is the ask service's settings (DAS_ASK_*; package server).
+	Service server.Config
+	// Store selects the run registry (DAS_ASK_STORE, DAS_ASK_LEASE_S, DAS_ASK_REDIS_PREFIX).
+	Store StoreConfig
+	// Auth is bearer validation (DAS_JWKS_URL, DAS_ISSUER, …; package auth), the same settings
+	// the sources use. The issuer, JWKS URL and audience have no default.
+	Auth auth.Config
+	// Agent is the model and the MCP sources (ASK_LLM*, provider keys, DAS_SOURCES; package
+	// agent). It holds a provider key: print it only through its String or LogValue.
+	Agent agent.Config
+	// Ops is the operator's side: logs, the admin listener, traces (package obs).
+	Ops OpsConfig
+	// StubScript is the llm-stub's script file (ASK_STUB_SCRIPT); "" means the embedded one.
+	StubScript string
+}
+
+// StoreConfig selects where tickets, events and conversations live.
+type StoreConfig struct {
+	// URL is "" for the in-memory store (this process only), or redis://[user:pass@]host:port/db
+	// (rediss:// for TLS) for Redis shared by every replica with the same URL and Prefix.
+	URL string
+	// Lease is how long a replica's lease on a run lasts unrenewed (Redis only); 0 means
+	// store/redis's default (10 s).
+	Lease time.Duration
+	// Prefix starts every Redis key; "" means store/redis's default ("ask:").
+	Prefix string
+}
+
+// OpsConfig is the operator's side of the service.
+type OpsConfig struct {
+	// Observe attaches package obs: metrics, request ids, the per-ask log line, traces.
+	Observe bool
+	// AdminAddr serves /metrics, /healthz and /readyz (DAS_ASK_ADMIN_ADDR); "" means none.
+	AdminAddr string
+	// AdminOptional: when AdminAddr cannot be listened on, warn and go on without it (true for
+	// the default address, which another replica on the host may hold); false stops the start.
+	AdminOptional bool
+	// LogFormat is json or text (DAS_LOG_FORMAT); LogLevel DAS_LOG_LEVEL.
+	LogFormat string
+	LogLevel  slog.Level
+	// OTLP exports traces over OTLP/HTTP, configured by the standard OTEL_* variables (which the
+	// OpenTelemetry SDK reads itself); set when OTEL_EXPORTER_OTLP_ENDPOINT or
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is.
+	OTLP bool
+}
+
+// DefaultConfig is the configuration of an environment that sets nothing: the in-memory store,
+// the llm-stub on its dev address, the demo source on its dev address, JSON logs, the admin
+// listener on 127.0.0.1:9090 when free. Auth has no issuer: set one (auth.DevConfig for the dev
+// stack) before building the service.
+func DefaultConfig() Config {
+	return Config{
+		Addr:    DefaultAddr,
+		Service: server.DefaultConfig(),
+		Auth: auth.Config{
+			Algorithms: strings.Split(auth.DefaultAlgorithms, ","),
+			Leeway:     auth.DefaultLeeway,
+		},
+		Agent: agent.DefaultConfig(),
+		Ops: OpsConfig{
+			Observe: true, AdminAddr: DefaultAdminAddr, AdminOptional: true,
+			LogFormat: "json", LogLevel: slog.LevelInfo,
+		},
+	}
+}
+
+// FromEnv is DefaultConfig with every variable lookup holds applied. All invalid values are
+// reported together, each naming its variable; no message holds a key or a password. The
+// auth settings that have no default (DAS_JWKS_URL, DAS_ISSUER, DAS_AUDIENCE) are not required
+// here: auth.New refuses a configuration without them, naming them, so a dev stack that sets
+// its own issuer can still read the rest from the environment.
+func FromEnv(lookup func(string) (string, bool)) (Config, error) {
+	e := NewEnv(lookup)
+	c := DefaultConfig()
+	c.Addr = e.String("DAS_ASK_ADDR", c.Addr)
+	c.Service = serviceFrom(e, c.Service)
+	c.Store = storeFrom(e)
+	c.Auth = AuthFrom(e, c.Auth)
+	c.Agent = agentFrom(e, c.Agent)
+	c.Ops = opsFrom(e, c.Ops)
+	c.StubScript = e.String("ASK_STUB_SCRIPT", "")
+	if err := e.Err(); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	return c, nil
+}
+
+// Upper bounds of the service's counts: beyond them a value is a typo, not a plan.
+const (
+	maxCount    = 100_000_000
+	maxSeconds  = 1 << 31
+	minEvents   = 8
+	maxBodyEdge = 16 << 20
+)
+
+func serviceFrom(e *Env, c server.Config) server.Config {
+	if v := e.String("DAS_ASK_PATH", ""); v != "" {
+		if p, err := server.CleanBasePath(v); err != nil {
+			e.Failf("DAS_ASK_PATH", "%q: %v", v, err)
+		} else if p == "" {
+			c.BasePath = "/"
+		} else {
+			c.BasePath = p
+		}
+	}
+	c.TTL = e.Seconds("DAS_ASK_TTL_S", c.TTL, 1, maxSeconds)
+	c.MaxEvents = int(e.Int("DAS_ASK_MAX_EVENTS", int64(c.MaxEvents), minEvents, 1_000_000))
+	c.KeepAlive = e.Seconds("DAS_ASK_KEEPALIVE_S", c.KeepAlive, 1, maxSeconds)
+	c.Deadline = e.Seconds("DAS_ASK_DEADLINE_S", c.Deadline, 1, maxSeconds)
+	c.MaxInFlight = int(e.Int("DAS_ASK_MAX_INFLIGHT_PER_ID", int64(c.MaxInFlight), 1, 1_000_000))
+	c.MaxTickets = int(e.Int("DAS_ASK_MAX_TICKETS", int64(c.MaxTickets), 1, maxCount))
+	c.MaxConversationsPerID = int(e.Int("DAS_ASK_MAX_CONVERSATIONS_PER_ID", int64(c.MaxConversationsPerID), 1, maxCount))
+	c.MaxRetainedPerID = int(e.Int("DAS_ASK_MAX_RETAINED_PER_ID", int64(c.MaxRetainedPerID), 1, maxCount))
+	c.MaxTurns = int(e.Int("DAS_ASK_MAX_TURNS_PER_CONVERSATION", int64(c.MaxTurns), 1, 10_000))
+	c.MaxBodyBytes = e.Int("DAS_ASK_MAX_BODY_BYTES", c.MaxBodyBytes, 1024, maxBodyEdge)
+	if g := e.Seconds("DAS_ASK_SHUTDOWN_GRACE_S", c.ShutdownGrace, 0, maxSeconds); g == 0 {
+		c.ShutdownGrace = -1 // 0 in the environment: no grace
+	} else {
+		c.ShutdownGrace = g
+	}
+	if c.MaxRetainedPerID < c.MaxInFlight {
+		// Running tickets are held tickets: the in-flight cap could never be reached.
+		e.Failf("DAS_ASK_MAX_RETAINED_PER_ID", "=%d: want at least DAS_ASK_MAX_INFLIGHT_PER_ID (%d), since running asks are retained tickets too",
+			c.MaxRetainedPerID, c.MaxInFlight)
+	}
+	return c
+}
+
+func storeFrom(e *Env) StoreConfig {
+	var c StoreConfig
+	switch v := e.String("DAS_ASK_STORE", "memory"); {
+	case v == "memory":
+	case strings.HasPrefix(v, "redis://") || strings.HasPrefix(v, "rediss://"):
+		c.URL = v
+	default:
+		// The value may hold a password: say what is wanted, not what was given.
+		e.Failf("DAS_ASK_STORE", `: want "memory" or a redis:// or rediss:// URL`)
+	}
+	c.Lease = e.Seconds("DAS_ASK_LEASE_S", 0, 1, 3600)
+	c.Prefix = e.String("DAS_ASK_REDIS_PREFIX", "")
+	return c
+}
+
+// maxLeeway bounds DAS_JWT_LEEWAY_S: more than this is a misconfiguration, not clock skew.
+const maxLeeway = 600
+
+// AuthFrom is the bearer-validation section read through e over c: the ask service's, and the
+// demo source's (cmd/demo-source), since both defend the same resource.
+func AuthFrom(e *Env, c auth.Config) auth.Config {
+	c.JWKSURL = e.String(auth.EnvJWKSURL, c.JWKSURL)
+	c.Issuer = e.String(auth.EnvIssuer, c.Issuer)
+	c.Audience = e.String(auth.EnvAudience, c.Audience)
+	c.RequiredScope = strings.Join(e.List(auth.EnvRequiredScope, " ", strings.Fields(c.RequiredScope)), " ")
+	c.Algorithms = e.List(auth.EnvAlgorithms, ",", c.Algorithms)
+	if l := e.Seconds(auth.EnvLeeway, c.Leeway, 0, maxLeeway); l == 0 {
+		c.Leeway = -1 // 0 in the environment: no leeway
+	} else {
+		c.Leeway = l
+	}
+	return c // auth.New checks the whole section, naming each variable
+}
+
+func agentFrom(e *Env, c agent.Config) agent.Config {
+	c.LLM = e.String("ASK_LLM", c.LLM)
+	switch c.LLM {
+	case agent.LLMAnthropic:
+		c.Model, c.BaseURL, c.APIKey = "claude-sonnet-4-5", "", e.String("ANTHROPIC_API_KEY", "")
+		if c.APIKey == "" {
+			e.Failf("ASK_LLM", "=anthropic needs ANTHROPIC_API_KEY")
+		}
+	case agent.LLMOpenAI:
+		c.Model, c.BaseURL, c.APIKey = "gpt-4o-mini", "", e.String("OPENAI_API_KEY", "")
+		if c.APIKey == "" && !e.Set("ASK_LLM_BASE_URL") {
+			e.Failf("ASK_LLM", "=openai needs OPENAI_API_KEY, or ASK_LLM_BASE_URL for a local server")
+		}
+		if c.APIKey == "" {
+			c.APIKey = "unused"
+		}
+	case agent.LLMStub:
+	default:
+		e.Failf("ASK_LLM", "%q: want anthropic, openai or stub", c.LLM)
+	}
+	c.Model = e.String("ASK_LLM_MODEL", c.Model)
+	c.BaseURL = e.String("ASK_LLM_BASE_URL", c.BaseURL)
+	if c.BaseURL != "" {
+		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			e.Failf("ASK_LLM_BASE_URL", "%q: want an absolute http(s) URL", c.BaseURL)
+		}
+	}
+	c.Timeout = e.Seconds("ASK_LLM_TIMEOUT_S", c.Timeout, 1, 3600)
+	if n := e.Int("ASK_LLM_MAX_RETRIES", int64(c.MaxRetries), 0, 100); n == 0 {
+		c.MaxRetries = -1 // 0 in the environment: no retries
+	} else {
+		c.MaxRetries = int(n)
+	}
+	c.MaxTokens = e.Int("ASK_LLM_MAX_TOKENS", c.MaxTokens, 1, 1<<30)
+	c.MaxModelCalls = int(e.Int("ASK_MAX_TURNS", int64(c.MaxModelCalls), 1, 10_000))
+	if v := e.String("DAS_SOURCES", ""); v != "" {
+		srcs, err := source.ParseList(v)
+		if err != nil {
+			e.Failf("DAS_SOURCES", ": %v", err)
+		} else {
+			c.Sources = srcs
+		}
+	}
+	return c
+}
+
+func opsFrom(e *Env, c OpsConfig) OpsConfig {
+	switch v := e.String("DAS_ASK_ADMIN_ADDR", ""); v {
+	case "":
+	case "off":
+		c.AdminAddr, c.AdminOptional = "", false
+	default:
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			e.Failf("DAS_ASK_ADMIN_ADDR", `%q: want host:port, or "off"`, v)
+		}
+		c.AdminAddr, c.AdminOptional = v, false
+	}
+	switch v := e.String("DAS_LOG_FORMAT", c.LogFormat); v {
+	case "json", "text":
+		c.LogFormat = v
+	default:
+		e.Failf("DAS_LOG_FORMAT", "%q: want json or text", v)
+	}
+	if v := e.String("DAS_LOG_LEVEL", ""); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			e.Failf("DAS_LOG_LEVEL", "%q: want debug, info, warn or error", v)
+		}
+	}
+	c.OTLP = e.Set("OTEL_EXPORTER_OTLP_ENDPOINT") || e.Set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	return c
+}

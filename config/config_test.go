@@ -1,0 +1,168 @@
+package config_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/config"
+	"github.com/das-ask/ask/server"
+)
+
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return config.MapEnv(m)
+}
+
+func TestNothingSetIsDefaultConfig(t *testing.T) {
+	got, err := config.FromEnv(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.DefaultConfig()
+	if got.Service != want.Service || got.Store != want.Store || got.Ops != want.Ops || got.Addr != want.Addr ||
+		!slices.Equal(got.Agent.Sources, want.Agent.Sources) || got.Agent.String() != want.Agent.String() {
+		t.Errorf("FromEnv(nothing) = %+v, want DefaultConfig %+v", got, want)
+	}
+	s := got.Service
+	if s.BasePath != "/ask" || s.TTL != 900*time.Second || s.MaxEvents != 1000 || s.KeepAlive != 10*time.Second ||
+		s.Deadline != 120*time.Second || s.MaxInFlight != 4 || s.MaxTickets != 10000 || s.MaxBodyBytes != 65536 ||
+		s.ShutdownGrace != 10*time.Second || s.MaxConversationsPerID != 100 || s.MaxRetainedPerID != 1000 || s.MaxTurns != 50 {
+		t.Errorf("service defaults = %+v", s)
+	}
+	a := got.Agent
+	if a.LLM != "stub" || a.BaseURL != "http://127.0.0.1:8092/v1" || a.Timeout != 120*time.Second || a.MaxRetries != 2 ||
+		a.MaxModelCalls != 12 || a.MaxTokens != 4096 || len(a.Sources) != 1 || a.Sources[0].URL != "http://127.0.0.1:8091/mcp" {
+		t.Errorf("agent defaults = %+v", a)
+	}
+	if got.Auth.Leeway != 30*time.Second || !slices.Equal(got.Auth.Algorithms, []string{"RS256", "ES256"}) {
+		t.Errorf("auth defaults = %+v", got.Auth)
+	}
+	if got.Ops.AdminAddr != "127.0.0.1:9090" || !got.Ops.AdminOptional || got.Ops.LogFormat != "json" || !got.Ops.Observe {
+		t.Errorf("ops defaults = %+v", got.Ops)
+	}
+}
+
+func TestEverySettingIsRead(t *testing.T) {
+	got, err := config.FromEnv(env(
+		"DAS_ASK_ADDR", "0.0.0.0:80",
+		"DAS_ASK_PATH", "/gw/ask/", "DAS_ASK_TTL_S", "60", "DAS_ASK_MAX_EVENTS", "50",
+		"DAS_ASK_KEEPALIVE_S", "3", "DAS_ASK_DEADLINE_S", "30", "DAS_ASK_MAX_INFLIGHT_PER_ID", "2", "DAS_ASK_MAX_TICKETS", "10",
+		"DAS_ASK_MAX_BODY_BYTES", "4096", "DAS_ASK_SHUTDOWN_GRACE_S", "0", "DAS_ASK_MAX_CONVERSATIONS_PER_ID", "7",
+		"DAS_ASK_MAX_RETAINED_PER_ID", "2", "DAS_ASK_MAX_TURNS_PER_CONVERSATION", "9",
+		"DAS_ASK_STORE", "redis://127.0.0.1:6390/0", "DAS_ASK_LEASE_S", "3", "DAS_ASK_REDIS_PREFIX", "x:",
+		"DAS_JWKS_URL", "https://login.example/keys", "DAS_ISSUER", "https://login.example/", "DAS_AUDIENCE", "api://das",
+		"DAS_REQUIRED_SCOPE", "  das  extra ", "DAS_JWT_ALGS", " ES256 , PS256", "DAS_JWT_LEEWAY_S", "0",
+		"ASK_LLM", "anthropic", "ANTHROPIC_API_KEY", "sk-ant-secret", "ASK_LLM_MODEL", "claude-x",
+		"ASK_LLM_TIMEOUT_S", "30", "ASK_LLM_MAX_RETRIES", "0", "ASK_LLM_MAX_TOKENS", "77", "ASK_MAX_TURNS", "5",
+		"DAS_SOURCES", "a=http://127.0.0.1:1/mcp,b=http://127.0.0.1:2/mcp",
+		"DAS_ASK_ADMIN_ADDR", "127.0.0.1:0", "DAS_LOG_FORMAT", "text", "DAS_LOG_LEVEL", "debug",
+		"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", "ASK_STUB_SCRIPT", "/tmp/s.yaml",
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSvc := server.Config{BasePath: "/gw/ask", TTL: time.Minute, MaxEvents: 50, KeepAlive: 3 * time.Second,
+		Deadline: 30 * time.Second, MaxInFlight: 2, MaxTickets: 10, MaxBodyBytes: 4096, ShutdownGrace: -1,
+		MaxConversationsPerID: 7, MaxRetainedPerID: 2, MaxTurns: 9}
+	if got.Service != wantSvc {
+		t.Errorf("service: got %+v, want %+v", got.Service, wantSvc)
+	}
+	if o := got.Service.Options(); o.ShutdownGrace >= 0 || o.BasePath != "/gw/ask" || o.MaxTurns != 9 {
+		t.Errorf("Options() = %+v: copied field for field, a zero grace in the environment meaning none", o)
+	}
+	if got.Addr != "0.0.0.0:80" || got.Store != (config.StoreConfig{URL: "redis://127.0.0.1:6390/0", Lease: 3 * time.Second, Prefix: "x:"}) {
+		t.Errorf("addr, store = %q, %+v", got.Addr, got.Store)
+	}
+	if a := got.Auth; a.JWKSURL != "https://login.example/keys" || a.Issuer != "https://login.example/" || a.Audience != "api://das" ||
+		a.RequiredScope != "das extra" || !slices.Equal(a.Algorithms, []string{"ES256", "PS256"}) || a.Leeway >= 0 {
+		t.Errorf("auth = %+v", a)
+	}
+	if a := got.Agent; a.LLM != "anthropic" || a.Model != "claude-x" || a.APIKey != "sk-ant-secret" || a.BaseURL != "" ||
+		a.Timeout != 30*time.Second || a.MaxRetries >= 0 || a.MaxTokens != 77 || a.MaxModelCalls != 5 || len(a.Sources) != 2 {
+		t.Errorf("agent = %+v", a)
+	}
+	if o := got.Ops; o.AdminAddr != "127.0.0.1:0" || o.AdminOptional || o.LogFormat != "text" || o.LogLevel.String() != "DEBUG" || !o.OTLP {
+		t.Errorf("ops = %+v", o)
+	}
+	if got.StubScript != "/tmp/s.yaml" {
+		t.Errorf("stub script = %q", got.StubScript)
+	}
+	if got, _ := config.FromEnv(env("DAS_ASK_PATH", "/")); got.Service.BasePath != "/" {
+		t.Errorf("root path: %q, want /", got.Service.BasePath)
+	}
+	if got, _ := config.FromEnv(env("DAS_ASK_ADMIN_ADDR", "off")); got.Ops.AdminAddr != "" {
+		t.Errorf("admin off: %q", got.Ops.AdminAddr)
+	}
+	// A local OpenAI-compatible server needs no key.
+	got, err = config.FromEnv(env("ASK_LLM", "openai", "ASK_LLM_BASE_URL", "http://127.0.0.1:11434/v1", "ASK_LLM_MODEL", "llama3.1"))
+	if err != nil || got.Agent.APIKey == "" || got.Agent.BaseURL != "http://127.0.0.1:11434/v1" || got.Agent.Model != "llama3.1" {
+		t.Errorf("ollama config = %+v, %v", got.Agent, err)
+	}
+	if got, _ := config.FromEnv(env("ASK_LLM", "openai", "OPENAI_API_KEY", "k")); got.Agent.Model != "gpt-4o-mini" || got.Agent.BaseURL != "" {
+		t.Errorf("openai defaults = %+v", got.Agent)
+	}
+	_ = agent.LLMStub
+}
+
+func TestInvalidValuesNameTheirVariable(t *testing.T) {
+	for _, bad := range [][]string{
+		{"DAS_ASK_TTL_S", "ten"}, {"DAS_ASK_TTL_S", "0"}, {"DAS_ASK_TTL_S", "-5"}, {"DAS_ASK_MAX_EVENTS", "7"},
+		{"DAS_ASK_MAX_EVENTS", "1e3"}, {"DAS_ASK_KEEPALIVE_S", "0"}, {"DAS_ASK_DEADLINE_S", "2m"},
+		{"DAS_ASK_MAX_INFLIGHT_PER_ID", "0"}, {"DAS_ASK_MAX_TICKETS", "-1"}, {"DAS_ASK_MAX_BODY_BYTES", "10"},
+		{"DAS_ASK_SHUTDOWN_GRACE_S", "-1"}, {"DAS_ASK_PATH", "ask"}, {"DAS_ASK_PATH", "/a?b"}, {"DAS_ASK_PATH", "/a/../b"},
+		{"DAS_ASK_MAX_CONVERSATIONS_PER_ID", "0"}, {"DAS_ASK_MAX_CONVERSATIONS_PER_ID", "many"},
+		{"DAS_ASK_MAX_RETAINED_PER_ID", "-3"}, {"DAS_ASK_MAX_RETAINED_PER_ID", "1.5"},
+		{"DAS_ASK_MAX_TURNS_PER_CONVERSATION", "0"}, {"DAS_ASK_MAX_TURNS_PER_CONVERSATION", "10001"},
+		// Below the in-flight cap (4 by default): running asks are retained tickets, so it could
+		// never be reached.
+		{"DAS_ASK_MAX_RETAINED_PER_ID", "3"},
+		{"DAS_ASK_STORE", "postgres://u:hunter2@db/ask"}, {"DAS_ASK_LEASE_S", "0"}, {"DAS_ASK_LEASE_S", "1.5"},
+		{"DAS_JWT_LEEWAY_S", "30s"}, {"DAS_JWT_LEEWAY_S", "-1"}, {"DAS_JWT_LEEWAY_S", "3600"},
+		{"ASK_LLM", "gpt"}, {"ASK_LLM", "anthropic"}, {"ASK_LLM", "openai"},
+		{"ASK_LLM_BASE_URL", "127.0.0.1:8092"}, {"ASK_LLM_TIMEOUT_S", "-1"}, {"ASK_LLM_TIMEOUT_S", "0.5"},
+		{"ASK_LLM_MAX_RETRIES", "many"}, {"ASK_LLM_MAX_TOKENS", "0"}, {"ASK_MAX_TURNS", "0"}, {"DAS_SOURCES", "demo"},
+		{"DAS_ASK_ADMIN_ADDR", "everywhere"}, {"DAS_LOG_FORMAT", "xml"}, {"DAS_LOG_LEVEL", "loud"},
+	} {
+		_, err := config.FromEnv(env(bad...))
+		if err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%q: error %v should name the variable", bad[0], bad[1], err)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error carries the password: %v", bad[0], err)
+		}
+	}
+	_, err := config.FromEnv(env("DAS_ASK_TTL_S", "x", "ASK_MAX_TURNS", "y", "DAS_LOG_FORMAT", "z"))
+	for _, name := range []string{"DAS_ASK_TTL_S", "ASK_MAX_TURNS", "DAS_LOG_FORMAT"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("all invalid values are reported together: %v lacks %s", err, name)
+		}
+	}
+}
+
+func TestEnvParsesOneWayPerKind(t *testing.T) {
+	e := config.NewEnv(env("S", " 7 ", "L", " a, ,b ", "W", "x  y", "BLANK", "  "))
+	if got := e.Seconds("S", time.Second, 1, 10); got != 7*time.Second {
+		t.Errorf("seconds = %s", got)
+	}
+	if got := e.List("L", ",", nil); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("list = %q", got)
+	}
+	if got := e.List("W", " ", nil); !slices.Equal(got, []string{"x", "y"}) {
+		t.Errorf("words = %q", got)
+	}
+	if got := e.String("BLANK", "def"); got != "def" || e.Set("BLANK") {
+		t.Errorf("a blank value is unset: %q", got)
+	}
+	if e.Err() != nil {
+		t.Errorf("no invalid value read, yet %v", e.Err())
+	}
+	if e.Int("S", 0, 8, 9); e.Err() == nil || !strings.Contains(e.Err().Error(), `S="7"`) {
+		t.Errorf("out of range: %v", e.Err())
+	}
+}

@@ -86,6 +86,34 @@ type Outcome struct {
 	Error      *gen.ErrorBody
 }
 
+// internalError is the terminal event of an outcome that breaks the one-field rule.
+var internalError = &gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"}
+
+// Event is the terminal event o stands for: its type and its body (the set field). An outcome
+// with no field set, or more than one, is error{internal}: a runner's mistake never reaches a
+// client as an answer.
+func (o Outcome) Event() (gen.EventType, any) {
+	n := 0
+	var typ gen.EventType
+	var body any
+	if o.Answer != nil {
+		n, typ, body = n+1, gen.EventTypeAnswer, o.Answer
+	}
+	if o.Abstention != nil {
+		n, typ, body = n+1, gen.EventTypeAbstention, o.Abstention
+	}
+	if o.Refusal != nil {
+		n, typ, body = n+1, gen.EventTypeRefusal, o.Refusal
+	}
+	if o.Error != nil {
+		n, typ, body = n+1, gen.EventTypeError, o.Error
+	}
+	if n != 1 {
+		return gen.EventTypeError, internalError
+	}
+	return typ, body
+}
+
 // Runner runs one question to an outcome.
 //
 // Run reports progress through emit and returns the terminal outcome; the service appends it,

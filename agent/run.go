@@ -155,17 +155,11 @@ func failure(ctx context.Context, kind gen.ErrorKind, err error) ask.Outcome {
 }
 
 func outcomeName(o ask.Outcome) string {
-	switch {
-	case o.Answer != nil:
-		return "answer"
-	case o.Abstention != nil:
-		return "abstention"
-	case o.Refusal != nil:
-		return "refusal"
-	case o.Error != nil:
-		return "error:" + string(o.Error.Kind)
+	typ, body := o.Event()
+	if e, ok := body.(*gen.ErrorBody); ok {
+		return "error:" + string(e.Kind)
 	}
-	return "none"
+	return string(typ)
 }
 
 // endToolSpan ends a tool call's span with what the call was (never its arguments or result:

@@ -157,34 +157,11 @@ func (r *run) end(out ask.Outcome) bool {
 		return false
 	}
 	r.ended = true
-	typ, body := terminalOf(out)
 	elapsed := time.Since(r.started)
-	done := gen.DoneBody{
-		Outcome:      gen.DoneBodyOutcome(typ),
-		Steps:        r.steps,
-		ModelCalls:   r.modelCalls,
-		InputTokens:  r.inTokens,
-		OutputTokens: r.outTokens,
-		ElapsedMs:    elapsed.Milliseconds(),
-	}
-	now := time.Now()
-	var tail []store.Event
-	for _, e := range []struct {
-		typ  gen.EventType
-		body any
-	}{
-		{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
-		{typ, body},
-		{gen.EventTypeDone, done},
-	} {
-		ev, err := encodeEvent(envelope{seq: r.seq + int64(len(tail)) + 1, ticket: r.ticket, conv: r.conv, ts: now, typ: e.typ}, e.body)
-		if err != nil {
-			// A terminal body the runner built that will not encode: fall back to internal.
-			ev, _ = encodeEvent(envelope{seq: r.seq + int64(len(tail)) + 1, ticket: r.ticket, conv: r.conv, ts: now, typ: gen.EventTypeError},
-				gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"})
-			r.log.Error("terminal event not encodable", "ticket", r.ticket, "err", err)
-		}
-		tail = append(tail, ev)
+	u := store.Usage{Steps: r.steps, ModelCalls: r.modelCalls, InputTokens: r.inTokens, OutputTokens: r.outTokens}
+	tail, _, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, r.seq, out, u, elapsed)
+	if bad != nil {
+		r.log.Error("terminal event not encodable", "ticket", r.ticket, "err", bad)
 	}
 	turn := ask.Turn{Question: r.question, Outcome: tail[1].Type, Text: turnText(out)}
 	if err := r.store.Finish(context.Background(), r.ticket, tail, turn); errors.Is(err, store.ErrFinished) {
@@ -264,33 +241,9 @@ func errOutcome(kind gen.ErrorKind, msg string) ask.Outcome {
 	return ask.Outcome{Error: &gen.ErrorBody{Kind: kind, Message: msg}}
 }
 
-// terminalOf returns the terminal event of out. An outcome with no field set, or more than
-// one, is error{internal}.
-func terminalOf(out ask.Outcome) (gen.EventType, any) {
-	n := 0
-	var typ gen.EventType
-	var body any
-	if out.Answer != nil {
-		n, typ, body = n+1, gen.EventTypeAnswer, out.Answer
-	}
-	if out.Abstention != nil {
-		n, typ, body = n+1, gen.EventTypeAbstention, out.Abstention
-	}
-	if out.Refusal != nil {
-		n, typ, body = n+1, gen.EventTypeRefusal, out.Refusal
-	}
-	if out.Error != nil {
-		n, typ, body = n+1, gen.EventTypeError, out.Error
-	}
-	if n != 1 {
-		return gen.EventTypeError, gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"}
-	}
-	return typ, body
-}
-
 // turnText is what a conversation remembers of a run's outcome.
 func turnText(out ask.Outcome) string {
-	typ, body := terminalOf(out)
+	typ, body := out.Event()
 	switch b := body.(type) {
 	case *gen.AnswerBody:
 		return b.Text
@@ -302,8 +255,6 @@ func turnText(out ask.Outcome) string {
 	case *gen.RefusalBody:
 		return "refused: " + b.Tool + " on " + b.Source + " refused (" + b.Reason + ")"
 	case *gen.ErrorBody:
-		return "error (" + string(b.Kind) + "): " + b.Message
-	case gen.ErrorBody:
 		return "error (" + string(b.Kind) + "): " + b.Message
 	}
 	return string(typ)

@@ -120,26 +120,10 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 		if err != nil {
 			return err
 		}
-		typ, body := terminalOf(out)
 		now := time.Now()
-		done := gen.DoneBody{
-			Outcome: gen.DoneBodyOutcome(typ), Steps: u.Steps, ModelCalls: u.ModelCalls,
-			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ElapsedMs: now.Sub(t.CreatedAt).Milliseconds(),
-		}
-		var tail []store.Event
-		for i, e := range []struct {
-			typ  gen.EventType
-			body any
-		}{
-			{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
-			{typ, body},
-			{gen.EventTypeDone, done},
-		} {
-			ev, err := encodeEvent(envelope{seq: t.LastSeq + int64(i) + 1, ticket: ticket, conv: t.ConversationID, ts: now, typ: e.typ}, e.body)
-			if err != nil {
-				return err
-			}
-			tail = append(tail, ev)
+		tail, typ, bad := finalEvents(envelope{ticket: ticket, conv: t.ConversationID, ts: now}, t.LastSeq, out, u, now.Sub(t.CreatedAt))
+		if bad != nil {
+			return bad
 		}
 		turn := ask.Turn{Question: question, Outcome: typ, Text: turnText(out)}
 		if err = sh.End(ctx, ticket, tail, turn, lapsedOnly); !errors.Is(err, store.ErrSeq) {

@@ -1,0 +1,42 @@
+package server
+
+import (
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// finalEvents is the one builder of a log's last events: the supervisor branch's close, the
+// terminal event out stands for, and done with usage, numbered from after (the log's last seq)
+// on, all stamped now. The run's own end (run.end) and another replica's end of a run it does
+// not hold (endRemote) both append what it returns, so a log ends the same way whoever ends
+// it. A terminal body that will not encode becomes error{internal}; bad reports it (for the
+// caller's log line).
+func finalEvents(env envelope, after int64, out ask.Outcome, u store.Usage, elapsed time.Duration) (tail []store.Event, typ gen.EventType, bad error) {
+	typ, body := out.Event()
+	done := gen.DoneBody{
+		Outcome: gen.DoneBodyOutcome(typ), Steps: u.Steps, ModelCalls: u.ModelCalls,
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ElapsedMs: elapsed.Milliseconds(),
+	}
+	for i, e := range []struct {
+		typ  gen.EventType
+		body any
+	}{
+		{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
+		{typ, body},
+		{gen.EventTypeDone, done},
+	} {
+		env.seq, env.typ = after+int64(i)+1, e.typ
+		ev, err := encodeEvent(env, e.body)
+		if err != nil {
+			// Only a runner-built terminal body can fail to encode: fall back to internal.
+			bad = err
+			env.typ = gen.EventTypeError
+			ev, _ = encodeEvent(env, gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"})
+		}
+		tail = append(tail, ev)
+	}
+	return tail, tail[1].Type, bad
+}

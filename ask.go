@@ -131,3 +131,17 @@ type RunnerFunc func(ctx context.Context, req Request, emit Emitter) Outcome
 func (f RunnerFunc) Run(ctx context.Context, req Request, emit Emitter) Outcome {
 	return f(ctx, req, emit)
 }
+
+type identityKey struct{}
+
+// WithIdentity returns a copy of ctx carrying id: the service does this for every request whose
+// bearer the Authenticator accepted.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the identity WithIdentity stored in ctx, and whether there was one.
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}

@@ -6,15 +6,10 @@ import (
 	"github.com/das-ask/ask"
 )
 
-type identityKey struct{}
-
-// WithIdentity returns a copy of ctx carrying id; Middleware does this for every accepted request.
+// WithIdentity is ask.WithIdentity; Middleware does this for every accepted request.
 func WithIdentity(ctx context.Context, id ask.Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
+	return ask.WithIdentity(ctx, id)
 }
 
-// FromContext returns the identity WithIdentity stored in ctx, and whether there was one.
-func FromContext(ctx context.Context) (ask.Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(ask.Identity)
-	return id, ok
-}
+// FromContext is ask.IdentityFrom.
+func FromContext(ctx context.Context) (ask.Identity, bool) { return ask.IdentityFrom(ctx) }

@@ -75,6 +75,13 @@ func WriteUnauthorized(w http.ResponseWriter, r *http.Request, err error) {
 	_ = json.NewEncoder(w).Encode(p)
 }
 
+// Describe is the caller-safe description of a bearer's rejection, as a 401's detail says it
+// (never the token; an error that is not an *Error is reduced to a generic phrase).
+func Describe(err error) string {
+	_, desc := describe(err)
+	return desc
+}
+
 // describe returns the RFC 6750 code and a caller-safe description for err. An error that is
 // not an *Error is reduced to a generic phrase: its text could say anything.
 func describe(err error) (code, desc string) {

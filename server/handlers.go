@@ -14,7 +14,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/das-ask/ask"
-	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/openapi"
 	"github.com/das-ask/ask/store"
@@ -31,15 +30,8 @@ func (h *handlers) CreateConversation(c echo.Context) error {
 	s := h.s
 	owner := ownerOf(c)
 	conv := store.Conversation{ID: "c_" + rand.Text(), Owner: owner, CreatedAt: time.Now().UTC()}
-	err := s.store.CreateConversation(c.Request().Context(), conv, s.limits())
-	if errors.Is(err, store.ErrOwnerFull) {
-		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many conversations as it may; one is freed when an idle one expires", retryAfter: retryOwnerFull}
-	}
-	if errors.Is(err, store.ErrFull) {
-		return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many conversations as it can", retryAfter: retryFull}
-	}
-	if err != nil {
-		return err
+	if err := s.store.CreateConversation(c.Request().Context(), conv, s.limits()); err != nil {
+		return refused("conversations", err)
 	}
 	asks := "/v1/conversations/" + conv.ID + "/asks"
 	c.Response().Header().Set("Location", s.opts.BasePath+asks)
@@ -51,7 +43,7 @@ func (h *handlers) CreateConversation(c echo.Context) error {
 func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath) error {
 	s := h.s
 	ctx := c.Request().Context()
-	id, _ := auth.FromContext(ctx)
+	id, _ := ask.IdentityFrom(ctx)
 	owner := ownerOf(c)
 
 	var body gen.AskRequest
@@ -84,22 +76,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}, s.limits())
 	if err != nil {
 		s.release("")
-		var conflict *store.ConflictError
-		switch {
-		case errors.As(err, &conflict):
-			return &problem{status: http.StatusConflict, detail: "an ask is already running in this conversation", ticket: conflict.Ticket}
-		case errors.Is(err, store.ErrConversationFull):
-			return &problem{status: http.StatusConflict, detail: "conversation is full; start a new one"}
-		case errors.Is(err, store.ErrTooManyInFlight):
-			return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: retryInFlight}
-		case errors.Is(err, store.ErrOwnerFull):
-			return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many tickets as it may; one is freed when a finished one expires", retryAfter: retryOwnerFull}
-		case errors.Is(err, store.ErrFull):
-			return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many tickets as it can", retryAfter: retryFull}
-		case errors.Is(err, store.ErrNotFound):
-			return errNotFound
-		}
-		return err
+		return refused("tickets", err) // problem.go's table words the refusal
 	}
 
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
@@ -271,6 +248,6 @@ func sameOwner(a, b store.Owner) bool {
 
 // ownerOf is the authenticated caller as an owner.
 func ownerOf(c echo.Context) store.Owner {
-	id, _ := auth.FromContext(c.Request().Context())
+	id, _ := ask.IdentityFrom(c.Request().Context())
 	return store.Owner{Tenant: id.Tenant, OID: id.OID}
 }

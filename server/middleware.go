@@ -11,34 +11,33 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/auth"
 )
 
 // authenticate admits only a bearer the Authenticator accepts, and puts the identity in the
-// request context. Otherwise: 401 problem+json with a WWW-Authenticate challenge (package
-// auth renders both). The token is never logged.
+// request context (ask.WithIdentity). Otherwise: 401 problem+json with a WWW-Authenticate
+// challenge, rendered by errorHandler like every other problem. The token is never logged.
 //
 // The check runs in identify, not in the middleware's own frame: a stream stays parked under
 // this frame for minutes, and a shallow stack is one the GC can shrink (see StreamEvents).
 func (s *Server) authenticate() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if !s.identify(c) {
-				return nil
+			if err := s.identify(c); err != nil {
+				return err
 			}
 			return next(c)
 		}
 	}
 }
 
-// identify puts the bearer's identity in c's request context, or answers 401 and reports
-// false.
-func (s *Server) identify(c echo.Context) bool {
+// identify puts the bearer's identity in c's request context, or returns the 401 problem.
+func (s *Server) identify(c echo.Context) error {
 	req := c.Request()
 	token, ok := auth.BearerToken(req)
 	if !ok {
-		auth.WriteUnauthorized(c.Response(), req, nil)
-		return false
+		return unauthorized(req, nil)
 	}
 	id, err := s.opts.Authenticator.Authenticate(req.Context(), token)
 	if err != nil || id.OID == "" {
@@ -46,11 +45,10 @@ func (s *Server) identify(c echo.Context) bool {
 			err = errors.New("identity without oid")
 		}
 		s.log.Debug("bearer rejected", "route", c.Path(), "err", err)
-		auth.WriteUnauthorized(c.Response(), req, err)
-		return false
+		return unauthorized(req, err)
 	}
-	c.SetRequest(req.WithContext(auth.WithIdentity(req.Context(), id)))
-	return true
+	c.SetRequest(req.WithContext(ask.WithIdentity(req.Context(), id)))
+	return nil
 }
 
 // admitting answers 503 while the server is shutting down.
@@ -117,7 +115,7 @@ func (s *Server) observe() echo.MiddlewareFunc {
 			defer func() {
 				if v := recover(); v != nil {
 					s.log.Error("handler panicked", "route", c.Path(), "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
-					err = &problem{status: http.StatusInternalServerError, detail: "internal error"}
+					err = internalError()
 				}
 				status := c.Response().Status
 				if err != nil && !c.Response().Committed {

@@ -9,18 +9,24 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
 )
 
-// problem is an error that renders as an RFC 9457 problem+json response. Every error a handler
-// or middleware returns is mapped to one in errorHandler, the one place statuses are chosen.
-// Its fields never hold the question text or a token.
+// problem is an error that renders as an RFC 9457 problem+json response. This file is the one
+// place statuses are chosen: the constructors below, and asProblem, which maps every other
+// error a handler or middleware returns (the store's refusals among them). Handlers return
+// errors; errorHandler renders them with writeProblem, the one writer of a problem body (the
+// 401 included). Its fields never hold the question text or a token.
 type problem struct {
 	status     int
 	detail     string
 	ticket     string   // for 409: the running ticket
 	violations []string // for 400: what the request broke
 	retryAfter int      // seconds; for 429 and 503
+	challenge  string   // for 401: the WWW-Authenticate value
+	instance   string   // for 401: the request's path
 }
 
 func (p *problem) Error() string { return "problem " + strconv.Itoa(p.status) + ": " + p.detail }
@@ -41,6 +47,84 @@ const (
 
 func badRequest(detail string, violations ...string) *problem {
 	return &problem{status: http.StatusBadRequest, detail: detail, violations: violations}
+}
+
+func unavailable() *problem {
+	return &problem{status: http.StatusServiceUnavailable, detail: "the service is shutting down", retryAfter: retryDraining}
+}
+
+func internalError() *problem {
+	return &problem{status: http.StatusInternalServerError, detail: "internal error"}
+}
+
+func unsupportedMedia() *problem {
+	return &problem{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json"}
+}
+
+// notValidated is a validator refusal other than 400 and 404 (the validator chose the status).
+func notValidated(status int) *problem {
+	return &problem{status: status, detail: "the request could not be validated"}
+}
+
+// unauthorized is the 401 for a request without a valid bearer (err nil: none was sent), with
+// the RFC 6750 challenge package auth words; the detail never holds the token.
+func unauthorized(r *http.Request, err error) *problem {
+	detail := "a bearer token is required"
+	if err != nil {
+		detail = auth.Describe(err)
+	}
+	p := &problem{status: http.StatusUnauthorized, detail: detail, challenge: auth.Challenge(err)}
+	if r != nil && r.URL != nil {
+		p.instance = r.URL.Path
+	}
+	return p
+}
+
+// refusal is a store refusal of a creation, with what was being created ("conversations" or
+// "tickets") for the problem's wording.
+type refusal struct {
+	what string
+	err  error
+}
+
+func (r *refusal) Error() string { return r.what + ": " + r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// refused wraps a store error from creating what; nil stays nil.
+func refused(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &refusal{what: what, err: err}
+}
+
+// storeProblem maps the store's refusals to problems; nil for any other error.
+func storeProblem(err error) *problem {
+	what := "tickets"
+	var rf *refusal
+	if errors.As(err, &rf) {
+		what = rf.what
+	}
+	freedWhen := "a finished one expires"
+	if what == "conversations" {
+		freedWhen = "an idle one expires"
+	}
+	var conflict *store.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		return &problem{status: http.StatusConflict, detail: "an ask is already running in this conversation", ticket: conflict.Ticket}
+	case errors.Is(err, store.ErrConversationFull):
+		return &problem{status: http.StatusConflict, detail: "conversation is full; start a new one"}
+	case errors.Is(err, store.ErrTooManyInFlight):
+		return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: retryInFlight}
+	case errors.Is(err, store.ErrOwnerFull):
+		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: retryOwnerFull}
+	case errors.Is(err, store.ErrFull):
+		return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many " + what + " as it can", retryAfter: retryFull}
+	case errors.Is(err, store.ErrNotFound):
+		return errNotFound
+	}
+	return nil
 }
 
 // errorHandler is Echo's HTTPErrorHandler: everything becomes problem+json, never Echo's own
@@ -64,6 +148,9 @@ func asProblem(err error) *problem {
 	if errors.As(err, &p) {
 		return p
 	}
+	if p := storeProblem(err); p != nil {
+		return p
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return tooLarge()
@@ -80,7 +167,7 @@ func asProblem(err error) *problem {
 			return &problem{status: he.Code, detail: "the request does not satisfy the API description"}
 		}
 	}
-	return &problem{status: http.StatusInternalServerError, detail: "internal error"}
+	return internalError()
 }
 
 func tooLarge() *problem {
@@ -98,7 +185,13 @@ func writeProblem(w http.ResponseWriter, p *problem) {
 	if len(p.violations) > 0 {
 		body.Errors = &p.violations
 	}
+	if p.instance != "" {
+		body.Instance = &p.instance
+	}
 	h := w.Header()
+	if p.challenge != "" {
+		h.Set("WWW-Authenticate", p.challenge)
+	}
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
 	if p.retryAfter > 0 {

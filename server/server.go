@@ -304,7 +304,3 @@ func (s *Server) release(ticket string) {
 		close(s.idle)
 	}
 }
-
-func unavailable() *problem {
-	return &problem{status: http.StatusServiceUnavailable, detail: "the service is shutting down", retryAfter: retryDraining}
-}

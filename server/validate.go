@@ -51,7 +51,7 @@ func validationProblem(he *echo.HTTPError) error {
 		return errNotFound
 	}
 	if he.Code != http.StatusBadRequest {
-		return &problem{status: he.Code, detail: "the request could not be validated"}
+		return notValidated(he.Code)
 	}
 	var errs []error
 	var me openapi3.MultiError
@@ -64,7 +64,7 @@ func validationProblem(he *echo.HTTPError) error {
 	for _, err := range errs {
 		var re *openapi3filter.RequestError
 		if errors.As(err, &re) && re.RequestBody != nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value") {
-			return &problem{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json"}
+			return unsupportedMedia()
 		}
 		violations = append(violations, describeViolation(err)...)
 	}

@@ -1,0 +1,57 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/das-ask/ask/demo/idp"
+)
+
+// Tokens hands out a bearer for each identity a set asks as. Safe for concurrent use.
+type Tokens interface {
+	Token(ctx context.Context, oid string) (string, error)
+}
+
+// FixedTokens are bearers handed in from outside, by identity.
+type FixedTokens map[string]string
+
+// Token implements Tokens.
+func (f FixedTokens) Token(_ context.Context, oid string) (string, error) {
+	t, ok := f[oid]
+	if !ok {
+		return "", fmt.Errorf("no token was given for identity %q (the set asks as it)", oid)
+	}
+	return t, nil
+}
+
+// IdPTokens mints a token per identity from a development identity provider (demo/idp's
+// POST /token, loopback callers only) and keeps it for the run.
+type IdPTokens struct {
+	// URL is the identity provider's root, e.g. http://127.0.0.1:8090.
+	URL string
+	// HTTPClient makes the mint calls; nil means http.DefaultClient.
+	HTTPClient *http.Client
+
+	mu    sync.Mutex
+	cache map[string]string
+}
+
+// Token implements Tokens.
+func (t *IdPTokens) Token(ctx context.Context, oid string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tok, ok := t.cache[oid]; ok {
+		return tok, nil
+	}
+	tok, err := idp.RequestToken(ctx, t.HTTPClient, t.URL, idp.TokenRequest{OID: oid})
+	if err != nil {
+		return "", err
+	}
+	if t.cache == nil {
+		t.cache = map[string]string{}
+	}
+	t.cache[oid] = tok
+	return tok, nil
+}

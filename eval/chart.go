@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"math"
 	"image/color"
 	"io"
 
@@ -46,8 +47,12 @@ func WriteChart(w io.Writer, r *Report) error {
 func latencyPlot(r *Report) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Latency per ask, %s (%d asks)", r.Model, len(r.Items))
-	p.X.Label.Text = "seconds from the ask's POST"
+	p.X.Label.Text = "seconds from the ask's POST (log scale); solid bar p50, dashed bar p95"
+	// A log scale: tickets take milliseconds and answers from a real model tens of seconds.
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Add(plotter.NewGrid())
+	lo, hi := math.Inf(1), 0.0
 	kinds := []struct {
 		name string
 		col  color.Color
@@ -69,7 +74,9 @@ func latencyPlot(r *Report) (*plot.Plot, error) {
 			}
 			// Spread the dots of one row a little, so equal latencies stay countable.
 			jitter := (float64(i%7) - 3) * 0.06
-			pts = append(pts, plotter.XY{X: v / 1000, Y: y + jitter})
+			x := max(v, 0.1) / 1000
+			lo, hi = min(lo, x), max(hi, x)
+			pts = append(pts, plotter.XY{X: x, Y: y + jitter})
 		}
 		label := fmt.Sprintf("%s  p50 %s  p95 %s", k.name, msStr(k.q.P50), msStr(k.q.P95))
 		names = append(names, label)
@@ -90,7 +97,8 @@ func latencyPlot(r *Report) (*plot.Plot, error) {
 			if q.v == nil {
 				continue
 			}
-			l, err := plotter.NewLine(plotter.XYs{{X: *q.v / 1000, Y: y - q.half}, {X: *q.v / 1000, Y: y + q.half}})
+			x := max(*q.v, 0.1) / 1000
+			l, err := plotter.NewLine(plotter.XYs{{X: x, Y: y - q.half}, {X: x, Y: y + q.half}})
 			if err != nil {
 				return nil, err
 			}
@@ -104,11 +112,12 @@ func latencyPlot(r *Report) (*plot.Plot, error) {
 	}
 	p.NominalY(names...)
 	p.Y.Min, p.Y.Max = -0.6, float64(len(kinds))-0.4
-	p.X.Min = 0
-	if p.X.Max <= 0 {
-		p.X.Max = 1
+	if hi == 0 {
+		lo, hi = 0.001, 1
 	}
-	p.Legend.Top = true
+	// Whole decades, so the log ticks have labels at both ends.
+	p.X.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+	p.X.Max = math.Pow(10, math.Ceil(math.Log10(hi)+1e-9))
 	return p, nil
 }
 
@@ -117,7 +126,7 @@ func categoryPlot(r *Report) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Scores per category, set %s", r.Set.Name)
 	p.Y.Label.Text = "%"
-	p.Y.Min, p.Y.Max = 0, 110
+	p.Y.Min, p.Y.Max = 0, 125
 	p.Add(plotter.NewGrid())
 	cats := r.Scores.Categories
 	var names []string
@@ -147,9 +156,40 @@ func categoryPlot(r *Report) (*plot.Plot, error) {
 	}
 	c.Color, c.LineStyle.Width, c.Offset = colCorrect, 0, bw/2
 	p.Add(a, c)
+	// The figure above each bar, so that a zero is seen as a zero and not as a missing bar;
+	// "n/a" where the category has nothing to check.
+	for _, b := range []struct {
+		vals  plotter.Values
+		off   float64
+		ratio func(CategoryScore) Ratio
+	}{
+		{acc, -0.18, func(c CategoryScore) Ratio { return c.OutcomeAccuracy }},
+		{cor, 0.18, func(c CategoryScore) Ratio { return c.AnswerCorrectness }},
+	} {
+		var xys plotter.XYLabels
+		for i, c := range cats {
+			txt := "n/a"
+			if r := b.ratio(c); r.Value != nil {
+				txt = fmt.Sprintf("%.0f", 100**r.Value)
+			}
+			xys.XYs = append(xys.XYs, plotter.XY{X: float64(i) + b.off, Y: b.vals[i] + 2})
+			xys.Labels = append(xys.Labels, txt)
+		}
+		l, err := plotter.NewLabels(xys)
+		if err != nil {
+			return nil, err
+		}
+		for i := range l.TextStyle {
+			l.TextStyle[i].XAlign = draw.XCenter
+			l.TextStyle[i].Font.Size = vg.Points(9)
+		}
+		p.Add(l)
+	}
 	p.Legend.Add("outcome accuracy", a)
 	p.Legend.Add("answer correctness (where checked)", c)
 	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(10)
 	p.NominalX(names...)
 	p.X.Tick.Label.Rotation = 0.6
 	p.X.Tick.Label.XAlign = draw.XRight

@@ -249,7 +249,7 @@ func write(dir string, rep *eval.Report) error {
 		if err != nil {
 			return err
 		}
-		err = f.fn(tmp)
+		err = errors.Join(tmp.Chmod(0o644), f.fn(tmp))
 		err = errors.Join(err, tmp.Close())
 		if err == nil {
 			err = os.Rename(tmp.Name(), filepath.Join(dir, f.name))

@@ -75,7 +75,7 @@ func (p *progress) item(done, total int, r eval.ItemResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done = done
-	ok := r.Got == r.Expect && (r.Correct == nil || *r.Correct)
+	ok := r.Got == r.Expect && !isFalse(r.Correct) && !isFalse(r.Attributed) && !isFalse(r.CaveatsCarried)
 	if !ok {
 		p.wrong++
 	}
@@ -105,3 +105,5 @@ func (p *progress) stop() {
 		p.mu.Unlock()
 	}
 }
+
+func isFalse(p *bool) bool { return p != nil && !*p }

@@ -2,9 +2,9 @@ package eval
 
 import (
 	"fmt"
-	"math"
 	"image/color"
 	"io"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"

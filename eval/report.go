@@ -255,12 +255,15 @@ func change(o, m Metric) string {
 	default:
 		s = fmt.Sprintf("%+.2f", d)
 	}
-	if m.HigherIsBetter {
-		if d > 0 {
-			s += " better"
-		} else {
-			s += " worse"
-		}
+	switch {
+	case m.HigherIsBetter && d > 0:
+		s += " better"
+	case m.HigherIsBetter:
+		s += " worse"
+	case strings.HasSuffix(m.Name, "_ms") && d > 0:
+		s += " slower"
+	case strings.HasSuffix(m.Name, "_ms"):
+		s += " faster"
 	}
 	return s
 }

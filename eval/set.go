@@ -80,9 +80,14 @@ func (it *Item) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	*it = Item(p)
+	// Decoding through a node loses the decoder's KnownFields; check the keys here.
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "caveats" {
+		switch k := n.Content[i].Value; k {
+		case "caveats":
 			it.caveatsSet = true
+		case "id", "category", "as", "conversation", "question", "expect", "sql", "ordered", "tolerance", "path", "headline", "terms":
+		default:
+			return fmt.Errorf("line %d: unknown field %q in an item", n.Content[i].Line, k)
 		}
 	}
 	return nil

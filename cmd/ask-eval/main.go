@@ -64,6 +64,7 @@ func (t tokenFlags) Set(v string) error {
 
 type options struct {
 	url, idp, set, out, model, baseline, expect, progress string
+	truthSource, truthAs                                  string
 	devStack, verbose, noWrite                            bool
 	concurrency                                           int
 	askTimeout                                            time.Duration
@@ -84,6 +85,8 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	fs.StringVar(&o.model, "model", "", "the model's name for the report; default from ASK_LLM/ASK_LLM_MODEL")
 	fs.StringVar(&o.baseline, "baseline", "", "an earlier report.json: print how this run differs from it")
 	fs.StringVar(&o.expect, "expect", "", "a YAML file of scores this run must have (the CI fixture); exit 1 when they differ")
+	fs.StringVar(&o.truthSource, "truth-source", "", "compute expected results through this MCP source's run_query (e.g. http://127.0.0.1:8091/mcp) instead of the embedded demo dataset")
+	fs.StringVar(&o.truthAs, "truth-as", "alice", "with --truth-source: the identity the expected SQL runs as (it must be allowed to read what the set reads)")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "conversations asked at the same time")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 3*time.Minute, "bound on one ask, POST to done")
 	fs.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
@@ -154,17 +157,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 	}
 
-	truth, err := source.OpenTruth(ctx, nil)
-	if err != nil {
-		return fail(fmt.Errorf("the demo dataset: %w", err))
-	}
-	defer truth.Close()
-
 	model, err := agent.ConfigFromEnv()
 	if err != nil {
 		return fail(fmt.Errorf("model: %w", err))
 	}
-	cfg := eval.Config{Oracle: truth, Concurrency: o.concurrency, AskTimeout: o.askTimeout, Logger: log}
+	cfg := eval.Config{Concurrency: o.concurrency, AskTimeout: o.askTimeout, Logger: log}
 	target := o.url
 	if o.devStack {
 		opts := stack.Options{Logger: log}
@@ -192,6 +189,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if o.model == "" {
 		o.model = modelName(model, o.devStack)
+	}
+	if o.truthSource != "" {
+		tokens, as := cfg.Tokens, o.truthAs
+		cfg.Oracle = &eval.SourceOracle{URL: o.truthSource, Token: func(ctx context.Context) (string, error) { return tokens.Token(ctx, as) }}
+	} else {
+		truth, err := source.OpenTruth(ctx, nil)
+		if err != nil {
+			return fail(fmt.Errorf("the demo dataset: %w", err))
+		}
+		defer truth.Close()
+		cfg.Oracle = truth
 	}
 
 	prog := newProgress(o.progress, stderr, len(set.Items))

@@ -192,6 +192,8 @@ items:
 	for name, auth := range map[string][]string{
 		"idp":    {"--idp", st.IdPURL},
 		"tokens": {"--token", "alice=" + alice, "--token", "dave=" + dave},
+		// The expected results read through the running source as alice, not the embedded data.
+		"truth through the source": {"--idp", st.IdPURL, "--truth-source", st.SourceURL + "/mcp"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -204,6 +206,17 @@ items:
 			}
 		})
 	}
+	t.Run("a truth identity the source refuses", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		args := []string{"--url", st.AskURL, "--set", filepath.Join("..", "..", "eval", "testdata", "fixture.yaml"), "--no-write", "--progress", "none",
+			"--idp", st.IdPURL, "--truth-source", st.SourceURL + "/mcp", "--truth-as", "bob"}
+		if code := run(t.Context(), args, &out, &errb, noenv); code != 2 {
+			t.Fatalf("exit %d, want 2\n%s%s", code, out.String(), errb.String())
+		}
+		if !strings.Contains(errb.String(), "f-alice-oncall") || !strings.Contains(errb.String(), "refused") {
+			t.Errorf("stderr should name the item whose truth was refused: %s", errb.String())
+		}
+	})
 	t.Run("a token missing for an identity", func(t *testing.T) {
 		var out, errb bytes.Buffer
 		args := []string{"--url", st.AskURL, "--set", set, "--no-write", "--progress", "none", "--token", "alice=" + alice}

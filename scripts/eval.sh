@@ -9,7 +9,7 @@
 #                                             ("alice=TOKEN bob=TOKEN", one per identity of the set)
 #
 # SET=my-set.yaml picks the set (default: eval/sets/demo.yaml), OUT=dir where the report goes
-# (default eval/). ARGS go to cmd/ask-eval, e.g. --baseline eval/report.json, --concurrency 8,
+# (default docs/eval/). ARGS go to cmd/ask-eval, e.g. --baseline docs/eval/report.json, --concurrency 8,
 # --model NAME, --expect FILE. Exit status: 0 ran, 1 scores differ from --expect, 2 could not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,8 @@
 // Command ask-eval scores an implementation of the ask service, and the model behind it, on a
 // question set (package eval): it asks every question through the published API, judges each
 // outcome against the set (expected results computed by SQL against the demo dataset when it
-// runs), prints the scores and writes a report — Markdown, JSON and a chart — to --out.
+// runs), prints the scores and writes a report — Markdown, JSON and a chart — to --out
+// (docs/eval/ by default).
 //
 // Against the development stack, started in process (llm-stub unless ASK_LLM names a model):
 //
@@ -15,7 +16,7 @@
 //
 // Compare with an earlier report (--baseline, or without running: ask-eval diff OLD NEW):
 //
-//	ask-eval --dev-stack --baseline eval/report.json
+//	ask-eval --dev-stack --baseline docs/eval/report.json
 //
 // Exit status: 0 the set ran, 1 the scores differ from --expect, 2 it could not run.
 package main
@@ -80,7 +81,7 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	fs.StringVar(&o.idp, "idp", getenv("ASK_IDP_URL"), "a development identity provider's root, to mint a token per identity of the set (env ASK_IDP_URL)")
 	fs.Var(o.tokens, "token", "oid=TOKEN: the bearer for one identity of the set, instead of --idp (repeatable)")
 	fs.StringVar(&o.set, "set", "", "the question set (YAML); default the demo set, eval/sets/demo.yaml")
-	fs.StringVar(&o.out, "out", "eval", "the folder REPORT.md, report.json and report.png are written to")
+	fs.StringVar(&o.out, "out", filepath.Join("docs", "eval"), "the folder REPORT.md, report.json and report.png are written to")
 	fs.BoolVar(&o.noWrite, "no-write", false, "print the scores only; write no report")
 	fs.StringVar(&o.model, "model", "", "the model's name for the report; default from ASK_LLM/ASK_LLM_MODEL")
 	fs.StringVar(&o.baseline, "baseline", "", "an earlier report.json: print how this run differs from it")

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -318,6 +319,55 @@ func TestScoresMoveWhenTheServiceIsWrong(t *testing.T) {
 			}
 		})
 	}
+
+	// A service at its in-flight limit turns asks away with 429: the harness waits and asks
+	// again, so the scores are the baseline's and every turned-away ask is counted.
+	t.Run("429 is waited out, not scored", func(t *testing.T) {
+		u, _ := url.Parse(st.AskURL)
+		rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+		var mu sync.Mutex
+		turnAway := 3
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			refuse := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/asks") && turnAway > 0
+			if refuse {
+				turnAway--
+			}
+			mu.Unlock()
+			if refuse {
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.Header().Set("Retry-After", "0")
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = w.Write([]byte(`{"title":"too many asks in flight","status":429}`))
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		set, err := eval.LoadSet("testdata/fixture.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		truth, err := source.OpenTruth(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer truth.Close()
+		res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: srv.URL + u.Path, Tokens: &eval.IdPTokens{URL: st.IdPURL}, Oracle: truth, Concurrency: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		throttled := 0
+		for _, r := range res {
+			throttled += r.Throttled
+		}
+		if throttled != 3 {
+			t.Errorf("%d asks counted as turned away, want 3", throttled)
+		}
+		for _, d := range exp.Check(eval.Score(res)) {
+			t.Errorf("with 429s: %s", d)
+		}
+	})
 
 	// A model that writes the wrong SQL, played by the llm-stub with a changed script.
 	t.Run("a model that writes wrong SQL", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/das-ask/ask/demo/idp"
 )
@@ -27,7 +28,8 @@ func (f FixedTokens) Token(_ context.Context, oid string) (string, error) {
 }
 
 // IdPTokens mints a token per identity from a development identity provider (demo/idp's
-// POST /token, loopback callers only) and keeps it for the run.
+// POST /token, loopback callers only) and reuses it for half the IdP's default lifetime, so a long
+// run never sends an expiring token.
 type IdPTokens struct {
 	// URL is the identity provider's root, e.g. http://127.0.0.1:8090.
 	URL string
@@ -35,23 +37,28 @@ type IdPTokens struct {
 	HTTPClient *http.Client
 
 	mu    sync.Mutex
-	cache map[string]string
+	cache map[string]minted
+}
+
+type minted struct {
+	token string
+	at    time.Time
 }
 
 // Token implements Tokens.
 func (t *IdPTokens) Token(ctx context.Context, oid string) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if tok, ok := t.cache[oid]; ok {
-		return tok, nil
+	if m, ok := t.cache[oid]; ok && time.Since(m.at) < idp.DefaultTTL/2 {
+		return m.token, nil
 	}
 	tok, err := idp.RequestToken(ctx, t.HTTPClient, t.URL, idp.TokenRequest{OID: oid})
 	if err != nil {
 		return "", err
 	}
 	if t.cache == nil {
-		t.cache = map[string]string{}
+		t.cache = map[string]minted{}
 	}
-	t.cache[oid] = tok
+	t.cache[oid] = minted{token: tok, at: time.Now()}
 	return tok, nil
 }

@@ -116,8 +116,8 @@ func latencyPlot(r *Report) (*plot.Plot, error) {
 		lo, hi = 0.001, 1
 	}
 	// Whole decades, so the log ticks have labels at both ends.
-	p.X.Min = math.Pow(10, math.Floor(math.Log10(lo)))
-	p.X.Max = math.Pow(10, math.Ceil(math.Log10(hi)+1e-9))
+	p.X.Min = math.Pow(10, math.Floor(math.Log10(lo))) * (1 - 1e-9)
+	p.X.Max = math.Pow(10, math.Ceil(math.Log10(hi)+1e-9)) * (1 + 1e-9)
 	return p, nil
 }
 

@@ -288,6 +288,19 @@ func TestScoresMoveWhenTheServiceIsWrong(t *testing.T) {
 			moves: []move{{metric: "abstention_recall", lower: true}, {metric: "outcome_accuracy", lower: true}},
 		},
 		{
+			name: "costs more",
+			fault: fault{rewrite: func(typ string, ev map[string]any) string {
+				if typ == "done" {
+					for _, k := range []string{"model_calls", "input_tokens", "output_tokens"} {
+						ev[k] = ev[k].(float64)*2 + 1
+					}
+				}
+				return typ
+			}},
+			moves: []move{{metric: "model_calls_per_ask"}, {metric: "input_tokens_per_ask"}, {metric: "output_tokens_per_ask"}},
+			same:  []string{"outcome_accuracy", "answer_correctness", "attribution", "caveats_carried", "steps_per_ask"},
+		},
+		{
 			name:  "is slow",
 			fault: fault{delayTicket: slow, delayTerminal: slow},
 			moves: []move{

@@ -82,6 +82,9 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	if s.HarnessErrors > 0 {
 		fmt.Fprintf(&b, "  harness errors       %d item(s) gave no outcome (see the report)\n", s.HarnessErrors)
 	}
+	if s.Throttled > 0 {
+		fmt.Fprintf(&b, "  throttled            %d ask(s) turned away with 429 and asked again (lower --concurrency?)\n", s.Throttled)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -114,6 +117,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 		{"refusal precision", pct(s.Refusal.Precision)},
 		{"refusal recall", pct(s.Refusal.Recall)},
 		{"harness errors (no outcome read)", fmt.Sprint(s.HarnessErrors)},
+		{"asks turned away with 429 and asked again", fmt.Sprint(s.Throttled)},
 	}
 	for _, row := range rows {
 		fmt.Fprintf(&b, "| %s | %s |\n", row[0], row[1])

@@ -81,10 +81,12 @@ type Scores struct {
 	Abstention     PR    `json:"abstention"`
 	Refusal        PR    `json:"refusal"`
 	// HarnessErrors: items for which no outcome could be read (counted as error above).
-	HarnessErrors int             `json:"harness_errors"`
-	Latency       Latency         `json:"latency"`
-	PerAsk        PerAsk          `json:"per_ask"`
-	Categories    []CategoryScore `json:"categories"`
+	HarnessErrors int `json:"harness_errors"`
+	// Throttled: asks the service turned away with 429 before admitting them (waited out).
+	Throttled  int             `json:"throttled"`
+	Latency    Latency         `json:"latency"`
+	PerAsk     PerAsk          `json:"per_ask"`
+	Categories []CategoryScore `json:"categories"`
 }
 
 // Score computes the scores of a run's results.
@@ -109,6 +111,7 @@ func Score(results []ItemResult) Scores {
 		if r.ErrorKind == "harness" {
 			s.HarnessErrors++
 		}
+		s.Throttled += r.Throttled
 		c := cats[r.Category]
 		if c == nil {
 			c = &CategoryScore{Name: r.Category}

@@ -66,7 +66,7 @@ func (t tokenFlags) Set(v string) error {
 type options struct {
 	url, idp, set, out, model, baseline, expect, progress string
 	truthSource, truthAs                                  string
-	devStack, verbose, noWrite                            bool
+	devStack, verbose, noWrite, jsonOut                   bool
 	concurrency                                           int
 	askTimeout                                            time.Duration
 	tokens                                                tokenFlags
@@ -83,6 +83,7 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	fs.StringVar(&o.set, "set", "", "the question set (YAML); default the demo set, eval/sets/demo.yaml")
 	fs.StringVar(&o.out, "out", filepath.Join("docs", "eval"), "the folder REPORT.md, report.json and report.png are written to")
 	fs.BoolVar(&o.noWrite, "no-write", false, "print the scores only; write no report")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the whole report as JSON on stdout instead of the summary")
 	fs.StringVar(&o.model, "model", "", "the model's name for the report; default from ASK_LLM/ASK_LLM_MODEL")
 	fs.StringVar(&o.baseline, "baseline", "", "an earlier report.json: print how this run differs from it")
 	fs.StringVar(&o.expect, "expect", "", "a YAML file of scores this run must have (the CI fixture); exit 1 when they differ")
@@ -216,26 +217,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		Concurrency: o.concurrency, ElapsedMS: float64(time.Since(start).Milliseconds()),
 		Scores: eval.Score(results), Items: results,
 	}
-	if err := rep.WriteSummary(stdout); err != nil {
+	if o.jsonOut {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteSummary(stdout)
+	}
+	if err != nil {
 		return fail(err)
+	}
+	// With --json, stdout is the report alone; everything else goes to stderr.
+	info := stdout
+	if o.jsonOut {
+		info = stderr
 	}
 	if !o.noWrite {
 		if err := write(o.out, rep); err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stdout, "report: %s, %s, %s\n", filepath.Join(o.out, "REPORT.md"), filepath.Join(o.out, "report.json"), filepath.Join(o.out, "report.png"))
+		fmt.Fprintf(info, "report: %s, %s, %s\n", filepath.Join(o.out, "REPORT.md"), filepath.Join(o.out, "report.json"), filepath.Join(o.out, "report.png"))
 	}
 	if base != nil {
-		if err := eval.Diff(stdout, base, rep); err != nil {
+		if err := eval.Diff(info, base, rep); err != nil {
 			return fail(err)
 		}
 	}
 	if exp != nil {
 		if diffs := exp.Check(rep.Scores); len(diffs) > 0 {
-			fmt.Fprintf(stdout, "scores differ from %s:\n  %s\n", o.expect, strings.Join(diffs, "\n  "))
+			fmt.Fprintf(info, "scores differ from %s:\n  %s\n", o.expect, strings.Join(diffs, "\n  "))
 			return 1
 		}
-		fmt.Fprintf(stdout, "scores as expected by %s\n", o.expect)
+		fmt.Fprintf(info, "scores as expected by %s\n", o.expect)
 	}
 	return 0
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -206,6 +207,20 @@ items:
 			}
 		})
 	}
+	t.Run("json", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		args := []string{"--url", st.AskURL, "--set", set, "--no-write", "--progress", "none", "--idp", st.IdPURL, "--json"}
+		if code := run(t.Context(), args, &out, &errb, noenv); code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+		}
+		var rep eval.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("stdout is not one JSON report: %v\n%s", err, out.String())
+		}
+		if len(rep.Items) != 2 || rep.Scores.Items != 2 || rep.Set.Name != "mine" {
+			t.Errorf("report: %d items, scores of %d, set %q", len(rep.Items), rep.Scores.Items, rep.Set.Name)
+		}
+	})
 	t.Run("a truth identity the source refuses", func(t *testing.T) {
 		var out, errb bytes.Buffer
 		args := []string{"--url", st.AskURL, "--set", filepath.Join("..", "..", "eval", "testdata", "fixture.yaml"), "--no-write", "--progress", "none",

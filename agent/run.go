@@ -25,7 +25,7 @@ func (a *Agent) Run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.
 	start := time.Now()
 	log := a.log.With("ticket", req.Ticket)
 	out := a.run(ctx, req, emit)
-	log.Info("run ended", "outcome", outcomeName(out), "elapsed_ms", time.Since(start).Milliseconds())
+	log.Debug("run ended", "outcome", outcomeName(out), "elapsed_ms", time.Since(start).Milliseconds())
 	return out
 }
 

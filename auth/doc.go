@@ -1,6 +1,6 @@
 // Package auth validates bearer tokens for the ask service and for every source that defends
 // the same resource: one set of settings (Config, read from the DAS_* environment by
-// ConfigFromEnv) and one Validator, so the service and its sources accept exactly the same
+// package config) and one Validator, so the service and its sources accept exactly the same
 // tokens.
 //
 // A token is accepted when all of these hold:

@@ -1,7 +1,8 @@
 // Package server is the ask service: the handwritten implementation of the generated Echo
 // interface (gen.ServerInterface), the SSE writer beside it, and the run lifecycle around an
 // ask.Runner. New builds the whole stack from Options; Handler is the *echo.Echo to serve;
-// Shutdown drains it. cmd/askd wires it from ConfigFromEnv and package auth.
+// Shutdown drains it. Package app wires it (cmd/askd, the dev stack and the bench all go
+// through app.Main) from package config's Config.Service and package auth.
 //
 // # Request path
 //
@@ -98,8 +99,8 @@
 //
 // # Configuration
 //
-// ConfigFromEnv reads these; invalid values fail with an error naming the variable. The bearer
-// settings (DAS_JWKS_URL, DAS_ISSUER, DAS_AUDIENCE, DAS_REQUIRED_SCOPE, DAS_JWT_ALGS,
+// Config holds these; package config reads them from the environment, and invalid values fail
+// with an error naming the variable. The bearer settings (DAS_JWKS_URL, DAS_ISSUER, DAS_AUDIENCE, DAS_REQUIRED_SCOPE, DAS_JWT_ALGS,
 // DAS_JWT_LEEWAY_S) are package auth's.
 //
 //	Variable                            Default  Meaning

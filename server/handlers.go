@@ -35,7 +35,7 @@ func (h *handlers) CreateConversation(c echo.Context) error {
 	}
 	asks := "/v1/conversations/" + conv.ID + "/asks"
 	c.Response().Header().Set("Location", s.opts.BasePath+asks)
-	s.log.Info("conversation created", "conversation", conv.ID, "oid", owner.OID)
+	s.log.Debug("conversation created", "conversation", conv.ID, "oid", owner.OID)
 	return c.JSON(http.StatusCreated, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
 }
 

@@ -180,7 +180,7 @@ func (r *run) end(out ask.Outcome) bool {
 	steps := r.steps
 	r.mu.Unlock()
 
-	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[1].Type),
+	r.log.Debug("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[1].Type),
 		"steps", steps, "elapsed_ms", elapsed.Milliseconds())
 	if r.onEnd != nil {
 		r.onEnd(r)

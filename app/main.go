@@ -143,19 +143,12 @@ func (m *Main) agent() (ask.Runner, error) {
 	return agent.New(opts)
 }
 
-// openStore is the one place the store is built: in memory, or Redis, sized by the service's
-// settings.
+// openStore is the one place the service's store is chosen: in memory (server.MemoryStore), or
+// Redis, sized by the service's settings.
 func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error) {
 	svc, sc := m.Config.Service, m.Config.Store
 	if sc.URL == "" {
-		ttl, maxEvents := svc.TTL, svc.MaxEvents
-		if ttl <= 0 {
-			ttl = server.DefaultTTL
-		}
-		if maxEvents <= 0 {
-			maxEvents = server.DefaultMaxEvents
-		}
-		return store.NewMemory(store.MemoryOptions{TTL: ttl, MaxEvents: maxEvents}), func() error { return nil }, nil
+		return server.MemoryStore(svc), func() error { return nil }, nil
 	}
 	log := m.log.With("component", "store")
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -169,7 +169,7 @@ func New(opts Options) (*Server, error) {
 		idle:    make(chan struct{}),
 	}
 	if s.store == nil {
-		s.store = store.NewMemory(store.MemoryOptions{TTL: opts.TTL, MaxEvents: opts.MaxEvents})
+		s.store = MemoryStore(Config{TTL: opts.TTL, MaxEvents: opts.MaxEvents})
 	}
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	e, err := s.newEcho()
@@ -186,6 +186,19 @@ func New(opts Options) (*Server, error) {
 		}()
 	}
 	return s, nil
+}
+
+// MemoryStore is the in-memory store sized as c sizes the service (its TTL and MaxEvents, zero
+// meaning the defaults): what New uses when Options.Store is nil, and what package app builds
+// for DAS_ASK_STORE=memory. It is the module's one place that makes a store.Memory.
+func MemoryStore(c Config) *store.Memory {
+	if c.TTL <= 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.MaxEvents <= 0 {
+		c.MaxEvents = DefaultMaxEvents
+	}
+	return store.NewMemory(store.MemoryOptions{TTL: c.TTL, MaxEvents: c.MaxEvents})
 }
 
 // Handler is the whole HTTP surface (the *echo.Echo), to serve with an http.Server.

@@ -84,7 +84,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if m.tracing, err = obs.NewTracing(ctx, obs.TracingOptions{OTLP: cfg.Ops.OTLP}); err != nil {
 			return errors.New("OTEL_EXPORTER_OTLP_*: the trace exporter could not be set up: " + err.Error())
 		}
-		m.Observer = obs.New(obs.Options{TracerProvider: m.tracing.Provider, Logger: m.log.With("component", "obs"), MaxEvents: cfg.Service.MaxEvents})
+		m.Observer = obs.New(obs.Options{TracerProvider: m.tracing.Provider, Logger: m.log.With("component", "obs")})
 	}
 	authn := m.Authenticator
 	if authn == nil {
@@ -110,7 +110,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	if m.Observer != nil {
 		m.Health = obs.NewHealth(obs.HealthOptions{JWKSReady: m.ready, Store: m.st})
-		opts.Runner, opts.Store = m.Observer.Runner(runner), m.Observer.Store(m.st)
+		opts.Hooks = m.Observer.Hooks()
 	}
 	if m.Server, err = server.New(opts); err != nil {
 		return err

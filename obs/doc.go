@@ -2,18 +2,19 @@
 // ids, the one log line per ask, and the liveness and readiness probes an operator points a
 // load balancer at.
 //
-// It instruments the service from the outside, through the seams the service already has, so
-// that no package of the data path depends on it:
+// It attaches to the service at the service's own seams, so that no package of the data path
+// depends on it:
 //
 //   - Observer.Handler wraps the API's http.Handler: request ids (X-Request-Id, echoed or
 //     generated), the W3C trace context of the caller, requests by route and status, admission
 //     refusals by reason, time to ticket, open streams and reconnects with a cursor.
-//   - Observer.Store wraps the run registry (store.Store, or store.Shared for several
-//     replicas): asks running and ended by outcome, their duration, events emitted by type and
-//     step events dropped from a full log; it starts each ask's span at admission and ends it
-//     at done, and writes the ask's log line then.
-//   - Observer.Runner wraps the agent: the run's context carries the ask's span (so model and
-//     tool calls are its children) and its step reports count tool calls.
+//   - Observer.Hooks are the service's lifecycle hooks (server.Options.Hooks): admitted (the
+//     ask's span starts, as a child of the caller's trace), running (the run's context carries
+//     the span, so model and tool calls are its children), each event appended with its typed
+//     body and the steps the store's bound evicted for it (events by type, tool calls, steps
+//     dropped), and ended with the typed done (asks by outcome, their duration, the span's end
+//     and the ask's one log line). obs keeps no copy of the store's arithmetic and decodes no
+//     event.
 //   - Observer.Model wraps a model adapter: calls, tokens, errors and latency by provider, and
 //     a span per call.
 //

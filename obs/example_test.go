@@ -8,16 +8,17 @@ import (
 	"strings"
 
 	"github.com/das-ask/ask/obs"
+	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store"
 )
 
-// Example wires an Observer the way askd does: around the API handler, the store (and, not
-// shown, the runner and the model), with the admin handler on a listener of its own.
+// Example wires an Observer the way package app does: around the API handler, on the service's
+// hooks (and, not shown, around the model), with the admin handler on a listener of its own.
 func Example() {
 	tracing, _ := obs.NewTracing(context.Background(), obs.TracingOptions{}) // off unless OTEL_EXPORTER_OTLP_ENDPOINT is set
-	o := obs.New(obs.Options{TracerProvider: tracing.Provider, MaxEvents: 1000})
+	o := obs.New(obs.Options{TracerProvider: tracing.Provider})
 	mem := store.NewMemory(store.MemoryOptions{})
-	_ = o.Store(mem) // give this to server.Options.Store; o.Runner and o.Model wrap the agent and its model
+	_ = server.Options{Hooks: o.Hooks(), Store: mem} // with the Runner and Authenticator; o.Model wraps the agent's model
 
 	api := o.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized) // as the service answers a request without a bearer

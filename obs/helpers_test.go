@@ -90,7 +90,7 @@ func startStack(t *testing.T) *stack {
 	}
 	mem := store.NewMemory(store.MemoryOptions{})
 	s.svc, err = server.New(server.Options{
-		Runner: o.Runner(runner), Authenticator: validator, Store: o.Store(mem),
+		Runner: runner, Authenticator: validator, Store: mem, Hooks: o.Hooks(),
 		Logger: log.With("component", "ask"), BasePath: "/ask",
 	})
 	if err != nil {

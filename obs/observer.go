@@ -20,18 +20,14 @@ type Options struct {
 	// Logger receives the one line per ask ("ask finished") and one line per API request
 	// ("request"); nil discards them.
 	Logger *slog.Logger
-	// MaxEvents is the store's bound on each ticket's retained events (DAS_ASK_MAX_EVENTS),
-	// from which the step events evicted are counted; 0 means the store's default, 1000.
-	MaxEvents int
 }
 
 // Observer instruments one service instance (see the package documentation). It is safe for
 // concurrent use. It starts no goroutine.
 type Observer struct {
-	m         *Metrics
-	tracer    trace.Tracer
-	log       *slog.Logger
-	maxEvents int
+	m      *Metrics
+	tracer trace.Tracer
+	log    *slog.Logger
 
 	mu   sync.Mutex
 	asks map[string]*askState // admitted here, not yet ended
@@ -39,7 +35,7 @@ type Observer struct {
 
 // New returns an Observer.
 func New(opts Options) *Observer {
-	o := &Observer{m: opts.Metrics, log: opts.Logger, maxEvents: opts.MaxEvents, asks: map[string]*askState{}}
+	o := &Observer{m: opts.Metrics, log: opts.Logger, asks: map[string]*askState{}}
 	if o.m == nil {
 		o.m = NewMetrics()
 	}
@@ -50,9 +46,6 @@ func New(opts Options) *Observer {
 	o.tracer = tp.Tracer(tracerName)
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
-	}
-	if o.maxEvents <= 0 {
-		o.maxEvents = 1000
 	}
 	return o
 }

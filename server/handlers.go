@@ -79,6 +79,9 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		return refused("tickets", err) // problem.go's table words the refusal
 	}
 
+	if h := s.opts.Hooks.Admitted; h != nil {
+		h(ctx, Admission{Ticket: ticket, Conversation: conversationID, OID: owner.OID, CreatedAt: now.UTC()})
+	}
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
 	s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
 

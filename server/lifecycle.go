@@ -24,6 +24,7 @@ func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run
 		seq:       1, // accepted
 		nonStep:   1,
 		onEnd:     func(r *run) { s.release(r.ticket) },
+		hooks:     s.opts.Hooks,
 		ctx:       ctx,
 		cancel: func(cause error) {
 			cancel(cause)
@@ -45,6 +46,9 @@ func (s *Server) start(r *run, ctx context.Context, req ask.Request) {
 			r.end(outcomeFor(context.Cause(ctx)))
 			r.cancel(context.Cause(ctx))
 			return
+		}
+		if h := s.opts.Hooks.Running; h != nil {
+			ctx = h(ctx, r.ticket)
 		}
 		r.execute(ctx, s.opts.Runner, req)
 	}()

@@ -44,6 +44,7 @@ type run struct {
 	maxEvents int
 	started   time.Time
 	onEnd     func(*run)
+	hooks     Hooks
 
 	cancel context.CancelCauseFunc // set before the run starts
 	// ctx is the run's context: once it is done the Emitter ignores everything, even before
@@ -98,6 +99,9 @@ func (r *run) appendLocked(typ gen.EventType, body any) (lost bool) {
 	if typ != gen.EventTypeStep {
 		r.nonStep++
 	}
+	if h := r.hooks.Appended; h != nil {
+		h(r.ticket, typ, body, evictedBy(r.seq-1, 1, r.maxEvents))
+	}
 	return false
 }
 
@@ -112,10 +116,18 @@ func (r *run) endedElsewhere() {
 	r.ended = true
 	r.mu.Unlock()
 	r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
+	r.reportEnd(End{Reason: "ended_elsewhere"})
 	if r.onEnd != nil {
 		r.onEnd(r)
 	}
 	r.cancel(errEndedElsewhere)
+}
+
+// reportEnd calls the Ended hook.
+func (r *run) reportEnd(e End) {
+	if h := r.hooks.Ended; h != nil {
+		h(r.ticket, e)
+	}
 }
 
 // usage is what the run has cost so far, for a shared store's lease renewal.
@@ -159,7 +171,7 @@ func (r *run) end(out ask.Outcome) bool {
 	r.ended = true
 	elapsed := time.Since(r.started)
 	u := store.Usage{Steps: r.steps, ModelCalls: r.modelCalls, InputTokens: r.inTokens, OutputTokens: r.outTokens}
-	tail, _, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, r.seq, out, u, elapsed)
+	tail, typ, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, r.seq, out, u, elapsed)
 	if bad != nil {
 		r.log.Error("terminal event not encodable", "ticket", r.ticket, "err", bad)
 	}
@@ -168,13 +180,16 @@ func (r *run) end(out ask.Outcome) bool {
 		// Another replica ended the log first (a shared store): its end stands.
 		r.mu.Unlock()
 		r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
+		r.reportEnd(End{Reason: "ended_elsewhere"})
 		if r.onEnd != nil {
 			r.onEnd(r)
 		}
 		return false
 	} else if err != nil {
 		r.log.Error("ticket not finished", "ticket", r.ticket, "err", err)
+		r.reportEnd(End{Reason: "store_error"})
 	} else {
+		r.reportEnd(endOf(typ, out, u, elapsed, evictedBy(r.seq, int64(len(tail)), r.maxEvents)))
 		r.seq += int64(len(tail))
 	}
 	steps := r.steps

@@ -57,6 +57,9 @@ type Options struct {
 	// ShutdownGrace is how long Shutdown lets running asks finish before ending them with
 	// error{shutdown}; negative means no grace.
 	ShutdownGrace time.Duration
+
+	// Hooks report the service's lifecycle (package obs attaches through them).
+	Hooks Hooks
 }
 
 // Options returns the Options c describes, field for field (both read zero as the default);

@@ -126,7 +126,14 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 			return bad
 		}
 		turn := ask.Turn{Question: question, Outcome: typ, Text: turnText(out)}
-		if err = sh.End(ctx, ticket, tail, turn, lapsedOnly); !errors.Is(err, store.ErrSeq) {
+		if err = sh.End(ctx, ticket, tail, turn, lapsedOnly); err == nil {
+			if h := s.opts.Hooks.Ended; h != nil {
+				e := endOf(typ, out, u, now.Sub(t.CreatedAt), 0)
+				e.Remote = true
+				h(ticket, e)
+			}
+		}
+		if !errors.Is(err, store.ErrSeq) {
 			return err
 		}
 	}

@@ -8,6 +8,24 @@ import (
 	"github.com/das-ask/ask/store"
 )
 
+// endOf is the End a log ended with out reports (typ is the terminal event's type as
+// finalEvents built it).
+func endOf(typ gen.EventType, out ask.Outcome, u store.Usage, elapsed time.Duration, evicted int) End {
+	e := End{Outcome: typ, Evicted: evicted, Done: gen.DoneBody{
+		Outcome: gen.DoneBodyOutcome(typ), Steps: u.Steps, ModelCalls: u.ModelCalls,
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ElapsedMs: elapsed.Milliseconds(),
+	}}
+	if typ == gen.EventTypeError {
+		e.Error = &gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"}
+		if _, body := out.Event(); body != nil {
+			if b, ok := body.(*gen.ErrorBody); ok {
+				e.Error = b
+			}
+		}
+	}
+	return e
+}
+
 // finalEvents is the one builder of a log's last events: the supervisor branch's close, the
 // terminal event out stands for, and done with usage, numbered from after (the log's last seq)
 // on, all stamped now. The run's own end (run.end) and another replica's end of a run it does

@@ -1,0 +1,117 @@
+package obs
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+)
+
+// Hooks attaches the observer to a service (server.Options.Hooks): the ask's span and state
+// from admission, its tool calls as the run appends their steps, evicted steps as the service
+// reports them, and its end, with the typed done, as one `ask finished` line. Asks another
+// replica admitted and this one ended (a cancel, a lapsed lease) count towards the outcome
+// metrics here, without a line.
+func (o *Observer) Hooks() server.Hooks {
+	return server.Hooks{Admitted: o.admitted, Running: o.running, Appended: o.appended, Ended: o.ended}
+}
+
+// running puts the ask's span and state in the run's context, for the model wrapper.
+func (o *Observer) running(ctx context.Context, ticket string) context.Context {
+	a := o.lookup(ticket)
+	if a == nil {
+		return ctx
+	}
+	return withAsk(trace.ContextWithSpan(ctx, a.span), a)
+}
+
+// appended counts an event of a run this instance holds; a step is a tool call.
+func (o *Observer) appended(ticket string, typ gen.EventType, body any, evicted int) {
+	o.m.events.WithLabelValues(string(typ)).Inc()
+	a := o.lookup(ticket)
+	if s, ok := body.(gen.StepBody); ok {
+		outcome := "ok"
+		switch {
+		case s.Refused:
+			outcome = "refused"
+		case s.Error != nil:
+			outcome = "error"
+		}
+		o.m.toolCalls.WithLabelValues(s.Source, s.Tool, strconv.FormatBool(s.Refused), outcome).Inc()
+		d := time.Duration(s.Ms) * time.Millisecond
+		o.m.toolDuration.WithLabelValues(s.Source, s.Tool).Observe(d.Seconds())
+		if a != nil {
+			a.mu.Lock()
+			a.toolTime += d
+			a.mu.Unlock()
+		}
+	}
+	o.dropped(a, evicted)
+}
+
+// dropped counts steps the service reports evicted.
+func (o *Observer) dropped(a *askState, evicted int) {
+	if evicted <= 0 {
+		return
+	}
+	o.m.stepsDropped.Add(float64(evicted))
+	if a != nil {
+		a.mu.Lock()
+		a.dropped += evicted
+		a.mu.Unlock()
+	}
+}
+
+// ended records a log's end: for an end this instance wrote, the outcome counted once, and for
+// an ask admitted here its span ended and its one line written.
+func (o *Observer) ended(ticket string, e server.End) {
+	if e.Outcome == "" {
+		o.abandon(ticket, e.Reason)
+		return
+	}
+	for _, typ := range []gen.EventType{gen.EventTypeBranch, e.Outcome, gen.EventTypeDone} {
+		o.m.events.WithLabelValues(string(typ)).Inc()
+	}
+	kind := ""
+	if e.Error != nil {
+		kind = boundedKind(string(e.Error.Kind))
+	}
+	outcome := string(e.Outcome)
+	o.m.asks.WithLabelValues(outcome, kind).Inc()
+	elapsed := time.Duration(e.Done.ElapsedMs) * time.Millisecond
+	o.m.askDuration.WithLabelValues(outcome).Observe(elapsed.Seconds())
+	a, ok := o.remove(ticket)
+	if !ok {
+		if e.Evicted > 0 {
+			o.m.stepsDropped.Add(float64(e.Evicted))
+		}
+		return // admitted by another replica, ended here (a cancel, a lapsed lease)
+	}
+	o.dropped(a, e.Evicted)
+	a.mu.Lock()
+	modelTime, toolTime, dropped := a.modelTime, a.toolTime, a.dropped
+	a.mu.Unlock()
+	d := e.Done
+	a.span.SetAttributes(
+		attribute.String("ask.outcome", outcome), attribute.Int64("ask.steps", d.Steps),
+		attribute.Int64("ask.model_calls", d.ModelCalls), attribute.Int64("ask.input_tokens", d.InputTokens),
+		attribute.Int64("ask.output_tokens", d.OutputTokens))
+	if kind != "" {
+		a.span.SetAttributes(attribute.String("ask.error_kind", kind))
+		if kind != string(gen.ErrorKindCancelled) {
+			a.span.SetStatus(codesError, kind)
+		}
+	}
+	a.span.End()
+	o.log.Info("ask finished",
+		"ticket", a.ticket, "conversation", a.conv, "oid", a.oid, "request_id", a.requestID,
+		"trace_id", traceID(a.span), "outcome", outcome, "error_kind", kind,
+		"steps", d.Steps, "steps_dropped", dropped, "model_calls", d.ModelCalls,
+		"input_tokens", d.InputTokens, "output_tokens", d.OutputTokens,
+		"elapsed_ms", elapsed.Milliseconds(), "model_ms", modelTime.Milliseconds(), "tool_ms", toolTime.Milliseconds())
+}

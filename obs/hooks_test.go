@@ -1,0 +1,80 @@
+package obs_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/obs"
+	"github.com/das-ask/ask/server"
+)
+
+func admit(o *obs.Observer, ticket string) server.Hooks {
+	h := o.Hooks()
+	h.Admitted(context.Background(), server.Admission{Ticket: ticket, Conversation: "c1", OID: "alice", CreatedAt: time.Now()})
+	return h
+}
+
+// TestHooksCountWhatTheServiceReports: steps and their evictions as the service reports them,
+// the outcome from the typed done, and one `ask finished` line.
+func TestHooksCountWhatTheServiceReports(t *testing.T) {
+	var logs bytes.Buffer
+	o := obs.New(obs.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	h := admit(o, "t1")
+	if got := value(gather(t, o), "ask_asks_running"); got != 1 {
+		t.Errorf("running %v, want 1", got)
+	}
+	for i := range 20 {
+		h.Appended("t1", gen.EventTypeStep, gen.StepBody{Source: "demo", Tool: "query", Ms: 5}, min(i%2, 1))
+	}
+	h.Ended("t1", server.End{Outcome: gen.EventTypeAnswer, Evicted: 3,
+		Done: gen.DoneBody{Outcome: gen.DoneBodyOutcomeAnswer, Steps: 20, ElapsedMs: 1500}})
+	fams := gather(t, o)
+	if got := value(fams, "ask_step_events_dropped_total"); got != 13 {
+		t.Errorf("dropped %v, want the 10 + 3 reported", got)
+	}
+	if got := value(fams, "ask_events_emitted_total", "type", "step"); got != 20 {
+		t.Errorf("steps emitted %v, want 20", got)
+	}
+	if got := value(fams, "ask_asks_total", "outcome", "answer", "kind", ""); got != 1 {
+		t.Errorf("answers %v, want 1", got)
+	}
+	if got := value(fams, "ask_asks_running"); got != 0 {
+		t.Errorf("running %v, want 0", got)
+	}
+	if n := strings.Count(logs.String(), `"msg":"ask finished"`); n != 1 || !strings.Contains(logs.String(), `"steps_dropped":13`) {
+		t.Errorf("want one ask finished line with steps_dropped 13, got:\n%s", logs.String())
+	}
+}
+
+// TestHooksEndedElsewhereOrNotRecorded: an ask whose end this instance will not see (another
+// replica ended it, or the store failed to record the end) is forgotten with a line, and no
+// outcome is counted; an end this instance wrote for another replica's ask is counted, without
+// a line.
+func TestHooksEndedElsewhereOrNotRecorded(t *testing.T) {
+	var logs bytes.Buffer
+	o := obs.New(obs.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	for _, reason := range []string{"ended_elsewhere", "store_error"} {
+		h := admit(o, reason)
+		h.Ended(reason, server.End{Reason: reason})
+	}
+	fams := gather(t, o)
+	if got := value(fams, "ask_asks_running"); got != 0 {
+		t.Errorf("running %v, want 0", got)
+	}
+	if got := sum(fams, "ask_asks_total"); got != 0 {
+		t.Errorf("asks counted %v, want none: no outcome was recorded here", got)
+	}
+	o.Hooks().Ended("t-remote", server.End{Outcome: gen.EventTypeError, Remote: true,
+		Error: &gen.ErrorBody{Kind: gen.ErrorKindInterrupted}, Done: gen.DoneBody{Outcome: gen.DoneBodyOutcomeError}})
+	if got := value(gather(t, o), "ask_asks_total", "outcome", "error", "kind", "interrupted"); got != 1 {
+		t.Errorf("interrupted asks %v, want 1", got)
+	}
+	if n := strings.Count(logs.String(), `"msg":"ask finished"`); n != 2 {
+		t.Errorf("want a line for each ask admitted here (2), got:\n%s", logs.String())
+	}
+}

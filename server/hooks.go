@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+)
+
+// Hooks are the service's lifecycle reports, for observability (package obs attaches through
+// them, so it never wraps the store or the runner nor re-reads the events the service
+// encoded). Each is called synchronously where the service learns what it reports, must return
+// quickly and must not call back into the Server; a nil hook is skipped. No report carries the
+// question or a token.
+type Hooks struct {
+	// Admitted: this instance created a ticket (the store took its accepted event). ctx is the
+	// creating request's (its request id, the caller's trace context).
+	Admitted func(ctx context.Context, a Admission)
+	// Running: the run of an admitted ticket is about to start; the context it returns (ctx
+	// with values added, such as the ask's span) is the one the runner gets.
+	Running func(ctx context.Context, ticket string) context.Context
+	// Appended: the store took one event of a run this instance holds, with its body as the
+	// service encoded it (a gen.*Body). Evicted is how many step events the store's bound
+	// dropped to make room (store.Store's contract: one step per event beyond MaxEvents).
+	Appended func(ticket string, typ gen.EventType, body any, evicted int)
+	// Ended: this instance ended a log (its own run's, or, with Remote, one whose replica is
+	// gone or that another replica cancelled), or learnt that its run's log was ended
+	// elsewhere (End.Outcome empty, End.Reason says why).
+	Ended func(ticket string, e End)
+}
+
+// Admission is an admitted ticket, as Hooks.Admitted reports it.
+type Admission struct {
+	Ticket, Conversation, OID string
+	CreatedAt                 time.Time
+}
+
+// End is how a log ended, as Hooks.Ended reports it.
+type End struct {
+	// Outcome is the terminal event's type, and Error its body when Outcome is error; Outcome
+	// is "" when this instance did not end the log.
+	Outcome gen.EventType
+	Error   *gen.ErrorBody
+	// Done is the done event appended.
+	Done gen.DoneBody
+	// Evicted is how many step events the last events' appending evicted.
+	Evicted int
+	// Remote: this instance ended a run it did not hold (endRemote).
+	Remote bool
+	// Reason, when Outcome is "": ended_elsewhere (another replica ended the log) or
+	// store_error (the store did not record the end).
+	Reason string
+}
+
+// evictedBy is how many step events the store's bound evicts when a log of before events
+// grows by n (store.Store's contract: at most maxEvents retained, only steps evicted).
+func evictedBy(before, n int64, maxEvents int) int {
+	return int(max(before+n-max(before, int64(maxEvents)), 0))
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/das-ask/ask/agent"
@@ -33,8 +32,8 @@ const (
 //
 // The model is the llm-stub unless ASK_LLM names a real one (config.FromEnv); with a real
 // model the behaviour checks test its judgement rather than the stub's script.
-func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Logger) (rep conformance.Report, err error) {
-	all, err := config.FromEnv(os.LookupEnv)
+func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Logger, getenv func(string) string) (rep conformance.Report, err error) {
+	all, err := config.FromEnv(func(k string) (string, bool) { v := getenv(k); return v, v != "" })
 	if err != nil {
 		return rep, fmt.Errorf("model: %w", err)
 	}

@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 
 	var rep conformance.Report
 	if o.devStack {
-		rep, err = runDev(ctx, o, cfg, log)
+		rep, err = runDev(ctx, o, cfg, log, getenv)
 	} else {
 		rep, err = conformance.Run(ctx, cfg)
 	}

@@ -1,13 +1,17 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -234,4 +238,62 @@ func TestJWKSBackgroundRefresh(t *testing.T) {
 			t.Fatal("not Ready after the refresh interval")
 		}
 	})
+}
+
+// The bearer never goes to the identity provider: the validator's JWKS fetches — the first,
+// and the refetches an unknown kid causes — carry no token in a header, the URL or a body.
+func TestJWKSFetchesCarryNoToken(t *testing.T) {
+	p, err := idp.New(idp.Options{Issuer: "http://idp.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, r.URL.String()+"\n"+fmt.Sprint(r.Header)+"\n"+string(body))
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		p.Handler().ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cfg := auth.Config{JWKSURL: hs.URL + "/.well-known/jwks.json", Issuer: p.Issuer(), Audience: "das"}
+	v, err := auth.New(ctx, cfg, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := p.Mint(idp.Claims{OID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := garbageKID(t, p.Issuer(), 1)
+	if err := p.Rotate(idp.RS256); err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := p.Mint(idp.Claims{OID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{good, forged, rotated} {
+		v.Authenticate(ctx, tok)
+	}
+	if _, err := v.Authenticate(ctx, rotated); err != nil {
+		t.Fatalf("rotated key: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 {
+		t.Fatalf("%d JWKS requests: the refetch did not happen, so the check proves nothing", len(seen))
+	}
+	for _, tok := range []string{good, forged, rotated} {
+		sig := tok[strings.LastIndexByte(tok, '.')+1:]
+		for _, s := range seen {
+			if strings.Contains(s, sig) {
+				t.Errorf("a JWKS request carried a token: %.200s", s)
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestUnknownKIDFlood(t *testing.T) {
 		forged   = 800 // distinct unknown kids, cycled (an unknown kid is never cached)
 		duration = 3 * time.Second
 	)
-	s, _ := startStack(t, stack.Options{})
+	s, sink := startStack(t, stack.Options{})
 	a := newAPI(s.AskURL)
 	defer a.close()
 	ctx := t.Context()
@@ -87,6 +88,15 @@ func TestUnknownKIDFlood(t *testing.T) {
 	}
 	if len(toRefusal) < workers || len(realLatencies) < 10 {
 		t.Fatalf("only %d forged and %d real requests: nothing measured", len(toRefusal), len(realLatencies))
+	}
+	// Nothing of any token reached a log line, flood or not.
+	logs := sink.String()
+	for _, tok := range append([]string{real}, tokens[:50]...) {
+		for _, secret := range tokenSecrets(tok) {
+			if strings.Contains(logs, secret) {
+				t.Fatalf("a log line carries a token (%.24q…)", secret)
+			}
+		}
 	}
 	t.Logf("forged tokens with unknown kids: %d in %s by %d workers (%.0f/s); time to 401: %s",
 		len(toRefusal), floodTook.Round(time.Millisecond), workers, float64(len(toRefusal))/floodTook.Seconds(), summary(toRefusal))

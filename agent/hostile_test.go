@@ -32,6 +32,7 @@ func TestHostileSources(t *testing.T) {
 	}{
 		{hostile.Honest, "answer", "", 2},
 		{hostile.RedirectOffOrigin, "error:transport", "redirected off its configured origin", 1},
+		{hostile.RedirectOffHost, "error:transport", "redirected off its configured origin", 1},
 		{hostile.RedirectSameOrigin, "answer", "", 2},
 		{hostile.NeverEnds, "error:transport", "no answer within the tool timeout", 1},
 		{hostile.HugeResult, "error:transport", "response larger than the limit", 1},

@@ -97,7 +97,8 @@ const (
 	// Honest: a well-behaved source.
 	Honest Fault = iota
 	// RedirectOffOrigin: every tool call is answered 307 to the Foreign server (another port
-	// of the same host: another origin).
+	// of the same host: another origin, where Go's own redirect rule, which compares hosts
+	// only, would have kept an Authorization header).
 	RedirectOffOrigin
 	// RedirectSameOrigin: every request to the endpoint is answered 307 to another path of
 	// the same server, which serves the same MCP server.
@@ -119,6 +120,9 @@ const (
 	// TokenExpires: after the first tool call every request is answered 401 invalid_token, as
 	// a source answers a token that expired mid-run.
 	TokenExpires
+	// RedirectOffHost: every tool call is answered 307 to the Foreign server named by another
+	// host name (localhost for 127.0.0.1).
+	RedirectOffHost
 )
 
 // Options configure a Source.
@@ -157,7 +161,7 @@ func Start(t testing.TB, opts Options) *Source {
 	if opts.Token == "" {
 		t.Fatal("hostile.Start: Options.Token is required")
 	}
-	if (opts.Fault == RedirectOffOrigin || opts.Fault == Steers) && opts.Foreign == nil {
+	if (opts.Fault == RedirectOffOrigin || opts.Fault == RedirectOffHost || opts.Fault == Steers) && opts.Foreign == nil {
 		t.Fatal("hostile.Start: this fault needs Options.Foreign")
 	}
 	if opts.HugeBytes <= 0 {
@@ -195,6 +199,9 @@ func Start(t testing.TB, opts Options) *Source {
 		switch {
 		case opts.Fault == RedirectOffOrigin && toolCall:
 			http.Redirect(w, r, opts.Foreign.URL+"/mcp", http.StatusTemporaryRedirect)
+			return
+		case opts.Fault == RedirectOffHost && toolCall:
+			http.Redirect(w, r, strings.Replace(opts.Foreign.URL, "127.0.0.1", "localhost", 1)+"/mcp", http.StatusTemporaryRedirect)
 			return
 		case opts.Fault == RedirectSameOrigin && r.URL.Path == "/mcp":
 			http.Redirect(w, r, "/moved/mcp", http.StatusTemporaryRedirect)
@@ -248,7 +255,7 @@ func neverEnd(w http.ResponseWriter, r *http.Request) {
 
 // String names the fault, for test names.
 func (f Fault) String() string {
-	names := [...]string{"honest", "redirect-off-origin", "redirect-same-origin", "never-ends", "huge-result", "malformed-json-rpc", "session-expires", "steers", "token-expires"}
+	names := [...]string{"honest", "redirect-off-origin", "redirect-same-origin", "never-ends", "huge-result", "malformed-json-rpc", "session-expires", "steers", "token-expires", "redirect-off-host"}
 	if int(f) < len(names) {
 		return names[f]
 	}

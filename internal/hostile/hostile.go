@@ -214,12 +214,14 @@ func Start(t testing.TB, opts Options) *Source {
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`)
 			return
 		}
-		mcpH.ServeHTTP(w, r)
-		if opts.Fault == SessionExpires && toolCall {
+		if opts.Fault == SessionExpires && s.calls.Load() > 0 {
+			// The session ended after the first call: closed before the next request is
+			// handled, so the handler answers it 404.
 			for ss := range s.srv.Sessions() {
 				ss.Close()
 			}
 		}
+		mcpH.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
 	u, _ := url.JoinPath(hs.URL, "/mcp")

@@ -167,8 +167,11 @@ func renderAbstention(w io.Writer, a *gen.AbstentionEvent) {
 		fmt.Fprintf(w, "Looked in: %s\n", strings.Join(sources, ", "))
 	}
 	if a.Text != nil && strings.TrimSpace(*a.Text) != "" {
-		fmt.Fprintf(w, "\nThe agent said: %s\n", strings.TrimSpace(*a.Text))
-		fmt.Fprintln(w, "(To reply, ask again with --continue.)")
+		said := strings.TrimSpace(*a.Text)
+		fmt.Fprintf(w, "\nThe agent said: %s\n", said)
+		if strings.HasSuffix(said, "?") { // it asked something back
+			fmt.Fprintln(w, "(To reply, ask again with --continue.)")
+		}
 	}
 }
 

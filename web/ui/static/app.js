@@ -287,7 +287,7 @@
     if (a.text) {
       out.append(el('blockquote', { class: 'agent-said' },
         el('span', { class: 'who', text: 'The agent said: ' }), document.createTextNode(a.text)));
-      out.append(el('p', { class: 'note', text: 'To answer it, ask again below: the conversation remembers this turn.' }));
+      if (a.text.trim().endsWith('?')) out.append(el('p', { class: 'note', text: 'To answer it, ask again below: the conversation remembers this turn.' }));
     }
   }
 

@@ -17,6 +17,9 @@ const (
 	LLMAnthropic = "anthropic"
 	LLMOpenAI    = "openai"
 	LLMStub      = "stub"
+	// LLMReal is the specification's spelling: whichever provider's key is set (package config
+	// resolves it to LLMAnthropic or LLMOpenAI when it reads ASK_LLM).
+	LLMReal = "real"
 )
 
 // Defaults of Config (DefaultConfig) and of Options' zero values.

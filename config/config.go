@@ -199,6 +199,9 @@ func AuthFrom(e *Env, c auth.Config) auth.Config {
 
 func agentFrom(e *Env, c agent.Config) agent.Config {
 	c.LLM = e.String("ASK_LLM", c.LLM)
+	if c.LLM == agent.LLMReal {
+		c.LLM = realProvider(e)
+	}
 	switch c.LLM {
 	case agent.LLMAnthropic:
 		c.Model, c.BaseURL, c.APIKey = "claude-sonnet-4-5", "", e.String("ANTHROPIC_API_KEY", "")
@@ -214,8 +217,9 @@ func agentFrom(e *Env, c agent.Config) agent.Config {
 			c.APIKey = "unused"
 		}
 	case agent.LLMStub:
+	case agent.LLMReal: // neither key, or both: realProvider said so
 	default:
-		e.Failf("ASK_LLM", "%q: want anthropic, openai or stub", c.LLM)
+		e.Failf("ASK_LLM", "%q: want anthropic, openai, real or stub", c.LLM)
 	}
 	c.Model = e.String("ASK_LLM_MODEL", c.Model)
 	c.BaseURL = e.String("ASK_LLM_BASE_URL", c.BaseURL)
@@ -241,6 +245,24 @@ func agentFrom(e *Env, c agent.Config) agent.Config {
 		}
 	}
 	return c
+}
+
+// realProvider resolves ASK_LLM=real, the specification's spelling for "a real model once a key
+// is set": the provider whose key is set. Neither key, or both, is an error naming both
+// variables, since guessing would spend someone's money on the wrong account.
+func realProvider(e *Env) string {
+	anthropicKey, openaiKey := e.Set("ANTHROPIC_API_KEY"), e.Set("OPENAI_API_KEY")
+	switch {
+	case anthropicKey && openaiKey:
+		e.Failf("ASK_LLM", "=real: both ANTHROPIC_API_KEY and OPENAI_API_KEY are set; unset one, or choose with ASK_LLM=anthropic or ASK_LLM=openai")
+	case anthropicKey:
+		return agent.LLMAnthropic
+	case openaiKey:
+		return agent.LLMOpenAI
+	default:
+		e.Failf("ASK_LLM", "=real needs a provider key: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or ASK_LLM=openai with ASK_LLM_BASE_URL for a local server)")
+	}
+	return agent.LLMReal
 }
 
 func opsFrom(e *Env, c OpsConfig) OpsConfig {

@@ -30,6 +30,8 @@ func TestAskdServesAndStops(t *testing.T) {
 		"DAS_REQUIRED_SCOPE": cfg.RequiredScope, "ASK_LLM": "stub", "ASK_LLM_BASE_URL": model.URL + "/v1",
 		"DAS_SOURCES": "demo=http://127.0.0.1:1/mcp", "DAS_ASK_SHUTDOWN_GRACE_S": "0",
 		"DAS_ASK_ADMIN_ADDR": "127.0.0.1:0",
+		// Never the default port: the dev stack (make ask-serve) may be running beside the tests.
+		"DAS_ASK_ADDR": "127.0.0.1:0",
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -134,6 +136,8 @@ func TestAskdRejectsBadSettings(t *testing.T) {
 		"bad admin":    {"DAS_ASK_ADMIN_ADDR": "everywhere"},
 	} {
 		t.Run(name, func(t *testing.T) {
+			// If a bad setting were only noticed after listening, a fixed port could collide.
+			env["DAS_ASK_ADDR"] = "127.0.0.1:0"
 			err := run(t.Context(), config.MapEnv(env), io.Discard, nil)
 			if err == nil {
 				t.Fatal("askd started with bad settings")

@@ -216,7 +216,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if sources == nil {
 		sources = []agent.SourceConfig{{Name: "demo", URL: s.SourceURL + "/mcp"}}
 	}
-	runner, err := agent.New(agent.Options{Model: adm.model(mdl, modelCfg.LLM), Sources: sources, MaxTurns: modelCfg.MaxTurns, Logger: log.With("component", "agent")})
+	runner, err := agent.New(agent.Options{Model: adm.model(mdl, modelCfg.LLM), Sources: sources, MaxTurns: modelCfg.MaxTurns, Phase: modelCfg.Phase, DivergenceTurns: modelCfg.DivergenceTurns, Logger: log.With("component", "agent")})
 	if err != nil {
 		lnAsk.Close()
 		return nil, fmt.Errorf("agent: %w", err)

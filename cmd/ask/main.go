@@ -8,7 +8,9 @@
 // shows a spinner while the run is silent; when stdout or stderr is not a terminal it writes
 // plain lines. Then it prints the outcome on stdout: an answer with its result, its caveats
 // (always) and what it rests on; or an abstention, or a refusal, each worded as what it is and
-// never like an answer. --json prints every event as one JSON line instead (NDJSON).
+// never like an answer. An answer that would have been different without the catalog's
+// definitions (answer.divergence, phase 2) says so: "Without the catalog's definition of …, the
+// answer would have been …". --json prints every event as one JSON line instead (NDJSON).
 //
 // Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm (at most
 // 5 s) and exits with status 4. A second Ctrl-C exits at once.
@@ -32,6 +34,8 @@
 //	              (default ~/.local/state/ask)
 //	--steps       also show every tool call, the SQL that ran and how the answer was reached
 //	--json        print the events as NDJSON on stdout
+//	--branches    phase 2: show every branch's progress (collapsed by default: one line per
+//	              branch as it opens, then the supervisor's progress; --steps expands too)
 //	ASK_PROGRESS  "plain" or "tty" to force the progress style
 package main
 

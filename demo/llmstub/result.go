@@ -10,7 +10,7 @@ import (
 type toolResult struct {
 	tool   string
 	args   string // the call's JSON arguments
-	value  any // the parsed JSON (numbers kept as json.Number), or the text when it is not JSON
+	value  any    // the parsed JSON (numbers kept as json.Number), or the text when it is not JSON
 	text   string
 	failed bool
 }

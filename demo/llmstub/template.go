@@ -69,8 +69,8 @@ func templateFuncs() template.FuncMap {
 			}
 			return nil
 		},
-		"lower":    strings.ToLower,
-		"upper":    strings.ToUpper,
+		"lower": strings.ToLower,
+		"upper": strings.ToUpper,
 	}
 }
 

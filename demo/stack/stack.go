@@ -60,9 +60,13 @@ type Options struct {
 	// address ("" means 127.0.0.1:0); SourceAddr is then the warehouse's.
 	Split       bool
 	CatalogAddr string
-	// Phase 2 runs the agent with a branch per source and divergence (ASK_DIVERGENCE_TURNS from
-	// Model, else agent.DefaultDivergenceTurns); 0 means Model's phase, else 1.
+	// Phase 2 runs the agent with a branch per source and divergence; 0 means Model's phase,
+	// else 1.
 	Phase int
+	// DivergenceTurns caps the catalog-withheld branch's model calls in phase 2: 0 means
+	// Model's ASK_DIVERGENCE_TURNS, else agent.DefaultDivergenceTurns; negative means none
+	// (divergence null).
+	DivergenceTurns int
 	// UI serves the reference web page (package web/ui) at {base}/ui/ on the service's listener,
 	// with a development sign-in that mints tokens from this stack's IdP. Off by default; askd
 	// never serves it.
@@ -250,9 +254,14 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	phase, divTurns := modelCfg.Phase, modelCfg.DivergenceTurns
 	if opts.Phase == 2 {
 		phase = 2
-		if divTurns == 0 {
-			divTurns = agent.DefaultDivergenceTurns
-		}
+	}
+	switch {
+	case phase != 2 || opts.DivergenceTurns < 0:
+		divTurns = 0
+	case opts.DivergenceTurns > 0:
+		divTurns = opts.DivergenceTurns
+	case divTurns == 0:
+		divTurns = agent.DefaultDivergenceTurns
 	}
 	runner, err := agent.New(agent.Options{Model: adm.model(mdl, modelCfg.LLM), Sources: sources, MaxTurns: modelCfg.MaxTurns, Phase: phase, DivergenceTurns: divTurns, Logger: log.With("component", "agent")})
 	if err != nil {

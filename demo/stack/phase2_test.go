@@ -133,6 +133,53 @@ func TestPhase2TwoSources(t *testing.T) {
 		}
 	})
 
+	t.Run("a refusal in a branch is the run's refusal", func(t *testing.T) {
+		bobTok, err := s.IdP.Mint(idp.Claims{OID: "bob"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bob, err := client.New(s.AskURL, client.Options{Token: client.StaticToken(bobTok)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv, err := bob.CreateConversation(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk, err := bob.Ask(ctx, cv.Id, "What was the on-call pay per team in 2026-Q3?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var evs []client.Event
+		for ev, err := range bob.Events(ctx, tk.Ticket, client.EventsOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, ev)
+		}
+		checkBranches(t, evs, []string{"catalog", "warehouse"})
+		var refusal *gen.RefusalEvent
+		refusedIn := ""
+		for _, ev := range evs {
+			switch v := ev.Value.(type) {
+			case gen.RefusalEvent:
+				refusal = &v
+			case gen.StepEvent:
+				if v.Refused && v.BranchId != nil {
+					refusedIn = *v.BranchId
+				}
+			case gen.AnswerEvent:
+				t.Fatal("an answer in a run where a branch was refused")
+			}
+		}
+		if refusal == nil || refusal.Tool != "run_query" || refusal.Source != "warehouse" {
+			t.Fatalf("refusal %+v, want run_query on warehouse", refusal)
+		}
+		if refusedIn == "" || refusedIn == "b1" {
+			t.Errorf("the refused call was made in branch %q, want a source or the withheld branch", refusedIn)
+		}
+	})
+
 	t.Run("the catalog changes nothing", func(t *testing.T) {
 		_, out := run("How many sev1 incidents did we have in 2026-Q2?")
 		if out.Kind != client.Answer || out.Answer.Headline == nil {

@@ -51,6 +51,47 @@ func TestCluster(t *testing.T) {
 	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c) })
 }
 
+// TestClusterPhase2 is the conformance suite, behaviour checks included, through nginx in front
+// of three replicas sharing Redis that run phase 2 (a branch per source — the one demo source —
+// and divergence).
+func TestClusterPhase2(t *testing.T) {
+	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
+		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check.sh does) to build and start the cluster's ten processes")
+	}
+	for _, bin := range []string{"redis-server", "nginx"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (apt-get install -y redis-server nginx-light): the cluster runs the real processes", bin)
+		}
+	}
+	c, err := Start(t.Context(), Options{
+		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
+		OverflowReplicas: 2, Phase: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.Logs())
+		}
+		c.Stop()
+	})
+	rep, err := conformance.Run(t.Context(), conformance.Config{
+		BaseURL: c.GatewayURL, OverflowURL: c.OverflowURL, AuditURL: c.SourceURL,
+		Tokens: conformance.IdPTokens{URL: c.IdPURL}, Behaviour: true, KeepAlive: time.Second,
+		Phase2: true, Sources: []string{"demo"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_ = rep.WriteText(&out)
+	t.Log("\n" + out.String())
+	if rep.Failed() {
+		t.Errorf("phase-2 conformance through the gateway failed: %s", rep.Summary())
+	}
+}
+
 // testConformance: the whole suite, behaviour checks included, through nginx in front of the
 // three replicas (and the overflow check through nginx in front of two replicas with a buffer
 // of 8); every replica must have run some of its asks (no stickiness).

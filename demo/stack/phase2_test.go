@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -121,6 +122,17 @@ func TestPhase2TwoSources(t *testing.T) {
 		}
 		if !slices.ContainsFunc(a.Provenance, func(p gen.Provenance) bool { return p.Term == "change failure rate" }) {
 			t.Errorf("provenance %+v lacks the definition divergence names", a.Provenance)
+		}
+		// The README states both winners; they are the database's.
+		readme, err := os.ReadFile("../../README.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range [][]any{catalog, naive} {
+			rate, _ := row[1].(float64)
+			if want := fmt.Sprintf("**%v (%.1f %%)**", row[0], rate); !strings.Contains(string(readme), want) {
+				t.Errorf("README.md does not state %s", want)
+			}
 		}
 		var reconciling bool
 		for _, ev := range evs {
@@ -250,5 +262,52 @@ func checkBranches(t *testing.T, evs []client.Event, sources []string) {
 	slices.Sort(bySource)
 	if !slices.Equal(bySource, sources) {
 		t.Errorf("source branches for %v, want one per configured source %v", bySource, sources)
+	}
+}
+
+// TestWrongWinnerPhase1: the README's wrong-winner question on the default stack (one demo source,
+// phase 1): the catalog's winner, as the database has it, and divergence null — phase 1 promises
+// it.
+func TestWrongWinnerPhase1(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	s, err := stack.Start(ctx, stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tok, err := s.IdP.Mint(idp.Claims{OID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(s.AskURL, client.Options{Token: client.StaticToken(tok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := source.Connect(ctx, source.Config{Name: "demo", URL: s.SourceURL + "/mcp"}, tok, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var res struct{ Rows [][]any }
+	if r := sess.Call(ctx, "run_query", map[string]any{"sql": sqlCatalog}); json.Unmarshal(r.Data, &res) != nil || len(res.Rows) != 1 {
+		t.Fatalf("direct query: %s", r.Text)
+	}
+	cv, err := c.CreateConversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out, err := c.AskAndWait(ctx, cv.Id, qWrongWinner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Kind != client.Answer || out.Answer.Result == nil || fmt.Sprint(out.Answer.Result.Rows) != fmt.Sprint(res.Rows) {
+		t.Fatalf("outcome %v %+v, want the catalog's winner %v", out.Kind, out.Answer, res.Rows)
+	}
+	if !strings.Contains(out.Answer.Text, fmt.Sprint(res.Rows[0][0])) {
+		t.Errorf("text %q does not name %v", out.Answer.Text, res.Rows[0][0])
+	}
+	if out.Answer.Divergence != nil {
+		t.Errorf("divergence %+v in phase 1, want null", out.Answer.Divergence)
 	}
 }

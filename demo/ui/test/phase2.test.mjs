@@ -1,10 +1,10 @@
-// The reference page on a phase-2 stack (scripts/clients-stack -phase 2: a catalog source and a
+// The reference page on a phase-2 stack (cmd/clients-stack -phase 2: a catalog source and a
 // warehouse source, a branch per source, divergence), in Chromium: branches are collapsed, one
 // line each, until a person opens one; the wrong-winner question's answer says what it would have
 // been without the catalog; a question the catalog does not change says nothing of the kind.
 //
 // The page comes from ASK_UI_PHASE2 (scripts/clients-test.sh sets it); without it this file builds
-// and starts scripts/clients-stack -phase 2 itself. CHROMIUM overrides the browser's path.
+// and starts cmd/clients-stack -phase 2 itself. CHROMIUM overrides the browser's path.
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -23,8 +23,8 @@ async function pageURL() {
   if (process.env.ASK_UI_PHASE2) return process.env.ASK_UI_PHASE2;
   const dir = mkdtempSync(join(tmpdir(), 'ask-ui-phase2-'));
   const bin = join(dir, 'clients-stack');
-  const build = spawnSync('go', ['build', '-o', bin, './scripts/clients-stack'], { cwd: resolve(here, '../..'), stdio: 'inherit' });
-  assert.equal(build.status, 0, 'go build ./scripts/clients-stack');
+  const build = spawnSync('go', ['build', '-o', bin, './cmd/clients-stack'], { cwd: resolve(here, '../../..'), stdio: 'inherit' });
+  assert.equal(build.status, 0, 'go build ./cmd/clients-stack');
   const urls = join(dir, 'urls.json');
   const child = spawn(bin, ['-urls', urls, '-phase', '2'], { stdio: ['ignore', 'ignore', 'inherit'] });
   child.unref();

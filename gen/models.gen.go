@@ -561,7 +561,9 @@ type BranchBody struct {
 type BranchBodyState string
 
 // BranchEvent A unit of work opened or closed. Every run emits exactly one `open` with role `supervisor`
-// before its first step and one `close` after its last.
+// before its first step and one `close` after its last. In phase 2 every other branch (one
+// `source` branch per configured source, and the `withheld` branch) opens once and closes once
+// inside the supervisor's, before the first and after the last step that names it.
 type BranchEvent struct {
 	BranchId       string `json:"branch_id"`
 	ConversationId string `json:"conversation_id"`

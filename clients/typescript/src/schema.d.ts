@@ -119,7 +119,7 @@ export interface paths {
         /**
          * Cancel a run. Idempotent.
          * @description Always `202` for a ticket the caller owns. After cancel no model call is made and the log
-         *     receives only the close of the open branch, `error{kind: cancelled}` and `done`; a tool
+         *     receives only the close of every open branch, `error{kind: cancelled}` and `done`; a tool
          *     call already in flight completes (every tool is read-only). After `done`, cancel changes
          *     nothing and still answers `202`.
          */
@@ -274,7 +274,9 @@ export interface components {
         };
         /**
          * @description A unit of work opened or closed. Every run emits exactly one `open` with role `supervisor`
-         *     before its first step and one `close` after its last.
+         *     before its first step and one `close` after its last. In phase 2 every other branch (one
+         *     `source` branch per configured source, and the `withheld` branch) opens once and closes once
+         *     inside the supervisor's, before the first and after the last step that names it.
          */
         BranchEvent: components["schemas"]["EventEnvelope"] & {
             /** @enum {string} */

@@ -129,11 +129,11 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 	if lp.end != nil {
 		return *lp.end
 	}
-	out := led.outcome(lp.text)
+	out := led.outcome(lp.text, req.History)
 	if out.Answer != nil && len(branches) > len(sessions) {
 		w := branches[len(sessions)]
 		if w.lp.end == nil {
-			out.Answer.Divergence = divergence(out.Answer, w.led.outcome(w.lp.text).Answer, led.definitions)
+			out.Answer.Divergence = divergence(out.Answer, w.led.outcome(w.lp.text, req.History).Answer, led.definitions)
 		}
 	}
 	return out

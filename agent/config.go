@@ -63,6 +63,12 @@ type Config struct {
 	MaxModelCalls int
 	// Sources are the MCP sources.
 	Sources []SourceConfig
+	// Phase is 1 (one loop) or 2 (a branch per source); 0 means 1.
+	Phase int
+	// DivergenceTurns caps the catalog-withheld branch's model calls in phase 2 (0: no
+	// divergence; package config reads ASK_DIVERGENCE_TURNS, DefaultDivergenceTurns in phase 2
+	// when unset).
+	DivergenceTurns int
 }
 
 // DefaultConfig is the llm-stub on its dev address and the demo source, every limit spelled out.
@@ -73,6 +79,10 @@ func DefaultConfig() Config {
 		MaxModelCalls: DefaultMaxModelCalls, Sources: append([]SourceConfig(nil), DefaultSources...),
 	}
 }
+
+// DefaultDivergenceTurns is ASK_DIVERGENCE_TURNS's default in phase 2: enough for the
+// catalog-withheld branch to discover a table or two, query and answer.
+const DefaultDivergenceTurns = 6
 
 // NewModel builds the model adapter the configuration names: the Anthropic adapter, or the
 // OpenAI-compatible one (for openai and for stub, which is that adapter pointed at the llm-stub).
@@ -115,6 +125,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("llm", c.LLM), slog.String("model", c.Model), slog.String("base_url", c.BaseURL),
 		slog.Any("sources", names), slog.Int("max_model_calls", c.MaxModelCalls),
+		slog.Int("phase", c.Phase), slog.Int("divergence_turns", c.DivergenceTurns),
 		slog.Duration("timeout", c.Timeout), slog.Int("max_retries", c.MaxRetries),
 	)
 }

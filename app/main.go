@@ -136,7 +136,8 @@ func (m *Main) agent() (ask.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := agent.Options{Model: mdl, Sources: cfg.Sources, MaxModelCalls: cfg.MaxModelCalls, Logger: m.log.With("component", "agent")}
+	opts := agent.Options{Model: mdl, Sources: cfg.Sources, MaxModelCalls: cfg.MaxModelCalls,
+		Phase: cfg.Phase, DivergenceTurns: cfg.DivergenceTurns, Logger: m.log.With("component", "agent")}
 	if m.Observer != nil {
 		opts.Model, opts.TracerProvider = m.Observer.Model(mdl, cfg.LLM), m.tracing.Provider
 	}

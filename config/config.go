@@ -236,6 +236,15 @@ func agentFrom(e *Env, c agent.Config) agent.Config {
 	}
 	c.MaxTokens = e.Int("ASK_LLM_MAX_TOKENS", c.MaxTokens, 1, 1<<30)
 	c.MaxModelCalls = int(e.Int("ASK_MAX_TURNS", int64(c.MaxModelCalls), 1, 10_000))
+	c.Phase = int(e.Int("ASK_PHASE", int64(max(c.Phase, 1)), 1, 2))
+	defTurns := int64(0)
+	if c.Phase == 2 {
+		defTurns = agent.DefaultDivergenceTurns
+	}
+	c.DivergenceTurns = int(e.Int("ASK_DIVERGENCE_TURNS", defTurns, 0, 10_000))
+	if c.DivergenceTurns > 0 && c.Phase != 2 {
+		e.Failf("ASK_DIVERGENCE_TURNS", "=%d: divergence needs ASK_PHASE=2", c.DivergenceTurns)
+	}
 	if v := e.String("DAS_SOURCES", ""); v != "" {
 		srcs, err := source.ParseList(v)
 		if err != nil {

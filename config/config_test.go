@@ -193,3 +193,22 @@ func TestConfigReal(t *testing.T) {
 		}
 	}
 }
+
+// ASK_PHASE=2 brings divergence's default; ASK_DIVERGENCE_TURNS=0 turns it off, and without
+// phase 2 it is an error.
+func TestConfigPhase(t *testing.T) {
+	if c, err := config.FromEnv(env("ASK_PHASE", "2")); err != nil || c.Agent.Phase != 2 || c.Agent.DivergenceTurns != agent.DefaultDivergenceTurns {
+		t.Errorf("phase 2: %+v, %v", c.Agent, err)
+	}
+	if c, err := config.FromEnv(env("ASK_PHASE", "2", "ASK_DIVERGENCE_TURNS", "0")); err != nil || c.Agent.DivergenceTurns != 0 {
+		t.Errorf("phase 2 without divergence: %+v, %v", c.Agent, err)
+	}
+	if c, _ := config.FromEnv(env()); c.Agent.Phase != 1 || c.Agent.DivergenceTurns != 0 {
+		t.Errorf("default: %+v", c.Agent)
+	}
+	for _, bad := range [][]string{{"ASK_PHASE", "3"}, {"ASK_DIVERGENCE_TURNS", "4"}, {"ASK_DIVERGENCE_TURNS", "-1"}} {
+		if _, err := config.FromEnv(env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: %v, want an error naming %s", bad, err, bad[0])
+		}
+	}
+}

@@ -74,7 +74,7 @@ func (o *Observer) ended(ticket string, e server.End) {
 		o.abandon(ticket, e.Reason)
 		return
 	}
-	for _, typ := range []gen.EventType{gen.EventTypeBranch, e.Outcome, gen.EventTypeDone} {
+	for _, typ := range e.Tail {
 		o.m.events.WithLabelValues(string(typ)).Inc()
 	}
 	kind := ""

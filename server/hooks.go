@@ -43,6 +43,8 @@ type End struct {
 	Error   *gen.ErrorBody
 	// Done is the done event appended.
 	Done gen.DoneBody
+	// Tail is the types of the last events appended (branch closes, terminal, done).
+	Tail []gen.EventType
 	// Evicted is how many step events the last events' appending evicted.
 	Evicted int
 	// Remote: this instance ended a run it did not hold (endRemote).

@@ -53,6 +53,7 @@ type run struct {
 
 	mu         sync.Mutex
 	ended      bool
+	branches   openBranches
 	seq        int64
 	opened     bool
 	nonStep    int // non-step events in the log, accepted included
@@ -67,7 +68,7 @@ type run struct {
 // refused the event because the log was ended elsewhere (a shared store's fencing): the caller
 // then calls endedElsewhere once r.mu is released.
 func (r *run) appendLocked(typ gen.EventType, body any) (lost bool) {
-	if typ != gen.EventTypeStep && r.nonStep >= r.maxEvents-tailEvents {
+	if typ != gen.EventTypeStep && r.nonStep >= r.maxEvents-tailEvents-r.branches.reserve(typ, body) {
 		// Only steps may be evicted, so a runner that emits more non-step events than the
 		// bound allows loses the excess here, at emission (no seq is spent on them).
 		r.dropped++
@@ -171,11 +172,11 @@ func (r *run) end(out ask.Outcome) bool {
 	r.ended = true
 	elapsed := time.Since(r.started)
 	u := store.Usage{Steps: r.steps, ModelCalls: r.modelCalls, InputTokens: r.inTokens, OutputTokens: r.outTokens}
-	tail, typ, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, r.seq, out, u, elapsed)
+	tail, typ, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, r.seq, r.branches.closes(), out, u, elapsed)
 	if bad != nil {
 		r.log.Error("terminal event not encodable", "ticket", r.ticket, "err", bad)
 	}
-	turn := ask.Turn{Question: r.question, Outcome: tail[1].Type, Text: turnText(out)}
+	turn := ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
 	if err := r.store.Finish(context.Background(), r.ticket, tail, turn); errors.Is(err, store.ErrFinished) {
 		// Another replica ended the log first (a shared store): its end stands.
 		r.mu.Unlock()
@@ -189,13 +190,13 @@ func (r *run) end(out ask.Outcome) bool {
 		r.log.Error("ticket not finished", "ticket", r.ticket, "err", err)
 		r.reportEnd(End{Reason: "store_error"})
 	} else {
-		r.reportEnd(endOf(typ, out, u, elapsed, evictedBy(r.seq, int64(len(tail)), r.maxEvents)))
+		r.reportEnd(endOf(tail, out, u, elapsed, evictedBy(r.seq, int64(len(tail)), r.maxEvents)))
 		r.seq += int64(len(tail))
 	}
 	steps := r.steps
 	r.mu.Unlock()
 
-	r.log.Debug("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[1].Type),
+	r.log.Debug("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(typ),
 		"steps", steps, "elapsed_ms", elapsed.Milliseconds())
 	if r.onEnd != nil {
 		r.onEnd(r)
@@ -290,11 +291,27 @@ func (r *run) closedLocked() bool { return r.ended || r.ctx.Err() != nil }
 
 var _ ask.Emitter = emitter{}
 
+// Branch appends a branch below the supervisor's: each opens once and closes once, so a second
+// open of an id, or a close of a branch not open, is ignored. Whatever is still open when the
+// log ends is closed there, before the supervisor's branch.
 func (e emitter) Branch(b gen.BranchBody) {
 	if b.BranchId == supervisorBranch {
 		return // the service opens and closes the supervisor branch itself
 	}
-	e.emit(gen.EventTypeBranch, b)
+	e.r.mu.Lock()
+	if e.r.closedLocked() || !e.r.branches.admits(b) {
+		e.r.mu.Unlock()
+		return
+	}
+	nonStep := e.r.nonStep
+	lost := e.r.appendLocked(gen.EventTypeBranch, b)
+	if e.r.nonStep > nonStep {
+		e.r.branches.record(b)
+	}
+	e.r.mu.Unlock()
+	if lost {
+		e.r.endedElsewhere()
+	}
 }
 
 func (e emitter) Step(s gen.StepBody) { e.emit(gen.EventTypeStep, s) }

@@ -121,14 +121,18 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 			return err
 		}
 		now := time.Now()
-		tail, typ, bad := finalEvents(envelope{ticket: ticket, conv: t.ConversationID, ts: now}, t.LastSeq, out, u, now.Sub(t.CreatedAt))
+		open, err := branchesOpenIn(ctx, sh, ticket)
+		if err != nil {
+			return err
+		}
+		tail, typ, bad := finalEvents(envelope{ticket: ticket, conv: t.ConversationID, ts: now}, t.LastSeq, open.closes(), out, u, now.Sub(t.CreatedAt))
 		if bad != nil {
 			return bad
 		}
 		turn := ask.Turn{Question: question, Outcome: typ, Text: turnText(out)}
 		if err = sh.End(ctx, ticket, tail, turn, lapsedOnly); err == nil {
 			if h := s.opts.Hooks.Ended; h != nil {
-				e := endOf(typ, out, u, now.Sub(t.CreatedAt), 0)
+				e := endOf(tail, out, u, now.Sub(t.CreatedAt), 0)
 				e.Remote = true
 				h(ticket, e)
 			}

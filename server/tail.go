@@ -8,13 +8,16 @@ import (
 	"github.com/das-ask/ask/store"
 )
 
-// endOf is the End a log ended with out reports (typ is the terminal event's type as
-// finalEvents built it).
-func endOf(typ gen.EventType, out ask.Outcome, u store.Usage, elapsed time.Duration, evicted int) End {
+// endOf is the End a log ended with tail (as finalEvents built it for out) reports.
+func endOf(tail []store.Event, out ask.Outcome, u store.Usage, elapsed time.Duration, evicted int) End {
+	typ := tail[len(tail)-2].Type
 	e := End{Outcome: typ, Evicted: evicted, Done: gen.DoneBody{
 		Outcome: gen.DoneBodyOutcome(typ), Steps: u.Steps, ModelCalls: u.ModelCalls,
 		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ElapsedMs: elapsed.Milliseconds(),
 	}}
+	for _, ev := range tail {
+		e.Tail = append(e.Tail, ev.Type)
+	}
 	if typ == gen.EventTypeError {
 		e.Error = &gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"}
 		if _, body := out.Event(); body != nil {
@@ -26,26 +29,20 @@ func endOf(typ gen.EventType, out ask.Outcome, u store.Usage, elapsed time.Durat
 	return e
 }
 
-// finalEvents is the one builder of a log's last events: the supervisor branch's close, the
-// terminal event out stands for, and done with usage, numbered from after (the log's last seq)
-// on, all stamped now. The run's own end (run.end) and another replica's end of a run it does
-// not hold (endRemote) both append what it returns, so a log ends the same way whoever ends
-// it. A terminal body that will not encode becomes error{internal}; bad reports it (for the
-// caller's log line).
-func finalEvents(env envelope, after int64, out ask.Outcome, u store.Usage, elapsed time.Duration) (tail []store.Event, typ gen.EventType, bad error) {
+// finalEvents is the one builder of a log's last events (endOfLog's list: the close of every
+// branch still open, the supervisor branch's close, the terminal event out stands for, and done
+// with usage), numbered from after (the log's last seq) on, all stamped now. The run's own end
+// (run.end) and another replica's end of a run it does not hold (endRemote) both append what
+// it returns, so a log ends the same way whoever ends it. A terminal body that will not encode
+// becomes error{internal}; bad reports it (for the caller's log line). typ is the terminal
+// event's type.
+func finalEvents(env envelope, after int64, closes []gen.BranchBody, out ask.Outcome, u store.Usage, elapsed time.Duration) (tail []store.Event, typ gen.EventType, bad error) {
 	typ, body := out.Event()
 	done := gen.DoneBody{
 		Outcome: gen.DoneBodyOutcome(typ), Steps: u.Steps, ModelCalls: u.ModelCalls,
 		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ElapsedMs: elapsed.Milliseconds(),
 	}
-	for i, e := range []struct {
-		typ  gen.EventType
-		body any
-	}{
-		{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
-		{typ, body},
-		{gen.EventTypeDone, done},
-	} {
+	for i, e := range endOfLog(closes, typ, body, done) {
 		env.seq, env.typ = after+int64(i)+1, e.typ
 		ev, err := encodeEvent(env, e.body)
 		if err != nil {
@@ -56,5 +53,5 @@ func finalEvents(env envelope, after int64, out ask.Outcome, u store.Usage, elap
 		}
 		tail = append(tail, ev)
 	}
-	return tail, tail[1].Type, bad
+	return tail, tail[len(tail)-2].Type, bad
 }

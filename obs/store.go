@@ -54,8 +54,11 @@ func (s observedStore) Finish(ctx context.Context, ticket string, tail []store.E
 	case errors.Is(err, store.ErrFinished):
 		s.o.markFinishing(ticket, false)
 		s.o.endedElsewhere(ticket)
+	case errors.Is(err, store.ErrUnavailable):
+		// The service writes the end again until the store takes it (or its lease is gone).
+		s.o.markFinishing(ticket, false)
 	default:
-		// The service does not retry a failed Finish: this instance will see no end.
+		// The store refused the end for good: this instance will see no end.
 		s.o.abandon(ticket, "store_error")
 	}
 	return err

@@ -53,7 +53,10 @@ func (s *Server) hold(ctx context.Context, r *run, sh store.Shared) {
 			return
 		case <-changed:
 		case <-tick.C:
+			sent := time.Now()
 			switch err := sh.Renew(ctx, r.ticket, r.usage()); {
+			case err == nil:
+				r.wrote(sent)
 			case errors.Is(err, store.ErrFinished), errors.Is(err, store.ErrNotFound):
 				r.endedElsewhere()
 				return

@@ -39,7 +39,7 @@ var errStoreUnavailable = &problem{status: http.StatusServiceUnavailable,
 // Retry-After values, in seconds.
 const (
 	// retryStore: a store that restarts or fails over is back within seconds.
-	retryStore = 2
+	retryStore    = 2
 	retryInFlight = 2
 	retryFull     = 5
 	retryDraining = 5

@@ -20,7 +20,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	res, err := createTicket.Run(ctx, s.rdb,
 		[]string{k.conv(nt.ConversationID), k.turns(nt.ConversationID), k.ticket(nt.ID), k.log(nt.ID), k.steps(nt.ID),
 			k.tickets(), k.inflight(), k.running(), k.convs(), k.ownerConvs(nt.Owner), k.ownerTickets(nt.Owner)},
-		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), nt.Accepted.Data,
+		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
 		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease),
 		limits.MaxRetainedPerOwner, limits.MaxTurns).Slice()
 	if err != nil {
@@ -35,7 +35,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 			str, _ := r.(string)
 			strs = append(strs, str)
 		}
-		return decodeTurns(strs)
+		return s.decodeTurns(nt.ConversationID, strs)
 	case "conflict":
 		running, _ := res[1].(string)
 		return nil, &store.ConflictError{Ticket: running}
@@ -118,7 +118,7 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 		return store.ErrNotFound
 	}
 	owner := store.Owner{Tenant: tenant, OID: oid}
-	tj, err := encodeTurn(turn)
+	tj, err := s.encodeTurn(conv, turn)
 	if err != nil {
 		return fmt.Errorf("redis store: encode the turn: %w", err)
 	}

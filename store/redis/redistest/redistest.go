@@ -1,7 +1,8 @@
 // Package redistest starts a throwaway redis-server for tests and the dev cluster: on
-// loopback, in a directory of its own, with persistence off (no RDB snapshot, no AOF), as the
-// ask service's Redis must run. Tests that need it skip, saying why, when the redis-server
-// binary is absent (apt-get install -y redis-server).
+// loopback, in a directory of its own, with persistence off (no RDB snapshot, no AOF) as the
+// ask service's memory-only mode runs it, or with an AOF (appendfsync everysec) as its durable
+// mode does. Tests that need it skip, saying why, when the redis-server binary is absent
+// (apt-get install -y redis-server).
 package redistest
 
 import (
@@ -26,23 +27,64 @@ type Server struct {
 	// Addr is host:port; URL is redis://Addr/0.
 	Addr, URL string
 
-	cmd  *exec.Cmd
-	done chan error
+	// Dir is the server's working directory: its AOF and RDB files, in the durable mode.
+	Dir string
+
+	durable bool
+	port    int
+	cmd     *exec.Cmd
+	done    chan error
 }
 
 // Start starts a server for tb and stops it when tb's test ends. It skips tb when the
 // binary is not installed.
-func Start(tb testing.TB) *Server {
+func Start(tb testing.TB) *Server { return startFor(tb, false) }
+
+// StartDurable starts a server with an append-only file (appendonly yes, appendfsync
+// everysec) in its directory, as the durable mode runs it; Kill and Restart put it through a
+// crash on the same files.
+func StartDurable(tb testing.TB) *Server { return startFor(tb, true) }
+
+func startFor(tb testing.TB, durable bool) *Server {
 	tb.Helper()
-	if _, err := exec.LookPath(Binary); err != nil {
+	bin, err := exec.LookPath(Binary)
+	if err != nil {
 		tb.Skipf("%s not installed (apt-get install -y redis-server): the Redis store is tested against a real server", Binary)
 	}
-	s, err := Run(context.Background(), tb.TempDir())
+	dir := tb.TempDir()
+	var s *Server
+	for attempt := 0; ; attempt++ {
+		port, perr := freePort()
+		if perr != nil {
+			tb.Fatal(perr)
+		}
+		if s, err = start(context.Background(), bin, dir, port, durable); err == nil || attempt == 3 {
+			break
+		}
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = s.Stop() })
 	return s
+}
+
+// Kill ends the server with SIGKILL, as a crash would: what the AOF had not fsynced is lost.
+func (s *Server) Kill() error { return s.Stop() }
+
+// Restart starts the server again on the same address and directory (so on the same AOF)
+// after Kill, and returns once it answers PING (once it has loaded its data).
+func (s *Server) Restart(ctx context.Context) error {
+	bin, err := exec.LookPath(Binary)
+	if err != nil {
+		return err
+	}
+	n, err := start(ctx, bin, s.Dir, s.port, s.durable)
+	if err != nil {
+		return err
+	}
+	s.cmd, s.done = n.cmd, n.done
+	return nil
 }
 
 // Run starts a server whose working directory is dir and returns once it answers PING.
@@ -57,7 +99,7 @@ func Run(ctx context.Context, dir string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := start(ctx, bin, dir, port)
+		s, err := start(ctx, bin, dir, port, false)
 		if err == nil || attempt == 3 {
 			return s, err
 		}
@@ -70,13 +112,17 @@ func RunAt(ctx context.Context, dir string, port int) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redistest: %s not installed (apt-get install -y redis-server): %w", Binary, err)
 	}
-	return start(ctx, bin, dir, port)
+	return start(ctx, bin, dir, port, false)
 }
 
-func start(ctx context.Context, bin, dir string, port int) (*Server, error) {
+func start(ctx context.Context, bin, dir string, port int, durable bool) (*Server, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")
+	persistence := []string{"--save", "", "--appendonly", "no"}
+	if durable {
+		persistence = []string{"--save", "", "--appendonly", "yes", "--appendfsync", "everysec"}
+	}
+	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir}, persistence...)
+	cmd := exec.Command(bin, append(args, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")...)
 	cmd.Dir = dir
 	logPath := dir + "/redis-" + strconv.Itoa(port) + ".log"
 	logf, err := os.Create(logPath)
@@ -88,7 +134,7 @@ func start(ctx context.Context, bin, dir string, port int) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("redistest: start %s: %w", bin, err)
 	}
-	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", cmd: cmd, done: make(chan error, 1)}
+	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", Dir: dir, durable: durable, port: port, cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()

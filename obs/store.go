@@ -100,6 +100,17 @@ func (s observedShared) Usage(ctx context.Context, ticket string) (store.Usage, 
 	return s.sh.Usage(ctx, ticket)
 }
 
+func (s observedShared) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
+	s.o.markFinishing(nt.ID, true)
+	err := s.sh.Restore(ctx, nt, tail, turn)
+	if err == nil {
+		s.o.finished(nt.ID, tail)
+	} else {
+		s.o.markFinishing(nt.ID, false)
+	}
+	return err
+}
+
 func (s observedShared) End(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn, lapsedOnly bool) error {
 	s.o.markFinishing(ticket, true)
 	err := s.sh.End(ctx, ticket, tail, turn, lapsedOnly)

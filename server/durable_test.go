@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -159,5 +160,56 @@ func TestDurableModeSealsAndSurvivesRestart(t *testing.T) {
 	defer shredded.Close()
 	if _, err := shredded.Read(t.Context(), tickets[0], 0); err == nil {
 		t.Error("a ticket sealed with a dropped key was read")
+	}
+}
+
+// TestRestartLosesEverything: Redis in the memory-only mode restarts (SIGKILL: every key is
+// gone) while an ask runs. The runner finds its ticket gone, and restores it ended
+// error{interrupted} + done after every seq it had assigned: the ticket a client holds does
+// not vanish (it reads as interrupted, not as unknown), and no seq a client saw is reused.
+func TestRestartLosesEverything(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "wiped:" + rand.Text() + ":"
+	st, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: prefix, Lease: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	mid, resume := make(chan string, 1), make(chan struct{})
+	h := newHarness(t, server.Options{Store: st, Runner: phasedRunner(2, 2, mid, resume)})
+	ticket := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "the run's first steps")
+	seen := h.status(alice, ticket).JSON200.LastSeq // accepted, open, milestone, 2 steps
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+	var st2 *gen.AskStatus
+	eventually(t, "the lost ticket restored and ended", func() bool {
+		r := h.status(alice, ticket)
+		if r.StatusCode() == http.StatusNotFound {
+			return false
+		}
+		st2 = r.JSON200
+		return st2 != nil && st2.State != gen.AskStateRunning
+	})
+	if st2.State != gen.AskStateError {
+		t.Fatalf("state %q, want error", st2.State)
+	}
+	resp := h.stream(t.Context(), alice, ticket, nil)
+	frames := readAll(t, resp.Body)
+	_ = resp.Body.Close()
+	if len(frames) != 4 || frames[0].Event != "accepted" || frames[2].Event != "error" || frames[3].Event != "done" {
+		t.Fatalf("restored log %v, want accepted, branch, error, done", types(frames))
+	}
+	if e := decode(t, frames[2]); e.Kind != string(gen.ErrorKindInterrupted) || e.Seq <= seen {
+		t.Errorf("terminal %s at seq %d, want interrupted after seq %d (the last the client saw)", e.Kind, e.Seq, seen)
+	}
+	// The conversation is free again for the next ask.
+	if r := h.askRaw(alice, st2.ConversationId, "And in 2026-Q3?"); r.StatusCode() != http.StatusAccepted {
+		t.Errorf("the next ask in the restored conversation: %d %s", r.StatusCode(), r.Body)
 	}
 }

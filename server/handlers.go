@@ -79,9 +79,8 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		s.release("")
 		return err
 	}
-	history, err := s.store.CreateTicket(ctx, store.NewTicket{
-		ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
-	}, s.limits())
+	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted}
+	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if err != nil {
 		s.release("")
 		var conflict *store.ConflictError
@@ -103,6 +102,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}
 
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
+	r.admitted = nt
 	s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket

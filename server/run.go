@@ -70,6 +70,9 @@ type run struct {
 	onEnd     func(*run)
 	// lease bounds how long the run waits for a store that does not take its writes.
 	lease time.Duration
+	// admitted is what CreateTicket registered: with a shared store that loses part of the
+	// log (a restart), the runner restores the ticket from it rather than let it vanish.
+	admitted store.NewTicket
 	// lastWrite is when the last write the store took was sent (UnixNano): the store's lease
 	// runs from no earlier than that.
 	lastWrite atomic.Int64
@@ -199,6 +202,10 @@ func (r *run) wrote(sent time.Time) {
 // more is written; the runner is cancelled and its slot released.
 func (r *run) lose(err error, seq int64) {
 	r.mu.Lock()
+	if r.lost {
+		r.mu.Unlock()
+		return
+	}
 	r.lost, r.ended = true, true
 	r.outbox, r.tail = nil, nil
 	r.mu.Unlock()
@@ -210,14 +217,57 @@ func (r *run) lose(err error, seq int64) {
 			"ticket", r.ticket, "seq", seq, "err", err)
 	case errors.Is(err, store.ErrSeq), errors.Is(err, store.ErrNotFound):
 		// The store's log no longer continues this run's (a restart that lost its last
-		// writes): give the run up; with a shared store its lease then lapses and another
-		// replica ends the log with error{interrupted}.
-		r.log.Warn("the store no longer holds this ask's log as written; giving the run up", "ticket", r.ticket, "seq", seq, "err", err)
+		// writes, or everything): the run stops, and ends error{interrupted} after every seq
+		// it assigned, the ticket re-created if it is gone.
+		r.log.Warn("the store no longer holds this ask's log as written; ending it as interrupted", "ticket", r.ticket, "seq", seq, "err", err)
+		r.restore()
 	default:
 		r.log.Error("the store refused this ask's event; giving the run up", "ticket", r.ticket, "seq", seq, "err", err)
 	}
 	r.release()
 	r.cancel(errEndedElsewhere)
+}
+
+// restore ends a log the store lost part or all of with error{interrupted} and done, after
+// every seq this run assigned, re-creating the ticket if it is gone (store.Shared.Restore).
+// A store that cannot restore leaves the ticket to its lease: if it still exists, a replica
+// ends it once the lease lapses.
+func (r *run) restore() {
+	sh, ok := r.store.(store.Shared)
+	if !ok || r.admitted.ID == "" {
+		return
+	}
+	r.mu.Lock()
+	from := r.seq + 1
+	done := gen.DoneBody{Outcome: gen.DoneBodyOutcomeError, Steps: r.steps, ModelCalls: r.modelCalls,
+		InputTokens: r.inTokens, OutputTokens: r.outTokens, ElapsedMs: time.Since(r.started).Milliseconds()}
+	r.mu.Unlock()
+	out := errOutcome(gen.ErrorKindInterrupted, "the service's store lost part of this ask's log (a restart); the events it lost are not in the log")
+	typ, body := terminalOf(out)
+	now := time.Now()
+	var tail []store.Event
+	for i, e := range []struct {
+		typ  gen.EventType
+		body any
+	}{
+		{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
+		{typ, body},
+		{gen.EventTypeDone, done},
+	} {
+		ev, err := encodeEvent(envelope{seq: from + int64(i), ticket: r.ticket, conv: r.conv, ts: now, typ: e.typ}, e.body)
+		if err != nil {
+			r.log.Error("interrupted end not encodable", "ticket", r.ticket, "err", err)
+			return
+		}
+		tail = append(tail, ev)
+	}
+	turn := ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
+	if err := r.write(func(ctx context.Context) error { return sh.Restore(ctx, r.admitted, tail, turn) }); err != nil {
+		r.log.Warn("ask not restored after the store lost its log", "ticket", r.ticket, "err", err)
+		return
+	}
+	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(typ), "error_kind", string(gen.ErrorKindInterrupted),
+		"steps", done.Steps, "restored", true, "elapsed_ms", done.ElapsedMs)
 }
 
 // release gives the run's admission slot back, once.

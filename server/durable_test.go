@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,6 +178,10 @@ func TestRestartLosesEverything(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	mid, resume := make(chan string, 1), make(chan struct{})
 	h := newHarness(t, server.Options{Store: st, Runner: phasedRunner(2, 2, mid, resume)})
+	old := newHarness(t, server.Options{Store: st})
+	oldConv := old.conv(alice)
+	finished := old.ask(alice, oldConv, "How many sev2 incidents did we have in 2026-Q2?")
+	checkLifecycle(t, old.events(alice, finished), gen.EventTypeAnswer)
 	ticket := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
 	within(t, mid, "the run's first steps")
 	seen := h.status(alice, ticket).JSON200.LastSeq // accepted, open, milestone, 2 steps
@@ -208,6 +213,26 @@ func TestRestartLosesEverything(t *testing.T) {
 	if e := decode(t, frames[2]); e.Kind != string(gen.ErrorKindInterrupted) || e.Seq <= seen {
 		t.Errorf("terminal %s at seq %d, want interrupted after seq %d (the last the client saw)", e.Kind, e.Seq, seen)
 	}
+	// A finished ticket and a conversation the restart lost are gone, and say so: not the
+	// answer for someone else's.
+	lost := func(what string, status int, body []byte) {
+		t.Helper()
+		p := problemOf(t, status, "application/problem+json", body, http.StatusNotFound)
+		if p.Detail == nil || !strings.HasPrefix(*p.Detail, "lost") {
+			t.Errorf("%s after the restart: %v, want it reported lost", what, p.Detail)
+		}
+	}
+	for _, tok := range []string{alice, bob} {
+		r := old.status(tok, finished)
+		lost("a finished ticket", r.StatusCode(), r.Body)
+	}
+	ra := old.askRaw(alice, oldConv, "And in 2026-Q3?")
+	lost("a conversation", ra.StatusCode(), ra.Body)
+	other := old.ask(alice, old.conv(alice), "And in 2026-Q4?")
+	if r := old.status(bob, other); r.StatusCode() != http.StatusNotFound || strings.Contains(string(r.Body), "lost") {
+		t.Errorf("someone else's ticket: %d %s, want the plain 404", r.StatusCode(), r.Body)
+	}
+
 	// The conversation is free again for the next ask.
 	if r := h.askRaw(alice, st2.ConversationId, "And in 2026-Q3?"); r.StatusCode() != http.StatusAccepted {
 		t.Errorf("the next ask in the restored conversation: %d %s", r.StatusCode(), r.Body)

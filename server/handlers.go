@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -30,7 +31,7 @@ var _ gen.ServerInterface = (*handlers)(nil)
 func (h *handlers) CreateConversation(c echo.Context) error {
 	s := h.s
 	owner := ownerOf(c)
-	conv := store.Conversation{ID: "c_" + rand.Text(), Owner: owner, CreatedAt: time.Now().UTC()}
+	conv := store.Conversation{ID: s.newID(c.Request().Context(), "c"), Owner: owner, CreatedAt: time.Now().UTC()}
 	err := s.store.CreateConversation(c.Request().Context(), conv, s.limits())
 	if errors.Is(err, store.ErrOwnerFull) {
 		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many conversations as it may; one is freed when an idle one expires", retryAfter: retryOwnerFull}
@@ -64,6 +65,9 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	if err != nil && s.lostID(ctx, conversationID) {
+		return errLost
+	}
 	if !sameOwner(conv.Owner, owner) || err != nil {
 		return errNotFound
 	}
@@ -72,7 +76,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		return err
 	}
 	now := time.Now()
-	ticket := "t_" + rand.Text()
+	ticket := s.newID(ctx, "t")
 	accepted, err := encodeEvent(envelope{seq: 1, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeAccepted},
 		gen.AcceptedBody(body))
 	if err != nil {
@@ -256,10 +260,41 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Ticket{}, err
 	}
+	if err != nil && s.lostID(c.Request().Context(), id) {
+		return store.Ticket{}, errLost
+	}
 	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil {
 		return store.Ticket{}, errNotFound
 	}
 	return t, nil
+}
+
+// newID mints a ticket's or conversation's id: kind, "_", then, with a generational store,
+// its generation and "-", then 128 random bits.
+func (s *Server) newID(ctx context.Context, kind string) string {
+	if g, ok := s.store.(store.Generational); ok {
+		if gen, err := g.Generation(ctx); err == nil {
+			return kind + "_" + gen + "-" + rand.Text()
+		}
+	}
+	return kind + "_" + rand.Text()
+}
+
+// lostID reports whether id was minted in an earlier generation of the store than the
+// current one: what it names was lost with everything else when the store restarted without
+// persistence. That says nothing about whose it was, so it is answered alike to everyone.
+func (s *Server) lostID(ctx context.Context, id string) bool {
+	g, ok := s.store.(store.Generational)
+	if !ok {
+		return false
+	}
+	_, rest, ok := strings.Cut(id, "_")
+	gen, _, dash := strings.Cut(rest, "-")
+	if !ok || !dash || gen == "" {
+		return false
+	}
+	cur, err := g.Generation(ctx)
+	return err == nil && cur != gen
 }
 
 // notFoundOr is errNotFound for a ticket that is gone, and err itself when the store could not

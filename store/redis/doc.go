@@ -17,6 +17,7 @@
 //	running            zset   running ticket → lease expiry (ms)
 //	inflight           hash   owner → running tickets (owner: len(tenant):tenant oid)
 //	changed            channel every append and end publishes the ticket id here
+//	generation         string  the store's generation (store.Generational): new after a restart that lost everything
 //
 // # Promises, and how they are kept
 //

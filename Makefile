@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check bench fuzz
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check bench fuzz eval
 
 all: check-generate lint test
 
@@ -83,10 +83,14 @@ ask-serve-cluster:
 cluster-check:
 	@scripts/cluster-check.sh
 
-## bench: measure the service against this machine's limits and the MCP Go SDK, with the Redis store too when redis-server is installed (ARGS=-redis=false: memory only); writes bench/REPORT.md and bench/report.json (under 5 minutes)
+## bench: measure the service against this machine's limits and the MCP Go SDK, with the Redis store too when redis-server is installed (ARGS=-redis=false: memory only); writes docs/bench/REPORT.md and docs/bench/report.json (under 5 minutes)
 bench:
-	$(GO) run ./cmd/askbench -out bench/ $(ARGS)
+	$(GO) run ./cmd/askbench -out docs/bench/ $(ARGS)
 
 ## fuzz: every fuzz target for FUZZTIME each (default 5m); CI runs scripts/fuzz-smoke.sh (10 s each)
 fuzz:
 	FUZZTIME=$(or $(FUZZTIME),5m) scripts/fuzz-smoke.sh
+
+## eval: score the service and its model on a question set (default eval/sets/demo.yaml): the dev stack in process (llm-stub unless ASK_LLM names a model), or URL=... (IDP=..., or TOKENS="alice=T bob=T"); SET=my-set.yaml, OUT=dir (default docs/eval/); writes REPORT.md, report.json, report.png; ARGS="--baseline docs/eval/report.json" prints the difference
+eval:
+	@URL="$(URL)" SET="$(SET)" OUT="$(OUT)" scripts/eval.sh $(ARGS)

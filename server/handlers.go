@@ -272,12 +272,38 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 // newID mints a ticket's or conversation's id: kind, "_", then, with a generational store,
 // its generation and "-", then 128 random bits.
 func (s *Server) newID(ctx context.Context, kind string) string {
-	if g, ok := s.store.(store.Generational); ok {
-		if gen, err := g.Generation(ctx); err == nil {
-			return kind + "_" + gen + "-" + rand.Text()
-		}
+	if gen := s.generation(ctx); gen != "" {
+		return kind + "_" + gen + "-" + rand.Text()
 	}
 	return kind + "_" + rand.Text()
+}
+
+// generationTTL is how long newID reuses the store's generation before asking again. An id
+// minted with a generation a restart just replaced is still told apart: its generation is not
+// the current one either way.
+const generationTTL = time.Second
+
+// generation is the store's generation for minting ids, asked at most once a generationTTL
+// (it costs a round trip to a shared store); "" for a store that has none.
+func (s *Server) generation(ctx context.Context) string {
+	g, ok := s.store.(store.Generational)
+	if !ok {
+		return ""
+	}
+	if c := s.gen.Load(); c != nil && time.Since(c.at) < generationTTL {
+		return c.gen
+	}
+	gen, err := g.Generation(ctx)
+	if err != nil {
+		return ""
+	}
+	s.gen.Store(&cachedGeneration{gen: gen, at: time.Now()})
+	return gen
+}
+
+type cachedGeneration struct {
+	gen string
+	at  time.Time
 }
 
 // lostID reports whether id was minted in an earlier generation of the store than the
@@ -294,6 +320,9 @@ func (s *Server) lostID(ctx context.Context, id string) bool {
 		return false
 	}
 	cur, err := g.Generation(ctx)
+	if err == nil {
+		s.gen.Store(&cachedGeneration{gen: cur, at: time.Now()})
+	}
 	return err == nil && cur != gen
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -100,6 +101,9 @@ type Server struct {
 	runners sync.WaitGroup // runner goroutines
 	// sseBufs lends streams their write buffers (*[]byte) for one batch at a time.
 	sseBufs sync.Pool
+
+	// gen caches the store's generation for minting ids (see generation).
+	gen atomic.Pointer[cachedGeneration]
 
 	mu       sync.Mutex
 	draining bool

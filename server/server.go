@@ -264,7 +264,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, r := range left {
-		r.stop(errShutdown)
+		// Each on its own goroutine: a store slow to take the ends must not make them wait
+		// for one another (Shutdown waits for them below, until ctx is done).
+		s.runners.Add(1)
+		go func() {
+			defer s.runners.Done()
+			r.stop(errShutdown)
+		}()
 	}
 	s.cancelBase(errShutdown)
 

@@ -96,7 +96,9 @@ func asProblem(err error) *problem {
 	if errors.As(err, &p) {
 		return p
 	}
-	if errors.Is(err, store.ErrUnavailable) {
+	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		// A deadline that passed while waiting on the store is the store not answering in
+		// time: the same 503.
 		return errStoreUnavailable
 	}
 	var mbe *http.MaxBytesError

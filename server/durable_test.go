@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -187,6 +188,24 @@ func TestRestartLosesEverything(t *testing.T) {
 	ticket := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
 	within(t, mid, "the run's first steps")
 	seen := h.status(alice, ticket).JSON200.LastSeq // accepted, open, milestone, 2 steps
+	// A stream open across the restart: it ends with the restored end, not with nothing.
+	live := make(chan []frame, 1)
+	resp := h.stream(t.Context(), alice, ticket, nil)
+	go func() {
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		var got []frame
+		for {
+			f, err := readFrame(br)
+			if err != nil { // the end of the stream, or a failure the checks below report
+				live <- got
+				return
+			}
+			if f.Event != "" {
+				got = append(got, f)
+			}
+		}
+	}()
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +225,10 @@ func TestRestartLosesEverything(t *testing.T) {
 	if st2.State != gen.AskStateError {
 		t.Fatalf("state %q, want error", st2.State)
 	}
-	resp := h.stream(t.Context(), alice, ticket, nil)
+	if got := <-live; len(got) < 3 || got[len(got)-1].Event != "done" || got[len(got)-2].Event != "error" {
+		t.Errorf("the stream open across the restart read %v, want it to end with error, done", types(got))
+	}
+	resp = h.stream(t.Context(), alice, ticket, nil)
 	frames := readAll(t, resp.Body)
 	_ = resp.Body.Close()
 	if len(frames) != 4 || frames[0].Event != "accepted" || frames[2].Event != "error" || frames[3].Event != "done" {

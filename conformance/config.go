@@ -26,6 +26,12 @@ type Config struct {
 	OverflowURL string
 	// OverflowTokens hands out bearers OverflowURL accepts; nil means Tokens.
 	OverflowTokens TokenSource
+	// MaxEvents is the bound BaseURL holds per ticket (its DAS_ASK_MAX_EVENTS); 0 means the
+	// contract's default, 1000. A stream may skip a seq only where the run emitted more events
+	// than this, so a gap in a shorter run is a lost event, not an evicted step.
+	MaxEvents int
+	// OverflowMaxEvents is OverflowURL's bound (its DAS_ASK_MAX_EVENTS); 0 means 8.
+	OverflowMaxEvents int
 	// AuditURL is the root of a source's audit log (GET {AuditURL}/audit?call_id=...). Without
 	// it the checks that compare the stream with the audit log are skipped.
 	AuditURL string
@@ -126,6 +132,12 @@ func (c Config) withDefaults() (Config, error) {
 		if *p.field == "" {
 			*p.field = p.def
 		}
+	}
+	if c.MaxEvents <= 0 {
+		c.MaxEvents = 1000
+	}
+	if c.OverflowMaxEvents <= 0 {
+		c.OverflowMaxEvents = 8
 	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = 10 * time.Second

@@ -54,6 +54,7 @@ func Names() []string {
 func checks() []check {
 	return []check{
 		{name: "schema.published", run: checkSchemaPublished},
+		{name: "schema.json-equals-yaml", run: checkJSONEqualsYAML},
 		{name: "auth.no-bearer", run: checkNoBearer},
 		{name: "auth.malformed-bearer", run: checkMalformedBearer},
 		{name: "auth.forged-bearer", run: checkForgedBearer},
@@ -90,6 +91,7 @@ func checks() []check {
 		{name: "run.done-steps", run: checkDoneSteps},
 		{name: "overflow.only-steps-evicted", run: checkOverflow},
 		{name: "audit.step-ms", run: checkStepMs},
+		{name: "audit.every-call-streamed", run: checkCallsStreamed},
 		{name: "status.agrees-with-stream", run: checkStatus},
 		{name: "privacy.question-only-in-accepted", run: checkPrivacy},
 		{name: "schema.bodies", run: checkBodies},

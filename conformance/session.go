@@ -114,7 +114,7 @@ func (s *session) overflowRun(ctx context.Context) (*run, error) {
 			return nil, nil
 		}
 		cfg := s.cfg
-		cfg.BaseURL, cfg.Tokens = cfg.OverflowURL, cfg.OverflowTokens
+		cfg.BaseURL, cfg.Tokens, cfg.MaxEvents = cfg.OverflowURL, cfg.OverflowTokens, cfg.OverflowMaxEvents
 		o, err := newSession(cfg)
 		if err != nil {
 			return nil, err

@@ -65,18 +65,21 @@ func TestSeqProblemsAllowOnlyEvictedSteps(t *testing.T) {
 	tests := []struct {
 		name   string
 		events []event
+		bound  int
 		ok     bool
 	}{
-		{"gap-free", []event{ev(1, "accepted"), ev(2, "step"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, true},
-		{"one step evicted", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, true},
-		{"a gap no eviction explains", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 0.0)}, false},
-		{"starts at 2", []event{ev(2, "accepted"), ev(3, "done", "steps", 0.0)}, false},
-		{"duplicate", []event{ev(1, "accepted"), ev(1, "accepted"), ev(2, "done", "steps", 0.0)}, false},
-		{"gap and no done", []event{ev(1, "accepted"), ev(3, "step")}, false},
+		{"gap-free", []event{ev(1, "accepted"), ev(2, "step"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, 1000, true},
+		{"one step evicted past the bound", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, 3, true},
+		{"a step missing from a run within the bound", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, 1000, false},
+		{"two missing where the bound allows one", []event{ev(1, "accepted"), ev(4, "answer"), ev(5, "done", "steps", 2.0)}, 4, false},
+		{"a gap no eviction explains", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 0.0)}, 3, false},
+		{"starts at 2", []event{ev(2, "accepted"), ev(3, "done", "steps", 0.0)}, 1000, false},
+		{"duplicate", []event{ev(1, "accepted"), ev(1, "accepted"), ev(2, "done", "steps", 0.0)}, 1000, false},
+		{"gap and no done", []event{ev(1, "accepted"), ev(3, "step")}, 1000, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := seqProblems("x", &capture{Events: tt.events})
+			got := seqProblems("x", &capture{Events: tt.events}, tt.bound)
 			if (len(got) == 0) != tt.ok {
 				t.Errorf("problems %v, want ok=%v", got, tt.ok)
 			}

@@ -104,6 +104,10 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
 	s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
+	// The supervisor branch opens before the 202, not when the run starts: a caller may cancel
+	// the moment it has its ticket, and after a cancel the log takes only the branch's close,
+	// error{cancelled} and done. Opening it later would put an open after that cancel.
+	r.open()
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
 	c.Response().Header().Set("Location", base)
@@ -241,9 +245,9 @@ func (h *handlers) GetOpenAPIYAML(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/yaml", openapi.YAML)
 }
 
-// GetOpenAPIJSON serves the contract as JSON.
+// GetOpenAPIJSON serves the contract as JSON: the same document as the YAML, converted.
 func (h *handlers) GetOpenAPIJSON(c echo.Context) error {
-	b, err := gen.GetSpecJSON()
+	b, err := openapi.JSON()
 	if err != nil {
 		return err
 	}

@@ -320,7 +320,7 @@ func (p *proxy) freshConversation(r *http.Request) string {
 }
 
 func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
-	vs := variants(testSlowWait)
+	vs := append(variants(testSlowWait), holeVariants(testSlowWait)...)
 	covered := map[string]bool{}
 	for _, v := range vs {
 		for _, c := range v.fails {

@@ -32,6 +32,14 @@ type Config struct {
 	MaxEvents int
 	// OverflowMaxEvents is OverflowURL's bound (its DAS_ASK_MAX_EVENTS); 0 means 8.
 	OverflowMaxEvents int
+	// LimitsURL is the base URL of the same implementation started with small limits and a
+	// short deadline and TTL (Limits says which), for the checks of 413, 429, 503, the deadline
+	// and the TTL; they would take minutes, or thousands of asks, at the defaults. "" skips them.
+	LimitsURL string
+	// LimitsTokens hands out bearers LimitsURL accepts; nil means Tokens.
+	LimitsTokens TokenSource
+	// Limits are LimitsURL's settings.
+	Limits Limits
 	// AuditURL is the root of a source's audit log (GET {AuditURL}/audit?call_id=...). Without
 	// it the checks that compare the stream with the audit log are skipped.
 	AuditURL string
@@ -110,6 +118,15 @@ func (c Config) withDefaults() (Config, error) {
 		c.OverflowURL = strings.TrimRight(c.OverflowURL, "/")
 		if c.OverflowTokens == nil {
 			c.OverflowTokens = c.Tokens
+		}
+	}
+	if c.LimitsURL != "" {
+		if u, err := url.Parse(c.LimitsURL); err != nil || u.Host == "" {
+			errs = append(errs, errors.New("conformance: LimitsURL: want an absolute http(s) URL"))
+		}
+		c.LimitsURL = strings.TrimRight(c.LimitsURL, "/")
+		if c.LimitsTokens == nil {
+			c.LimitsTokens = c.Tokens
 		}
 	}
 	if c.AuditURL != "" {

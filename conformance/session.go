@@ -30,6 +30,7 @@ type session struct {
 	catalog    memo[*run]
 	followUp   memo[[2]*run]
 	overflowed memo[*run]
+	lim        limitsFixtures
 
 	mu   sync.Mutex
 	runs []*run

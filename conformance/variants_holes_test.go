@@ -85,5 +85,63 @@ func holeVariants(_ time.Duration) []variant {
 			body: editJSON(http.MethodGet, "v1/openapi.json", http.StatusOK, func(m map[string]any) {
 				delete(m["components"].(map[string]any)["schemas"].(map[string]any), "EventType")
 			})},
+		{name: "no-location", fails: []string{"ticket.location"},
+			body: func(_ *proxy, _ *http.Request, status int, h http.Header, b []byte) (int, []byte) {
+				h.Del("Location")
+				return status, b
+			}},
+		{name: "413-as-400", fails: []string{"limits.body-413"},
+			body: func(_ *proxy, _ *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
+				if status != http.StatusRequestEntityTooLarge {
+					return status, b
+				}
+				return http.StatusBadRequest, []byte(`{"type":"about:blank","title":"Bad Request","status":400}`)
+			}},
+		{name: "429-without-retry-after", fails: []string{"limits.inflight-429"},
+			body: func(_ *proxy, _ *http.Request, status int, h http.Header, b []byte) (int, []byte) {
+				if status == http.StatusTooManyRequests {
+					h.Del("Retry-After")
+				}
+				return status, b
+			}},
+		{name: "deadline-never-fires", fails: []string{"run.deadline-timeout"},
+			frame: func() func(*proxy, *streamState, sseFrame) []sseFrame {
+				var timedOut perStream[bool]
+				return func(_ *proxy, st *streamState, f sseFrame) []sseFrame {
+					m := f.data()
+					if t := timedOut.of(st); *t || (m != nil && m["type"] == "error" && m["kind"] == "timeout") {
+						*t = true
+						return nil
+					}
+					return []sseFrame{f}
+				}
+			}()},
+		{name: "ttl-never-expires", fails: []string{"ticket.ttl-expiry"},
+			body: func() func(*proxy, *http.Request, int, http.Header, []byte) (int, []byte) {
+				var mu sync.Mutex
+				seen := map[string][]byte{}
+				return func(_ *proxy, r *http.Request, status int, h http.Header, b []byte) (int, []byte) {
+					if !isOp(r, http.MethodGet, "v1/asks/*") {
+						return status, b
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if status == http.StatusOK {
+						seen[r.URL.Path] = b
+					} else if old, ok := seen[r.URL.Path]; ok && status == http.StatusNotFound {
+						h.Set("Content-Type", "application/json")
+						return http.StatusOK, old
+					}
+					return status, b
+				}
+			}()},
+		// Last: it fills the limits target's conversations for a TTL.
+		{name: "500-for-503", fails: []string{"limits.capacity-503"},
+			body: func(_ *proxy, _ *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
+				if status != http.StatusServiceUnavailable {
+					return status, b
+				}
+				return http.StatusInternalServerError, []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
+			}},
 	}
 }

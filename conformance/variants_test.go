@@ -337,7 +337,7 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 	st := startStack(t)
 	for _, v := range vs {
 		t.Run(v.name, func(t *testing.T) {
-			cfg := st.config(startProxy(t, st, st.main.AskURL, v), startProxy(t, st, st.small.AskURL, v))
+			cfg := st.config(startProxy(t, st, st.main.AskURL, v), startProxy(t, st, st.small.AskURL, v), startProxy(t, st, st.limits.AskURL, v))
 			quoted := make([]string, len(v.fails))
 			for i, c := range v.fails {
 				quoted[i] = regexp.QuoteMeta(c)

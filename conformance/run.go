@@ -61,6 +61,7 @@ func checks() []check {
 		{name: "auth.expired-bearer", run: checkExpiredBearer},
 		{name: "auth.wrong-audience", run: checkWrongAudience},
 		{name: "ask.bad-input-400", run: checkBadInput},
+		{name: "input.bad-ids-400", run: checkBadIDs},
 		{name: "ticket.before-tool-call", run: checkTicketBeforeToolCall},
 		{name: "events.first-accepted", run: checkFirstAccepted},
 		{name: "events.stream-headers", run: checkStreamHeaders},

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -85,6 +86,20 @@ func holeVariants(_ time.Duration) []variant {
 			body: editJSON(http.MethodGet, "v1/openapi.json", http.StatusOK, func(m map[string]any) {
 				delete(m["components"].(map[string]any)["schemas"].(map[string]any), "EventType")
 			})},
+		{name: "challenge-without-error", fails: []string{"auth.malformed-bearer"},
+			body: func(_ *proxy, _ *http.Request, status int, h http.Header, b []byte) (int, []byte) {
+				if status == http.StatusUnauthorized {
+					h.Set("WWW-Authenticate", `Bearer realm="das"`)
+				}
+				return status, b
+			}},
+		{name: "bad-id-404", fails: []string{"input.bad-ids-400"},
+			body: func(_ *proxy, r *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
+				if status != http.StatusBadRequest || !strings.Contains(r.URL.EscapedPath(), "%21") {
+					return status, b
+				}
+				return http.StatusNotFound, []byte(`{"type":"about:blank","title":"Not Found","status":404}`)
+			}},
 		{name: "no-location", fails: []string{"ticket.location"},
 			body: func(_ *proxy, _ *http.Request, status int, h http.Header, b []byte) (int, []byte) {
 				h.Del("Location")

@@ -920,6 +920,9 @@ type BadRequest = Problem
 // Conflict An RFC 9457 problem detail. Never contains the question text or a token.
 type Conflict = Problem
 
+// Internal An RFC 9457 problem detail. Never contains the question text or a token.
+type Internal = Problem
+
 // NotFound An RFC 9457 problem detail. Never contains the question text or a token.
 type NotFound = Problem
 

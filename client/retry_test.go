@@ -22,7 +22,8 @@ import (
 
 var quick = client.Retry{Initial: time.Millisecond, Max: 5 * time.Millisecond}
 
-// TestAskSurvivesALostReply: the service takes the first createAsk and creates its ticket,
+// TestAskSurvivesALostReply (net/http may retry this one itself: a request carrying an
+// Idempotency-Key counts as idempotent): the service takes the first createAsk and creates its ticket,
 // then the connection drops before the reply (a lost reply); the client retries with the same
 // Idempotency-Key and gets that ticket, and the ask runs once.
 func TestAskSurvivesALostReply(t *testing.T) {

@@ -83,9 +83,9 @@ ask-serve-cluster:
 cluster-check:
 	@scripts/cluster-check.sh
 
-## bench: measure the service against this machine's limits and the MCP Go SDK, with the Redis store too when redis-server is installed (ARGS=-redis=false: memory only); writes bench/REPORT.md and bench/report.json (under 5 minutes)
+## bench: measure the service against this machine's limits and the MCP Go SDK, with the Redis store too when redis-server is installed (ARGS=-redis=false: memory only); writes docs/bench/REPORT.md and docs/bench/report.json (under 5 minutes)
 bench:
-	$(GO) run ./cmd/askbench -out bench/ $(ARGS)
+	$(GO) run ./cmd/askbench -out docs/bench/ $(ARGS)
 
 ## fuzz: every fuzz target for FUZZTIME each (default 5m); CI runs scripts/fuzz-smoke.sh (10 s each)
 fuzz:

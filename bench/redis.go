@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/das-ask/ask/internal/redisserver"
 	redisstore "github.com/das-ask/ask/store/redis"
-	"github.com/das-ask/ask/store/redis/redistest"
 )
 
 // The Redis figures: time to ticket, stream delivery and replay once more, against a child
@@ -59,8 +59,8 @@ func openRedisStore(ctx context.Context, url string, maxEvents int) (*redisstore
 // startRedis starts a redis-server for the run (loopback, persistence off, in a temporary
 // directory) and returns it with the function that stops it and removes its directory. When
 // the binary is not on PATH it returns a RedisRun saying so and no server.
-func startRedis(ctx context.Context) (*RedisRun, *redistest.Server, func(), error) {
-	bin, err := exec.LookPath(redistest.Binary)
+func startRedis(ctx context.Context) (*RedisRun, *redisserver.Server, func(), error) {
+	bin, err := exec.LookPath(redisserver.Binary)
 	if err != nil {
 		return &RedisRun{Skipped: redisSkippedNotFound}, nil, nil, nil
 	}
@@ -69,7 +69,7 @@ func startRedis(ctx context.Context) (*RedisRun, *redistest.Server, func(), erro
 	if err != nil {
 		return rr, nil, nil, err
 	}
-	srv, err := redistest.Run(ctx, dir)
+	srv, err := redisserver.Run(ctx, dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		rr.Skipped = "skipped: redis-server did not start (see the failures)"

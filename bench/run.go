@@ -16,7 +16,7 @@ import (
 
 // RunOptions configure Run. Zero values mean defaults.
 type RunOptions struct {
-	// Out is where REPORT.md and report.json go; "" means "bench". FINDINGS.md there, when it
+	// Out is where REPORT.md and report.json go; "" means "docs/bench". FINDINGS.md there, when it
 	// exists, is embedded in REPORT.md.
 	Out string
 	// Exe is the askbench binary to re-execute for the server side; "" means this process's.
@@ -86,7 +86,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if o.Out == "" {
-		o.Out = "bench"
+		o.Out = "docs/bench"
 	}
 	if o.ModuleDir == "" {
 		o.ModuleDir = "."

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs the clients beyond Go against one dev stack that it starts and stops:
 #   1. the TypeScript client's tests (clients/typescript: npm test, including the spec-drift proof),
-#   2. the Python example's tests (examples/python: python3 -m unittest),
-#   3. the reference page in Chromium with Playwright (web/test: npm test), which saves
-#      screenshots in web/test/artifacts/ (a CI artifact).
+#   2. the Python example's tests (clients/python: python3 -m unittest),
+#   3. the reference page in Chromium with Playwright (demo/ui/test: npm test), which saves
+#      screenshots in demo/ui/test/artifacts/ (a CI artifact).
 # Needs Go, Node.js 20 with npm, python3 and Debian's chromium at /usr/bin/chromium (or $CHROMIUM).
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any failed.
 set -euo pipefail
@@ -29,10 +29,10 @@ chromium_bin=${CHROMIUM:-/usr/bin/chromium}
 
 echo "--- installing the pinned npm packages (npm ci)"
 (cd clients/typescript && npm ci --no-audit --no-fund --silent)
-(cd web/test && npm ci --no-audit --no-fund --silent)
+(cd demo/ui/test && npm ci --no-audit --no-fund --silent)
 
-echo "--- starting the dev stack (scripts/clients-stack)"
-go build -o "$tmp/clients-stack" ./scripts/clients-stack
+echo "--- starting the dev stack (cmd/clients-stack)"
+go build -o "$tmp/clients-stack" ./cmd/clients-stack
 "$tmp/clients-stack" -urls "$tmp/urls.json" >/dev/null 2>"$tmp/stack.log" &
 stack_pid=$!
 for _ in $(seq 300); do
@@ -51,11 +51,11 @@ echo "    ask $ASK_URL  idp $ASK_IDP  page $ASK_UI"
 failed=()
 echo "--- TypeScript client (clients/typescript)"
 (cd clients/typescript && npm test --silent) || failed+=(typescript)
-echo "--- Python example (examples/python)"
-(cd examples/python && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v) || failed+=(python)
-echo "--- reference page in Chromium (web/test)"
-(cd web/test && npm test --silent) || failed+=(browser)
-echo "    screenshots: $(ls "$root"/web/test/artifacts/*.png 2>/dev/null | tr '\n' ' ')"
+echo "--- Python example (clients/python)"
+(cd clients/python && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v) || failed+=(python)
+echo "--- reference page in Chromium (demo/ui/test)"
+(cd demo/ui/test && npm test --silent) || failed+=(browser)
+echo "    screenshots: $(ls "$root"/demo/ui/test/artifacts/*.png 2>/dev/null | tr '\n' ' ')"
 
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "--- the dev stack's log:" >&2

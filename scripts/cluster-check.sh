@@ -3,7 +3,7 @@
 # askd replicas sharing Redis (no stickiness; the overflow check through a second group with a
 # buffer of 8), then the chaos test — SIGKILL the replica running an ask mid-stream; the client
 # reconnects through the gateway, sees no gap, and gets error{interrupted} and one done within
-# the lease. Every piece is its own process (deploy/cluster). The Redis store's and the
+# the lease. Every piece is its own process (cmd/ask-cluster). The Redis store's and the
 # service's own Redis tests run in `make test` whenever redis-server is installed.
 #
 # Needs redis-server and nginx: apt-get install -y redis-server nginx-light
@@ -15,4 +15,4 @@ for bin in redis-server nginx; do
 		exit 1
 	fi
 done
-ASK_CLUSTER_TEST=1 exec go test -count=1 -v -run 'TestCluster' ./deploy/cluster/
+ASK_CLUSTER_TEST=1 exec go test -count=1 -v -run 'TestCluster' ./cmd/ask-cluster/

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ask service as a cluster on this machine: redis-server (persistence off), the dev IdP,
 # the demo source, the llm-stub, three askd replicas sharing Redis, and nginx round-robin in
-# front of them on 127.0.0.1:8080/ask (no stickiness). Arguments go to deploy/cluster
+# front of them on 127.0.0.1:8080/ask (no stickiness). Arguments go to cmd/ask-cluster
 # (-replicas, -lease, -gateway, -q, ...). Ctrl-C stops everything.
 #
 # Needs redis-server and nginx: apt-get install -y redis-server nginx-light
@@ -13,4 +13,4 @@ for bin in redis-server nginx; do
 		exit 1
 	fi
 done
-exec go run ./deploy/cluster "$@"
+exec go run ./cmd/ask-cluster "$@"

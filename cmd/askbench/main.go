@@ -1,8 +1,8 @@
 // Command askbench measures the ask service against the limits of the machine it runs on and a
 // peer, in one run, and writes the report (see package bench).
 //
-//	askbench [-out bench] [-quick] [-no-micro] [-redis=false] [-keepalive 10s] [-only workload,...]
-//	askbench -render [-out bench]
+//	askbench [-out docs/bench] [-quick] [-no-micro] [-redis=false] [-keepalive 10s] [-only workload,...]
+//	askbench -render [-out docs/bench]
 //
 // runs the suite from the module root and writes <out>/REPORT.md and <out>/report.json
 // (embedding <out>/FINDINGS.md, the hand-written analysis, when it exists); -render rewrites
@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("askbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "bench", "where to write REPORT.md and report.json")
+	out := fs.String("out", "docs/bench", "where to write REPORT.md and report.json")
 	quick := fs.Bool("quick", false, "small sizes, for iterating (the report says so)")
 	noMicro := fs.Bool("no-micro", false, "skip the Go microbenchmarks")
 	keepAlive := fs.Duration("keepalive", 0, "keep-alive interval and idle window of the idle workload (0: the service's default, 10s)")

@@ -22,9 +22,9 @@ import (
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/source"
+	"github.com/das-ask/ask/demo/ui"
 	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
-	"github.com/das-ask/ask/web/ui"
 )
 
 // Options configure Start. Zero values mean: every listener on 127.0.0.1 with an ephemeral
@@ -54,7 +54,7 @@ type Options struct {
 	// Sources replace the demo source as the agent's sources; nil means the demo source started
 	// here. The demo source is started either way.
 	Sources []agent.SourceConfig
-	// UI serves the reference web page (package web/ui) at {base}/ui/ on the service's listener,
+	// UI serves the reference web page (package demo/ui) at {base}/ui/ on the service's listener,
 	// with a development sign-in that mints tokens from this stack's IdP. Off by default; askd
 	// never serves it.
 	UI bool

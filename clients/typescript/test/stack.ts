@@ -1,6 +1,6 @@
 // The dev stack the tests run against: the one scripts/clients-test.sh started (ASK_URL and
 // ASK_IDP), or, when those are unset, one this process builds and starts from
-// scripts/clients-stack and stops when the tests end.
+// cmd/clients-stack and stops when the tests end.
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs";
@@ -28,8 +28,8 @@ async function startStack(): Promise<StackURLs> {
   const repo = resolve(import.meta.dirname, "../../../..");
   const dir = mkdtempSync(join(tmpdir(), "ask-ts-stack-"));
   const bin = join(dir, "clients-stack");
-  const build = spawnSync("go", ["build", "-o", bin, "./scripts/clients-stack"], { cwd: repo, stdio: "inherit" });
-  if (build.status !== 0) throw new Error("go build ./scripts/clients-stack failed");
+  const build = spawnSync("go", ["build", "-o", bin, "./cmd/clients-stack"], { cwd: repo, stdio: "inherit" });
+  if (build.status !== 0) throw new Error("go build ./cmd/clients-stack failed");
   const urls = join(dir, "urls.json");
   const child: ChildProcess = spawn(bin, ["-urls", urls], { stdio: ["ignore", "ignore", "inherit"] });
   // Stopped when this test process exits; unref so the stack does not keep the process alive.

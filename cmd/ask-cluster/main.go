@@ -1,10 +1,10 @@
-// Command cluster runs the ask service as several replicas sharing Redis behind nginx, each
+// Command ask-cluster runs the ask service as several replicas sharing Redis behind nginx, each
 // piece its own process on loopback: redis-server (persistence off), the development identity
 // provider, the demo source, the llm-stub, three askd replicas with DAS_ASK_STORE=redis://…,
 // and nginx with deploy/nginx/ask.conf balancing round-robin over the replicas with no
 // stickiness. It needs redis-server and nginx (apt-get install -y redis-server nginx-light).
 //
-//	go run ./deploy/cluster [-gateway 127.0.0.1:8080] [-replicas 3] [-replica-port 8181]
+//	go run ./cmd/ask-cluster [-gateway 127.0.0.1:8080] [-replicas 3] [-replica-port 8181]
 //	                        [-redis-port 6390] [-lease 10s] [-dir .state/cluster] [-q]
 //
 // The gateway takes the service's usual address, so `make ask Q=...` works unchanged against

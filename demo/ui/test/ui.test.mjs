@@ -5,7 +5,7 @@
 // Screenshots are saved in artifacts/ (a CI artifact).
 //
 // The page comes from ASK_UI (set by scripts/clients-test.sh); without it this file builds and
-// starts scripts/clients-stack itself. CHROMIUM overrides the browser's path.
+// starts cmd/clients-stack itself. CHROMIUM overrides the browser's path.
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -25,8 +25,8 @@ async function pageURL() {
   if (process.env.ASK_UI) return process.env.ASK_UI;
   const dir = mkdtempSync(join(tmpdir(), 'ask-ui-stack-'));
   const bin = join(dir, 'clients-stack');
-  const build = spawnSync('go', ['build', '-o', bin, './scripts/clients-stack'], { cwd: resolve(here, '../..'), stdio: 'inherit' });
-  assert.equal(build.status, 0, 'go build ./scripts/clients-stack');
+  const build = spawnSync('go', ['build', '-o', bin, './cmd/clients-stack'], { cwd: resolve(here, '../../..'), stdio: 'inherit' });
+  assert.equal(build.status, 0, 'go build ./cmd/clients-stack');
   const urls = join(dir, 'urls.json');
   const child = spawn(bin, ['-urls', urls], { stdio: ['ignore', 'ignore', 'inherit'] });
   child.unref();

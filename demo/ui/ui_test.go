@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/das-ask/ask/web/ui"
+	"github.com/das-ask/ask/demo/ui"
 )
 
 func serve(t *testing.T, h http.Handler, method, target, remote, host, body string) *http.Response {

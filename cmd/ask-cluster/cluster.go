@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/internal/redisserver"
 )
 
 // Options configure a cluster. Zero values mean: every address on 127.0.0.1 with a free
@@ -73,7 +73,7 @@ type Cluster struct {
 
 	opts     Options
 	log      *slog.Logger
-	redis    *redistest.Server
+	redis    *redisserver.Server
 	others   []*proc // idp, source, stub, nginx
 	replicas []*proc
 	overflow []*proc

@@ -2,9 +2,9 @@
 resume after a dropped connection with no gap.
 
 The stack comes from ASK_URL and ASK_IDP (set by scripts/clients-test.sh); without them this
-module builds and starts scripts/clients-stack itself, and stops it when the tests end.
+module builds and starts cmd/clients-stack itself, and stops it when the tests end.
 
-    python3 -m unittest -v        # in examples/python
+    python3 -m unittest -v        # in clients/python
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def setUpModule() -> None:
     repo = pathlib.Path(__file__).resolve().parents[2]
     _stack_dir = tempfile.mkdtemp(prefix="ask-py-stack-")
     binary = os.path.join(_stack_dir, "clients-stack")
-    subprocess.run(["go", "build", "-o", binary, "./scripts/clients-stack"], cwd=repo, check=True)
+    subprocess.run(["go", "build", "-o", binary, "./cmd/clients-stack"], cwd=repo, check=True)
     urls = os.path.join(_stack_dir, "urls.json")
     _stack = subprocess.Popen([binary, "-urls", urls], stdout=subprocess.DEVNULL)
     for _ in range(300):

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/internal/redisserver"
 )
 
 // addrOr returns a, or a free loopback address when a is "".
@@ -35,7 +35,7 @@ func (c *Cluster) startRedis(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if c.redis, err = redistest.RunAt(ctx, dir, port); err != nil {
+	if c.redis, err = redisserver.RunAt(ctx, dir, port); err != nil {
 		return err
 	}
 	c.RedisURL = c.redis.URL

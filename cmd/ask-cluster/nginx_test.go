@@ -11,7 +11,7 @@ import (
 // in one upstream with no stickiness directive, listens where asked, and keeps what the
 // contract needs from the gateway (no buffering, Last-Event-ID passed on).
 func TestRenderGateway(t *testing.T) {
-	tmpl, err := os.ReadFile("../nginx/ask.conf")
+	tmpl, err := os.ReadFile("../../deploy/nginx/ask.conf")
 	if err != nil {
 		t.Fatal(err)
 	}

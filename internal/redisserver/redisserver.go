@@ -1,0 +1,135 @@
+// Package redisserver starts a throwaway redis-server for the dev cluster, the benchmark and
+// (through store/redis/redistest) the tests: on loopback, in a directory of its own, with
+// persistence off (no RDB snapshot, no AOF), as the ask service's Redis must run. It is a
+// process helper, not a test kit, so binaries may link it.
+package redisserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Binary is the server the package starts, looked up on PATH.
+const Binary = "redis-server"
+
+// Server is a running redis-server.
+type Server struct {
+	// Addr is host:port; URL is redis://Addr/0.
+	Addr, URL string
+
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// Run starts a server whose working directory is dir and returns once it answers PING.
+// Stop ends it.
+func Run(ctx context.Context, dir string) (*Server, error) {
+	bin, err := exec.LookPath(Binary)
+	if err != nil {
+		return nil, fmt.Errorf("redisserver: %s not installed (apt-get install -y redis-server): %w", Binary, err)
+	}
+	for attempt := 0; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := start(ctx, bin, dir, port)
+		if err == nil || attempt == 3 {
+			return s, err
+		}
+	}
+}
+
+// RunAt starts a server on 127.0.0.1:port whose working directory is dir, like Run.
+func RunAt(ctx context.Context, dir string, port int) (*Server, error) {
+	bin, err := exec.LookPath(Binary)
+	if err != nil {
+		return nil, fmt.Errorf("redisserver: %s not installed (apt-get install -y redis-server): %w", Binary, err)
+	}
+	return start(ctx, bin, dir, port)
+}
+
+func start(ctx context.Context, bin, dir string, port int) (*Server, error) {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")
+	cmd.Dir = dir
+	logPath := dir + "/redis-" + strconv.Itoa(port) + ".log"
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("redisserver: %w", err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("redisserver: start %s: %w", bin, err)
+	}
+	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", cmd: cmd, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ping(addr) == nil {
+			return s, nil
+		}
+		select {
+		case err := <-s.done:
+			s.done <- err
+			out, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("redisserver: %s exited (%v): %s", bin, err, strings.TrimSpace(string(out)))
+		case <-deadline.C:
+			return nil, errors.Join(errors.New("redisserver: redis-server did not answer within 10s"), s.Stop())
+		case <-ctx.Done():
+			return nil, errors.Join(ctx.Err(), s.Stop())
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop kills the server and waits for it to exit.
+func (s *Server) Stop() error {
+	_ = s.cmd.Process.Kill()
+	err := <-s.done
+	s.done <- err
+	return nil
+}
+
+// ping sends PING in the inline protocol and expects +PONG.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return errors.New("redisserver: unexpected answer to PING")
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("redisserver: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

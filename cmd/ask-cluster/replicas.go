@@ -46,8 +46,9 @@ func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, e
 
 // startGroup starts n replicas named name-1…name-n with env, each on its address (or a free
 // one) with its own admin listener, and waits until each serves the contract.
-func (c *Cluster) startGroup(ctx context.Context, name string, n int, addrs, env []string) ([]*proc, []string, error) {
+func (c *Cluster) startGroup(ctx context.Context, name string, n int, addrs, env []string) ([]*member, []string, error) {
 	var procs []*proc
+	var members []*member // every process started, so that Stop stops it whatever failed
 	var listen []string
 	for i := range n {
 		a := ""
@@ -56,24 +57,31 @@ func (c *Cluster) startGroup(ctx context.Context, name string, n int, addrs, env
 		}
 		a, err := addrOr(a)
 		if err != nil {
-			return procs, nil, err
+			return members, nil, err
 		}
 		admin, err := freeAddr()
 		if err != nil {
-			return procs, nil, err
+			return members, nil, err
 		}
-		p, err := startProc(name+"-"+strconv.Itoa(i+1), c.logDir, filepath.Join(c.bins, "askd"), nil,
-			append(append([]string{}, env...), "DAS_ASK_ADDR="+a, "DAS_ASK_ADMIN_ADDR="+admin), c.opts.Echo)
+		pname, penv := name+"-"+strconv.Itoa(i+1), append(append([]string{}, env...), "DAS_ASK_ADDR="+a, "DAS_ASK_ADMIN_ADDR="+admin)
+		p, err := startProc(pname, c.logDir, filepath.Join(c.bins, "askd"), nil, penv, c.opts.Echo)
 		if err != nil {
-			return procs, nil, err
+			return members, nil, err
 		}
 		procs = append(procs, p)
 		listen = append(listen, a)
+		members = append(members, newMember(pname, p,
+			func() (*proc, error) {
+				return restartProc(pname, c.logDir, filepath.Join(c.bins, "askd"), nil, penv, c.opts.Echo)
+			},
+			func(ctx context.Context, p *proc) error {
+				return p.waitReady(ctx, getReady("http://"+a+"/ask/v1/openapi.json"))
+			}, c.log))
 	}
 	for i, p := range procs {
 		if err := p.waitReady(ctx, getReady("http://"+listen[i]+"/ask/v1/openapi.json")); err != nil {
-			return procs, nil, err
+			return members, nil, err
 		}
 	}
-	return procs, listen, nil
+	return members, listen, nil
 }

@@ -59,6 +59,14 @@ type Options struct {
 	// their own gateway (OverflowURL): the target of the conformance suite's overflow check.
 	OverflowReplicas  int
 	OverflowMaxEvents int
+	// ReplicaStore, when set, gives replica i (0-based) its DAS_ASK_STORE instead of the
+	// cluster's Redis URL (the chaos suite puts a fault-injecting proxy in front of Redis).
+	ReplicaStore func(i int, redisURL string) string
+	// ReplicaEnv is added to every replica's environment.
+	ReplicaEnv []string
+	// DurableRedis runs redis-server with AOF (appendfsync everysec) instead of persistence
+	// off, for the service's durable mode; KillRedis and RestartRedis then work.
+	DurableRedis bool
 }
 
 // Cluster is a running cluster: Redis, the dev IdP, the demo source, the llm-stub, the
@@ -74,6 +82,7 @@ type Cluster struct {
 	opts     Options
 	log      *slog.Logger
 	redis    *redisserver.Server
+	durable  *durableRedis // when Options.DurableRedis
 	others   []*proc // idp, source, stub, nginx
 	replicas []*member // kept running: restarted when they die
 	overflow []*member
@@ -155,6 +164,9 @@ func (c *Cluster) Stop() {
 	}
 	if c.redis != nil {
 		_ = c.redis.Stop()
+	}
+	if c.durable != nil {
+		c.durable.stop()
 	}
 	if c.ownDir && !c.opts.KeepDir {
 		_ = os.RemoveAll(c.opts.Dir)

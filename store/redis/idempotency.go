@@ -69,7 +69,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, owner store.Owner, key stri
 	res, err := beginIdem.Run(ctx, s.rdb, []string{s.keys.idem(owner, key)},
 		b.Fingerprint, b.Candidate, ms(b.Lock), ms(ttl)).StringSlice()
 	if err != nil {
-		return store.IdemResult{}, fmt.Errorf("redis store: %w", err)
+		return store.IdemResult{}, wrap(err)
 	}
 	if len(res) != 3 {
 		return store.IdemResult{}, fmt.Errorf("redis store: begin idempotent: unexpected reply of %d values", len(res))
@@ -91,7 +91,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, owner store.Owner, key stri
 func (s *Store) CompleteIdempotent(ctx context.Context, owner store.Owner, key, candidate, final string, response []byte) error {
 	n, err := completeIdem.Run(ctx, s.rdb, []string{s.keys.idem(owner, key)}, candidate, final, response).Int()
 	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	if n != 1 {
 		return store.ErrIdemLost
@@ -102,7 +102,7 @@ func (s *Store) CompleteIdempotent(ctx context.Context, owner store.Owner, key, 
 // AbandonIdempotent implements store.Idempotency.
 func (s *Store) AbandonIdempotent(ctx context.Context, owner store.Owner, key, candidate string) error {
 	if err := abandonIdem.Run(ctx, s.rdb, []string{s.keys.idem(owner, key)}, candidate).Err(); err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func (s *session) refusedEverywhere(ctx context.Context, authorization string) v
 		return nil
 	}
 	var found []string
-	conv, err := s.api.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{}, editor)
+	conv, err := s.api.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{}, editor)
 	if err != nil {
 		return broken(err)
 	}

@@ -38,7 +38,7 @@ func (s *session) conversation(ctx context.Context, who Identity) (string, error
 	if err != nil {
 		return "", err
 	}
-	resp, err := s.api.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{}, bearer(tok))
+	resp, err := s.api.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{}, bearer(tok))
 	if err != nil {
 		return "", fmt.Errorf("create a conversation: %w", err)
 	}
@@ -55,7 +55,7 @@ func (s *session) ask(ctx context.Context, label string, who Identity, conv, que
 		return nil, err
 	}
 	r := &run{label: label, who: who, question: question, conv: conv, bound: s.cfg.MaxEvents, sent: time.Now()}
-	resp, err := s.api.CreateAskWithResponse(ctx, conv, gen.AskRequest{Question: question}, bearer(tok))
+	resp, err := s.api.CreateAskWithResponse(ctx, conv, nil, gen.AskRequest{Question: question}, bearer(tok))
 	r.admitted = time.Now()
 	if err != nil {
 		return nil, fmt.Errorf("ask (%s): %w", label, err)
@@ -183,7 +183,7 @@ func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 				sr.conflictErr = err
 				return
 			}
-			resp, err := s.api.CreateAskWithResponse(ctx, conv, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
+			resp, err := s.api.CreateAskWithResponse(ctx, conv, nil, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
 			if err != nil {
 				sr.conflictErr = err
 				return
@@ -275,7 +275,7 @@ func (s *session) ghostFixture(ctx context.Context) (*ghostCalls, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp, err := s.api.CreateAskWithResponse(ctx, g.conv, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
+		resp, err := s.api.CreateAskWithResponse(ctx, g.conv, nil, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
 		if err != nil {
 			return nil, err
 		}

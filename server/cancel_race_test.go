@@ -62,6 +62,12 @@ func (w *cancelOnTicket) call(method, path string) *httptest.ResponseRecorder {
 // after a cancel: conformance's cancel.stops-run once saw exactly that ("branch arrived after
 // cancel") when its cancel won the race with the run's start.
 func TestCancelBeforeTheRunStartsAddsOnlyTheEnd(t *testing.T) {
+	for _, key := range []string{"", "cancel-at-once-1"} {
+		t.Run("Idempotency-Key="+key, func(t *testing.T) { testCancelAtOnce(t, key) })
+	}
+}
+
+func testCancelAtOnce(t *testing.T, idempotencyKey string) {
 	h := newHarness(t, server.Options{})
 	cid := h.conv(alice)
 	h.secret("a question cancelled at once")
@@ -69,6 +75,9 @@ func TestCancelBeforeTheRunStartsAddsOnlyTheEnd(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/ask/v1/conversations/"+cid+"/asks", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+alice)
 	req.Header.Set("Content-Type", "application/json")
+	if idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", idempotencyKey)
+	}
 	w := &cancelOnTicket{ResponseRecorder: httptest.NewRecorder(), t: t, h: h.srv.Handler()}
 	h.srv.Handler().ServeHTTP(w, req)
 	if w.Code != http.StatusAccepted || w.cancels != 1 {

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -19,7 +20,7 @@ func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, li
 		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), limits.MaxTickets,
 		limits.MaxConversationsPerOwner).Text()
 	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	return statusErr(res)
 }
@@ -34,7 +35,7 @@ func (s *Store) Conversation(ctx context.Context, id string) (store.Conversation
 		return nil
 	})
 	if err != nil {
-		return store.Conversation{}, nil, fmt.Errorf("redis store: %w", err)
+		return store.Conversation{}, nil, wrap(err)
 	}
 	m := h.Val()
 	if len(m) == 0 {
@@ -97,6 +98,9 @@ func statusErr(status string) error {
 		return store.ErrSeq
 	case "held":
 		return store.ErrLeaseHeld
+	case "taken":
+		// Ids are random (128 bits): another's id is a bug, not a conflict to report.
+		return errors.New("redis store: the id is already taken by another ticket or conversation")
 	}
 	return fmt.Errorf("redis store: unexpected script status %q", status)
 }

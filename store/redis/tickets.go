@@ -24,7 +24,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease),
 		limits.MaxRetainedPerOwner, limits.MaxTurns).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("redis store: %w", err)
+		return nil, wrap(err)
 	}
 	status, _ := res[0].(string)
 	switch status {
@@ -47,7 +47,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(id)).Result()
 	if err != nil {
-		return store.Ticket{}, fmt.Errorf("redis store: %w", err)
+		return store.Ticket{}, wrap(err)
 	}
 	if len(m) == 0 {
 		return store.Ticket{}, store.ErrNotFound
@@ -72,7 +72,7 @@ func (s *Store) Append(ctx context.Context, ticket string, ev store.Event) error
 	res, err := appendEvent.Run(ctx, s.rdb, []string{k.ticket(ticket), k.log(ticket), k.steps(ticket)},
 		ev.Seq, string(ev.Type), ev.Data, s.maxEvents, s.replica, k.changed(), ticket).Text()
 	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	return statusErr(res)
 }
@@ -109,7 +109,7 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 	// of the script names its keys without a race.
 	h, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "conv", "tenant", "oid").Result()
 	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	conv, _ := h[0].(string)
 	tenant, _ := h[1].(string)
@@ -131,7 +131,7 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 		[]string{k.ticket(ticket), k.log(ticket), k.steps(ticket), k.conv(conv), k.turns(conv),
 			k.inflight(), k.running(), k.tickets(), k.convs(), k.ownerConvs(owner), k.ownerTickets(owner)}, args...).Text()
 	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	return statusErr(res)
 }

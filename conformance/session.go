@@ -31,6 +31,7 @@ type session struct {
 	followUp   memo[[2]*run]
 	overflowed memo[*run]
 	lim        limitsFixtures
+	idem       memo[*idempotencyRun]
 
 	mu   sync.Mutex
 	runs []*run

@@ -100,6 +100,10 @@ func holeVariants(_ time.Duration) []variant {
 				}
 				return http.StatusNotFound, []byte(`{"type":"about:blank","title":"Not Found","status":404}`)
 			}},
+		{name: "idempotency-ignored", fails: []string{"idempotency.replay", "idempotency.key-reused-422"},
+			request: func(_ *proxy, r *http.Request) { r.Header.Del("Idempotency-Key") }},
+		{name: "idempotency-across-identities", fails: []string{"idempotency.per-identity"},
+			intercept: globalIdempotency.intercept, body: globalIdempotency.store},
 		{name: "no-location", fails: []string{"ticket.location"},
 			body: func(_ *proxy, _ *http.Request, status int, h http.Header, b []byte) (int, []byte) {
 				h.Del("Location")
@@ -159,4 +163,48 @@ func holeVariants(_ time.Duration) []variant {
 				return http.StatusInternalServerError, []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
 			}},
 	}
+}
+
+// keyCache answers a repeated Idempotency-Key with the first response, whoever asks: a service
+// whose keys are global rather than each caller's own.
+type keyCache struct {
+	mu   sync.Mutex
+	seen map[string]cachedResponse
+}
+
+type cachedResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+var globalIdempotency = &keyCache{seen: map[string]cachedResponse{}}
+
+func (k *keyCache) intercept(_ *proxy, w http.ResponseWriter, r *http.Request) bool {
+	key := r.Header.Get("Idempotency-Key")
+	if r.Method != http.MethodPost || key == "" {
+		return false
+	}
+	k.mu.Lock()
+	c, ok := k.seen[key]
+	k.mu.Unlock()
+	if !ok {
+		return false
+	}
+	for h, vs := range c.header {
+		w.Header()[h] = vs
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.WriteHeader(c.status)
+	_, _ = w.Write(c.body)
+	return true
+}
+
+func (k *keyCache) store(_ *proxy, r *http.Request, status int, h http.Header, b []byte) (int, []byte) {
+	if key := r.Header.Get("Idempotency-Key"); r.Method == http.MethodPost && key != "" && status < 300 {
+		k.mu.Lock()
+		k.seen[key] = cachedResponse{status: status, header: h.Clone(), body: b}
+		k.mu.Unlock()
+	}
+	return status, b
 }

@@ -28,7 +28,7 @@ type testStack struct {
 }
 
 // testLimits are the limits stack's settings: the deadline ends the slow question's silence.
-var testLimits = conformance.Limits{MaxBodyBytes: 1024, MaxInFlight: 1, MaxTickets: 6, Deadline: testSlowWait / 2, TTL: 1500 * time.Millisecond}
+var testLimits = conformance.Limits{MaxBodyBytes: 1024, MaxInFlight: 1, MaxTickets: 6, Deadline: testSlowWait * 3 / 4, TTL: 1500 * time.Millisecond}
 
 func startStack(t *testing.T) *testStack {
 	t.Helper()

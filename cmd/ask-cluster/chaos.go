@@ -141,11 +141,11 @@ func scenarios() []scenario {
 		{name: "Redis CLIENT PAUSE 15 s", short: true, fault: pause(15 * time.Second)},
 		{name: "Redis CLIENT PAUSE 30 s", fault: pause(30 * time.Second)},
 		{name: "lost replies, askd-1 ↔ Redis", short: true, fault: func(ctx context.Context, e *chaosEnv) (string, error) {
-			// Every 300 ms for 12 s, the reply to the next script call (EVALSHA: appends,
+			// Every 300 ms for 12 s, the reply to the next script call (evalsha: appends,
 			// admission, finish, cancel, leases) from askd-1 is lost after Redis ran it.
 			start := e.proxy.Stats().RepliesDropped
 			for end := time.Now().Add(12 * time.Second); time.Now().Before(end) && ctx.Err() == nil; {
-				e.proxy.DropReplies(1, "EVALSHA", faultproxy.Close)
+				e.proxy.DropReplies(1, "evalsha", faultproxy.Close) // go-redis sends the command lower-case
 				sleepCtx(ctx, 300*time.Millisecond)
 			}
 			e.proxy.Disarm()

@@ -44,9 +44,9 @@ type expectation struct {
 // verdict is the checker's finding for one ticket.
 type verdict struct {
 	Lost, Duplicated, DoubleTerminals, MissingDone, Hung, ClientErrors int
-	StatusMismatch, ReplayMismatch                                      bool
-	Outcome                                                              string // answer, error{interrupted}, …
-	Why                                                                  []string
+	StatusMismatch, ReplayMismatch                                     bool
+	Outcome                                                            string // answer, error{interrupted}, …
+	Why                                                                []string
 }
 
 func (v *verdict) note(format string, a ...any) { v.Why = append(v.Why, fmt.Sprintf(format, a...)) }
@@ -241,15 +241,15 @@ func sameEvents(a, b []rawEvent) bool {
 
 // row is one scenario's line of the table.
 type row struct {
-	Scenario                                                                   string
+	Scenario                                                                  string
 	Tickets, Lost, Duplicated, DoubleTerminals, MissingDone, Hung, ClientErrs int
-	StatusMismatch, ReplayMismatch                                              int
-	Outcomes                                                                    map[string]int
-	Reconnects, Retries                                                         int
-	Fault                                                                       string // what the fault did, measured
-	Skipped                                                                     string // why the scenario did not run
-	Duration                                                                    time.Duration
-	Examples                                                                    []string
+	StatusMismatch, ReplayMismatch                                            int
+	Outcomes                                                                  map[string]int
+	Reconnects, Retries                                                       int
+	Fault                                                                     string // what the fault did, measured
+	Skipped                                                                   string // why the scenario did not run
+	Duration                                                                  time.Duration
+	Examples                                                                  []string
 }
 
 func (r *row) add(tr ticketRun, v verdict) {
@@ -307,4 +307,3 @@ func writeTable(w io.Writer, rows []row) {
 			r.DoubleTerminals, r.MissingDone, r.Hung, r.ClientErrs, r.StatusMismatch, r.ReplayMismatch, r.outcomes(), r.Fault)
 	}
 }
-

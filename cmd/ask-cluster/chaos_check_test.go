@@ -63,7 +63,9 @@ func TestCheckerFindsEveryBrokenPromise(t *testing.T) {
 			tr.Live = evs("accepted", "branch:open", "milestone", "step:1", "step:2", "branch:close", "answer", "done:2")
 			tr.Replay, tr.StatusLast = tr.Live, 8
 		}, func(v verdict) int { return v.Lost }},
-		{"a seq delivered twice", func(tr *ticketRun) { tr.Live = append(tr.Live[:4:4], append([]rawEvent{tr.Live[3]}, tr.Live[4:]...)...) }, func(v verdict) int { return v.Duplicated }},
+		{"a seq delivered twice", func(tr *ticketRun) {
+			tr.Live = append(tr.Live[:4:4], append([]rawEvent{tr.Live[3]}, tr.Live[4:]...)...)
+		}, func(v verdict) int { return v.Duplicated }},
 		{"a step carried twice", func(tr *ticketRun) {
 			tr.Live = evs("accepted", "branch:open", "milestone", "step:1", "step:1", "milestone", "step:2", "branch:close", "answer", "done:3")
 			tr.Replay, tr.StatusLast = tr.Live, 10

@@ -83,8 +83,8 @@ type Cluster struct {
 	log      *slog.Logger
 	redis    *redisserver.Server
 	durable  *durableRedis // when Options.DurableRedis
-	others   []*proc // idp, source, stub, nginx
-	replicas []*member // kept running: restarted when they die
+	others   []*proc       // idp, source, stub, nginx
+	replicas []*member     // kept running: restarted when they die
 	overflow []*member
 	ownDir   bool
 	logDir   string   // every process's log

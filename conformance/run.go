@@ -73,6 +73,7 @@ func checks() []check {
 		{name: "stream.disconnect-keeps-run", run: checkDisconnect},
 		{name: "status.prefer-wait", run: checkPreferWait},
 		{name: "conversation.busy-409", run: checkBusy},
+		{name: "create.idempotency-key", run: checkIdempotencyKey},
 		{name: "ownership.events", run: checkOwnershipEvents},
 		{name: "ownership.status", run: checkOwnershipStatus},
 		{name: "ownership.cancel", run: checkOwnershipCancel},

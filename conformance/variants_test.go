@@ -283,6 +283,8 @@ func variants(slowWait time.Duration) []variant {
 					resp.Body.Close()
 				}
 			}},
+		{name: "ignore-idempotency-key", fails: []string{"create.idempotency-key"},
+			request: func(_ *proxy, r *http.Request) { r.Header.Del("Idempotency-Key") }},
 		{name: "prefer-ignored", fails: []string{"status.prefer-wait"},
 			request: func(_ *proxy, r *http.Request) { r.Header.Del("Prefer") }},
 		{name: "amnesia", fails: []string{"behaviour.follow-up"},

@@ -100,9 +100,7 @@ func holeVariants(_ time.Duration) []variant {
 				}
 				return http.StatusNotFound, []byte(`{"type":"about:blank","title":"Not Found","status":404}`)
 			}},
-		{name: "idempotency-ignored", fails: []string{"idempotency.replay", "idempotency.key-reused-422"},
-			request: func(_ *proxy, r *http.Request) { r.Header.Del("Idempotency-Key") }},
-		{name: "idempotency-across-identities", fails: []string{"idempotency.per-identity"},
+		{name: "idempotency-across-identities", fails: []string{"create.idempotency-scope"},
 			intercept: globalIdempotency.intercept, body: globalIdempotency.store},
 		{name: "no-location", fails: []string{"ticket.location"},
 			body: func(_ *proxy, _ *http.Request, status int, h http.Header, b []byte) (int, []byte) {

@@ -49,12 +49,10 @@ func (s *session) limitsSession(ctx context.Context) (*session, error) {
 		if err != nil {
 			return nil, err
 		}
-		o.contract = memo[*contract]{}
 		// One contract: the limits target is the same implementation, so it is judged by the
 		// document the main target publishes.
-		c, err := s.schema(ctx)
-		if err == nil {
-			o.contract.get(ctx, func(context.Context) (*contract, error) { return c, nil })
+		if c, err := s.schema(ctx); err == nil {
+			_, _ = o.contract.get(ctx, func(context.Context) (*contract, error) { return c, nil })
 		}
 		return o, nil
 	})

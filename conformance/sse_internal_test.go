@@ -95,3 +95,43 @@ func TestReplayPositionsIncludeAnEvictedSeq(t *testing.T) {
 		t.Errorf("positions %v, want %v", got, want)
 	}
 }
+
+func TestEvictionNeedsARunLongerThanTheBound(t *testing.T) {
+	run := func(seqs ...int64) *capture {
+		c := &capture{}
+		for i, q := range seqs {
+			typ := "step"
+			switch {
+			case i == 0:
+				typ = "accepted"
+			case i == len(seqs)-1:
+				typ = "done"
+			}
+			c.Events = append(c.Events, ev(q, typ))
+		}
+		return c
+	}
+	tests := []struct {
+		name      string
+		c         *capture
+		bound     int
+		afterDone bool
+		ok        bool
+	}{
+		{"nothing missing", run(1, 2, 3, 4), 8, true, true},
+		{"a gap in a run within the bound", run(1, 3, 4), 8, false, false},
+		{"as many missing as the bound lets be evicted", run(1, 4, 5, 6), 4, true, true},
+		{"one more missing than that", run(1, 5, 6), 4, true, false},
+		{"more retained than the bound, after done", run(1, 2, 3, 4, 5), 4, true, false},
+		{"more than the bound seen live is fine", run(1, 2, 3, 4, 5), 4, false, true},
+		{"no done: nothing to judge by", &capture{Events: []event{ev(1, "accepted"), ev(3, "step")}}, 8, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := evictionProblems("x", tt.c, tt.bound, tt.afterDone)
+			if (len(got) == 0) != tt.ok {
+				t.Errorf("problems %v, want ok=%v", got, tt.ok)
+			}
+		})
+	}
+}

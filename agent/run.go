@@ -50,7 +50,7 @@ func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.
 		resp, err := a.model.Complete(ctx, model.Request{System: a.system, Messages: msgs, Tools: tools.specs})
 		emit.ModelCall(ask.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens})
 		if err != nil {
-			return failure(ctx, gen.ErrorKindModel, err)
+			return failure(ctx, gen.ErrorKindModel, providerError(err))
 		}
 		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) == 0 {
@@ -152,6 +152,17 @@ func failure(ctx context.Context, kind gen.ErrorKind, err error) ask.Outcome {
 		return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindCancelled, Message: "the run was cancelled"}}
 	}
 	return ask.Outcome{Error: &gen.ErrorBody{Kind: kind, Message: err.Error()}}
+}
+
+// providerError is err as the run may show it: the *model.Error in its chain (whose message
+// is made of model.Vocabulary only), or a generic one. A model that is no adapter of ours, or a
+// wrapper, may return any error text; none of it reaches the event.
+func providerError(err error) error {
+	var me *model.Error
+	if errors.As(err, &me) {
+		return me
+	}
+	return &model.Error{Kind: model.KindTransport, Message: model.GenericMessage, Err: err}
 }
 
 func outcomeName(o ask.Outcome) string {

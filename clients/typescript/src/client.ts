@@ -36,7 +36,10 @@ export interface ReconnectOptions {
   attempts?: number;
   /** The first backoff in milliseconds (default 100); doubled per attempt, with full jitter. */
   initialMs?: number;
-  /** The backoff cap in milliseconds (default 5000). */
+  /**
+   * The cap on every wait between two connections, in milliseconds (default 5000): the backoff,
+   * and the server's `retry:` and `Retry-After`, which raise the wait up to it and never beyond.
+   */
   maxMs?: number;
 }
 
@@ -268,7 +271,8 @@ export class AskClient {
         throw new Error(`streamEvents: no progress after ${this.#reconnect.attempts} reconnects`, { cause });
       }
       const base = Math.min(this.#reconnect.initialMs * 2 ** (failures - 1), this.#reconnect.maxMs);
-      await sleep(Math.max(Math.random() * base, retryMs), opts.signal);
+      // The server's retry raises the wait, up to the cap: a server cannot park the client.
+      await sleep(Math.min(Math.max(Math.random() * base, retryMs), this.#reconnect.maxMs), opts.signal);
     }
   }
 

@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check chaos bench fuzz
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check chaos bench fuzz eval
 
 all: check-generate lint test
 
@@ -94,3 +94,7 @@ bench:
 ## fuzz: every fuzz target for FUZZTIME each (default 5m); CI runs scripts/fuzz-smoke.sh (10 s each)
 fuzz:
 	FUZZTIME=$(or $(FUZZTIME),5m) scripts/fuzz-smoke.sh
+
+## eval: score the service and its model on a question set (default eval/sets/demo.yaml): the dev stack in process (llm-stub unless ASK_LLM names a model), or URL=... (IDP=..., or TOKENS="alice=T bob=T"); SET=my-set.yaml, OUT=dir (default docs/eval/); writes REPORT.md, report.json, report.png; ARGS="--baseline docs/eval/report.json" prints the difference
+eval:
+	@URL="$(URL)" SET="$(SET)" OUT="$(OUT)" scripts/eval.sh $(ARGS)

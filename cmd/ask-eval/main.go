@@ -1,0 +1,339 @@
+// Command ask-eval scores an implementation of the ask service, and the model behind it, on a
+// question set (package eval): it asks every question through the published API, judges each
+// outcome against the set (expected results computed by SQL against the demo dataset when it
+// runs), prints the scores and writes a report — Markdown, JSON and a chart — to --out
+// (docs/eval/ by default).
+//
+// Against the development stack, started in process (llm-stub unless ASK_LLM names a model):
+//
+//	ask-eval --dev-stack
+//	ASK_LLM=anthropic ANTHROPIC_API_KEY=… ask-eval --dev-stack
+//
+// Against a running service, identities minted by the dev IdP or passed in:
+//
+//	ask-eval --url http://127.0.0.1:8080/ask --idp http://127.0.0.1:8090 --set my-set.yaml
+//	ask-eval --url https://ask.example/ask --token alice="$A" --token bob="$B" --model gpt-4o
+//
+// Compare with an earlier report (--baseline, or without running: ask-eval diff OLD NEW):
+//
+//	ask-eval --dev-stack --baseline docs/eval/report.json
+//
+// Exit status: 0 the set ran, 1 the scores differ from --expect, 2 it could not run.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/demo/source"
+	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/eval"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// tokenFlags collects --token oid=TOKEN.
+type tokenFlags eval.FixedTokens
+
+func (t tokenFlags) String() string { return fmt.Sprintf("%d token(s)", len(t)) }
+func (t tokenFlags) Set(v string) error {
+	oid, tok, ok := strings.Cut(v, "=")
+	if !ok || oid == "" || tok == "" {
+		return errors.New("want oid=TOKEN")
+	}
+	t[oid] = tok
+	return nil
+}
+
+type options struct {
+	url, idp, set, out, model, baseline, expect, progress string
+	truthSource, truthAs                                  string
+	devStack, verbose, noWrite, jsonOut                   bool
+	concurrency                                           int
+	askTimeout                                            time.Duration
+	tokens                                                tokenFlags
+}
+
+func parse(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
+	o := options{tokens: tokenFlags{}}
+	fs := flag.NewFlagSet("ask-eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", getenv("ASK_URL"), "the service's base URL, gateway prefix included (env ASK_URL)")
+	fs.BoolVar(&o.devStack, "dev-stack", false, "start the development stack in process (llm-stub unless ASK_LLM names a model) and evaluate it")
+	fs.StringVar(&o.idp, "idp", getenv("ASK_IDP_URL"), "a development identity provider's root, to mint a token per identity of the set (env ASK_IDP_URL)")
+	fs.Var(o.tokens, "token", "oid=TOKEN: the bearer for one identity of the set, instead of --idp (repeatable)")
+	fs.StringVar(&o.set, "set", "", "the question set (YAML); default the demo set, eval/sets/demo.yaml")
+	fs.StringVar(&o.out, "out", filepath.Join("docs", "eval"), "the folder REPORT.md, report.json and report.png are written to")
+	fs.BoolVar(&o.noWrite, "no-write", false, "print the scores only; write no report")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the whole report as JSON on stdout instead of the summary")
+	fs.StringVar(&o.model, "model", "", "the model's name for the report; default from ASK_LLM/ASK_LLM_MODEL")
+	fs.StringVar(&o.baseline, "baseline", "", "an earlier report.json: print how this run differs from it")
+	fs.StringVar(&o.expect, "expect", "", "a YAML file of scores this run must have (the CI fixture); exit 1 when they differ")
+	fs.StringVar(&o.truthSource, "truth-source", "", "compute expected results through this MCP source's run_query (e.g. http://127.0.0.1:8091/mcp) instead of the embedded demo dataset")
+	fs.StringVar(&o.truthAs, "truth-as", "alice", "with --truth-source: the identity the expected SQL runs as (it must be allowed to read what the set reads)")
+	fs.IntVar(&o.concurrency, "concurrency", 4, "conversations asked at the same time")
+	fs.DurationVar(&o.askTimeout, "ask-timeout", 3*time.Minute, "bound on one ask, POST to done")
+	fs.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
+	fs.BoolVar(&o.verbose, "v", false, "log the dev stack's and the harness's trouble to stderr")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	switch {
+	case o.devStack && (o.url != "" || o.idp != "" || len(o.tokens) > 0):
+		return o, errors.New("--dev-stack starts its own service and IdP: drop --url, --idp and --token")
+	case !o.devStack && o.url == "":
+		return o, errors.New("give --url (or --dev-stack)")
+	case !o.devStack && o.idp == "" && len(o.tokens) == 0:
+		return o, errors.New("give --idp, or a --token oid=TOKEN for each identity of the set")
+	case o.concurrency < 1:
+		return o, errors.New("--concurrency must be at least 1")
+	}
+	switch o.progress {
+	case "auto", "bar", "lines", "none":
+	default:
+		return o, fmt.Errorf("--progress must be auto, bar, lines or none, not %q", o.progress)
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 && args[0] == "diff" {
+		return diff(args[1:], stdout, stderr)
+	}
+	o, err := parse(args, stderr, getenv)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "ask-eval:", err)
+		}
+		return 2
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "ask-eval:", err); return 2 }
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+
+	var set *eval.Set
+	if o.set == "" {
+		set, err = eval.DefaultSet()
+	} else {
+		set, err = eval.LoadSet(o.set)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	var (
+		base *eval.Report
+		exp  *eval.Expectation
+	)
+	// Read the baseline before anything is written: it is often the report this run replaces.
+	if o.baseline != "" {
+		if base, err = eval.ReadReport(o.baseline); err != nil {
+			return fail(err)
+		}
+	}
+	if o.expect != "" {
+		if exp, err = eval.LoadExpectation(o.expect); err != nil {
+			return fail(err)
+		}
+	}
+
+	model, err := agent.ConfigFromEnv()
+	if err != nil {
+		return fail(fmt.Errorf("model: %w", err))
+	}
+	cfg := eval.Config{Concurrency: o.concurrency, AskTimeout: o.askTimeout, Logger: log}
+	target := o.url
+	if o.devStack {
+		opts := stack.Options{Logger: log}
+		if model.LLM != agent.LLMStub {
+			opts.Model = &model
+		}
+		st, err := stack.Start(ctx, opts)
+		if err != nil {
+			return fail(fmt.Errorf("start the dev stack: %w", err))
+		}
+		defer func() {
+			if err := st.Close(); err != nil {
+				fmt.Fprintln(stderr, "ask-eval: stopping the dev stack:", err)
+			}
+		}()
+		cfg.BaseURL, cfg.Tokens = st.AskURL, &eval.IdPTokens{URL: st.IdPURL}
+		target = "dev stack (in process, demo source)"
+	} else {
+		cfg.BaseURL = o.url
+		if len(o.tokens) > 0 {
+			cfg.Tokens = eval.FixedTokens(o.tokens)
+		} else {
+			cfg.Tokens = &eval.IdPTokens{URL: o.idp}
+		}
+	}
+	if o.model == "" {
+		o.model = modelName(model, o.devStack)
+	}
+	if o.truthSource != "" {
+		tokens, as := cfg.Tokens, o.truthAs
+		cfg.Oracle = &eval.SourceOracle{URL: o.truthSource, Token: func(ctx context.Context) (string, error) { return tokens.Token(ctx, as) }}
+	} else {
+		truth, err := source.OpenTruth(ctx, nil)
+		if err != nil {
+			return fail(fmt.Errorf("the demo dataset: %w", err))
+		}
+		defer truth.Close()
+		cfg.Oracle = truth
+	}
+
+	prog := newProgress(o.progress, stderr, len(set.Items))
+	cfg.Progress = prog.item
+	start := time.Now()
+	results, err := eval.Run(ctx, set, cfg)
+	prog.stop()
+	if err != nil {
+		return fail(err)
+	}
+	rep := &eval.Report{
+		Date: start.UTC(), Commit: commit(), Model: o.model, Target: target, Set: *set,
+		Concurrency: o.concurrency, ElapsedMS: float64(time.Since(start).Milliseconds()),
+		Scores: eval.Score(results), Items: results,
+	}
+	if o.jsonOut {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteSummary(stdout)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	// With --json, stdout is the report alone; everything else goes to stderr.
+	info := stdout
+	if o.jsonOut {
+		info = stderr
+	}
+	if !o.noWrite {
+		if err := write(o.out, rep); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(info, "report: %s, %s, %s\n", filepath.Join(o.out, "REPORT.md"), filepath.Join(o.out, "report.json"), filepath.Join(o.out, "report.png"))
+	}
+	if base != nil {
+		if err := eval.Diff(info, base, rep); err != nil {
+			return fail(err)
+		}
+	}
+	if exp != nil {
+		if diffs := exp.Check(rep.Scores); len(diffs) > 0 {
+			fmt.Fprintf(info, "scores differ from %s:\n  %s\n", o.expect, strings.Join(diffs, "\n  "))
+			return 1
+		}
+		fmt.Fprintf(info, "scores as expected by %s\n", o.expect)
+	}
+	return 0
+}
+
+// write puts REPORT.md, report.json and report.png in dir, each written whole or not at all.
+func write(dir string, rep *eval.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := []struct {
+		name string
+		fn   func(io.Writer) error
+	}{
+		{"report.json", rep.WriteJSON},
+		{"REPORT.md", func(w io.Writer) error { return rep.WriteMarkdown(w, "report.png") }},
+		{"report.png", func(w io.Writer) error { return eval.WriteChart(w, rep) }},
+	}
+	for _, f := range files {
+		tmp, err := os.CreateTemp(dir, "."+f.name+"-*")
+		if err != nil {
+			return err
+		}
+		err = errors.Join(tmp.Chmod(0o644), f.fn(tmp))
+		err = errors.Join(err, tmp.Close())
+		if err == nil {
+			err = os.Rename(tmp.Name(), filepath.Join(dir, f.name))
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("writing %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// diff compares two reports without running anything.
+func diff(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintln(stderr, "usage: ask-eval diff OLD.json NEW.json")
+		return 2
+	}
+	base, err := eval.ReadReport(args[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "ask-eval:", err)
+		return 2
+	}
+	cur, err := eval.ReadReport(args[1])
+	if err != nil {
+		fmt.Fprintln(stderr, "ask-eval:", err)
+		return 2
+	}
+	if err := eval.Diff(stdout, base, cur); err != nil {
+		fmt.Fprintln(stderr, "ask-eval:", err)
+		return 2
+	}
+	return 0
+}
+
+// modelName is what the report says about the model: the dev stack's configuration, or for a
+// remote service what ASK_LLM and ASK_LLM_MODEL say here (the API does not tell).
+func modelName(m agent.Config, dev bool) string {
+	switch {
+	case dev && m.LLM == agent.LLMStub:
+		return "llm-stub (default script)"
+	case m.LLM == agent.LLMStub:
+		return "unknown (give --model)"
+	case m.BaseURL != "":
+		return fmt.Sprintf("%s %s at %s", m.LLM, m.Model, m.BaseURL)
+	}
+	return m.LLM + " " + m.Model
+}
+
+// commit is the working tree's commit (with -dirty when it has changes), or the binary's.
+func commit() string {
+	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		c := strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+			c += "-dirty"
+		}
+		return c
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/eval"
+	"github.com/das-ask/ask/internal/leaktest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, leaktest.IgnoreTestServers()...) }
+
+func noenv(string) string { return "" }
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "give --url"},
+		{[]string{"--url", "http://x/ask"}, "give --idp"},
+		{[]string{"--dev-stack", "--url", "http://x/ask"}, "drop --url"},
+		{[]string{"--dev-stack", "--concurrency", "0"}, "at least 1"},
+		{[]string{"--dev-stack", "--progress", "fancy"}, "--progress"},
+		{[]string{"--dev-stack", "--token", "alice"}, "oid=TOKEN"},
+		{[]string{"--dev-stack", "extra"}, "unexpected arguments"},
+		{[]string{"--dev-stack", "--set", "does-not-exist.yaml"}, "does-not-exist.yaml"},
+		{[]string{"diff", "one.json"}, "usage"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(t.Context(), tc.args, &out, &errb, noenv); code != 2 {
+			t.Errorf("%v: exit %d, want 2", tc.args, code)
+		}
+		if !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: stderr %q, want it to say %q", tc.args, errb.String(), tc.want)
+		}
+	}
+}
+
+// The whole command against the dev stack: the fixture's known scores, a report in three files
+// (the chart a real PNG), no question text in any of them, and the baseline difference.
+func TestFixtureAgainstTheDevStack(t *testing.T) {
+	dir := t.TempDir()
+	set := filepath.Join("..", "..", "eval", "testdata", "fixture.yaml")
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"--dev-stack", "--set", set, "--out", dir, "--progress", "lines",
+		"--expect", filepath.Join("..", "..", "eval", "testdata", "fixture.expect.yaml")}, &out, &errb, noenv)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"outcome accuracy     82% (9/11)", "scores as expected by"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(errb.String(), "\n"); n != 11 {
+		t.Errorf("want one progress line per item (11), got %d:\n%s", n, errb.String())
+	}
+
+	s, err := eval.LoadSet(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"REPORT.md", "report.json", "report.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range s.Items {
+			if bytes.Contains(b, []byte(it.Question)) {
+				t.Errorf("%s holds the question of %s", name, it.ID)
+			}
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "report.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("report.png: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 {
+		t.Errorf("report.png is %v, too small to read", b)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "REPORT.md"))
+	for _, want := range []string{"| model | llm-stub", "| commit |", "| set | fixture", "![latency distribution", "| f-off-script |"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("REPORT.md lacks %q", want)
+		}
+	}
+
+	// The same report against itself changes nothing; against a worse copy it says what moved.
+	cur := filepath.Join(dir, "report.json")
+	out.Reset()
+	if code := run(t.Context(), []string{"diff", cur, cur}, &out, &errb, noenv); code != 0 || !strings.Contains(out.String(), "no item changed") {
+		t.Fatalf("diff of a report with itself: exit %d\n%s", code, out.String())
+	}
+	rep, err := eval.ReadReport(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Items[0].Got = eval.KindError
+	rep.Scores = eval.Score(rep.Items)
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	worse := filepath.Join(dir, "worse.json")
+	if err := os.WriteFile(worse, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"diff", cur, worse}, &out, &errb, noenv); code != 0 {
+		t.Fatalf("diff: exit %d", code)
+	}
+	for _, want := range []string{"outcome_accuracy", "worse", rep.Items[0].ID + ": answer"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("diff lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// A wrong expectation fails the run with exit 1 and says which score differs.
+func TestExpectationMismatch(t *testing.T) {
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(exp, []byte("scores: {outcome_accuracy: 1, no_such_score: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"--dev-stack", "--no-write", "--progress", "none", "--set", filepath.Join("..", "..", "eval", "testdata", "fixture.yaml"), "--expect", exp}, &out, &errb, noenv)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"outcome_accuracy: 0.8182, expected 1", "no_such_score: no such score"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// A running service, a set the repository has never seen: identities minted by the IdP the
+// service trusts, or tokens handed in.
+func TestRunningServiceWithANewSet(t *testing.T) {
+	st, err := stack.Start(t.Context(), stack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	dir := t.TempDir()
+	set := filepath.Join(dir, "my-set.yaml")
+	if err := os.WriteFile(set, []byte(`name: mine
+items:
+  - id: q3-sev1
+    question: How many sev1 incidents did we have in 2025-Q3?
+    expect: answer
+    sql: SELECT COUNT(*) FROM incidents WHERE quarter = '2025-Q3' AND severity = 'sev1'
+    terms: [incident]
+  - id: dave-pay
+    as: dave
+    question: What was the on-call pay per team in 2025-Q3?
+    expect: refusal
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(exp, []byte("scores: {outcome_accuracy: 1, answer_correctness: 1, attribution: 1, refusal_recall: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokens := eval.IdPTokens{URL: st.IdPURL}
+	alice, err := tokens.Token(t.Context(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dave, err := tokens.Token(t.Context(), "dave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, auth := range map[string][]string{
+		"idp":    {"--idp", st.IdPURL},
+		"tokens": {"--token", "alice=" + alice, "--token", "dave=" + dave},
+		// The expected results read through the running source as alice, not the embedded data.
+		"truth through the source": {"--idp", st.IdPURL, "--truth-source", st.SourceURL + "/mcp"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"--url", st.AskURL, "--set", set, "--out", t.TempDir(), "--progress", "none", "--model", "stub-under-test", "--expect", exp}, auth...)
+			if code := run(t.Context(), args, &out, &errb, noenv); code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), "against "+st.AskURL+", model stub-under-test") {
+				t.Errorf("the summary does not name the target and model:\n%s", out.String())
+			}
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		args := []string{"--url", st.AskURL, "--set", set, "--no-write", "--progress", "none", "--idp", st.IdPURL, "--json"}
+		if code := run(t.Context(), args, &out, &errb, noenv); code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+		}
+		var rep eval.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("stdout is not one JSON report: %v\n%s", err, out.String())
+		}
+		if len(rep.Items) != 2 || rep.Scores.Items != 2 || rep.Set.Name != "mine" {
+			t.Errorf("report: %d items, scores of %d, set %q", len(rep.Items), rep.Scores.Items, rep.Set.Name)
+		}
+	})
+	t.Run("a truth identity the source refuses", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		args := []string{"--url", st.AskURL, "--set", filepath.Join("..", "..", "eval", "testdata", "fixture.yaml"), "--no-write", "--progress", "none",
+			"--idp", st.IdPURL, "--truth-source", st.SourceURL + "/mcp", "--truth-as", "bob"}
+		if code := run(t.Context(), args, &out, &errb, noenv); code != 2 {
+			t.Fatalf("exit %d, want 2\n%s%s", code, out.String(), errb.String())
+		}
+		if !strings.Contains(errb.String(), "f-alice-oncall") || !strings.Contains(errb.String(), "refused") {
+			t.Errorf("stderr should name the item whose truth was refused: %s", errb.String())
+		}
+	})
+	t.Run("a token missing for an identity", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		args := []string{"--url", st.AskURL, "--set", set, "--no-write", "--progress", "none", "--token", "alice=" + alice}
+		if code := run(t.Context(), args, &out, &errb, noenv); code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+		}
+		if !strings.Contains(out.String(), "harness errors       1") {
+			t.Errorf("dave's ask had no token; want it counted as a harness error:\n%s", out.String())
+		}
+	})
+}

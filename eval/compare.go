@@ -1,0 +1,120 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Oracle computes an item's expected result by running its SQL when the eval runs. The demo
+// dataset (source.OpenTruth) is one; any database that can run the set's SQL is another.
+type Oracle interface {
+	Query(ctx context.Context, sql string) (columns []string, rows [][]any, err error)
+}
+
+// sameRows reports whether got equals want: the same number of rows, each with the same number
+// of values, values equal (numbers within tol, plus a relative 1e-9 for float noise). Unless
+// ordered, rows are compared as multisets. The detail says what differed, for the report.
+func sameRows(got, want [][]any, ordered bool, tol float64) (bool, string) {
+	if len(got) != len(want) {
+		return false, fmt.Sprintf("%d rows, expected %d", len(got), len(want))
+	}
+	g, w := got, want
+	if !ordered {
+		g, w = sortedRows(got), sortedRows(want)
+	}
+	for i := range w {
+		if len(g[i]) != len(w[i]) {
+			return false, fmt.Sprintf("row %d has %d values, expected %d", i+1, len(g[i]), len(w[i]))
+		}
+		for j := range w[i] {
+			if !sameValue(g[i][j], w[i][j], tol) {
+				return false, fmt.Sprintf("row %d value %d is %s, expected %s", i+1, j+1, canon(g[i][j]), canon(w[i][j]))
+			}
+		}
+	}
+	return true, ""
+}
+
+func sortedRows(rows [][]any) [][]any {
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b []any) int { return strings.Compare(rowKey(a), rowKey(b)) })
+	return out
+}
+
+func rowKey(r []any) string {
+	parts := make([]string, len(r))
+	for i, v := range r {
+		parts[i] = canon(v)
+	}
+	return strings.Join(parts, "\x1f")
+}
+
+// number reads v as a number when it is one (Go numbers, json.Number).
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func sameValue(a, b any, tol float64) bool {
+	fa, aok := number(a)
+	fb, bok := number(b)
+	if aok && bok {
+		d := math.Abs(fa - fb)
+		return d <= tol || d <= 1e-9*math.Max(math.Abs(fa), math.Abs(fb))
+	}
+	return canon(a) == canon(b)
+}
+
+// canon is a value's canonical text: integers without a fraction, other numbers in the
+// shortest form, null for nil, anything else as its JSON or its text.
+func canon(v any) string {
+	if f, ok := number(v); ok {
+		if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+			return strconv.FormatInt(int64(f), 10)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// covers reports which of want are missing from have, case-insensitively.
+func missing(have, want []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), strings.TrimSpace(w)) }) {
+			out = append(out, w)
+		}
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package eval
+
+import (
+	"fmt"
+	"strings"
+)
+
+// judge scores one result against its item. Correctness is judged for every item that expects
+// an answer and names something to check (an item that did not answer is not correct);
+// attribution and caveats only for items that expected and got an answer, since a refusal or
+// an abstention carries no provenance to judge.
+func judge(r *ItemResult, it Item, want expected) {
+	answered := r.Got == KindAnswer && r.answer != nil
+	if it.Checked() {
+		ok := false
+		if answered {
+			var why string
+			if ok, why = checkAnswer(r, it, want); !ok {
+				r.Detail = why
+			}
+		}
+		r.Correct = &ok
+	}
+	if !answered || it.Expect != KindAnswer {
+		return
+	}
+	if len(it.Terms) > 0 {
+		var have []string
+		for _, p := range r.answer.Provenance {
+			have = append(have, p.Term)
+		}
+		miss := missing(have, it.Terms)
+		ok := len(miss) == 0
+		r.Attributed, r.MissingTerms = &ok, miss
+		if !ok {
+			r.Detail = strings.TrimPrefix(r.Detail+"; provenance lacks "+strings.Join(miss, ", "), "; ")
+		}
+	}
+	if ct := it.CaveatTerms(); len(ct) > 0 {
+		var have []string
+		for _, c := range r.answer.Caveats {
+			have = append(have, c.Term)
+		}
+		miss := missing(have, ct)
+		ok := len(miss) == 0
+		r.CaveatsCarried = &ok
+		if !ok {
+			r.Detail = strings.TrimPrefix(r.Detail+"; no caveat for "+strings.Join(miss, ", "), "; ")
+		}
+	}
+}
+
+// checkAnswer compares an answer with what the item expects: the rows of its SQL, its path,
+// whether it has a headline.
+func checkAnswer(r *ItemResult, it Item, want expected) (bool, string) {
+	a := r.answer
+	var wrong []string
+	if it.SQL != "" {
+		if a.Result == nil {
+			wrong = append(wrong, "no result rows")
+		} else if ok, why := sameRows(a.Result.Rows, want.rows, it.Ordered, it.Tolerance); !ok {
+			wrong = append(wrong, "result: "+why)
+		}
+	}
+	if it.Path != "" && string(a.Path.Speed) != it.Path {
+		wrong = append(wrong, fmt.Sprintf("path %s, expected %s", a.Path.Speed, it.Path))
+	}
+	if it.Headline != nil && (a.Headline != nil) != *it.Headline {
+		if *it.Headline {
+			wrong = append(wrong, "no headline, expected one")
+		} else {
+			wrong = append(wrong, "a headline, expected none")
+		}
+	}
+	return len(wrong) == 0, strings.Join(wrong, "; ")
+}

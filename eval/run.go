@@ -1,0 +1,281 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/das-ask/ask/client"
+	"github.com/das-ask/ask/gen"
+)
+
+// Config configures Run. Zero values mean defaults; BaseURL, Tokens and (for sets with SQL)
+// Oracle are required.
+type Config struct {
+	// BaseURL is the service's base URL, gateway prefix included (http://127.0.0.1:8080/ask).
+	BaseURL string
+	// Tokens hands out a bearer per identity the set asks as.
+	Tokens Tokens
+	// Oracle computes the expected results of the set's SQL.
+	Oracle Oracle
+	// Concurrency bounds the conversations in flight. 0 means 4 (the service's default
+	// in-flight limit per identity); an ask turned away with 429 waits its Retry-After.
+	Concurrency int
+	// AskTimeout bounds one ask from its POST to done. 0 means 3 minutes.
+	AskTimeout time.Duration
+	// HTTPClient makes every request. Nil means a plain client.
+	HTTPClient *http.Client
+	// Progress, when set, is called once per item as it finishes, never concurrently.
+	Progress func(done, total int, r ItemResult)
+	// Logger receives the harness's own trouble; nil discards. Questions are never logged.
+	Logger *slog.Logger
+}
+
+// ItemResult is what came of one item. It never holds the question text: the report names
+// items by id.
+type ItemResult struct {
+	ID           string `json:"id"`
+	Category     string `json:"category"`
+	As           string `json:"as"`
+	Conversation string `json:"conversation,omitempty"`
+	Expect       string `json:"expect"`
+	// Got is the terminal event's type; "error" also when the harness could not get one.
+	Got string `json:"got"`
+	// ErrorKind is the error event's kind, or "harness" when no outcome was read.
+	ErrorKind string `json:"error_kind,omitempty"`
+	// Detail says, for people, what was wrong (rows that differ, terms missing, a failure).
+	Detail string `json:"detail,omitempty"`
+	// Correct, Attributed and CaveatsCarried are set only where the item makes them scoreable.
+	Correct        *bool    `json:"correct,omitempty"`
+	Attributed     *bool    `json:"attributed,omitempty"`
+	MissingTerms   []string `json:"missing_terms,omitempty"`
+	CaveatsCarried *bool    `json:"caveats_carried,omitempty"`
+	// Latencies from the start of the POST of the ask, in milliseconds; a negative value means
+	// the event never came.
+	TicketMS         float64 `json:"ticket_ms"`
+	FirstMilestoneMS float64 `json:"first_milestone_ms"`
+	TerminalMS       float64 `json:"terminal_ms"`
+	// Usage, from done.
+	ModelCalls   int64 `json:"model_calls"`
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	Steps        int64 `json:"steps"`
+	HasDone      bool  `json:"has_done"`
+	// Throttled counts the asks turned away with 429 before this one was admitted.
+	Throttled int `json:"throttled,omitempty"`
+
+	answer *gen.AnswerEvent
+}
+
+// expected is an item's expected result, computed before any question is asked.
+type expected struct {
+	rows [][]any
+}
+
+// Run asks every item of set through the service's published API (package client over the
+// generated client) and judges each outcome. Items sharing a conversation are asked in file
+// order in one conversation; everything else runs concurrently, at most Concurrency
+// conversations at a time. The expected results are computed by the oracle first; an item whose
+// SQL fails stops the run before anything is asked. Results come back in the set's order.
+func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
+	if cfg.Tokens == nil {
+		return nil, errors.New("eval: Config.Tokens is required")
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.AskTimeout <= 0 {
+		cfg.AskTimeout = 3 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	want := make([]expected, len(set.Items))
+	for i, it := range set.Items {
+		if it.SQL == "" {
+			continue
+		}
+		if cfg.Oracle == nil {
+			return nil, fmt.Errorf("eval: item %s has sql but no oracle is configured", it.ID)
+		}
+		_, rows, err := cfg.Oracle.Query(ctx, it.SQL)
+		if err != nil {
+			return nil, fmt.Errorf("eval: item %s: computing the expected result: %w", it.ID, err)
+		}
+		want[i].rows = rows
+	}
+
+	clients := map[string]*client.Client{}
+	for _, as := range set.Identities() {
+		c, err := client.New(cfg.BaseURL, client.Options{
+			Token:      client.TokenFunc(func(ctx context.Context) (string, error) { return cfg.Tokens.Token(ctx, as) }),
+			HTTPClient: cfg.HTTPClient,
+			Logger:     cfg.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("eval: %w", err)
+		}
+		clients[as] = c
+	}
+
+	// Units of work: one per conversation group, one per standalone item, in order of first use.
+	var units [][]int
+	group := map[string]int{}
+	for i, it := range set.Items {
+		if it.Conversation == "" {
+			units = append(units, []int{i})
+			continue
+		}
+		if u, ok := group[it.Conversation]; ok {
+			units[u] = append(units[u], i)
+			continue
+		}
+		group[it.Conversation] = len(units)
+		units = append(units, []int{i})
+	}
+
+	results := make([]ItemResult, len(set.Items))
+	var (
+		mu       sync.Mutex
+		finished int
+		wg       sync.WaitGroup
+	)
+	work := make(chan []int)
+	report := func(i int, r ItemResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		results[i] = r
+		finished++
+		if cfg.Progress != nil {
+			cfg.Progress(finished, len(set.Items), r)
+		}
+	}
+	for range min(cfg.Concurrency, len(units)) {
+		wg.Go(func() {
+			for u := range work {
+				first := set.Items[u[0]]
+				c := clients[first.As]
+				conv, convErr := c.CreateConversation(ctx)
+				for _, i := range u {
+					it := set.Items[i]
+					var r ItemResult
+					if convErr != nil {
+						r = base(it)
+						harness(&r, fmt.Errorf("creating the conversation: %w", convErr))
+					} else {
+						r = ask(ctx, c, conv.Id, it, cfg.AskTimeout)
+					}
+					judge(&r, it, want[i])
+					report(i, r)
+				}
+			}
+		})
+	}
+	for _, u := range units {
+		select {
+		case work <- u:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return results, err
+	}
+	return results, nil
+}
+
+func base(it Item) ItemResult {
+	return ItemResult{ID: it.ID, Category: it.Category, As: it.As, Conversation: it.Conversation, Expect: it.Expect,
+		TicketMS: -1, FirstMilestoneMS: -1, TerminalMS: -1}
+}
+
+func harness(r *ItemResult, err error) {
+	r.Got, r.ErrorKind, r.Detail = KindError, "harness", err.Error()
+}
+
+// ask puts one item's question and follows its events to done, timing the ticket, the first
+// milestone and the terminal event from the start of the POST.
+func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout time.Duration) ItemResult {
+	r := base(it)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ms := func(t0 time.Time) float64 { return float64(time.Since(t0).Microseconds()) / 1000 }
+
+	var (
+		tk  gen.Ticket
+		err error
+		t0  time.Time
+	)
+	for {
+		t0 = time.Now()
+		tk, err = c.Ask(ctx, convID, it.Question)
+		var apiErr *client.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
+			break
+		}
+		r.Throttled++
+		wait := max(apiErr.RetryAfter, 200*time.Millisecond)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		harness(&r, fmt.Errorf("asking: %w", err))
+		return r
+	}
+	r.TicketMS = ms(t0)
+
+	for ev, err := range c.Events(ctx, tk.Ticket, client.EventsOptions{}) {
+		if err != nil {
+			if ctx.Err() != nil {
+				cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				_, _ = c.Cancel(cctx, tk.Ticket)
+				ccancel()
+				err = fmt.Errorf("no outcome within %s: %w", timeout, err)
+			}
+			harness(&r, fmt.Errorf("following the events: %w", err))
+			return r
+		}
+		if k := ev.Outcome(); k != client.NotTerminal {
+			r.TerminalMS = ms(t0)
+			r.Got = k.String()
+		}
+		switch v := ev.Value.(type) {
+		case gen.MilestoneEvent:
+			if r.FirstMilestoneMS < 0 {
+				r.FirstMilestoneMS = ms(t0)
+			}
+		case gen.AnswerEvent:
+			r.answer = &v
+		case gen.ErrorEvent:
+			r.ErrorKind, r.Detail = string(v.Kind), v.Message
+		case gen.RefusalEvent:
+			r.Detail = fmt.Sprintf("refused by %s (%s): %s", v.Source, v.Tool, v.Reason)
+		case gen.AbstentionEvent:
+			r.Detail = fmt.Sprintf("catalog terms tried: %v", v.Terms)
+		case gen.DoneEvent:
+			r.HasDone = true
+			r.ModelCalls, r.InputTokens, r.OutputTokens, r.Steps = v.ModelCalls, v.InputTokens, v.OutputTokens, v.Steps
+		}
+	}
+	if r.Got == "" || !r.HasDone {
+		harness(&r, client.ErrIncomplete)
+		return r
+	}
+	return r
+}

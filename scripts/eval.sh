@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# eval: score the ask service, and the model behind it, on a question set (cmd/ask-eval).
+#
+#   scripts/eval.sh [ARGS...]                 start the dev stack (llm-stub unless ASK_LLM names a
+#                                             real model) in process and evaluate it
+#   URL=http://host:8080/ask scripts/eval.sh  evaluate a service that is already running;
+#                                             identities are minted by the dev IdP at IDP (default
+#                                             http://127.0.0.1:8090) unless TOKENS is set
+#                                             ("alice=TOKEN bob=TOKEN", one per identity of the set)
+#
+# SET=my-set.yaml picks the set (default: eval/sets/demo.yaml), OUT=dir where the report goes
+# (default docs/eval/). ARGS go to cmd/ask-eval, e.g. --baseline docs/eval/report.json, --concurrency 8,
+# --model NAME, --expect FILE. Exit status: 0 ran, 1 scores differ from --expect, 2 could not run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+args=()
+[[ -n "${SET:-}" ]] && args+=(--set "$SET")
+[[ -n "${OUT:-}" ]] && args+=(--out "$OUT")
+if [[ -z "${URL:-}" ]]; then
+	exec "$GO" run ./cmd/ask-eval --dev-stack "${args[@]}" "$@"
+fi
+args+=(--url "$URL")
+if [[ -n "${TOKENS:-}" ]]; then
+	for t in $TOKENS; do args+=(--token "$t"); done
+else
+	args+=(--idp "${IDP:-http://127.0.0.1:8090}")
+fi
+exec "$GO" run ./cmd/ask-eval "${args[@]}" "$@"

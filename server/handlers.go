@@ -162,9 +162,8 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		s.release("")
 		return err
 	}
-	history, err := s.store.CreateTicket(ctx, store.NewTicket{
-		ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
-	}, s.limits())
+	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted}
+	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if err != nil {
 		s.release("")
 		var conflict *store.ConflictError
@@ -186,6 +185,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}
 
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
+	r.admitted = nt
 	// The supervisor branch opens before the 202, not when the run starts: a caller may cancel
 	// the moment it has its ticket, and after a cancel the log takes only the branch's close,
 	// error{cancelled} and done. Opening it later would put an open after that cancel.
@@ -318,7 +318,7 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 	for !t.Finished() {
 		b, err := s.store.Read(ctx, t.ID, t.LastSeq)
 		if err != nil {
-			return t, errNotFound
+			return t, notFoundOr(err)
 		}
 		if !b.Finished && len(b.Events) == 0 {
 			select {
@@ -332,7 +332,7 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 			}
 		}
 		if t, err = s.store.Ticket(ctx, t.ID); err != nil {
-			return t, errNotFound
+			return t, notFoundOr(err)
 		}
 	}
 	return t, nil
@@ -348,10 +348,9 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	r := s.runs[ticket]
 	s.mu.Unlock()
 	if r != nil {
-		if r.end(outcomeFor(errCancelled)) {
+		if r.stop(errCancelled) {
 			s.log.Info("ask cancelled", "ticket", ticket)
 		}
-		r.cancel(errCancelled)
 	} else if sh, ok := s.store.(store.Shared); ok {
 		// Another replica runs it (or ran it): end the log here, at once; the runner sees the
 		// end in its log and stops making model calls.
@@ -365,7 +364,7 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	}
 	t, err := s.store.Ticket(c.Request().Context(), ticket)
 	if err != nil {
-		return errNotFound
+		return notFoundOr(err)
 	}
 	return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})
 }
@@ -395,6 +394,15 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 		return store.Ticket{}, errNotFound
 	}
 	return t, nil
+}
+
+// notFoundOr is errNotFound for a ticket that is gone, and err itself when the store could not
+// say (unavailable: 503, or the caller left).
+func notFoundOr(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound
+	}
+	return err
 }
 
 // sameOwner compares in constant time for equal-length keys, so a ticket's existence does not

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -77,6 +78,14 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 	closing := false
 	for {
 		b, err := s.store.Read(ctx, ticket, cursor)
+		if errors.Is(err, store.ErrUnavailable) && ctx.Err() == nil {
+			// The store is away for now (a restart, a pause, a network fault): the log is
+			// still there, so the stream stays open, with its keep-alives, and reads again.
+			if !s.waitStore(ctx, out, keepAlive) {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			return // evicted, or the store closed: nothing more will come
 		}
@@ -118,6 +127,31 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 }
 
 // cursorOf is the stream's starting cursor: Last-Event-ID wins over `after`; neither means 0.
+// storeRetry is how long a stream waits before reading a store that was unavailable again.
+const storeRetry = 500 * time.Millisecond
+
+// waitStore waits storeRetry, writing a keep-alive if one falls due. It reports false when the
+// stream must end: the client left, the server closes or the client cannot be written to.
+func (s *Server) waitStore(ctx context.Context, out *sseWriter, keepAlive *time.Ticker) bool {
+	retry := time.NewTimer(storeRetry)
+	defer retry.Stop()
+	for {
+		select {
+		case <-retry.C:
+			return true
+		case <-keepAlive.C:
+			out.comment(": keepalive\n\n")
+			if err := out.flush(); err != nil {
+				return false
+			}
+		case <-ctx.Done():
+			return false
+		case <-s.closing:
+			return false
+		}
+	}
+}
+
 func cursorOf(p gen.StreamEventsParams) (int64, error) {
 	if p.LastEventID != nil {
 		n, err := strconv.ParseInt(*p.LastEventID, 10, 64)

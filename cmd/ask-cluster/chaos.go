@@ -337,11 +337,19 @@ func runGroup(ctx context.Context, o chaosOpts, log *slog.Logger, list []scenari
 	return rows, nil
 }
 
-// durableBuilt reports whether the askd this tree builds knows durable mode's key setting.
+// durableBuilt reports whether the askd this tree builds reads durable mode's key setting
+// (in its own package or the server's configuration).
 func durableBuilt() (bool, string) {
-	out, err := os.ReadFile(filepath.Join("server", "config.go"))
-	if err == nil && bytes.Contains(out, []byte(durableSealEnv)) {
-		return true, ""
+	for _, dir := range []string{filepath.Join("cmd", "askd"), "server"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			if out, err := os.ReadFile(f); err == nil && bytes.Contains(out, []byte(durableSealEnv)) {
+				return true, ""
+			}
+		}
 	}
 	return false, "durable mode (" + durableSealEnv + ") is not in this tree yet"
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,4 +189,85 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	if _, _, err := s.Conversation(ctx, "c"); err != nil {
 		t.Errorf("Conversation once Redis is back: %v", err)
 	}
+}
+
+// Restore: the store lost a running ticket's last writes, or the whole ticket (a restart).
+// The runner re-creates it if needed and ends it after every seq it assigned; the lost events
+// leave a gap, the ticket does not vanish, and the conversation is free again.
+func TestRestore(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	rc := raw(t, srv)
+	prefix := "restore:" + rand.Text() + ":"
+	s := newStore(t, srv, redisstore.Options{Prefix: prefix})
+	other := newStore(t, srv, redisstore.Options{Prefix: prefix})
+	nt := func(id string) store.NewTicket {
+		return store.NewTicket{ID: id, ConversationID: "c", Owner: storetest.Alice, CreatedAt: time.Unix(1700000000, 0),
+			Accepted: storetest.Ev(1, gen.EventTypeAccepted)}
+	}
+	storetest.MustConv(t, s, "c", storetest.Alice)
+	if _, err := s.CreateTicket(ctx, nt("t1"), store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(2); seq <= 3; seq++ {
+		if err := s.Append(ctx, "t1", storetest.Ev(seq, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn := ask.Turn{Question: "q", Outcome: gen.EventTypeError, Text: "interrupted"}
+	// The runner had assigned up to seq 5; the store kept 3.
+	if err := other.Restore(ctx, nt("t1"), interruptedTail(6), turn); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("Restore by an instance that does not run the ticket: %v, want ErrFinished", err)
+	}
+	if err := s.Restore(ctx, nt("t1"), interruptedTail(3), turn); !errors.Is(err, store.ErrSeq) {
+		t.Errorf("Restore with a tail at a seq the log holds: %v, want ErrSeq", err)
+	}
+	for i := range 2 {
+		if err := s.Restore(ctx, nt("t1"), interruptedTail(6), turn); err != nil {
+			t.Fatalf("Restore, run %d: %v", i+1, err)
+		}
+	}
+	b, err := s.Read(ctx, "t1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := storetestSeqs(b.Events); got != "1,2,3,6,7,8" || !b.Finished {
+		t.Errorf("restored log %s (finished %v), want 1,2,3,6,7,8 finished", got, b.Finished)
+	}
+
+	// The whole ticket lost: re-created, ended, and the conversation takes the next ask.
+	if _, err := s.CreateTicket(ctx, nt("t2"), store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	// As an AOF that lost its last second loses them: the ticket's keys and everything its
+	// creation changed.
+	if err := rc.Del(ctx, prefix+"t:t2", prefix+"t:t2:log", prefix+"t:t2:steps").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rc.HIncrBy(ctx, prefix+"inflight", "1:talice", -1)
+	rc.HSet(ctx, prefix+"c:c", "running", "")
+	if err := s.Append(ctx, "t2", storetest.Ev(2, gen.EventTypeStep)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("append to the lost ticket: %v, want ErrNotFound", err)
+	}
+	if err := s.Restore(ctx, nt("t2"), interruptedTail(3), turn); err != nil {
+		t.Fatalf("Restore of a lost ticket: %v", err)
+	}
+	tk, err := s.Ticket(ctx, "t2")
+	if err != nil || tk.State() != gen.AskStateError || tk.Owner != storetest.Alice || tk.LastSeq != 5 {
+		t.Errorf("restored ticket %+v, %v", tk, err)
+	}
+	if b, err := s.Read(ctx, "t2", 0); err != nil || storetestSeqs(b.Events) != "1,3,4,5" {
+		t.Errorf("restored log %v, %v; want 1,3,4,5", storetestSeqs(b.Events), err)
+	}
+	if _, err := s.CreateTicket(ctx, nt("t3"), store.Limits{MaxInFlightPerOwner: 1}); err != nil {
+		t.Errorf("the next ask after a restored one: %v", err)
+	}
+}
+
+func storetestSeqs(evs []store.Event) string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, strconv.FormatInt(ev.Seq, 10))
+	}
+	return strings.Join(out, ",")
 }

@@ -42,6 +42,15 @@ func (s *Store) Read(ctx context.Context, ticket string, after int64) (store.Bat
 		if err != nil {
 			return store.Batch{}, err
 		}
+		if ev.Type == gen.EventTypeAccepted {
+			data, ok := s.open(ev.Data, acceptedAD(ticket))
+			if !ok {
+				// Sealed with a key that is no longer configured: crypto-shredded, so the
+				// ticket is gone for every reader.
+				return store.Batch{}, store.ErrNotFound
+			}
+			ev.Data = data
+		}
 		b.Events = append(b.Events, ev)
 	}
 	if b.Finished {

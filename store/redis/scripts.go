@@ -83,10 +83,11 @@ var createTicket = goredis.NewScript(prelude + `
 local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
 if t[1] then
   -- a retry of this very call (its reply was lost): the ticket it created is ok, with the
-  -- turns it answered then (the ticket runs, so no turn was added since)
+  -- turns it answered then (the ticket runs, so no turn was added since). The ticket is
+  -- known by its random id, conversation, owner, runner and creation time (to the ns); its
+  -- accepted event is not compared, as a sealed one differs at every sealing.
   if t[1] == ARGV[2] and t[2] == ARGV[3] and t[3] == ARGV[4] and t[4] == ARGV[9] and t[5] == ARGV[5] then
-    local a = redis.call('XRANGE', KEYS[4], '1-0', '1-0')
-    if a[1] and a[1][2][4] == ARGV[6] then return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)} end
+    return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
   end
   return {'taken'}
 end
@@ -142,8 +143,10 @@ redis.call('PUBLISH', ARGV[6], ARGV[7])
 return 'ok'
 `)
 
-// endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own) or End
-// from any replica (mode any, or lapsed: only once the lease has lapsed). An End whose tail
+// endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own), End
+// from any replica (mode any, or lapsed: only once the lease has lapsed), or the runner's
+// Restore of a log the store lost part or all of (mode restore: the tail may skip seqs, and a
+// ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted). An End whose tail
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
@@ -152,7 +155,29 @@ return 'ok'
 // then n times seq, type, data.
 var endTicket = goredis.NewScript(prelude + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender')
-if not h[1] then return 'notfound' end
+local mode = ARGV[1]
+local n = tonumber(ARGV[11])
+if not h[1] then
+  if mode ~= 'restore' then return 'notfound' end
+  -- the ticket is gone (a store restart lost it): re-create it as createTicket did, without
+  -- the caps (it was admitted), so that it ends rather than vanishes
+  local x = 12 + 3 * n
+  redis.call('DEL', KEYS[2], KEYS[3])
+  redis.call('HSET', KEYS[1], 'conv', ARGV[5], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2],
+    'last', 1, 'finished', 0, 'runner', ARGV[2], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
+  redis.call('XADD', KEYS[2], '1-0', 't', 'accepted', 'd', ARGV[x + 3])
+  redis.call('HINCRBY', KEYS[6], owner_field(ARGV[x], ARGV[x + 1]), 1)
+  if redis.call('EXISTS', KEYS[4]) == 0 then
+    redis.call('HSET', KEYS[4], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2], 'running', ARGV[4])
+  elseif (redis.call('HGET', KEYS[4], 'running') or '') == '' then
+    redis.call('HSET', KEYS[4], 'running', ARGV[4])
+  end
+  redis.call('ZADD', KEYS[9], '+inf', ARGV[5])
+  redis.call('ZADD', KEYS[10], '+inf', ARGV[5])
+  redis.call('ZADD', KEYS[8], '+inf', ARGV[4])
+  redis.call('ZADD', KEYS[11], '+inf', ARGV[4])
+  h = {'0', ARGV[2], '1', ARGV[5], ARGV[x], ARGV[x + 1], false, false, false, false}
+end
 if h[1] == '1' then
   -- a retry of this very end (its reply was lost): this instance wrote the ticket's done
   local di = tonumber(ARGV[10])
@@ -160,17 +185,21 @@ if h[1] == '1' then
   return 'finished'
 end
 if h[4] ~= ARGV[5] then return 'notfound' end
-local mode = ARGV[1]
-if mode == 'own' and (h[2] ~= ARGV[2] or h[7] == '1') then return 'finished' end
+if (mode == 'own' or mode == 'restore') and (h[2] ~= ARGV[2] or h[7] == '1') then return 'finished' end
 local now = now_ms()
 if mode == 'lapsed' then
   local s = redis.call('ZSCORE', KEYS[7], ARGV[4])
   if s and tonumber(s) > now then return 'held' end
 end
-local n = tonumber(ARGV[11])
 local last = tonumber(h[3])
+local first = last + 1
+if mode == 'restore' then
+  -- the tail comes after every seq the runner assigned: the lost events leave a gap
+  first = tonumber(ARGV[12])
+  if first <= last then return 'seq' end
+end
 for i = 0, n - 1 do
-  if tonumber(ARGV[12 + 3 * i]) ~= last + 1 + i then
+  if tonumber(ARGV[12 + 3 * i]) ~= first + i then
     if mode ~= 'own' then redis.call('HSET', KEYS[1], 'ending', 1) end
     return 'seq'
   end

@@ -20,7 +20,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	res, err := createTicket.Run(ctx, s.rdb,
 		[]string{k.conv(nt.ConversationID), k.turns(nt.ConversationID), k.ticket(nt.ID), k.log(nt.ID), k.steps(nt.ID),
 			k.tickets(), k.inflight(), k.running(), k.convs(), k.ownerConvs(nt.Owner), k.ownerTickets(nt.Owner)},
-		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), nt.Accepted.Data,
+		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
 		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease),
 		limits.MaxRetainedPerOwner, limits.MaxTurns).Slice()
 	if err != nil {
@@ -35,7 +35,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 			str, _ := r.(string)
 			strs = append(strs, str)
 		}
-		return decodeTurns(strs)
+		return s.decodeTurns(nt.ConversationID, strs)
 	case "conflict":
 		running, _ := res[1].(string)
 		return nil, &store.ConflictError{Ticket: running}
@@ -92,19 +92,13 @@ func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn
 	return s.end(ctx, mode, ticket, tail, turn)
 }
 
+// Restore implements store.Shared.
+func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
+	return s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
+		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data))
+}
+
 func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) error {
-	term, done := -1, -1
-	for i, ev := range tail {
-		switch {
-		case ev.Terminal():
-			term = i
-		case ev.Type == gen.EventTypeDone:
-			done = i
-		}
-	}
-	if term < 0 || done < 0 {
-		return store.ErrSeq
-	}
 	// The ticket's conversation and owner never change once it exists, so reading them ahead
 	// of the script names its keys without a race.
 	h, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "conv", "tenant", "oid").Result()
@@ -117,8 +111,24 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 	if h[0] == nil {
 		return store.ErrNotFound
 	}
-	owner := store.Owner{Tenant: tenant, OID: oid}
-	tj, err := encodeTurn(turn)
+	return s.run(ctx, mode, ticket, conv, store.Owner{Tenant: tenant, OID: oid}, tail, turn)
+}
+
+// run runs endTicket in mode; extra follows the tail's events (mode restore).
+func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.Owner, tail []store.Event, turn ask.Turn, extra ...any) error {
+	term, done := -1, -1
+	for i, ev := range tail {
+		switch {
+		case ev.Terminal():
+			term = i
+		case ev.Type == gen.EventTypeDone:
+			done = i
+		}
+	}
+	if term < 0 || done < 0 {
+		return store.ErrSeq
+	}
+	tj, err := s.encodeTurn(conv, turn)
 	if err != nil {
 		return fmt.Errorf("redis store: encode the turn: %w", err)
 	}
@@ -127,6 +137,7 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 	for _, ev := range tail {
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
+	args = append(args, extra...)
 	res, err := endTicket.Run(ctx, s.rdb,
 		[]string{k.ticket(ticket), k.log(ticket), k.steps(ticket), k.conv(conv), k.turns(conv),
 			k.inflight(), k.running(), k.tickets(), k.convs(), k.ownerConvs(owner), k.ownerTickets(owner)}, args...).Text()

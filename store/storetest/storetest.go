@@ -519,8 +519,8 @@ func testRetriedWrites(t *testing.T, f Factory) {
 		}
 	}
 	if _, err := m.CreateTicket(ctx, store.NewTicket{ID: "t", ConversationID: "c", Owner: Alice,
-		CreatedAt: time.Unix(1700000000, 0).UTC(), Accepted: store.Event{Seq: 1, Type: gen.EventTypeAccepted, Data: []byte(`{"other":1}`)}}, store.Limits{}); err == nil {
-		t.Error("CreateTicket with another accepted event under a taken id answered ok")
+		CreatedAt: time.Unix(1700000001, 0).UTC(), Accepted: Ev(1, gen.EventTypeAccepted)}, store.Limits{}); err == nil {
+		t.Error("CreateTicket of another ticket under a taken id answered ok")
 	}
 	for i := range 2 {
 		if err := m.Append(ctx, "t", Ev(2, gen.EventTypeStep)); err != nil {

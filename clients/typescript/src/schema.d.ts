@@ -659,7 +659,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The service is at capacity or shutting down; retry after `Retry-After` seconds. */
+        /**
+         * @description The service is at capacity or shutting down, or its store cannot serve the request for
+         *     the moment (any call); retry after `Retry-After` seconds.
+         */
         Unavailable: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -862,6 +865,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getAsk: {
@@ -896,6 +900,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     cancelAsk: {
@@ -925,6 +930,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenAPIYAML: {

@@ -77,6 +77,7 @@ func hideFirstCall() func(*proxy, *streamState, sseFrame) []sseFrame {
 
 // holeVariants are the broken services of issue 23: each a defect the suite once passed.
 func holeVariants(_ time.Duration) []variant {
+	globalKeys := &keyCache{seen: map[string]cachedResponse{}}
 	return []variant{
 		{name: "drop-a-step", fails: []string{"events.seq-gap-free", "audit.every-call-streamed"},
 			frame: dropFirstStep()},
@@ -101,7 +102,7 @@ func holeVariants(_ time.Duration) []variant {
 				return http.StatusNotFound, []byte(`{"type":"about:blank","title":"Not Found","status":404}`)
 			}},
 		{name: "idempotency-across-identities", fails: []string{"create.idempotency-scope"},
-			intercept: globalIdempotency.intercept, body: globalIdempotency.store},
+			intercept: globalKeys.intercept, body: globalKeys.store},
 		{name: "no-location", fails: []string{"ticket.location"},
 			body: func(_ *proxy, _ *http.Request, status int, h http.Header, b []byte) (int, []byte) {
 				h.Del("Location")
@@ -175,8 +176,6 @@ type cachedResponse struct {
 	header http.Header
 	body   []byte
 }
-
-var globalIdempotency = &keyCache{seen: map[string]cachedResponse{}}
 
 func (k *keyCache) intercept(_ *proxy, w http.ResponseWriter, r *http.Request) bool {
 	key := r.Header.Get("Idempotency-Key")

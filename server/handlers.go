@@ -79,8 +79,10 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 
 // conversationCreated answers 201 for conv, recording the response under the key if any.
 func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *idem, conv store.Conversation) error {
-	asks := "/v1/conversations/" + conv.ID + "/asks"
-	body, rec, err := encodeResponse(http.StatusCreated, h.s.opts.BasePath+asks, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
+	// Absolute paths with the base path, in the header and the body alike: resolved against the
+	// request's URL they are right directly and behind a gateway that mounts us at BasePath.
+	asks := h.s.opts.BasePath + "/v1/conversations/" + conv.ID + "/asks"
+	body, rec, err := encodeResponse(http.StatusCreated, asks, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
 	if err != nil {
 		return err
 	}
@@ -96,7 +98,7 @@ func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *
 			h.s.log.Info("idempotent create taken over by a retry", "conversation", conv.ID)
 		}
 	}
-	return writeResponse(c, http.StatusCreated, h.s.opts.BasePath+asks, body, replayed)
+	return writeResponse(c, http.StatusCreated, asks, body, replayed)
 }
 
 // CreateAsk registers a ticket, logs accepted, answers 202 and only then starts the run. With
@@ -221,7 +223,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
 	c.Response().Header().Set("Location", base)
-	if err := c.JSON(http.StatusAccepted, ticketBody(ticket, conversationID, now.UTC())); err != nil {
+	if err := c.JSON(http.StatusAccepted, ticketBody(s.opts.BasePath, ticket, conversationID, now.UTC())); err != nil {
 		s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
 	}
 	_ = http.NewResponseController(c.Response().Writer).Flush()
@@ -231,21 +233,22 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	return nil
 }
 
-// ticketBody is createAsk's 202 body.
-func ticketBody(ticket, conv string, created time.Time) gen.Ticket {
+// ticketBody is createAsk's 202 body: absolute paths with the base path.
+func ticketBody(basePath, ticket, conv string, created time.Time) gen.Ticket {
+	base := basePath + "/v1/asks/" + ticket
 	return gen.Ticket{
 		Ticket:         ticket,
 		ConversationId: conv,
-		EventsUrl:      "/v1/asks/" + ticket + "/events",
-		StatusUrl:      "/v1/asks/" + ticket,
-		CancelUrl:      "/v1/asks/" + ticket + "/cancel",
+		EventsUrl:      base + "/events",
+		StatusUrl:      base,
+		CancelUrl:      base + "/cancel",
 		CreatedAt:      created,
 	}
 }
 
 // ticketResponse is createAsk's 202 body, and the record that replays it.
 func ticketResponse(basePath, ticket, conv string, created time.Time) ([]byte, []byte, error) {
-	return encodeResponse(http.StatusAccepted, basePath+"/v1/asks/"+ticket, ticketBody(ticket, conv, created))
+	return encodeResponse(http.StatusAccepted, basePath+"/v1/asks/"+ticket, ticketBody(basePath, ticket, conv, created))
 }
 
 // ticketCreated answers, for a takeover, the ticket an earlier attempt created, and records it.

@@ -64,6 +64,15 @@ func (s observedStore) Finish(ctx context.Context, ticket string, tail []store.E
 	return err
 }
 
+// Generation passes store.Generational through: the service asks every store, and a store
+// that is not generational answers errors.ErrUnsupported.
+func (s observedStore) Generation(ctx context.Context) (string, error) {
+	if g, ok := s.Store.(store.Generational); ok {
+		return g.Generation(ctx)
+	}
+	return "", errors.ErrUnsupported
+}
+
 func (s observedStore) Read(ctx context.Context, ticket string, after int64) (store.Batch, error) {
 	b, err := s.Store.Read(ctx, ticket, after)
 	if err == nil && b.Finished {

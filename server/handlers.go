@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,7 +38,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 		return err
 	}
 	ctx := c.Request().Context()
-	id := "c_" + rand.Text()
+	id := s.newID(ctx, "c")
 	var ik *idem
 	if key != "" {
 		body, err := io.ReadAll(c.Request().Body)
@@ -78,8 +79,10 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 
 // conversationCreated answers 201 for conv, recording the response under the key if any.
 func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *idem, conv store.Conversation) error {
-	asks := "/v1/conversations/" + conv.ID + "/asks"
-	body, rec, err := encodeResponse(http.StatusCreated, h.s.opts.BasePath+asks, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
+	// Absolute paths with the base path, in the header and the body alike: resolved against the
+	// request's URL they are right directly and behind a gateway that mounts us at BasePath.
+	asks := h.s.opts.BasePath + "/v1/conversations/" + conv.ID + "/asks"
+	body, rec, err := encodeResponse(http.StatusCreated, asks, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
 	if err != nil {
 		return err
 	}
@@ -95,7 +98,7 @@ func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *
 			h.s.log.Info("idempotent create taken over by a retry", "conversation", conv.ID)
 		}
 	}
-	return writeResponse(c, http.StatusCreated, h.s.opts.BasePath+asks, body, replayed)
+	return writeResponse(c, http.StatusCreated, asks, body, replayed)
 }
 
 // CreateAsk registers a ticket, logs accepted, answers 202 and only then starts the run. With
@@ -120,7 +123,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if err != nil {
 		return err
 	}
-	ticket := "t_" + rand.Text()
+	ticket := s.newID(ctx, "t")
 	var ik *idem
 	if key != "" {
 		var cancel context.CancelFunc
@@ -147,6 +150,9 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	conv, _, err := s.store.Conversation(ctx, conversationID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
+	}
+	if err != nil && s.lostID(ctx, conversationID) {
+		return refused(errLost)
 	}
 	if !sameOwner(conv.Owner, owner) || err != nil {
 		return refused(errNotFound)
@@ -221,7 +227,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
 	c.Response().Header().Set("Location", base)
-	if err := c.JSON(http.StatusAccepted, ticketBody(ticket, conversationID, now.UTC())); err != nil {
+	if err := c.JSON(http.StatusAccepted, ticketBody(s.opts.BasePath, ticket, conversationID, now.UTC())); err != nil {
 		s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
 	}
 	_ = http.NewResponseController(c.Response().Writer).Flush()
@@ -231,21 +237,22 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	return nil
 }
 
-// ticketBody is createAsk's 202 body.
-func ticketBody(ticket, conv string, created time.Time) gen.Ticket {
+// ticketBody is createAsk's 202 body: absolute paths with the base path.
+func ticketBody(basePath, ticket, conv string, created time.Time) gen.Ticket {
+	base := basePath + "/v1/asks/" + ticket
 	return gen.Ticket{
 		Ticket:         ticket,
 		ConversationId: conv,
-		EventsUrl:      "/v1/asks/" + ticket + "/events",
-		StatusUrl:      "/v1/asks/" + ticket,
-		CancelUrl:      "/v1/asks/" + ticket + "/cancel",
+		EventsUrl:      base + "/events",
+		StatusUrl:      base,
+		CancelUrl:      base + "/cancel",
 		CreatedAt:      created,
 	}
 }
 
 // ticketResponse is createAsk's 202 body, and the record that replays it.
 func ticketResponse(basePath, ticket, conv string, created time.Time) ([]byte, []byte, error) {
-	return encodeResponse(http.StatusAccepted, basePath+"/v1/asks/"+ticket, ticketBody(ticket, conv, created))
+	return encodeResponse(http.StatusAccepted, basePath+"/v1/asks/"+ticket, ticketBody(basePath, ticket, conv, created))
 }
 
 // ticketCreated answers, for a takeover, the ticket an earlier attempt created, and records it.
@@ -390,10 +397,70 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Ticket{}, err
 	}
+	if err != nil && s.lostID(c.Request().Context(), id) {
+		return store.Ticket{}, errLost
+	}
 	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil {
 		return store.Ticket{}, errNotFound
 	}
 	return t, nil
+}
+
+// newID mints a ticket's or conversation's id: kind, "_", then, with a generational store,
+// its generation and "-", then 128 random bits.
+func (s *Server) newID(ctx context.Context, kind string) string {
+	if gen := s.generation(ctx); gen != "" {
+		return kind + "_" + gen + "-" + rand.Text()
+	}
+	return kind + "_" + rand.Text()
+}
+
+// generationTTL is how long newID reuses the store's generation before asking again. An id
+// minted with a generation a restart just replaced is still told apart: its generation is not
+// the current one either way.
+const generationTTL = time.Second
+
+// generation is the store's generation for minting ids, asked at most once a generationTTL
+// (it costs a round trip to a shared store); "" for a store that has none.
+func (s *Server) generation(ctx context.Context) string {
+	g, ok := s.store.(store.Generational)
+	if !ok {
+		return ""
+	}
+	if c := s.gen.Load(); c != nil && time.Since(c.at) < generationTTL {
+		return c.gen
+	}
+	gen, err := g.Generation(ctx)
+	if err != nil {
+		return ""
+	}
+	s.gen.Store(&cachedGeneration{gen: gen, at: time.Now()})
+	return gen
+}
+
+type cachedGeneration struct {
+	gen string
+	at  time.Time
+}
+
+// lostID reports whether id was minted in an earlier generation of the store than the
+// current one: what it names was lost with everything else when the store restarted without
+// persistence. That says nothing about whose it was, so it is answered alike to everyone.
+func (s *Server) lostID(ctx context.Context, id string) bool {
+	g, ok := s.store.(store.Generational)
+	if !ok {
+		return false
+	}
+	_, rest, ok := strings.Cut(id, "_")
+	gen, _, dash := strings.Cut(rest, "-")
+	if !ok || !dash || gen == "" {
+		return false
+	}
+	cur, err := g.Generation(ctx)
+	if err == nil {
+		s.gen.Store(&cachedGeneration{gen: cur, at: time.Now()})
+	}
+	return err == nil && cur != gen
 }
 
 // notFoundOr is errNotFound for a ticket that is gone, and err itself when the store could not

@@ -31,6 +31,12 @@ func (p *problem) Error() string { return "problem " + strconv.Itoa(p.status) + 
 // errNotFound is the one answer for unknown and not-yours alike: same status, same body.
 var errNotFound = &problem{status: http.StatusNotFound, detail: "no such resource"}
 
+// errLost answers for a ticket or conversation the store lost when it restarted without
+// persistence (its id names an earlier generation of the store): still 404, as it is gone,
+// but not the answer for someone else's, so a client can tell it was lost and ask again.
+var errLost = &problem{status: http.StatusNotFound,
+	detail: "lost: the service's store restarted without persistence and lost this; ask again"}
+
 // errStoreUnavailable answers a request the store could not serve now (a restart, a pause, a
 // network fault): nothing was half-created that a retry would conflict with, as every store
 // write is idempotent.
@@ -91,7 +97,9 @@ func asProblem(err error) *problem {
 	if errors.As(err, &p) {
 		return p
 	}
-	if errors.Is(err, store.ErrUnavailable) {
+	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		// A deadline that passed while waiting on the store is the store not answering in
+		// time: the same 503.
 		return errStoreUnavailable
 	}
 	var mbe *http.MaxBytesError

@@ -56,6 +56,15 @@ type Shared interface {
 	Restore(ctx context.Context, nt NewTicket, tail []Event, turn ask.Turn) error
 }
 
+// Generational is a store that can lose everything it holds at once: a shared store whose
+// engine restarts without persistence (Redis in the memory-only mode). Its generation names
+// what it holds now and changes when it has lost everything, so an id minted with the
+// generation it was created in tells, later, that what it names was lost rather than never
+// there. A store that is not generational answers errors.ErrUnsupported.
+type Generational interface {
+	Generation(ctx context.Context) (string, error)
+}
+
 // ErrLeaseHeld is End's answer when lapsedOnly is set and the runner's lease is still live.
 var ErrLeaseHeld = errors.New("store: the ticket's runner still holds its lease")
 

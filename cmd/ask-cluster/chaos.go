@@ -152,7 +152,7 @@ func scenarios() []scenario {
 			return fmt.Sprintf("%d replies lost", e.proxy.Stats().RepliesDropped-start), nil
 		}},
 		{name: "cancel storm", short: true, cancel: true},
-		{name: "Redis SIGKILL + restart (durable mode)", durable: true, fault: func(ctx context.Context, e *chaosEnv) (string, error) {
+		{name: "Redis SIGKILL + restart (durable mode)", durable: true, short: true, fault: func(ctx context.Context, e *chaosEnv) (string, error) {
 			if err := e.c.KillRedis(); err != nil {
 				return "", err
 			}

@@ -128,6 +128,21 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// Generation implements store.Generational: a short random name kept in Redis under the
+// prefix, set by whichever instance first finds it missing (at the start, or after a restart
+// that lost everything). The durable mode keeps it across restarts, as it keeps the tickets.
+func (s *Store) Generation(ctx context.Context) (string, error) {
+	g := rand.Text()[:8]
+	old, err := s.rdb.SetArgs(ctx, s.keys.generation(), g, goredis.SetArgs{Mode: "NX", Get: true}).Result()
+	if errors.Is(err, goredis.Nil) {
+		return g, nil
+	}
+	if err != nil {
+		return "", wrap(err)
+	}
+	return old, nil
+}
+
 // Lease implements store.Shared.
 func (s *Store) Lease() time.Duration { return s.lease }
 

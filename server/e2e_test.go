@@ -113,14 +113,14 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	conv, err := cw.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{})
+	conv, err := cw.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
 	if err != nil || conv.JSON201 == nil {
 		t.Fatalf("create conversation: %v %s", err, conv.Body)
 	}
 	cid := conv.JSON201.Id
 	var tickets []string
 	for _, q := range questions {
-		r, err := cw.CreateAskWithResponse(ctx, cid, gen.AskRequest{Question: q})
+		r, err := cw.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{Question: q})
 		if err != nil || r.JSON202 == nil {
 			t.Fatalf("ask: %v %s", err, r.Body)
 		}
@@ -150,7 +150,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Cancel over HTTP, twice.
-	r, err := cw.CreateAskWithResponse(ctx, cid, gen.AskRequest{Question: "wait for cancel"})
+	r, err := cw.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{Question: "wait for cancel"})
 	if err != nil || r.JSON202 == nil {
 		t.Fatalf("ask: %v %s", err, r.Body)
 	}
@@ -166,7 +166,7 @@ func TestEndToEnd(t *testing.T) {
 	if g, _ := bw.GetAskWithResponse(ctx, tickets[0], &gen.GetAskParams{}); g.StatusCode() != http.StatusNotFound {
 		t.Errorf("bob reading alice's ticket: %d", g.StatusCode())
 	}
-	if a, _ := bw.CreateAskWithResponse(ctx, cid, gen.AskRequest{Question: "bob's"}); a.StatusCode() != http.StatusNotFound {
+	if a, _ := bw.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{Question: "bob's"}); a.StatusCode() != http.StatusNotFound {
 		t.Errorf("bob asking in alice's conversation: %d", a.StatusCode())
 	}
 
@@ -191,7 +191,7 @@ func TestEndToEnd(t *testing.T) {
 			header http.Header
 			body   []byte
 		}{}
-		if r, err := c.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{}); err == nil {
+		if r, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{}); err == nil {
 			resps = append(resps, struct {
 				code   int
 				header http.Header
@@ -247,14 +247,14 @@ func TestStreamOverHTTP(t *testing.T) {
 	tok := s.mint(t, idp.Claims{OID: "carol"})
 	raw, _ := gen.NewClient(s.url, gen.WithRequestEditorFn(bearer(tok)))
 	ctx := t.Context()
-	cresp, err := raw.CreateConversation(ctx, gen.CreateConversationRequest{})
+	cresp, err := raw.CreateConversation(ctx, nil, gen.CreateConversationRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var conv gen.Conversation
 	_ = json.NewDecoder(cresp.Body).Decode(&conv)
 	_ = cresp.Body.Close()
-	aresp, err := raw.CreateAsk(ctx, conv.Id, gen.AskRequest{Question: "stream it"})
+	aresp, err := raw.CreateAsk(ctx, conv.Id, nil, gen.AskRequest{Question: "stream it"})
 	if err != nil {
 		t.Fatal(err)
 	}

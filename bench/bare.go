@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
@@ -54,32 +55,52 @@ func bareTicketHandler(v ask.Authenticator, basePath string) http.Handler {
 	return e
 }
 
-// stepFrames are n SSE frames of step events (seq 1..n), encoded exactly as the service
-// encodes them: the envelope, then the step body's fields spliced in.
+// appendStepFrame appends step event seq (1-based) as one SSE frame, encoded from its struct
+// exactly as the service encodes it: the body through json.Marshal, the envelope around it,
+// the body's fields spliced in.
+func appendStepFrame(d []byte, seq int, ticket, conv string, ts time.Time) []byte {
+	body, _ := json.Marshal(sampleStep(seq - 1))
+	s := strconv.Itoa(seq)
+	d = append(d, "id: "...)
+	d = append(d, s...)
+	d = append(d, "\nevent: step\ndata: {\"seq\":"...)
+	d = append(d, s...)
+	d = append(d, `,"ticket":"`...)
+	d = append(d, ticket...)
+	d = append(d, `","conversation_id":"`...)
+	d = append(d, conv...)
+	d = append(d, `","ts":"`...)
+	d = ts.UTC().AppendFormat(d, time.RFC3339Nano)
+	d = append(d, `","type":"step",`...)
+	d = append(d, body[1:]...)
+	return append(d, "\n\n"...)
+}
+
+// stepFrames are n SSE frames of step events (seq 1..n), pre-encoded.
 func stepFrames(n int) [][]byte {
 	ticket, conv := "t_"+rand.Text(), "c_"+rand.Text()
 	ts := time.Now().UTC()
 	frames := make([][]byte, n)
 	for i := range n {
-		body, _ := json.Marshal(sampleStep(i))
-		seq := strconv.Itoa(i + 1)
-		d := make([]byte, 0, 256+len(body))
-		d = append(d, "id: "+seq+"\nevent: step\ndata: "...)
-		d = append(d, `{"seq":`+seq+`,"ticket":"`+ticket+`","conversation_id":"`+conv+`","ts":"`...)
-		d = ts.AppendFormat(d, time.RFC3339Nano)
-		d = append(d, `","type":"step",`...)
-		d = append(d, body[1:]...)
-		d = append(d, "\n\n"...)
-		frames[i] = d
+		frames[i] = appendStepFrame(make([]byte, 0, 512), i+1, ticket, conv, ts)
 	}
 	return frames
 }
 
-// bareStream is the stream baseline: plain net/http behind the same bearer validation,
-// writing pre-encoded step frames, then a done frame. Query: n (frames), gate (wait for that
-// gate's release after the opening comment, as our gated runs do), flush=each (a flush per
-// frame: every event on the wire as soon as it exists, the delivery ours promises) or end
-// (one write of everything: the wire's ceiling, as a replay).
+func doneFrame(n int) []byte {
+	return []byte("id: " + strconv.Itoa(n+1) + "\nevent: done\ndata: {}\n\n")
+}
+
+// bareStream is the stream baseline: plain net/http behind the same bearer validation. Query:
+// n (step frames, then a done frame), gate (wait for that gate's release after the opening
+// comment, as our gated runs do), and flush:
+//
+//   - batch (the delivery baseline): what a real SSE server does. A producer goroutine (the
+//     run) encodes each event from its struct, as ours must, and appends it to a pending
+//     buffer; the handler writes whatever is pending in one write and flushes once, then waits
+//     for more. Every event is on the wire as soon as the writer is free, never held back.
+//   - end (the wire's ceiling, and the replay baseline): everything pre-encoded, one write,
+//     one flush.
 type bareStream struct {
 	gates *gates
 
@@ -97,7 +118,7 @@ func (b *bareStream) framesOf(n int) [][]byte {
 		b.frames = map[int][][]byte{}
 	}
 	f := stepFrames(n)
-	f = append(f, []byte("id: "+strconv.Itoa(n+1)+"\nevent: done\ndata: {}\n\n"))
+	f = append(f, doneFrame(n))
 	b.frames[n] = f
 	return f
 }
@@ -109,7 +130,15 @@ func (b *bareStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "n: want 0..1000000", http.StatusBadRequest)
 		return
 	}
-	frames := b.framesOf(n)
+	mode := q.Get("flush")
+	if mode != "batch" && mode != "end" {
+		http.Error(w, "flush: want batch or end", http.StatusBadRequest)
+		return
+	}
+	var frames [][]byte
+	if mode == "end" {
+		frames = b.framesOf(n)
+	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -125,16 +154,72 @@ func (b *bareStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	each := q.Get("flush") != "end"
-	for _, f := range frames {
-		if _, err := w.Write(f); err != nil {
-			return
-		}
-		if each {
-			if err := rc.Flush(); err != nil {
+	if mode == "end" {
+		for _, f := range frames {
+			if _, err := w.Write(f); err != nil {
 				return
 			}
 		}
+		_ = rc.Flush()
+		return
 	}
-	_ = rc.Flush()
+	batchWrite(r.Context(), w, rc, n)
+}
+
+// batchWrite is the batching writer: a producer goroutine encodes n step events and a done
+// into a pending buffer; this goroutine writes whatever is pending, flushes, and repeats until
+// the done is written.
+func batchWrite(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, n int) {
+	var (
+		mu      sync.Mutex
+		pending []byte
+		ended   bool
+		wake    = make(chan struct{}, 1)
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	defer wg.Wait()
+	defer close(stop)
+	wg.Go(func() {
+		ticket, conv := "t_"+rand.Text(), "c_"+rand.Text()
+		var scratch []byte
+		for i := 1; i <= n+1; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if i <= n {
+				scratch = appendStepFrame(scratch[:0], i, ticket, conv, time.Now())
+			} else {
+				scratch = append(scratch[:0], doneFrame(n)...)
+			}
+			mu.Lock()
+			pending = append(pending, scratch...)
+			ended = i == n+1
+			mu.Unlock()
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	})
+	var out []byte
+	for {
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+		mu.Lock()
+		out, pending = pending, out[:0]
+		done := ended
+		mu.Unlock()
+		if _, err := w.Write(out); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil || done {
+			return
+		}
+	}
 }

@@ -48,7 +48,9 @@ func (r *Report) markdown(findings string) string {
 	}
 
 	p("## 1. Time to ticket\n\n`POST /v1/conversations/{cid}/asks` → 202 through the generated client with a real token, each ask in a fresh conversation. ")
-	p("Baseline: the same route on a bare Echo behind the same JWT validation, answering a constant 202.\n\n")
+	p("Baseline: the same route on a bare Echo behind the same JWT validation, answering a constant 202. ")
+	p("Each round is one burst of each, back to back, which goes first alternating by round; the p50 ratio is the median of the per-round ratios, with the smallest and largest. ")
+	p("Server CPU per ask is the server process's user+system time (getrusage) over a burst, after a forced GC at each end, divided by the asks: the load generator is another process and is not in it.\n\n")
 	r.ticketTable(p)
 	p("\n")
 
@@ -65,7 +67,9 @@ func (r *Report) markdown(findings string) string {
 	}
 
 	p("## 3. Stream delivery\n\nA synthetic run emitting step events as fast as it can, released once every reader's stream is open; events/s summed over readers, from the release to the last reader's `done`, median of the rounds. ")
-	p("Baseline: plain `net/http` (behind the same JWT validation) writing the same pre-encoded frames with a flush per frame. The one-write column is the wire's ceiling (everything written, one flush): context, not a target.\n\n")
+	p("Baseline: plain `net/http` (behind the same JWT validation) batching as a real SSE server does: a producer encodes each event from its struct as ours must, the writer writes whatever is pending and flushes once. ")
+	p("Each round measures ours and the baseline back to back, which goes first alternating by round; the ratio is the median of the per-round ratios, with the smallest and largest. ")
+	p("The one-write column is the wire's ceiling (everything pre-encoded, one write, one flush): context, not a target.\n\n")
 	r.deliveryTable(p)
 	p("\n")
 

@@ -95,10 +95,11 @@ func doneFrame(n int) []byte {
 // n (step frames, then a done frame), gate (wait for that gate's release after the opening
 // comment, as our gated runs do), and flush:
 //
-//   - batch (the delivery baseline): what a real SSE server does. A producer goroutine (the
-//     run) encodes each event from its struct, as ours must, and appends it to a pending
-//     buffer; the handler writes whatever is pending in one write and flushes once, then waits
-//     for more. Every event is on the wire as soon as the writer is free, never held back.
+//   - batch (the delivery baseline): what a real SSE server does. One producer goroutine per
+//     gate (the run, shared by every reader of that gate as a ticket's readers share its run)
+//     encodes each event from its struct, as ours must, into an append-only log; each
+//     reader's handler writes whatever the log holds beyond what it has written, in one write
+//     and one flush, then waits for more. No event is held back.
 //   - end (the wire's ceiling, and the replay baseline): everything pre-encoded, one write,
 //     one flush.
 type bareStream struct {
@@ -106,6 +107,7 @@ type bareStream struct {
 
 	mu     sync.Mutex
 	frames map[int][][]byte
+	runs   map[string]*bareRun
 }
 
 func (b *bareStream) framesOf(n int) [][]byte {
@@ -136,8 +138,11 @@ func (b *bareStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var frames [][]byte
+	var run *bareRun
 	if mode == "end" {
 		frames = b.framesOf(n)
+	} else {
+		run = b.runOf(q.Get("gate")) // before the opening comment: every reader of a gate shares it
 	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -163,62 +168,90 @@ func (b *bareStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = rc.Flush()
 		return
 	}
-	batchWrite(r.Context(), w, rc, n)
+	run.start.Do(func() {
+		b.forget(q.Get("gate"))
+		go run.produce(n) // ends by itself after n+1 events
+	})
+	batchWrite(r.Context(), w, rc, run)
 }
 
-// batchWrite is the batching writer: a producer goroutine encodes n step events and a done
-// into a pending buffer; this goroutine writes whatever is pending, flushes, and repeats until
-// the done is written.
-func batchWrite(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, n int) {
-	var (
-		mu      sync.Mutex
-		pending []byte
-		ended   bool
-		wake    = make(chan struct{}, 1)
-		stop    = make(chan struct{})
-		wg      sync.WaitGroup
-	)
-	defer wg.Wait()
-	defer close(stop)
-	wg.Go(func() {
-		ticket, conv := "t_"+rand.Text(), "c_"+rand.Text()
-		var scratch []byte
-		for i := 1; i <= n+1; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if i <= n {
-				scratch = appendStepFrame(scratch[:0], i, ticket, conv, time.Now())
-			} else {
-				scratch = append(scratch[:0], doneFrame(n)...)
-			}
-			mu.Lock()
-			pending = append(pending, scratch...)
-			ended = i == n+1
-			mu.Unlock()
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
+// bareRun is the batching baseline's run: one producer encoding the events into an
+// append-only log, read by every writer of its readers (bytes before len never change).
+type bareRun struct {
+	start  sync.Once
+	mu     sync.Mutex
+	buf    []byte
+	ended  bool
+	notify chan struct{} // closed and replaced at each append
+}
+
+// produce encodes n step events and a done into the log, each from its struct, waking the
+// writers at each.
+func (r *bareRun) produce(n int) {
+	ticket, conv := "t_"+rand.Text(), "c_"+rand.Text()
+	var scratch []byte
+	for i := 1; i <= n+1; i++ {
+		if i <= n {
+			scratch = appendStepFrame(scratch[:0], i, ticket, conv, time.Now())
+		} else {
+			scratch = append(scratch[:0], doneFrame(n)...)
 		}
-	})
-	var out []byte
+		r.mu.Lock()
+		r.buf = append(r.buf, scratch...)
+		r.ended = i == n+1
+		close(r.notify)
+		r.notify = make(chan struct{})
+		r.mu.Unlock()
+	}
+}
+
+// runOf is the run of a gate key shared by its readers (as the readers of one ticket share
+// its run), or a run of its own without one; forget drops it once it is started.
+func (b *bareStream) runOf(key string) *bareRun {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r, ok := b.runs[key]; ok && key != "" {
+		return r
+	}
+	if b.runs == nil {
+		b.runs = map[string]*bareRun{}
+	}
+	r := &bareRun{notify: make(chan struct{})}
+	if key != "" {
+		b.runs[key] = r
+	}
+	return r
+}
+
+func (b *bareStream) forget(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.runs, key)
+}
+
+// batchWrite is the batching writer: it writes whatever the run's log holds beyond what it
+// has written, in one write and one flush, and waits for more until the done is written.
+func batchWrite(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, run *bareRun) {
+	off := 0
 	for {
+		run.mu.Lock()
+		data, ended, wake := run.buf[off:], run.ended, run.notify
+		run.mu.Unlock()
+		if len(data) > 0 {
+			if _, err := w.Write(data); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			off += len(data)
+		}
+		if ended {
+			return
+		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return
-		}
-		mu.Lock()
-		out, pending = pending, out[:0]
-		done := ended
-		mu.Unlock()
-		if _, err := w.Write(out); err != nil {
-			return
-		}
-		if err := rc.Flush(); err != nil || done {
 			return
 		}
 	}

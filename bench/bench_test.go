@@ -288,3 +288,29 @@ func TestBareBatch(t *testing.T) {
 		t.Errorf("flush=each: %s, want 400", resp.Status)
 	}
 }
+
+// TestBareBatchShared: readers of one gate share one run, and each receives all of it.
+func TestBareBatchShared(t *testing.T) {
+	g := newGates()
+	srv := httptest.NewServer(&bareStream{gates: g})
+	defer srv.Close()
+	var counters []*sseCounter
+	for range 3 {
+		resp, err := http.Get(srv.URL + "/?n=300&flush=batch&gate=k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		s := newSSECounter(resp.Body)
+		if err := s.untilComment(); err != nil {
+			t.Fatal(err)
+		}
+		counters = append(counters, s)
+	}
+	g.release("k")
+	for i, s := range counters {
+		if err := s.until(isDone); err != nil || s.Frames != 301 {
+			t.Errorf("reader %d: %d frames, %v", i, s.Frames, err)
+		}
+	}
+}

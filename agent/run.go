@@ -19,7 +19,8 @@ import (
 
 // Run runs one question to an outcome (see the package doc for the rule). It connects to every
 // source as req.Identity, checks ctx before every model call and every tool call, reports each
-// tool call as a step and a milestone and each model call through emit.ModelCall, and returns
+// tool call as a milestone when it starts and a step when it ends and each model call through
+// emit.ModelCall, and returns
 // exactly one outcome. A tool call in flight when ctx ends is allowed to finish.
 func (a *Agent) Run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
 	start := time.Now()
@@ -54,7 +55,7 @@ func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.
 		}
 		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) == 0 {
-			return led.outcome(resp.Text)
+			return led.outcome(resp.Text, req.History)
 		}
 		results := model.Message{Role: model.RoleUser}
 		for _, tc := range resp.ToolCalls {
@@ -83,6 +84,8 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 	if err := json.Unmarshal(tc.Args, &args); err != nil {
 		return model.ToolResult{CallID: tc.ID, IsError: true, Content: "the arguments must be a JSON object"}, nil
 	}
+	// The milestone says what starts now; the step, after the call, says how it went.
+	emit.Milestone(led.milestone(t.Tool, args))
 	// The call is detached from the run's cancellation: once started it completes, bounded by
 	// the tool timeout, and the loop notices the cancellation right after.
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
@@ -102,7 +105,6 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 		step.Error = &msg
 	}
 	emit.Step(step)
-	emit.Milestone(led.milestone(t.Tool, r))
 	switch r.Outcome {
 	case source.Transport:
 		out := failure(ctx, gen.ErrorKindTransport, r.Err)

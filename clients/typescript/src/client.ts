@@ -173,6 +173,9 @@ export class AskClient {
           const parser = new SSEParser(lastId);
           for await (const frame of frames(response.body, parser)) {
             lastId = frame.id;
+            // The event is its data's `type`, never the frame's `event:` name, and a connection
+            // failure is an exception, never an event: so the contract's terminal `event: error`
+            // cannot be mistaken for a dropped connection (EventSource's `error`), nor the reverse.
             const ev = JSON.parse(frame.data) as Event;
             if (ev.seq <= lastSeq) continue; // replayed: already delivered
             lastSeq = ev.seq;

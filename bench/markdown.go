@@ -100,7 +100,7 @@ func (r *Report) markdown(findings string) string {
 	p("## 6. Peer: the MCP Go SDK\n\n")
 	if pe := r.Peer; pe != nil {
 		p("The same stream-and-resume workload on the MCP Go SDK's streamable HTTP transport with `mcp.NewMemoryEventStore`, behind the same JWT validation: a tool emitting progress notifications (each carrying the same step JSON as our step events) as fast as it can, watched live, then resumed from the start with `Last-Event-ID`. ")
-		p("%d frames per stream on each side; ours live includes two requests (the ticket, then the stream), theirs one.\n\n", pe.Events)
+		p("%d frames per stream on each side, %d repetitions of each (so p99 is not the largest); ours live includes two requests (the ticket, then the stream), theirs one.\n\n", pe.Events, pe.OursLive.N)
 		p("| | ours p50 | MCP SDK p50 | ours faster by | ours p99 | MCP SDK p99 |\n|---|---|---|---|---|---|\n")
 		p("| live | %.2f ms | %.2f ms | %.2f× | %.2f ms | %.2f ms |\n", pe.OursLive.P50, pe.PeerLive.P50, pe.LiveSpeedup, pe.OursLive.P99, pe.PeerLive.P99)
 		p("| resume from the start | %.2f ms | %.2f ms | %.2f× | %.2f ms | %.2f ms |\n\n", pe.OursReplay.P50, pe.PeerReplay.P50, pe.ReplaySpeedup, pe.OursReplay.P99, pe.PeerReplay.P99)

@@ -317,7 +317,7 @@ func TestTicketOneWrite(t *testing.T) {
 	if ct := r.HTTPResponse.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Errorf("202: content type %q", ct)
 	}
-	if r.JSON202.EventsUrl != "/v1/asks/"+r.JSON202.Ticket+"/events" {
+	if loc := r.HTTPResponse.Header.Get("Location"); r.JSON202.StatusUrl != loc || r.JSON202.EventsUrl != loc+"/events" || !strings.HasSuffix(loc, "/v1/asks/"+r.JSON202.Ticket) {
 		t.Errorf("202: %+v", r.JSON202)
 	}
 }

@@ -114,9 +114,9 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	tb, err := json.Marshal(gen.Ticket{
 		Ticket:         ticket,
 		ConversationId: conversationID,
-		EventsUrl:      "/v1/asks/" + ticket + "/events",
-		StatusUrl:      "/v1/asks/" + ticket,
-		CancelUrl:      "/v1/asks/" + ticket + "/cancel",
+		EventsUrl:      base + "/events",
+		StatusUrl:      base,
+		CancelUrl:      base + "/cancel",
 		CreatedAt:      now.UTC(),
 	})
 	if err == nil {

@@ -66,6 +66,9 @@ func (r *Report) markdown(findings string) string {
 		p("No figure (see the failures above).\n\n")
 	}
 
+	p("### What phase 2 costs per ask\n\n")
+	r.phase2Section(p)
+
 	p("## 3. Stream delivery\n\nA synthetic run emitting step events as fast as it can, released once every reader's stream is open; events/s summed over readers, from the release to the last reader's `done`, median of the rounds. ")
 	p("Baseline: plain `net/http` (behind the same JWT validation) batching as a real SSE server does: a producer encodes each event from its struct as ours must, the writer writes whatever is pending and flushes once. ")
 	p("Each round measures ours and the baseline back to back, which goes first alternating by round; the ratio is the median of the per-round ratios, with the smallest and largest. ")

@@ -52,6 +52,7 @@ type run struct {
 
 	mu         sync.Mutex
 	ended      bool
+	branches   openBranches
 	seq        int64
 	opened     bool
 	nonStep    int // non-step events in the log, accepted included
@@ -66,7 +67,7 @@ type run struct {
 // refused the event because the log was ended elsewhere (a shared store's fencing): the caller
 // then calls endedElsewhere once r.mu is released.
 func (r *run) appendLocked(typ gen.EventType, body any) (lost bool) {
-	if typ != gen.EventTypeStep && r.nonStep >= r.maxEvents-tailEvents {
+	if typ != gen.EventTypeStep && r.nonStep >= r.maxEvents-tailEvents-r.branches.reserve(typ, body) {
 		// Only steps may be evicted, so a runner that emits more non-step events than the
 		// bound allows loses the excess here, at emission (no seq is spent on them).
 		r.dropped++
@@ -169,14 +170,7 @@ func (r *run) end(out ask.Outcome) bool {
 	}
 	now := time.Now()
 	var tail []store.Event
-	for _, e := range []struct {
-		typ  gen.EventType
-		body any
-	}{
-		{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
-		{typ, body},
-		{gen.EventTypeDone, done},
-	} {
+	for _, e := range endOfLog(r.branches.closes(), typ, body, done) {
 		ev, err := encodeEvent(envelope{seq: r.seq + int64(len(tail)) + 1, ticket: r.ticket, conv: r.conv, ts: now, typ: e.typ}, e.body)
 		if err != nil {
 			// A terminal body the runner built that will not encode: fall back to internal.
@@ -186,7 +180,8 @@ func (r *run) end(out ask.Outcome) bool {
 		}
 		tail = append(tail, ev)
 	}
-	turn := ask.Turn{Question: r.question, Outcome: tail[1].Type, Text: turnText(out)}
+	terminal := tail[len(tail)-2].Type
+	turn := ask.Turn{Question: r.question, Outcome: terminal, Text: turnText(out)}
 	if err := r.store.Finish(context.Background(), r.ticket, tail, turn); errors.Is(err, store.ErrFinished) {
 		// Another replica ended the log first (a shared store): its end stands.
 		r.mu.Unlock()
@@ -203,7 +198,7 @@ func (r *run) end(out ask.Outcome) bool {
 	steps := r.steps
 	r.mu.Unlock()
 
-	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[1].Type),
+	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(terminal),
 		"steps", steps, "elapsed_ms", elapsed.Milliseconds())
 	if r.onEnd != nil {
 		r.onEnd(r)
@@ -324,11 +319,27 @@ func (r *run) closedLocked() bool { return r.ended || r.ctx.Err() != nil }
 
 var _ ask.Emitter = emitter{}
 
+// Branch appends a branch below the supervisor's: each opens once and closes once, so a second
+// open of an id, or a close of a branch not open, is ignored. Whatever is still open when the
+// log ends is closed there, before the supervisor's branch.
 func (e emitter) Branch(b gen.BranchBody) {
 	if b.BranchId == supervisorBranch {
 		return // the service opens and closes the supervisor branch itself
 	}
-	e.emit(gen.EventTypeBranch, b)
+	e.r.mu.Lock()
+	if e.r.closedLocked() || !e.r.branches.admits(b) {
+		e.r.mu.Unlock()
+		return
+	}
+	nonStep := e.r.nonStep
+	lost := e.r.appendLocked(gen.EventTypeBranch, b)
+	if e.r.nonStep > nonStep {
+		e.r.branches.record(b)
+	}
+	e.r.mu.Unlock()
+	if lost {
+		e.r.endedElsewhere()
+	}
 }
 
 func (e emitter) Step(s gen.StepBody) { e.emit(gen.EventTypeStep, s) }

@@ -59,6 +59,9 @@ type Options struct {
 	// their own gateway (OverflowURL): the target of the conformance suite's overflow check.
 	OverflowReplicas  int
 	OverflowMaxEvents int
+	// Phase sets ASK_PHASE on every replica (2: a branch per source, and divergence); 0 leaves
+	// the default, phase 1.
+	Phase int
 }
 
 // Cluster is a running cluster: Redis, the dev IdP, the demo source, the llm-stub, the

@@ -227,7 +227,14 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
 	c.Response().Header().Set("Location", base)
-	if err := c.JSON(http.StatusAccepted, ticketBody(s.opts.BasePath, ticket, conversationID, now.UTC())); err != nil {
+	// The 202 in one write: with its length known, net/http sends the head and the body
+	// together at the flush and has no terminating chunk to write after the handler.
+	tb, err := json.Marshal(ticketBody(s.opts.BasePath, ticket, conversationID, now.UTC()))
+	if err == nil {
+		c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(tb)))
+		err = c.JSONBlob(http.StatusAccepted, tb)
+	}
+	if err != nil {
 		s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
 	}
 	_ = http.NewResponseController(c.Response().Writer).Flush()

@@ -23,6 +23,7 @@ import (
 	"github.com/das-ask/ask/agent/source"
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store/seal"
 )
 
 // Defaults that belong to no single part.
@@ -37,7 +38,8 @@ type Config struct {
 	Addr string
 	// Service is the ask service's settings (DAS_ASK_*; package server).
 	Service server.Config
-	// Store selects the run registry (DAS_ASK_STORE, DAS_ASK_LEASE_S, DAS_ASK_REDIS_PREFIX).
+	// Store selects the run registry (DAS_ASK_STORE, DAS_ASK_LEASE_S, DAS_ASK_REDIS_PREFIX,
+	// DAS_ASK_SEAL_KEYS).
 	Store StoreConfig
 	// Auth is bearer validation (DAS_JWKS_URL, DAS_ISSUER, …; package auth), the same settings
 	// the sources use. The issuer, JWKS URL and audience have no default.
@@ -61,6 +63,11 @@ type StoreConfig struct {
 	Lease time.Duration
 	// Prefix starts every Redis key; "" means store/redis's default ("ask:").
 	Prefix string
+	// Seal seals the question at rest (DAS_ASK_SEAL_KEYS, "kid1:base64key,kid2:base64key";
+	// Redis only): XChaCha20-Poly1305 with 32-byte keys, the first key seals, all open. nil
+	// means unsealed, which store/redis refuses on a Redis that persists (AOF or RDB: the
+	// durable mode). Dropping a key crypto-shreds what it sealed.
+	Seal *seal.Keys
 }
 
 // OpsConfig is the operator's side of the service.
@@ -175,6 +182,14 @@ func storeFrom(e *Env) StoreConfig {
 	}
 	c.Lease = e.Seconds("DAS_ASK_LEASE_S", 0, 1, 3600)
 	c.Prefix = e.String("DAS_ASK_REDIS_PREFIX", "")
+	if v := strings.TrimSpace(e.String("DAS_ASK_SEAL_KEYS", "")); v != "" {
+		if k, err := seal.ParseKeys(v); err != nil {
+			// seal's errors name the key id, never the key.
+			e.Failf("DAS_ASK_SEAL_KEYS", ": %v", err)
+		} else {
+			c.Seal = k
+		}
+	}
 	return c
 }
 

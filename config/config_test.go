@@ -9,6 +9,7 @@ import (
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store/seal"
 )
 
 func env(kv ...string) func(string) (string, bool) {
@@ -110,6 +111,17 @@ func TestEverySettingIsRead(t *testing.T) {
 	_ = agent.LLMStub
 }
 
+func TestSealKeys(t *testing.T) {
+	k1, k2 := seal.NewKey("k1"), seal.NewKey("k2")
+	got, err := config.FromEnv(env("DAS_ASK_STORE", "redis://127.0.0.1:6390/0", "DAS_ASK_SEAL_KEYS", k2+","+k1))
+	if err != nil || got.Store.Seal == nil || got.Store.Seal.SealingKey() != "k2" {
+		t.Fatalf("%+v, %v; want keys sealing with k2", got.Store, err)
+	}
+	if got, _ := config.FromEnv(env()); got.Store.Seal != nil {
+		t.Errorf("no DAS_ASK_SEAL_KEYS: seal %v, want none", got.Store.Seal)
+	}
+}
+
 func TestInvalidValuesNameTheirVariable(t *testing.T) {
 	for _, bad := range [][]string{
 		{"DAS_ASK_TTL_S", "ten"}, {"DAS_ASK_TTL_S", "0"}, {"DAS_ASK_TTL_S", "-5"}, {"DAS_ASK_MAX_EVENTS", "7"},
@@ -123,6 +135,7 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		// never be reached.
 		{"DAS_ASK_MAX_RETAINED_PER_ID", "3"},
 		{"DAS_ASK_STORE", "postgres://u:hunter2@db/ask"}, {"DAS_ASK_LEASE_S", "0"}, {"DAS_ASK_LEASE_S", "1.5"},
+		{"DAS_ASK_SEAL_KEYS", "k1:aHVudGVyMg=="}, {"DAS_ASK_SEAL_KEYS", "hunter2"}, // too short; no id
 		{"DAS_JWT_LEEWAY_S", "30s"}, {"DAS_JWT_LEEWAY_S", "-1"}, {"DAS_JWT_LEEWAY_S", "3600"},
 		{"ASK_LLM", "gpt"}, {"ASK_LLM", "anthropic"}, {"ASK_LLM", "openai"},
 		{"ASK_LLM_BASE_URL", "127.0.0.1:8092"}, {"ASK_LLM_TIMEOUT_S", "-1"}, {"ASK_LLM_TIMEOUT_S", "0.5"},
@@ -133,7 +146,7 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%s=%q: error %v should name the variable", bad[0], bad[1], err)
 		}
-		if err != nil && strings.Contains(err.Error(), "hunter2") {
+		if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "aHVudGVyMg")) {
 			t.Errorf("%s: the error carries the password: %v", bad[0], err)
 		}
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -25,87 +27,231 @@ type handlers struct{ s *Server }
 
 var _ gen.ServerInterface = (*handlers)(nil)
 
-// CreateConversation opens a conversation owned by the caller.
-func (h *handlers) CreateConversation(c echo.Context) error {
+// CreateConversation opens a conversation owned by the caller. With an Idempotency-Key, a
+// retry of the same request answers the same conversation (idempotency.go).
+func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversationParams) error {
 	s := h.s
 	owner := ownerOf(c)
-	conv := store.Conversation{ID: "c_" + rand.Text(), Owner: owner, CreatedAt: time.Now().UTC()}
-	if err := s.store.CreateConversation(c.Request().Context(), conv, s.limits()); err != nil {
-		return refused("conversations", err)
+	key, err := idemKey(params.IdempotencyKey)
+	if err != nil {
+		return err
 	}
-	// Absolute paths with the base path, in the header and the body alike: resolved against the
-	// request's URL they are right directly and behind a gateway that mounts us at BasePath.
-	asks := s.opts.BasePath + "/v1/conversations/" + conv.ID + "/asks"
-	c.Response().Header().Set("Location", asks)
+	ctx := c.Request().Context()
+	id := s.newID(ctx, "c")
+	var ik *idem
+	if key != "" {
+		body, err := io.ReadAll(c.Request().Body)
+		if err != nil {
+			return badRequest("the request body could not be read")
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx)
+		defer cancel()
+		if ik, err = s.beginIdem(ctx, c, owner, key, fingerprint(owner, key, "createConversation", "", body), id); ik == nil {
+			return err
+		}
+		id = ik.cand
+		if ik.prev != "" {
+			// An earlier attempt with this key stalled past its lock: answer what it created.
+			if conv, _, err := s.store.Conversation(ctx, ik.prev); err == nil && sameOwner(conv.Owner, owner) {
+				return h.conversationCreated(ctx, c, ik, conv)
+			}
+		}
+	}
+	conv := store.Conversation{ID: id, Owner: owner, CreatedAt: time.Now().UTC()}
+	if err := s.store.CreateConversation(ctx, conv, s.limits()); err != nil {
+		if ik != nil && createdNothing(err) {
+			ik.abandon(ctx)
+		}
+		return refused("conversations", err) // problem.go's table words the refusal
+	}
 	s.log.Debug("conversation created", "conversation", conv.ID, "oid", owner.OID)
-	return c.JSON(http.StatusCreated, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
+	return h.conversationCreated(ctx, c, ik, conv)
 }
 
-// CreateAsk registers a ticket, logs accepted, answers 202 and only then starts the run.
-func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath) error {
+// conversationCreated answers 201 for conv, recording the response under the key if any.
+func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *idem, conv store.Conversation) error {
+	// Absolute paths with the base path, in the header and the body alike: resolved against the
+	// request's URL they are right directly and behind a gateway that mounts us at BasePath.
+	asks := h.s.opts.BasePath + "/v1/conversations/" + conv.ID + "/asks"
+	body, rec, err := encodeResponse(http.StatusCreated, asks, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
+	if err != nil {
+		return err
+	}
+	replayed := false
+	if ik != nil {
+		replayed = ik.prev == conv.ID
+		if ok, err := ik.complete(ctx, conv.ID, rec); err != nil {
+			// The conversation exists; a retry after the lock finds it.
+			h.s.log.Warn("idempotency record not completed", "conversation", conv.ID, "err", err)
+		} else if !ok {
+			// Taken over while this request stalled: the retry answers its own conversation, and
+			// this empty one expires with its TTL.
+			h.s.log.Info("idempotent create taken over by a retry", "conversation", conv.ID)
+		}
+	}
+	return writeResponse(c, http.StatusCreated, asks, body, replayed)
+}
+
+// CreateAsk registers a ticket, logs accepted, answers 202 and only then starts the run. With
+// an Idempotency-Key, a retry of the same request answers the same ticket and starts nothing.
+func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath, params gen.CreateAskParams) error {
 	s := h.s
 	ctx := c.Request().Context()
 	id, _ := ask.IdentityFrom(ctx)
 	owner := ownerOf(c)
 
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return badRequest("the request body could not be read")
+	}
 	var body gen.AskRequest
-	dec := json.NewDecoder(c.Request().Body)
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&body); err != nil || dec.Decode(&struct{}{}) != io.EOF {
 		// Exactly one JSON value: `{...}{...}` is not an AskRequest, whatever its first half says.
 		return badRequest("the request body is not an AskRequest")
+	}
+	key, err := idemKey(params.IdempotencyKey)
+	if err != nil {
+		return err
+	}
+	ticket := s.newID(ctx, "t")
+	var ik *idem
+	if key != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx)
+		defer cancel()
+		if ik, err = s.beginIdem(ctx, c, owner, key, fingerprint(owner, key, "createAsk", conversationID, raw), ticket); ik == nil {
+			return err
+		}
+		ticket = ik.cand
+		if ik.prev != "" {
+			// An earlier attempt with this key stalled past its lock: answer the ticket it
+			// created, if it did; its replica runs it (or its lease lapses and it is ended).
+			if t, err := s.store.Ticket(ctx, ik.prev); err == nil && sameOwner(t.Owner, owner) {
+				return h.ticketCreated(ctx, c, ik, t.ID, t.ConversationID, t.CreatedAt)
+			}
+		}
+	}
+	refuse := func(err error) error {
+		if ik != nil && createdNothing(err) {
+			ik.abandon(ctx)
+		}
+		return err
 	}
 	conv, _, err := s.store.Conversation(ctx, conversationID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	if err != nil && s.lostID(ctx, conversationID) {
+		return refuse(errLost)
+	}
 	if !sameOwner(conv.Owner, owner) || err != nil {
-		return errNotFound
+		return refuse(errNotFound)
 	}
 
 	if err := s.admit(); err != nil {
-		return err
+		return refuse(err)
 	}
 	now := time.Now()
-	ticket := "t_" + rand.Text()
 	accepted, err := encodeEvent(envelope{seq: 1, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeAccepted},
 		gen.AcceptedBody(body))
 	if err != nil {
 		s.release("")
 		return err
 	}
-	history, err := s.store.CreateTicket(ctx, store.NewTicket{
-		ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
-	}, s.limits())
+	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted}
+	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if err != nil {
 		s.release("")
-		return refused("tickets", err) // problem.go's table words the refusal
+		return refuse(refused("tickets", err)) // problem.go's table words the refusal
 	}
 
 	if h := s.opts.Hooks.Admitted; h != nil {
 		h(ctx, Admission{Ticket: ticket, Conversation: conversationID, OID: owner.OID, CreatedAt: now.UTC()})
 	}
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
+	r.admitted = nt
+	// The supervisor branch opens before the 202, not when the run starts: a caller may cancel
+	// the moment it has its ticket, and after a cancel the log takes only the branch's close,
+	// error{cancelled} and done. Opening it later would put an open after that cancel.
+	r.open()
+	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
+	if ik != nil {
+		b, rec, err := ticketResponse(s.opts.BasePath, ticket, conversationID, now.UTC())
+		if err != nil {
+			r.stop(errCancelled)
+			return err
+		}
+		ok, err := ik.complete(ctx, ticket, rec)
+		if err == nil && !ok {
+			// A retry took the record over while this request stalled, and answered its own
+			// ticket: this one is an ask nobody will follow. End it before it runs.
+			s.log.Info("idempotent create taken over by a retry; ending its ticket", "ticket", ticket, "conversation", conversationID)
+			r.stop(errCancelled)
+			return idemTakenOver()
+		}
+		if err != nil {
+			// The ticket exists and will run; a retry after the lock finds it.
+			s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
+		}
+		s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history), "idempotency_key", true)
+		if err := writeResponse(c, http.StatusAccepted, s.opts.BasePath+"/v1/asks/"+ticket, b, false); err != nil {
+			s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
+		}
+		_ = http.NewResponseController(c.Response().Writer).Flush()
+		s.start(r, runCtx, req)
+		return nil
+	}
 	s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
 	c.Response().Header().Set("Location", base)
-	if err := c.JSON(http.StatusAccepted, gen.Ticket{
-		Ticket:         ticket,
-		ConversationId: conversationID,
-		EventsUrl:      base + "/events",
-		StatusUrl:      base,
-		CancelUrl:      base + "/cancel",
-		CreatedAt:      now.UTC(),
-	}); err != nil {
+	// The 202 in one write: with its length known, net/http sends the head and the body
+	// together at the flush and has no terminating chunk to write after the handler.
+	tb, err := json.Marshal(ticketBody(s.opts.BasePath, ticket, conversationID, now.UTC()))
+	if err == nil {
+		c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(tb)))
+		err = c.JSONBlob(http.StatusAccepted, tb)
+	}
+	if err != nil {
 		s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
 	}
 	_ = http.NewResponseController(c.Response().Writer).Flush()
 
 	// Only now, with the 202 written, may the run make its first call.
-	s.start(r, runCtx, ask.Request{
-		Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id,
-	})
+	s.start(r, runCtx, req)
 	return nil
+}
+
+// ticketBody is createAsk's 202 body: absolute paths with the base path.
+func ticketBody(basePath, ticket, conv string, created time.Time) gen.Ticket {
+	base := basePath + "/v1/asks/" + ticket
+	return gen.Ticket{
+		Ticket:         ticket,
+		ConversationId: conv,
+		EventsUrl:      base + "/events",
+		StatusUrl:      base,
+		CancelUrl:      base + "/cancel",
+		CreatedAt:      created,
+	}
+}
+
+// ticketResponse is createAsk's 202 body, and the record that replays it.
+func ticketResponse(basePath, ticket, conv string, created time.Time) ([]byte, []byte, error) {
+	return encodeResponse(http.StatusAccepted, basePath+"/v1/asks/"+ticket, ticketBody(basePath, ticket, conv, created))
+}
+
+// ticketCreated answers, for a takeover, the ticket an earlier attempt created, and records it.
+func (h *handlers) ticketCreated(ctx context.Context, c echo.Context, ik *idem, ticket, conv string, created time.Time) error {
+	b, rec, err := ticketResponse(h.s.opts.BasePath, ticket, conv, created)
+	if err != nil {
+		return err
+	}
+	if _, err := ik.complete(ctx, ticket, rec); err != nil {
+		h.s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
+	}
+	return writeResponse(c, http.StatusAccepted, h.s.opts.BasePath+"/v1/asks/"+ticket, b, true)
 }
 
 // limits are the admission caps every create passes to the store.
@@ -166,7 +312,7 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 	for !t.Finished() {
 		b, err := s.store.Read(ctx, t.ID, t.LastSeq)
 		if err != nil {
-			return t, errNotFound
+			return t, notFoundOr(err)
 		}
 		if !b.Finished && len(b.Events) == 0 {
 			select {
@@ -180,7 +326,7 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 			}
 		}
 		if t, err = s.store.Ticket(ctx, t.ID); err != nil {
-			return t, errNotFound
+			return t, notFoundOr(err)
 		}
 	}
 	return t, nil
@@ -196,10 +342,9 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	r := s.runs[ticket]
 	s.mu.Unlock()
 	if r != nil {
-		if r.end(outcomeFor(errCancelled)) {
+		if r.stop(errCancelled) {
 			s.log.Info("ask cancelled", "ticket", ticket)
 		}
-		r.cancel(errCancelled)
 	} else if sh, ok := s.store.(store.Shared); ok {
 		// Another replica runs it (or ran it): end the log here, at once; the runner sees the
 		// end in its log and stops making model calls.
@@ -213,7 +358,7 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	}
 	t, err := s.store.Ticket(c.Request().Context(), ticket)
 	if err != nil {
-		return errNotFound
+		return notFoundOr(err)
 	}
 	return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})
 }
@@ -223,9 +368,9 @@ func (h *handlers) GetOpenAPIYAML(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/yaml", openapi.YAML)
 }
 
-// GetOpenAPIJSON serves the contract as JSON.
+// GetOpenAPIJSON serves the contract as JSON: the same document as the YAML, converted.
 func (h *handlers) GetOpenAPIJSON(c echo.Context) error {
-	b, err := gen.GetSpecJSON()
+	b, err := openapi.JSON()
 	if err != nil {
 		return err
 	}
@@ -239,10 +384,79 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Ticket{}, err
 	}
+	if err != nil && s.lostID(c.Request().Context(), id) {
+		return store.Ticket{}, errLost
+	}
 	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil {
 		return store.Ticket{}, errNotFound
 	}
 	return t, nil
+}
+
+// newID mints a ticket's or conversation's id: kind, "_", then, with a generational store,
+// its generation and "-", then 128 random bits.
+func (s *Server) newID(ctx context.Context, kind string) string {
+	if gen := s.generation(ctx); gen != "" {
+		return kind + "_" + gen + "-" + rand.Text()
+	}
+	return kind + "_" + rand.Text()
+}
+
+// generationTTL is how long newID reuses the store's generation before asking again. An id
+// minted with a generation a restart just replaced is still told apart: its generation is not
+// the current one either way.
+const generationTTL = time.Second
+
+// generation is the store's generation for minting ids, asked at most once a generationTTL
+// (it costs a round trip to a shared store); "" for a store that has none.
+func (s *Server) generation(ctx context.Context) string {
+	g, ok := s.store.(store.Generational)
+	if !ok {
+		return ""
+	}
+	if c := s.gen.Load(); c != nil && time.Since(c.at) < generationTTL {
+		return c.gen
+	}
+	gen, err := g.Generation(ctx)
+	if err != nil {
+		return ""
+	}
+	s.gen.Store(&cachedGeneration{gen: gen, at: time.Now()})
+	return gen
+}
+
+type cachedGeneration struct {
+	gen string
+	at  time.Time
+}
+
+// lostID reports whether id was minted in an earlier generation of the store than the
+// current one: what it names was lost with everything else when the store restarted without
+// persistence. That says nothing about whose it was, so it is answered alike to everyone.
+func (s *Server) lostID(ctx context.Context, id string) bool {
+	g, ok := s.store.(store.Generational)
+	if !ok {
+		return false
+	}
+	_, rest, ok := strings.Cut(id, "_")
+	gen, _, dash := strings.Cut(rest, "-")
+	if !ok || !dash || gen == "" {
+		return false
+	}
+	cur, err := g.Generation(ctx)
+	if err == nil {
+		s.gen.Store(&cachedGeneration{gen: cur, at: time.Now()})
+	}
+	return err == nil && cur != gen
+}
+
+// notFoundOr is errNotFound for a ticket that is gone, and err itself when the store could not
+// say (unavailable: 503, or the caller left).
+func notFoundOr(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound
+	}
+	return err
 }
 
 // sameOwner compares in constant time for equal-length keys, so a ticket's existence does not

@@ -23,9 +23,10 @@ type Hooks struct {
 	// service encoded it (a gen.*Body). Evicted is how many step events the store's bound
 	// dropped to make room (store.Store's contract: one step per event beyond MaxEvents).
 	Appended func(ticket string, typ gen.EventType, body any, evicted int)
-	// Ended: this instance ended a log (its own run's, or, with Remote, one whose replica is
-	// gone or that another replica cancelled), or learnt that its run's log was ended
-	// elsewhere (End.Outcome empty, End.Reason says why).
+	// Ended: this instance ended a log once the store took its end (its own run's, written
+	// again while the store is unavailable; with Restored, one the store lost part of; with
+	// Remote, one whose replica is gone or that another replica cancelled), or learnt that its
+	// run's log will not end here (End.Outcome empty, End.Reason says why).
 	Ended func(ticket string, e End)
 }
 
@@ -49,8 +50,12 @@ type End struct {
 	Evicted int
 	// Remote: this instance ended a run it did not hold (endRemote).
 	Remote bool
+	// Restored: the store lost part of the run's log (a restart) and this instance ended it
+	// with error{interrupted} after every seq the run assigned, re-creating the ticket if it
+	// was gone (store.Shared.Restore).
+	Restored bool
 	// Reason, when Outcome is "": ended_elsewhere (another replica ended the log) or
-	// store_error (the store did not record the end).
+	// store_error (the store refused the run's writes for good, or stayed away past the lease).
 	Reason string
 }
 

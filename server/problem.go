@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 // 401 included). Its fields never hold the question text or a token.
 type problem struct {
 	status     int
+	typ        string // the problem type URI; "" means about:blank
 	detail     string
 	ticket     string   // for 409: the running ticket
 	violations []string // for 400: what the request broke
@@ -34,8 +36,22 @@ func (p *problem) Error() string { return "problem " + strconv.Itoa(p.status) + 
 // errNotFound is the one answer for unknown and not-yours alike: same status, same body.
 var errNotFound = &problem{status: http.StatusNotFound, detail: "no such resource"}
 
+// errLost answers for a ticket or conversation the store lost when it restarted without
+// persistence (its id names an earlier generation of the store): still 404, as it is gone,
+// but not the answer for someone else's, so a client can tell it was lost and ask again.
+var errLost = &problem{status: http.StatusNotFound,
+	detail: "lost: the service's store restarted without persistence and lost this; ask again"}
+
+// errStoreUnavailable answers a request the store could not serve now (a restart, a pause, a
+// network fault): nothing was half-created that a retry would conflict with, as every store
+// write is idempotent.
+var errStoreUnavailable = &problem{status: http.StatusServiceUnavailable,
+	detail: "the service's store is unavailable for the moment; retry shortly", retryAfter: retryStore}
+
 // Retry-After values, in seconds.
 const (
+	// retryStore: a store that restarts or fails over is back within seconds.
+	retryStore    = 2
 	retryInFlight = 2
 	retryFull     = 5
 	retryDraining = 5
@@ -43,7 +59,39 @@ const (
 	// the oldest idle one's TTL ends, which may be anything up to the TTL; this is how often
 	// to look.
 	retryOwnerFull = 30
+	// retryIdemBusy: a key whose first request is in progress (idempotency.go).
+	retryIdemBusy = 1
 )
+
+// Problem types of the two idempotency refusals.
+const (
+	problemIdemBusy   = "urn:ask:problem:idempotency-key-in-progress"
+	problemIdemReused = "urn:ask:problem:idempotency-key-reused"
+)
+
+// badIdemKey is the 400 for an Idempotency-Key that breaks the contract's rule.
+func badIdemKey() *problem {
+	return badRequest("the Idempotency-Key header is not 1 to 255 characters of A-Z a-z 0-9 - _ . ~ : + / =")
+}
+
+// idemReused is the 422 for a key already used for a different request.
+func idemReused() *problem {
+	return &problem{status: http.StatusUnprocessableEntity, typ: problemIdemReused,
+		detail: "this Idempotency-Key was already used for a different request"}
+}
+
+// idemBusy is the 409 for a key whose first request is still in progress.
+func idemBusy() *problem {
+	return &problem{status: http.StatusConflict, typ: problemIdemBusy,
+		detail: "a request with this Idempotency-Key is still in progress", retryAfter: retryIdemBusy}
+}
+
+// idemTakenOver is the 409 for a keyed request that stalled past its lock while a retry took
+// the record over and answered its own ticket.
+func idemTakenOver() *problem {
+	return &problem{status: http.StatusConflict, typ: problemIdemBusy,
+		detail: "a retry of this request was answered instead", retryAfter: retryIdemBusy}
+}
 
 func badRequest(detail string, violations ...string) *problem {
 	return &problem{status: http.StatusBadRequest, detail: detail, violations: violations}
@@ -111,6 +159,10 @@ func storeProblem(err error) *problem {
 	}
 	var conflict *store.ConflictError
 	switch {
+	case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+		// A deadline that passed while waiting on the store is the store not answering in
+		// time: the same 503.
+		return errStoreUnavailable
 	case errors.As(err, &conflict):
 		return &problem{status: http.StatusConflict, detail: "an ask is already running in this conversation", ticket: conflict.Ticket}
 	case errors.Is(err, store.ErrConversationFull):
@@ -134,12 +186,28 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
+		if gone(err, c) {
+			// The client went away mid-request: nobody is there to answer, and nothing failed
+			// on this side. 499 (nginx's "client closed request") is what the access log and
+			// the metrics then show.
+			log.Debug("client went away", "method", c.Request().Method, "route", c.Path())
+			c.Response().WriteHeader(statusClientGone)
+			return
+		}
 		p := asProblem(err)
 		if p.status >= 500 && p.retryAfter == 0 {
 			log.Error("request failed", "method", c.Request().Method, "route", c.Path(), "err", err)
 		}
 		writeProblem(c.Response(), p)
 	}
+}
+
+// statusClientGone is the status recorded for a request whose client left before the answer.
+const statusClientGone = 499
+
+// gone reports whether err is the request's own cancellation: its client went away.
+func gone(err error, c echo.Context) bool {
+	return errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil
 }
 
 // asProblem maps any error to a problem.
@@ -176,6 +244,9 @@ func tooLarge() *problem {
 
 func writeProblem(w http.ResponseWriter, p *problem) {
 	body := gen.Problem{Type: "about:blank", Title: http.StatusText(p.status), Status: p.status}
+	if p.typ != "" {
+		body.Type = p.typ
+	}
 	if p.detail != "" {
 		body.Detail = &p.detail
 	}

@@ -60,6 +60,9 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		// Exactly one JSON value: `{...}{...}` is not an AskRequest, whatever its first half says.
 		return badRequest("the request body is not an AskRequest")
 	}
+	if err := s.checkWebhook(body.Webhook); err != nil {
+		return err
+	}
 	conv, _, err := s.store.Conversation(ctx, conversationID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -74,8 +77,12 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	now := time.Now()
 	ticket := "t_" + rand.Text()
 	accepted, err := encodeEvent(envelope{seq: 1, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeAccepted},
-		gen.AcceptedBody(body))
+		gen.AcceptedBody{Question: body.Question})
 	if err != nil {
+		s.release("")
+		return err
+	}
+	if err := s.addWebhook(ctx, ticket, body.Webhook, now); err != nil {
 		s.release("")
 		return err
 	}
@@ -84,6 +91,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}, s.limits())
 	if err != nil {
 		s.release("")
+		s.dropWebhook(ticket, body.Webhook)
 		var conflict *store.ConflictError
 		switch {
 		case errors.As(err, &conflict):
@@ -171,6 +179,9 @@ func (h *handlers) GetAsk(c echo.Context, ticket gen.TicketPath, params gen.GetA
 			return err
 		}
 		st.Done = &done
+	}
+	if st.Webhook, err = s.webhookStatus(ctx, t.ID); err != nil {
+		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, st)

@@ -143,6 +143,9 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 		}
 		turn := ask.Turn{Question: question, Outcome: typ, Text: turnText(out)}
 		if err = sh.End(ctx, ticket, tail, turn, lapsedOnly); !errors.Is(err, store.ErrSeq) {
+			if err == nil {
+				s.webhookDue(ticket)
+			}
 			return err
 		}
 	}

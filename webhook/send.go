@@ -30,7 +30,7 @@ type Result struct {
 const (
 	outDelivered = "delivered" // 2xx
 	outRetry     = "retry"     // 408, 429, 5xx, no response
-	outRejected  = "rejected"  // any other status (a redirect included)
+	outRejected  = "rejected"  // any other status (a redirect included), or an address the policy refuses
 )
 
 // classify says what a result means for the delivery.
@@ -38,6 +38,8 @@ func classify(r Result) string {
 	switch {
 	case r.Status >= 200 && r.Status < 300:
 		return outDelivered
+	case r.Err == "refused_address":
+		return outRejected // the operator's policy, not a passing fault
 	case r.Status == 0, r.Status == http.StatusRequestTimeout, r.Status == http.StatusTooManyRequests, r.Status >= 500:
 		return outRetry
 	}

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store/redis/redistest"
 	"github.com/das-ask/ask/webhook"
 	"github.com/das-ask/ask/webhook/webhooktest"
 )
@@ -345,5 +347,53 @@ func TestWebhookNotNamedShowsNoDelivery(t *testing.T) {
 	r := h.status(alice, ticket, header("Prefer", "wait=5"))
 	if r.JSON200 == nil || r.JSON200.State == gen.AskStateRunning || r.JSON200.Webhook != nil {
 		t.Fatalf("status %s, want finished with no webhook", r.Body)
+	}
+}
+
+// TestWebhookReplicaKilledMidDelivery: replica A claims the delivery and dies while its POST is
+// at the receiver, before recording anything; replica B, over the same Redis, takes the claim
+// once it lapses and delivers under the same webhook-id. The receiver sees one delivery id, a
+// second time only as a retry, and the ticket's status says delivered.
+func TestWebhookReplicaKilledMidDelivery(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "wh:" + rand.Text() + ":"
+	secret := webhooktest.Secret()
+	rcv := newReceiver(t, secret)
+	inFlight := make(chan struct{})
+	rcv.Script(func(n int, _ webhooktest.Delivery) webhooktest.Answer {
+		if n == 1 {
+			return webhooktest.Answer{Status: http.StatusNoContent, Wait: func(ctx context.Context) {
+				close(inFlight)
+				<-ctx.Done() // A is killed with the request open
+			}}
+		}
+		return webhooktest.Answer{Status: http.StatusNoContent}
+	})
+	cfg := hookConfig(rcv, secret)
+	cfg.Timeout = time.Second
+	a := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Webhooks: server.WebhookOptions{Config: cfg}})
+	ticket := a.askHook(alice, a.conv(alice), "replica q", rcv.URL()+"/hooks/a").JSON202.Ticket
+	select {
+	case <-inFlight:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A made no attempt")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace: A stops at once, its attempt cut off
+	_ = a.srv.Shutdown(ctx)
+
+	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Webhooks: server.WebhookOptions{Config: cfg}})
+	st := b.waitWebhook(alice, ticket)
+	if st.State != gen.WebhookStateDelivered {
+		t.Fatalf("status %+v, want delivered by B", st)
+	}
+	got := rcv.Deliveries()
+	if len(got) < 2 {
+		t.Fatalf("receiver got %d requests, want A's cut-off one and B's", len(got))
+	}
+	for i, d := range got {
+		if d.ID != st.Id || !d.Verified || !bytes.Equal(d.Body, got[0].Body) {
+			t.Errorf("request %d: id %q (want %q), verified %v, same body %v", i+1, d.ID, st.Id, d.Verified, bytes.Equal(d.Body, got[0].Body))
+		}
 	}
 }

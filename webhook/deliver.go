@@ -126,7 +126,7 @@ const claimBatch = 32
 
 // round claims and attempts due deliveries until none is due.
 func (d *Deliverer) round(ctx context.Context) {
-	hold := d.cfg.Timeout + 5*time.Second
+	hold := 2 * d.cfg.Timeout // an attempt ends within Timeout; then the claim lapses
 	for ctx.Err() == nil {
 		due, err := d.outbox.ClaimWebhooks(ctx, d.holder, hold, claimBatch)
 		if err != nil {

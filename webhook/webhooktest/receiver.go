@@ -5,6 +5,7 @@
 package webhooktest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -51,6 +52,9 @@ func (d Delivery) Decode() (gen.WebhookDelivery, error) {
 type Answer struct {
 	Status int
 	Header http.Header
+	// Wait, when not nil, runs before the answer is written, with the request's context (which
+	// ends when the sender goes away): a receiver that is slow, or a sender killed mid-request.
+	Wait func(ctx context.Context)
 }
 
 // Receiver is a verifying webhook receiver. Its methods are safe for concurrent use.
@@ -153,6 +157,9 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	close(r.arrived)
 	r.arrived = make(chan struct{})
 	r.mu.Unlock()
+	if ans.Wait != nil {
+		ans.Wait(req.Context())
+	}
 	for k, vs := range ans.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)

@@ -15,6 +15,9 @@
 //	ASK_LLM, ASK_LLM_*, DAS_SOURCES, provider keys
 //	                       the model and the MCP sources (see package agent)
 //	DAS_ASK_ADMIN_ADDR     /metrics, /healthz and /readyz (default 127.0.0.1:9090; "off")
+//	DAS_ASK_WEBHOOK_ALLOW, DAS_ASK_WEBHOOK_SECRETS, DAS_ASK_WEBHOOK_ALLOW_ADDRS, …
+//	                       signed webhooks on the run's end (see package webhook; off unless
+//	                       DAS_ASK_WEBHOOK_ALLOW is set)
 //	OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_*
 //	                       traces over OTLP/HTTP when set; none otherwise (see docs/operations.md)
 //
@@ -40,6 +43,8 @@ import (
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
+	"github.com/das-ask/ask/webhook"
 )
 
 func main() {
@@ -109,6 +114,15 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	opts := svcCfg.Options()
 	opts.Runner, opts.Authenticator, opts.Logger = op.obs.Runner(runner), validator, log.With("component", "ask")
 	opts.Store = op.instrument(st, svcCfg, validator.Ready)
+	if opts.Webhooks.Config, err = webhook.LookupConfig(os.LookupEnv); err != nil {
+		return errors.Join(err, closeStore())
+	}
+	if opts.Webhooks.Config.Enabled() {
+		if ob, ok := st.(store.Outbox); ok {
+			opts.Webhooks.Outbox = ob // the store's own, beneath the instrumented wrapper
+		}
+		opts.Webhooks.Observer = op.obs.Webhooks()
+	}
 	svc, err := server.New(opts)
 	if err != nil {
 		return errors.Join(err, closeStore())

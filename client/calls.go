@@ -29,7 +29,25 @@ func (c *Client) CreateConversation(ctx context.Context) (gen.Conversation, erro
 // any work runs. A second ask while one is running in the conversation fails with an error
 // matching ErrConflict; [APIError.RunningTicket] names the running one.
 func (c *Client) Ask(ctx context.Context, conversationID, question string) (gen.Ticket, error) {
-	r, err := c.api.CreateAskWithResponse(ctx, conversationID, gen.CreateAskJSONRequestBody{Question: question})
+	return c.AskWith(ctx, conversationID, question, AskOptions{})
+}
+
+// AskOptions are the optional parts of an ask.
+type AskOptions struct {
+	// Webhook, when set, is a URL the service POSTs the run's end to (terminal event and done,
+	// signed per Standard Webhooks; verify with the operator's whsec_ secret). It must be under a
+	// prefix the operator allows, else the ask fails with a 400 (an *APIError) and no ticket is created.
+	// Status shows how delivery goes (AskStatus.Webhook).
+	Webhook string
+}
+
+// AskWith is Ask with options.
+func (c *Client) AskWith(ctx context.Context, conversationID, question string, opts AskOptions) (gen.Ticket, error) {
+	body := gen.CreateAskJSONRequestBody{Question: question}
+	if opts.Webhook != "" {
+		body.Webhook = &gen.WebhookRequest{Url: opts.Webhook}
+	}
+	r, err := c.api.CreateAskWithResponse(ctx, conversationID, body)
 	if err != nil {
 		return gen.Ticket{}, fmt.Errorf("ask createAsk: %w", err)
 	}

@@ -49,6 +49,7 @@ Flags:
 type config struct {
 	url, token, oid, idp string
 	question             string
+	webhook              string
 	cont, steps, json    bool
 }
 
@@ -64,6 +65,7 @@ func parseArgs(args []string, stderr io.Writer, env func(string) string) (*confi
 	fs.BoolVar(&c.cont, "continue", false, "ask in the last conversation used with this URL and identity")
 	fs.BoolVar(&c.steps, "steps", false, "also show every tool call, the SQL and the path")
 	fs.BoolVar(&c.json, "json", false, "print the events as NDJSON on stdout")
+	fs.StringVar(&c.webhook, "webhook", env("ASK_WEBHOOK"), "also have the run's end POSTed, signed, to this URL (one the operator allows; $ASK_WEBHOOK)")
 	fs.Usage = func() {
 		_, _ = io.WriteString(stderr, usage)
 		fs.PrintDefaults()
@@ -170,7 +172,7 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 		// Once the ask may exist, Ctrl-C must not abandon it: the request completes (bounded)
 		// so that follow can cancel the ticket it returns.
 		askCtx, cancelAsk := context.WithTimeout(context.WithoutCancel(ctx), askTimeout)
-		tk, err := c.Ask(askCtx, conv, cfg.question)
+		tk, err := c.AskWith(askCtx, conv, cfg.question, client.AskOptions{Webhook: cfg.webhook})
 		cancelAsk()
 		var apiErr *client.APIError
 		switch {

@@ -101,6 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
   demo source (MCP)  %[3]s/mcp   (audit log: %[3]s/audit)
   model              %[4]s
   web page           %[5]s
+  webhook sink       %[6]s   (ask with -webhook %[6]sinbox)
 
 Next, in another terminal:
   make ask Q="How many sev1 incidents did we have in 2026-Q2?"
@@ -108,7 +109,7 @@ Next, in another terminal:
   make token OID=alice                                                  # a bearer for curl
 
 Ctrl-C stops everything.
-`, s.AskURL, s.IdPURL, s.SourceURL, modelName, page)
+`, s.AskURL, s.IdPURL, s.SourceURL, modelName, page, s.WebhooksURL)
 
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")

@@ -8,11 +8,14 @@ package stack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -23,8 +26,10 @@ import (
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/source"
 	"github.com/das-ask/ask/demo/ui"
+	"github.com/das-ask/ask/demo/webhooksink"
 	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/webhook"
 )
 
 // Options configure Start. Zero values mean: every listener on 127.0.0.1 with an ephemeral
@@ -78,6 +83,11 @@ type Stack struct {
 	UIURL string
 	// AdminURL serves /metrics, /healthz and /readyz, or is "" without Options.AdminAddr.
 	AdminURL string
+	// WebhooksURL lists the webhook deliveries the dev sink received (…/dev/webhooks/, with
+	// its trailing slash); asks may name WebhooksURL+"inbox" as their webhook.
+	WebhooksURL string
+	// Webhooks is the dev webhook sink.
+	Webhooks *webhooksink.Sink
 
 	// IdP mints tokens in process (for tests).
 	IdP *idp.IdP
@@ -251,6 +261,20 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		cfg.TTL = opts.TTL
 	}
 	svcOpts := cfg.Options()
+	// The dev webhook sink: asks may name {base}/dev/webhooks/inbox (loopback only), signed with
+	// a secret made for this run; the deliveries are listed at {base}/dev/webhooks/.
+	base := strings.TrimSuffix(svcOpts.BasePath, "/")
+	sinkPath := base + "/dev/webhooks/"
+	secret := devWebhookSecret()
+	if s.Webhooks, err = webhooksink.New(secret, log.With("component", "webhook-sink")); err != nil {
+		lnAsk.Close()
+		return nil, err
+	}
+	svcOpts.Webhooks.Config = webhook.Config{
+		Allow:      []string{"http://" + lnAsk.Addr().String() + sinkPath},
+		Secrets:    []string{secret},
+		AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+	}
 	svcOpts.Runner = adm.runner(runner)
 	svcOpts.Authenticator = askAuth
 	svcOpts.Logger = log.With("component", "ask")
@@ -259,19 +283,20 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		lnAsk.Close()
 		return nil, fmt.Errorf("ask service: %w", err)
 	}
-	base := strings.TrimSuffix(svcOpts.BasePath, "/")
 	s.AskURL = "http://" + lnAsk.Addr().String() + base
+	s.WebhooksURL = "http://" + lnAsk.Addr().String() + sinkPath
 	askHandler := adm.handler(s.Service.Handler())
+	mux := http.NewServeMux()
+	mux.Handle(sinkPath, s.Webhooks)
 	if opts.UI {
-		mux := http.NewServeMux()
 		mux.Handle(base+"/ui/", http.StripPrefix(base+"/ui", ui.New(ui.Options{
 			SignIn: func(_ context.Context, oid string) (string, error) { return s.IdP.Mint(idp.Claims{OID: oid}) },
 			Logger: log.With("component", "ui"),
 		})))
-		mux.Handle("/", askHandler)
-		askHandler = mux
 		s.UIURL = s.AskURL + "/ui/"
 	}
+	mux.Handle("/", askHandler)
+	askHandler = mux
 	s.serve("ask", lnAsk, askHandler)
 	if adm != nil {
 		s.AdminURL = "http://" + adm.ln.Addr().String()
@@ -334,4 +359,11 @@ func (s *Stack) Close() error {
 		errs = append(errs, s.source.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// devWebhookSecret is a fresh signing secret for one run of the dev stack.
+func devWebhookSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
 }

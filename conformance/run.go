@@ -21,6 +21,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	defer s.hooks.close()
 	var rep Report
 	for _, c := range checks() {
 		if cfg.Only != nil && !cfg.Only.MatchString(c.name) {
@@ -78,6 +79,10 @@ func checks() []check {
 		{name: "cancel.stops-run", run: checkCancelStops},
 		{name: "cancel.idempotent", run: checkCancelIdempotent},
 		{name: "cancel.after-done", run: checkCancelAfterDone},
+		{name: "webhook.disallowed-400", run: checkWebhookDisallowed},
+		{name: "webhook.delivered-signed", run: checkWebhookDelivered},
+		{name: "webhook.retried-same-id", run: checkWebhookRetried},
+		{name: "webhook.redirect-not-followed", run: checkWebhookNoRedirect},
 		{name: "behaviour.answer-headline", behaviour: true, run: checkAnswerHeadline},
 		{name: "behaviour.refusal", behaviour: true, run: checkRefusal},
 		{name: "behaviour.abstention", behaviour: true, run: checkAbstention},

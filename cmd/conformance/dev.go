@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
 // devKeepAlive is the keep-alive interval of the stacks --dev-stack starts: shorter than the
@@ -47,8 +49,17 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 		}
 		return s, nil
 	}
-	primary, err := start(stack.Options{KeepAlive: devKeepAlive})
+	// The suite's webhook receiver, which the primary stack's allow-list admits.
+	hookLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		return rep, err
+	}
+	hookSecret := webhooktest.Secret()
+	cfg.Webhooks = conformance.WebhookConfig{Listener: hookLn, Secrets: []string{hookSecret}}
+	primary, err := start(stack.Options{KeepAlive: devKeepAlive,
+		WebhookAllow: []string{"http://" + hookLn.Addr().String() + "/ask-conformance/"}, WebhookSecret: hookSecret})
+	if err != nil {
+		hookLn.Close()
 		return rep, err
 	}
 	defer func() { err = errors.Join(err, primary.Close()) }()

@@ -21,9 +21,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,6 +47,7 @@ type options struct {
 	keepAlive, slowWait, runTimeout                           time.Duration
 	nginx, nginxConf                                          string
 	gatewayReadTimeout                                        time.Duration
+	webhookSecrets, webhookListen, webhookURL                 string
 }
 
 func parse(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
@@ -69,6 +72,9 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	fs.StringVar(&o.nginx, "nginx", "nginx", "the nginx binary, for --gateway")
 	fs.StringVar(&o.nginxConf, "nginx-conf", "deploy/nginx/ask.conf", "the checked-in gateway config, for --gateway")
 	fs.DurationVar(&o.gatewayReadTimeout, "gateway-read-timeout", 2*time.Second, "with --gateway: nginx's proxy_read_timeout, shorter than the slow question's silence")
+	fs.StringVar(&o.webhookSecrets, "webhook-secret", getenv("ASK_WEBHOOK_SECRETS"), "the target's webhook signing secret(s), whsec_…, comma-separated, for the webhook checks (env ASK_WEBHOOK_SECRETS)")
+	fs.StringVar(&o.webhookListen, "webhook-listen", "127.0.0.1:0", "where the suite's webhook receiver listens")
+	fs.StringVar(&o.webhookURL, "webhook-url", "", "the receiver's root as the target reaches it; default http://<webhook-listen address>")
 	fs.BoolVar(&o.verbose, "v", false, "log progress to stderr")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -112,6 +118,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		SlowWait:    o.slowWait,
 		RunTimeout:  o.runTimeout,
 		Logger:      log,
+	}
+	if !o.devStack && o.webhookSecrets != "" {
+		l, err := net.Listen("tcp", o.webhookListen)
+		if err != nil {
+			fmt.Fprintln(stderr, "conformance: --webhook-listen:", err)
+			return 2
+		}
+		cfg.Webhooks = conformance.WebhookConfig{Listener: l, URL: o.webhookURL, Secrets: strings.Split(o.webhookSecrets, ",")}
 	}
 	if o.only != "" {
 		if cfg.Only, err = regexp.Compile(o.only); err != nil {

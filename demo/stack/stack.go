@@ -67,6 +67,10 @@ type Options struct {
 	// ids, the per-ask log line) and serves /metrics, /healthz and /readyz there, on a
 	// listener of its own (e.g. 127.0.0.1:9090). "" means none.
 	AdminAddr string
+	// WebhookAllow adds URL prefixes webhooks may go to, besides the dev sink (on loopback
+	// addresses only); WebhookSecret, when set, signs instead of the secret made for this run.
+	WebhookAllow  []string
+	WebhookSecret string
 }
 
 // Stack is a running development system. Its URLs have no trailing slash.
@@ -265,13 +269,16 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	// a secret made for this run; the deliveries are listed at {base}/dev/webhooks/.
 	base := strings.TrimSuffix(svcOpts.BasePath, "/")
 	sinkPath := base + "/dev/webhooks/"
-	secret := devWebhookSecret()
+	secret := opts.WebhookSecret
+	if secret == "" {
+		secret = devWebhookSecret()
+	}
 	if s.Webhooks, err = webhooksink.New(secret, log.With("component", "webhook-sink")); err != nil {
 		lnAsk.Close()
 		return nil, err
 	}
 	svcOpts.Webhooks.Config = webhook.Config{
-		Allow:      []string{"http://" + lnAsk.Addr().String() + sinkPath},
+		Allow:      append([]string{"http://" + lnAsk.Addr().String() + sinkPath}, opts.WebhookAllow...),
 		Secrets:    []string{secret},
 		AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 	}

@@ -71,19 +71,26 @@ type Receiver struct {
 // New starts a receiver on 127.0.0.1:0 verifying with secrets (whsec_…). By default it
 // answers 204 to every request; Script changes that.
 func New(secrets ...string) (*Receiver, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	return NewOn(l, secrets...)
+}
+
+// NewOn is New on a listener the caller made (e.g. on an address a target can reach); the
+// receiver closes it.
+func NewOn(l net.Listener, secrets ...string) (*Receiver, error) {
 	r := &Receiver{arrived: make(chan struct{})}
 	for _, s := range secrets {
 		w, err := standardwebhooks.NewWebhook(s)
 		if err != nil {
+			l.Close()
 			return nil, err
 		}
 		r.secrets = append(r.secrets, w)
 	}
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
 	r.srv.Listener = l
 	r.srv.Start()
 	return r, nil

@@ -16,75 +16,79 @@ import (
 	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
-// WebhookConfig lets the suite check webhook delivery: it runs a verifying receiver that the
-// target POSTs to. The checks that need deliveries run only when the target's allow-list
+// WebhookConfig lets the suite check webhook delivery: the target POSTs to Receiver, which
+// verifies with Secrets. The checks that need deliveries run only when the target's allow-list
 // (DAS_ASK_WEBHOOK_ALLOW) admits the receiver's URL and the suite holds the target's signing
 // secret; otherwise they are skipped, saying which.
 type WebhookConfig struct {
-	// Listener is where the receiver listens; nil means a new one on 127.0.0.1:0.
-	Listener net.Listener
-	// URL is the receiver's root as the target reaches it; "" means http://<listener address>.
-	URL string
+	// Receiver is the suite's receiver (NewWebhookReceiver); nil skips the delivery checks.
+	Receiver *WebhookReceiver
 	// Secrets are the target's signing secrets (whsec_…), to verify signatures with.
 	Secrets []string
 }
 
-// hooks is the session's receiver, started on first use, with a handler per path.
-type hooks struct {
-	once sync.Once
+// WebhookReceiver is a verifying receiver the suite's webhook checks deliver to; one may serve
+// several runs of the suite. Close it when done.
+type WebhookReceiver struct {
 	rcv  *webhooktest.Receiver
 	base string
-	err  error
 
 	mu     sync.Mutex
 	routes map[string]func(n int) webhooktest.Answer
 	counts map[string]int
 }
 
-// receiver starts the session's receiver once.
-func (s *session) receiver() (*hooks, error) {
-	h := &s.hooks
-	h.once.Do(func() {
-		l := s.cfg.Webhooks.Listener
-		if l == nil {
-			if l, h.err = net.Listen("tcp", "127.0.0.1:0"); h.err != nil {
-				return
-			}
+// NewWebhookReceiver serves on l, verifying with secrets. url is the receiver's root as the
+// target reaches it; "" means http://<l's address>.
+func NewWebhookReceiver(l net.Listener, url string, secrets ...string) (*WebhookReceiver, error) {
+	rcv, err := webhooktest.NewOn(l, secrets...)
+	if err != nil {
+		return nil, err
+	}
+	h := &WebhookReceiver{rcv: rcv, base: strings.TrimSuffix(url, "/"),
+		routes: map[string]func(int) webhooktest.Answer{}, counts: map[string]int{}}
+	if h.base == "" {
+		h.base = rcv.URL()
+	}
+	rcv.Script(func(_ int, d webhooktest.Delivery) webhooktest.Answer {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		path := pathOnly(d.Path)
+		h.counts[path]++
+		if f := h.routes[path]; f != nil {
+			return f(h.counts[path])
 		}
-		if h.rcv, h.err = webhooktest.NewOn(l, s.cfg.Webhooks.Secrets...); h.err != nil {
-			return
-		}
-		h.base = strings.TrimSuffix(s.cfg.Webhooks.URL, "/")
-		if h.base == "" {
-			h.base = h.rcv.URL()
-		}
-		h.routes, h.counts = map[string]func(int) webhooktest.Answer{}, map[string]int{}
-		h.rcv.Script(func(_ int, d webhooktest.Delivery) webhooktest.Answer {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			path := d.Path
-			if i := strings.IndexByte(path, '?'); i >= 0 {
-				path = path[:i]
-			}
-			h.counts[path]++
-			if f := h.routes[path]; f != nil {
-				return f(h.counts[path])
-			}
-			return webhooktest.Answer{Status: http.StatusNoContent}
-		})
+		return webhooktest.Answer{Status: http.StatusNoContent}
 	})
-	return h, h.err
+	return h, nil
 }
 
-// close stops the receiver, if it was started.
-func (h *hooks) close() {
-	if h.rcv != nil {
-		h.rcv.Close()
+// URL is the receiver's root as the target reaches it.
+func (h *WebhookReceiver) URL() string { return h.base }
+
+// Close stops the receiver.
+func (h *WebhookReceiver) Close() { h.rcv.Close() }
+
+func pathOnly(p string) string {
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		return p[:i]
 	}
+	return p
+}
+
+// receiver is the configured receiver, or why the delivery checks cannot run.
+func (s *session) receiver() (*WebhookReceiver, string) {
+	switch {
+	case s.cfg.Webhooks.Receiver == nil:
+		return nil, "no webhook receiver was configured (--webhook-secret starts one)"
+	case len(s.cfg.Webhooks.Secrets) == 0:
+		return nil, "no signing secret of the target's was given (--webhook-secret), so deliveries cannot be verified"
+	}
+	return s.cfg.Webhooks.Receiver, ""
 }
 
 // route reserves a fresh path on the receiver, answered by f (nil: 204), and returns its URL.
-func (h *hooks) route(name string, f func(n int) webhooktest.Answer) (path, url string) {
+func (h *WebhookReceiver) route(name string, f func(n int) webhooktest.Answer) (path, url string) {
 	path = "/ask-conformance/" + name + "/" + strings.ToLower(rand.Text()[:10])
 	h.mu.Lock()
 	h.routes[path] = f
@@ -93,14 +97,10 @@ func (h *hooks) route(name string, f func(n int) webhooktest.Answer) (path, url 
 }
 
 // at returns the deliveries to path so far.
-func (h *hooks) at(path string) []webhooktest.Delivery {
+func (h *WebhookReceiver) at(path string) []webhooktest.Delivery {
 	var out []webhooktest.Delivery
 	for _, d := range h.rcv.Deliveries() {
-		p := d.Path
-		if i := strings.IndexByte(p, '?'); i >= 0 {
-			p = p[:i]
-		}
-		if p == path {
+		if pathOnly(d.Path) == path {
 			out = append(out, d)
 		}
 	}
@@ -110,6 +110,7 @@ func (h *hooks) at(path string) []webhooktest.Delivery {
 // hookedRun is one ask made with a webhook, followed to its end.
 type hookedRun struct {
 	path, url string
+	rcv       *WebhookReceiver
 	ticket    string
 	frames    []sseFrameLite
 	skip      string // why the target did not take the webhook
@@ -123,14 +124,11 @@ type sseFrameLite struct {
 // askHooked asks the answer question as A with a webhook at a fresh path answered by f. A 400
 // naming the webhook means the target does not admit the receiver: hookedRun.skip says so.
 func (s *session) askHooked(ctx context.Context, name string, f func(int) webhooktest.Answer) (*hookedRun, error) {
-	if len(s.cfg.Webhooks.Secrets) == 0 {
-		return &hookedRun{skip: "no signing secret of the target's was given (--webhook-secret), so deliveries cannot be verified"}, nil
+	h, why := s.receiver()
+	if h == nil {
+		return &hookedRun{skip: why}, nil
 	}
-	h, err := s.receiver()
-	if err != nil {
-		return nil, fmt.Errorf("start the webhook receiver: %w", err)
-	}
-	hr := &hookedRun{}
+	hr := &hookedRun{rcv: h}
 	hr.path, hr.url = h.route(name, f)
 	conv, err := s.conversation(ctx, A)
 	if err != nil {
@@ -227,7 +225,7 @@ func checkWebhookDelivered(ctx context.Context, s *session) verdict {
 	if err != nil {
 		return broken(err)
 	}
-	got := s.hooks.at(hr.path)
+	got := hr.rcv.at(hr.path)
 	var found []string
 	if st.State != gen.WebhookStateDelivered {
 		found = append(found, fmt.Sprintf("status says %s after %d attempts", st.State, st.Attempts))
@@ -304,7 +302,7 @@ func checkWebhookRetried(ctx context.Context, s *session) verdict {
 	if err != nil {
 		return broken(err)
 	}
-	got := s.hooks.at(hr.path)
+	got := hr.rcv.at(hr.path)
 	var found []string
 	if st.State != gen.WebhookStateDelivered || st.Attempts != 2 {
 		found = append(found, fmt.Sprintf("status %s after %d attempts, want delivered after 2", st.State, st.Attempts))
@@ -318,9 +316,9 @@ func checkWebhookRetried(ctx context.Context, s *session) verdict {
 }
 
 func checkWebhookNoRedirect(ctx context.Context, s *session) verdict {
-	h, err := s.receiver()
-	if err != nil {
-		return broken(err)
+	h, why := s.receiver()
+	if h == nil {
+		return skip("%s", why)
 	}
 	targetPath, targetURL := h.route("redirect-target", nil)
 	hr, err := s.askHooked(ctx, "redirect", func(int) webhooktest.Answer {
@@ -337,10 +335,10 @@ func checkWebhookNoRedirect(ctx context.Context, s *session) verdict {
 		return broken(err)
 	}
 	var found []string
-	if n := len(s.hooks.at(hr.path)); n != 1 {
+	if n := len(hr.rcv.at(hr.path)); n != 1 {
 		found = append(found, fmt.Sprintf("the redirecting URL got %d requests", n))
 	}
-	if n := len(s.hooks.at(targetPath)); n != 0 {
+	if n := len(hr.rcv.at(targetPath)); n != 0 {
 		found = append(found, fmt.Sprintf("the redirect's target got %d requests", n))
 	}
 	if st.State != gen.WebhookStateFailed {

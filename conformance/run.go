@@ -21,7 +21,6 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	defer s.hooks.close()
 	var rep Report
 	for _, c := range checks() {
 		if cfg.Only != nil && !cfg.Only.MatchString(c.name) {

@@ -30,7 +30,6 @@ type session struct {
 	catalog    memo[*run]
 	followUp   memo[[2]*run]
 	overflowed memo[*run]
-	hooks      hooks
 
 	mu   sync.Mutex
 	runs []*run

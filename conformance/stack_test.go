@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"bytes"
+	"net"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
 // The test stacks' timings: the llm-stub's slow question waits testSlowWait instead of 3 s, and
@@ -23,6 +25,8 @@ const (
 // smaller than a run, for the overflow check.
 type testStack struct {
 	main, small *stack.Stack
+	hooks       *conformance.WebhookReceiver
+	hookSecret  string
 }
 
 func startStack(t *testing.T) *testStack {
@@ -31,12 +35,22 @@ func startStack(t *testing.T) *testStack {
 	if bytes.Equal(yaml, llmstub.DefaultScriptYAML()) {
 		t.Fatal("the llm-stub's default script has no 3s delay to shorten")
 	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &testStack{hookSecret: webhooktest.Secret()}
+	if st.hooks, err = conformance.NewWebhookReceiver(l, "", st.hookSecret); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.hooks.Close)
 	start := func(maxEvents int) *stack.Stack {
 		script, err := llmstub.ParseScript(yaml)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := stack.Start(t.Context(), stack.Options{KeepAlive: testKeepAlive, MaxEvents: maxEvents, StubScript: script})
+		s, err := stack.Start(t.Context(), stack.Options{KeepAlive: testKeepAlive, MaxEvents: maxEvents, StubScript: script,
+			WebhookAllow: []string{st.hooks.URL() + "/ask-conformance/"}, WebhookSecret: st.hookSecret})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +61,8 @@ func startStack(t *testing.T) *testStack {
 		})
 		return s
 	}
-	return &testStack{main: start(0), small: start(8)}
+	st.main, st.small = start(0), start(8)
+	return st
 }
 
 // config is the suite's configuration for targets at base and overflow (the stacks' own URLs,
@@ -63,6 +78,7 @@ func (st *testStack) config(base, overflow string) conformance.Config {
 		KeepAlive:      testKeepAlive,
 		SlowWait:       testSlowWait,
 		RunTimeout:     20 * time.Second,
+		Webhooks:       conformance.WebhookConfig{Receiver: st.hooks, Secrets: []string{st.hookSecret}},
 	}
 }
 

@@ -55,11 +55,15 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 		return rep, err
 	}
 	hookSecret := webhooktest.Secret()
-	cfg.Webhooks = conformance.WebhookConfig{Listener: hookLn, Secrets: []string{hookSecret}}
-	primary, err := start(stack.Options{KeepAlive: devKeepAlive,
-		WebhookAllow: []string{"http://" + hookLn.Addr().String() + "/ask-conformance/"}, WebhookSecret: hookSecret})
+	hooks, err := conformance.NewWebhookReceiver(hookLn, "", hookSecret)
 	if err != nil {
-		hookLn.Close()
+		return rep, err
+	}
+	defer hooks.Close()
+	cfg.Webhooks = conformance.WebhookConfig{Receiver: hooks, Secrets: []string{hookSecret}}
+	primary, err := start(stack.Options{KeepAlive: devKeepAlive,
+		WebhookAllow: []string{hooks.URL() + "/ask-conformance/"}, WebhookSecret: hookSecret})
+	if err != nil {
 		return rep, err
 	}
 	defer func() { err = errors.Join(err, primary.Close()) }()

@@ -125,7 +125,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			fmt.Fprintln(stderr, "conformance: --webhook-listen:", err)
 			return 2
 		}
-		cfg.Webhooks = conformance.WebhookConfig{Listener: l, URL: o.webhookURL, Secrets: strings.Split(o.webhookSecrets, ",")}
+		secrets := strings.Split(o.webhookSecrets, ",")
+		rcv, err := conformance.NewWebhookReceiver(l, o.webhookURL, secrets...)
+		if err != nil {
+			fmt.Fprintln(stderr, "conformance: --webhook-secret:", err)
+			return 2
+		}
+		defer rcv.Close()
+		cfg.Webhooks = conformance.WebhookConfig{Receiver: rcv, Secrets: secrets}
 	}
 	if o.only != "" {
 		if cfg.Only, err = regexp.Compile(o.only); err != nil {

@@ -46,9 +46,16 @@ lint-schema:
 	  npm install --prefix $(REDOCLY_DIR) --no-audit --no-fund --silent @redocly/cli@$(REDOCLY_VERSION)
 	$(REDOCLY_DIR)/node_modules/.bin/redocly lint --format=stylish openapi/ask.openapi.yaml 2>&1 | grep -v '[║╔╚]'
 
-## ask-serve: the whole dev system in the foreground (IdP, demo source, llm-stub, ask service)
+# The commands a newcomer runs first, built in one go build (shared packages compile once, in
+# parallel) into bin/, so make ask and make token after make ask-serve compile nothing again.
+DEV_CMDS := ./cmd/ask-serve ./cmd/ask ./cmd/dev-idp
+
+## ask-serve: the whole dev system in the foreground (IdP, demo source, llm-stub, ask service), built into bin/
 ask-serve:
-	$(GO) run ./cmd/ask-serve $(ARGS)
+	@if [ -x $(BIN)/ask-serve ]; then echo "ask-serve: building bin/ask-serve, bin/ask, bin/dev-idp (only what changed)…"; \
+	  else echo "ask-serve: building bin/ask-serve, bin/ask, bin/dev-idp for the first time: this compiles every dependency (the model SDKs, SQLite, OpenTelemetry) and takes about 2–4 minutes on a 2-core machine; later runs start in seconds."; fi
+	@$(GO) build -o $(BIN)/ $(DEV_CMDS)
+	@$(BIN)/ask-serve $(ARGS)
 
 Q    ?=
 # AS is make's built-in assembler variable ("as"): take the caller's value, else alice.
@@ -57,11 +64,12 @@ OID  ?= alice
 ## ask: put Q to the running dev stack as AS (default alice); ARGS="--continue" for a follow-up
 ask:
 	@test -n "$(Q)" || { echo 'usage: make ask Q="How many sev1 incidents did we have in 2026-Q2?" [AS=bob] [ARGS=--continue]' >&2; exit 1; }
+	@test -x $(BIN)/ask || echo "ask: building bin/ask (the first time takes a minute or two)…" >&2
 	@$(GO) build -o $(BIN)/ask ./cmd/ask && $(BIN)/ask --as "$(AS)" $(ARGS) -- "$(Q)"
 
 ## token: print a bearer for OID (default alice) from the running dev identity provider
 token:
-	@$(GO) run ./cmd/dev-idp token --oid "$(OID)" $(ARGS)
+	@$(GO) build -o $(BIN)/dev-idp ./cmd/dev-idp && $(BIN)/dev-idp token --oid "$(OID)" $(ARGS)
 
 ## conformance-ask: the contract's checks against the service directly: the dev stack with the llm-stub in process, or URL=... (ARGS=--behaviour adds the behaviour checks)
 conformance-ask:

@@ -1,15 +1,18 @@
 package agent
 
 import (
+	"strings"
+
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
 )
 
 // outcome classifies a run whose model finished without a refusal: abstention when no statement
 // ran and no definition was retrieved, otherwise the answer assembled from the tool results.
-func (l *ledger) outcome(text string) ask.Outcome {
+// text is the model's last words; history the conversation's earlier turns.
+func (l *ledger) outcome(text string, history []ask.Turn) ask.Outcome {
 	if len(l.statements) == 0 && len(l.definitions) == 0 {
-		return ask.Outcome{Abstention: l.abstention()}
+		return ask.Outcome{Abstention: l.abstention(text, history)}
 	}
 	return ask.Outcome{Answer: l.answer(text)}
 }
@@ -48,13 +51,25 @@ func (l *ledger) answer(text string) *gen.AnswerBody {
 	return a
 }
 
-// abstention is what the run looked for: the catalog terms tried and the sources consulted.
-func (l *ledger) abstention() *gen.AbstentionBody {
+// abstention is what the run looked for — the catalog terms tried and the sources called, both
+// empty when no tool ran — and the model's own words (a clarifying question, say), unless they
+// would carry the question of this ask or of an earlier turn: no event but accepted may.
+func (l *ledger) abstention(text string, history []ask.Turn) *gen.AbstentionBody {
 	terms := append([]string{}, l.termsTried...)
 	b := &gen.AbstentionBody{Terms: terms}
 	if len(l.consulted) > 0 {
 		srcs := append([]string{}, l.consulted...)
 		b.Sources = &srcs
 	}
+	text = strings.TrimSpace(text)
+	if text == "" || l.isQuestion(text) {
+		return b
+	}
+	for _, t := range history {
+		if (&ledger{question: t.Question}).isQuestion(text) {
+			return b
+		}
+	}
+	b.Text = &text
 	return b
 }

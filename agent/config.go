@@ -20,6 +20,8 @@ const (
 	LLMAnthropic = "anthropic"
 	LLMOpenAI    = "openai"
 	LLMStub      = "stub"
+	// LLMReal is the specification's spelling: whichever provider's key is set (see realProvider).
+	LLMReal = "real"
 )
 
 // Defaults for ConfigFromEnv.
@@ -66,6 +68,13 @@ func ConfigFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if c.LLM == "" {
 		c.LLM = LLMStub
 	}
+	if c.LLM == LLMReal {
+		p, err := realProvider(get)
+		if err != nil {
+			return Config{}, err
+		}
+		c.LLM = p
+	}
 	switch c.LLM {
 	case LLMAnthropic:
 		c.APIKey = get("ANTHROPIC_API_KEY")
@@ -95,7 +104,7 @@ func ConfigFromLookup(lookup func(string) (string, bool)) (Config, error) {
 			c.Model = "stub"
 		}
 	default:
-		return Config{}, fmt.Errorf("ASK_LLM=%q: want anthropic, openai or stub", c.LLM)
+		return Config{}, fmt.Errorf("ASK_LLM=%q: want anthropic, openai, real or stub", c.LLM)
 	}
 	if c.BaseURL != "" {
 		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

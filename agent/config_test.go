@@ -94,3 +94,30 @@ func TestNewNeedsModelAndSources(t *testing.T) {
 		t.Error("New without sources succeeded")
 	}
 }
+
+// ASK_LLM=real, the specification's spelling, is the provider whose key is set; neither or both
+// is an error naming both variables, never a guess.
+func TestConfigReal(t *testing.T) {
+	for _, tt := range []struct {
+		env     map[string]string
+		llm     string
+		problem bool
+	}{
+		{env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant-x"}, llm: "anthropic"},
+		{env: map[string]string{"OPENAI_API_KEY": "sk-x"}, llm: "openai"},
+		{env: map[string]string{}, problem: true},
+		{env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant-x", "OPENAI_API_KEY": "sk-x"}, problem: true},
+	} {
+		tt.env["ASK_LLM"] = "real"
+		c, err := agent.ConfigFromLookup(lookup(tt.env))
+		if tt.problem {
+			if err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") || !strings.Contains(err.Error(), "OPENAI_API_KEY") || strings.Contains(err.Error(), "sk-") {
+				t.Errorf("%v: err = %v, want one naming both variables (and no key)", tt.env, err)
+			}
+			continue
+		}
+		if err != nil || c.LLM != tt.llm || c.APIKey == "" {
+			t.Errorf("%v: config %v, %v; want %s", tt.env, c, err, tt.llm)
+		}
+	}
+}

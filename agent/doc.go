@@ -10,7 +10,8 @@
 //
 // ConfigFromEnv reads:
 //
-//	ASK_LLM              anthropic | openai | stub (default stub)
+//	ASK_LLM              anthropic | openai | stub (default stub), or real: the provider whose
+//	                     key is set (an error when neither or both are)
 //	ASK_LLM_MODEL        the model name (defaults: anthropic claude-sonnet-4-5, openai gpt-4o-mini, stub stub)
 //	ASK_LLM_BASE_URL     the provider's API root; for openai any OpenAI-compatible server
 //	                     (Ollama http://127.0.0.1:11434/v1, vLLM, llama.cpp); for stub the

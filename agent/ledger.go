@@ -36,12 +36,6 @@ type statement struct {
 	source    string
 }
 
-type searchResult struct {
-	Terms []struct {
-		Term string `json:"term"`
-	} `json:"terms"`
-}
-
 // decode reads a tool's JSON result keeping numbers exactly as the source wrote them.
 func decode(data []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(data))

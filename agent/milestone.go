@@ -12,10 +12,11 @@ import (
 // maxSubject bounds a milestone's subject: it names a thing, it is not a sentence.
 const maxSubject = 64
 
-// milestone derives the milestone of one call from the tool's kind, its arguments and, for a
-// successful call, what it returned. It must be called before the call is recorded in l, so
-// that a query on a second source reads as reconciling.
-func (l *ledger) milestone(t source.Tool, r source.Result) gen.MilestoneBody {
+// milestone derives the milestone of one call from the tool's kind and the arguments the model
+// gave it. It is emitted when the call starts, before the call's step: a milestone is what a
+// person could be told now, so it cannot wait for the result. It must be called before the call
+// is recorded in l, so that a query on a second source reads as reconciling.
+func (l *ledger) milestone(t source.Tool, args map[string]any) gen.MilestoneBody {
 	phase := t.Phase
 	if t.Role == source.RoleQuery {
 		q := l.queriedSources()
@@ -23,37 +24,25 @@ func (l *ledger) milestone(t source.Tool, r source.Result) gen.MilestoneBody {
 			phase = gen.MilestonePhaseReconciling
 		}
 	}
-	subject := l.clean(subjectOf(t, r))
+	subject := l.clean(subjectOf(t, args))
 	if subject == "" {
 		subject = l.clean(fallbackSubject(t))
 	}
 	return gen.MilestoneBody{Phase: phase, Subject: subject, Source: t.Source}
 }
 
-func subjectOf(t source.Tool, r source.Result) string {
+func subjectOf(t source.Tool, args map[string]any) string {
 	switch t.Role {
 	case source.RoleCatalogSearch:
-		if r.Outcome == source.OK {
-			var sr searchResult
-			if decode(r.Data, &sr) == nil && len(sr.Terms) > 0 && sr.Terms[0].Term != "" {
-				return sr.Terms[0].Term
-			}
-		}
-		return firstString(r.Args, "query", "q", "term")
+		return firstString(args, "query", "q", "term")
 	case source.RoleCatalogDefine:
-		if r.Outcome == source.OK {
-			var d definition
-			if decode(r.Data, &d) == nil && d.Term != "" {
-				return d.Term
-			}
-		}
-		return firstString(r.Args, "term", "name")
+		return firstString(args, "term", "name")
 	case source.RoleSchemaList:
 		return "tables"
 	case source.RoleSchemaDescribe:
-		return firstString(r.Args, "table", "name")
+		return firstString(args, "table", "name")
 	case source.RoleQuery:
-		return strings.Join(tablesOf(firstString(r.Args, "sql", "query")), ", ")
+		return strings.Join(tablesOf(firstString(args, "sql", "query")), ", ")
 	}
 	return t.Name
 }

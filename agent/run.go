@@ -19,7 +19,8 @@ import (
 
 // Run runs one question to an outcome (see the package doc for the rule). It connects to every
 // source as req.Identity, checks ctx before every model call and every tool call, reports each
-// tool call as a step and a milestone and each model call through emit.ModelCall, and returns
+// tool call as a milestone when it starts and a step when it ends and each model call through
+// emit.ModelCall, and returns
 // exactly one outcome. A tool call in flight when ctx ends is allowed to finish.
 func (a *Agent) Run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
 	start := time.Now()
@@ -50,11 +51,11 @@ func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.
 		resp, err := a.model.Complete(ctx, model.Request{System: a.system, Messages: msgs, Tools: tools.specs})
 		emit.ModelCall(ask.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens})
 		if err != nil {
-			return failure(ctx, gen.ErrorKindModel, err)
+			return failure(ctx, gen.ErrorKindModel, providerError(err))
 		}
 		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) == 0 {
-			return led.outcome(resp.Text)
+			return led.outcome(resp.Text, req.History)
 		}
 		results := model.Message{Role: model.RoleUser}
 		for _, tc := range resp.ToolCalls {
@@ -83,6 +84,8 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 	if err := json.Unmarshal(tc.Args, &args); err != nil {
 		return model.ToolResult{CallID: tc.ID, IsError: true, Content: "the arguments must be a JSON object"}, nil
 	}
+	// The milestone says what starts now; the step, after the call, says how it went.
+	emit.Milestone(led.milestone(t.Tool, args))
 	// The call is detached from the run's cancellation: once started it completes, bounded by
 	// the tool timeout, and the loop notices the cancellation right after.
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
@@ -102,7 +105,6 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 		step.Error = &msg
 	}
 	emit.Step(step)
-	emit.Milestone(led.milestone(t.Tool, r))
 	switch r.Outcome {
 	case source.Transport:
 		out := failure(ctx, gen.ErrorKindTransport, r.Err)
@@ -152,6 +154,17 @@ func failure(ctx context.Context, kind gen.ErrorKind, err error) ask.Outcome {
 		return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindCancelled, Message: "the run was cancelled"}}
 	}
 	return ask.Outcome{Error: &gen.ErrorBody{Kind: kind, Message: err.Error()}}
+}
+
+// providerError is err as the run may show it: the *model.Error in its chain (whose message
+// is made of model.Vocabulary only), or a generic one. A model that is no adapter of ours, or a
+// wrapper, may return any error text; none of it reaches the event.
+func providerError(err error) error {
+	var me *model.Error
+	if errors.As(err, &me) {
+		return me
+	}
+	return &model.Error{Kind: model.KindTransport, Message: model.GenericMessage, Err: err}
 }
 
 func outcomeName(o ask.Outcome) string {

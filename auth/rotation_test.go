@@ -1,13 +1,17 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,9 +78,11 @@ func inMemoryValidator(t *testing.T, ctx context.Context) (*idp.IdP, *handlerTra
 	return p, tr, v
 }
 
-// A garbage kid, or a flood of them, must not lock a genuine key rotation out: the new kid is
-// fetched at once after a few garbage kids, and within one refresh interval after a flood,
-// while the flood costs the IdP a bounded number of JWKS fetches.
+// A garbage kid, or a flood of them, must not lock a genuine key rotation out, and must not
+// hold anyone waiting: the new kid is fetched at once after a few garbage kids; during a flood
+// every unknown kid is refused at once (no request waits for the refetch limiter), the flood
+// costs the IdP a bounded number of JWKS fetches, and a new key is accepted after the next
+// refetch (within one interval).
 func TestUnknownKIDRefreshAllowsRotation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
@@ -85,17 +91,17 @@ func TestUnknownKIDRefreshAllowsRotation(t *testing.T) {
 		if !v.Ready() || tr.fetches.Load() != 1 {
 			t.Fatalf("after New: ready=%v fetches=%d, want true, 1", v.Ready(), tr.fetches.Load())
 		}
-		authOK := func(oid string) {
+		mint := func(oid string) string {
 			t.Helper()
 			tok, err := p.Mint(idp.Claims{OID: oid})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := v.Authenticate(ctx, tok); err != nil {
-				t.Fatalf("Authenticate(%s): %v", oid, err)
-			}
+			return tok
 		}
-		authOK("alice")
+		if _, err := v.Authenticate(ctx, mint("alice")); err != nil {
+			t.Fatal(err)
+		}
 
 		// One garbage kid (jwkset's default limiter would now block refetches for 5 minutes).
 		if _, err := v.Authenticate(ctx, garbageKID(t, p.Issuer(), 0)); err == nil {
@@ -105,42 +111,61 @@ func TestUnknownKIDRefreshAllowsRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		authOK("after-one-garbage")
+		if _, err := v.Authenticate(ctx, mint("after-one-garbage")); err != nil {
+			t.Fatalf("rotation after one garbage kid: %v", err)
+		}
 		if waited := time.Since(start); waited != 0 {
 			t.Fatalf("rotation after one garbage kid waited %s, want no wait", waited)
 		}
 
-		// A concurrent flood of garbage kids.
+		// A concurrent flood of garbage kids: every one refused, none kept waiting.
 		before := tr.fetches.Load()
 		floodStart := time.Now()
 		var wg sync.WaitGroup
 		var rejected atomic.Int64
 		for i := range 50 {
 			wg.Go(func() {
-				if _, err := v.Authenticate(ctx, garbageKID(t, p.Issuer(), i)); err != nil {
+				_, err := v.Authenticate(ctx, garbageKID(t, p.Issuer(), i))
+				var e *auth.Error
+				if errors.As(err, &e) && e.Description == "signing key is unknown" {
 					rejected.Add(1)
 				}
 			})
 		}
 		wg.Wait()
 		if rejected.Load() != 50 {
-			t.Fatalf("flood: %d of 50 garbage tokens rejected", rejected.Load())
+			t.Fatalf("flood: %d of 50 garbage tokens rejected as an unknown key", rejected.Load())
 		}
-		// The burst left after the earlier refetches, plus at most one queued refetch.
-		if got := tr.fetches.Load() - before; got > 6 {
-			t.Fatalf("flood of 50 unknown kids caused %d JWKS fetches, want at most 6", got)
+		// The burst left after the two refetches above: three.
+		if got := tr.fetches.Load() - before; got > 3 {
+			t.Fatalf("flood of 50 unknown kids caused %d JWKS fetches, want at most 3", got)
 		}
-		if took := time.Since(floodStart); took > 15*time.Second {
-			t.Fatalf("flood kept requests waiting %s", took)
+		if took := time.Since(floodStart); took != 0 {
+			t.Fatalf("flood kept requests waiting %s, want every refusal at once", took)
+		}
+		// A real token in the middle of the flood is not slowed by it.
+		start = time.Now()
+		if _, err := v.Authenticate(ctx, mint("during-flood")); err != nil || time.Since(start) != 0 {
+			t.Fatalf("known key during the flood: %v after %s", err, time.Since(start))
 		}
 
+		// A rotation right after the flood: refused at once while no refetch is due, accepted
+		// once one is (one interval at most), after exactly one more fetch.
 		if err := p.Rotate(idp.RS256); err != nil {
 			t.Fatal(err)
 		}
+		fresh := mint("after-flood")
+		before = tr.fetches.Load()
 		start = time.Now()
-		authOK("after-flood")
-		if waited := time.Since(start); waited > 10*time.Second {
-			t.Fatalf("rotation after a flood waited %s, want at most one refresh interval (10s)", waited)
+		if _, err := v.Authenticate(ctx, fresh); err == nil || time.Since(start) != 0 {
+			t.Fatalf("new kid with no refetch due: err %v after %s, want an immediate refusal", err, time.Since(start))
+		}
+		time.Sleep(10 * time.Second)
+		if _, err := v.Authenticate(ctx, fresh); err != nil {
+			t.Fatalf("new kid one interval after the flood: %v", err)
+		}
+		if got := tr.fetches.Load() - before; got != 1 {
+			t.Errorf("the rotation cost %d fetches, want 1", got)
 		}
 	})
 }
@@ -213,4 +238,62 @@ func TestJWKSBackgroundRefresh(t *testing.T) {
 			t.Fatal("not Ready after the refresh interval")
 		}
 	})
+}
+
+// The bearer never goes to the identity provider: the validator's JWKS fetches — the first,
+// and the refetches an unknown kid causes — carry no token in a header, the URL or a body.
+func TestJWKSFetchesCarryNoToken(t *testing.T) {
+	p, err := idp.New(idp.Options{Issuer: "http://idp.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, r.URL.String()+"\n"+fmt.Sprint(r.Header)+"\n"+string(body))
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		p.Handler().ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cfg := auth.Config{JWKSURL: hs.URL + "/.well-known/jwks.json", Issuer: p.Issuer(), Audience: "das"}
+	v, err := auth.New(ctx, cfg, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := p.Mint(idp.Claims{OID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := garbageKID(t, p.Issuer(), 1)
+	if err := p.Rotate(idp.RS256); err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := p.Mint(idp.Claims{OID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{good, forged, rotated} {
+		v.Authenticate(ctx, tok)
+	}
+	if _, err := v.Authenticate(ctx, rotated); err != nil {
+		t.Fatalf("rotated key: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 {
+		t.Fatalf("%d JWKS requests: the refetch did not happen, so the check proves nothing", len(seen))
+	}
+	for _, tok := range []string{good, forged, rotated} {
+		sig := tok[strings.LastIndexByte(tok, '.')+1:]
+		for _, s := range seen {
+			if strings.Contains(s, sig) {
+				t.Errorf("a JWKS request carried a token: %.200s", s)
+			}
+		}
+	}
 }

@@ -85,9 +85,8 @@ func (v *Validator) Ready() bool { return v.store.ready.Load() }
 
 // Authenticate validates rawToken and returns the identity it names. Every error is an *Error
 // (errors.As); its Code is CodeInvalidToken or CodeInsufficientScope. A token naming a `kid`
-// we do not hold makes it refetch the JWKS first; when the refetch budget is spent it waits for
-// the next slot (at most about 15 seconds, and never longer than ctx allows) or, if even that
-// slot is taken, fails at once.
+// we do not hold makes it refetch the JWKS first when a refetch is allowed (a burst of five,
+// then one every 10 s); when none is, it is refused at once, never held waiting for one.
 func (v *Validator) Authenticate(ctx context.Context, rawToken string) (ask.Identity, error) {
 	id, e := v.authenticate(ctx, rawToken)
 	if e != nil {

@@ -31,12 +31,15 @@ type Options struct {
 }
 
 // Reconnect is how an event stream retries a dropped or failed connection: exponential backoff
-// with full jitter, capped, never shorter than the server's SSE "retry" or Retry-After. The budget
-// counts consecutive attempts that made no progress and is reset whenever the cursor advances.
+// with full jitter, never shorter than the server's SSE "retry" or Retry-After, and never longer
+// than Max — whatever the server asks, a server cannot make the client wait longer than Max
+// between two connections. The budget counts consecutive attempts that made no progress and is
+// reset whenever the cursor advances.
 type Reconnect struct {
 	// Initial is the backoff before the first retry. 0 means 250 ms.
 	Initial time.Duration
-	// Max caps the backoff. 0 means 30 s.
+	// Max caps every wait between two connections: the backoff, and the server's "retry" and
+	// Retry-After, which raise the wait up to Max and never beyond. 0 means 30 s.
 	Max time.Duration
 	// Attempts is how many consecutive attempts without progress are allowed before the stream
 	// gives up with an error. 0 means 10.

@@ -181,7 +181,14 @@ func TestServiceResumeThroughKilledProxy(t *testing.T) {
 	defer proxy.Close()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	c := svc.client(t, proxy.URL, "alice-token", tr)
+	// The first backoff is at most 10 ms; Max (5 s) leaves room for the server's retry.
+	c, err := client.New(proxy.URL+"/ask", client.Options{
+		Token: client.StaticToken("alice-token"), HTTPClient: &http.Client{Transport: tr},
+		Reconnect: client.Reconnect{Initial: 10 * time.Millisecond, Max: 5 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tk := ask1(t, c, "gated")
 
 	var evs []client.Event
@@ -206,8 +213,8 @@ func TestServiceResumeThroughKilledProxy(t *testing.T) {
 	if len(got) != 2 || got[0] != "" || got[1] == "" {
 		t.Errorf("Last-Event-ID per connection %q, want a first connection without and a resume with one", got)
 	}
-	// The service's stream says "retry: 2000"; the client's own backoff here is at most 50 ms,
-	// so a resume 2 s or more after the cut is the server's retry honoured (a lower bound).
+	// The service's stream says "retry: 2000"; the client's own first backoff here is at most
+	// 10 ms, so a resume 2 s or more after the cut is the server's retry honoured (a lower bound).
 	if at, ok := resumedAt.Load().(time.Time); !ok || at.Sub(killedAt) < 2*time.Second {
 		t.Errorf("resumed %v after the cut, want at least the server's retry of 2s", at.Sub(killedAt))
 	}

@@ -89,15 +89,16 @@ func (s *stream) run(ctx context.Context, yield func(Event, error) bool) {
 	}
 }
 
-// backoff is the delay before attempt n (from 1): exponential with full jitter, capped, and
-// never below floor (the server's "retry" or Retry-After).
+// backoff is the delay before attempt n (from 1): exponential with full jitter, raised to floor
+// (the server's "retry" or Retry-After), and never above p.Max: the server's wishes count only
+// up to the cap, so a hostile or broken server cannot park the client.
 func backoff(p Reconnect, n int, floor time.Duration) time.Duration {
 	base := p.Initial
 	for i := 1; i < n && base < p.Max; i++ {
 		base *= 2
 	}
 	base = min(base, p.Max)
-	return max(rand.N(base+1), floor)
+	return min(max(rand.N(base+1), floor), p.Max)
 }
 
 // connect makes one connection and delivers its events. It resets *attempt whenever the cursor

@@ -203,7 +203,7 @@ func TestEventsRetryHonoured(t *testing.T) {
 		h, connections := firstThenRest(frames, func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, "retry: 3000\n\n"+frames[0])
 		})
-		c := memClient(t, h, client.Options{Reconnect: client.Reconnect{Initial: time.Millisecond, Max: time.Millisecond}})
+		c := memClient(t, h, client.Options{Reconnect: client.Reconnect{Initial: time.Millisecond, Max: 5 * time.Second}})
 		evs, err := collect(t, c.Events(t.Context(), "tk", client.EventsOptions{}))
 		if err != nil {
 			t.Fatal(err)
@@ -216,6 +216,54 @@ func TestEventsRetryHonoured(t *testing.T) {
 		if gap := times[1].Sub(times[0]); gap != 3*time.Second {
 			t.Errorf("reconnected after %v, want the server's retry of 3s", gap)
 		}
+	})
+}
+
+// A server cannot make the client wait longer than Reconnect.Max: not with an SSE retry of an
+// hour, not with a Retry-After of an hour.
+func TestEventsServerWaitIsCapped(t *testing.T) {
+	const limit = 50 * time.Millisecond
+	t.Run("retry field", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			frames := script(t, 0)
+			h, connections := firstThenRest(frames, func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = io.WriteString(w, "retry: 3600000\n\n"+frames[0])
+			})
+			c := memClient(t, h, client.Options{Reconnect: client.Reconnect{Initial: time.Millisecond, Max: limit}})
+			evs, err := collect(t, c.Events(t.Context(), "tk", client.EventsOptions{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertContiguous(t, evs, len(frames))
+			times := connections()
+			if len(times) != 2 {
+				t.Fatalf("got %d connections, want 2", len(times))
+			}
+			if gap := times[1].Sub(times[0]); gap > limit {
+				t.Errorf("reconnected after %v, want at most Max (%v)", gap, limit)
+			}
+		})
+	})
+	t.Run("Retry-After", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var times []time.Time
+			c := memClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				times = append(times, time.Now())
+				w.Header().Set("Retry-After", "3600")
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+			}), client.Options{Reconnect: client.Reconnect{Initial: time.Millisecond, Max: limit, Attempts: 3}})
+			if _, err := collect(t, c.Events(t.Context(), "tk", client.EventsOptions{})); err == nil {
+				t.Fatal("want the last 503 after the budget ran out")
+			}
+			if len(times) != 4 {
+				t.Fatalf("got %d connections, want 1 + 3 retries", len(times))
+			}
+			for i := 1; i < len(times); i++ {
+				if d := times[i].Sub(times[i-1]); d > limit {
+					t.Errorf("delay before retry %d: %v, want at most Max (%v)", i, d, limit)
+				}
+			}
+		})
 	})
 }
 

@@ -92,6 +92,7 @@ func checks() []check {
 		{name: "run.branch-brackets-steps", run: checkBranches},
 		{name: "run.one-terminal-then-done", run: checkTerminalDone},
 		{name: "run.done-steps", run: checkDoneSteps},
+		{name: "run.milestone-before-step", run: checkMilestoneBeforeStep},
 		{name: "overflow.only-steps-evicted", run: checkOverflow},
 		{name: "audit.step-ms", run: checkStepMs},
 		{name: "status.agrees-with-stream", run: checkStatus},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -217,6 +218,7 @@ func variants(slowWait time.Duration) []variant {
 				again["seq"] = m["seq"].(float64) + 1
 				return []sseFrame{f, eventFrame(again)}
 			}},
+		{name: "milestone-after-step", fails: []string{"run.milestone-before-step"}, frame: milestoneAfterStep()},
 		{name: "done-steps-off", fails: []string{"run.done-steps"},
 			frame: editEvents("done", func(_ *proxy, m map[string]any) { m["steps"] = m["steps"].(float64) + 1 })},
 		{name: "drop-milestone-on-overflow", fails: []string{"overflow.only-steps-evicted"},
@@ -386,5 +388,32 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 				t.Errorf("ran %d checks, want %d", got, len(v.fails))
 			}
 		})
+	}
+}
+
+// milestoneAfterStep reports each tool call's milestone after its step, as the agent once did:
+// a milestone directly followed by a step trade places (the seqs stay in order).
+func milestoneAfterStep() func(*proxy, *streamState, sseFrame) []sseFrame {
+	var mu sync.Mutex
+	held := map[*streamState]map[string]any{}
+	return func(_ *proxy, st *streamState, f sseFrame) []sseFrame {
+		mu.Lock()
+		defer mu.Unlock()
+		m := f.data()
+		prev, holding := held[st]
+		switch {
+		case m != nil && m["type"] == "milestone" && !holding:
+			held[st] = m
+			return nil
+		case !holding:
+			return []sseFrame{f}
+		}
+		delete(held, st)
+		if m == nil || m["type"] != "step" {
+			return []sseFrame{eventFrame(prev), f}
+		}
+		// The step goes first, at the milestone's seq; the milestone follows at the step's.
+		prev["seq"], m["seq"] = m["seq"], prev["seq"]
+		return []sseFrame{eventFrame(m), eventFrame(prev)}
 	}
 }

@@ -409,27 +409,43 @@ func (e WebhookState) Valid() bool {
 
 // AbstentionBody defines model for AbstentionBody.
 type AbstentionBody struct {
-	// Sources The sources that were consulted.
+	// Sources The sources that were called; absent or empty when no tool was called.
 	Sources *[]string `json:"sources,omitempty"`
 
-	// Terms The catalog terms that were looked for.
+	// Terms The catalog terms that were looked for (empty when no catalog lookup ran).
 	Terms []string `json:"terms"`
+
+	// Text The model's own words when it stopped, as `answer.text` is for an answer: for example
+	// a clarifying question ("Which team do you mean?") that a client shows so the person can
+	// reply in the same conversation. Prose, not a fact: nothing in it was looked up. Absent
+	// when the model said nothing, and whenever it would repeat the question (this ask's or
+	// an earlier one in the conversation), which no event but `accepted` carries.
+	Text *string `json:"text,omitempty"`
 }
 
-// AbstentionEvent The run looked and could not answer: no statement ran, nothing was refused. A catalog gap
-// a steward can act on; not an error. Never carries the question text.
+// AbstentionEvent The run could not answer: no statement ran, no definition was retrieved, nothing was
+// refused. A catalog gap a steward can act on, or a question the agent could not take up
+// (it may have asked one back, in `text`); not an error. Never carries the question text.
+// What was tried is exactly `sources` and `terms`: both empty means no tool was called.
 type AbstentionEvent struct {
 	ConversationId string `json:"conversation_id"`
 
 	// Seq From 1, monotonic per ticket, no gaps at emission. The SSE `id`.
 	Seq int64 `json:"seq"`
 
-	// Sources The sources that were consulted.
+	// Sources The sources that were called; absent or empty when no tool was called.
 	Sources *[]string `json:"sources,omitempty"`
 
-	// Terms The catalog terms that were looked for.
-	Terms  []string `json:"terms"`
-	Ticket string   `json:"ticket"`
+	// Terms The catalog terms that were looked for (empty when no catalog lookup ran).
+	Terms []string `json:"terms"`
+
+	// Text The model's own words when it stopped, as `answer.text` is for an answer: for example
+	// a clarifying question ("Which team do you mean?") that a client shows so the person can
+	// reply in the same conversation. Prose, not a fact: nothing in it was looked up. Absent
+	// when the model said nothing, and whenever it would repeat the question (this ask's or
+	// an earlier one in the conversation), which no event but `accepted` carries.
+	Text   *string `json:"text,omitempty"`
+	Ticket string  `json:"ticket"`
 
 	// Ts When the event was emitted, UTC.
 	Ts   time.Time           `json:"ts"`
@@ -640,7 +656,10 @@ type Caveat struct {
 
 // Conversation defines model for Conversation.
 type Conversation struct {
-	// AsksUrl Where to `POST` asks in this conversation, relative to the service root.
+	// AsksUrl Where to `POST` asks in this conversation: an absolute path, base path included
+	// (`/ask/v1/conversations/{id}/asks`), the same as the `Location` header. Resolve it
+	// against the URL the request went to (RFC 3986); it is right directly and behind a
+	// gateway that mounts the service at its `DAS_ASK_PATH`.
 	AsksUrl   *string   `json:"asks_url,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 
@@ -779,7 +798,10 @@ type MilestoneBody struct {
 }
 
 // MilestoneEvent Progress a person could be told, as structure rather than a sentence: the sentence belongs
-// to the client. Never evicted.
+// to the client. Never evicted. A milestone is what is happening now: it is emitted when the
+// work it describes starts, before the tool call's `step` (a step reports a call that has
+// ended). Every `step` is preceded by a milestone of its `source` emitted after that
+// source's previous step.
 type MilestoneEvent struct {
 	ConversationId string         `json:"conversation_id"`
 	Phase          MilestonePhase `json:"phase"`
@@ -942,12 +964,18 @@ type StepEventType string
 
 // Ticket defines model for Ticket.
 type Ticket struct {
+	// CancelUrl Where to `POST` the cancel, base path included.
 	CancelUrl      string    `json:"cancel_url"`
 	ConversationId string    `json:"conversation_id"`
 	CreatedAt      time.Time `json:"created_at"`
 
-	// EventsUrl The event stream, relative to the service root.
+	// EventsUrl The event stream: an absolute path, base path included (`/ask/v1/asks/{ticket}/events`).
+	// Like `status_url`, `cancel_url` and the `Location` header (which equals `status_url`),
+	// resolve it against the URL the request went to (RFC 3986); it is right directly and
+	// behind a gateway that mounts the service at its `DAS_ASK_PATH`.
 	EventsUrl string `json:"events_url"`
+
+	// StatusUrl The ticket's status (`GET`), base path included; the same as `Location`.
 	StatusUrl string `json:"status_url"`
 
 	// Ticket The ticket id. Opaque, unguessable (at least 128 bits of randomness).

@@ -3,6 +3,7 @@ package hardening_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -217,6 +218,46 @@ func TestModelErrorQuotingTheQuestionDoesNotLeak(t *testing.T) {
 	w.events(frames)
 	w.response(a.do(ctx, t, http.MethodGet, "/v1/asks/"+ticket, tok, nil, nil))
 	assertClean(t, sink.String(), w, append([]string{canary, "sk-secret-key-9c1d"}, tokenSecrets(tok)...))
+}
+
+// The same with the Anthropic adapter: a gateway at ASK_LLM_BASE_URL that puts the request —
+// the question, the key — into the error's type string as well as its message. The error event
+// says "provider error" and nothing of what the gateway wrote.
+func TestAnthropicErrorTypeQuotingTheQuestionDoesNotLeak(t *testing.T) {
+	made := canary + " how many sev1 incidents did we have in 2026-Q2?"
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		echo := strings.ReplaceAll(string(body), `"`, `'`) + " key=" + r.Header.Get("X-Api-Key")
+		msg, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": echo, "message": echo}})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(msg)
+	}))
+	t.Cleanup(gw.Close)
+	sink := &logtest.Buffer{}
+	s, _ := startStack(t, stack.Options{
+		Logger: slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Model: &agent.Config{LLM: agent.LLMAnthropic, BaseURL: gw.URL, APIKey: "sk-ant-secret-key-4b2e", Model: "claude-test",
+			Timeout: time.Second, MaxRetries: 1, MaxTurns: 4, MaxTokens: 64},
+	})
+	a := newAPI(s.AskURL)
+	defer a.close()
+	ctx := t.Context()
+	w := &witness{}
+	tok := mint(t, s.IdP, idp.Claims{OID: "alice"})
+	cid := a.conversation(ctx, t, tok)
+	ticket := a.ask(ctx, t, tok, cid, made)
+	frames := a.events(ctx, t, tok, ticket, "")
+	term := checkLog(t, frames, 1, false)
+	if term.Type != "error" || term.Kind != "model" {
+		t.Errorf("gateway 400: %s/%s, want error/model", term.Type, term.Kind)
+	}
+	if last := frames[len(frames)-2]; !strings.Contains(last.data, "provider error") {
+		t.Errorf("terminal event %s, want it to say \"provider error\"", last.data)
+	}
+	w.events(frames)
+	w.response(a.do(ctx, t, http.MethodGet, "/v1/asks/"+ticket, tok, nil, nil))
+	assertClean(t, sink.String(), w, append([]string{canary, "sk-ant-secret-key-4b2e"}, tokenSecrets(tok)...))
 }
 
 // The error paths: a source that is down and a model that fails, with debug logs: the error

@@ -2,12 +2,13 @@ package obs
 
 import (
 	"context"
-	"crypto/rand"
+
+	"github.com/das-ask/ask/internal/requestid"
 )
 
 // HeaderRequestID carries a request's id: echoed when the caller (or the gateway) sent a
 // well-formed one, generated otherwise.
-const HeaderRequestID = "X-Request-Id"
+const HeaderRequestID = requestid.Header
 
 type requestIDKey struct{}
 
@@ -17,18 +18,6 @@ func RequestID(ctx context.Context) string {
 	return id
 }
 
-// requestID returns the caller's id when it is 1 to 128 characters of letters, digits and
-// "-_.:" (anything else could forge log lines or carry a secret), else a fresh random one.
-func requestID(given string) string {
-	if n := len(given); n > 0 && n <= 128 {
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			c := given[i]
-			ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
-		}
-		if ok {
-			return given
-		}
-	}
-	return rand.Text()
-}
+// requestID returns the caller's id when well-formed, else a fresh one (requestid.From: the
+// same rule as the server's own, so the id does not depend on whether obs is in front).
+func requestID(given string) string { return requestid.From(given) }

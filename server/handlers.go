@@ -41,8 +41,10 @@ func (h *handlers) CreateConversation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	asks := "/v1/conversations/" + conv.ID + "/asks"
-	c.Response().Header().Set("Location", s.opts.BasePath+asks)
+	// Absolute paths with the base path, in the header and the body alike: resolved against the
+	// request's URL they are right directly and behind a gateway that mounts us at BasePath.
+	asks := s.opts.BasePath + "/v1/conversations/" + conv.ID + "/asks"
+	c.Response().Header().Set("Location", asks)
 	s.log.Info("conversation created", "conversation", conv.ID, "oid", owner.OID)
 	return c.JSON(http.StatusCreated, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
 }
@@ -118,9 +120,9 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if err := c.JSON(http.StatusAccepted, gen.Ticket{
 		Ticket:         ticket,
 		ConversationId: conversationID,
-		EventsUrl:      "/v1/asks/" + ticket + "/events",
-		StatusUrl:      "/v1/asks/" + ticket,
-		CancelUrl:      "/v1/asks/" + ticket + "/cancel",
+		EventsUrl:      base + "/events",
+		StatusUrl:      base,
+		CancelUrl:      base + "/cancel",
 		CreatedAt:      now.UTC(),
 	}); err != nil {
 		s.log.Debug("ticket response not written", "ticket", ticket, "err", err)

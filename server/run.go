@@ -295,8 +295,15 @@ func turnText(out ask.Outcome) string {
 	case *gen.AnswerBody:
 		return b.Text
 	case *gen.AbstentionBody:
+		// The model's own words (a clarifying question) are what the next turn answers.
+		if b.Text != nil && *b.Text != "" {
+			return *b.Text
+		}
+		if len(b.Terms) == 0 && (b.Sources == nil || len(*b.Sources) == 0) {
+			return "abstained: nothing was looked up"
+		}
 		if len(b.Terms) == 0 {
-			return "abstained: the catalog had nothing to answer with"
+			return "abstained: nothing found to answer from"
 		}
 		return "abstained: the catalog had nothing for " + strings.Join(b.Terms, ", ")
 	case *gen.RefusalBody:

@@ -79,7 +79,7 @@ func TestTicketBeforeWork(t *testing.T) {
 			t.Fatalf("ask: %d %s", r.StatusCode(), r.Body)
 		}
 		tk := r.JSON202
-		if tk.Ticket == "" || tk.EventsUrl != "/v1/asks/"+tk.Ticket+"/events" || r.HTTPResponse.Header.Get("Location") != "/ask/v1/asks/"+tk.Ticket {
+		if tk.Ticket == "" || tk.EventsUrl != "/ask/v1/asks/"+tk.Ticket+"/events" || r.HTTPResponse.Header.Get("Location") != "/ask/v1/asks/"+tk.Ticket {
 			t.Errorf("ticket %+v, Location %q", tk, r.HTTPResponse.Header.Get("Location"))
 		}
 

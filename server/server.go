@@ -13,6 +13,7 @@ import (
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/requestid"
 	"github.com/das-ask/ask/store"
 	"github.com/das-ask/ask/webhook"
 )
@@ -205,8 +206,10 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler is the whole HTTP surface (the *echo.Echo), to serve with an http.Server.
-func (s *Server) Handler() http.Handler { return s.echo }
+// Handler is the whole HTTP surface, to serve with an http.Server. Every response carries an
+// X-Request-Id (the one an outer layer such as package obs set, else the caller's when
+// well-formed, else a fresh one), whether or not the service is instrumented.
+func (s *Server) Handler() http.Handler { return requestid.Handler(s.echo) }
 
 // newEcho wires Echo: problem+json errors, a debug access log with panic recovery, then per
 // operation auth → admission → body limit

@@ -27,24 +27,84 @@ const (
 	KindRejected Kind = "rejected"
 )
 
-// Error is a provider failure. Its message never contains prompt text or keys.
+// Error is a provider failure. Its message never contains prompt text or keys: Error() is
+// made only of the fixed vocabulary below, whatever an adapter put in Message.
 type Error struct {
 	Kind Kind
 	// Status is the HTTP status, when there was one.
 	Status int
 	// RetryAfter is the provider's Retry-After hint, zero when absent.
 	RetryAfter time.Duration
-	// Message is a short description for logs and the run's error event.
+	// Message is a short description for logs and the run's error event. Only a phrase of
+	// Vocabulary is ever shown; anything else is shown as "provider error".
 	Message string
 	// Err is the SDK's error, for errors.As; it is not part of Error().
 	Err error
 }
 
-func (e *Error) Error() string {
-	if e.Status != 0 {
-		return fmt.Sprintf("model %s (HTTP %d): %s", e.Kind, e.Status, e.Message)
+// GenericMessage is what any message outside Vocabulary is shown as.
+const GenericMessage = "provider error"
+
+// Vocabulary is every phrase a provider failure may show in the run's error event and in a
+// log line. A provider (or a gateway in front of it) writes what it likes in its error bodies,
+// including an echo of the request — the question, a key — so nothing of its text is shown:
+// an adapter maps what it read onto one of these, or the message is GenericMessage.
+var Vocabulary = []string{
+	GenericMessage,
+	// What the adapters say about a turn.
+	"the model refused",
+	"the provider's content filter stopped the turn",
+	"stream out of order",
+	"stream ended before the message did",
+	"response has no choices",
+	"provider unreachable or stream unreadable",
+	"provider unreachable or response unreadable",
+	// The providers' error categories, in our words.
+	"invalid request",
+	"authentication failed",
+	"billing",
+	"permission denied",
+	"not found",
+	"rate limited",
+	"timed out",
+	"provider failure",
+	"overloaded",
+	"conflict",
+	"request too large",
+}
+
+var vocabulary = func() map[string]bool {
+	m := map[string]bool{}
+	for _, s := range Vocabulary {
+		m[s] = true
 	}
-	return fmt.Sprintf("model %s: %s", e.Kind, e.Message)
+	return m
+}()
+
+// kinds is every Kind; any other is shown as transport.
+var kinds = map[Kind]bool{
+	KindRateLimited: true, KindOverloaded: true, KindRefused: true,
+	KindContentFilter: true, KindTransport: true, KindRejected: true,
+}
+
+// SafeMessage is msg when it is a phrase of Vocabulary,
+// else GenericMessage.
+func SafeMessage(msg string) string {
+	if vocabulary[msg] {
+		return msg
+	}
+	return GenericMessage
+}
+
+func (e *Error) Error() string {
+	kind := e.Kind
+	if !kinds[kind] {
+		kind = KindTransport
+	}
+	if e.Status != 0 {
+		return fmt.Sprintf("model %s (HTTP %d): %s", kind, e.Status, SafeMessage(e.Message))
+	}
+	return fmt.Sprintf("model %s: %s", kind, SafeMessage(e.Message))
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -130,3 +130,19 @@ func TestStatusKindAndRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// Error() shows only the fixed vocabulary, whatever an adapter put in Message or Kind.
+func TestErrorShowsOnlyTheVocabulary(t *testing.T) {
+	for _, tt := range []struct {
+		e    model.Error
+		want string
+	}{
+		{model.Error{Kind: model.KindRejected, Status: 400, Message: "invalid request"}, "model rejected (HTTP 400): invalid request"},
+		{model.Error{Kind: model.KindRejected, Status: 400, Message: "you asked: how many sev1?"}, "model rejected (HTTP 400): provider error"},
+		{model.Error{Kind: "sk-secret", Message: "the model refused"}, "model transport: the model refused"},
+	} {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}

@@ -70,7 +70,11 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 		Arguments: args,
 	})
 	r.Ms = time.Since(start).Milliseconds()
-	classify(&r, res, err)
+	reason := s.tr.Fault()
+	if reason == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		reason = ErrNoAnswer
+	}
+	classify(&r, res, err, reason)
 	s.log.Info("tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String())
 	return r
 }
@@ -82,18 +86,20 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 // an abstention.
 const codeRejectedByTransport = -32005
 
-func classify(r *Result, res *mcp.CallToolResult, err error) {
+// classify sorts one call's outcome; reason is the transport's own account of a failure
+// (nil when it has none), which decides over whatever the SDK made of it.
+func classify(r *Result, res *mcp.CallToolResult, err, reason error) {
 	var se *StatusError
 	var we *jsonrpc.Error
 	switch {
-	case errors.As(err, &se):
-		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+r.Tool, err)
+	case errors.As(err, &se) || (err != nil && reason != nil):
+		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+r.Tool, err, reason)
 		return
 	case errors.As(err, &we) && we.Code != codeRejectedByTransport:
 		r.Outcome, r.Text = ToolError, we.Message
 		return
 	case err != nil:
-		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+r.Tool, err)
+		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+r.Tool, err, nil)
 		return
 	}
 	r.Text = text(res)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,6 +20,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ClientName and ClientVersion identify the agent to sources; defaults "ask-agent", "1".
 	ClientName, ClientVersion string
+	// MaxResponseBytes bounds one HTTP response (and so one tool result) from a source; a
+	// larger one fails the call as a transport failure. 0 means DefaultMaxResponseBytes.
+	MaxResponseBytes int
 }
 
 // Session is one run's connection to one source, authenticated as the run's caller. It is
@@ -26,15 +30,22 @@ type Options struct {
 type Session struct {
 	name  string
 	cs    *mcp.ClientSession
+	tr    *bearer
 	tools []Tool
 	log   *slog.Logger
 }
 
 // Connect opens an MCP session with the source as the holder of token, and discovers its
-// tools. Every HTTP request of the session carries `Authorization: Bearer <token>`. A source
-// that cannot be reached, rejects the token or fails to list its tools yields a
-// *TransportError; the token never appears in it.
+// tools. Every HTTP request of the session carries `Authorization: Bearer <token>`, and the
+// session sends nothing to any origin (scheme, host, port) but cfg.URL's: a redirect within
+// that origin is followed, one to anywhere else fails the request before it is sent. A source
+// that cannot be reached, rejects the token, redirects elsewhere or fails to list its tools
+// yields a *TransportError; the token never appears in it.
 func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Session, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &TransportError{Source: cfg.Name, Op: "connect", Reason: errBadURL}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -47,7 +58,12 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 		}
 		hc.Timeout = opts.HTTPClient.Timeout
 	}
-	hc.Transport = &bearer{base: base, source: cfg.Name, token: token}
+	maxBytes := opts.MaxResponseBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
+	tr := &bearer{base: base, source: cfg.Name, token: token, origin: originOf(u), maxBytes: int64(maxBytes)}
+	hc.Transport, hc.CheckRedirect = tr, tr.checkRedirect
 	name, version := opts.ClientName, opts.ClientVersion
 	if name == "" {
 		name = "ask-agent"
@@ -60,15 +76,17 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 		Endpoint:             cfg.URL,
 		HTTPClient:           hc,
 		DisableStandaloneSSE: true,
+		// Above the body limit, so that an oversized event is reported as that limit.
+		MaxEventSize: maxBytes + 64<<10,
 	}, nil)
 	if err != nil {
-		return nil, transportError(cfg.Name, "connect", err)
+		return nil, transportError(cfg.Name, "connect", err, tr.Fault())
 	}
-	s := &Session{name: cfg.Name, cs: cs, log: log}
+	s := &Session{name: cfg.Name, cs: cs, tr: tr, log: log}
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			cs.Close()
-			return nil, transportError(cfg.Name, "list tools", err)
+			return nil, transportError(cfg.Name, "list tools", err, tr.Fault())
 		}
 		role, phase := Classify(t.Name, t.Meta)
 		schema, _ := t.InputSchema.(map[string]any)
@@ -89,27 +107,40 @@ func (s *Session) Tools() []Tool { return s.tools }
 // Close ends the session.
 func (s *Session) Close() error { return s.cs.Close() }
 
-// TransportError is a source that could not be reached, rejected the caller's credentials, or
-// broke the protocol. It ends the run with error{kind: transport}.
+// TransportError is a source that could not be reached, rejected the caller's credentials,
+// redirected off its origin, answered too much or too late, or broke the protocol. It ends the
+// run with error{kind: transport}. Its message is made of the source's configured name, the
+// operation and a fixed phrase: never the source's own words, a URL or the token.
 type TransportError struct {
 	Source string
 	Op     string
 	// Status is the HTTP status when the source rejected the credentials (401/403), else 0.
 	Status int
+	// Reason is why the session's transport gave up when it did (ErrOffOrigin,
+	// ErrTooManyRedirects, ErrResponseTooLarge, ErrNoAnswer), else nil.
+	Reason error
 	Err    error
 }
 
+// ErrNoAnswer: a tool call got no answer within the tool timeout (a response that never ends).
+var ErrNoAnswer = errors.New("no answer within the tool timeout")
+
+var errBadURL = errors.New("not an absolute http(s) URL")
+
 func (e *TransportError) Error() string {
-	if e.Status != 0 {
+	switch {
+	case e.Status != 0:
 		return fmt.Sprintf("source %s: %s: rejected the credentials (HTTP %d)", e.Source, e.Op, e.Status)
+	case e.Reason != nil:
+		return fmt.Sprintf("source %s: %s: %v", e.Source, e.Op, e.Reason)
 	}
 	return fmt.Sprintf("source %s: %s: unreachable or broke the protocol", e.Source, e.Op)
 }
 
-func (e *TransportError) Unwrap() error { return e.Err }
+func (e *TransportError) Unwrap() []error { return []error{e.Reason, e.Err} }
 
-func transportError(source, op string, err error) *TransportError {
-	te := &TransportError{Source: source, Op: op, Err: err}
+func transportError(source, op string, err, reason error) *TransportError {
+	te := &TransportError{Source: source, Op: op, Err: err, Reason: reason}
 	var se *StatusError
 	if errors.As(err, &se) {
 		te.Status = se.Status

@@ -2,6 +2,8 @@ package source_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/das-ask/ask/agent/source"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/hostile"
 )
 
 func TestParseList(t *testing.T) {
@@ -212,4 +215,66 @@ func asTransport(err error, te **source.TransportError) bool {
 		*te = e
 	}
 	return ok
+}
+
+// A source whose endpoint answers 307 to another origin, on the very first request: the
+// session is not opened, the other origin receives nothing at all, and the error says why.
+// One that redirects within its own origin is followed, with the bearer, to the same origin.
+func TestRedirects(t *testing.T) {
+	foreign := hostile.NewForeign(t)
+	ts := &testServer{token: "tok-alice"}
+	target := ts.start(t)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, foreign.URL+"/mcp", http.StatusTemporaryRedirect)
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusTemporaryRedirect)
+		default:
+			// A reverse proxy to the real source, so the same origin serves MCP at /moved.
+			req, _ := http.NewRequestWithContext(r.Context(), r.Method, target.URL, r.Body)
+			req.Header = r.Header.Clone()
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			for k, vs := range resp.Header {
+				w.Header()[k] = vs
+			}
+			w.WriteHeader(resp.StatusCode)
+			io.Copy(w, resp.Body)
+		}
+	}))
+	defer front.Close()
+
+	_, err := source.Connect(t.Context(), source.Config{Name: "test", URL: front.URL + "/away"}, "tok-alice", source.Options{})
+	if !errors.Is(err, source.ErrOffOrigin) || !strings.Contains(err.Error(), "redirected off its configured origin") {
+		t.Errorf("connect through a cross-origin redirect: err = %v, want ErrOffOrigin", err)
+	}
+	if n := len(foreign.Requests()); n != 0 {
+		t.Errorf("the other origin received %d requests", n)
+	}
+	_, err = source.Connect(t.Context(), source.Config{Name: "test", URL: front.URL + "/loop"}, "tok-alice", source.Options{})
+	if !errors.Is(err, source.ErrTooManyRedirects) {
+		t.Errorf("connect through a redirect loop: err = %v, want ErrTooManyRedirects", err)
+	}
+
+	same := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			http.Redirect(w, r, "/moved", http.StatusTemporaryRedirect)
+			return
+		}
+		front.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer same.Close()
+	s, err := source.Connect(t.Context(), source.Config{Name: "test", URL: same.URL + "/mcp"}, "tok-alice", source.Options{})
+	if err != nil {
+		t.Fatalf("connect through a same-origin redirect: %v", err)
+	}
+	defer s.Close()
+	if r := s.Call(t.Context(), "run_query", nil); r.Outcome != source.OK {
+		t.Errorf("call through a same-origin redirect = %+v, want ok", r)
+	}
 }

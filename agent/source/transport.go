@@ -2,14 +2,29 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
+	"sync"
 
 	"go.opentelemetry.io/otel/propagation"
 )
 
 // HeaderCallID is the HTTP header that carries a tool call's id to the source.
 const HeaderCallID = "Ask-Call-Id"
+
+// DefaultMaxResponseBytes bounds one HTTP response from a source when
+// Options.MaxResponseBytes is zero: far above any result a person reads, far below what
+// would let one source exhaust the service's memory.
+const DefaultMaxResponseBytes = 4 << 20
+
+// maxSameOriginRedirects is how many redirects within the source's own origin one request
+// may follow (a source moved behind a path, a trailing slash); beyond it the request fails.
+const maxSameOriginRedirects = 3
 
 type callIDKey struct{}
 
@@ -29,18 +44,60 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("source %s rejected the credentials (HTTP %d)", e.Source, e.Status)
 }
 
-// bearer is the http.RoundTripper of one run's session with one source: it puts the caller's
-// bearer on every request of the session, the call id (from the request's context) on the
-// requests of a tool call, and the W3C trace context (traceparent, from the span in the
-// request's context, when there is one) so the source can name the ask's trace; and it turns
-// 401/403 into a *StatusError.
+// Reasons a session's transport refused to go on, kept by the session so that the run's error
+// names them (the MCP SDK flattens the errors of its HTTP exchanges into strings).
+var (
+	// ErrOffOrigin: a request (a redirect, or any URL) left the configured source's origin.
+	// It is never sent: the caller's bearer goes to the configured origin and nowhere else.
+	ErrOffOrigin = errors.New("redirected off its configured origin; not followed")
+	// ErrTooManyRedirects: more than a few redirects within the source's own origin.
+	ErrTooManyRedirects = errors.New("too many redirects")
+	// ErrResponseTooLarge: one HTTP response was larger than the session's limit.
+	ErrResponseTooLarge = errors.New("response larger than the limit")
+)
+
+// origin is a URL's scheme, host and port, lower-cased and with the default port made
+// explicit, so that http://Src:80 and http://src are the same origin and https://src is not.
+type origin struct{ scheme, host, port string }
+
+func originOf(u *url.URL) origin {
+	o := origin{scheme: strings.ToLower(u.Scheme), host: strings.ToLower(u.Hostname()), port: u.Port()}
+	if o.port == "" {
+		switch o.scheme {
+		case "http":
+			o.port = "80"
+		case "https":
+			o.port = "443"
+		}
+	}
+	return o
+}
+
+func (o origin) String() string { return o.scheme + "://" + net.JoinHostPort(o.host, o.port) }
+
+// bearer is the http.RoundTripper of one run's session with one source. The bearer goes to
+// the configured source's exact origin (scheme, host, port) and nowhere else: a request for
+// any other origin is refused before anything is sent — whatever produced its URL (a
+// redirect, the SDK, a server's answer) — so the guarantee does not depend on the http.Client's
+// redirect policy (which strips Authorization on a cross-host hop only when the header was set
+// on the original request, never when a RoundTripper adds it). It also puts the call id (from
+// the request's context) on the requests of a tool call and the W3C trace context (traceparent)
+// when there is a span; turns 401/403 into a *StatusError; and bounds each response body.
 type bearer struct {
-	base   http.RoundTripper
-	source string
-	token  string
+	base     http.RoundTripper
+	source   string
+	token    string
+	origin   origin
+	maxBytes int64
+
+	mu    sync.Mutex
+	fault error // the first refusal of this transport, for the run's error message
 }
 
 func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if originOf(req.URL) != b.origin {
+		return nil, b.refuse(ErrOffOrigin)
+	}
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	if id, ok := req.Context().Value(callIDKey{}).(string); ok && id != "" {
@@ -55,5 +112,65 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, &StatusError{Source: b.source, Status: resp.StatusCode}
 	}
+	if b.maxBytes > 0 {
+		resp.Body = &limitedBody{rc: resp.Body, left: b.maxBytes, b: b}
+	}
 	return resp, nil
 }
+
+// checkRedirect is the session's http.Client redirect policy: a redirect within the source's
+// origin is followed (a few times at most); one anywhere else is not (the round tripper would
+// refuse to send it anyway).
+func (b *bearer) checkRedirect(req *http.Request, via []*http.Request) error {
+	if originOf(req.URL) != b.origin {
+		return b.refuse(ErrOffOrigin)
+	}
+	if len(via) > maxSameOriginRedirects {
+		return b.refuse(ErrTooManyRedirects)
+	}
+	return nil
+}
+
+func (b *bearer) refuse(err error) error {
+	b.mu.Lock()
+	if b.fault == nil {
+		b.fault = err
+	}
+	b.mu.Unlock()
+	return err
+}
+
+// Fault is the first refusal the transport made (ErrOffOrigin, ErrTooManyRedirects,
+// ErrResponseTooLarge), or nil.
+func (b *bearer) Fault() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fault
+}
+
+// limitedBody fails a read once more than left bytes have come, and the transport notes it.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+	b    *bearer
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		// One byte more tells a body of exactly the limit from a longer one.
+		var one [1]byte
+		n, err := l.rc.Read(one[:])
+		if n > 0 {
+			return 0, l.b.refuse(ErrResponseTooLarge)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.rc.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+func (l *limitedBody) Close() error { return l.rc.Close() }

@@ -2,8 +2,10 @@ package source
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -18,7 +20,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // the bearer and the call id; one made outside any span carries none.
 func TestBearerSendsTraceContext(t *testing.T) {
 	var got http.Header
-	b := &bearer{source: "demo", token: "tok", base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	u, _ := url.Parse("http://source.invalid/mcp")
+	b := &bearer{source: "demo", token: "tok", origin: originOf(u), base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		got = r.Header.Clone()
 		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 	})}
@@ -48,5 +51,46 @@ func TestBearerSendsTraceContext(t *testing.T) {
 		if req.Header.Get("traceparent") != "" {
 			t.Errorf("%s: the caller's request was modified", tc.name)
 		}
+	}
+}
+
+// The bearer goes to the configured origin only: a request for any other scheme, host or port
+// is refused before anything is sent, whoever made its URL; the default port is the same
+// origin as the port left out.
+func TestBearerOnlyToItsOrigin(t *testing.T) {
+	u, _ := url.Parse("http://Source.example:80/mcp")
+	sent := 0
+	b := &bearer{source: "demo", token: "tok", origin: originOf(u), base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent++
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+	})}
+	for _, tc := range []struct {
+		url  string
+		sent bool
+	}{
+		{"http://source.example/mcp", true},
+		{"http://SOURCE.example:80/other", true},
+		{"https://source.example/mcp", false},
+		{"http://source.example:8080/mcp", false},
+		{"http://other.example/mcp", false},
+		{"http://source.example.evil/mcp", false},
+	} {
+		sent = 0
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, tc.url, nil)
+		resp, err := b.RoundTrip(req)
+		if tc.sent {
+			if err != nil || sent != 1 {
+				t.Errorf("%s: err %v, sent %d; want it sent", tc.url, err, sent)
+				continue
+			}
+			resp.Body.Close()
+			continue
+		}
+		if !errors.Is(err, ErrOffOrigin) || sent != 0 {
+			t.Errorf("%s: err %v, sent %d; want ErrOffOrigin and nothing sent", tc.url, err, sent)
+		}
+	}
+	if !errors.Is(b.Fault(), ErrOffOrigin) {
+		t.Errorf("fault = %v, want ErrOffOrigin kept for the run's message", b.Fault())
 	}
 }

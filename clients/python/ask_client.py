@@ -225,8 +225,17 @@ def describe_outcome(o: dict) -> str:
         lines.append("Answered from the catalog alone." if fast else "Answered by querying the data.")
         return "\n".join(lines)
     if kind == "abstention":
-        terms = ", ".join(o.get("terms", [])) or "nothing"
-        return f"No answer: the catalog has nothing to answer this from. Looked for: {terms}."
+        # What was really tried (no lookup claimed when no tool ran), then the agent's own words.
+        terms, sources = o.get("terms", []), o.get("sources") or []
+        if not terms and not sources:
+            line = "No answer: nothing was looked up (the agent called no tool)."
+        elif not terms:
+            line = f"No answer: nothing found in {', '.join(sources)} answers this."
+        else:
+            line = f"No answer: the catalog has nothing to answer this from. Looked for: {', '.join(terms)}."
+        if o.get("text"):
+            line += f"\nThe agent said: {o['text']}"
+        return line
     if kind == "refusal":
         return (f"Refused: the {o['source']} source refused {o['tool']} for you ({o['reason']}). "
                 "This is recorded in its audit log; it is not an empty result.")

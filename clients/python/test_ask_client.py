@@ -92,6 +92,12 @@ class AskClientTest(unittest.TestCase):
         code, out, _ = run_main("What is our customer churn rate?")
         self.assertEqual(code, 2)
         self.assertTrue(out.startswith("No answer: the catalog has nothing to answer this from. Looked for: "), out)
+        # No earlier turn: the agent asks which team, having looked nothing up, and says so.
+        code, out, _ = run_main("How many deployments did that team ship in 2026-Q3?")
+        self.assertEqual(code, 2)
+        self.assertTrue(out.startswith("No answer: nothing was looked up (the agent called no tool)."), out)
+        self.assertIn("The agent said: ", out)
+        self.assertIn("Could you name the team?", out)
 
     def test_resume_after_a_dropped_connection(self):
         client = client_for("alice")

@@ -17,11 +17,13 @@ import (
 func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, stdout, stderr io.Writer, env func(string) string) int {
 	// The stream outlives ctx: after Ctrl-C it keeps reading until the run confirms the
 	// cancel with error{cancelled} and done, or the grace runs out.
-	// Progress, the cancel notice and the final words share stderr from two goroutines.
+	// The terminal check must see the real stderr (an *os.File), so it comes before the wrap:
+	// progress, the cancel notice and the final words then share stderr from two goroutines.
+	tty := !cfg.json && wantSpinner(stdout, stderr, env)
 	stderr = &syncWriter{w: stderr}
 	var prog progress = &plainProgress{w: stderr}
-	if !cfg.json {
-		prog = newProgress(stdout, stderr, env)
+	if tty {
+		prog = newSpinner(stderr, "Thinking…")
 	}
 	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStream()
@@ -116,11 +118,14 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 		fmt.Fprintf(stderr, "(%d of %d tool calls are not shown: the service no longer held them)\n", out.MissedSteps, out.Done.Steps)
 	}
 	if cfg.json {
+		// stdout holds the events only; the sentence for a failed run goes beside them.
 		if out.Kind == client.Error {
 			fmt.Fprintln(stderr, errorSentence(out.Error))
 		}
 		return exitCode(out.Kind)
 	}
+	// Every outcome of the run — a cancel or a timeout included — goes to stdout; stderr is for
+	// progress and for the command's own failures (docs/decisions.md).
 	switch out.Kind {
 	case client.Answer:
 		renderAnswer(stdout, out.Answer, cfg.steps)
@@ -129,7 +134,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	case client.Refusal:
 		renderRefusal(stdout, out.Refusal)
 	case client.Error:
-		fmt.Fprintln(stderr, errorSentence(out.Error))
+		fmt.Fprintln(stdout, errorSentence(out.Error))
 	}
 	return exitCode(out.Kind)
 }

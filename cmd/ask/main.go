@@ -7,8 +7,10 @@
 // 'incident' in the catalog…"); with --steps it also lists every tool call. On a terminal it
 // shows a spinner while the run is silent; when stdout or stderr is not a terminal it writes
 // plain lines. Then it prints the outcome on stdout: an answer with its result, its caveats
-// (always) and what it rests on; or an abstention, or a refusal, each worded as what it is and
-// never like an answer. --json prints every event as one JSON line instead (NDJSON).
+// (always) and what it rests on; or an abstention (what was tried, and the agent's own words
+// when it asked something back), or a refusal, each worded as what it is and never like an
+// answer; or why the run failed, timed out or was cancelled. stderr carries progress and the
+// command's own failures only. --json prints every event as one JSON line instead (NDJSON).
 //
 // Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm (at most
 // 5 s) and exits with status 4. A second Ctrl-C exits at once.

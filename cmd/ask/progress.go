@@ -103,9 +103,10 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// newProgress picks the spinner when both stdout and stderr are terminals (or ASK_PROGRESS=tty),
-// plain lines otherwise (or ASK_PROGRESS=plain).
-func newProgress(stdout, stderr io.Writer, env func(string) string) progress {
+// wantSpinner reports whether progress should be the spinner: when both stdout and stderr are
+// terminals (or ASK_PROGRESS=tty), not plain lines (or ASK_PROGRESS=plain). It must be given the
+// process's own files, not a wrapper around them.
+func wantSpinner(stdout, stderr io.Writer, env func(string) string) bool {
 	tty := isTerminal(stdout) && isTerminal(stderr) && env("TERM") != "dumb"
 	switch env("ASK_PROGRESS") {
 	case "tty":
@@ -113,8 +114,5 @@ func newProgress(stdout, stderr io.Writer, env func(string) string) progress {
 	case "plain":
 		tty = false
 	}
-	if tty {
-		return newSpinner(stderr, "Thinking…")
-	}
-	return &plainProgress{w: stderr}
+	return tty
 }

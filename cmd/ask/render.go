@@ -147,15 +147,31 @@ func cell(v any) string {
 	return string(b)
 }
 
-// renderAbstention says there is no answer and what was looked for — never like an answer.
+// renderAbstention says there is no answer and exactly what was tried — never like an answer,
+// and never claiming a lookup that did not happen — then the model's own words, if it said any
+// (a clarifying question the person can answer with --continue).
 func renderAbstention(w io.Writer, a *gen.AbstentionEvent) {
-	if len(a.Terms) == 0 {
-		fmt.Fprintln(w, "No answer: the catalog had nothing to go on.")
-	} else {
+	var sources []string
+	if a.Sources != nil {
+		sources = *a.Sources
+	}
+	switch {
+	case len(sources) == 0 && len(a.Terms) == 0:
+		fmt.Fprintln(w, "No answer: nothing was looked up (the agent called no tool).")
+	case len(a.Terms) == 0:
+		fmt.Fprintln(w, "No answer: nothing the agent found answers this.")
+	default:
 		fmt.Fprintf(w, "No answer: the catalog has nothing for: %s\n", strings.Join(a.Terms, ", "))
 	}
-	if a.Sources != nil && len(*a.Sources) > 0 {
-		fmt.Fprintf(w, "Looked in: %s\n", strings.Join(*a.Sources, ", "))
+	if len(sources) > 0 {
+		fmt.Fprintf(w, "Looked in: %s\n", strings.Join(sources, ", "))
+	}
+	if a.Text != nil && strings.TrimSpace(*a.Text) != "" {
+		said := strings.TrimSpace(*a.Text)
+		fmt.Fprintf(w, "\nThe agent said: %s\n", said)
+		if strings.HasSuffix(said, "?") { // it asked something back
+			fmt.Fprintln(w, "(To reply, ask again with --continue.)")
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -76,6 +77,8 @@ func parseArgs(args []string, stderr io.Writer, env func(string) string) (*confi
 		}
 		return nil, exitFailure
 	}
+	given := len(fs.Args()) > 0
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "q" })
 	if rest := strings.TrimSpace(strings.Join(fs.Args(), " ")); rest != "" {
 		if c.question != "" {
 			fmt.Fprintln(stderr, "ask: give the question either with -q or as arguments, not both")
@@ -85,6 +88,12 @@ func parseArgs(args []string, stderr io.Writer, env func(string) string) (*confi
 	}
 	c.question = strings.TrimSpace(c.question)
 	if c.question == "" {
+		if given {
+			// ask "" or ask -q '  ': say what is wrong before the whole usage.
+			fmt.Fprintln(stderr, "ask: the question is empty")
+		} else {
+			fmt.Fprintln(stderr, "ask: no question given")
+		}
 		fs.Usage()
 		return nil, exitFailure
 	}
@@ -118,6 +127,7 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "ask: "+format+"\n", a...)
 		return exitFailure
 	}
+	failed := func(err error) int { return fail("%s", describe(err, cfg.url)) }
 
 	var tokens client.TokenSource
 	oid := cfg.oid
@@ -138,7 +148,7 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 
 	tk, err := startAsk(ctx, c, cfg, oid, stderr, env)
 	if err != nil {
-		return fail("%v", err)
+		return failed(err)
 	}
 	return follow(ctx, c, tk, cfg, stdout, stderr, env)
 }
@@ -198,4 +208,23 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 		}
 		return gen.Ticket{}, err
 	}
+}
+
+// describe words a failure to start an ask for a person, once: the client library's errors
+// name their operation ("ask createAsk: …"), which after this command's own "ask:" prefix
+// would read twice.
+func describe(err error, serviceURL string) string {
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) {
+		msg := fmt.Sprintf("the service refused the request: %d %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode))
+		if p := apiErr.Problem; p != nil && p.Detail != nil && *p.Detail != "" {
+			msg += ": " + *p.Detail
+		}
+		return msg
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return fmt.Sprintf("cannot reach the ask service at %s: %v (is it running? make ask-serve starts the dev stack)", serviceURL, urlErr.Err)
+	}
+	return err.Error()
 }

@@ -57,7 +57,11 @@ func (s *scripted) Run(ctx context.Context, req ask.Request, emit ask.Emitter) a
 		answer.Caveats = []gen.Caveat{}
 		return ask.Outcome{Answer: answer}
 	case "abstain":
-		return ask.Outcome{Abstention: &gen.AbstentionBody{Terms: []string{"churn", "customer churn"}}}
+		return ask.Outcome{Abstention: &gen.AbstentionBody{Terms: []string{"churn", "customer churn"}, Sources: &[]string{"demo"}}}
+	case "clarify":
+		// No tool called: the model asked a question back.
+		text := "I can't tell which team you mean. Could you name the team?"
+		return ask.Outcome{Abstention: &gen.AbstentionBody{Terms: []string{}, Text: &text}}
 	case "refuse":
 		step("run_query", true)
 		return ask.Outcome{Refusal: &gen.RefusalBody{Tool: "run_query", Source: "demo", CallId: "c-run_query", Reason: "bob may not read oncall_pay"}}
@@ -166,7 +170,14 @@ func TestRunOutcomes(t *testing.T) {
 			question: "refuse", args: []string{"--steps"}, code: exitRefusal,
 			stderr: []string{"· run_query on demo (sql=\"select 1\") — 4 ms, refused"},
 		},
-		{question: "fail", code: exitError, stderr: []string{"The run failed (model): the model is unavailable"}, notStdout: []string{"Caveats"}},
+		{
+			question: "clarify", code: exitAbstention,
+			stdout: []string{"No answer: nothing was looked up (the agent called no tool).",
+				"The agent said: I can't tell which team you mean. Could you name the team?", "--continue"},
+			notStdout: []string{"catalog", "Looked in"},
+		},
+		// The outcome goes to stdout whatever it is, a failed run's included.
+		{question: "fail", code: exitError, stdout: []string{"The run failed (model): the model is unavailable"}, notStdout: []string{"Caveats"}, notStderr: []string{"The run failed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.question+strings.Join(tt.args, ""), func(t *testing.T) {
@@ -243,11 +254,11 @@ func TestRunCtrlCCancelsOnce(t *testing.T) {
 	if n := f.cancels.Load(); n != 1 {
 		t.Errorf("sent %d cancels, want exactly 1", n)
 	}
-	if !strings.Contains(stderr, "Cancelling…") || !strings.Contains(stderr, "Cancelled.") {
-		t.Errorf("stderr:\n%s\nwant Cancelling… then Cancelled.", stderr)
+	if !strings.Contains(stderr, "Cancelling…") {
+		t.Errorf("stderr:\n%s\nwant Cancelling… (progress)", stderr)
 	}
-	if stdout != "" {
-		t.Errorf("stdout %q, want nothing", stdout)
+	if stdout != "Cancelled.\n" {
+		t.Errorf("stdout %q, want the outcome: Cancelled.", stdout)
 	}
 }
 
@@ -279,6 +290,15 @@ func TestRunContinue(t *testing.T) {
 	}
 }
 
+// A run that outlives its deadline is an outcome like any other: on stdout, exit 4.
+func TestRunTimeoutOnStdout(t *testing.T) {
+	f := startWith(t, server.Options{Deadline: 300 * time.Millisecond})
+	code, stdout, stderr := f.run(t.Context(), f.env(t), "slow")
+	if code != exitError || !strings.HasPrefix(stdout, "The run took too long and was stopped") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 4 and the timeout on stdout", code, stdout, stderr)
+	}
+}
+
 func TestRunTokenFromFlagAndFailures(t *testing.T) {
 	f := start(t)
 	tok := f.idp.Token(t, "alice")
@@ -292,16 +312,28 @@ func TestRunTokenFromFlagAndFailures(t *testing.T) {
 	if code != exitFailure || !strings.Contains(stderr, "401") || strings.Contains(stderr+stdout, "forged.token.value") {
 		t.Fatalf("forged token: exit %d, stderr %q; want 1, a 401, and the token never echoed", code, stderr)
 	}
+	if strings.Contains(stderr, "ask: ask") {
+		t.Errorf("forged token: stderr %q says ask twice", stderr)
+	}
 	code, _, stderr = f.run(t.Context(), f.env(t, "ASK_IDP", "http://127.0.0.1:1"), "answer")
 	if code != exitFailure || !strings.Contains(stderr, "no token") {
 		t.Fatalf("no IdP: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = f.run(t.Context(), f.env(t, "ASK_URL", "http://127.0.0.1:1/ask"), "--token", tok, "answer")
+	if code != exitFailure || !strings.HasPrefix(stderr, "ask: cannot reach the ask service at http://127.0.0.1:1/ask: ") || strings.Contains(stderr, "ask: ask") {
+		t.Fatalf("no service: exit %d, stderr %q; want one ask: prefix naming the URL", code, stderr)
 	}
 }
 
 func TestRunUsage(t *testing.T) {
 	f := start(t)
-	if code, _, stderr := f.run(t.Context(), f.env(t)); code != exitFailure || !strings.Contains(stderr, "usage: ask") {
+	if code, _, stderr := f.run(t.Context(), f.env(t)); code != exitFailure || !strings.Contains(stderr, "usage: ask") || !strings.HasPrefix(stderr, "ask: no question given\n") {
 		t.Errorf("no question: exit %d, stderr %q", code, stderr)
+	}
+	for _, args := range [][]string{{""}, {"  "}, {"-q", ""}} {
+		if code, _, stderr := f.run(t.Context(), f.env(t), args...); code != exitFailure || !strings.HasPrefix(stderr, "ask: the question is empty\n") {
+			t.Errorf("ask %q: exit %d, stderr %q; want 1 and the question named as empty", args, code, stderr)
+		}
 	}
 	if code, _, stderr := f.run(t.Context(), f.env(t), "-h"); code != exitAnswer || !strings.Contains(stderr, "Exit status") {
 		t.Errorf("-h: exit %d, stderr %q", code, stderr)

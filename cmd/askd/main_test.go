@@ -29,6 +29,8 @@ func TestAskdServesAndStops(t *testing.T) {
 		"DAS_REQUIRED_SCOPE": cfg.RequiredScope, "ASK_LLM": "stub", "ASK_LLM_BASE_URL": model.URL + "/v1",
 		"DAS_SOURCES": "demo=http://127.0.0.1:1/mcp", "DAS_ASK_SHUTDOWN_GRACE_S": "0",
 		"DAS_ASK_ADMIN_ADDR": "127.0.0.1:0",
+		// Never the default port: the dev stack (make ask-serve) may be running beside the tests.
+		"DAS_ASK_ADDR": "127.0.0.1:0",
 	}
 	for k, v := range env {
 		t.Setenv(k, v)
@@ -136,6 +138,8 @@ func TestAskdRejectsBadSettings(t *testing.T) {
 		"bad admin":    {"DAS_ASK_ADMIN_ADDR": "everywhere"},
 	} {
 		t.Run(name, func(t *testing.T) {
+			// If a bad setting were only noticed after listening, a fixed port could collide.
+			env["DAS_ASK_ADDR"] = "127.0.0.1:0"
 			getenv := func(k string) string { return env[k] }
 			for k, v := range env {
 				t.Setenv(k, v)

@@ -113,9 +113,14 @@ func TestReadmeFirstFiveMinutes(t *testing.T) {
 		if !strings.Contains(out.Answer.Text, num(top[0])) || !strings.Contains(out.Answer.Text, deploys) {
 			t.Errorf("follow-up %q, want %v's %s deployments", out.Answer.Text, top[0], deploys)
 		}
-		// Without the first turn there is no team to resolve: the same question abstains.
-		if out := ask("alice", "", "How many deployments did that team ship in 2026-Q3?"); out.Kind == client.Answer {
-			t.Errorf("the follow-up answered without a previous turn: %q", out.Answer.Text)
+		// Without the first turn there is no team to resolve: the same question abstains, says
+		// that nothing was looked up, and carries the model's question back.
+		out = ask("alice", "", "How many deployments did that team ship in 2026-Q3?")
+		if out.Kind != client.Abstention {
+			t.Fatalf("the follow-up without a previous turn: %v, want an abstention", out.Kind)
+		}
+		if a := out.Abstention; len(a.Terms) != 0 || (a.Sources != nil && len(*a.Sources) != 0) || a.Text == nil || !strings.Contains(*a.Text, "Could you name the team?") {
+			t.Errorf("abstention %+v: want no terms, no sources and the model's clarifying question", a)
 		}
 	})
 

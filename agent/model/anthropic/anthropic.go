@@ -211,10 +211,11 @@ func classify(ctx context.Context, err error) error {
 	}
 	var ae *anthropic.Error
 	if errors.As(err, &ae) {
-		// Not ae.Message: a provider may quote the request in it (the question, the key), and
-		// Message reaches the run's error event (found by hardening's privacy test). The
-		// error type is a fixed vocabulary.
-		me := &model.Error{Status: ae.StatusCode, Message: string(ae.Type()), Err: err}
+		// Neither ae.Message nor the type string as sent: a provider (or a gateway at the
+		// base URL) may quote the request in either — the question, the key — and the
+		// message reaches the run's error event (found by hardening's privacy test). Known
+		// types map onto model.Vocabulary; any other is "provider error".
+		me := &model.Error{Status: ae.StatusCode, Message: typeMessage(ae.Type()), Err: err}
 		switch ae.Type() {
 		case anthropic.ErrorTypeOverloadedError, anthropic.ErrorTypeAPIError, anthropic.ErrorTypeTimeoutError:
 			me.Kind = model.KindOverloaded
@@ -226,13 +227,37 @@ func classify(ctx context.Context, err error) error {
 		if ae.StatusCode == http.StatusOK {
 			me.Status = 0
 		}
-		if me.Message == "" {
-			me.Message = http.StatusText(ae.StatusCode)
-		}
 		if ae.Response != nil {
 			me.RetryAfter = model.RetryAfter(ae.Response.Header, time.Now())
 		}
 		return me
 	}
 	return &model.Error{Kind: model.KindTransport, Message: "provider unreachable or stream unreadable", Err: err}
+}
+
+// typeMessage is the phrase of model.Vocabulary for an Anthropic error type.
+func typeMessage(t anthropic.ErrorType) string {
+	switch t {
+	case anthropic.ErrorTypeInvalidRequestError:
+		return "invalid request"
+	case anthropic.ErrorTypeAuthenticationError:
+		return "authentication failed"
+	case anthropic.ErrorTypeBillingError:
+		return "billing"
+	case anthropic.ErrorTypePermissionError:
+		return "permission denied"
+	case anthropic.ErrorTypeNotFoundError:
+		return "not found"
+	case anthropic.ErrorTypeRateLimitError:
+		return "rate limited"
+	case anthropic.ErrorTypeTimeoutError:
+		return "timed out"
+	case anthropic.ErrorTypeAPIError:
+		return "provider failure"
+	case anthropic.ErrorTypeOverloadedError:
+		return "overloaded"
+	case anthropic.ErrorTypeConflictError:
+		return "conflict"
+	}
+	return model.GenericMessage
 }

@@ -213,3 +213,33 @@ func TestFailuresThatEndTheCall(t *testing.T) {
 		})
 	}
 }
+
+// A provider (or a gateway at the base URL) that echoes the request into its error body —
+// type, message, anything — shows none of it: the error says only words of model.Vocabulary.
+func TestErrorTextIsAFixedVocabulary(t *testing.T) {
+	const secret = "zq-canary-question sk-ant-test"
+	tests := []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"unknown type quoting the request", `{"type":"error","error":{"type":"` + secret + `","message":"` + secret + `"}}`, 400, "model rejected (HTTP 400): provider error"},
+		{"known type, quoting message", `{"type":"error","error":{"type":"invalid_request_error","message":"` + secret + `"}}`, 400, "model rejected (HTTP 400): invalid request"},
+		{"unknown status", `{"type":"error","error":{"type":"` + secret + `","message":"x"}}`, 418, "model rejected (HTTP 418): provider error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := replay.Start(t, replay.Response{Status: tt.status, Body: tt.body})
+			_, err := newModel(t, srv.URL).Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}})
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	// Mid-stream, an error event of an unknown type.
+	srv := replay.Start(t, sse(messageStart, `{"type":"error","error":{"type":"`+secret+`","message":"`+secret+`"}}`))
+	_, err := newModel(t, srv.URL).Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}})
+	if err == nil || strings.Contains(err.Error(), "zq-canary") || !strings.HasSuffix(err.Error(), ": provider error") {
+		t.Fatalf("mid-stream err = %v, want only \"provider error\"", err)
+	}
+}

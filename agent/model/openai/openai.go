@@ -190,12 +190,10 @@ func classify(ctx context.Context, err error) error {
 	}
 	var ae *openai.Error
 	if errors.As(err, &ae) {
-		// Not ae.Message: a provider may quote the request in it (the question, the key), and
-		// Message reaches the run's error event (found by hardening's privacy test).
-		me := &model.Error{Kind: model.StatusKind(ae.StatusCode), Status: ae.StatusCode, Message: http.StatusText(ae.StatusCode), Err: err}
-		if me.Message == "" {
-			me.Message = "provider error"
-		}
+		// Not ae.Message nor its code or type: a provider (or a gateway at the base URL) may
+		// quote the request in them — the question, the key — and the message reaches the
+		// run's error event (found by hardening's privacy test). The status decides.
+		me := &model.Error{Kind: model.StatusKind(ae.StatusCode), Status: ae.StatusCode, Message: statusMessage(ae.StatusCode), Err: err}
 		if ae.Code == "content_filter" {
 			me.Kind = model.KindContentFilter
 		}
@@ -205,4 +203,33 @@ func classify(ctx context.Context, err error) error {
 		return me
 	}
 	return &model.Error{Kind: model.KindTransport, Message: "provider unreachable or response unreadable", Err: err}
+}
+
+// statusMessage is the phrase of model.Vocabulary for an HTTP status from the provider.
+func statusMessage(status int) string {
+	switch {
+	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
+		return "invalid request"
+	case status == http.StatusUnauthorized:
+		return "authentication failed"
+	case status == http.StatusPaymentRequired:
+		return "billing"
+	case status == http.StatusForbidden:
+		return "permission denied"
+	case status == http.StatusNotFound:
+		return "not found"
+	case status == http.StatusConflict:
+		return "conflict"
+	case status == http.StatusRequestEntityTooLarge:
+		return "request too large"
+	case status == http.StatusTooManyRequests:
+		return "rate limited"
+	case status == http.StatusRequestTimeout, status == http.StatusGatewayTimeout:
+		return "timed out"
+	case status == http.StatusServiceUnavailable, status == 529:
+		return "overloaded"
+	case status >= 500:
+		return "provider failure"
+	}
+	return model.GenericMessage
 }

@@ -241,3 +241,24 @@ func TestCancelledIsTheContextError(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
+
+// A provider (or a gateway at the base URL) that echoes the request into its error body —
+// message, type, code — shows none of it: the error says only words of model.Vocabulary.
+func TestErrorTextIsAFixedVocabulary(t *testing.T) {
+	const secret = "zq-canary-question sk-test"
+	body := `{"error":{"message":"` + secret + `","type":"` + secret + `","code":"` + secret + `"}}`
+	for _, tt := range []struct {
+		status int
+		want   string
+	}{
+		{400, "model rejected (HTTP 400): invalid request"},
+		{401, "model rejected (HTTP 401): authentication failed"},
+		{418, "model rejected (HTTP 418): provider error"},
+	} {
+		srv := replay.Start(t, replay.Response{Status: tt.status, Body: body})
+		_, err := newModel(t, srv.URL, fast).Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}})
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("HTTP %d: err = %v, want %q", tt.status, err, tt.want)
+		}
+	}
+}

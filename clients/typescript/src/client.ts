@@ -36,7 +36,10 @@ export interface ReconnectOptions {
   attempts?: number;
   /** The first backoff in milliseconds (default 100); doubled per attempt, with full jitter. */
   initialMs?: number;
-  /** The backoff cap in milliseconds (default 5000). */
+  /**
+   * The cap on every wait between two connections, in milliseconds (default 5000): the backoff,
+   * and the server's `retry:` and `Retry-After`, which raise the wait up to it and never beyond.
+   */
   maxMs?: number;
 }
 
@@ -170,6 +173,9 @@ export class AskClient {
           const parser = new SSEParser(lastId);
           for await (const frame of frames(response.body, parser)) {
             lastId = frame.id;
+            // The event is its data's `type`, never the frame's `event:` name, and a connection
+            // failure is an exception, never an event: so the contract's terminal `event: error`
+            // cannot be mistaken for a dropped connection (EventSource's `error`), nor the reverse.
             const ev = JSON.parse(frame.data) as Event;
             if (ev.seq <= lastSeq) continue; // replayed: already delivered
             lastSeq = ev.seq;
@@ -191,7 +197,8 @@ export class AskClient {
         throw new Error(`streamEvents: no progress after ${this.#reconnect.attempts} reconnects`, { cause });
       }
       const base = Math.min(this.#reconnect.initialMs * 2 ** (failures - 1), this.#reconnect.maxMs);
-      await sleep(Math.max(Math.random() * base, retryMs), opts.signal);
+      // The server's retry raises the wait, up to the cap: a server cannot park the client.
+      await sleep(Math.min(Math.max(Math.random() * base, retryMs), this.#reconnect.maxMs), opts.signal);
     }
   }
 

@@ -16,8 +16,17 @@ export function describeOutcome(o: Outcome): string {
       lines.push(o.path.speed === "fast" ? "Answered from the catalog alone." : `Answered by querying the data (${o.sql.length} quer${o.sql.length === 1 ? "y" : "ies"}).`);
       return lines.join("\n");
     }
-    case "abstention":
-      return `No answer: the catalog has nothing to answer this from. Looked for: ${o.terms.join(", ") || "nothing"}.`;
+    case "abstention": {
+      // Say exactly what was tried: no claim of a lookup that never happened.
+      const sources = o.sources ?? [];
+      const lines: string[] = [];
+      if (sources.length === 0 && o.terms.length === 0) lines.push("No answer: nothing was looked up (the agent called no tool).");
+      else if (o.terms.length === 0) lines.push(`No answer: nothing found in ${sources.join(", ")} answers this.`);
+      else lines.push(`No answer: the catalog has nothing to answer this from. Looked for: ${o.terms.join(", ")}.`);
+      // The model's own words, such as a clarifying question the person can answer in the same conversation.
+      if (o.text) lines.push(`The agent said: ${o.text}`);
+      return lines.join("\n");
+    }
     case "refusal":
       return `Refused: the ${o.source} source refused ${o.tool} for you (${o.reason}). This is recorded in its audit log; it is not an empty result.`;
     case "error":

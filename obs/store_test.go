@@ -86,6 +86,9 @@ func (s *shared) Lease() time.Duration                               { return ti
 func (s *shared) Renew(context.Context, string, store.Usage) error   { return store.ErrFinished }
 func (s *shared) Lapsed(context.Context, int) ([]string, error)      { return nil, nil }
 func (s *shared) Usage(context.Context, string) (store.Usage, error) { return store.Usage{}, nil }
+func (s *shared) Restore(context.Context, store.NewTicket, []store.Event, ask.Turn) error {
+	return store.ErrFinished
+}
 func (s *shared) End(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn, _ bool) error {
 	s.ended = append(s.ended, ticket)
 	return s.Finish(ctx, ticket, tail, turn)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -30,7 +31,7 @@ var _ gen.ServerInterface = (*handlers)(nil)
 func (h *handlers) CreateConversation(c echo.Context) error {
 	s := h.s
 	owner := ownerOf(c)
-	conv := store.Conversation{ID: "c_" + rand.Text(), Owner: owner, CreatedAt: time.Now().UTC()}
+	conv := store.Conversation{ID: s.newID(c.Request().Context(), "c"), Owner: owner, CreatedAt: time.Now().UTC()}
 	err := s.store.CreateConversation(c.Request().Context(), conv, s.limits())
 	if errors.Is(err, store.ErrOwnerFull) {
 		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many conversations as it may; one is freed when an idle one expires", retryAfter: retryOwnerFull}
@@ -69,6 +70,9 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	if err != nil && s.lostID(ctx, conversationID) {
+		return errLost
+	}
 	if !sameOwner(conv.Owner, owner) || err != nil {
 		return errNotFound
 	}
@@ -77,7 +81,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		return err
 	}
 	now := time.Now()
-	ticket := "t_" + rand.Text()
+	ticket := s.newID(ctx, "t")
 	accepted, err := encodeEvent(envelope{seq: 1, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeAccepted},
 		gen.AcceptedBody{Question: body.Question})
 	if err != nil {
@@ -88,9 +92,8 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		s.release("")
 		return err
 	}
-	history, err := s.store.CreateTicket(ctx, store.NewTicket{
-		ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
-	}, s.limits())
+	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted}
+	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if err != nil {
 		s.release("")
 		s.dropWebhook(ticket, body.Webhook)
@@ -113,6 +116,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}
 
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
+	r.admitted = nt
 	s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
@@ -197,7 +201,7 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 	for !t.Finished() {
 		b, err := s.store.Read(ctx, t.ID, t.LastSeq)
 		if err != nil {
-			return t, errNotFound
+			return t, notFoundOr(err)
 		}
 		if !b.Finished && len(b.Events) == 0 {
 			select {
@@ -211,7 +215,7 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 			}
 		}
 		if t, err = s.store.Ticket(ctx, t.ID); err != nil {
-			return t, errNotFound
+			return t, notFoundOr(err)
 		}
 	}
 	return t, nil
@@ -227,10 +231,9 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	r := s.runs[ticket]
 	s.mu.Unlock()
 	if r != nil {
-		if r.end(outcomeFor(errCancelled)) {
+		if r.stop(errCancelled) {
 			s.log.Info("ask cancelled", "ticket", ticket)
 		}
-		r.cancel(errCancelled)
 	} else if sh, ok := s.store.(store.Shared); ok {
 		// Another replica runs it (or ran it): end the log here, at once; the runner sees the
 		// end in its log and stops making model calls.
@@ -244,7 +247,7 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	}
 	t, err := s.store.Ticket(c.Request().Context(), ticket)
 	if err != nil {
-		return errNotFound
+		return notFoundOr(err)
 	}
 	return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})
 }
@@ -270,10 +273,79 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Ticket{}, err
 	}
+	if err != nil && s.lostID(c.Request().Context(), id) {
+		return store.Ticket{}, errLost
+	}
 	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil {
 		return store.Ticket{}, errNotFound
 	}
 	return t, nil
+}
+
+// newID mints a ticket's or conversation's id: kind, "_", then, with a generational store,
+// its generation and "-", then 128 random bits.
+func (s *Server) newID(ctx context.Context, kind string) string {
+	if gen := s.generation(ctx); gen != "" {
+		return kind + "_" + gen + "-" + rand.Text()
+	}
+	return kind + "_" + rand.Text()
+}
+
+// generationTTL is how long newID reuses the store's generation before asking again. An id
+// minted with a generation a restart just replaced is still told apart: its generation is not
+// the current one either way.
+const generationTTL = time.Second
+
+// generation is the store's generation for minting ids, asked at most once a generationTTL
+// (it costs a round trip to a shared store); "" for a store that has none.
+func (s *Server) generation(ctx context.Context) string {
+	g, ok := s.store.(store.Generational)
+	if !ok {
+		return ""
+	}
+	if c := s.gen.Load(); c != nil && time.Since(c.at) < generationTTL {
+		return c.gen
+	}
+	gen, err := g.Generation(ctx)
+	if err != nil {
+		return ""
+	}
+	s.gen.Store(&cachedGeneration{gen: gen, at: time.Now()})
+	return gen
+}
+
+type cachedGeneration struct {
+	gen string
+	at  time.Time
+}
+
+// lostID reports whether id was minted in an earlier generation of the store than the
+// current one: what it names was lost with everything else when the store restarted without
+// persistence. That says nothing about whose it was, so it is answered alike to everyone.
+func (s *Server) lostID(ctx context.Context, id string) bool {
+	g, ok := s.store.(store.Generational)
+	if !ok {
+		return false
+	}
+	_, rest, ok := strings.Cut(id, "_")
+	gen, _, dash := strings.Cut(rest, "-")
+	if !ok || !dash || gen == "" {
+		return false
+	}
+	cur, err := g.Generation(ctx)
+	if err == nil {
+		s.gen.Store(&cachedGeneration{gen: cur, at: time.Now()})
+	}
+	return err == nil && cur != gen
+}
+
+// notFoundOr is errNotFound for a ticket that is gone, and err itself when the store could not
+// say (unavailable: 503, or the caller left).
+func notFoundOr(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound
+	}
+	return err
 }
 
 // sameOwner compares in constant time for equal-length keys, so a ticket's existence does not

@@ -24,12 +24,14 @@ func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run
 		seq:       1, // accepted
 		nonStep:   1,
 		onEnd:     func(r *run) { s.release(r.ticket); s.webhookDue(r.ticket) },
+		lease:     s.storeLease(),
 		ctx:       ctx,
 		cancel: func(cause error) {
 			cancel(cause)
 			cancelDeadline()
 		},
 	}
+	r.lastWrite.Store(admitted.UnixNano()) // the ticket's creation started its lease
 	s.mu.Lock()
 	s.runs[ticket] = r
 	s.mu.Unlock()
@@ -55,4 +57,17 @@ func (s *Server) start(r *run, ctx context.Context, req ask.Request) {
 			s.hold(ctx, r, sh)
 		}()
 	}
+}
+
+// defaultStoreWait is how long a run waits for a store without a lease (store.Memory answers at
+// once, so only a store.Store of another kind could make it wait) to take its writes.
+const defaultStoreWait = 10 * time.Second
+
+// storeLease is how long a run may wait for the store to take a write: the lease of a shared
+// store, past which another replica may end the run anyway.
+func (s *Server) storeLease() time.Duration {
+	if sh, ok := s.store.(store.Shared); ok {
+		return sh.Lease()
+	}
+	return defaultStoreWait
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
 )
 
 // problem is an error that renders as an RFC 9457 problem+json response. Every error a handler
@@ -28,8 +30,22 @@ func (p *problem) Error() string { return "problem " + strconv.Itoa(p.status) + 
 // errNotFound is the one answer for unknown and not-yours alike: same status, same body.
 var errNotFound = &problem{status: http.StatusNotFound, detail: "no such resource"}
 
+// errLost answers for a ticket or conversation the store lost when it restarted without
+// persistence (its id names an earlier generation of the store): still 404, as it is gone,
+// but not the answer for someone else's, so a client can tell it was lost and ask again.
+var errLost = &problem{status: http.StatusNotFound,
+	detail: "lost: the service's store restarted without persistence and lost this; ask again"}
+
+// errStoreUnavailable answers a request the store could not serve now (a restart, a pause, a
+// network fault): nothing was half-created that a retry would conflict with, as every store
+// write is idempotent.
+var errStoreUnavailable = &problem{status: http.StatusServiceUnavailable,
+	detail: "the service's store is unavailable for the moment; retry shortly", retryAfter: retryStore}
+
 // Retry-After values, in seconds.
 const (
+	// retryStore: a store that restarts or fails over is back within seconds.
+	retryStore    = 2
 	retryInFlight = 2
 	retryFull     = 5
 	retryDraining = 5
@@ -50,6 +66,14 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
+		if gone(err, c) {
+			// The client went away mid-request: nobody is there to answer, and nothing failed
+			// on this side. 499 (nginx's "client closed request") is what the access log and
+			// the metrics then show.
+			log.Debug("client went away", "method", c.Request().Method, "route", c.Path())
+			c.Response().WriteHeader(statusClientGone)
+			return
+		}
 		p := asProblem(err)
 		if p.status >= 500 && p.retryAfter == 0 {
 			log.Error("request failed", "method", c.Request().Method, "route", c.Path(), "err", err)
@@ -58,11 +82,24 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	}
 }
 
+// statusClientGone is the status recorded for a request whose client left before the answer.
+const statusClientGone = 499
+
+// gone reports whether err is the request's own cancellation: its client went away.
+func gone(err error, c echo.Context) bool {
+	return errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil
+}
+
 // asProblem maps any error to a problem.
 func asProblem(err error) *problem {
 	var p *problem
 	if errors.As(err, &p) {
 		return p
+	}
+	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		// A deadline that passed while waiting on the store is the store not answering in
+		// time: the same 503.
+		return errStoreUnavailable
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/das-ask/ask"
@@ -24,6 +26,16 @@ var (
 	// errEndedElsewhere: another replica ended the log (a cancel it received, or it found
 	// this replica's lease lapsed); the shared store refuses this replica's appends.
 	errEndedElsewhere = errors.New("ask ended by another replica")
+	// errStoreLost: the store stayed away past the lease, or no longer holds this run's log
+	// as written (a restart that lost writes): the run stops; a replica ends the log with
+	// error{interrupted} once the store takes writes again.
+	errStoreLost = errors.New("ask's log lost to the store")
+)
+
+// Retrying a write the store did not take: the first wait, and the longest.
+const (
+	storeBackoffMin = 20 * time.Millisecond
+	storeBackoffMax = time.Second
 )
 
 // supervisorBranch is the one branch the service opens and closes around every run.
@@ -35,6 +47,18 @@ const tailEvents = 3
 // run is one ticket's run: it owns the ticket's seq and appends every event of its log. The
 // log ends exactly once (end), whichever comes first: the runner returning, cancel, the
 // deadline or shutdown; after that every Emitter call is ignored.
+//
+// No event is silently lost. Each event gets its seq once, when it is emitted, and joins the
+// run's outbox; the outbox is written to the store in order, one writer at a time (wmu), and
+// an event the store did not take (store.ErrUnavailable) stays at the head of the outbox and is
+// written again, with backoff, until the store takes it. The emitting goroutine waits for its
+// event to be written, so a run whose store is away waits too, holding at most one event per
+// emitting goroutine. Only three things end the writing early, each of which ends the run
+// (it is lost: the runner is cancelled and its slot released): the log was ended elsewhere,
+// the store no longer holds the log as written, or nothing could be written for longer than
+// the lease (the store stayed away), after which a replica that can write again ends the log
+// with error{interrupted}. So done.steps, counted at emission, is always the steps carried plus
+// the steps the store evicted at the bound.
 type run struct {
 	store     store.Store
 	log       *slog.Logger
@@ -44,6 +68,17 @@ type run struct {
 	maxEvents int
 	started   time.Time
 	onEnd     func(*run)
+	// lease bounds how long the run waits for a store that does not take its writes.
+	lease time.Duration
+	// admitted is what CreateTicket registered: with a shared store that loses part of the
+	// log (a restart), the runner restores the ticket from it rather than let it vanish.
+	admitted store.NewTicket
+	// lastWrite is when the last write the store took was sent (UnixNano): the store's lease
+	// runs from no earlier than that.
+	lastWrite atomic.Int64
+	released  sync.Once
+	// wmu is held by the one goroutine writing the outbox (and then the tail) to the store.
+	wmu sync.Mutex
 
 	cancel context.CancelCauseFunc // set before the run starts
 	// ctx is the run's context: once it is done the Emitter ignores everything, even before
@@ -52,7 +87,11 @@ type run struct {
 
 	mu         sync.Mutex
 	ended      bool
-	seq        int64
+	lost       bool          // nothing more is written: the run was ended elsewhere or lost to the store
+	outbox     []store.Event // emitted, seq assigned, not yet taken by the store; in seq order
+	tail       []store.Event // the log's end once sealed, until written
+	turn       ask.Turn
+	seq        int64 // the last seq assigned
 	opened     bool
 	nonStep    int // non-step events in the log, accepted included
 	dropped    int // runner events refused because the log's non-step share was full
@@ -62,10 +101,9 @@ type run struct {
 	outTokens  int64
 }
 
-// appendLocked encodes and appends one event; r.mu is held. It reports lost when the store
-// refused the event because the log was ended elsewhere (a shared store's fencing): the caller
-// then calls endedElsewhere once r.mu is released.
-func (r *run) appendLocked(typ gen.EventType, body any) (lost bool) {
+// enqueueLocked encodes one event with the next seq and adds it to the outbox; r.mu is held.
+// The caller then calls flush, once r.mu is released, to write it.
+func (r *run) enqueueLocked(typ gen.EventType, body any) {
 	if typ != gen.EventTypeStep && r.nonStep >= r.maxEvents-tailEvents {
 		// Only steps may be evicted, so a runner that emits more non-step events than the
 		// bound allows loses the excess here, at emission (no seq is spent on them).
@@ -73,32 +111,172 @@ func (r *run) appendLocked(typ gen.EventType, body any) (lost bool) {
 		if r.dropped == 1 {
 			r.log.Warn("event log full of non-step events; dropping runner events", "ticket", r.ticket, "type", string(typ))
 		}
-		return false
+		return
 	}
 	ev, err := encodeEvent(envelope{seq: r.seq + 1, ticket: r.ticket, conv: r.conv, ts: time.Now(), typ: typ}, body)
 	if err != nil {
 		r.log.Error("event not encodable", "ticket", r.ticket, "type", string(typ), "err", err)
-		return false
-	}
-	if err := r.store.Append(context.Background(), r.ticket, ev); err != nil {
-		if errors.Is(err, store.ErrFinished) {
-			return true
-		}
-		if errors.Is(err, store.ErrSeq) {
-			// The store's log no longer continues this run's (a shared store that lost writes
-			// in a failover): give the run up; with a shared store its lease then lapses and
-			// another replica ends the log with error{interrupted}.
-			r.log.Error("the ticket's log no longer continues this run; giving it up", "ticket", r.ticket, "seq", ev.Seq)
-			return true
-		}
-		r.log.Error("event not appended", "ticket", r.ticket, "type", string(typ), "err", err)
-		return false
+		return
 	}
 	r.seq++
-	if typ != gen.EventTypeStep {
+	if typ == gen.EventTypeStep {
+		r.steps++
+	} else {
 		r.nonStep++
 	}
-	return false
+	r.outbox = append(r.outbox, ev)
+}
+
+// flush writes the outbox to the store, in order, and returns once it is empty or the run is
+// lost. Whoever holds wmu writes every event queued meanwhile too, so a goroutine that gets
+// wmu after another finds its event already written.
+func (r *run) flush() {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.flushLocked()
+}
+
+// flushLocked is flush with wmu held. It reports false when the run is lost.
+func (r *run) flushLocked() bool {
+	for {
+		r.mu.Lock()
+		if r.lost {
+			r.mu.Unlock()
+			return false
+		}
+		if len(r.outbox) == 0 {
+			r.mu.Unlock()
+			return true
+		}
+		ev := r.outbox[0]
+		r.mu.Unlock()
+		if err := r.write(func(ctx context.Context) error { return r.store.Append(ctx, r.ticket, ev) }); err != nil {
+			r.lose(err, ev.Seq)
+			return false
+		}
+		r.mu.Lock()
+		r.outbox[0] = store.Event{}
+		r.outbox = r.outbox[1:]
+		r.mu.Unlock()
+	}
+}
+
+// write runs op until the store takes it, answers for good, or has not taken a write of this
+// run for longer than the lease (errStoreLost). Every store write is idempotent under a retry
+// with the same arguments, so a write whose answer was lost is simply written again: the store
+// answers ok if the first attempt took.
+func (r *run) write(op func(context.Context) error) error {
+	backoff := storeBackoffMin
+	for {
+		sent := time.Now()
+		err := op(context.Background())
+		if err == nil {
+			r.wrote(sent)
+			return nil
+		}
+		if !errors.Is(err, store.ErrUnavailable) {
+			return err
+		}
+		if time.Since(time.Unix(0, r.lastWrite.Load())) > r.lease {
+			return fmt.Errorf("%w: %w", errStoreLost, err)
+		}
+		// Full jitter, so that runs retrying a store that came back do not arrive together.
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+		<-t.C
+		backoff = min(2*backoff, storeBackoffMax)
+	}
+}
+
+// wrote records that the store took a write of this run sent at sent.
+func (r *run) wrote(sent time.Time) {
+	for {
+		old := r.lastWrite.Load()
+		if sent.UnixNano() <= old || r.lastWrite.CompareAndSwap(old, sent.UnixNano()) {
+			return
+		}
+	}
+}
+
+// lose ends the run because a write failed for good: err says why (another replica ended the
+// log, the store no longer holds it as written, the store stayed away past the lease). Nothing
+// more is written; the runner is cancelled and its slot released.
+func (r *run) lose(err error, seq int64) {
+	r.mu.Lock()
+	if r.lost {
+		r.mu.Unlock()
+		return
+	}
+	r.lost, r.ended = true, true
+	r.outbox, r.tail = nil, nil
+	r.mu.Unlock()
+	switch {
+	case errors.Is(err, store.ErrFinished):
+		r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
+	case errors.Is(err, errStoreLost):
+		r.log.Warn("the store did not take this ask's events for longer than its lease; the run stops and ends as interrupted once the store is back",
+			"ticket", r.ticket, "seq", seq, "err", err)
+	case errors.Is(err, store.ErrSeq), errors.Is(err, store.ErrNotFound):
+		// The store's log no longer continues this run's (a restart that lost its last
+		// writes, or everything): the run stops, and ends error{interrupted} after every seq
+		// it assigned, the ticket re-created if it is gone.
+		r.log.Warn("the store no longer holds this ask's log as written; ending it as interrupted", "ticket", r.ticket, "seq", seq, "err", err)
+		r.restore()
+	default:
+		r.log.Error("the store refused this ask's event; giving the run up", "ticket", r.ticket, "seq", seq, "err", err)
+	}
+	r.release()
+	r.cancel(errEndedElsewhere)
+}
+
+// restore ends a log the store lost part or all of with error{interrupted} and done, after
+// every seq this run assigned, re-creating the ticket if it is gone (store.Shared.Restore).
+// A store that cannot restore leaves the ticket to its lease: if it still exists, a replica
+// ends it once the lease lapses.
+func (r *run) restore() {
+	sh, ok := r.store.(store.Shared)
+	if !ok || r.admitted.ID == "" {
+		return
+	}
+	r.mu.Lock()
+	from := r.seq + 1
+	done := gen.DoneBody{Outcome: gen.DoneBodyOutcomeError, Steps: r.steps, ModelCalls: r.modelCalls,
+		InputTokens: r.inTokens, OutputTokens: r.outTokens, ElapsedMs: time.Since(r.started).Milliseconds()}
+	r.mu.Unlock()
+	out := errOutcome(gen.ErrorKindInterrupted, "the service's store lost part of this ask's log (a restart); the events it lost are not in the log")
+	typ, body := terminalOf(out)
+	now := time.Now()
+	var tail []store.Event
+	for i, e := range []struct {
+		typ  gen.EventType
+		body any
+	}{
+		{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
+		{typ, body},
+		{gen.EventTypeDone, done},
+	} {
+		ev, err := encodeEvent(envelope{seq: from + int64(i), ticket: r.ticket, conv: r.conv, ts: now, typ: e.typ}, e.body)
+		if err != nil {
+			r.log.Error("interrupted end not encodable", "ticket", r.ticket, "err", err)
+			return
+		}
+		tail = append(tail, ev)
+	}
+	turn := ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
+	if err := r.write(func(ctx context.Context) error { return sh.Restore(ctx, r.admitted, tail, turn) }); err != nil {
+		r.log.Warn("ask not restored after the store lost its log", "ticket", r.ticket, "err", err)
+		return
+	}
+	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(typ), "error_kind", string(gen.ErrorKindInterrupted),
+		"steps", done.Steps, "restored", true, "elapsed_ms", done.ElapsedMs)
+}
+
+// release gives the run's admission slot back, once.
+func (r *run) release() {
+	r.released.Do(func() {
+		if r.onEnd != nil {
+			r.onEnd(r)
+		}
+	})
 }
 
 // endedElsewhere ends this replica's part in a log another replica has ended: nothing more
@@ -109,12 +287,11 @@ func (r *run) endedElsewhere() {
 		r.mu.Unlock()
 		return
 	}
-	r.ended = true
+	r.ended, r.lost = true, true
+	r.outbox, r.tail = nil, nil
 	r.mu.Unlock()
 	r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
-	if r.onEnd != nil {
-		r.onEnd(r)
-	}
+	r.release()
 	r.cancel(errEndedElsewhere)
 }
 
@@ -128,34 +305,39 @@ func (r *run) usage() store.Usage {
 // open appends the supervisor branch's open, once.
 func (r *run) open() {
 	r.mu.Lock()
-	lost := r.openLocked()
+	r.openLocked()
 	r.mu.Unlock()
-	if lost {
-		r.endedElsewhere()
-	}
+	r.flush()
 }
 
-func (r *run) openLocked() (lost bool) {
+func (r *run) openLocked() {
 	if r.ended || r.opened {
-		return false
+		return
 	}
 	r.opened = true
-	return r.appendLocked(gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateOpen})
+	r.enqueueLocked(gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateOpen})
 }
 
 // end closes the log with out: the supervisor branch's close, the terminal event and done,
-// appended together. It reports whether this call ended the log; only the first call does.
+// written together after every event emitted before. It reports whether this call ended the
+// log; only the first call does. It returns once the end is written (or the run is lost).
 func (r *run) end(out ask.Outcome) bool {
+	if !r.seal(out) {
+		return false
+	}
+	r.finish()
+	return true
+}
+
+// seal makes out the log's end: from now on the run takes no event. It reports whether this
+// call sealed it; only the first call does. finish writes it.
+func (r *run) seal(out ask.Outcome) bool {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.ended {
-		r.mu.Unlock()
 		return false
 	}
-	if r.openLocked() { // every log has exactly one open and one close, even one ended before it started
-		r.mu.Unlock()
-		r.endedElsewhere()
-		return false
-	}
+	r.openLocked() // every log has exactly one open and one close, even one ended before it started
 	r.ended = true
 	typ, body := terminalOf(out)
 	elapsed := time.Since(r.started)
@@ -186,36 +368,49 @@ func (r *run) end(out ask.Outcome) bool {
 		}
 		tail = append(tail, ev)
 	}
-	turn := ask.Turn{Question: r.question, Outcome: tail[1].Type, Text: turnText(out)}
-	if err := r.store.Finish(context.Background(), r.ticket, tail, turn); errors.Is(err, store.ErrFinished) {
-		// Another replica ended the log first (a shared store): its end stands.
-		r.mu.Unlock()
-		r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
-		if r.onEnd != nil {
-			r.onEnd(r)
-		}
-		return false
-	} else if err != nil {
-		r.log.Error("ticket not finished", "ticket", r.ticket, "err", err)
-	} else {
-		r.seq += int64(len(tail))
-	}
-	steps := r.steps
-	r.mu.Unlock()
-
-	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[1].Type),
-		"steps", steps, "elapsed_ms", elapsed.Milliseconds())
-	if r.onEnd != nil {
-		r.onEnd(r)
-	}
+	r.seq += int64(len(tail))
+	r.tail = tail
+	r.turn = ask.Turn{Question: r.question, Outcome: tail[1].Type, Text: turnText(out)}
 	return true
+}
+
+// finish writes what is left of the outbox, then the sealed end, and releases the run's slot.
+func (r *run) finish() {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if !r.flushLocked() {
+		return // lost: lose released the slot
+	}
+	r.mu.Lock()
+	tail, turn, steps, last := r.tail, r.turn, r.steps, r.seq
+	r.mu.Unlock()
+	if tail == nil {
+		return
+	}
+	if err := r.write(func(ctx context.Context) error { return r.store.Finish(ctx, r.ticket, tail, turn) }); err != nil {
+		r.lose(err, tail[0].Seq)
+		return
+	}
+	r.mu.Lock()
+	r.tail = nil
+	r.mu.Unlock()
+	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[1].Type),
+		"steps", steps, "steps_dropped", max(0, last-int64(r.maxEvents)), "elapsed_ms", time.Since(r.started).Milliseconds())
+	r.release()
 }
 
 // stop ends the log for cause (cancel, deadline, shutdown) at once, then cancels the run's
 // context so the runner stops making model calls. It does not wait for the runner.
-func (r *run) stop(cause error) {
-	r.end(outcomeFor(cause))
+func (r *run) stop(cause error) bool {
+	if !r.seal(outcomeFor(cause)) {
+		r.cancel(cause)
+		return false
+	}
+	// Cancel before the end is written: a store that is slow to take it must not let the
+	// runner make another model call meanwhile.
 	r.cancel(cause)
+	r.finish()
+	return true
 }
 
 // execute runs the runner to its end; the caller runs it on its own goroutine.
@@ -335,23 +530,18 @@ func (e emitter) Step(s gen.StepBody) { e.emit(gen.EventTypeStep, s) }
 
 func (e emitter) Milestone(m gen.MilestoneBody) { e.emit(gen.EventTypeMilestone, m) }
 
-// emit appends one event the runner reported, unless the run has ended. A step counts towards
-// done.steps whether or not its event is later evicted. If the append finds that another replica
-// ended the run, the run stops here too.
+// emit appends one event the runner reported, unless the run has ended, and returns once the
+// store has taken it (see run). A step counts towards done.steps whether or not its event is
+// later evicted. If the write finds that another replica ended the run, the run stops here too.
 func (e emitter) emit(typ gen.EventType, body any) {
 	e.r.mu.Lock()
 	if e.r.closedLocked() {
 		e.r.mu.Unlock()
 		return
 	}
-	if typ == gen.EventTypeStep {
-		e.r.steps++
-	}
-	lost := e.r.appendLocked(typ, body)
+	e.r.enqueueLocked(typ, body)
 	e.r.mu.Unlock()
-	if lost {
-		e.r.endedElsewhere()
-	}
+	e.r.flush()
 }
 
 func (e emitter) ModelCall(u ask.Usage) {

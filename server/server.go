@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -104,6 +105,9 @@ type Server struct {
 	runners sync.WaitGroup // runner goroutines
 	// sseBufs lends streams their write buffers (*[]byte) for one batch at a time.
 	sseBufs sync.Pool
+
+	// gen caches the store's generation for minting ids (see generation).
+	gen atomic.Pointer[cachedGeneration]
 
 	mu       sync.Mutex
 	draining bool
@@ -274,7 +278,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, r := range left {
-		r.stop(errShutdown)
+		// Each on its own goroutine: a store slow to take the ends must not make them wait
+		// for one another (Shutdown waits for them below, until ctx is done).
+		s.runners.Add(1)
+		go func() {
+			defer s.runners.Done()
+			r.stop(errShutdown)
+		}()
 	}
 	s.cancelBase(errShutdown)
 

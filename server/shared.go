@@ -43,7 +43,9 @@ func (s *Server) hold(ctx context.Context, r *run, sh store.Shared) {
 			}
 			changed = b.Changed
 		case errors.Is(err, store.ErrNotFound):
-			r.endedElsewhere()
+			// The ticket vanished while it runs: the store lost it (a restart). The run
+			// stops and restores it, ended error{interrupted}, so that it does not vanish.
+			r.lose(err, 0)
 			return
 		case ctx.Err() == nil:
 			s.log.Warn("run's log not readable; retrying at the next renewal", "ticket", r.ticket, "err", err)
@@ -53,9 +55,15 @@ func (s *Server) hold(ctx context.Context, r *run, sh store.Shared) {
 			return
 		case <-changed:
 		case <-tick.C:
+			sent := time.Now()
 			switch err := sh.Renew(ctx, r.ticket, r.usage()); {
-			case errors.Is(err, store.ErrFinished), errors.Is(err, store.ErrNotFound):
+			case err == nil:
+				r.wrote(sent)
+			case errors.Is(err, store.ErrFinished):
 				r.endedElsewhere()
+				return
+			case errors.Is(err, store.ErrNotFound):
+				r.lose(err, 0) // the store lost the ticket: restore it, ended
 				return
 			case err != nil && ctx.Err() == nil:
 				s.log.Warn("lease not renewed; retrying", "ticket", r.ticket, "err", err)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -75,8 +76,28 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
 	closing := false
+	goneRetries := 0
+	_, shared := s.store.(store.Shared)
 	for {
 		b, err := s.store.Read(ctx, ticket, cursor)
+		if errors.Is(err, store.ErrUnavailable) && ctx.Err() == nil {
+			// The store is away for now (a restart, a pause, a network fault): the log is
+			// still there, so the stream stays open, with its keep-alives, and reads again.
+			if !s.waitStore(ctx, out, keepAlive) {
+				return
+			}
+			continue
+		}
+		if errors.Is(err, store.ErrNotFound) && shared && goneRetries < storeGoneRetries && ctx.Err() == nil {
+			// The ticket this stream was following is gone mid-run: a store restart lost it,
+			// and its runner is restoring it, ended (store.Shared.Restore). Give it a moment,
+			// so the stream ends with the end rather than with nothing.
+			goneRetries++
+			if !s.waitStore(ctx, out, keepAlive) {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			return // evicted, or the store closed: nothing more will come
 		}
@@ -118,6 +139,35 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 }
 
 // cursorOf is the stream's starting cursor: Last-Event-ID wins over `after`; neither means 0.
+// storeRetry is how long a stream waits before reading a store that was unavailable again;
+// storeGoneRetries how often it reads again a ticket that vanished mid-stream.
+const (
+	storeRetry       = 500 * time.Millisecond
+	storeGoneRetries = 4
+)
+
+// waitStore waits storeRetry, writing a keep-alive if one falls due. It reports false when the
+// stream must end: the client left, the server closes or the client cannot be written to.
+func (s *Server) waitStore(ctx context.Context, out *sseWriter, keepAlive *time.Ticker) bool {
+	retry := time.NewTimer(storeRetry)
+	defer retry.Stop()
+	for {
+		select {
+		case <-retry.C:
+			return true
+		case <-keepAlive.C:
+			out.comment(": keepalive\n\n")
+			if err := out.flush(); err != nil {
+				return false
+			}
+		case <-ctx.Done():
+			return false
+		case <-s.closing:
+			return false
+		}
+	}
+}
+
 func cursorOf(p gen.StreamEventsParams) (int64, error) {
 	if p.LastEventID != nil {
 		n, err := strconv.ParseInt(*p.LastEventID, 10, 64)

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"sync"
@@ -116,17 +118,17 @@ func (m *Memory) CreateConversation(_ context.Context, c Conversation, limits Li
 		return ErrFull
 	}
 	key := c.Owner.Key()
+	if old, dup := m.convs[c.ID]; dup && old.c.Owner.Key() == key && old.c.CreatedAt.Equal(c.CreatedAt) {
+		return nil // the same call again: the conversation it created
+	}
 	if limits.MaxConversationsPerOwner > 0 && m.convsOf[key] >= limits.MaxConversationsPerOwner {
 		return ErrOwnerFull
 	}
 	if limits.MaxTickets > 0 && len(m.convs) >= limits.MaxTickets {
 		return ErrFull
 	}
-	if old, dup := m.convs[c.ID]; dup {
-		if old.expiry != nil {
-			old.expiry.Stop()
-		}
-		decrement(m.convsOf, old.c.Owner.Key())
+	if _, dup := m.convs[c.ID]; dup {
+		return errIDTaken
 	}
 	mc := &memConv{c: c}
 	m.convs[c.ID] = mc
@@ -154,6 +156,13 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 	key := nt.Owner.Key()
 	if !ok || c.c.Owner.Key() != key {
 		return nil, ErrNotFound
+	}
+	if t, dup := m.tickets[nt.ID]; dup {
+		if t.t.ConversationID == nt.ConversationID && t.t.Owner.Key() == key && t.t.CreatedAt.Equal(nt.CreatedAt) &&
+			len(t.events) > 0 && sameEvent(t.events[0], nt.Accepted) {
+			return slices.Clone(c.turns), nil // the same call again: the ticket it created
+		}
+		return nil, ErrSeq
 	}
 	if c.running != "" {
 		return nil, &ConflictError{Ticket: c.running}
@@ -216,6 +225,9 @@ func (m *Memory) Append(_ context.Context, ticket string, ev Event) error {
 	if !ok {
 		return ErrNotFound
 	}
+	if n := len(t.events); ev.Seq == t.t.LastSeq && n > 0 && sameEvent(t.events[n-1], ev) {
+		return nil // the same event at the same seq again
+	}
 	if t.finished {
 		return ErrFinished
 	}
@@ -236,6 +248,9 @@ func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask
 		return ErrNotFound
 	}
 	if t.finished {
+		if n := len(tail); n > 0 && t.t.Done != nil && sameEvent(*t.t.Done, tail[n-1]) {
+			return nil // the same end again
+		}
 		return ErrFinished
 	}
 	next := t.t.LastSeq
@@ -295,6 +310,14 @@ func (m *Memory) Read(_ context.Context, ticket string, after int64) (Batch, err
 		b.Changed = t.changed
 	}
 	return b, nil
+}
+
+// errIDTaken: ids are random, so another's id is a bug, not a conflict to report.
+var errIDTaken = errors.New("store: the id is already taken by another ticket or conversation")
+
+// sameEvent reports whether a and b are the same event: a retried write, not a conflict.
+func sameEvent(a, b Event) bool {
+	return a.Seq == b.Seq && a.Type == b.Type && bytes.Equal(a.Data, b.Data)
 }
 
 // appendLocked appends ev, evicting the oldest step first when the log is full.

@@ -46,6 +46,23 @@ type Shared interface {
 	// from then on the runner's Append, Renew and Finish fail with ErrFinished, so a retry
 	// with the ticket read again succeeds however busy the runner was.
 	End(ctx context.Context, ticket string, tail []Event, turn ask.Turn, lapsedOnly bool) error
+	// Restore is the runner's answer to a store that lost part or all of a running ticket's
+	// log (a restart that lost its last writes: Append or Finish answered ErrSeq or
+	// ErrNotFound). It re-creates the ticket from nt if it is gone, so it never vanishes, then
+	// ends it with tail, whose seqs come after every seq the runner assigned: the events the
+	// store lost leave a gap before the end, and the end (error{interrupted}) says so. Only the
+	// ticket's runner may restore it: anyone else, or anyone once the ticket is finished, is
+	// refused with ErrFinished. Re-run after a lost reply it answers ok.
+	Restore(ctx context.Context, nt NewTicket, tail []Event, turn ask.Turn) error
+}
+
+// Generational is a store that can lose everything it holds at once: a shared store whose
+// engine restarts without persistence (Redis in the memory-only mode). Its generation names
+// what it holds now and changes when it has lost everything, so an id minted with the
+// generation it was created in tells, later, that what it names was lost rather than never
+// there. A store that is not generational answers errors.ErrUnsupported.
+type Generational interface {
+	Generation(ctx context.Context) (string, error)
 }
 
 // ErrLeaseHeld is End's answer when lapsedOnly is set and the runner's lease is still live.

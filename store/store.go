@@ -18,6 +18,10 @@
 //   - Finished tickets are retained TTL after Finish; conversations TTL after their last
 //     activity (creation or the end of their last ask), and never while an ask runs in them.
 //     Then they are gone: every call answers ErrNotFound.
+//   - Every write is idempotent under a retry with the same arguments: a call re-run after
+//     its reply was lost answers as the first run did (the same event at the same seq is ok,
+//     the ticket just created is ok, the end just written is ok), never a conflict. A store
+//     that cannot tell whether a write happened answers ErrUnavailable, never a guess.
 //
 // All methods are safe for concurrent use. The question text lives only in the accepted event
 // and in conversation turns; a store never logs either.
@@ -77,6 +81,11 @@ var (
 	ErrOwnerFull = errors.New("store: this identity holds as many as it may")
 	// ErrConversationFull: the conversation already holds Limits.MaxTurns turns.
 	ErrConversationFull = errors.New("store: the conversation holds as many turns as it may")
+	// ErrUnavailable: the store could not be reached or could not take the write now (a
+	// network fault, a restart, a paused or read-only server). The call may or may not have
+	// taken effect; every write is idempotent, so the caller retries it with the same
+	// arguments, or answers 503 + Retry-After.
+	ErrUnavailable = errors.New("store: unavailable")
 )
 
 // ConflictError is returned by CreateTicket when an ask is already running in the

@@ -11,6 +11,7 @@ import (
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/seal"
 )
 
 // storeConfig is the run registry's configuration from the environment:
@@ -21,10 +22,15 @@ import (
 //	DAS_ASK_LEASE_S       seconds a replica's lease on a run lasts unrenewed (Redis only; default 10):
 //	                      a run whose replica died ends in error{interrupted} within about this long
 //	DAS_ASK_REDIS_PREFIX  key prefix in Redis (default "ask:")
+//	DAS_ASK_SEAL_KEYS     "kid1:base64key,kid2:base64key" (Redis only): seal the question at rest
+//	                      (XChaCha20-Poly1305, 32-byte keys); the first key seals, all open. Required
+//	                      when Redis persists (AOF or RDB: the durable mode); dropping a key
+//	                      crypto-shreds what it sealed
 type storeConfig struct {
 	url    string // "" for memory
 	lease  time.Duration
 	prefix string
+	seal   *seal.Keys
 }
 
 func storeConfigFrom(getenv func(string) string) (storeConfig, error) {
@@ -45,6 +51,14 @@ func storeConfigFrom(getenv func(string) string) (storeConfig, error) {
 		c.lease = time.Duration(n) * time.Second
 	}
 	c.prefix = strings.TrimSpace(getenv("DAS_ASK_REDIS_PREFIX"))
+	if v := strings.TrimSpace(getenv("DAS_ASK_SEAL_KEYS")); v != "" {
+		k, err := seal.ParseKeys(v)
+		if err != nil {
+			// seal's errors name the key id, never the key.
+			return c, fmt.Errorf("DAS_ASK_SEAL_KEYS: %w", err)
+		}
+		c.seal = k
+	}
 	return c, nil
 }
 
@@ -57,7 +71,7 @@ func (c storeConfig) open(ctx context.Context, svc server.Config, log *slog.Logg
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	s, err := redisstore.New(dialCtx, redisstore.Options{
-		URL: c.url, Prefix: c.prefix, TTL: svc.TTL, MaxEvents: svc.MaxEvents, Lease: c.lease, Logger: log,
+		URL: c.url, Prefix: c.prefix, TTL: svc.TTL, MaxEvents: svc.MaxEvents, Lease: c.lease, Logger: log, Seal: c.seal,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("DAS_ASK_STORE: %w", err)

@@ -1,7 +1,8 @@
 // Package redisserver starts a throwaway redis-server for the dev cluster, the benchmark and
 // (through store/redis/redistest) the tests: on loopback, in a directory of its own, with
-// persistence off (no RDB snapshot, no AOF), as the ask service's Redis must run. It is a
-// process helper, not a test kit, so binaries may link it.
+// persistence off (no RDB snapshot, no AOF) as the ask service's memory-only mode runs it, or
+// with an append-only file (appendfsync everysec) as its durable mode does (RunDurable). It is
+// a process helper, not a test kit, so binaries may link it.
 package redisserver
 
 import (
@@ -25,13 +26,25 @@ type Server struct {
 	// Addr is host:port; URL is redis://Addr/0.
 	Addr, URL string
 
-	cmd  *exec.Cmd
-	done chan error
+	// Dir is the server's working directory: its AOF and RDB files, in the durable mode.
+	Dir string
+
+	durable bool
+	port    int
+	cmd     *exec.Cmd
+	done    chan error
 }
 
 // Run starts a server whose working directory is dir and returns once it answers PING.
 // Stop ends it.
-func Run(ctx context.Context, dir string) (*Server, error) {
+func Run(ctx context.Context, dir string) (*Server, error) { return run(ctx, dir, false) }
+
+// RunDurable starts a server like Run, but with an append-only file (appendonly yes,
+// appendfsync everysec) in dir, as the durable mode runs it: Kill and Restart put it through
+// a crash on the same files.
+func RunDurable(ctx context.Context, dir string) (*Server, error) { return run(ctx, dir, true) }
+
+func run(ctx context.Context, dir string, durable bool) (*Server, error) {
 	bin, err := exec.LookPath(Binary)
 	if err != nil {
 		return nil, fmt.Errorf("redisserver: %s not installed (apt-get install -y redis-server): %w", Binary, err)
@@ -41,7 +54,7 @@ func Run(ctx context.Context, dir string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := start(ctx, bin, dir, port)
+		s, err := start(ctx, bin, dir, port, durable)
 		if err == nil || attempt == 3 {
 			return s, err
 		}
@@ -54,13 +67,17 @@ func RunAt(ctx context.Context, dir string, port int) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisserver: %s not installed (apt-get install -y redis-server): %w", Binary, err)
 	}
-	return start(ctx, bin, dir, port)
+	return start(ctx, bin, dir, port, false)
 }
 
-func start(ctx context.Context, bin, dir string, port int) (*Server, error) {
+func start(ctx context.Context, bin, dir string, port int, durable bool) (*Server, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")
+	persistence := []string{"--save", "", "--appendonly", "no"}
+	if durable {
+		persistence = []string{"--save", "", "--appendonly", "yes", "--appendfsync", "everysec"}
+	}
+	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir}, persistence...)
+	cmd := exec.Command(bin, append(args, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")...)
 	cmd.Dir = dir
 	logPath := dir + "/redis-" + strconv.Itoa(port) + ".log"
 	logf, err := os.Create(logPath)
@@ -72,7 +89,7 @@ func start(ctx context.Context, bin, dir string, port int) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("redisserver: start %s: %w", bin, err)
 	}
-	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", cmd: cmd, done: make(chan error, 1)}
+	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", Dir: dir, durable: durable, port: port, cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()
@@ -101,6 +118,24 @@ func (s *Server) Stop() error {
 	_ = s.cmd.Process.Kill()
 	err := <-s.done
 	s.done <- err
+	return nil
+}
+
+// Kill ends the server with SIGKILL, as a crash would: what the AOF had not fsynced is lost.
+func (s *Server) Kill() error { return s.Stop() }
+
+// Restart starts the server again on the same address and directory (so on the same AOF)
+// after Kill, and returns once it answers PING (once it has loaded its data).
+func (s *Server) Restart(ctx context.Context) error {
+	bin, err := exec.LookPath(Binary)
+	if err != nil {
+		return err
+	}
+	n, err := start(ctx, bin, s.Dir, s.port, s.durable)
+	if err != nil {
+		return err
+	}
+	s.cmd, s.done = n.cmd, n.done
 	return nil
 }
 

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -19,7 +20,7 @@ func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, li
 		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), limits.MaxTickets,
 		limits.MaxConversationsPerOwner).Text()
 	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	return statusErr(res)
 }
@@ -34,13 +35,13 @@ func (s *Store) Conversation(ctx context.Context, id string) (store.Conversation
 		return nil
 	})
 	if err != nil {
-		return store.Conversation{}, nil, fmt.Errorf("redis store: %w", err)
+		return store.Conversation{}, nil, wrap(err)
 	}
 	m := h.Val()
 	if len(m) == 0 {
 		return store.Conversation{}, nil, store.ErrNotFound
 	}
-	turns, err := decodeTurns(l.Val())
+	turns, err := s.decodeTurns(id, l.Val())
 	if err != nil {
 		return store.Conversation{}, nil, err
 	}
@@ -58,16 +59,30 @@ type turn struct {
 	Text     string        `json:"x"`
 }
 
-func encodeTurn(t ask.Turn) (string, error) {
+// encodeTurn is a turn of conversation conv as Redis holds it: JSON, sealed when the store
+// seals (it holds the question).
+func (s *Store) encodeTurn(conv string, t ask.Turn) (string, error) {
 	b, err := json.Marshal(turn{Question: t.Question, Outcome: t.Outcome, Text: t.Text})
-	return string(b), err
+	if err != nil {
+		return "", err
+	}
+	if s.seal != nil {
+		b = s.seal.Seal(b, turnAD(conv))
+	}
+	return string(b), nil
 }
 
-func decodeTurns(raw []string) ([]ask.Turn, error) {
+// decodeTurns decodes conversation conv's turns. A turn sealed with a key that is no longer
+// configured is crypto-shredded: it is left out, and the conversation goes on without it.
+func (s *Store) decodeTurns(conv string, raw []string) ([]ask.Turn, error) {
 	var out []ask.Turn
 	for _, r := range raw {
+		b, ok := s.open([]byte(r), turnAD(conv))
+		if !ok {
+			continue
+		}
 		var t turn
-		if err := json.Unmarshal([]byte(r), &t); err != nil {
+		if err := json.Unmarshal(b, &t); err != nil {
 			// Not the turn's content: it may hold the question.
 			return nil, fmt.Errorf("redis store: a conversation turn is not valid JSON")
 		}
@@ -97,6 +112,9 @@ func statusErr(status string) error {
 		return store.ErrSeq
 	case "held":
 		return store.ErrLeaseHeld
+	case "taken":
+		// Ids are random (128 bits): another's id is a bug, not a conflict to report.
+		return errors.New("redis store: the id is already taken by another ticket or conversation")
 	}
 	return fmt.Errorf("redis store: unexpected script status %q", status)
 }

@@ -17,6 +17,7 @@
 //	running            zset   running ticket → lease expiry (ms)
 //	inflight           hash   owner → running tickets (owner: len(tenant):tenant oid)
 //	changed            channel every append and end publishes the ticket id here
+//	generation         string  the store's generation (store.Generational): new after a restart that lost everything
 //
 // # Promises, and how they are kept
 //
@@ -46,12 +47,22 @@
 // finds the log moved marks the ticket ending, which refuses the runner's further appends, so
 // a busy runner cannot starve a cancel: the retry succeeds.
 //
+// # Faults
+//
+// Every script gives the same answer when re-run after its reply was lost (go-redis retries
+// a command whose connection failed): it recognises its own earlier effect by reading it back.
+// An error that says Redis could not be reached or could not take the write now is
+// store.ErrUnavailable. Restore re-creates and ends a ticket whose log a restart lost; the
+// generation key changes when a restart lost everything, so ids minted with it tell lost from
+// never there.
+//
 // # Operating it
 //
-// Conversation memory (the question text and what was answered) must never be written to
-// disk: run a dedicated Redis with persistence off (redis-server --save "" --appendonly no) or
-// make sure neither RDB snapshots nor AOF cover this instance. New logs a warning when it can
-// see that the server persists. Standalone Redis (or a Sentinel-managed primary) only: the
+// The question text must never be written to disk readable. Either run a dedicated Redis with
+// persistence off (redis-server --save "" --appendonly no: the memory-only mode), or let it
+// persist (appendonly yes, appendfsync everysec: the durable mode) and set Options.Seal, which
+// seals the accepted event and every turn at rest (package seal). New refuses a Redis that it
+// can see persists (CONFIG GET) when the store does not seal. Standalone Redis (or a Sentinel-managed primary) only: the
 // scripts touch keys of several tickets and conversations, which Redis Cluster would place in
 // different slots. Replicas that share tickets must use the same URL, prefix, TTL and
 // MaxEvents.

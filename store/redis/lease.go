@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/das-ask/ask/store"
 )
@@ -12,7 +11,7 @@ func (s *Store) Renew(ctx context.Context, ticket string, u store.Usage) error {
 	res, err := renew.Run(ctx, s.rdb, []string{s.keys.ticket(ticket), s.keys.running()},
 		s.replica, ms(s.lease), ticket, u.ModelCalls, u.InputTokens, u.OutputTokens).Text()
 	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	return statusErr(res)
 }
@@ -24,7 +23,7 @@ func (s *Store) Lapsed(ctx context.Context, limit int) ([]string, error) {
 	}
 	ids, err := lapsed.Run(ctx, s.rdb, []string{s.keys.running()}, s.keys.ticketPrefix(), limit).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("redis store: %w", err)
+		return nil, wrap(err)
 	}
 	return ids, nil
 }
@@ -33,7 +32,7 @@ func (s *Store) Lapsed(ctx context.Context, limit int) ([]string, error) {
 func (s *Store) Usage(ctx context.Context, ticket string) (store.Usage, error) {
 	v, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "steps", "model_calls", "in", "out").Result()
 	if err != nil {
-		return store.Usage{}, fmt.Errorf("redis store: %w", err)
+		return store.Usage{}, wrap(err)
 	}
 	n := make([]int64, len(v))
 	for i, x := range v {

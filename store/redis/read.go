@@ -27,20 +27,29 @@ func (s *Store) Read(ctx context.Context, ticket string, after int64) (store.Bat
 		return nil
 	})
 	if err != nil && err != goredis.Nil {
-		return store.Batch{}, fmt.Errorf("redis store: %w", err)
+		return store.Batch{}, wrap(err)
 	}
 	if fin.Err() == goredis.Nil {
 		s.waiters.wake(ticket) // nothing will ever change: release the channel
 		return store.Batch{}, store.ErrNotFound
 	}
 	if fin.Err() != nil {
-		return store.Batch{}, fmt.Errorf("redis store: %w", fin.Err())
+		return store.Batch{}, wrap(fin.Err())
 	}
 	b := store.Batch{Finished: fin.Val() == "1"}
 	for _, m := range xr.Val() {
 		ev, err := eventOf(m)
 		if err != nil {
 			return store.Batch{}, err
+		}
+		if ev.Type == gen.EventTypeAccepted {
+			data, ok := s.open(ev.Data, acceptedAD(ticket))
+			if !ok {
+				// Sealed with a key that is no longer configured: crypto-shredded, so the
+				// ticket is gone for every reader.
+				return store.Batch{}, store.ErrNotFound
+			}
+			ev.Data = data
 		}
 		b.Events = append(b.Events, ev)
 	}

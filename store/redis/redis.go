@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/das-ask/ask/store"
+	"github.com/das-ask/ask/store/seal"
 )
 
 // Defaults for Options' zero values.
@@ -41,6 +42,11 @@ type Options struct {
 	Lease time.Duration
 	// Logger receives the store's few logs (a lost subscription); nil discards them.
 	Logger *slog.Logger
+	// Seal, when set, seals the question at rest: the accepted event and the conversation
+	// turns are sealed before they reach Redis and opened when read (see package seal). It
+	// is required when Redis persists (AOF or RDB, the durable mode): New refuses a
+	// persisting Redis without it. Replicas that share tickets need the same keys.
+	Seal *seal.Keys
 }
 
 // Store is the Redis-backed store.Shared. See the package documentation for the keys it
@@ -54,6 +60,7 @@ type Store struct {
 	maxEvents int
 	lease     time.Duration
 	log       *slog.Logger
+	seal      *seal.Keys
 
 	sub      *goredis.PubSub
 	listened chan struct{} // closed when the notification goroutine returns
@@ -73,6 +80,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		maxEvents: opts.MaxEvents,
 		lease:     opts.Lease,
 		log:       opts.Logger,
+		seal:      opts.Seal,
 		listened:  make(chan struct{}),
 		waiters:   waiters{m: map[string]chan struct{}{}},
 	}
@@ -106,7 +114,10 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.closeClient()
 		return nil, fmt.Errorf("redis store: %w", err)
 	}
-	s.warnIfPersistent(ctx)
+	if err := s.checkPersistence(ctx); err != nil {
+		s.closeClient()
+		return nil, err
+	}
 	s.sub = s.rdb.Subscribe(ctx, s.keys.changed())
 	if _, err := s.sub.Receive(ctx); err != nil { // the subscription's confirmation
 		_ = s.sub.Close()
@@ -115,6 +126,21 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}
 	go s.listen(s.sub.ChannelWithSubscriptions())
 	return s, nil
+}
+
+// Generation implements store.Generational: a short random name kept in Redis under the
+// prefix, set by whichever instance first finds it missing (at the start, or after a restart
+// that lost everything). The durable mode keeps it across restarts, as it keeps the tickets.
+func (s *Store) Generation(ctx context.Context) (string, error) {
+	g := rand.Text()[:8]
+	old, err := s.rdb.SetArgs(ctx, s.keys.generation(), g, goredis.SetArgs{Mode: "NX", Get: true}).Result()
+	if errors.Is(err, goredis.Nil) {
+		return g, nil
+	}
+	if err != nil {
+		return "", wrap(err)
+	}
+	return old, nil
 }
 
 // Lease implements store.Shared.
@@ -145,17 +171,60 @@ func (s *Store) closeClient() error {
 // Ping reports whether Redis answers, for readiness probes.
 func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
 
-// warnIfPersistent logs a warning when the server writes RDB snapshots or an AOF: conversation
-// memory must never reach a disk. A server that does not answer CONFIG GET (managed Redis) is
-// not judged.
-func (s *Store) warnIfPersistent(ctx context.Context) {
+// checkPersistence refuses a Redis that writes RDB snapshots or an AOF when the store does not
+// seal: the question text must never reach a disk readable. Sealed, persistence is the durable
+// mode; the store says which mode it runs in. A server that does not answer CONFIG GET
+// (managed Redis) cannot be judged: the store warns and goes on.
+func (s *Store) checkPersistence(ctx context.Context) error {
 	save, err1 := s.rdb.ConfigGet(ctx, "save").Result()
 	aof, err2 := s.rdb.ConfigGet(ctx, "appendonly").Result()
 	if err1 != nil || err2 != nil {
-		return
+		if s.seal == nil {
+			s.log.Warn("redis store: cannot tell whether this Redis persists (CONFIG GET refused); if it does, it writes the question text to disk unsealed: set seal keys (DAS_ASK_SEAL_KEYS)")
+		}
+		return nil
 	}
-	if save["save"] != "" || aof["appendonly"] == "yes" {
-		s.log.Warn("redis store: this Redis persists to disk (RDB or AOF) and would write conversation memory there; run it with --save \"\" --appendonly no",
-			"save", save["save"], "appendonly", aof["appendonly"])
+	persists := save["save"] != "" || aof["appendonly"] == "yes"
+	switch {
+	case persists && s.seal == nil:
+		return errors.New(`redis store: this Redis persists to disk (RDB or AOF) and would write the question text there readable: ` +
+			`seal it at rest (DAS_ASK_SEAL_KEYS) for the durable mode, or run Redis with --save "" --appendonly no`)
+	case persists:
+		s.log.Info("redis store: durable mode: Redis persists; the question is sealed at rest", "appendonly", aof["appendonly"],
+			"appendfsync", s.configValue(ctx, "appendfsync"), "save", save["save"], "seal_key", s.seal.SealingKey())
+	default:
+		s.log.Info("redis store: memory-only mode: Redis does not persist; a Redis restart loses every ticket and conversation")
 	}
+	return nil
 }
+
+func (s *Store) configValue(ctx context.Context, name string) string {
+	v, _ := s.rdb.ConfigGet(ctx, name).Result()
+	return v[name]
+}
+
+// sealAccepted is ticket's accepted event as Redis holds it: sealed when the store seals.
+func (s *Store) sealAccepted(ticket string, data []byte) []byte {
+	if s.seal == nil {
+		return data
+	}
+	return s.seal.Seal(data, acceptedAD(ticket))
+}
+
+// open opens a value the store may have sealed for ad. A value that is not sealed is taken as
+// it is (written before sealing was configured); one that does not open (its key was dropped:
+// crypto-shredded, or it was altered) reports false.
+func (s *Store) open(b, ad []byte) ([]byte, bool) {
+	if !seal.IsSealed(b) {
+		return b, true
+	}
+	if s.seal == nil {
+		return nil, false
+	}
+	plain, err := s.seal.Open(b, ad)
+	return plain, err == nil
+}
+
+// The associated data that binds a sealed value to its place.
+func acceptedAD(ticket string) []byte { return []byte("ask/accepted\x00" + ticket) }
+func turnAD(conv string) []byte       { return []byte("ask/turn\x00" + conv) }

@@ -17,6 +17,7 @@ import (
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/store/seal"
 	"github.com/das-ask/ask/store/storetest"
 )
 
@@ -47,6 +48,19 @@ func TestContract(t *testing.T) {
 	srv := redistest.Start(t)
 	storetest.Run(t, func(t *testing.T, o storetest.Options) store.Store {
 		return newStore(t, srv, redisstore.Options{MaxEvents: o.MaxEvents})
+	})
+}
+
+// TestContractSealed runs the store contract against Redis with the question sealed at rest:
+// sealing is invisible to every caller.
+func TestContractSealed(t *testing.T) {
+	srv := redistest.Start(t)
+	keys, err := seal.ParseKeys(seal.NewKey("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Run(t, func(t *testing.T, o storetest.Options) store.Store {
+		return newStore(t, srv, redisstore.Options{MaxEvents: o.MaxEvents, Seal: keys})
 	})
 }
 
@@ -182,23 +196,33 @@ func TestNewFailsFast(t *testing.T) {
 	}
 }
 
-// TestWarnsWhenRedisPersists: conversation memory must not reach a disk, so New warns about a
-// Redis that writes snapshots or an AOF, and says nothing about one that does not.
-func TestWarnsWhenRedisPersists(t *testing.T) {
+// TestRefusesPersistenceUnsealed: the question must not reach a disk readable, so New refuses
+// a Redis that writes snapshots or an AOF unless the store seals (the durable mode), and says
+// which mode it runs in.
+func TestRefusesPersistenceUnsealed(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := raw(t, srv)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	newStore(t, srv, redisstore.Options{Logger: log})
-	if strings.Contains(logs.String(), "persists") {
-		t.Errorf("warned about a Redis without persistence: %s", logs.String())
+	if !strings.Contains(logs.String(), "memory-only mode") {
+		t.Errorf("the mode is not logged: %s", logs.String())
 	}
 	if err := rc.ConfigSet(t.Context(), "save", "3600 1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	newStore(t, srv, redisstore.Options{Logger: log})
-	if !strings.Contains(logs.String(), "persists to disk") {
-		t.Errorf("no warning about a Redis that snapshots to disk: %q", logs.String())
+	defer rc.ConfigSet(context.Background(), "save", "")
+	_, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Logger: log})
+	if err == nil || !strings.Contains(err.Error(), "DAS_ASK_SEAL_KEYS") {
+		t.Fatalf("New over a persisting Redis without seal keys: %v, want a refusal naming DAS_ASK_SEAL_KEYS", err)
+	}
+	keys, err := seal.ParseKeys(seal.NewKey("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newStore(t, srv, redisstore.Options{Logger: log, Seal: keys})
+	if !strings.Contains(logs.String(), "durable mode") {
+		t.Errorf("the durable mode is not logged: %s", logs.String())
 	}
 }
 

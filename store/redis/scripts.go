@@ -6,6 +6,13 @@ import goredis "github.com/redis/go-redis/v9"
 // runs a script atomically, so admission, appends with their eviction, and the end of a log are
 // each one indivisible step, whichever replica runs them. Times come from the server's clock
 // (TIME), so replicas with skewed clocks agree on leases and expiry.
+//
+// Every script that writes gives the same answer when re-run with the same arguments after
+// its reply was lost (go-redis retries a command whose connection failed, and the service
+// retries a call the store did not answer): the caller cannot tell whether the first run
+// happened, so each script recognises its own earlier effect by reading it back (the same
+// event at the same seq by the same runner, the ticket or conversation with the same owner
+// and creation time, the done event it wrote) and answers ok, never a conflict.
 
 // prelude is shared by the scripts that need it.
 const prelude = `
@@ -47,6 +54,12 @@ end
 // createConversation: KEYS conv, turns, convs, owner's convs; ARGV id, tenant, oid, created,
 // ttl_ms, max, max per owner.
 var createConversation = goredis.NewScript(prelude + `
+local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'created')
+if c[1] then
+  -- a retry of this very call (its reply was lost): the conversation it created is ok
+  if c[1] == ARGV[2] and c[2] == ARGV[3] and c[3] == ARGV[4] then return 'ok' end
+  return 'taken'
+end
 local now = now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
 local maxo = tonumber(ARGV[7])
@@ -54,7 +67,7 @@ if maxo > 0 and redis.call('ZCARD', KEYS[4]) >= maxo then return 'ownerfull' end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local max = tonumber(ARGV[6])
 if max > 0 and redis.call('ZCARD', KEYS[3]) >= max then return 'full' end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'oid', ARGV[3], 'created', ARGV[4], 'running', '')
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[1])
@@ -67,6 +80,17 @@ return 'ok'
 // owner's convs, owner's tickets; ARGV tid, cid, tenant, oid, created, accepted, max_inflight,
 // max_tickets, runner, lease_ms, max_retained per owner, max_turns.
 var createTicket = goredis.NewScript(prelude + `
+local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
+if t[1] then
+  -- a retry of this very call (its reply was lost): the ticket it created is ok, with the
+  -- turns it answered then (the ticket runs, so no turn was added since). The ticket is
+  -- known by its random id, conversation, owner, runner and creation time (to the ns); its
+  -- accepted event is not compared, as a sealed one differs at every sealing.
+  if t[1] == ARGV[2] and t[2] == ARGV[3] and t[3] == ARGV[4] and t[4] == ARGV[9] and t[5] == ARGV[5] then
+    return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
+  end
+  return {'taken'}
+end
 local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'running')
 if not c[1] or c[1] ~= ARGV[3] or c[2] ~= ARGV[4] then return {'notfound'} end
 if c[3] and c[3] ~= '' then return {'conflict', c[3]} end
@@ -82,7 +106,6 @@ if maxo > 0 and redis.call('ZCARD', KEYS[11]) >= maxo then return {'ownerfull'} 
 redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 local maxt = tonumber(ARGV[8])
 if maxt > 0 and redis.call('ZCARD', KEYS[6]) >= maxt then return {'full'} end
-if redis.call('EXISTS', KEYS[3]) == 1 then return {'seq'} end
 redis.call('DEL', KEYS[4], KEYS[5])
 redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
   'last', 1, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
@@ -102,18 +125,28 @@ return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
 `)
 
 // appendEvent: KEYS ticket, log, steps; ARGV seq, type, data, max, runner, channel, tid.
+// Re-run after a lost reply it answers ok: the same event at the same seq by the same runner
+// is already there (it is the log's last entry, so no eviction can have removed it).
 var appendEvent = goredis.NewScript(prelude + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'ending')
 if not h[1] then return 'notfound' end
-if h[1] == '1' or h[2] ~= ARGV[5] or h[4] == '1' then return 'finished' end
-if tonumber(ARGV[1]) ~= tonumber(h[3]) + 1 then return 'seq' end
+if h[2] ~= ARGV[5] then return 'finished' end
+local seq, last = tonumber(ARGV[1]), tonumber(h[3])
+if seq == last then
+  local e = redis.call('XRANGE', KEYS[2], ARGV[1] .. '-0', ARGV[1] .. '-0')
+  if e[1] and e[1][2][2] == ARGV[2] and e[1][2][4] == ARGV[3] then return 'ok' end
+end
+if h[1] == '1' or h[4] == '1' then return 'finished' end
+if seq ~= last + 1 then return 'seq' end
 append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]))
 redis.call('PUBLISH', ARGV[6], ARGV[7])
 return 'ok'
 `)
 
-// endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own) or End
-// from any replica (mode any, or lapsed: only once the lease has lapsed). An End whose tail
+// endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own), End
+// from any replica (mode any, or lapsed: only once the lease has lapsed), or the runner's
+// Restore of a log the store lost part or all of (mode restore: the tail may skip seqs, and a
+// ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted). An End whose tail
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
@@ -121,21 +154,52 @@ return 'ok'
 // owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
 // then n times seq, type, data.
 var endTicket = goredis.NewScript(prelude + `
-local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending')
-if not h[1] then return 'notfound' end
-if h[1] == '1' then return 'finished' end
-if h[4] ~= ARGV[5] then return 'notfound' end
+local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender')
 local mode = ARGV[1]
-if mode == 'own' and (h[2] ~= ARGV[2] or h[7] == '1') then return 'finished' end
+local n = tonumber(ARGV[11])
+if not h[1] then
+  if mode ~= 'restore' then return 'notfound' end
+  -- the ticket is gone (a store restart lost it): re-create it as createTicket did, without
+  -- the caps (it was admitted), so that it ends rather than vanishes
+  local x = 12 + 3 * n
+  redis.call('DEL', KEYS[2], KEYS[3])
+  redis.call('HSET', KEYS[1], 'conv', ARGV[5], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2],
+    'last', 1, 'finished', 0, 'runner', ARGV[2], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
+  redis.call('XADD', KEYS[2], '1-0', 't', 'accepted', 'd', ARGV[x + 3])
+  redis.call('HINCRBY', KEYS[6], owner_field(ARGV[x], ARGV[x + 1]), 1)
+  if redis.call('EXISTS', KEYS[4]) == 0 then
+    redis.call('HSET', KEYS[4], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2], 'running', ARGV[4])
+  elseif (redis.call('HGET', KEYS[4], 'running') or '') == '' then
+    redis.call('HSET', KEYS[4], 'running', ARGV[4])
+  end
+  redis.call('ZADD', KEYS[9], '+inf', ARGV[5])
+  redis.call('ZADD', KEYS[10], '+inf', ARGV[5])
+  redis.call('ZADD', KEYS[8], '+inf', ARGV[4])
+  redis.call('ZADD', KEYS[11], '+inf', ARGV[4])
+  h = {'0', ARGV[2], '1', ARGV[5], ARGV[x], ARGV[x + 1], false, false, false, false}
+end
+if h[1] == '1' then
+  -- a retry of this very end (its reply was lost): this instance wrote the ticket's done
+  local di = tonumber(ARGV[10])
+  if h[10] == ARGV[2] and h[8] == ARGV[12 + 3 * di] and h[9] == ARGV[14 + 3 * di] then return 'ok' end
+  return 'finished'
+end
+if h[4] ~= ARGV[5] then return 'notfound' end
+if (mode == 'own' or mode == 'restore') and (h[2] ~= ARGV[2] or h[7] == '1') then return 'finished' end
 local now = now_ms()
 if mode == 'lapsed' then
   local s = redis.call('ZSCORE', KEYS[7], ARGV[4])
   if s and tonumber(s) > now then return 'held' end
 end
-local n = tonumber(ARGV[11])
 local last = tonumber(h[3])
+local first = last + 1
+if mode == 'restore' then
+  -- the tail comes after every seq the runner assigned: the lost events leave a gap
+  first = tonumber(ARGV[12])
+  if first <= last then return 'seq' end
+end
 for i = 0, n - 1 do
-  if tonumber(ARGV[12 + 3 * i]) ~= last + 1 + i then
+  if tonumber(ARGV[12 + 3 * i]) ~= first + i then
     if mode ~= 'own' then redis.call('HSET', KEYS[1], 'ending', 1) end
     return 'seq'
   end
@@ -145,7 +209,7 @@ for i = 0, n - 1 do
   append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[12 + 3 * i], ARGV[13 + 3 * i], ARGV[14 + 3 * i], max)
 end
 local ti, di = tonumber(ARGV[9]), tonumber(ARGV[10])
-redis.call('HSET', KEYS[1], 'finished', 1,
+redis.call('HSET', KEYS[1], 'finished', 1, 'ender', ARGV[2],
   'term_seq', ARGV[12 + 3 * ti], 'term_type', ARGV[13 + 3 * ti], 'term', ARGV[14 + 3 * ti],
   'done_seq', ARGV[12 + 3 * di], 'done', ARGV[14 + 3 * di])
 local ttl = tonumber(ARGV[6])
@@ -171,7 +235,8 @@ redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 'ok'
 `)
 
-// renew: KEYS ticket, running; ARGV runner, lease_ms, tid, model_calls, in, out.
+// renew: KEYS ticket, running; ARGV runner, lease_ms, tid, model_calls, in, out. Re-run, it
+// extends the lease again: the same answer.
 var renew = goredis.NewScript(prelude + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'ending')
 if not h[1] then return 'notfound' end

@@ -20,11 +20,11 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	res, err := createTicket.Run(ctx, s.rdb,
 		[]string{k.conv(nt.ConversationID), k.turns(nt.ConversationID), k.ticket(nt.ID), k.log(nt.ID), k.steps(nt.ID),
 			k.tickets(), k.inflight(), k.running(), k.convs(), k.ownerConvs(nt.Owner), k.ownerTickets(nt.Owner)},
-		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), nt.Accepted.Data,
+		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
 		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease),
 		limits.MaxRetainedPerOwner, limits.MaxTurns).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("redis store: %w", err)
+		return nil, wrap(err)
 	}
 	status, _ := res[0].(string)
 	switch status {
@@ -35,7 +35,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 			str, _ := r.(string)
 			strs = append(strs, str)
 		}
-		return decodeTurns(strs)
+		return s.decodeTurns(nt.ConversationID, strs)
 	case "conflict":
 		running, _ := res[1].(string)
 		return nil, &store.ConflictError{Ticket: running}
@@ -47,7 +47,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(id)).Result()
 	if err != nil {
-		return store.Ticket{}, fmt.Errorf("redis store: %w", err)
+		return store.Ticket{}, wrap(err)
 	}
 	if len(m) == 0 {
 		return store.Ticket{}, store.ErrNotFound
@@ -72,7 +72,7 @@ func (s *Store) Append(ctx context.Context, ticket string, ev store.Event) error
 	res, err := appendEvent.Run(ctx, s.rdb, []string{k.ticket(ticket), k.log(ticket), k.steps(ticket)},
 		ev.Seq, string(ev.Type), ev.Data, s.maxEvents, s.replica, k.changed(), ticket).Text()
 	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	return statusErr(res)
 }
@@ -92,7 +92,30 @@ func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn
 	return s.end(ctx, mode, ticket, tail, turn)
 }
 
+// Restore implements store.Shared.
+func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
+	return s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
+		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data))
+}
+
 func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) error {
+	// The ticket's conversation and owner never change once it exists, so reading them ahead
+	// of the script names its keys without a race.
+	h, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "conv", "tenant", "oid").Result()
+	if err != nil {
+		return wrap(err)
+	}
+	conv, _ := h[0].(string)
+	tenant, _ := h[1].(string)
+	oid, _ := h[2].(string)
+	if h[0] == nil {
+		return store.ErrNotFound
+	}
+	return s.run(ctx, mode, ticket, conv, store.Owner{Tenant: tenant, OID: oid}, tail, turn)
+}
+
+// run runs endTicket in mode; extra follows the tail's events (mode restore).
+func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.Owner, tail []store.Event, turn ask.Turn, extra ...any) error {
 	term, done := -1, -1
 	for i, ev := range tail {
 		switch {
@@ -105,20 +128,7 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 	if term < 0 || done < 0 {
 		return store.ErrSeq
 	}
-	// The ticket's conversation and owner never change once it exists, so reading them ahead
-	// of the script names its keys without a race.
-	h, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "conv", "tenant", "oid").Result()
-	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
-	}
-	conv, _ := h[0].(string)
-	tenant, _ := h[1].(string)
-	oid, _ := h[2].(string)
-	if h[0] == nil {
-		return store.ErrNotFound
-	}
-	owner := store.Owner{Tenant: tenant, OID: oid}
-	tj, err := encodeTurn(turn)
+	tj, err := s.encodeTurn(conv, turn)
 	if err != nil {
 		return fmt.Errorf("redis store: encode the turn: %w", err)
 	}
@@ -127,11 +137,12 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 	for _, ev := range tail {
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
+	args = append(args, extra...)
 	res, err := endTicket.Run(ctx, s.rdb,
 		[]string{k.ticket(ticket), k.log(ticket), k.steps(ticket), k.conv(conv), k.turns(conv),
 			k.inflight(), k.running(), k.tickets(), k.convs(), k.ownerConvs(owner), k.ownerTickets(owner)}, args...).Text()
 	if err != nil {
-		return fmt.Errorf("redis store: %w", err)
+		return wrap(err)
 	}
 	return statusErr(res)
 }

@@ -45,6 +45,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("RetainedPerOwner", func(t *testing.T) { testRetainedPerOwner(t, f) })
 	t.Run("MaxTurns", func(t *testing.T) { testMaxTurns(t, f) })
 	t.Run("OtherOwnersConversation", func(t *testing.T) { testOtherOwnersConversation(t, f) })
+	t.Run("RetriedWrites", func(t *testing.T) { testRetriedWrites(t, f) })
 }
 
 // Ev is an event of type typ at seq, with placeholder data.
@@ -492,4 +493,64 @@ func testOtherOwnersConversation(t *testing.T, f Factory) {
 		t.Errorf("another tenant's alice in alice's conversation: %v, want ErrNotFound", err)
 	}
 	notCreated(t, m, "t", "c", Alice)
+}
+
+// testRetriedWrites: every write re-run with the same arguments (a retry after a lost reply)
+// answers as the first run did and changes nothing; the same seq with another event, or
+// another end, is still refused.
+func testRetriedWrites(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	limits := store.Limits{MaxConversationsPerOwner: 1, MaxInFlightPerOwner: 1, MaxRetainedPerOwner: 1, MaxTickets: 1}
+	c := store.Conversation{ID: "c", Owner: Alice, CreatedAt: time.Unix(1700000000, 0).UTC()}
+	for i := range 2 {
+		if err := m.CreateConversation(ctx, c, limits); err != nil {
+			t.Fatalf("CreateConversation, run %d: %v (at the caps only with itself)", i+1, err)
+		}
+	}
+	if err := m.CreateConversation(ctx, store.Conversation{ID: "c", Owner: Bob, CreatedAt: c.CreatedAt}, store.Limits{}); err == nil {
+		t.Error("CreateConversation of another's id answered ok")
+	}
+	for i := range 2 {
+		turns, err := NewTicket(t, m, "t", "c", Alice, limits)
+		if err != nil || len(turns) != 0 {
+			t.Fatalf("CreateTicket, run %d: %v, %v; want the ticket it created", i+1, turns, err)
+		}
+	}
+	if _, err := m.CreateTicket(ctx, store.NewTicket{ID: "t", ConversationID: "c", Owner: Alice,
+		CreatedAt: time.Unix(1700000001, 0).UTC(), Accepted: Ev(1, gen.EventTypeAccepted)}, store.Limits{}); err == nil {
+		t.Error("CreateTicket of another ticket under a taken id answered ok")
+	}
+	for i := range 2 {
+		if err := m.Append(ctx, "t", Ev(2, gen.EventTypeStep)); err != nil {
+			t.Fatalf("Append, run %d: %v", i+1, err)
+		}
+	}
+	other := Ev(2, gen.EventTypeStep)
+	other.Data = []byte(`{"other":2}`)
+	if err := m.Append(ctx, "t", other); !errors.Is(err, store.ErrSeq) {
+		t.Errorf("another event at a taken seq: %v, want ErrSeq", err)
+	}
+	turn := ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "a"}
+	for i := range 2 {
+		if err := m.Finish(ctx, "t", Tail(3), turn); err != nil {
+			t.Fatalf("Finish, run %d: %v", i+1, err)
+		}
+	}
+	otherTail := Tail(3)
+	otherTail[2].Data = []byte(`{"other":5}`)
+	if err := m.Finish(ctx, "t", otherTail, turn); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("another end: %v, want ErrFinished", err)
+	}
+	b, err := m.Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := seqs(b.Events), []int64{1, 2, 3, 4, 5}; !equal(got, want) || !b.Finished {
+		t.Errorf("log after retries %v (finished %v), want %v, finished", got, b.Finished, want)
+	}
+	_, turns, err := m.Conversation(ctx, "c")
+	if err != nil || len(turns) != 1 {
+		t.Errorf("turns after a retried Finish: %v, %v; want one", turns, err)
+	}
 }

@@ -1,0 +1,264 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/store/seal"
+)
+
+// onDisk returns every file under dir, concatenated: what `strings` of the AOF, the RDB and
+// anything else Redis wrote would read.
+func onDisk(t *testing.T, dir string) []byte {
+	t.Helper()
+	var all []byte
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		all = append(all, b...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// eventually polls cond every 50ms for up to 10s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// historyRunner answers, reporting how many prior turns each ask was given.
+func historyRunner(turns chan<- int) ask.Runner {
+	return ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		turns <- len(req.History)
+		emit.Step(step(0))
+		return ask.Outcome{Answer: answer("42")}
+	})
+}
+
+// TestDurableModeSealsAndSurvivesRestart: Redis with an AOF (appendfsync everysec), the store
+// sealing with an operator key. No file Redis writes (the AOF, an RDB snapshot) holds the
+// question text readable; after SIGKILL and a restart on the same AOF no ticket has vanished,
+// the conversation still remembers its turns, and an ask running across the crash still ends
+// with one terminal and done.
+func TestDurableModeSealsAndSurvivesRestart(t *testing.T) {
+	srv := redistest.StartDurable(t)
+	keys, err := seal.ParseKeys(seal.NewKey("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "durable:" + rand.Text() + ":"
+	st, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: prefix, Seal: keys, Lease: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	turns := make(chan int, 4)
+	h := newHarness(t, server.Options{Store: st, Runner: historyRunner(turns)})
+
+	questions := []string{
+		"How many sev1 incidents did the payments team have in 2026-Q2?",
+		"And which of them breached the four-hour resolution target?",
+	}
+	cid := h.conv(alice)
+	var tickets []string
+	for i, q := range questions {
+		tk := h.ask(alice, cid, q)
+		checkLifecycle(t, h.events(alice, tk), gen.EventTypeAnswer)
+		if got := <-turns; got != i {
+			t.Fatalf("ask %d was given %d prior turns, want %d", i+1, got, i)
+		}
+		tickets = append(tickets, tk)
+	}
+	// An RDB snapshot too, beside the AOF.
+	if err := raw(t, srv).BgSave(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the AOF and the RDB hold the asks", func() bool {
+		disk := onDisk(t, srv.Dir)
+		_, rdbErr := os.Stat(filepath.Join(srv.Dir, "dump.rdb"))
+		return rdbErr == nil && bytes.Contains(disk, []byte(tickets[1]))
+	})
+	disk := onDisk(t, srv.Dir)
+	for _, q := range questions {
+		for _, needle := range []string{q, q[:24], "payments team", "four-hour"} {
+			if bytes.Contains(disk, []byte(needle)) {
+				t.Errorf("a file Redis wrote holds %q readable", needle)
+			}
+		}
+	}
+	if !bytes.Contains(disk, []byte("sealed:v1:k1:")) {
+		t.Error("no sealed value on disk: the files checked are not the ones the store wrote")
+	}
+
+	// An ask in flight across the crash: it waits for the go-ahead between two steps.
+	mid, resume := make(chan string, 1), make(chan struct{})
+	h2 := newHarness(t, server.Options{Store: st, Runner: phasedRunner(1, 2, mid, resume)})
+	cid2 := h2.conv(alice)
+	running := h2.ask(alice, cid2, "How many sev2 incidents were reopened in 2026-Q2?")
+	within(t, mid, "the run in flight")
+	// Redis writes the AOF before it replies, so a SIGKILL loses nothing acknowledged (the
+	// page cache survives the process); everysec's last second is lost only with the machine.
+	// That loss is TestRestartLosesEverything's case, at its extreme.
+
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+
+	for _, tk := range tickets {
+		r := h.status(alice, tk)
+		if r.StatusCode() != 200 || r.JSON200 == nil || r.JSON200.State != gen.AskStateAnswer {
+			t.Errorf("ticket %s after the restart: %d %s, want it answered as before", tk, r.StatusCode(), r.Body)
+		}
+	}
+	frames := h2.events(alice, running)
+	_, done := checkLifecycle(t, frames, gen.EventType(frames[len(frames)-2].Event))
+	if got := int64(countTypes(frames, "step")); done.Steps != got {
+		t.Errorf("done.steps = %d, want the %d steps in the log", done.Steps, got)
+	}
+	// The conversation still remembers both turns, opened with the key.
+	tk := h.ask(alice, cid, "And in 2026-Q3?")
+	checkLifecycle(t, h.events(alice, tk), gen.EventTypeAnswer)
+	if got := <-turns; got != 2 {
+		t.Errorf("after the restart the conversation gave %d prior turns, want 2", got)
+	}
+
+	// Without its key, what it sealed is gone (crypto-shredded): the ticket reads as unknown.
+	other, err := seal.ParseKeys(seal.NewKey("k2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shredded, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: prefix, Seal: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shredded.Close()
+	if _, err := shredded.Read(t.Context(), tickets[0], 0); err == nil {
+		t.Error("a ticket sealed with a dropped key was read")
+	}
+}
+
+// TestRestartLosesEverything: Redis in the memory-only mode restarts (SIGKILL: every key is
+// gone) while an ask runs. The runner finds its ticket gone, and restores it ended
+// error{interrupted} + done after every seq it had assigned: the ticket a client holds does
+// not vanish (it reads as interrupted, not as unknown), and no seq a client saw is reused.
+func TestRestartLosesEverything(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "wiped:" + rand.Text() + ":"
+	st, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: prefix, Lease: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	mid, resume := make(chan string, 1), make(chan struct{})
+	h := newHarness(t, server.Options{Store: st, Runner: phasedRunner(2, 2, mid, resume)})
+	old := newHarness(t, server.Options{Store: st})
+	oldConv := old.conv(alice)
+	finished := old.ask(alice, oldConv, "How many sev2 incidents did we have in 2026-Q2?")
+	checkLifecycle(t, old.events(alice, finished), gen.EventTypeAnswer)
+	ticket := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "the run's first steps")
+	seen := h.status(alice, ticket).JSON200.LastSeq // accepted, open, milestone, 2 steps
+	// A stream open across the restart: it ends with the restored end, not with nothing.
+	live := make(chan []frame, 1)
+	resp := h.stream(t.Context(), alice, ticket, nil)
+	go func() {
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		var got []frame
+		for {
+			f, err := readFrame(br)
+			if err != nil { // the end of the stream, or a failure the checks below report
+				live <- got
+				return
+			}
+			if f.Event != "" {
+				got = append(got, f)
+			}
+		}
+	}()
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+	var st2 *gen.AskStatus
+	eventually(t, "the lost ticket restored and ended", func() bool {
+		r := h.status(alice, ticket)
+		if r.StatusCode() == http.StatusNotFound {
+			return false
+		}
+		st2 = r.JSON200
+		return st2 != nil && st2.State != gen.AskStateRunning
+	})
+	if st2.State != gen.AskStateError {
+		t.Fatalf("state %q, want error", st2.State)
+	}
+	if got := <-live; len(got) < 3 || got[len(got)-1].Event != "done" || got[len(got)-2].Event != "error" {
+		t.Errorf("the stream open across the restart read %v, want it to end with error, done", types(got))
+	}
+	resp = h.stream(t.Context(), alice, ticket, nil)
+	frames := readAll(t, resp.Body)
+	_ = resp.Body.Close()
+	if len(frames) != 4 || frames[0].Event != "accepted" || frames[2].Event != "error" || frames[3].Event != "done" {
+		t.Fatalf("restored log %v, want accepted, branch, error, done", types(frames))
+	}
+	if e := decode(t, frames[2]); e.Kind != string(gen.ErrorKindInterrupted) || e.Seq <= seen {
+		t.Errorf("terminal %s at seq %d, want interrupted after seq %d (the last the client saw)", e.Kind, e.Seq, seen)
+	}
+	// A finished ticket and a conversation the restart lost are gone, and say so: not the
+	// answer for someone else's.
+	lost := func(what string, status int, body []byte) {
+		t.Helper()
+		p := problemOf(t, status, "application/problem+json", body, http.StatusNotFound)
+		if p.Detail == nil || !strings.HasPrefix(*p.Detail, "lost") {
+			t.Errorf("%s after the restart: %v, want it reported lost", what, p.Detail)
+		}
+	}
+	for _, tok := range []string{alice, bob} {
+		r := old.status(tok, finished)
+		lost("a finished ticket", r.StatusCode(), r.Body)
+	}
+	ra := old.askRaw(alice, oldConv, "And in 2026-Q3?")
+	lost("a conversation", ra.StatusCode(), ra.Body)
+	other := old.ask(alice, old.conv(alice), "And in 2026-Q4?")
+	if r := old.status(bob, other); r.StatusCode() != http.StatusNotFound || strings.Contains(string(r.Body), "lost") {
+		t.Errorf("someone else's ticket: %d %s, want the plain 404", r.StatusCode(), r.Body)
+	}
+
+	// The conversation is free again for the next ask.
+	if r := h.askRaw(alice, st2.ConversationId, "And in 2026-Q3?"); r.StatusCode() != http.StatusAccepted {
+		t.Errorf("the next ask in the restored conversation: %d %s", r.StatusCode(), r.Body)
+	}
+}

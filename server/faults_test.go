@@ -1,0 +1,238 @@
+package server_test
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/faultproxy"
+	"github.com/das-ask/ask/server"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+)
+
+// proxiedStore opens a replica's store whose every connection to srv passes through a fault
+// proxy, with short client timeouts so that a stalled Redis is noticed quickly.
+func proxiedStore(t *testing.T, srv *redistest.Server, prefix string, lease time.Duration) (*redisstore.Store, *faultproxy.Proxy) {
+	t.Helper()
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
+		DialTimeout: 250 * time.Millisecond})
+	t.Cleanup(func() { _ = rc.Close() })
+	s, err := redisstore.New(t.Context(), redisstore.Options{Client: rc, Prefix: prefix, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, p
+}
+
+// phasedRunner emits a milestone and `before` steps, says so on mid, waits for go, emits
+// `after` steps and a milestone, and answers.
+func phasedRunner(before, after int, mid chan<- string, resume <-chan struct{}) ask.Runner {
+	return ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseGrounding, Subject: "incident", Source: "demo"})
+		for i := range before {
+			emit.Step(step(i))
+		}
+		mid <- req.Ticket
+		<-resume
+		for i := range after {
+			emit.Step(step(before + i))
+		}
+		emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseQuerying, Subject: "incident", Source: "demo"})
+		emit.ModelCall(ask.Usage{InputTokens: 1, OutputTokens: 1})
+		return ask.Outcome{Answer: answer("42")}
+	})
+}
+
+// countTypes counts the frames of type typ.
+func countTypes(frames []frame, typ string) int {
+	n := 0
+	for _, f := range frames {
+		if f.Event == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// TestNoEventLostWhileStoreAway: the store stops answering in the middle of a run (a stalled
+// network, then Redis paused with CLIENT PAUSE), for less than the lease. The run holds its
+// events and writes them when the store is back: every event arrives, seq has no gap, both
+// milestones are there, done.steps is the steps in the log, and the ask is answered.
+func TestNoEventLostWhileStoreAway(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, fault := range []string{"stall", "client-pause"} {
+		t.Run(fault, func(t *testing.T) {
+			prefix := "away:" + rand.Text() + ":"
+			mid, resume := make(chan string, 1), make(chan struct{})
+			st, p := proxiedStore(t, srv, prefix, 5*time.Second)
+			a := newHarness(t, server.Options{Store: st, Runner: phasedRunner(3, 4, mid, resume)})
+			b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0)}) // a reader beside the fault
+
+			ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+			within(t, mid, "the run's first steps")
+			switch fault {
+			case "stall":
+				p.Stall()
+			case "client-pause":
+				if err := raw(t, srv).Do(t.Context(), "CLIENT", "PAUSE", "1500", "ALL").Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			accepted := p.Stats().Accepted
+			close(resume)
+			if fault == "stall" {
+				// The store stays away until the run's writes have timed out and been retried
+				// on fresh connections (go-redis reconnects after each timeout) a few times.
+				eventually(t, "the run's writes failing against the stalled store", func() bool {
+					st := p.Stats()
+					return st.Held > 0 && st.Accepted >= accepted+3
+				})
+				p.Pass()
+			}
+			frames := b.events(alice, ticket)
+			_, done := checkLifecycle(t, frames, gen.EventTypeAnswer)
+			if got := countTypes(frames, "step"); got != 7 || done.Steps != 7 {
+				t.Errorf("%d steps in the log, done.steps = %d; want 7 and 7: %v", got, done.Steps, types(frames))
+			}
+			if got := countTypes(frames, "milestone"); got != 2 {
+				t.Errorf("%d milestones, want 2: %v", got, types(frames))
+			}
+			if strings.Contains(a.logs.String(), "not appended") {
+				t.Errorf("an event was dropped: %s", a.logs.String())
+			}
+		})
+	}
+}
+
+// raw is a plain client to srv, not through any proxy.
+func raw(t *testing.T, srv *redistest.Server) *goredis.Client {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestLostRepliesDuringRun: the replies to an append and to the end are lost (the scripts ran;
+// go-redis and the run write again): the ask is answered, not interrupted, and the log holds
+// each event once.
+func TestLostRepliesDuringRun(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "lost:" + rand.Text() + ":"
+	st, p := proxiedStore(t, srv, prefix, 5*time.Second)
+	p.DropReplies(1, `"call_id":"call-1"`, faultproxy.Close)
+	p.DropReplies(1, `"type":"done"`, faultproxy.Stall)
+	a := newHarness(t, server.Options{Store: st, Runner: answerRunner(3)})
+	ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	frames := a.events(alice, ticket)
+	_, done := checkLifecycle(t, frames, gen.EventTypeAnswer)
+	if done.Steps != 3 || countTypes(frames, "step") != 3 {
+		t.Errorf("done.steps = %d with %d steps in the log, want 3 and 3", done.Steps, countTypes(frames, "step"))
+	}
+	if got := p.Stats().RepliesDropped; got != 2 {
+		t.Errorf("the proxy dropped %d replies, want 2 (the step's append and the end)", got)
+	}
+}
+
+// TestStoreAwayPastLease: the store stays away longer than the lease. The run stops (its
+// runner is cancelled), and once the store is back the ask ends error{interrupted} + done,
+// gap-free, with done.steps the steps the log holds.
+func TestStoreAwayPastLease(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "past:" + rand.Text() + ":"
+	lease := 600 * time.Millisecond
+	mid, resume := make(chan string, 1), make(chan struct{})
+	st, p := proxiedStore(t, srv, prefix, lease)
+	stopped := make(chan string, 1)
+	runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		out := phasedRunner(2, 1, mid, resume).Run(ctx, req, emit)
+		<-ctx.Done()
+		stopped <- req.Ticket
+		return out
+	})
+	a := newHarness(t, server.Options{Store: st, Runner: runner})
+	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, lease)})
+	ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "the run's first steps")
+	p.Refuse()
+	close(resume)
+	within(t, stopped, "the run stopping once the store stayed away past the lease")
+	p.Pass()
+	frames := b.events(alice, ticket)
+	terminal, done := checkLifecycle(t, frames, gen.EventTypeError)
+	if terminal.Kind != string(gen.ErrorKindInterrupted) {
+		t.Errorf("terminal kind %q, want interrupted", terminal.Kind)
+	}
+	if got := int64(countTypes(frames, "step")); done.Steps != got {
+		t.Errorf("done.steps = %d, want the %d steps in the log", done.Steps, got)
+	}
+}
+
+// TestStoreUnavailable503: with the store unreachable every call answers 503 problem+json with
+// Retry-After, never 500; a caller that goes away meanwhile is not an error.
+func TestStoreUnavailable503(t *testing.T) {
+	srv := redistest.Start(t)
+	st, p := proxiedStore(t, srv, "down:"+rand.Text()+":", 0)
+	h := newHarness(t, server.Options{Store: st})
+	cid := h.conv(alice)
+	ticket := h.ask(alice, cid, "How many sev1 incidents did we have in 2026-Q2?")
+	_ = h.events(alice, ticket)
+	p.Refuse()
+	ctx := t.Context()
+	check := func(what string, status int, hdr http.Header, ct string, body []byte) {
+		t.Helper()
+		pr := problemOf(t, status, ct, body, http.StatusServiceUnavailable)
+		if hdr.Get("Retry-After") == "" {
+			t.Errorf("%s: 503 without Retry-After", what)
+		}
+		if pr.Detail == nil || strings.Contains(*pr.Detail, "internal") {
+			t.Errorf("%s: detail %v", what, pr.Detail)
+		}
+	}
+	if r, err := h.cw.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{}, bearer(alice)); err != nil {
+		t.Fatal(err)
+	} else {
+		check("createConversation", r.StatusCode(), r.HTTPResponse.Header, r.HTTPResponse.Header.Get("Content-Type"), r.Body)
+	}
+	ra := h.askRaw(alice, cid, "And in 2026-Q3?")
+	check("createAsk", ra.StatusCode(), ra.HTTPResponse.Header, ra.HTTPResponse.Header.Get("Content-Type"), ra.Body)
+	r := h.status(alice, ticket)
+	check("getAsk", r.StatusCode(), r.HTTPResponse.Header, r.HTTPResponse.Header.Get("Content-Type"), r.Body)
+	c := h.cancel(alice, ticket)
+	check("cancelAsk", c.StatusCode(), c.HTTPResponse.Header, c.HTTPResponse.Header.Get("Content-Type"), c.Body)
+	resp := h.stream(ctx, alice, ticket, nil)
+	check("streamEvents", resp.StatusCode, resp.Header, resp.Header.Get("Content-Type"), readBody(t, resp))
+
+	// A caller that leaves while the store is stalled: no ERROR line, no 500.
+	p.Stall()
+	gone, leave := context.WithCancel(t.Context())
+	req := httptest.NewRequestWithContext(gone, http.MethodGet, "/ask/v1/asks/"+ticket, nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	rec := httptest.NewRecorder()
+	time.AfterFunc(50*time.Millisecond, leave)
+	h.srv.Handler().ServeHTTP(rec, req)
+	if rec.Code == http.StatusInternalServerError || rec.Code < 400 {
+		t.Errorf("a caller gone mid-request: %d, want no 500", rec.Code)
+	}
+	if logs := h.logs.String(); strings.Contains(logs, `"level":"ERROR"`) {
+		t.Errorf("an ERROR was logged: %s", logs)
+	}
+	p.Pass()
+	if r := h.status(alice, ticket); r.StatusCode() != http.StatusOK {
+		t.Errorf("status once the store is back: %d", r.StatusCode())
+	}
+}

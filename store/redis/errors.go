@@ -1,0 +1,42 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/store"
+)
+
+// wrap turns an error from a Redis call into the store's: store.ErrUnavailable when Redis
+// could not be reached or could not take the write now (the connection failed or timed out,
+// the server is loading, paused, read-only or refusing writes), so the service answers 503
+// and retries writes; the caller's own cancellation stays what it is. An error reply Redis
+// gave to a well-formed call (a bug) is neither.
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("redis store: %w", err)
+	}
+	var re goredis.Error
+	if errors.As(err, &re) && !transientReply(re.Error()) {
+		return fmt.Errorf("redis store: %w", err)
+	}
+	return fmt.Errorf("redis store: %w: %w", store.ErrUnavailable, err)
+}
+
+// transientReply reports whether an error reply says the server cannot serve now rather than
+// that the call was wrong.
+func transientReply(msg string) bool {
+	for _, p := range []string{"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "MISCONF", "NOREPLICAS", "UNBLOCKED"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}

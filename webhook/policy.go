@@ -128,4 +128,3 @@ func (c Config) control(_, address string, _ syscall.RawConn) error {
 
 // errRefusedAddr marks a connection the policy refused.
 var errRefusedAddr = errors.New("refused address")
-

@@ -10,6 +10,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,7 +51,7 @@ func newReceiver(secrets []string, handle func(string, delivery)) (*receiver, er
 		r.secrets = append(r.secrets, w)
 	}
 	if len(r.secrets) == 0 {
-		return nil, fmt.Errorf("no secret: set WEBHOOK_SECRETS=whsec_...")
+		return nil, errors.New("no secret: set WEBHOOK_SECRETS=whsec_<base64>")
 	}
 	return r, nil
 }

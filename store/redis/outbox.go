@@ -53,7 +53,7 @@ func (s *Store) AddWebhook(ctx context.Context, w store.Webhook) error {
 	ok, err := addWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(w.Ticket), s.keys.webhooksDue()},
 		w.ID, w.URL, msOf(w.Due), msOf(w.Expires), w.Ticket).Int()
 	if err != nil {
-		return err
+		return wrap(err)
 	}
 	if ok == 0 {
 		return store.ErrConflict
@@ -68,7 +68,7 @@ func (s *Store) RemoveWebhook(ctx context.Context, ticket string) error {
 		p.ZRem(ctx, s.keys.webhooksDue(), ticket)
 		return nil
 	})
-	return err
+	return wrap(err)
 }
 
 var webhookDue = goredis.NewScript(prelude + `
@@ -86,7 +86,7 @@ return 1
 func (s *Store) WebhookDue(ctx context.Context, ticket string) error {
 	ok, err := webhookDue.Run(ctx, s.rdb, []string{s.keys.webhook(ticket), s.keys.webhooksDue()}, ticket).Int()
 	if err != nil {
-		return err
+		return wrap(err)
 	}
 	if ok == 0 {
 		return store.ErrNotFound
@@ -124,7 +124,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, holder string, hold time.Dura
 	ids, err := claimWebhooks.Run(ctx, s.rdb, []string{s.keys.webhooksDue()},
 		s.keys.webhook(""), holder, ms(hold), limit).StringSlice()
 	if err != nil {
-		return nil, err
+		return nil, wrap(err)
 	}
 	out := make([]store.Webhook, 0, len(ids))
 	for _, id := range ids {
@@ -157,7 +157,7 @@ func (s *Store) RecordWebhook(ctx context.Context, holder string, w store.Webhoo
 		holder, string(w.State), w.Attempts, w.LastStatus, w.LastError, msOf(w.Due), msOf(w.DeliveredAt), w.Ticket).Int()
 	switch {
 	case err != nil:
-		return err
+		return wrap(err)
 	case res == -1:
 		return store.ErrNotFound
 	case res == 0:
@@ -170,7 +170,7 @@ func (s *Store) RecordWebhook(ctx context.Context, holder string, w store.Webhoo
 func (s *Store) Webhook(ctx context.Context, ticket string) (store.Webhook, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.webhook(ticket)).Result()
 	if err != nil {
-		return store.Webhook{}, err
+		return store.Webhook{}, wrap(err)
 	}
 	if len(m) == 0 {
 		return store.Webhook{}, store.ErrNotFound

@@ -107,6 +107,7 @@ func (d *Deliverer) Due(ctx context.Context, ticket string) {
 // records nothing: its claim lapses and a deliverer (this replica's successor or another) makes
 // it again under the same webhook-id.
 func (d *Deliverer) Run(ctx context.Context) {
+	d.log.Info("webhook deliverer started", "holder", d.holder, "allowed_prefixes", len(d.cfg.Allow), "signing_secrets", len(d.send.signers))
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {

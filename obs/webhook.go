@@ -23,7 +23,13 @@ type webhookMetrics struct {
 // registry: ask_webhook_attempts_total{outcome,code}, ask_webhook_attempt_duration_seconds,
 // ask_webhook_deliveries_total{state} and ask_webhook_delivery_seconds{state}. Call it once.
 func (o *Observer) Webhooks() webhook.Observer {
-	m := &webhookMetrics{
+	m := newWebhookMetrics()
+	o.m.reg.MustRegister(m.collectors()...)
+	return m
+}
+
+func newWebhookMetrics() *webhookMetrics {
+	return &webhookMetrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "webhook_attempts_total",
 			Help: "Webhook POSTs made, by outcome (delivered, retry, rejected) and status class (2xx, 3xx, 4xx, 5xx, none)."},
 			[]string{"outcome", "code"}),
@@ -35,8 +41,10 @@ func (o *Observer) Webhooks() webhook.Observer {
 			Help: "Time from a run's done to its webhook delivery's end, retries included, by final state.", Buckets: durationBuckets},
 			[]string{"state"}),
 	}
-	o.m.reg.MustRegister(m.attempts, m.latency, m.ended, m.toEnd)
-	return m
+}
+
+func (m *webhookMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.attempts, m.latency, m.ended, m.toEnd}
 }
 
 func (m *webhookMetrics) Attempted(outcome string, status int, elapsed time.Duration) {

@@ -61,6 +61,9 @@ type Options struct {
 	OverflowMaxEvents int
 	// Env is added to every replica's environment (e.g. the DAS_ASK_WEBHOOK_* settings).
 	Env []string
+	// Phase sets ASK_PHASE on every replica (2: a branch per source, and divergence); 0 leaves
+	// the default, phase 1.
+	Phase int
 }
 
 // Cluster is a running cluster: Redis, the dev IdP, the demo source, the llm-stub, the

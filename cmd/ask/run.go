@@ -52,6 +52,7 @@ type config struct {
 	question             string
 	webhook              string
 	cont, steps, json    bool
+	branches             bool
 }
 
 // parseArgs reads flags and environment. A nil config with code 0 means help was shown.
@@ -67,6 +68,7 @@ func parseArgs(args []string, stderr io.Writer, env func(string) string) (*confi
 	fs.BoolVar(&c.steps, "steps", false, "also show every tool call, the SQL and the path")
 	fs.BoolVar(&c.json, "json", false, "print the events as NDJSON on stdout")
 	fs.StringVar(&c.webhook, "webhook", env("ASK_WEBHOOK"), "also have the run's end POSTed, signed, to this URL (one the operator allows; $ASK_WEBHOOK)")
+	fs.BoolVar(&c.branches, "branches", false, "show every branch's progress (phase 2), not one line per branch")
 	fs.Usage = func() {
 		_, _ = io.WriteString(stderr, usage)
 		fs.PrintDefaults()

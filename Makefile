@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check bench fuzz eval
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check chaos bench fuzz eval
 
 all: check-generate lint test
 
@@ -90,6 +90,10 @@ ask-serve-cluster:
 ## cluster-check: the conformance suite through nginx in front of three replicas sharing Redis, and the replica-kill chaos test
 cluster-check:
 	@scripts/cluster-check.sh
+
+## chaos: the chaos suite against the cluster through nginx: replica kill/freeze, Redis pauses, lost replies, a cancel storm, 200 asks each, every ticket checked, one table (ARGS=-short: the CI version; needs redis-server and nginx)
+chaos:
+	@scripts/chaos.sh $(ARGS)
 
 ## bench: measure the service against this machine's limits and the MCP Go SDK, with the Redis store too when redis-server is installed (ARGS=-redis=false: memory only); writes docs/bench/REPORT.md and docs/bench/report.json (under 5 minutes)
 bench:

@@ -30,7 +30,7 @@ func newAskAPI(baseURL string, hc *http.Client, token string) (*askAPI, error) {
 
 // conversation opens a conversation and returns its id.
 func (a *askAPI) conversation(ctx context.Context) (string, error) {
-	resp, err := a.c.CreateConversation(ctx, gen.CreateConversationRequest{})
+	resp, err := a.c.CreateConversation(ctx, nil, gen.CreateConversationRequest{})
 	if err != nil {
 		return "", err
 	}
@@ -47,7 +47,7 @@ func (a *askAPI) conversation(ctx context.Context) (string, error) {
 
 // ask puts question to conversation cid and returns the ticket; anything but 202 is an error.
 func (a *askAPI) ask(ctx context.Context, cid, question string) (string, error) {
-	resp, err := a.c.CreateAsk(ctx, cid, gen.AskRequest{Question: question})
+	resp, err := a.c.CreateAsk(ctx, cid, nil, gen.AskRequest{Question: question})
 	if err != nil {
 		return "", err
 	}

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -14,10 +13,20 @@ import (
 )
 
 // CreateConversation opens a conversation to ask within. It belongs to the token's identity.
+// The call carries an Idempotency-Key and is retried as Options.Retry says: a retry answers the
+// same conversation.
 func (c *Client) CreateConversation(ctx context.Context) (gen.Conversation, error) {
-	r, err := c.api.CreateConversationWithResponse(ctx, gen.CreateConversationJSONRequestBody{})
+	key := newIdempotencyKey()
+	params := &gen.CreateConversationParams{IdempotencyKey: &key}
+	r, err := retrying(ctx, c, "createConversation", func(ctx context.Context) (*gen.CreateConversationResponse, *http.Response, []byte, error) {
+		r, err := c.api.CreateConversationWithResponse(ctx, params, gen.CreateConversationJSONRequestBody{})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return r, r.HTTPResponse, r.Body, nil
+	})
 	if err != nil {
-		return gen.Conversation{}, fmt.Errorf("ask createConversation: %w", err)
+		return gen.Conversation{}, err
 	}
 	if r.JSON201 == nil {
 		return gen.Conversation{}, apiError("createConversation", r.HTTPResponse, r.Body)
@@ -27,7 +36,9 @@ func (c *Client) CreateConversation(ctx context.Context) (gen.Conversation, erro
 
 // Ask puts a question in a conversation and returns its ticket, which the service issues before
 // any work runs. A second ask while one is running in the conversation fails with an error
-// matching ErrConflict; [APIError.RunningTicket] names the running one.
+// matching ErrConflict; [APIError.RunningTicket] names the running one. The call carries an
+// Idempotency-Key and is retried as Options.Retry says: a retry answers the same ticket, never
+// a second ask.
 func (c *Client) Ask(ctx context.Context, conversationID, question string) (gen.Ticket, error) {
 	return c.AskWith(ctx, conversationID, question, AskOptions{})
 }
@@ -47,9 +58,17 @@ func (c *Client) AskWith(ctx context.Context, conversationID, question string, o
 	if opts.Webhook != "" {
 		body.Webhook = &gen.WebhookRequest{Url: opts.Webhook}
 	}
-	r, err := c.api.CreateAskWithResponse(ctx, conversationID, body)
+	key := newIdempotencyKey()
+	params := &gen.CreateAskParams{IdempotencyKey: &key}
+	r, err := retrying(ctx, c, "createAsk", func(ctx context.Context) (*gen.CreateAskResponse, *http.Response, []byte, error) {
+		r, err := c.api.CreateAskWithResponse(ctx, conversationID, params, body)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return r, r.HTTPResponse, r.Body, nil
+	})
 	if err != nil {
-		return gen.Ticket{}, fmt.Errorf("ask createAsk: %w", err)
+		return gen.Ticket{}, err
 	}
 	if r.JSON202 == nil {
 		return gen.Ticket{}, apiError("createAsk", r.HTTPResponse, r.Body)
@@ -67,9 +86,15 @@ func (c *Client) Status(ctx context.Context, ticket string, wait time.Duration) 
 		pref := "wait=" + strconv.Itoa(secs)
 		params.Prefer = &pref
 	}
-	r, err := c.api.GetAskWithResponse(ctx, ticket, &params)
+	r, err := retrying(ctx, c, "getAsk", func(ctx context.Context) (*gen.GetAskResponse, *http.Response, []byte, error) {
+		r, err := c.api.GetAskWithResponse(ctx, ticket, &params)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return r, r.HTTPResponse, r.Body, nil
+	})
 	if err != nil {
-		return gen.AskStatus{}, fmt.Errorf("ask getAsk: %w", err)
+		return gen.AskStatus{}, err
 	}
 	if r.JSON200 == nil {
 		return gen.AskStatus{}, apiError("getAsk", r.HTTPResponse, r.Body)
@@ -80,9 +105,15 @@ func (c *Client) Status(ctx context.Context, ticket string, wait time.Duration) 
 // Cancel asks the service to stop a run. It is idempotent: cancelling an ended run changes
 // nothing and is not an error. The run then ends with error{kind: cancelled} and done.
 func (c *Client) Cancel(ctx context.Context, ticket string) (gen.CancelAccepted, error) {
-	r, err := c.api.CancelAskWithResponse(ctx, ticket)
+	r, err := retrying(ctx, c, "cancelAsk", func(ctx context.Context) (*gen.CancelAskResponse, *http.Response, []byte, error) {
+		r, err := c.api.CancelAskWithResponse(ctx, ticket)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return r, r.HTTPResponse, r.Body, nil
+	})
 	if err != nil {
-		return gen.CancelAccepted{}, fmt.Errorf("ask cancelAsk: %w", err)
+		return gen.CancelAccepted{}, err
 	}
 	if r.JSON202 == nil {
 		return gen.CancelAccepted{}, apiError("cancelAsk", r.HTTPResponse, r.Body)

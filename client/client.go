@@ -28,6 +28,13 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxEventSize bounds one event's data in bytes. 0 means 16 MiB.
 	MaxEventSize int
+	// Retry is how calls other than the event stream are retried (see Retry).
+	Retry Retry
+	// HeaderTimeout bounds the wait for a response's headers, on every request (an event
+	// stream's connection included; `Prefer: wait` adds its wait): a frozen replica or gateway
+	// then costs this long and a retry, not a minute. 0 means DefaultHeaderTimeout (15 s);
+	// negative disables it.
+	HeaderTimeout time.Duration
 }
 
 // Reconnect is how an event stream retries a dropped or failed connection: exponential backoff
@@ -87,12 +94,20 @@ func New(baseURL string, opts Options) (*Client, error) {
 		opts.MaxEventSize = 16 << 20
 	}
 	opts.Reconnect = opts.Reconnect.withDefaults()
+	opts.Retry = opts.Retry.withDefaults()
+	if opts.HeaderTimeout == 0 {
+		opts.HeaderTimeout = DefaultHeaderTimeout
+	}
+	doer := opts.HTTPClient
+	if opts.HeaderTimeout > 0 {
+		doer = headerTimeout{next: doer, d: opts.HeaderTimeout}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	raw, err := gen.NewClient(baseURL,
-		gen.WithHTTPClient(opts.HTTPClient),
+		gen.WithHTTPClient(doer),
 		gen.WithRequestEditorFn(bearer(opts.Token)))
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)

@@ -12,6 +12,12 @@
 // it never reconnects after done, and treats 401 and 404 as final. When the service evicted step
 // events before they could be read, the done event's [Event.MissedSteps] says how many.
 //
+// The other calls are retried when a retry can cure them ([Retry]): a connection error, no
+// response headers within [Options.HeaderTimeout] (a frozen replica), a 502, 503 or 504, or the
+// 409 of an earlier attempt still in progress. [Client.CreateConversation] and [Client.Ask] send
+// an Idempotency-Key, the same on every attempt, so a retry answers the same conversation or
+// ticket and never asks twice. Every retry is logged.
+//
 // [Client.Wait] and [Collect] fold a stream into an [Outcome], whose [Outcome.Kind] is one of
 // [Answer], [Abstention], [Refusal] or [Error] — four different things a caller must say
 // differently, distinguished without comparing strings.

@@ -26,6 +26,9 @@ var (
 	// conversations or tickets as the service allows one identity (429); RetryAfter says when
 	// to try again.
 	ErrTooManyRequests = errors.New("client: too many asks in flight")
+	// ErrIdempotencyKeyReused: the Idempotency-Key was already used for a different request
+	// (422). The client makes a fresh key per call, so this means a caller reused one.
+	ErrIdempotencyKeyReused = errors.New("client: the Idempotency-Key was used for another request")
 )
 
 // APIError is a response the service refused with an HTTP status: the RFC 9457 problem it sent,
@@ -64,7 +67,9 @@ func (e *APIError) Is(target error) bool {
 	case ErrConflict:
 		return e.StatusCode == http.StatusConflict
 	case ErrConversationFull:
-		return e.StatusCode == http.StatusConflict && e.Problem != nil && e.Problem.Ticket == nil
+		return e.StatusCode == http.StatusConflict && e.Problem != nil && e.Problem.Ticket == nil && e.Problem.Type != problemIdemBusy
+	case ErrIdempotencyKeyReused:
+		return e.StatusCode == http.StatusUnprocessableEntity
 	case ErrTooManyRequests:
 		return e.StatusCode == http.StatusTooManyRequests
 	}

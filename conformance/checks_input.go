@@ -27,7 +27,7 @@ func checkBadInput(ctx context.Context, s *session) verdict {
 	}
 	var found []string
 	for _, b := range badAsks {
-		resp, err := s.api.CreateAskWithBodyWithResponse(ctx, conv, "application/json", strings.NewReader(b.body), bearer(tok))
+		resp, err := s.api.CreateAskWithBodyWithResponse(ctx, conv, nil, "application/json", strings.NewReader(b.body), bearer(tok))
 		if err != nil {
 			return broken(err)
 		}

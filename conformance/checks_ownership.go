@@ -113,7 +113,7 @@ func checkOwnershipConversation(ctx context.Context, s *session) verdict {
 	if err != nil {
 		return broken(err)
 	}
-	resp, err := s.api.CreateAskWithResponse(ctx, r.conv, askBody(s.cfg.Questions.Answer), bearer(tok))
+	resp, err := s.api.CreateAskWithResponse(ctx, r.conv, nil, askBody(s.cfg.Questions.Answer), bearer(tok))
 	if err != nil {
 		return broken(err)
 	}

@@ -138,7 +138,7 @@ func (s *session) askHooked(ctx context.Context, name string, f func(int) webhoo
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.api.CreateAskWithResponse(ctx, conv, gen.AskRequest{Question: s.cfg.Questions.Answer, Webhook: &gen.WebhookRequest{Url: hr.url}}, bearer(tok))
+	resp, err := s.api.CreateAskWithResponse(ctx, conv, nil, gen.AskRequest{Question: s.cfg.Questions.Answer, Webhook: &gen.WebhookRequest{Url: hr.url}}, bearer(tok))
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func checkWebhookDisallowed(ctx context.Context, s *session) verdict {
 	}
 	var found []string
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "ftp://example.com/x", "not a url"} {
-		resp, err := s.api.CreateAskWithResponse(ctx, conv, gen.AskRequest{Question: s.cfg.Questions.Abstention, Webhook: &gen.WebhookRequest{Url: u}}, bearer(tok))
+		resp, err := s.api.CreateAskWithResponse(ctx, conv, nil, gen.AskRequest{Question: s.cfg.Questions.Abstention, Webhook: &gen.WebhookRequest{Url: u}}, bearer(tok))
 		if err != nil {
 			return broken(err)
 		}

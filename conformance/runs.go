@@ -19,6 +19,8 @@ type run struct {
 	question string
 	conv     string
 	ticket   gen.Ticket
+	// bound is the target's DAS_ASK_MAX_EVENTS, as configured for the suite.
+	bound int
 	// sent and admitted are when the ask was sent and when its 202 arrived.
 	sent, admitted time.Time
 	// live is the stream read from the start while the run worked.
@@ -36,7 +38,7 @@ func (s *session) conversation(ctx context.Context, who Identity) (string, error
 	if err != nil {
 		return "", err
 	}
-	resp, err := s.api.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{}, bearer(tok))
+	resp, err := s.api.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{}, bearer(tok))
 	if err != nil {
 		return "", fmt.Errorf("create a conversation: %w", err)
 	}
@@ -52,8 +54,8 @@ func (s *session) ask(ctx context.Context, label string, who Identity, conv, que
 	if err != nil {
 		return nil, err
 	}
-	r := &run{label: label, who: who, question: question, conv: conv, sent: time.Now()}
-	resp, err := s.api.CreateAskWithResponse(ctx, conv, gen.AskRequest{Question: question}, bearer(tok))
+	r := &run{label: label, who: who, question: question, conv: conv, bound: s.cfg.MaxEvents, sent: time.Now()}
+	resp, err := s.api.CreateAskWithResponse(ctx, conv, nil, gen.AskRequest{Question: question}, bearer(tok))
 	r.admitted = time.Now()
 	if err != nil {
 		return nil, fmt.Errorf("ask (%s): %w", label, err)
@@ -181,7 +183,7 @@ func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 				sr.conflictErr = err
 				return
 			}
-			resp, err := s.api.CreateAskWithResponse(ctx, conv, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
+			resp, err := s.api.CreateAskWithResponse(ctx, conv, nil, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
 			if err != nil {
 				sr.conflictErr = err
 				return
@@ -276,7 +278,7 @@ func (s *session) ghostFixture(ctx context.Context) (*ghostCalls, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp, err := s.api.CreateAskWithResponse(ctx, g.conv, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
+		resp, err := s.api.CreateAskWithResponse(ctx, g.conv, nil, gen.AskRequest{Question: s.cfg.Questions.Answer}, bearer(tok))
 		if err != nil {
 			return nil, err
 		}

@@ -330,6 +330,8 @@ func variants(slowWait time.Duration) []variant {
 					resp.Body.Close()
 				}
 			}},
+		{name: "ignore-idempotency-key", fails: []string{"create.idempotency-key"},
+			request: func(_ *proxy, r *http.Request) { r.Header.Del("Idempotency-Key") }},
 		{name: "prefer-ignored", fails: []string{"status.prefer-wait"},
 			request: func(_ *proxy, r *http.Request) { r.Header.Del("Prefer") }},
 		{name: "amnesia", fails: []string{"behaviour.follow-up"},
@@ -367,7 +369,7 @@ func (p *proxy) freshConversation(r *http.Request) string {
 }
 
 func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
-	vs := variants(testSlowWait)
+	vs := append(variants(testSlowWait), holeVariants(testSlowWait)...)
 	covered := map[string]bool{}
 	for _, v := range vs {
 		for _, c := range v.fails {
@@ -384,7 +386,7 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 	st := startStack(t)
 	for _, v := range vs {
 		t.Run(v.name, func(t *testing.T) {
-			cfg := st.config(startProxy(t, st, st.main.AskURL, v), startProxy(t, st, st.small.AskURL, v))
+			cfg := st.config(startProxy(t, st, st.main.AskURL, v), startProxy(t, st, st.small.AskURL, v), startProxy(t, st, st.limits.AskURL, v))
 			quoted := make([]string, len(v.fails))
 			for i, c := range v.fails {
 				quoted[i] = regexp.QuoteMeta(c)

@@ -33,7 +33,7 @@ func TestWebhookChecksSkipWhenNotAdmitted(t *testing.T) {
 		{"not admitted", conformance.WebhookConfig{Receiver: stranger, Secrets: []string{webhooktest.Secret()}}, "does not admit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := st.config(st.main.AskURL, "")
+			cfg := st.config(st.main.AskURL, "", "")
 			cfg.Webhooks = tc.hook
 			cfg.Only = regexp.MustCompile(`^webhook\.(delivered-signed|retried-same-id|redirect-not-followed)$`)
 			rep, err := conformance.Run(t.Context(), cfg)

@@ -135,24 +135,26 @@ type ClientInterface interface {
 	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 	// after its last ask and never written anywhere. It belongs to the caller's identity.
 	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
-	// `429`; one is freed when an idle conversation expires.
+	// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
+	// of the same request gets the same conversation back (see the parameter).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
-	CreateConversationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateConversationWithBody(ctx context.Context, params *CreateConversationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateConversation Open a conversation to ask within.
 	//
 	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 	// after its last ask and never written anywhere. It belongs to the caller's identity.
 	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
-	// `429`; one is freed when an idle conversation expires.
+	// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
+	// of the same request gets the same conversation back (see the parameter).
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
-	CreateConversation(ctx context.Context, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateConversation(ctx context.Context, params *CreateConversationParams, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAskWithBody Ask a question; get a ticket before any work runs.
 	//
@@ -169,10 +171,13 @@ type ClientInterface interface {
 	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 	// does not allow is a `400` before any ticket exists.
 	//
+	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
+	// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/conversations/{conversation_id}/asks (the `CreateAsk` operationId).
-	CreateAskWithBody(ctx context.Context, conversationId ConversationPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAskWithBody(ctx context.Context, conversationId ConversationPath, params *CreateAskParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAsk Ask a question; get a ticket before any work runs.
 	//
@@ -189,10 +194,13 @@ type ClientInterface interface {
 	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 	// does not allow is a `400` before any ticket exists.
 	//
+	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
+	// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/conversations/{conversation_id}/asks (the `CreateAsk` operationId).
-	CreateAsk(ctx context.Context, conversationId ConversationPath, body CreateAskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAsk(ctx context.Context, conversationId ConversationPath, params *CreateAskParams, body CreateAskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPIJSON This document as JSON.
 	//
@@ -278,13 +286,14 @@ func (c *Client) StreamEvents(ctx context.Context, ticket TicketPath, params *St
 // A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 // after its last ask and never written anywhere. It belongs to the caller's identity.
 // An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
-// `429`; one is freed when an idle conversation expires.
+// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
+// of the same request gets the same conversation back (see the parameter).
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
-func (c *Client) CreateConversationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateConversationRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateConversationWithBody(ctx context.Context, params *CreateConversationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConversationRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -300,13 +309,14 @@ func (c *Client) CreateConversationWithBody(ctx context.Context, contentType str
 // A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 // after its last ask and never written anywhere. It belongs to the caller's identity.
 // An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
-// `429`; one is freed when an idle conversation expires.
+// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
+// of the same request gets the same conversation back (see the parameter).
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
-func (c *Client) CreateConversation(ctx context.Context, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateConversationRequest(c.Server, body)
+func (c *Client) CreateConversation(ctx context.Context, params *CreateConversationParams, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConversationRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -332,11 +342,14 @@ func (c *Client) CreateConversation(ctx context.Context, body CreateConversation
 // ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 // does not allow is a `400` before any ticket exists.
 //
+// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
+// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/conversations/{conversation_id}/asks (the `CreateAsk` operationId).
-func (c *Client) CreateAskWithBody(ctx context.Context, conversationId ConversationPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAskRequestWithBody(c.Server, conversationId, contentType, body)
+func (c *Client) CreateAskWithBody(ctx context.Context, conversationId ConversationPath, params *CreateAskParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAskRequestWithBody(c.Server, conversationId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -362,11 +375,14 @@ func (c *Client) CreateAskWithBody(ctx context.Context, conversationId Conversat
 // ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 // does not allow is a `400` before any ticket exists.
 //
+// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
+// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/conversations/{conversation_id}/asks (the `CreateAsk` operationId).
-func (c *Client) CreateAsk(ctx context.Context, conversationId ConversationPath, body CreateAskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAskRequest(c.Server, conversationId, body)
+func (c *Client) CreateAsk(ctx context.Context, conversationId ConversationPath, params *CreateAskParams, body CreateAskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAskRequest(c.Server, conversationId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -567,18 +583,18 @@ func NewStreamEventsRequest(server string, ticket TicketPath, params *StreamEven
 }
 
 // NewCreateConversationRequest calls the generic CreateConversation builder with application/json body
-func NewCreateConversationRequest(server string, body CreateConversationJSONRequestBody) (*http.Request, error) {
+func NewCreateConversationRequest(server string, params *CreateConversationParams, body CreateConversationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateConversationRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateConversationRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateConversationRequestWithBody constructs an http.Request for the CreateConversation method, with any body, and a specified content type
-func NewCreateConversationRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateConversationRequestWithBody(server string, params *CreateConversationParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -603,22 +619,37 @@ func NewCreateConversationRequestWithBody(server string, contentType string, bod
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCreateAskRequest calls the generic CreateAsk builder with application/json body
-func NewCreateAskRequest(server string, conversationId ConversationPath, body CreateAskJSONRequestBody) (*http.Request, error) {
+func NewCreateAskRequest(server string, conversationId ConversationPath, params *CreateAskParams, body CreateAskJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateAskRequestWithBody(server, conversationId, "application/json", bodyReader)
+	return NewCreateAskRequestWithBody(server, conversationId, params, "application/json", bodyReader)
 }
 
 // NewCreateAskRequestWithBody constructs an http.Request for the CreateAsk method, with any body, and a specified content type
-func NewCreateAskRequestWithBody(server string, conversationId ConversationPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateAskRequestWithBody(server string, conversationId ConversationPath, params *CreateAskParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -649,6 +680,21 @@ func NewCreateAskRequestWithBody(server string, conversationId ConversationPath,
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -800,24 +846,26 @@ type ClientWithResponsesInterface interface {
 	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 	// after its last ask and never written anywhere. It belongs to the caller's identity.
 	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
-	// `429`; one is freed when an idle conversation expires.
+	// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
+	// of the same request gets the same conversation back (see the parameter).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
-	CreateConversationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConversationResponse, error)
+	CreateConversationWithBodyWithResponse(ctx context.Context, params *CreateConversationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConversationResponse, error)
 
 	// CreateConversationWithResponse Open a conversation to ask within.
 	//
 	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 	// after its last ask and never written anywhere. It belongs to the caller's identity.
 	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
-	// `429`; one is freed when an idle conversation expires.
+	// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
+	// of the same request gets the same conversation back (see the parameter).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
-	CreateConversationWithResponse(ctx context.Context, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConversationResponse, error)
+	CreateConversationWithResponse(ctx context.Context, params *CreateConversationParams, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConversationResponse, error)
 
 	// CreateAskWithBodyWithResponse Ask a question; get a ticket before any work runs.
 	//
@@ -834,10 +882,13 @@ type ClientWithResponsesInterface interface {
 	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 	// does not allow is a `400` before any ticket exists.
 	//
+	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
+	// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/conversations/{conversation_id}/asks (the `CreateAsk` operationId).
-	CreateAskWithBodyWithResponse(ctx context.Context, conversationId ConversationPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAskResponse, error)
+	CreateAskWithBodyWithResponse(ctx context.Context, conversationId ConversationPath, params *CreateAskParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAskResponse, error)
 
 	// CreateAskWithResponse Ask a question; get a ticket before any work runs.
 	//
@@ -854,10 +905,13 @@ type ClientWithResponsesInterface interface {
 	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 	// does not allow is a `400` before any ticket exists.
 	//
+	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
+	// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/conversations/{conversation_id}/asks (the `CreateAsk` operationId).
-	CreateAskWithResponse(ctx context.Context, conversationId ConversationPath, body CreateAskJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAskResponse, error)
+	CreateAskWithResponse(ctx context.Context, conversationId ConversationPath, params *CreateAskParams, body CreateAskJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAskResponse, error)
 
 	// GetOpenAPIJSONWithResponse This document as JSON.
 	//
@@ -884,6 +938,11 @@ type GetAskResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetAskResponse503Headers the declared response headers of an HTTP 503 response for GetAsk
+type GetAskResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetAskResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -895,10 +954,18 @@ type GetAskResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetAskResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetAskResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAskResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -919,6 +986,21 @@ func (r GetAskResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetAskResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r GetAskResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetAskResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetAskResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -955,22 +1037,42 @@ type CancelAskResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CancelAskResponse503Headers the declared response headers of an HTTP 503 response for CancelAsk
+type CancelAskResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CancelAskResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *CancelAccepted
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelAskResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelAskResponse503Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r CancelAskResponse) GetJSON202() *CancelAccepted {
 	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelAskResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -981,6 +1083,21 @@ func (r CancelAskResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CancelAskResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelAskResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CancelAskResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelAskResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -1023,6 +1140,11 @@ type StreamEventsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// StreamEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamEvents
+type StreamEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type StreamEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1032,10 +1154,18 @@ type StreamEventsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *StreamEventsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamEventsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamEventsResponse503Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -1051,6 +1181,21 @@ func (r StreamEventsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r StreamEventsResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -1084,12 +1229,18 @@ func (r StreamEventsResponse) ContentType() string {
 
 // CreateConversationResponse201Headers the declared response headers of an HTTP 201 response for CreateConversation
 type CreateConversationResponse201Headers struct {
-	Location *string
+	IdempotentReplayed *string
+	Location           *string
 }
 
 // CreateConversationResponse401Headers the declared response headers of an HTTP 401 response for CreateConversation
 type CreateConversationResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// CreateConversationResponse409Headers the declared response headers of an HTTP 409 response for CreateConversation
+type CreateConversationResponse409Headers struct {
+	RetryAfter *int
 }
 
 // CreateConversationResponse429Headers the declared response headers of an HTTP 429 response for CreateConversation
@@ -1111,18 +1262,26 @@ type CreateConversationResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *IdempotencyInProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateConversationResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateConversationResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateConversationResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateConversationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -1144,6 +1303,11 @@ func (r CreateConversationResponse) GetApplicationproblemJSON401() *Unauthorized
 	return r.ApplicationproblemJSON401
 }
 
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateConversationResponse) GetApplicationproblemJSON409() *IdempotencyInProgress {
+	return r.ApplicationproblemJSON409
+}
+
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateConversationResponse) GetApplicationproblemJSON413() *TooLarge {
 	return r.ApplicationproblemJSON413
@@ -1154,9 +1318,19 @@ func (r CreateConversationResponse) GetApplicationproblemJSON415() *UnsupportedM
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateConversationResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationproblemJSON422
+}
+
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r CreateConversationResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateConversationResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -1195,7 +1369,8 @@ func (r CreateConversationResponse) ContentType() string {
 
 // CreateAskResponse202Headers the declared response headers of an HTTP 202 response for CreateAsk
 type CreateAskResponse202Headers struct {
-	Location *string
+	IdempotentReplayed *string
+	Location           *string
 }
 
 // CreateAskResponse401Headers the declared response headers of an HTTP 401 response for CreateAsk
@@ -1230,8 +1405,12 @@ type CreateAskResponse struct {
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
@@ -1279,9 +1458,19 @@ func (r CreateAskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType 
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateAskResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationproblemJSON422
+}
+
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r CreateAskResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateAskResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -1467,13 +1656,14 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, tick
 // A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 // after its last ask and never written anywhere. It belongs to the caller's identity.
 // An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
-// `429`; one is freed when an idle conversation expires.
+// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
+// of the same request gets the same conversation back (see the parameter).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
-func (c *ClientWithResponses) CreateConversationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConversationResponse, error) {
-	rsp, err := c.CreateConversationWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateConversationWithBodyWithResponse(ctx context.Context, params *CreateConversationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConversationResponse, error) {
+	rsp, err := c.CreateConversationWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -1485,13 +1675,14 @@ func (c *ClientWithResponses) CreateConversationWithBodyWithResponse(ctx context
 // A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
 // after its last ask and never written anywhere. It belongs to the caller's identity.
 // An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
-// `429`; one is freed when an idle conversation expires.
+// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
+// of the same request gets the same conversation back (see the parameter).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/conversations (the `CreateConversation` operationId).
-func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConversationResponse, error) {
-	rsp, err := c.CreateConversation(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context, params *CreateConversationParams, body CreateConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConversationResponse, error) {
+	rsp, err := c.CreateConversation(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -1513,11 +1704,14 @@ func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context
 // ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 // does not allow is a `400` before any ticket exists.
 //
+// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
+// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/conversations/{conversation_id}/asks (the `CreateAsk` operationId).
-func (c *ClientWithResponses) CreateAskWithBodyWithResponse(ctx context.Context, conversationId ConversationPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAskResponse, error) {
-	rsp, err := c.CreateAskWithBody(ctx, conversationId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateAskWithBodyWithResponse(ctx context.Context, conversationId ConversationPath, params *CreateAskParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAskResponse, error) {
+	rsp, err := c.CreateAskWithBody(ctx, conversationId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -1539,11 +1733,14 @@ func (c *ClientWithResponses) CreateAskWithBodyWithResponse(ctx context.Context,
 // ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 // does not allow is a `400` before any ticket exists.
 //
+// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
+// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/conversations/{conversation_id}/asks (the `CreateAsk` operationId).
-func (c *ClientWithResponses) CreateAskWithResponse(ctx context.Context, conversationId ConversationPath, body CreateAskJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAskResponse, error) {
-	rsp, err := c.CreateAsk(ctx, conversationId, body, reqEditors...)
+func (c *ClientWithResponses) CreateAskWithResponse(ctx context.Context, conversationId ConversationPath, params *CreateAskParams, body CreateAskJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAskResponse, error) {
+	rsp, err := c.CreateAsk(ctx, conversationId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -1618,6 +1815,27 @@ func ParseGetAskResponse(rsp *http.Response) (*GetAskResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -1641,6 +1859,16 @@ func ParseGetAskResponse(rsp *http.Response) (*GetAskResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetAskResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -1667,6 +1895,13 @@ func ParseCancelAskResponse(rsp *http.Response) (*CancelAskResponse, error) {
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -1681,6 +1916,27 @@ func ParseCancelAskResponse(rsp *http.Response) (*CancelAskResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -1694,6 +1950,16 @@ func ParseCancelAskResponse(rsp *http.Response) (*CancelAskResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelAskResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -1734,6 +2000,27 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -1764,6 +2051,16 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -1804,6 +2101,13 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -1818,12 +2122,26 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -1837,6 +2155,13 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateConversationResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -1855,6 +2180,16 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateConversationResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateConversationResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -1943,12 +2278,26 @@ func ParseCreateAskResponse(rsp *http.Response) (*CreateAskResponse, error) {
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -1962,6 +2311,13 @@ func ParseCreateAskResponse(rsp *http.Response) (*CreateAskResponse, error) {
 	switch {
 	case rsp.StatusCode == 202:
 		var headers CreateAskResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -1103,6 +1103,9 @@ type WebhookStatus struct {
 // ConversationPath defines model for ConversationPath.
 type ConversationPath = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // TicketPath defines model for TicketPath.
 type TicketPath = string
 
@@ -1111,6 +1114,15 @@ type BadRequest = Problem
 
 // Conflict An RFC 9457 problem detail. Never contains the question text or a token.
 type Conflict = Problem
+
+// IdempotencyInProgress An RFC 9457 problem detail. Never contains the question text or a token.
+type IdempotencyInProgress = Problem
+
+// IdempotencyKeyReused An RFC 9457 problem detail. Never contains the question text or a token.
+type IdempotencyKeyReused = Problem
+
+// Internal An RFC 9457 problem detail. Never contains the question text or a token.
+type Internal = Problem
 
 // NotFound An RFC 9457 problem detail. Never contains the question text or a token.
 type NotFound = Problem
@@ -1143,6 +1155,48 @@ type StreamEventsParams struct {
 
 	// LastEventID Resume after this `seq`. A decimal integer from 0 to the last `seq` emitted.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// CreateConversationParams defines parameters for CreateConversation.
+type CreateConversationParams struct {
+	// IdempotencyKey Makes the creating request safe to retry (IETF draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per request, such as a random UUID, reused only when retrying that same
+	// request. Either the draft's Structured Field string (`"…"`, quotes included) or the bare
+	// value; both name the same key. 1 to 255 characters from `A-Z a-z 0-9 - _ . ~ : + / =`;
+	// anything else is a `400`.
+	//
+	// The key is scoped to the caller's identity and kept for `DAS_ASK_TTL_S` after first use,
+	// across every replica. Within that time:
+	// - the same key with the same request (method, path and JSON body) answers what the first
+	//   request answered — the same status and body, the same conversation or ticket, with
+	//   `Idempotent-Replayed: true` — and creates nothing more;
+	// - the same key with a different request is a `422`;
+	// - the same key while the first request is still being processed is a `409` with
+	//   `Retry-After` (retry then).
+	// A request that was refused (4xx other than these, or 503) leaves no record: its retry is
+	// processed afresh.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateAskParams defines parameters for CreateAsk.
+type CreateAskParams struct {
+	// IdempotencyKey Makes the creating request safe to retry (IETF draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per request, such as a random UUID, reused only when retrying that same
+	// request. Either the draft's Structured Field string (`"…"`, quotes included) or the bare
+	// value; both name the same key. 1 to 255 characters from `A-Z a-z 0-9 - _ . ~ : + / =`;
+	// anything else is a `400`.
+	//
+	// The key is scoped to the caller's identity and kept for `DAS_ASK_TTL_S` after first use,
+	// across every replica. Within that time:
+	// - the same key with the same request (method, path and JSON body) answers what the first
+	//   request answered — the same status and body, the same conversation or ticket, with
+	//   `Idempotent-Replayed: true` — and creates nothing more;
+	// - the same key with a different request is a `422`;
+	// - the same key while the first request is still being processed is a `409` with
+	//   `Retry-After` (retry then).
+	// A request that was refused (4xx other than these, or 503) leaves no record: its retry is
+	// processed afresh.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // RunEndedParams defines parameters for RunEnded.

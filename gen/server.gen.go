@@ -24,10 +24,10 @@ type ServerInterface interface {
 	StreamEvents(ctx echo.Context, ticket TicketPath, params StreamEventsParams) error
 	// CreateConversation Open a conversation to ask within.
 	// (POST /v1/conversations)
-	CreateConversation(ctx echo.Context) error
+	CreateConversation(ctx echo.Context, params CreateConversationParams) error
 	// CreateAsk Ask a question; get a ticket before any work runs.
 	// (POST /v1/conversations/{conversation_id}/asks)
-	CreateAsk(ctx echo.Context, conversationId ConversationPath) error
+	CreateAsk(ctx echo.Context, conversationId ConversationPath, params CreateAskParams) error
 	// GetOpenAPIJSON This document as JSON.
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx echo.Context) error
@@ -139,8 +139,28 @@ func (w *ServerInterfaceWrapper) StreamEvents(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateConversation(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateConversationParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateConversation(ctx)
+	err = w.Handler.CreateConversation(ctx, params)
 	return err
 }
 
@@ -155,8 +175,28 @@ func (w *ServerInterfaceWrapper) CreateAsk(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter conversation_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateAskParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateAsk(ctx, conversationId)
+	err = w.Handler.CreateAsk(ctx, conversationId, params)
 	return err
 }
 

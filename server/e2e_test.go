@@ -113,14 +113,14 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	conv, err := cw.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{})
+	conv, err := cw.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
 	if err != nil || conv.JSON201 == nil {
 		t.Fatalf("create conversation: %v %s", err, conv.Body)
 	}
 	cid := conv.JSON201.Id
 	var tickets []string
 	for _, q := range questions {
-		r, err := cw.CreateAskWithResponse(ctx, cid, gen.AskRequest{Question: q})
+		r, err := cw.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{Question: q})
 		if err != nil || r.JSON202 == nil {
 			t.Fatalf("ask: %v %s", err, r.Body)
 		}
@@ -150,7 +150,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Cancel over HTTP, twice.
-	r, err := cw.CreateAskWithResponse(ctx, cid, gen.AskRequest{Question: "wait for cancel"})
+	r, err := cw.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{Question: "wait for cancel"})
 	if err != nil || r.JSON202 == nil {
 		t.Fatalf("ask: %v %s", err, r.Body)
 	}
@@ -166,7 +166,7 @@ func TestEndToEnd(t *testing.T) {
 	if g, _ := bw.GetAskWithResponse(ctx, tickets[0], &gen.GetAskParams{}); g.StatusCode() != http.StatusNotFound {
 		t.Errorf("bob reading alice's ticket: %d", g.StatusCode())
 	}
-	if a, _ := bw.CreateAskWithResponse(ctx, cid, gen.AskRequest{Question: "bob's"}); a.StatusCode() != http.StatusNotFound {
+	if a, _ := bw.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{Question: "bob's"}); a.StatusCode() != http.StatusNotFound {
 		t.Errorf("bob asking in alice's conversation: %d", a.StatusCode())
 	}
 
@@ -191,7 +191,7 @@ func TestEndToEnd(t *testing.T) {
 			header http.Header
 			body   []byte
 		}{}
-		if r, err := c.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{}); err == nil {
+		if r, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{}); err == nil {
 			resps = append(resps, struct {
 				code   int
 				header http.Header
@@ -247,14 +247,14 @@ func TestStreamOverHTTP(t *testing.T) {
 	tok := s.mint(t, idp.Claims{OID: "carol"})
 	raw, _ := gen.NewClient(s.url, gen.WithRequestEditorFn(bearer(tok)))
 	ctx := t.Context()
-	cresp, err := raw.CreateConversation(ctx, gen.CreateConversationRequest{})
+	cresp, err := raw.CreateConversation(ctx, nil, gen.CreateConversationRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var conv gen.Conversation
 	_ = json.NewDecoder(cresp.Body).Decode(&conv)
 	_ = cresp.Body.Close()
-	aresp, err := raw.CreateAsk(ctx, conv.Id, gen.AskRequest{Question: "stream it"})
+	aresp, err := raw.CreateAsk(ctx, conv.Id, nil, gen.AskRequest{Question: "stream it"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,5 +289,35 @@ func TestStreamOverHTTP(t *testing.T) {
 	}
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Errorf("stream did not close cleanly: %v", err)
+	}
+}
+
+// TestTicketOneWrite: the 202 goes out with its length, not chunked, so that head and body
+// leave in one write and no terminating chunk follows; the body is still the whole ticket.
+func TestTicketOneWrite(t *testing.T) {
+	s := newRealStack(t, ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		return ask.Outcome{Answer: answer("42")}
+	}))
+	tok := s.mint(t, idp.Claims{OID: "alice"})
+	cw, err := gen.NewClientWithResponses(s.url, gen.WithRequestEditorFn(bearer(tok)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := cw.CreateConversationWithResponse(t.Context(), nil, gen.CreateConversationRequest{})
+	if err != nil || conv.JSON201 == nil {
+		t.Fatalf("create conversation: %v", err)
+	}
+	r, err := cw.CreateAskWithResponse(t.Context(), conv.JSON201.Id, nil, gen.AskRequest{Question: "How many?"})
+	if err != nil || r.JSON202 == nil {
+		t.Fatalf("ask: %v %s", err, r.Body)
+	}
+	if len(r.HTTPResponse.TransferEncoding) != 0 || r.HTTPResponse.ContentLength != int64(len(r.Body)) {
+		t.Errorf("202: transfer encoding %v, content length %d, body %d bytes", r.HTTPResponse.TransferEncoding, r.HTTPResponse.ContentLength, len(r.Body))
+	}
+	if ct := r.HTTPResponse.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("202: content type %q", ct)
+	}
+	if loc := r.HTTPResponse.Header.Get("Location"); r.JSON202.StatusUrl != loc || r.JSON202.EventsUrl != loc+"/events" || !strings.HasSuffix(loc, "/v1/asks/"+r.JSON202.Ticket) {
+		t.Errorf("202: %+v", r.JSON202)
 	}
 }

@@ -29,8 +29,8 @@ func ExampleNew() {
 
 	ctx := context.Background()
 	c, _ := gen.NewClientWithResponses(ts.URL+"/ask", gen.WithRequestEditorFn(bearer(alice)))
-	conv, _ := c.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{})
-	ticket, _ := c.CreateAskWithResponse(ctx, conv.JSON201.Id, gen.AskRequest{Question: "How many sev1 incidents?"})
+	conv, _ := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
+	ticket, _ := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{Question: "How many sev1 incidents?"})
 	wait := "wait=10"
 	st, _ := c.GetAskWithResponse(ctx, ticket.JSON202.Ticket, &gen.GetAskParams{Prefer: &wait})
 	fmt.Println(ticket.StatusCode(), st.JSON200.State, st.JSON200.Done.Outcome, st.JSON200.LastSeq)

@@ -203,7 +203,7 @@ func TestStoreUnavailable503(t *testing.T) {
 			t.Errorf("%s: detail %v", what, pr.Detail)
 		}
 	}
-	if r, err := h.cw.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{}, bearer(alice)); err != nil {
+	if r, err := h.cw.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{}, bearer(alice)); err != nil {
 		t.Fatal(err)
 	} else {
 		check("createConversation", r.StatusCode(), r.HTTPResponse.Header, r.HTTPResponse.Header.Get("Content-Type"), r.Body)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -27,12 +28,42 @@ type handlers struct{ s *Server }
 
 var _ gen.ServerInterface = (*handlers)(nil)
 
-// CreateConversation opens a conversation owned by the caller.
-func (h *handlers) CreateConversation(c echo.Context) error {
+// CreateConversation opens a conversation owned by the caller. With an Idempotency-Key, a
+// retry of the same request answers the same conversation (idempotency.go).
+func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversationParams) error {
 	s := h.s
 	owner := ownerOf(c)
-	conv := store.Conversation{ID: s.newID(c.Request().Context(), "c"), Owner: owner, CreatedAt: time.Now().UTC()}
-	err := s.store.CreateConversation(c.Request().Context(), conv, s.limits())
+	key, err := idemKey(params.IdempotencyKey)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	id := s.newID(ctx, "c")
+	var ik *idem
+	if key != "" {
+		body, err := io.ReadAll(c.Request().Body)
+		if err != nil {
+			return badRequest("the request body could not be read")
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx)
+		defer cancel()
+		if ik, err = s.beginIdem(ctx, c, owner, key, fingerprint(owner, key, "createConversation", "", body), id); ik == nil {
+			return err
+		}
+		id = ik.cand
+		if ik.prev != "" {
+			// An earlier attempt with this key stalled past its lock: answer what it created.
+			if conv, _, err := s.store.Conversation(ctx, ik.prev); err == nil && sameOwner(conv.Owner, owner) {
+				return h.conversationCreated(ctx, c, ik, conv)
+			}
+		}
+	}
+	conv := store.Conversation{ID: id, Owner: owner, CreatedAt: time.Now().UTC()}
+	err = s.store.CreateConversation(ctx, conv, s.limits())
+	if err != nil && ik != nil && refusal(err) {
+		ik.abandon(ctx)
+	}
 	if errors.Is(err, store.ErrOwnerFull) {
 		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many conversations as it may; one is freed when an idle one expires", retryAfter: retryOwnerFull}
 	}
@@ -42,23 +73,48 @@ func (h *handlers) CreateConversation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Absolute paths with the base path, in the header and the body alike: resolved against the
-	// request's URL they are right directly and behind a gateway that mounts us at BasePath.
-	asks := s.opts.BasePath + "/v1/conversations/" + conv.ID + "/asks"
-	c.Response().Header().Set("Location", asks)
 	s.log.Info("conversation created", "conversation", conv.ID, "oid", owner.OID)
-	return c.JSON(http.StatusCreated, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
+	return h.conversationCreated(ctx, c, ik, conv)
 }
 
-// CreateAsk registers a ticket, logs accepted, answers 202 and only then starts the run.
-func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath) error {
+// conversationCreated answers 201 for conv, recording the response under the key if any.
+func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *idem, conv store.Conversation) error {
+	// Absolute paths with the base path, in the header and the body alike: resolved against the
+	// request's URL they are right directly and behind a gateway that mounts us at BasePath.
+	asks := h.s.opts.BasePath + "/v1/conversations/" + conv.ID + "/asks"
+	body, rec, err := encodeResponse(http.StatusCreated, asks, gen.Conversation{Id: conv.ID, CreatedAt: conv.CreatedAt, AsksUrl: &asks})
+	if err != nil {
+		return err
+	}
+	replayed := false
+	if ik != nil {
+		replayed = ik.prev == conv.ID
+		if ok, err := ik.complete(ctx, conv.ID, rec); err != nil {
+			// The conversation exists; a retry after the lock finds it.
+			h.s.log.Warn("idempotency record not completed", "conversation", conv.ID, "err", err)
+		} else if !ok {
+			// Taken over while this request stalled: the retry answers its own conversation, and
+			// this empty one expires with its TTL.
+			h.s.log.Info("idempotent create taken over by a retry", "conversation", conv.ID)
+		}
+	}
+	return writeResponse(c, http.StatusCreated, asks, body, replayed)
+}
+
+// CreateAsk registers a ticket, logs accepted, answers 202 and only then starts the run. With
+// an Idempotency-Key, a retry of the same request answers the same ticket and starts nothing.
+func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath, params gen.CreateAskParams) error {
 	s := h.s
 	ctx := c.Request().Context()
 	id, _ := auth.FromContext(ctx)
 	owner := ownerOf(c)
 
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return badRequest("the request body could not be read")
+	}
 	var body gen.AskRequest
-	dec := json.NewDecoder(c.Request().Body)
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&body); err != nil || dec.Decode(&struct{}{}) != io.EOF {
 		// Exactly one JSON value: `{...}{...}` is not an AskRequest, whatever its first half says.
 		return badRequest("the request body is not an AskRequest")
@@ -66,22 +122,49 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if err := s.checkWebhook(body.Webhook); err != nil {
 		return err
 	}
+	key, err := idemKey(params.IdempotencyKey)
+	if err != nil {
+		return err
+	}
+	ticket := s.newID(ctx, "t")
+	var ik *idem
+	if key != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx)
+		defer cancel()
+		if ik, err = s.beginIdem(ctx, c, owner, key, fingerprint(owner, key, "createAsk", conversationID, raw), ticket); ik == nil {
+			return err
+		}
+		ticket = ik.cand
+		if ik.prev != "" {
+			// An earlier attempt with this key stalled past its lock: answer the ticket it
+			// created, if it did; its replica runs it (or its lease lapses and it is ended).
+			if t, err := s.store.Ticket(ctx, ik.prev); err == nil && sameOwner(t.Owner, owner) {
+				return h.ticketCreated(ctx, c, ik, t.ID, t.ConversationID, t.CreatedAt)
+			}
+		}
+	}
+	refused := func(err error) error {
+		if ik != nil && refusal(err) {
+			ik.abandon(ctx)
+		}
+		return err
+	}
 	conv, _, err := s.store.Conversation(ctx, conversationID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	if err != nil && s.lostID(ctx, conversationID) {
-		return errLost
+		return refused(errLost)
 	}
 	if !sameOwner(conv.Owner, owner) || err != nil {
-		return errNotFound
+		return refused(errNotFound)
 	}
 
 	if err := s.admit(); err != nil {
-		return err
+		return refused(err)
 	}
 	now := time.Now()
-	ticket := s.newID(ctx, "t")
 	accepted, err := encodeEvent(envelope{seq: 1, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeAccepted},
 		gen.AcceptedBody{Question: body.Question})
 	if err != nil {
@@ -100,44 +183,103 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		var conflict *store.ConflictError
 		switch {
 		case errors.As(err, &conflict):
-			return &problem{status: http.StatusConflict, detail: "an ask is already running in this conversation", ticket: conflict.Ticket}
+			return refused(&problem{status: http.StatusConflict, detail: "an ask is already running in this conversation", ticket: conflict.Ticket})
 		case errors.Is(err, store.ErrConversationFull):
-			return &problem{status: http.StatusConflict, detail: "conversation is full; start a new one"}
+			return refused(&problem{status: http.StatusConflict, detail: "conversation is full; start a new one"})
 		case errors.Is(err, store.ErrTooManyInFlight):
-			return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: retryInFlight}
+			return refused(&problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: retryInFlight})
 		case errors.Is(err, store.ErrOwnerFull):
-			return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many tickets as it may; one is freed when a finished one expires", retryAfter: retryOwnerFull}
+			return refused(&problem{status: http.StatusTooManyRequests, detail: "this identity holds as many tickets as it may; one is freed when a finished one expires", retryAfter: retryOwnerFull})
 		case errors.Is(err, store.ErrFull):
-			return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many tickets as it can", retryAfter: retryFull}
+			return refused(&problem{status: http.StatusServiceUnavailable, detail: "the service holds as many tickets as it can", retryAfter: retryFull})
 		case errors.Is(err, store.ErrNotFound):
-			return errNotFound
+			return refused(errNotFound)
 		}
 		return err
 	}
 
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
 	r.admitted = nt
+	// The supervisor branch opens before the 202, not when the run starts: a caller may cancel
+	// the moment it has its ticket, and after a cancel the log takes only the branch's close,
+	// error{cancelled} and done. Opening it later would put an open after that cancel.
+	r.open()
+	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
+	if ik != nil {
+		b, rec, err := ticketResponse(s.opts.BasePath, ticket, conversationID, now.UTC())
+		if err != nil {
+			r.stop(errCancelled)
+			return err
+		}
+		ok, err := ik.complete(ctx, ticket, rec)
+		if err == nil && !ok {
+			// A retry took the record over while this request stalled, and answered its own
+			// ticket: this one is an ask nobody will follow. End it before it runs.
+			s.log.Info("idempotent create taken over by a retry; ending its ticket", "ticket", ticket, "conversation", conversationID)
+			r.stop(errCancelled)
+			return &problem{status: http.StatusConflict, typ: problemIdemBusy, detail: "a retry of this request was answered instead", retryAfter: retryIdemBusy}
+		}
+		if err != nil {
+			// The ticket exists and will run; a retry after the lock finds it.
+			s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
+		}
+		s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history), "idempotency_key", true)
+		if err := writeResponse(c, http.StatusAccepted, s.opts.BasePath+"/v1/asks/"+ticket, b, false); err != nil {
+			s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
+		}
+		_ = http.NewResponseController(c.Response().Writer).Flush()
+		s.start(r, runCtx, req)
+		return nil
+	}
 	s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
 	c.Response().Header().Set("Location", base)
-	if err := c.JSON(http.StatusAccepted, gen.Ticket{
-		Ticket:         ticket,
-		ConversationId: conversationID,
-		EventsUrl:      base + "/events",
-		StatusUrl:      base,
-		CancelUrl:      base + "/cancel",
-		CreatedAt:      now.UTC(),
-	}); err != nil {
+	// The 202 in one write: with its length known, net/http sends the head and the body
+	// together at the flush and has no terminating chunk to write after the handler.
+	tb, err := json.Marshal(ticketBody(s.opts.BasePath, ticket, conversationID, now.UTC()))
+	if err == nil {
+		c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(tb)))
+		err = c.JSONBlob(http.StatusAccepted, tb)
+	}
+	if err != nil {
 		s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
 	}
 	_ = http.NewResponseController(c.Response().Writer).Flush()
 
 	// Only now, with the 202 written, may the run make its first call.
-	s.start(r, runCtx, ask.Request{
-		Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id,
-	})
+	s.start(r, runCtx, req)
 	return nil
+}
+
+// ticketBody is createAsk's 202 body: absolute paths with the base path.
+func ticketBody(basePath, ticket, conv string, created time.Time) gen.Ticket {
+	base := basePath + "/v1/asks/" + ticket
+	return gen.Ticket{
+		Ticket:         ticket,
+		ConversationId: conv,
+		EventsUrl:      base + "/events",
+		StatusUrl:      base,
+		CancelUrl:      base + "/cancel",
+		CreatedAt:      created,
+	}
+}
+
+// ticketResponse is createAsk's 202 body, and the record that replays it.
+func ticketResponse(basePath, ticket, conv string, created time.Time) ([]byte, []byte, error) {
+	return encodeResponse(http.StatusAccepted, basePath+"/v1/asks/"+ticket, ticketBody(basePath, ticket, conv, created))
+}
+
+// ticketCreated answers, for a takeover, the ticket an earlier attempt created, and records it.
+func (h *handlers) ticketCreated(ctx context.Context, c echo.Context, ik *idem, ticket, conv string, created time.Time) error {
+	b, rec, err := ticketResponse(h.s.opts.BasePath, ticket, conv, created)
+	if err != nil {
+		return err
+	}
+	if _, err := ik.complete(ctx, ticket, rec); err != nil {
+		h.s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
+	}
+	return writeResponse(c, http.StatusAccepted, h.s.opts.BasePath+"/v1/asks/"+ticket, b, true)
 }
 
 // limits are the admission caps every create passes to the store.
@@ -257,9 +399,9 @@ func (h *handlers) GetOpenAPIYAML(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/yaml", openapi.YAML)
 }
 
-// GetOpenAPIJSON serves the contract as JSON.
+// GetOpenAPIJSON serves the contract as JSON: the same document as the YAML, converted.
 func (h *handlers) GetOpenAPIJSON(c echo.Context) error {
-	b, err := gen.GetSpecJSON()
+	b, err := openapi.JSON()
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func header(k, v string) gen.RequestEditorFn {
 
 func (h *harness) conv(tok string) string {
 	h.t.Helper()
-	r, err := h.cw.CreateConversationWithResponse(context.Background(), gen.CreateConversationRequest{}, bearer(tok))
+	r, err := h.cw.CreateConversationWithResponse(context.Background(), nil, gen.CreateConversationRequest{}, bearer(tok))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func (h *harness) conv(tok string) string {
 func (h *harness) askRaw(tok, cid, q string) *gen.CreateAskResponse {
 	h.t.Helper()
 	h.secret(q)
-	r, err := h.cw.CreateAskWithResponse(context.Background(), cid, gen.AskRequest{Question: q}, bearer(tok))
+	r, err := h.cw.CreateAskWithResponse(context.Background(), cid, nil, gen.AskRequest{Question: q}, bearer(tok))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 // Its fields never hold the question text or a token.
 type problem struct {
 	status     int
+	typ        string // the problem type URI; "" means about:blank
 	detail     string
 	ticket     string   // for 409: the running ticket
 	violations []string // for 400: what the request broke
@@ -126,6 +127,9 @@ func tooLarge() *problem {
 
 func writeProblem(w http.ResponseWriter, p *problem) {
 	body := gen.Problem{Type: "about:blank", Title: http.StatusText(p.status), Status: p.status}
+	if p.typ != "" {
+		body.Type = p.typ
+	}
 	if p.detail != "" {
 		body.Detail = &p.detail
 	}

@@ -87,12 +87,12 @@ type run struct {
 
 	mu         sync.Mutex
 	ended      bool
+	branches   openBranches
 	lost       bool          // nothing more is written: the run was ended elsewhere or lost to the store
 	outbox     []store.Event // emitted, seq assigned, not yet taken by the store; in seq order
 	tail       []store.Event // the log's end once sealed, until written
 	turn       ask.Turn
 	seq        int64 // the last seq assigned
-	branches   openBranches
 	opened     bool
 	nonStep    int // non-step events in the log, accepted included
 	dropped    int // runner events refused because the log's non-step share was full
@@ -388,7 +388,7 @@ func (r *run) finish() {
 	r.mu.Lock()
 	r.tail = nil
 	r.mu.Unlock()
-	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[1].Type),
+	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[len(tail)-2].Type),
 		"steps", steps, "steps_dropped", max(0, last-int64(r.maxEvents)), "elapsed_ms", time.Since(r.started).Milliseconds())
 	r.release()
 }

@@ -70,7 +70,7 @@ func TestTicketBeforeWork(t *testing.T) {
 		h.secret("how many sev1?")
 		// The request's context ends as soon as the 202 is read: the run must not care.
 		reqCtx, cancelReq := context.WithCancel(context.Background())
-		r, err := cw.CreateAskWithResponse(reqCtx, cid, gen.AskRequest{Question: "how many sev1?"}, bearer(alice))
+		r, err := cw.CreateAskWithResponse(reqCtx, cid, nil, gen.AskRequest{Question: "how many sev1?"}, bearer(alice))
 		cancelReq()
 		if err != nil {
 			t.Fatal(err)

@@ -57,7 +57,7 @@ func BenchmarkTimeToTicket(b *testing.B) {
 			b.StopTimer()
 			cid := h.conv(alice)
 			b.StartTimer()
-			r, err := h.c.CreateAsk(context.Background(), cid, gen.AskRequest{Question: "How many sev1 incidents did we have in 2026-Q2?"}, bearer(alice))
+			r, err := h.c.CreateAsk(context.Background(), cid, nil, gen.AskRequest{Question: "How many sev1 incidents did we have in 2026-Q2?"}, bearer(alice))
 			if err != nil {
 				b.Fatal(err)
 			}

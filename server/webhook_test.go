@@ -45,7 +45,7 @@ func newReceiver(t *testing.T, secrets ...string) *webhooktest.Receiver {
 func (h *harness) askHook(tok, cid, q, url string) *gen.CreateAskResponse {
 	h.t.Helper()
 	h.secret(q)
-	r, err := h.cw.CreateAskWithResponse(context.Background(), cid, gen.AskRequest{Question: q, Webhook: &gen.WebhookRequest{Url: url}}, bearer(tok))
+	r, err := h.cw.CreateAskWithResponse(context.Background(), cid, nil, gen.AskRequest{Question: q, Webhook: &gen.WebhookRequest{Url: url}}, bearer(tok))
 	if err != nil {
 		h.t.Fatal(err)
 	}

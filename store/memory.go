@@ -40,6 +40,8 @@ type Memory struct {
 	inFlight map[string]int // owner key -> running tickets
 	convsOf  map[string]int // owner key -> conversations held
 	heldOf   map[string]int // owner key -> tickets held (running or retained)
+
+	idems memIdems // Idempotency-Key records (memory_idempotency.go)
 }
 
 type memConv struct {
@@ -107,6 +109,9 @@ func (m *Memory) Close() error {
 	clear(m.inFlight)
 	clear(m.convsOf)
 	clear(m.heldOf)
+	m.idems.mu.Lock()
+	m.idems.recs, m.idems.order = nil, nil
+	m.idems.mu.Unlock()
 	return nil
 }
 

@@ -66,6 +66,8 @@ type Store interface {
 	// finished, Batch.Changed is closed once anything is appended after this read or the
 	// ticket is evicted.
 	Read(ctx context.Context, ticket string, after int64) (Batch, error)
+	// Idempotency keeps the Idempotency-Key records of the creating calls.
+	Idempotency
 }
 
 // Errors a Store returns. Test with errors.Is.

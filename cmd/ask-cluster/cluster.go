@@ -64,6 +64,14 @@ type Options struct {
 	// Phase sets ASK_PHASE on every replica (2: a branch per source, and divergence); 0 leaves
 	// the default, phase 1.
 	Phase int
+	// ReplicaStore, when set, gives replica i (0-based) its DAS_ASK_STORE instead of the
+	// cluster's Redis URL (the chaos suite puts a fault-injecting proxy in front of Redis).
+	ReplicaStore func(i int, redisURL string) string
+	// ReplicaEnv is added to every replica's environment.
+	ReplicaEnv []string
+	// DurableRedis runs redis-server with AOF (appendfsync everysec) instead of persistence
+	// off, for the service's durable mode; KillRedis and RestartRedis then work.
+	DurableRedis bool
 }
 
 // Cluster is a running cluster: Redis, the dev IdP, the demo source, the llm-stub, the
@@ -79,9 +87,10 @@ type Cluster struct {
 	opts     Options
 	log      *slog.Logger
 	redis    *redisserver.Server
-	others   []*proc // idp, source, stub, nginx
-	replicas []*proc
-	overflow []*proc
+	durable  *durableRedis // when Options.DurableRedis
+	others   []*proc       // idp, source, stub, nginx
+	replicas []*member     // kept running: restarted when they die
+	overflow []*member
 	ownDir   bool
 	logDir   string   // every process's log
 	bins     string   // the built commands
@@ -152,8 +161,8 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 // Stop stops every process (replicas first, SIGTERM with a grace, then SIGKILL), then Redis,
 // and removes the directory it created.
 func (c *Cluster) Stop() {
-	for _, p := range append(append([]*proc{}, c.replicas...), c.overflow...) {
-		p.stop(15 * time.Second)
+	for _, m := range append(append([]*member{}, c.replicas...), c.overflow...) {
+		m.Stop(15 * time.Second)
 	}
 	for i := len(c.others) - 1; i >= 0; i-- {
 		c.others[i].stop(5 * time.Second)
@@ -161,20 +170,37 @@ func (c *Cluster) Stop() {
 	if c.redis != nil {
 		_ = c.redis.Stop()
 	}
+	if c.durable != nil {
+		c.durable.stop()
+	}
 	if c.ownDir && !c.opts.KeepDir {
 		_ = os.RemoveAll(c.opts.Dir)
 	}
 }
 
-// Kill sends SIGKILL to replica i (0-based) and waits for it to die.
-func (c *Cluster) Kill(i int) { c.replicas[i].kill() }
+// Kill sends SIGKILL to replica i (0-based) and waits for it to die; the cluster then starts
+// it again (see Restarts).
+func (c *Cluster) Kill(i int) { c.replicas[i].Kill() }
+
+// Freeze sends SIGSTOP to replica i: it stays, holding its connections and leases, answering
+// nothing. Thaw sends SIGCONT.
+func (c *Cluster) Freeze(i int) error { return c.replicas[i].Freeze() }
+func (c *Cluster) Thaw(i int) error   { return c.replicas[i].Thaw() }
+
+// Restarts is how many times replica i was started again after it died.
+func (c *Cluster) Restarts(i int) int { return c.replicas[i].Restarts() }
+
+// WaitReplicaReady waits until replica i (restarted or not) serves the contract.
+func (c *Cluster) WaitReplicaReady(ctx context.Context, i int) error {
+	return c.replicas[i].proc().waitReady(ctx, getReady(c.ReplicaURLs[i]+"/v1/openapi.json"))
+}
 
 // Runner returns the index of the replica that accepted ticket (and so runs it), from the
 // replicas' logs.
 func (c *Cluster) Runner(ticket string) (int, error) {
 	needle := []byte(`"ticket":"` + ticket + `"`)
-	for i, p := range c.replicas {
-		for _, line := range bytes.Split(p.log(), []byte("\n")) {
+	for i, m := range c.replicas {
+		for _, line := range bytes.Split(m.proc().log(), []byte("\n")) {
 			if bytes.Contains(line, needle) && bytes.Contains(line, []byte(`"msg":"ask accepted"`)) {
 				return i, nil
 			}
@@ -187,8 +213,8 @@ func (c *Cluster) Runner(ticket string) (int, error) {
 // "webhook deliverer started" line names it).
 func (c *Cluster) Holder(holder string) (int, error) {
 	needle := []byte(`"holder":"` + holder + `"`)
-	for i, p := range c.replicas {
-		for _, line := range bytes.Split(p.log(), []byte("\n")) {
+	for i, m := range c.replicas {
+		for _, line := range bytes.Split(m.proc().log(), []byte("\n")) {
 			if bytes.Contains(line, needle) && bytes.Contains(line, []byte(`"msg":"webhook deliverer started"`)) {
 				return i, nil
 			}
@@ -200,15 +226,20 @@ func (c *Cluster) Holder(holder string) (int, error) {
 // Logs returns every process's log, for a failing test.
 func (c *Cluster) Logs() string {
 	var b strings.Builder
-	for _, p := range append(append(append([]*proc{}, c.replicas...), c.overflow...), c.others...) {
+	for _, m := range append(append([]*member{}, c.replicas...), c.overflow...) {
+		fmt.Fprintf(&b, "==> %s (restarted %d times)\n%s\n", m.name, m.Restarts(), tailOf(m.proc().log(), 4000))
+	}
+	for _, p := range c.others {
 		fmt.Fprintf(&b, "==> %s\n%s\n", p.name, tailOf(p.log(), 4000))
 	}
 	return b.String()
 }
 
-// Wait returns when any process exits (its error), or ctx is done (nil).
+// Wait returns when one of the pieces every replica needs (the IdP, the demo source, the
+// llm-stub, nginx) exits (its error), or ctx is done (nil). A replica that dies is not among
+// them: it is restarted, and the cluster keeps serving meanwhile.
 func (c *Cluster) Wait(ctx context.Context) error {
-	all := append(append(append([]*proc{}, c.replicas...), c.overflow...), c.others...)
+	all := c.others
 	exited := make(chan *proc, len(all))
 	stop := make(chan struct{})
 	defer close(stop)

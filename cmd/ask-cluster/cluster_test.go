@@ -47,8 +47,19 @@ func TestCluster(t *testing.T) {
 		}
 		c.Stop()
 	})
+	// The cluster keeps running: Wait (what `make ask-serve-cluster` blocks in) must not return
+	// when a replica dies.
+	waitCtx, stopWait := context.WithCancel(t.Context())
+	waited := make(chan error, 1)
+	go func() { waited <- c.Wait(waitCtx) }()
+	defer stopWait()
 	t.Run("Conformance", func(t *testing.T) { testConformance(t, c) })
-	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c, false) })
+	killed := -1
+	t.Run("KillRunnerMidStream", func(t *testing.T) { killed = testKillRunner(t, c, false) })
+	t.Run("KilledReplicaRestarts", func(t *testing.T) { testRestarted(t, c, killed, waited) })
+	// Last: a frozen replica leaves nginx's failure marks behind, which would change the
+	// round-robin order KillRunnerMidStream relies on.
+	t.Run("FrozenReplica", func(t *testing.T) { testFrozenReplica(t, c) })
 }
 
 // TestClusterPhase2 is the conformance suite, behaviour checks included, through nginx in front
@@ -93,6 +104,48 @@ func TestClusterPhase2(t *testing.T) {
 	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c, true) })
 }
 
+// testRestarted: the replica killed mid-run is started again by the cluster, serves asks
+// itself, and the cluster's Wait did not return.
+func testRestarted(t *testing.T, c *Cluster, i int, waited <-chan error) {
+	if i < 0 {
+		t.Skip("no replica was killed")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for c.Restarts(i) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("replica %d was not restarted", i+1)
+		case err := <-waited:
+			t.Fatalf("the cluster's Wait returned when a replica died: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := c.WaitReplicaReady(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.ReplicaURLs[i], client.Options{Token: client.StaticToken(tok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := cl.CreateConversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, out, err := cl.AskAndWait(ctx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?"); err != nil || out.Kind != client.Answer {
+		t.Errorf("an ask on the restarted replica: %v, %v", out.Kind, err)
+	}
+	select {
+	case err := <-waited:
+		t.Errorf("the cluster's Wait returned: %v", err)
+	default:
+	}
+}
+
 // testConformance: the whole suite, behaviour checks included, through nginx in front of the
 // three replicas (and the overflow check through nginx in front of two replicas with a buffer
 // of 8); every replica must have run some of its asks (no stickiness).
@@ -115,7 +168,7 @@ func testConformance(t *testing.T, c *Cluster) {
 		t.Errorf("conformance through the gateway failed: %s", rep.Summary())
 	}
 	for i, p := range c.replicas {
-		if n := bytes.Count(p.log(), []byte(`"msg":"ask accepted"`)); n == 0 {
+		if n := bytes.Count(p.proc().log(), []byte(`"msg":"ask accepted"`)); n == 0 {
 			t.Errorf("replica %d accepted no ask: the gateway is not spreading requests", i+1)
 		}
 	}
@@ -128,7 +181,7 @@ func testConformance(t *testing.T, c *Cluster) {
 //
 // In phase 2 the kill comes once a source branch is open, and the replica that ends the run
 // closes every branch the log holds open before error{interrupted}.
-func testKillRunner(t *testing.T, c *Cluster, phase2 bool) {
+func testKillRunner(t *testing.T, c *Cluster, phase2 bool) int {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
@@ -240,4 +293,5 @@ func testKillRunner(t *testing.T, c *Cluster, phase2 bool) {
 	if n, err := rdb.ZCard(ctx, "ask:running").Result(); err != nil || n != 0 {
 		t.Errorf("tickets left running in Redis: %d (%v)", n, err)
 	}
+	return runner
 }

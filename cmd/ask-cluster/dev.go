@@ -34,6 +34,15 @@ func (c *Cluster) startRedis(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	if c.opts.DurableRedis {
+		d, err := startDurableRedis(ctx, c, dir, port)
+		if err != nil {
+			return err
+		}
+		c.durable, c.RedisURL = d, d.url
+		c.log.Info("redis ready (AOF, appendfsync everysec)", "url", c.RedisURL)
+		return nil
+	}
 	var err error
 	if c.redis, err = redisserver.RunAt(ctx, dir, port); err != nil {
 		return err

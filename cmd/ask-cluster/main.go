@@ -37,6 +37,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "chaos" {
+		return runChaos(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o Options

@@ -28,8 +28,17 @@ type proc struct {
 
 // startProc starts bin with args and env (added to this process's environment).
 func startProc(name, logDir, bin string, args, env []string, echo io.Writer) (*proc, error) {
+	return startProcLog(name, logDir, bin, args, env, echo, os.O_TRUNC)
+}
+
+// restartProc is startProc for a process started again: its log is appended to.
+func restartProc(name, logDir, bin string, args, env []string, echo io.Writer) (*proc, error) {
+	return startProcLog(name, logDir, bin, args, env, echo, os.O_APPEND)
+}
+
+func startProcLog(name, logDir, bin string, args, env []string, echo io.Writer, mode int) (*proc, error) {
 	logPath := filepath.Join(logDir, name+".log")
-	f, err := os.Create(logPath)
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

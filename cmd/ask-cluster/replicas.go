@@ -11,8 +11,8 @@ import (
 // the overflow group when asked; it returns each group's listen addresses, for the gateway.
 func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, err error) {
 	o := c.opts
-	env := append(append([]string{}, c.authEnv...),
-		"DAS_ASK_STORE="+c.RedisURL, "DAS_LOG_FORMAT=json", "DAS_ASK_ADMIN_ADDR=127.0.0.1:0",
+	env := append(append(append([]string{}, c.authEnv...), o.ReplicaEnv...),
+		"DAS_LOG_FORMAT=json", "DAS_ASK_ADMIN_ADDR=127.0.0.1:0",
 		"ASK_LLM=stub", "ASK_LLM_BASE_URL="+c.StubURL, "DAS_SOURCES=demo="+c.SourceURL+"/mcp")
 	env = append(env, o.Env...)
 	for name, v := range map[string]time.Duration{"DAS_ASK_LEASE_S": o.Lease, "DAS_ASK_KEEPALIVE_S": o.KeepAlive, "DAS_ASK_TTL_S": o.TTL, "DAS_ASK_DEADLINE_S": o.Deadline} {
@@ -27,7 +27,13 @@ func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, e
 	if o.MaxEvents > 0 {
 		mainEnv = append(append([]string{}, env...), "DAS_ASK_MAX_EVENTS="+strconv.Itoa(o.MaxEvents))
 	}
-	c.replicas, main, err = c.startGroup(ctx, "askd", o.Replicas, o.ReplicaAddrs, mainEnv)
+	store := func(i int) string {
+		if o.ReplicaStore != nil {
+			return "DAS_ASK_STORE=" + o.ReplicaStore(i, c.RedisURL)
+		}
+		return "DAS_ASK_STORE=" + c.RedisURL
+	}
+	c.replicas, main, err = c.startGroup(ctx, "askd", o.Replicas, o.ReplicaAddrs, mainEnv, store)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -40,7 +46,8 @@ func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, e
 			maxEv = 8
 		}
 		c.overflow, overflow, err = c.startGroup(ctx, "askd-overflow", o.OverflowReplicas, nil, append(append([]string{}, env...),
-			"DAS_ASK_MAX_EVENTS="+strconv.Itoa(maxEv), "DAS_ASK_REDIS_PREFIX=ask-overflow:"))
+			"DAS_ASK_MAX_EVENTS="+strconv.Itoa(maxEv), "DAS_ASK_REDIS_PREFIX=ask-overflow:"),
+			func(int) string { return "DAS_ASK_STORE=" + c.RedisURL })
 		if err != nil {
 			return nil, nil, err
 		}
@@ -48,10 +55,12 @@ func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, e
 	return main, overflow, nil
 }
 
-// startGroup starts n replicas named name-1…name-n with env, each on its address (or a free
-// one) with its own admin listener, and waits until each serves the contract.
-func (c *Cluster) startGroup(ctx context.Context, name string, n int, addrs, env []string) ([]*proc, []string, error) {
+// startGroup starts n replicas named name-1…name-n with env and store(i) (DAS_ASK_STORE=…),
+// each on its address (or a free one) with its own admin listener, and waits until each serves
+// the contract.
+func (c *Cluster) startGroup(ctx context.Context, name string, n int, addrs, env []string, store func(i int) string) ([]*member, []string, error) {
 	var procs []*proc
+	var members []*member // every process started, so that Stop stops it whatever failed
 	var listen []string
 	for i := range n {
 		a := ""
@@ -60,24 +69,31 @@ func (c *Cluster) startGroup(ctx context.Context, name string, n int, addrs, env
 		}
 		a, err := addrOr(a)
 		if err != nil {
-			return procs, nil, err
+			return members, nil, err
 		}
 		admin, err := freeAddr()
 		if err != nil {
-			return procs, nil, err
+			return members, nil, err
 		}
-		p, err := startProc(name+"-"+strconv.Itoa(i+1), c.logDir, filepath.Join(c.bins, "askd"), nil,
-			append(append([]string{}, env...), "DAS_ASK_ADDR="+a, "DAS_ASK_ADMIN_ADDR="+admin), c.opts.Echo)
+		pname, penv := name+"-"+strconv.Itoa(i+1), append(append([]string{}, env...), store(i), "DAS_ASK_ADDR="+a, "DAS_ASK_ADMIN_ADDR="+admin)
+		p, err := startProc(pname, c.logDir, filepath.Join(c.bins, "askd"), nil, penv, c.opts.Echo)
 		if err != nil {
-			return procs, nil, err
+			return members, nil, err
 		}
 		procs = append(procs, p)
 		listen = append(listen, a)
+		members = append(members, newMember(pname, p,
+			func() (*proc, error) {
+				return restartProc(pname, c.logDir, filepath.Join(c.bins, "askd"), nil, penv, c.opts.Echo)
+			},
+			func(ctx context.Context, p *proc) error {
+				return p.waitReady(ctx, getReady("http://"+a+"/ask/v1/openapi.json"))
+			}, c.log))
 	}
 	for i, p := range procs {
 		if err := p.waitReady(ctx, getReady("http://"+listen[i]+"/ask/v1/openapi.json")); err != nil {
-			return procs, nil, err
+			return members, nil, err
 		}
 	}
-	return procs, listen, nil
+	return members, listen, nil
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -143,7 +144,16 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		}
 		tokens = src
 	}
-	c, err := client.New(cfg.url, client.Options{Token: tokens, HTTPClient: httpClient})
+	// The client retries what a retry can cure (a lost connection, a 502/503/504, a frozen
+	// replica) and reconnects streams; it says so on stderr, never silently.
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+	c, err := client.New(cfg.url, client.Options{Token: tokens, HTTPClient: httpClient, Logger: logger})
 	if err != nil {
 		return fail("%v", err)
 	}

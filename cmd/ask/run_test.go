@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -390,5 +392,43 @@ func TestWriteLineCompacts(t *testing.T) {
 	writeLine(&b, []byte("{\n  \"seq\": 1,\n  \"type\": \"x\"\n}"))
 	if got := b.String(); got != `{"seq":1,"type":"x"}`+"\n" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestRunRetriesALostReply: the gateway in front of the service loses the reply to the first
+// createAsk (the service took it) and answers 504, as nginx does when a replica is too slow;
+// the CLI retries with the same Idempotency-Key, follows the one ticket to its answer and
+// says it retried.
+func TestRunRetriesALostReply(t *testing.T) {
+	f := start(t)
+	target, err := url.Parse(strings.TrimSuffix(f.url, "/ask"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var asks atomic.Int32
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/asks") && asks.Add(1) == 1 {
+			proxy.ServeHTTP(httptest.NewRecorder(), r) // the service creates the ticket...
+			w.WriteHeader(http.StatusGatewayTimeout)   // ...and the reply is lost
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gw.Close)
+	code, stdout, stderr := f.run(t.Context(), f.env(t, "ASK_URL", gw.URL+"/ask"), "answer")
+	if code != exitAnswer || !strings.Contains(stdout, "Payments had the most incidents.") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "request retrying") || !strings.Contains(stderr, "op=createAsk") {
+		t.Errorf("the retry is not on stderr:\n%s", stderr)
+	}
+	if n := asks.Load(); n != 2 {
+		t.Errorf("%d createAsk attempts, want 2", n)
+	}
+	f.runner.mu.Lock()
+	defer f.runner.mu.Unlock()
+	if len(f.runner.convs) != 1 {
+		t.Errorf("%d runs, want one: the retry made a second ask", len(f.runner.convs))
 	}
 }

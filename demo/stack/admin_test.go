@@ -41,14 +41,14 @@ func TestStackAdminListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv, err := c.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{})
+	conv, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
 	if err != nil || conv.JSON201 == nil {
 		t.Fatalf("create conversation: %v", err)
 	}
 	if conv.HTTPResponse.Header.Get("X-Request-Id") == "" {
 		t.Error("no X-Request-Id on the service's response")
 	}
-	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, gen.AskRequest{Question: "What does change failure rate mean?"})
+	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{Question: "What does change failure rate mean?"})
 	if err != nil || tk.JSON202 == nil {
 		t.Fatalf("create ask: %v", err)
 	}

@@ -39,11 +39,11 @@ func TestStackAnswersAReadmeQuestion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv, err := c.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{})
+	conv, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
 	if err != nil || conv.JSON201 == nil {
 		t.Fatalf("create conversation: %v %s", err, conv.Body)
 	}
-	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, gen.AskRequest{Question: "How many sev1 incidents did we have in 2026-Q2?"})
+	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{Question: "How many sev1 incidents did we have in 2026-Q2?"})
 	if err != nil || tk.JSON202 == nil {
 		t.Fatalf("create ask: %v %s", err, tk.Body)
 	}

@@ -35,15 +35,15 @@ func TestStackWebhookSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv, err := c.CreateConversationWithResponse(ctx, gen.CreateConversationRequest{})
+	conv, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
 	if err != nil || conv.JSON201 == nil {
 		t.Fatalf("create conversation: %v", err)
 	}
-	bad, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, gen.AskRequest{Question: "q", Webhook: &gen.WebhookRequest{Url: "http://127.0.0.1:1/elsewhere"}})
+	bad, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{Question: "q", Webhook: &gen.WebhookRequest{Url: "http://127.0.0.1:1/elsewhere"}})
 	if err != nil || bad.StatusCode() != http.StatusBadRequest {
 		t.Fatalf("webhook outside the sink: %v %d, want 400", err, bad.StatusCode())
 	}
-	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, gen.AskRequest{
+	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{
 		Question: "How many sev1 incidents did we have in 2026-Q2?", Webhook: &gen.WebhookRequest{Url: s.WebhooksURL + "inbox"}})
 	if err != nil || tk.JSON202 == nil {
 		t.Fatalf("create ask: %v %s", err, tk.Body)

@@ -20,20 +20,24 @@ import (
 //go:embed ask.conf
 var Conf string
 
-// The lines of ask.conf that Render replaces; each must occur exactly once, so that a change
-// to the checked-in file cannot silently leave a gateway running something else.
+// The lines of ask.conf that Render replaces; each must occur exactly once (the upstream's
+// name and the maps' variables at least once, every occurrence replaced), so that a change to
+// the checked-in file cannot silently leave a gateway running something else.
 const (
 	tmplUpstream    = "upstream ask_service {"
-	tmplProxyPass   = "proxy_pass http://ask_service;"
+	tmplProxyPass   = "http://ask_service"
 	tmplServer      = "server 127.0.0.1:8080;"
 	tmplListen      = "listen 127.0.0.1:8081;"
-	tmplReadTimeout = "proxy_read_timeout 60s;"
+	tmplReadTimeout = "proxy_read_timeout 30s;" // the event stream's
+	tmplKeyedPost   = "$ask_keyed_post"
+	tmplLongPoll    = "$ask_long_poll"
 )
 
 // Render returns template (ask.conf, or a file in its shape) with its upstream named ask_<name>
 // and holding one server line per entry of servers (each "host:port", optionally followed by
-// parameters such as "max_fails=1"), listening on listen (host:port), with proxy_read_timeout
-// readTimeout (whole seconds, at least 1).
+// parameters such as "max_fails=1"), listening on listen (host:port), with the event stream's
+// proxy_read_timeout (the gateway's idle timeout) readTimeout (whole seconds, at least 1). The
+// maps' variables are renamed after name too, so several rendered files can share one nginx.
 func Render(template, name string, servers []string, listen string, readTimeout time.Duration) (string, error) {
 	secs := int(readTimeout / time.Second)
 	if secs < 1 {
@@ -47,14 +51,24 @@ func Render(template, name string, servers []string, listen string, readTimeout 
 		lines[i] = "server " + s + ";"
 	}
 	out := template
-	for _, r := range []struct{ old, new string }{
-		{tmplUpstream, "upstream ask_" + name + " {"},
-		{tmplProxyPass, "proxy_pass http://ask_" + name + ";"},
-		{tmplServer, strings.Join(lines, "\n    ")},
-		{tmplListen, "listen " + listen + ";"},
-		{tmplReadTimeout, "proxy_read_timeout " + strconv.Itoa(secs) + "s;"},
+	for _, r := range []struct {
+		old, new string
+		all      bool
+	}{
+		{tmplUpstream, "upstream ask_" + name + " {", false},
+		{tmplProxyPass, "http://ask_" + name, true},
+		{tmplServer, strings.Join(lines, "\n    "), false},
+		{tmplListen, "listen " + listen + ";", false},
+		{tmplReadTimeout, "proxy_read_timeout " + strconv.Itoa(secs) + "s;", false},
+		{tmplKeyedPost, "$ask_" + name + "_keyed_post", true},
+		{tmplLongPoll, "$ask_" + name + "_long_poll", true},
 	} {
-		if n := strings.Count(out, r.old); n != 1 {
+		n := strings.Count(out, r.old)
+		if r.all && n >= 1 {
+			out = strings.ReplaceAll(out, r.old, r.new)
+			continue
+		}
+		if n != 1 {
 			return "", fmt.Errorf("gateway: the config has %q %d times, want once", r.old, n)
 		}
 		out = strings.Replace(out, r.old, r.new, 1)

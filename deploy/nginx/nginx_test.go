@@ -1,6 +1,10 @@
 package nginx_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +20,15 @@ func TestRenderTheCheckedInConfig(t *testing.T) {
 	for _, want := range []string{
 		"upstream ask_s1 {", "proxy_pass http://ask_s1;", "server 127.0.0.1:4242;", "listen 127.0.0.1:5151;",
 		"proxy_read_timeout 2s;", "proxy_buffering off;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`,
-		"location /ask/ {", "Last-Event-ID", "Authorization",
+		"location /ask/ {", "Last-Event-ID", "Authorization", "Idempotency-Key",
+		"$ask_s1_keyed_post", "$ask_s1_long_poll", "proxy_pass http://ask_s1$request_uri;",
+		"proxy_next_upstream error timeout non_idempotent;", "proxy_read_timeout 5s;",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the rendered config lacks %q", want)
 		}
 	}
-	for _, gone := range []string{"ask_service", "8080", "8081", "proxy_read_timeout 60s"} {
+	for _, gone := range []string{"ask_service", "8080", "8081", "proxy_read_timeout 30s", "$ask_keyed_post", "$ask_long_poll"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("the rendered config still has %q", gone)
 		}
@@ -64,5 +70,35 @@ func TestMainKeepsEverythingInItsDirectory(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("nginx.conf lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestNginxAcceptsTheRenderedConfig: nginx itself (`nginx -t`) accepts two rendered copies of
+// the checked-in file in one http {} block, as the cluster and the conformance gateway run it.
+func TestNginxAcceptsTheRenderedConfig(t *testing.T) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("nginx not installed (apt-get install -y nginx-light)")
+	}
+	dir := t.TempDir()
+	var includes []string
+	for i, name := range []string{"main", "overflow"} {
+		conf, err := nginx.Render(nginx.Conf, name, []string{"127.0.0.1:1 max_fails=1", "127.0.0.1:2"}, "127.0.0.1:"+strconv.Itoa(40001+i), 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name+".conf")
+		if err := os.WriteFile(p, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		includes = append(includes, p)
+	}
+	main := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(main, []byte(nginx.Main(dir, 64, includes...)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-t", "-p", dir, "-c", main, "-e", filepath.Join(dir, "error.log")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nginx -t: %v\n%s", err, out)
 	}
 }

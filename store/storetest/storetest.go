@@ -45,6 +45,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("RetainedPerOwner", func(t *testing.T) { testRetainedPerOwner(t, f) })
 	t.Run("MaxTurns", func(t *testing.T) { testMaxTurns(t, f) })
 	t.Run("OtherOwnersConversation", func(t *testing.T) { testOtherOwnersConversation(t, f) })
+	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, f) })
 	t.Run("RetriedWrites", func(t *testing.T) { testRetriedWrites(t, f) })
 }
 

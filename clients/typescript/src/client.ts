@@ -46,6 +46,22 @@ export interface ReconnectOptions {
   maxMs?: number;
 }
 
+/**
+ * How calls other than the event stream are retried: after a connection error, no response
+ * headers within headerTimeoutMs, a 502, 503 or 504, or a 409 saying an earlier attempt with
+ * the same Idempotency-Key is still in progress. createConversation and ask send an
+ * Idempotency-Key, the same on every attempt, so a retry never creates a second conversation
+ * or ticket; status is a read and cancel is idempotent. Zero values mean defaults.
+ */
+export interface RetryOptions {
+  /** Attempts in all (default 8; 1 means no retry). */
+  attempts?: number;
+  /** The first backoff in milliseconds (default 250); doubled per attempt, with full jitter, never below Retry-After. */
+  initialMs?: number;
+  /** The backoff cap in milliseconds (default 5000). */
+  maxMs?: number;
+}
+
 export interface AskClientOptions {
   /** The service root including its base path, e.g. http://127.0.0.1:8080/ask. */
   baseUrl: string;
@@ -54,6 +70,26 @@ export interface AskClientOptions {
   /** Replaces globalThis.fetch (for tests and proxies). */
   fetch?: (input: Request) => Promise<Response>;
   reconnect?: ReconnectOptions;
+  retry?: RetryOptions;
+  /**
+   * Bounds the wait for a response's headers, in milliseconds, on every request (a stream's
+   * connection included; `Prefer: wait` adds its wait), so a frozen replica costs seconds.
+   * Default 15000; 0 disables.
+   */
+  headerTimeoutMs?: number;
+  /** Told of every retry (the client never retries silently). Default: console.warn. */
+  onRetry?: (operation: string, attempt: number, cause: unknown) => void;
+}
+
+/** The problem type of a 409 for an Idempotency-Key whose first request is in progress. */
+export const problemIdempotencyInProgress = "urn:ask:problem:idempotency-key-in-progress";
+
+/** No response headers came within headerTimeoutMs. */
+export class HeaderTimeoutError extends Error {
+  constructor(readonly ms: number) {
+    super(`no response headers within ${ms} ms`);
+    this.name = "HeaderTimeoutError";
+  }
 }
 
 /** A refusal of a call by the service: its HTTP status and RFC 9457 problem. */
@@ -87,10 +123,15 @@ export class AskClient {
   /** The generated, typed client: every operation of the contract, for what this class does not wrap. */
   readonly api: Client<paths>;
   readonly #reconnect: Required<ReconnectOptions>;
+  readonly #retry: Required<RetryOptions>;
+  readonly #onRetry: (operation: string, attempt: number, cause: unknown) => void;
 
   constructor(opts: AskClientOptions) {
     const baseUrl = opts.baseUrl.replace(/\/+$/, "");
-    this.api = createClient<paths>({ baseUrl, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+    const headerTimeoutMs = opts.headerTimeoutMs ?? 15000;
+    const base = opts.fetch ?? ((req: Request) => globalThis.fetch(req));
+    const fetch = headerTimeoutMs > 0 ? withHeaderTimeout(base, headerTimeoutMs) : base;
+    this.api = createClient<paths>({ baseUrl, fetch });
     const token = opts.token;
     const bearer: Middleware = {
       async onRequest({ request }) {
@@ -105,39 +146,75 @@ export class AskClient {
       initialMs: opts.reconnect?.initialMs ?? 100,
       maxMs: opts.reconnect?.maxMs ?? 5000,
     };
+    this.#retry = {
+      attempts: opts.retry?.attempts ?? 8,
+      initialMs: opts.retry?.initialMs ?? 250,
+      maxMs: opts.retry?.maxMs ?? 5000,
+    };
+    this.#onRetry =
+      opts.onRetry ?? ((op, attempt, cause) => console.warn(`ask ${op}: retrying (attempt ${attempt}): ${String(cause)}`));
   }
 
-  /** Opens a conversation to ask within. */
+  /** Opens a conversation to ask within. Retried with one Idempotency-Key: a retry answers the same conversation. */
   async createConversation(): Promise<Conversation> {
-    const { data, error, response } = await this.api.POST("/v1/conversations", { body: {} });
-    if (!data) throw new ApiError("createConversation", response.status, error);
-    return data;
+    const key = idempotencyKey();
+    return this.#retrying("createConversation", () =>
+      this.api.POST("/v1/conversations", { params: { header: { "Idempotency-Key": key } }, body: {} }),
+    );
   }
 
-  /** Asks a question in a conversation; the ticket arrives before any work runs. */
+  /**
+   * Asks a question in a conversation; the ticket arrives before any work runs. Retried with one
+   * Idempotency-Key: a retry answers the same ticket, never a second ask.
+   */
   async ask(conversationId: string, question: string): Promise<Ticket> {
-    const { data, error, response } = await this.api.POST("/v1/conversations/{conversation_id}/asks", {
-      params: { path: { conversation_id: conversationId } },
-      body: { question },
-    });
-    if (!data) throw new ApiError("createAsk", response.status, error);
-    return data;
+    const key = idempotencyKey();
+    return this.#retrying("createAsk", () =>
+      this.api.POST("/v1/conversations/{conversation_id}/asks", {
+        params: { path: { conversation_id: conversationId }, header: { "Idempotency-Key": key } },
+        body: { question },
+      }),
+    );
   }
 
   /** A ticket's state, and its outcome once there is one. waitSeconds long-polls (at most 60). */
   async status(ticket: string, waitSeconds?: number): Promise<AskStatus> {
-    const { data, error, response } = await this.api.GET("/v1/asks/{ticket}", {
-      params: { path: { ticket }, header: waitSeconds ? { Prefer: `wait=${waitSeconds}` } : {} },
-    });
-    if (!data) throw new ApiError("getAsk", response.status, error);
-    return data;
+    return this.#retrying("getAsk", () =>
+      this.api.GET("/v1/asks/{ticket}", {
+        params: { path: { ticket }, header: waitSeconds ? { Prefer: `wait=${waitSeconds}` } : {} },
+      }),
+    );
   }
 
   /** Cancels a run. Idempotent; after done it changes nothing. */
   async cancel(ticket: string): Promise<CancelAccepted> {
-    const { data, error, response } = await this.api.POST("/v1/asks/{ticket}/cancel", { params: { path: { ticket } } });
-    if (!data) throw new ApiError("cancelAsk", response.status, error);
-    return data;
+    return this.#retrying("cancelAsk", () => this.api.POST("/v1/asks/{ticket}/cancel", { params: { path: { ticket } } }));
+  }
+
+  /** Makes a call until it succeeds, is refused for good, or runs out of attempts (see RetryOptions). */
+  async #retrying<T>(op: string, call: () => Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let cause: unknown;
+      let floorMs = 0;
+      try {
+        const { data, error, response } = await call();
+        if (data !== undefined && response.ok) return data;
+        const problem = error as Partial<Problem> | undefined;
+        const apiErr = new ApiError(op, response.status, problem);
+        const busy = response.status === 409 && problem?.type === problemIdempotencyInProgress;
+        if (!(response.status === 502 || response.status === 503 || response.status === 504 || busy)) throw apiErr;
+        floorMs = Number(response.headers.get("Retry-After") ?? "0") * 1000 || 0;
+        cause = apiErr;
+      } catch (err) {
+        if (err instanceof ApiError && err.status !== 502 && err.status !== 503 && err.status !== 504 &&
+            !(err.status === 409 && err.problem?.type === problemIdempotencyInProgress)) throw err;
+        cause = err; // the connection failed, or no headers came in time
+      }
+      if (attempt >= this.#retry.attempts) throw cause;
+      this.#onRetry(op, attempt + 1, cause);
+      const base = Math.min(this.#retry.initialMs * 2 ** (attempt - 1), this.#retry.maxMs);
+      await sleep(Math.max(Math.random() * base, floorMs));
+    }
   }
 
   /**
@@ -221,6 +298,41 @@ export class AskClient {
     }
     throw new Error(`ticket ${ticket}: the stream ended without done`);
   }
+}
+
+/** A fresh Idempotency-Key, as the IETF draft's Structured Field string. */
+function idempotencyKey(): string {
+  return `"${globalThis.crypto.randomUUID()}"`;
+}
+
+/** The wait a Prefer header asks the service to hold the call (wait=N), in milliseconds. */
+function preferWaitMs(prefer: string | null): number {
+  const m = /(?:^|,)\s*wait\s*=\s*"?(\d+)"?/i.exec(prefer ?? "");
+  return m ? Number(m[1]) * 1000 : 0;
+}
+
+/**
+ * withHeaderTimeout aborts a request whose response headers do not arrive within ms (plus any
+ * Prefer wait). Once they have arrived nothing is bounded: a stream stays open as long as its run.
+ */
+function withHeaderTimeout(fetch: (req: Request) => Promise<Response>, ms: number): (req: Request) => Promise<Response> {
+  return async (req: Request) => {
+    const bound = ms + preferWaitMs(req.headers.get("Prefer"));
+    const ctl = new AbortController();
+    const follow = () => ctl.abort(req.signal.reason);
+    if (req.signal.aborted) follow();
+    else req.signal.addEventListener("abort", follow, { once: true });
+    const timeout = new HeaderTimeoutError(bound);
+    const timer = setTimeout(() => ctl.abort(timeout), bound);
+    try {
+      return await fetch(new Request(req, { signal: ctl.signal }));
+    } catch (err) {
+      if (ctl.signal.reason === timeout) throw timeout;
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
 }
 
 /** isOutcome tells the terminal events from the others. */

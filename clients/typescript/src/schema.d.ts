@@ -18,7 +18,8 @@ export interface paths {
          * @description A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
          *     after its last ask and never written anywhere. It belongs to the caller's identity.
          *     An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
-         *     `429`; one is freed when an idle conversation expires.
+         *     `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
+         *     of the same request gets the same conversation back (see the parameter).
          */
         post: operations["createConversation"];
         delete?: never;
@@ -50,6 +51,9 @@ export interface paths {
          *     signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
          *     ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
          *     does not allow is a `400` before any ticket exists.
+         *
+         *     With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
+         *     or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
          */
         post: operations["createAsk"];
         delete?: never;
@@ -661,7 +665,13 @@ export interface components {
         /** @description No bearer, or one that is not valid for this service. */
         Unauthorized: {
             headers: {
-                /** @description `Bearer` with an `error` attribute (RFC 6750). */
+                /**
+                 * @description A `Bearer` challenge with the realm (RFC 6750 §3). When a bearer was sent and refused
+                 *     it carries an `error` attribute (`invalid_token`; `insufficient_scope` when a required
+                 *     scope is missing) and an `error_description`; when no credentials were sent it carries
+                 *     none (RFC 6750 §3.1: a request without authentication information gets no error
+                 *     code), e.g. `Bearer realm="das"`.
+                 */
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
@@ -683,9 +693,38 @@ export interface components {
         };
         /**
          * @description An ask is already running in this conversation (`ticket` names it), or the conversation
-         *     holds as many asks as it may (no `ticket`: start a new conversation).
+         *     holds as many asks as it may (no `ticket`: start a new conversation), or a request with
+         *     the same `Idempotency-Key` is still being processed (`type`
+         *     `urn:ask:problem:idempotency-key-in-progress`, with `Retry-After`: retry then).
          */
         Conflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description A request with the same `Idempotency-Key` is still being processed; retry after
+         *     `Retry-After` seconds to get its response. `type` is
+         *     `urn:ask:problem:idempotency-key-in-progress`.
+         */
+        IdempotencyInProgress: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description This `Idempotency-Key` was already used, by this identity, for a different request
+         *     (another path or body). `type` is `urn:ask:problem:idempotency-key-reused`.
+         */
+        IdempotencyKeyReused: {
             headers: {
                 [name: string]: unknown;
             };
@@ -700,6 +739,31 @@ export interface components {
             };
             content: {
                 "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The service failed in a way it did not foresee. The body says only `internal error`; the
+         *     cause is in the service's log, never in the response.
+         */
+        Internal: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request's header block is larger than the HTTP server accepts. Answered by the HTTP
+         *     layer before the service sees the request, so as `text/plain`, not problem+json (see the
+         *     description of this document); a gateway in front may answer with its own status instead.
+         */
+        HeaderTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "text/plain": string;
             };
         };
         /** @description The request body is not `application/json`. */
@@ -725,7 +789,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The service is at capacity or shutting down; retry after `Retry-After` seconds. */
+        /**
+         * @description The service is at capacity or shutting down, or its store cannot serve the request for
+         *     the moment (any call); retry after `Retry-After` seconds.
+         */
         Unavailable: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -742,6 +809,25 @@ export interface components {
         ConversationPath: string;
         /** @description A ticket, as returned by `createAsk`. */
         TicketPath: string;
+        /**
+         * @description Makes the creating request safe to retry (IETF draft-ietf-httpapi-idempotency-key-header):
+         *     a unique value per request, such as a random UUID, reused only when retrying that same
+         *     request. Either the draft's Structured Field string (`"…"`, quotes included) or the bare
+         *     value; both name the same key. 1 to 255 characters from `A-Z a-z 0-9 - _ . ~ : + / =`;
+         *     anything else is a `400`.
+         *
+         *     The key is scoped to the caller's identity and kept for `DAS_ASK_TTL_S` after first use,
+         *     across every replica. Within that time:
+         *     - the same key with the same request (method, path and JSON body) answers what the first
+         *       request answered — the same status and body, the same conversation or ticket, with
+         *       `Idempotent-Replayed: true` — and creates nothing more;
+         *     - the same key with a different request is a `422`;
+         *     - the same key while the first request is still being processed is a `409` with
+         *       `Retry-After` (retry then).
+         *     A request that was refused (4xx other than these, or 503) leaves no record: its retry is
+         *     processed afresh.
+         */
+        IdempotencyKey: string;
     };
     requestBodies: never;
     headers: never;
@@ -752,7 +838,27 @@ export interface operations {
     createConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the creating request safe to retry (IETF draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per request, such as a random UUID, reused only when retrying that same
+                 *     request. Either the draft's Structured Field string (`"…"`, quotes included) or the bare
+                 *     value; both name the same key. 1 to 255 characters from `A-Z a-z 0-9 - _ . ~ : + / =`;
+                 *     anything else is a `400`.
+                 *
+                 *     The key is scoped to the caller's identity and kept for `DAS_ASK_TTL_S` after first use,
+                 *     across every replica. Within that time:
+                 *     - the same key with the same request (method, path and JSON body) answers what the first
+                 *       request answered — the same status and body, the same conversation or ticket, with
+                 *       `Idempotent-Replayed: true` — and creates nothing more;
+                 *     - the same key with a different request is a `422`;
+                 *     - the same key while the first request is still being processed is a `409` with
+                 *       `Retry-After` (retry then).
+                 *     A request that was refused (4xx other than these, or 503) leaves no record: its retry is
+                 *     processed afresh.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -767,6 +873,8 @@ export interface operations {
                 headers: {
                     /** @description The conversation's address (its asks collection). */
                     Location?: string;
+                    /** @description `true` when this is the stored response to an earlier request with the same `Idempotency-Key`. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -775,16 +883,40 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
     };
     createAsk: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the creating request safe to retry (IETF draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per request, such as a random UUID, reused only when retrying that same
+                 *     request. Either the draft's Structured Field string (`"…"`, quotes included) or the bare
+                 *     value; both name the same key. 1 to 255 characters from `A-Z a-z 0-9 - _ . ~ : + / =`;
+                 *     anything else is a `400`.
+                 *
+                 *     The key is scoped to the caller's identity and kept for `DAS_ASK_TTL_S` after first use,
+                 *     across every replica. Within that time:
+                 *     - the same key with the same request (method, path and JSON body) answers what the first
+                 *       request answered — the same status and body, the same conversation or ticket, with
+                 *       `Idempotent-Replayed: true` — and creates nothing more;
+                 *     - the same key with a different request is a `422`;
+                 *     - the same key while the first request is still being processed is a `409` with
+                 *       `Retry-After` (retry then).
+                 *     A request that was refused (4xx other than these, or 503) leaves no record: its retry is
+                 *     processed afresh.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description A conversation id, as returned by `createConversation`. */
                 conversation_id: components["parameters"]["ConversationPath"];
@@ -802,6 +934,8 @@ export interface operations {
                 headers: {
                     /** @description The ticket's status address. */
                     Location?: string;
+                    /** @description `true` when this is the stored response to an earlier request with the same `Idempotency-Key`. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -814,7 +948,10 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -855,6 +992,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getAsk: {
@@ -886,6 +1027,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     cancelAsk: {
@@ -909,8 +1054,13 @@ export interface operations {
                     "application/json": components["schemas"]["CancelAccepted"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenAPIYAML: {

@@ -1,0 +1,171 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+)
+
+// Retry is how the client retries a call (create, status, cancel) that failed in a way a retry
+// can cure: a connection error, no response headers within Options.HeaderTimeout, a 502, 503
+// or 504 from the service or a gateway, or a 409 saying an earlier attempt with the same
+// Idempotency-Key is still in progress. The creating calls carry an Idempotency-Key, the same
+// on every attempt, so a retry never makes a second conversation or ticket; status is a read
+// and cancel is idempotent. Backoff is exponential with full jitter, capped, and never shorter
+// than the service's Retry-After. Every retry is logged (Options.Logger): never silently.
+type Retry struct {
+	// Initial is the backoff before the first retry. 0 means 250 ms.
+	Initial time.Duration
+	// Max caps the backoff. 0 means 5 s.
+	Max time.Duration
+	// Attempts is how many times a call is tried in all. 0 means 8; 1 means no retry.
+	Attempts int
+}
+
+func (r Retry) withDefaults() Retry {
+	if r.Initial <= 0 {
+		r.Initial = 250 * time.Millisecond
+	}
+	if r.Max <= 0 {
+		r.Max = 5 * time.Second
+	}
+	if r.Max < r.Initial {
+		r.Max = r.Initial
+	}
+	if r.Attempts <= 0 {
+		r.Attempts = 8
+	}
+	return r
+}
+
+// DefaultHeaderTimeout is Options.HeaderTimeout's default.
+const DefaultHeaderTimeout = 15 * time.Second
+
+// problemIdemBusy is the problem type of a 409 for a key whose first request is in progress.
+const problemIdemBusy = "urn:ask:problem:idempotency-key-in-progress"
+
+// newIdempotencyKey is a fresh key, as the draft's Structured Field string.
+func newIdempotencyKey() string { return `"` + rand.Text() + `"` }
+
+// errHeaderTimeout is the cause of a request cut for want of response headers.
+var errHeaderTimeout = errors.New("client: no response headers within the header timeout")
+
+// retrying calls call until it succeeds, fails for good, or runs out of attempts. call returns
+// its response (nil when there was none) and any transport error; done reports whether a
+// response is final (success, or a refusal a retry cannot cure).
+func retrying[T any](ctx context.Context, c *Client, op string, call func(context.Context) (T, *http.Response, []byte, error)) (T, error) {
+	p := c.opts.Retry
+	var zero T
+	for attempt := 1; ; attempt++ {
+		v, resp, body, err := call(ctx)
+		if ctx.Err() != nil {
+			return zero, fmt.Errorf("ask %s: %w", op, ctx.Err())
+		}
+		var tokErr *tokenError
+		retry, floor, cause := false, time.Duration(0), err
+		switch {
+		case err != nil && errors.As(err, &tokErr):
+			return zero, fmt.Errorf("ask %s: %w", op, err)
+		case err != nil:
+			retry = true // the connection failed, or no headers came in time
+		case retryableStatus(resp, body):
+			retry = true
+			ae := apiError(op, resp, body)
+			floor, cause = ae.RetryAfter, ae
+		default:
+			return v, nil // the caller turns a refusal into its APIError
+		}
+		if !retry || attempt >= p.Attempts {
+			if err != nil {
+				return zero, fmt.Errorf("ask %s: %w", op, err)
+			}
+			return zero, cause
+		}
+		d := max(backoff(Reconnect{Initial: p.Initial, Max: p.Max}, attempt, 0), floor)
+		c.log.Info("request retrying", "op", op, "attempt", attempt+1, "delay", d, "cause", cause.Error())
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return zero, fmt.Errorf("ask %s: %w", op, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// retryableStatus: 502, 503, 504, and the 409 of an Idempotency-Key still in progress.
+func retryableStatus(resp *http.Response, body []byte) bool {
+	if resp == nil {
+		return false
+	}
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	case http.StatusConflict:
+		ae := apiError("", resp, body)
+		return ae.Problem != nil && ae.Problem.Type == problemIdemBusy
+	}
+	return false
+}
+
+// headerTimeout is the HTTP doer that cuts a request whose response headers do not come
+// within d (plus the wait a `Prefer: wait=N` asks the service to hold the call), so a frozen
+// replica or gateway costs seconds; the body, once headers came, is not bounded (a stream
+// stays open as long as its run).
+type headerTimeout struct {
+	next gen.HttpRequestDoer
+	d    time.Duration
+}
+
+func (h headerTimeout) Do(req *http.Request) (*http.Response, error) {
+	d := h.d + preferWait(req.Header.Get("Prefer"))
+	ctx, cancel := context.WithCancelCause(req.Context())
+	timer := time.AfterFunc(d, func() { cancel(errHeaderTimeout) })
+	resp, err := h.next.Do(req.WithContext(ctx))
+	if !timer.Stop() {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		cancel(nil)
+		return nil, fmt.Errorf("%w (%v)", errHeaderTimeout, d)
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(nil) }}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// preferWait is the wait a Prefer header asks for ("wait=N"), or 0.
+func preferWait(h string) time.Duration {
+	for _, pref := range strings.Split(h, ",") {
+		tok, _, _ := strings.Cut(pref, ";")
+		name, val, ok := strings.Cut(strings.TrimSpace(tok), "=")
+		if ok && strings.EqualFold(strings.TrimSpace(name), "wait") {
+			if n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(val), `"`)); err == nil && n > 0 {
+				return time.Duration(n) * time.Second
+			}
+		}
+	}
+	return 0
+}

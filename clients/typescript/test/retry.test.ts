@@ -1,0 +1,112 @@
+// Retries of the calls other than the stream: the same Idempotency-Key on every attempt, which
+// statuses are retried, the header timeout; then a lost reply against the real service.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { AskClient, ApiError, HeaderTimeoutError } from "../src/client.js";
+import { KillableProxy } from "./proxy.js";
+import { stack, token } from "./stack.js";
+
+const conversation = JSON.stringify({ id: "cv", created_at: "2026-11-29T20:00:00Z" });
+
+/** A fake service answering each status in turn, then 201; it records every request. */
+function flaky(statuses: number[]) {
+  const seen: Request[] = [];
+  const fetch = async (req: Request) => {
+    seen.push(req);
+    const st = statuses[seen.length - 1];
+    if (st === undefined) return new Response(conversation, { status: 201, headers: { "Content-Type": "application/json" } });
+    const type = st === 409 ? "urn:ask:problem:idempotency-key-in-progress" : "about:blank";
+    return new Response(JSON.stringify({ type, title: "x", status: st }), {
+      status: st,
+      headers: { "Content-Type": "application/problem+json", ...(st === 409 ? { "Retry-After": "0" } : {}) },
+    });
+  };
+  return { fetch, seen };
+}
+
+describe("retries", () => {
+  test("502, 503, 504 and an in-progress 409 are retried with one Idempotency-Key, and said", async () => {
+    const { fetch, seen } = flaky([502, 503, 504, 409]);
+    const said: string[] = [];
+    const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, retry: { initialMs: 1, maxMs: 2 }, onRetry: (op, n) => said.push(`${op}#${n}`) });
+    const conv = await c.createConversation();
+    assert.equal(conv.id, "cv");
+    assert.equal(seen.length, 5);
+    const keys = seen.map((r) => r.headers.get("Idempotency-Key"));
+    assert.match(keys[0] ?? "", /^"[0-9a-f-]{36}"$/, "an sf-string key");
+    assert.ok(keys.every((k) => k === keys[0]), `one key on every attempt: ${keys.join(" ")}`);
+    assert.deepEqual(said, ["createConversation#2", "createConversation#3", "createConversation#4", "createConversation#5"]);
+  });
+
+  test("a refusal is not retried", async () => {
+    for (const st of [400, 404, 409, 422, 429, 500]) {
+      const { fetch, seen } = flaky([st]);
+      const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: st === 409 ? plain409(seen) : fetch, retry: { initialMs: 1 }, onRetry: () => {} });
+      await assert.rejects(c.createConversation(), (err) => err instanceof ApiError && err.status === st, `status ${st}`);
+      assert.equal(seen.length, 1, `status ${st} was tried once`);
+    }
+  });
+
+  test("a service that never answers costs the header timeout, then the retry answers", async () => {
+    let calls = 0;
+    const fetch = (req: Request) => {
+      calls++;
+      if (calls === 1) {
+        return new Promise<Response>((_, reject) => req.signal.addEventListener("abort", () => reject(req.signal.reason)));
+      }
+      return Promise.resolve(new Response(conversation, { status: 201, headers: { "Content-Type": "application/json" } }));
+    };
+    const causes: unknown[] = [];
+    const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, headerTimeoutMs: 50, retry: { initialMs: 1 }, onRetry: (_, __, cause) => causes.push(cause) });
+    const conv = await c.createConversation();
+    assert.equal(conv.id, "cv");
+    assert.equal(calls, 2);
+    assert.ok(causes[0] instanceof HeaderTimeoutError, `the retry's cause: ${String(causes[0])}`);
+  });
+});
+
+/** A 409 conflict naming a running ticket: a refusal, not the in-progress one. */
+function plain409(seen: Request[]) {
+  return async (req: Request) => {
+    seen.push(req);
+    return new Response(JSON.stringify({ type: "about:blank", title: "Conflict", status: 409, ticket: "t_x" }), {
+      status: 409,
+      headers: { "Content-Type": "application/problem+json" },
+    });
+  };
+}
+
+describe("a lost reply, against the dev stack", () => {
+  test("the retry answers the same ticket, and the ask runs once", async () => {
+    const urls = await stack();
+    const { proxy, url } = await KillableProxy.start(new URL(urls.ask));
+    try {
+      const tok = await token("alice");
+      const retries: string[] = [];
+      const c = new AskClient({ baseUrl: url, token: tok, retry: { initialMs: 10 }, onRetry: (op) => retries.push(op) });
+      const conv = await c.createConversation();
+      let lost = "";
+      proxy.cutWhen = (chunk) => {
+        const m = /^HTTP\/1\.1 202[\s\S]*"ticket":"([^"]+)"/.exec(chunk);
+        if (m?.[1]) lost = m[1];
+        return m !== null;
+      };
+      const ticket = await c.ask(conv.id, "How many sev1 incidents did we have in 2026-Q2?");
+      assert.equal(proxy.cuts, 1, "the proxy lost the first reply");
+      assert.ok(lost !== "", "the service created a ticket before the reply was lost");
+      assert.equal(ticket.ticket, lost, "the retry answered the ticket the lost reply held");
+      assert.deepEqual(retries, ["createAsk"]);
+      const { outcome } = await c.follow(ticket.ticket);
+      assert.equal(outcome.type, "answer");
+      // One ask ran in the conversation: a second would have been refused (409) or left a
+      // running ticket; the next ask is admitted at once.
+      const next = await c.ask(conv.id, "How many sev1 incidents did we have in 2026-Q2?");
+      assert.notEqual(next.ticket, ticket.ticket);
+      await c.follow(next.ticket);
+    } finally {
+      await proxy.close();
+    }
+  });
+});

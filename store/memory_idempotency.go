@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// memIdems are the Memory store's idempotency records. Expired records are purged lazily,
+// oldest first, as new ones arrive: records are begun with the service's one TTL, so the
+// insertion order is the expiry order (near enough; a record is also checked on every use).
+type memIdems struct {
+	mu    sync.Mutex
+	recs  map[string]*memIdem
+	order []memIdemRef
+}
+
+type memIdem struct {
+	fp       string
+	id       string
+	prev     string
+	done     bool
+	response []byte
+	lock     time.Time // the holder's lock, while not done
+	expires  time.Time
+}
+
+type memIdemRef struct {
+	k   string
+	rec *memIdem
+}
+
+var _ Idempotency = (*Memory)(nil)
+
+func idemKey(o Owner, key string) string { return o.Key() + "\x00" + key }
+
+// BeginIdempotent implements Idempotency.
+func (m *Memory) BeginIdempotent(_ context.Context, owner Owner, key string, b IdemBegin) (IdemResult, error) {
+	x := &m.idems
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	now := time.Now()
+	x.purge(now)
+	k := idemKey(owner, key)
+	r := x.recs[k]
+	if r != nil && !now.Before(r.expires) {
+		delete(x.recs, k)
+		r = nil
+	}
+	switch {
+	case r == nil:
+		if x.recs == nil {
+			x.recs = map[string]*memIdem{}
+		}
+		r = &memIdem{fp: b.Fingerprint, id: b.Candidate, lock: now.Add(b.Lock), expires: now.Add(b.TTL)}
+		x.recs[k] = r
+		x.order = append(x.order, memIdemRef{k, r})
+		return IdemResult{State: IdemNew, ID: b.Candidate}, nil
+	case r.fp != b.Fingerprint:
+		return IdemResult{State: IdemMismatch}, nil
+	case r.done:
+		return IdemResult{State: IdemDone, ID: r.id, Response: append([]byte(nil), r.response...)}, nil
+	case r.id == b.Candidate: // this request's own retry
+		return IdemResult{State: IdemNew, ID: r.id, Prev: r.prev}, nil
+	case now.Before(r.lock):
+		return IdemResult{State: IdemBusy, ID: r.id}, nil
+	}
+	// The holder's lock lapsed: take over, remembering what it may have created.
+	r.prev, r.id, r.lock = r.id, b.Candidate, now.Add(b.Lock)
+	return IdemResult{State: IdemNew, ID: r.id, Prev: r.prev}, nil
+}
+
+// CompleteIdempotent implements Idempotency.
+func (m *Memory) CompleteIdempotent(_ context.Context, owner Owner, key, candidate, final string, response []byte) error {
+	x := &m.idems
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := x.recs[idemKey(owner, key)]
+	switch {
+	case r == nil: // expired: nobody else can hold it
+		return nil
+	case !r.done && r.id == candidate:
+		r.done, r.id, r.response = true, final, append([]byte(nil), response...)
+		return nil
+	case r.done && r.id == final:
+		return nil
+	}
+	return ErrIdemLost
+}
+
+// AbandonIdempotent implements Idempotency.
+func (m *Memory) AbandonIdempotent(_ context.Context, owner Owner, key, candidate string) error {
+	x := &m.idems
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	k := idemKey(owner, key)
+	if r := x.recs[k]; r != nil && !r.done && r.id == candidate {
+		delete(x.recs, k)
+	}
+	return nil
+}
+
+// purge drops the expired records at the front of the insertion order.
+func (x *memIdems) purge(now time.Time) {
+	n := 0
+	for ; n < len(x.order) && !now.Before(x.order[n].rec.expires); n++ {
+		if x.recs[x.order[n].k] == x.order[n].rec {
+			delete(x.recs, x.order[n].k)
+		}
+	}
+	if n > 0 {
+		x.order = append(x.order[:0], x.order[n:]...)
+	}
+}

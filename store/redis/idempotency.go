@@ -1,0 +1,108 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/store"
+)
+
+// idem is an owner's record for one Idempotency-Key: a hash {fp, id, prev, state (p|d), lock
+// (ms, Redis's clock), resp}, expiring TTL after its first use. The owner part is
+// length-prefixed, so no owner's keys run into another's.
+func (k keys) idem(o store.Owner, key string) string {
+	f := ownerField(o)
+	return k.prefix + "idem:" + strconv.Itoa(len(f)) + ":" + f + key
+}
+
+// beginIdem: KEYS record; ARGV fingerprint, candidate, lock_ms, ttl_ms. Re-running it with the
+// same candidate (a retried call whose reply was lost) answers "new" again.
+var beginIdem = goredis.NewScript(prelude + `
+local now = now_ms()
+local r = redis.call('HMGET', KEYS[1], 'fp', 'state', 'id', 'lock', 'resp', 'prev')
+if not r[1] then
+  redis.call('HSET', KEYS[1], 'fp', ARGV[1], 'state', 'p', 'id', ARGV[2], 'lock', now + tonumber(ARGV[3]))
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return {'new', ARGV[2], ''}
+end
+if r[1] ~= ARGV[1] then return {'mismatch', '', ''} end
+if r[2] == 'd' then return {'done', r[3], r[5] or ''} end
+if r[3] == ARGV[2] then return {'new', r[3], r[6] or ''} end
+if tonumber(r[4]) > now then return {'busy', r[3], ''} end
+redis.call('HSET', KEYS[1], 'prev', r[3], 'id', ARGV[2], 'lock', now + tonumber(ARGV[3]))
+return {'new', ARGV[2], r[3]}
+`)
+
+// completeIdem: KEYS record; ARGV candidate, final, response. 1 when the record is (now) done
+// with final, or gone; 0 when another attempt holds it.
+var completeIdem = goredis.NewScript(`
+local r = redis.call('HMGET', KEYS[1], 'state', 'id')
+if not r[1] then return 1 end
+if r[1] == 'p' and r[2] == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'state', 'd', 'id', ARGV[2], 'resp', ARGV[3])
+  redis.call('HDEL', KEYS[1], 'lock', 'prev')
+  return 1
+end
+if r[1] == 'd' and r[2] == ARGV[2] then return 1 end
+return 0
+`)
+
+// abandonIdem: KEYS record; ARGV candidate. Deletes the record only while the candidate
+// holds it, not done.
+var abandonIdem = goredis.NewScript(`
+local r = redis.call('HMGET', KEYS[1], 'state', 'id')
+if r[1] == 'p' and r[2] == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+`)
+
+var _ store.Idempotency = (*Store)(nil)
+
+// BeginIdempotent implements store.Idempotency, in one script.
+func (s *Store) BeginIdempotent(ctx context.Context, owner store.Owner, key string, b store.IdemBegin) (store.IdemResult, error) {
+	ttl := b.TTL
+	if ttl <= 0 {
+		ttl = s.ttl
+	}
+	res, err := beginIdem.Run(ctx, s.rdb, []string{s.keys.idem(owner, key)},
+		b.Fingerprint, b.Candidate, ms(b.Lock), ms(ttl)).StringSlice()
+	if err != nil {
+		return store.IdemResult{}, wrap(err)
+	}
+	if len(res) != 3 {
+		return store.IdemResult{}, fmt.Errorf("redis store: begin idempotent: unexpected reply of %d values", len(res))
+	}
+	switch res[0] {
+	case "new":
+		return store.IdemResult{State: store.IdemNew, ID: res[1], Prev: res[2]}, nil
+	case "done":
+		return store.IdemResult{State: store.IdemDone, ID: res[1], Response: []byte(res[2])}, nil
+	case "mismatch":
+		return store.IdemResult{State: store.IdemMismatch}, nil
+	case "busy":
+		return store.IdemResult{State: store.IdemBusy, ID: res[1]}, nil
+	}
+	return store.IdemResult{}, fmt.Errorf("redis store: begin idempotent: unexpected status %q", res[0])
+}
+
+// CompleteIdempotent implements store.Idempotency.
+func (s *Store) CompleteIdempotent(ctx context.Context, owner store.Owner, key, candidate, final string, response []byte) error {
+	n, err := completeIdem.Run(ctx, s.rdb, []string{s.keys.idem(owner, key)}, candidate, final, response).Int()
+	if err != nil {
+		return wrap(err)
+	}
+	if n != 1 {
+		return store.ErrIdemLost
+	}
+	return nil
+}
+
+// AbandonIdempotent implements store.Idempotency.
+func (s *Store) AbandonIdempotent(ctx context.Context, owner store.Owner, key, candidate string) error {
+	if err := abandonIdem.Run(ctx, s.rdb, []string{s.keys.idem(owner, key)}, candidate).Err(); err != nil {
+		return wrap(err)
+	}
+	return nil
+}

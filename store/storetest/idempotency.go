@@ -1,0 +1,106 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/store"
+)
+
+// testIdempotency: the Idempotency-Key records (store.Idempotency's protocol). A lock of
+// zero has lapsed at once and an hour's never does, so no test waits.
+func testIdempotency(t *testing.T, f Factory) {
+	ctx := t.Context()
+	held := func(fp, cand string) store.IdemBegin {
+		return store.IdemBegin{Fingerprint: fp, Candidate: cand, Lock: time.Hour, TTL: time.Hour}
+	}
+	begin := func(s store.Store, o store.Owner, key string, b store.IdemBegin) store.IdemResult {
+		t.Helper()
+		r, err := s.BeginIdempotent(ctx, o, key, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	want := func(got store.IdemResult, state store.IdemState, id, prev string) {
+		t.Helper()
+		if got.State != state || got.ID != id || got.Prev != prev {
+			t.Errorf("begin: %+v, want state %d id %q prev %q", got, state, id, prev)
+		}
+	}
+
+	t.Run("NewDoneReplay", func(t *testing.T) {
+		s := f(t, Options{})
+		want(begin(s, Alice, "k1", held("fp", "a")), store.IdemNew, "a", "")
+		// The same call again (its reply was lost): still this request's.
+		want(begin(s, Alice, "k1", held("fp", "a")), store.IdemNew, "a", "")
+		// Another request with the key while the first holds it.
+		want(begin(s, Alice, "k1", held("fp", "b")), store.IdemBusy, "a", "")
+		// Another body.
+		want(begin(s, Alice, "k1", held("other", "c")), store.IdemMismatch, "", "")
+		if err := s.CompleteIdempotent(ctx, Alice, "k1", "a", "a", []byte(`{"id":"a"}`)); err != nil {
+			t.Fatal(err)
+		}
+		// Completing again (a lost reply) is fine.
+		if err := s.CompleteIdempotent(ctx, Alice, "k1", "a", "a", []byte(`{"id":"a"}`)); err != nil {
+			t.Fatal(err)
+		}
+		got := begin(s, Alice, "k1", held("fp", "d"))
+		want(got, store.IdemDone, "a", "")
+		if string(got.Response) != `{"id":"a"}` {
+			t.Errorf("replayed response %q", got.Response)
+		}
+		want(begin(s, Alice, "k1", held("other", "e")), store.IdemMismatch, "", "")
+		// Scoped to the owner: Bob's k1 is his own.
+		want(begin(s, Bob, "k1", held("fp", "f")), store.IdemNew, "f", "")
+		// Abandoning a completed record does nothing.
+		if err := s.AbandonIdempotent(ctx, Alice, "k1", "a"); err != nil {
+			t.Fatal(err)
+		}
+		want(begin(s, Alice, "k1", held("fp", "g")), store.IdemDone, "a", "")
+	})
+
+	t.Run("AbandonFreesTheKey", func(t *testing.T) {
+		s := f(t, Options{})
+		want(begin(s, Alice, "k2", held("fp", "a")), store.IdemNew, "a", "")
+		// Only the holder may abandon.
+		if err := s.AbandonIdempotent(ctx, Alice, "k2", "zzz"); err != nil {
+			t.Fatal(err)
+		}
+		want(begin(s, Alice, "k2", held("fp", "b")), store.IdemBusy, "a", "")
+		if err := s.AbandonIdempotent(ctx, Alice, "k2", "a"); err != nil {
+			t.Fatal(err)
+		}
+		// A refused request leaves no record: the key may even carry another body now.
+		want(begin(s, Alice, "k2", held("other", "c")), store.IdemNew, "c", "")
+	})
+
+	t.Run("TakeoverAfterTheLockLapses", func(t *testing.T) {
+		s := f(t, Options{})
+		lapsing := store.IdemBegin{Fingerprint: "fp", Candidate: "a", Lock: 0, TTL: time.Hour}
+		want(begin(s, Alice, "k3", lapsing), store.IdemNew, "a", "")
+		// The holder stalled past its lock: the next attempt takes over and learns what the
+		// first may have created.
+		want(begin(s, Alice, "k3", held("fp", "b")), store.IdemNew, "b", "a")
+		// Its own retry still holds it.
+		want(begin(s, Alice, "k3", held("fp", "b")), store.IdemNew, "b", "a")
+		// The stalled one comes back: it lost the record.
+		if err := s.CompleteIdempotent(ctx, Alice, "k3", "a", "a", []byte("x")); !errors.Is(err, store.ErrIdemLost) {
+			t.Errorf("the stalled attempt's complete: %v, want ErrIdemLost", err)
+		}
+		// The new holder answers what the first created.
+		if err := s.CompleteIdempotent(ctx, Alice, "k3", "b", "a", []byte("first")); err != nil {
+			t.Fatal(err)
+		}
+		// Now the first one's complete agrees with the record.
+		if err := s.CompleteIdempotent(ctx, Alice, "k3", "a", "a", []byte("x")); err != nil {
+			t.Errorf("complete agreeing with the record: %v", err)
+		}
+		got := begin(s, Alice, "k3", held("fp", "c"))
+		want(got, store.IdemDone, "a", "")
+		if string(got.Response) != "first" {
+			t.Errorf("replayed %q, want the stored response", got.Response)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -32,6 +33,12 @@ type Options struct {
 	// when the run is cancelled or times out is not cut short: it completes (tools are
 	// read-only, and the source's audit line then records it) within this bound.
 	ToolTimeout time.Duration
+	// Phase is 1 (zero: the default) for one loop in the supervisor branch, or 2 for a branch
+	// per source, reconciled by the supervisor (see the package doc).
+	Phase int
+	// DivergenceTurns, in phase 2, caps the model calls of the catalog-withheld branch that
+	// answer.divergence is computed from; zero means no such branch and divergence null.
+	DivergenceTurns int
 	// TracerProvider starts a span per tool call, a child of the span in the run's context
 	// (the ask's); its trace context goes to the source in a W3C traceparent header, so the
 	// source's audit line can name the trace. nil means no spans.
@@ -52,6 +59,9 @@ type Agent struct {
 	system   string
 	toolTime time.Duration
 	tracer   trace.Tracer
+	phase    int
+	// divergenceTurns is the withheld branch's model-call cap; 0 means no divergence.
+	divergenceTurns int
 }
 
 var _ ask.Runner = (*Agent)(nil)
@@ -61,12 +71,21 @@ func New(opts Options) (*Agent, error) {
 	if opts.Model == nil {
 		return nil, errors.New("agent: a model is required")
 	}
+	switch opts.Phase {
+	case 0, 1, 2:
+	default:
+		return nil, fmt.Errorf("agent: phase %d: want 1 or 2", opts.Phase)
+	}
+	if opts.DivergenceTurns < 0 || (opts.DivergenceTurns > 0 && opts.Phase != 2) {
+		return nil, errors.New("agent: divergence needs phase 2 and a non-negative number of turns")
+	}
 	if len(opts.Sources) == 0 {
 		return nil, errors.New("agent: at least one source is required")
 	}
 	a := &Agent{
 		model: opts.Model, sources: opts.Sources, log: opts.Logger, hc: opts.HTTPClient,
 		maxTurns: opts.MaxTurns, system: opts.SystemPrompt, toolTime: opts.ToolTimeout,
+		phase: max(opts.Phase, 1), divergenceTurns: opts.DivergenceTurns,
 	}
 	tp := opts.TracerProvider
 	if tp == nil {

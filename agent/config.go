@@ -55,7 +55,16 @@ type Config struct {
 	MaxTurns int
 	// Sources are the MCP sources, from DAS_SOURCES.
 	Sources []SourceConfig
+	// Phase is 1 (one loop) or 2 (a branch per source), from ASK_PHASE.
+	Phase int
+	// DivergenceTurns caps the catalog-withheld branch's model calls in phase 2 (0: no
+	// divergence), from ASK_DIVERGENCE_TURNS.
+	DivergenceTurns int
 }
+
+// DefaultDivergenceTurns is ASK_DIVERGENCE_TURNS's default in phase 2: enough for the
+// catalog-withheld branch to discover a table or two, query and answer.
+const DefaultDivergenceTurns = 6
 
 // ConfigFromEnv reads the configuration from the environment (see the package doc). An invalid
 // value fails with a message naming the variable; the message never contains a key.
@@ -125,6 +134,19 @@ func ConfigFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.MaxTokens = int64(maxTokens)
 	if c.MaxTurns, err = integer(get, "ASK_MAX_TURNS", DefaultMaxTurns, 1); err != nil {
 		return Config{}, err
+	}
+	if c.Phase, err = integer(get, "ASK_PHASE", 1, 1); err != nil || c.Phase > 2 {
+		return Config{}, fmt.Errorf("ASK_PHASE=%q: want 1 or 2", get("ASK_PHASE"))
+	}
+	defTurns := 0
+	if c.Phase == 2 {
+		defTurns = DefaultDivergenceTurns
+	}
+	if c.DivergenceTurns, err = integer(get, "ASK_DIVERGENCE_TURNS", defTurns, 0); err != nil {
+		return Config{}, err
+	}
+	if c.DivergenceTurns > 0 && c.Phase != 2 {
+		return Config{}, fmt.Errorf("ASK_DIVERGENCE_TURNS=%q: divergence needs ASK_PHASE=2", get("ASK_DIVERGENCE_TURNS"))
 	}
 	srcs := get("DAS_SOURCES")
 	if srcs == "" {
@@ -197,6 +219,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("llm", c.LLM), slog.String("model", c.Model), slog.String("base_url", c.BaseURL),
 		slog.Any("sources", names), slog.Int("max_turns", c.MaxTurns),
+		slog.Int("phase", c.Phase), slog.Int("divergence_turns", c.DivergenceTurns),
 		slog.Duration("timeout", c.Timeout), slog.Int("max_retries", c.MaxRetries),
 	)
 }

@@ -3,8 +3,9 @@
 // ends in exactly one of answer, abstention, refusal or error, decided mechanically from what
 // the tools did rather than from what the model says.
 //
-// *Agent implements ask.Runner. Phase 1 runs one loop (the supervisor branch, which the
-// service opens and closes); sources are listed in DAS_SOURCES and their tools discovered.
+// *Agent implements ask.Runner. Phase 1 (the default) runs one loop in the supervisor branch,
+// which the service opens and closes; sources are listed in DAS_SOURCES and their tools
+// discovered. Phase 2 (Options.Phase, ASK_PHASE=2) fans out; see Phase 2 below.
 //
 // # Configuration
 //
@@ -25,6 +26,8 @@
 //	ASK_LLM_MAX_TOKENS   output cap per model call (default 4096)
 //	ASK_MAX_TURNS        model calls per run before error{kind: model} (default 12)
 //	DAS_SOURCES          MCP sources, name=URL[,name=URL...] (default demo=http://127.0.0.1:8091/mcp)
+//	ASK_PHASE            1 (default) or 2: a branch per source, reconciled, and divergence
+//	ASK_DIVERGENCE_TURNS phase 2: model calls of the catalog-withheld branch (default 6; 0: none)
 //
 // # Outcomes
 //
@@ -58,7 +61,22 @@
 // statement, the definition's own source, kind); caveats are those definitions' caveats;
 // path.detail is catalog (no statement ran), warehouse (statements ran on one source) or multi
 // (on more than one); headline is present only when the result is one row of one column; text
-// is the model's final prose; divergence is null.
+// is the model's final prose; divergence is null in phase 1.
+//
+// # Phase 2
+//
+// One `source` branch per configured source (b2, b3, … in DAS_SOURCES order, parent b1), each a
+// sub-agent — this same loop — with that source's tools only, all concurrent; beside them, when
+// DivergenceTurns > 0 and some source offers a catalog tool, one `withheld` branch answering the
+// question with every tool but the catalog's and no mention of it. Steps and milestones carry
+// their branch's id. Outcomes combine mechanically: a refusal in any branch is the run's refusal
+// (and stops the other branches); else an error in a source branch is the run's error; else the
+// supervisor emits a reconciling milestone and runs the loop once more with every tool, the
+// branches' calls and results given to the model as its own, and the outcome is decided from
+// every branch's facts and its own as in phase 1. An answer's divergence is the withheld branch's
+// answer when both have a result and their rows differ (see divergence); the withheld branch
+// failing or abstaining leaves it null and never fails the ask. docs/decisions.md has the
+// reasons.
 //
 // # Milestones
 //

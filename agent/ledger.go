@@ -26,6 +26,9 @@ type definition struct {
 	Source     string   `json:"source"`
 	Kind       string   `json:"kind"`
 	Caveats    []string `json:"caveats"`
+	// Tables are the tables that hold the term's data, when the catalog says (divergence names
+	// the definitions whose tables the catalog-withheld answer read).
+	Tables []string `json:"tables"`
 }
 
 type statement struct {

@@ -31,3 +31,22 @@ func conversation(history []ask.Turn, question string) []model.Message {
 	}
 	return append(msgs, model.Message{Role: model.RoleUser, Text: question})
 }
+
+// branchPrompt is a phase-2 source branch's system prompt: the default's rules, confined to
+// one source (%[2]s), whose findings the supervisor reconciles with the other branches'.
+const branchPrompt = `%[1]s
+You are one of several sub-agents working on this question at the same time, one per source. You have only the tools of the source %[2]q.
+Find what this source can contribute: the definitions it holds, or the tables and figures. Stop when this source has nothing more to give; the other sources are consulted by the others.`
+
+// reconcilePrompt follows the default system prompt for the phase-2 supervisor's
+// reconciliation: the tool calls before it were made by its source branches.
+const reconcilePrompt = `
+The tool calls above were made for you by sub-agents, one per source, at the same time and without seeing each other's results. Reconcile what they found: where a definition from the catalog changes what a query should count, run the query again as the definition says. Then answer.`
+
+// withheldPrompt is the catalog-withheld branch's system prompt: the same task with no catalog,
+// so that the answer shows what the question would have been answered as without definitions.
+const withheldPrompt = `You answer questions about an organisation's data using the tools you are given.
+Discover the tables you need before you query them. Queries are read-only SQL.
+If a tool returns an error, correct the call and try again.
+If you cannot answer, say so plainly and stop; do not guess.
+Answer briefly, in prose, from what the tools returned. Earlier turns of the conversation are context for follow-up questions.`

@@ -40,37 +40,68 @@ func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.
 			s.Close()
 		}
 	}()
-	tools := newToolset(sessions)
+	if a.phase == 2 {
+		return a.fanOut(ctx, req, sessions, emit)
+	}
 	led := &ledger{question: req.Question}
-	msgs := conversation(req.History, req.Question)
+	lp := a.loop(ctx, loopSpec{system: a.system, msgs: conversation(req.History, req.Question), tools: newToolset(sessions), led: led, emit: emit, turns: a.maxTurns})
+	if lp.end != nil {
+		return *lp.end
+	}
+	return led.outcome(lp.text, req.History)
+}
 
-	for range a.maxTurns {
+// loopSpec is one model loop: the supervisor's in phase 1, a branch's or the reconciliation in
+// phase 2.
+type loopSpec struct {
+	system string
+	msgs   []model.Message
+	tools  toolset
+	led    *ledger
+	emit   ask.Emitter
+	turns  int // model calls allowed
+}
+
+// loopEnd is how a loop ended: the model's final prose and the messages that led to it, or the
+// outcome that ended the run (a refusal, an error).
+type loopEnd struct {
+	text string
+	msgs []model.Message
+	end  *ask.Outcome
+}
+
+// loop lets the model call spec's tools until it answers in prose, a call is refused or fails
+// in transport, or the turns run out. ctx is checked before every model call and tool call.
+func (a *Agent) loop(ctx context.Context, spec loopSpec) loopEnd {
+	msgs := spec.msgs
+	ended := func(o ask.Outcome) loopEnd { return loopEnd{msgs: msgs, end: &o} }
+	for range spec.turns {
 		if ctx.Err() != nil {
-			return failure(ctx, gen.ErrorKindCancelled, ctx.Err())
+			return ended(failure(ctx, gen.ErrorKindCancelled, ctx.Err()))
 		}
-		resp, err := a.model.Complete(ctx, model.Request{System: a.system, Messages: msgs, Tools: tools.specs})
-		emit.ModelCall(ask.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens})
+		resp, err := a.model.Complete(ctx, model.Request{System: spec.system, Messages: msgs, Tools: spec.tools.specs})
+		spec.emit.ModelCall(ask.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens})
 		if err != nil {
-			return failure(ctx, gen.ErrorKindModel, providerError(err))
+			return ended(failure(ctx, gen.ErrorKindModel, providerError(err)))
 		}
 		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) == 0 {
-			return led.outcome(resp.Text, req.History)
+			return loopEnd{text: resp.Text, msgs: msgs}
 		}
 		results := model.Message{Role: model.RoleUser}
 		for _, tc := range resp.ToolCalls {
 			if ctx.Err() != nil {
-				return failure(ctx, gen.ErrorKindCancelled, ctx.Err())
+				return ended(failure(ctx, gen.ErrorKindCancelled, ctx.Err()))
 			}
-			tr, end := a.call(ctx, tools, led, tc, emit)
+			tr, end := a.call(ctx, spec.tools, spec.led, tc, spec.emit)
 			if end != nil {
-				return *end
+				return ended(*end)
 			}
 			results.ToolResults = append(results.ToolResults, tr)
 		}
 		msgs = append(msgs, results)
 	}
-	return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindModel, Message: fmt.Sprintf("too many turns: the model did not finish in %d calls", a.maxTurns)}}
+	return ended(ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindModel, Message: fmt.Sprintf("too many turns: the model did not finish in %d calls", spec.turns)}})
 }
 
 // call makes one tool call the model asked for and reports it. It returns the result for the

@@ -165,6 +165,7 @@ func TestRunInProcess(t *testing.T) {
 			window:   120 * time.Millisecond,
 			replay:   2,
 			peer:     1,
+			phase2:   1,
 		},
 	})
 	if err != nil {
@@ -199,6 +200,10 @@ func TestRunInProcess(t *testing.T) {
 	}
 	if r.Peer == nil || r.Peer.PeerReplay.N != 1 || r.Peer.LiveSpeedup <= 0 {
 		t.Errorf("peer: %+v", r.Peer)
+	}
+	if p := r.Phase2; p == nil || p.Phase1.Outcomes["answer"] != 1 || p.Phase2.Outcomes["answer"] != 1 || p.Divergences != 1 ||
+		p.Phase2.ModelCalls <= p.Phase1.ModelCalls || p.Ratio.ModelCalls <= 1 {
+		t.Errorf("phase 2: %+v, want one answer each, a divergence, and more model calls in phase 2", p)
 	}
 	if r.Machine.GoVersion == "" || r.Machine.Date == "" {
 		t.Errorf("machine: %+v", r.Machine)

@@ -37,6 +37,9 @@ const (
 type ServeOptions struct {
 	// Mode is ModeSynthetic (default) or ModeStack.
 	Mode string
+	// Phase, in ModeStack, is 1 or 2 on the split demo (a catalog and a warehouse source); 0
+	// means the one demo source in phase 1.
+	Phase int
 	// KeepAlive is the service's keep-alive interval; 0 means the service's default.
 	KeepAlive time.Duration
 	// MaxEvents is the service's per-ticket bound; 0 means 100000 in ModeSynthetic (so that no
@@ -108,7 +111,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		if opts.MaxEvents > 0 {
 			cfg.MaxEvents = opts.MaxEvents
 		}
-		st, err := stack.Start(ctx, stack.Options{Service: &cfg, Logger: log})
+		st, err := stack.Start(ctx, stack.Options{Service: &cfg, Logger: log, Split: opts.Phase > 0, Phase: opts.Phase})
 		if err != nil {
 			return err
 		}

@@ -64,6 +64,9 @@ func (r *Report) markdown(findings string) string {
 		p("No figure (see the failures above).\n\n")
 	}
 
+	p("### What phase 2 costs per ask\n\n")
+	r.phase2Section(p)
+
 	p("## 3. Stream delivery\n\nA synthetic run emitting step events as fast as it can, released once every reader's stream is open; events/s summed over readers, from the release to the last reader's `done`, median of the rounds. ")
 	p("Baseline: plain `net/http` (behind the same JWT validation) writing the same pre-encoded frames with a flush per frame. The one-write column is the wire's ceiling (everything written, one flush): context, not a target.\n\n")
 	r.deliveryTable(p)

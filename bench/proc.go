@@ -65,6 +65,9 @@ func childArgs(opts ServeOptions) []string {
 	if opts.Store != "" {
 		args = append(args, "-store", opts.Store)
 	}
+	if opts.Phase > 0 {
+		args = append(args, "-phase", strconv.Itoa(opts.Phase))
+	}
 	return args
 }
 

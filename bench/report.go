@@ -17,6 +17,7 @@ type Report struct {
 
 	TimeToTicket []TicketLevel   `json:"time_to_ticket"`
 	E2E          *E2E            `json:"ask_end_to_end,omitempty"`
+	Phase2       *Phase2Cost     `json:"phase2,omitempty"`
 	Delivery     []DeliveryLevel `json:"stream_delivery"`
 	Idle         *Idle           `json:"idle_streams,omitempty"`
 	Replay       *Replay         `json:"replay,omitempty"`

@@ -30,7 +30,7 @@ type RunOptions struct {
 	// KeepAlive is the service's keep-alive interval in the idle workload and the idle window
 	// measured; 0 means the service's default (10 s).
 	KeepAlive time.Duration
-	// Only, when not empty, names the workloads to run (time-to-ticket, ask-end-to-end,
+	// Only, when not empty, names the workloads to run (time-to-ticket, ask-end-to-end, ask-phase2,
 	// stream-delivery, replay, peer-mcp, idle-streams, micro); the report has only their figures.
 	Only []string
 	// Redis runs time to ticket, stream delivery and replay once more against a child whose
@@ -55,6 +55,7 @@ type sizes struct {
 	window   time.Duration // the idle window; 0 means the keep-alive interval
 	replay   int
 	peer     int
+	phase2   int // rounds of the phase-2 workload: one phase-1 and one phase-2 ask each
 }
 
 func sizesFor(quick bool) sizes {
@@ -66,6 +67,7 @@ func sizesFor(quick bool) sizes {
 			idle:     []int{100, 500, 1000},
 			replay:   20,
 			peer:     5,
+			phase2:   5,
 		}
 	}
 	return sizes{
@@ -75,6 +77,7 @@ func sizesFor(quick bool) sizes {
 		idle:     []int{1000, 5000, 10000},
 		replay:   200,
 		peer:     40,
+		phase2:   40,
 	}
 }
 
@@ -174,6 +177,19 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 			r.E2E = &e
 		}
 		return err
+	})
+	// What phase 2 costs per ask: a phase-1 and a phase-2 stack side by side, asked in turns.
+	with("ask-phase2", ServeOptions{Mode: ModeStack, Phase: 1}, func(p1 *child) error {
+		p2, err := start(ServeOptions{Mode: ModeStack, Phase: 2})
+		if err != nil {
+			return err
+		}
+		p1.startCPU(ctx)
+		c, err := phase2(ctx, p1, p2, sz.phase2)
+		if err == nil {
+			r.Phase2 = &c
+		}
+		return errors.Join(err, p2.stop())
 	})
 	with("stream-delivery", synth, func(ch *child) (err error) {
 		r.Delivery, err = delivery(ctx, ch, sz.delivery)

@@ -26,7 +26,20 @@ type auditLine struct {
 // audit returns the audit lines for one call_id: GET {AuditURL}/audit?call_id=..., answered
 // with a JSON array or JSON lines.
 func (s *session) audit(ctx context.Context, callID string) ([]auditLine, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.AuditURL+"/audit?call_id="+url.QueryEscape(callID), nil)
+	var all []auditLine
+	for _, root := range append([]string{s.cfg.AuditURL}, s.cfg.AuditURLs...) {
+		lines, err := s.auditAt(ctx, root, callID)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, lines...)
+	}
+	return all, nil
+}
+
+// auditAt is audit at one source's audit root.
+func (s *session) auditAt(ctx context.Context, root, callID string) ([]auditLine, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/audit?call_id="+url.QueryEscape(callID), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -18,18 +18,20 @@ func checkMilestoneBeforeStep(ctx context.Context, s *session) verdict {
 	caps, found := completeCaptures(runs)
 	steps := 0
 	for _, fs := range caps {
-		announced := map[string]bool{} // source → a milestone since its last step
+		// (branch, source) → a milestone since its last step. Phase 1 names no branch; in phase 2
+		// branches call the same source concurrently, so each is announced in its own branch.
+		announced := map[[2]string]bool{}
 		for _, e := range fs.c.Events {
+			key := [2]string{e.str("branch_id"), e.str("source")}
 			switch e.Type {
 			case "milestone":
-				announced[e.str("source")] = true
+				announced[key] = true
 			case "step":
 				steps++
-				src := e.str("source")
-				if !announced[src] {
-					found = append(found, fmt.Sprintf("%s: step %d (%s on %s) has no milestone of its source before it", fs.label, e.Seq, e.str("tool"), src))
+				if !announced[key] {
+					found = append(found, fmt.Sprintf("%s: step %d (%s on %s) has no milestone of its source before it", fs.label, e.Seq, e.str("tool"), key[1]))
 				}
-				announced[src] = false
+				announced[key] = false
 			}
 		}
 	}

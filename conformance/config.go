@@ -29,6 +29,17 @@ type Config struct {
 	// AuditURL is the root of a source's audit log (GET {AuditURL}/audit?call_id=...). Without
 	// it the checks that compare the stream with the audit log are skipped.
 	AuditURL string
+	// AuditURLs are the audit roots of further sources (a target with several sources audits
+	// each call at the source that made it); a call_id is looked up at AuditURL and at each.
+	AuditURLs []string
+	// Phase2 says the target runs phase 2: a branch per configured source, and divergence.
+	// Without it the phase checks hold the target to phase 1 (one supervisor branch, no
+	// branch_id, divergence null).
+	Phase2 bool
+	// Sources are the names of the target's configured sources (DAS_SOURCES), for the check
+	// that phase 2 opens one branch per source; empty means the names are not checked, only
+	// that each source branch names a distinct source.
+	Sources []string
 	// Behaviour adds the behaviour checks (refusal, abstention, path, conversation memory),
 	// which depend on the model's judgement (or, with the llm-stub, on its script).
 	Behaviour bool
@@ -65,6 +76,9 @@ type Questions struct {
 	Abstention string
 	// CatalogOnly is answered from the catalog alone.
 	CatalogOnly string
+	// WrongWinner is answered differently with the catalog withheld (phase 2: a divergence);
+	// Answer is one the catalog does not change (divergence null).
+	WrongWinner string
 	// FollowUpFirst names an entity (its answer's first result cell) that FollowUpSecond
 	// refers to as "that team".
 	FollowUpFirst  string
@@ -80,6 +94,7 @@ func DefaultQuestions() Questions {
 		Refusal:        "What was the on-call pay per team in 2026-Q3?",
 		Abstention:     "What is our customer churn rate?",
 		CatalogOnly:    "What does change failure rate mean?",
+		WrongWinner:    "Which team had the highest change failure rate in 2026-Q3?",
 		FollowUpFirst:  "Which team had the most incidents in 2026-Q3?",
 		FollowUpSecond: "How many deployments did that team ship in 2026-Q3?",
 	}
@@ -112,6 +127,12 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		c.AuditURL = strings.TrimRight(c.AuditURL, "/")
 	}
+	for i, a := range c.AuditURLs {
+		if u, err := url.Parse(a); err != nil || u.Host == "" {
+			errs = append(errs, errors.New("conformance: AuditURLs: want absolute http(s) URLs"))
+		}
+		c.AuditURLs[i] = strings.TrimRight(a, "/")
+	}
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
 	}
@@ -121,7 +142,7 @@ func (c Config) withDefaults() (Config, error) {
 		def   string
 	}{
 		{&q.Answer, d.Answer}, {&q.Slow, d.Slow}, {&q.Refusal, d.Refusal}, {&q.Abstention, d.Abstention},
-		{&q.CatalogOnly, d.CatalogOnly}, {&q.FollowUpFirst, d.FollowUpFirst}, {&q.FollowUpSecond, d.FollowUpSecond},
+		{&q.CatalogOnly, d.CatalogOnly}, {&q.WrongWinner, d.WrongWinner}, {&q.FollowUpFirst, d.FollowUpFirst}, {&q.FollowUpSecond, d.FollowUpSecond},
 	} {
 		if *p.field == "" {
 			*p.field = p.def

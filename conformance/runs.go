@@ -161,7 +161,7 @@ type foreignCalls struct {
 
 func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 	return s.slow.get(ctx, func(ctx context.Context) (*slowRun, error) {
-		r, conv, firstAt, done, err := s.askSlow(ctx, "slow")
+		r, conv, firstAt, done, err := s.askSlow(ctx, "slow", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +199,10 @@ func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 // live stream into r.live in the background. It returns once the first event has arrived, or
 // the stream has ended without one: that is, during the silent wait. firstAt is that event's
 // time (zero without one); done is closed when the live stream ends.
-func (s *session) askSlow(ctx context.Context, name string) (r *run, conv string, firstAt time.Time, done <-chan struct{}, err error) {
+//
+// It returns once the live stream has its first event, or, with ready, once ready says the
+// capture so far is what the caller waits for (the stream's end returns too).
+func (s *session) askSlow(ctx context.Context, name string, ready func(*capture) bool) (r *run, conv string, firstAt time.Time, done <-chan struct{}, err error) {
 	conv, err = s.conversation(ctx, A)
 	if err != nil {
 		return nil, "", time.Time{}, nil, err
@@ -214,7 +217,7 @@ func (s *session) askSlow(ctx context.Context, name string) (r *run, conv string
 		defer close(ended)
 		signalled := false
 		r.live = s.stream(ctx, A, r.ticket.Ticket, cursor{}, func(c *capture) bool {
-			if !signalled && len(c.Events) > 0 {
+			if !signalled && len(c.Events) > 0 && (ready == nil || ready(c)) {
 				signalled = true
 				firstAt = c.Events[0].At
 				close(first)
@@ -291,20 +294,20 @@ func randomHex() string {
 // cancelRun is A asking the slow question and cancelling it during the silent wait.
 type cancelRun struct {
 	run *run
-	// answered is when the first cancel's response arrived.
-	answered time.Time
-	first    *gen.CancelAskResponse
-	second   *gen.CancelAskResponse
-	err      error
+	// sent is when the first cancel was sent; answered is when its response arrived.
+	sent, answered time.Time
+	first          *gen.CancelAskResponse
+	second         *gen.CancelAskResponse
+	err            error
 }
 
 func (s *session) cancelRunFixture(ctx context.Context) (*cancelRun, error) {
 	return s.cancelled.get(ctx, func(ctx context.Context) (*cancelRun, error) {
-		r, _, _, done, err := s.askSlow(ctx, "cancelled")
+		r, _, _, done, err := s.askSlow(ctx, "cancelled", s.branchesOpened)
 		if err != nil {
 			return nil, err
 		}
-		cr := &cancelRun{run: r}
+		cr := &cancelRun{run: r, sent: time.Now()}
 		cr.first, cr.err = s.cancel(ctx, A, r.ticket.Ticket)
 		cr.answered = time.Now()
 		if cr.err == nil {

@@ -29,6 +29,7 @@ type session struct {
 	abstention memo[*run]
 	catalog    memo[*run]
 	followUp   memo[[2]*run]
+	wrong      memo[*run]
 	overflowed memo[*run]
 
 	mu   sync.Mutex

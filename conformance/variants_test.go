@@ -205,6 +205,25 @@ func variants(slowWait time.Duration) []variant {
 			})},
 		{name: "two-opens", fails: []string{"run.branch-brackets-steps"},
 			frame: editEvents("branch", func(_ *proxy, m map[string]any) { m["state"] = "open" })},
+		{name: "extra-branch", fails: []string{"run.branch-per-source"},
+			frame: editEvents("branch", func(_ *proxy, m map[string]any) {
+				if m["state"] == "open" {
+					m["branch_id"], m["role"], m["source"] = "b2", "source", "demo"
+				}
+			})},
+		{name: "steps-name-a-branch", fails: []string{"run.events-name-open-branches"},
+			frame: editEvents("step", func(_ *proxy, m map[string]any) { m["branch_id"] = "b1" })},
+		{name: "no-branch-close", fails: []string{"cancel.closes-every-branch"},
+			frame: func(_ *proxy, _ *streamState, f sseFrame) []sseFrame {
+				if m := f.data(); m != nil && m["type"] == "branch" && m["state"] == "close" {
+					return nil
+				}
+				return []sseFrame{f}
+			}},
+		{name: "divergence-always", fails: []string{"behaviour.divergence"},
+			frame: editEvents("answer", func(_ *proxy, m map[string]any) {
+				m["divergence"] = map[string]any{"result": m["result"], "sql": m["sql"], "without": []any{"incident"}}
+			})},
 		{name: "double-done", fails: []string{"run.one-terminal-then-done"},
 			frame: func(_ *proxy, _ *streamState, f sseFrame) []sseFrame {
 				m := f.data()

@@ -103,7 +103,7 @@ type ClientInterface interface {
 	// CancelAsk Cancel a run. Idempotent.
 	//
 	// Always `202` for a ticket the caller owns. After cancel no model call is made and the log
-	// receives only the close of the open branch, `error{kind: cancelled}` and `done`; a tool
+	// receives only the close of every open branch, `error{kind: cancelled}` and `done`; a tool
 	// call already in flight completes (every tool is read-only). After `done`, cancel changes
 	// nothing and still answers `202`.
 	//
@@ -222,7 +222,7 @@ func (c *Client) GetAsk(ctx context.Context, ticket TicketPath, params *GetAskPa
 // CancelAsk Cancel a run. Idempotent.
 //
 // Always `202` for a ticket the caller owns. After cancel no model call is made and the log
-// receives only the close of the open branch, `error{kind: cancelled}` and `done`; a tool
+// receives only the close of every open branch, `error{kind: cancelled}` and `done`; a tool
 // call already in flight completes (every tool is read-only). After `done`, cancel changes
 // nothing and still answers `202`.
 //
@@ -786,7 +786,7 @@ type ClientWithResponsesInterface interface {
 	// CancelAskWithResponse Cancel a run. Idempotent.
 	//
 	// Always `202` for a ticket the caller owns. After cancel no model call is made and the log
-	// receives only the close of the open branch, `error{kind: cancelled}` and `done`; a tool
+	// receives only the close of every open branch, `error{kind: cancelled}` and `done`; a tool
 	// call already in flight completes (every tool is read-only). After `done`, cancel changes
 	// nothing and still answers `202`.
 	//
@@ -1467,7 +1467,7 @@ func (c *ClientWithResponses) GetAskWithResponse(ctx context.Context, ticket Tic
 // CancelAskWithResponse Cancel a run. Idempotent.
 //
 // Always `202` for a ticket the caller owns. After cancel no model call is made and the log
-// receives only the close of the open branch, `error{kind: cancelled}` and `done`; a tool
+// receives only the close of every open branch, `error{kind: cancelled}` and `done`; a tool
 // call already in flight completes (every tool is read-only). After `done`, cancel changes
 // nothing and still answers `202`.
 //

@@ -449,8 +449,10 @@ type AnswerBody struct {
 	// Caveats What the catalog raised for the terms used. A client must show or say every one.
 	Caveats []Caveat `json:"caveats"`
 
-	// Divergence Always null in this version; reserved for what the answer would have been without the catalog.
-	Divergence *map[string]interface{} `json:"divergence"`
+	// Divergence What the answer would have been with the catalog withheld, when that differs from this
+	// answer. Null in phase 1, when the two agree, when the catalog-withheld answer did not
+	// end in an answer, and when no definition was consulted.
+	Divergence *Divergence `json:"divergence"`
 
 	// Headline The one figure that is the result. Present only when the result is one figure.
 	Headline *Headline  `json:"headline,omitempty"`
@@ -476,8 +478,10 @@ type AnswerEvent struct {
 	Caveats        []Caveat `json:"caveats"`
 	ConversationId string   `json:"conversation_id"`
 
-	// Divergence Always null in this version; reserved for what the answer would have been without the catalog.
-	Divergence *map[string]interface{} `json:"divergence"`
+	// Divergence What the answer would have been with the catalog withheld, when that differs from this
+	// answer. Null in phase 1, when the two agree, when the catalog-withheld answer did not
+	// end in an answer, and when no definition was consulted.
+	Divergence *Divergence `json:"divergence"`
 
 	// Headline The one figure that is the result. Present only when the result is one figure.
 	Headline *Headline  `json:"headline,omitempty"`
@@ -555,7 +559,13 @@ type AskStatus struct {
 type BranchBody struct {
 	BranchId string `json:"branch_id"`
 
-	// Role `supervisor` today; later also `source`. Clients must tolerate other roles.
+	// Parent The branch this one runs inside (`b1` for every branch below the supervisor's).
+	Parent *string `json:"parent,omitempty"`
+
+	// Role `supervisor` (the one branch of every run, `b1`); with phase 2 on, also `source` (one
+	// per configured source, inside the supervisor's) and `withheld` (the same question
+	// answered with the catalog withheld, for `answer.divergence`). Clients must tolerate
+	// other roles.
 	Role string `json:"role"`
 
 	// Source The source a `source` branch works on.
@@ -567,12 +577,20 @@ type BranchBody struct {
 type BranchBodyState string
 
 // BranchEvent A unit of work opened or closed. Every run emits exactly one `open` with role `supervisor`
-// before its first step and one `close` after its last.
+// before its first step and one `close` after its last. In phase 2 every other branch (one
+// `source` branch per configured source, and the `withheld` branch) opens once and closes once
+// inside the supervisor's, before the first and after the last step that names it.
 type BranchEvent struct {
 	BranchId       string `json:"branch_id"`
 	ConversationId string `json:"conversation_id"`
 
-	// Role `supervisor` today; later also `source`. Clients must tolerate other roles.
+	// Parent The branch this one runs inside (`b1` for every branch below the supervisor's).
+	Parent *string `json:"parent,omitempty"`
+
+	// Role `supervisor` (the one branch of every run, `b1`); with phase 2 on, also `source` (one
+	// per configured source, inside the supervisor's) and `withheld` (the same question
+	// answered with the catalog withheld, for `answer.divergence`). Clients must tolerate
+	// other roles.
 	Role string `json:"role"`
 
 	// Seq From 1, monotonic per ticket, no gaps at emission. The SSE `id`.
@@ -623,6 +641,28 @@ type Conversation struct {
 
 // CreateConversationRequest Empty today; reserved for options.
 type CreateConversationRequest = map[string]interface{}
+
+// Divergence The same question answered with the catalog withheld (no definitions, no caveats), as
+// fields assembled from what the tools returned, and the definitions it did without. A client
+// should say it: "Without the catalog's definition of <without>, the answer would have been
+// <result>."
+type Divergence struct {
+	// Headline The one figure that is the result. Present only when the result is one figure.
+	Headline *Headline `json:"headline,omitempty"`
+
+	// Result The rows of the final statement that ran, exactly as the source returned them.
+	Result ResultSet `json:"result"`
+
+	// Sql Every statement the catalog-withheld answer ran, in order.
+	Sql []string `json:"sql"`
+
+	// Text The model's prose for the catalog-withheld answer.
+	Text *string `json:"text,omitempty"`
+
+	// Without The terms whose definitions it did without: each is the `term` of an entry of the
+	// answer's `provenance`.
+	Without []string `json:"without"`
+}
 
 // DoneBody defines model for DoneBody.
 type DoneBody struct {
@@ -744,8 +784,14 @@ type Headline struct {
 
 // MilestoneBody defines model for MilestoneBody.
 type MilestoneBody struct {
-	Phase  MilestonePhase `json:"phase"`
-	Source string         `json:"source"`
+	// BranchId The open branch the progress was made in. Absent in phase 1, where everything belongs
+	// to the one supervisor branch.
+	BranchId *string        `json:"branch_id,omitempty"`
+	Phase    MilestonePhase `json:"phase"`
+
+	// Source The source the progress was made on; for the supervisor's `reconciling` milestone of
+	// phase 2, the sources whose branches it reconciles, comma-separated.
+	Source string `json:"source"`
 
 	// Subject What the phase is about, in the catalog's vocabulary (a term, a table).
 	Subject string `json:"subject"`
@@ -757,11 +803,17 @@ type MilestoneBody struct {
 // ended). Every `step` is preceded by a milestone of its `source` emitted after that
 // source's previous step.
 type MilestoneEvent struct {
+	// BranchId The open branch the progress was made in. Absent in phase 1, where everything belongs
+	// to the one supervisor branch.
+	BranchId       *string        `json:"branch_id,omitempty"`
 	ConversationId string         `json:"conversation_id"`
 	Phase          MilestonePhase `json:"phase"`
 
 	// Seq From 1, monotonic per ticket, no gaps at emission. The SSE `id`.
-	Seq    int64  `json:"seq"`
+	Seq int64 `json:"seq"`
+
+	// Source The source the progress was made on; for the supervisor's `reconciling` milestone of
+	// phase 2, the sources whose branches it reconciles, comma-separated.
 	Source string `json:"source"`
 
 	// Subject What the phase is about, in the catalog's vocabulary (a term, a table).
@@ -863,6 +915,10 @@ type StepBody struct {
 	// Args The arguments the tool was called with.
 	Args map[string]interface{} `json:"args"`
 
+	// BranchId The open branch the call was made in. Absent in phase 1, where every step belongs to
+	// the one supervisor branch.
+	BranchId *string `json:"branch_id,omitempty"`
+
 	// CallId The id the source writes in its audit line for this call.
 	CallId string `json:"call_id"`
 
@@ -886,6 +942,10 @@ type StepBody struct {
 type StepEvent struct {
 	// Args The arguments the tool was called with.
 	Args map[string]interface{} `json:"args"`
+
+	// BranchId The open branch the call was made in. Absent in phase 1, where every step belongs to
+	// the one supervisor branch.
+	BranchId *string `json:"branch_id,omitempty"`
 
 	// CallId The id the source writes in its audit line for this call.
 	CallId         string `json:"call_id"`

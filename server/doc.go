@@ -23,14 +23,17 @@
 // server's lifetime (never the request's) and bounded by the deadline. The service opens the
 // supervisor branch ("b1") when the run starts, and ends every log exactly once — runner
 // returned, cancel, deadline or shutdown, whichever is first — by appending, together, the
-// branch close, the terminal event and done (steps counts every Step reported, evicted or
+// branch close (preceded by the close of every branch the runner opened below it and left
+// open — a runner's branch opens once and closes once; a second open of an id or the close of a
+// branch not open is ignored), the terminal event and done (steps counts every Step reported, evicted or
 // not). Cancel, deadline and shutdown end the log at once without waiting for the runner;
 // the Emitter ignores everything after the end. An Outcome with no field set (or more than
 // one), or a runner panic, becomes error{internal}; the panic value is not logged.
 //
 // The log is bounded at MaxEvents: the store evicts only steps, oldest first. So that the
 // bound holds even against a runner that emits too many milestones or branches, the run
-// refuses non-step events beyond MaxEvents-3 (three slots stay for the end of the log); such a
+// refuses non-step events beyond MaxEvents-3, less one slot per branch still to close (those
+// slots stay for the end of the log); such a
 // drop is logged as a warning.
 //
 // # Streams

@@ -87,6 +87,7 @@ type run struct {
 
 	mu         sync.Mutex
 	ended      bool
+	branches   openBranches
 	lost       bool          // nothing more is written: the run was ended elsewhere or lost to the store
 	outbox     []store.Event // emitted, seq assigned, not yet taken by the store; in seq order
 	tail       []store.Event // the log's end once sealed, until written
@@ -104,7 +105,7 @@ type run struct {
 // enqueueLocked encodes one event with the next seq and adds it to the outbox; r.mu is held.
 // The caller then calls flush, once r.mu is released, to write it.
 func (r *run) enqueueLocked(typ gen.EventType, body any) {
-	if typ != gen.EventTypeStep && r.nonStep >= r.maxEvents-tailEvents {
+	if typ != gen.EventTypeStep && r.nonStep >= r.maxEvents-tailEvents-r.branches.reserve(typ, body) {
 		// Only steps may be evicted, so a runner that emits more non-step events than the
 		// bound allows loses the excess here, at emission (no seq is spent on them).
 		r.dropped++
@@ -351,14 +352,7 @@ func (r *run) seal(out ask.Outcome) bool {
 	}
 	now := time.Now()
 	var tail []store.Event
-	for _, e := range []struct {
-		typ  gen.EventType
-		body any
-	}{
-		{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
-		{typ, body},
-		{gen.EventTypeDone, done},
-	} {
+	for _, e := range endOfLog(r.branches.closes(), typ, body, done) {
 		ev, err := encodeEvent(envelope{seq: r.seq + int64(len(tail)) + 1, ticket: r.ticket, conv: r.conv, ts: now, typ: e.typ}, e.body)
 		if err != nil {
 			// A terminal body the runner built that will not encode: fall back to internal.
@@ -370,7 +364,7 @@ func (r *run) seal(out ask.Outcome) bool {
 	}
 	r.seq += int64(len(tail))
 	r.tail = tail
-	r.turn = ask.Turn{Question: r.question, Outcome: tail[1].Type, Text: turnText(out)}
+	r.turn = ask.Turn{Question: r.question, Outcome: tail[len(tail)-2].Type, Text: turnText(out)}
 	return true
 }
 
@@ -394,7 +388,7 @@ func (r *run) finish() {
 	r.mu.Lock()
 	r.tail = nil
 	r.mu.Unlock()
-	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[1].Type),
+	r.log.Info("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[len(tail)-2].Type),
 		"steps", steps, "steps_dropped", max(0, last-int64(r.maxEvents)), "elapsed_ms", time.Since(r.started).Milliseconds())
 	r.release()
 }
@@ -519,11 +513,25 @@ func (r *run) closedLocked() bool { return r.ended || r.ctx.Err() != nil }
 
 var _ ask.Emitter = emitter{}
 
+// Branch appends a branch below the supervisor's: each opens once and closes once, so a second
+// open of an id, or a close of a branch not open, is ignored. Whatever is still open when the
+// log ends is closed there, before the supervisor's branch.
 func (e emitter) Branch(b gen.BranchBody) {
 	if b.BranchId == supervisorBranch {
 		return // the service opens and closes the supervisor branch itself
 	}
-	e.emit(gen.EventTypeBranch, b)
+	e.r.mu.Lock()
+	if e.r.closedLocked() || !e.r.branches.admits(b) {
+		e.r.mu.Unlock()
+		return
+	}
+	nonStep := e.r.nonStep
+	e.r.enqueueLocked(gen.EventTypeBranch, b)
+	if e.r.nonStep > nonStep {
+		e.r.branches.record(b)
+	}
+	e.r.mu.Unlock()
+	e.r.flush()
 }
 
 func (e emitter) Step(s gen.StepBody) { e.emit(gen.EventTypeStep, s) }

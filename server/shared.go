@@ -134,15 +134,12 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 			Outcome: gen.DoneBodyOutcome(typ), Steps: u.Steps, ModelCalls: u.ModelCalls,
 			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ElapsedMs: now.Sub(t.CreatedAt).Milliseconds(),
 		}
+		open, err := branchesOpenIn(ctx, sh, ticket)
+		if err != nil {
+			return err
+		}
 		var tail []store.Event
-		for i, e := range []struct {
-			typ  gen.EventType
-			body any
-		}{
-			{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
-			{typ, body},
-			{gen.EventTypeDone, done},
-		} {
+		for i, e := range endOfLog(open.closes(), typ, body, done) {
 			ev, err := encodeEvent(envelope{seq: t.LastSeq + int64(i) + 1, ticket: ticket, conv: t.ConversationID, ts: now, typ: e.typ}, e.body)
 			if err != nil {
 				return err

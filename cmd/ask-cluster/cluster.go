@@ -67,6 +67,9 @@ type Options struct {
 	// DurableRedis runs redis-server with AOF (appendfsync everysec) instead of persistence
 	// off, for the service's durable mode; KillRedis and RestartRedis then work.
 	DurableRedis bool
+	// Phase sets ASK_PHASE on every replica (2: a branch per source, and divergence); 0 leaves
+	// the default, phase 1.
+	Phase int
 }
 
 // Cluster is a running cluster: Redis, the dev IdP, the demo source, the llm-stub, the

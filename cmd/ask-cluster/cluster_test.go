@@ -55,7 +55,7 @@ func TestCluster(t *testing.T) {
 	defer stopWait()
 	t.Run("Conformance", func(t *testing.T) { testConformance(t, c) })
 	killed := -1
-	t.Run("KillRunnerMidStream", func(t *testing.T) { killed = testKillRunner(t, c) })
+	t.Run("KillRunnerMidStream", func(t *testing.T) { killed = testKillRunner(t, c, false) })
 	t.Run("KilledReplicaRestarts", func(t *testing.T) { testRestarted(t, c, killed, waited) })
 	// Last: a frozen replica leaves nginx's failure marks behind, which would change the
 	// round-robin order KillRunnerMidStream relies on.
@@ -104,6 +104,48 @@ func testRestarted(t *testing.T, c *Cluster, i int, waited <-chan error) {
 	}
 }
 
+// TestClusterPhase2 is the conformance suite, behaviour checks included, through nginx in front
+// of three replicas sharing Redis that run phase 2 (a branch per source — the one demo source —
+// and divergence).
+func TestClusterPhase2(t *testing.T) {
+	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
+		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check.sh does) to build and start the cluster's ten processes")
+	}
+	for _, bin := range []string{"redis-server", "nginx"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (apt-get install -y redis-server nginx-light): the cluster runs the real processes", bin)
+		}
+	}
+	c, err := Start(t.Context(), Options{
+		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
+		OverflowReplicas: 2, Phase: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.Logs())
+		}
+		c.Stop()
+	})
+	rep, err := conformance.Run(t.Context(), conformance.Config{
+		BaseURL: c.GatewayURL, OverflowURL: c.OverflowURL, AuditURL: c.SourceURL,
+		Tokens: conformance.IdPTokens{URL: c.IdPURL}, Behaviour: true, KeepAlive: time.Second,
+		Phase2: true, Sources: []string{"demo"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_ = rep.WriteText(&out)
+	t.Log("\n" + out.String())
+	if rep.Failed() {
+		t.Errorf("phase-2 conformance through the gateway failed: %s", rep.Summary())
+	}
+	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c, true) })
+}
+
 // testConformance: the whole suite, behaviour checks included, through nginx in front of the
 // three replicas (and the overflow check through nginx in front of two replicas with a buffer
 // of 8); every replica must have run some of its asks (no stickiness).
@@ -136,7 +178,10 @@ func testConformance(t *testing.T, c *Cluster) {
 // client reading through the gateway reconnects to another replica (Last-Event-ID), sees no
 // gap and no duplicate, and receives error{interrupted} then exactly one done within the
 // lease; the conversation is free for the next ask, and no ticket is left running.
-func testKillRunner(t *testing.T, c *Cluster) int {
+//
+// In phase 2 the kill comes once a source branch is open, and the replica that ends the run
+// closes every branch the log holds open before error{interrupted}.
+func testKillRunner(t *testing.T, c *Cluster, phase2 bool) int {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
@@ -180,6 +225,7 @@ func testKillRunner(t *testing.T, c *Cluster) int {
 	var kinds []string
 	dones := 0
 	var killedAt, doneAt time.Time
+	open := map[string]bool{}
 	for ev, err := range cl.Events(ctx, tk.Ticket, client.EventsOptions{}) {
 		if err != nil {
 			t.Fatalf("stream through the gateway: %v (events so far %v)", err, kinds)
@@ -190,7 +236,18 @@ func testKillRunner(t *testing.T, c *Cluster) int {
 			kind += "{" + string(e.Kind) + "}"
 		}
 		kinds = append(kinds, kind)
-		if killedAt.IsZero() && ev.Type == gen.EventTypeBranch {
+		if b, ok := ev.Value.(gen.BranchEvent); ok {
+			if b.State == gen.BranchEventStateOpen {
+				open[b.BranchId] = true
+			} else {
+				delete(open, b.BranchId)
+			}
+		}
+		if e, ok := ev.Value.(gen.ErrorEvent); ok && e.Kind == gen.ErrorKindInterrupted && len(open) > 0 {
+			t.Errorf("error{interrupted} with branches still open: %v", open)
+		}
+		b, isBranch := ev.Value.(gen.BranchEvent)
+		if killedAt.IsZero() && isBranch && (!phase2 || b.Role == "source") {
 			// The supervisor branch is open and the model's first turn is silent for 3 s.
 			c.Kill(runner)
 			killedAt = time.Now()
@@ -210,7 +267,7 @@ func testKillRunner(t *testing.T, c *Cluster) int {
 	}
 	if n := strings.Count(clientLog.String(), "event stream reconnecting"); n == 0 {
 		t.Errorf("the client never reconnected: the kill did not cut its stream (log: %s)", clientLog.String())
-	} else if !strings.Contains(clientLog.String(), "after=2") {
+	} else if !phase2 && !strings.Contains(clientLog.String(), "after=2") {
 		t.Errorf("the client did not resume after seq 2 (Last-Event-ID): %s", clientLog.String())
 	}
 	if got := strings.Join(kinds, " "); !strings.HasSuffix(got, "branch error{interrupted} done") || dones != 1 {

@@ -19,6 +19,9 @@ func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, e
 			env = append(env, name+"="+strconv.Itoa(int(v/time.Second)))
 		}
 	}
+	if o.Phase > 0 {
+		env = append(env, "ASK_PHASE="+strconv.Itoa(o.Phase))
+	}
 	mainEnv := env
 	if o.MaxEvents > 0 {
 		mainEnv = append(append([]string{}, env...), "DAS_ASK_MAX_EVENTS="+strconv.Itoa(o.MaxEvents))

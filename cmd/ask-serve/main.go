@@ -44,6 +44,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&opts.IdPAddr, "idp-addr", "127.0.0.1:8090", "the development identity provider's listen address")
 	fs.StringVar(&opts.SourceAddr, "source-addr", "127.0.0.1:8091", "the demo source's listen address")
 	fs.StringVar(&opts.StubAddr, "stub-addr", "127.0.0.1:8092", "the llm-stub's listen address")
+	fs.StringVar(&opts.CatalogAddr, "catalog-addr", "127.0.0.1:8093", "with -split: the demo catalog source's listen address (-source-addr is then the warehouse's)")
+	fs.BoolVar(&opts.Split, "split", false, "run the demo as two sources, a catalog and a warehouse, each its own MCP server (on with -phase 2)")
+	phase := fs.Int("phase", 0, "2: a branch per source and divergence, on the split demo (default $ASK_PHASE, else 1)")
 	fs.StringVar(&opts.StateDir, "state", ".state", "where the IdP's keys and the source's audit log are kept")
 	fs.StringVar(&opts.AdminAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz here (e.g. 127.0.0.1:9090); none by default")
 	fs.BoolVar(&opts.UI, "ui", true, "serve the reference web page at {base}/ui/ (development sign-in; askd never serves it)")
@@ -56,6 +59,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		level = slog.LevelDebug
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if getenv("ASK_PHASE") != "" || getenv("ASK_DIVERGENCE_TURNS") != "" {
+		cfg, err := agent.ConfigFromEnv()
+		if err != nil {
+			return err
+		}
+		if *phase == 0 {
+			*phase = cfg.Phase
+		}
+		if getenv("ASK_DIVERGENCE_TURNS") != "" {
+			opts.DivergenceTurns = cfg.DivergenceTurns
+			if cfg.DivergenceTurns == 0 {
+				opts.DivergenceTurns = -1 // set to 0: none
+			}
+		}
+	}
+	switch *phase {
+	case 0, 1:
+	case 2:
+		opts.Phase, opts.Split = 2, true
+	default:
+		return fmt.Errorf("-phase %d: want 1 or 2", *phase)
+	}
 	script, err := llmstub.ScriptFromEnv() // $ASK_STUB_SCRIPT, else the embedded default
 	if err != nil {
 		return err
@@ -91,6 +116,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if s.StubURL != "" {
 		modelName = "llm-stub at " + s.StubURL
 	}
+	sources := fmt.Sprintf("demo source (MCP)  %[1]s/mcp   (audit log: %[1]s/audit)", s.SourceURL)
+	if s.CatalogURL != "" {
+		sources = fmt.Sprintf("catalog (MCP)      %[1]s/mcp   (audit log: %[1]s/audit)\n  warehouse (MCP)    %[2]s/mcp   (audit log: %[2]s/audit)", s.CatalogURL, s.SourceURL)
+	}
+	if opts.Phase == 2 {
+		sources += "\n  phase 2            a branch per source, and divergence"
+	}
 	page := "off (-ui=false)"
 	if s.UIURL != "" {
 		page = s.UIURL + "   (sign in as alice or bob)"
@@ -98,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fmt.Fprintf(stdout, `The ask dev stack is running:
   ask service        %[1]s   (contract: %[1]s/v1/openapi.yaml)
   identity provider  %[2]s   (JWKS: %[2]s/.well-known/jwks.json)
-  demo source (MCP)  %[3]s/mcp   (audit log: %[3]s/audit)
+  %[3]s
   model              %[4]s
   web page           %[5]s
 
@@ -108,7 +140,7 @@ Next, in another terminal:
   make token OID=alice                                                  # a bearer for curl
 
 Ctrl-C stops everything.
-`, s.AskURL, s.IdPURL, s.SourceURL, modelName, page)
+`, s.AskURL, s.IdPURL, sources, modelName, page)
 
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")

@@ -63,6 +63,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	var streamErr error
 	sawDone := false
 	lastMilestone := ""
+	branches := &branchView{expand: cfg.branches || cfg.steps}
 	for ev, err := range c.Events(streamCtx, tk.Ticket, client.EventsOptions{}) {
 		if err != nil {
 			streamErr = err
@@ -76,15 +77,19 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 			if cfg.steps && !cfg.json {
 				prog.Line(fmt.Sprintf("Asked; ticket %s.", v.Ticket))
 			}
+		case gen.BranchEvent:
+			if line := branches.open(v); line != "" && !cfg.json {
+				prog.Line(line)
+			}
 		case gen.MilestoneEvent:
 			// Two tools in one phase on one subject read as one thing to a person.
-			if line := milestoneSentence(v); line != lastMilestone && !cfg.json {
+			if line, show := branches.milestone(v); show && line != lastMilestone && !cfg.json {
 				prog.Line(line)
 				lastMilestone = line
 			}
 		case gen.StepEvent:
 			if cfg.steps && !cfg.json {
-				prog.Line(stepLine(v))
+				prog.Line(branches.step(v))
 			}
 		case gen.AnswerEvent:
 			out.Kind, out.Answer = client.Answer, &v

@@ -9,7 +9,9 @@
 // plain lines. Then it prints the outcome on stdout: an answer with its result, its caveats
 // (always) and what it rests on; or an abstention (what was tried, and the agent's own words
 // when it asked something back), or a refusal, each worded as what it is and never like an
-// answer; or why the run failed, timed out or was cancelled. stderr carries progress and the
+// answer; or why the run failed, timed out or was cancelled. An answer that would have been
+// different without the catalog's definitions (answer.divergence, phase 2) says so: "Without the
+// catalog's definition of …, the answer would have been …". stderr carries progress and the
 // command's own failures only. --json prints every event as one JSON line instead (NDJSON).
 //
 // Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm (at most
@@ -34,6 +36,8 @@
 //	              (default ~/.local/state/ask)
 //	--steps       also show every tool call, the SQL that ran and how the answer was reached
 //	--json        print the events as NDJSON on stdout
+//	--branches    phase 2: show every branch's progress (collapsed by default: one line per
+//	              branch as it opens, then the supervisor's progress; --steps expands too)
 //	ASK_PROGRESS  "plain" or "tty" to force the progress style
 package main
 

@@ -97,6 +97,9 @@ func renderAnswer(w io.Writer, a *gen.AnswerEvent, steps bool) {
 			fmt.Fprintf(w, "  - %s: %s (%s, %s)\n", p.Term, p.Statement, p.Source, p.Kind)
 		}
 	}
+	if a.Divergence != nil {
+		renderDivergence(w, a.Divergence, steps)
+	}
 	if steps {
 		if len(a.Sql) > 0 {
 			fmt.Fprintln(w, "\nSQL:")

@@ -52,6 +52,7 @@ type config struct {
 	url, token, oid, idp string
 	question             string
 	cont, steps, json    bool
+	branches             bool
 }
 
 // parseArgs reads flags and environment. A nil config with code 0 means help was shown.
@@ -66,6 +67,7 @@ func parseArgs(args []string, stderr io.Writer, env func(string) string) (*confi
 	fs.BoolVar(&c.cont, "continue", false, "ask in the last conversation used with this URL and identity")
 	fs.BoolVar(&c.steps, "steps", false, "also show every tool call, the SQL and the path")
 	fs.BoolVar(&c.json, "json", false, "print the events as NDJSON on stdout")
+	fs.BoolVar(&c.branches, "branches", false, "show every branch's progress (phase 2), not one line per branch")
 	fs.Usage = func() {
 		_, _ = io.WriteString(stderr, usage)
 		fs.PrintDefaults()

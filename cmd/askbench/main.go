@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		keepAlive := fs.Duration("keepalive", 0, "the service's keep-alive interval (0: its default)")
 		maxEvents := fs.Int("max-events", 0, "the service's per-ticket event bound (0: the mode's default)")
 		storeURL := fs.String("store", "", "a redis:// URL: the synthetic service's store (default: in memory)")
+		phase := fs.Int("phase", 0, "stack mode: 1 or 2 on the split demo (default: the one demo source, phase 1)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -63,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// baselines log nothing, so the child logs warnings only.
 		childLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		return bench.Serve(ctx, bench.ServeOptions{
-			Mode: *mode, KeepAlive: *keepAlive, MaxEvents: *maxEvents, Store: *storeURL,
+			Mode: *mode, KeepAlive: *keepAlive, MaxEvents: *maxEvents, Store: *storeURL, Phase: *phase,
 			Handshake: stdout, Logger: childLog.With("component", "child"),
 		})
 	}
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	keepAlive := fs.Duration("keepalive", 0, "keep-alive interval and idle window of the idle workload (0: the service's default, 10s)")
 	render := fs.Bool("render", false, "measure nothing: rewrite <out>/REPORT.md from <out>/report.json and <out>/FINDINGS.md")
 	redis := fs.Bool("redis", true, "also run time-to-ticket, stream-delivery and replay against the Redis store, on a redis-server started for the run (skipped, saying so, when redis-server is not on PATH)")
-	only := fs.String("only", "", "comma-separated workloads to run (default all): time-to-ticket, ask-end-to-end, stream-delivery, replay, peer-mcp, idle-streams, micro")
+	only := fs.String("only", "", "comma-separated workloads to run (default all): time-to-ticket, ask-end-to-end, ask-phase2, stream-delivery, replay, peer-mcp, idle-streams, micro")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -97,6 +97,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer, read
 	}
 	runner, err := agent.New(agent.Options{
 		Model: op.obs.Model(mdl, agentCfg.LLM), Sources: agentCfg.Sources, MaxTurns: agentCfg.MaxTurns,
+		Phase: agentCfg.Phase, DivergenceTurns: agentCfg.DivergenceTurns,
 		Logger: log.With("component", "agent"), TracerProvider: op.tracing.Provider,
 	})
 	if err != nil {

@@ -2,7 +2,7 @@
 // page, for the TypeScript, Python and browser tests in scripts/clients-test.sh: every listener
 // on 127.0.0.1 with an ephemeral port unless told otherwise, state in memory.
 //
-//	clients-stack [-urls FILE] [-addr 127.0.0.1:0] [-v]
+//	clients-stack [-urls FILE] [-addr 127.0.0.1:0] [-phase 1|2] [-v]
 //
 // Once everything accepts connections it writes {"ask": ..., "idp": ..., "ui": ..., "source": ...}
 // as one JSON line to FILE (atomically, so a waiting script never reads half of it) and to
@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	urlsFile := fs.String("urls", "", "write the stack's URLs here as JSON once it is up")
 	addr := fs.String("addr", "", "the ask service's listen address (default 127.0.0.1:0)")
 	verbose := fs.Bool("v", false, "info logs (default: warnings only)")
+	phase := fs.Int("phase", 1, "2: the split demo (a catalog and a warehouse source) in phase 2, with divergence")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,10 +56,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		level = slog.LevelInfo
 	}
+	if *phase != 1 && *phase != 2 {
+		return fmt.Errorf("-phase %d: want 1 or 2", *phase)
+	}
 	s, err := stack.Start(ctx, stack.Options{
 		AskAddr: *addr,
 		UI:      true,
 		Logger:  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Phase:   *phase,
+		Split:   *phase == 2,
 	})
 	if err != nil {
 		return err

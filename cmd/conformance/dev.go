@@ -38,6 +38,9 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 	}
 	start := func(opts stack.Options) (*stack.Stack, error) {
 		opts.Logger = log
+		if o.phase2 {
+			opts.Split, opts.Phase = true, 2
+		}
 		if model.LLM != agent.LLMStub {
 			opts.Model = &model
 		}
@@ -61,7 +64,10 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 	cfg.BaseURL, cfg.OverflowURL = primary.AskURL, small.AskURL
 	cfg.Tokens = conformance.IdPTokens{URL: primary.IdPURL}
 	cfg.OverflowTokens = conformance.IdPTokens{URL: small.IdPURL}
-	cfg.AuditURL = primary.SourceURL
+	cfg.AuditURL, cfg.AuditURLs = primary.SourceURLs[0], primary.SourceURLs[1:]
+	if o.phase2 {
+		cfg.Phase2, cfg.Sources = true, []string{"catalog", "warehouse"}
+	}
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = devKeepAlive
 	}

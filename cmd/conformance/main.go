@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,6 +42,8 @@ func main() {
 type options struct {
 	url, overflowURL, idp, overflowIdP, tokenA, tokenB, audit string
 	behaviour, jsonOut, devStack, gateway, verbose            bool
+	phase2                                                    bool
+	sources                                                   string
 	only                                                      string
 	keepAlive, slowWait, runTimeout                           time.Duration
 	nginx, nginxConf                                          string
@@ -57,7 +60,9 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	fs.StringVar(&o.overflowIdP, "overflow-idp", "", "the identity provider --overflow-url trusts; default --idp")
 	fs.StringVar(&o.tokenA, "token-a", getenv("ASK_TOKEN_A"), "a bearer of identity A, without --idp (env ASK_TOKEN_A)")
 	fs.StringVar(&o.tokenB, "token-b", getenv("ASK_TOKEN_B"), "a bearer of identity B, refused by the source for the refusal question (env ASK_TOKEN_B)")
-	fs.StringVar(&o.audit, "audit", getenv("ASK_AUDIT_URL"), "a source's root serving GET /audit?call_id= (env ASK_AUDIT_URL)")
+	fs.StringVar(&o.audit, "audit", getenv("ASK_AUDIT_URL"), "a source's root serving GET /audit?call_id=, or several comma-separated (env ASK_AUDIT_URL)")
+	fs.BoolVar(&o.phase2, "phase2", getenv("ASK_PHASE") == "2", "the target runs phase 2: a branch per source, and divergence (default: ASK_PHASE=2; with --dev-stack, a split demo in phase 2)")
+	fs.StringVar(&o.sources, "sources", "", "with --phase2: the target's configured source names, comma-separated (DAS_SOURCES' names)")
 	fs.BoolVar(&o.behaviour, "behaviour", false, "add the behaviour checks (refusal, abstention, path, conversation memory)")
 	fs.StringVar(&o.only, "only", "", "run only the checks whose name matches this regular expression")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
@@ -106,12 +111,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	cfg := conformance.Config{
 		BaseURL:     o.url,
 		OverflowURL: o.overflowURL,
-		AuditURL:    o.audit,
 		Behaviour:   o.behaviour,
+		Phase2:      o.phase2,
 		KeepAlive:   o.keepAlive,
 		SlowWait:    o.slowWait,
 		RunTimeout:  o.runTimeout,
 		Logger:      log,
+	}
+	if o.audit != "" {
+		audits := strings.Split(o.audit, ",")
+		cfg.AuditURL, cfg.AuditURLs = audits[0], audits[1:]
+	}
+	if o.sources != "" {
+		cfg.Sources = strings.Split(o.sources, ",")
 	}
 	if o.only != "" {
 		if cfg.Only, err = regexp.Compile(o.only); err != nil {

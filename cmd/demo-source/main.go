@@ -50,6 +50,7 @@ type config struct {
 	auditPath    string
 	rowCap       int
 	queryTimeout time.Duration
+	serves       string
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -74,11 +75,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.auditPath, "audit", env("DAS_DEMO_SOURCE_AUDIT", ".state/demo-source/audit.jsonl"), "append-only audit log file (JSON lines)")
 	fs.IntVar(&c.rowCap, "row-cap", rowCap, "most rows one query returns")
 	fs.DurationVar(&c.queryTimeout, "query-timeout", timeout, "time limit of one query")
+	fs.StringVar(&c.serves, "serves", env("DAS_DEMO_SOURCE_SERVES", "all"), "what to serve: all, catalog (the glossary) or warehouse (the tables)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if _, err := source.ParsePart(c.serves); err != nil {
+		return config{}, fmt.Errorf("-serves %q: want all, catalog or warehouse", c.serves)
 	}
 	if c.rowCap <= 0 || c.queryTimeout <= 0 {
 		return config{}, errors.New("-row-cap and -query-timeout must be positive")
@@ -114,12 +119,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	part, _ := source.ParsePart(c.serves)
 	src, err := source.New(ctx, source.Options{
 		Authenticator: validator,
 		AuditPath:     c.auditPath,
 		RowCap:        c.rowCap,
 		QueryTimeout:  c.queryTimeout,
 		Logger:        log,
+		Serves:        part,
 	})
 	if err != nil {
 		return err

@@ -17,8 +17,9 @@ func (s *Stub) handleChat(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.received.add(rec) }()
 	fail := func(aerr *apiError) {
 		rec.Status, rec.Error = aerr.status, aerr.message
-		writeAPIError(w, aerr)
+		// Logged before the reply is written, so a client that has its reply finds the line.
 		s.log.Info("chat completion rejected", "status", aerr.status, "param", aerr.param)
+		writeAPIError(w, aerr)
 	}
 	if aerr := s.authorize(r); aerr != nil {
 		fail(aerr)
@@ -62,6 +63,13 @@ func (s *Stub) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	u := usageOf(req, rp)
 	rec.Status = http.StatusOK
+	// Logged before the reply is written, so a client that has its reply finds the line.
+	attrs := []any{"rule", rp.rule, "decision", rp.decision, "step", rp.step, "stream", req.stream,
+		"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens}
+	if rp.call != nil {
+		attrs = append(attrs, "tool", rp.call.Name)
+	}
+	s.log.Info("chat completion", attrs...)
 	if req.stream {
 		if err := s.writeStream(w, req, rp, u); err != nil {
 			s.log.Info("stream write failed", "rule", rp.rule, "err", err)
@@ -69,12 +77,6 @@ func (s *Stub) handleChat(w http.ResponseWriter, r *http.Request) {
 	} else {
 		writeJSON(w, http.StatusOK, s.completion(req, rp, u))
 	}
-	attrs := []any{"rule", rp.rule, "decision", rp.decision, "step", rp.step, "stream", req.stream,
-		"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens}
-	if rp.call != nil {
-		attrs = append(attrs, "tool", rp.call.Name)
-	}
-	s.log.Info("chat completion", attrs...)
 }
 
 // wait blocks for d, or until ctx is done (the client went away or the server is shutting down).

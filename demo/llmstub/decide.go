@@ -90,6 +90,9 @@ func (s *Script) decide(msgs []Message, offered []string) (reply, error) {
 			return rp.prose(r.onError, data)
 		}
 	}
+	if r.goal {
+		return s.decideGoal(rp, r, turns, data, offered)
+	}
 	if k >= len(r.steps) {
 		rp.decision = DecisionFinal
 		return rp.prose(r.final, data)

@@ -9,7 +9,8 @@ import (
 // of one assistant turn.
 type toolResult struct {
 	tool   string
-	value  any // the parsed JSON (numbers kept as json.Number), or the text when it is not JSON
+	args   string // the call's JSON arguments
+	value  any    // the parsed JSON (numbers kept as json.Number), or the text when it is not JSON
 	text   string
 	failed bool
 }
@@ -24,7 +25,7 @@ func toolTurns(msgs []Message) []toolResult {
 			continue
 		}
 		call := m.ToolCalls[0]
-		r := toolResult{tool: call.Name}
+		r := toolResult{tool: call.Name, args: call.Arguments}
 		for _, t := range msgs[i+1:] {
 			if t.Role == "tool" && t.ToolCallID == call.ID {
 				r.text = t.Content

@@ -36,6 +36,8 @@ type rule struct {
 	final     *template.Template
 	onError   *template.Template
 	otherwise *template.Template
+	// goal: the steps are goals rather than a sequence (see decideGoal).
+	goal bool
 }
 
 type historyMatch struct {
@@ -66,6 +68,7 @@ type ruleFile struct {
 	Steps       []stepFile   `yaml:"steps"`
 	Final       string       `yaml:"final"`
 	OnError     string       `yaml:"on_error"`
+	Mode        string       `yaml:"mode"`
 }
 
 type historyFile struct {
@@ -171,6 +174,13 @@ func (s *Script) parseRule(rf ruleFile) (*rule, error) {
 		return nil, errors.New("final is required")
 	}
 	r := &rule{name: rf.Name, onError: s.onError, otherwise: s.otherwise}
+	switch rf.Mode {
+	case "", "sequence":
+	case "goal":
+		r.goal = true
+	default:
+		return nil, fmt.Errorf("mode: %q is not sequence or goal", rf.Mode)
+	}
 	var err error
 	if r.pattern, err = regexp.Compile("(?i)" + rf.Pattern); err != nil {
 		return nil, fmt.Errorf("pattern: %w", err)

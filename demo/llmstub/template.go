@@ -44,8 +44,33 @@ func templateFuncs() template.FuncMap {
 		// sqlquote renders s as a SQL string literal, doubling embedded quotes, so a value taken
 		// from a question or a prior turn can never break out of the literal.
 		"sqlquote": func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" },
-		"lower":    strings.ToLower,
-		"upper":    strings.ToUpper,
+		// defined reports whether one of the results is a definition of term (an object whose
+		// "term" equals it, ignoring case, with a non-empty "definition"): what a model would
+		// write differently once it knows what the catalog means by a word.
+		"defined": func(results []any, term string) bool {
+			for _, r := range results {
+				if m, ok := r.(map[string]any); ok {
+					t, _ := m["term"].(string)
+					d, _ := m["definition"].(string)
+					if strings.EqualFold(t, term) && d != "" {
+						return true
+					}
+				}
+			}
+			return false
+		},
+		// rows is a query result's rows, or nil when v is not one (a definition, say), so that a
+		// final prose can tell whether a query ran.
+		"rows": func(v any) []any {
+			if m, ok := v.(map[string]any); ok {
+				if r, ok := m["rows"].([]any); ok && len(r) > 0 {
+					return r
+				}
+			}
+			return nil
+		},
+		"lower": strings.ToLower,
+		"upper": strings.ToUpper,
 	}
 }
 

@@ -57,6 +57,32 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for audit timestamps; nil means time.Now.
 	Now func() time.Time
+	// Serves is what part of the demo this source serves: PartAll ("", every tool), PartCatalog
+	// (the glossary: search_catalog, define_term) or PartWarehouse (the tables: list_tables,
+	// describe_table, run_query). The dev stack runs a catalog source and a warehouse source, so
+	// that DAS_SOURCES names two; each validates bearers and audits on its own.
+	Serves Part
+}
+
+// Part is what part of the demo a source serves.
+type Part string
+
+// The parts a source can serve.
+const (
+	PartAll       Part = ""
+	PartCatalog   Part = "catalog"
+	PartWarehouse Part = "warehouse"
+)
+
+// ParsePart reads a part's name ("all" or "" for every tool).
+func ParsePart(s string) (Part, error) {
+	switch p := Part(s); p {
+	case PartCatalog, PartWarehouse, PartAll:
+		return p, nil
+	case "all":
+		return PartAll, nil
+	}
+	return "", errors.New(`source: want a part of "all", "catalog" or "warehouse"`)
 }
 
 // Source is a running demo source. Its handler is safe for concurrent use.
@@ -70,6 +96,7 @@ type Source struct {
 	log     *slog.Logger
 	now     func() time.Time
 	mcp     *mcp.Server
+	part    Part
 }
 
 // New loads the dataset into a fresh in-memory database and builds the MCP server. ctx bounds
@@ -106,6 +133,9 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if _, err := ParsePart(string(opts.Serves)); err != nil {
+		return nil, err
+	}
 
 	ds, err := loadDataset(opts.Data)
 	if err != nil {
@@ -134,6 +164,7 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 		auth:  opts.Authenticator,
 		log:   opts.Logger,
 		now:   opts.Now,
+		part:  opts.Serves,
 	}
 	s.mcp = s.newServer()
 	return s, nil

@@ -81,11 +81,25 @@ func (s *Source) toolSpecs() []toolSpec {
 
 // newServer builds the MCP server with every tool, each wrapped so that it is audited.
 func (s *Source) newServer() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "das-demo-source", Title: "ask demo source", Version: "1.0.0"}, &mcp.ServerOptions{
+	name, title := "das-demo-source", "ask demo source"
+	instructions := "Engineering reliability data (teams, services, incidents, deployments, on-call pay) with a business glossary. Look terms up in the catalog before querying."
+	switch s.part {
+	case PartCatalog:
+		name, title = "das-demo-catalog", "ask demo catalog"
+		instructions = "The business glossary of the engineering reliability data: what each term means, where the definition comes from, its caveats and the tables that hold it."
+	case PartWarehouse:
+		name, title = "das-demo-warehouse", "ask demo warehouse"
+		instructions = "Engineering reliability data (teams, services, incidents, deployments, on-call pay): read-only SQL over its tables."
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Title: title, Version: "1.0.0"}, &mcp.ServerOptions{
 		Logger:       s.sdkLog(),
-		Instructions: "Engineering reliability data (teams, services, incidents, deployments, on-call pay) with a business glossary. Look terms up in the catalog before querying.",
+		Instructions: instructions,
 	})
 	for _, t := range s.toolSpecs() {
+		catalogTool := t.role == "catalog.search" || t.role == "catalog.define"
+		if (s.part == PartCatalog && !catalogTool) || (s.part == PartWarehouse && catalogTool) {
+			continue
+		}
 		srv.AddTool(&mcp.Tool{
 			Name:        t.name,
 			Description: t.description,

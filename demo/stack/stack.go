@@ -54,6 +54,19 @@ type Options struct {
 	// Sources replace the demo source as the agent's sources; nil means the demo source started
 	// here. The demo source is started either way.
 	Sources []agent.SourceConfig
+	// Split runs the demo as two sources, each its own MCP server with its own bearer validation
+	// and audit log: a catalog source (the glossary) and a warehouse source (the tables), named
+	// "catalog" and "warehouse" in the agent's sources. CatalogAddr is the catalog's listen
+	// address ("" means 127.0.0.1:0); SourceAddr is then the warehouse's.
+	Split       bool
+	CatalogAddr string
+	// Phase 2 runs the agent with a branch per source and divergence; 0 means Model's phase,
+	// else 1.
+	Phase int
+	// DivergenceTurns caps the catalog-withheld branch's model calls in phase 2: 0 means
+	// Model's ASK_DIVERGENCE_TURNS, else agent.DefaultDivergenceTurns; negative means none
+	// (divergence null).
+	DivergenceTurns int
 	// UI serves the reference web page (package demo/ui) at {base}/ui/ on the service's listener,
 	// with a development sign-in that mints tokens from this stack's IdP. Off by default; askd
 	// never serves it.
@@ -70,8 +83,13 @@ type Stack struct {
 	AskURL string
 	// IdPURL is the identity provider's issuer URL; JWKS at /.well-known/jwks.json, mint at /token.
 	IdPURL string
-	// SourceURL is the demo source's root: MCP at /mcp, audit at /audit.
+	// SourceURL is the demo source's root: MCP at /mcp, audit at /audit. With Options.Split it
+	// is the warehouse source's (the tables, where a refusal happens).
 	SourceURL string
+	// CatalogURL is the catalog source's root with Options.Split, else "".
+	CatalogURL string
+	// SourceURLs are the roots of every demo source started, in the agent's order.
+	SourceURLs []string
 	// StubURL is the llm-stub's OpenAI-compatible API root (…/v1), or "" with a real model.
 	StubURL string
 	// UIURL is the reference web page (…/ui/, with its trailing slash), or "" without Options.UI.
@@ -89,7 +107,10 @@ type Stack struct {
 	log     *slog.Logger
 	servers []*http.Server
 	source  *source.Source
-	done    chan error
+	catalog *source.Source
+	// catalogAuth is the catalog source's validator, with Options.Split.
+	catalogAuth *auth.Validator
+	done        chan error
 }
 
 // Start listens, starts every component, and returns once all of them accept connections.
@@ -99,7 +120,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Stack{log: log, done: make(chan error, 5)}
+	s := &Stack{log: log, done: make(chan error, 6)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -179,12 +200,26 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.StateDir != "" {
 		auditPath = filepath.Join(opts.StateDir, "demo-source", "audit.jsonl")
 	}
-	if s.source, err = source.New(ctx, source.Options{Authenticator: srcAuth, AuditPath: auditPath, Logger: log.With("component", "source")}); err != nil {
+	part := source.PartAll
+	if opts.Split {
+		part = source.PartWarehouse
+	}
+	if s.source, err = source.New(ctx, source.Options{Authenticator: srcAuth, AuditPath: auditPath, Logger: log.With("component", "source"), Serves: part}); err != nil {
 		closeAll(lnSrc, lnStub, lnAsk)
 		return nil, fmt.Errorf("demo source: %w", err)
 	}
 	s.SourceURL = "http://" + lnSrc.Addr().String()
 	s.serve("source", lnSrc, s.source.Handler())
+	defaultSources := []agent.SourceConfig{{Name: "demo", URL: s.SourceURL + "/mcp"}}
+	s.SourceURLs = []string{s.SourceURL}
+	if opts.Split {
+		if err := s.startCatalog(ctx, opts, newValidator); err != nil {
+			closeAll(lnStub, lnAsk)
+			return nil, err
+		}
+		defaultSources = []agent.SourceConfig{{Name: "catalog", URL: s.CatalogURL + "/mcp"}, {Name: "warehouse", URL: s.SourceURL + "/mcp"}}
+		s.SourceURLs = []string{s.CatalogURL, s.SourceURL}
+	}
 
 	// The model: the llm-stub unless a real one is configured.
 	modelCfg := agent.Config{LLM: "stub"}
@@ -214,9 +249,21 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	sources := opts.Sources
 	if sources == nil {
-		sources = []agent.SourceConfig{{Name: "demo", URL: s.SourceURL + "/mcp"}}
+		sources = defaultSources
 	}
-	runner, err := agent.New(agent.Options{Model: adm.model(mdl, modelCfg.LLM), Sources: sources, MaxTurns: modelCfg.MaxTurns, Logger: log.With("component", "agent")})
+	phase, divTurns := modelCfg.Phase, modelCfg.DivergenceTurns
+	if opts.Phase == 2 {
+		phase = 2
+	}
+	switch {
+	case phase != 2 || opts.DivergenceTurns < 0:
+		divTurns = 0
+	case opts.DivergenceTurns > 0:
+		divTurns = opts.DivergenceTurns
+	case divTurns == 0:
+		divTurns = agent.DefaultDivergenceTurns
+	}
+	runner, err := agent.New(agent.Options{Model: adm.model(mdl, modelCfg.LLM), Sources: sources, MaxTurns: modelCfg.MaxTurns, Phase: phase, DivergenceTurns: divTurns, Logger: log.With("component", "agent")})
 	if err != nil {
 		lnAsk.Close()
 		return nil, fmt.Errorf("agent: %w", err)
@@ -280,7 +327,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 
 	// auth.New waits for the first JWKS fetch, and the IdP is already serving: a validator that
 	// holds no key now would refuse every first request, so say so at once.
-	if !srcAuth.Ready() || !askAuth.Ready() {
+	if !srcAuth.Ready() || !askAuth.Ready() || (s.catalogAuth != nil && !s.catalogAuth.Ready()) {
 		return nil, errors.New("the identity provider's JWKS could not be fetched")
 	}
 	ok = true
@@ -332,6 +379,9 @@ func (s *Stack) Close() error {
 	}
 	if s.source != nil {
 		errs = append(errs, s.source.Close())
+	}
+	if s.catalog != nil {
+		errs = append(errs, s.catalog.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -2,7 +2,7 @@
 // its own type (the switch is exhaustive, so a new outcome in the contract fails to compile here),
 // and milestones in this client's own words.
 
-import type { MilestoneEvent, Outcome } from "./client.js";
+import type { BranchEvent, Divergence, MilestoneEvent, Outcome } from "./client.js";
 
 /** describeOutcome renders a terminal event for a person, saying what kind of outcome it is. */
 export function describeOutcome(o: Outcome): string {
@@ -13,6 +13,7 @@ export function describeOutcome(o: Outcome): string {
       lines.push(o.text);
       for (const c of o.caveats) lines.push(`Keep in mind — ${c.term}: ${c.text} (${c.source})`);
       for (const p of o.provenance) lines.push(`Rests on — ${p.term}: ${p.statement} (${p.source})`);
+      if (o.divergence) lines.push(divergenceWords(o.divergence));
       lines.push(o.path.speed === "fast" ? "Answered from the catalog alone." : `Answered by querying the data (${o.sql.length} quer${o.sql.length === 1 ? "y" : "ies"}).`);
       return lines.join("\n");
     }
@@ -53,5 +54,56 @@ export function milestoneWords(m: MilestoneEvent): string {
       const unknown: never = m.phase;
       return `Working on ${String(unknown)}`;
     }
+  }
+}
+
+/**
+ * divergenceWords says what the answer would have been without the catalog's definitions
+ * (answer.divergence, phase 2): "Without the catalog's definition of …, the answer would have
+ * been …".
+ */
+export function divergenceWords(d: Divergence): string {
+  const defs = d.without.length > 1 ? "definitions" : "definition";
+  let what = "a different result";
+  if (d.headline) {
+    what = `${String(d.headline.value)} (${d.headline.label})`;
+  } else if (d.result.rows.length === 1) {
+    const row = d.result.rows[0] ?? [];
+    what = d.result.columns.map((c, i) => `${c} ${String(row[i])}`).join(", ");
+  } else if (d.result.rows.length > 1) {
+    what = `${d.result.rows.length} rows of ${d.result.columns.join(", ")}`;
+  }
+  return `Without the catalog's ${defs} of ${d.without.join(", ")}, the answer would have been ${what}.`;
+}
+
+/**
+ * Branches follows a run's branches so that a client can show them collapsed, as the contract
+ * asks of a client that renders: one line when each branch opens, and only the supervisor's
+ * milestones (phase 1 names no branch, so everything is the supervisor's). A client that lets a
+ * person expand a branch shows the milestones whose `of` is that branch's label.
+ */
+export class Branches {
+  private readonly labels = new Map<string, string>();
+
+  /** add records a branch event; for a branch below the supervisor's opening, the line that stands for it. */
+  add(b: BranchEvent): string | undefined {
+    if (b.role === "supervisor" || b.state !== "open") return undefined;
+    if (b.role === "withheld") {
+      this.labels.set(b.branch_id, "without the catalog");
+      return "Also answering without the catalog, to compare";
+    }
+    const label = b.source ?? b.branch_id;
+    this.labels.set(b.branch_id, label);
+    return `Asking ${label}`;
+  }
+
+  /** of is the label of the branch a step or milestone was made in, or undefined for the supervisor's work. */
+  of(e: { branch_id?: string }): string | undefined {
+    return e.branch_id === undefined ? undefined : this.labels.get(e.branch_id);
+  }
+
+  /** collapsed reports whether a milestone belongs to a branch, so is hidden until the branch is expanded. */
+  collapsed(m: MilestoneEvent): boolean {
+    return this.of(m) !== undefined;
   }
 }

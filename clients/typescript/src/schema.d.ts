@@ -122,7 +122,7 @@ export interface paths {
         /**
          * Cancel a run. Idempotent.
          * @description Always `202` for a ticket the caller owns. After cancel no model call is made and the log
-         *     receives only the close of the open branch, `error{kind: cancelled}` and `done`; a tool
+         *     receives only the close of every open branch, `error{kind: cancelled}` and `done`; a tool
          *     call already in flight completes (every tool is read-only). After `done`, cancel changes
          *     nothing and still answers `202`.
          */
@@ -289,7 +289,9 @@ export interface components {
         };
         /**
          * @description A unit of work opened or closed. Every run emits exactly one `open` with role `supervisor`
-         *     before its first step and one `close` after its last.
+         *     before its first step and one `close` after its last. In phase 2 every other branch (one
+         *     `source` branch per configured source, and the `withheld` branch) opens once and closes once
+         *     inside the supervisor's, before the first and after the last step that names it.
          */
         BranchEvent: components["schemas"]["EventEnvelope"] & {
             /** @enum {string} */
@@ -303,10 +305,17 @@ export interface components {
         };
         BranchBody: {
             branch_id: string;
-            /** @description `supervisor` today; later also `source`. Clients must tolerate other roles. */
+            /**
+             * @description `supervisor` (the one branch of every run, `b1`); with phase 2 on, also `source` (one
+             *     per configured source, inside the supervisor's) and `withheld` (the same question
+             *     answered with the catalog withheld, for `answer.divergence`). Clients must tolerate
+             *     other roles.
+             */
             role: string;
             /** @description The source a `source` branch works on. */
             source?: string;
+            /** @description The branch this one runs inside (`b1` for every branch below the supervisor's). */
+            parent?: string;
             /** @enum {string} */
             state: "open" | "close";
         };
@@ -344,6 +353,11 @@ export interface components {
             refused: boolean;
             /** @description A tool error returned to the model to correct (not a refusal), when there was one. */
             error?: string;
+            /**
+             * @description The open branch the call was made in. Absent in phase 1, where every step belongs to
+             *     the one supervisor branch.
+             */
+            branch_id?: string;
         };
         /** @enum {string} */
         MilestonePhase: "grounding" | "discovering" | "querying" | "reconciling";
@@ -368,7 +382,16 @@ export interface components {
             phase: components["schemas"]["MilestonePhase"];
             /** @description What the phase is about, in the catalog's vocabulary (a term, a table). */
             subject: string;
+            /**
+             * @description The source the progress was made on; for the supervisor's `reconciling` milestone of
+             *     phase 2, the sources whose branches it reconciles, comma-separated.
+             */
             source: string;
+            /**
+             * @description The open branch the progress was made in. Absent in phase 1, where everything belongs
+             *     to the one supervisor branch.
+             */
+            branch_id?: string;
         };
         /** @description The rows of the final statement that ran, exactly as the source returned them. */
         ResultSet: {
@@ -436,8 +459,31 @@ export interface components {
             provenance: components["schemas"]["Provenance"][];
             /** @description Every statement that ran, in order. Empty for a catalog-only answer. */
             sql: string[];
-            /** @description Always null in this version; reserved for what the answer would have been without the catalog. */
-            divergence: Record<string, never> | null;
+            /**
+             * @description What the answer would have been with the catalog withheld, when that differs from this
+             *     answer. Null in phase 1, when the two agree, when the catalog-withheld answer did not
+             *     end in an answer, and when no definition was consulted.
+             */
+            divergence: components["schemas"]["Divergence"] | null;
+        };
+        /**
+         * @description The same question answered with the catalog withheld (no definitions, no caveats), as
+         *     fields assembled from what the tools returned, and the definitions it did without. A client
+         *     should say it: "Without the catalog's definition of <without>, the answer would have been
+         *     <result>."
+         */
+        Divergence: {
+            /** @description The model's prose for the catalog-withheld answer. */
+            text?: string;
+            result: components["schemas"]["ResultSet"];
+            headline?: components["schemas"]["Headline"];
+            /** @description Every statement the catalog-withheld answer ran, in order. */
+            sql: string[];
+            /**
+             * @description The terms whose definitions it did without: each is the `term` of an entry of the
+             *     answer's `provenance`.
+             */
+            without: string[];
         };
         /**
          * @description The run could not answer: no statement ran, no definition was retrieved, nothing was

@@ -4,7 +4,9 @@
 // What a client owes, and where this page pays it:
 //   - milestones in its own words (milestoneWords); steps only for someone who opens "Show the work";
 //   - refusal and abstention as what they are (renderRefusal, renderAbstention), never as an answer;
-//   - every caveat shown (renderAnswer);
+//   - every caveat shown (renderAnswer), and what the answer would have been without the catalog
+//     (renderDivergence);
+//   - a phase-2 run's branches collapsed, one line each, opened on request (addBranch);
 //   - cancel when the person has gone (the Cancel button, and pagehide);
 //   - latency is the service's business: the page only reports path.speed.
 'use strict';
@@ -254,6 +256,7 @@
       }
       out.append(el('section', { class: 'provenance' }, el('h4', { text: 'What this answer rests on' }), list));
     }
+    if (a.divergence) renderDivergence(out, a.divergence);
     const path = a.path && a.path.speed === 'fast'
       ? 'Answered from the catalog alone: no data was queried.'
       : 'Answered by querying the data.';
@@ -263,6 +266,28 @@
       for (const s of a.sql) sql.append(el('pre', { text: s }));
       out.append(sql);
     }
+  }
+
+  // divergenceWords: what the answer would have been without the catalog's definitions.
+  function divergenceWords(d) {
+    const defs = d.without.length > 1 ? 'definitions' : 'definition';
+    let what = 'a different result';
+    const rows = (d.result && d.result.rows) || [];
+    if (d.headline) what = `${cellText(d.headline.value)} (${d.headline.label.replaceAll('_', ' ')})`;
+    else if (rows.length === 1) what = d.result.columns.map((c, i) => `${c.replaceAll('_', ' ')} ${cellText(rows[0][i])}`).join(', ');
+    return `Without the catalog’s ${defs} of ${d.without.join(', ')}, the answer would have been ${what}.`;
+  }
+
+  function renderDivergence(out, d) {
+    const section = el('section', { class: 'divergence' }, el('h4', { text: 'Without the catalog' }),
+      el('p', { text: divergenceWords(d) }));
+    if (!d.headline && ((d.result && d.result.rows) || []).length > 1) section.append(resultTable(d.result));
+    if ((d.sql || []).length > 0) {
+      const sql = el('details', { class: 'sql' }, el('summary', { text: 'The query without the catalog' }));
+      for (const s of d.sql) sql.append(el('pre', { text: s }));
+      section.append(sql);
+    }
+    out.append(section);
   }
 
   // renderAbstention says exactly what was tried (nothing, when no tool was called: never a lookup
@@ -312,8 +337,30 @@
       text: `${d.steps} tool call${d.steps === 1 ? '' : 's'} · ${d.model_calls} model call${d.model_calls === 1 ? '' : 's'} · ${secs} s` }));
   }
 
-  function addMilestone(turn, m) {
+  // A phase-2 run's branches, collapsed by default: one line per branch as it opens, which a
+  // person may open to see that branch's own progress; the supervisor's milestones (and a
+  // phase-1 run's, which name no branch) go to the main list.
+  function addBranch(turn, b) {
+    if (b.role === 'supervisor' || b.state !== 'open') return;
+    const label = b.role === 'withheld' ? 'Also answering without the catalog, to compare' : `Asking ${b.source || b.branch_id}`;
+    const item = el('li', { class: 'branch', 'data-branch': b.branch_id },
+      el('details', null, el('summary', { text: label }), el('ol', { class: 'branch-progress' })));
     const list = turn.querySelector('.progress');
+    if (list.lastElementChild) list.lastElementChild.classList.add('past');
+    list.append(item);
+  }
+
+  function milestoneList(turn, m) {
+    if (m.branch_id) {
+      for (const item of turn.querySelectorAll('.progress li.branch')) {
+        if (item.dataset.branch === m.branch_id) return item.querySelector('.branch-progress');
+      }
+    }
+    return turn.querySelector('.progress');
+  }
+
+  function addMilestone(turn, m) {
+    const list = milestoneList(turn, m);
     const words = milestoneWords(m);
     const last = list.lastElementChild;
     if (last && last.dataset.words === words && !last.classList.contains('refused')) return; // the same thing again: say it once
@@ -350,6 +397,7 @@
     const out = turn.querySelector('.outcome');
     switch (ev.type) {
       case 'accepted': turn.dataset.seqAccepted = String(ev.seq); break;
+      case 'branch': addBranch(turn, ev); break;
       case 'milestone': addMilestone(turn, ev); break;
       case 'step': addStep(turn, ev); break;
       case 'answer': renderAnswer(out, ev); break;
@@ -357,7 +405,7 @@
       case 'refusal': markRefused(turn, ev.source); renderRefusal(out, ev); break;
       case 'error': renderError(out, ev); break;
       case 'done': renderDone(turn, ev); break;
-      default: break; // branch, and types this page does not know yet
+      default: break; // types this page does not know yet
     }
     if (['answer', 'abstention', 'refusal', 'error'].includes(ev.type)) {
       turn.dataset.outcome = ev.type;

@@ -1,0 +1,228 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	ask "github.com/das-ask/ask"
+	"github.com/das-ask/ask/agent/model"
+	"github.com/das-ask/ask/agent/source"
+	"github.com/das-ask/ask/gen"
+)
+
+// SupervisorBranch is the branch the service opens around every run; phase 2's branches run
+// inside it.
+const SupervisorBranch = "b1"
+
+// Branch roles below the supervisor.
+const (
+	RoleSource   = "source"
+	RoleWithheld = "withheld"
+)
+
+// branchEmitter stamps every step and milestone with the branch it was made in.
+type branchEmitter struct {
+	ask.Emitter
+	id string
+}
+
+func (e branchEmitter) Step(s gen.StepBody) {
+	s.BranchId = &e.id
+	e.Emitter.Step(s)
+}
+
+func (e branchEmitter) Milestone(m gen.MilestoneBody) {
+	m.BranchId = &e.id
+	e.Emitter.Milestone(m)
+}
+
+// branchRun is one branch's part of a phase-2 run.
+type branchRun struct {
+	id     string
+	source string // "" for the withheld branch
+	led    *ledger
+	lp     loopEnd
+}
+
+// fanOut is a phase-2 run (see the package doc): one branch per source, concurrently, each a
+// sub-agent with that source's tools only; the catalog-withheld branch beside them when
+// divergence is on; then the supervisor reconciles what the source branches found and produces
+// the one outcome. A refusal in any branch stops the others at once.
+func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.Session, emit ask.Emitter) ask.Outcome {
+	bctx, stop := context.WithCancel(ctx)
+	defer stop()
+	start := conversation(req.History, req.Question)
+	sup := SupervisorBranch
+
+	branches := make([]*branchRun, 0, len(sessions)+1)
+	tools := make([]toolset, 0, len(sessions)+1)
+	systems := make([]string, 0, len(sessions)+1)
+	for i, s := range sessions {
+		branches = append(branches, &branchRun{id: fmt.Sprintf("b%d", i+2), source: s.Name()})
+		tools = append(tools, newToolset([]*source.Session{s}))
+		systems = append(systems, fmt.Sprintf(branchPrompt, a.system, s.Name()))
+	}
+	if a.divergenceTurns > 0 {
+		if ts, ok := withheldTools(sessions); ok {
+			branches = append(branches, &branchRun{id: fmt.Sprintf("b%d", len(sessions)+2)})
+			tools = append(tools, ts)
+			systems = append(systems, withheldPrompt)
+		}
+	}
+
+	var wg sync.WaitGroup
+	for i, b := range branches {
+		wg.Go(func() {
+			body := gen.BranchBody{BranchId: b.id, Role: RoleSource, Parent: &sup, State: gen.BranchBodyStateOpen}
+			turns := a.maxTurns
+			if b.source == "" {
+				body.Role, turns = RoleWithheld, a.divergenceTurns
+			} else {
+				body.Source = &b.source
+			}
+			emit.Branch(body)
+			defer func() {
+				body.State = gen.BranchBodyStateClose
+				emit.Branch(body)
+			}()
+			b.led = &ledger{question: req.Question}
+			b.lp = a.loop(bctx, loopSpec{system: systems[i], msgs: slices.Clone(start), tools: tools[i], led: b.led, emit: branchEmitter{emit, b.id}, turns: turns})
+			if b.lp.end != nil && b.lp.end.Refusal != nil {
+				stop()
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return failure(ctx, gen.ErrorKindCancelled, ctx.Err())
+	}
+
+	// Outcome rules, mechanical across branches: a refusal in any branch (the withheld one
+	// included) is the run's refusal; otherwise a source branch's error is the run's error;
+	// otherwise the supervisor reconciles.
+	for _, b := range branches {
+		if b.lp.end != nil && b.lp.end.Refusal != nil {
+			return *b.lp.end
+		}
+	}
+	sourceBranches := branches[:len(sessions)]
+	for _, b := range sourceBranches {
+		if b.lp.end != nil {
+			return *b.lp.end
+		}
+	}
+
+	led := &ledger{question: req.Question}
+	msgs := slices.Clone(start)
+	names := make([]string, 0, len(sourceBranches))
+	for _, b := range sourceBranches {
+		led.merge(b.led)
+		msgs = append(msgs, delegated(b.id, b.lp.msgs[len(start):])...)
+		names = append(names, b.source)
+	}
+	supEmit := branchEmitter{emit, sup}
+	supEmit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseReconciling, Subject: led.reconcileSubject(), Source: strings.Join(names, ",")})
+	lp := a.loop(ctx, loopSpec{system: a.system + reconcilePrompt, msgs: msgs, tools: newToolset(sessions), led: led, emit: supEmit, turns: a.maxTurns})
+	if lp.end != nil {
+		return *lp.end
+	}
+	out := led.outcome(lp.text, req.History)
+	if out.Answer != nil && len(branches) > len(sessions) {
+		w := branches[len(sessions)]
+		if w.lp.end == nil {
+			out.Answer.Divergence = divergence(out.Answer, w.led.outcome(w.lp.text, req.History).Answer, led.definitions)
+		}
+	}
+	return out
+}
+
+// delegated is a branch's tool-call turns as the supervisor's own: the supervisor delegated them,
+// so its model sees every call a branch made and what it returned, in the branch's order. The
+// branch's closing prose is left out (the facts are in the results), and call ids are prefixed
+// with the branch so that two branches' ids never collide.
+func delegated(branch string, msgs []model.Message) []model.Message {
+	var out []model.Message
+	for _, m := range msgs {
+		switch {
+		case m.Role == model.RoleAssistant && len(m.ToolCalls) > 0:
+			calls := make([]model.ToolCall, len(m.ToolCalls))
+			for i, c := range m.ToolCalls {
+				c.ID = branch + "_" + c.ID
+				calls[i] = c
+			}
+			out = append(out, model.Message{Role: model.RoleAssistant, Text: m.Text, ToolCalls: calls})
+		case len(m.ToolResults) > 0:
+			res := make([]model.ToolResult, len(m.ToolResults))
+			for i, r := range m.ToolResults {
+				r.CallID = branch + "_" + r.CallID
+				res[i] = r
+			}
+			out = append(out, model.Message{Role: m.Role, ToolResults: res})
+		}
+	}
+	return out
+}
+
+// withheldTools is every tool of the sessions except the catalog's: the same question answered
+// without definitions or caveats. ok is false when no source offers a catalog tool (nothing
+// would be withheld) or every tool is a catalog tool (nothing would be left to answer with).
+func withheldTools(sessions []*source.Session) (toolset, bool) {
+	ts := newToolset(sessions)
+	out := toolset{byName: map[string]boundTool{}}
+	withheld := false
+	for _, spec := range ts.specs {
+		t := ts.byName[spec.Name]
+		if t.Role == source.RoleCatalogSearch || t.Role == source.RoleCatalogDefine {
+			withheld = true
+			continue
+		}
+		out.byName[spec.Name] = t
+		out.specs = append(out.specs, spec)
+	}
+	return out, withheld && len(out.specs) > 0
+}
+
+// merge adds what another ledger (a branch's) found to l.
+func (l *ledger) merge(o *ledger) {
+	for _, s := range o.consulted {
+		if !slices.Contains(l.consulted, s) {
+			l.consulted = append(l.consulted, s)
+		}
+	}
+	for _, t := range o.termsTried {
+		if !slices.Contains(l.termsTried, t) {
+			l.termsTried = append(l.termsTried, t)
+		}
+	}
+	for _, d := range o.definitions {
+		if !slices.ContainsFunc(l.definitions, func(h definition) bool { return h.Term == d.Term && h.Source == d.Source }) {
+			l.definitions = append(l.definitions, d)
+		}
+	}
+	l.statements = append(l.statements, o.statements...)
+}
+
+// reconcileSubject names what the reconciliation is about, in the catalog's vocabulary: the
+// terms the branches defined, else the tables they queried, else "sources".
+func (l *ledger) reconcileSubject() string {
+	var parts []string
+	for _, d := range l.definitions {
+		parts = append(parts, d.Term)
+	}
+	if len(parts) == 0 {
+		for _, s := range l.statements {
+			for _, t := range tablesOf(s.SQL) {
+				if !slices.Contains(parts, t) {
+					parts = append(parts, t)
+				}
+			}
+		}
+	}
+	if s := l.clean(strings.Join(parts, ", ")); s != "" {
+		return s
+	}
+	return "sources"
+}

@@ -1,0 +1,43 @@
+// The presentation helpers on phase-2 events: the divergence sentence, and branches collapsed
+// until expanded (no service needed).
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { Branches, describeOutcome, divergenceWords, type AnswerEvent, type BranchEvent, type MilestoneEvent } from "../src/index.js";
+
+const envelope = { ticket: "t_1", conversation_id: "c_1", ts: "2026-12-01T00:00:00Z" };
+
+describe("phase-2 presentation", () => {
+  test("the divergence sentence", () => {
+    const answer: AnswerEvent = {
+      ...envelope, seq: 9, type: "answer", text: "Mobile had the highest change failure rate in 2026-Q3: 14%.",
+      caveats: [], provenance: [{ term: "change failure rate", statement: "(failed + rolled_back) / all", source: "Handbook", kind: "glossary_term" }],
+      path: { speed: "full", detail: "multi" }, sql: ["SELECT …"],
+      result: { columns: ["team", "change_failure_rate_pct"], rows: [["Mobile", 14]], truncated: false },
+      divergence: {
+        result: { columns: ["team", "failure_rate_pct"], rows: [["Data", 11.1]], truncated: false },
+        sql: ["SELECT …"], without: ["change failure rate"],
+      },
+    };
+    const want = "Without the catalog's definition of change failure rate, the answer would have been team Data, failure_rate_pct 11.1.";
+    assert.equal(divergenceWords(answer.divergence!), want);
+    assert.ok(describeOutcome(answer).includes(want), describeOutcome(answer));
+    assert.ok(!describeOutcome({ ...answer, divergence: null }).includes("Without the catalog"));
+  });
+
+  test("branches are collapsed: one line each, the supervisor's milestones shown", () => {
+    const b = new Branches();
+    const open = (branch_id: string, role: string, source?: string): BranchEvent =>
+      ({ ...envelope, seq: 2, type: "branch", branch_id, role, state: "open", ...(source ? { source } : {}) });
+    assert.equal(b.add(open("b1", "supervisor")), undefined);
+    assert.equal(b.add(open("b2", "source", "catalog")), "Asking catalog");
+    assert.equal(b.add(open("b4", "withheld")), "Also answering without the catalog, to compare");
+    const m = (branch_id?: string): MilestoneEvent =>
+      ({ ...envelope, seq: 5, type: "milestone", phase: "grounding", subject: "change failure rate", source: "catalog", ...(branch_id ? { branch_id } : {}) });
+    assert.equal(b.collapsed(m("b2")), true);
+    assert.equal(b.of(m("b2")), "catalog");
+    assert.equal(b.collapsed(m("b1")), false, "the supervisor's milestone is shown");
+    assert.equal(b.collapsed(m()), false, "a phase-1 milestone names no branch and is shown");
+  });
+});

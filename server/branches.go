@@ -1,0 +1,112 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// openBranches is the branches below the supervisor's that a run has opened, in order, and
+// which of them are still open: the end of the log closes those, innermost last opened first,
+// before the supervisor's close, so that every branch opens and closes exactly once even when
+// cancel, the deadline or shutdown ends the run mid-branch.
+type openBranches struct {
+	seen map[string]bool
+	open []gen.BranchBody
+}
+
+// admits reports whether b may be appended: the first open of its id, or the close of a branch
+// that is open.
+func (o *openBranches) admits(b gen.BranchBody) bool {
+	switch b.State {
+	case gen.BranchBodyStateOpen:
+		return !o.seen[b.BranchId]
+	case gen.BranchBodyStateClose:
+		return slices.ContainsFunc(o.open, func(x gen.BranchBody) bool { return x.BranchId == b.BranchId })
+	}
+	return false
+}
+
+// record notes an appended branch event.
+func (o *openBranches) record(b gen.BranchBody) {
+	switch b.State {
+	case gen.BranchBodyStateOpen:
+		if o.seen == nil {
+			o.seen = map[string]bool{}
+		}
+		o.seen[b.BranchId] = true
+		o.open = append(o.open, b)
+	case gen.BranchBodyStateClose:
+		o.open = slices.DeleteFunc(o.open, func(x gen.BranchBody) bool { return x.BranchId == b.BranchId })
+	}
+}
+
+// reserve is how many slots of the log's non-step share an event must leave free: one per
+// branch still to be closed, and one more for a branch being opened.
+func (o *openBranches) reserve(typ gen.EventType, body any) int {
+	n := len(o.open)
+	if b, ok := body.(gen.BranchBody); ok && typ == gen.EventTypeBranch && b.State == gen.BranchBodyStateOpen {
+		n++
+	}
+	return n
+}
+
+// closes are the close events of the branches still open, last opened first.
+func (o *openBranches) closes() []gen.BranchBody {
+	out := make([]gen.BranchBody, 0, len(o.open))
+	for _, b := range slices.Backward(o.open) {
+		b.State = gen.BranchBodyStateClose
+		out = append(out, b)
+	}
+	return out
+}
+
+// endOfLog is the tail every log ends with: the close of each branch still open, the
+// supervisor branch's close, the terminal event and done.
+func endOfLog(closes []gen.BranchBody, typ gen.EventType, body any, done gen.DoneBody) []struct {
+	typ  gen.EventType
+	body any
+} {
+	tail := make([]struct {
+		typ  gen.EventType
+		body any
+	}, 0, len(closes)+3)
+	for _, c := range closes {
+		tail = append(tail, struct {
+			typ  gen.EventType
+			body any
+		}{gen.EventTypeBranch, c})
+	}
+	return append(tail, []struct {
+		typ  gen.EventType
+		body any
+	}{
+		{gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose}},
+		{typ, body},
+		{gen.EventTypeDone, done},
+	}...)
+}
+
+// branchesOpenIn reads a ticket's log (branch events are never evicted) for the branches below
+// the supervisor's that are open, for a replica that ends a run it does not run.
+func branchesOpenIn(ctx context.Context, sh store.Shared, ticket string) (openBranches, error) {
+	var o openBranches
+	b, err := sh.Read(ctx, ticket, 0)
+	if err != nil {
+		return o, err
+	}
+	for _, e := range b.Events {
+		if e.Type != gen.EventTypeBranch {
+			continue
+		}
+		var br gen.BranchBody
+		if json.Unmarshal(e.Data, &br) != nil || br.BranchId == supervisorBranch || !o.admits(br) {
+			continue
+		}
+		o.record(br)
+	}
+	return o, nil
+}

@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,17 +111,26 @@ BenchmarkFrame/frame-2   	 7900432	        30.19 ns/op	11594.39 MB/s	       0 B/
 
 func TestTargets(t *testing.T) {
 	r := &Report{
-		TimeToTicket: []TicketLevel{{Concurrency: 64, RatioP50: 1.2}},
-		Delivery:     []DeliveryLevel{{Readers: 1, Ratio: 0.9}, {Readers: 100, Ratio: 0.7}},
+		TimeToTicket: []TicketLevel{{Concurrency: 64, RatioP50: 1.2, CPURatio: Spread{Median: 1.6}, Ours: Latency{P50: 4}}},
+		Delivery:     []DeliveryLevel{{Readers: 1, Ratio: 0.9, Ours: 1000}, {Readers: 100, Ratio: 0.7, Ours: 10000}},
 		Idle:         &Idle{Levels: []IdleLevel{{Streams: 10000, PerStreamBytes: 39 * kb}}},
 		Replay:       &Replay{Events: 1000, Ours: Latency{P50: 6}},
+		Redis: &RedisRun{
+			TimeToTicket: []TicketLevel{{Concurrency: 64, Ours: Latency{P50: 7.9}}},
+			Delivery:     []DeliveryLevel{{Readers: 1, Ours: 199}, {Readers: 100, Ours: 5000}},
+			Replay:       &Replay{Events: 1000, Ours: Latency{P50: 13}},
+		},
 	}
 	want := map[string]*bool{
-		"time to ticket":  met(true),
-		"stream delivery": met(false), // 100 readers misses
-		"idle streams":    met(true),
-		"replay":          met(false),
-		"peer":            nil, // no figure
+		"time to ticket":                   met(false), // the p50 ratio is met, the CPU ratio is not
+		"stream delivery":                  met(true),  // one reader judged; 100 readers shown only
+		"idle streams":                     met(true),
+		"replay":                           met(false),
+		"peer":                             nil, // no figure
+		"redis: time to ticket":            met(true),
+		"redis: delivery to 1 reader(s)":   met(false),
+		"redis: delivery to 100 reader(s)": met(true),
+		"redis: replay":                    met(false),
 	}
 	ts := targets(r)
 	if len(ts) != len(want) {
@@ -178,7 +191,8 @@ func TestRunInProcess(t *testing.T) {
 		t.Errorf("%d time-to-ticket levels, want 2", got)
 	}
 	for _, l := range r.TimeToTicket {
-		if l.Ours.N == 0 || l.Bare.N == 0 || l.RatioP50 <= 0 {
+		if l.Ours.N == 0 || l.Bare.N == 0 || l.RatioP50 <= 0 || l.RatioP50Spread.Rounds != 2 ||
+			l.OursCPUUS <= 0 || l.BareCPUUS <= 0 || l.CPURatio.Median <= 0 || l.CPURatio.Min > l.CPURatio.Max {
 			t.Errorf("time to ticket at %d: %+v", l.Concurrency, l)
 		}
 	}
@@ -186,7 +200,7 @@ func TestRunInProcess(t *testing.T) {
 		t.Errorf("end to end: %+v, want answers only", r.E2E)
 	}
 	for _, l := range r.Delivery {
-		if l.Ours <= 0 || l.Bare <= 0 || l.BareBatched <= 0 {
+		if l.Ours <= 0 || l.Bare <= 0 || l.BareBatched <= 0 || l.RatioSpread.Rounds != 1 || l.Ratio != l.RatioSpread.Median {
 			t.Errorf("delivery to %d: %+v", l.Readers, l)
 		}
 	}
@@ -232,5 +246,76 @@ func TestRunInProcess(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "revised") || !strings.Contains(string(md), "| time to ticket |") {
 		t.Error("Render did not rewrite REPORT.md from report.json and FINDINGS.md")
+	}
+}
+
+// TestBareBatch drives the batching baseline through a real server: every step frame in
+// order, encoded as the service encodes a step, then the done.
+func TestBareBatch(t *testing.T) {
+	srv := httptest.NewServer(&bareStream{gates: newGates()})
+	defer srv.Close()
+	for _, mode := range []string{"batch", "end"} {
+		resp, err := http.Get(srv.URL + "/?n=500&flush=" + mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newSSECounter(resp.Body)
+		seq := 0
+		err = s.until(func(f frame) bool {
+			seq++
+			if string(f.ID) != strconv.Itoa(seq) {
+				t.Fatalf("%s: frame %d has id %q", mode, seq, f.ID)
+			}
+			if string(f.Event) == "done" {
+				return true
+			}
+			var ev struct {
+				Seq  int    `json:"seq"`
+				Type string `json:"type"`
+				Tool string `json:"tool"`
+			}
+			if err := json.Unmarshal(f.Data, &ev); err != nil || ev.Seq != seq || ev.Type != "step" || ev.Tool != "run_query" {
+				t.Fatalf("%s: frame %d: %+v, %v: %s", mode, seq, ev, err, f.Data)
+			}
+			return false
+		})
+		resp.Body.Close()
+		if err != nil || seq != 501 {
+			t.Fatalf("%s: %d frames, %v", mode, seq, err)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/?n=5&flush=each")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("flush=each: %s, want 400", resp.Status)
+	}
+}
+
+// TestBareBatchShared: readers of one gate share one run, and each receives all of it.
+func TestBareBatchShared(t *testing.T) {
+	g := newGates()
+	srv := httptest.NewServer(&bareStream{gates: g})
+	defer srv.Close()
+	var counters []*sseCounter
+	for range 3 {
+		resp, err := http.Get(srv.URL + "/?n=300&flush=batch&gate=k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		s := newSSECounter(resp.Body)
+		if err := s.untilComment(); err != nil {
+			t.Fatal(err)
+		}
+		counters = append(counters, s)
+	}
+	g.release("k")
+	for i, s := range counters {
+		if err := s.until(isDone); err != nil || s.Frames != 301 {
+			t.Errorf("reader %d: %d frames, %v", i, s.Frames, err)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/das-ask/ask/auth"
@@ -203,6 +204,11 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	return nil
 }
 
+// cpuSample is what the child's /rusage answers.
+type cpuSample struct {
+	NS int64 `json:"cpu_ns"`
+}
+
 // debugStats is what the child's /stats answers.
 type debugStats struct {
 	Goroutines int    `json:"goroutines"`
@@ -230,6 +236,18 @@ func newDebug(g *gates) http.Handler {
 		_ = json.NewEncoder(w).Encode(debugStats{
 			Goroutines: runtime.NumGoroutine(), HeapInuse: m.HeapInuse, StackInuse: m.StackInuse, Sys: m.Sys,
 		})
+	})
+	// POST /rusage collects garbage, then answers this process's CPU time so far (user plus
+	// system, getrusage RUSAGE_SELF, all threads) in nanoseconds: the server side's CPU, which
+	// the load generator (another process) is not part of.
+	mux.HandleFunc("POST /rusage", func(w http.ResponseWriter, _ *http.Request) {
+		runtime.GC()
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(cpuSample{NS: ru.Utime.Nano() + ru.Stime.Nano()})
 	})
 	mux.HandleFunc("POST /release", func(w http.ResponseWriter, r *http.Request) {
 		g.release(r.URL.Query().Get("key"))

@@ -48,7 +48,9 @@ func (r *Report) markdown(findings string) string {
 	}
 
 	p("## 1. Time to ticket\n\n`POST /v1/conversations/{cid}/asks` → 202 through the generated client with a real token, each ask in a fresh conversation. ")
-	p("Baseline: the same route on a bare Echo behind the same JWT validation, answering a constant 202.\n\n")
+	p("Baseline: the same route on a bare Echo behind the same JWT validation, answering a constant 202. ")
+	p("Each round is one burst of each, back to back, which goes first alternating by round; the p50 ratio is the median of the per-round ratios, with the smallest and largest. ")
+	p("Server CPU per ask is the server process's user+system time (getrusage) over a burst, after a forced GC at each end, divided by the asks: the load generator is another process and is not in it.\n\n")
 	r.ticketTable(p)
 	p("\n")
 
@@ -68,7 +70,9 @@ func (r *Report) markdown(findings string) string {
 	r.phase2Section(p)
 
 	p("## 3. Stream delivery\n\nA synthetic run emitting step events as fast as it can, released once every reader's stream is open; events/s summed over readers, from the release to the last reader's `done`, median of the rounds. ")
-	p("Baseline: plain `net/http` (behind the same JWT validation) writing the same pre-encoded frames with a flush per frame. The one-write column is the wire's ceiling (everything written, one flush): context, not a target.\n\n")
+	p("Baseline: plain `net/http` (behind the same JWT validation) batching as a real SSE server does: a producer encodes each event from its struct as ours must, the writer writes whatever is pending and flushes once. ")
+	p("Each round measures ours and the baseline back to back, which goes first alternating by round; the ratio is the median of the per-round ratios, with the smallest and largest. ")
+	p("The one-write column is the wire's ceiling (everything pre-encoded, one write, one flush): context, not a target.\n\n")
 	r.deliveryTable(p)
 	p("\n")
 
@@ -99,7 +103,7 @@ func (r *Report) markdown(findings string) string {
 	p("## 6. Peer: the MCP Go SDK\n\n")
 	if pe := r.Peer; pe != nil {
 		p("The same stream-and-resume workload on the MCP Go SDK's streamable HTTP transport with `mcp.NewMemoryEventStore`, behind the same JWT validation: a tool emitting progress notifications (each carrying the same step JSON as our step events) as fast as it can, watched live, then resumed from the start with `Last-Event-ID`. ")
-		p("%d frames per stream on each side; ours live includes two requests (the ticket, then the stream), theirs one.\n\n", pe.Events)
+		p("%d frames per stream on each side, %d repetitions of each (so p99 is not the largest); ours live includes two requests (the ticket, then the stream), theirs one.\n\n", pe.Events, pe.OursLive.N)
 		p("| | ours p50 | MCP SDK p50 | ours faster by | ours p99 | MCP SDK p99 |\n|---|---|---|---|---|---|\n")
 		p("| live | %.2f ms | %.2f ms | %.2f× | %.2f ms | %.2f ms |\n", pe.OursLive.P50, pe.PeerLive.P50, pe.LiveSpeedup, pe.OursLive.P99, pe.PeerLive.P99)
 		p("| resume from the start | %.2f ms | %.2f ms | %.2f× | %.2f ms | %.2f ms |\n\n", pe.OursReplay.P50, pe.PeerReplay.P50, pe.ReplaySpeedup, pe.OursReplay.P99, pe.PeerReplay.P99)

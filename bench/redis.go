@@ -117,7 +117,7 @@ func (r *Report) redisNote(p func(string, ...any)) {
 	p("In sections 1, 3 and 5, the rows whose store is **redis** are the same workload run once more against a child whose store is Redis (`store/redis`): ")
 	p("a redis-server%s started for the run on loopback, persistence off, one per run, shared by nothing else. ", version)
 	p("Each Redis row has its own bare baseline, measured by that child beside it; the baselines use no store, so the ratio says what the service costs with Redis behind it. ")
-	p("The targets are judged on the in-memory store, the default.\n\n")
+	p("The in-memory targets are judged on the in-memory store, the default; the Redis targets compare the Redis rows with the in-memory ones of the same run (different children, so not per round).\n\n")
 }
 
 // skippedRow is a table row saying the Redis rows are missing and why.
@@ -128,10 +128,11 @@ func (r *Report) skippedRow(p func(string, ...any)) {
 }
 
 func (r *Report) ticketTable(p func(string, ...any)) {
-	p("| store | concurrency | ours p50 | bare p50 | ratio | ours p99 | bare p99 | ratio | ours req/s | bare req/s | n (each) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| store | concurrency | ours p50 | bare p50 | p50 ratio: median of rounds (min–max) | ours p99 | bare p99 | ratio | server CPU/ask ours | bare | CPU ratio: median (min–max) | ours req/s | bare req/s | n (each) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	row := func(store string, l TicketLevel) {
-		p("| %s | %d | %.3f ms | %.3f ms | %.2f× | %.3f ms | %.3f ms | %.2f× | %.0f | %.0f | %d |\n",
-			store, l.Concurrency, l.Ours.P50, l.Bare.P50, l.RatioP50, l.Ours.P99, l.Bare.P99, l.RatioP99, l.OursRPS, l.BareRPS, l.Ours.N)
+		p("| %s | %d | %.3f ms | %.3f ms | %s | %.3f ms | %.3f ms | %.2f× | %.1f µs | %.1f µs | %s | %.0f | %.0f | %d |\n",
+			store, l.Concurrency, l.Ours.P50, l.Bare.P50, l.RatioP50Spread, l.Ours.P99, l.Bare.P99, l.RatioP99,
+			l.OursCPUUS, l.BareCPUUS, l.CPURatio, l.OursRPS, l.BareRPS, l.Ours.N)
 	}
 	var redis []TicketLevel
 	if r.Redis != nil {
@@ -142,9 +143,9 @@ func (r *Report) ticketTable(p func(string, ...any)) {
 }
 
 func (r *Report) deliveryTable(p func(string, ...any)) {
-	p("| store | readers | events per reader | ours events/s | bare events/s | ratio | bare one-write events/s | bytes/event |\n|---|---|---|---|---|---|---|---|\n")
+	p("| store | readers | events per reader | ours events/s | bare (batching) events/s | ratio: median of rounds (min–max) | bare one-write events/s | bytes/event |\n|---|---|---|---|---|---|---|---|\n")
 	row := func(store string, l DeliveryLevel) {
-		p("| %s | %d | %d | %.0f | %.0f | %.2f× | %.0f | %.0f |\n", store, l.Readers, l.Events, l.Ours, l.Bare, l.Ratio, l.BareBatched, l.BytesPerEvent)
+		p("| %s | %d | %d | %.0f | %.0f | %s | %.0f | %.0f |\n", store, l.Readers, l.Events, l.Ours, l.Bare, l.RatioSpread, l.BareBatched, l.BytesPerEvent)
 	}
 	var redis []DeliveryLevel
 	if r.Redis != nil {
@@ -196,7 +197,7 @@ func (r *Report) RedisSummary() string {
 	var parts []string
 	for _, l := range rr.TimeToTicket {
 		if l.Concurrency == 64 {
-			parts = append(parts, fmt.Sprintf("ticket p50 at 64 %.3f ms (%.2f× bare)", l.Ours.P50, l.RatioP50))
+			parts = append(parts, fmt.Sprintf("ticket p50 at 64 %.3f ms (%.2f× bare, CPU %.2f×)", l.Ours.P50, l.RatioP50, l.CPURatio.Median))
 		}
 	}
 	for _, l := range rr.Delivery {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -66,4 +67,27 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// Spread is a ratio judged across rounds: the median of the per-round ratios, and their
+// smallest and largest, so that a reader sees how far one run's rounds disagree.
+type Spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Rounds int     `json:"rounds"`
+}
+
+// spreadOf summarises per-round ratios (it sorts xs).
+func spreadOf(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	m := median(xs) // sorts
+	return Spread{Median: m, Min: xs[0], Max: xs[len(xs)-1], Rounds: len(xs)}
+}
+
+// String is "1.23× (1.10–1.40×, 7 rounds)".
+func (s Spread) String() string {
+	return fmt.Sprintf("%.2f× (%.2f–%.2f×, %d rounds)", s.Median, s.Min, s.Max, s.Rounds)
 }

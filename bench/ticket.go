@@ -10,14 +10,25 @@ import (
 // TicketLevel is time to ticket at one concurrency: POST .../asks → 202, ours and the bare
 // handler, in alternating rounds.
 type TicketLevel struct {
-	Concurrency int     `json:"concurrency"`
-	Ours        Latency `json:"ours"`
-	Bare        Latency `json:"bare"`
-	OursRPS     float64 `json:"ours_rps"`
-	BareRPS     float64 `json:"bare_rps"`
-	// RatioP50 and RatioP99 are ours / bare (lower is better; 1 is the machine's limit).
-	RatioP50 float64 `json:"ratio_p50"`
-	RatioP99 float64 `json:"ratio_p99"`
+	Concurrency int `json:"concurrency"`
+	// Ours and Bare pool every counted round's latencies.
+	Ours    Latency `json:"ours"`
+	Bare    Latency `json:"bare"`
+	OursRPS float64 `json:"ours_rps"`
+	BareRPS float64 `json:"bare_rps"`
+	// RatioP50 is ours / bare at p50 (lower is better; 1 is the machine's limit): the median
+	// of the per-round ratios, each round's two bursts back to back, which goes first
+	// alternating by round. RatioP50Spread adds the smallest and largest. RatioP99 is the
+	// pooled p99s' ratio (one round's p99 is too few samples).
+	RatioP50       float64 `json:"ratio_p50"`
+	RatioP50Spread Spread  `json:"ratio_p50_spread"`
+	RatioP99       float64 `json:"ratio_p99"`
+	// OursCPUUS and BareCPUUS are the server process's CPU time per ask in µs (user plus
+	// system, the median over rounds), the load generator excluded: see serverCPU and the
+	// findings. CPURatio is ours / bare, the median of the per-round ratios.
+	OursCPUUS float64 `json:"ours_cpu_us_per_ask"`
+	BareCPUUS float64 `json:"bare_cpu_us_per_ask"`
+	CPURatio  Spread  `json:"cpu_ratio"`
 }
 
 // ticketOptions size the workload.
@@ -113,22 +124,51 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions) ([]TicketLeve
 		if _, err := burst(true, l.warm, nil); err != nil {
 			return nil, fmt.Errorf("time to ticket, warm-up: %w", err)
 		}
+		// measured is one burst with the server's CPU around it. The child is let settle
+		// first and after (the runs after our 202s end within microseconds; 20 ms is ample),
+		// and each CPU reading follows a forced GC, so that a burst pays for its own garbage.
+		settle := 20 * time.Millisecond
+		measured := func(isOurs bool, lat []time.Duration) (time.Duration, time.Duration, error) {
+			time.Sleep(settle)
+			c0, err := ch.serverCPU(ctx)
+			if err != nil {
+				return 0, 0, err
+			}
+			d, err := burst(isOurs, l.perWorker, lat)
+			if err != nil {
+				return 0, 0, err
+			}
+			time.Sleep(settle)
+			c1, err := ch.serverCPU(ctx)
+			return d, c1 - c0, err
+		}
 		var oursLat, bareLat []time.Duration
 		var oursTime, bareTime time.Duration
+		var p50Ratios, cpuRatios, oursCPU, bareCPU []float64
+		asks := float64(c * l.perWorker)
 		for r := range o.Rounds {
 			// Alternate which goes first, so that drift in the machine's load cancels out.
+			var p50 [2]float64
+			var cpu [2]float64
 			for _, isOurs := range []bool{r%2 == 1, r%2 == 0} {
 				lat := make([]time.Duration, c*l.perWorker)
-				d, err := burst(isOurs, l.perWorker, lat)
+				d, cpuUsed, err := measured(isOurs, lat)
 				if err != nil {
 					return nil, fmt.Errorf("time to ticket at concurrency %d: %w", c, err)
 				}
+				i := 1
 				if isOurs {
+					i = 0
 					oursLat, oursTime = append(oursLat, lat...), oursTime+d
 				} else {
 					bareLat, bareTime = append(bareLat, lat...), bareTime+d
 				}
+				cpu[i] = float64(cpuUsed.Nanoseconds()) / 1e3 / asks
+				p50[i] = summarise(lat).P50
 			}
+			p50Ratios = append(p50Ratios, ratio(p50[0], p50[1]))
+			cpuRatios = append(cpuRatios, ratio(cpu[0], cpu[1]))
+			oursCPU, bareCPU = append(oursCPU, cpu[0]), append(bareCPU, cpu[1])
 		}
 		lv := TicketLevel{
 			Concurrency: c,
@@ -136,8 +176,12 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions) ([]TicketLeve
 			BareRPS:     float64(len(bareLat)) / bareTime.Seconds(),
 			Ours:        summarise(oursLat),
 			Bare:        summarise(bareLat),
+			OursCPUUS:   median(oursCPU),
+			BareCPUUS:   median(bareCPU),
+			CPURatio:    spreadOf(cpuRatios),
 		}
-		lv.RatioP50 = ratio(lv.Ours.P50, lv.Bare.P50)
+		lv.RatioP50Spread = spreadOf(p50Ratios)
+		lv.RatioP50 = lv.RatioP50Spread.Median
 		lv.RatioP99 = ratio(lv.Ours.P99, lv.Bare.P99)
 		out = append(out, lv)
 	}

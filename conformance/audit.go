@@ -43,6 +43,21 @@ func (s *session) auditAt(ctx context.Context, root, callID string) ([]auditLine
 	if err != nil {
 		return nil, err
 	}
+	lines, err := s.readAudit(req)
+	if err != nil {
+		return nil, err
+	}
+	var mine []auditLine
+	for _, l := range lines {
+		if l.CallID == callID {
+			mine = append(mine, l)
+		}
+	}
+	return mine, nil
+}
+
+// readAudit makes one audit request, answered with a JSON array or JSON lines.
+func (s *session) readAudit(req *http.Request) ([]auditLine, error) {
 	resp, err := s.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -74,11 +89,5 @@ func (s *session) auditAt(ctx context.Context, root, callID string) ([]auditLine
 			lines = append(lines, l)
 		}
 	}
-	var mine []auditLine
-	for _, l := range lines {
-		if l.CallID == callID {
-			mine = append(mine, l)
-		}
-	}
-	return mine, nil
+	return lines, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/das-ask/ask/gen"
@@ -25,17 +26,27 @@ func (s *session) refusedEverywhere(ctx context.Context, authorization string) v
 	if err != nil {
 		return broken(err)
 	}
-	found = append(found, unauthorizedProblems("POST /v1/conversations", conv.HTTPResponse)...)
+	presented := authorization != ""
+	found = append(found, unauthorizedProblems("POST /v1/conversations", conv.HTTPResponse, presented)...)
 	st, err := s.api.GetAskWithResponse(ctx, "tk_"+randomHex(), nil, editor)
 	if err != nil {
 		return broken(err)
 	}
-	found = append(found, unauthorizedProblems("GET /v1/asks/{ticket}", st.HTTPResponse)...)
-	return problems("401, application/problem+json and WWW-Authenticate: Bearer on every call", found,
-		"401 problem+json with a Bearer challenge on POST /v1/conversations and GET /v1/asks/{ticket}")
+	found = append(found, unauthorizedProblems("GET /v1/asks/{ticket}", st.HTTPResponse, presented)...)
+	challenge := "a Bearer challenge without an error attribute (none was sent)"
+	if presented {
+		challenge = "a Bearer challenge with an error attribute"
+	}
+	return problems("401, application/problem+json and WWW-Authenticate: Bearer on every call, with an error attribute exactly when a bearer was sent (RFC 6750 §3.1)", found,
+		"401 problem+json with "+challenge+" on POST /v1/conversations and GET /v1/asks/{ticket}")
 }
 
-func unauthorizedProblems(call string, resp *http.Response) []string {
+// errorAttr matches the error attribute of a challenge (not error_description or error_uri).
+var errorAttr = regexp.MustCompile(`(?i)(^|[\s,])error\s*=`)
+
+// unauthorizedProblems checks a 401; presented says whether the request carried a bearer, in
+// which case the challenge names the error (RFC 6750 §3), and otherwise names none (§3.1).
+func unauthorizedProblems(call string, resp *http.Response, presented bool) []string {
 	var out []string
 	if resp.StatusCode != http.StatusUnauthorized {
 		out = append(out, fmt.Sprintf("%s answered %d", call, resp.StatusCode))
@@ -43,8 +54,14 @@ func unauthorizedProblems(call string, resp *http.Response) []string {
 	if mt := mediaType(resp.Header); mt != "application/problem+json" {
 		out = append(out, fmt.Sprintf("%s Content-Type %q", call, mt))
 	}
-	if ch := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(strings.ToLower(ch), "bearer") {
+	ch := resp.Header.Get("WWW-Authenticate")
+	switch {
+	case !strings.HasPrefix(strings.ToLower(ch), "bearer"):
 		out = append(out, fmt.Sprintf("%s WWW-Authenticate %q", call, ch))
+	case presented && !errorAttr.MatchString(ch):
+		out = append(out, fmt.Sprintf("%s refused a bearer with WWW-Authenticate %q: no error attribute", call, ch))
+	case !presented && errorAttr.MatchString(ch):
+		out = append(out, fmt.Sprintf("%s without credentials answered WWW-Authenticate %q: an error attribute", call, ch))
 	}
 	return out
 }

@@ -17,6 +17,9 @@ import (
 // run one ask; the same key with another body is a 422; a key the contract's pattern refuses
 // is a 400; all as problem+json.
 func checkIdempotencyKey(ctx context.Context, s *session) verdict {
+	if ok, why := s.idempotencyOffered(ctx); !ok {
+		return skip("%s", why)
+	}
 	tok, err := s.token(ctx, A)
 	if err != nil {
 		return broken(err)

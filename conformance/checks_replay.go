@@ -97,7 +97,7 @@ func checkReplayDuringRun(ctx context.Context, s *session) verdict {
 			found = append(found, fmt.Sprintf("%s: began at seq %d", x.how, first))
 		}
 		joined := &capture{Events: append(slices.Clone(live.Events[:1]), x.c.Events...)}
-		found = append(found, seqProblems(x.how+" joined to seq 1", joined)...)
+		found = append(found, seqProblems(x.how+" joined to seq 1", joined, sr.run.bound)...)
 		if got := nonSteps(x.c.Events); !slices.Equal(got, want) {
 			found = append(found, fmt.Sprintf("%s: milestones, branches and outcome [%v], live [%v]", x.how, got, want))
 		}

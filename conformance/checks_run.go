@@ -126,6 +126,7 @@ func checkOverflow(ctx context.Context, s *session) verdict {
 	caps, found := completeCaptures(runs)
 	overflowed := 0
 	for _, fs := range caps {
+		found = append(found, evictionProblems(fs.label, fs.c, fs.run.bound, fs.c == fs.run.final)...)
 		m := fs.c.missing()
 		if len(m) == 0 {
 			continue
@@ -157,6 +158,6 @@ func checkOverflow(ctx context.Context, s *session) verdict {
 		}
 		return skip("no run had more steps than the target retains; give OverflowURL (--overflow-url), the target started with a small DAS_ASK_MAX_EVENTS such as 8")
 	}
-	return problems("only step events missing, oldest first, as many as done.steps says were evicted", found,
+	return problems("only step events missing, oldest first, as many as done.steps says were evicted and no more than the bound lets be", found,
 		fmt.Sprintf("%d streams overflowed the buffer: only the oldest steps were missing", overflowed))
 }

@@ -108,14 +108,14 @@ func checkSeq(ctx context.Context, s *session) verdict {
 			found = append(found, fs.label+": "+why)
 			continue
 		}
-		found = append(found, seqProblems(fs.label, fs.c)...)
+		found = append(found, seqProblems(fs.label, fs.c, fs.run.bound)...)
 		if len(fs.c.missing()) > 0 {
 			evicted++
 		}
 	}
-	ok := fmt.Sprintf("%d streams: seq from 1, increasing, no gaps", len(startCaptures(runs)))
+	ok := fmt.Sprintf("%d streams: seq from 1, increasing, no gaps (bound %d events)", len(startCaptures(runs)), s.cfg.MaxEvents)
 	if evicted > 0 {
-		ok += fmt.Sprintf(" (in %d, gaps only where evicted steps were)", evicted)
+		ok += fmt.Sprintf(" (in %d, gaps only where evicted steps were, in runs longer than the bound)", evicted)
 	}
 	return problems("seq to start at 1 and skip nothing but evicted steps", found, ok)
 }

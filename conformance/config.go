@@ -26,6 +26,20 @@ type Config struct {
 	OverflowURL string
 	// OverflowTokens hands out bearers OverflowURL accepts; nil means Tokens.
 	OverflowTokens TokenSource
+	// MaxEvents is the bound BaseURL holds per ticket (its DAS_ASK_MAX_EVENTS); 0 means the
+	// contract's default, 1000. A stream may skip a seq only where the run emitted more events
+	// than this, so a gap in a shorter run is a lost event, not an evicted step.
+	MaxEvents int
+	// OverflowMaxEvents is OverflowURL's bound (its DAS_ASK_MAX_EVENTS); 0 means 8.
+	OverflowMaxEvents int
+	// LimitsURL is the base URL of the same implementation started with small limits and a
+	// short deadline and TTL (Limits says which), for the checks of 413, 429, 503, the deadline
+	// and the TTL; they would take minutes, or thousands of asks, at the defaults. "" skips them.
+	LimitsURL string
+	// LimitsTokens hands out bearers LimitsURL accepts; nil means Tokens.
+	LimitsTokens TokenSource
+	// Limits are LimitsURL's settings.
+	Limits Limits
 	// AuditURL is the root of a source's audit log (GET {AuditURL}/audit?call_id=...). Without
 	// it the checks that compare the stream with the audit log are skipped.
 	AuditURL string
@@ -121,6 +135,15 @@ func (c Config) withDefaults() (Config, error) {
 			c.OverflowTokens = c.Tokens
 		}
 	}
+	if c.LimitsURL != "" {
+		if u, err := url.Parse(c.LimitsURL); err != nil || u.Host == "" {
+			errs = append(errs, errors.New("conformance: LimitsURL: want an absolute http(s) URL"))
+		}
+		c.LimitsURL = strings.TrimRight(c.LimitsURL, "/")
+		if c.LimitsTokens == nil {
+			c.LimitsTokens = c.Tokens
+		}
+	}
 	if c.AuditURL != "" {
 		if u, err := url.Parse(c.AuditURL); err != nil || u.Host == "" {
 			errs = append(errs, errors.New("conformance: AuditURL: want an absolute http(s) URL"))
@@ -147,6 +170,12 @@ func (c Config) withDefaults() (Config, error) {
 		if *p.field == "" {
 			*p.field = p.def
 		}
+	}
+	if c.MaxEvents <= 0 {
+		c.MaxEvents = 1000
+	}
+	if c.OverflowMaxEvents <= 0 {
+		c.OverflowMaxEvents = 8
 	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = 10 * time.Second

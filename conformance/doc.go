@@ -11,6 +11,12 @@
 // event names, comments (keep-alives) and the data lines. Every JSON body and every event is
 // validated against the schema the service itself publishes at {base}/v1/openapi.yaml.
 //
+// A gap, an absence or a count passes only on evidence that the contract allows it: a stream
+// may skip a seq only where the run emitted more events than the target's bound
+// (Config.MaxEvents), every call the source audited during a run must be one of its steps, and
+// the limits, the deadline and the TTL are checked against a target configured small enough to
+// reach them (Config.LimitsURL), or skipped, never assumed.
+//
 // Identities: the suite needs two (A and B, by default the demo identities alice and bob). With
 // fixed tokens it cannot make expired or wrong-audience tokens, and those checks are skipped;
 // with a development identity provider's mint URL it makes every token it needs. The forged

@@ -63,8 +63,9 @@ func (c *capture) missing() []int64 {
 }
 
 // seqProblems checks a capture read from the start: seq starts at 1, strictly increases, and
-// skips no more values than steps were evicted (done.steps minus the steps carried).
-func seqProblems(label string, c *capture) []string {
+// skips no more values than steps were evicted (done.steps minus the steps carried), nor more
+// than a log bounded at bound can have evicted (evictionProblems).
+func seqProblems(label string, c *capture, bound int) []string {
 	if c == nil || len(c.Events) == 0 {
 		return []string{label + ": no events"}
 	}
@@ -81,6 +82,7 @@ func seqProblems(label string, c *capture) []string {
 	if m == 0 {
 		return out
 	}
+	out = append(out, evictionProblems(label, c, bound, false)...)
 	d, ok := c.done()
 	if !ok {
 		return append(out, fmt.Sprintf("%s: %d seq values skipped and no done to account for them", label, m))

@@ -9,7 +9,8 @@ import (
 	"sync"
 )
 
-// exchange is one JSON (or problem+json) response the suite received, kept for schema validation.
+// exchange is one JSON (or problem+json) response, or error response of any type, the suite
+// received, kept for schema validation.
 type exchange struct {
 	Method string
 	// Path is the request path relative to the base URL, e.g. /v1/asks/tk_1.
@@ -65,7 +66,9 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if mt := mediaType(resp.Header); mt == "application/json" || mt == "application/problem+json" {
+	// Every error is kept, whatever its type: an error that is not problem+json is one the
+	// schema check must see, not one it may overlook.
+	if mt := mediaType(resp.Header); mt == "application/json" || mt == "application/problem+json" || resp.StatusCode >= 400 {
 		d.rec.mu.Lock()
 		d.rec.exchanges = append(d.rec.exchanges, exchange{
 			Method: req.Method,

@@ -19,6 +19,8 @@ type run struct {
 	question string
 	conv     string
 	ticket   gen.Ticket
+	// bound is the target's DAS_ASK_MAX_EVENTS, as configured for the suite.
+	bound int
 	// sent and admitted are when the ask was sent and when its 202 arrived.
 	sent, admitted time.Time
 	// live is the stream read from the start while the run worked.
@@ -52,7 +54,7 @@ func (s *session) ask(ctx context.Context, label string, who Identity, conv, que
 	if err != nil {
 		return nil, err
 	}
-	r := &run{label: label, who: who, question: question, conv: conv, sent: time.Now()}
+	r := &run{label: label, who: who, question: question, conv: conv, bound: s.cfg.MaxEvents, sent: time.Now()}
 	resp, err := s.api.CreateAskWithResponse(ctx, conv, nil, gen.AskRequest{Question: question}, bearer(tok))
 	r.admitted = time.Now()
 	if err != nil {

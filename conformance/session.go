@@ -31,6 +31,8 @@ type session struct {
 	followUp   memo[[2]*run]
 	wrong      memo[*run]
 	overflowed memo[*run]
+	lim        limitsFixtures
+	idem       memo[*idempotencyRun]
 
 	mu   sync.Mutex
 	runs []*run
@@ -115,7 +117,7 @@ func (s *session) overflowRun(ctx context.Context) (*run, error) {
 			return nil, nil
 		}
 		cfg := s.cfg
-		cfg.BaseURL, cfg.Tokens = cfg.OverflowURL, cfg.OverflowTokens
+		cfg.BaseURL, cfg.Tokens, cfg.MaxEvents = cfg.OverflowURL, cfg.OverflowTokens, cfg.OverflowMaxEvents
 		o, err := newSession(cfg)
 		if err != nil {
 			return nil, err

@@ -65,18 +65,21 @@ func TestSeqProblemsAllowOnlyEvictedSteps(t *testing.T) {
 	tests := []struct {
 		name   string
 		events []event
+		bound  int
 		ok     bool
 	}{
-		{"gap-free", []event{ev(1, "accepted"), ev(2, "step"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, true},
-		{"one step evicted", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, true},
-		{"a gap no eviction explains", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 0.0)}, false},
-		{"starts at 2", []event{ev(2, "accepted"), ev(3, "done", "steps", 0.0)}, false},
-		{"duplicate", []event{ev(1, "accepted"), ev(1, "accepted"), ev(2, "done", "steps", 0.0)}, false},
-		{"gap and no done", []event{ev(1, "accepted"), ev(3, "step")}, false},
+		{"gap-free", []event{ev(1, "accepted"), ev(2, "step"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, 1000, true},
+		{"one step evicted past the bound", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, 3, true},
+		{"a step missing from a run within the bound", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 1.0)}, 1000, false},
+		{"two missing where the bound allows one", []event{ev(1, "accepted"), ev(4, "answer"), ev(5, "done", "steps", 2.0)}, 4, false},
+		{"a gap no eviction explains", []event{ev(1, "accepted"), ev(3, "answer"), ev(4, "done", "steps", 0.0)}, 3, false},
+		{"starts at 2", []event{ev(2, "accepted"), ev(3, "done", "steps", 0.0)}, 1000, false},
+		{"duplicate", []event{ev(1, "accepted"), ev(1, "accepted"), ev(2, "done", "steps", 0.0)}, 1000, false},
+		{"gap and no done", []event{ev(1, "accepted"), ev(3, "step")}, 1000, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := seqProblems("x", &capture{Events: tt.events})
+			got := seqProblems("x", &capture{Events: tt.events}, tt.bound)
 			if (len(got) == 0) != tt.ok {
 				t.Errorf("problems %v, want ok=%v", got, tt.ok)
 			}
@@ -90,5 +93,45 @@ func TestReplayPositionsIncludeAnEvictedSeq(t *testing.T) {
 	want := []int64{0, 1, 3, 5, 9, 10}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("positions %v, want %v", got, want)
+	}
+}
+
+func TestEvictionNeedsARunLongerThanTheBound(t *testing.T) {
+	run := func(seqs ...int64) *capture {
+		c := &capture{}
+		for i, q := range seqs {
+			typ := "step"
+			switch {
+			case i == 0:
+				typ = "accepted"
+			case i == len(seqs)-1:
+				typ = "done"
+			}
+			c.Events = append(c.Events, ev(q, typ))
+		}
+		return c
+	}
+	tests := []struct {
+		name      string
+		c         *capture
+		bound     int
+		afterDone bool
+		ok        bool
+	}{
+		{"nothing missing", run(1, 2, 3, 4), 8, true, true},
+		{"a gap in a run within the bound", run(1, 3, 4), 8, false, false},
+		{"as many missing as the bound lets be evicted", run(1, 4, 5, 6), 4, true, true},
+		{"one more missing than that", run(1, 5, 6), 4, true, false},
+		{"more retained than the bound, after done", run(1, 2, 3, 4, 5), 4, true, false},
+		{"more than the bound seen live is fine", run(1, 2, 3, 4, 5), 4, false, true},
+		{"no done: nothing to judge by", &capture{Events: []event{ev(1, "accepted"), ev(3, "step")}}, 8, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := evictionProblems("x", tt.c, tt.bound, tt.afterDone)
+			if (len(got) == 0) != tt.ok {
+				t.Errorf("problems %v, want ok=%v", got, tt.ok)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/server"
 )
 
 // The test stacks' timings: the llm-stub's slow question waits testSlowWait instead of 3 s, and
@@ -18,12 +19,16 @@ const (
 	testSlowWait  = 1200 * time.Millisecond
 )
 
-// testStack is two development stacks (demo/stack: the real service, agent, demo source, dev
+// testStack is three development stacks (demo/stack: the real service, agent, demo source, dev
 // IdP and llm-stub) on loopback: one with the default buffer, one whose buffer (8 events) is
-// smaller than a run, for the overflow check.
+// smaller than a run, for the overflow check, and one with small limits (testLimits) for the
+// limits, deadline and TTL checks.
 type testStack struct {
-	main, small *stack.Stack
+	main, small, limits *stack.Stack
 }
+
+// testLimits are the limits stack's settings: the deadline ends the slow question's silence.
+var testLimits = conformance.Limits{MaxBodyBytes: 1024, MaxInFlight: 1, MaxTickets: 6, Deadline: testSlowWait * 3 / 4, TTL: 1500 * time.Millisecond}
 
 func startStack(t *testing.T) *testStack {
 	t.Helper()
@@ -31,12 +36,13 @@ func startStack(t *testing.T) *testStack {
 	if bytes.Equal(yaml, llmstub.DefaultScriptYAML()) {
 		t.Fatal("the llm-stub's default script has no 3s delay to shorten")
 	}
-	start := func(maxEvents int) *stack.Stack {
+	start := func(opts stack.Options) *stack.Stack {
 		script, err := llmstub.ParseScript(yaml)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := stack.Start(t.Context(), stack.Options{KeepAlive: testKeepAlive, MaxEvents: maxEvents, StubScript: script})
+		opts.KeepAlive, opts.StubScript = testKeepAlive, script
+		s, err := stack.Start(t.Context(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,17 +53,29 @@ func startStack(t *testing.T) *testStack {
 		})
 		return s
 	}
-	return &testStack{main: start(0), small: start(8)}
+	svc, err := server.LookupConfig(func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.MaxBodyBytes, svc.MaxInFlight, svc.MaxTickets = testLimits.MaxBodyBytes, testLimits.MaxInFlight, testLimits.MaxTickets
+	return &testStack{
+		main:   start(stack.Options{}),
+		small:  start(stack.Options{MaxEvents: 8}),
+		limits: start(stack.Options{Service: &svc, Deadline: testLimits.Deadline, TTL: testLimits.TTL}),
+	}
 }
 
 // config is the suite's configuration for targets at base and overflow (the stacks' own URLs,
 // or proxies in front of them).
-func (st *testStack) config(base, overflow string) conformance.Config {
+func (st *testStack) config(base, overflow, limits string) conformance.Config {
 	return conformance.Config{
 		BaseURL:        base,
 		OverflowURL:    overflow,
 		Tokens:         conformance.IdPTokens{URL: st.main.IdPURL},
 		OverflowTokens: conformance.IdPTokens{URL: st.small.IdPURL},
+		LimitsURL:      limits,
+		LimitsTokens:   conformance.IdPTokens{URL: st.limits.IdPURL},
+		Limits:         testLimits,
 		AuditURL:       st.main.SourceURL,
 		Behaviour:      true,
 		KeepAlive:      testKeepAlive,
@@ -68,8 +86,11 @@ func (st *testStack) config(base, overflow string) conformance.Config {
 
 // idpFor returns the IdP of the stack whose service is at target.
 func (st *testStack) idpFor(target string) *idp.IdP {
-	if target == st.small.AskURL {
+	switch target {
+	case st.small.AskURL:
 		return st.small.IdP
+	case st.limits.AskURL:
+		return st.limits.IdP
 	}
 	return st.main.IdP
 }

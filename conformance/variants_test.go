@@ -343,7 +343,7 @@ func (p *proxy) freshConversation(r *http.Request) string {
 }
 
 func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
-	vs := variants(testSlowWait)
+	vs := append(variants(testSlowWait), holeVariants(testSlowWait)...)
 	covered := map[string]bool{}
 	for _, v := range vs {
 		for _, c := range v.fails {
@@ -360,7 +360,7 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 	st := startStack(t)
 	for _, v := range vs {
 		t.Run(v.name, func(t *testing.T) {
-			cfg := st.config(startProxy(t, st, st.main.AskURL, v), startProxy(t, st, st.small.AskURL, v))
+			cfg := st.config(startProxy(t, st, st.main.AskURL, v), startProxy(t, st, st.small.AskURL, v), startProxy(t, st, st.limits.AskURL, v))
 			quoted := make([]string, len(v.fails))
 			for i, c := range v.fails {
 				quoted[i] = regexp.QuoteMeta(c)

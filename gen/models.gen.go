@@ -1017,6 +1017,9 @@ type IdempotencyInProgress = Problem
 // IdempotencyKeyReused An RFC 9457 problem detail. Never contains the question text or a token.
 type IdempotencyKeyReused = Problem
 
+// Internal An RFC 9457 problem detail. Never contains the question text or a token.
+type Internal = Problem
+
 // NotFound An RFC 9457 problem detail. Never contains the question text or a token.
 type NotFound = Problem
 

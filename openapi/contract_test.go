@@ -42,7 +42,8 @@ func TestSpecIsValidOpenAPI(t *testing.T) {
 	}
 }
 
-// Every call except the published schema requires the bearer, and every error is problem+json.
+// Every call except the published schema requires the bearer, and every error is problem+json
+// but the one the document names as its exception: 431, answered by the HTTP layer in text/plain.
 func TestEveryCallIsSecuredAndErrorsAreProblems(t *testing.T) {
 	doc := loadSpec(t)
 	for path, item := range doc.Paths.Map() {
@@ -54,6 +55,12 @@ func TestEveryCallIsSecuredAndErrorsAreProblems(t *testing.T) {
 			}
 			for code, ref := range op.Responses.Map() {
 				if code[0] != '4' && code[0] != '5' {
+					continue
+				}
+				if code == "431" {
+					if ref.Value.Content.Get("text/plain") == nil || !strings.Contains(doc.Info.Description, "`431`") {
+						t.Errorf("%s %s 431: want text/plain, named as the exception in the description", method, path)
+					}
 					continue
 				}
 				if ref.Value.Content.Get("application/problem+json") == nil {

@@ -21,7 +21,8 @@
 // createAsk registers the ticket and appends `accepted` (seq 1) in one store call, writes the
 // 202, and only then starts the run on its own goroutine, under a context derived from the
 // server's lifetime (never the request's) and bounded by the deadline. The service opens the
-// supervisor branch ("b1") when the run starts, and ends every log exactly once — runner
+// supervisor branch ("b1") before it answers the 202 (so a cancel made the moment the ticket
+// arrives finds it open, and the log takes only its close after that cancel), and ends every log exactly once — runner
 // returned, cancel, deadline or shutdown, whichever is first — by appending, together, the
 // branch close (preceded by the close of every branch the runner opened below it and left
 // open — a runner's branch opens once and closes once; a second open of an id or the close of a

@@ -122,9 +122,10 @@ func TestDurableModeSealsAndSurvivesRestart(t *testing.T) {
 	cid2 := h2.conv(alice)
 	running := h2.ask(alice, cid2, "How many sev2 incidents were reopened in 2026-Q2?")
 	within(t, mid, "the run in flight")
-	// Redis writes the AOF before it replies, so a SIGKILL loses nothing acknowledged (the
-	// page cache survives the process); everysec's last second is lost only with the machine.
-	// That loss is TestRestartLosesEverything's case, at its extreme.
+	// Redis usually writes the AOF before it replies, so a SIGKILL mostly loses nothing
+	// acknowledged; but with appendfsync everysec it postpones that write (up to 2 s) while a
+	// background fsync is slow, so on a busy disk the run's last writes may be lost with the
+	// process. Either way the run ends in one of two documented shapes, checked below.
 
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
@@ -141,9 +142,30 @@ func TestDurableModeSealsAndSurvivesRestart(t *testing.T) {
 		}
 	}
 	frames := h2.events(alice, running)
-	_, done := checkLifecycle(t, frames, gen.EventType(frames[len(frames)-2].Event))
-	if got := int64(countTypes(frames, "step")); done.Steps != got {
-		t.Errorf("done.steps = %d, want the %d steps in the log", done.Steps, got)
+	if countTypes(frames, "step") == 3 {
+		// Nothing was lost: the run wrote on after the restart and answered.
+		_, done := checkLifecycle(t, frames, gen.EventTypeAnswer)
+		if done.Steps != 3 {
+			t.Errorf("done.steps = %d, want the 3 steps in the log", done.Steps)
+		}
+	} else {
+		// The crash took the log's tail: the log was restored and ended error{interrupted} +
+		// done after every seq the run had assigned, the supervisor branch closed, the gap
+		// reported by done.steps (steps made, not steps carried).
+		types := make([]string, len(frames))
+		for i, f := range frames {
+			types[i] = f.Event
+		}
+		n := len(frames)
+		if n < 4 || frames[0].Event != "accepted" || frames[n-3].Event != "branch" || frames[n-2].Event != "error" ||
+			!bytes.Contains(frames[n-2].Data, []byte(`"interrupted"`)) || frames[n-1].Event != "done" {
+			t.Fatalf("a run whose tail was lost: events %v, want accepted … branch error{interrupted} done", types)
+		}
+		// accepted, the branch's open, a milestone and a step were assigned seqs 1–4 before
+		// the crash, so the restored close, error and done come after them.
+		if frames[n-3].ID < 5 || frames[n-2].ID != frames[n-3].ID+1 || frames[n-1].ID != frames[n-2].ID+1 {
+			t.Errorf("the restored end reuses seqs the run had assigned: events %v, ids %d %d %d", types, frames[n-3].ID, frames[n-2].ID, frames[n-1].ID)
+		}
 	}
 	// The conversation still remembers both turns, opened with the key.
 	tk := h.ask(alice, cid, "And in 2026-Q3?")

@@ -291,3 +291,33 @@ func TestStreamOverHTTP(t *testing.T) {
 		t.Errorf("stream did not close cleanly: %v", err)
 	}
 }
+
+// TestTicketOneWrite: the 202 goes out with its length, not chunked, so that head and body
+// leave in one write and no terminating chunk follows; the body is still the whole ticket.
+func TestTicketOneWrite(t *testing.T) {
+	s := newRealStack(t, ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		return ask.Outcome{Answer: answer("42")}
+	}))
+	tok := s.mint(t, idp.Claims{OID: "alice"})
+	cw, err := gen.NewClientWithResponses(s.url, gen.WithRequestEditorFn(bearer(tok)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := cw.CreateConversationWithResponse(t.Context(), nil, gen.CreateConversationRequest{})
+	if err != nil || conv.JSON201 == nil {
+		t.Fatalf("create conversation: %v", err)
+	}
+	r, err := cw.CreateAskWithResponse(t.Context(), conv.JSON201.Id, nil, gen.AskRequest{Question: "How many?"})
+	if err != nil || r.JSON202 == nil {
+		t.Fatalf("ask: %v %s", err, r.Body)
+	}
+	if len(r.HTTPResponse.TransferEncoding) != 0 || r.HTTPResponse.ContentLength != int64(len(r.Body)) {
+		t.Errorf("202: transfer encoding %v, content length %d, body %d bytes", r.HTTPResponse.TransferEncoding, r.HTTPResponse.ContentLength, len(r.Body))
+	}
+	if ct := r.HTTPResponse.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("202: content type %q", ct)
+	}
+	if loc := r.HTTPResponse.Header.Get("Location"); r.JSON202.StatusUrl != loc || r.JSON202.EventsUrl != loc+"/events" || !strings.HasSuffix(loc, "/v1/asks/"+r.JSON202.Ticket) {
+		t.Errorf("202: %+v", r.JSON202)
+	}
+}

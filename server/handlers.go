@@ -192,6 +192,10 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
 	r.admitted = nt
+	// The supervisor branch opens before the 202, not when the run starts: a caller may cancel
+	// the moment it has its ticket, and after a cancel the log takes only the branch's close,
+	// error{cancelled} and done. Opening it later would put an open after that cancel.
+	r.open()
 	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
 	if ik != nil {
 		b, rec, err := ticketResponse(s.opts.BasePath, ticket, conversationID, now.UTC())
@@ -223,7 +227,14 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
 	c.Response().Header().Set("Location", base)
-	if err := c.JSON(http.StatusAccepted, ticketBody(s.opts.BasePath, ticket, conversationID, now.UTC())); err != nil {
+	// The 202 in one write: with its length known, net/http sends the head and the body
+	// together at the flush and has no terminating chunk to write after the handler.
+	tb, err := json.Marshal(ticketBody(s.opts.BasePath, ticket, conversationID, now.UTC()))
+	if err == nil {
+		c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(tb)))
+		err = c.JSONBlob(http.StatusAccepted, tb)
+	}
+	if err != nil {
 		s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
 	}
 	_ = http.NewResponseController(c.Response().Writer).Flush()
@@ -377,9 +388,9 @@ func (h *handlers) GetOpenAPIYAML(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/yaml", openapi.YAML)
 }
 
-// GetOpenAPIJSON serves the contract as JSON.
+// GetOpenAPIJSON serves the contract as JSON: the same document as the YAML, converted.
 func (h *handlers) GetOpenAPIJSON(c echo.Context) error {
-	b, err := gen.GetSpecJSON()
+	b, err := openapi.JSON()
 	if err != nil {
 		return err
 	}

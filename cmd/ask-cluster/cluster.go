@@ -59,6 +59,9 @@ type Options struct {
 	// their own gateway (OverflowURL): the target of the conformance suite's overflow check.
 	OverflowReplicas  int
 	OverflowMaxEvents int
+	// Phase sets ASK_PHASE on every replica (2: a branch per source, and divergence); 0 leaves
+	// the default, phase 1.
+	Phase int
 	// ReplicaStore, when set, gives replica i (0-based) its DAS_ASK_STORE instead of the
 	// cluster's Redis URL (the chaos suite puts a fault-injecting proxy in front of Redis).
 	ReplicaStore func(i int, redisURL string) string
@@ -67,9 +70,6 @@ type Options struct {
 	// DurableRedis runs redis-server with AOF (appendfsync everysec) instead of persistence
 	// off, for the service's durable mode; KillRedis and RestartRedis then work.
 	DurableRedis bool
-	// Phase sets ASK_PHASE on every replica (2: a branch per source, and divergence); 0 leaves
-	// the default, phase 1.
-	Phase int
 }
 
 // Cluster is a running cluster: Redis, the dev IdP, the demo source, the llm-stub, the

@@ -62,48 +62,6 @@ func TestCluster(t *testing.T) {
 	t.Run("FrozenReplica", func(t *testing.T) { testFrozenReplica(t, c) })
 }
 
-// testRestarted: the replica killed mid-run is started again by the cluster, serves asks
-// itself, and the cluster's Wait did not return.
-func testRestarted(t *testing.T, c *Cluster, i int, waited <-chan error) {
-	if i < 0 {
-		t.Skip("no replica was killed")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	for c.Restarts(i) == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("replica %d was not restarted", i+1)
-		case err := <-waited:
-			t.Fatalf("the cluster's Wait returned when a replica died: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	if err := c.WaitReplicaReady(ctx, i); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(c.ReplicaURLs[i], client.Options{Token: client.StaticToken(tok)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, err := cl.CreateConversation(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, out, err := cl.AskAndWait(ctx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?"); err != nil || out.Kind != client.Answer {
-		t.Errorf("an ask on the restarted replica: %v, %v", out.Kind, err)
-	}
-	select {
-	case err := <-waited:
-		t.Errorf("the cluster's Wait returned: %v", err)
-	default:
-	}
-}
-
 // TestClusterPhase2 is the conformance suite, behaviour checks included, through nginx in front
 // of three replicas sharing Redis that run phase 2 (a branch per source — the one demo source —
 // and divergence).
@@ -144,6 +102,48 @@ func TestClusterPhase2(t *testing.T) {
 		t.Errorf("phase-2 conformance through the gateway failed: %s", rep.Summary())
 	}
 	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c, true) })
+}
+
+// testRestarted: the replica killed mid-run is started again by the cluster, serves asks
+// itself, and the cluster's Wait did not return.
+func testRestarted(t *testing.T, c *Cluster, i int, waited <-chan error) {
+	if i < 0 {
+		t.Skip("no replica was killed")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for c.Restarts(i) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("replica %d was not restarted", i+1)
+		case err := <-waited:
+			t.Fatalf("the cluster's Wait returned when a replica died: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := c.WaitReplicaReady(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.ReplicaURLs[i], client.Options{Token: client.StaticToken(tok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := cl.CreateConversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, out, err := cl.AskAndWait(ctx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?"); err != nil || out.Kind != client.Answer {
+		t.Errorf("an ask on the restarted replica: %v, %v", out.Kind, err)
+	}
+	select {
+	case err := <-waited:
+		t.Errorf("the cluster's Wait returned: %v", err)
+	default:
+	}
 }
 
 // testConformance: the whole suite, behaviour checks included, through nginx in front of the

@@ -10,7 +10,7 @@ import (
 
 func TestRender(t *testing.T) {
 	dir := t.TempDir()
-	report := `{"machine":{"date":"2026-11-29T21:00:00Z","go_version":"go1.26"},"time_to_ticket":[{"concurrency":64,"ours":{"p50_ms":2},"bare":{"p50_ms":1},"ratio_p50":2}],"redis":{"server":"7.0.15","time_to_ticket":[{"concurrency":64,"ours":{"p50_ms":9},"bare":{"p50_ms":1},"ratio_p50":9}]},"targets":[{"name":"time to ticket","goal":"g","measured":"m","met":false}]}`
+	report := `{"machine":{"date":"2026-11-29T21:00:00Z","go_version":"go1.26"},"time_to_ticket":[{"concurrency":64,"ours":{"p50_ms":2},"bare":{"p50_ms":1},"ratio_p50":2,"ratio_p50_spread":{"median":2,"min":1.9,"max":2.1,"rounds":7}}],"redis":{"server":"7.0.15","time_to_ticket":[{"concurrency":64,"ours":{"p50_ms":9},"bare":{"p50_ms":1},"ratio_p50":9,"ratio_p50_spread":{"median":9,"min":8,"max":9.5,"rounds":7}}]},"targets":[{"name":"time to ticket","goal":"g","measured":"m","met":false}]}`
 	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte(report), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| time to ticket | g | m | **not met** |", "| memory | 64 | 2.000 ms | 1.000 ms | 2.00× |", "| redis | 64 | 9.000 ms | 1.000 ms | 9.00× |"} {
+	for _, want := range []string{"| time to ticket | g | m | **not met** |", "| memory | 64 | 2.000 ms | 1.000 ms | 2.00× (1.90–2.10×, 7 rounds) |", "| redis | 64 | 9.000 ms | 1.000 ms | 9.00× (8.00–9.50×, 7 rounds) |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("REPORT.md lacks %q", want)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/server"
 )
 
 // devKeepAlive is the keep-alive interval of the stacks --dev-stack starts: shorter than the
@@ -20,14 +21,19 @@ const devKeepAlive = time.Second
 // one run's events.
 const devOverflowEvents = 8
 
+// devLimits are the settings of the limits stack: caps small enough to reach in a few asks, a
+// deadline shorter than the slow question's 3 s silence and a TTL of a few seconds.
+var devLimits = conformance.Limits{MaxBodyBytes: 1024, MaxInFlight: 1, MaxTickets: 6, Deadline: time.Second, TTL: 3 * time.Second}
+
 // The gateway checks, made after the suite in --gateway mode.
 const (
 	nameSurvives = "gateway.silence-survives-with-keepalives"
 	nameCutOff   = "gateway.silence-cut-without-keepalives"
 )
 
-// runDev starts the development stack (and one with a small buffer for the overflow check),
-// optionally nginx in front of both, runs the suite, and stops everything.
+// runDev starts the development stack (and one with a small buffer for the overflow check, and
+// one with small limits for the limits checks), optionally nginx in front of them, runs the
+// suite, and stops everything.
 //
 // The model is the llm-stub unless ASK_LLM names a real one (agent.ConfigFromEnv); with a real
 // model the behaviour checks test its judgement rather than the stub's script.
@@ -61,9 +67,22 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 	}
 	defer func() { err = errors.Join(err, small.Close()) }()
 
-	cfg.BaseURL, cfg.OverflowURL = primary.AskURL, small.AskURL
+	svc, err := server.LookupConfig(func(string) (string, bool) { return "", false })
+	if err != nil {
+		return rep, err
+	}
+	svc.MaxBodyBytes, svc.MaxInFlight, svc.MaxTickets = devLimits.MaxBodyBytes, devLimits.MaxInFlight, devLimits.MaxTickets
+	limited, err := start(stack.Options{KeepAlive: devKeepAlive, Service: &svc, Deadline: devLimits.Deadline, TTL: devLimits.TTL})
+	if err != nil {
+		return rep, err
+	}
+	defer func() { err = errors.Join(err, limited.Close()) }()
+
+	cfg.BaseURL, cfg.OverflowURL, cfg.LimitsURL = primary.AskURL, small.AskURL, limited.AskURL
+	cfg.MaxEvents, cfg.OverflowMaxEvents, cfg.Limits = server.DefaultMaxEvents, devOverflowEvents, devLimits
 	cfg.Tokens = conformance.IdPTokens{URL: primary.IdPURL}
 	cfg.OverflowTokens = conformance.IdPTokens{URL: small.IdPURL}
+	cfg.LimitsTokens = conformance.IdPTokens{URL: limited.IdPURL}
 	cfg.AuditURL, cfg.AuditURLs = primary.SourceURLs[0], primary.SourceURLs[1:]
 	if o.phase2 {
 		cfg.Phase2, cfg.Sources = true, []string{"catalog", "warehouse"}
@@ -83,14 +102,14 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 	defer func() { err = errors.Join(err, quiet.Close()) }()
 	gw, err := startGateway(ctx, gatewayOptions{
 		nginx: o.nginx, template: o.nginxConf, readTimeout: o.gatewayReadTimeout, logger: log,
-		upstreams: []string{primary.AskURL, small.AskURL, quiet.AskURL},
+		upstreams: []string{primary.AskURL, small.AskURL, quiet.AskURL, limited.AskURL},
 	})
 	if err != nil {
 		return rep, err
 	}
 	defer func() { err = errors.Join(err, gw.stop()) }()
 
-	cfg.BaseURL, cfg.OverflowURL = gw.urls[0], gw.urls[1]
+	cfg.BaseURL, cfg.OverflowURL, cfg.LimitsURL = gw.urls[0], gw.urls[1], gw.urls[3]
 	if rep, err = conformance.Run(ctx, cfg); err != nil {
 		return rep, err
 	}

@@ -48,6 +48,9 @@ type options struct {
 	keepAlive, slowWait, runTimeout                           time.Duration
 	nginx, nginxConf                                          string
 	gatewayReadTimeout                                        time.Duration
+	maxEvents, overflowMaxEvents                              int
+	limitsURL, limitsIdP                                      string
+	limits                                                    conformance.Limits
 }
 
 func parse(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
@@ -74,6 +77,15 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	fs.StringVar(&o.nginx, "nginx", "nginx", "the nginx binary, for --gateway")
 	fs.StringVar(&o.nginxConf, "nginx-conf", "deploy/nginx/ask.conf", "the checked-in gateway config, for --gateway")
 	fs.DurationVar(&o.gatewayReadTimeout, "gateway-read-timeout", 2*time.Second, "with --gateway: nginx's proxy_read_timeout, shorter than the slow question's silence")
+	fs.IntVar(&o.maxEvents, "max-events", 0, "the target's DAS_ASK_MAX_EVENTS: a stream may skip a seq only in a run longer than it; default 1000")
+	fs.IntVar(&o.overflowMaxEvents, "overflow-max-events", 0, "--overflow-url's DAS_ASK_MAX_EVENTS; default 8")
+	fs.StringVar(&o.limitsURL, "limits-url", "", "the same implementation with small limits and a short deadline and TTL, for the 413/429/503, deadline and TTL checks (give its settings below)")
+	fs.StringVar(&o.limitsIdP, "limits-idp", "", "the identity provider --limits-url trusts; default --idp")
+	fs.Int64Var(&o.limits.MaxBodyBytes, "limits-max-body", 0, "--limits-url's DAS_ASK_MAX_BODY_BYTES")
+	fs.IntVar(&o.limits.MaxInFlight, "limits-max-inflight", 0, "--limits-url's DAS_ASK_MAX_INFLIGHT_PER_ID")
+	fs.IntVar(&o.limits.MaxTickets, "limits-max-tickets", 0, "--limits-url's DAS_ASK_MAX_TICKETS")
+	fs.DurationVar(&o.limits.Deadline, "limits-deadline", 0, "--limits-url's DAS_ASK_DEADLINE_S, shorter than --slow-wait")
+	fs.DurationVar(&o.limits.TTL, "limits-ttl", 0, "--limits-url's DAS_ASK_TTL_S")
 	fs.BoolVar(&o.verbose, "v", false, "log progress to stderr")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -84,8 +96,8 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
-	case o.devStack && (set["url"] || set["idp"] || set["overflow-url"] || set["audit"]):
-		return o, errors.New("--dev-stack starts its own targets: drop --url, --idp, --overflow-url and --audit")
+	case o.devStack && (set["url"] || set["idp"] || set["overflow-url"] || set["audit"] || set["limits-url"] || set["max-events"] || set["overflow-max-events"]):
+		return o, errors.New("--dev-stack starts its own targets: drop --url, --idp, --overflow-url, --limits-url, --audit and the targets' settings")
 	case o.gateway && !o.devStack:
 		return o, errors.New("--gateway needs --dev-stack (to check an existing gateway, give its /ask URL to --url)")
 	case !o.devStack && o.url == "":
@@ -109,14 +121,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		log = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	cfg := conformance.Config{
-		BaseURL:     o.url,
-		OverflowURL: o.overflowURL,
-		Behaviour:   o.behaviour,
-		Phase2:      o.phase2,
-		KeepAlive:   o.keepAlive,
-		SlowWait:    o.slowWait,
-		RunTimeout:  o.runTimeout,
-		Logger:      log,
+		BaseURL:           o.url,
+		OverflowURL:       o.overflowURL,
+		MaxEvents:         o.maxEvents,
+		OverflowMaxEvents: o.overflowMaxEvents,
+		LimitsURL:         o.limitsURL,
+		Limits:            o.limits,
+		Behaviour:         o.behaviour,
+		Phase2:            o.phase2,
+		KeepAlive:         o.keepAlive,
+		SlowWait:          o.slowWait,
+		RunTimeout:        o.runTimeout,
+		Logger:            log,
 	}
 	if o.audit != "" {
 		audits := strings.Split(o.audit, ",")
@@ -138,6 +154,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if o.overflowIdP != "" {
 		cfg.OverflowTokens = conformance.IdPTokens{URL: o.overflowIdP}
+	}
+	if o.limitsIdP != "" {
+		cfg.LimitsTokens = conformance.IdPTokens{URL: o.limitsIdP}
 	}
 
 	var rep conformance.Report

@@ -23,6 +23,9 @@ func TestFlags(t *testing.T) {
 		{"nothing to check", nil, nil, false},
 		{"dev stack", []string{"--dev-stack", "--behaviour"}, map[string]string{"ASK_URL": "http://ignored"}, true},
 		{"dev stack and a url", []string{"--dev-stack", "--url", "http://x/ask"}, nil, false},
+		{"dev stack and a limits target", []string{"--dev-stack", "--limits-url", "http://x/ask"}, nil, false},
+		{"dev stack and a bound", []string{"--dev-stack", "--max-events", "8"}, nil, false},
+		{"a limits target with its settings", []string{"--url", "http://x/ask", "--idp", "http://i", "--limits-url", "http://y/ask", "--limits-ttl", "3s", "--limits-max-tickets", "6"}, nil, true},
 		{"gateway without the dev stack", []string{"--gateway", "--url", "http://x/ask", "--idp", "http://i"}, nil, false},
 		{"stray argument", []string{"--url", "http://x/ask", "--idp", "http://i", "extra"}, nil, false},
 	}

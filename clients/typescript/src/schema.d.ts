@@ -606,7 +606,13 @@ export interface components {
         /** @description No bearer, or one that is not valid for this service. */
         Unauthorized: {
             headers: {
-                /** @description `Bearer` with an `error` attribute (RFC 6750). */
+                /**
+                 * @description A `Bearer` challenge with the realm (RFC 6750 §3). When a bearer was sent and refused
+                 *     it carries an `error` attribute (`invalid_token`; `insufficient_scope` when a required
+                 *     scope is missing) and an `error_description`; when no credentials were sent it carries
+                 *     none (RFC 6750 §3.1: a request without authentication information gets no error
+                 *     code), e.g. `Bearer realm="das"`.
+                 */
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
@@ -676,6 +682,31 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description The service failed in a way it did not foresee. The body says only `internal error`; the
+         *     cause is in the service's log, never in the response.
+         */
+        Internal: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request's header block is larger than the HTTP server accepts. Answered by the HTTP
+         *     layer before the service sees the request, so as `text/plain`, not problem+json (see the
+         *     description of this document); a gateway in front may answer with its own status instead.
+         */
+        HeaderTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "text/plain": string;
+            };
+        };
         /** @description The request body is not `application/json`. */
         UnsupportedMediaType: {
             headers: {
@@ -699,7 +730,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The service is at capacity or shutting down; retry after `Retry-After` seconds. */
+        /**
+         * @description The service is at capacity or shutting down, or its store cannot serve the request for
+         *     the moment (any call); retry after `Retry-After` seconds.
+         */
         Unavailable: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -795,6 +829,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -855,6 +891,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -895,6 +933,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getAsk: {
@@ -926,6 +968,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     cancelAsk: {
@@ -949,8 +995,13 @@ export interface operations {
                     "application/json": components["schemas"]["CancelAccepted"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            431: components["responses"]["HeaderTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenAPIYAML: {

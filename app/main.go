@@ -44,6 +44,9 @@ type Main struct {
 	// Mounts are extra handlers on the API listener at {base path}{key} (the dev stack's web
 	// page at "/ui/"); keys start with "/" and end with "/". askd mounts nothing.
 	Mounts map[string]http.Handler
+	// Listener replaces listening on Config.Addr (the dev stack, whose webhook allow-list names
+	// the listener's address before the service is built); Close closes it.
+	Listener net.Listener
 
 	// Set by Run.
 	Server   *server.Server
@@ -79,6 +82,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			err = errors.Join(err, m.Close())
 		}
 	}()
+	m.ln = m.Listener // closed by Close, as the one Run opens is, should the start fail
 	cfg := m.Config
 	if cfg.Ops.Observe {
 		if m.tracing, err = obs.NewTracing(ctx, obs.TracingOptions{OTLP: cfg.Ops.OTLP}); err != nil {
@@ -112,11 +116,21 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Health = obs.NewHealth(obs.HealthOptions{JWKSReady: m.ready, Store: m.st})
 		opts.Hooks = m.Observer.Hooks()
 	}
+	if opts.Webhooks.Config = cfg.Webhooks; cfg.Webhooks.Enabled() {
+		if ob, ok := m.st.(store.Outbox); ok {
+			opts.Webhooks.Outbox = ob // the store's own: replicas sharing it share deliveries
+		}
+		if m.Observer != nil {
+			opts.Webhooks.Observer = m.Observer.Webhooks()
+		}
+	}
 	if m.Server, err = server.New(opts); err != nil {
 		return err
 	}
-	if m.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-		return err
+	if m.ln == nil {
+		if m.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return err
+		}
 	}
 	if err := m.serveAdmin(); err != nil {
 		return err
@@ -206,6 +220,9 @@ func (m *Main) serveAdmin() error {
 	go func() { m.adminDone <- m.adminHS.Serve(ln) }()
 	return nil
 }
+
+// BasePath is the service's base path as served ("/ask" by default), before or after Run.
+func (m *Main) BasePath() string { return m.basePath() }
 
 func (m *Main) basePath() string {
 	p, err := server.CleanBasePath(m.Config.Service.BasePath)

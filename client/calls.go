@@ -40,10 +40,28 @@ func (c *Client) CreateConversation(ctx context.Context) (gen.Conversation, erro
 // Idempotency-Key and is retried as Options.Retry says: a retry answers the same ticket, never
 // a second ask.
 func (c *Client) Ask(ctx context.Context, conversationID, question string) (gen.Ticket, error) {
+	return c.AskWith(ctx, conversationID, question, AskOptions{})
+}
+
+// AskOptions are the optional parts of an ask.
+type AskOptions struct {
+	// Webhook, when set, is a URL the service POSTs the run's end to (terminal event and done,
+	// signed per Standard Webhooks; verify with the operator's whsec_ secret). It must be under a
+	// prefix the operator allows, else the ask fails with a 400 (an *APIError) and no ticket is created.
+	// Status shows how delivery goes (AskStatus.Webhook).
+	Webhook string
+}
+
+// AskWith is Ask with options.
+func (c *Client) AskWith(ctx context.Context, conversationID, question string, opts AskOptions) (gen.Ticket, error) {
+	body := gen.CreateAskJSONRequestBody{Question: question}
+	if opts.Webhook != "" {
+		body.Webhook = &gen.WebhookRequest{Url: opts.Webhook}
+	}
 	key := newIdempotencyKey()
 	params := &gen.CreateAskParams{IdempotencyKey: &key}
 	r, err := retrying(ctx, c, "createAsk", func(ctx context.Context) (*gen.CreateAskResponse, *http.Response, []byte, error) {
-		r, err := c.api.CreateAskWithResponse(ctx, conversationID, params, gen.CreateAskJSONRequestBody{Question: question})
+		r, err := c.api.CreateAskWithResponse(ctx, conversationID, params, body)
 		if err != nil {
 			return nil, nil, nil, err
 		}

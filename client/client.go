@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/das-ask/ask/gen"
@@ -71,6 +72,9 @@ func (r Reconnect) withDefaults() Reconnect {
 
 // Client talks to one ask service. It is safe for concurrent use.
 type Client struct {
+	// reached is set once any call had a response from the service (see Retry).
+	reached atomic.Bool
+
 	raw  *gen.Client
 	api  *gen.ClientWithResponses
 	opts Options

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/das-ask/ask/gen"
@@ -21,6 +22,11 @@ import (
 // on every attempt, so a retry never makes a second conversation or ticket; status is a read
 // and cancel is idempotent. Backoff is exponential with full jitter, capped, and never shorter
 // than the service's Retry-After. Every retry is logged (Options.Logger): never silently.
+//
+// A connection refused before this client has ever had a response from the service is final:
+// nothing listens at the URL (the service is not running, or the URL is wrong), and the caller
+// hears so at once. Once the service has answered, a refusal is a restart in progress and is
+// retried.
 type Retry struct {
 	// Initial is the backoff before the first retry. 0 means 250 ms.
 	Initial time.Duration
@@ -66,6 +72,9 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 	var zero T
 	for attempt := 1; ; attempt++ {
 		v, resp, body, err := call(ctx)
+		if resp != nil {
+			c.reached.Store(true)
+		}
 		if ctx.Err() != nil {
 			return zero, fmt.Errorf("ask %s: %w", op, ctx.Err())
 		}
@@ -73,6 +82,8 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 		retry, floor, cause := false, time.Duration(0), err
 		switch {
 		case err != nil && errors.As(err, &tokErr):
+			return zero, fmt.Errorf("ask %s: %w", op, err)
+		case err != nil && errors.Is(err, syscall.ECONNREFUSED) && !c.reached.Load():
 			return zero, fmt.Errorf("ask %s: %w", op, err)
 		case err != nil:
 			retry = true // the connection failed, or no headers came in time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -205,3 +206,59 @@ func TestHeaderTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedBeforeAnyResponseIsFinal: nothing listening at the URL is said at once; once the
+// service has answered, a refused connection (a restart) is retried.
+func TestRefusedBeforeAnyResponseIsFinal(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"cv","created_at":"2026-11-29T20:00:00Z"}`)
+	}))
+	addr := hs.Listener.Addr().String()
+	hs.Close() // nothing listens there now
+	var retries atomic.Int64
+	c, err := client.New("http://"+addr+"/ask", client.Options{Retry: quick, Logger: countingLogger(&retries)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateConversation(t.Context()); err == nil || retries.Load() != 0 {
+		t.Fatalf("nothing listening: err %v after %d retries, want the error at once", err, retries.Load())
+	}
+
+	// A service that answers once, then goes away (a restart: refused).
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"cv","created_at":"2026-11-29T20:00:00Z"}`)
+	}))
+	defer srv.Close()
+	c2, err := client.New(srv.URL+"/ask", client.Options{Retry: client.Retry{Initial: 50 * time.Millisecond, Max: 100 * time.Millisecond}, Logger: countingLogger(&retries)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.CreateConversation(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	srv.CloseClientConnections()
+	_ = srv.Listener.Close() // refused from now on
+	if _, err := c2.CreateConversation(t.Context()); err == nil || retries.Load() == 0 {
+		t.Errorf("after a response, a refused connection: err %v after %d retries, want retries", err, retries.Load())
+	}
+}
+
+func countingLogger(n *atomic.Int64) *slog.Logger {
+	return slog.New(countHandler{n})
+}
+
+type countHandler struct{ n *atomic.Int64 }
+
+func (h countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "request retrying" {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countHandler) WithGroup(string) slog.Handler      { return h }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store/seal"
+	"github.com/das-ask/ask/webhook"
 )
 
 // Defaults that belong to no single part.
@@ -49,6 +51,9 @@ type Config struct {
 	Agent agent.Config
 	// Ops is the operator's side: logs, the admin listener, traces (package obs).
 	Ops OpsConfig
+	// Webhooks are the signed webhooks on a run's end (DAS_ASK_WEBHOOK_*; package webhook):
+	// off unless Allow is set. It holds signing secrets: never print it whole.
+	Webhooks webhook.Config
 	// StubScript is the llm-stub's script file (ASK_STUB_SCRIPT); "" means the embedded one.
 	StubScript string
 }
@@ -122,6 +127,7 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	c.Auth = AuthFrom(e, c.Auth)
 	c.Agent = agentFrom(e, c.Agent)
 	c.Ops = opsFrom(e, c.Ops)
+	c.Webhooks = webhooksFrom(e)
 	c.StubScript = e.String("ASK_STUB_SCRIPT", "")
 	if err := e.Err(); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
@@ -190,6 +196,41 @@ func storeFrom(e *Env) StoreConfig {
 			c.Seal = k
 		}
 	}
+	return c
+}
+
+// Bounds of the webhook settings: beyond them a value is a typo.
+const (
+	maxWebhookAttempts = 50
+	maxWebhookTimeout  = 300
+)
+
+// webhooksFrom is the webhook section:
+//
+//	DAS_ASK_WEBHOOK_ALLOW         allowed URL prefixes, comma-separated; unset: webhooks off
+//	DAS_ASK_WEBHOOK_SECRETS       signing secrets whsec_<base64>, comma-separated (all sign)
+//	DAS_ASK_WEBHOOK_ALLOW_ADDRS   private/loopback/link-local CIDRs a destination may resolve to
+//	DAS_ASK_WEBHOOK_MAX_ATTEMPTS  attempts per delivery (default 8, at most 50)
+//	DAS_ASK_WEBHOOK_TIMEOUT_S     one attempt's timeout (default 10)
+//
+// No message holds a secret.
+func webhooksFrom(e *Env) webhook.Config {
+	c := webhook.Config{Allow: e.List("DAS_ASK_WEBHOOK_ALLOW", ",", nil), Secrets: e.List("DAS_ASK_WEBHOOK_SECRETS", ",", nil)}
+	for _, s := range e.List("DAS_ASK_WEBHOOK_ALLOW_ADDRS", ",", nil) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				e.Failf("DAS_ASK_WEBHOOK_ALLOW_ADDRS", ": %q: want a CIDR such as 10.1.0.0/16", s)
+				continue
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.AllowAddrs = append(c.AllowAddrs, p.Masked())
+	}
+	c.MaxAttempts = int(e.Int("DAS_ASK_WEBHOOK_MAX_ATTEMPTS", 0, 1, maxWebhookAttempts))
+	c.Timeout = e.Seconds("DAS_ASK_WEBHOOK_TIMEOUT_S", 0, 1, maxWebhookTimeout)
+	e.Fail(c.Validate()) // the prefixes, the secrets, each error naming its variable
 	return c
 }
 

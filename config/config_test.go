@@ -111,6 +111,34 @@ func TestEverySettingIsRead(t *testing.T) {
 	_ = agent.LLMStub
 }
 
+func TestWebhooks(t *testing.T) {
+	kv := []string{
+		"DAS_ASK_WEBHOOK_ALLOW", "https://a.example/x/, http://127.0.0.1:8081/",
+		"DAS_ASK_WEBHOOK_SECRETS", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+		"DAS_ASK_WEBHOOK_ALLOW_ADDRS", "127.0.0.0/8,10.0.0.1",
+		"DAS_ASK_WEBHOOK_MAX_ATTEMPTS", "5", "DAS_ASK_WEBHOOK_TIMEOUT_S", "3",
+	}
+	got, err := config.FromEnv(env(kv...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Webhooks; len(c.Allow) != 2 || len(c.AllowAddrs) != 2 || c.MaxAttempts != 5 || c.Timeout != 3*time.Second || !c.Enabled() {
+		t.Fatalf("webhooks %+v", c)
+	}
+	if got, _ := config.FromEnv(env()); got.Webhooks.Enabled() {
+		t.Errorf("no DAS_ASK_WEBHOOK_ALLOW: webhooks on")
+	}
+	for _, bad := range [][]string{
+		{"DAS_ASK_WEBHOOK_MAX_ATTEMPTS", "0"}, {"DAS_ASK_WEBHOOK_MAX_ATTEMPTS", "51"}, {"DAS_ASK_WEBHOOK_ALLOW_ADDRS", "nonsense"},
+		{"DAS_ASK_WEBHOOK_TIMEOUT_S", "0"}, {"DAS_ASK_WEBHOOK_ALLOW", "ftp://x/"}, {"DAS_ASK_WEBHOOK_SECRETS", "hunter2"},
+	} {
+		_, err := config.FromEnv(env(append(slices.Clone(kv), bad...)...))
+		if err == nil || !strings.Contains(err.Error(), bad[0]) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s=%q: error %v, want one naming the variable and no secret", bad[0], bad[1], err)
+		}
+	}
+}
+
 func TestSealKeys(t *testing.T) {
 	k1, k2 := seal.NewKey("k1"), seal.NewKey("k2")
 	got, err := config.FromEnv(env("DAS_ASK_STORE", "redis://127.0.0.1:6390/0", "DAS_ASK_SEAL_KEYS", k2+","+k1))

@@ -109,5 +109,12 @@ func (e *Env) Failf(name, format string, args ...any) {
 	e.errs = append(e.errs, errors.New(name+msg))
 }
 
+// Fail records err, a message that already names its variable (a part's own Validate).
+func (e *Env) Fail(err error) {
+	if err != nil {
+		e.errs = append(e.errs, err)
+	}
+}
+
 // Err is every invalid value read so far, joined; nil when all were valid.
 func (e *Env) Err() error { return errors.Join(e.errs...) }

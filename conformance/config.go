@@ -71,6 +71,9 @@ type Config struct {
 	// StepMsTolerance is how much longer a step's ms may be than its audit line's ms (the
 	// service measures the round trip, the source only its work); 0 means 250 ms.
 	StepMsTolerance time.Duration
+	// Webhooks configure the suite's webhook receiver; the delivery checks are skipped unless
+	// the target admits it and Secrets holds the target's signing secret.
+	Webhooks WebhookConfig
 	// HTTPClient makes every call; nil means a client without a timeout (streams are long).
 	HTTPClient *http.Client
 	// Logger receives progress; nil means discard.

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"bytes"
+	"net"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
 // The test stacks' timings: the llm-stub's slow question waits testSlowWait instead of 3 s, and
@@ -25,6 +27,8 @@ const (
 // limits, deadline and TTL checks.
 type testStack struct {
 	main, small, limits *stack.Stack
+	hooks               *conformance.WebhookReceiver
+	hookSecret          string
 }
 
 // testLimits are the limits stack's settings: the deadline ends the slow question's silence.
@@ -36,12 +40,22 @@ func startStack(t *testing.T) *testStack {
 	if bytes.Equal(yaml, llmstub.DefaultScriptYAML()) {
 		t.Fatal("the llm-stub's default script has no 3s delay to shorten")
 	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &testStack{hookSecret: webhooktest.Secret()}
+	if st.hooks, err = conformance.NewWebhookReceiver(l, "", st.hookSecret); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.hooks.Close)
 	start := func(opts stack.Options) *stack.Stack {
 		script, err := llmstub.ParseScript(yaml)
 		if err != nil {
 			t.Fatal(err)
 		}
 		opts.KeepAlive, opts.StubScript = testKeepAlive, script
+		opts.WebhookAllow, opts.WebhookSecret = []string{st.hooks.URL() + "/ask-conformance/"}, st.hookSecret
 		s, err := stack.Start(t.Context(), opts)
 		if err != nil {
 			t.Fatal(err)
@@ -55,11 +69,10 @@ func startStack(t *testing.T) *testStack {
 	}
 	svc := server.DefaultConfig()
 	svc.MaxBodyBytes, svc.MaxInFlight, svc.MaxTickets = testLimits.MaxBodyBytes, testLimits.MaxInFlight, testLimits.MaxTickets
-	return &testStack{
-		main:   start(stack.Options{}),
-		small:  start(stack.Options{MaxEvents: 8}),
-		limits: start(stack.Options{Service: &svc, Deadline: testLimits.Deadline, TTL: testLimits.TTL}),
-	}
+	st.main = start(stack.Options{})
+	st.small = start(stack.Options{MaxEvents: 8})
+	st.limits = start(stack.Options{Service: &svc, Deadline: testLimits.Deadline, TTL: testLimits.TTL})
+	return st
 }
 
 // config is the suite's configuration for targets at base and overflow (the stacks' own URLs,
@@ -78,6 +91,7 @@ func (st *testStack) config(base, overflow, limits string) conformance.Config {
 		KeepAlive:      testKeepAlive,
 		SlowWait:       testSlowWait,
 		RunTimeout:     20 * time.Second,
+		Webhooks:       conformance.WebhookConfig{Receiver: st.hooks, Secrets: []string{st.hookSecret}},
 	}
 }
 

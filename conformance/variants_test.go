@@ -292,6 +292,32 @@ func variants(slowWait time.Duration) []variant {
 				}
 				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 			}},
+		{name: "webhook-ignored", fails: []string{"webhook.disallowed-400", "webhook.delivered-signed", "webhook.retried-same-id", "webhook.redirect-not-followed"},
+			request: func(_ *proxy, r *http.Request) {
+				if !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				var m map[string]any
+				if json.Unmarshal(body, &m) == nil {
+					delete(m, "webhook")
+					body, _ = json.Marshal(m)
+				}
+				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			}},
+		{name: "webhook-state-hidden", fails: []string{"webhook.delivered-signed", "webhook.retried-same-id", "webhook.redirect-not-followed"},
+			body: func(_ *proxy, r *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
+				if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/v1/asks/") || strings.HasSuffix(r.URL.Path, "/events") {
+					return status, b
+				}
+				var m map[string]any
+				if json.Unmarshal(b, &m) != nil {
+					return status, b
+				}
+				delete(m, "webhook")
+				out, _ := json.Marshal(m)
+				return status, out
+			}},
 		{name: "cancel-on-disconnect", fails: []string{"stream.disconnect-keeps-run"},
 			disconnected: func(p *proxy, r *http.Request) {
 				ticket := strings.Split(r.URL.Path, "/")[4]

@@ -165,6 +165,12 @@ type ClientInterface interface {
 	// the next is a `409` without a ticket (the conversation is full; start a new one). An
 	// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
 	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
+	//
+	// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
+	// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
+	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+	// does not allow is a `400` before any ticket exists.
+	//
 	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
 	// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
 	//
@@ -182,6 +188,12 @@ type ClientInterface interface {
 	// the next is a `409` without a ticket (the conversation is full; start a new one). An
 	// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
 	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
+	//
+	// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
+	// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
+	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+	// does not allow is a `400` before any ticket exists.
+	//
 	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
 	// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
 	//
@@ -324,6 +336,12 @@ func (c *Client) CreateConversation(ctx context.Context, params *CreateConversat
 // the next is a `409` without a ticket (the conversation is full; start a new one). An
 // identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
 // (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
+//
+// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
+// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
+// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+// does not allow is a `400` before any ticket exists.
+//
 // With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
 // or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
 //
@@ -351,6 +369,12 @@ func (c *Client) CreateAskWithBody(ctx context.Context, conversationId Conversat
 // the next is a `409` without a ticket (the conversation is full; start a new one). An
 // identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
 // (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
+//
+// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
+// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
+// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+// does not allow is a `400` before any ticket exists.
+//
 // With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
 // or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
 //
@@ -852,6 +876,12 @@ type ClientWithResponsesInterface interface {
 	// the next is a `409` without a ticket (the conversation is full; start a new one). An
 	// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
 	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
+	//
+	// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
+	// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
+	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+	// does not allow is a `400` before any ticket exists.
+	//
 	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
 	// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
 	//
@@ -869,6 +899,12 @@ type ClientWithResponsesInterface interface {
 	// the next is a `409` without a ticket (the conversation is full; start a new one). An
 	// identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
 	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
+	//
+	// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
+	// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
+	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+	// does not allow is a `400` before any ticket exists.
+	//
 	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
 	// or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
 	//
@@ -1662,6 +1698,12 @@ func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context
 // the next is a `409` without a ticket (the conversation is full; start a new one). An
 // identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
 // (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
+//
+// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
+// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
+// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+// does not allow is a `400` before any ticket exists.
+//
 // With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
 // or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
 //
@@ -1685,6 +1727,12 @@ func (c *ClientWithResponses) CreateAskWithBodyWithResponse(ctx context.Context,
 // the next is a `409` without a ticket (the conversation is full; start a new one). An
 // identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
 // (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
+//
+// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
+// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
+// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+// does not allow is a `400` before any ticket exists.
+//
 // With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
 // or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
 //
@@ -2363,4 +2411,162 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 	}
 
 	return response, nil
+}
+
+// CallbackInitiator sends OpenAPI callback requests to target URLs.
+// Modeled on the generated Client, but with no stored Server -- the full
+// target URL is provided per-call by the caller (typically discovered
+// from a callback expression on the parent operation's request body,
+// e.g. `{$request.body#/callbackUrl}`).
+type CallbackInitiator struct {
+	// Doer for performing requests, typically a *http.Client with any
+	// customized settings, such as certificate chains.
+	Client HttpRequestDoer
+
+	// A list of callbacks for modifying requests which are generated before sending over
+	// the network.
+	RequestEditors []RequestEditorFn
+}
+
+// CallbackInitiatorOption allows setting custom parameters during construction.
+type CallbackInitiatorOption func(*CallbackInitiator) error
+
+// NewCallbackInitiator creates a new CallbackInitiator with reasonable defaults.
+func NewCallbackInitiator(opts ...CallbackInitiatorOption) (*CallbackInitiator, error) {
+	initiator := CallbackInitiator{}
+	for _, o := range opts {
+		if err := o(&initiator); err != nil {
+			return nil, err
+		}
+	}
+	if initiator.Client == nil {
+		initiator.Client = &http.Client{}
+	}
+	return &initiator, nil
+}
+
+// WithCallbackHTTPClient allows overriding the default Doer, which is
+// automatically created using http.Client. This is useful for tests.
+func WithCallbackHTTPClient(doer HttpRequestDoer) CallbackInitiatorOption {
+	return func(p *CallbackInitiator) error {
+		p.Client = doer
+		return nil
+	}
+}
+
+// WithCallbackRequestEditorFn allows setting up a callback function, which
+// will be called right before sending the callback request. This can be
+// used to mutate the request, e.g. to add signature headers.
+func WithCallbackRequestEditorFn(fn RequestEditorFn) CallbackInitiatorOption {
+	return func(p *CallbackInitiator) error {
+		p.RequestEditors = append(p.RequestEditors, fn)
+		return nil
+	}
+}
+
+func (p *CallbackInitiator) applyCallbackEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+	for _, r := range p.RequestEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	for _, r := range additionalEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CallbackInitiatorInterface is the interface specification for the callback initiator.
+type CallbackInitiatorInterface interface {
+	// RunEndedWithBody fires the runEnded callback with any body
+	RunEndedWithBody(ctx context.Context, targetURL string, params *RunEndedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	RunEnded(ctx context.Context, targetURL string, params *RunEndedParams, body RunEndedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *CallbackInitiator) RunEndedWithBody(ctx context.Context, targetURL string, params *RunEndedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunEndedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) RunEnded(ctx context.Context, targetURL string, params *RunEndedParams, body RunEndedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunEndedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+// NewRunEndedCallbackRequest builds a application/json POST request for the runEnded callback
+func NewRunEndedCallbackRequest(targetURL string, params *RunEndedParams, body RunEndedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunEndedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewRunEndedCallbackRequestWithBody builds a POST request for the runEnded callback with any body
+func NewRunEndedCallbackRequestWithBody(targetURL string, params *RunEndedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam2)
+
+	}
+	return req, nil
 }

@@ -371,6 +371,42 @@ func (e StepEventType) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveryType.
+const (
+	WebhookDeliveryTypeAskEnded WebhookDeliveryType = "ask.ended"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryType enum.
+func (e WebhookDeliveryType) Valid() bool {
+	switch e {
+	case WebhookDeliveryTypeAskEnded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookState.
+const (
+	WebhookStateDelivered WebhookState = "delivered"
+	WebhookStateFailed    WebhookState = "failed"
+	WebhookStatePending   WebhookState = "pending"
+)
+
+// Valid indicates whether the value is a known member of the WebhookState enum.
+func (e WebhookState) Valid() bool {
+	switch e {
+	case WebhookStateDelivered:
+		return true
+	case WebhookStateFailed:
+		return true
+	case WebhookStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
 // AbstentionBody defines model for AbstentionBody.
 type AbstentionBody struct {
 	// Sources The sources that were called; absent or empty when no tool was called.
@@ -531,6 +567,13 @@ type AskRequest struct {
 	// Question The question, in the user's words. It appears only in the `accepted` event and in the
 	// conversation's memory: never in a log line, metric, trace, error or any other event.
 	Question string `json:"question"`
+
+	// Webhook Where to POST the run's end (see the `runEnded` callback of `createAsk`), for a client that
+	// does not hold the stream. The URL must start with one of the operator's allowed prefixes
+	// (`DAS_ASK_WEBHOOK_ALLOW`); it must be `https` (plain `http` only to a loopback host), and its
+	// resolved address must not be private, link-local or a metadata address unless the operator
+	// allows it. A URL that is not allowed is a `400` and creates no ticket.
+	Webhook *WebhookRequest `json:"webhook,omitempty"`
 }
 
 // AskState `running`, or the kind of the terminal event once there is one.
@@ -553,6 +596,9 @@ type AskStatus struct {
 	// Terminal One event of a ticket's stream, discriminated by `type`.
 	Terminal *Event `json:"terminal,omitempty"`
 	Ticket   string `json:"ticket"`
+
+	// Webhook How delivery of the run's end to the ask's webhook is going.
+	Webhook *WebhookStatus `json:"webhook,omitempty"`
 }
 
 // BranchBody defines model for BranchBody.
@@ -996,6 +1042,64 @@ type Ticket struct {
 	Ticket string `json:"ticket"`
 }
 
+// WebhookDelivery The body of a webhook delivery: the terminal event and `done`, exactly the JSON the stream
+// carried. Never the question. Signed per Standard Webhooks (`webhook-id`,
+// `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`
+// with every signing secret the operator configured, space-separated).
+type WebhookDelivery struct {
+	ConversationId string `json:"conversation_id"`
+
+	// Done Always last, exactly once, after the terminal event. Usage of the run.
+	Done DoneEvent `json:"done"`
+
+	// Terminal One event of a ticket's stream, discriminated by `type`.
+	Terminal Event               `json:"terminal"`
+	Ticket   string              `json:"ticket"`
+	Type     WebhookDeliveryType `json:"type"`
+}
+
+// WebhookDeliveryType defines model for WebhookDelivery.Type.
+type WebhookDeliveryType string
+
+// WebhookRequest Where to POST the run's end (see the `runEnded` callback of `createAsk`), for a client that
+// does not hold the stream. The URL must start with one of the operator's allowed prefixes
+// (`DAS_ASK_WEBHOOK_ALLOW`); it must be `https` (plain `http` only to a loopback host), and its
+// resolved address must not be private, link-local or a metadata address unless the operator
+// allows it. A URL that is not allowed is a `400` and creates no ticket.
+type WebhookRequest struct {
+	// Url An absolute `https` URL (no user info, no fragment).
+	Url string `json:"url"`
+}
+
+// WebhookState `pending` until a delivery attempt succeeds (including while the run still runs),
+// `delivered` once the receiver answered 2xx, `failed` once it answered a 4xx other than 408
+// or 429, or the attempts ran out.
+type WebhookState string
+
+// WebhookStatus How delivery of the run's end to the ask's webhook is going.
+type WebhookStatus struct {
+	// Attempts POSTs made so far.
+	Attempts    int        `json:"attempts"`
+	DeliveredAt *time.Time `json:"delivered_at,omitempty"`
+
+	// Id The delivery's `webhook-id`, the same on every attempt; one per ticket.
+	Id string `json:"id"`
+
+	// LastError Why the last attempt got no response (`timeout`, `connect`, `refused_address`, `redirect`, …).
+	LastError *string `json:"last_error,omitempty"`
+
+	// LastStatus The HTTP status of the last attempt; absent when no attempt got a response.
+	LastStatus *int `json:"last_status,omitempty"`
+
+	// NextAttemptAt When the next attempt is due, while one is scheduled.
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+
+	// State `pending` until a delivery attempt succeeds (including while the run still runs),
+	// `delivered` once the receiver answered 2xx, `failed` once it answered a 4xx other than 408
+	// or 429, or the attempts ran out.
+	State WebhookState `json:"state"`
+}
+
 // ConversationPath defines model for ConversationPath.
 type ConversationPath = string
 
@@ -1095,11 +1199,21 @@ type CreateAskParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// RunEndedParams defines parameters for RunEnded.
+type RunEndedParams struct {
+	WebhookId        string `json:"webhook-id"`
+	WebhookTimestamp string `json:"webhook-timestamp"`
+	WebhookSignature string `json:"webhook-signature"`
+}
+
 // CreateConversationJSONRequestBody defines body for CreateConversation for application/json ContentType.
 type CreateConversationJSONRequestBody = CreateConversationRequest
 
 // CreateAskJSONRequestBody defines body for CreateAsk for application/json ContentType.
 type CreateAskJSONRequestBody = AskRequest
+
+// RunEndedJSONRequestBody defines body for RunEnded for application/json ContentType.
+type RunEndedJSONRequestBody = WebhookDelivery
 
 // AsAcceptedEvent returns the union data inside the Event as a AcceptedEvent
 func (t Event) AsAcceptedEvent() (AcceptedEvent, error) {

@@ -4,8 +4,9 @@
 # buffer of 8), then the chaos test — SIGKILL the replica running an ask mid-stream; the client
 # reconnects through the gateway, sees no gap, and gets error{interrupted} and one done within
 # the lease, and is restarted by the cluster; then one replica is frozen (SIGSTOP) and every keyed
-# create and status read through nginx is still answered within seconds. Every piece is its own
-# process (cmd/ask-cluster). The Redis store's and the
+# create and status read through nginx is still answered within seconds; and a replica SIGKILLed
+# while its webhook POST is open at the receiver, after which a survivor delivers under the same
+# webhook-id. Every piece is its own process (cmd/ask-cluster). The Redis store's and the
 # service's own Redis tests run in `make test` whenever redis-server is installed.
 #
 # Needs redis-server and nginx: apt-get install -y redis-server nginx-light

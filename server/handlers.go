@@ -111,6 +111,9 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		// Exactly one JSON value: `{...}{...}` is not an AskRequest, whatever its first half says.
 		return badRequest("the request body is not an AskRequest")
 	}
+	if err := s.checkWebhook(body.Webhook); err != nil {
+		return err
+	}
 	key, err := idemKey(params.IdempotencyKey)
 	if err != nil {
 		return err
@@ -155,8 +158,12 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}
 	now := time.Now()
 	accepted, err := encodeEvent(envelope{seq: 1, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeAccepted},
-		gen.AcceptedBody(body))
+		gen.AcceptedBody{Question: body.Question})
 	if err != nil {
+		s.release("")
+		return err
+	}
+	if err := s.addWebhook(ctx, ticket, body.Webhook, now); err != nil {
 		s.release("")
 		return err
 	}
@@ -164,6 +171,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if err != nil {
 		s.release("")
+		s.dropWebhook(ticket, body.Webhook)
 		return refuse(refused("tickets", err)) // problem.go's table words the refusal
 	}
 
@@ -299,6 +307,9 @@ func (h *handlers) GetAsk(c echo.Context, ticket gen.TicketPath, params gen.GetA
 			return err
 		}
 		st.Done = &done
+	}
+	if st.Webhook, err = s.webhookStatus(ctx, t.ID); err != nil {
+		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, st)

@@ -23,7 +23,7 @@ func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run
 		started:   admitted,
 		seq:       1, // accepted
 		nonStep:   1,
-		onEnd:     func(r *run) { s.release(r.ticket) },
+		onEnd:     func(r *run) { s.release(r.ticket); s.webhookDue(r.ticket) },
 		hooks:     s.opts.Hooks,
 		lease:     s.storeLease(),
 		ctx:       ctx,

@@ -16,6 +16,7 @@ import (
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/requestid"
 	"github.com/das-ask/ask/store"
+	"github.com/das-ask/ask/webhook"
 )
 
 // Options configure New. Zero values mean the defaults in Config's documentation.
@@ -59,6 +60,8 @@ type Options struct {
 	// ShutdownGrace is how long Shutdown lets running asks finish before ending them with
 	// error{shutdown}; negative means no grace.
 	ShutdownGrace time.Duration
+	// Webhooks configure delivery of a run's end to the webhook its ask named.
+	Webhooks WebhookOptions
 
 	// Hooks report the service's lifecycle (package obs attaches through them).
 	Hooks Hooks
@@ -108,6 +111,10 @@ type Server struct {
 	active   int // admitted asks whose log has not ended
 	runs     map[string]*run
 	idle     chan struct{} // closed when draining and active == 0
+
+	// outbox and hooks deliver webhooks; nil when webhooks are off.
+	outbox store.Outbox
+	hooks  *webhook.Deliverer
 }
 
 // New builds the service. It fails on missing Runner or Authenticator and on invalid options.
@@ -186,6 +193,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.echo = e
+	if err := s.startWebhooks(); err != nil {
+		s.cancelBase(errShutdown)
+		return nil, err
+	}
 	if sh, ok := s.store.(store.Shared); ok {
 		s.runners.Add(1)
 		go func() {

@@ -139,6 +139,7 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 		}
 		turn := ask.Turn{Question: question, Outcome: typ, Text: turnText(out)}
 		if err = sh.End(ctx, ticket, tail, turn, lapsedOnly); err == nil {
+			s.webhookDue(ticket)
 			if h := s.opts.Hooks.Ended; h != nil {
 				e := endOf(tail, out, u, now.Sub(t.CreatedAt), 0)
 				e.Remote = true

@@ -59,6 +59,8 @@ type Options struct {
 	// their own gateway (OverflowURL): the target of the conformance suite's overflow check.
 	OverflowReplicas  int
 	OverflowMaxEvents int
+	// Env is added to every replica's environment (e.g. the DAS_ASK_WEBHOOK_* settings).
+	Env []string
 	// Phase sets ASK_PHASE on every replica (2: a branch per source, and divergence); 0 leaves
 	// the default, phase 1.
 	Phase int
@@ -200,6 +202,20 @@ func (c *Cluster) Runner(ticket string) (int, error) {
 	for i, m := range c.replicas {
 		for _, line := range bytes.Split(m.proc().log(), []byte("\n")) {
 			if bytes.Contains(line, needle) && bytes.Contains(line, []byte(`"msg":"ask accepted"`)) {
+				return i, nil
+			}
+		}
+	}
+	return -1, errNotRunning
+}
+
+// Holder returns the index of the replica whose webhook deliverer is holder (its log's
+// "webhook deliverer started" line names it).
+func (c *Cluster) Holder(holder string) (int, error) {
+	needle := []byte(`"holder":"` + holder + `"`)
+	for i, m := range c.replicas {
+		for _, line := range bytes.Split(m.proc().log(), []byte("\n")) {
+			if bytes.Contains(line, needle) && bytes.Contains(line, []byte(`"msg":"webhook deliverer started"`)) {
 				return i, nil
 			}
 		}

@@ -14,6 +14,7 @@ func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, e
 	env := append(append(append([]string{}, c.authEnv...), o.ReplicaEnv...),
 		"DAS_LOG_FORMAT=json", "DAS_ASK_ADMIN_ADDR=127.0.0.1:0",
 		"ASK_LLM=stub", "ASK_LLM_BASE_URL="+c.StubURL, "DAS_SOURCES=demo="+c.SourceURL+"/mcp")
+	env = append(env, o.Env...)
 	for name, v := range map[string]time.Duration{"DAS_ASK_LEASE_S": o.Lease, "DAS_ASK_KEEPALIVE_S": o.KeepAlive, "DAS_ASK_TTL_S": o.TTL, "DAS_ASK_DEADLINE_S": o.Deadline} {
 		if v > 0 {
 			env = append(env, name+"="+strconv.Itoa(int(v/time.Second)))

@@ -106,6 +106,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
   %[3]s
   model              %[4]s
   web page           %[5]s
+  webhook sink       %[6]s   (ask with -webhook %[6]sinbox)
 
 Next, in another terminal:
   make ask Q="How many sev1 incidents did we have in 2026-Q2?"
@@ -113,7 +114,7 @@ Next, in another terminal:
   make token OID=alice                                                  # a bearer for curl
 
 Ctrl-C stops everything.
-`, s.AskURL, s.IdPURL, sources, modelName, page)
+`, s.AskURL, s.IdPURL, sources, modelName, page, s.WebhooksURL)
 
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")

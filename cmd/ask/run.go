@@ -51,6 +51,7 @@ Flags:
 type config struct {
 	url, token, oid, idp string
 	question             string
+	webhook              string
 	cont, steps, json    bool
 	branches             bool
 }
@@ -67,6 +68,7 @@ func parseArgs(args []string, stderr io.Writer, env func(string) string) (*confi
 	fs.BoolVar(&c.cont, "continue", false, "ask in the last conversation used with this URL and identity")
 	fs.BoolVar(&c.steps, "steps", false, "also show every tool call, the SQL and the path")
 	fs.BoolVar(&c.json, "json", false, "print the events as NDJSON on stdout")
+	fs.StringVar(&c.webhook, "webhook", env("ASK_WEBHOOK"), "also have the run's end POSTed, signed, to this URL (one the operator allows; $ASK_WEBHOOK)")
 	fs.BoolVar(&c.branches, "branches", false, "show every branch's progress (phase 2), not one line per branch")
 	fs.Usage = func() {
 		_, _ = io.WriteString(stderr, usage)
@@ -192,7 +194,7 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 		// Once the ask may exist, Ctrl-C must not abandon it: the request completes (bounded)
 		// so that follow can cancel the ticket it returns.
 		askCtx, cancelAsk := context.WithTimeout(context.WithoutCancel(ctx), askTimeout)
-		tk, err := c.Ask(askCtx, conv, cfg.question)
+		tk, err := c.AskWith(askCtx, conv, cfg.question, client.AskOptions{Webhook: cfg.webhook})
 		cancelAsk()
 		var apiErr *client.APIError
 		switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/das-ask/ask/agent"
@@ -12,6 +13,7 @@ import (
 	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
 // devKeepAlive is the keep-alive interval of the stacks --dev-stack starts: shorter than the
@@ -58,7 +60,20 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 		}
 		return s, nil
 	}
-	primary, err := start(stack.Options{KeepAlive: devKeepAlive})
+	// The suite's webhook receiver, which the primary stack's allow-list admits.
+	hookLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return rep, err
+	}
+	hookSecret := webhooktest.Secret()
+	hooks, err := conformance.NewWebhookReceiver(hookLn, "", hookSecret)
+	if err != nil {
+		return rep, err
+	}
+	defer hooks.Close()
+	cfg.Webhooks = conformance.WebhookConfig{Receiver: hooks, Secrets: []string{hookSecret}}
+	primary, err := start(stack.Options{KeepAlive: devKeepAlive,
+		WebhookAllow: []string{hooks.URL() + "/ask-conformance/"}, WebhookSecret: hookSecret})
 	if err != nil {
 		return rep, err
 	}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"regexp"
@@ -48,6 +49,7 @@ type options struct {
 	keepAlive, slowWait, runTimeout                           time.Duration
 	nginx, nginxConf                                          string
 	gatewayReadTimeout                                        time.Duration
+	webhookSecrets, webhookListen, webhookURL                 string
 	maxEvents, overflowMaxEvents                              int
 	limitsURL, limitsIdP                                      string
 	limits                                                    conformance.Limits
@@ -77,6 +79,9 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	fs.StringVar(&o.nginx, "nginx", "nginx", "the nginx binary, for --gateway")
 	fs.StringVar(&o.nginxConf, "nginx-conf", "deploy/nginx/ask.conf", "the checked-in gateway config, for --gateway")
 	fs.DurationVar(&o.gatewayReadTimeout, "gateway-read-timeout", 2*time.Second, "with --gateway: nginx's proxy_read_timeout, shorter than the slow question's silence")
+	fs.StringVar(&o.webhookSecrets, "webhook-secret", getenv("ASK_WEBHOOK_SECRETS"), "the target's webhook signing secret(s), whsec_…, comma-separated, for the webhook checks (env ASK_WEBHOOK_SECRETS)")
+	fs.StringVar(&o.webhookListen, "webhook-listen", "127.0.0.1:0", "where the suite's webhook receiver listens")
+	fs.StringVar(&o.webhookURL, "webhook-url", "", "the receiver's root as the target reaches it; default http://<webhook-listen address>")
 	fs.IntVar(&o.maxEvents, "max-events", 0, "the target's DAS_ASK_MAX_EVENTS: a stream may skip a seq only in a run longer than it; default 1000")
 	fs.IntVar(&o.overflowMaxEvents, "overflow-max-events", 0, "--overflow-url's DAS_ASK_MAX_EVENTS; default 8")
 	fs.StringVar(&o.limitsURL, "limits-url", "", "the same implementation with small limits and a short deadline and TTL, for the 413/429/503, deadline and TTL checks (give its settings below)")
@@ -133,6 +138,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		SlowWait:          o.slowWait,
 		RunTimeout:        o.runTimeout,
 		Logger:            log,
+	}
+	if !o.devStack && o.webhookSecrets != "" {
+		l, err := net.Listen("tcp", o.webhookListen)
+		if err != nil {
+			fmt.Fprintln(stderr, "conformance: --webhook-listen:", err)
+			return 2
+		}
+		secrets := strings.Split(o.webhookSecrets, ",")
+		rcv, err := conformance.NewWebhookReceiver(l, o.webhookURL, secrets...)
+		if err != nil {
+			fmt.Fprintln(stderr, "conformance: --webhook-secret:", err)
+			return 2
+		}
+		defer rcv.Close()
+		cfg.Webhooks = conformance.WebhookConfig{Receiver: rcv, Secrets: secrets}
 	}
 	if o.audit != "" {
 		audits := strings.Split(o.audit, ",")

@@ -8,13 +8,17 @@ package stack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/das-ask/ask/agent"
@@ -25,7 +29,9 @@ import (
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/source"
 	"github.com/das-ask/ask/demo/ui"
+	"github.com/das-ask/ask/demo/webhooksink"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/webhook"
 )
 
 // Options configure Start. Zero values mean: every listener on 127.0.0.1 with an ephemeral
@@ -81,6 +87,10 @@ type Options struct {
 	// ids, the per-ask log line) and serves /metrics, /healthz and /readyz there, on a
 	// listener of its own (e.g. 127.0.0.1:9090). "" means none.
 	AdminAddr string
+	// WebhookAllow adds URL prefixes webhooks may go to, besides the dev sink (on loopback
+	// addresses only); WebhookSecret, when set, signs instead of the secret made for this run.
+	WebhookAllow  []string
+	WebhookSecret string
 }
 
 // Stack is a running development system. Its URLs have no trailing slash.
@@ -102,6 +112,11 @@ type Stack struct {
 	UIURL string
 	// AdminURL serves /metrics, /healthz and /readyz, or is "" without Options.AdminAddr.
 	AdminURL string
+	// WebhooksURL lists the webhook deliveries the dev sink received (…/dev/webhooks/, with
+	// its trailing slash); asks may name WebhooksURL+"inbox" as their webhook.
+	WebhooksURL string
+	// Webhooks is the dev webhook sink.
+	Webhooks *webhooksink.Sink
 
 	// IdP mints tokens in process (for tests).
 	IdP *idp.IdP
@@ -269,13 +284,36 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	cfg.Ops.Observe, cfg.Ops.AdminAddr, cfg.Ops.AdminOptional = opts.AdminAddr != "", opts.AdminAddr, false
+	// The ask listener first: the dev webhook sink's URL, which the allow-list names, is on it.
+	lnAsk, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("ask service: %w", err)
+	}
 	s.Main = app.NewMain(cfg)
-	s.Main.Logger = log
+	s.Main.Logger, s.Main.Listener = log, lnAsk
+	// The dev webhook sink: asks may name {base}/dev/webhooks/inbox (loopback only), signed with
+	// a secret made for this run; the deliveries are listed at {base}/dev/webhooks/.
+	sinkPath := strings.TrimSuffix(s.Main.BasePath(), "/") + "/dev/webhooks/"
+	secret := opts.WebhookSecret
+	if secret == "" {
+		secret = devWebhookSecret()
+	}
+	if s.Webhooks, err = webhooksink.New(secret, log.With("component", "webhook-sink")); err != nil {
+		lnAsk.Close()
+		s.Main = nil
+		return nil, err
+	}
+	s.Main.Config.Webhooks = webhook.Config{
+		Allow:      append([]string{"http://" + lnAsk.Addr().String() + sinkPath}, opts.WebhookAllow...),
+		Secrets:    []string{secret},
+		AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+	}
+	s.Main.Mounts = map[string]http.Handler{"/dev/webhooks/": s.Webhooks}
 	if opts.UI {
-		s.Main.Mounts = map[string]http.Handler{"/ui/": ui.New(ui.Options{
+		s.Main.Mounts["/ui/"] = ui.New(ui.Options{
 			SignIn: func(_ context.Context, oid string) (string, error) { return s.IdP.Mint(idp.Claims{OID: oid}) },
 			Logger: log.With("component", "ui"),
-		})}
+		})
 	}
 	if err := s.Main.Run(ctx); err != nil {
 		s.Main = nil
@@ -283,6 +321,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	s.Service = s.Main.Server
 	s.AskURL = s.Main.URL()
+	s.WebhooksURL = "http://" + lnAsk.Addr().String() + sinkPath
 	if opts.UI {
 		s.UIURL = s.AskURL + "/ui/"
 	}
@@ -341,4 +380,11 @@ func (s *Stack) Close() error {
 		errs = append(errs, s.catalog.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// devWebhookSecret is a fresh signing secret for one run of the dev stack.
+func devWebhookSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
 }

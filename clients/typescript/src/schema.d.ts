@@ -46,6 +46,12 @@ export interface paths {
          *     the next is a `409` without a ticket (the conversation is full; start a new one). An
          *     identity with too many asks running, or holding `DAS_ASK_MAX_RETAINED_PER_ID` tickets
          *     (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
+         *
+         *     With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
+         *     signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
+         *     ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+         *     does not allow is a `400` before any ticket exists.
+         *
          *     With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
          *     or a lost connection) gets the same ticket back instead of a second ask (see the parameter).
          */
@@ -208,6 +214,58 @@ export interface components {
              *     conversation's memory: never in a log line, metric, trace, error or any other event.
              */
             question: string;
+            webhook?: components["schemas"]["WebhookRequest"];
+        };
+        /**
+         * @description Where to POST the run's end (see the `runEnded` callback of `createAsk`), for a client that
+         *     does not hold the stream. The URL must start with one of the operator's allowed prefixes
+         *     (`DAS_ASK_WEBHOOK_ALLOW`); it must be `https` (plain `http` only to a loopback host), and its
+         *     resolved address must not be private, link-local or a metadata address unless the operator
+         *     allows it. A URL that is not allowed is a `400` and creates no ticket.
+         */
+        WebhookRequest: {
+            /** @description An absolute `https` URL (no user info, no fragment). */
+            url: string;
+        };
+        /**
+         * @description `pending` until a delivery attempt succeeds (including while the run still runs),
+         *     `delivered` once the receiver answered 2xx, `failed` once it answered a 4xx other than 408
+         *     or 429, or the attempts ran out.
+         * @enum {string}
+         */
+        WebhookState: "pending" | "delivered" | "failed";
+        /** @description How delivery of the run's end to the ask's webhook is going. */
+        WebhookStatus: {
+            /** @description The delivery's `webhook-id`, the same on every attempt; one per ticket. */
+            id: string;
+            state: components["schemas"]["WebhookState"];
+            /** @description POSTs made so far. */
+            attempts: number;
+            /** @description The HTTP status of the last attempt; absent when no attempt got a response. */
+            last_status?: number;
+            /** @description Why the last attempt got no response (`timeout`, `connect`, `refused_address`, `redirect`, …). */
+            last_error?: string;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due, while one is scheduled.
+             */
+            next_attempt_at?: string;
+            /** Format: date-time */
+            delivered_at?: string;
+        };
+        /**
+         * @description The body of a webhook delivery: the terminal event and `done`, exactly the JSON the stream
+         *     carried. Never the question. Signed per Standard Webhooks (`webhook-id`,
+         *     `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`
+         *     with every signing secret the operator configured, space-separated).
+         */
+        WebhookDelivery: {
+            /** @enum {string} */
+            type: "ask.ended";
+            ticket: string;
+            conversation_id: string;
+            terminal: components["schemas"]["Event"];
+            done: components["schemas"]["DoneEvent"];
         };
         Ticket: {
             /** @description The ticket id. Opaque, unguessable (at least 128 bits of randomness). */
@@ -245,6 +303,7 @@ export interface components {
             created_at: string;
             terminal?: components["schemas"]["Event"];
             done?: components["schemas"]["DoneEvent"];
+            webhook?: components["schemas"]["WebhookStatus"];
         };
         CancelAccepted: {
             ticket: string;

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/client"
+	"github.com/das-ask/ask/conformance"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/webhook/webhooktest"
+)
+
+// TestClusterWebhookDelivererKilled: real askd processes on real Redis behind nginx. The
+// replica whose deliverer holds a delivery is killed (SIGKILL) while its POST is open at the
+// receiver; a surviving replica takes the lapsed claim and delivers under the same webhook-id.
+// The receiver sees one delivery id (a second request with it only as the retry), verified,
+// and the ticket's status, read through the gateway, says delivered.
+func TestClusterWebhookDelivererKilled(t *testing.T) {
+	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
+		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check.sh does) to build and start the cluster's processes")
+	}
+	for _, bin := range []string{"redis-server", "nginx"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed: the cluster runs the real processes", bin)
+		}
+	}
+	secret := webhooktest.Secret()
+	rcv, err := webhooktest.New(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	inFlight := make(chan struct{})
+	rcv.Script(func(n int, _ webhooktest.Delivery) webhooktest.Answer {
+		if n == 1 {
+			return webhooktest.Answer{Status: http.StatusNoContent, Wait: func(ctx context.Context) {
+				close(inFlight)
+				<-ctx.Done() // held open until the sender dies
+			}}
+		}
+		return webhooktest.Answer{Status: http.StatusNoContent}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Options{
+		Root: "../..", Dir: t.TempDir(), Replicas: 3, Lease: testLease,
+		Env: []string{
+			"DAS_ASK_WEBHOOK_ALLOW=" + rcv.URL() + "/hooks/", "DAS_ASK_WEBHOOK_SECRETS=" + secret,
+			"DAS_ASK_WEBHOOK_ALLOW_ADDRS=127.0.0.0/8", "DAS_ASK_WEBHOOK_TIMEOUT_S=2",
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.Logs())
+		}
+		c.Stop()
+	})
+	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.GatewayURL, client.Options{Token: client.StaticToken(tok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := cl.CreateConversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := cl.AskWith(ctx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?", client.AskOptions{Webhook: rcv.URL() + "/hooks/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inFlight:
+	case <-ctx.Done():
+		t.Fatal("no delivery attempt")
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(strings.TrimSuffix(c.RedisURL, "/0"), "redis://")})
+	defer rdb.Close()
+	holder, err := rdb.HGet(ctx, "ask:wh:"+tk.Ticket, "holder").Result()
+	if err != nil || holder == "" {
+		t.Fatalf("the delivery's holder in Redis: %q, %v", holder, err)
+	}
+	killed, err := c.Holder(holder)
+	if err != nil {
+		t.Fatalf("no replica's deliverer is %s: %v", holder, err)
+	}
+	c.Kill(killed)
+	killedAt := time.Now()
+
+	var st gen.AskStatus
+	for {
+		if st, err = cl.Status(ctx, tk.Ticket, 0); err != nil {
+			t.Fatal(err)
+		}
+		if st.Webhook != nil && st.Webhook.State != gen.WebhookStatePending {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("still pending: %+v", st.Webhook)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if st.Webhook.State != gen.WebhookStateDelivered {
+		t.Fatalf("delivery %+v, want delivered by a survivor", *st.Webhook)
+	}
+	got := rcv.Deliveries()
+	if len(got) < 2 {
+		t.Fatalf("receiver got %d requests, want the killed replica's and the survivor's", len(got))
+	}
+	for i, d := range got {
+		if d.ID != st.Webhook.Id || !d.Verified || string(d.Body) != string(got[0].Body) {
+			t.Errorf("request %d: id %q (want %q), verified %v (%s)", i+1, d.ID, st.Webhook.Id, d.Verified, d.VerifyError)
+		}
+	}
+	t.Logf("killed replica %d holding %s; delivered by a survivor %v later, %d requests, one id", killed+1, holder, time.Since(killedAt).Round(time.Millisecond), len(got))
+}

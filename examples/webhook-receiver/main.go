@@ -1,0 +1,113 @@
+// Command webhook-receiver is a small receiver of the ask service's webhooks: it verifies each
+// delivery's Standard Webhooks signature with the operator's secret(s), ignores a delivery id
+// it has already handled (retries repeat the id), and prints how the ask ended.
+//
+//	WEBHOOK_SECRETS=whsec_... go run ./examples/webhook-receiver -addr 127.0.0.1:8090
+//
+// Point an ask at it with `ask -webhook http://127.0.0.1:8090/hook "..."` (the operator's
+// DAS_ASK_WEBHOOK_ALLOW must admit that URL).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// delivery is the body: the terminal event and done, as on the stream.
+type delivery struct {
+	Type           string          `json:"type"`
+	Ticket         string          `json:"ticket"`
+	ConversationID string          `json:"conversation_id"`
+	Terminal       json.RawMessage `json:"terminal"`
+	Done           json.RawMessage `json:"done"`
+}
+
+// receiver verifies and handles deliveries; handle runs once per delivery id.
+type receiver struct {
+	secrets []*standardwebhooks.Webhook
+	handle  func(id string, d delivery)
+
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func newReceiver(secrets []string, handle func(string, delivery)) (*receiver, error) {
+	r := &receiver{handle: handle, seen: map[string]bool{}}
+	for _, s := range secrets {
+		w, err := standardwebhooks.NewWebhook(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("secret: %w", err)
+		}
+		r.secrets = append(r.secrets, w)
+	}
+	if len(r.secrets) == 0 {
+		return nil, errors.New("no secret: set WEBHOOK_SECRETS=whsec_<base64>")
+	}
+	return r, nil
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "unreadable body", http.StatusBadRequest)
+		return
+	}
+	verified := false
+	for _, s := range r.secrets { // during a rotation, either secret may match
+		if s.Verify(body, req.Header) == nil { // signature and timestamp (±5 minutes)
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var d delivery
+	if err := json.Unmarshal(body, &d); err != nil {
+		http.Error(w, "not a delivery", http.StatusBadRequest)
+		return
+	}
+	id := req.Header.Get(standardwebhooks.HeaderWebhookID)
+	r.mu.Lock()
+	dup := r.seen[id]
+	r.seen[id] = true
+	r.mu.Unlock()
+	if !dup {
+		r.handle(id, d)
+	}
+	w.WriteHeader(http.StatusNoContent) // 2xx: the service stops retrying
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
+	flag.Parse()
+	r, err := newReceiver(strings.Split(os.Getenv("WEBHOOK_SECRETS"), ","), func(id string, d delivery) {
+		var term struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+			Kind string `json:"kind"`
+		}
+		_ = json.Unmarshal(d.Terminal, &term)
+		fmt.Printf("%s ticket %s ended: %s %s%s\n", id, d.Ticket, term.Type, term.Kind, term.Text)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("receiving webhooks on http://%s/", *addr)
+	log.Fatal(http.ListenAndServe(*addr, r))
+}

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+	"github.com/das-ask/ask/webhook"
+)
+
+// WebhookOptions configure webhook delivery (package webhook). With no allowed prefix in
+// Config, an ask that names a webhook is a 400.
+type WebhookOptions struct {
+	Config webhook.Config
+	// Outbox holds the deliveries; nil means the store's own when it is a store.Outbox (so
+	// replicas sharing a store share deliveries), else an in-process one.
+	Outbox store.Outbox
+	// Observer is told of every attempt and end (package obs); nil means none.
+	Observer webhook.Observer
+}
+
+// startWebhooks builds the deliverer, when webhooks are enabled, and runs it until Shutdown.
+func (s *Server) startWebhooks() error {
+	wo := s.opts.Webhooks
+	if !wo.Config.Enabled() {
+		return wo.Config.Validate()
+	}
+	ob := wo.Outbox
+	if ob == nil {
+		if o, ok := s.store.(store.Outbox); ok {
+			ob = o
+		} else if _, shared := s.store.(store.Shared); shared {
+			return errors.New("server: webhooks with a shared store need the store's outbox (Options.Webhooks.Outbox)")
+		} else {
+			ob = store.NewMemoryOutbox()
+		}
+	}
+	d, err := webhook.New(webhook.Options{
+		Config: wo.Config, Outbox: ob, Tickets: s.store, Observer: wo.Observer, Logger: s.log.With("component", "webhook"),
+	})
+	if err != nil {
+		return err
+	}
+	s.outbox, s.hooks = ob, d
+	s.runners.Add(1)
+	go func() {
+		defer s.runners.Done()
+		d.Run(s.base)
+	}()
+	return nil
+}
+
+// checkWebhook refuses, as a 400, a webhook the operator's settings do not admit.
+func (s *Server) checkWebhook(w *gen.WebhookRequest) error {
+	if w == nil {
+		return nil
+	}
+	if err := s.opts.Webhooks.Config.CheckURL(w.Url); err != nil {
+		var ue *webhook.URLError
+		if errors.As(err, &ue) {
+			return badRequest("the webhook is not allowed: "+ue.Reason, "webhook.url: "+ue.Reason)
+		}
+		return badRequest("the webhook is not allowed")
+	}
+	return nil
+}
+
+// addWebhook registers ticket's delivery before the ticket exists; dropWebhook undoes it when
+// the ticket is then refused, so a refused ask leaves nothing behind. The delivery is due, as
+// a safety net, once the run's deadline and a lease have passed; its run's end makes it due at
+// once. It is forgotten when the ticket would be: TTL after that.
+func (s *Server) addWebhook(ctx context.Context, ticket string, w *gen.WebhookRequest, admitted time.Time) error {
+	if w == nil || s.hooks == nil {
+		return nil
+	}
+	grace := 10 * time.Second
+	if sh, ok := s.store.(store.Shared); ok {
+		grace += sh.Lease()
+	}
+	due := admitted.Add(s.opts.Deadline + grace)
+	return s.outbox.AddWebhook(ctx, store.Webhook{
+		Ticket: ticket, ID: webhook.NewID(), URL: w.Url, Due: due, Expires: due.Add(s.opts.TTL),
+	})
+}
+
+func (s *Server) dropWebhook(ticket string, w *gen.WebhookRequest) {
+	if w == nil || s.hooks == nil {
+		return
+	}
+	if err := s.outbox.RemoveWebhook(context.Background(), ticket); err != nil {
+		s.log.Warn("webhook of a refused ask not removed; it expires unsent", "ticket", ticket, "err", err)
+	}
+}
+
+// webhookDue tells the deliverer that ticket's run has ended.
+func (s *Server) webhookDue(ticket string) {
+	if s.hooks != nil {
+		s.hooks.Due(context.Background(), ticket)
+	}
+}
+
+// webhookStatus is the ticket's delivery for GET, nil when it has none.
+func (s *Server) webhookStatus(ctx context.Context, ticket string) (*gen.WebhookStatus, error) {
+	if s.outbox == nil {
+		return nil, nil
+	}
+	w, err := s.outbox.Webhook(ctx, ticket)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := &gen.WebhookStatus{Id: w.ID, State: w.State, Attempts: w.Attempts}
+	if w.LastStatus != 0 {
+		st.LastStatus = &w.LastStatus
+	}
+	if w.LastError != "" {
+		st.LastError = &w.LastError
+	}
+	if w.State == gen.WebhookStatePending && !w.Due.IsZero() {
+		due := w.Due.UTC()
+		st.NextAttemptAt = &due
+	}
+	if !w.DeliveredAt.IsZero() {
+		at := w.DeliveredAt.UTC()
+		st.DeliveredAt = &at
+	}
+	return st, nil
+}

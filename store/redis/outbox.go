@@ -1,0 +1,186 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// The webhook outbox: one hash per ticket's delivery (wh:<ticket>: id, url, state, attempts,
+// status, error, due, delivered, expires in ms, holder and held-until) and one zset of pending
+// deliveries by the time they next need a look (wh:due). A claim moves its entry's score to the
+// end of the hold, so a replica that dies holding it leaves an entry that comes due again when
+// the hold lapses: the delivery survives its deliverer. Claims and their lapse use the server's
+// clock (TIME); due times are the deliverer's.
+
+func (k keys) webhook(ticket string) string { return k.prefix + "wh:" + ticket }
+func (k keys) webhooksDue() string          { return k.prefix + "wh:due" }
+
+var _ store.Outbox = (*Store)(nil)
+
+func msOf(t time.Time) string {
+	if t.IsZero() {
+		return "0"
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+func fromMs(s string) time.Time {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+var addWebhook = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'url', ARGV[2], 'state', 'pending', 'attempts', 0,
+  'status', 0, 'error', '', 'due', ARGV[3], 'delivered', 0, 'expires', ARGV[4], 'holder', '', 'held', 0)
+redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
+return 1
+`)
+
+// AddWebhook registers a pending delivery; see store.Outbox.
+func (s *Store) AddWebhook(ctx context.Context, w store.Webhook) error {
+	ok, err := addWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(w.Ticket), s.keys.webhooksDue()},
+		w.ID, w.URL, msOf(w.Due), msOf(w.Expires), w.Ticket).Int()
+	if err != nil {
+		return wrap(err)
+	}
+	if ok == 0 {
+		return store.ErrConflict
+	}
+	return nil
+}
+
+// RemoveWebhook forgets a delivery.
+func (s *Store) RemoveWebhook(ctx context.Context, ticket string) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Del(ctx, s.keys.webhook(ticket))
+		p.ZRem(ctx, s.keys.webhooksDue(), ticket)
+		return nil
+	})
+	return wrap(err)
+}
+
+var webhookDue = goredis.NewScript(prelude + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local now = now_ms()
+local h = redis.call('HMGET', KEYS[1], 'state', 'held', 'due')
+if h[1] == 'pending' and tonumber(h[2]) <= now and tonumber(h[3]) > now then
+  redis.call('HSET', KEYS[1], 'due', now)
+  redis.call('ZADD', KEYS[2], now, ARGV[1])
+end
+return 1
+`)
+
+// WebhookDue makes a pending, unheld delivery due now.
+func (s *Store) WebhookDue(ctx context.Context, ticket string) error {
+	ok, err := webhookDue.Run(ctx, s.rdb, []string{s.keys.webhook(ticket), s.keys.webhooksDue()}, ticket).Int()
+	if err != nil {
+		return wrap(err)
+	}
+	if ok == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+var claimWebhooks = goredis.NewScript(prelude + `
+local now = now_ms()
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+local out = {}
+for _, t in ipairs(ids) do
+  local k = ARGV[1] .. t
+  local h = redis.call('HMGET', k, 'state', 'held', 'due')
+  if not h[1] or h[1] ~= 'pending' then
+    redis.call('ZREM', KEYS[1], t)
+  elseif tonumber(h[2]) <= now and tonumber(h[3]) <= now then
+    local held = now + tonumber(ARGV[3])
+    redis.call('HSET', k, 'holder', ARGV[2], 'held', held)
+    redis.call('ZADD', KEYS[1], held, t)
+    table.insert(out, t)
+  else
+    local next = math.max(tonumber(h[2]), tonumber(h[3]))
+    redis.call('ZADD', KEYS[1], next, t)
+  end
+end
+return out
+`)
+
+// ClaimWebhooks claims due deliveries for holder; see store.Outbox.
+func (s *Store) ClaimWebhooks(ctx context.Context, holder string, hold time.Duration, limit int) ([]store.Webhook, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	ids, err := claimWebhooks.Run(ctx, s.rdb, []string{s.keys.webhooksDue()},
+		s.keys.webhook(""), holder, ms(hold), limit).StringSlice()
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out := make([]store.Webhook, 0, len(ids))
+	for _, id := range ids {
+		w, err := s.Webhook(ctx, id)
+		if err != nil {
+			continue // expired between the claim and now
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+var recordWebhook = goredis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'holder', 'state')
+if not h[2] then return -1 end
+if h[1] ~= ARGV[1] or h[2] ~= 'pending' then return 0 end
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'attempts', ARGV[3], 'status', ARGV[4], 'error', ARGV[5],
+  'due', ARGV[6], 'delivered', ARGV[7], 'holder', '', 'held', 0)
+if ARGV[2] == 'pending' then
+  redis.call('ZADD', KEYS[2], ARGV[6], ARGV[8])
+else
+  redis.call('ZREM', KEYS[2], ARGV[8])
+end
+return 1
+`)
+
+// RecordWebhook stores holder's attempt; see store.Outbox.
+func (s *Store) RecordWebhook(ctx context.Context, holder string, w store.Webhook) error {
+	res, err := recordWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(w.Ticket), s.keys.webhooksDue()},
+		holder, string(w.State), w.Attempts, w.LastStatus, w.LastError, msOf(w.Due), msOf(w.DeliveredAt), w.Ticket).Int()
+	switch {
+	case err != nil:
+		return wrap(err)
+	case res == -1:
+		return store.ErrNotFound
+	case res == 0:
+		return store.ErrNotHeld
+	}
+	return nil
+}
+
+// Webhook returns a ticket's delivery.
+func (s *Store) Webhook(ctx context.Context, ticket string) (store.Webhook, error) {
+	m, err := s.rdb.HGetAll(ctx, s.keys.webhook(ticket)).Result()
+	if err != nil {
+		return store.Webhook{}, wrap(err)
+	}
+	if len(m) == 0 {
+		return store.Webhook{}, store.ErrNotFound
+	}
+	if m["id"] == "" {
+		return store.Webhook{}, errors.New("store/redis: webhook entry without an id")
+	}
+	return store.Webhook{
+		Ticket: ticket, ID: m["id"], URL: m["url"], State: gen.WebhookState(m["state"]),
+		Attempts: int(atoi(m["attempts"])), LastStatus: int(atoi(m["status"])), LastError: m["error"],
+		Due: fromMs(m["due"]), DeliveredAt: fromMs(m["delivered"]), Expires: fromMs(m["expires"]),
+	}, nil
+}

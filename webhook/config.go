@@ -1,0 +1,152 @@
+package webhook
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultMaxAttempts  = 8
+	DefaultTimeout      = 10 * time.Second
+	DefaultBaseBackoff  = 1 * time.Second
+	DefaultMaxBackoff   = 5 * time.Minute
+	DefaultPoll         = 1 * time.Second
+	DefaultMaxBodyBytes = 256 << 10
+	// maxResponseBytes is how much of a receiver's answer is read (and discarded).
+	maxResponseBytes = 4 << 10
+	// maxAttemptsEdge bounds MaxAttempts: beyond it a value is a typo.
+	maxAttemptsEdge = 50
+)
+
+// Config is the operator's webhook settings. With no Allow prefix, webhooks are off: every ask
+// that names one is refused with a 400. Zero values mean the defaults above.
+type Config struct {
+	// Allow holds URL prefixes a webhook must start with (DAS_ASK_WEBHOOK_ALLOW, comma-separated),
+	// such as "https://hooks.example.com/ask/". Each is an absolute https URL, or http to a
+	// loopback host.
+	Allow []string
+	// Secrets sign every delivery (DAS_ASK_WEBHOOK_SECRETS, comma-separated "whsec_<base64>").
+	// Every one signs, so during a rotation receivers holding either the old or the new secret
+	// verify; remove the old one once receivers have moved. Required when Allow is set.
+	Secrets []string
+	// AllowAddrs are address ranges a destination may resolve to although they are private,
+	// loopback or link-local (DAS_ASK_WEBHOOK_ALLOW_ADDRS, comma-separated CIDRs), such as
+	// 127.0.0.0/8 for the dev stack. Metadata addresses (169.254.169.254, fd00:ec2::254) are
+	// only reachable if named here exactly.
+	AllowAddrs []netip.Prefix
+	// MaxAttempts bounds the POSTs of one delivery (DAS_ASK_WEBHOOK_MAX_ATTEMPTS).
+	MaxAttempts int
+	// Timeout bounds one attempt, connect to response headers (DAS_ASK_WEBHOOK_TIMEOUT_S).
+	Timeout time.Duration
+	// BaseBackoff is the first retry's upper bound; each retry doubles it up to MaxBackoff,
+	// which also caps a receiver's Retry-After.
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+	// Poll is how often a deliverer looks for due deliveries another replica left.
+	Poll time.Duration
+	// MaxBodyBytes bounds a delivery's body; a larger one is sent without the answer's rows
+	// (result), which stay readable on GET /v1/asks/{ticket}.
+	MaxBodyBytes int
+}
+
+// Enabled reports whether asks may name a webhook.
+func (c Config) Enabled() bool { return len(c.Allow) > 0 }
+
+// withDefaults fills zero values.
+func (c Config) withDefaults() Config {
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.BaseBackoff <= 0 {
+		c.BaseBackoff = DefaultBaseBackoff
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.MaxBackoff < c.BaseBackoff {
+		c.MaxBackoff = c.BaseBackoff
+	}
+	if c.Poll <= 0 {
+		c.Poll = DefaultPoll
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	return c
+}
+
+// Validate reports every invalid setting at once. No message holds a secret.
+func (c Config) Validate() error {
+	var errs []error
+	for _, p := range c.Allow {
+		if err := checkPrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ALLOW: %q: %w", p, err))
+		}
+	}
+	if c.Enabled() && len(c.Secrets) == 0 {
+		errs = append(errs, errors.New("DAS_ASK_WEBHOOK_SECRETS: required when DAS_ASK_WEBHOOK_ALLOW is set (whsec_<base64>, comma-separated)"))
+	}
+	for i, s := range c.Secrets {
+		if _, err := newSigner(s); err != nil {
+			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_SECRETS: secret %d: %w", i+1, err))
+		}
+	}
+	if c.MaxAttempts > maxAttemptsEdge {
+		errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_MAX_ATTEMPTS=%d: want at most %d", c.MaxAttempts, maxAttemptsEdge))
+	}
+	return errors.Join(errs...)
+}
+
+// checkPrefix accepts an absolute https URL prefix with a host, or http to a loopback host.
+func checkPrefix(p string) error {
+	u, err := url.Parse(p)
+	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" {
+		return errors.New("want an absolute URL prefix such as https://hooks.example.com/ask/")
+	}
+	return checkScheme(u)
+}
+
+func checkScheme(u *url.URL) error {
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if loopbackHost(u.Hostname()) {
+			return nil
+		}
+		return errors.New("http is allowed only to a loopback host; use https")
+	}
+	return errors.New("want https")
+}
+
+// loopbackHost reports whether h names the local machine by address or as localhost.
+func loopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.IsLoopback()
+}
+
+// newSigner reads a whsec_ secret.
+func newSigner(secret string) (*standardwebhooks.Webhook, error) {
+	if !strings.HasPrefix(secret, "whsec_") {
+		return nil, errors.New("want whsec_ followed by base64")
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil || len(key) < 24 || len(key) > 64 {
+		return nil, errors.New("want whsec_ followed by the base64 of 24 to 64 random bytes")
+	}
+	return standardwebhooks.NewWebhookRaw(key)
+}

@@ -1,0 +1,310 @@
+package webhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// Observer is told about every attempt and every delivery's end, for metrics. Labels it may
+// derive are bounded: an outcome class, a status class, a final state. Never a URL or a secret.
+type Observer interface {
+	// Attempted reports one POST: its outcome (delivered, retry, rejected), its HTTP status
+	// (0 when none came) and how long it took.
+	Attempted(outcome string, status int, elapsed time.Duration)
+	// Ended reports a delivery's final state, its attempts and the time from the run's done to
+	// that end.
+	Ended(state gen.WebhookState, attempts int, sinceDone time.Duration)
+}
+
+// Tickets is what a deliverer reads of the store: a ticket's terminal event and done.
+type Tickets interface {
+	Ticket(ctx context.Context, id string) (store.Ticket, error)
+}
+
+// Options configure New.
+type Options struct {
+	Config  Config
+	Outbox  store.Outbox
+	Tickets Tickets
+	// Observer, when not nil, is told of every attempt and end.
+	Observer Observer
+	// Logger receives the deliverer's logs (never a URL's query, a secret or a body); nil
+	// discards them.
+	Logger *slog.Logger
+	// Transport replaces the network, for tests; the policy's dial checks then do not apply.
+	Transport http.RoundTripper
+}
+
+// Deliverer delivers due webhooks from an outbox until its Run returns. Several deliverers (one
+// per replica) may share an outbox: each delivery is claimed by one at a time.
+type Deliverer struct {
+	cfg     Config
+	outbox  store.Outbox
+	tickets Tickets
+	obs     Observer
+	log     *slog.Logger
+	send    *sender
+	holder  string
+	wake    chan struct{}
+}
+
+// New validates opts.Config and returns a Deliverer.
+func New(opts Options) (*Deliverer, error) {
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Outbox == nil || opts.Tickets == nil {
+		return nil, errors.New("webhook: Options.Outbox and Options.Tickets are required")
+	}
+	cfg := opts.Config.withDefaults()
+	s, err := newSender(cfg, opts.Transport)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Deliverer{
+		cfg: cfg, outbox: opts.Outbox, tickets: opts.Tickets, obs: opts.Observer, log: log, send: s,
+		holder: "d_" + rand.Text(), wake: make(chan struct{}, 1),
+	}, nil
+}
+
+// Config is the deliverer's configuration, defaults filled in.
+func (d *Deliverer) Config() Config { return d.cfg }
+
+// NewID returns a fresh delivery id (webhook-id) for a ticket's delivery.
+func NewID() string { return "msg_" + rand.Text() }
+
+// Due tells the deliverer that ticket's run has ended: its delivery is due now.
+func (d *Deliverer) Due(ctx context.Context, ticket string) {
+	if err := d.outbox.WebhookDue(ctx, ticket); err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			// The safety-net due time set at registration still brings it round.
+			d.log.Warn("webhook not marked due", "ticket", ticket, "err", err)
+		}
+		return
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers until ctx is done: on every wake-up and every Poll it claims what is due and
+// makes one attempt of each, concurrently, then waits for them. An attempt cut short by ctx
+// records nothing: its claim lapses and a deliverer (this replica's successor or another) makes
+// it again under the same webhook-id.
+func (d *Deliverer) Run(ctx context.Context) {
+	d.log.Info("webhook deliverer started", "holder", d.holder, "allowed_prefixes", len(d.cfg.Allow), "signing_secrets", len(d.send.signers))
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-t.C:
+		}
+		d.round(ctx)
+		t.Reset(d.cfg.Poll)
+	}
+}
+
+// claimBatch bounds the attempts one round makes at once.
+const claimBatch = 32
+
+// round claims and attempts due deliveries until none is due.
+func (d *Deliverer) round(ctx context.Context) {
+	hold := 2 * d.cfg.Timeout // an attempt ends within Timeout; then the claim lapses
+	for ctx.Err() == nil {
+		due, err := d.outbox.ClaimWebhooks(ctx, d.holder, hold, claimBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("webhooks not claimed", "err", err)
+			}
+			return
+		}
+		if len(due) == 0 {
+			return
+		}
+		var wg sync.WaitGroup
+		for _, w := range due {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d.attempt(ctx, w)
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// notFinishedRetry is how soon a delivery whose ticket has not ended is looked at again (its
+// safety-net due time passed before the run's end was announced).
+const notFinishedRetry = 5 * time.Second
+
+// attempt makes one attempt of w, which this deliverer holds, and records it.
+func (d *Deliverer) attempt(ctx context.Context, w store.Webhook) {
+	t, err := d.tickets.Ticket(ctx, w.Ticket)
+	now := time.Now()
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		w.State, w.LastError = gen.WebhookStateFailed, "ticket_expired"
+		d.record(ctx, w, time.Time{})
+		return
+	case err != nil:
+		if ctx.Err() == nil {
+			d.log.Warn("webhook ticket not read", "ticket", w.Ticket, "err", err)
+		}
+		return // the claim lapses; the next claim tries again
+	case !t.Finished():
+		w.Due = now.Add(notFinishedRetry)
+		d.record(ctx, w, time.Time{})
+		return
+	}
+	body, doneAt, err := d.body(t)
+	if err != nil {
+		w.State, w.LastError = gen.WebhookStateFailed, "body_too_large"
+		d.log.Error("webhook body not built", "ticket", w.Ticket, "err", err)
+		d.record(ctx, w, doneAt)
+		return
+	}
+	res := d.send.send(ctx, w.URL, w.ID, body)
+	if ctx.Err() != nil {
+		return // shutting down: record nothing, the claim lapses and the attempt is made again
+	}
+	out := classify(res)
+	if d.obs != nil {
+		d.obs.Attempted(out, res.Status, res.Elapsed)
+	}
+	now = time.Now()
+	w.Attempts++
+	w.LastStatus, w.LastError = res.Status, res.Err
+	switch out {
+	case outDelivered:
+		w.State, w.DeliveredAt, w.Due = gen.WebhookStateDelivered, now, time.Time{}
+	case outRejected:
+		w.State, w.Due = gen.WebhookStateFailed, time.Time{}
+		if res.Status >= 300 && res.Status < 400 {
+			w.LastError = "redirect"
+		}
+	default:
+		next := now.Add(backoff(d.cfg, w.Attempts, res.RetryAfter))
+		if w.Attempts >= d.cfg.MaxAttempts || !next.Before(w.Expires) {
+			w.State, w.Due = gen.WebhookStateFailed, time.Time{}
+		} else {
+			w.Due = next
+		}
+	}
+	d.log.Info("webhook attempt", "ticket", w.Ticket, "webhook_id", w.ID, "attempt", w.Attempts,
+		"status", res.Status, "error", res.Err, "state", string(w.State), "elapsed_ms", res.Elapsed.Milliseconds())
+	d.record(ctx, w, doneAt)
+}
+
+// record stores w's new state; a final state is reported to the observer.
+func (d *Deliverer) record(ctx context.Context, w store.Webhook, doneAt time.Time) {
+	if w.State == "" {
+		w.State = gen.WebhookStatePending
+	}
+	err := d.outbox.RecordWebhook(ctx, d.holder, w)
+	if errors.Is(err, store.ErrNotHeld) {
+		// Another deliverer claimed it after this claim lapsed: its attempt stands.
+		d.log.Info("webhook attempt superseded", "ticket", w.Ticket, "webhook_id", w.ID)
+		return
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("webhook attempt not recorded", "ticket", w.Ticket, "err", err)
+		}
+		return
+	}
+	if w.State != gen.WebhookStatePending && d.obs != nil {
+		var since time.Duration
+		if !doneAt.IsZero() {
+			since = time.Since(doneAt)
+		}
+		d.obs.Ended(w.State, w.Attempts, since)
+	}
+}
+
+// backoff is the wait before retry number n+1 after n attempts: exponential from BaseBackoff,
+// capped at MaxBackoff, with equal jitter (half fixed, half random, so retries of many
+// deliveries spread out but none comes at once); a receiver's Retry-After, capped at
+// MaxBackoff, is waited at least.
+func backoff(c Config, n int, retryAfter time.Duration) time.Duration {
+	exp := c.BaseBackoff
+	for i := 1; i < n && exp < c.MaxBackoff; i++ {
+		exp *= 2
+	}
+	exp = min(exp, c.MaxBackoff)
+	d := exp/2 + mrand.N(exp/2+1)
+	if ra := min(retryAfter, c.MaxBackoff); ra > d {
+		d = ra
+	}
+	return d
+}
+
+// body is the delivery's JSON: the terminal event and done exactly as the log holds them.
+// When that is larger than MaxBodyBytes the answer's rows (result) are left out.
+func (d *Deliverer) body(t store.Ticket) ([]byte, time.Time, error) {
+	var done gen.DoneEvent
+	_ = json.Unmarshal(t.Done.Data, &done)
+	b, err := deliveryBody(t, t.Terminal.Data)
+	if err != nil {
+		return nil, done.Ts, err
+	}
+	if len(b) <= d.cfg.MaxBodyBytes {
+		return b, done.Ts, nil
+	}
+	var term map[string]json.RawMessage
+	if err := json.Unmarshal(t.Terminal.Data, &term); err != nil {
+		return nil, done.Ts, err
+	}
+	delete(term, "result")
+	trimmed, err := json.Marshal(term)
+	if err != nil {
+		return nil, done.Ts, err
+	}
+	if b, err = deliveryBody(t, trimmed); err != nil {
+		return nil, done.Ts, err
+	}
+	if len(b) > d.cfg.MaxBodyBytes {
+		return nil, done.Ts, errors.New("delivery body larger than MaxBodyBytes without the result rows")
+	}
+	return b, done.Ts, nil
+}
+
+// deliveryBody splices the log's bytes in unchanged, so the delivery holds the same JSON the
+// stream carried.
+func deliveryBody(t store.Ticket, terminal []byte) ([]byte, error) {
+	head, err := json.Marshal(struct {
+		Type           gen.WebhookDeliveryType `json:"type"`
+		Ticket         string                  `json:"ticket"`
+		ConversationID string                  `json:"conversation_id"`
+	}{gen.WebhookDeliveryTypeAskEnded, t.ID, t.ConversationID})
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(terminal) || !json.Valid(t.Done.Data) {
+		return nil, errors.New("stored event is not JSON")
+	}
+	b := make([]byte, 0, len(head)+len(terminal)+len(t.Done.Data)+24)
+	b = append(b, head[:len(head)-1]...)
+	b = append(b, `,"terminal":`...)
+	b = append(b, terminal...)
+	b = append(b, `,"done":`...)
+	b = append(b, t.Done.Data...)
+	return append(b, '}'), nil
+}

@@ -1,0 +1,172 @@
+package webhook
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// finished is a Tickets with one finished ticket.
+type finished struct{}
+
+func (finished) Ticket(_ context.Context, id string) (store.Ticket, error) {
+	return store.Ticket{ID: id, ConversationID: "c1", LastSeq: 5,
+		Terminal: &store.Event{Seq: 4, Type: gen.EventTypeAnswer, Data: []byte(`{"seq":4,"type":"answer","text":"42"}`)},
+		Done:     &store.Event{Seq: 5, Type: gen.EventTypeDone, Data: []byte(`{"seq":5,"type":"done","ts":"2026-01-01T00:00:00Z"}`)},
+	}, nil
+}
+
+// scripted is an in-memory receiver: it verifies each request and answers from a list.
+type scripted struct {
+	t       *testing.T
+	mu      sync.Mutex
+	answers []*http.Response
+	at      []time.Time
+	ids     []string
+}
+
+func (s *scripted) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, _ := io.ReadAll(req.Body)
+	w, _ := standardwebhooks.NewWebhook(testSecret)
+	if err := w.Verify(body, req.Header); err != nil {
+		s.t.Errorf("attempt does not verify: %v", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at = append(s.at, time.Now())
+	s.ids = append(s.ids, req.Header.Get("webhook-id"))
+	r := &http.Response{StatusCode: http.StatusNoContent, Header: http.Header{}, Body: http.NoBody}
+	if len(s.answers) > 0 {
+		r, s.answers = s.answers[0], s.answers[1:]
+	}
+	return r, nil
+}
+
+func answer(status int, retryAfter string) *http.Response {
+	h := http.Header{}
+	if retryAfter != "" {
+		h.Set("Retry-After", retryAfter)
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("busy"))}
+}
+
+// deliver runs a deliverer over one delivery until it is final, and returns it.
+func deliver(t *testing.T, cfg Config, rt *scripted, ttl time.Duration) store.Webhook {
+	t.Helper()
+	ob := store.NewMemoryOutbox()
+	cfg.Allow, cfg.Secrets = []string{"https://hooks.example/"}, []string{testSecret}
+	d, err := New(Options{Config: cfg, Outbox: ob, Tickets: finished{}, Transport: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(ttl)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	for {
+		synctest.Wait()
+		w, err := ob.Webhook(t.Context(), "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.State != gen.WebhookStatePending {
+			cancel()
+			<-done
+			return w
+		}
+		time.Sleep(time.Second) // fake time: the bubble's clock moves on
+	}
+}
+
+func TestRetryAfterIsHonouredAndCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := &scripted{t: t, answers: []*http.Response{answer(429, "120"), answer(503, "7"), answer(500, "")}}
+		w := deliver(t, Config{BaseBackoff: time.Second, MaxBackoff: time.Minute}, rt, time.Hour)
+		if w.State != gen.WebhookStateDelivered || w.Attempts != 4 {
+			t.Fatalf("delivery %+v, want delivered on the 4th attempt", w)
+		}
+		gaps := []time.Duration{rt.at[1].Sub(rt.at[0]), rt.at[2].Sub(rt.at[1]), rt.at[3].Sub(rt.at[2])}
+		// 429 asked for 120 s: capped at MaxBackoff (60 s). 503 asked for 7 s, more than the
+		// second backoff (1–2 s). 500 without Retry-After: the third backoff, 2–4 s. Each plus
+		// at most one poll interval.
+		within := func(i int, lo, hi time.Duration) {
+			if gaps[i] < lo || gaps[i] > hi {
+				t.Errorf("gap %d = %v, want %v..%v", i+1, gaps[i], lo, hi)
+			}
+		}
+		within(0, time.Minute, time.Minute+time.Second)
+		within(1, 7*time.Second, 8*time.Second)
+		within(2, 2*time.Second, 5*time.Second)
+		for _, id := range rt.ids {
+			if id != "msg_1" {
+				t.Errorf("webhook-id %q on a retry, want msg_1", id)
+			}
+		}
+	})
+}
+
+func TestAttemptsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var answers []*http.Response
+		for range 20 {
+			answers = append(answers, answer(503, ""))
+		}
+		rt := &scripted{t: t, answers: answers}
+		w := deliver(t, Config{MaxAttempts: 5, BaseBackoff: time.Second, MaxBackoff: 8 * time.Second}, rt, time.Hour)
+		if w.State != gen.WebhookStateFailed || w.Attempts != 5 || len(rt.at) != 5 || w.LastStatus != 503 {
+			t.Fatalf("delivery %+v after %d requests, want failed after 5", w, len(rt.at))
+		}
+		// Exponential: each wait at least half the doubled bound before it.
+		for i, lo := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second} {
+			if g := rt.at[i+1].Sub(rt.at[i]); g < lo {
+				t.Errorf("wait %d = %v, want at least %v", i+1, g, lo)
+			}
+		}
+	})
+}
+
+func TestAttemptsStayWithinTheTicketsTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var answers []*http.Response
+		for range 20 {
+			answers = append(answers, answer(503, "30"))
+		}
+		rt := &scripted{t: t, answers: answers}
+		w := deliver(t, Config{MaxAttempts: 20, MaxBackoff: time.Minute}, rt, 100*time.Second)
+		// Retry-After 30 s each time, expiry at 100 s: attempts at 0, 30, 60, 90; the next
+		// would be at 120, after expiry.
+		if w.State != gen.WebhookStateFailed || len(rt.at) != 4 {
+			t.Fatalf("delivery %+v after %d requests, want failed after 4", w, len(rt.at))
+		}
+	})
+}
+
+func TestBackoffShape(t *testing.T) {
+	c := Config{BaseBackoff: time.Second, MaxBackoff: 10 * time.Second}
+	for n, hi := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 40: 10 * time.Second} {
+		for range 200 {
+			if d := backoff(c, n, 0); d < hi/2 || d > hi {
+				t.Fatalf("backoff(%d) = %v, want %v..%v", n, d, hi/2, hi)
+			}
+		}
+	}
+	if d := backoff(c, 1, time.Hour); d != 10*time.Second {
+		t.Errorf("Retry-After of an hour: waited %v, want the 10s cap", d)
+	}
+}

@@ -1,0 +1,130 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+)
+
+// ErrNotAllowed is what CheckURL returns for a webhook the operator's settings do not admit; its
+// message says why, for the caller's 400.
+var ErrNotAllowed = errors.New("webhook not allowed")
+
+// URLError is a webhook URL refused at createAsk. It matches ErrNotAllowed.
+type URLError struct{ Reason string }
+
+func (e *URLError) Error() string        { return "webhook url: " + e.Reason }
+func (e *URLError) Is(target error) bool { return target == ErrNotAllowed }
+
+func refuse(format string, args ...any) error { return &URLError{Reason: fmt.Sprintf(format, args...)} }
+
+// CheckURL reports whether raw may be an ask's webhook: an absolute https URL (http only to a
+// loopback host) without user info or fragment, starting with one of the allowed prefixes, and
+// whose host is not a literal address the policy refuses. Names are resolved and checked again
+// at every connect.
+func (c Config) CheckURL(raw string) error {
+	if !c.Enabled() {
+		return refuse("this service accepts no webhooks (the operator allows none)")
+	}
+	if len(raw) > 2048 {
+		return refuse("longer than 2048 characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		return refuse("not an absolute URL")
+	}
+	if u.User != nil {
+		return refuse("user info is not allowed in a webhook URL")
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return refuse("a fragment is not allowed in a webhook URL")
+	}
+	if err := checkScheme(u); err != nil {
+		return refuse("%v", err)
+	}
+	if !c.allowed(u) {
+		return refuse("not under any prefix the operator allows (DAS_ASK_WEBHOOK_ALLOW)")
+	}
+	if a, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		if err := c.checkAddr(a); err != nil {
+			return refuse("%v", err)
+		}
+	}
+	return nil
+}
+
+// allowed reports whether u starts with an allowed prefix, comparing scheme and host without
+// case and the rest as written; a prefix's host must match whole (https://a.example does not
+// admit https://a.example.evil).
+func (c Config) allowed(u *url.URL) bool {
+	for _, p := range c.Allow {
+		pu, err := url.Parse(p)
+		if err != nil {
+			continue
+		}
+		if !strings.EqualFold(pu.Scheme, u.Scheme) || !strings.EqualFold(pu.Host, u.Host) {
+			continue
+		}
+		if strings.HasPrefix(u.EscapedPath(), pu.EscapedPath()) {
+			return true
+		}
+	}
+	return false
+}
+
+// metadata are cloud metadata addresses: never reachable unless named exactly in AllowAddrs.
+var metadata = []netip.Addr{
+	netip.MustParseAddr("169.254.169.254"),
+	netip.MustParseAddr("169.254.170.2"),
+	netip.MustParseAddr("100.100.100.200"),
+	netip.MustParseAddr("fd00:ec2::254"),
+}
+
+// checkAddr refuses private, loopback, link-local, unspecified, multicast and metadata
+// addresses unless the operator allows their range.
+func (c Config) checkAddr(a netip.Addr) error {
+	a = a.Unmap()
+	for _, m := range metadata {
+		if a == m {
+			for _, p := range c.AllowAddrs {
+				if p.Bits() == a.BitLen() && p.Addr() == a {
+					return nil
+				}
+			}
+			return fmt.Errorf("address %s is a metadata address", a)
+		}
+	}
+	special := a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() || cgnat.Contains(a)
+	if !special {
+		return nil
+	}
+	for _, p := range c.AllowAddrs {
+		if p.Contains(a) {
+			return nil
+		}
+	}
+	return fmt.Errorf("address %s is private, loopback or link-local", a)
+}
+
+// cgnat is the carrier-grade NAT range (RFC 6598), private in all but name.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// control is the dialer's Control hook: it runs on the address actually being connected to,
+// after resolution, so a name that resolves differently at connect time is still checked.
+func (c Config) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errRefusedAddr, err)
+	}
+	if err := c.checkAddr(ap.Addr()); err != nil {
+		return fmt.Errorf("%w: %v", errRefusedAddr, err)
+	}
+	return nil
+}
+
+// errRefusedAddr marks a connection the policy refused.
+var errRefusedAddr = errors.New("refused address")

@@ -1,0 +1,78 @@
+package webhook_test
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/das-ask/ask/webhook"
+)
+
+func TestCheckURL(t *testing.T) {
+	c := webhook.Config{
+		Allow:   []string{"https://hooks.example.com/ask/", "http://127.0.0.1:9999/in/", "https://10.1.2.3/h/"},
+		Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+	}
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://hooks.example.com/ask/slack", true},
+		{"https://HOOKS.example.com/ask/slack?team=1", true},
+		{"https://hooks.example.com/other", false},
+		{"https://hooks.example.com.evil.example/ask/x", false},
+		{"https://hooks.example.com:8443/ask/x", false},
+		{"http://hooks.example.com/ask/x", false},
+		{"https://user:pw@hooks.example.com/ask/x", false},
+		{"https://hooks.example.com/ask/x#frag", false},
+		{"hooks.example.com/ask/x", false},
+		{"ftp://hooks.example.com/ask/x", false},
+		{"http://127.0.0.1:9999/in/x", false},               // allowed prefix, but loopback is not an allowed address
+		{"https://10.1.2.3/h/x", false},                     // a private literal
+		{"http://169.254.169.254/latest/meta-data/", false}, // metadata
+		{"https://hooks.example.com/ask/" + string(make([]byte, 2100)), false},
+	} {
+		err := c.CheckURL(tc.url)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckURL(%.60q) = %v, want ok %v", tc.url, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, webhook.ErrNotAllowed) {
+			t.Errorf("CheckURL(%.60q) = %v, not ErrNotAllowed", tc.url, err)
+		}
+	}
+	c.AllowAddrs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.1.0.0/16")}
+	for _, u := range []string{"http://127.0.0.1:9999/in/x", "https://10.1.2.3/h/x"} {
+		if err := c.CheckURL(u); err != nil {
+			t.Errorf("with the range allowed, CheckURL(%q) = %v", u, err)
+		}
+	}
+	if err := (webhook.Config{}).CheckURL("https://hooks.example.com/ask/x"); err == nil {
+		t.Error("with no allow-list, a webhook was admitted")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    webhook.Config
+		ok   bool
+	}{
+		{"off", webhook.Config{}, true},
+		{"no secret", webhook.Config{Allow: []string{"https://h.example/"}}, false},
+		{"short secret", webhook.Config{Allow: []string{"https://h.example/"}, Secrets: []string{"whsec_c2hvcnQ="}}, false},
+		{"no prefix", webhook.Config{Allow: []string{"https://h.example/"}, Secrets: []string{"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
+		{"http off loopback", webhook.Config{Allow: []string{"http://h.example/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
+		{"good", webhook.Config{Allow: []string{"https://h.example/", "http://localhost:8081/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, true},
+	} {
+		err := tc.c.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: Validate() = %v, want ok %v", tc.name, err, tc.ok)
+		}
+		if err != nil && len(tc.c.Secrets) > 0 && contains(err.Error(), tc.c.Secrets[0]) {
+			t.Errorf("%s: the error holds the secret", tc.name)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

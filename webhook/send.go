@@ -1,0 +1,177 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// Result is what one attempt got.
+type Result struct {
+	// Status is the HTTP status, 0 when no response came.
+	Status int
+	// Err names why no response came (timeout, connect, refused_address, …); "" with a status.
+	Err string
+	// RetryAfter is the receiver's Retry-After, when it sent one.
+	RetryAfter time.Duration
+	// Elapsed is the attempt's duration.
+	Elapsed time.Duration
+}
+
+// Outcome classes of an attempt, used as metric labels and in the delivery's state.
+const (
+	outDelivered = "delivered" // 2xx
+	outRetry     = "retry"     // 408, 429, 5xx, no response
+	outRejected  = "rejected"  // any other status (a redirect included), or an address the policy refuses
+)
+
+// classify says what a result means for the delivery.
+func classify(r Result) string {
+	switch {
+	case r.Status >= 200 && r.Status < 300:
+		return outDelivered
+	case r.Err == "refused_address":
+		return outRejected // the operator's policy, not a passing fault
+	case r.Status == 0, r.Status == http.StatusRequestTimeout, r.Status == http.StatusTooManyRequests, r.Status >= 500:
+		return outRetry
+	}
+	return outRejected
+}
+
+// sender makes single attempts.
+type sender struct {
+	client  *http.Client
+	signers []*standardwebhooks.Webhook
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// newSender builds the HTTP client the policy demands: the dialer checks every resolved address,
+// no proxy, no redirects, no cookies, bounded time. transport, when not nil, replaces the
+// network (tests); the redirect and header rules still apply.
+func newSender(c Config, transport http.RoundTripper) (*sender, error) {
+	s := &sender{timeout: c.Timeout, now: time.Now}
+	for _, sec := range c.Secrets {
+		w, err := newSigner(sec)
+		if err != nil {
+			return nil, err
+		}
+		s.signers = append(s.signers, w)
+	}
+	if transport == nil {
+		d := &net.Dialer{Timeout: c.Timeout, Control: c.control}
+		transport = &http.Transport{
+			Proxy:                 nil,
+			DialContext:           d.DialContext,
+			TLSHandshakeTimeout:   c.Timeout,
+			ResponseHeaderTimeout: c.Timeout,
+			MaxIdleConnsPerHost:   2,
+			IdleConnTimeout:       30 * time.Second,
+			ForceAttemptHTTP2:     true,
+		}
+	}
+	s.client = &http.Client{
+		Transport: transport,
+		// A redirect is an answer, never followed: following it could reach a destination the
+		// operator never allowed.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       c.Timeout,
+	}
+	return s, nil
+}
+
+// sign returns the webhook-signature header for one attempt: one v1 signature per secret.
+func (s *sender) sign(id string, ts time.Time, body []byte) (string, error) {
+	sigs := make([]string, 0, len(s.signers))
+	for _, w := range s.signers {
+		sig, err := w.Sign(id, ts, body)
+		if err != nil {
+			return "", err
+		}
+		sigs = append(sigs, sig)
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// send makes one signed POST of body to url.
+func (s *sender) send(ctx context.Context, url, id string, body []byte) Result {
+	start := s.now()
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	sig, err := s.sign(id, start, body)
+	if err != nil {
+		return Result{Err: "sign"}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return Result{Err: "request"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "ask-webhooks/1")
+	req.Header.Set(standardwebhooks.HeaderWebhookID, id)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(start.Unix(), 10))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	resp, err := s.client.Do(req)
+	elapsed := s.now().Sub(start)
+	if err != nil {
+		return Result{Err: errKind(err), Elapsed: elapsed}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+	_ = resp.Body.Close()
+	r := Result{Status: resp.StatusCode, Elapsed: elapsed}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		r.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), s.now())
+	}
+	return r
+}
+
+// errKind is a short, bounded name for a transport failure: it is a metric label and appears
+// on GET, so it never holds the URL.
+func errKind(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errRefusedAddr):
+		return "refused_address"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return "connect"
+	}
+	if strings.Contains(err.Error(), "tls") || strings.Contains(err.Error(), "x509") {
+		return "tls"
+	}
+	return "transport"
+}
+
+// retryAfter reads Retry-After as seconds or an HTTP date; 0 when absent or unreadable.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0
+		}
+		if n > 1<<20 {
+			n = 1 << 20
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

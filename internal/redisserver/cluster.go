@@ -587,6 +587,26 @@ func (c *Cluster) SlotOwner(ctx context.Context, slot int) (*Node, error) {
 	return nil, fmt.Errorf("redisserver: no primary owns slot %d", slot)
 }
 
+// Scan returns the keys matching the glob pattern match on every primary, each with the
+// primary that holds it.
+func (c *Cluster) Scan(ctx context.Context, match string) (map[string]*Node, error) {
+	ps, err := c.Primaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*Node{}
+	for _, p := range ps {
+		iter := c.adminOf(p).Scan(ctx, 0, match, 1000).Iterator()
+		for iter.Next(ctx) {
+			out[iter.Val()] = p
+		}
+		if err := iter.Err(); err != nil {
+			return nil, fmt.Errorf("redisserver: SCAN on %s: %w", p.Addr, err)
+		}
+	}
+	return out, nil
+}
+
 // KeySlot is the hash slot of key (CLUSTER KEYSLOT).
 func (c *Cluster) KeySlot(ctx context.Context, key string) (int, error) {
 	for _, n := range c.Nodes {

@@ -97,6 +97,7 @@ func TestRunClusterThreePrimaries(t *testing.T) {
 	// A cluster client reaches every primary through the seeds, following MOVED.
 	rdb := c.Client()
 	defer rdb.Close()
+	want := map[string]*redisserver.Node{}
 	for _, p := range ps {
 		k := keyOn(t, ctx, c, p)
 		if err := rdb.Set(ctx, k, p.Addr, 0).Err(); err != nil {
@@ -105,6 +106,20 @@ func TestRunClusterThreePrimaries(t *testing.T) {
 		got, err := c.Do(ctx, p, "GET", k)
 		if err != nil || got != p.Addr {
 			t.Errorf("GET %s on its owner %s: %v, %v", k, p.Addr, got, err)
+		}
+		want[k] = p
+	}
+	// Scan finds each key on the primary that holds it.
+	found, err := c.Scan(ctx, "k*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != len(want) {
+		t.Errorf("Scan found %d keys, want %d", len(found), len(want))
+	}
+	for k, p := range want {
+		if found[k] != p {
+			t.Errorf("Scan: %s on %v, want %s", k, found[k], p.Addr)
 		}
 	}
 	// The URL form go-redis parses names every node.

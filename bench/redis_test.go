@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,6 +162,42 @@ func TestStoreTables(t *testing.T) {
 	order("| memory | 1.00 ms | 0.50 ms | 2.00× |", "| redis | 3.00 ms | 0.50 ms | 6.00× |")
 	if strings.Contains(md, "skipped") {
 		t.Error("a report with Redis figures says skipped")
+	}
+
+	// The cluster's rows follow the single primary's at each level, and its targets are
+	// judged against the same in-memory figures.
+	r.RedisCluster = &RedisRun{
+		Server: "7.0.15", Primaries: 3,
+		TimeToTicket: []TicketLevel{{Concurrency: 64, Ours: Latency{P50: 3}}},
+		Delivery:     []DeliveryLevel{{Readers: 1, Events: 10, Ours: 1}},
+		Replay:       &Replay{Events: 1000, Ours: Latency{P50: 4}, Bare: Latency{P50: 0.5}, RatioP50: 8},
+	}
+	r.TimeToTicket[1].Ours.P50 = 2
+	r.Delivery[0].Ours = 4
+	r.Targets = targets(r)
+	md = r.markdown("")
+	order("| memory | 64 |", "| redis | 64 |", "| redis-cluster | 64 |")
+	order("| memory | 1 | 10 |", "| redis | 1 | 10 |", "| redis-cluster | 1 | 10 |", "| redis | 100 | 20 |")
+	order("| memory | 1.00 ms", "| redis | 3.00 ms", "| redis-cluster | 4.00 ms | 0.50 ms | 8.00× |")
+	order("a Redis Cluster of 3 primaries")
+	got := map[string]string{}
+	for _, tg := range r.Targets {
+		if strings.HasPrefix(tg.Name, "redis-cluster:") {
+			got[tg.Name] = fmt.Sprint(tg.Met != nil && *tg.Met, " ", tg.Measured)
+		}
+	}
+	for name, want := range map[string]string{
+		"redis-cluster: time to ticket":          "true 3.000 ms vs 2.000 ms: 1.50×",
+		"redis-cluster: delivery to 1 reader(s)": "true 1 vs 4 events/s: 0.250×",
+		"redis-cluster: replay":                  "false 4.00 ms vs 1.00 ms: 4.00×",
+	} {
+		if got[name] != want {
+			t.Errorf("target %q = %q, want %q", name, got[name], want)
+		}
+	}
+	r.RedisCluster = &RedisRun{Skipped: redisCLISkippedNotFound}
+	if md := r.markdown(""); strings.Count(md, "| redis-cluster | "+redisCLISkippedNotFound) != 3 {
+		t.Errorf("a skipped cluster should say so once per table:\n%s", md)
 	}
 
 	// Only Redis figures: the replay section still has its table.

@@ -83,4 +83,3 @@ func TestContractCluster(t *testing.T) {
 		t.Error(e)
 	}
 }
-

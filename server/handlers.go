@@ -37,7 +37,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 		return err
 	}
 	ctx := c.Request().Context()
-	id := s.newID(ctx, "c")
+	id := s.newID(ctx, "c", owner)
 	var ik *idem
 	if key != "" {
 		body, err := io.ReadAll(c.Request().Body)
@@ -118,7 +118,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if err != nil {
 		return err
 	}
-	ticket := s.newID(ctx, "t")
+	ticket := s.newID(ctx, "t", owner)
 	var ik *idem
 	if key != "" {
 		var cancel context.CancelFunc
@@ -404,14 +404,22 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 	return t, nil
 }
 
-// newID mints a ticket's or conversation's id: kind, "_", then, with a generational store,
-// its generation and "-", then 128 random bits.
-func (s *Server) newID(ctx context.Context, kind string) string {
+// newID mints a ticket's or conversation's id for owner: kind, "_", then, with a generational
+// store, its generation and "-", then 128 random bits, then, with a homed store, "-" and the
+// owner's home (store.Homed), where the store keeps what the owner creates.
+func (s *Server) newID(ctx context.Context, kind string, owner store.Owner) string {
+	id := kind + "_" + rand.Text()
 	if gen := s.generation(ctx); gen != "" {
-		return kind + "_" + gen + "-" + rand.Text()
+		id = kind + "_" + gen + "-" + rand.Text()
 	}
-	return kind + "_" + rand.Text()
+	if h, ok := s.store.(store.Homed); ok {
+		id += "-" + h.Home(owner)
+	}
+	return id
 }
+
+// randomLen is the length of an id's 128 random bits: rand.Text's 26 base32 characters.
+const randomLen = 26
 
 // generationTTL is how long newID reuses the store's generation before asking again. An id
 // minted with a generation a restart just replaced is still told apart: its generation is not
@@ -450,8 +458,10 @@ func (s *Server) lostID(ctx context.Context, id string) bool {
 		return false
 	}
 	_, rest, ok := strings.Cut(id, "_")
-	gen, _, dash := strings.Cut(rest, "-")
-	if !ok || !dash || gen == "" {
+	gen, random, dash := strings.Cut(rest, "-")
+	// A generation is followed by the 128 random bits (26 characters); what follows the
+	// random bits alone is the store's home, not a generation.
+	if !ok || !dash || gen == "" || len(random) < randomLen {
 		return false
 	}
 	cur, err := g.Generation(ctx)

@@ -196,3 +196,12 @@ type Batch struct {
 	// Changed is closed when the log changes after this read; nil when Finished.
 	Changed <-chan struct{}
 }
+
+// Homed is a store that places what an owner creates by owner (store/redis's buckets): the
+// service ends the ids it mints for an owner's conversations and tickets with "-" and
+// Home(owner), so that the store finds an id's place from the id alone. Home is short and
+// made of [A-Za-z0-9]. Ids without it (or with another store's) stay valid: the store then
+// looks them up where it keeps unplaced ids.
+type Homed interface {
+	Home(Owner) string
+}

@@ -241,11 +241,11 @@ func TestRestore(t *testing.T) {
 	}
 	// As an AOF that lost its last second loses them: the ticket's keys and everything its
 	// creation changed.
-	if err := rc.Del(ctx, prefix+"t:t2", prefix+"t:t2:log", prefix+"t:t2:steps").Err(); err != nil {
+	if err := rc.Del(ctx, k0(prefix, "t:t2"), k0(prefix, "t:t2:log"), k0(prefix, "t:t2:steps")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rc.HIncrBy(ctx, prefix+"inflight", "1:talice", -1)
-	rc.HSet(ctx, prefix+"c:c", "running", "")
+	rc.HIncrBy(ctx, k0(prefix, "inflight"), "1:talice", -1)
+	rc.HSet(ctx, k0(prefix, "c:c"), "running", "")
 	if err := s.Append(ctx, "t2", storetest.Ev(2, gen.EventTypeStep)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("append to the lost ticket: %v, want ErrNotFound", err)
 	}

@@ -16,12 +16,15 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	if nt.Accepted.Seq != 1 {
 		return nil, store.ErrSeq
 	}
-	k := s.keys
+	// The ticket's bucket holds everything the script touches: the conversation is looked up
+	// there (one of another bucket is another owner's, and is not found), and so are the
+	// owner's counters.
+	k, b := s.keys, s.keys.bucketOf(nt.ID)
 	res, err := createTicket.Run(ctx, s.rdb,
-		[]string{k.conv(nt.ConversationID), k.turns(nt.ConversationID), k.ticket(nt.ID), k.log(nt.ID), k.steps(nt.ID),
-			k.tickets(), k.inflight(), k.running(), k.convs(), k.ownerConvs(nt.Owner), k.ownerTickets(nt.Owner)},
+		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID), k.steps(b, nt.ID),
+			k.tickets(b), k.inflight(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
 		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
-		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease),
+		limits.MaxInFlightPerOwner, k.perBucket(limits.MaxTickets), s.replica, ms(s.lease),
 		limits.MaxRetainedPerOwner, limits.MaxTurns).Slice()
 	if err != nil {
 		return nil, wrap(err)
@@ -45,7 +48,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 
 // Ticket implements store.Store.
 func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(id)).Result()
+	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(s.keys.bucketOf(id), id)).Result()
 	if err != nil {
 		return store.Ticket{}, wrap(err)
 	}
@@ -68,8 +71,8 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 
 // Append implements store.Store. Only the ticket's runner may append (ErrFinished otherwise).
 func (s *Store) Append(ctx context.Context, ticket string, ev store.Event) error {
-	k := s.keys
-	res, err := appendEvent.Run(ctx, s.rdb, []string{k.ticket(ticket), k.log(ticket), k.steps(ticket)},
+	k, b := s.keys, s.keys.bucketOf(ticket)
+	res, err := appendEvent.Run(ctx, s.rdb, []string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket)},
 		ev.Seq, string(ev.Type), ev.Data, s.maxEvents, s.replica, k.changed(), ticket).Text()
 	if err != nil {
 		return wrap(err)
@@ -101,7 +104,7 @@ func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Ev
 func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) error {
 	// The ticket's conversation and owner never change once it exists, so reading them ahead
 	// of the script names its keys without a race.
-	h, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "conv", "tenant", "oid").Result()
+	h, err := s.rdb.HMGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "conv", "tenant", "oid").Result()
 	if err != nil {
 		return wrap(err)
 	}
@@ -132,15 +135,15 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	if err != nil {
 		return fmt.Errorf("redis store: encode the turn: %w", err)
 	}
-	k := s.keys
+	k, b := s.keys, s.keys.bucketOf(ticket)
 	args := []any{mode, s.replica, k.changed(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
 	for _, ev := range tail {
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
 	args = append(args, extra...)
 	res, err := endTicket.Run(ctx, s.rdb,
-		[]string{k.ticket(ticket), k.log(ticket), k.steps(ticket), k.conv(conv), k.turns(conv),
-			k.inflight(), k.running(), k.tickets(), k.convs(), k.ownerConvs(owner), k.ownerTickets(owner)}, args...).Text()
+		[]string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket), k.conv(b, conv), k.turns(b, conv),
+			k.inflight(b), k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Text()
 	if err != nil {
 		return wrap(err)
 	}

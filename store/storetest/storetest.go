@@ -47,6 +47,69 @@ func Run(t *testing.T, f Factory) {
 	t.Run("OtherOwnersConversation", func(t *testing.T) { testOtherOwnersConversation(t, f) })
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, f) })
 	t.Run("RetriedWrites", func(t *testing.T) { testRetriedWrites(t, f) })
+	t.Run("Homes", func(t *testing.T) { testHomes(t, f) })
+}
+
+// ID is the id name gets for owner in s: with a store.Homed store, it ends with "-" and the
+// owner's home, as the service mints ids.
+func ID(s store.Store, owner store.Owner, name string) string {
+	if h, ok := s.(store.Homed); ok {
+		return name + "-" + h.Home(owner)
+	}
+	return name
+}
+
+// testHomes: ids placed by their owner's home (store.Homed) behave as any id, for many owners
+// (spread over a homed store's places): each owner's caps are exact, and an owner's ask in
+// another's conversation is not found wherever the other's home is.
+func testHomes(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	var owners []store.Owner
+	for i := range 12 {
+		owners = append(owners, store.Owner{Tenant: "t" + strconv.Itoa(i%3), OID: "o" + strconv.Itoa(i)})
+	}
+	limits := store.Limits{MaxInFlightPerOwner: 1, MaxConversationsPerOwner: 2, MaxRetainedPerOwner: 2}
+	for i, o := range owners {
+		c1, c2, c3 := ID(m, o, "c1_"+strconv.Itoa(i)), ID(m, o, "c2_"+strconv.Itoa(i)), ID(m, o, "c3_"+strconv.Itoa(i))
+		for _, c := range []string{c1, c2} {
+			if err := m.CreateConversation(ctx, store.Conversation{ID: c, Owner: o, CreatedAt: time.Unix(1700000000, 0).UTC()}, limits); err != nil {
+				t.Fatalf("owner %d: conversation: %v", i, err)
+			}
+		}
+		if err := m.CreateConversation(ctx, store.Conversation{ID: c3, Owner: o}, limits); !errors.Is(err, store.ErrOwnerFull) {
+			t.Errorf("owner %d: a third conversation: %v, want ErrOwnerFull", i, err)
+		}
+		t1, t2 := ID(m, o, "t1_"+strconv.Itoa(i)), ID(m, o, "t2_"+strconv.Itoa(i))
+		if _, err := NewTicket(t, m, t1, c1, o, limits); err != nil {
+			t.Fatalf("owner %d: ticket: %v", i, err)
+		}
+		if _, err := NewTicket(t, m, t2, c2, o, limits); !errors.Is(err, store.ErrTooManyInFlight) {
+			t.Errorf("owner %d: a second ask in flight: %v, want ErrTooManyInFlight", i, err)
+		}
+		if err := m.Append(ctx, t1, Ev(2, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Finish(ctx, t1, Tail(3), ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := m.Ticket(ctx, t1)
+		if err != nil || tk.Owner != o || tk.ConversationID != c1 || !tk.Finished() {
+			t.Errorf("owner %d: ticket %+v, %v", i, tk, err)
+		}
+		b, err := m.Read(ctx, t1, 0)
+		if err != nil || !equal(seqs(b.Events), []int64{1, 2, 3, 4, 5}) {
+			t.Errorf("owner %d: read %v, %v", i, seqs(b.Events), err)
+		}
+		if conv, turns, err := m.Conversation(ctx, c1); err != nil || conv.Owner != o || len(turns) != 1 {
+			t.Errorf("owner %d: conversation %+v %v, %v", i, conv, turns, err)
+		}
+		// Another owner's ask, with an id of its own home, in this owner's conversation.
+		other := owners[(i+1)%len(owners)]
+		if _, err := NewTicket(t, m, ID(m, other, "x_"+strconv.Itoa(i)), c2, other, store.Limits{}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("owner %d: another owner's ask in its conversation: %v, want ErrNotFound", i, err)
+		}
+	}
 }
 
 // Ev is an event of type typ at seq, with placeholder data.
@@ -72,6 +135,17 @@ func MustConv(t *testing.T, s store.Store, id string, owner store.Owner) {
 	if err := s.CreateConversation(t.Context(), store.Conversation{ID: id, Owner: owner, CreatedAt: time.Unix(1700000000, 0).UTC()}, store.Limits{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Global is a store-wide cap of n as a test passes it to s, so that the store enforces n on
+// the ids the tests use. A store that spreads its keys over buckets (store/redis on Redis
+// Cluster: Buckets() > 1) enforces a store-wide cap per bucket, as ceil(cap/buckets), and the
+// tests' ids, which carry no home, all live in one bucket: the cap they need is n×buckets.
+func Global(s store.Store, n int) int {
+	if b, ok := s.(interface{ Buckets() int }); ok && b.Buckets() > 1 {
+		return n * b.Buckets()
+	}
+	return n
 }
 
 // Closed fails t unless ch is closed within a bound.
@@ -208,7 +282,7 @@ func testAdmission(t *testing.T, f Factory) {
 		MustConv(t, m, c, Alice)
 	}
 	MustConv(t, m, "b1", Bob)
-	limits := store.Limits{MaxInFlightPerOwner: 2, MaxTickets: 3}
+	limits := store.Limits{MaxInFlightPerOwner: 2, MaxTickets: Global(m, 3)}
 	if _, err := NewTicket(t, m, "nope", "missing", Alice, limits); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown conversation: %v", err)
 	}
@@ -239,7 +313,7 @@ func testAdmission(t *testing.T, f Factory) {
 	if _, err := NewTicket(t, m, "t4", "c1", Alice, store.Limits{MaxInFlightPerOwner: 2}); err != nil {
 		t.Errorf("a slot freed by finish was not given back: %v", err)
 	}
-	if err := m.CreateConversation(ctx, store.Conversation{ID: "c4"}, store.Limits{MaxTickets: 4}); !errors.Is(err, store.ErrFull) {
+	if err := m.CreateConversation(ctx, store.Conversation{ID: "c4"}, store.Limits{MaxTickets: Global(m, 4)}); !errors.Is(err, store.ErrFull) {
 		t.Errorf("over the conversation cap: %v", err)
 	}
 }
@@ -368,7 +442,7 @@ func notCreated(t *testing.T, s store.Store, ticket, c string, owner store.Owner
 func testConversationsPerOwner(t *testing.T, f Factory) {
 	ctx := t.Context()
 	m := f(t, Options{})
-	limits := store.Limits{MaxConversationsPerOwner: 2, MaxTickets: 10}
+	limits := store.Limits{MaxConversationsPerOwner: 2, MaxTickets: Global(m, 10)}
 	for _, id := range []string{"a1", "a2"} {
 		if err := conv(t, m, id, Alice, limits); err != nil {
 			t.Fatal(err)
@@ -384,10 +458,10 @@ func testConversationsPerOwner(t *testing.T, f Factory) {
 		t.Errorf("bob while alice is at her cap: %v", err)
 	}
 	// The per-owner cap answers before the shared one: alice is told it is hers that is full.
-	if err := conv(t, m, "a3", Alice, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: 3}); !errors.Is(err, store.ErrOwnerFull) {
+	if err := conv(t, m, "a3", Alice, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: Global(m, 3)}); !errors.Is(err, store.ErrOwnerFull) {
 		t.Errorf("alice at both caps: %v, want ErrOwnerFull", err)
 	}
-	if err := conv(t, m, "b2", Bob, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: 3}); !errors.Is(err, store.ErrFull) {
+	if err := conv(t, m, "b2", Bob, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: Global(m, 3)}); !errors.Is(err, store.ErrFull) {
 		t.Errorf("bob under his cap, the store at its: %v, want ErrFull", err)
 	}
 	// Asking in a conversation (its ask running, then ended) does not count it twice.
@@ -415,7 +489,7 @@ func testRetainedPerOwner(t *testing.T, f Factory) {
 		MustConv(t, m, c, Alice)
 	}
 	MustConv(t, m, "b1", Bob)
-	limits := store.Limits{MaxInFlightPerOwner: 5, MaxRetainedPerOwner: 2, MaxTickets: 10}
+	limits := store.Limits{MaxInFlightPerOwner: 5, MaxRetainedPerOwner: 2, MaxTickets: Global(m, 10)}
 	if _, err := NewTicket(t, m, "t1", "c1", Alice, limits); err != nil {
 		t.Fatal(err)
 	}
@@ -435,18 +509,18 @@ func testRetainedPerOwner(t *testing.T, f Factory) {
 	if _, err := NewTicket(t, m, "t5", "c2", Alice, store.Limits{MaxInFlightPerOwner: 1, MaxRetainedPerOwner: 3}); !errors.Is(err, store.ErrTooManyInFlight) {
 		t.Errorf("alice at her in-flight cap: %v, want ErrTooManyInFlight", err)
 	}
-	if _, err := NewTicket(t, m, "t5", "c2", Alice, store.Limits{MaxRetainedPerOwner: 4, MaxTickets: 5}); err != nil {
+	if _, err := NewTicket(t, m, "t5", "c2", Alice, store.Limits{MaxRetainedPerOwner: 4, MaxTickets: Global(m, 5)}); err != nil {
 		t.Fatal(err)
 	}
 	// The per-owner cap answers before the shared one.
-	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: 1}); !errors.Is(err, store.ErrConflict) {
+	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: Global(m, 1)}); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("bob's second ask in b1 while t4 runs: %v, want a conflict", err)
 	}
 	_ = m.Finish(ctx, "t4", Tail(2), ask.Turn{})
-	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: 1}); !errors.Is(err, store.ErrOwnerFull) {
+	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: Global(m, 1)}); !errors.Is(err, store.ErrOwnerFull) {
 		t.Errorf("bob at his cap and the store at its: %v, want ErrOwnerFull", err)
 	}
-	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 2, MaxTickets: 1}); !errors.Is(err, store.ErrFull) {
+	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 2, MaxTickets: Global(m, 1)}); !errors.Is(err, store.ErrFull) {
 		t.Errorf("bob under his cap, the store at its: %v, want ErrFull", err)
 	}
 }
@@ -502,7 +576,7 @@ func testOtherOwnersConversation(t *testing.T, f Factory) {
 func testRetriedWrites(t *testing.T, f Factory) {
 	ctx := t.Context()
 	m := f(t, Options{})
-	limits := store.Limits{MaxConversationsPerOwner: 1, MaxInFlightPerOwner: 1, MaxRetainedPerOwner: 1, MaxTickets: 1}
+	limits := store.Limits{MaxConversationsPerOwner: 1, MaxInFlightPerOwner: 1, MaxRetainedPerOwner: 1, MaxTickets: Global(m, 1)}
 	c := store.Conversation{ID: "c", Owner: Alice, CreatedAt: time.Unix(1700000000, 0).UTC()}
 	for i := range 2 {
 		if err := m.CreateConversation(ctx, c, limits); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,15 +320,9 @@ func (c *Cluster) Addrs() []string {
 	return a
 }
 
-// URL is the cluster in go-redis's cluster URL form (redis.ParseClusterURL):
-// redis://first?addr=second&addr=third…, every node a seed.
-func (c *Cluster) URL() string {
-	q := url.Values{}
-	for _, a := range c.Addrs()[1:] {
-		q.Add("addr", a)
-	}
-	return (&url.URL{Scheme: "redis", Host: c.Nodes[0].Addr, RawQuery: q.Encode()}).String()
-}
+// URL is the cluster as the service's DAS_ASK_STORE names a Redis Cluster:
+// redis+cluster://host:port,host:port,…, every node a seed.
+func (c *Cluster) URL() string { return "redis+cluster://" + strings.Join(c.Addrs(), ",") }
 
 // Client returns a go-redis cluster client seeded with every node; the caller closes it. It
 // reloads the slot map every 200 ms while in use: go-redis otherwise reloads it only on a

@@ -187,6 +187,11 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 	if nt.Accepted.Seq != 1 {
 		return nil, ErrSeq
 	}
+	for i, ev := range nt.Then {
+		if ev.Seq != int64(i)+2 || ev.Type == gen.EventTypeStep {
+			return nil, ErrSeq
+		}
+	}
 	if _, dup := m.tickets[nt.ID]; dup {
 		return nil, ErrSeq
 	}
@@ -196,9 +201,9 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 			ConversationID: nt.ConversationID,
 			Owner:          nt.Owner,
 			CreatedAt:      nt.CreatedAt,
-			LastSeq:        1,
+			LastSeq:        1 + int64(len(nt.Then)),
 		},
-		events: []Event{nt.Accepted},
+		events: append([]Event{nt.Accepted}, nt.Then...),
 	}
 	m.inFlight[key]++
 	m.heldOf[key]++

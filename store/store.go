@@ -44,7 +44,7 @@ type Store interface {
 	CreateConversation(ctx context.Context, c Conversation, limits Limits) error
 	// Conversation returns the conversation and a copy of its finished turns, oldest first.
 	Conversation(ctx context.Context, id string) (Conversation, []ask.Turn, error)
-	// CreateTicket registers a ticket whose log holds t.Accepted (seq 1), and marks it running
+	// CreateTicket registers a ticket whose log holds t.Accepted (seq 1) and t.Then, and marks it running
 	// in its conversation, atomically. It returns the conversation's turns so far. It fails,
 	// creating nothing, with the first of: ErrNotFound (no such conversation, or it belongs to
 	// another owner), a *ConflictError (an ask is running in the conversation),
@@ -162,6 +162,10 @@ type NewTicket struct {
 	CreatedAt      time.Time
 	// Accepted is the first event, seq 1.
 	Accepted Event
+	// Then are events that follow accepted (seqs 2, 3, …; never steps), appended with it in
+	// the same step: the service's supervisor branch open, so that admission, creation and the
+	// log's opening cost one write.
+	Then []Event
 }
 
 // Ticket is a snapshot of a ticket's metadata.

@@ -73,6 +73,7 @@ type Store struct {
 	log       *slog.Logger
 	seal      *seal.Keys
 
+	runs      runs          // the tickets this instance runs: Finish names their keys without a read
 	claimFrom atomic.Uint32 // the bucket ClaimWebhooks starts at, moving on at every call
 
 	sub      *goredis.PubSub

@@ -78,7 +78,8 @@ return 'ok'
 
 // createTicket: KEYS conv, turns, ticket, log, steps, tickets, inflight, running, convs,
 // owner's convs, owner's tickets; ARGV tid, cid, tenant, oid, created, accepted, max_inflight,
-// max_tickets, runner, lease_ms, max_retained per owner, max_turns.
+// max_tickets, runner, lease_ms, max_retained per owner, max_turns, n, then n times seq, type,
+// data: the events that follow accepted (never steps), appended with it.
 var createTicket = goredis.NewScript(prelude + `
 local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
 if t[1] then
@@ -110,6 +111,11 @@ redis.call('DEL', KEYS[4], KEYS[5])
 redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
   'last', 1, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
 redis.call('XADD', KEYS[4], '1-0', 't', 'accepted', 'd', ARGV[6])
+local n = tonumber(ARGV[13])
+for i = 0, n - 1 do
+  redis.call('XADD', KEYS[4], ARGV[14 + 3 * i] .. '-0', 't', ARGV[15 + 3 * i], 'd', ARGV[16 + 3 * i])
+end
+if n > 0 then redis.call('HSET', KEYS[3], 'last', 1 + n) end
 redis.call('HINCRBY', KEYS[7], of, 1)
 redis.call('HSET', KEYS[1], 'running', ARGV[1])
 redis.call('PERSIST', KEYS[1])

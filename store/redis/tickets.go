@@ -2,8 +2,10 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
@@ -16,22 +18,31 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	if nt.Accepted.Seq != 1 {
 		return nil, store.ErrSeq
 	}
+	then := make([]any, 0, 3*len(nt.Then))
+	for i, ev := range nt.Then {
+		if ev.Seq != int64(i)+2 || ev.Type == gen.EventTypeStep {
+			return nil, store.ErrSeq
+		}
+		then = append(then, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
+	}
 	// The ticket's bucket holds everything the script touches: the conversation is looked up
 	// there (one of another bucket is another owner's, and is not found), and so are the
 	// owner's counters.
 	k, b := s.keys, s.keys.bucketOf(nt.ID)
+	args := append([]any{nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
+		limits.MaxInFlightPerOwner, k.perBucket(limits.MaxTickets), s.replica, ms(s.lease),
+		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then)}, then...)
 	res, err := createTicket.Run(ctx, s.rdb,
 		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID), k.steps(b, nt.ID),
 			k.tickets(b), k.inflight(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
-		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
-		limits.MaxInFlightPerOwner, k.perBucket(limits.MaxTickets), s.replica, ms(s.lease),
-		limits.MaxRetainedPerOwner, limits.MaxTurns).Slice()
+		args...).Slice()
 	if err != nil {
 		return nil, wrap(err)
 	}
 	status, _ := res[0].(string)
 	switch status {
 	case "ok":
+		s.runs.put(nt.ID, nt.ConversationID, nt.Owner)
 		raw, _ := res[1].([]any)
 		strs := make([]string, 0, len(raw))
 		for _, r := range raw {
@@ -97,13 +108,22 @@ func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn
 
 // Restore implements store.Shared.
 func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
+	defer s.runs.drop(nt.ID)
 	return s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
 		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data))
 }
 
 func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) error {
 	// The ticket's conversation and owner never change once it exists, so reading them ahead
-	// of the script names its keys without a race.
+	// of the script names its keys without a race. This instance knows them of the tickets it
+	// created (it runs them): no read then.
+	if r, ok := s.runs.get(ticket); ok {
+		err := s.run(ctx, mode, ticket, r.conv, r.owner, tail, turn)
+		if err == nil || errors.Is(err, store.ErrFinished) || errors.Is(err, store.ErrNotFound) {
+			s.runs.drop(ticket)
+		}
+		return err
+	}
 	h, err := s.rdb.HMGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "conv", "tenant", "oid").Result()
 	if err != nil {
 		return wrap(err)
@@ -148,4 +168,41 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		return wrap(err)
 	}
 	return statusErr(res)
+}
+
+// runs are the conversation and owner of the tickets this instance created and has not ended:
+// what Finish needs to name the script's keys. Bounded: past maxRuns entries (runs lost without
+// an end) it starts afresh, and Finish reads what it does not know.
+type runs struct {
+	mu sync.Mutex
+	m  map[string]runOf
+}
+
+type runOf struct {
+	conv  string
+	owner store.Owner
+}
+
+const maxRuns = 1 << 16
+
+func (r *runs) put(ticket, conv string, owner store.Owner) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxRuns {
+		r.m = map[string]runOf{}
+	}
+	r.m[ticket] = runOf{conv: conv, owner: owner}
+}
+
+func (r *runs) get(ticket string) (runOf, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.m[ticket]
+	return v, ok
+}
+
+func (r *runs) drop(ticket string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, ticket)
 }

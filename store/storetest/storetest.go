@@ -48,6 +48,43 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, f) })
 	t.Run("RetriedWrites", func(t *testing.T) { testRetriedWrites(t, f) })
 	t.Run("Homes", func(t *testing.T) { testHomes(t, f) })
+	t.Run("CreateWithThen", func(t *testing.T) { testCreateWithThen(t, f) })
+}
+
+// testCreateWithThen: NewTicket.Then is in the log with accepted, from the creation on; a
+// retried creation answers ok; Then that does not continue at seq 2, or holds a step, creates
+// nothing.
+func testCreateWithThen(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	MustConv(t, m, "c", Alice)
+	nt := store.NewTicket{ID: "t", ConversationID: "c", Owner: Alice, CreatedAt: time.Unix(1700000000, 0).UTC(),
+		Accepted: Ev(1, gen.EventTypeAccepted)}
+	for _, bad := range [][]store.Event{{Ev(3, gen.EventTypeBranch)}, {Ev(2, gen.EventTypeStep)}} {
+		nt.Then = bad
+		if _, err := m.CreateTicket(ctx, nt, store.Limits{}); !errors.Is(err, store.ErrSeq) {
+			t.Errorf("Then %v: %v, want ErrSeq", seqs(bad), err)
+		}
+		if _, err := m.Ticket(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the refused ticket exists: %v", err)
+		}
+	}
+	nt.Then = []store.Event{Ev(2, gen.EventTypeBranch)}
+	for range 2 {
+		if _, err := m.CreateTicket(ctx, nt, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := m.Read(ctx, "t", 0)
+	if err != nil || !equal(seqs(b.Events), []int64{1, 2}) || b.Events[1].Type != gen.EventTypeBranch {
+		t.Fatalf("read %v, %v", seqs(b.Events), err)
+	}
+	if tk, _ := m.Ticket(ctx, "t"); tk.LastSeq != 2 {
+		t.Errorf("last seq %d, want 2", tk.LastSeq)
+	}
+	if err := m.Append(ctx, "t", Ev(3, gen.EventTypeStep)); err != nil {
+		t.Errorf("append after Then: %v", err)
+	}
 }
 
 // ID is the id name gets for owner in s: with a store.Homed store, it ends with "-" and the

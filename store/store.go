@@ -12,7 +12,7 @@
 //     Readers never block writers: a slow or stalled reader costs the run nothing.
 //   - At most MaxEvents events are retained per ticket. Past that, only step events are evicted,
 //     oldest first; every other type is kept. A replay may therefore skip seq values that
-//     belonged to steps, and nothing else.
+//     belonged to steps, and nothing else. An append says how many steps it evicted.
 //   - Finish appends a ticket's last events (branch close, terminal, done) atomically, records
 //     the conversation's turn and releases the ticket's admission slots. It succeeds once.
 //   - Finished tickets are retained TTL after Finish; conversations TTL after their last
@@ -56,8 +56,18 @@ type Store interface {
 	// Ticket returns a snapshot of the ticket's metadata.
 	Ticket(ctx context.Context, id string) (Ticket, error)
 	// Append adds ev to a running ticket's log. ev.Seq must be the last seq plus one
-	// (ErrSeq otherwise); a finished ticket refuses it with ErrFinished.
+	// (ErrSeq otherwise); a finished ticket refuses it with ErrFinished. It is AppendBatch of
+	// one event.
 	Append(ctx context.Context, ticket string, ev Event) error
+	// AppendBatch adds evs, whose seqs run on by one from the last seq plus one, to a running
+	// ticket's log in one step, and returns how many step events the bound evicted to make
+	// room. A retry after a lost reply answers ok: when the log's last seq falls within the
+	// batch and its last entry is the batch's event at that seq (the same type and data), the
+	// events up to it are taken as a previous call's and only the rest are appended (all of
+	// the batch again: nothing; its evictions are then not known again and count 0). Any
+	// other overlap, a gap, or seqs that do not run on by one is ErrSeq, appending nothing; a
+	// finished ticket refuses the rest with ErrFinished.
+	AppendBatch(ctx context.Context, ticket string, evs []Event) (evicted int, err error)
 	// Finish appends tail (whose seqs continue the log, and which holds the terminal event
 	// and done) and ends the ticket, recording turn in its conversation. A second call fails
 	// with ErrFinished.

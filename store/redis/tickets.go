@@ -82,13 +82,32 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 
 // Append implements store.Store. Only the ticket's runner may append (ErrFinished otherwise).
 func (s *Store) Append(ctx context.Context, ticket string, ev store.Event) error {
-	k, b := s.keys, s.keys.bucketOf(ticket)
-	res, err := appendEvent.Run(ctx, s.rdb, []string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket)},
-		ev.Seq, string(ev.Type), ev.Data, s.maxEvents, s.replica, k.changed(), ticket).Text()
-	if err != nil {
-		return wrap(err)
+	_, err := s.AppendBatch(ctx, ticket, []store.Event{ev})
+	return err
+}
+
+// AppendBatch implements store.Store, in one script. Only the ticket's runner may append
+// (ErrFinished otherwise).
+func (s *Store) AppendBatch(ctx context.Context, ticket string, evs []store.Event) (int, error) {
+	if len(evs) == 0 {
+		return 0, store.ErrSeq
 	}
-	return statusErr(res)
+	k, b := s.keys, s.keys.bucketOf(ticket)
+	args := make([]any, 0, 5+3*len(evs))
+	args = append(args, s.maxEvents, s.replica, k.changed(), ticket, len(evs))
+	for i, ev := range evs {
+		if ev.Seq != evs[0].Seq+int64(i) {
+			return 0, store.ErrSeq
+		}
+		args = append(args, ev.Seq, string(ev.Type), ev.Data)
+	}
+	res, err := appendEvents.Run(ctx, s.rdb, []string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket)}, args...).Slice()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	status, _ := res[0].(string)
+	evicted, _ := res[1].(int64)
+	return int(evicted), statusErr(status)
 }
 
 // Finish implements store.Store. Only the ticket's runner may finish it (ErrFinished

@@ -439,7 +439,7 @@ func (r *run) seal(out ask.Outcome) bool {
 	}
 	r.seq += int64(len(tail))
 	r.tail = tail
-	r.sealed = endOf(tail, out, u, elapsed, evictedBy(r.seq-int64(len(tail)), int64(len(tail)), r.maxEvents))
+	r.sealed = endOf(tail, out, u, elapsed, 0) // its Evicted is the store's, once the tail is written
 	r.turn = ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
 	return true
 }
@@ -457,7 +457,10 @@ func (r *run) finish() {
 	if tail == nil {
 		return
 	}
-	if err := r.write(func(ctx context.Context) error { return r.store.Finish(ctx, r.ticket, tail, turn) }); err != nil {
+	if err := r.write(func(ctx context.Context) (err error) {
+		sealed.Evicted, err = r.store.FinishCounted(ctx, r.ticket, tail, turn)
+		return err
+	}); err != nil {
 		r.lose(err, tail[0].Seq)
 		return
 	}

@@ -283,25 +283,31 @@ func runsOn(evs []Event) bool {
 }
 
 // Finish implements Store.
-func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask.Turn) error {
+func (m *Memory) Finish(ctx context.Context, ticket string, tail []Event, turn ask.Turn) error {
+	_, err := m.FinishCounted(ctx, ticket, tail, turn)
+	return err
+}
+
+// FinishCounted implements Store.
+func (m *Memory) FinishCounted(_ context.Context, ticket string, tail []Event, turn ask.Turn) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.tickets[ticket]
 	if !ok {
-		return ErrNotFound
+		return 0, ErrNotFound
 	}
 	if t.finished {
 		if n := len(tail); n > 0 && t.t.Done != nil && sameEvent(*t.t.Done, tail[n-1]) {
-			return nil // the same end again
+			return 0, nil // the same end again
 		}
-		return ErrFinished
+		return 0, ErrFinished
 	}
 	next := t.t.LastSeq
 	var terminal, done *Event
 	for i := range tail {
 		next++
 		if tail[i].Seq != next {
-			return ErrSeq
+			return 0, ErrSeq
 		}
 		switch {
 		case tail[i].Terminal():
@@ -311,10 +317,13 @@ func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask
 		}
 	}
 	if terminal == nil || done == nil {
-		return ErrSeq
+		return 0, ErrSeq
 	}
+	evicted := 0
 	for _, ev := range tail {
-		m.appendLocked(t, ev)
+		if m.appendLocked(t, ev) {
+			evicted++
+		}
 	}
 	term, dn := *terminal, *done
 	t.t.Terminal, t.t.Done = &term, &dn
@@ -333,7 +342,7 @@ func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask
 		m.expireConvLocked(c)
 	}
 	t.expiry = time.AfterFunc(m.ttl, func() { m.evictTicket(ticket, t) })
-	return nil
+	return evicted, nil
 }
 
 // Read implements Store.

@@ -72,6 +72,9 @@ type Store interface {
 	// and done) and ends the ticket, recording turn in its conversation. A second call fails
 	// with ErrFinished.
 	Finish(ctx context.Context, ticket string, tail []Event, turn ask.Turn) error
+	// FinishCounted is Finish, answering how many step events the bound evicted for the tail
+	// (0 for a retry that finds the end it wrote).
+	FinishCounted(ctx context.Context, ticket string, tail []Event, turn ask.Turn) (evicted int, err error)
 	// Read returns the retained events with seq > after, in order. Unless the ticket is
 	// finished, Batch.Changed is closed once anything is appended after this read or the
 	// ticket is evicted.

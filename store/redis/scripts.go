@@ -175,7 +175,8 @@ return {'ok', evicted}
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
 // KEYS ticket, log, steps, conv, turns, inflight, running, tickets, convs, owner's convs,
 // owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
-// then n times seq, type, data.
+// then n times seq, type, data. It answers a status word, or, when it ended the ticket now,
+// {'ok', the steps the bound evicted for the tail}.
 var endTicket = goredis.NewScript(prelude + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender')
 local mode = ARGV[1]
@@ -227,9 +228,9 @@ for i = 0, n - 1 do
     return 'seq'
   end
 end
-local max = tonumber(ARGV[7])
+local max, evicted = tonumber(ARGV[7]), 0
 for i = 0, n - 1 do
-  append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[12 + 3 * i], ARGV[13 + 3 * i], ARGV[14 + 3 * i], max)
+  evicted = evicted + append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[12 + 3 * i], ARGV[13 + 3 * i], ARGV[14 + 3 * i], max)
 end
 local ti, di = tonumber(ARGV[9]), tonumber(ARGV[10])
 redis.call('HSET', KEYS[1], 'finished', 1, 'ender', ARGV[2],
@@ -255,7 +256,7 @@ end
 touch_owner(KEYS[10])
 touch_owner(KEYS[11])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
-return 'ok'
+return {'ok', evicted}
 `)
 
 // renew: KEYS ticket, running; ARGV runner, lease_ms, tid, model_calls, in, out. Re-run, it

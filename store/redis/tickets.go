@@ -113,6 +113,12 @@ func (s *Store) AppendBatch(ctx context.Context, ticket string, evs []store.Even
 // Finish implements store.Store. Only the ticket's runner may finish it (ErrFinished
 // otherwise).
 func (s *Store) Finish(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn) error {
+	_, err := s.FinishCounted(ctx, ticket, tail, turn)
+	return err
+}
+
+// FinishCounted implements store.Store.
+func (s *Store) FinishCounted(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn) (int, error) {
 	return s.end(ctx, "own", ticket, tail, turn)
 }
 
@@ -122,42 +128,45 @@ func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn
 	if lapsedOnly {
 		mode = "lapsed"
 	}
-	return s.end(ctx, mode, ticket, tail, turn)
+	_, err := s.end(ctx, mode, ticket, tail, turn)
+	return err
 }
 
 // Restore implements store.Shared.
 func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
 	defer s.runs.drop(nt.ID)
-	return s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
+	_, err := s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
 		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data))
+	return err
 }
 
-func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) error {
+func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) (int, error) {
 	// The ticket's conversation and owner never change once it exists, so reading them ahead
 	// of the script names its keys without a race. This instance knows them of the tickets it
 	// created (it runs them): no read then.
 	if r, ok := s.runs.get(ticket); ok {
-		err := s.run(ctx, mode, ticket, r.conv, r.owner, tail, turn)
+		n, err := s.run(ctx, mode, ticket, r.conv, r.owner, tail, turn)
 		if err == nil || errors.Is(err, store.ErrFinished) || errors.Is(err, store.ErrNotFound) {
 			s.runs.drop(ticket)
 		}
-		return err
+		return n, err
 	}
 	h, err := s.rdb.HMGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "conv", "tenant", "oid").Result()
 	if err != nil {
-		return wrap(err)
+		return 0, wrap(err)
 	}
 	conv, _ := h[0].(string)
 	tenant, _ := h[1].(string)
 	oid, _ := h[2].(string)
 	if h[0] == nil {
-		return store.ErrNotFound
+		return 0, store.ErrNotFound
 	}
 	return s.run(ctx, mode, ticket, conv, store.Owner{Tenant: tenant, OID: oid}, tail, turn)
 }
 
-// run runs endTicket in mode; extra follows the tail's events (mode restore).
-func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.Owner, tail []store.Event, turn ask.Turn, extra ...any) error {
+// run runs endTicket in mode; extra follows the tail's events (mode restore). It answers the
+// steps the bound evicted for the tail (0 for a retry that finds the end written).
+func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.Owner, tail []store.Event, turn ask.Turn, extra ...any) (int, error) {
 	term, done := -1, -1
 	for i, ev := range tail {
 		switch {
@@ -168,11 +177,11 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		}
 	}
 	if term < 0 || done < 0 {
-		return store.ErrSeq
+		return 0, store.ErrSeq
 	}
 	tj, err := s.encodeTurn(conv, turn)
 	if err != nil {
-		return fmt.Errorf("redis store: encode the turn: %w", err)
+		return 0, fmt.Errorf("redis store: encode the turn: %w", err)
 	}
 	k, b := s.keys, s.keys.bucketOf(ticket)
 	args := []any{mode, s.replica, k.changed(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
@@ -182,11 +191,22 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	args = append(args, extra...)
 	res, err := endTicket.Run(ctx, s.rdb,
 		[]string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket), k.conv(b, conv), k.turns(b, conv),
-			k.inflight(b), k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Text()
+			k.inflight(b), k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Result()
 	if err != nil {
-		return wrap(err)
+		return 0, wrap(err)
 	}
-	return statusErr(res)
+	switch v := res.(type) {
+	case string:
+		return 0, statusErr(v)
+	case []any:
+		status, _ := v[0].(string)
+		var n int64
+		if len(v) > 1 {
+			n, _ = v[1].(int64)
+		}
+		return int(n), statusErr(status)
+	}
+	return 0, fmt.Errorf("redis store: unexpected reply %T from the end script", res)
 }
 
 // runs are the conversation and owner of the tickets this instance created and has not ended:

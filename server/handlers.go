@@ -168,7 +168,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		return err
 	}
 	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
-		Then: []store.Event{opened}}
+		Question: body.Question, Then: []store.Event{opened}}
 	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if err != nil {
 		s.release("")

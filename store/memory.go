@@ -54,7 +54,8 @@ type memConv struct {
 }
 
 type memTicket struct {
-	t Ticket
+	t        Ticket
+	question string
 	// events is the log ordered by seq, with evicted steps still in place (Data dropped) until
 	// the next compaction: every step before index scan is evicted, and nothing else is, so an
 	// eviction costs O(1) amortized instead of shifting the whole log.
@@ -203,7 +204,8 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 			CreatedAt:      nt.CreatedAt,
 			LastSeq:        1 + int64(len(nt.Then)),
 		},
-		events: append([]Event{nt.Accepted}, nt.Then...),
+		events:   append([]Event{nt.Accepted}, nt.Then...),
+		question: nt.Question,
 	}
 	m.inFlight[key]++
 	m.heldOf[key]++
@@ -225,6 +227,17 @@ func (m *Memory) Ticket(_ context.Context, id string) (Ticket, error) {
 		return Ticket{}, ErrNotFound
 	}
 	return t.t, nil
+}
+
+// Question is the question ticket was created with (as store.Shared.Question).
+func (m *Memory) Question(_ context.Context, ticket string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tickets[ticket]
+	if !ok {
+		return "", ErrNotFound
+	}
+	return t.question, nil
 }
 
 // Append implements Store.

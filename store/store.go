@@ -23,8 +23,9 @@
 //     the ticket just created is ok, the end just written is ok), never a conflict. A store
 //     that cannot tell whether a write happened answers ErrUnavailable, never a guess.
 //
-// All methods are safe for concurrent use. The question text lives only in the accepted event
-// and in conversation turns; a store never logs either.
+// All methods are safe for concurrent use. The question text lives only in the accepted event,
+// the ticket's own metadata (NewTicket.Question, sealed at rest as the accepted event is) and
+// conversation turns; a store never logs any of them.
 package store
 
 import (
@@ -175,6 +176,10 @@ type NewTicket struct {
 	CreatedAt      time.Time
 	// Accepted is the first event, seq 1.
 	Accepted Event
+	// Question is the ask's question, kept with the ticket (sealed at rest where the store
+	// seals the accepted event) so that a replica ending the run elsewhere can record the
+	// conversation's turn (store.Shared.Question).
+	Question string
 	// Then are events that follow accepted (seqs 2, 3, …; never steps), appended with it in
 	// the same step: the service's supervisor branch open, so that admission, creation and the
 	// log's opening cost one write.

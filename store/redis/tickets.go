@@ -2,10 +2,13 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
@@ -31,7 +34,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	k, b := s.keys, s.keys.bucketOf(nt.ID)
 	args := append([]any{nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
 		limits.MaxInFlightPerOwner, k.perBucket(limits.MaxTickets), s.replica, ms(s.lease),
-		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then)}, then...)
+		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then)}, append(then, s.sealQuestion(nt.ID, nt.Question))...)
 	res, err := createTicket.Run(ctx, s.rdb,
 		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID), k.steps(b, nt.ID),
 			k.tickets(b), k.inflight(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
@@ -136,8 +139,43 @@ func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn
 func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
 	defer s.runs.drop(nt.ID)
 	_, err := s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
-		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data))
+		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data), s.sealQuestion(nt.ID, nt.Question))
 	return err
+}
+
+// Question implements store.Shared: the ticket's q field, opened. A ticket created before the
+// store kept it there has its question read from its accepted event instead.
+func (s *Store) Question(ctx context.Context, ticket string) (string, error) {
+	b := s.keys.bucketOf(ticket)
+	q, err := s.rdb.HGet(ctx, s.keys.ticket(b, ticket), "q").Result()
+	if err == nil {
+		plain, ok := s.open([]byte(q), questionAD(ticket))
+		if !ok {
+			return "", store.ErrNotFound // crypto-shredded, as Read answers
+		}
+		var question string
+		if err := json.Unmarshal(plain, &question); err != nil {
+			return "", errors.New("redis store: the ticket's question is not a JSON string")
+		}
+		return question, nil
+	}
+	if !errors.Is(err, goredis.Nil) {
+		return "", wrap(err)
+	}
+	batch, err := s.Read(ctx, ticket, 0)
+	if err != nil {
+		return "", err
+	}
+	if len(batch.Events) == 0 || batch.Events[0].Type != gen.EventTypeAccepted {
+		return "", store.ErrNotFound
+	}
+	var acc struct {
+		Question string `json:"question"`
+	}
+	if err := json.Unmarshal(batch.Events[0].Data, &acc); err != nil {
+		return "", errors.New("redis store: the ticket's accepted event is not valid JSON")
+	}
+	return acc.Question, nil
 }
 
 func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) (int, error) {

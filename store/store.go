@@ -19,7 +19,7 @@
 //     activity (creation or the end of their last ask), and never while an ask runs in them.
 //     Then they are gone: every call answers ErrNotFound.
 //   - Every write is idempotent under a retry with the same arguments: a call re-run after
-//     its reply was lost answers as the first run did (the same event at the same seq is ok,
+//     its reply was lost answers as the first run did (the same events at the same seqs are ok,
 //     the ticket just created is ok, the end just written is ok), never a conflict. A store
 //     that cannot tell whether a write happened answers ErrUnavailable, never a guess.
 //

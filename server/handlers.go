@@ -142,17 +142,8 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		}
 		return err
 	}
-	conv, _, err := s.store.Conversation(ctx, conversationID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	if err != nil && s.lostID(ctx, conversationID) {
-		return refuse(errLost)
-	}
-	if !sameOwner(conv.Owner, owner) || err != nil {
-		return refuse(errNotFound)
-	}
-
+	// No read of the conversation first: CreateTicket checks it exists and is the caller's, in
+	// the same step as admission (one round trip to a shared store).
 	if err := s.admit(); err != nil {
 		return refuse(err)
 	}
@@ -167,11 +158,27 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		s.release("")
 		return err
 	}
-	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted}
+	// The supervisor branch opens with the ticket's creation, not when the run starts: a caller
+	// may cancel the moment it has its ticket, and after a cancel the log takes only the
+	// branch's close, error{cancelled} and done. Opening it later would put an open after that
+	// cancel. It is written with accepted, in the same step.
+	opened, err := encodeEvent(envelope{seq: 2, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeBranch}, supervisorOpen)
+	if err != nil {
+		s.release("")
+		return err
+	}
+	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
+		Question: body.Question, Then: []store.Event{opened}}
 	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if err != nil {
 		s.release("")
 		s.dropWebhook(ticket, body.Webhook)
+		switch {
+		case errors.Is(err, store.ErrNotFound) && s.lostID(ctx, conversationID):
+			return refuse(errLost)
+		case errors.Is(err, store.ErrNotFound):
+			return refuse(errNotFound)
+		}
 		return refuse(refused("tickets", err)) // problem.go's table words the refusal
 	}
 
@@ -180,10 +187,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
 	r.admitted = nt
-	// The supervisor branch opens before the 202, not when the run starts: a caller may cancel
-	// the moment it has its ticket, and after a cancel the log takes only the branch's close,
-	// error{cancelled} and done. Opening it later would put an open after that cancel.
-	r.open()
+	r.openedWith(opened)
 	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
 	if ik != nil {
 		b, rec, err := ticketResponse(s.opts.BasePath, ticket, conversationID, now.UTC())

@@ -48,6 +48,124 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, f) })
 	t.Run("RetriedWrites", func(t *testing.T) { testRetriedWrites(t, f) })
 	t.Run("Homes", func(t *testing.T) { testHomes(t, f) })
+	t.Run("CreateWithThen", func(t *testing.T) { testCreateWithThen(t, f) })
+	t.Run("AppendBatch", func(t *testing.T) { testAppendBatch(t, f) })
+}
+
+// Evs are events of type typ at seqs from, from+1, …, n of them.
+func Evs(from int64, n int, typ gen.EventType) []store.Event {
+	out := make([]store.Event, n)
+	for i := range out {
+		out[i] = Ev(from+int64(i), typ)
+	}
+	return out
+}
+
+// testAppendBatch: a batch lands whole and in order, with one change signal; a retry of it,
+// whole or overlapping the log's end with the same events, answers ok and appends only what is
+// new; any other overlap, a gap or seqs that do not run on by one append nothing; the
+// evictions the bound made are reported; a finished ticket refuses a batch.
+func testAppendBatch(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{MaxEvents: 8})
+	MustConv(t, m, "c", Alice)
+	if _, err := NewTicket(t, m, "t", "c", Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	b0, err := m.Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := append([]store.Event{Ev(2, gen.EventTypeBranch)}, Evs(3, 3, gen.EventTypeStep)...) // 2..5
+	if n, err := m.AppendBatch(ctx, "t", batch); err != nil || n != 0 {
+		t.Fatalf("batch 2..5: %d evicted, %v", n, err)
+	}
+	Closed(t, b0.Changed, "the reader's change signal after a batch")
+	for _, tc := range []struct {
+		name string
+		evs  []store.Event
+		want error
+	}{
+		{"the same batch again (a lost reply)", batch, nil},
+		{"its last event again", batch[3:], nil},
+		{"empty", nil, store.ErrSeq},
+		{"a gap", Evs(7, 2, gen.EventTypeStep), store.ErrSeq},
+		{"seqs not running on", []store.Event{Ev(6, gen.EventTypeStep), Ev(8, gen.EventTypeStep)}, store.ErrSeq},
+		{"overlapping with other events", Evs(5, 2, gen.EventTypeMilestone), store.ErrSeq},
+		{"wholly before the end", Evs(2, 2, gen.EventTypeStep), store.ErrSeq},
+	} {
+		if n, err := m.AppendBatch(ctx, "t", tc.evs); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) || n != 0 {
+			t.Errorf("%s: %d evicted, %v; want 0, %v", tc.name, n, err, tc.want)
+		}
+	}
+	if tk, _ := m.Ticket(ctx, "t"); tk.LastSeq != 5 {
+		t.Fatalf("last seq %d after the refused batches, want 5", tk.LastSeq)
+	}
+	// Overlapping the end with the same event at 5: 6..7 are new.
+	over := append([]store.Event{batch[3]}, Evs(6, 2, gen.EventTypeStep)...)
+	if n, err := m.AppendBatch(ctx, "t", over); err != nil || n != 0 {
+		t.Fatalf("batch 5..7 over a log ending at 5: %d, %v", n, err)
+	}
+	// 8..11: the log holds 7, so the bound of 8 evicts the three oldest steps (3, 4, 5).
+	if n, err := m.AppendBatch(ctx, "t", Evs(8, 4, gen.EventTypeStep)); err != nil || n != 3 {
+		t.Fatalf("batch 8..11 past the bound: %d evicted, %v; want 3", n, err)
+	}
+	b, err := m.Read(ctx, "t", 0)
+	if want := []int64{1, 2, 6, 7, 8, 9, 10, 11}; err != nil || !equal(seqs(b.Events), want) {
+		t.Fatalf("log %v, %v; want %v", seqs(b.Events), err, want)
+	}
+	// The tail (branch close, answer, done) at the bound evicts the oldest steps 6, 7, 8.
+	if n, err := m.FinishCounted(ctx, "t", Tail(12), ask.Turn{}); err != nil || n != 3 {
+		t.Fatalf("the end at the bound: %d evicted, %v; want 3", n, err)
+	}
+	if n, err := m.FinishCounted(ctx, "t", Tail(12), ask.Turn{}); err != nil || n != 0 {
+		t.Errorf("the end again (a lost reply): %d evicted, %v; want 0, ok", n, err)
+	}
+	if b, _ := m.Read(ctx, "t", 0); !equal(seqs(b.Events), []int64{1, 2, 9, 10, 11, 12, 13, 14}) {
+		t.Errorf("log after the end %v", seqs(b.Events))
+	}
+	if _, err := m.AppendBatch(ctx, "t", Evs(15, 2, gen.EventTypeStep)); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("a batch after the end: %v, want ErrFinished", err)
+	}
+	if _, err := m.AppendBatch(ctx, "nope", Evs(2, 1, gen.EventTypeStep)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a batch to no ticket: %v, want ErrNotFound", err)
+	}
+}
+
+// testCreateWithThen: NewTicket.Then is in the log with accepted, from the creation on; a
+// retried creation answers ok; Then that does not continue at seq 2, or holds a step, creates
+// nothing.
+func testCreateWithThen(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	MustConv(t, m, "c", Alice)
+	nt := store.NewTicket{ID: "t", ConversationID: "c", Owner: Alice, CreatedAt: time.Unix(1700000000, 0).UTC(),
+		Accepted: Ev(1, gen.EventTypeAccepted)}
+	for _, bad := range [][]store.Event{{Ev(3, gen.EventTypeBranch)}, {Ev(2, gen.EventTypeStep)}} {
+		nt.Then = bad
+		if _, err := m.CreateTicket(ctx, nt, store.Limits{}); !errors.Is(err, store.ErrSeq) {
+			t.Errorf("Then %v: %v, want ErrSeq", seqs(bad), err)
+		}
+		if _, err := m.Ticket(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the refused ticket exists: %v", err)
+		}
+	}
+	nt.Then = []store.Event{Ev(2, gen.EventTypeBranch)}
+	for range 2 {
+		if _, err := m.CreateTicket(ctx, nt, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := m.Read(ctx, "t", 0)
+	if err != nil || !equal(seqs(b.Events), []int64{1, 2}) || b.Events[1].Type != gen.EventTypeBranch {
+		t.Fatalf("read %v, %v", seqs(b.Events), err)
+	}
+	if tk, _ := m.Ticket(ctx, "t"); tk.LastSeq != 2 {
+		t.Errorf("last seq %d, want 2", tk.LastSeq)
+	}
+	if err := m.Append(ctx, "t", Ev(3, gen.EventTypeStep)); err != nil {
+		t.Errorf("append after Then: %v", err)
+	}
 }
 
 // ID is the id name gets for owner in s: with a store.Homed store, it ends with "-" and the

@@ -143,11 +143,14 @@ func (c *Cluster) startNode(ctx context.Context, bin string, i, port int) (*Node
 			"--cluster-replica-validity-factor", "0",
 			// A replica (re)joining syncs at once, not after the default 5 s wait for others.
 			"--repl-diskless-sync-delay", "0",
-			// Nothing on disk, replicas included: the primary streams its snapshot to a
-			// syncing replica (repl-diskless-sync, the default), and the replica loads it
-			// from the socket instead of writing it to dump.rdb first (by default it does,
-			// and keeps the file, which would put the question text on its disk).
-			"--repl-diskless-sync", "yes", "--repl-diskless-load", "swapdb", "--rdb-del-sync-files", "yes",
+			// No snapshot kept on disk, replicas included: the primary streams its snapshot to
+			// a syncing replica (repl-diskless-sync, the default); the replica writes it to a
+			// file, loads it, and with rdb-del-sync-files deletes it (by default it keeps it,
+			// which would leave the question text on its disk). Loading from the socket instead
+			// (repl-diskless-load swapdb or on-empty-db) would skip the file, but on Debian's
+			// 7.0.15 in cluster mode a replica so synced holds no keys afterwards (its log says
+			// it loaded them): promoted, it would have lost everything.
+			"--repl-diskless-sync", "yes", "--rdb-del-sync-files", "yes",
 			"--save", "", "--appendonly", "no",
 			"--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
 		}

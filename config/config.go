@@ -128,7 +128,7 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	c.Agent = agentFrom(e, c.Agent)
 	c.Ops = opsFrom(e, c.Ops)
 	c.Webhooks = webhooksFrom(e)
-	c.StubScript = e.String("ASK_STUB_SCRIPT", "")
+	c.StubScript = stubFrom(e).Script
 	if err := e.Err(); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}

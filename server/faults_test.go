@@ -236,3 +236,15 @@ func TestStoreUnavailable503(t *testing.T) {
 		t.Errorf("status once the store is back: %d", r.StatusCode())
 	}
 }
+
+// eventually polls cond every 50ms for up to 10s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

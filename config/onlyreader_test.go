@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/das-ask/ask/config"
 )
 
 // readsEnv are the functions that read the process environment.
@@ -123,5 +125,40 @@ func f(get func(string) string) {
 	want := []string{"p.go:8:6: os.Getenv", "p.go:9:9: os.LookupEnv", "p.go:10:6: syscall.Environ"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("envReads = %q, want %q", got, want)
+	}
+}
+
+// TestReadmeNamesEveryVariable: every variable a reader of package config asks for is in the
+// README's Configuration section, so an operator finds each setting there.
+func TestReadmeNamesEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string]bool{}
+	lookup := func(k string) (string, bool) { asked[k] = true; return "", false }
+	_, _ = config.FromEnv(lookup)
+	_, _ = config.ClientFromEnv(lookup)
+	_, _ = config.ConformanceFromEnv(lookup)
+	_, _ = config.TargetFromEnv(lookup)
+	_, _ = config.StubFromEnv(lookup)
+	_, _ = config.DemoSourceFromEnv(lookup)
+	// The provider keys are read only when a real model is asked for.
+	_, _ = config.FromEnv(func(k string) (string, bool) {
+		asked[k] = true
+		return "real", k == "ASK_LLM"
+	})
+	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+		if !asked[k] {
+			t.Errorf("%s was not asked for with ASK_LLM=real: the recording lookup misses reads", k)
+		}
+	}
+	if len(asked) < 40 {
+		t.Fatalf("the readers asked for %d variables: the recording lookup is not the one read", len(asked))
+	}
+	for k := range asked {
+		if !strings.Contains(string(readme), "`"+k+"`") {
+			t.Errorf("README.md does not name %s", k)
+		}
 	}
 }

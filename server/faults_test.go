@@ -98,10 +98,12 @@ func TestNoEventLostWhileStoreAway(t *testing.T) {
 			if fault == "stall" {
 				// The store stays away until the run's writes have timed out and been retried
 				// on fresh connections (go-redis reconnects after each timeout) a few times.
-				eventually(t, "the run's writes failing against the stalled store", func() bool {
-					st := p.Stats()
-					return st.Held > 0 && st.Accepted >= accepted+3
-				})
+				wctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				err := p.WaitStats(wctx, func(st faultproxy.Stats) bool { return st.Held > 0 && st.Accepted >= accepted+3 })
+				cancel()
+				if err != nil {
+					t.Fatalf("the run's writes failing against the stalled store: %v (%+v)", err, p.Stats())
+				}
 				p.Pass()
 			}
 			frames := b.events(alice, ticket)
@@ -234,17 +236,5 @@ func TestStoreUnavailable503(t *testing.T) {
 	p.Pass()
 	if r := h.status(alice, ticket); r.StatusCode() != http.StatusOK {
 		t.Errorf("status once the store is back: %d", r.StatusCode())
-	}
-}
-
-// eventually polls cond every 50ms for up to 10s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

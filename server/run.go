@@ -281,7 +281,7 @@ func (r *run) lose(err error, seq int64) {
 	r.mu.Unlock()
 	switch {
 	case errors.Is(err, store.ErrFinished):
-		r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
+		r.log.Debug("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
 		r.reportEnd(End{Reason: "ended_elsewhere"})
 	case errors.Is(err, errStoreLost):
 		r.log.Warn("the store did not take this ask's events for longer than its lease; the run stops and ends as interrupted once the store is back",
@@ -358,7 +358,7 @@ func (r *run) endedElsewhere() {
 	r.ended, r.lost = true, true
 	r.outbox, r.reports, r.tail = nil, nil, nil
 	r.mu.Unlock()
-	r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
+	r.log.Debug("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
 	r.reportEnd(End{Reason: "ended_elsewhere"})
 	r.release()
 	r.cancel(errEndedElsewhere)

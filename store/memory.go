@@ -54,7 +54,8 @@ type memConv struct {
 }
 
 type memTicket struct {
-	t Ticket
+	t        Ticket
+	question string
 	// events is the log ordered by seq, with evicted steps still in place (Data dropped) until
 	// the next compaction: every step before index scan is evicted, and nothing else is, so an
 	// eviction costs O(1) amortized instead of shifting the whole log.
@@ -187,6 +188,11 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 	if nt.Accepted.Seq != 1 {
 		return nil, ErrSeq
 	}
+	for i, ev := range nt.Then {
+		if ev.Seq != int64(i)+2 || ev.Type == gen.EventTypeStep {
+			return nil, ErrSeq
+		}
+	}
 	if _, dup := m.tickets[nt.ID]; dup {
 		return nil, ErrSeq
 	}
@@ -196,9 +202,10 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 			ConversationID: nt.ConversationID,
 			Owner:          nt.Owner,
 			CreatedAt:      nt.CreatedAt,
-			LastSeq:        1,
+			LastSeq:        1 + int64(len(nt.Then)),
 		},
-		events: []Event{nt.Accepted},
+		events:   append([]Event{nt.Accepted}, nt.Then...),
+		question: nt.Question,
 	}
 	m.inFlight[key]++
 	m.heldOf[key]++
@@ -222,48 +229,98 @@ func (m *Memory) Ticket(_ context.Context, id string) (Ticket, error) {
 	return t.t, nil
 }
 
-// Append implements Store.
-func (m *Memory) Append(_ context.Context, ticket string, ev Event) error {
+// Question is the question ticket was created with (as store.Shared.Question).
+func (m *Memory) Question(_ context.Context, ticket string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.tickets[ticket]
 	if !ok {
-		return ErrNotFound
+		return "", ErrNotFound
 	}
-	if n := len(t.events); ev.Seq == t.t.LastSeq && n > 0 && sameEvent(t.events[n-1], ev) {
-		return nil // the same event at the same seq again
+	return t.question, nil
+}
+
+// Append implements Store.
+func (m *Memory) Append(ctx context.Context, ticket string, ev Event) error {
+	_, err := m.AppendBatch(ctx, ticket, []Event{ev})
+	return err
+}
+
+// AppendBatch implements Store.
+func (m *Memory) AppendBatch(_ context.Context, ticket string, evs []Event) (int, error) {
+	if !runsOn(evs) {
+		return 0, ErrSeq
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tickets[ticket]
+	if !ok {
+		return 0, ErrNotFound
+	}
+	from := 0
+	if last, first := t.t.LastSeq, evs[0].Seq; first <= last {
+		// A retry, whole or in part: the log's last entry is the batch's event at that seq.
+		if i := int(last - first); i < len(evs) {
+			if n := len(t.events); n > 0 && sameEvent(t.events[n-1], evs[i]) {
+				from = i + 1
+				if from == len(evs) {
+					return 0, nil
+				}
+			}
+		}
 	}
 	if t.finished {
-		return ErrFinished
+		return 0, ErrFinished
 	}
-	if ev.Seq != t.t.LastSeq+1 {
-		return ErrSeq
+	if evs[from].Seq != t.t.LastSeq+1 {
+		return 0, ErrSeq
 	}
-	m.appendLocked(t, ev)
+	evicted := 0
+	for _, ev := range evs[from:] {
+		if m.appendLocked(t, ev) {
+			evicted++
+		}
+	}
 	t.notify()
-	return nil
+	return evicted, nil
+}
+
+// runsOn reports whether evs is not empty and its seqs run on by one.
+func runsOn(evs []Event) bool {
+	for i := range evs {
+		if evs[i].Seq != evs[0].Seq+int64(i) {
+			return false
+		}
+	}
+	return len(evs) > 0
 }
 
 // Finish implements Store.
-func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask.Turn) error {
+func (m *Memory) Finish(ctx context.Context, ticket string, tail []Event, turn ask.Turn) error {
+	_, err := m.FinishCounted(ctx, ticket, tail, turn)
+	return err
+}
+
+// FinishCounted implements Store.
+func (m *Memory) FinishCounted(_ context.Context, ticket string, tail []Event, turn ask.Turn) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.tickets[ticket]
 	if !ok {
-		return ErrNotFound
+		return 0, ErrNotFound
 	}
 	if t.finished {
 		if n := len(tail); n > 0 && t.t.Done != nil && sameEvent(*t.t.Done, tail[n-1]) {
-			return nil // the same end again
+			return 0, nil // the same end again
 		}
-		return ErrFinished
+		return 0, ErrFinished
 	}
 	next := t.t.LastSeq
 	var terminal, done *Event
 	for i := range tail {
 		next++
 		if tail[i].Seq != next {
-			return ErrSeq
+			return 0, ErrSeq
 		}
 		switch {
 		case tail[i].Terminal():
@@ -273,10 +330,13 @@ func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask
 		}
 	}
 	if terminal == nil || done == nil {
-		return ErrSeq
+		return 0, ErrSeq
 	}
+	evicted := 0
 	for _, ev := range tail {
-		m.appendLocked(t, ev)
+		if m.appendLocked(t, ev) {
+			evicted++
+		}
 	}
 	term, dn := *terminal, *done
 	t.t.Terminal, t.t.Done = &term, &dn
@@ -295,7 +355,7 @@ func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask
 		m.expireConvLocked(c)
 	}
 	t.expiry = time.AfterFunc(m.ttl, func() { m.evictTicket(ticket, t) })
-	return nil
+	return evicted, nil
 }
 
 // Read implements Store.
@@ -325,22 +385,25 @@ func sameEvent(a, b Event) bool {
 	return a.Seq == b.Seq && a.Type == b.Type && bytes.Equal(a.Data, b.Data)
 }
 
-// appendLocked appends ev, evicting the oldest step first when the log is full.
-func (m *Memory) appendLocked(t *memTicket, ev Event) {
+// appendLocked appends ev, evicting the oldest step first when the log is full, and reports
+// whether it evicted one.
+func (m *Memory) appendLocked(t *memTicket, ev Event) bool {
+	evicted := false
 	if len(t.events)-t.dead >= m.maxEvents {
-		t.evictOldestStep()
+		evicted = t.evictOldestStep()
 	}
 	t.events = append(t.events, ev)
 	t.t.LastSeq = ev.Seq
+	return evicted
 }
 
 // evictOldestStep evicts the oldest retained step, if there is one, by moving scan past it;
 // the log is compacted once more than half of it is evicted steps.
-func (t *memTicket) evictOldestStep() {
+func (t *memTicket) evictOldestStep() bool {
 	j := slices.IndexFunc(t.events[t.scan:], func(e Event) bool { return e.Type == gen.EventTypeStep })
 	if j < 0 {
 		t.scan = len(t.events) // no step left: nothing before the end needs scanning again
-		return
+		return false
 	}
 	j += t.scan
 	t.events[j].Data = nil // its payload is released now, its place at the next compaction
@@ -353,6 +416,7 @@ func (t *memTicket) evictOldestStep() {
 		t.events = t.events[:len(kept)+n]
 		t.scan, t.dead = len(kept), 0
 	}
+	return true
 }
 
 // retainedFrom returns a copy of the retained events from index i of the log on.

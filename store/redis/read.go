@@ -21,9 +21,10 @@ func (s *Store) Read(ctx context.Context, ticket string, after int64) (store.Bat
 	changed := s.waiters.wait(ticket)
 	var fin *goredis.StringCmd
 	var xr *goredis.XMessageSliceCmd
+	bk := s.keys.bucketOf(ticket)
 	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		fin = p.HGet(ctx, s.keys.ticket(ticket), "finished")
-		xr = p.XRange(ctx, s.keys.log(ticket), strconv.FormatInt(after+1, 10)+"-0", "+")
+		fin = p.HGet(ctx, s.keys.ticket(bk, ticket), "finished")
+		xr = p.XRange(ctx, s.keys.log(bk, ticket), strconv.FormatInt(after+1, 10)+"-0", "+")
 		return nil
 	})
 	if err != nil && err != goredis.Nil {

@@ -14,7 +14,7 @@ import (
 // replica to kill by it); the service itself never asks. An unknown ticket is
 // store.ErrNotFound.
 func (s *Store) Runner(ctx context.Context, ticket string) (string, error) {
-	name, err := s.rdb.HGet(ctx, s.keys.ticket(ticket), "runner").Result()
+	name, err := s.rdb.HGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "runner").Result()
 	if errors.Is(err, goredis.Nil) {
 		return "", store.ErrNotFound
 	}

@@ -24,11 +24,16 @@ end
 local function owner_field(tenant, oid)
   return string.len(tenant) .. ':' .. tenant .. oid
 end
--- append one event; past max retained entries, evict the oldest step (and only a step)
+-- append one event; past max retained entries, evict the oldest step (and only a step);
+-- 1 when it evicted one
 local function append_event(tk, log, steps, seq, typ, data, max)
+  local evicted = 0
   if redis.call('XLEN', log) >= max then
     local s = redis.call('LPOP', steps)
-    if s then redis.call('XDEL', log, s .. '-0') end
+    if s then
+      redis.call('XDEL', log, s .. '-0')
+      evicted = 1
+    end
   end
   redis.call('XADD', log, seq .. '-0', 't', typ, 'd', data)
   if typ == 'step' then
@@ -36,6 +41,7 @@ local function append_event(tk, log, steps, seq, typ, data, max)
     redis.call('HINCRBY', tk, 'steps', 1)
   end
   redis.call('HSET', tk, 'last', seq)
+  return evicted
 end
 -- an owner's zset (id -> expiry ms, +inf while running) lives as long as its last entry:
 -- no expiry while anything in it runs, else until its latest entry expires
@@ -78,7 +84,9 @@ return 'ok'
 
 // createTicket: KEYS conv, turns, ticket, log, steps, tickets, inflight, running, convs,
 // owner's convs, owner's tickets; ARGV tid, cid, tenant, oid, created, accepted, max_inflight,
-// max_tickets, runner, lease_ms, max_retained per owner, max_turns.
+// max_tickets, runner, lease_ms, max_retained per owner, max_turns, n, then n times seq, type,
+// data: the events that follow accepted (never steps), appended with it; then the question (as
+// the store keeps it: sealed when it seals).
 var createTicket = goredis.NewScript(prelude + `
 local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
 if t[1] then
@@ -110,6 +118,12 @@ redis.call('DEL', KEYS[4], KEYS[5])
 redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
   'last', 1, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
 redis.call('XADD', KEYS[4], '1-0', 't', 'accepted', 'd', ARGV[6])
+local n = tonumber(ARGV[13])
+for i = 0, n - 1 do
+  redis.call('XADD', KEYS[4], ARGV[14 + 3 * i] .. '-0', 't', ARGV[15 + 3 * i], 'd', ARGV[16 + 3 * i])
+end
+if n > 0 then redis.call('HSET', KEYS[3], 'last', 1 + n) end
+redis.call('HSET', KEYS[3], 'q', ARGV[14 + 3 * n])
 redis.call('HINCRBY', KEYS[7], of, 1)
 redis.call('HSET', KEYS[1], 'running', ARGV[1])
 redis.call('PERSIST', KEYS[1])
@@ -124,35 +138,47 @@ redis.call('ZADD', KEYS[8], now + tonumber(ARGV[10]), ARGV[1])
 return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
 `)
 
-// appendEvent: KEYS ticket, log, steps; ARGV seq, type, data, max, runner, channel, tid.
-// Re-run after a lost reply it answers ok: the same event at the same seq by the same runner
-// is already there (it is the log's last entry, so no eviction can have removed it).
-var appendEvent = goredis.NewScript(prelude + `
+// appendEvents: KEYS ticket, log, steps; ARGV max, runner, channel, tid, n, then n times seq,
+// type, data (seqs running on by one: the caller checks). It answers {status, evicted}. Re-run
+// after a lost reply, whole or in part, it answers ok: when the log's last seq falls within the
+// batch and the log's last entry is the batch's event at that seq (it is the last entry, so no
+// eviction can have removed it), the events up to it are a previous run's by this runner, and
+// only the rest are appended.
+var appendEvents = goredis.NewScript(prelude + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'ending')
-if not h[1] then return 'notfound' end
-if h[2] ~= ARGV[5] then return 'finished' end
-local seq, last = tonumber(ARGV[1]), tonumber(h[3])
-if seq == last then
-  local e = redis.call('XRANGE', KEYS[2], ARGV[1] .. '-0', ARGV[1] .. '-0')
-  if e[1] and e[1][2][2] == ARGV[2] and e[1][2][4] == ARGV[3] then return 'ok' end
+if not h[1] then return {'notfound', 0} end
+if h[2] ~= ARGV[2] then return {'finished', 0} end
+local n, first, last = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(h[3])
+local from = 0
+if first <= last and last - first < n then
+  local i = last - first
+  local e = redis.call('XRANGE', KEYS[2], last .. '-0', last .. '-0')
+  if e[1] and e[1][2][2] == ARGV[7 + 3 * i] and e[1][2][4] == ARGV[8 + 3 * i] then
+    from = i + 1
+    if from == n then return {'ok', 0} end
+  end
 end
-if h[1] == '1' or h[4] == '1' then return 'finished' end
-if seq ~= last + 1 then return 'seq' end
-append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]))
-redis.call('PUBLISH', ARGV[6], ARGV[7])
-return 'ok'
+if h[1] == '1' or h[4] == '1' then return {'finished', 0} end
+if first + from ~= last + 1 then return {'seq', 0} end
+local max, evicted = tonumber(ARGV[1]), 0
+for i = from, n - 1 do
+  evicted = evicted + append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[6 + 3 * i], ARGV[7 + 3 * i], ARGV[8 + 3 * i], max)
+end
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return {'ok', evicted}
 `)
 
 // endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own), End
 // from any replica (mode any, or lapsed: only once the lease has lapsed), or the runner's
 // Restore of a log the store lost part or all of (mode restore: the tail may skip seqs, and a
-// ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted). An End whose tail
+// ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted, question). An End whose tail
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
 // KEYS ticket, log, steps, conv, turns, inflight, running, tickets, convs, owner's convs,
 // owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
-// then n times seq, type, data.
+// then n times seq, type, data. It answers a status word, or, when it ended the ticket now,
+// {'ok', the steps the bound evicted for the tail}.
 var endTicket = goredis.NewScript(prelude + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender')
 local mode = ARGV[1]
@@ -166,6 +192,7 @@ if not h[1] then
   redis.call('HSET', KEYS[1], 'conv', ARGV[5], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2],
     'last', 1, 'finished', 0, 'runner', ARGV[2], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
   redis.call('XADD', KEYS[2], '1-0', 't', 'accepted', 'd', ARGV[x + 3])
+  redis.call('HSET', KEYS[1], 'q', ARGV[x + 4])
   redis.call('HINCRBY', KEYS[6], owner_field(ARGV[x], ARGV[x + 1]), 1)
   if redis.call('EXISTS', KEYS[4]) == 0 then
     redis.call('HSET', KEYS[4], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2], 'running', ARGV[4])
@@ -204,9 +231,9 @@ for i = 0, n - 1 do
     return 'seq'
   end
 end
-local max = tonumber(ARGV[7])
+local max, evicted = tonumber(ARGV[7]), 0
 for i = 0, n - 1 do
-  append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[12 + 3 * i], ARGV[13 + 3 * i], ARGV[14 + 3 * i], max)
+  evicted = evicted + append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[12 + 3 * i], ARGV[13 + 3 * i], ARGV[14 + 3 * i], max)
 end
 local ti, di = tonumber(ARGV[9]), tonumber(ARGV[10])
 redis.call('HSET', KEYS[1], 'finished', 1, 'ender', ARGV[2],
@@ -232,7 +259,7 @@ end
 touch_owner(KEYS[10])
 touch_owner(KEYS[11])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
-return 'ok'
+return {'ok', evicted}
 `)
 
 // renew: KEYS ticket, running; ARGV runner, lease_ms, tid, model_calls, in, out. Re-run, it

@@ -2,8 +2,13 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
@@ -16,19 +21,31 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	if nt.Accepted.Seq != 1 {
 		return nil, store.ErrSeq
 	}
-	k := s.keys
+	then := make([]any, 0, 3*len(nt.Then))
+	for i, ev := range nt.Then {
+		if ev.Seq != int64(i)+2 || ev.Type == gen.EventTypeStep {
+			return nil, store.ErrSeq
+		}
+		then = append(then, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
+	}
+	// The ticket's bucket holds everything the script touches: the conversation is looked up
+	// there (one of another bucket is another owner's, and is not found), and so are the
+	// owner's counters.
+	k, b := s.keys, s.keys.bucketOf(nt.ID)
+	args := append([]any{nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
+		limits.MaxInFlightPerOwner, k.perBucket(limits.MaxTickets), s.replica, ms(s.lease),
+		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then)}, append(then, s.sealQuestion(nt.ID, nt.Question))...)
 	res, err := createTicket.Run(ctx, s.rdb,
-		[]string{k.conv(nt.ConversationID), k.turns(nt.ConversationID), k.ticket(nt.ID), k.log(nt.ID), k.steps(nt.ID),
-			k.tickets(), k.inflight(), k.running(), k.convs(), k.ownerConvs(nt.Owner), k.ownerTickets(nt.Owner)},
-		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
-		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease),
-		limits.MaxRetainedPerOwner, limits.MaxTurns).Slice()
+		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID), k.steps(b, nt.ID),
+			k.tickets(b), k.inflight(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
+		args...).Slice()
 	if err != nil {
 		return nil, wrap(err)
 	}
 	status, _ := res[0].(string)
 	switch status {
 	case "ok":
+		s.runs.put(nt.ID, nt.ConversationID, nt.Owner)
 		raw, _ := res[1].([]any)
 		strs := make([]string, 0, len(raw))
 		for _, r := range raw {
@@ -45,7 +62,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 
 // Ticket implements store.Store.
 func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(id)).Result()
+	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(s.keys.bucketOf(id), id)).Result()
 	if err != nil {
 		return store.Ticket{}, wrap(err)
 	}
@@ -68,18 +85,43 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 
 // Append implements store.Store. Only the ticket's runner may append (ErrFinished otherwise).
 func (s *Store) Append(ctx context.Context, ticket string, ev store.Event) error {
-	k := s.keys
-	res, err := appendEvent.Run(ctx, s.rdb, []string{k.ticket(ticket), k.log(ticket), k.steps(ticket)},
-		ev.Seq, string(ev.Type), ev.Data, s.maxEvents, s.replica, k.changed(), ticket).Text()
-	if err != nil {
-		return wrap(err)
+	_, err := s.AppendBatch(ctx, ticket, []store.Event{ev})
+	return err
+}
+
+// AppendBatch implements store.Store, in one script. Only the ticket's runner may append
+// (ErrFinished otherwise).
+func (s *Store) AppendBatch(ctx context.Context, ticket string, evs []store.Event) (int, error) {
+	if len(evs) == 0 {
+		return 0, store.ErrSeq
 	}
-	return statusErr(res)
+	k, b := s.keys, s.keys.bucketOf(ticket)
+	args := make([]any, 0, 5+3*len(evs))
+	args = append(args, s.maxEvents, s.replica, k.changed(), ticket, len(evs))
+	for i, ev := range evs {
+		if ev.Seq != evs[0].Seq+int64(i) {
+			return 0, store.ErrSeq
+		}
+		args = append(args, ev.Seq, string(ev.Type), ev.Data)
+	}
+	res, err := appendEvents.Run(ctx, s.rdb, []string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket)}, args...).Slice()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	status, _ := res[0].(string)
+	evicted, _ := res[1].(int64)
+	return int(evicted), statusErr(status)
 }
 
 // Finish implements store.Store. Only the ticket's runner may finish it (ErrFinished
 // otherwise).
 func (s *Store) Finish(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn) error {
+	_, err := s.FinishCounted(ctx, ticket, tail, turn)
+	return err
+}
+
+// FinishCounted implements store.Store.
+func (s *Store) FinishCounted(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn) (int, error) {
 	return s.end(ctx, "own", ticket, tail, turn)
 }
 
@@ -89,33 +131,80 @@ func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn
 	if lapsedOnly {
 		mode = "lapsed"
 	}
-	return s.end(ctx, mode, ticket, tail, turn)
+	_, err := s.end(ctx, mode, ticket, tail, turn)
+	return err
 }
 
 // Restore implements store.Shared.
 func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
-	return s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
-		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data))
+	defer s.runs.drop(nt.ID)
+	_, err := s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
+		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data), s.sealQuestion(nt.ID, nt.Question))
+	return err
 }
 
-func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) error {
-	// The ticket's conversation and owner never change once it exists, so reading them ahead
-	// of the script names its keys without a race.
-	h, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "conv", "tenant", "oid").Result()
+// Question implements store.Shared: the ticket's q field, opened. A ticket created before the
+// store kept it there has its question read from its accepted event instead.
+func (s *Store) Question(ctx context.Context, ticket string) (string, error) {
+	b := s.keys.bucketOf(ticket)
+	q, err := s.rdb.HGet(ctx, s.keys.ticket(b, ticket), "q").Result()
+	if err == nil {
+		plain, ok := s.open([]byte(q), questionAD(ticket))
+		if !ok {
+			return "", store.ErrNotFound // crypto-shredded, as Read answers
+		}
+		var question string
+		if err := json.Unmarshal(plain, &question); err != nil {
+			return "", errors.New("redis store: the ticket's question is not a JSON string")
+		}
+		return question, nil
+	}
+	if !errors.Is(err, goredis.Nil) {
+		return "", wrap(err)
+	}
+	batch, err := s.Read(ctx, ticket, 0)
 	if err != nil {
-		return wrap(err)
+		return "", err
+	}
+	if len(batch.Events) == 0 || batch.Events[0].Type != gen.EventTypeAccepted {
+		return "", store.ErrNotFound
+	}
+	var acc struct {
+		Question string `json:"question"`
+	}
+	if err := json.Unmarshal(batch.Events[0].Data, &acc); err != nil {
+		return "", errors.New("redis store: the ticket's accepted event is not valid JSON")
+	}
+	return acc.Question, nil
+}
+
+func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) (int, error) {
+	// The ticket's conversation and owner never change once it exists, so reading them ahead
+	// of the script names its keys without a race. This instance knows them of the tickets it
+	// created (it runs them): no read then.
+	if r, ok := s.runs.get(ticket); ok {
+		n, err := s.run(ctx, mode, ticket, r.conv, r.owner, tail, turn)
+		if err == nil || errors.Is(err, store.ErrFinished) || errors.Is(err, store.ErrNotFound) {
+			s.runs.drop(ticket)
+		}
+		return n, err
+	}
+	h, err := s.rdb.HMGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "conv", "tenant", "oid").Result()
+	if err != nil {
+		return 0, wrap(err)
 	}
 	conv, _ := h[0].(string)
 	tenant, _ := h[1].(string)
 	oid, _ := h[2].(string)
 	if h[0] == nil {
-		return store.ErrNotFound
+		return 0, store.ErrNotFound
 	}
 	return s.run(ctx, mode, ticket, conv, store.Owner{Tenant: tenant, OID: oid}, tail, turn)
 }
 
-// run runs endTicket in mode; extra follows the tail's events (mode restore).
-func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.Owner, tail []store.Event, turn ask.Turn, extra ...any) error {
+// run runs endTicket in mode; extra follows the tail's events (mode restore). It answers the
+// steps the bound evicted for the tail (0 for a retry that finds the end written).
+func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.Owner, tail []store.Event, turn ask.Turn, extra ...any) (int, error) {
 	term, done := -1, -1
 	for i, ev := range tail {
 		switch {
@@ -126,23 +215,71 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		}
 	}
 	if term < 0 || done < 0 {
-		return store.ErrSeq
+		return 0, store.ErrSeq
 	}
 	tj, err := s.encodeTurn(conv, turn)
 	if err != nil {
-		return fmt.Errorf("redis store: encode the turn: %w", err)
+		return 0, fmt.Errorf("redis store: encode the turn: %w", err)
 	}
-	k := s.keys
+	k, b := s.keys, s.keys.bucketOf(ticket)
 	args := []any{mode, s.replica, k.changed(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
 	for _, ev := range tail {
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
 	args = append(args, extra...)
 	res, err := endTicket.Run(ctx, s.rdb,
-		[]string{k.ticket(ticket), k.log(ticket), k.steps(ticket), k.conv(conv), k.turns(conv),
-			k.inflight(), k.running(), k.tickets(), k.convs(), k.ownerConvs(owner), k.ownerTickets(owner)}, args...).Text()
+		[]string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket), k.conv(b, conv), k.turns(b, conv),
+			k.inflight(b), k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Result()
 	if err != nil {
-		return wrap(err)
+		return 0, wrap(err)
 	}
-	return statusErr(res)
+	switch v := res.(type) {
+	case string:
+		return 0, statusErr(v)
+	case []any:
+		status, _ := v[0].(string)
+		var n int64
+		if len(v) > 1 {
+			n, _ = v[1].(int64)
+		}
+		return int(n), statusErr(status)
+	}
+	return 0, fmt.Errorf("redis store: unexpected reply %T from the end script", res)
+}
+
+// runs are the conversation and owner of the tickets this instance created and has not ended:
+// what Finish needs to name the script's keys. Bounded: past maxRuns entries (runs lost without
+// an end) it starts afresh, and Finish reads what it does not know.
+type runs struct {
+	mu sync.Mutex
+	m  map[string]runOf
+}
+
+type runOf struct {
+	conv  string
+	owner store.Owner
+}
+
+const maxRuns = 1 << 16
+
+func (r *runs) put(ticket, conv string, owner store.Owner) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxRuns {
+		r.m = map[string]runOf{}
+	}
+	r.m[ticket] = runOf{conv: conv, owner: owner}
+}
+
+func (r *runs) get(ticket string) (runOf, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.m[ticket]
+	return v, ok
+}
+
+func (r *runs) drop(ticket string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, ticket)
 }

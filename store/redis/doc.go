@@ -16,7 +16,8 @@
 //	o:t:<owner>        zset   the owner's tickets, as tickets; each owner zset expires with its last entry
 //	running            zset   running ticket → lease expiry (ms)
 //	inflight           hash   owner → running tickets (owner: len(tenant):tenant oid)
-//	changed            channel every append and end publishes the ticket id here
+//	changed            channel every append publishes the ticket id here
+//	ended              channel every end of a log (Finish, End, Restore) publishes the ticket id here
 //	generation         string  the store's generation (store.Generational): new after a restart that lost everything
 //
 // # Promises, and how they are kept
@@ -24,14 +25,21 @@
 // Every write that spans keys is one Lua script, so it is atomic whichever replica runs it;
 // times come from Redis's clock (TIME), so replicas with skewed clocks agree. Append checks
 // the seq continues the log (gap-free seq) and, past MaxEvents entries, evicts the oldest step
-// through the side index of step seqs — never any other type — in the same script. Read is an
-// XRANGE from the entry after the cursor, in one transaction with the finished flag; the
-// reader's change channel is registered before it, and the appending script publishes the
-// ticket, so replay then live has neither a gap nor a duplicate. One subscription per store
-// instance fans notifications out to the readers in the process (a connection per waiting
-// reader, as XREAD BLOCK would need, does not scale to thousands of open streams); a lost
-// subscription is re-established by the client and then wakes every reader, and the service
-// re-reads at every keep-alive anyway. The end of a log (branch close, terminal, done)
+// through the side index of step seqs — never any other type — in the same script. Read is
+// answered by the tail hub: the readers of one ticket in one instance share one tail of its
+// log, which reads Redis (an XRANGE from the entry after the last it holds, in one
+// transaction with the finished flag, the log's length and the ticket's TTL) once per change
+// notification, however many readers wait, and hands the same event bytes to all of them; the
+// appending script publishes the ticket after its write and a tail's change channel is the
+// one of the state it answers from, so replay then live has neither a gap nor a duplicate. A
+// finished ticket's tail answers replays from memory until the ticket's expiry (the TTL read
+// with the end, counted from before that read). Options.CacheBytes bounds the hub (least
+// recently read tails go first). One subscription per store instance fans notifications out
+// to the readers in the process (a connection per waiting reader, as XREAD BLOCK would need,
+// does not scale to thousands of open streams); a lost subscription is re-established by the
+// client and then drops every tail and wakes every reader, and the service re-reads at every
+// keep-alive anyway. The end of a log is notified on its own channel too, so the runner's
+// lease watch (WatchFinished) learns of an end from elsewhere without reading per event. The end of a log (branch close, terminal, done)
 // appends, marks the ticket finished, starts the TTL of the ticket's keys and of the
 // conversation, records the turn and releases the owner's slot in one script: TTL counts from
 // the terminal event, and nothing expires while an ask runs.

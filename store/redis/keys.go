@@ -21,6 +21,7 @@ func (k keys) tickets() string         { return k.prefix + "tickets" }
 func (k keys) running() string         { return k.prefix + "running" }
 func (k keys) inflight() string        { return k.prefix + "inflight" }
 func (k keys) changed() string         { return k.prefix + "changed" }
+func (k keys) ended() string           { return k.prefix + "ended" }
 func (k keys) generation() string      { return k.prefix + "generation" }
 
 func ms(d time.Duration) string    { return strconv.FormatInt(d.Milliseconds(), 10) }

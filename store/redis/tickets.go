@@ -133,7 +133,7 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		return fmt.Errorf("redis store: encode the turn: %w", err)
 	}
 	k := s.keys
-	args := []any{mode, s.replica, k.changed(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
+	args := []any{mode, s.replica, k.ended(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
 	for _, ev := range tail {
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}

@@ -1,0 +1,447 @@
+package redis
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// The tail hub: one tail of the store per ticket per store instance (per replica), shared by
+// every local reader of that ticket. A tail holds the ticket's retained events as this
+// instance last read them, the finished flag, and a change channel. A change notification
+// marks the tail stale and closes its channel; the first reader to come back then reads what
+// is new (one MULTI: HGET finished, XRANGE from the tail's last seq, XLEN, PTTL) while the
+// others wait for that one read, and every reader is answered from the same buffer, the same
+// event bytes. So the store's read cost per change is one round trip per replica, not per
+// reader, and a ticket nobody reads costs nothing but a map lookup per notification.
+//
+// The hub has no goroutine of its own: the reads run on the readers' goroutines (whoever comes
+// first), the notifications on the store's one notification goroutine. A tail lives until the
+// bytes bound (Options.CacheBytes, an LRU over every ticket's tail) pushes it out, the
+// finished ticket's TTL is over, or the subscription is re-established (notifications may
+// have been lost, or Redis restarted and lost everything): then every tail is dropped and its
+// readers are woken to read again. A finished ticket's log no longer changes, so its tail
+// answers a replay from memory until the ticket's expiry, which the read that saw the end
+// took from Redis (PTTL, counted from before the read was sent, so never later than Redis's).
+
+// DefaultCacheBytes bounds the tail hub's memory when Options.CacheBytes is zero.
+const DefaultCacheBytes = 64 << 20
+
+// eventOverhead is what one buffered event costs beyond its data, for the bytes bound.
+const eventOverhead = 64
+
+type hub struct {
+	rd        reader
+	maxEvents int
+	maxBytes  int64
+	now       func() time.Time
+
+	mu    sync.Mutex
+	tails map[string]*tail
+	lru   list.List // of *tail, most recently read first
+	bytes int64
+	ends  map[string]chan struct{} // closed at the ticket's next end notification
+}
+
+// reader is what the hub needs from the store: one read of what follows a seq.
+type reader func(ctx context.Context, ticket string, after int64) (fetched, error)
+
+type tail struct {
+	id      string
+	elem    *list.Element
+	gen     uint64 // notifications received for the ticket
+	fresh   bool   // events are what the store held after notification gen
+	changed chan struct{}
+	events  []store.Event // retained, in seq order; never modified in place once handed out
+	last    int64         // the last seq read from the store
+	done    bool          // finished: nothing more will come
+	expires time.Time     // when done: when Redis forgets the ticket, at the latest
+	size    int64
+	fetch   *fetch // the read in progress, if any
+	dropped bool
+}
+
+type fetch struct {
+	done chan struct{}
+	err  error
+}
+
+// fetched is one read of a ticket from the store.
+type fetched struct {
+	events   []store.Event // seq > after
+	finished bool
+	length   int64         // the log's length (XLEN) at the read
+	ttl      time.Duration // the ticket's remaining TTL at the read; < 0 none
+}
+
+func newHub(rd reader, maxEvents int, maxBytes int64) *hub {
+	return &hub{rd: rd, maxEvents: maxEvents, maxBytes: maxBytes, now: time.Now,
+		tails: map[string]*tail{}, ends: map[string]chan struct{}{}}
+}
+
+func (t *tail) ch() chan struct{} {
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
+	return t.changed
+}
+
+// read answers store.Store.Read from the ticket's tail, reading the store only if the tail is
+// stale, and then once for every reader waiting.
+func (h *hub) read(ctx context.Context, ticket string, after int64) (store.Batch, error) {
+	h.mu.Lock()
+	for {
+		t := h.tails[ticket]
+		if t == nil {
+			h.expire()
+			t = &tail{id: ticket}
+			t.elem = h.lru.PushFront(t)
+			h.tails[ticket] = t
+		} else if t.done && !h.now().Before(t.expires) {
+			h.drop(t) // Redis has forgotten it by now: ask Redis again
+			continue
+		} else {
+			h.lru.MoveToFront(t.elem)
+		}
+		if t.fresh {
+			b := t.batch(after, nil)
+			h.mu.Unlock()
+			return b, nil
+		}
+		if f := t.fetch; f != nil {
+			// Another reader is reading the store for this tail: wait for its answer.
+			h.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return store.Batch{}, wrap(ctx.Err())
+			}
+			if f.err != nil && !isCtxErr(f.err) {
+				return store.Batch{}, f.err
+			}
+			h.mu.Lock()
+			continue // answered from the tail now, or this reader reads (the other left)
+		}
+		f := &fetch{done: make(chan struct{})}
+		t.fetch = f
+		gen, stale, from := t.gen, t.ch(), t.last
+		sent := h.now()
+		h.mu.Unlock()
+
+		res, err := h.rd(ctx, ticket, from)
+
+		h.mu.Lock()
+		t.fetch = nil
+		f.err = err
+		close(f.done)
+		reread := false
+		if err == nil {
+			reread = h.apply(t, from, res, sent)
+		}
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				h.drop(t)
+			}
+			h.mu.Unlock()
+			return store.Batch{}, err
+		}
+		if reread {
+			continue // the buffer disagreed with the log: read the log whole, now
+		}
+		if !t.done && gen == t.gen && !t.dropped {
+			t.fresh = true
+		}
+		// Not fresh: a notification came during the read, which the read may have missed,
+		// or the tail was dropped meanwhile. This reader gets what was read and the channel
+		// of before the read, already closed, so it reads again.
+		var b store.Batch
+		if t.fresh {
+			b = t.batch(after, nil)
+		} else {
+			b = t.batch(after, stale)
+		}
+		h.mu.Unlock()
+		return b, nil
+	}
+}
+
+// batch is what the tail answers a reader after seq `after`: its current change channel when
+// fresh, else stale (closed), so that the reader reads again.
+func (t *tail) batch(after int64, stale chan struct{}) store.Batch {
+	i := sort.Search(len(t.events), func(i int) bool { return t.events[i].Seq > after })
+	b := store.Batch{Finished: t.done}
+	if n := len(t.events); i < n {
+		b.Events = t.events[i:n:n]
+	}
+	if t.done {
+		return b
+	}
+	if stale != nil {
+		b.Changed = stale
+	} else {
+		b.Changed = t.ch()
+	}
+	return b
+}
+
+// apply merges a read of what followed from into the tail, evicting as the append script
+// does (past maxEvents, the oldest step, and only a step): applied to what was retained when
+// the tail was last read, and to the new events still retained, that rule leaves what the log
+// retains now. A buffer whose length then differs from the log's is thrown away anyway
+// (reread): the next read takes the log whole.
+func (h *hub) apply(t *tail, from int64, r fetched, sent time.Time) (reread bool) {
+	if t.dropped || from != t.last {
+		return false // dropped meanwhile (evicted, reset): nothing to merge into
+	}
+	evs := t.events
+	owned := false // whether evs is a copy this call may change in place
+	for _, ev := range r.events {
+		if ev.Seq <= t.last {
+			continue
+		}
+		// A read from the start is the retained log as it is; a read of what is new is
+		// evicted as the log was (the oldest step per event past maxEvents).
+		if from > 0 && len(evs) >= h.maxEvents {
+			for j := range evs {
+				if evs[j].Type == gen.EventTypeStep {
+					if !owned {
+						evs = append(make([]store.Event, 0, len(evs)+len(r.events)), evs...)
+						owned = true
+					}
+					h.bytes -= int64(len(evs[j].Data) + eventOverhead)
+					t.size -= int64(len(evs[j].Data) + eventOverhead)
+					evs = append(evs[:j], evs[j+1:]...)
+					break
+				}
+			}
+		}
+		evs = append(evs, ev)
+		t.last = ev.Seq
+		sz := int64(len(ev.Data) + eventOverhead)
+		h.bytes += sz
+		t.size += sz
+	}
+	t.events = evs
+	if int64(len(evs)) != r.length {
+		// The buffer is not what the log holds (it should never happen): forget it.
+		h.bytes -= t.size
+		t.events, t.last, t.size, t.fresh = nil, 0, 0, false
+		return from != 0 // a whole read always agrees with itself
+	}
+	if r.finished {
+		t.done = true
+		t.fresh = true
+		t.expires = sent.Add(max(r.ttl, 0))
+		if t.changed != nil {
+			close(t.changed)
+			t.changed = nil
+		}
+	}
+	h.shrink(t)
+	return false
+}
+
+// shrink drops the least recently read tails, never keep, until the hub is within its bound.
+func (h *hub) shrink(keep *tail) {
+	for h.bytes > h.maxBytes {
+		e := h.lru.Back()
+		for e != nil && e.Value.(*tail) == keep {
+			e = e.Prev()
+		}
+		if e == nil {
+			return
+		}
+		h.drop(e.Value.(*tail))
+	}
+}
+
+// expire drops the least recently read tails while they are finished tickets past their
+// expiry, so that forgotten tickets do not wait for the bytes bound to go.
+func (h *hub) expire() {
+	now := h.now()
+	for e := h.lru.Back(); e != nil; e = h.lru.Back() {
+		t := e.Value.(*tail)
+		if !t.done || now.Before(t.expires) {
+			return
+		}
+		h.drop(t)
+	}
+}
+
+// drop forgets a tail and wakes its readers, who read again into a new one.
+func (h *hub) drop(t *tail) {
+	if t.dropped {
+		return
+	}
+	t.dropped = true
+	t.fresh = false
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
+	h.bytes -= t.size
+	h.lru.Remove(t.elem)
+	if h.tails[t.id] == t {
+		delete(h.tails, t.id)
+	}
+}
+
+// changed is a notification that the ticket's log changed: its tail is stale, its readers
+// read again. ended says the change was the log's end.
+func (h *hub) changed(ticket string, ended bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.tails[ticket]; t != nil {
+		t.gen++
+		t.fresh = false
+		if t.changed != nil {
+			close(t.changed)
+			t.changed = nil
+		}
+	}
+	if ended {
+		if ch, ok := h.ends[ticket]; ok {
+			close(ch)
+			delete(h.ends, ticket)
+		}
+	}
+}
+
+// reset drops every tail and wakes every reader and every end watcher: notifications may have
+// been lost, or what Redis held may be gone.
+func (h *hub) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.tails {
+		h.drop(t)
+	}
+	for id, ch := range h.ends {
+		close(ch)
+		delete(h.ends, id)
+	}
+}
+
+// endWait returns the channel closed at the ticket's next end notification (or reset), and
+// whether the hub already knows the ticket finished.
+func (h *hub) endWait(ticket string) (chan struct{}, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.tails[ticket]; t != nil && t.done {
+		return nil, true
+	}
+	ch, ok := h.ends[ticket]
+	if !ok {
+		ch = make(chan struct{})
+		h.ends[ticket] = ch
+	}
+	return ch, false
+}
+
+// forgetEnd releases an end channel nobody waits on any more (the ticket is gone).
+func (h *hub) forgetEnd(ticket string, ch chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ends[ticket] == ch {
+		close(ch)
+		delete(h.ends, ticket)
+	}
+}
+
+// stats reports the tails held and their bytes, for tests.
+func (h *hub) stats() (tails int, bytes int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.tails), h.bytes
+}
+
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// fetch is the hub's one read of the store: in one transaction, the finished flag, the log's
+// entries after the seq, its length and the ticket's TTL. The accepted event is opened here
+// (a ticket whose accepted event no longer opens is crypto-shredded: ErrNotFound).
+func (s *Store) fetch(ctx context.Context, ticket string, after int64) (fetched, error) {
+	var fin *goredis.StringCmd
+	var xr *goredis.Cmd
+	var xl *goredis.IntCmd
+	var ttl *goredis.DurationCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		fin = p.HGet(ctx, s.keys.ticket(ticket), "finished")
+		xr = p.Do(ctx, "XRANGE", s.keys.log(ticket), strconv.FormatInt(after+1, 10)+"-0", "+")
+		xl = p.XLen(ctx, s.keys.log(ticket))
+		ttl = p.PTTL(ctx, s.keys.ticket(ticket))
+		return nil
+	})
+	if err != nil && err != goredis.Nil {
+		return fetched{}, wrap(err)
+	}
+	if fin.Err() == goredis.Nil {
+		return fetched{}, store.ErrNotFound
+	}
+	if fin.Err() != nil {
+		return fetched{}, wrap(fin.Err())
+	}
+	f := fetched{finished: fin.Val() == "1", length: xl.Val(), ttl: ttl.Val()}
+	if ttl.Val() < 0 {
+		f.ttl = -1 // no expiry (running)
+	}
+	entries, _ := xr.Val().([]any)
+	f.events = make([]store.Event, 0, len(entries))
+	for _, e := range entries {
+		ev, err := decodeEntry(e)
+		if err != nil {
+			return fetched{}, err
+		}
+		if ev.Type == gen.EventTypeAccepted {
+			data, ok := s.open(ev.Data, acceptedAD(ticket))
+			if !ok {
+				// Sealed with a key that is no longer configured: crypto-shredded, so the
+				// ticket is gone for every reader.
+				return fetched{}, store.ErrNotFound
+			}
+			ev.Data = data
+		}
+		f.events = append(f.events, ev)
+	}
+	return f, nil
+}
+
+// decodeEntry decodes one XRANGE entry as Redis sends it, [id, [field, value, ...]], without
+// go-redis's per-entry map: id "<seq>-0", fields t (type) and d (data).
+func decodeEntry(e any) (store.Event, error) {
+	pair, _ := e.([]any)
+	if len(pair) != 2 {
+		return store.Event{}, errors.New("redis store: a log entry is not an event")
+	}
+	id, _ := pair[0].(string)
+	fields, _ := pair[1].([]any)
+	ms, _, _ := strings.Cut(id, "-")
+	seq, _ := strconv.ParseInt(ms, 10, 64)
+	var typ, data string
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		v, _ := fields[i+1].(string)
+		switch k {
+		case "t":
+			typ = v
+		case "d":
+			data = v
+		}
+	}
+	if seq == 0 || typ == "" {
+		return store.Event{}, fmt.Errorf("redis store: log entry %q is not an event", id)
+	}
+	return store.Event{Seq: seq, Type: gen.EventType(typ), Data: []byte(data)}, nil
+}

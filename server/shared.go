@@ -149,7 +149,7 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 			return err
 		}
 		now := time.Now()
-		open, err := branchesOpenIn(ctx, sh, ticket)
+		open, err := branchesOpenIn(ctx, sh, ticket, t.LastSeq)
 		if err != nil {
 			return err
 		}

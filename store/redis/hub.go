@@ -60,8 +60,10 @@ type reader func(ctx context.Context, ticket string, after int64) (fetched, erro
 type tail struct {
 	id      string
 	elem    *list.Element
-	gen     uint64 // notifications received for the ticket
-	fresh   bool   // events are what the store held after notification gen
+	gen     uint64 // changes notified for the ticket that no seq tells (an end, a lost subscription)
+	want    int64  // the highest seq an append notification named
+	loaded  bool   // events were read from the store (and not thrown away since)
+	syncGen uint64 // the gen the events were read at
 	changed chan struct{}
 	events  []store.Event // retained, in seq order; never modified in place once handed out
 	last    int64         // the last seq read from the store
@@ -90,6 +92,12 @@ func newHub(rd reader, maxEvents int, maxBytes int64) *hub {
 		tails: map[string]*tail{}, ends: map[string]chan struct{}{}}
 }
 
+// fresh reports whether the tail holds what the store holds, as far as the notifications
+// tell: read, with no change since that no seq tells, up to the last seq notified.
+func (t *tail) fresh() bool {
+	return t.loaded && !t.dropped && (t.done || (t.syncGen == t.gen && t.last >= t.want))
+}
+
 func (t *tail) ch() chan struct{} {
 	if t.changed == nil {
 		t.changed = make(chan struct{})
@@ -100,6 +108,7 @@ func (t *tail) ch() chan struct{} {
 // read answers store.Store.Read from the ticket's tail, reading the store only if the tail is
 // stale, and then once for every reader waiting.
 func (h *hub) read(ctx context.Context, ticket string, after int64) (store.Batch, error) {
+	retries := 0
 	h.mu.Lock()
 	for {
 		t := h.tails[ticket]
@@ -114,7 +123,7 @@ func (h *hub) read(ctx context.Context, ticket string, after int64) (store.Batch
 		} else {
 			h.lru.MoveToFront(t.elem)
 		}
-		if t.fresh {
+		if t.fresh() {
 			b := t.batch(after, nil)
 			h.mu.Unlock()
 			return b, nil
@@ -147,7 +156,7 @@ func (h *hub) read(ctx context.Context, ticket string, after int64) (store.Batch
 		close(f.done)
 		reread := false
 		if err == nil {
-			reread = h.apply(t, from, res, sent)
+			reread = h.apply(t, from, gen, res, sent)
 		}
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -159,14 +168,17 @@ func (h *hub) read(ctx context.Context, ticket string, after int64) (store.Batch
 		if reread {
 			continue // the buffer disagreed with the log: read the log whole, now
 		}
-		if !t.done && gen == t.gen && !t.dropped {
-			t.fresh = true
+		if t.dropped && retries < 2 {
+			// Dropped during the read (a re-subscription, the bytes bound): what was read
+			// went nowhere; read again into a new tail.
+			retries++
+			continue
 		}
 		// Not fresh: a notification came during the read, which the read may have missed,
 		// or the tail was dropped meanwhile. This reader gets what was read and the channel
 		// of before the read, already closed, so it reads again.
 		var b store.Batch
-		if t.fresh {
+		if t.fresh() {
 			b = t.batch(after, nil)
 		} else {
 			b = t.batch(after, stale)
@@ -200,48 +212,21 @@ func (t *tail) batch(after int64, stale chan struct{}) store.Batch {
 // the tail was last read, and to the new events still retained, that rule leaves what the log
 // retains now. A buffer whose length then differs from the log's is thrown away anyway
 // (reread): the next read takes the log whole.
-func (h *hub) apply(t *tail, from int64, r fetched, sent time.Time) (reread bool) {
+func (h *hub) apply(t *tail, from int64, gen uint64, r fetched, sent time.Time) (reread bool) {
 	if t.dropped || from != t.last {
 		return false // dropped meanwhile (evicted, reset): nothing to merge into
 	}
+	h.merge(t, r.events, from > 0)
 	evs := t.events
-	owned := false // whether evs is a copy this call may change in place
-	for _, ev := range r.events {
-		if ev.Seq <= t.last {
-			continue
-		}
-		// A read from the start is the retained log as it is; a read of what is new is
-		// evicted as the log was (the oldest step per event past maxEvents).
-		if from > 0 && len(evs) >= h.maxEvents {
-			for j := range evs {
-				if evs[j].Type == gen.EventTypeStep {
-					if !owned {
-						evs = append(make([]store.Event, 0, len(evs)+len(r.events)), evs...)
-						owned = true
-					}
-					h.bytes -= int64(len(evs[j].Data) + eventOverhead)
-					t.size -= int64(len(evs[j].Data) + eventOverhead)
-					evs = append(evs[:j], evs[j+1:]...)
-					break
-				}
-			}
-		}
-		evs = append(evs, ev)
-		t.last = ev.Seq
-		sz := int64(len(ev.Data) + eventOverhead)
-		h.bytes += sz
-		t.size += sz
-	}
-	t.events = evs
 	if int64(len(evs)) != r.length {
 		// The buffer is not what the log holds (it should never happen): forget it.
 		h.bytes -= t.size
-		t.events, t.last, t.size, t.fresh = nil, 0, 0, false
+		t.events, t.last, t.size, t.loaded = nil, 0, 0, false
 		return from != 0 // a whole read always agrees with itself
 	}
+	t.loaded, t.syncGen = true, gen
 	if r.finished {
 		t.done = true
-		t.fresh = true
 		t.expires = sent.Add(max(r.ttl, 0))
 		if t.changed != nil {
 			close(t.changed)
@@ -250,6 +235,91 @@ func (h *hub) apply(t *tail, from int64, r fetched, sent time.Time) (reread bool
 	}
 	h.shrink(t)
 	return false
+}
+
+// merge appends what follows the tail's last seq of evs to it; with evict, as the append
+// script does (past maxEvents, the oldest step, and only a step, per event). A read from the
+// start is the retained log as it is (no evict); what is new, read or written here, is evicted
+// as the log was: applied to what was retained when the tail was last read, and to the new
+// events still retained, that rule leaves what the log retains now. Events handed out are
+// never changed in place: an eviction copies.
+func (h *hub) merge(t *tail, evs []store.Event, evict bool) {
+	buf := t.events
+	owned := false
+	for _, ev := range evs {
+		if ev.Seq <= t.last {
+			continue
+		}
+		if evict && len(buf) >= h.maxEvents {
+			for j := range buf {
+				if buf[j].Type != gen.EventTypeStep {
+					continue
+				}
+				if !owned {
+					buf = append(make([]store.Event, 0, len(buf)+len(evs)), buf...)
+					owned = true
+				}
+				sz := int64(len(buf[j].Data) + eventOverhead)
+				h.bytes -= sz
+				t.size -= sz
+				buf = append(buf[:j], buf[j+1:]...)
+				break
+			}
+		}
+		buf = append(buf, ev)
+		t.last = ev.Seq
+		sz := int64(len(ev.Data) + eventOverhead)
+		h.bytes += sz
+		t.size += sz
+	}
+	t.events = buf
+}
+
+// wrote is this instance's own successful write of evs to the ticket's log (an append, or an
+// end when done): a fresh tail takes them at once, so that this instance reads its own writes
+// without waiting for the notification, and without reading them back (their notification
+// then names a seq the tail holds, and changes nothing). Any other tail is marked stale.
+// expires is, for an end, when the ticket expires at the latest.
+func (h *hub) wrote(ticket string, evs []store.Event, done bool, expires time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.tails[ticket]
+	if t == nil || t.done || len(evs) == 0 {
+		return
+	}
+	// The notification of this very write may have come first (t.want): that is no reason
+	// to read it back.
+	if !t.loaded || t.dropped || t.syncGen != t.gen || t.fetch != nil || evs[0].Seq != t.last+1 {
+		h.stale(t)
+		return
+	}
+	h.merge(t, evs, true)
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
+	if done {
+		t.done, t.expires = true, expires
+	}
+	h.shrink(t)
+}
+
+// forget drops the ticket's tail (its log was re-created).
+func (h *hub) forget(ticket string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.tails[ticket]; t != nil {
+		h.drop(t)
+	}
+}
+
+// stale marks the tail stale and wakes its readers.
+func (h *hub) stale(t *tail) {
+	t.gen++
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
 }
 
 // shrink drops the least recently read tails, never keep, until the hub is within its bound.
@@ -285,7 +355,6 @@ func (h *hub) drop(t *tail) {
 		return
 	}
 	t.dropped = true
-	t.fresh = false
 	if t.changed != nil {
 		close(t.changed)
 		t.changed = nil
@@ -297,17 +366,23 @@ func (h *hub) drop(t *tail) {
 	}
 }
 
-// changed is a notification that the ticket's log changed: its tail is stale, its readers
-// read again. ended says the change was the log's end.
-func (h *hub) changed(ticket string, ended bool) {
+// changed is a notification that the ticket's log changed: an append up to seq (0: a
+// change no seq tells), or the log's end (ended). A tail that already holds seq has nothing to
+// learn; any other is stale, its readers read again. A finished tail never changes.
+func (h *hub) changed(ticket string, seq int64, ended bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if t := h.tails[ticket]; t != nil {
-		t.gen++
-		t.fresh = false
-		if t.changed != nil {
-			close(t.changed)
-			t.changed = nil
+	if t := h.tails[ticket]; t != nil && !t.done {
+		switch {
+		case seq > 0 && seq <= t.last:
+		case seq > 0:
+			t.want = max(t.want, seq)
+			if t.changed != nil {
+				close(t.changed)
+				t.changed = nil
+			}
+		default:
+			h.stale(t)
 		}
 	}
 	if ended {

@@ -1,11 +1,15 @@
 package redis
 
 import (
+	"strconv"
+	"strings"
+
 	goredis "github.com/redis/go-redis/v9"
 )
 
 // Change notifications: every script that changes a log publishes the ticket's id, the
-// append script on the store's change channel, the end script on its end channel; one
+// append script on the store's change channel (with the seq it appended), the end script on
+// its end channel; one
 // subscription per store instance hands them to the tail hub, which wakes the readers waiting
 // in this process (and, for an end, the runner's lease watch).
 
@@ -18,7 +22,16 @@ func (s *Store) listen(ch <-chan any) {
 	for m := range ch {
 		switch m := m.(type) {
 		case *goredis.Message:
-			s.hub.changed(m.Payload, m.Channel == ended)
+			// An append's payload is "<ticket>\x00<seq>\x00<replica>" (its last seq, its
+			// writer), an end's the ticket. This instance's own appends are in its tails
+			// already (hub.wrote), or marked stale there if their outcome was unknown.
+			id, rest, _ := strings.Cut(m.Payload, "\x00")
+			seq, by, _ := strings.Cut(rest, "\x00")
+			if by != "" && by == s.replica {
+				continue
+			}
+			n, _ := strconv.ParseInt(seq, 10, 64)
+			s.hub.changed(id, n, m.Channel == ended)
 		case *goredis.Subscription:
 			if m.Kind == "subscribe" && m.Channel == ended {
 				s.log.Warn("redis store: change notifications re-subscribed; waking every reader")

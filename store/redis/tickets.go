@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
@@ -70,11 +71,22 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 func (s *Store) Append(ctx context.Context, ticket string, ev store.Event) error {
 	k := s.keys
 	res, err := appendEvent.Run(ctx, s.rdb, []string{k.ticket(ticket), k.log(ticket), k.steps(ticket)},
-		ev.Seq, string(ev.Type), ev.Data, s.maxEvents, s.replica, k.changed(), ticket).Text()
+		ev.Seq, string(ev.Type), ev.Data, s.maxEvents, s.replica, k.changed(), s.notice(ticket, ev.Seq)).Text()
 	if err != nil {
+		s.hub.changed(ticket, 0, false)
 		return wrap(err)
 	}
-	return statusErr(res)
+	if err := statusErr(res); err != nil {
+		return err
+	}
+	s.hub.wrote(ticket, []store.Event{ev}, false, time.Time{}) // this instance reads its own writes at once
+	return nil
+}
+
+// notice is an append's notification: the ticket, the last seq appended and this instance's
+// replica name (notify.go).
+func (s *Store) notice(ticket string, seq int64) string {
+	return ticket + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + s.replica
 }
 
 // Finish implements store.Store. Only the ticket's runner may finish it (ErrFinished
@@ -133,6 +145,7 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		return fmt.Errorf("redis store: encode the turn: %w", err)
 	}
 	k := s.keys
+	sent := time.Now()
 	args := []any{mode, s.replica, k.ended(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
 	for _, ev := range tail {
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
@@ -141,8 +154,20 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	res, err := endTicket.Run(ctx, s.rdb,
 		[]string{k.ticket(ticket), k.log(ticket), k.steps(ticket), k.conv(conv), k.turns(conv),
 			k.inflight(), k.running(), k.tickets(), k.convs(), k.ownerConvs(owner), k.ownerTickets(owner)}, args...).Text()
-	if err != nil {
-		return wrap(err)
+	if err == nil {
+		err = statusErr(res)
+	} else {
+		err = wrap(err)
 	}
-	return statusErr(res)
+	switch {
+	case err != nil:
+		s.hub.changed(ticket, 0, false)
+	case mode == "restore":
+		s.hub.forget(ticket) // the log may have been re-created
+	default:
+		// This instance reads its own end at once; the ticket expires TTL after the
+		// script ran, so no earlier than TTL from now.
+		s.hub.wrote(ticket, tail, true, sent.Add(s.ttl))
+	}
+	return err
 }

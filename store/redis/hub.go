@@ -213,12 +213,17 @@ func (t *tail) batch(after int64, stale chan struct{}) store.Batch {
 // retains now. A buffer whose length then differs from the log's is thrown away anyway
 // (reread): the next read takes the log whole.
 func (h *hub) apply(t *tail, from int64, gen uint64, r fetched, sent time.Time) (reread bool) {
-	if t.dropped || from != t.last {
+	if t.dropped {
 		return false // dropped meanwhile (evicted, reset): nothing to merge into
 	}
+	// This instance's own writes may have been merged meanwhile (wrote): merge skips what the
+	// tail holds already.
 	h.merge(t, r.events, from > 0)
-	evs := t.events
-	if int64(len(evs)) != r.length {
+	top := from
+	if n := len(r.events); n > 0 {
+		top = r.events[n-1].Seq
+	}
+	if t.last == top && int64(len(t.events)) != r.length {
 		// The buffer is not what the log holds (it should never happen): forget it.
 		h.bytes -= t.size
 		t.events, t.last, t.size, t.loaded = nil, 0, 0, false
@@ -276,21 +281,31 @@ func (h *hub) merge(t *tail, evs []store.Event, evict bool) {
 }
 
 // wrote is this instance's own successful write of evs to the ticket's log (an append, or an
-// end when done): a fresh tail takes them at once, so that this instance reads its own writes
-// without waiting for the notification, and without reading them back (their notification
-// then names a seq the tail holds, and changes nothing). Any other tail is marked stale.
+// end when done). The tail takes them at once when they continue it, so that this instance
+// reads its own writes without waiting for their notification (which it skips) and without
+// reading them back: the tail is the log as it was at the tail's last seq, the writer's
+// write succeeded at the next seq, so the log then was the tail, and is now the tail with
+// evs (evicted as the script evicts). Otherwise they count as a notification of their seq.
 // expires is, for an end, when the ticket expires at the latest.
 func (h *hub) wrote(ticket string, evs []store.Event, done bool, expires time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.tails[ticket]
-	if t == nil || t.done || len(evs) == 0 {
+	if t == nil || t.done {
 		return
 	}
-	// The notification of this very write may have come first (t.want): that is no reason
-	// to read it back.
-	if !t.loaded || t.dropped || t.syncGen != t.gen || t.fetch != nil || evs[0].Seq != t.last+1 {
-		h.stale(t)
+	for len(evs) > 0 && evs[0].Seq <= t.last {
+		evs = evs[1:] // read already
+	}
+	if len(evs) == 0 {
+		return
+	}
+	if !t.loaded || t.dropped || evs[0].Seq != t.last+1 {
+		t.want = max(t.want, evs[len(evs)-1].Seq)
+		if t.changed != nil {
+			close(t.changed)
+			t.changed = nil
+		}
 		return
 	}
 	h.merge(t, evs, true)

@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check chaos bench fuzz eval
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check cluster-check-rediscluster chaos bench fuzz eval
 
 all: check-generate lint test
 
@@ -83,13 +83,17 @@ conformance-gateway:
 test-clients:
 	scripts/clients-test.sh
 
-## ask-serve-cluster: three askd replicas sharing Redis behind nginx round-robin (no stickiness) on 127.0.0.1:8080/ask, with the dev IdP, demo source and llm-stub, each its own process (needs redis-server and nginx-light)
+## ask-serve-cluster: three askd replicas sharing Redis behind nginx round-robin (no stickiness) on 127.0.0.1:8080/ask, with the dev IdP, demo source and llm-stub, each its own process (needs redis-server and nginx-light); REDIS_CLUSTER=1: the store on a Redis Cluster of three primaries with a replica each
 ask-serve-cluster:
-	@scripts/cluster-serve.sh $(ARGS)
+	@scripts/cluster-serve.sh $(if $(REDIS_CLUSTER),-redis-cluster) $(ARGS)
 
 ## cluster-check: the conformance suite through nginx in front of three replicas sharing Redis, and the replica-kill chaos test
 cluster-check:
 	@scripts/cluster-check.sh
+
+## cluster-check-rediscluster: the same on a Redis Cluster of three primaries with a replica each: conformance through nginx, a replica killed, the ticket's primary failed over, SIGKILLed and its slot migrated mid-run, then the chaos suite's Redis Cluster scenarios (ARGS=-short: the CI version; needs redis-server, redis-cli and nginx)
+cluster-check-rediscluster:
+	@scripts/cluster-check-rediscluster.sh $(ARGS)
 
 ## chaos: the chaos suite against the cluster through nginx: replica kill/freeze, Redis pauses, lost replies, a cancel storm, 200 asks each, every ticket checked, one table (ARGS=-short: the CI version; needs redis-server and nginx)
 chaos:

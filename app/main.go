@@ -169,7 +169,7 @@ func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error)
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	s, err := redisstore.New(dialCtx, redisstore.Options{
-		URL: sc.URL, Prefix: sc.Prefix, TTL: svc.TTL, MaxEvents: svc.MaxEvents, Lease: sc.Lease, Logger: log, Seal: sc.Seal,
+		URL: sc.URL, Prefix: sc.Prefix, Buckets: sc.Buckets, TTL: svc.TTL, MaxEvents: svc.MaxEvents, Lease: sc.Lease, Logger: log, Seal: sc.Seal,
 		CacheBytes: sc.CacheMB << 20,
 	})
 	if err != nil {

@@ -40,8 +40,8 @@ type Config struct {
 	Addr string
 	// Service is the ask service's settings (DAS_ASK_*; package server).
 	Service server.Config
-	// Store selects the run registry (DAS_ASK_STORE, DAS_ASK_LEASE_S, DAS_ASK_REDIS_PREFIX, DAS_ASK_REDIS_CACHE_MB,
-	// DAS_ASK_SEAL_KEYS).
+	// Store selects the run registry (DAS_ASK_STORE, DAS_ASK_LEASE_S, DAS_ASK_REDIS_PREFIX,
+	// DAS_ASK_REDIS_BUCKETS, DAS_ASK_REDIS_CACHE_MB, DAS_ASK_SEAL_KEYS).
 	Store StoreConfig
 	// Auth is bearer validation (DAS_JWKS_URL, DAS_ISSUER, …; package auth), the same settings
 	// the sources use. The issuer, JWKS URL and audience have no default.
@@ -61,13 +61,18 @@ type Config struct {
 // StoreConfig selects where tickets, events and conversations live.
 type StoreConfig struct {
 	// URL is "" for the in-memory store (this process only), or redis://[user:pass@]host:port/db
-	// (rediss:// for TLS) for Redis shared by every replica with the same URL and Prefix.
+	// (rediss:// for TLS), redis+cluster://host:port[,...] or redis+sentinel://host:port[,...]/master
+	// for Redis shared by every replica with the same URL, Prefix and Buckets.
 	URL string
 	// Lease is how long a replica's lease on a run lasts unrenewed (Redis only); 0 means
 	// store/redis's default (10 s).
 	Lease time.Duration
 	// Prefix starts every Redis key; "" means store/redis's default ("ask:").
 	Prefix string
+	// Buckets is how many buckets the Redis keys are spread over (DAS_ASK_REDIS_BUCKETS); 0
+	// means store/redis's default: 1 on one Redis, 16 on Redis Cluster. Every replica that
+	// shares the prefix uses the same value.
+	Buckets int
 	// CacheMB bounds, in MiB, the memory of store/redis's tail hub, which keeps the logs this
 	// replica's readers read (finished ones until their TTL, so replays come from memory); 0
 	// means store/redis's default (64 MiB).
@@ -180,16 +185,28 @@ func serviceFrom(e *Env, c server.Config) server.Config {
 	return c
 }
 
+// redisURL reports whether v names a Redis store: one server, a cluster or a Sentinel-managed
+// primary (store/redis's URL forms).
+func redisURL(v string) bool {
+	for _, p := range []string{"redis://", "rediss://", "redis+cluster://", "rediss+cluster://", "redis+sentinel://", "rediss+sentinel://"} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func storeFrom(e *Env) StoreConfig {
 	var c StoreConfig
 	switch v := e.String("DAS_ASK_STORE", "memory"); {
 	case v == "memory":
-	case strings.HasPrefix(v, "redis://") || strings.HasPrefix(v, "rediss://"):
+	case redisURL(v):
 		c.URL = v
 	default:
 		// The value may hold a password: say what is wanted, not what was given.
-		e.Failf("DAS_ASK_STORE", `: want "memory" or a redis:// or rediss:// URL`)
+		e.Failf("DAS_ASK_STORE", `: want "memory" or a redis://, rediss://, redis+cluster:// or redis+sentinel:// URL`)
 	}
+	c.Buckets = int(e.Int("DAS_ASK_REDIS_BUCKETS", 0, 0, 1024))
 	c.Lease = e.Seconds("DAS_ASK_LEASE_S", 0, 1, 3600)
 	c.Prefix = e.String("DAS_ASK_REDIS_PREFIX", "")
 	c.CacheMB = e.Int("DAS_ASK_REDIS_CACHE_MB", 0, 1, 1<<20)

@@ -2,7 +2,8 @@
 # The ask service as a cluster on this machine: redis-server (persistence off), the dev IdP,
 # the demo source, the llm-stub, three askd replicas sharing Redis, and nginx round-robin in
 # front of them on 127.0.0.1:8080/ask (no stickiness). Arguments go to cmd/ask-cluster
-# (-replicas, -lease, -gateway, -q, ...). Ctrl-C stops everything.
+# (-replicas, -lease, -gateway, -q, -redis-cluster for a Redis Cluster of three primaries
+# instead of one redis-server, ...). Ctrl-C stops everything.
 #
 # Needs redis-server and nginx: apt-get install -y redis-server nginx-light
 set -euo pipefail

@@ -37,7 +37,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 		return err
 	}
 	ctx := c.Request().Context()
-	id := s.newID(ctx, "c")
+	id := s.newID(ctx, "c", owner)
 	var ik *idem
 	if key != "" {
 		body, err := io.ReadAll(c.Request().Body)
@@ -118,7 +118,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if err != nil {
 		return err
 	}
-	ticket := s.newID(ctx, "t")
+	ticket := s.newID(ctx, "t", owner)
 	var ik *idem
 	if key != "" {
 		var cancel context.CancelFunc
@@ -142,17 +142,8 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		}
 		return err
 	}
-	conv, _, err := s.store.Conversation(ctx, conversationID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	if err != nil && s.lostID(ctx, conversationID) {
-		return refuse(errLost)
-	}
-	if !sameOwner(conv.Owner, owner) || err != nil {
-		return refuse(errNotFound)
-	}
-
+	// No read of the conversation first: CreateTicket checks it exists and is the caller's, in
+	// the same step as admission (one round trip to a shared store).
 	if err := s.admit(); err != nil {
 		return refuse(err)
 	}
@@ -167,11 +158,27 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		s.release("")
 		return err
 	}
-	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted}
+	// The supervisor branch opens with the ticket's creation, not when the run starts: a caller
+	// may cancel the moment it has its ticket, and after a cancel the log takes only the
+	// branch's close, error{cancelled} and done. Opening it later would put an open after that
+	// cancel. It is written with accepted, in the same step.
+	opened, err := encodeEvent(envelope{seq: 2, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeBranch}, supervisorOpen)
+	if err != nil {
+		s.release("")
+		return err
+	}
+	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
+		Then: []store.Event{opened}}
 	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if err != nil {
 		s.release("")
 		s.dropWebhook(ticket, body.Webhook)
+		switch {
+		case errors.Is(err, store.ErrNotFound) && s.lostID(ctx, conversationID):
+			return refuse(errLost)
+		case errors.Is(err, store.ErrNotFound):
+			return refuse(errNotFound)
+		}
 		return refuse(refused("tickets", err)) // problem.go's table words the refusal
 	}
 
@@ -180,10 +187,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}
 	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
 	r.admitted = nt
-	// The supervisor branch opens before the 202, not when the run starts: a caller may cancel
-	// the moment it has its ticket, and after a cancel the log takes only the branch's close,
-	// error{cancelled} and done. Opening it later would put an open after that cancel.
-	r.open()
+	r.openedWith(opened)
 	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
 	if ik != nil {
 		b, rec, err := ticketResponse(s.opts.BasePath, ticket, conversationID, now.UTC())
@@ -404,14 +408,22 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 	return t, nil
 }
 
-// newID mints a ticket's or conversation's id: kind, "_", then, with a generational store,
-// its generation and "-", then 128 random bits.
-func (s *Server) newID(ctx context.Context, kind string) string {
+// newID mints a ticket's or conversation's id for owner: kind, "_", then, with a generational
+// store, its generation and "-", then 128 random bits, then, with a homed store, "-" and the
+// owner's home (store.Homed), where the store keeps what the owner creates.
+func (s *Server) newID(ctx context.Context, kind string, owner store.Owner) string {
+	id := kind + "_" + rand.Text()
 	if gen := s.generation(ctx); gen != "" {
-		return kind + "_" + gen + "-" + rand.Text()
+		id = kind + "_" + gen + "-" + rand.Text()
 	}
-	return kind + "_" + rand.Text()
+	if h, ok := s.store.(store.Homed); ok {
+		id += "-" + h.Home(owner)
+	}
+	return id
 }
+
+// randomLen is the length of an id's 128 random bits: rand.Text's 26 base32 characters.
+const randomLen = 26
 
 // generationTTL is how long newID reuses the store's generation before asking again. An id
 // minted with a generation a restart just replaced is still told apart: its generation is not
@@ -450,8 +462,10 @@ func (s *Server) lostID(ctx context.Context, id string) bool {
 		return false
 	}
 	_, rest, ok := strings.Cut(id, "_")
-	gen, _, dash := strings.Cut(rest, "-")
-	if !ok || !dash || gen == "" {
+	gen, random, dash := strings.Cut(rest, "-")
+	// A generation is followed by the 128 random bits (26 characters); what follows the
+	// random bits alone is the store's home, not a generation.
+	if !ok || !dash || gen == "" || len(random) < randomLen {
 		return false
 	}
 	cur, err := g.Generation(ctx)

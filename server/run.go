@@ -337,7 +337,23 @@ func (r *run) openLocked() {
 		return
 	}
 	r.opened = true
-	r.enqueueLocked(gen.EventTypeBranch, gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateOpen})
+	r.enqueueLocked(gen.EventTypeBranch, supervisorOpen)
+}
+
+// supervisorOpen is the supervisor branch's open.
+var supervisorOpen = gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateOpen}
+
+// openedWith records that the store took ev, the supervisor branch's open at seq 2, with the
+// ticket's creation (store.NewTicket.Then).
+func (r *run) openedWith(ev store.Event) {
+	r.mu.Lock()
+	r.opened = true
+	r.seq = ev.Seq
+	r.nonStep++
+	r.mu.Unlock()
+	if h := r.hooks.Appended; h != nil {
+		h(r.ticket, gen.EventTypeBranch, supervisorOpen, 0)
+	}
 }
 
 // end closes the log with out: the supervisor branch's close, the terminal event and done,

@@ -187,6 +187,11 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 	if nt.Accepted.Seq != 1 {
 		return nil, ErrSeq
 	}
+	for i, ev := range nt.Then {
+		if ev.Seq != int64(i)+2 || ev.Type == gen.EventTypeStep {
+			return nil, ErrSeq
+		}
+	}
 	if _, dup := m.tickets[nt.ID]; dup {
 		return nil, ErrSeq
 	}
@@ -196,9 +201,9 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 			ConversationID: nt.ConversationID,
 			Owner:          nt.Owner,
 			CreatedAt:      nt.CreatedAt,
-			LastSeq:        1,
+			LastSeq:        1 + int64(len(nt.Then)),
 		},
-		events: []Event{nt.Accepted},
+		events: append([]Event{nt.Accepted}, nt.Then...),
 	}
 	m.inFlight[key]++
 	m.heldOf[key]++
@@ -223,25 +228,58 @@ func (m *Memory) Ticket(_ context.Context, id string) (Ticket, error) {
 }
 
 // Append implements Store.
-func (m *Memory) Append(_ context.Context, ticket string, ev Event) error {
+func (m *Memory) Append(ctx context.Context, ticket string, ev Event) error {
+	_, err := m.AppendBatch(ctx, ticket, []Event{ev})
+	return err
+}
+
+// AppendBatch implements Store.
+func (m *Memory) AppendBatch(_ context.Context, ticket string, evs []Event) (int, error) {
+	if !runsOn(evs) {
+		return 0, ErrSeq
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.tickets[ticket]
 	if !ok {
-		return ErrNotFound
+		return 0, ErrNotFound
 	}
-	if n := len(t.events); ev.Seq == t.t.LastSeq && n > 0 && sameEvent(t.events[n-1], ev) {
-		return nil // the same event at the same seq again
+	from := 0
+	if last, first := t.t.LastSeq, evs[0].Seq; first <= last {
+		// A retry, whole or in part: the log's last entry is the batch's event at that seq.
+		if i := int(last - first); i < len(evs) {
+			if n := len(t.events); n > 0 && sameEvent(t.events[n-1], evs[i]) {
+				from = i + 1
+				if from == len(evs) {
+					return 0, nil
+				}
+			}
+		}
 	}
 	if t.finished {
-		return ErrFinished
+		return 0, ErrFinished
 	}
-	if ev.Seq != t.t.LastSeq+1 {
-		return ErrSeq
+	if evs[from].Seq != t.t.LastSeq+1 {
+		return 0, ErrSeq
 	}
-	m.appendLocked(t, ev)
+	evicted := 0
+	for _, ev := range evs[from:] {
+		if m.appendLocked(t, ev) {
+			evicted++
+		}
+	}
 	t.notify()
-	return nil
+	return evicted, nil
+}
+
+// runsOn reports whether evs is not empty and its seqs run on by one.
+func runsOn(evs []Event) bool {
+	for i := range evs {
+		if evs[i].Seq != evs[0].Seq+int64(i) {
+			return false
+		}
+	}
+	return len(evs) > 0
 }
 
 // Finish implements Store.
@@ -325,22 +363,25 @@ func sameEvent(a, b Event) bool {
 	return a.Seq == b.Seq && a.Type == b.Type && bytes.Equal(a.Data, b.Data)
 }
 
-// appendLocked appends ev, evicting the oldest step first when the log is full.
-func (m *Memory) appendLocked(t *memTicket, ev Event) {
+// appendLocked appends ev, evicting the oldest step first when the log is full, and reports
+// whether it evicted one.
+func (m *Memory) appendLocked(t *memTicket, ev Event) bool {
+	evicted := false
 	if len(t.events)-t.dead >= m.maxEvents {
-		t.evictOldestStep()
+		evicted = t.evictOldestStep()
 	}
 	t.events = append(t.events, ev)
 	t.t.LastSeq = ev.Seq
+	return evicted
 }
 
 // evictOldestStep evicts the oldest retained step, if there is one, by moving scan past it;
 // the log is compacted once more than half of it is evicted steps.
-func (t *memTicket) evictOldestStep() {
+func (t *memTicket) evictOldestStep() bool {
 	j := slices.IndexFunc(t.events[t.scan:], func(e Event) bool { return e.Type == gen.EventTypeStep })
 	if j < 0 {
 		t.scan = len(t.events) // no step left: nothing before the end needs scanning again
-		return
+		return false
 	}
 	j += t.scan
 	t.events[j].Data = nil // its payload is released now, its place at the next compaction
@@ -353,6 +394,7 @@ func (t *memTicket) evictOldestStep() {
 		t.events = t.events[:len(kept)+n]
 		t.scan, t.dead = len(kept), 0
 	}
+	return true
 }
 
 // retainedFrom returns a copy of the retained events from index i of the log on.

@@ -12,7 +12,7 @@
 //     Readers never block writers: a slow or stalled reader costs the run nothing.
 //   - At most MaxEvents events are retained per ticket. Past that, only step events are evicted,
 //     oldest first; every other type is kept. A replay may therefore skip seq values that
-//     belonged to steps, and nothing else.
+//     belonged to steps, and nothing else. An append says how many steps it evicted.
 //   - Finish appends a ticket's last events (branch close, terminal, done) atomically, records
 //     the conversation's turn and releases the ticket's admission slots. It succeeds once.
 //   - Finished tickets are retained TTL after Finish; conversations TTL after their last
@@ -44,7 +44,7 @@ type Store interface {
 	CreateConversation(ctx context.Context, c Conversation, limits Limits) error
 	// Conversation returns the conversation and a copy of its finished turns, oldest first.
 	Conversation(ctx context.Context, id string) (Conversation, []ask.Turn, error)
-	// CreateTicket registers a ticket whose log holds t.Accepted (seq 1), and marks it running
+	// CreateTicket registers a ticket whose log holds t.Accepted (seq 1) and t.Then, and marks it running
 	// in its conversation, atomically. It returns the conversation's turns so far. It fails,
 	// creating nothing, with the first of: ErrNotFound (no such conversation, or it belongs to
 	// another owner), a *ConflictError (an ask is running in the conversation),
@@ -56,8 +56,18 @@ type Store interface {
 	// Ticket returns a snapshot of the ticket's metadata.
 	Ticket(ctx context.Context, id string) (Ticket, error)
 	// Append adds ev to a running ticket's log. ev.Seq must be the last seq plus one
-	// (ErrSeq otherwise); a finished ticket refuses it with ErrFinished.
+	// (ErrSeq otherwise); a finished ticket refuses it with ErrFinished. It is AppendBatch of
+	// one event.
 	Append(ctx context.Context, ticket string, ev Event) error
+	// AppendBatch adds evs, whose seqs run on by one from the last seq plus one, to a running
+	// ticket's log in one step, and returns how many step events the bound evicted to make
+	// room. A retry after a lost reply answers ok: when the log's last seq falls within the
+	// batch and its last entry is the batch's event at that seq (the same type and data), the
+	// events up to it are taken as a previous call's and only the rest are appended (all of
+	// the batch again: nothing; its evictions are then not known again and count 0). Any
+	// other overlap, a gap, or seqs that do not run on by one is ErrSeq, appending nothing; a
+	// finished ticket refuses the rest with ErrFinished.
+	AppendBatch(ctx context.Context, ticket string, evs []Event) (evicted int, err error)
 	// Finish appends tail (whose seqs continue the log, and which holds the terminal event
 	// and done) and ends the ticket, recording turn in its conversation. A second call fails
 	// with ErrFinished.
@@ -162,6 +172,10 @@ type NewTicket struct {
 	CreatedAt      time.Time
 	// Accepted is the first event, seq 1.
 	Accepted Event
+	// Then are events that follow accepted (seqs 2, 3, …; never steps), appended with it in
+	// the same step: the service's supervisor branch open, so that admission, creation and the
+	// log's opening cost one write.
+	Then []Event
 }
 
 // Ticket is a snapshot of a ticket's metadata.
@@ -195,4 +209,13 @@ type Batch struct {
 	Finished bool
 	// Changed is closed when the log changes after this read; nil when Finished.
 	Changed <-chan struct{}
+}
+
+// Homed is a store that places what an owner creates by owner (store/redis's buckets): the
+// service ends the ids it mints for an owner's conversations and tickets with "-" and
+// Home(owner), so that the store finds an id's place from the id alone. Home is short and
+// made of [A-Za-z0-9]. Ids without it (or with another store's) stay valid: the store then
+// looks them up where it keeps unplaced ids.
+type Homed interface {
+	Home(Owner) string
 }

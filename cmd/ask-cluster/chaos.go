@@ -25,6 +25,7 @@ import (
 
 	"github.com/das-ask/ask/client"
 	"github.com/das-ask/ask/internal/faultproxy"
+	"github.com/das-ask/ask/internal/redisserver"
 )
 
 // The chaos suite (`make chaos`; CI runs `-short`): the cluster through nginx under a bounded
@@ -78,6 +79,9 @@ type chaosOpts struct {
 	dir        string
 	forceEvery int
 	verbose    bool
+	// rcluster runs the scenarios on a Redis Cluster of three primaries, each with a replica:
+	// those that need no single redis-server, and the cluster's own.
+	rcluster bool
 }
 
 // scenario is one fault under load.
@@ -92,13 +96,18 @@ type scenario struct {
 	durable bool
 	// short: part of the CI run.
 	short bool
+	// single needs the one redis-server (CLIENT PAUSE ALL on it, the fault proxy in front of
+	// it, its AOF); rcluster needs the Redis Cluster (-redis-cluster). A scenario with
+	// neither runs in both.
+	single, rcluster bool
 }
 
 // chaosEnv is what a fault acts on.
 type chaosEnv struct {
 	c     *Cluster
-	proxy *faultproxy.Proxy // between replica 1 and Redis
-	rdb   *goredis.Client
+	proxy *faultproxy.Proxy    // between replica 1 and Redis
+	rdb   *goredis.Client      // the one redis-server; nil on a Redis Cluster
+	rc    *redisserver.Cluster // the Redis Cluster; nil on one redis-server
 	log   *slog.Logger
 }
 
@@ -138,9 +147,9 @@ func scenarios() []scenario {
 			}
 			return fmt.Sprintf("askd-%d stopped %v (lease %v)", i+1, d, chaosLease), nil
 		}},
-		{name: "Redis CLIENT PAUSE 15 s", short: true, fault: pause(15 * time.Second)},
-		{name: "Redis CLIENT PAUSE 30 s", fault: pause(30 * time.Second)},
-		{name: "lost replies, askd-1 ↔ Redis", short: true, fault: func(ctx context.Context, e *chaosEnv) (string, error) {
+		{name: "Redis CLIENT PAUSE 15 s", short: true, single: true, fault: pause(15 * time.Second)},
+		{name: "Redis CLIENT PAUSE 30 s", single: true, fault: pause(30 * time.Second)},
+		{name: "lost replies, askd-1 ↔ Redis", short: true, single: true, fault: func(ctx context.Context, e *chaosEnv) (string, error) {
 			// Every 300 ms for 12 s, the reply to the next script call (evalsha: appends,
 			// admission, finish, cancel, leases) from askd-1 is lost after Redis ran it.
 			start := e.proxy.Stats().RepliesDropped
@@ -152,7 +161,7 @@ func scenarios() []scenario {
 			return fmt.Sprintf("%d replies lost", e.proxy.Stats().RepliesDropped-start), nil
 		}},
 		{name: "cancel storm", short: true, cancel: true},
-		{name: "Redis SIGKILL + restart (durable mode)", durable: true, short: true, fault: func(ctx context.Context, e *chaosEnv) (string, error) {
+		{name: "Redis SIGKILL + restart (durable mode)", durable: true, short: true, single: true, fault: func(ctx context.Context, e *chaosEnv) (string, error) {
 			if err := e.c.KillRedis(); err != nil {
 				return "", err
 			}
@@ -162,6 +171,9 @@ func scenarios() []scenario {
 			}
 			return "redis-server SIGKILLed, restarted on its AOF 1 s later", nil
 		}},
+		{name: "Redis Cluster: every primary failed over (CLUSTER FAILOVER)", short: true, rcluster: true, fault: failoverEach},
+		{name: "Redis Cluster: a primary SIGKILLed, its replica elected", short: true, rcluster: true, fault: killPrimary},
+		{name: "Redis Cluster: the service's slots migrated live", short: true, rcluster: true, fault: migrateSlots},
 	}
 }
 
@@ -177,6 +189,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.dir, "dir", "", "keep the cluster's files here (default a temporary directory)")
 	fs.IntVar(&o.forceEvery, "force-reconnect", 4, "drop each stream after about every N events and resume with Last-Event-ID (0: never)")
 	fs.BoolVar(&o.verbose, "v", false, "echo every process's output")
+	fs.BoolVar(&o.rcluster, "redis-cluster", false, "on a Redis Cluster of three primaries with a replica each: the scenarios that need no single redis-server, and the cluster's failovers and slot migration (with -short: the cluster's own only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -190,6 +203,14 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var plain, durable []scenario
 	for _, s := range scenarios() {
 		if (o.short && !s.short) || (o.only != "" && !strings.Contains(s.name, o.only)) {
+			continue
+		}
+		switch {
+		case o.rcluster && s.single, !o.rcluster && s.rcluster:
+			continue
+		case o.rcluster && o.short && !s.rcluster && s.fault != nil:
+			// The CI run of the cluster: its own faults (the rest run on one redis-server in
+			// the other CI step), beside the baseline.
 			continue
 		}
 		if s.durable {
@@ -215,8 +236,12 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "chaos: %d asks per scenario, %d clients, lease %v, forced reconnect every ~%d events; %v in all\n\n",
-		o.asks, o.workers, chaosLease, o.forceEvery, time.Since(started).Round(time.Second))
+	store := "one redis-server"
+	if o.rcluster {
+		store = fmt.Sprintf("a Redis Cluster of %d primaries with a replica each (node timeout %v)", clusterPrimaries, redisserver.NodeTimeout)
+	}
+	fmt.Fprintf(&b, "chaos: %d asks per scenario, %d clients, lease %v, forced reconnect every ~%d events, the store on %s; %v in all\n\n",
+		o.asks, o.workers, chaosLease, o.forceEvery, store, time.Since(started).Round(time.Second))
 	writeTable(&b, rows)
 	anomalies := 0
 	for _, r := range rows {
@@ -265,7 +290,12 @@ func runGroup(ctx context.Context, o chaosOpts, log *slog.Logger, list []scenari
 	opts := Options{
 		Root: ".", Dir: dir, KeepDir: true, Lease: chaosLease, KeepAlive: chaosKeepAlive, Deadline: chaosDeadline,
 		GatewayReadTimeout: 10 * time.Second, StubScript: script, Logger: log, DurableRedis: durable,
+		RedisCluster: o.rcluster, RedisClusterReplicas: 1,
 		ReplicaStore: func(i int, redisURL string) string {
+			if o.rcluster {
+				// A cluster client follows the nodes' own addresses (MOVED): no proxy fits.
+				return redisURL
+			}
 			if i != 0 {
 				return redisURL
 			}
@@ -307,9 +337,11 @@ func runGroup(ctx context.Context, o chaosOpts, log *slog.Logger, list []scenari
 	if proxyErr != nil {
 		return nil, proxyErr
 	}
-	rdb := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(strings.TrimSuffix(c.RedisURL, "/0"), "redis://")})
-	defer rdb.Close()
-	env := &chaosEnv{c: c, proxy: proxy, rdb: rdb, log: log}
+	env := &chaosEnv{c: c, proxy: proxy, rc: c.RedisCluster(), log: log}
+	if env.rc == nil {
+		env.rdb = goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(strings.TrimSuffix(c.RedisURL, "/0"), "redis://")})
+		defer env.rdb.Close()
+	}
 	ld, err := newLoad(ctx, c, o.workers, o.forceEvery)
 	if err != nil {
 		return nil, err

@@ -72,6 +72,12 @@ type Options struct {
 	// DurableRedis runs redis-server with AOF (appendfsync everysec) instead of persistence
 	// off, for the service's durable mode; KillRedis and RestartRedis then work.
 	DurableRedis bool
+	// RedisCluster runs the store on a Redis Cluster of three primaries (redis-server
+	// --cluster-enabled yes, persistence off, joined with redis-cli --cluster create, every
+	// port a free one: RedisPort is not used) instead of one redis-server, each primary with
+	// RedisClusterReplicas replicas; the replicas get the cluster's URL (RedisURL).
+	RedisCluster         bool
+	RedisClusterReplicas int
 }
 
 // Cluster is a running cluster: Redis, the dev IdP, the demo source, the llm-stub, the
@@ -87,9 +93,10 @@ type Cluster struct {
 	opts     Options
 	log      *slog.Logger
 	redis    *redisserver.Server
-	durable  *durableRedis // when Options.DurableRedis
-	others   []*proc       // idp, source, stub, nginx
-	replicas []*member     // kept running: restarted when they die
+	rcluster *redisserver.Cluster // when Options.RedisCluster
+	durable  *durableRedis        // when Options.DurableRedis
+	others   []*proc              // idp, source, stub, nginx
+	replicas []*member            // kept running: restarted when they die
 	overflow []*member
 	ownDir   bool
 	logDir   string   // every process's log
@@ -169,6 +176,9 @@ func (c *Cluster) Stop() {
 	}
 	if c.redis != nil {
 		_ = c.redis.Stop()
+	}
+	if c.rcluster != nil {
+		_ = c.rcluster.Stop()
 	}
 	if c.durable != nil {
 		c.durable.stop()

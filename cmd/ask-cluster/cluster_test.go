@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/das-ask/ask/client"
 	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/gen"
@@ -288,9 +286,7 @@ func testKillRunner(t *testing.T, c *Cluster, phase2 bool) int {
 	if err != nil || out.Kind != client.Answer {
 		t.Errorf("the next ask in the conversation: %+v, %v", out.Kind, err)
 	}
-	rdb := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(strings.TrimSuffix(c.RedisURL, "/0"), "redis://")})
-	defer rdb.Close()
-	if n, err := rdb.ZCard(ctx, "ask:running").Result(); err != nil || n != 0 {
+	if n, err := runningTickets(ctx, c); err != nil || n != 0 {
 		t.Errorf("tickets left running in Redis: %d (%v)", n, err)
 	}
 	return runner

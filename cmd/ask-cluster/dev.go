@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/das-ask/ask/internal/redisserver"
 )
@@ -19,8 +21,11 @@ func addrOr(a string) (string, error) {
 }
 
 // startRedis starts redis-server with persistence off: conversation memory is never written
-// to disk.
+// to disk. With Options.RedisCluster it starts a Redis Cluster of three primaries instead.
 func (c *Cluster) startRedis(ctx context.Context) error {
+	if c.opts.RedisCluster {
+		return c.startRedisCluster(ctx)
+	}
 	port := c.opts.RedisPort
 	if port == 0 {
 		a, err := freeAddr()
@@ -112,3 +117,33 @@ func (c *Cluster) start(name, command string, args, env []string) (*proc, error)
 	c.others = append(c.others, p)
 	return p, nil
 }
+
+// clusterPrimaries is the Redis Cluster's size with Options.RedisCluster.
+const clusterPrimaries = 3
+
+// startRedisCluster starts the Redis Cluster (persistence off, as startRedis's server).
+func (c *Cluster) startRedisCluster(ctx context.Context) error {
+	if c.opts.DurableRedis {
+		return errors.New("cluster: the durable mode runs on one redis-server, not on a Redis Cluster")
+	}
+	dir := filepath.Join(c.opts.Dir, "redis-cluster")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	rc, err := redisserver.RunCluster(ctx, dir, clusterPrimaries, c.opts.RedisClusterReplicas)
+	if err != nil {
+		return err
+	}
+	c.rcluster, c.RedisURL = rc, clusterStoreURL(rc)
+	c.log.Info("redis cluster ready", "url", c.RedisURL, "primaries", clusterPrimaries, "replicas_per_primary", c.opts.RedisClusterReplicas)
+	return nil
+}
+
+// clusterStoreURL is the cluster as DAS_ASK_STORE names one: redis+cluster://seed,seed,…
+// with every node a seed.
+func clusterStoreURL(rc *redisserver.Cluster) string {
+	return "redis+cluster://" + strings.Join(rc.Addrs(), ",")
+}
+
+// RedisCluster is the Redis Cluster the store runs on, nil without Options.RedisCluster.
+func (c *Cluster) RedisCluster() *redisserver.Cluster { return c.rcluster }

@@ -5,12 +5,15 @@
 // stickiness. It needs redis-server and nginx (apt-get install -y redis-server nginx-light).
 //
 //	go run ./cmd/ask-cluster [-gateway 127.0.0.1:8080] [-replicas 3] [-replica-port 8181]
-//	                        [-redis-port 6390] [-lease 10s] [-dir .state/cluster] [-q]
+//	                        [-redis-port 6390 | -redis-cluster [-redis-cluster-replicas 1]]
+//	                        [-lease 10s] [-dir .state/cluster] [-q]
 //
 // The gateway takes the service's usual address, so `make ask Q=...` works unchanged against
 // the cluster; each replica is also reachable directly (8181, 8182, 8183). Every process's
-// output is echoed with its name and kept in <dir>/logs. Ctrl-C stops everything. See
-// docs/scale-out.md.
+// output is echoed with its name and kept in <dir>/logs. Ctrl-C stops everything. With
+// -redis-cluster the store is a Redis Cluster of three primaries (each with a replica by
+// default, every node on a free port) instead of one redis-server; it needs redis-cli too
+// (redis-tools, which Debian's redis-server depends on). See docs/scale-out.md.
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -53,6 +57,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.Lease, "lease", 10*time.Second, "DAS_ASK_LEASE_S: how soon a dead replica's runs end in error{interrupted}")
 	fs.StringVar(&o.Dir, "dir", ".state/cluster", "binaries, keys, audit and logs")
 	fs.StringVar(&o.Nginx, "nginx", "nginx", "the nginx binary")
+	fs.BoolVar(&o.RedisCluster, "redis-cluster", false, "run the store on a Redis Cluster of three primaries (free ports; -redis-port is not used) instead of one redis-server")
+	fs.IntVar(&o.RedisClusterReplicas, "redis-cluster-replicas", 1, "with -redis-cluster: replicas per primary")
 	quiet := fs.Bool("q", false, "do not echo the processes' output (it stays in <dir>/logs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,6 +84,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer c.Stop()
 	fmt.Fprintf(stdout, "ask cluster: %d replicas sharing %s behind %s (round-robin, no stickiness)\n",
 		len(c.ReplicaURLs), c.RedisURL, c.GatewayURL)
+	if rc := c.RedisCluster(); rc != nil {
+		fmt.Fprintf(stdout, "  redis cluster: %d nodes (%d primaries), logs under %s\n", len(rc.Nodes), clusterPrimaries, filepath.Join(o.Dir, "redis-cluster"))
+	}
 	for i, u := range c.ReplicaURLs {
 		fmt.Fprintf(stdout, "  askd-%d  %s\n", i+1, u)
 	}

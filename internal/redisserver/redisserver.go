@@ -1,8 +1,12 @@
 // Package redisserver starts a throwaway redis-server for the dev cluster, the benchmark and
 // (through store/redis/redistest) the tests: on loopback, in a directory of its own, with
 // persistence off (no RDB snapshot, no AOF) as the ask service's memory-only mode runs it, or
-// with an append-only file (appendfsync everysec) as its durable mode does (RunDurable). It is
-// a process helper, not a test kit, so binaries may link it.
+// with an append-only file (appendfsync everysec) as its durable mode does (RunDurable); or a
+// whole Redis Cluster of such servers (RunCluster: --cluster-enabled yes, joined with
+// redis-cli --cluster create), with the faults a deployment meets: a node killed, frozen or
+// restarted, a primary failed over, a slot migrated live. It is a process helper for the
+// development tools (cmd/ask-cluster, the benchmark) and the tests; the service itself never
+// links it.
 package redisserver
 
 import (
@@ -79,6 +83,7 @@ func start(ctx context.Context, bin, dir string, port int, durable bool) (*Serve
 	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir}, persistence...)
 	cmd := exec.Command(bin, append(args, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")...)
 	cmd.Dir = dir
+	cmd.SysProcAttr = sysProcAttr()
 	logPath := dir + "/redis-" + strconv.Itoa(port) + ".log"
 	logf, err := os.Create(logPath)
 	if err != nil {

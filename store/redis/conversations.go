@@ -15,9 +15,10 @@ import (
 
 // CreateConversation implements store.Store.
 func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, limits store.Limits) error {
+	k, b := s.keys, s.keys.bucketOf(c.ID)
 	res, err := createConversation.Run(ctx, s.rdb,
-		[]string{s.keys.conv(c.ID), s.keys.turns(c.ID), s.keys.convs(), s.keys.ownerConvs(c.Owner)},
-		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), limits.MaxTickets,
+		[]string{k.conv(b, c.ID), k.turns(b, c.ID), k.convs(b), k.ownerConvs(b, c.Owner)},
+		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), k.perBucket(limits.MaxTickets),
 		limits.MaxConversationsPerOwner).Text()
 	if err != nil {
 		return wrap(err)
@@ -29,9 +30,10 @@ func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, li
 func (s *Store) Conversation(ctx context.Context, id string) (store.Conversation, []ask.Turn, error) {
 	var h *goredis.MapStringStringCmd
 	var l *goredis.StringSliceCmd
+	b := s.keys.bucketOf(id)
 	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		h = p.HGetAll(ctx, s.keys.conv(id))
-		l = p.LRange(ctx, s.keys.turns(id), 0, -1)
+		h = p.HGetAll(ctx, s.keys.conv(b, id))
+		l = p.LRange(ctx, s.keys.turns(b, id), 0, -1)
 		return nil
 	})
 	if err != nil {

@@ -2,23 +2,40 @@
 // event logs and conversations live in one Redis that every replica of the service shares, so
 // any replica serves any ticket behind a plain round-robin gateway, and a run whose replica
 // dies still ends with exactly one terminal event and done. Select it in askd with
-// DAS_ASK_STORE=redis://host:port/db.
+// DAS_ASK_STORE=redis://host:port/db, redis+cluster://host:port[,host:port...] (Redis Cluster) or
+// redis+sentinel://host:port[,host:port...]/master (Sentinel): one goredis.UniversalClient.
 //
-// # Keys (under Options.Prefix, default "ask:")
+// # Keys (under Options.Prefix, default "ask:", in buckets)
+//
+// Every key starts with its bucket's hash tag, {<prefix>b<N>}, N in 0..Options.Buckets-1, so
+// Redis Cluster keeps a bucket in one slot and every script, which touches one bucket, runs on
+// one slot (no CROSSSLOT). The bucket is the owner's: N = FNV-1a(tenant, oid) mod Buckets. The
+// service ends the ids it mints with "-" and Home(owner) ("b<N>", store.Homed), so the store
+// finds an id's bucket from the id alone; an id without it is bucket 0. A ticket's admission
+// looks its conversation up in the ticket's bucket: a conversation of another owner's bucket is
+// not found, as another owner's is. Below, every key carries its bucket's tag.
 //
 //	c:<cid>            hash   owner, created, the running ticket ("" when none)
 //	c:<cid>:turns      list   the conversation's finished turns (JSON), oldest first
 //	t:<tid>            hash   owner, conversation, last seq, finished, runner, usage, terminal and done
 //	t:<tid>:log        stream the events; entry id "<seq>-0", fields t (type) and d (the event's JSON)
 //	t:<tid>:steps      list   the seqs of the step entries still in the log, oldest first
-//	convs, tickets     zsets  id → expiry (ms, +inf while running): capacity counts live entries
+//	convs, tickets     zsets  id → expiry (ms, +inf while running): capacity counts live entries, per bucket
 //	o:c:<owner>        zset   the owner's conversations, as convs: the per-owner cap counts them
 //	o:t:<owner>        zset   the owner's tickets, as tickets; each owner zset expires with its last entry
-//	running            zset   running ticket → lease expiry (ms)
-//	inflight           hash   owner → running tickets (owner: len(tenant):tenant oid)
-//	changed            channel every append publishes the ticket id here
-//	ended              channel every end of a log (Finish, End, Restore) publishes the ticket id here
-//	generation         string  the store's generation (store.Generational): new after a restart that lost everything
+//	running            zset   running ticket → lease expiry (ms), per bucket; Lapsed reads every bucket's
+//	inflight           hash   owner → running tickets (owner: len(tenant):tenant oid), per bucket
+//	idem:<owner><key>  hash   an Idempotency-Key record, in the owner's bucket
+//	wh:<tid>, wh:due   hash, zset  the ticket's webhook delivery; the bucket's pending deliveries by due time
+//	generation         string  the store's generation (store.Generational), in bucket 0
+//	<prefix>changed    channel every append publishes "<tid>\x00<last seq>\x00<replica>" here (PUBLISH reaches every node)
+//	<prefix>ended      channel every end of a log (Finish, End, Restore) publishes the ticket id here
+//
+// The shared caps are per bucket: Limits.MaxTickets holds as ceil(MaxTickets/Buckets) tickets,
+// and as many conversations, in each bucket, so the store holds at most Buckets times that and
+// an owner meets its own bucket's cap. With Buckets 1 (the default on one Redis) they are exact;
+// on Redis Cluster Buckets defaults to DefaultClusterBuckets. Replicas that share a prefix must
+// use the same Buckets.
 //
 // # Promises, and how they are kept
 //
@@ -70,8 +87,6 @@
 // persistence off (redis-server --save "" --appendonly no: the memory-only mode), or let it
 // persist (appendonly yes, appendfsync everysec: the durable mode) and set Options.Seal, which
 // seals the accepted event and every turn at rest (package seal). New refuses a Redis that it
-// can see persists (CONFIG GET) when the store does not seal. Standalone Redis (or a Sentinel-managed primary) only: the
-// scripts touch keys of several tickets and conversations, which Redis Cluster would place in
-// different slots. Replicas that share tickets must use the same URL, prefix, TTL and
-// MaxEvents.
+// can see persists (CONFIG GET; on a cluster, of every primary) when the store does not seal.
+// Replicas that share tickets must use the same URL, prefix, buckets, TTL and MaxEvents.
 package redis

@@ -241,11 +241,11 @@ func TestRestore(t *testing.T) {
 	}
 	// As an AOF that lost its last second loses them: the ticket's keys and everything its
 	// creation changed.
-	if err := rc.Del(ctx, prefix+"t:t2", prefix+"t:t2:log", prefix+"t:t2:steps").Err(); err != nil {
+	if err := rc.Del(ctx, k0(prefix, "t:t2"), k0(prefix, "t:t2:log"), k0(prefix, "t:t2:steps")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rc.HIncrBy(ctx, prefix+"inflight", "1:talice", -1)
-	rc.HSet(ctx, prefix+"c:c", "running", "")
+	rc.HIncrBy(ctx, k0(prefix, "inflight"), "1:talice", -1)
+	rc.HSet(ctx, k0(prefix, "c:c"), "running", "")
 	if err := s.Append(ctx, "t2", storetest.Ev(2, gen.EventTypeStep)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("append to the lost ticket: %v, want ErrNotFound", err)
 	}
@@ -270,4 +270,35 @@ func storetestSeqs(evs []store.Event) string {
 		out = append(out, strconv.FormatInt(ev.Seq, 10))
 	}
 	return strings.Join(out, ",")
+}
+
+// A batch whose reply is lost (go-redis runs it again on a new connection, as the service's
+// retry would): ok, each event once, in order; then a retry by the service of a batch that had
+// landed, grown by the events emitted meanwhile, appends only the new ones.
+func TestLostReplyToBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, then := range []faultproxy.Then{faultproxy.Close, faultproxy.Stall} {
+		t.Run(then.String(), func(t *testing.T) {
+			ctx := t.Context()
+			s, p := behindProxy(t, srv, redisstore.Options{})
+			storetest.MustConv(t, s, "c", storetest.Alice)
+			if _, err := storetest.NewTicket(t, s, "t", "c", storetest.Alice, store.Limits{}); err != nil {
+				t.Fatal(err)
+			}
+			batch := storetest.Evs(2, 3, gen.EventTypeStep)
+			batch[2].Data = []byte(`"batch-lost"`)
+			p.DropReplies(1, "batch-lost", then)
+			if n, err := s.AppendBatch(ctx, "t", batch); err != nil || n != 0 {
+				t.Fatalf("AppendBatch through a lost reply: %d, %v; want ok (the same events at the same seqs by the same runner)", n, err)
+			}
+			dropped(t, p, 1)
+			if _, err := s.AppendBatch(ctx, "t", append(batch, storetest.Evs(5, 2, gen.EventTypeStep)...)); err != nil {
+				t.Fatalf("the batch again with two more: %v", err)
+			}
+			b, err := s.Read(ctx, "t", 0)
+			if got := storetestSeqs(b.Events); err != nil || got != "1,2,3,4,5,6" {
+				t.Errorf("log %s, %v; want 1..6 once each", got, err)
+			}
+		})
+	}
 }

@@ -467,11 +467,12 @@ func (s *Store) fetch(ctx context.Context, ticket string, after int64) (fetched,
 	var xr *goredis.Cmd
 	var xl *goredis.IntCmd
 	var ttl *goredis.DurationCmd
+	bk := s.keys.bucketOf(ticket)
 	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		fin = p.HGet(ctx, s.keys.ticket(ticket), "finished")
-		xr = p.Do(ctx, "XRANGE", s.keys.log(ticket), strconv.FormatInt(after+1, 10)+"-0", "+")
-		xl = p.XLen(ctx, s.keys.log(ticket))
-		ttl = p.PTTL(ctx, s.keys.ticket(ticket))
+		fin = p.HGet(ctx, s.keys.ticket(bk, ticket), "finished")
+		xr = p.Do(ctx, "XRANGE", s.keys.log(bk, ticket), strconv.FormatInt(after+1, 10)+"-0", "+")
+		xl = p.XLen(ctx, s.keys.log(bk, ticket))
+		ttl = p.PTTL(ctx, s.keys.ticket(bk, ticket))
 		return nil
 	})
 	if err != nil && err != goredis.Nil {

@@ -13,9 +13,10 @@ import (
 // idem is an owner's record for one Idempotency-Key: a hash {fp, id, prev, state (p|d), lock
 // (ms, Redis's clock), resp}, expiring TTL after its first use. The owner part is
 // length-prefixed, so no owner's keys run into another's.
+// The record lives in the owner's bucket.
 func (k keys) idem(o store.Owner, key string) string {
 	f := ownerField(o)
-	return k.prefix + "idem:" + strconv.Itoa(len(f)) + ":" + f + key
+	return k.tag(k.home(o)) + "idem:" + strconv.Itoa(len(f)) + ":" + f + key
 }
 
 // beginIdem: KEYS record; ARGV fingerprint, candidate, lock_ms, ttl_ms. Re-running it with the

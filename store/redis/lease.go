@@ -3,12 +3,15 @@ package redis
 import (
 	"context"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/das-ask/ask/store"
 )
 
 // Renew implements store.Shared.
 func (s *Store) Renew(ctx context.Context, ticket string, u store.Usage) error {
-	res, err := renew.Run(ctx, s.rdb, []string{s.keys.ticket(ticket), s.keys.running()},
+	b := s.keys.bucketOf(ticket)
+	res, err := renew.Run(ctx, s.rdb, []string{s.keys.ticket(b, ticket), s.keys.running(b)},
 		s.replica, ms(s.lease), ticket, u.ModelCalls, u.InputTokens, u.OutputTokens).Text()
 	if err != nil {
 		return wrap(err)
@@ -16,21 +19,48 @@ func (s *Store) Renew(ctx context.Context, ticket string, u store.Usage) error {
 	return statusErr(res)
 }
 
-// Lapsed implements store.Shared.
+// Lapsed implements store.Shared: every bucket's running set, in one pipeline (on Redis
+// Cluster, one round trip per node).
 func (s *Store) Lapsed(ctx context.Context, limit int) ([]string, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	ids, err := lapsed.Run(ctx, s.rdb, []string{s.keys.running()}, s.keys.ticketPrefix(), limit).StringSlice()
+	cmds := make([]*goredis.Cmd, s.keys.buckets)
+	run := func(p goredis.Pipeliner) {
+		for b := range cmds {
+			cmds[b] = lapsed.EvalSha(ctx, p, []string{s.keys.running(b)}, s.keys.ticketPrefix(b), limit)
+		}
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { run(p); return nil })
+	if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+		// A node that has not seen the script yet (a restart, a new node): load it and retry.
+		_, err = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for b := range cmds {
+				cmds[b] = lapsed.Eval(ctx, p, []string{s.keys.running(b)}, s.keys.ticketPrefix(b), limit)
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return nil, wrap(err)
+	}
+	var ids []string
+	for _, c := range cmds {
+		got, err := c.StringSlice()
+		if err != nil {
+			return nil, wrap(err)
+		}
+		ids = append(ids, got...)
+	}
+	if len(ids) > limit {
+		ids = ids[:limit]
 	}
 	return ids, nil
 }
 
 // Usage implements store.Shared.
 func (s *Store) Usage(ctx context.Context, ticket string) (store.Usage, error) {
-	v, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "steps", "model_calls", "in", "out").Result()
+	v, err := s.rdb.HMGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "steps", "model_calls", "in", "out").Result()
 	if err != nil {
 		return store.Usage{}, wrap(err)
 	}

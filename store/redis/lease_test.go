@@ -53,7 +53,7 @@ func TestLapsedLeaseEndsOnce(t *testing.T) {
 		t.Errorf("end of a held lease: %v, want ErrLeaseHeld", err)
 	}
 
-	rc.ZAdd(ctx, prefix+"running", goredis.Z{Score: 1, Member: "t"}) // the lease lapses
+	rc.ZAdd(ctx, k0(prefix, "running"), goredis.Z{Score: 1, Member: "t"}) // the lease lapses
 	if ids, _ := others[1].Lapsed(ctx, 10); len(ids) != 1 || ids[0] != "t" {
 		t.Fatalf("lapsed: %v, want [t]", ids)
 	}
@@ -145,11 +145,11 @@ func TestLapsedDropsGoneTickets(t *testing.T) {
 	rc := raw(t, srv)
 	ctx := t.Context()
 	s := newStore(t, srv, redisstore.Options{Prefix: "ghost:"})
-	rc.ZAdd(ctx, "ghost:running", goredis.Z{Score: 1, Member: "gone"})
+	rc.ZAdd(ctx, k0("ghost:", "running"), goredis.Z{Score: 1, Member: "gone"})
 	if ids, err := s.Lapsed(ctx, 10); err != nil || len(ids) != 0 {
 		t.Errorf("lapsed: %v, %v; want none", ids, err)
 	}
-	if n := rc.ZCard(ctx, "ghost:running").Val(); n != 0 {
+	if n := rc.ZCard(ctx, k0("ghost:", "running")).Val(); n != 0 {
 		t.Errorf("%d entries left in the running set, want 0", n)
 	}
 }

@@ -14,13 +14,14 @@ import (
 
 // The webhook outbox: one hash per ticket's delivery (wh:<ticket>: id, url, state, attempts,
 // status, error, due, delivered, expires in ms, holder and held-until) and one zset of pending
-// deliveries by the time they next need a look (wh:due). A claim moves its entry's score to the
+// deliveries by the time they next need a look (wh:due), both in the ticket's bucket: one due
+// set per bucket, which ClaimWebhooks scans in turn. A claim moves its entry's score to the
 // end of the hold, so a replica that dies holding it leaves an entry that comes due again when
 // the hold lapses: the delivery survives its deliverer. Claims and their lapse use the server's
 // clock (TIME); due times are the deliverer's.
 
-func (k keys) webhook(ticket string) string { return k.prefix + "wh:" + ticket }
-func (k keys) webhooksDue() string          { return k.prefix + "wh:due" }
+func (k keys) webhook(b int, ticket string) string { return k.tag(b) + "wh:" + ticket }
+func (k keys) webhooksDue(b int) string            { return k.tag(b) + "wh:due" }
 
 var _ store.Outbox = (*Store)(nil)
 
@@ -50,7 +51,8 @@ return 1
 
 // AddWebhook registers a pending delivery; see store.Outbox.
 func (s *Store) AddWebhook(ctx context.Context, w store.Webhook) error {
-	ok, err := addWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(w.Ticket), s.keys.webhooksDue()},
+	b := s.keys.bucketOf(w.Ticket)
+	ok, err := addWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(b, w.Ticket), s.keys.webhooksDue(b)},
 		w.ID, w.URL, msOf(w.Due), msOf(w.Expires), w.Ticket).Int()
 	if err != nil {
 		return wrap(err)
@@ -63,9 +65,10 @@ func (s *Store) AddWebhook(ctx context.Context, w store.Webhook) error {
 
 // RemoveWebhook forgets a delivery.
 func (s *Store) RemoveWebhook(ctx context.Context, ticket string) error {
+	b := s.keys.bucketOf(ticket)
 	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		p.Del(ctx, s.keys.webhook(ticket))
-		p.ZRem(ctx, s.keys.webhooksDue(), ticket)
+		p.Del(ctx, s.keys.webhook(b, ticket))
+		p.ZRem(ctx, s.keys.webhooksDue(b), ticket)
 		return nil
 	})
 	return wrap(err)
@@ -84,7 +87,8 @@ return 1
 
 // WebhookDue makes a pending, unheld delivery due now.
 func (s *Store) WebhookDue(ctx context.Context, ticket string) error {
-	ok, err := webhookDue.Run(ctx, s.rdb, []string{s.keys.webhook(ticket), s.keys.webhooksDue()}, ticket).Int()
+	b := s.keys.bucketOf(ticket)
+	ok, err := webhookDue.Run(ctx, s.rdb, []string{s.keys.webhook(b, ticket), s.keys.webhooksDue(b)}, ticket).Int()
 	if err != nil {
 		return wrap(err)
 	}
@@ -116,15 +120,29 @@ end
 return out
 `)
 
-// ClaimWebhooks claims due deliveries for holder; see store.Outbox.
+// ClaimWebhooks claims due deliveries for holder; see store.Outbox. It claims bucket by bucket,
+// starting at a bucket that moves on at every call so that no bucket's deliveries wait behind
+// another's, until it holds limit of them: a claim holds what it returns, so it claims no more.
 func (s *Store) ClaimWebhooks(ctx context.Context, holder string, hold time.Duration, limit int) ([]store.Webhook, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	ids, err := claimWebhooks.Run(ctx, s.rdb, []string{s.keys.webhooksDue()},
-		s.keys.webhook(""), holder, ms(hold), limit).StringSlice()
-	if err != nil {
-		return nil, wrap(err)
+	var ids []string
+	first := int(s.claimFrom.Add(1))
+	for i := range s.keys.buckets {
+		b := (first + i) % s.keys.buckets
+		got, err := claimWebhooks.Run(ctx, s.rdb, []string{s.keys.webhooksDue(b)},
+			s.keys.webhook(b, ""), holder, ms(hold), limit-len(ids)).StringSlice()
+		if err != nil {
+			if len(ids) > 0 {
+				break // what is claimed is held: deliver it; the rest waits for the next call
+			}
+			return nil, wrap(err)
+		}
+		ids = append(ids, got...)
+		if len(ids) >= limit {
+			break
+		}
 	}
 	out := make([]store.Webhook, 0, len(ids))
 	for _, id := range ids {
@@ -153,7 +171,8 @@ return 1
 
 // RecordWebhook stores holder's attempt; see store.Outbox.
 func (s *Store) RecordWebhook(ctx context.Context, holder string, w store.Webhook) error {
-	res, err := recordWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(w.Ticket), s.keys.webhooksDue()},
+	b := s.keys.bucketOf(w.Ticket)
+	res, err := recordWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(b, w.Ticket), s.keys.webhooksDue(b)},
 		holder, string(w.State), w.Attempts, w.LastStatus, w.LastError, msOf(w.Due), msOf(w.DeliveredAt), w.Ticket).Int()
 	switch {
 	case err != nil:
@@ -168,7 +187,7 @@ func (s *Store) RecordWebhook(ctx context.Context, holder string, w store.Webhoo
 
 // Webhook returns a ticket's delivery.
 func (s *Store) Webhook(ctx context.Context, ticket string) (store.Webhook, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.webhook(ticket)).Result()
+	m, err := s.rdb.HGetAll(ctx, s.keys.webhook(s.keys.bucketOf(ticket), ticket)).Result()
 	if err != nil {
 		return store.Webhook{}, wrap(err)
 	}

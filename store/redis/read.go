@@ -30,7 +30,7 @@ func (s *Store) WatchFinished(ctx context.Context, ticket string) (bool, <-chan 
 	if done {
 		return true, nil, nil
 	}
-	fin, err := s.rdb.HGet(ctx, s.keys.ticket(ticket), "finished").Result()
+	fin, err := s.rdb.HGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "finished").Result()
 	switch {
 	case errors.Is(err, goredis.Nil):
 		s.hub.forgetEnd(ticket, ch)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -18,15 +20,24 @@ import (
 const (
 	DefaultPrefix = "ask:"
 	DefaultLease  = 10 * time.Second
+	// DefaultClusterBuckets is Options.Buckets' default on Redis Cluster.
+	DefaultClusterBuckets = 16
 )
 
 // Options configure New. Zero values mean defaults.
 type Options struct {
-	// URL is the Redis to use (redis://[user:password@]host:port/db, or rediss:// for TLS),
-	// when Client is nil.
+	// URL is the Redis to use when Client is nil: redis://[user:password@]host:port/db (rediss://
+	// for TLS), redis+cluster://host:port[,host:port...] for Redis Cluster, or
+	// redis+sentinel://host:port[,host:port...]/master[/db] for a Sentinel-managed primary
+	// (see newClient).
 	URL string
-	// Client is an existing client; New uses it instead of URL, and Close leaves it open.
-	Client *goredis.Client
+	// Client is an existing client (a *goredis.Client, *goredis.ClusterClient or a
+	// failover client); New uses it instead of URL, and Close leaves it open.
+	Client goredis.UniversalClient
+	// Buckets is how many buckets the keys are spread over (see the package documentation):
+	// default 1 on one Redis (the store-wide caps are then exact) and DefaultClusterBuckets on
+	// Redis Cluster. Replicas that share tickets use the same Buckets, as the same Prefix.
+	Buckets int
 	// Prefix starts every key and the change channel; default DefaultPrefix. Replicas that
 	// share tickets use the same prefix.
 	Prefix string
@@ -59,7 +70,7 @@ type Options struct {
 // keeps. It holds one goroutine, which receives change notifications; Close stops it. Its
 // readers share one tail of each ticket's log (the tail hub, hub.go).
 type Store struct {
-	rdb       *goredis.Client
+	rdb       goredis.UniversalClient
 	ownClient bool
 	keys      keys
 	replica   string
@@ -69,19 +80,25 @@ type Store struct {
 	log       *slog.Logger
 	seal      *seal.Keys
 
+	runs      runs          // the tickets this instance runs: Finish names their keys without a read
+	claimFrom atomic.Uint32 // the bucket ClaimWebhooks starts at, moving on at every call
+
 	sub      *goredis.PubSub
 	listened chan struct{} // closed when the notification goroutine returns
 	hub      *hub
 }
 
-var _ store.Shared = (*Store)(nil)
+var (
+	_ store.Shared = (*Store)(nil)
+	_ store.Homed  = (*Store)(nil)
+)
 
 // New connects, subscribes to change notifications and returns the store. It fails if Redis
 // cannot be reached within ctx.
 func New(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{
 		rdb:       opts.Client,
-		keys:      keys{prefix: opts.Prefix},
+		keys:      keys{prefix: opts.Prefix, buckets: opts.Buckets},
 		replica:   opts.Replica,
 		ttl:       opts.TTL,
 		maxEvents: opts.MaxEvents,
@@ -114,12 +131,17 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.hub = newHub(s.fetch, s.maxEvents, cacheBytes)
 	if s.rdb == nil {
-		o, err := goredis.ParseURL(opts.URL)
+		rdb, err := newClient(opts.URL)
 		if err != nil {
-			// The URL may carry a password: do not echo it.
-			return nil, errors.New("redis store: the URL is not a redis:// or rediss:// URL")
+			return nil, err
 		}
-		s.rdb, s.ownClient = goredis.NewClient(o), true
+		s.rdb, s.ownClient = rdb, true
+	}
+	if s.keys.buckets <= 0 {
+		s.keys.buckets = 1
+		if _, ok := s.rdb.(*goredis.ClusterClient); ok {
+			s.keys.buckets = DefaultClusterBuckets
+		}
 	}
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		s.closeClient()
@@ -156,6 +178,14 @@ func (s *Store) Generation(ctx context.Context) (string, error) {
 	return old, nil
 }
 
+// Home implements store.Homed: the mark ("b<N>") of the owner's bucket, which the service ends
+// the ids of the owner's conversations and tickets with ("-b<N>"), so that the store finds
+// their keys from the id alone.
+func (s *Store) Home(o store.Owner) string { return homeMark(s.keys.home(o)) }
+
+// Buckets is how many buckets the store's keys are spread over (Options.Buckets).
+func (s *Store) Buckets() int { return s.keys.buckets }
+
 // Lease implements store.Shared.
 func (s *Store) Lease() time.Duration { return s.lease }
 
@@ -189,26 +219,68 @@ func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
 // mode; the store says which mode it runs in. A server that does not answer CONFIG GET
 // (managed Redis) cannot be judged: the store warns and goes on.
 func (s *Store) checkPersistence(ctx context.Context) error {
-	save, err1 := s.rdb.ConfigGet(ctx, "save").Result()
-	aof, err2 := s.rdb.ConfigGet(ctx, "appendonly").Result()
-	if err1 != nil || err2 != nil {
+	save, aof, err := s.persistence(ctx)
+	if err != nil {
 		if s.seal == nil {
 			s.log.Warn("redis store: cannot tell whether this Redis persists (CONFIG GET refused); if it does, it writes the question text to disk unsealed: set seal keys (DAS_ASK_SEAL_KEYS)")
 		}
 		return nil
 	}
-	persists := save["save"] != "" || aof["appendonly"] == "yes"
+	persists := save != "" || aof == "yes"
 	switch {
 	case persists && s.seal == nil:
 		return errors.New(`redis store: this Redis persists to disk (RDB or AOF) and would write the question text there readable: ` +
 			`seal it at rest (DAS_ASK_SEAL_KEYS) for the durable mode, or run Redis with --save "" --appendonly no`)
 	case persists:
-		s.log.Info("redis store: durable mode: Redis persists; the question is sealed at rest", "appendonly", aof["appendonly"],
-			"appendfsync", s.configValue(ctx, "appendfsync"), "save", save["save"], "seal_key", s.seal.SealingKey())
+		s.log.Info("redis store: durable mode: Redis persists; the question is sealed at rest", "appendonly", aof,
+			"appendfsync", s.configValue(ctx, "appendfsync"), "save", save, "seal_key", s.seal.SealingKey(), "buckets", s.keys.buckets)
 	default:
-		s.log.Info("redis store: memory-only mode: Redis does not persist; a Redis restart loses every ticket and conversation")
+		s.log.Info("redis store: memory-only mode: Redis does not persist; a Redis restart loses every ticket and conversation", "buckets", s.keys.buckets)
 	}
 	return nil
+}
+
+// persistence is the save and appendonly settings: on Redis Cluster those of every primary,
+// the persisting ones winning (one node that persists writes its slots' questions to disk).
+func (s *Store) persistence(ctx context.Context) (save, aof string, err error) {
+	get := func(ctx context.Context, c *goredis.Client) (string, string, error) {
+		sv, err := c.ConfigGet(ctx, "save").Result()
+		if err != nil {
+			return "", "", err
+		}
+		ao, err := c.ConfigGet(ctx, "appendonly").Result()
+		if err != nil {
+			return "", "", err
+		}
+		return sv["save"], ao["appendonly"], nil
+	}
+	cc, ok := s.rdb.(*goredis.ClusterClient)
+	if !ok {
+		sv, err1 := s.rdb.ConfigGet(ctx, "save").Result()
+		ao, err2 := s.rdb.ConfigGet(ctx, "appendonly").Result()
+		if err := errors.Join(err1, err2); err != nil {
+			return "", "", err
+		}
+		return sv["save"], ao["appendonly"], nil
+	}
+	var mu sync.Mutex
+	aof = "no"
+	err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		sv, ao, err := get(ctx, c)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if sv != "" {
+			save = sv
+		}
+		if ao == "yes" {
+			aof = ao
+		}
+		return nil
+	})
+	return save, aof, err
 }
 
 func (s *Store) configValue(ctx context.Context, name string) string {

@@ -75,13 +75,13 @@ func TestTTLFromTerminal(t *testing.T) {
 	ttl := 90 * time.Second
 	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
 	storetest.MustConv(t, s, "c", storetest.Alice)
-	if d := rc.PTTL(ctx, prefix+"c:c").Val(); d <= ttl-5*time.Second || d > ttl {
+	if d := rc.PTTL(ctx, k0(prefix, "c:c")).Val(); d <= ttl-5*time.Second || d > ttl {
 		t.Errorf("a new conversation expires in %v, want about %v", d, ttl)
 	}
 	if _, err := storetest.NewTicket(t, s, "t", "c", storetest.Alice, store.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{prefix + "c:c", prefix + "t:t", prefix + "t:t:log"} {
+	for _, k := range []string{k0(prefix, "c:c"), k0(prefix, "t:t"), k0(prefix, "t:t:log")} {
 		if d := rc.PTTL(ctx, k).Val(); d != -1 {
 			t.Errorf("%s expires in %v while its ask runs, want never (-1)", k, d)
 		}
@@ -92,13 +92,13 @@ func TestTTLFromTerminal(t *testing.T) {
 	if err := s.Finish(ctx, "t", storetest.Tail(3), ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer}); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{prefix + "c:c", prefix + "c:c:turns", prefix + "t:t", prefix + "t:t:log", prefix + "t:t:steps"} {
+	for _, k := range []string{k0(prefix, "c:c"), k0(prefix, "c:c:turns"), k0(prefix, "t:t"), k0(prefix, "t:t:log"), k0(prefix, "t:t:steps")} {
 		if d := rc.PTTL(ctx, k).Val(); d <= ttl-5*time.Second || d > ttl {
 			t.Errorf("%s expires in %v after the terminal event, want about %v", k, d, ttl)
 		}
 	}
 	// Expiry, as Redis does it when the TTL passes.
-	if err := rc.Del(ctx, prefix+"c:c", prefix+"c:c:turns", prefix+"t:t", prefix+"t:t:log", prefix+"t:t:steps").Err(); err != nil {
+	if err := rc.Del(ctx, k0(prefix, "c:c"), k0(prefix, "c:c:turns"), k0(prefix, "t:t"), k0(prefix, "t:t:log"), k0(prefix, "t:t:steps")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Ticket(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
@@ -130,7 +130,7 @@ func TestCapacityCountsLiveTickets(t *testing.T) {
 		t.Errorf("a finished ticket within its TTL did not count: %v", err)
 	}
 	// Its TTL passes: the index entry's score is its expiry.
-	rc.ZAdd(ctx, prefix+"tickets", goredis.Z{Score: 1, Member: "t1"})
+	rc.ZAdd(ctx, k0(prefix, "tickets"), goredis.Z{Score: 1, Member: "t1"})
 	if _, err := storetest.NewTicket(t, s, "t2", "c2", storetest.Alice, limits); err != nil {
 		t.Errorf("an expired ticket still counted: %v", err)
 	}
@@ -237,7 +237,7 @@ func TestOwnerCapsCountLiveEntries(t *testing.T) {
 	ttl := 90 * time.Second
 	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
 	owner := store.Owner{Tenant: "t", OID: "alice"}
-	oc, ot := prefix+"o:c:1:talice", prefix+"o:t:1:talice"
+	oc, ot := k0(prefix, "o:c:1:talice"), k0(prefix, "o:t:1:talice")
 	convs := store.Limits{MaxConversationsPerOwner: 1}
 	tickets := store.Limits{MaxRetainedPerOwner: 1}
 	newConv := func(id string) error {
@@ -281,3 +281,7 @@ func TestOwnerCapsCountLiveEntries(t *testing.T) {
 		t.Errorf("an expired ticket still counted: %v", err)
 	}
 }
+
+// k0 is the Redis key of rest under prefix in bucket 0, where the store keeps everything
+// named by ids without a home (as these tests' ids are).
+func k0(prefix, rest string) string { return "{" + prefix + "b0}" + rest }

@@ -24,11 +24,16 @@ end
 local function owner_field(tenant, oid)
   return string.len(tenant) .. ':' .. tenant .. oid
 end
--- append one event; past max retained entries, evict the oldest step (and only a step)
+-- append one event; past max retained entries, evict the oldest step (and only a step);
+-- 1 when it evicted one
 local function append_event(tk, log, steps, seq, typ, data, max)
+  local evicted = 0
   if redis.call('XLEN', log) >= max then
     local s = redis.call('LPOP', steps)
-    if s then redis.call('XDEL', log, s .. '-0') end
+    if s then
+      redis.call('XDEL', log, s .. '-0')
+      evicted = 1
+    end
   end
   redis.call('XADD', log, seq .. '-0', 't', typ, 'd', data)
   if typ == 'step' then
@@ -36,6 +41,7 @@ local function append_event(tk, log, steps, seq, typ, data, max)
     redis.call('HINCRBY', tk, 'steps', 1)
   end
   redis.call('HSET', tk, 'last', seq)
+  return evicted
 end
 -- an owner's zset (id -> expiry ms, +inf while running) lives as long as its last entry:
 -- no expiry while anything in it runs, else until its latest entry expires
@@ -78,7 +84,8 @@ return 'ok'
 
 // createTicket: KEYS conv, turns, ticket, log, steps, tickets, inflight, running, convs,
 // owner's convs, owner's tickets; ARGV tid, cid, tenant, oid, created, accepted, max_inflight,
-// max_tickets, runner, lease_ms, max_retained per owner, max_turns.
+// max_tickets, runner, lease_ms, max_retained per owner, max_turns, n, then n times seq, type,
+// data: the events that follow accepted (never steps), appended with it.
 var createTicket = goredis.NewScript(prelude + `
 local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
 if t[1] then
@@ -110,6 +117,11 @@ redis.call('DEL', KEYS[4], KEYS[5])
 redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
   'last', 1, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
 redis.call('XADD', KEYS[4], '1-0', 't', 'accepted', 'd', ARGV[6])
+local n = tonumber(ARGV[13])
+for i = 0, n - 1 do
+  redis.call('XADD', KEYS[4], ARGV[14 + 3 * i] .. '-0', 't', ARGV[15 + 3 * i], 'd', ARGV[16 + 3 * i])
+end
+if n > 0 then redis.call('HSET', KEYS[3], 'last', 1 + n) end
 redis.call('HINCRBY', KEYS[7], of, 1)
 redis.call('HSET', KEYS[1], 'running', ARGV[1])
 redis.call('PERSIST', KEYS[1])
@@ -124,23 +136,34 @@ redis.call('ZADD', KEYS[8], now + tonumber(ARGV[10]), ARGV[1])
 return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
 `)
 
-// appendEvent: KEYS ticket, log, steps; ARGV seq, type, data, max, runner, channel, tid.
-// Re-run after a lost reply it answers ok: the same event at the same seq by the same runner
-// is already there (it is the log's last entry, so no eviction can have removed it).
-var appendEvent = goredis.NewScript(prelude + `
+// appendEvents: KEYS ticket, log, steps; ARGV max, runner, channel, tid, n, then n times seq,
+// type, data (seqs running on by one: the caller checks). It answers {status, evicted}. Re-run
+// after a lost reply, whole or in part, it answers ok: when the log's last seq falls within the
+// batch and the log's last entry is the batch's event at that seq (it is the last entry, so no
+// eviction can have removed it), the events up to it are a previous run's by this runner, and
+// only the rest are appended.
+var appendEvents = goredis.NewScript(prelude + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'ending')
-if not h[1] then return 'notfound' end
-if h[2] ~= ARGV[5] then return 'finished' end
-local seq, last = tonumber(ARGV[1]), tonumber(h[3])
-if seq == last then
-  local e = redis.call('XRANGE', KEYS[2], ARGV[1] .. '-0', ARGV[1] .. '-0')
-  if e[1] and e[1][2][2] == ARGV[2] and e[1][2][4] == ARGV[3] then return 'ok' end
+if not h[1] then return {'notfound', 0} end
+if h[2] ~= ARGV[2] then return {'finished', 0} end
+local n, first, last = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(h[3])
+local from = 0
+if first <= last and last - first < n then
+  local i = last - first
+  local e = redis.call('XRANGE', KEYS[2], last .. '-0', last .. '-0')
+  if e[1] and e[1][2][2] == ARGV[7 + 3 * i] and e[1][2][4] == ARGV[8 + 3 * i] then
+    from = i + 1
+    if from == n then return {'ok', 0} end
+  end
 end
-if h[1] == '1' or h[4] == '1' then return 'finished' end
-if seq ~= last + 1 then return 'seq' end
-append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]))
-redis.call('PUBLISH', ARGV[6], ARGV[7])
-return 'ok'
+if h[1] == '1' or h[4] == '1' then return {'finished', 0} end
+if first + from ~= last + 1 then return {'seq', 0} end
+local max, evicted = tonumber(ARGV[1]), 0
+for i = from, n - 1 do
+  evicted = evicted + append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[6 + 3 * i], ARGV[7 + 3 * i], ARGV[8 + 3 * i], max)
+end
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return {'ok', evicted}
 `)
 
 // endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own), End

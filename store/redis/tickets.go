@@ -2,8 +2,10 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/das-ask/ask"
@@ -17,19 +19,31 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	if nt.Accepted.Seq != 1 {
 		return nil, store.ErrSeq
 	}
-	k := s.keys
+	then := make([]any, 0, 3*len(nt.Then))
+	for i, ev := range nt.Then {
+		if ev.Seq != int64(i)+2 || ev.Type == gen.EventTypeStep {
+			return nil, store.ErrSeq
+		}
+		then = append(then, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
+	}
+	// The ticket's bucket holds everything the script touches: the conversation is looked up
+	// there (one of another bucket is another owner's, and is not found), and so are the
+	// owner's counters.
+	k, b := s.keys, s.keys.bucketOf(nt.ID)
+	args := append([]any{nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
+		limits.MaxInFlightPerOwner, k.perBucket(limits.MaxTickets), s.replica, ms(s.lease),
+		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then)}, then...)
 	res, err := createTicket.Run(ctx, s.rdb,
-		[]string{k.conv(nt.ConversationID), k.turns(nt.ConversationID), k.ticket(nt.ID), k.log(nt.ID), k.steps(nt.ID),
-			k.tickets(), k.inflight(), k.running(), k.convs(), k.ownerConvs(nt.Owner), k.ownerTickets(nt.Owner)},
-		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
-		limits.MaxInFlightPerOwner, limits.MaxTickets, s.replica, ms(s.lease),
-		limits.MaxRetainedPerOwner, limits.MaxTurns).Slice()
+		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID), k.steps(b, nt.ID),
+			k.tickets(b), k.inflight(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
+		args...).Slice()
 	if err != nil {
 		return nil, wrap(err)
 	}
 	status, _ := res[0].(string)
 	switch status {
 	case "ok":
+		s.runs.put(nt.ID, nt.ConversationID, nt.Owner)
 		raw, _ := res[1].([]any)
 		strs := make([]string, 0, len(raw))
 		for _, r := range raw {
@@ -46,7 +60,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 
 // Ticket implements store.Store.
 func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(id)).Result()
+	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(s.keys.bucketOf(id), id)).Result()
 	if err != nil {
 		return store.Ticket{}, wrap(err)
 	}
@@ -69,18 +83,37 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 
 // Append implements store.Store. Only the ticket's runner may append (ErrFinished otherwise).
 func (s *Store) Append(ctx context.Context, ticket string, ev store.Event) error {
-	k := s.keys
-	res, err := appendEvent.Run(ctx, s.rdb, []string{k.ticket(ticket), k.log(ticket), k.steps(ticket)},
-		ev.Seq, string(ev.Type), ev.Data, s.maxEvents, s.replica, k.changed(), s.notice(ticket, ev.Seq)).Text()
+	_, err := s.AppendBatch(ctx, ticket, []store.Event{ev})
+	return err
+}
+
+// AppendBatch implements store.Store, in one script. Only the ticket's runner may append
+// (ErrFinished otherwise).
+func (s *Store) AppendBatch(ctx context.Context, ticket string, evs []store.Event) (int, error) {
+	if len(evs) == 0 {
+		return 0, store.ErrSeq
+	}
+	k, b := s.keys, s.keys.bucketOf(ticket)
+	args := make([]any, 0, 5+3*len(evs))
+	args = append(args, s.maxEvents, s.replica, k.changed(), s.notice(ticket, evs[len(evs)-1].Seq), len(evs))
+	for i, ev := range evs {
+		if ev.Seq != evs[0].Seq+int64(i) {
+			return 0, store.ErrSeq
+		}
+		args = append(args, ev.Seq, string(ev.Type), ev.Data)
+	}
+	res, err := appendEvents.Run(ctx, s.rdb, []string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket)}, args...).Slice()
 	if err != nil {
 		s.hub.changed(ticket, 0, false)
-		return wrap(err)
+		return 0, wrap(err)
 	}
-	if err := statusErr(res); err != nil {
-		return err
+	status, _ := res[0].(string)
+	evicted, _ := res[1].(int64)
+	if err := statusErr(status); err != nil {
+		return 0, err
 	}
-	s.hub.wrote(ticket, []store.Event{ev}, false, time.Time{}) // this instance reads its own writes at once
-	return nil
+	s.hub.wrote(ticket, evs, false, time.Time{}) // this instance reads its own writes at once
+	return int(evicted), nil
 }
 
 // notice is an append's notification: the ticket, the last seq appended and this instance's
@@ -106,14 +139,23 @@ func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn
 
 // Restore implements store.Shared.
 func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
+	defer s.runs.drop(nt.ID)
 	return s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
 		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data))
 }
 
 func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) error {
 	// The ticket's conversation and owner never change once it exists, so reading them ahead
-	// of the script names its keys without a race.
-	h, err := s.rdb.HMGet(ctx, s.keys.ticket(ticket), "conv", "tenant", "oid").Result()
+	// of the script names its keys without a race. This instance knows them of the tickets it
+	// created (it runs them): no read then.
+	if r, ok := s.runs.get(ticket); ok {
+		err := s.run(ctx, mode, ticket, r.conv, r.owner, tail, turn)
+		if err == nil || errors.Is(err, store.ErrFinished) || errors.Is(err, store.ErrNotFound) {
+			s.runs.drop(ticket)
+		}
+		return err
+	}
+	h, err := s.rdb.HMGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "conv", "tenant", "oid").Result()
 	if err != nil {
 		return wrap(err)
 	}
@@ -144,7 +186,7 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	if err != nil {
 		return fmt.Errorf("redis store: encode the turn: %w", err)
 	}
-	k := s.keys
+	k, b := s.keys, s.keys.bucketOf(ticket)
 	sent := time.Now()
 	args := []any{mode, s.replica, k.ended(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
 	for _, ev := range tail {
@@ -152,8 +194,8 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	}
 	args = append(args, extra...)
 	res, err := endTicket.Run(ctx, s.rdb,
-		[]string{k.ticket(ticket), k.log(ticket), k.steps(ticket), k.conv(conv), k.turns(conv),
-			k.inflight(), k.running(), k.tickets(), k.convs(), k.ownerConvs(owner), k.ownerTickets(owner)}, args...).Text()
+		[]string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket), k.conv(b, conv), k.turns(b, conv),
+			k.inflight(b), k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Text()
 	if err == nil {
 		err = statusErr(res)
 	} else {
@@ -170,4 +212,41 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		s.hub.wrote(ticket, tail, true, sent.Add(s.ttl))
 	}
 	return err
+}
+
+// runs are the conversation and owner of the tickets this instance created and has not ended:
+// what Finish needs to name the script's keys. Bounded: past maxRuns entries (runs lost without
+// an end) it starts afresh, and Finish reads what it does not know.
+type runs struct {
+	mu sync.Mutex
+	m  map[string]runOf
+}
+
+type runOf struct {
+	conv  string
+	owner store.Owner
+}
+
+const maxRuns = 1 << 16
+
+func (r *runs) put(ticket, conv string, owner store.Owner) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxRuns {
+		r.m = map[string]runOf{}
+	}
+	r.m[ticket] = runOf{conv: conv, owner: owner}
+}
+
+func (r *runs) get(ticket string) (runOf, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.m[ticket]
+	return v, ok
+}
+
+func (r *runs) drop(ticket string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, ticket)
 }

@@ -47,6 +47,180 @@ func Run(t *testing.T, f Factory) {
 	t.Run("OtherOwnersConversation", func(t *testing.T) { testOtherOwnersConversation(t, f) })
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, f) })
 	t.Run("RetriedWrites", func(t *testing.T) { testRetriedWrites(t, f) })
+	t.Run("Homes", func(t *testing.T) { testHomes(t, f) })
+	t.Run("CreateWithThen", func(t *testing.T) { testCreateWithThen(t, f) })
+	t.Run("AppendBatch", func(t *testing.T) { testAppendBatch(t, f) })
+}
+
+// Evs are events of type typ at seqs from, from+1, …, n of them.
+func Evs(from int64, n int, typ gen.EventType) []store.Event {
+	out := make([]store.Event, n)
+	for i := range out {
+		out[i] = Ev(from+int64(i), typ)
+	}
+	return out
+}
+
+// testAppendBatch: a batch lands whole and in order, with one change signal; a retry of it,
+// whole or overlapping the log's end with the same events, answers ok and appends only what is
+// new; any other overlap, a gap or seqs that do not run on by one append nothing; the
+// evictions the bound made are reported; a finished ticket refuses a batch.
+func testAppendBatch(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{MaxEvents: 8})
+	MustConv(t, m, "c", Alice)
+	if _, err := NewTicket(t, m, "t", "c", Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	b0, err := m.Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := append([]store.Event{Ev(2, gen.EventTypeBranch)}, Evs(3, 3, gen.EventTypeStep)...) // 2..5
+	if n, err := m.AppendBatch(ctx, "t", batch); err != nil || n != 0 {
+		t.Fatalf("batch 2..5: %d evicted, %v", n, err)
+	}
+	Closed(t, b0.Changed, "the reader's change signal after a batch")
+	for _, tc := range []struct {
+		name string
+		evs  []store.Event
+		want error
+	}{
+		{"the same batch again (a lost reply)", batch, nil},
+		{"its last event again", batch[3:], nil},
+		{"empty", nil, store.ErrSeq},
+		{"a gap", Evs(7, 2, gen.EventTypeStep), store.ErrSeq},
+		{"seqs not running on", []store.Event{Ev(6, gen.EventTypeStep), Ev(8, gen.EventTypeStep)}, store.ErrSeq},
+		{"overlapping with other events", Evs(5, 2, gen.EventTypeMilestone), store.ErrSeq},
+		{"wholly before the end", Evs(2, 2, gen.EventTypeStep), store.ErrSeq},
+	} {
+		if n, err := m.AppendBatch(ctx, "t", tc.evs); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) || n != 0 {
+			t.Errorf("%s: %d evicted, %v; want 0, %v", tc.name, n, err, tc.want)
+		}
+	}
+	if tk, _ := m.Ticket(ctx, "t"); tk.LastSeq != 5 {
+		t.Fatalf("last seq %d after the refused batches, want 5", tk.LastSeq)
+	}
+	// Overlapping the end with the same event at 5: 6..7 are new.
+	over := append([]store.Event{batch[3]}, Evs(6, 2, gen.EventTypeStep)...)
+	if n, err := m.AppendBatch(ctx, "t", over); err != nil || n != 0 {
+		t.Fatalf("batch 5..7 over a log ending at 5: %d, %v", n, err)
+	}
+	// 8..11: the log holds 7, so the bound of 8 evicts the three oldest steps (3, 4, 5).
+	if n, err := m.AppendBatch(ctx, "t", Evs(8, 4, gen.EventTypeStep)); err != nil || n != 3 {
+		t.Fatalf("batch 8..11 past the bound: %d evicted, %v; want 3", n, err)
+	}
+	b, err := m.Read(ctx, "t", 0)
+	if want := []int64{1, 2, 6, 7, 8, 9, 10, 11}; err != nil || !equal(seqs(b.Events), want) {
+		t.Fatalf("log %v, %v; want %v", seqs(b.Events), err, want)
+	}
+	if err := m.Finish(ctx, "t", Tail(12), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.AppendBatch(ctx, "t", Evs(15, 2, gen.EventTypeStep)); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("a batch after the end: %v, want ErrFinished", err)
+	}
+	if _, err := m.AppendBatch(ctx, "nope", Evs(2, 1, gen.EventTypeStep)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a batch to no ticket: %v, want ErrNotFound", err)
+	}
+}
+
+// testCreateWithThen: NewTicket.Then is in the log with accepted, from the creation on; a
+// retried creation answers ok; Then that does not continue at seq 2, or holds a step, creates
+// nothing.
+func testCreateWithThen(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	MustConv(t, m, "c", Alice)
+	nt := store.NewTicket{ID: "t", ConversationID: "c", Owner: Alice, CreatedAt: time.Unix(1700000000, 0).UTC(),
+		Accepted: Ev(1, gen.EventTypeAccepted)}
+	for _, bad := range [][]store.Event{{Ev(3, gen.EventTypeBranch)}, {Ev(2, gen.EventTypeStep)}} {
+		nt.Then = bad
+		if _, err := m.CreateTicket(ctx, nt, store.Limits{}); !errors.Is(err, store.ErrSeq) {
+			t.Errorf("Then %v: %v, want ErrSeq", seqs(bad), err)
+		}
+		if _, err := m.Ticket(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the refused ticket exists: %v", err)
+		}
+	}
+	nt.Then = []store.Event{Ev(2, gen.EventTypeBranch)}
+	for range 2 {
+		if _, err := m.CreateTicket(ctx, nt, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := m.Read(ctx, "t", 0)
+	if err != nil || !equal(seqs(b.Events), []int64{1, 2}) || b.Events[1].Type != gen.EventTypeBranch {
+		t.Fatalf("read %v, %v", seqs(b.Events), err)
+	}
+	if tk, _ := m.Ticket(ctx, "t"); tk.LastSeq != 2 {
+		t.Errorf("last seq %d, want 2", tk.LastSeq)
+	}
+	if err := m.Append(ctx, "t", Ev(3, gen.EventTypeStep)); err != nil {
+		t.Errorf("append after Then: %v", err)
+	}
+}
+
+// ID is the id name gets for owner in s: with a store.Homed store, it ends with "-" and the
+// owner's home, as the service mints ids.
+func ID(s store.Store, owner store.Owner, name string) string {
+	if h, ok := s.(store.Homed); ok {
+		return name + "-" + h.Home(owner)
+	}
+	return name
+}
+
+// testHomes: ids placed by their owner's home (store.Homed) behave as any id, for many owners
+// (spread over a homed store's places): each owner's caps are exact, and an owner's ask in
+// another's conversation is not found wherever the other's home is.
+func testHomes(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	var owners []store.Owner
+	for i := range 12 {
+		owners = append(owners, store.Owner{Tenant: "t" + strconv.Itoa(i%3), OID: "o" + strconv.Itoa(i)})
+	}
+	limits := store.Limits{MaxInFlightPerOwner: 1, MaxConversationsPerOwner: 2, MaxRetainedPerOwner: 2}
+	for i, o := range owners {
+		c1, c2, c3 := ID(m, o, "c1_"+strconv.Itoa(i)), ID(m, o, "c2_"+strconv.Itoa(i)), ID(m, o, "c3_"+strconv.Itoa(i))
+		for _, c := range []string{c1, c2} {
+			if err := m.CreateConversation(ctx, store.Conversation{ID: c, Owner: o, CreatedAt: time.Unix(1700000000, 0).UTC()}, limits); err != nil {
+				t.Fatalf("owner %d: conversation: %v", i, err)
+			}
+		}
+		if err := m.CreateConversation(ctx, store.Conversation{ID: c3, Owner: o}, limits); !errors.Is(err, store.ErrOwnerFull) {
+			t.Errorf("owner %d: a third conversation: %v, want ErrOwnerFull", i, err)
+		}
+		t1, t2 := ID(m, o, "t1_"+strconv.Itoa(i)), ID(m, o, "t2_"+strconv.Itoa(i))
+		if _, err := NewTicket(t, m, t1, c1, o, limits); err != nil {
+			t.Fatalf("owner %d: ticket: %v", i, err)
+		}
+		if _, err := NewTicket(t, m, t2, c2, o, limits); !errors.Is(err, store.ErrTooManyInFlight) {
+			t.Errorf("owner %d: a second ask in flight: %v, want ErrTooManyInFlight", i, err)
+		}
+		if err := m.Append(ctx, t1, Ev(2, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Finish(ctx, t1, Tail(3), ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := m.Ticket(ctx, t1)
+		if err != nil || tk.Owner != o || tk.ConversationID != c1 || !tk.Finished() {
+			t.Errorf("owner %d: ticket %+v, %v", i, tk, err)
+		}
+		b, err := m.Read(ctx, t1, 0)
+		if err != nil || !equal(seqs(b.Events), []int64{1, 2, 3, 4, 5}) {
+			t.Errorf("owner %d: read %v, %v", i, seqs(b.Events), err)
+		}
+		if conv, turns, err := m.Conversation(ctx, c1); err != nil || conv.Owner != o || len(turns) != 1 {
+			t.Errorf("owner %d: conversation %+v %v, %v", i, conv, turns, err)
+		}
+		// Another owner's ask, with an id of its own home, in this owner's conversation.
+		other := owners[(i+1)%len(owners)]
+		if _, err := NewTicket(t, m, ID(m, other, "x_"+strconv.Itoa(i)), c2, other, store.Limits{}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("owner %d: another owner's ask in its conversation: %v, want ErrNotFound", i, err)
+		}
+	}
 }
 
 // Ev is an event of type typ at seq, with placeholder data.
@@ -72,6 +246,17 @@ func MustConv(t *testing.T, s store.Store, id string, owner store.Owner) {
 	if err := s.CreateConversation(t.Context(), store.Conversation{ID: id, Owner: owner, CreatedAt: time.Unix(1700000000, 0).UTC()}, store.Limits{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Global is a store-wide cap of n as a test passes it to s, so that the store enforces n on
+// the ids the tests use. A store that spreads its keys over buckets (store/redis on Redis
+// Cluster: Buckets() > 1) enforces a store-wide cap per bucket, as ceil(cap/buckets), and the
+// tests' ids, which carry no home, all live in one bucket: the cap they need is n×buckets.
+func Global(s store.Store, n int) int {
+	if b, ok := s.(interface{ Buckets() int }); ok && b.Buckets() > 1 {
+		return n * b.Buckets()
+	}
+	return n
 }
 
 // Closed fails t unless ch is closed within a bound.
@@ -208,7 +393,7 @@ func testAdmission(t *testing.T, f Factory) {
 		MustConv(t, m, c, Alice)
 	}
 	MustConv(t, m, "b1", Bob)
-	limits := store.Limits{MaxInFlightPerOwner: 2, MaxTickets: 3}
+	limits := store.Limits{MaxInFlightPerOwner: 2, MaxTickets: Global(m, 3)}
 	if _, err := NewTicket(t, m, "nope", "missing", Alice, limits); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown conversation: %v", err)
 	}
@@ -239,7 +424,7 @@ func testAdmission(t *testing.T, f Factory) {
 	if _, err := NewTicket(t, m, "t4", "c1", Alice, store.Limits{MaxInFlightPerOwner: 2}); err != nil {
 		t.Errorf("a slot freed by finish was not given back: %v", err)
 	}
-	if err := m.CreateConversation(ctx, store.Conversation{ID: "c4"}, store.Limits{MaxTickets: 4}); !errors.Is(err, store.ErrFull) {
+	if err := m.CreateConversation(ctx, store.Conversation{ID: "c4"}, store.Limits{MaxTickets: Global(m, 4)}); !errors.Is(err, store.ErrFull) {
 		t.Errorf("over the conversation cap: %v", err)
 	}
 }
@@ -368,7 +553,7 @@ func notCreated(t *testing.T, s store.Store, ticket, c string, owner store.Owner
 func testConversationsPerOwner(t *testing.T, f Factory) {
 	ctx := t.Context()
 	m := f(t, Options{})
-	limits := store.Limits{MaxConversationsPerOwner: 2, MaxTickets: 10}
+	limits := store.Limits{MaxConversationsPerOwner: 2, MaxTickets: Global(m, 10)}
 	for _, id := range []string{"a1", "a2"} {
 		if err := conv(t, m, id, Alice, limits); err != nil {
 			t.Fatal(err)
@@ -384,10 +569,10 @@ func testConversationsPerOwner(t *testing.T, f Factory) {
 		t.Errorf("bob while alice is at her cap: %v", err)
 	}
 	// The per-owner cap answers before the shared one: alice is told it is hers that is full.
-	if err := conv(t, m, "a3", Alice, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: 3}); !errors.Is(err, store.ErrOwnerFull) {
+	if err := conv(t, m, "a3", Alice, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: Global(m, 3)}); !errors.Is(err, store.ErrOwnerFull) {
 		t.Errorf("alice at both caps: %v, want ErrOwnerFull", err)
 	}
-	if err := conv(t, m, "b2", Bob, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: 3}); !errors.Is(err, store.ErrFull) {
+	if err := conv(t, m, "b2", Bob, store.Limits{MaxConversationsPerOwner: 2, MaxTickets: Global(m, 3)}); !errors.Is(err, store.ErrFull) {
 		t.Errorf("bob under his cap, the store at its: %v, want ErrFull", err)
 	}
 	// Asking in a conversation (its ask running, then ended) does not count it twice.
@@ -415,7 +600,7 @@ func testRetainedPerOwner(t *testing.T, f Factory) {
 		MustConv(t, m, c, Alice)
 	}
 	MustConv(t, m, "b1", Bob)
-	limits := store.Limits{MaxInFlightPerOwner: 5, MaxRetainedPerOwner: 2, MaxTickets: 10}
+	limits := store.Limits{MaxInFlightPerOwner: 5, MaxRetainedPerOwner: 2, MaxTickets: Global(m, 10)}
 	if _, err := NewTicket(t, m, "t1", "c1", Alice, limits); err != nil {
 		t.Fatal(err)
 	}
@@ -435,18 +620,18 @@ func testRetainedPerOwner(t *testing.T, f Factory) {
 	if _, err := NewTicket(t, m, "t5", "c2", Alice, store.Limits{MaxInFlightPerOwner: 1, MaxRetainedPerOwner: 3}); !errors.Is(err, store.ErrTooManyInFlight) {
 		t.Errorf("alice at her in-flight cap: %v, want ErrTooManyInFlight", err)
 	}
-	if _, err := NewTicket(t, m, "t5", "c2", Alice, store.Limits{MaxRetainedPerOwner: 4, MaxTickets: 5}); err != nil {
+	if _, err := NewTicket(t, m, "t5", "c2", Alice, store.Limits{MaxRetainedPerOwner: 4, MaxTickets: Global(m, 5)}); err != nil {
 		t.Fatal(err)
 	}
 	// The per-owner cap answers before the shared one.
-	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: 1}); !errors.Is(err, store.ErrConflict) {
+	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: Global(m, 1)}); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("bob's second ask in b1 while t4 runs: %v, want a conflict", err)
 	}
 	_ = m.Finish(ctx, "t4", Tail(2), ask.Turn{})
-	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: 1}); !errors.Is(err, store.ErrOwnerFull) {
+	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 1, MaxTickets: Global(m, 1)}); !errors.Is(err, store.ErrOwnerFull) {
 		t.Errorf("bob at his cap and the store at its: %v, want ErrOwnerFull", err)
 	}
-	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 2, MaxTickets: 1}); !errors.Is(err, store.ErrFull) {
+	if _, err := NewTicket(t, m, "t6", "b1", Bob, store.Limits{MaxRetainedPerOwner: 2, MaxTickets: Global(m, 1)}); !errors.Is(err, store.ErrFull) {
 		t.Errorf("bob under his cap, the store at its: %v, want ErrFull", err)
 	}
 }
@@ -502,7 +687,7 @@ func testOtherOwnersConversation(t *testing.T, f Factory) {
 func testRetriedWrites(t *testing.T, f Factory) {
 	ctx := t.Context()
 	m := f(t, Options{})
-	limits := store.Limits{MaxConversationsPerOwner: 1, MaxInFlightPerOwner: 1, MaxRetainedPerOwner: 1, MaxTickets: 1}
+	limits := store.Limits{MaxConversationsPerOwner: 1, MaxInFlightPerOwner: 1, MaxRetainedPerOwner: 1, MaxTickets: Global(m, 1)}
 	c := store.Conversation{ID: "c", Owner: Alice, CreatedAt: time.Unix(1700000000, 0).UTC()}
 	for i := range 2 {
 		if err := m.CreateConversation(ctx, c, limits); err != nil {

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/client"
+	"github.com/das-ask/ask/conformance"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
+	"github.com/das-ask/ask/internal/redisserver"
+)
+
+// TestRedisCluster is TestCluster on a Redis Cluster of three primaries, each with a replica:
+// the whole conformance suite through nginx in front of three askd replicas whose store is
+// the cluster, a replica killed mid-run, then the store's own faults in the middle of a run —
+// the ticket's primary failed over to its replica (CLUSTER FAILOVER), killed (SIGKILL, its
+// replica elected), and the ticket's slot migrated live to another primary. Every ask ends in
+// one of the documented outcomes: gap-free, no duplicate, one terminal, one done, last.
+func TestRedisCluster(t *testing.T) {
+	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
+		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check-rediscluster.sh does) to build and start the cluster's sixteen processes")
+	}
+	for _, bin := range []string{"redis-server", "redis-cli", "nginx"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (apt-get install -y redis-server redis-tools nginx-light): the cluster runs the real processes", bin)
+		}
+	}
+	c, err := Start(t.Context(), Options{
+		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
+		OverflowReplicas: 2, RedisCluster: true, RedisClusterReplicas: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.Logs())
+		}
+		c.Stop()
+	})
+	if !strings.HasPrefix(c.RedisURL, "redis+cluster://") {
+		t.Fatalf("the replicas' store is %s, want the cluster's redis+cluster:// URL", c.RedisURL)
+	}
+	t.Run("Conformance", func(t *testing.T) { testConformance(t, c) })
+	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c, false) })
+	rc := c.RedisCluster()
+	t.Run("PrimaryFailoverMidRun", func(t *testing.T) {
+		testStoreFaultMidRun(t, c, func(ctx context.Context, owner *redisserver.Node, _ int) (string, error) {
+			np, err := rc.Failover(ctx, owner)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("CLUSTER FAILOVER: %s took over from %s", np.Addr, owner.Addr), nil
+		})
+	})
+	t.Run("PrimaryKilledMidRun", func(t *testing.T) {
+		testStoreFaultMidRun(t, c, func(ctx context.Context, owner *redisserver.Node, _ int) (string, error) {
+			start := time.Now()
+			np, err := rc.FailoverByKill(ctx, owner)
+			if err != nil {
+				return "", err
+			}
+			took := time.Since(start)
+			if err := owner.Restart(ctx); err != nil {
+				return "", err
+			}
+			if err := rc.WaitOK(ctx); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("SIGKILL: %s elected %v after %s died; %s rejoined as its replica", np.Addr, took.Round(time.Millisecond), owner.Addr, owner.Addr), nil
+		})
+	})
+	t.Run("SlotMigratedMidRun", func(t *testing.T) {
+		testStoreFaultMidRun(t, c, func(ctx context.Context, owner *redisserver.Node, slot int) (string, error) {
+			ps, err := rc.Primaries(ctx)
+			if err != nil {
+				return "", err
+			}
+			to := ps[0]
+			if to == owner {
+				to = ps[1]
+			}
+			if err := rc.MigrateSlot(ctx, slot, to, 500*time.Millisecond); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("slot %d migrated from %s to %s", slot, owner.Addr, to.Addr), nil
+		})
+	})
+}
+
+// ticketHome is the primary holding ticket's keys and their slot (every key of a ticket is in
+// one slot: the store's hash tags).
+func ticketHome(ctx context.Context, rc *redisserver.Cluster, ticket string) (*redisserver.Node, int, error) {
+	keys, err := rc.Scan(ctx, "*"+ticket+"*")
+	if err != nil {
+		return nil, 0, err
+	}
+	var owner *redisserver.Node
+	slot := -1
+	for k, p := range keys {
+		s, err := rc.KeySlot(ctx, k)
+		if err != nil {
+			return nil, 0, err
+		}
+		if slot >= 0 && s != slot {
+			return nil, 0, fmt.Errorf("the ticket's keys are in two slots (%d, %d): %v", slot, s, keys)
+		}
+		owner, slot = p, s
+	}
+	if owner == nil {
+		return nil, 0, fmt.Errorf("no key of ticket %s in the cluster", ticket)
+	}
+	return owner, slot, nil
+}
+
+// testStoreFaultMidRun asks (the first model turn is silent for 3 s) through the gateway and,
+// once the supervisor branch is open, strikes the primary that holds the ticket's keys with
+// fault while the client goes on reading. The stream must be gap-free with no duplicate, carry
+// exactly one terminal — the answer, or error{interrupted} if the store was unwritable past
+// the lease — then exactly one done, last; getAsk must agree; and the conversation must take
+// the next ask.
+func testStoreFaultMidRun(t *testing.T, c *Cluster, fault func(ctx context.Context, owner *redisserver.Node, slot int) (string, error)) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	rc := c.RedisCluster()
+	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clientLog logtest.Buffer
+	cl, err := client.New(c.GatewayURL, client.Options{
+		Logger:      slog.New(slog.NewTextHandler(&clientLog, nil)),
+		Token:       client.StaticToken(tok),
+		Reconnect:   client.Reconnect{Initial: 100 * time.Millisecond, Max: time.Second, Attempts: 30},
+		Retry:       client.Retry{Attempts: 12, Max: 2 * time.Second},
+		IdleTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := cl.CreateConversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := cl.Ask(ctx, conv.Id, "Take your time: how many sev1 incidents did we have in 2026-Q2?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, slot, err := ticketHome(ctx, rc, tk.Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	var kinds []string
+	dones, terminals := 0, 0
+	struck := make(chan string, 1)
+	for ev, err := range cl.Events(ctx, tk.Ticket, client.EventsOptions{}) {
+		if err != nil {
+			t.Fatalf("stream through the gateway: %v (events so far %v)", err, kinds)
+		}
+		seqs = append(seqs, ev.Seq)
+		kind := string(ev.Type)
+		switch e := ev.Value.(type) {
+		case gen.ErrorEvent:
+			kind += "{" + string(e.Kind) + "}"
+			terminals++
+		case gen.AnswerEvent, gen.AbstentionEvent, gen.RefusalEvent:
+			terminals++
+		}
+		kinds = append(kinds, kind)
+		if _, ok := ev.Value.(gen.BranchEvent); ok && len(seqs) == 2 {
+			go func() {
+				what, err := fault(ctx, owner, slot)
+				if err != nil {
+					what = "the fault failed: " + err.Error()
+				}
+				struck <- what
+			}()
+		}
+		if ev.IsDone() {
+			dones++
+		}
+	}
+	var what string
+	select {
+	case what = <-struck:
+	case <-ctx.Done():
+		t.Fatalf("the fault never returned; events %v", kinds)
+	}
+	if strings.HasPrefix(what, "the fault failed") {
+		t.Fatal(what)
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("seqs %v: a gap or a duplicate", seqs)
+		}
+	}
+	got := strings.Join(kinds, " ")
+	if dones != 1 || !strings.HasSuffix(got, " done") || terminals != 1 {
+		t.Errorf("events %s: want exactly one terminal, then exactly one done, last", got)
+	}
+	if !strings.HasSuffix(got, "answer done") && !strings.HasSuffix(got, "error{interrupted} done") {
+		t.Errorf("events %s: want the answer, or error{interrupted}, then done", got)
+	}
+	t.Logf("%s (ticket's slot %d); events %s; client: %s", what, slot, got, strings.TrimSpace(clientLog.String()))
+	st, err := cl.Status(ctx, tk.Ticket, 0)
+	if err != nil || st.Done == nil || st.LastSeq != seqs[len(seqs)-1] {
+		t.Errorf("getAsk after the run: %+v, %v; want done at seq %d", st, err, seqs[len(seqs)-1])
+	}
+	if _, out, err := cl.AskAndWait(ctx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?"); err != nil || out.Kind != client.Answer {
+		t.Errorf("the next ask in the conversation: %v, %v", out.Kind, err)
+	}
+	if n, err := runningTickets(ctx, c); err != nil || n != 0 {
+		t.Errorf("tickets left running in Redis: %d (%v)", n, err)
+	}
+}

@@ -1,0 +1,83 @@
+package redis
+
+import (
+	"crypto/tls"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// errURL is what New says of a URL it cannot use. The URL may carry a password, so it is
+// never echoed.
+var errURL = errors.New(`redis store: the URL is not one of redis://, rediss:// (one server), ` +
+	`redis+cluster://host:port[,host:port...] (Redis Cluster) or redis+sentinel://host:port[,host:port...]/master[/db] (Sentinel)`)
+
+// newClient opens the client a URL names:
+//
+//	redis://[user:password@]host:port[/db]               one server (rediss:// for TLS)
+//	redis+cluster://[user:password@]host:port[,host:port...][?go-redis cluster options]
+//	                                                     Redis Cluster, from any of its nodes (rediss+cluster:// for TLS)
+//	redis+sentinel://[user:password@]host:port[,host:port...]/master[/db]
+//	                                                     the primary Sentinel names master (rediss+sentinel:// for TLS);
+//	                                                     the user and password are the primary's
+//
+// The cluster form is go-redis's ParseClusterURL (its query options included) with the seed
+// nodes listed in the host; the Sentinel form goes through goredis.UniversalOptions.
+func newClient(raw string) (goredis.UniversalClient, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, errURL
+	}
+	switch scheme {
+	case "redis", "rediss":
+		o, err := goredis.ParseURL(raw)
+		if err != nil {
+			return nil, errURL
+		}
+		return goredis.NewClient(o), nil
+	case "redis+cluster", "rediss+cluster":
+		base := strings.TrimSuffix(scheme, "+cluster")
+		u, err := url.Parse(base + "://" + rest)
+		if err != nil || u.Host == "" {
+			return nil, errURL
+		}
+		hosts := strings.Split(u.Host, ",")
+		q := u.Query()
+		for _, h := range hosts[1:] {
+			q.Add("addr", h)
+		}
+		u.Host, u.RawQuery = hosts[0], q.Encode()
+		o, err := goredis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, errURL
+		}
+		return goredis.NewClusterClient(o), nil
+	case "redis+sentinel", "rediss+sentinel":
+		u, err := url.Parse("redis://" + rest)
+		if err != nil || u.Host == "" || u.RawQuery != "" {
+			return nil, errURL
+		}
+		path := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
+		if len(path) < 1 || len(path) > 2 {
+			return nil, errURL
+		}
+		uo := &goredis.UniversalOptions{Addrs: strings.Split(u.Host, ","), MasterName: path[0]}
+		if len(path) == 2 {
+			if uo.DB, err = strconv.Atoi(path[1]); err != nil {
+				return nil, errURL
+			}
+		}
+		if u.User != nil {
+			uo.Username = u.User.Username()
+			uo.Password, _ = u.User.Password()
+		}
+		if scheme == "rediss+sentinel" {
+			uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		return goredis.NewUniversalClient(uo), nil
+	}
+	return nil, errURL
+}

@@ -1,0 +1,65 @@
+package redis
+
+import (
+	"strings"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// TestURLForms: each URL form opens the client it names, and a URL that is not one is refused
+// without echoing it (it may hold a password).
+func TestURLForms(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want string
+	}{
+		{"redis://:hunter2@127.0.0.1:6379/0", "*redis.Client"},
+		{"rediss://u:hunter2@127.0.0.1:6379/1", "*redis.Client"},
+		{"redis+cluster://:hunter2@127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002", "*redis.ClusterClient"},
+		{"redis+cluster://127.0.0.1:7000?max_redirects=5", "*redis.ClusterClient"},
+		{"redis+sentinel://:hunter2@127.0.0.1:26379,127.0.0.1:26380/mymaster/2", "*redis.Client"},
+	} {
+		c, err := newClient(tc.url)
+		if err != nil {
+			t.Errorf("%s: %v", tc.url, err)
+			continue
+		}
+		got := typeName(c)
+		if got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.url, got, tc.want)
+		}
+		switch c := c.(type) {
+		case *goredis.ClusterClient:
+			if o := c.Options(); o.Password != "hunter2" && strings.Contains(tc.url, "hunter2") || len(o.Addrs) == 0 {
+				t.Errorf("%s: options %v %d addrs", tc.url, o.Password != "", len(o.Addrs))
+			}
+			if strings.Count(tc.url, ",") == 2 && len(c.Options().Addrs) != 3 {
+				t.Errorf("%s: seeds %v", tc.url, c.Options().Addrs)
+			}
+		case *goredis.Client:
+			if strings.Contains(tc.url, "hunter2") && c.Options().Password != "hunter2" {
+				t.Errorf("%s: the password is not the primary's", tc.url)
+			}
+		}
+		_ = c.Close()
+	}
+	for _, bad := range []string{"postgres://u:hunter2@db/ask", "redis+cluster://:hunter2@", "redis+sentinel://:hunter2@127.0.0.1:26379", "redis://:hunter2@[bad"} {
+		_, err := newClient(bad)
+		if err == nil {
+			t.Errorf("%s accepted", bad)
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error echoes the password: %v", bad, err)
+		}
+	}
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case *goredis.ClusterClient:
+		return "*redis.ClusterClient"
+	case *goredis.Client:
+		return "*redis.Client"
+	}
+	return "other"
+}

@@ -99,7 +99,7 @@ cluster-check-rediscluster:
 chaos:
 	@scripts/chaos.sh $(ARGS)
 
-## bench: measure the service against this machine's limits and the MCP Go SDK, with the Redis store too when redis-server is installed (ARGS=-redis=false: memory only); writes docs/bench/REPORT.md and docs/bench/report.json (under 5 minutes)
+## bench: measure the service against this machine's limits and the MCP Go SDK, with the Redis store too when redis-server is installed, on one primary and on a three-primary Redis Cluster (ARGS=-redis=false -redis-cluster=false: memory only); writes docs/bench/REPORT.md and docs/bench/report.json (under 5 minutes)
 bench:
 	$(GO) run ./cmd/askbench -out docs/bench/ $(ARGS)
 

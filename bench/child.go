@@ -48,9 +48,9 @@ type ServeOptions struct {
 	// MaxEvents is the service's per-ticket bound; 0 means 100000 in ModeSynthetic (so that no
 	// step of a long synthetic run is evicted while it is measured) and the default otherwise.
 	MaxEvents int
-	// Store, when not empty, is a redis:// URL: the synthetic service keeps its tickets, logs
-	// and conversations in that Redis (package store/redis, under a prefix of its own) instead
-	// of in memory. The baselines are unchanged. ModeSynthetic only.
+	// Store, when not empty, is a redis:// URL (or redis+cluster://seed,… for a Redis
+	// Cluster): the synthetic service keeps its tickets, logs and conversations in that Redis
+	// (package store/redis, under a prefix of its own) instead of in memory. The baselines are unchanged. ModeSynthetic only.
 	Store string
 	// Handshake receives one JSON line naming the endpoints once everything listens.
 	Handshake io.Writer

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,20 +18,31 @@ import (
 // beside the bare baseline measured by that child in the same run. The bare baselines use no
 // store, so a Redis row's ratio says what the shared store costs on top of everything else.
 
-// RedisRun is what the run measured with the Redis store.
+// RedisRun is what the run measured with the Redis store, on one redis-server (Report.Redis)
+// or on a Redis Cluster (Report.RedisCluster).
 type RedisRun struct {
 	// Skipped says why there are no Redis figures (redis-server is not installed, or did not
 	// start); empty when they were measured.
 	Skipped string `json:"skipped,omitempty"`
 	// Server is the redis-server's version (`redis-server --version`).
-	Server       string          `json:"server,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Primaries is the Redis Cluster's primaries (each without a replica); 0 on one
+	// redis-server.
+	Primaries    int             `json:"primaries,omitempty"`
 	TimeToTicket []TicketLevel   `json:"time_to_ticket,omitempty"`
 	Delivery     []DeliveryLevel `json:"stream_delivery,omitempty"`
 	Replay       *Replay         `json:"replay,omitempty"`
 }
 
-// redisSkippedNotFound is RedisRun.Skipped when the binary is not on PATH.
-const redisSkippedNotFound = "skipped: redis-server not found (apt-get install -y redis-server)"
+// redisSkippedNotFound is RedisRun.Skipped when the binary is not on PATH;
+// redisCLISkippedNotFound when redis-cli, which joins a cluster, is not.
+const (
+	redisSkippedNotFound    = "skipped: redis-server not found (apt-get install -y redis-server)"
+	redisCLISkippedNotFound = "skipped: redis-cli not found (apt-get install -y redis-tools)"
+)
+
+// clusterPrimaries is the size of the Redis Cluster the cluster rows run on.
+const clusterPrimaries = 3
 
 // redisWorkloads are the workloads run once more against the Redis store.
 var redisWorkloads = []string{"time-to-ticket", "stream-delivery", "replay"}
@@ -41,6 +53,29 @@ var redisWorkloads = []string{"time-to-ticket", "stream-delivery", "replay"}
 func redisDelivery(o deliveryOptions) deliveryOptions {
 	o.Rounds = min(o.Rounds, 3)
 	return o
+}
+
+// redisClusterSizes sizes the cluster rows: only the levels the targets name (time to ticket
+// at 1 and 64, delivery to 1 and 100 readers), time to ticket in at most 5 rounds (delivery
+// takes redisDelivery's 3 as the single primary's), so that the cluster adds under a minute to
+// the run.
+func redisClusterSizes(sz sizes) sizes {
+	keep := func(levels []int, want ...int) []int {
+		var out []int
+		for _, l := range levels {
+			if slices.Contains(want, l) {
+				out = append(out, l)
+			}
+		}
+		if len(out) == 0 {
+			return levels // a test's own levels
+		}
+		return out
+	}
+	sz.ticket.Levels = keep(sz.ticket.Levels, 1, 64)
+	sz.ticket.Rounds = min(sz.ticket.Rounds, 5)
+	sz.delivery.Readers = keep(sz.delivery.Readers, 1, 100)
+	return sz
 }
 
 // startRedis starts a redis-server for the run (loopback, persistence off, in a temporary
@@ -65,6 +100,33 @@ func startRedis(ctx context.Context) (*RedisRun, *redisserver.Server, func(), er
 	return rr, srv, func() { _ = srv.Stop(); _ = os.RemoveAll(dir) }, nil
 }
 
+// startRedisCluster starts a Redis Cluster of clusterPrimaries primaries without replicas
+// (loopback, persistence off, as startRedis's server: the figures differ by the topology
+// only) and returns the store URL that names it, redis+cluster://seed,…, with the function
+// that stops it. When redis-server or redis-cli is not on PATH it returns a RedisRun saying
+// so and no URL.
+func startRedisCluster(ctx context.Context) (*RedisRun, string, func(), error) {
+	bin, err := exec.LookPath(redisserver.Binary)
+	if err != nil {
+		return &RedisRun{Skipped: redisSkippedNotFound}, "", nil, nil
+	}
+	if _, err := exec.LookPath(redisserver.CLI); err != nil {
+		return &RedisRun{Skipped: redisCLISkippedNotFound}, "", nil, nil
+	}
+	rr := &RedisRun{Server: redisVersion(ctx, bin), Primaries: clusterPrimaries}
+	dir, err := os.MkdirTemp("", "askbench-redis-cluster-")
+	if err != nil {
+		return rr, "", nil, err
+	}
+	c, err := redisserver.RunCluster(ctx, dir, clusterPrimaries, 0)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		rr.Skipped = "skipped: the Redis Cluster did not start (see the failures)"
+		return rr, "", nil, err
+	}
+	return rr, "redis+cluster://" + strings.Join(c.Addrs(), ","), func() { _ = c.Stop(); _ = os.RemoveAll(dir) }, nil
+}
+
 // redisVersion is the "v=" field of `redis-server --version`, or "" when it cannot be read.
 func redisVersion(ctx context.Context, bin string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -86,32 +148,76 @@ var errStoreMode = errors.New("bench: a store URL is for the synthetic mode only
 
 // The Markdown of the three tables that hold a row per store. p is markdown's printf.
 
-// redisNote is the paragraph before the tables that says what the redis rows are.
-func (r *Report) redisNote(p func(string, ...any)) {
-	rr := r.Redis
-	if rr == nil {
-		return
-	}
-	if rr.Skipped != "" {
-		p("Sections 1, 3 and 5 have no Redis rows: %s. ", rr.Skipped)
-		p("With it installed, `make bench` runs those workloads once more against the Redis store.\n\n")
-		return
-	}
-	version := ""
-	if rr.Server != "" {
-		version = " " + rr.Server
-	}
-	p("In sections 1, 3 and 5, the rows whose store is **redis** are the same workload run once more against a child whose store is Redis (`store/redis`): ")
-	p("a redis-server%s started for the run on loopback, persistence off, one per run, shared by nothing else. ", version)
-	p("Each Redis row has its own bare baseline, measured by that child beside it; the baselines use no store, so the ratio says what the service costs with Redis behind it. ")
-	p("The in-memory targets are judged on the in-memory store, the default; the Redis targets compare the Redis rows with the in-memory ones of the same run (different children, so not per round).\n\n")
+// storeRows is one store's rows beside the in-memory ones: "redis" (one redis-server) or
+// "redis-cluster" (a Redis Cluster).
+type storeRows struct {
+	name string
+	run  *RedisRun
 }
 
-// skippedRow is a table row saying the Redis rows are missing and why.
-func (r *Report) skippedRow(p func(string, ...any)) {
-	if r.Redis != nil && r.Redis.Skipped != "" {
-		p("| redis | %s |\n", r.Redis.Skipped)
+// redisStores are the report's Redis stores that it has a section for (measured or skipped).
+func (r *Report) redisStores() []storeRows {
+	var out []storeRows
+	if r.Redis != nil {
+		out = append(out, storeRows{"redis", r.Redis})
 	}
+	if r.RedisCluster != nil {
+		out = append(out, storeRows{"redis-cluster", r.RedisCluster})
+	}
+	return out
+}
+
+// redisNote is the paragraph before the tables that says what the redis rows are.
+func (r *Report) redisNote(p func(string, ...any)) {
+	if rr := r.Redis; rr != nil {
+		if rr.Skipped != "" {
+			p("Sections 1, 3 and 5 have no Redis rows: %s. ", rr.Skipped)
+			p("With it installed, `make bench` runs those workloads once more against the Redis store.\n\n")
+		} else {
+			version := ""
+			if rr.Server != "" {
+				version = " " + rr.Server
+			}
+			p("In sections 1, 3 and 5, the rows whose store is **redis** are the same workload run once more against a child whose store is Redis (`store/redis`): ")
+			p("a redis-server%s started for the run on loopback, persistence off, one per run, shared by nothing else. ", version)
+			p("Each Redis row has its own bare baseline, measured by that child beside it; the baselines use no store, so the ratio says what the service costs with Redis behind it. ")
+			p("The in-memory targets are judged on the in-memory store, the default; the Redis targets compare the Redis rows with the in-memory ones of the same run (different children, so not per round).\n\n")
+		}
+	}
+	if rc := r.RedisCluster; rc != nil {
+		if rc.Skipped != "" {
+			p("There are no **redis-cluster** rows: %s.\n\n", rc.Skipped)
+			return
+		}
+		p("The rows whose store is **redis-cluster** are the same workloads once more on a Redis Cluster of %d primaries (no replicas), ", rc.Primaries)
+		p("each a redis-server with `--cluster-enabled yes` on loopback, persistence off, joined with `redis-cli --cluster create`, the child's store URL `redis+cluster://` naming every node: ")
+		p("the same machine and the same work as the single primary's, spread over three processes, so the difference is what the cluster client and the hash-tagged key layout cost or save. ")
+		p("To keep the run short they measure only the levels the targets name (time to ticket at 1 and 64, delivery to 1 and 100 readers), time to ticket in at most 5 rounds. ")
+		p("The cluster's targets are the single primary's, against the same in-memory figures.\n\n")
+	}
+}
+
+// skippedRows are the table rows saying which Redis rows are missing and why.
+func (r *Report) skippedRows(p func(string, ...any)) {
+	for _, st := range r.redisStores() {
+		if st.run.Skipped != "" {
+			p("| %s | %s |\n", st.name, st.run.Skipped)
+		}
+	}
+}
+
+// levelsOf is each Redis store's rows of one table: its name and the rows pick selects.
+func levelsOf[L any](r *Report, pick func(*RedisRun) []L) []named[L] {
+	var out []named[L]
+	for _, st := range r.redisStores() {
+		out = append(out, named[L]{st.name, pick(st.run)})
+	}
+	return out
+}
+
+type named[L any] struct {
+	name string
+	rows []L
 }
 
 func (r *Report) ticketTable(p func(string, ...any)) {
@@ -121,12 +227,8 @@ func (r *Report) ticketTable(p func(string, ...any)) {
 			store, l.Concurrency, l.Ours.P50, l.Bare.P50, l.RatioP50Spread, l.Ours.P99, l.Bare.P99, l.RatioP99,
 			l.OursCPUUS, l.BareCPUUS, l.CPURatio, l.OursRPS, l.BareRPS, l.Ours.N)
 	}
-	var redis []TicketLevel
-	if r.Redis != nil {
-		redis = r.Redis.TimeToTicket
-	}
-	pairRows(r.TimeToTicket, redis, func(l TicketLevel) int { return l.Concurrency }, row)
-	r.skippedRow(p)
+	pairRows(r.TimeToTicket, levelsOf(r, func(rr *RedisRun) []TicketLevel { return rr.TimeToTicket }), func(l TicketLevel) int { return l.Concurrency }, row)
+	r.skippedRows(p)
 }
 
 func (r *Report) deliveryTable(p func(string, ...any)) {
@@ -134,47 +236,44 @@ func (r *Report) deliveryTable(p func(string, ...any)) {
 	row := func(store string, l DeliveryLevel) {
 		p("| %s | %d | %d | %.0f | %.0f | %s | %.0f | %.0f |\n", store, l.Readers, l.Events, l.Ours, l.Bare, l.RatioSpread, l.BareBatched, l.BytesPerEvent)
 	}
-	var redis []DeliveryLevel
-	if r.Redis != nil {
-		redis = r.Redis.Delivery
-	}
-	pairRows(r.Delivery, redis, func(l DeliveryLevel) int { return l.Readers }, row)
-	r.skippedRow(p)
+	pairRows(r.Delivery, levelsOf(r, func(rr *RedisRun) []DeliveryLevel { return rr.Delivery }), func(l DeliveryLevel) int { return l.Readers }, row)
+	r.skippedRows(p)
 }
 
 // replayTable is section 5's table; it reports whether it wrote one.
 func (r *Report) replayTable(p func(string, ...any)) bool {
-	var redis *Replay
-	if r.Redis != nil {
-		redis = r.Redis.Replay
-	}
-	if r.Replay == nil && redis == nil {
-		return false
+	replays := []named[*Replay]{{"memory", []*Replay{r.Replay}}}
+	for _, st := range r.redisStores() {
+		replays = append(replays, named[*Replay]{st.name, []*Replay{st.run.Replay}})
 	}
 	events := 0
-	for _, rp := range []*Replay{r.Replay, redis} {
-		if rp != nil {
+	for _, n := range replays {
+		if rp := n.rows[0]; rp != nil {
 			events = rp.Events
 		}
 	}
+	if events == 0 {
+		return false
+	}
 	p("Reconnect with `Last-Event-ID: 0` to a finished ticket of %d events, to the last event. Baseline: the bare writer sending as many pre-encoded frames in one write.\n\n", events)
 	p("| store | ours p50 | bare p50 | ratio | ours p99 | bare p99 | ours mean | bare mean | n (each) |\n|---|---|---|---|---|---|---|---|---|\n")
-	row := func(store string, rp *Replay) {
-		if rp != nil {
+	for _, n := range replays {
+		if rp := n.rows[0]; rp != nil {
 			p("| %s | %.2f ms | %.2f ms | %.2f× | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %d |\n",
-				store, rp.Ours.P50, rp.Bare.P50, rp.RatioP50, rp.Ours.P99, rp.Bare.P99, rp.Ours.Mean, rp.Bare.Mean, rp.Ours.N)
+				n.name, rp.Ours.P50, rp.Bare.P50, rp.RatioP50, rp.Ours.P99, rp.Bare.P99, rp.Ours.Mean, rp.Bare.Mean, rp.Ours.N)
 		}
 	}
-	row("memory", r.Replay)
-	row("redis", redis)
-	r.skippedRow(p)
+	r.skippedRows(p)
 	p("\n")
 	return true
 }
 
-// RedisSummary is the line askbench prints for the Redis rows, "" when there is nothing to say.
-func (r *Report) RedisSummary() string {
-	rr := r.Redis
+// RedisSummary is the line askbench prints for the Redis rows (one redis-server), "" when
+// there is nothing to say; RedisClusterSummary the same for the Redis Cluster's.
+func (r *Report) RedisSummary() string        { return summaryOf(r.Redis) }
+func (r *Report) RedisClusterSummary() string { return summaryOf(r.RedisCluster) }
+
+func summaryOf(rr *RedisRun) string {
 	switch {
 	case rr == nil:
 		return ""
@@ -196,22 +295,29 @@ func (r *Report) RedisSummary() string {
 	return strings.Join(parts, "; ")
 }
 
-// pairRows writes each in-memory row followed by the Redis row at the same level (concurrency or
-// readers), then any Redis row that had no in-memory partner.
-func pairRows[L any](memory, redis []L, level func(L) int, row func(store string, l L)) {
-	paired := map[int]bool{}
+// pairRows writes each in-memory row followed by each other store's row at the same level
+// (concurrency or readers), then any row of theirs that had no in-memory partner.
+func pairRows[L any](memory []L, others []named[L], level func(L) int, row func(store string, l L)) {
+	paired := make([]map[int]bool, len(others))
+	for i := range others {
+		paired[i] = map[int]bool{}
+	}
 	for _, l := range memory {
 		row("memory", l)
-		for _, rl := range redis {
-			if k := level(rl); k == level(l) && !paired[k] {
-				row("redis", rl)
-				paired[k] = true
+		for i, o := range others {
+			for _, ol := range o.rows {
+				if k := level(ol); k == level(l) && !paired[i][k] {
+					row(o.name, ol)
+					paired[i][k] = true
+				}
 			}
 		}
 	}
-	for _, rl := range redis {
-		if !paired[level(rl)] {
-			row("redis", rl)
+	for i, o := range others {
+		for _, ol := range o.rows {
+			if !paired[i][level(ol)] {
+				row(o.name, ol)
+			}
 		}
 	}
 }

@@ -2,9 +2,11 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +77,64 @@ func TestRunRedisInProcess(t *testing.T) {
 	}
 	if !strings.Contains(r.RedisSummary(), "replay p50") {
 		t.Errorf("RedisSummary = %q", r.RedisSummary())
+	}
+}
+
+// TestRunRedisClusterInProcess runs the three workloads on a three-primary Redis Cluster and
+// checks that its rows are there, each with its baseline, beside the memory ones, with targets.
+func TestRunRedisClusterInProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster and the suite's servers")
+	}
+	for _, bin := range []string{redistest.Binary, "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (apt-get install -y redis-server redis-tools)", bin)
+		}
+	}
+	dir := t.TempDir()
+	sz := redisSizes
+	r, err := Run(t.Context(), RunOptions{
+		Out: dir, ModuleDir: "..", NoMicro: true, inProcess: true, sizes: &sz,
+		Only: redisWorkloads, RedisCluster: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Errors) > 0 {
+		t.Fatalf("workloads failed: %v", r.Errors)
+	}
+	rc := r.RedisCluster
+	if rc == nil || rc.Skipped != "" || rc.Server == "" || rc.Primaries != 3 || r.Redis != nil {
+		t.Fatalf("redis cluster: %+v (single: %+v), want figures on 3 primaries and no single-primary rows", rc, r.Redis)
+	}
+	// Only the levels the targets name (1 and 64, 1 and 100) that the sizes hold: 1 here.
+	if len(rc.TimeToTicket) != 1 || rc.TimeToTicket[0].Concurrency != 1 || len(rc.Delivery) != 1 || rc.Delivery[0].Readers != 1 {
+		t.Errorf("cluster rows: ticket %+v, delivery %+v; want concurrency 1 and 1 reader only", rc.TimeToTicket, rc.Delivery)
+	}
+	for _, l := range rc.TimeToTicket {
+		if l.Ours.N == 0 || l.Bare.N == 0 || l.RatioP50 <= 0 {
+			t.Errorf("cluster time to ticket at %d: %+v", l.Concurrency, l)
+		}
+	}
+	for _, l := range rc.Delivery {
+		if l.Ours <= 0 || l.Bare <= 0 {
+			t.Errorf("cluster delivery to %d: %+v", l.Readers, l)
+		}
+	}
+	if rc.Replay == nil || rc.Replay.Events != 1000 || rc.Replay.Ours.N != 2 {
+		t.Errorf("cluster replay: %+v", rc.Replay)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`\| redis-cluster \| 1 \| [0-9.]+ ms \|`, `\| redis-cluster \| 1 \| 50 \|`, `\| redis-cluster: replay \|`, `a Redis Cluster of 3 primaries`} {
+		if !regexp.MustCompile(want).Match(md) {
+			t.Errorf("REPORT.md lacks %s", want)
+		}
+	}
+	if !strings.Contains(r.RedisClusterSummary(), "replay p50") {
+		t.Errorf("RedisClusterSummary = %q", r.RedisClusterSummary())
 	}
 }
 
@@ -161,6 +221,42 @@ func TestStoreTables(t *testing.T) {
 	order("| memory | 1.00 ms | 0.50 ms | 2.00× |", "| redis | 3.00 ms | 0.50 ms | 6.00× |")
 	if strings.Contains(md, "skipped") {
 		t.Error("a report with Redis figures says skipped")
+	}
+
+	// The cluster's rows follow the single primary's at each level, and its targets are
+	// judged against the same in-memory figures.
+	r.RedisCluster = &RedisRun{
+		Server: "7.0.15", Primaries: 3,
+		TimeToTicket: []TicketLevel{{Concurrency: 64, Ours: Latency{P50: 3}}},
+		Delivery:     []DeliveryLevel{{Readers: 1, Events: 10, Ours: 1}},
+		Replay:       &Replay{Events: 1000, Ours: Latency{P50: 4}, Bare: Latency{P50: 0.5}, RatioP50: 8},
+	}
+	r.TimeToTicket[1].Ours.P50 = 2
+	r.Delivery[0].Ours = 4
+	r.Targets = targets(r)
+	md = r.markdown("")
+	order("| memory | 64 |", "| redis | 64 |", "| redis-cluster | 64 |")
+	order("| memory | 1 | 10 |", "| redis | 1 | 10 |", "| redis-cluster | 1 | 10 |", "| redis | 100 | 20 |")
+	order("| memory | 1.00 ms", "| redis | 3.00 ms", "| redis-cluster | 4.00 ms | 0.50 ms | 8.00× |")
+	order("a Redis Cluster of 3 primaries")
+	got := map[string]string{}
+	for _, tg := range r.Targets {
+		if strings.HasPrefix(tg.Name, "redis-cluster:") {
+			got[tg.Name] = fmt.Sprint(tg.Met != nil && *tg.Met, " ", tg.Measured)
+		}
+	}
+	for name, want := range map[string]string{
+		"redis-cluster: time to ticket":          "true 3.000 ms vs 2.000 ms: 1.50×",
+		"redis-cluster: delivery to 1 reader(s)": "true 1 vs 4 events/s: 0.250×",
+		"redis-cluster: replay":                  "false 4.00 ms vs 1.00 ms: 4.00×",
+	} {
+		if got[name] != want {
+			t.Errorf("target %q = %q, want %q", name, got[name], want)
+		}
+	}
+	r.RedisCluster = &RedisRun{Skipped: redisCLISkippedNotFound}
+	if md := r.markdown(""); strings.Count(md, "| redis-cluster | "+redisCLISkippedNotFound) != 3 {
+		t.Errorf("a skipped cluster should say so once per table:\n%s", md)
 	}
 
 	// Only Redis figures: the replay section still has its table.

@@ -24,10 +24,13 @@ type Report struct {
 	Peer         *Peer           `json:"peer_mcp,omitempty"`
 	// Redis is time to ticket, stream delivery and replay once more with the Redis store; nil
 	// when the run did not ask for them (askbench -redis=false).
-	Redis    *RedisRun `json:"redis,omitempty"`
-	Micro    []Micro   `json:"microbenchmarks"`
-	Profiles []Profile `json:"profiles"`
-	Targets  []Target  `json:"targets"`
+	Redis *RedisRun `json:"redis,omitempty"`
+	// RedisCluster is the same on a Redis Cluster of three primaries; nil when the run did
+	// not ask for them (askbench -redis-cluster=false).
+	RedisCluster *RedisRun `json:"redis_cluster,omitempty"`
+	Micro        []Micro   `json:"microbenchmarks"`
+	Profiles     []Profile `json:"profiles"`
+	Targets      []Target  `json:"targets"`
 	// Errors are workloads that failed; their figures are missing.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -102,18 +105,19 @@ func targets(r *Report) []Target {
 		t.Met = met(p.LiveSpeedup > 1 && p.ReplaySpeedup > 1)
 	}
 	ts = append(ts, t)
-	return append(ts, redisTargets(r)...)
+	ts = append(ts, redisTargets(r, "redis", r.Redis)...)
+	return append(ts, redisTargets(r, "redis-cluster", r.RedisCluster)...)
 }
 
-// redisTargets are the issue's Redis targets, each against the in-memory figure of the same
-// run; none when the run has no Redis rows.
-func redisTargets(r *Report) []Target {
-	rr := r.Redis
+// redisTargets are the issue's Redis targets for one Redis store (store names it: redis, or
+// redis-cluster), each against the in-memory figure of the same run; none when the run has no
+// rows for that store.
+func redisTargets(r *Report, store string, rr *RedisRun) []Target {
 	if rr == nil || rr.Skipped != "" {
 		return nil
 	}
 	var ts []Target
-	t := Target{Name: "redis: time to ticket", Goal: "p50 at concurrency 64 ≤ 2× the in-memory figure"}
+	t := Target{Name: store + ": time to ticket", Goal: "p50 at concurrency 64 ≤ 2× the in-memory figure"}
 	for _, m := range r.TimeToTicket {
 		for _, l := range rr.TimeToTicket {
 			if m.Concurrency == 64 && l.Concurrency == 64 {
@@ -128,7 +132,7 @@ func redisTargets(r *Report) []Target {
 		readers int
 		min     float64
 	}{{1, 0.2}, {100, 0.5}} {
-		t = Target{Name: fmt.Sprintf("redis: delivery to %d reader(s)", want.readers), Goal: fmt.Sprintf("≥ %.1f× the in-memory events/s", want.min)}
+		t = Target{Name: fmt.Sprintf("%s: delivery to %d reader(s)", store, want.readers), Goal: fmt.Sprintf("≥ %.1f× the in-memory events/s", want.min)}
 		for _, m := range r.Delivery {
 			for _, l := range rr.Delivery {
 				if m.Readers == want.readers && l.Readers == want.readers {
@@ -140,7 +144,7 @@ func redisTargets(r *Report) []Target {
 		}
 		ts = append(ts, t)
 	}
-	t = Target{Name: "redis: replay", Goal: "full replay of 1000 events p50 ≤ 2× the in-memory figure"}
+	t = Target{Name: store + ": replay", Goal: "full replay of 1000 events p50 ≤ 2× the in-memory figure"}
 	if rr.Replay != nil && r.Replay != nil {
 		x := ratio(rr.Replay.Ours.P50, r.Replay.Ours.P50)
 		t.Measured = fmt.Sprintf("%.2f ms vs %.2f ms: %.2f×", rr.Replay.Ours.P50, r.Replay.Ours.P50, x)

@@ -37,6 +37,10 @@ type RunOptions struct {
 	// store is Redis, on a redis-server the run starts (loopback, persistence off) and stops;
 	// when redis-server is not on PATH the report says they were skipped.
 	Redis bool
+	// RedisCluster runs the same workloads once more on a Redis Cluster of three primaries
+	// the run starts (redis-server --cluster-enabled yes, joined with redis-cli) and stops;
+	// when redis-server or redis-cli is not on PATH the report says they were skipped.
+	RedisCluster bool
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 
@@ -144,7 +148,10 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 			return
 		}
 		label := name
-		if so.Store != "" {
+		switch {
+		case strings.HasPrefix(so.Store, "redis+cluster://"):
+			label += "-redis-cluster"
+		case so.Store != "":
 			label += "-redis"
 		}
 		log.Info("workload", "name", label)
@@ -266,6 +273,35 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 				return err
 			})
 			stopRedis()
+		}
+	}
+	// The Redis Cluster's rows: the same once more, on three primaries.
+	if o.RedisCluster && slices.ContainsFunc(redisWorkloads, selected) {
+		rr, url, stopCluster, err := startRedisCluster(ctx)
+		r.RedisCluster = rr
+		if err != nil {
+			fail("redis-cluster", err)
+		}
+		if url != "" {
+			log.Info("redis cluster", "server", rr.Server, "primaries", rr.Primaries)
+			csz := redisClusterSizes(sz)
+			withCluster := ServeOptions{Mode: ModeSynthetic, Store: url}
+			with("time-to-ticket", withCluster, func(ch *child) (err error) {
+				rr.TimeToTicket, err = timeToTicket(ctx, ch, csz.ticket)
+				return err
+			})
+			with("stream-delivery", withCluster, func(ch *child) (err error) {
+				rr.Delivery, err = delivery(ctx, ch, redisDelivery(csz.delivery))
+				return err
+			})
+			with("replay", withCluster, func(ch *child) error {
+				rp, err := replay(ctx, ch, 1000, csz.replay)
+				if err == nil {
+					rr.Replay = &rp
+				}
+				return err
+			})
+			stopCluster()
 		}
 	}
 

@@ -2,7 +2,10 @@
 // (the service, its store, bearer validation, the model and sources, the operator's side),
 // DefaultConfig, and FromEnv, the only reader of the environment (through Env). Every command
 // that builds the service (cmd/askd, cmd/ask-serve, the conformance dev stack, the bench child)
-// starts from DefaultConfig or FromEnv and hands the result to package app.
+// starts from DefaultConfig or FromEnv and hands the result to package app. The other commands
+// read their own sections through the same Env (commands.go: Client, Target, Conformance, Stub,
+// DemoSource) into their flags' defaults; Process is the process's lookup, the one use of
+// os.LookupEnv in the module.
 //
 // In every section a zero value means that setting's default, and "none" is spelled as a
 // negative duration (a shutdown grace, a JWT leeway, model retries) or "" for an address that
@@ -137,7 +140,7 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	c.Agent = agentFrom(e, c.Agent)
 	c.Ops = opsFrom(e, c.Ops)
 	c.Webhooks = webhooksFrom(e)
-	c.StubScript = e.String("ASK_STUB_SCRIPT", "")
+	c.StubScript = stubFrom(e).Script
 	if err := e.Err(); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}

@@ -253,3 +253,53 @@ func TestConfigPhase(t *testing.T) {
 		}
 	}
 }
+
+// The commands' sections: defaults when nothing is set, the variables when set, and every
+// invalid value named.
+func TestCommandSections(t *testing.T) {
+	c, err := config.ClientFromEnv(env("HOME", "/home/u"))
+	if err != nil || c != (config.Client{URL: config.DefaultClientURL, OID: "alice", IdP: config.DefaultClientIdP, StateDir: "/home/u/.local/state"}) {
+		t.Errorf("ClientFromEnv(HOME) = %+v, %v", c, err)
+	}
+	c, err = config.ClientFromEnv(env("ASK_URL", "http://gw/ask", "ASK_TOKEN", "t", "ASK_OID", "bob", "ASK_IDP", "http://idp",
+		"ASK_WEBHOOK", "https://h/x", "ASK_PROGRESS", "plain", "TERM", "dumb", "XDG_STATE_HOME", "/s", "HOME", "/home/u"))
+	if err != nil || c != (config.Client{URL: "http://gw/ask", Token: "t", OID: "bob", IdP: "http://idp", Webhook: "https://h/x",
+		Progress: "plain", DumbTerminal: true, StateDir: "/s"}) {
+		t.Errorf("ClientFromEnv(all) = %+v, %v", c, err)
+	}
+	if _, err := config.ClientFromEnv(env("ASK_PROGRESS", "fancy")); err == nil || !strings.Contains(err.Error(), "ASK_PROGRESS") {
+		t.Errorf("ASK_PROGRESS=fancy: %v", err)
+	}
+
+	k, err := config.ConformanceFromEnv(env("ASK_URL", "u", "ASK_IDP_URL", "i", "ASK_TOKEN_A", "a", "ASK_TOKEN_B", "b",
+		"ASK_AUDIT_URL", "x,y", "ASK_PHASE", "2", "ASK_WEBHOOK_SECRETS", "whsec_1"))
+	if err != nil || k != (config.Conformance{Target: config.Target{URL: "u", IdP: "i"}, TokenA: "a", TokenB: "b", Audit: "x,y", Phase2: true, WebhookSecrets: "whsec_1"}) {
+		t.Errorf("ConformanceFromEnv = %+v, %v", k, err)
+	}
+	if k, err := config.ConformanceFromEnv(env()); err != nil || k != (config.Conformance{}) {
+		t.Errorf("ConformanceFromEnv(nothing) = %+v, %v", k, err)
+	}
+	if _, err := config.ConformanceFromEnv(env("ASK_PHASE", "3")); err == nil || !strings.Contains(err.Error(), "ASK_PHASE") {
+		t.Errorf("ASK_PHASE=3: %v", err)
+	}
+
+	if s, err := config.StubFromEnv(env("ASK_STUB_SCRIPT", "s.yaml")); err != nil || s.Script != "s.yaml" {
+		t.Errorf("StubFromEnv = %+v, %v", s, err)
+	}
+
+	d, err := config.DemoSourceFromEnv(env())
+	if err != nil || !d.DevAuth || d.Auth.Issuer == "" || d.Addr != config.DefaultDemoSourceAddr || d.Serves != "all" || d.RowCap != 0 {
+		t.Errorf("DemoSourceFromEnv(nothing) = %+v, %v", d, err)
+	}
+	d, err = config.DemoSourceFromEnv(env("DAS_DEMO_SOURCE_ROW_CAP", "7", "DAS_DEMO_SOURCE_QUERY_TIMEOUT", "1500ms",
+		"DAS_ISSUER", "https://iss", "DAS_AUDIENCE", "aud", "DAS_JWKS_URL", "https://iss/jwks"))
+	if err != nil || d.DevAuth || d.Auth.Issuer != "https://iss" || d.RowCap != 7 || d.QueryTimeout != 1500*time.Millisecond {
+		t.Errorf("DemoSourceFromEnv(set) = %+v, %v", d, err)
+	}
+	_, err = config.DemoSourceFromEnv(env("DAS_DEMO_SOURCE_ROW_CAP", "0", "DAS_DEMO_SOURCE_QUERY_TIMEOUT", "5", "DAS_ISSUER", "x", "DAS_JWT_LEEWAY_S", "soon"))
+	for _, name := range []string{"DAS_DEMO_SOURCE_ROW_CAP", "DAS_DEMO_SOURCE_QUERY_TIMEOUT", "DAS_JWT_LEEWAY_S"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("invalid demo source settings: %v, want %s named", err, name)
+		}
+	}
+}

@@ -118,3 +118,17 @@ func (e *Env) Fail(err error) {
 
 // Err is every invalid value read so far, joined; nil when all were valid.
 func (e *Env) Err() error { return errors.Join(e.errs...) }
+
+// Duration is name's value, a Go duration (300ms, 5s, 1m) from min to max, or def.
+func (e *Env) Duration(name string, def, min, max time.Duration) time.Duration {
+	v, ok := e.get(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < min || d > max {
+		e.Failf(name, "%q: want a duration such as 5s, from %v to %v", v, min, max)
+		return def
+	}
+	return d
+}

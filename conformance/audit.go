@@ -23,34 +23,30 @@ type auditLine struct {
 	Status  string    `json:"status"`
 }
 
-// audit returns the audit lines for one call_id: GET {AuditURL}/audit?call_id=..., answered
-// with a JSON array or JSON lines.
+// audit returns the audit lines for one call_id, from every source's audit root:
+// GET {root}/audit?call_id=..., answered with a JSON array or JSON lines.
 func (s *session) audit(ctx context.Context, callID string) ([]auditLine, error) {
-	var all []auditLine
-	for _, root := range append([]string{s.cfg.AuditURL}, s.cfg.AuditURLs...) {
-		lines, err := s.auditAt(ctx, root, callID)
+	return s.auditWhere(ctx, append([]string{s.cfg.AuditURL}, s.cfg.AuditURLs...), "call_id", callID,
+		func(l auditLine) bool { return l.CallID == callID })
+}
+
+// auditWhere returns the audit lines at each of roots that the query key=value asks for,
+// filtered here by match as well, in case a source ignores the filter.
+func (s *session) auditWhere(ctx context.Context, roots []string, key, value string, match func(auditLine) bool) ([]auditLine, error) {
+	var mine []auditLine
+	for _, root := range roots {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/audit?"+key+"="+url.QueryEscape(value), nil)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, lines...)
-	}
-	return all, nil
-}
-
-// auditAt is audit at one source's audit root.
-func (s *session) auditAt(ctx context.Context, root, callID string) ([]auditLine, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/audit?call_id="+url.QueryEscape(callID), nil)
-	if err != nil {
-		return nil, err
-	}
-	lines, err := s.readAudit(req)
-	if err != nil {
-		return nil, err
-	}
-	var mine []auditLine
-	for _, l := range lines {
-		if l.CallID == callID {
-			mine = append(mine, l)
+		lines, err := s.readAudit(req)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range lines {
+			if match(l) {
+				mine = append(mine, l)
+			}
 		}
 	}
 	return mine, nil

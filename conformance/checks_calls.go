@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -38,24 +36,10 @@ func oidOf(token string) (string, error) {
 	return claims.OID, nil
 }
 
-// auditOf returns every audit line of one identity: GET {AuditURL}/audit?oid=..., filtered
-// here as well in case the source ignores the filter.
+// auditOf returns every audit line of one identity at the first source's audit root:
+// GET {AuditURL}/audit?oid=..., filtered here as well in case the source ignores the filter.
 func (s *session) auditOf(ctx context.Context, oid string) ([]auditLine, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.AuditURL+"/audit?oid="+url.QueryEscape(oid), nil)
-	if err != nil {
-		return nil, err
-	}
-	lines, err := s.readAudit(req)
-	if err != nil {
-		return nil, err
-	}
-	var mine []auditLine
-	for _, l := range lines {
-		if l.OID == oid {
-			mine = append(mine, l)
-		}
-	}
-	return mine, nil
+	return s.auditWhere(ctx, []string{s.cfg.AuditURL}, "oid", oid, func(l auditLine) bool { return l.OID == oid })
 }
 
 // eventTime is an event's ts, stamped by the service.

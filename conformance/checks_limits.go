@@ -12,14 +12,9 @@ import (
 )
 
 func checkBodyTooLarge(ctx context.Context, s *session) verdict {
-	l, err := s.limitsSession(ctx)
-	switch {
-	case err != nil:
-		return broken(err)
-	case l == nil:
-		return skip(noLimits)
-	case s.cfg.Limits.MaxBodyBytes <= 0:
-		return skip("the limits target's DAS_ASK_MAX_BODY_BYTES is not known (--limits-max-body)")
+	l, stop := s.limitsTarget(ctx, s.cfg.Limits.MaxBodyBytes > 0, "DAS_ASK_MAX_BODY_BYTES", "--limits-max-body")
+	if stop != nil {
+		return *stop
 	}
 	conv, err := l.conversation(ctx, A)
 	if err != nil {
@@ -53,14 +48,9 @@ func checkBodyTooLarge(ctx context.Context, s *session) verdict {
 }
 
 func checkInFlight(ctx context.Context, s *session) verdict {
-	l, err := s.limitsSession(ctx)
-	switch {
-	case err != nil:
-		return broken(err)
-	case l == nil:
-		return skip(noLimits)
-	case s.cfg.Limits.MaxInFlight <= 0:
-		return skip("the limits target's DAS_ASK_MAX_INFLIGHT_PER_ID is not known (--limits-max-inflight)")
+	l, stop := s.limitsTarget(ctx, s.cfg.Limits.MaxInFlight > 0, "DAS_ASK_MAX_INFLIGHT_PER_ID", "--limits-max-inflight")
+	if stop != nil {
+		return *stop
 	}
 	d, err := s.deadlineFixture(ctx, l)
 	if err != nil {
@@ -76,15 +66,11 @@ func checkInFlight(ctx context.Context, s *session) verdict {
 }
 
 func checkDeadline(ctx context.Context, s *session) verdict {
-	l, err := s.limitsSession(ctx)
-	switch {
-	case err != nil:
-		return broken(err)
-	case l == nil:
-		return skip(noLimits)
-	case s.cfg.Limits.Deadline <= 0:
-		return skip("the limits target's DAS_ASK_DEADLINE_S is not known (--limits-deadline)")
-	case s.cfg.Limits.Deadline >= s.cfg.SlowWait:
+	l, stop := s.limitsTarget(ctx, s.cfg.Limits.Deadline > 0, "DAS_ASK_DEADLINE_S", "--limits-deadline")
+	if stop != nil {
+		return *stop
+	}
+	if s.cfg.Limits.Deadline >= s.cfg.SlowWait {
 		return skip("the limits target's deadline %s does not end before the slow question's %s silence", s.cfg.Limits.Deadline, s.cfg.SlowWait)
 	}
 	d, err := s.deadlineFixture(ctx, l)
@@ -117,14 +103,9 @@ func checkDeadline(ctx context.Context, s *session) verdict {
 }
 
 func checkTTL(ctx context.Context, s *session) verdict {
-	l, err := s.limitsSession(ctx)
-	switch {
-	case err != nil:
-		return broken(err)
-	case l == nil:
-		return skip(noLimits)
-	case s.cfg.Limits.TTL <= 0:
-		return skip("the limits target's DAS_ASK_TTL_S is not known (--limits-ttl)")
+	l, stop := s.limitsTarget(ctx, s.cfg.Limits.TTL > 0, "DAS_ASK_TTL_S", "--limits-ttl")
+	if stop != nil {
+		return *stop
 	}
 	t, err := s.ttlFixture(ctx, l)
 	if err != nil {
@@ -153,14 +134,9 @@ func checkTTL(ctx context.Context, s *session) verdict {
 }
 
 func checkCapacity(ctx context.Context, s *session) verdict {
-	l, err := s.limitsSession(ctx)
-	switch {
-	case err != nil:
-		return broken(err)
-	case l == nil:
-		return skip(noLimits)
-	case s.cfg.Limits.MaxTickets <= 0:
-		return skip("the limits target's DAS_ASK_MAX_TICKETS is not known (--limits-max-tickets)")
+	l, stop := s.limitsTarget(ctx, s.cfg.Limits.MaxTickets > 0, "DAS_ASK_MAX_TICKETS", "--limits-max-tickets")
+	if stop != nil {
+		return *stop
 	}
 	// Whatever the target already holds, MaxTickets+1 conversations opened one after the other
 	// cannot all be held: the last, at least, is 503. Before the first 503 each is 201.

@@ -156,6 +156,26 @@ func (s *session) askHooked(ctx context.Context, name string, f func(int) webhoo
 	return hr, nil
 }
 
+// webhookEnd asks with a webhook (askHooked) and waits for its delivery to end (waitWebhook).
+// When the run could not be made, or the target does not take the suite's receiver, stop is
+// the verdict the check returns instead.
+func (s *session) webhookEnd(ctx context.Context, name string, f func(int) webhooktest.Answer) (hr *hookedRun, st *gen.WebhookStatus, stop *verdict) {
+	hr, err := s.askHooked(ctx, name, f)
+	var v verdict
+	switch {
+	case err != nil:
+		v = broken(err)
+	case hr.skip != "":
+		v = skip("%s", hr.skip)
+	default:
+		if st, err = s.waitWebhook(ctx, hr.ticket); err == nil {
+			return hr, st, nil
+		}
+		v = broken(err)
+	}
+	return nil, nil, &v
+}
+
 // waitWebhook polls the ticket's status until its delivery is no longer pending.
 func (s *session) waitWebhook(ctx context.Context, ticket string) (*gen.WebhookStatus, error) {
 	deadline := time.Now().Add(s.cfg.RunTimeout + 30*time.Second)
@@ -214,16 +234,9 @@ func checkWebhookDisallowed(ctx context.Context, s *session) verdict {
 }
 
 func checkWebhookDelivered(ctx context.Context, s *session) verdict {
-	hr, err := s.askHooked(ctx, "delivered", nil)
-	if err != nil {
-		return broken(err)
-	}
-	if hr.skip != "" {
-		return skip("%s", hr.skip)
-	}
-	st, err := s.waitWebhook(ctx, hr.ticket)
-	if err != nil {
-		return broken(err)
+	hr, st, stop := s.webhookEnd(ctx, "delivered", nil)
+	if stop != nil {
+		return *stop
 	}
 	got := hr.rcv.at(hr.path)
 	var found []string
@@ -286,21 +299,14 @@ func jsonEqual(a, b []byte) bool {
 }
 
 func checkWebhookRetried(ctx context.Context, s *session) verdict {
-	hr, err := s.askHooked(ctx, "retried", func(n int) webhooktest.Answer {
+	hr, st, stop := s.webhookEnd(ctx, "retried", func(n int) webhooktest.Answer {
 		if n == 1 {
 			return webhooktest.Answer{Status: http.StatusServiceUnavailable}
 		}
 		return webhooktest.Answer{Status: http.StatusNoContent}
 	})
-	if err != nil {
-		return broken(err)
-	}
-	if hr.skip != "" {
-		return skip("%s", hr.skip)
-	}
-	st, err := s.waitWebhook(ctx, hr.ticket)
-	if err != nil {
-		return broken(err)
+	if stop != nil {
+		return *stop
 	}
 	got := hr.rcv.at(hr.path)
 	var found []string
@@ -321,18 +327,11 @@ func checkWebhookNoRedirect(ctx context.Context, s *session) verdict {
 		return skip("%s", why)
 	}
 	targetPath, targetURL := h.route("redirect-target", nil)
-	hr, err := s.askHooked(ctx, "redirect", func(int) webhooktest.Answer {
+	hr, st, stop := s.webhookEnd(ctx, "redirect", func(int) webhooktest.Answer {
 		return webhooktest.Answer{Status: http.StatusTemporaryRedirect, Header: http.Header{"Location": {targetURL}}}
 	})
-	if err != nil {
-		return broken(err)
-	}
-	if hr.skip != "" {
-		return skip("%s", hr.skip)
-	}
-	st, err := s.waitWebhook(ctx, hr.ticket)
-	if err != nil {
-		return broken(err)
+	if stop != nil {
+		return *stop
 	}
 	var found []string
 	if n := len(hr.rcv.at(hr.path)); n != 1 {

@@ -37,6 +37,26 @@ type limitsFixtures struct {
 	ttl      memo[*ttlRun]
 }
 
+// limitsTarget is the limits session for a check that needs one of the limits target's
+// settings (variable, given by flag), known when known is true. When there is no limits
+// target, it could not be reached, or the setting is not known, stop is the verdict the check
+// returns instead.
+func (s *session) limitsTarget(ctx context.Context, known bool, variable, flag string) (l *session, stop *verdict) {
+	l, err := s.limitsSession(ctx)
+	var v verdict
+	switch {
+	case err != nil:
+		v = broken(err)
+	case l == nil:
+		v = skip(noLimits)
+	case !known:
+		v = skip("the limits target's %s is not known (%s)", variable, flag)
+	default:
+		return l, nil
+	}
+	return nil, &v
+}
+
 // limitsSession is a session against LimitsURL; nil when there is none.
 func (s *session) limitsSession(ctx context.Context) (*session, error) {
 	return s.lim.target.get(ctx, func(context.Context) (*session, error) {

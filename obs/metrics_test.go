@@ -139,12 +139,25 @@ func TestMetricsAfterScriptedAsks(t *testing.T) {
 
 	// One "ask finished" line per ask, with its ticket, outcome and oid, and never a question
 	// or a token anywhere in the logs.
+	// An ask's only info line is that one: whatever else mentions its ticket is debug.
 	logs := s.logs.String()
 	finished := map[string]map[string]any{}
+	infoLines := map[string][]string{}
 	for line := range strings.Lines(logs) {
 		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "ask finished" {
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		if tk, _ := m["ticket"].(string); tk != "" && m["level"] == "INFO" {
+			infoLines[tk] = append(infoLines[tk], m["msg"].(string))
+		}
+		if m["msg"] == "ask finished" {
 			finished[m["ticket"].(string)] = m
+		}
+	}
+	for _, tk := range []string{answerTicket, abstain, refused, slow} {
+		if got := infoLines[tk]; len(got) != 1 || got[0] != "ask finished" {
+			t.Errorf("ticket %s's info lines: %q, want one, ask finished", tk, got)
 		}
 	}
 	for ticket, want := range map[string][2]string{

@@ -36,15 +36,15 @@ func TestWebhookMetrics(t *testing.T) {
 		return webhooktest.Answer{Status: 204}
 	})
 	o := obs.New(obs.Options{})
-	hooks := o.Webhooks()
+	hooks := endSignal{Observer: o.Webhooks(), ended: make(chan gen.WebhookState, 1)}
 	h := newWebhookHarness(t, server.WebhookOptions{Observer: hooks, Config: webhook.Config{
 		Allow: []string{rcv.URL() + "/"}, Secrets: []string{secret}, AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		BaseBackoff: 5 * time.Millisecond, MaxBackoff: 10 * time.Millisecond, Poll: 10 * time.Millisecond,
 	}})
 	t1 := h.askHook(rcv.URL() + "/ok")
-	h.waitDelivered(t1)
+	hooks.wait(t, gen.WebhookStateDelivered)
 	t2 := h.askHook(rcv.URL() + "/gone")
-	h.waitDelivered(t2)
+	hooks.wait(t, gen.WebhookStateFailed)
 
 	fams := gather(t, o)
 	count := func(name string, labels map[string]string) float64 {
@@ -136,19 +136,27 @@ func (h *webhookHarness) askHook(url string) string {
 	return tk.Ticket
 }
 
-// waitDelivered waits until the ticket's delivery is final.
-func (h *webhookHarness) waitDelivered(ticket string) {
-	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		st, err := h.c.Status(h.t.Context(), ticket, time.Second)
-		if err != nil {
-			h.t.Fatal(err)
+// endSignal is obs's webhook observer, telling the test each delivery's end once obs has
+// counted it (the deliverer reports every attempt before the end).
+type endSignal struct {
+	webhook.Observer
+	ended chan gen.WebhookState
+}
+
+func (e endSignal) Ended(state gen.WebhookState, attempts int, sinceDone time.Duration) {
+	e.Observer.Ended(state, attempts, sinceDone)
+	e.ended <- state
+}
+
+// wait waits for the next delivery to end, in state want.
+func (e endSignal) wait(t *testing.T, want gen.WebhookState) {
+	t.Helper()
+	select {
+	case got := <-e.ended:
+		if got != want {
+			t.Fatalf("delivery ended %s, want %s", got, want)
 		}
-		if st.Webhook != nil && st.Webhook.State != gen.WebhookStatePending {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // polling the status, as a client would
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no delivery ended within 10s (want %s)", want)
 	}
-	h.t.Fatal("delivery still pending after 10s")
 }

@@ -40,18 +40,6 @@ func onDisk(t *testing.T, dir string) []byte {
 	return all
 }
 
-// eventually polls cond every 50ms for up to 10s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // historyRunner answers, reporting how many prior turns each ask was given.
 func historyRunner(turns chan<- int) ask.Runner {
 	return ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
@@ -95,16 +83,30 @@ func TestDurableModeSealsAndSurvivesRestart(t *testing.T) {
 		}
 		tickets = append(tickets, tk)
 	}
-	// An RDB snapshot too, beside the AOF.
-	if err := raw(t, srv).BgSave(t.Context()).Err(); err != nil {
+	// Everything written so far on disk, without waiting for Redis's next fsync: with
+	// appendfsync always, the reply to a write comes after the AOF holds it and all before it
+	// (the AOF is one sequence); then an RDB snapshot too, beside the AOF (SAVE returns once it
+	// is written).
+	rc := raw(t, srv)
+	if err := rc.ConfigSet(t.Context(), "appendfsync", "always").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the AOF and the RDB hold the asks", func() bool {
-		disk := onDisk(t, srv.Dir)
-		_, rdbErr := os.Stat(filepath.Join(srv.Dir, "dump.rdb"))
-		return rdbErr == nil && bytes.Contains(disk, []byte(tickets[1]))
-	})
+	if err := rc.Set(t.Context(), prefix+"fence", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.ConfigSet(t.Context(), "appendfsync", "everysec").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Save(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(srv.Dir, "dump.rdb")); err != nil {
+		t.Fatalf("no RDB after SAVE: %v", err)
+	}
 	disk := onDisk(t, srv.Dir)
+	if !bytes.Contains(disk, []byte(tickets[1])) {
+		t.Fatal("the files Redis wrote do not hold the asks: not the ones the store wrote to")
+	}
 	for _, q := range questions {
 		for _, needle := range []string{q, q[:24], "payments team", "four-hour"} {
 			if bytes.Contains(disk, []byte(needle)) {
@@ -235,21 +237,21 @@ func TestRestartLosesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(resume)
-	var st2 *gen.AskStatus
-	eventually(t, "the lost ticket restored and ended", func() bool {
-		r := h.status(alice, ticket)
-		if r.StatusCode() == http.StatusNotFound {
-			return false
-		}
-		st2 = r.JSON200
-		return st2 != nil && st2.State != gen.AskStateRunning
-	})
-	if st2.State != gen.AskStateError {
-		t.Fatalf("state %q, want error", st2.State)
+	// The event awaited: the stream open across the restart ends, with the restored end.
+	var got []frame
+	select {
+	case got = <-live:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream open across the restart did not end within 20s")
 	}
-	if got := <-live; len(got) < 3 || got[len(got)-1].Event != "done" || got[len(got)-2].Event != "error" {
+	if len(got) < 3 || got[len(got)-1].Event != "done" || got[len(got)-2].Event != "error" {
 		t.Errorf("the stream open across the restart read %v, want it to end with error, done", types(got))
 	}
+	r := h.status(alice, ticket)
+	if r.StatusCode() != http.StatusOK || r.JSON200 == nil || r.JSON200.State != gen.AskStateError {
+		t.Fatalf("the lost ticket after its end: %d %s, want state error", r.StatusCode(), r.Body)
+	}
+	st2 := r.JSON200
 	resp = h.stream(t.Context(), alice, ticket, nil)
 	frames := readAll(t, resp.Body)
 	_ = resp.Body.Close()

@@ -98,10 +98,12 @@ func TestNoEventLostWhileStoreAway(t *testing.T) {
 			if fault == "stall" {
 				// The store stays away until the run's writes have timed out and been retried
 				// on fresh connections (go-redis reconnects after each timeout) a few times.
-				eventually(t, "the run's writes failing against the stalled store", func() bool {
-					st := p.Stats()
-					return st.Held > 0 && st.Accepted >= accepted+3
-				})
+				wctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				err := p.WaitStats(wctx, func(st faultproxy.Stats) bool { return st.Held > 0 && st.Accepted >= accepted+3 })
+				cancel()
+				if err != nil {
+					t.Fatalf("the run's writes failing against the stalled store: %v (%+v)", err, p.Stats())
+				}
 				p.Pass()
 			}
 			frames := b.events(alice, ticket)

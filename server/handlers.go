@@ -168,7 +168,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		return err
 	}
 	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
-		Then: []store.Event{opened}}
+		Question: body.Question, Then: []store.Event{opened}}
 	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if err != nil {
 		s.release("")
@@ -199,7 +199,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		if err == nil && !ok {
 			// A retry took the record over while this request stalled, and answered its own
 			// ticket: this one is an ask nobody will follow. End it before it runs.
-			s.log.Info("idempotent create taken over by a retry; ending its ticket", "ticket", ticket, "conversation", conversationID)
+			s.log.Debug("idempotent create taken over by a retry; ending its ticket", "ticket", ticket, "conversation", conversationID)
 			r.stop(errCancelled)
 			return idemTakenOver()
 		}
@@ -207,7 +207,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 			// The ticket exists and will run; a retry after the lock finds it.
 			s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
 		}
-		s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history), "idempotency_key", true)
+		s.log.Debug("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history), "idempotency_key", true)
 		if err := writeResponse(c, http.StatusAccepted, s.opts.BasePath+"/v1/asks/"+ticket, b, false); err != nil {
 			s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
 		}
@@ -215,7 +215,8 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		s.start(r, runCtx, req)
 		return nil
 	}
-	s.log.Info("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
+	// Debug: the ask's one info line is obs's "ask finished", at its end.
+	s.log.Debug("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
 	c.Response().Header().Set("Location", base)
@@ -358,14 +359,14 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	s.mu.Unlock()
 	if r != nil {
 		if r.stop(errCancelled) {
-			s.log.Info("ask cancelled", "ticket", ticket)
+			s.log.Debug("ask cancelled", "ticket", ticket)
 		}
 	} else if sh, ok := s.store.(store.Shared); ok {
 		// Another replica runs it (or ran it): end the log here, at once; the runner sees the
 		// end in its log and stops making model calls.
 		switch err := s.endRemote(c.Request().Context(), sh, ticket, outcomeFor(errCancelled), false); {
 		case err == nil:
-			s.log.Info("ask cancelled", "ticket", ticket, "runner", "another replica")
+			s.log.Debug("ask cancelled", "ticket", ticket, "runner", "another replica")
 		case errors.Is(err, store.ErrFinished), errors.Is(err, store.ErrNotFound):
 		default:
 			return err

@@ -21,7 +21,8 @@ type Hooks struct {
 	Running func(ctx context.Context, ticket string) context.Context
 	// Appended: the store took one event of a run this instance holds, with its body as the
 	// service encoded it (a gen.*Body). Evicted is how many step events the store's bound
-	// dropped to make room (store.Store's contract: one step per event beyond MaxEvents).
+	// dropped to make room, as the store reported it (store.Store.AppendBatch); the events the
+	// store took in one call report the call's evictions with the last of them.
 	Appended func(ticket string, typ gen.EventType, body any, evicted int)
 	// Ended: this instance ended a log once the store took its end (its own run's, written
 	// again while the store is unavailable; with Restored, one the store lost part of; with
@@ -46,7 +47,8 @@ type End struct {
 	Done gen.DoneBody
 	// Tail is the types of the last events appended (branch closes, terminal, done).
 	Tail []gen.EventType
-	// Evicted is how many step events the last events' appending evicted.
+	// Evicted is how many step events the last events' appending evicted, as the store reported
+	// it (store.Store.FinishCounted; 0 when the store took the end from another replica).
 	Evicted int
 	// Remote: this instance ended a run it did not hold (endRemote).
 	Remote bool
@@ -57,10 +59,4 @@ type End struct {
 	// Reason, when Outcome is "": ended_elsewhere (another replica ended the log) or
 	// store_error (the store refused the run's writes for good, or stayed away past the lease).
 	Reason string
-}
-
-// evictedBy is how many step events the store's bound evicts when a log of before events
-// grows by n (store.Store's contract: at most maxEvents retained, only steps evicted).
-func evictedBy(before, n int64, maxEvents int) int {
-	return int(max(before+n-max(before, int64(maxEvents)), 0))
 }

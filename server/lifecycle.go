@@ -15,6 +15,7 @@ func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run
 	ctx, cancel := context.WithCancelCause(deadlineCtx)
 	r := &run{
 		store:     s.store,
+		async:     isShared(s.store),
 		log:       s.log,
 		ticket:    ticket,
 		conv:      conv,
@@ -74,4 +75,11 @@ func (s *Server) storeLease() time.Duration {
 		return sh.Lease()
 	}
 	return defaultStoreWait
+}
+
+// isShared reports whether st is a shared store (a round trip away): the run's outbox is then
+// written by a writer goroutine, in batches.
+func isShared(st store.Store) bool {
+	_, ok := st.(store.Shared)
+	return ok
 }

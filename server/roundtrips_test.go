@@ -109,5 +109,3 @@ func (h countHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 func (h countHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
 }
-
-

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,16 +45,27 @@ const supervisorBranch = "b1"
 // tailEvents is how many events end a log: branch close, terminal, done.
 const tailEvents = 3
 
+// The outbox's bounds with a shared store: the events one AppendBatch carries at most, and the
+// events an emitter may leave waiting before it waits for them to be written.
+const (
+	maxBatch  = 128
+	maxOutbox = 256
+)
+
 // run is one ticket's run: it owns the ticket's seq and appends every event of its log. The
 // log ends exactly once (end), whichever comes first: the runner returning, cancel, the
 // deadline or shutdown; after that every Emitter call is ignored.
 //
 // No event is silently lost. Each event gets its seq once, when it is emitted, and joins the
-// run's outbox; the outbox is written to the store in order, one writer at a time (wmu), and
-// an event the store did not take (store.ErrUnavailable) stays at the head of the outbox and is
-// written again, with backoff, until the store takes it. The emitting goroutine waits for its
-// event to be written, so a run whose store is away waits too, holding at most one event per
-// emitting goroutine. Only three things end the writing early, each of which ends the run
+// run's outbox; the outbox is written to the store in order, one writer at a time (wmu), every
+// event queued in one call (store.AppendBatch, up to maxBatch), and a batch the store did not
+// take (store.ErrUnavailable) stays at the head of the outbox and is written again, with
+// backoff, until the store takes it. With a store in this process the emitting goroutine
+// writes its event itself, at once. With a shared store (a round trip away) the run's writer
+// goroutine writes while the runner goes on, so events emitted while a call is in flight go
+// together in the next; an emitter that finds maxOutbox events waiting waits for them to be
+// written, so a run whose store is away stops too, holding at most maxOutbox events. Only
+// three things end the writing early, each of which ends the run
 // (it is lost: the runner is cancelled and its slot released): the log was ended elsewhere,
 // the store no longer holds the log as written, or nothing could be written for longer than
 // the lease (the store stayed away), after which a replica that can write again ends the log
@@ -80,6 +92,10 @@ type run struct {
 	released  sync.Once
 	// wmu is held by the one goroutine writing the outbox (and then the tail) to the store.
 	wmu sync.Mutex
+	// async: the outbox is written by a writer goroutine (a shared store), not by the emitter.
+	async bool
+	// drainers are the writer goroutines started; the run's goroutine waits for them.
+	drainers sync.WaitGroup
 
 	cancel context.CancelCauseFunc // set before the run starts
 	// ctx is the run's context: once it is done the Emitter ignores everything, even before
@@ -90,6 +106,7 @@ type run struct {
 	ended      bool
 	branches   openBranches
 	lost       bool          // nothing more is written: the run was ended elsewhere or lost to the store
+	writing    bool          // a writer goroutine is started and will write what the outbox holds
 	outbox     []store.Event // emitted, seq assigned, not yet taken by the store; in seq order
 	reports    []appended    // the outbox's events as emitted, for Hooks.Appended; in step with outbox
 	tail       []store.Event // the log's end once sealed, until written
@@ -148,31 +165,68 @@ func (r *run) flush() {
 	r.flushLocked()
 }
 
+// emitted has the events just enqueued written (r.mu released): at once by the caller with a
+// store in this process; else by a writer goroutine, started unless one is, while the caller
+// goes on, and by the caller too (waiting) when the outbox holds maxOutbox events.
+func (r *run) emitted() {
+	if !r.async {
+		r.flush()
+		return
+	}
+	r.mu.Lock()
+	full := len(r.outbox) >= maxOutbox
+	start := !r.writing && !r.lost && len(r.outbox) > 0
+	if start {
+		r.writing = true
+		r.drainers.Add(1)
+	}
+	r.mu.Unlock()
+	if start {
+		go func() {
+			defer r.drainers.Done()
+			r.flush()
+		}()
+	}
+	if full {
+		r.flush()
+	}
+}
+
 // flushLocked is flush with wmu held. It reports false when the run is lost.
 func (r *run) flushLocked() bool {
 	for {
 		r.mu.Lock()
-		if r.lost {
+		if r.lost || len(r.outbox) == 0 {
+			r.writing = false
+			lost := r.lost
 			r.mu.Unlock()
-			return false
+			return !lost
 		}
-		if len(r.outbox) == 0 {
-			r.mu.Unlock()
-			return true
-		}
-		ev := r.outbox[0]
+		batch := r.outbox[:min(len(r.outbox), maxBatch):min(len(r.outbox), maxBatch)]
 		r.mu.Unlock()
-		if err := r.write(func(ctx context.Context) error { return r.store.Append(ctx, r.ticket, ev) }); err != nil {
-			r.lose(err, ev.Seq)
+		var evicted int
+		if err := r.write(func(ctx context.Context) (err error) {
+			evicted, err = r.store.AppendBatch(ctx, r.ticket, batch)
+			return err
+		}); err != nil {
+			r.lose(err, batch[0].Seq)
 			return false
 		}
 		r.mu.Lock()
-		rep := r.reports[0]
-		r.outbox[0], r.reports[0] = store.Event{}, appended{}
-		r.outbox, r.reports = r.outbox[1:], r.reports[1:]
+		n := len(batch)
+		reps := slices.Clone(r.reports[:n])
+		clear(r.outbox[:n])
+		clear(r.reports[:n])
+		r.outbox, r.reports = r.outbox[n:], r.reports[n:]
 		r.mu.Unlock()
 		if h := r.hooks.Appended; h != nil {
-			h(r.ticket, rep.typ, rep.body, evictedBy(ev.Seq-1, 1, r.maxEvents))
+			for i, rep := range reps {
+				ev := 0
+				if i == n-1 {
+					ev = evicted // the store counts a batch's evictions, not each event's
+				}
+				h(r.ticket, rep.typ, rep.body, ev)
+			}
 		}
 	}
 }
@@ -227,7 +281,7 @@ func (r *run) lose(err error, seq int64) {
 	r.mu.Unlock()
 	switch {
 	case errors.Is(err, store.ErrFinished):
-		r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
+		r.log.Debug("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
 		r.reportEnd(End{Reason: "ended_elsewhere"})
 	case errors.Is(err, errStoreLost):
 		r.log.Warn("the store did not take this ask's events for longer than its lease; the run stops and ends as interrupted once the store is back",
@@ -304,7 +358,7 @@ func (r *run) endedElsewhere() {
 	r.ended, r.lost = true, true
 	r.outbox, r.reports, r.tail = nil, nil, nil
 	r.mu.Unlock()
-	r.log.Info("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
+	r.log.Debug("ask ended by another replica", "ticket", r.ticket, "conversation", r.conv)
 	r.reportEnd(End{Reason: "ended_elsewhere"})
 	r.release()
 	r.cancel(errEndedElsewhere)
@@ -385,7 +439,7 @@ func (r *run) seal(out ask.Outcome) bool {
 	}
 	r.seq += int64(len(tail))
 	r.tail = tail
-	r.sealed = endOf(tail, out, u, elapsed, evictedBy(r.seq-int64(len(tail)), int64(len(tail)), r.maxEvents))
+	r.sealed = endOf(tail, out, u, elapsed, 0) // its Evicted is the store's, once the tail is written
 	r.turn = ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
 	return true
 }
@@ -403,7 +457,10 @@ func (r *run) finish() {
 	if tail == nil {
 		return
 	}
-	if err := r.write(func(ctx context.Context) error { return r.store.Finish(ctx, r.ticket, tail, turn) }); err != nil {
+	if err := r.write(func(ctx context.Context) (err error) {
+		sealed.Evicted, err = r.store.FinishCounted(ctx, r.ticket, tail, turn)
+		return err
+	}); err != nil {
 		r.lose(err, tail[0].Seq)
 		return
 	}
@@ -436,6 +493,7 @@ func (r *run) execute(ctx context.Context, runner ask.Runner, req ask.Request) {
 	defer func() {
 		stopAfter()
 		r.cancel(errReturned)
+		r.drainers.Wait() // no writer outlives the run
 	}()
 	r.open()
 	out := r.invoke(ctx, runner, req)
@@ -528,15 +586,15 @@ func (e emitter) Branch(b gen.BranchBody) {
 		e.r.branches.record(b)
 	}
 	e.r.mu.Unlock()
-	e.r.flush()
+	e.r.emitted()
 }
 
 func (e emitter) Step(s gen.StepBody) { e.emit(gen.EventTypeStep, s) }
 
 func (e emitter) Milestone(m gen.MilestoneBody) { e.emit(gen.EventTypeMilestone, m) }
 
-// emit appends one event the runner reported, unless the run has ended, and returns once the
-// store has taken it (see run). A step counts towards done.steps whether or not its event is
+// emit appends one event the runner reported, unless the run has ended: it returns once the
+// store has taken it, or, with a shared store, once the run's writer has it (see run). A step counts towards done.steps whether or not its event is
 // later evicted. If the write finds that another replica ended the run, the run stops here too.
 func (e emitter) emit(typ gen.EventType, body any) {
 	e.r.mu.Lock()
@@ -546,7 +604,7 @@ func (e emitter) emit(typ gen.EventType, body any) {
 	}
 	e.r.enqueueLocked(typ, body)
 	e.r.mu.Unlock()
-	e.r.flush()
+	e.r.emitted()
 }
 
 func (e emitter) ModelCall(u ask.Usage) {

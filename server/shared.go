@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -132,7 +131,7 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 	if t, err := sh.Ticket(ctx, ticket); err != nil || t.Finished() {
 		return cmpOr(err, store.ErrFinished)
 	}
-	question, err := acceptedQuestion(ctx, sh, ticket)
+	question, err := sh.Question(ctx, ticket)
 	if err != nil {
 		return err
 	}
@@ -171,25 +170,6 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 		}
 	}
 	return store.ErrSeq
-}
-
-// acceptedQuestion is the question of a ticket, from its accepted event (seq 1, never
-// evicted): the conversation's memory of the ask needs it.
-func acceptedQuestion(ctx context.Context, sh store.Shared, ticket string) (string, error) {
-	b, err := sh.Read(ctx, ticket, 0)
-	if err != nil {
-		return "", err
-	}
-	if len(b.Events) == 0 || b.Events[0].Type != gen.EventTypeAccepted {
-		return "", errors.New("server: the ticket's log has no accepted event")
-	}
-	var acc struct {
-		Question string `json:"question"`
-	}
-	if err := json.Unmarshal(b.Events[0].Data, &acc); err != nil {
-		return "", errors.New("server: the ticket's accepted event is not valid JSON")
-	}
-	return acc.Question, nil
 }
 
 // cmpOr returns err, or alt when err is nil.

@@ -1,14 +1,15 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 	echomiddleware "github.com/oapi-codegen/echo-middleware"
 
@@ -29,11 +30,20 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 		base = "/"
 	}
 	spec.Servers = openapi3.Servers{{URL: base}}
-	return echomiddleware.OapiRequestValidatorWithOptions(spec, &echomiddleware.Options{
+	// Authentication has already run (its own middleware, before admission): the spec's
+	// security requirements are not checked a second time here. Dropping them from this copy
+	// of the document also spares the validator the body read kin-openapi does for an
+	// authentication function that might want it.
+	spec.Security = nil
+	for _, item := range spec.Paths.Map() {
+		for _, op := range item.Operations() {
+			op.Security = nil
+		}
+	}
+	opts := &echomiddleware.Options{
 		SilenceServersWarning: true,
 		Options: openapi3filter.Options{
-			// Authentication has already run; the spec's security is not checked twice.
-			AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 			MultiError:         true,
 		},
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
@@ -42,7 +52,72 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 		ErrorHandler: func(_ echo.Context, he *echo.HTTPError) error {
 			return validationProblem(he)
 		},
-	}), nil
+	}
+	// Every operation is registered on Echo with the validator as its own middleware, so Echo
+	// has already found the operation: the validator takes its route from Echo's match
+	// (method and route template) instead of matching the path again through a second router.
+	// The generic router stays for anything the table does not hold.
+	routes, err := echoRoutes(spec, s.opts.BasePath)
+	if err != nil {
+		return nil, err
+	}
+	fallback := echomiddleware.OapiRequestValidatorWithOptions(spec, opts)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		slow := fallback(next)
+		return func(c echo.Context) error {
+			route := routes[routeKey(c.Request().Method, c.Path())]
+			if route == nil {
+				return slow(c)
+			}
+			names, values := c.ParamNames(), c.ParamValues()
+			params := make(map[string]string, len(names))
+			for i, n := range names {
+				if i < len(values) {
+					params[n] = values[i]
+				}
+			}
+			in := &openapi3filter.RequestValidationInput{Request: c.Request(), PathParams: params, Route: route, Options: &opts.Options}
+			if err := openapi3filter.ValidateRequest(c.Request().Context(), in); err != nil {
+				return validationProblem(validatorError(err))
+			}
+			return next(c)
+		}
+	}, nil
+}
+
+// echoRoutes indexes the contract's operations by method and Echo route template (the base
+// path, then the OpenAPI path with {name} written :name), as gen registers them.
+func echoRoutes(spec *openapi3.T, basePath string) (map[string]*routers.Route, error) {
+	routes := map[string]*routers.Route{}
+	for path, item := range spec.Paths.Map() {
+		tmpl := basePath + pathParam.ReplaceAllString(path, ":$1")
+		for method, op := range item.Operations() {
+			k := routeKey(method, tmpl)
+			if _, dup := routes[k]; dup {
+				return nil, fmt.Errorf("server: two operations at %s", k)
+			}
+			routes[k] = &routers.Route{Spec: spec, Server: spec.Servers[0], Path: path, PathItem: item, Method: method, Operation: op}
+		}
+	}
+	return routes, nil
+}
+
+var pathParam = regexp.MustCompile(`\{([^}/]+)\}`)
+
+func routeKey(method, tmpl string) string { return method + " " + tmpl }
+
+// validatorError is what echomiddleware.ValidateRequestFromContext makes of a validation
+// error, for the one error handler both paths share.
+func validatorError(err error) *echo.HTTPError {
+	var me openapi3.MultiError
+	if errors.As(err, &me) {
+		return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me}
+	}
+	var re *openapi3filter.RequestError
+	if errors.As(err, &re) {
+		return &echo.HTTPError{Code: http.StatusBadRequest, Message: strings.Split(re.Error(), "\n")[0], Internal: err}
+	}
+	return &echo.HTTPError{Code: http.StatusInternalServerError, Internal: err}
 }
 
 // validationProblem turns a validator error into a problem without echoing request values.

@@ -54,7 +54,8 @@ type memConv struct {
 }
 
 type memTicket struct {
-	t Ticket
+	t        Ticket
+	question string
 	// events is the log ordered by seq, with evicted steps still in place (Data dropped) until
 	// the next compaction: every step before index scan is evicted, and nothing else is, so an
 	// eviction costs O(1) amortized instead of shifting the whole log.
@@ -203,7 +204,8 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 			CreatedAt:      nt.CreatedAt,
 			LastSeq:        1 + int64(len(nt.Then)),
 		},
-		events: append([]Event{nt.Accepted}, nt.Then...),
+		events:   append([]Event{nt.Accepted}, nt.Then...),
+		question: nt.Question,
 	}
 	m.inFlight[key]++
 	m.heldOf[key]++
@@ -225,6 +227,17 @@ func (m *Memory) Ticket(_ context.Context, id string) (Ticket, error) {
 		return Ticket{}, ErrNotFound
 	}
 	return t.t, nil
+}
+
+// Question is the question ticket was created with (as store.Shared.Question).
+func (m *Memory) Question(_ context.Context, ticket string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tickets[ticket]
+	if !ok {
+		return "", ErrNotFound
+	}
+	return t.question, nil
 }
 
 // Append implements Store.
@@ -283,25 +296,31 @@ func runsOn(evs []Event) bool {
 }
 
 // Finish implements Store.
-func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask.Turn) error {
+func (m *Memory) Finish(ctx context.Context, ticket string, tail []Event, turn ask.Turn) error {
+	_, err := m.FinishCounted(ctx, ticket, tail, turn)
+	return err
+}
+
+// FinishCounted implements Store.
+func (m *Memory) FinishCounted(_ context.Context, ticket string, tail []Event, turn ask.Turn) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.tickets[ticket]
 	if !ok {
-		return ErrNotFound
+		return 0, ErrNotFound
 	}
 	if t.finished {
 		if n := len(tail); n > 0 && t.t.Done != nil && sameEvent(*t.t.Done, tail[n-1]) {
-			return nil // the same end again
+			return 0, nil // the same end again
 		}
-		return ErrFinished
+		return 0, ErrFinished
 	}
 	next := t.t.LastSeq
 	var terminal, done *Event
 	for i := range tail {
 		next++
 		if tail[i].Seq != next {
-			return ErrSeq
+			return 0, ErrSeq
 		}
 		switch {
 		case tail[i].Terminal():
@@ -311,10 +330,13 @@ func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask
 		}
 	}
 	if terminal == nil || done == nil {
-		return ErrSeq
+		return 0, ErrSeq
 	}
+	evicted := 0
 	for _, ev := range tail {
-		m.appendLocked(t, ev)
+		if m.appendLocked(t, ev) {
+			evicted++
+		}
 	}
 	term, dn := *terminal, *done
 	t.t.Terminal, t.t.Done = &term, &dn
@@ -333,7 +355,7 @@ func (m *Memory) Finish(_ context.Context, ticket string, tail []Event, turn ask
 		m.expireConvLocked(c)
 	}
 	t.expiry = time.AfterFunc(m.ttl, func() { m.evictTicket(ticket, t) })
-	return nil
+	return evicted, nil
 }
 
 // Read implements Store.

@@ -27,6 +27,10 @@ import (
 // All methods are safe for concurrent use.
 type Shared interface {
 	Store
+	// Question is the question the ticket was created with (NewTicket.Question): what the
+	// conversation's turn records when a replica ends the run elsewhere. ErrNotFound when the
+	// ticket is gone.
+	Question(ctx context.Context, ticket string) (string, error)
 	// Lease is how long a running ticket's lease lasts without renewal.
 	Lease() time.Duration
 	// Renew extends the lease of a ticket this instance runs and records the run's usage so

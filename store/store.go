@@ -19,12 +19,13 @@
 //     activity (creation or the end of their last ask), and never while an ask runs in them.
 //     Then they are gone: every call answers ErrNotFound.
 //   - Every write is idempotent under a retry with the same arguments: a call re-run after
-//     its reply was lost answers as the first run did (the same event at the same seq is ok,
+//     its reply was lost answers as the first run did (the same events at the same seqs are ok,
 //     the ticket just created is ok, the end just written is ok), never a conflict. A store
 //     that cannot tell whether a write happened answers ErrUnavailable, never a guess.
 //
-// All methods are safe for concurrent use. The question text lives only in the accepted event
-// and in conversation turns; a store never logs either.
+// All methods are safe for concurrent use. The question text lives only in the accepted event,
+// the ticket's own metadata (NewTicket.Question, sealed at rest as the accepted event is) and
+// conversation turns; a store never logs any of them.
 package store
 
 import (
@@ -72,6 +73,9 @@ type Store interface {
 	// and done) and ends the ticket, recording turn in its conversation. A second call fails
 	// with ErrFinished.
 	Finish(ctx context.Context, ticket string, tail []Event, turn ask.Turn) error
+	// FinishCounted is Finish, answering how many step events the bound evicted for the tail
+	// (0 for a retry that finds the end it wrote).
+	FinishCounted(ctx context.Context, ticket string, tail []Event, turn ask.Turn) (evicted int, err error)
 	// Read returns the retained events with seq > after, in order. Unless the ticket is
 	// finished, Batch.Changed is closed once anything is appended after this read or the
 	// ticket is evicted.
@@ -172,6 +176,10 @@ type NewTicket struct {
 	CreatedAt      time.Time
 	// Accepted is the first event, seq 1.
 	Accepted Event
+	// Question is the ask's question, kept with the ticket (sealed at rest where the store
+	// seals the accepted event) so that a replica ending the run elsewhere can record the
+	// conversation's turn (store.Shared.Question).
+	Question string
 	// Then are events that follow accepted (seqs 2, 3, …; never steps), appended with it in
 	// the same step: the service's supervisor branch open, so that admission, creation and the
 	// log's opening cost one write.

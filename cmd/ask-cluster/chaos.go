@@ -208,7 +208,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		switch {
 		case o.rcluster && s.single, !o.rcluster && s.rcluster:
 			continue
-		case o.rcluster && o.short && !s.rcluster && s.fault != nil:
+		case o.rcluster && o.short && !s.rcluster && (s.fault != nil || s.cancel):
 			// The CI run of the cluster: its own faults (the rest run on one redis-server in
 			// the other CI step), beside the baseline.
 			continue

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/internal/redisserver"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/seal"
 )
 
 // Options configure a cluster. Zero values mean: every address on 127.0.0.1 with a free
@@ -99,9 +101,10 @@ type Cluster struct {
 	replicas []*member            // kept running: restarted when they die
 	overflow []*member
 	ownDir   bool
-	logDir   string   // every process's log
-	bins     string   // the built commands
-	authEnv  []string // the bearer settings the service and the source share
+	logDir   string            // every process's log
+	bins     string            // the built commands
+	authEnv  []string          // the bearer settings the service and the source share
+	view     *redisstore.Store // opened by Runner, to read tickets' runners
 }
 
 // Start builds the commands and starts every process, returning once each is ready. On error
@@ -174,6 +177,9 @@ func (c *Cluster) Stop() {
 	for i := len(c.others) - 1; i >= 0; i-- {
 		c.others[i].stop(5 * time.Second)
 	}
+	if c.view != nil {
+		_ = c.view.Close()
+	}
 	if c.redis != nil {
 		_ = c.redis.Stop()
 	}
@@ -205,18 +211,39 @@ func (c *Cluster) WaitReplicaReady(ctx context.Context, i int) error {
 	return c.replicas[i].proc().waitReady(ctx, getReady(c.ReplicaURLs[i]+"/v1/openapi.json"))
 }
 
-// Runner returns the index of the replica that accepted ticket (and so runs it), from the
-// replicas' logs.
-func (c *Cluster) Runner(ticket string) (int, error) {
-	needle := []byte(`"ticket":"` + ticket + `"`)
+// Runner returns the index of the replica running ticket: the ticket's runner as the store
+// records it (store/redis's Runner), matched with the replica name each replica's log states
+// at its start ("store: redis"; a restarted replica states a new one).
+func (c *Cluster) Runner(ctx context.Context, ticket string) (int, error) {
+	if c.view == nil {
+		// Only reads: the seal key is needed only by New's check of a persisting Redis.
+		o := redisstore.Options{URL: c.RedisURL, Logger: c.log}
+		if c.durable != nil {
+			k, err := seal.ParseKeys(seal.NewKey("view"))
+			if err != nil {
+				return -1, err
+			}
+			o.Seal = k
+		}
+		v, err := redisstore.New(ctx, o)
+		if err != nil {
+			return -1, fmt.Errorf("open the store to read a runner: %w", err)
+		}
+		c.view = v
+	}
+	name, err := c.view.Runner(ctx, ticket)
+	if err != nil {
+		return -1, fmt.Errorf("ticket %s's runner: %w", ticket, err)
+	}
+	needle := []byte(`"replica":"` + name + `"`)
 	for i, m := range c.replicas {
 		for _, line := range bytes.Split(m.proc().log(), []byte("\n")) {
-			if bytes.Contains(line, needle) && bytes.Contains(line, []byte(`"msg":"ask accepted"`)) {
+			if bytes.Contains(line, needle) && bytes.Contains(line, []byte(`"msg":"store: redis"`)) {
 				return i, nil
 			}
 		}
 	}
-	return -1, errNotRunning
+	return -1, fmt.Errorf("ticket %s's runner %q: %w", ticket, name, errNotRunning)
 }
 
 // Holder returns the index of the replica whose webhook deliverer is holder (its log's

@@ -35,6 +35,8 @@ func TestCluster(t *testing.T) {
 	c, err := Start(ctx, Options{
 		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
 		OverflowReplicas: 2,
+		// Debug: FrozenReplica counts the asks each conversation accepted by their debug lines.
+		Env: []string{"DAS_LOG_LEVEL=debug"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +168,7 @@ func testConformance(t *testing.T, c *Cluster) {
 		t.Errorf("conformance through the gateway failed: %s", rep.Summary())
 	}
 	for i, p := range c.replicas {
-		if n := bytes.Count(p.proc().log(), []byte(`"msg":"ask accepted"`)); n == 0 {
+		if n := bytes.Count(p.proc().log(), []byte(`"msg":"ask finished"`)); n == 0 {
 			t.Errorf("replica %d accepted no ask: the gateway is not spreading requests", i+1)
 		}
 	}
@@ -204,7 +206,7 @@ func testKillRunner(t *testing.T, c *Cluster, phase2 bool) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, err := c.Runner(tk.Ticket)
+	runner, err := c.Runner(ctx, tk.Ticket)
 	if err != nil {
 		t.Fatal(err)
 	}

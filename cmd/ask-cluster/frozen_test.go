@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,7 @@ func testFrozenReplica(t *testing.T, c *Cluster) {
 		t.Fatal(err)
 	}
 	hc := &http.Client{Timeout: 30 * time.Second} // far above what the gateway should take
-	call := func(method, path, key, body string) (int, string, time.Duration) {
+	call := func(method, path, key, body string, prefer ...string) (int, string, time.Duration) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, method, c.GatewayURL+path, strings.NewReader(body))
 		if err != nil {
@@ -38,6 +40,9 @@ func testFrozenReplica(t *testing.T, c *Cluster) {
 		}
 		if key != "" {
 			req.Header.Set("Idempotency-Key", key)
+		}
+		for _, p := range prefer {
+			req.Header.Set("Prefer", p)
 		}
 		start := time.Now()
 		resp, err := hc.Do(req)
@@ -92,6 +97,23 @@ func testFrozenReplica(t *testing.T, c *Cluster) {
 	t.Logf("replica %d frozen: %d keyed creates, %d asks and %d status reads through nginx, all answered; slowest %v",
 		frozen+1, len(convs), len(tickets), len(tickets), slowest.Round(time.Millisecond))
 
+	// What nginx handed the frozen replica and then gave up on, passing it to the next: its
+	// error log names each such request and upstream. The frozen replica holds them unanswered
+	// in its sockets.
+	addr := strings.TrimSuffix(strings.TrimPrefix(c.ReplicaURLs[frozen], "http://"), "/ask")
+	handed := 0
+	nginxLog, _ := os.ReadFile(filepath.Join(c.opts.Dir, "nginx", "error.log"))
+	for _, line := range bytes.Split(nginxLog, []byte("\n")) {
+		// Sent whole, then unanswered: the replica holds the request (not one whose connect timed
+		// out, which never reached it).
+		if bytes.Contains(line, []byte("upstream timed out")) && bytes.Contains(line, []byte("while reading response header")) &&
+			bytes.Contains(line, []byte(`upstream: "http://`+addr+`/`)) &&
+			bytes.Contains(line, []byte(`request: "POST `)) {
+			handed++
+		}
+	}
+	mark := len(c.replicas[frozen].proc().log())
+
 	if err := c.Thaw(frozen); err != nil {
 		t.Fatal(err)
 	}
@@ -100,32 +122,69 @@ func testFrozenReplica(t *testing.T, c *Cluster) {
 		t.Fatal(err)
 	}
 	// The thawed replica now works through what it had received: the keyed requests find their
-	// records answered and create nothing. Each conversation has exactly one ask.
-	time.Sleep(2 * time.Second)
+	// records answered and create nothing. The event awaited is its request line for each POST
+	// it was handed (a request line is written once the handler has returned, so after any
+	// admission it made); then each conversation has exactly one ask accepted (a debug line,
+	// written at admission: the cluster's replicas log at debug).
+	if handed == 0 {
+		t.Errorf("nginx handed the frozen replica no POST: the thaw checks nothing")
+	}
+	if err := waitFor(ctx, func() bool {
+		return countLines(c.replicas[frozen].proc().log()[mark:], `"msg":"request"`, `"method":"POST"`) >= handed
+	}); err != nil {
+		t.Fatalf("the thawed replica did not answer the %d POSTs it held: %v", handed, err)
+	}
+	t.Logf("thawed, replica %d answered the %d POSTs nginx had handed it", frozen+1, handed)
 	for _, cv := range convs {
 		n := 0
 		for _, m := range c.replicas {
-			for _, line := range bytes.Split(m.proc().log(), []byte("\n")) {
-				if bytes.Contains(line, []byte(`"msg":"ask accepted"`)) && bytes.Contains(line, []byte(`"conversation":"`+cv+`"`)) {
-					n++
-				}
-			}
+			n += countLines(m.proc().log(), `"msg":"ask accepted"`, `"conversation":"`+cv+`"`)
 		}
 		if n != 1 {
 			t.Errorf("conversation %s: %d asks accepted, want 1", cv, n)
 		}
 	}
-	// Every ask ends (the stub answers at once), so nothing stays in flight for the next test.
+	// Every ask ends (the stub answers at once), so nothing stays in flight for the next test:
+	// each status read waits (Prefer: wait) for the ticket's state to change.
 	for _, tk := range tickets {
-		for {
-			st, body, _ := call(http.MethodGet, "/v1/asks/"+tk, "", "")
+		if err := waitFor(ctx, func() bool {
+			st, body, _ := call(http.MethodGet, "/v1/asks/"+tk, "", "", "wait=10")
 			if st != http.StatusOK {
 				t.Fatalf("getAsk %s after the thaw: %d %s", tk, st, body)
 			}
-			if !strings.Contains(body, `"state":"running"`) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
+			return !strings.Contains(body, `"state":"running"`)
+		}); err != nil {
+			t.Fatalf("ticket %s still running: %v", tk, err)
 		}
 	}
+}
+
+// countLines counts the lines of log holding every one of needles.
+func countLines(log []byte, needles ...string) int {
+	n := 0
+	for _, line := range bytes.Split(log, []byte("\n")) {
+		all := len(line) > 0
+		for _, nd := range needles {
+			all = all && bytes.Contains(line, []byte(nd))
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor checks cond until it holds or ctx ends, each check a few milliseconds after the
+// last: a condition on the processes' observable state, not a fixed wait.
+func waitFor(ctx context.Context, cond func() bool) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
 }

@@ -47,7 +47,7 @@ func startProcLog(name, logDir, bin string, args, env []string, echo io.Writer, 
 		out = io.MultiWriter(f, &prefixWriter{prefix: name + " | ", w: echo})
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Environ(), env...) // this process's environment, passed through, and env
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {

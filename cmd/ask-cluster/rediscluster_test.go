@@ -77,6 +77,7 @@ func TestRedisCluster(t *testing.T) {
 			return fmt.Sprintf("SIGKILL: %s elected %v after %s died; %s rejoined as its replica", np.Addr, took.Round(time.Millisecond), owner.Addr, owner.Addr), nil
 		})
 	})
+	t.Run("DeadPrimaryStaysDead", func(t *testing.T) { testDeadPrimaryStaysDead(t, c) })
 	t.Run("SlotMigratedMidRun", func(t *testing.T) {
 		testStoreFaultMidRun(t, c, func(ctx context.Context, owner *redisserver.Node, slot int) (string, error) {
 			ps, err := rc.Primaries(ctx)
@@ -220,4 +221,58 @@ func testStoreFaultMidRun(t *testing.T, c *Cluster, fault func(ctx context.Conte
 	if n, err := runningTickets(ctx, c); err != nil || n != 0 {
 		t.Errorf("tickets left running in Redis: %d (%v)", n, err)
 	}
+}
+
+// testDeadPrimaryStaysDead: the primary holding a conversation's keys is SIGKILLed and stays
+// dead; once its replica is elected, the next ask in that conversation (the same slot) is
+// answered within seconds — every replica's cluster client finds the new primary without the
+// old one ever answering MOVED — and only then is the old primary restarted.
+func testDeadPrimaryStaysDead(t *testing.T, c *Cluster) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	rc := c.RedisCluster()
+	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(c.GatewayURL, client.Options{Token: client.StaticToken(tok), Retry: client.Retry{Attempts: 12, Max: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := cl.CreateConversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, out, err := cl.AskAndWait(ctx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?")
+	if err != nil || out.Kind != client.Answer {
+		t.Fatalf("the first ask: %v, %v", out.Kind, err)
+	}
+	owner, slot, err := ticketHome(ctx, rc, tk.Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, err := rc.FailoverByKill(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := owner.Restart(ctx); err != nil {
+			t.Error(err)
+		}
+		if err := rc.WaitOK(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	// Every replica: the ask's create, its run and its stream each touch the slot, on
+	// whichever replica nginx hands them to.
+	start := time.Now()
+	for i := range len(c.ReplicaURLs) {
+		actx, stop := context.WithTimeout(ctx, 20*time.Second)
+		_, out, err := cl.AskAndWait(actx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?")
+		stop()
+		if err != nil || out.Kind != client.Answer {
+			t.Fatalf("ask %d after %s died (slot %d now on %s): %v, %v, %v after the election", i+1, owner.Addr, slot, np.Addr, out.Kind, err, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	t.Logf("%s SIGKILLed and left dead; %d asks in its slot %d answered through %s in %v", owner.Addr, len(c.ReplicaURLs), slot, np.Addr, time.Since(start).Round(time.Millisecond))
 }

@@ -46,7 +46,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, config.Process)
 	stop()
 	os.Exit(code)
 }
@@ -73,13 +73,17 @@ type options struct {
 	tokens                                                tokenFlags
 }
 
-func parse(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
+func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) (options, error) {
 	o := options{tokens: tokenFlags{}}
+	env, err := config.TargetFromEnv(lookup)
+	if err != nil {
+		return o, err
+	}
 	fs := flag.NewFlagSet("ask-eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.url, "url", getenv("ASK_URL"), "the service's base URL, gateway prefix included (env ASK_URL)")
+	fs.StringVar(&o.url, "url", env.URL, "the service's base URL, gateway prefix included (env ASK_URL)")
 	fs.BoolVar(&o.devStack, "dev-stack", false, "start the development stack in process (llm-stub unless ASK_LLM names a model) and evaluate it")
-	fs.StringVar(&o.idp, "idp", getenv("ASK_IDP_URL"), "a development identity provider's root, to mint a token per identity of the set (env ASK_IDP_URL)")
+	fs.StringVar(&o.idp, "idp", env.IdP, "a development identity provider's root, to mint a token per identity of the set (env ASK_IDP_URL)")
 	fs.Var(o.tokens, "token", "oid=TOKEN: the bearer for one identity of the set, instead of --idp (repeatable)")
 	fs.StringVar(&o.set, "set", "", "the question set (YAML); default the demo set, eval/sets/demo.yaml")
 	fs.StringVar(&o.out, "out", filepath.Join("docs", "eval"), "the folder REPORT.md, report.json and report.png are written to")
@@ -118,11 +122,11 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	return o, nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
 	if len(args) > 0 && args[0] == "diff" {
 		return diff(args[1:], stdout, stderr)
 	}
-	o, err := parse(args, stderr, getenv)
+	o, err := parse(args, stderr, lookup)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, "ask-eval:", err)
@@ -160,7 +164,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 	}
 
-	all, err := config.FromEnv(func(k string) (string, bool) { v := getenv(k); return v, v != "" })
+	all, err := config.FromEnv(lookup)
 	if err != nil {
 		return fail(fmt.Errorf("model: %w", err))
 	}

@@ -18,7 +18,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, leaktest.IgnoreTestServers()...) }
 
-func noenv(string) string { return "" }
+func noenv(string) (string, bool) { return "", false }
 
 func TestUsageErrors(t *testing.T) {
 	for _, tc := range []struct {

@@ -30,7 +30,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], config.Process, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ask-serve:", err)
 		os.Exit(1)
 	}

@@ -14,12 +14,12 @@ import (
 )
 
 // follow reads the ticket's events to done, rendering as it goes, and returns the exit status.
-func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, stdout, stderr io.Writer, env func(string) string) int {
+func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, stdout, stderr io.Writer) int {
 	// The stream outlives ctx: after Ctrl-C it keeps reading until the run confirms the
 	// cancel with error{cancelled} and done, or the grace runs out.
 	// The terminal check must see the real stderr (an *os.File), so it comes before the wrap:
 	// progress, the cancel notice and the final words then share stderr from two goroutines.
-	tty := !cfg.json && wantSpinner(stdout, stderr, env)
+	tty := !cfg.json && wantSpinner(stdout, stderr, cfg.env)
 	stderr = &syncWriter{w: stderr}
 	var prog progress = &plainProgress{w: stderr}
 	if tty {

@@ -46,6 +46,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	askconfig "github.com/das-ask/ask/config"
 )
 
 func main() {
@@ -55,7 +57,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, askconfig.Process)
 	stop()
 	os.Exit(code)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	askconfig "github.com/das-ask/ask/config"
 )
 
 // progress shows what the run is doing on stderr. Line prints a lasting line; Stop ends the
@@ -106,9 +108,9 @@ func isTerminal(w io.Writer) bool {
 // wantSpinner reports whether progress should be the spinner: when both stdout and stderr are
 // terminals (or ASK_PROGRESS=tty), not plain lines (or ASK_PROGRESS=plain). It must be given the
 // process's own files, not a wrapper around them.
-func wantSpinner(stdout, stderr io.Writer, env func(string) string) bool {
-	tty := isTerminal(stdout) && isTerminal(stderr) && env("TERM") != "dumb"
-	switch env("ASK_PROGRESS") {
+func wantSpinner(stdout, stderr io.Writer, env askconfig.Client) bool {
+	tty := isTerminal(stdout) && isTerminal(stderr) && !env.DumbTerminal
+	switch env.Progress {
 	case "tty":
 		tty = true
 	case "plain":

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	askconfig "github.com/das-ask/ask/config"
 )
 
 func frameOf(seq int, typ, body string) string {
@@ -27,9 +29,7 @@ var (
 func TestSpinnerWhileSilent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := newFakeService()
-		env := func(k string) string {
-			return map[string]string{"ASK_URL": "http://ask.test/ask", "ASK_PROGRESS": "tty", "XDG_STATE_HOME": t.TempDir()}[k]
-		}
+		env := askconfig.MapEnv(map[string]string{"ASK_URL": "http://ask.test/ask", "ASK_PROGRESS": "tty", "XDG_STATE_HOME": t.TempDir()})
 		var stdout, stderr bytes.Buffer
 		done := make(chan int)
 		go func() {
@@ -62,9 +62,7 @@ func TestSpinnerWhileSilent(t *testing.T) {
 func TestPlainProgress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := newFakeService()
-		env := func(k string) string {
-			return map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()}[k]
-		}
+		env := askconfig.MapEnv(map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()})
 		var stdout, stderr bytes.Buffer
 		again := frameOf(3, "milestone", `,"phase":"grounding","subject":"incident","source":"demo"`)
 		svc.Send(fAccepted, fMilestone, again, frameOf(4, "answer", `,"text":"Four.","caveats":[],"path":{"speed":"full","detail":"warehouse"},"provenance":[],"sql":[],"divergence":null`),
@@ -83,9 +81,7 @@ func TestPlainProgress(t *testing.T) {
 func TestCtrlCGraceWhenNotConfirmed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := newFakeService()
-		env := func(k string) string {
-			return map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()}[k]
-		}
+		env := askconfig.MapEnv(map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()})
 		ctx, interrupt := context.WithCancel(t.Context())
 		defer interrupt()
 		var stdout, stderr bytes.Buffer

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/creack/pty"
+
+	askconfig "github.com/das-ask/ask/config"
 )
 
 // On a real terminal the spinner is chosen by itself (no ASK_PROGRESS): the terminal check sees
@@ -51,7 +53,7 @@ func TestSpinnerOnARealTerminal(t *testing.T) {
 			for k, v := range tc.env {
 				env[k] = v
 			}
-			code := runWith(t.Context(), []string{"--token", "t", "q"}, nil, tty, tty, func(k string) string { return env[k] }, &http.Client{Transport: svc})
+			code := runWith(t.Context(), []string{"--token", "t", "q"}, nil, tty, tty, askconfig.MapEnv(env), &http.Client{Transport: svc})
 			tty.Close() // the reader then sees the end of the terminal's output (EIO on Linux)
 			if err := <-read; err != nil && !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "input/output error") {
 				t.Fatalf("reading the terminal: %v", err)

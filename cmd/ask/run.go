@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/client"
+	askconfig "github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/gen"
 )
 
@@ -26,9 +27,6 @@ const (
 )
 
 const (
-	defaultURL = "http://127.0.0.1:8080/ask"
-	defaultIdP = "http://127.0.0.1:8090"
-	defaultOID = "alice"
 	// cancelGrace is how long ask waits for the run to confirm a cancel before it leaves.
 	cancelGrace = 5 * time.Second
 	// askTimeout bounds the request that creates an ask, which Ctrl-C does not interrupt.
@@ -54,21 +52,28 @@ type config struct {
 	webhook              string
 	cont, steps, json    bool
 	branches             bool
+	env                  askconfig.Client // the environment, under the flags
 }
 
-// parseArgs reads flags and environment. A nil config with code 0 means help was shown.
-func parseArgs(args []string, stderr io.Writer, env func(string) string) (*config, int) {
+// parseArgs reads flags over the environment (package config reads it). A nil config with code
+// 0 means help was shown.
+func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, bool)) (*config, int) {
+	env, err := askconfig.ClientFromEnv(lookup)
+	if err != nil {
+		fmt.Fprintln(stderr, "ask:", err)
+		return nil, exitFailure
+	}
 	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c := &config{}
-	fs.StringVar(&c.url, "url", firstOf(env("ASK_URL"), defaultURL), "the service, gateway prefix included ($ASK_URL)")
-	fs.StringVar(&c.token, "token", env("ASK_TOKEN"), "the bearer token ($ASK_TOKEN); default: mint one from the dev IdP ($ASK_IDP)")
-	fs.StringVar(&c.oid, "as", firstOf(env("ASK_OID"), defaultOID), "the identity to mint a dev token for ($ASK_OID)")
+	c := &config{env: env}
+	fs.StringVar(&c.url, "url", env.URL, "the service, gateway prefix included ($ASK_URL)")
+	fs.StringVar(&c.token, "token", env.Token, "the bearer token ($ASK_TOKEN); default: mint one from the dev IdP ($ASK_IDP)")
+	fs.StringVar(&c.oid, "as", env.OID, "the identity to mint a dev token for ($ASK_OID)")
 	fs.StringVar(&c.question, "q", "", "the question (or give it as arguments)")
 	fs.BoolVar(&c.cont, "continue", false, "ask in the last conversation used with this URL and identity")
 	fs.BoolVar(&c.steps, "steps", false, "also show every tool call, the SQL and the path")
 	fs.BoolVar(&c.json, "json", false, "print the events as NDJSON on stdout")
-	fs.StringVar(&c.webhook, "webhook", env("ASK_WEBHOOK"), "also have the run's end POSTed, signed, to this URL (one the operator allows; $ASK_WEBHOOK)")
+	fs.StringVar(&c.webhook, "webhook", env.Webhook, "also have the run's end POSTed, signed, to this URL (one the operator allows; $ASK_WEBHOOK)")
 	fs.BoolVar(&c.branches, "branches", false, "show every branch's progress (phase 2), not one line per branch")
 	fs.Usage = func() {
 		_, _ = io.WriteString(stderr, usage)
@@ -100,7 +105,7 @@ func parseArgs(args []string, stderr io.Writer, env func(string) string) (*confi
 		fs.Usage()
 		return nil, exitFailure
 	}
-	c.idp = firstOf(env("ASK_IDP"), defaultIdP)
+	c.idp = env.IdP
 	return c, 0
 }
 
@@ -116,13 +121,13 @@ func firstOf(vs ...string) string {
 // run is the whole command, callable from tests: it returns the exit status. Cancelling ctx is
 // Ctrl-C: it sends exactly one cancel for the running ask, then waits for done (at most
 // cancelGrace) and returns exitError.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) string) int {
-	return runWith(ctx, args, stdin, stdout, stderr, env, &http.Client{})
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
+	return runWith(ctx, args, stdin, stdout, stderr, lookup, &http.Client{})
 }
 
 // runWith is run over the given HTTP client (tests pass an in-memory transport).
-func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, env func(string) string, httpClient *http.Client) int {
-	cfg, code := parseArgs(args, stderr, env)
+func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, lookup func(string) (string, bool), httpClient *http.Client) int {
+	cfg, code := parseArgs(args, stderr, lookup)
 	if cfg == nil {
 		return code
 	}
@@ -158,16 +163,16 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return fail("%v", err)
 	}
 
-	tk, err := startAsk(ctx, c, cfg, oid, stderr, env)
+	tk, err := startAsk(ctx, c, cfg, oid, stderr)
 	if err != nil {
 		return failed(err)
 	}
-	return follow(ctx, c, tk, cfg, stdout, stderr, env)
+	return follow(ctx, c, tk, cfg, stdout, stderr)
 }
 
 // startAsk asks in the remembered conversation (--continue) or a new one, and remembers it.
-func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, stderr io.Writer, env func(string) string) (gen.Ticket, error) {
-	state, stateErr := newStateFile(env)
+func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, stderr io.Writer) (gen.Ticket, error) {
+	state, stateErr := newStateFile(cfg.env.StateDir)
 	key := stateKey(cfg.url, oid)
 	conv := ""
 	if cfg.cont {

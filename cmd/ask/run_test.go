@@ -16,6 +16,7 @@ import (
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/auth"
+	askconfig "github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp/idptest"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/server"
@@ -120,15 +121,29 @@ func startWith(t *testing.T, opts server.Options) *fixture {
 }
 
 // env is a fake environment: the service URL, the dev IdP and a private state directory.
-func (f *fixture) env(t *testing.T, extra ...string) func(string) string {
+func (f *fixture) env(t *testing.T, extra ...string) func(string) (string, bool) {
 	m := map[string]string{"ASK_URL": f.url, "ASK_IDP": f.idp.HTTP.URL, "XDG_STATE_HOME": t.TempDir()}
 	for i := 0; i+1 < len(extra); i += 2 {
 		m[extra[i]] = extra[i+1]
 	}
-	return func(k string) string { return m[k] }
+	return askconfig.MapEnv(m)
 }
 
-func (f *fixture) run(ctx context.Context, env func(string) string, args ...string) (int, string, string) {
+// stateFileOf is the state file the command uses in env.
+func stateFileOf(t *testing.T, env func(string) (string, bool)) stateFile {
+	t.Helper()
+	c, err := askconfig.ClientFromEnv(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := newStateFile(c.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (f *fixture) run(ctx context.Context, env func(string) (string, bool), args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, args, strings.NewReader(""), &stdout, &stderr, env)
 	return code, stdout.String(), stderr.String()
@@ -350,10 +365,7 @@ func TestRunContinueExpired(t *testing.T) {
 	f := start(t)
 	dir := t.TempDir()
 	env := f.env(t, "XDG_STATE_HOME", dir)
-	st, err := newStateFile(env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := stateFileOf(t, env)
 	if err := st.remember(stateKey(f.url, "alice"), "c_gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -373,10 +385,7 @@ func TestRunContinueFull(t *testing.T) {
 	if code, _, stderr := f.run(t.Context(), env, "--continue", "answer"); code != exitAnswer {
 		t.Fatalf("first ask: exit %d, stderr %q", code, stderr)
 	}
-	st, err := newStateFile(env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := stateFileOf(t, env)
 	first, _ := st.last(stateKey(f.url, "alice"))
 	code, _, stderr := f.run(t.Context(), env, "--continue", "answer")
 	if code != exitAnswer || !strings.Contains(stderr, "is full; starting a new one") {

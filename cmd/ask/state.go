@@ -18,15 +18,11 @@ type stateEntry struct {
 	Updated        time.Time `json:"updated"`
 }
 
-// newStateFile places the file under $XDG_STATE_HOME/ask, or ~/.local/state/ask.
-func newStateFile(env func(string) string) (stateFile, error) {
-	dir := env("XDG_STATE_HOME")
+// newStateFile places the file under dir/ask: dir is $XDG_STATE_HOME, or ~/.local/state
+// (config.Client.StateDir).
+func newStateFile(dir string) (stateFile, error) {
 	if dir == "" {
-		home := env("HOME")
-		if home == "" {
-			return stateFile{}, errors.New("neither XDG_STATE_HOME nor HOME is set")
-		}
-		dir = filepath.Join(home, ".local", "state")
+		return stateFile{}, errors.New("neither XDG_STATE_HOME nor HOME is set")
 	}
 	return stateFile{path: filepath.Join(dir, "ask", "conversations.json")}, nil
 }

@@ -1,18 +1,19 @@
 // Command askbench measures the ask service against the limits of the machine it runs on and a
 // peer, in one run, and writes the report (see package bench).
 //
-//	askbench [-out docs/bench] [-quick] [-no-micro] [-redis=false] [-keepalive 10s] [-only workload,...]
+//	askbench [-out docs/bench] [-quick] [-no-micro] [-redis=false] [-redis-cluster=false] [-keepalive 10s] [-only workload,...]
 //	askbench -render [-out docs/bench]
 //
 // runs the suite from the module root and writes <out>/REPORT.md and <out>/report.json
 // (embedding <out>/FINDINGS.md, the hand-written analysis, when it exists); -render rewrites
 // REPORT.md from report.json and FINDINGS.md without measuring. -redis (on by default) runs
 // time-to-ticket, stream-delivery and replay once more against children whose store is a
-// redis-server the run starts (loopback, persistence off); without redis-server on PATH the
-// report's Redis rows say they were skipped. The server side runs in child processes: askbench
+// redis-server the run starts (loopback, persistence off), and -redis-cluster (on by default)
+// once more on a Redis Cluster of three primaries the run starts (which needs redis-cli too);
+// without them on PATH the report's Redis rows say they were skipped. The server side runs in child processes: askbench
 // re-executes itself as
 //
-//	askbench serve -mode synthetic|stack [-keepalive D] [-max-events N] [-store redis://...]
+//	askbench serve -mode synthetic|stack [-keepalive D] [-max-events N] [-store redis://...|redis+cluster://...]
 //
 // which prints one JSON line naming its endpoints and serves until SIGTERM. `serve` is the
 // suite's, not an operator's: it exposes a loopback debug endpoint (profiles, gates, stats).
@@ -76,6 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	keepAlive := fs.Duration("keepalive", 0, "keep-alive interval and idle window of the idle workload (0: the service's default, 10s)")
 	render := fs.Bool("render", false, "measure nothing: rewrite <out>/REPORT.md from <out>/report.json and <out>/FINDINGS.md")
 	redis := fs.Bool("redis", true, "also run time-to-ticket, stream-delivery and replay against the Redis store, on a redis-server started for the run (skipped, saying so, when redis-server is not on PATH)")
+	redisCluster := fs.Bool("redis-cluster", true, "also run them on a Redis Cluster of three primaries started for the run (skipped, saying so, when redis-server or redis-cli is not on PATH)")
 	only := fs.String("only", "", "comma-separated workloads to run (default all): time-to-ticket, ask-end-to-end, ask-phase2, stream-delivery, replay, peer-mcp, idle-streams, micro")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -88,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		workloads = strings.Split(*only, ",")
 	}
 	start := time.Now()
-	r, err := bench.Run(ctx, bench.RunOptions{Out: *out, Quick: *quick, NoMicro: *noMicro, KeepAlive: *keepAlive, Only: workloads, Redis: *redis, Logger: log})
+	r, err := bench.Run(ctx, bench.RunOptions{Out: *out, Quick: *quick, NoMicro: *noMicro, KeepAlive: *keepAlive, Only: workloads, Redis: *redis, RedisCluster: *redisCluster, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -101,6 +103,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if s := r.RedisSummary(); s != "" {
 		fmt.Fprintf(stdout, "%-16s %s\n", "redis", s)
+	}
+	if s := r.RedisClusterSummary(); s != "" {
+		fmt.Fprintf(stdout, "%-16s %s\n", "redis-cluster", s)
 	}
 	fmt.Fprintf(stdout, "report: %s (%s)\n", filepath.Join(*out, "REPORT.md"), time.Since(start).Round(time.Second))
 	if len(r.Errors) > 0 {

@@ -22,7 +22,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.LookupEnv, os.Stderr, nil); err != nil {
+	if err := run(ctx, config.Process, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "askd:", err)
 		os.Exit(1)
 	}

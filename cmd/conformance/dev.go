@@ -40,8 +40,8 @@ const (
 //
 // The model is the llm-stub unless ASK_LLM names a real one (config.FromEnv); with a real
 // model the behaviour checks test its judgement rather than the stub's script.
-func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Logger, getenv func(string) string) (rep conformance.Report, err error) {
-	all, err := config.FromEnv(func(k string) (string, bool) { v := getenv(k); return v, v != "" })
+func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Logger, lookup func(string) (string, bool)) (rep conformance.Report, err error) {
+	all, err := config.FromEnv(lookup)
 	if err != nil {
 		return rep, fmt.Errorf("model: %w", err)
 	}

@@ -29,12 +29,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/conformance"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, config.Process)
 	stop()
 	os.Exit(code)
 }
@@ -55,18 +56,22 @@ type options struct {
 	limits                                                    conformance.Limits
 }
 
-func parse(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
+func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) (options, error) {
 	var o options
+	env, err := config.ConformanceFromEnv(lookup)
+	if err != nil {
+		return o, err
+	}
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.url, "url", getenv("ASK_URL"), "the service's base URL, a gateway prefix allowed (env ASK_URL)")
+	fs.StringVar(&o.url, "url", env.URL, "the service's base URL, a gateway prefix allowed (env ASK_URL)")
 	fs.StringVar(&o.overflowURL, "overflow-url", "", "the same implementation started with a small DAS_ASK_MAX_EVENTS (e.g. 8), for the overflow check")
-	fs.StringVar(&o.idp, "idp", getenv("ASK_IDP_URL"), "a development identity provider's root, to mint every token the suite needs (env ASK_IDP_URL)")
+	fs.StringVar(&o.idp, "idp", env.IdP, "a development identity provider's root, to mint every token the suite needs (env ASK_IDP_URL)")
 	fs.StringVar(&o.overflowIdP, "overflow-idp", "", "the identity provider --overflow-url trusts; default --idp")
-	fs.StringVar(&o.tokenA, "token-a", getenv("ASK_TOKEN_A"), "a bearer of identity A, without --idp (env ASK_TOKEN_A)")
-	fs.StringVar(&o.tokenB, "token-b", getenv("ASK_TOKEN_B"), "a bearer of identity B, refused by the source for the refusal question (env ASK_TOKEN_B)")
-	fs.StringVar(&o.audit, "audit", getenv("ASK_AUDIT_URL"), "a source's root serving GET /audit?call_id=, or several comma-separated (env ASK_AUDIT_URL)")
-	fs.BoolVar(&o.phase2, "phase2", getenv("ASK_PHASE") == "2", "the target runs phase 2: a branch per source, and divergence (default: ASK_PHASE=2; with --dev-stack, a split demo in phase 2)")
+	fs.StringVar(&o.tokenA, "token-a", env.TokenA, "a bearer of identity A, without --idp (env ASK_TOKEN_A)")
+	fs.StringVar(&o.tokenB, "token-b", env.TokenB, "a bearer of identity B, refused by the source for the refusal question (env ASK_TOKEN_B)")
+	fs.StringVar(&o.audit, "audit", env.Audit, "a source's root serving GET /audit?call_id=, or several comma-separated (env ASK_AUDIT_URL)")
+	fs.BoolVar(&o.phase2, "phase2", env.Phase2, "the target runs phase 2: a branch per source, and divergence (default: ASK_PHASE=2; with --dev-stack, a split demo in phase 2)")
 	fs.StringVar(&o.sources, "sources", "", "with --phase2: the target's configured source names, comma-separated (DAS_SOURCES' names)")
 	fs.BoolVar(&o.behaviour, "behaviour", false, "add the behaviour checks (refusal, abstention, path, conversation memory)")
 	fs.StringVar(&o.only, "only", "", "run only the checks whose name matches this regular expression")
@@ -79,7 +84,7 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	fs.StringVar(&o.nginx, "nginx", "nginx", "the nginx binary, for --gateway")
 	fs.StringVar(&o.nginxConf, "nginx-conf", "deploy/nginx/ask.conf", "the checked-in gateway config, for --gateway")
 	fs.DurationVar(&o.gatewayReadTimeout, "gateway-read-timeout", 2*time.Second, "with --gateway: nginx's proxy_read_timeout, shorter than the slow question's silence")
-	fs.StringVar(&o.webhookSecrets, "webhook-secret", getenv("ASK_WEBHOOK_SECRETS"), "the target's webhook signing secret(s), whsec_…, comma-separated, for the webhook checks (env ASK_WEBHOOK_SECRETS)")
+	fs.StringVar(&o.webhookSecrets, "webhook-secret", env.WebhookSecrets, "the target's webhook signing secret(s), whsec_…, comma-separated, for the webhook checks (env ASK_WEBHOOK_SECRETS)")
 	fs.StringVar(&o.webhookListen, "webhook-listen", "127.0.0.1:0", "where the suite's webhook receiver listens")
 	fs.StringVar(&o.webhookURL, "webhook-url", "", "the receiver's root as the target reaches it; default http://<webhook-listen address>")
 	fs.IntVar(&o.maxEvents, "max-events", 0, "the target's DAS_ASK_MAX_EVENTS: a stream may skip a seq only in a run longer than it; default 1000")
@@ -113,8 +118,8 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (options
 	return o, nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	o, err := parse(args, stderr, getenv)
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
+	o, err := parse(args, stderr, lookup)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, "conformance:", err)
@@ -181,7 +186,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 
 	var rep conformance.Report
 	if o.devStack {
-		rep, err = runDev(ctx, o, cfg, log, getenv)
+		rep, err = runDev(ctx, o, cfg, log, lookup)
 	} else {
 		rep, err = conformance.Run(ctx, cfg)
 	}

@@ -6,10 +6,11 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/das-ask/ask/config"
 )
 
 func TestFlags(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	tests := []struct {
 		name string
 		args []string
@@ -24,6 +25,8 @@ func TestFlags(t *testing.T) {
 		{"dev stack", []string{"--dev-stack", "--behaviour"}, map[string]string{"ASK_URL": "http://ignored"}, true},
 		{"dev stack and a url", []string{"--dev-stack", "--url", "http://x/ask"}, nil, false},
 		{"dev stack and a limits target", []string{"--dev-stack", "--limits-url", "http://x/ask"}, nil, false},
+		{"phase 2 from env", []string{"--url", "http://x/ask", "--idp", "http://i"}, map[string]string{"ASK_PHASE": "2"}, true},
+		{"an invalid phase in env", []string{"--url", "http://x/ask", "--idp", "http://i"}, map[string]string{"ASK_PHASE": "two"}, false},
 		{"dev stack and a bound", []string{"--dev-stack", "--max-events", "8"}, nil, false},
 		{"a limits target with its settings", []string{"--url", "http://x/ask", "--idp", "http://i", "--limits-url", "http://y/ask", "--limits-ttl", "3s", "--limits-max-tickets", "6"}, nil, true},
 		{"gateway without the dev stack", []string{"--gateway", "--url", "http://x/ask", "--idp", "http://i"}, nil, false},
@@ -31,7 +34,7 @@ func TestFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parse(tt.args, io.Discard, env(tt.env))
+			_, err := parse(tt.args, io.Discard, config.MapEnv(tt.env))
 			if (err == nil) != tt.ok {
 				t.Errorf("parse(%v) error %v, want ok=%v", tt.args, err, tt.ok)
 			}
@@ -41,7 +44,7 @@ func TestFlags(t *testing.T) {
 
 func TestUsageErrorsExit2(t *testing.T) {
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/ask"}, &out, &errOut, func(string) string { return "" })
+	code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/ask"}, &out, &errOut, config.MapEnv(nil))
 	if code != 2 || !strings.Contains(errOut.String(), "--idp") {
 		t.Errorf("exit %d, stderr %q; want 2 naming --idp", code, errOut.String())
 	}
@@ -49,7 +52,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 
 func TestUnreachableTargetFailsChecks(t *testing.T) {
 	var out bytes.Buffer
-	code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/ask", "--token-a", "a", "--token-b", "b", "--only", "^auth.no-bearer$"}, &out, io.Discard, func(string) string { return "" })
+	code := run(context.Background(), []string{"--url", "http://127.0.0.1:1/ask", "--token-a", "a", "--token-b", "b", "--only", "^auth.no-bearer$"}, &out, io.Discard, config.MapEnv(nil))
 	if code != 1 || !strings.HasPrefix(out.String(), "FAIL auth.no-bearer") || !strings.HasSuffix(out.String(), "0 passed, 1 failed, 0 skipped\n") {
 		t.Errorf("exit %d, output %q; want 1 and one FAIL", code, out.String())
 	}

@@ -27,7 +27,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -39,44 +38,43 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+	if err := run(ctx, os.Args[1:], askconfig.Process, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "demo-source:", err)
 		os.Exit(1)
 	}
 }
 
-// config is the command line, after the environment filled in what flags left unset.
+// config is the command line, after the environment (package config) filled in what flags
+// left unset.
 type config struct {
 	addr         string
 	auditPath    string
 	rowCap       int
 	queryTimeout time.Duration
 	serves       string
+	auth         auth.Config
+	devAuth      bool // no DAS_JWKS_URL, DAS_ISSUER or DAS_AUDIENCE: the dev IdP's settings
 }
 
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	env := func(k, def string) string {
-		if v := getenv(k); v != "" {
-			return v
-		}
-		return def
-	}
-	rowCap, err := strconv.Atoi(env("DAS_DEMO_SOURCE_ROW_CAP", strconv.Itoa(source.DefaultRowCap)))
+func parseConfig(args []string, lookup func(string) (string, bool), stderr io.Writer) (config, error) {
+	env, err := askconfig.DemoSourceFromEnv(lookup)
 	if err != nil {
-		return config{}, fmt.Errorf("DAS_DEMO_SOURCE_ROW_CAP: %w", err)
+		return config{}, err
 	}
-	timeout, err := time.ParseDuration(env("DAS_DEMO_SOURCE_QUERY_TIMEOUT", source.DefaultQueryTimeout.String()))
-	if err != nil {
-		return config{}, fmt.Errorf("DAS_DEMO_SOURCE_QUERY_TIMEOUT: %w", err)
+	if env.RowCap == 0 {
+		env.RowCap = source.DefaultRowCap
 	}
-	var c config
+	if env.QueryTimeout == 0 {
+		env.QueryTimeout = source.DefaultQueryTimeout
+	}
+	c := config{auth: env.Auth, devAuth: env.DevAuth}
 	fs := flag.NewFlagSet("demo-source", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.addr, "addr", env("DAS_DEMO_SOURCE_ADDR", "127.0.0.1:8091"), "listen address")
-	fs.StringVar(&c.auditPath, "audit", env("DAS_DEMO_SOURCE_AUDIT", ".state/demo-source/audit.jsonl"), "append-only audit log file (JSON lines)")
-	fs.IntVar(&c.rowCap, "row-cap", rowCap, "most rows one query returns")
-	fs.DurationVar(&c.queryTimeout, "query-timeout", timeout, "time limit of one query")
-	fs.StringVar(&c.serves, "serves", env("DAS_DEMO_SOURCE_SERVES", "all"), "what to serve: all, catalog (the glossary) or warehouse (the tables)")
+	fs.StringVar(&c.addr, "addr", env.Addr, "listen address")
+	fs.StringVar(&c.auditPath, "audit", env.Audit, "append-only audit log file (JSON lines)")
+	fs.IntVar(&c.rowCap, "row-cap", env.RowCap, "most rows one query returns")
+	fs.DurationVar(&c.queryTimeout, "query-timeout", env.QueryTimeout, "time limit of one query")
+	fs.StringVar(&c.serves, "serves", env.Serves, "what to serve: all, catalog (the glossary) or warehouse (the tables)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -84,7 +82,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	if _, err := source.ParsePart(c.serves); err != nil {
-		return config{}, fmt.Errorf("-serves %q: want all, catalog or warehouse", c.serves)
+		return config{}, fmt.Errorf("-serves (DAS_DEMO_SOURCE_SERVES) %q: want all, catalog or warehouse", c.serves)
 	}
 	if c.rowCap <= 0 || c.queryTimeout <= 0 {
 		return config{}, errors.New("-row-cap and -query-timeout must be positive")
@@ -92,32 +90,19 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	return c, nil
 }
 
-// authConfig reads the shared DAS_* auth settings (package config, as the ask service does),
-// falling back to the dev stack's when none of the three that say whom to trust is set.
-func authConfig(getenv func(string) string, log *slog.Logger) (auth.Config, error) {
-	env := askconfig.NewEnv(func(k string) (string, bool) { v := getenv(k); return v, v != "" })
-	if !env.Set(auth.EnvJWKSURL) && !env.Set(auth.EnvIssuer) && !env.Set(auth.EnvAudience) {
-		log.Warn("no DAS_JWKS_URL, DAS_ISSUER or DAS_AUDIENCE set: trusting the development identity provider",
-			"issuer", auth.DevIssuer, "jwks_url", auth.DevJWKSURL)
-		return auth.DevConfig(), nil
-	}
-	cfg := askconfig.AuthFrom(env, askconfig.DefaultConfig().Auth)
-	return cfg, env.Err()
-}
-
-// run serves until ctx is done. getenv supplies the DAS_DEMO_SOURCE_* settings and the shared
+// run serves until ctx is done. lookup supplies the DAS_DEMO_SOURCE_* settings and the shared
 // auth settings. ready, when not nil, receives the listening address.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
-	c, err := parseConfig(args, getenv, stderr)
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer, ready chan<- string) error {
+	c, err := parseConfig(args, lookup, stderr)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "demo-source")
-	acfg, err := authConfig(getenv, log)
-	if err != nil {
-		return err
+	if c.devAuth {
+		log.Warn("no DAS_JWKS_URL, DAS_ISSUER or DAS_AUDIENCE set: trusting the development identity provider",
+			"issuer", auth.DevIssuer, "jwks_url", auth.DevJWKSURL)
 	}
-	validator, err := auth.New(ctx, acfg, auth.Options{Logger: log})
+	validator, err := auth.New(ctx, c.auth, auth.Options{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -145,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	log.Info("demo source serving", "mcp", "http://"+ln.Addr().String()+"/mcp", "audit_file", c.auditPath,
-		"issuer", acfg.Issuer, "row_cap", c.rowCap, "query_timeout", c.queryTimeout)
+		"issuer", c.auth.Issuer, "row_cap", c.rowCap, "query_timeout", c.queryTimeout)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

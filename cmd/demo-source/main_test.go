@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	askconfig "github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp/idptest"
 )
 
@@ -36,7 +38,7 @@ func TestRun(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, io.Discard, ready)
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, askconfig.MapEnv(env), io.Discard, ready)
 	}()
 	var addr string
 	select {
@@ -100,7 +102,7 @@ func TestRun(t *testing.T) {
 
 func TestParseConfig(t *testing.T) {
 	env := map[string]string{"DAS_DEMO_SOURCE_ROW_CAP": "50", "DAS_DEMO_SOURCE_ADDR": "127.0.0.1:9999"}
-	c, err := parseConfig([]string{"-query-timeout", "2s"}, func(k string) string { return env[k] }, io.Discard)
+	c, err := parseConfig([]string{"-query-timeout", "2s"}, askconfig.MapEnv(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +110,14 @@ func TestParseConfig(t *testing.T) {
 		t.Errorf("config = %+v", c)
 	}
 	for _, args := range [][]string{{"-row-cap", "0"}, {"extra"}, {"-query-timeout", "soon"}} {
-		if _, err := parseConfig(args, func(string) string { return "" }, io.Discard); err == nil {
+		if _, err := parseConfig(args, askconfig.MapEnv(nil), io.Discard); err == nil {
 			t.Errorf("%v: no error", args)
+		}
+	}
+	// An invalid value from the environment is refused, naming its variable.
+	for k, v := range map[string]string{"DAS_DEMO_SOURCE_ROW_CAP": "many", "DAS_DEMO_SOURCE_QUERY_TIMEOUT": "5"} {
+		if _, err := parseConfig(nil, askconfig.MapEnv(map[string]string{k: v}), io.Discard); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: error %v, want one naming %s", k, v, err, k)
 		}
 	}
 }

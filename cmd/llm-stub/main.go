@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/llmstub"
 )
 
@@ -26,7 +27,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, logger, nil); err != nil {
+	if err := run(ctx, os.Args[1:], config.Process, os.Stderr, logger, nil); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
@@ -37,7 +38,11 @@ func main() {
 
 // run parses args, starts the stub and serves until ctx ends. ready, if set, is told the address
 // once the stub is listening.
-func run(ctx context.Context, args []string, getenv func(string) string, usage io.Writer, logger *slog.Logger, ready func(addr string)) error {
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), usage io.Writer, logger *slog.Logger, ready func(addr string)) error {
+	env, err := config.StubFromEnv(lookup)
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet("llm-stub", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	addr := fs.String("addr", "127.0.0.1:8092", "address to listen on")
@@ -52,10 +57,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, usage i
 	}
 	path := *scriptPath
 	if path == "" {
-		path = getenv(llmstub.ScriptEnv)
+		path = env.Script
 	}
 	var script *llmstub.Script
-	var err error
 	if path != "" {
 		script, err = llmstub.LoadScript(path)
 	} else {

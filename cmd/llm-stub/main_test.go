@@ -12,11 +12,9 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-)
 
-func getenv(env map[string]string) func(string) string {
-	return func(k string) string { return env[k] }
-}
+	"github.com/das-ask/ask/config"
+)
 
 // TestRun starts the command on a free port with a script from the environment, asks it for its
 // models, and stops it by ending the context.
@@ -31,7 +29,7 @@ func TestRun(t *testing.T) {
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--require-auth"}, getenv(map[string]string{"ASK_STUB_SCRIPT": path}),
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--require-auth"}, config.MapEnv(map[string]string{"ASK_STUB_SCRIPT": path}),
 			io.Discard, slog.New(slog.DiscardHandler), func(a string) { addrc <- a })
 	}()
 	var addr string
@@ -94,7 +92,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			err := run(t.Context(), tt.args, getenv(tt.env), io.Discard, slog.New(slog.DiscardHandler), nil)
+			err := run(t.Context(), tt.args, config.MapEnv(tt.env), io.Discard, slog.New(slog.DiscardHandler), nil)
 			if err == nil || !strings.Contains(err.Error(), tt.wantIn) {
 				t.Errorf("err %v, want one mentioning %q", err, tt.wantIn)
 			}

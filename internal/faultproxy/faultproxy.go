@@ -27,6 +27,7 @@ package faultproxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -94,6 +95,8 @@ type Proxy struct {
 	wg   sync.WaitGroup
 
 	accepted, dropped, resets, held atomic.Int64
+	countMu                         sync.Mutex
+	counted                         chan struct{} // closed, and replaced, at every count; under countMu
 }
 
 type drop struct {
@@ -181,6 +184,38 @@ func (p *Proxy) Disarm() {
 	p.drops = nil
 }
 
+// count adds one to c and wakes every WaitStats.
+func (p *Proxy) count(c *atomic.Int64) {
+	c.Add(1)
+	p.countMu.Lock()
+	if p.counted != nil {
+		close(p.counted)
+		p.counted = nil
+	}
+	p.countMu.Unlock()
+}
+
+// WaitStats waits until cond holds of the proxy's Stats, checking at every count, or until ctx
+// is done (then it returns ctx's error).
+func (p *Proxy) WaitStats(ctx context.Context, cond func(Stats) bool) error {
+	for {
+		p.countMu.Lock()
+		if p.counted == nil {
+			p.counted = make(chan struct{})
+		}
+		wake := p.counted
+		p.countMu.Unlock()
+		if cond(p.Stats()) {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // Stats reports what the proxy has done so far.
 func (p *Proxy) Stats() Stats {
 	return Stats{
@@ -232,7 +267,7 @@ func (p *Proxy) accept() {
 			}
 			return // closed
 		}
-		p.accepted.Add(1)
+		p.count(&p.accepted)
 		l := &link{client: c, done: make(chan struct{})}
 		p.mu.Lock()
 		if p.closed {
@@ -323,7 +358,7 @@ func (p *Proxy) hold(l *link) bool {
 			return false
 		case delaying:
 			if !counted {
-				p.held.Add(1)
+				p.count(&p.held)
 			}
 			t := time.NewTimer(d)
 			select {
@@ -335,7 +370,7 @@ func (p *Proxy) hold(l *link) bool {
 			}
 		case stalling:
 			if !counted {
-				p.held.Add(1)
+				p.count(&p.held)
 				counted = true
 			}
 			select {
@@ -361,14 +396,14 @@ func (p *Proxy) arm(l *link, chunk []byte) {
 		if d.left--; d.left == 0 {
 			p.drops = append(p.drops[:i], p.drops[i+1:]...)
 		}
-		p.dropped.Add(1)
+		p.count(&p.dropped)
 		return
 	}
 }
 
 func (p *Proxy) reset(l *link) {
 	if l.reset() {
-		p.resets.Add(1)
+		p.count(&p.resets)
 	}
 }
 

@@ -2,6 +2,7 @@ package faultproxy_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -371,4 +372,34 @@ func TestHandler(t *testing.T) {
 		t.Errorf("GET /stats = %+v, want 1 connection and 1 reply dropped", st)
 	}
 	api.CloseClientConnections()
+}
+
+// WaitStats returns once the awaited count is reached, woken by the count itself, and returns
+// the context's error when it never is.
+func TestWaitStats(t *testing.T) {
+	s := newLineServer(t)
+	p := newProxy(t, s.ln.Addr().String())
+	got := make(chan error, 1)
+	go func() {
+		got <- p.WaitStats(t.Context(), func(st faultproxy.Stats) bool { return st.Accepted >= 2 })
+	}()
+	for range 2 {
+		c := dial(t, p)
+		if _, err := c.ask("hello", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("WaitStats: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitStats did not return after two connections")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := p.WaitStats(ctx, func(st faultproxy.Stats) bool { return st.Accepted >= 100 }); err != context.Canceled {
+		t.Errorf("WaitStats on a cancelled context = %v, want context.Canceled", err)
+	}
 }

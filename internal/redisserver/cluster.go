@@ -144,6 +144,11 @@ func (c *Cluster) startNode(ctx context.Context, bin string, i, port int) (*Node
 			"--cluster-replica-validity-factor", "0",
 			// A replica (re)joining syncs at once, not after the default 5 s wait for others.
 			"--repl-diskless-sync-delay", "0",
+			// Nothing on disk, replicas included: the primary streams its snapshot to a
+			// syncing replica (repl-diskless-sync, the default), and the replica loads it
+			// from the socket instead of writing it to dump.rdb first (by default it does,
+			// and keeps the file, which would put the question text on its disk).
+			"--repl-diskless-sync", "yes", "--repl-diskless-load", "swapdb", "--rdb-del-sync-files", "yes",
 			"--save", "", "--appendonly", "no",
 			"--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
 		}
@@ -438,8 +443,9 @@ func myself(view []NodeInfo) (NodeInfo, bool) {
 }
 
 // WaitOK waits until every running node reports cluster_state:ok with all 16384 slots ok,
-// every running node's view of who owns which slot is the same and marks no running node as
-// failing, and every running replica's link to its primary is up. It polls until ctx is done.
+// every running node sees the same layout (who owns which slot, which running node is a
+// primary and which replicates whom) and marks no running node as failing, and every running
+// replica's link to its primary is up. It polls until ctx is done.
 func (c *Cluster) WaitOK(ctx context.Context) error {
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
@@ -476,20 +482,35 @@ func (c *Cluster) notOK(ctx context.Context) string {
 		if err != nil {
 			return n.Addr + ": " + err.Error()
 		}
+		// The layout as n sees it: who owns which slots, and what every running node is
+		// (a primary, or whose replica), which every node must see alike.
+		addrOf := map[string]string{}
+		for _, ni := range view {
+			addrOf[ni.ID] = ni.Addr
+		}
 		var owners []string
 		for _, ni := range view {
-			if peer := c.node(ni.Addr); peer != nil && peer.Running() && (ni.Has("fail") || ni.Has("fail?") || ni.Has("handshake") || ni.Has("noaddr")) {
+			peer := c.node(ni.Addr)
+			running := peer != nil && peer.Running()
+			if running && (ni.Has("fail") || ni.Has("fail?") || ni.Has("handshake") || ni.Has("noaddr")) {
 				return n.Addr + " sees " + ni.Addr + " as " + strings.Join(ni.Flags, ",")
 			}
 			if len(ni.Slots) > 0 && ni.Has("master") {
 				owners = append(owners, fmt.Sprint(ni.Addr, ni.Slots))
 			}
+			switch {
+			case !running:
+			case ni.Has("slave"):
+				owners = append(owners, ni.Addr+" replicates "+addrOf[ni.Primary])
+			case ni.Has("master"):
+				owners = append(owners, ni.Addr+" primary")
+			}
 		}
 		slices.Sort(owners)
-		if l := strings.Join(owners, " "); layout == "" {
+		if l := strings.Join(owners, "; "); layout == "" {
 			layout = l
 		} else if l != layout {
-			return n.Addr + " disagrees on the slots' owners"
+			return n.Addr + " disagrees on the layout: " + l + " | " + layout
 		}
 		if me, ok := myself(view); ok && me.Has("slave") {
 			repl, err := c.adminOf(n).Info(ctx, "replication").Result()

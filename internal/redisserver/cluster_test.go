@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -313,4 +315,67 @@ func TestClusterFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestClusterWritesNothingToDisk: persistence is off on every node, replicas included: no node
+// ever writes a snapshot (by default a syncing replica saves its primary's to dump.rdb and keeps
+// it), and after each replica is killed and restarted (a full sync of its primary's data from
+// memory) no file under any node's directory holds a value written to the cluster.
+func TestClusterWritesNothingToDisk(t *testing.T) {
+	c := startCluster(t, 3, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rdb := c.Client()
+	defer rdb.Close()
+	const marker = "a question nobody may find on a disk"
+	for i := range 60 {
+		if err := rdb.Set(ctx, fmt.Sprintf("q%d", i), fmt.Sprintf("%s #%d", marker, i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := c.Primaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		rs, err := c.ReplicasOf(ctx, p)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("replicas of %s: %v, %v", p.Addr, rs, err)
+		}
+		if err := rs[0].Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rs[0].Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitOK(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		rs, _ := c.ReplicasOf(ctx, p)
+		// The restarted replica holds its primary's keys again (it synced them, from memory).
+		want, _ := c.Do(ctx, p, "DBSIZE")
+		if got, err := c.Do(ctx, rs[0], "DBSIZE"); err != nil || got != want {
+			t.Errorf("replica %s holds %v keys (%v), its primary %v", rs[0].Addr, got, err, want)
+		}
+	}
+	for _, n := range c.Nodes {
+		ents, err := os.ReadDir(n.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(n.Dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), marker) {
+				t.Errorf("%s holds a value written to the cluster", filepath.Join(n.Dir, e.Name()))
+			}
+			if strings.HasSuffix(e.Name(), ".rdb") || strings.HasSuffix(e.Name(), ".aof") {
+				t.Errorf("%s: a snapshot on disk (a replica's sync wrote it)", filepath.Join(n.Dir, e.Name()))
+			}
+		}
+	}
 }

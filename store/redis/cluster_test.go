@@ -1,12 +1,19 @@
 package redis_test
 
 import (
+	"context"
 	"crypto/rand"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/faultproxy"
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
@@ -81,5 +88,94 @@ func TestContractCluster(t *testing.T) {
 	defer h.mu.Unlock()
 	for _, e := range h.errs {
 		t.Error(e)
+	}
+}
+
+// TestLostRepliesOnCluster: on a real three-primary cluster, every connection to every node
+// through a fault proxy (the client dials each node's address through its proxy), each write
+// whose reply is lost once answers as if it had arrived, and the store holds its effect once:
+// the same idempotency rules as on one server, whichever primary holds the owner's bucket.
+func TestLostRepliesOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	proxies := map[string]*faultproxy.Proxy{}
+	for _, a := range c.Addrs() {
+		p, err := faultproxy.New(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		proxies[a] = p
+	}
+	var d net.Dialer
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs(), ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if p, ok := proxies[addr]; ok {
+				addr = p.Addr()
+			}
+			return d.DialContext(ctx, network, addr)
+		}})
+	t.Cleanup(func() { _ = cc.Close() })
+	s, err := redisstore.New(t.Context(), redisstore.Options{Client: cc, Prefix: "clf:" + rand.Text() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	// Armed on every node, as the test does not say which primary holds the bucket; the drops
+	// that did not fire are disarmed before the next step.
+	arm := func(match string) {
+		for _, p := range proxies {
+			p.Disarm()
+			p.DropReplies(1, match, faultproxy.Close)
+		}
+	}
+	dropped := func() (n int64) {
+		for _, p := range proxies {
+			n += p.Stats().RepliesDropped
+		}
+		return n
+	}
+	ctx := t.Context()
+	limits := store.Limits{MaxConversationsPerOwner: 1, MaxInFlightPerOwner: 1, MaxRetainedPerOwner: 1}
+	for i, owner := range []store.Owner{storetest.Alice, storetest.Bob, {Tenant: "u", OID: "carol"}} {
+		conv, tk := storetest.ID(s, owner, "conv-lost"+strconv.Itoa(i)), storetest.ID(s, owner, "t"+strconv.Itoa(i))
+		before := dropped()
+		arm(conv)
+		if err := s.CreateConversation(ctx, store.Conversation{ID: conv, Owner: owner, CreatedAt: time.Unix(1700000000, 0)}, limits); err != nil {
+			t.Fatalf("owner %d: CreateConversation through a lost reply: %v", i, err)
+		}
+		arm("accepted-lost")
+		nt := store.NewTicket{ID: tk, ConversationID: conv, Owner: owner, CreatedAt: time.Unix(1700000000, 0),
+			Accepted: store.Event{Seq: 1, Type: gen.EventTypeAccepted, Data: []byte(`"accepted-lost"`)}, Then: []store.Event{storetest.Ev(2, gen.EventTypeBranch)}}
+		if _, err := s.CreateTicket(ctx, nt, limits); err != nil {
+			t.Fatalf("owner %d: CreateTicket through a lost reply: %v", i, err)
+		}
+		batch := storetest.Evs(3, 3, gen.EventTypeStep)
+		batch[2].Data = []byte(`"batch-lost"`)
+		arm("batch-lost")
+		if _, err := s.AppendBatch(ctx, tk, batch); err != nil {
+			t.Fatalf("owner %d: AppendBatch through a lost reply: %v", i, err)
+		}
+		tail := storetest.Tail(6)
+		tail[2].Data = []byte(`"done-lost"`)
+		arm("done-lost")
+		if err := s.Finish(ctx, tk, tail, ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer}); err != nil {
+			t.Fatalf("owner %d: Finish through a lost reply: %v", i, err)
+		}
+		for _, p := range proxies {
+			p.Disarm()
+		}
+		if n := dropped() - before; n != 4 {
+			t.Fatalf("owner %d: the proxies dropped %d replies, want 4: the faults under test did not fire", i, n)
+		}
+		b, err := s.Read(ctx, tk, 0)
+		if got := storetestSeqs(b.Events); err != nil || got != "1,2,3,4,5,6,7,8" || !b.Finished {
+			t.Errorf("owner %d: log %s (finished %v), %v; want 1..8 once each, finished", i, got, b.Finished, err)
+		}
+		if _, turns, _ := s.Conversation(ctx, conv); len(turns) != 1 {
+			t.Errorf("owner %d: %d turns, want 1", i, len(turns))
+		}
 	}
 }

@@ -40,9 +40,13 @@
 // # Promises, and how they are kept
 //
 // Every write that spans keys is one Lua script, so it is atomic whichever replica runs it;
-// times come from Redis's clock (TIME), so replicas with skewed clocks agree. Append checks
-// the seq continues the log (gap-free seq) and, past MaxEvents entries, evicts the oldest step
-// through the side index of step seqs — never any other type — in the same script. Read is
+// times come from Redis's clock (TIME), so replicas with skewed clocks agree. An append
+// (AppendBatch: one event or several, one script) checks the batch continues the log (gap-free
+// seq) and, past MaxEvents entries, evicts the oldest step through the side index of step seqs
+// — never any other type — in the same script, answering how many it evicted. Creation
+// (CreateTicket) checks the conversation is the caller's, admits, and writes the accepted event
+// and NewTicket.Then (the service's branch open) in one script; the runner's Finish names its
+// keys from what this instance remembers of the tickets it created, without a read first. Read is
 // answered by the tail hub: the readers of one ticket in one instance share one tail of its
 // log, which reads Redis (an XRANGE from the entry after the last it holds, in one
 // transaction with the finished flag, the log's length and the ticket's TTL) once per change
@@ -86,7 +90,8 @@
 // The question text must never be written to disk readable. Either run a dedicated Redis with
 // persistence off (redis-server --save "" --appendonly no: the memory-only mode), or let it
 // persist (appendonly yes, appendfsync everysec: the durable mode) and set Options.Seal, which
-// seals the accepted event and every turn at rest (package seal). New refuses a Redis that it
+// seals the accepted event, the ticket's question (field q, kept for Question) and every turn
+// at rest (package seal). New refuses a Redis that it
 // can see persists (CONFIG GET; on a cluster, of every primary) when the store does not seal.
 // Replicas that share tickets must use the same URL, prefix, buckets, TTL and MaxEvents.
 package redis

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,8 +60,8 @@ type Options struct {
 	CacheBytes int64
 	// Logger receives the store's few logs (a lost subscription); nil discards them.
 	Logger *slog.Logger
-	// Seal, when set, seals the question at rest: the accepted event and the conversation
-	// turns are sealed before they reach Redis and opened when read (see package seal). It
+	// Seal, when set, seals the question at rest: the accepted event, the ticket's question
+	// and the conversation turns are sealed before they reach Redis and opened when read (see package seal). It
 	// is required when Redis persists (AOF or RDB, the durable mode): New refuses a
 	// persisting Redis without it. Replicas that share tickets need the same keys.
 	Seal *seal.Keys
@@ -296,6 +297,17 @@ func (s *Store) sealAccepted(ticket string, data []byte) []byte {
 	return s.seal.Seal(data, acceptedAD(ticket))
 }
 
+// sealQuestion is ticket's question as Redis holds it: a JSON string (so that no question
+// reads as a sealed value), sealed when the store seals, as the accepted event is, with its
+// own associated data.
+func (s *Store) sealQuestion(ticket, q string) []byte {
+	b, _ := json.Marshal(q) // a string always encodes
+	if s.seal == nil {
+		return b
+	}
+	return s.seal.Seal(b, questionAD(ticket))
+}
+
 // open opens a value the store may have sealed for ad. A value that is not sealed is taken as
 // it is (written before sealing was configured); one that does not open (its key was dropped:
 // crypto-shredded, or it was altered) reports false.
@@ -313,3 +325,4 @@ func (s *Store) open(b, ad []byte) ([]byte, bool) {
 // The associated data that binds a sealed value to its place.
 func acceptedAD(ticket string) []byte { return []byte("ask/accepted\x00" + ticket) }
 func turnAD(conv string) []byte       { return []byte("ask/turn\x00" + conv) }
+func questionAD(ticket string) []byte { return []byte("ask/question\x00" + ticket) }

@@ -85,7 +85,8 @@ return 'ok'
 // createTicket: KEYS conv, turns, ticket, log, steps, tickets, inflight, running, convs,
 // owner's convs, owner's tickets; ARGV tid, cid, tenant, oid, created, accepted, max_inflight,
 // max_tickets, runner, lease_ms, max_retained per owner, max_turns, n, then n times seq, type,
-// data: the events that follow accepted (never steps), appended with it.
+// data: the events that follow accepted (never steps), appended with it; then the question (as
+// the store keeps it: sealed when it seals).
 var createTicket = goredis.NewScript(prelude + `
 local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
 if t[1] then
@@ -122,6 +123,7 @@ for i = 0, n - 1 do
   redis.call('XADD', KEYS[4], ARGV[14 + 3 * i] .. '-0', 't', ARGV[15 + 3 * i], 'd', ARGV[16 + 3 * i])
 end
 if n > 0 then redis.call('HSET', KEYS[3], 'last', 1 + n) end
+redis.call('HSET', KEYS[3], 'q', ARGV[14 + 3 * n])
 redis.call('HINCRBY', KEYS[7], of, 1)
 redis.call('HSET', KEYS[1], 'running', ARGV[1])
 redis.call('PERSIST', KEYS[1])
@@ -169,13 +171,14 @@ return {'ok', evicted}
 // endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own), End
 // from any replica (mode any, or lapsed: only once the lease has lapsed), or the runner's
 // Restore of a log the store lost part or all of (mode restore: the tail may skip seqs, and a
-// ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted). An End whose tail
+// ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted, question). An End whose tail
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
 // KEYS ticket, log, steps, conv, turns, inflight, running, tickets, convs, owner's convs,
 // owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
-// then n times seq, type, data.
+// then n times seq, type, data. It answers a status word, or, when it ended the ticket now,
+// {'ok', the steps the bound evicted for the tail}.
 var endTicket = goredis.NewScript(prelude + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender')
 local mode = ARGV[1]
@@ -189,6 +192,7 @@ if not h[1] then
   redis.call('HSET', KEYS[1], 'conv', ARGV[5], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2],
     'last', 1, 'finished', 0, 'runner', ARGV[2], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
   redis.call('XADD', KEYS[2], '1-0', 't', 'accepted', 'd', ARGV[x + 3])
+  redis.call('HSET', KEYS[1], 'q', ARGV[x + 4])
   redis.call('HINCRBY', KEYS[6], owner_field(ARGV[x], ARGV[x + 1]), 1)
   if redis.call('EXISTS', KEYS[4]) == 0 then
     redis.call('HSET', KEYS[4], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2], 'running', ARGV[4])
@@ -227,9 +231,9 @@ for i = 0, n - 1 do
     return 'seq'
   end
 end
-local max = tonumber(ARGV[7])
+local max, evicted = tonumber(ARGV[7]), 0
 for i = 0, n - 1 do
-  append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[12 + 3 * i], ARGV[13 + 3 * i], ARGV[14 + 3 * i], max)
+  evicted = evicted + append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[12 + 3 * i], ARGV[13 + 3 * i], ARGV[14 + 3 * i], max)
 end
 local ti, di = tonumber(ARGV[9]), tonumber(ARGV[10])
 redis.call('HSET', KEYS[1], 'finished', 1, 'ender', ARGV[2],
@@ -255,7 +259,7 @@ end
 touch_owner(KEYS[10])
 touch_owner(KEYS[11])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
-return 'ok'
+return {'ok', evicted}
 `)
 
 // renew: KEYS ticket, running; ARGV runner, lease_ms, tid, model_calls, in, out. Re-run, it

@@ -2,11 +2,14 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
@@ -32,7 +35,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	k, b := s.keys, s.keys.bucketOf(nt.ID)
 	args := append([]any{nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
 		limits.MaxInFlightPerOwner, k.perBucket(limits.MaxTickets), s.replica, ms(s.lease),
-		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then)}, then...)
+		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then)}, append(then, s.sealQuestion(nt.ID, nt.Question))...)
 	res, err := createTicket.Run(ctx, s.rdb,
 		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID), k.steps(b, nt.ID),
 			k.tickets(b), k.inflight(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
@@ -125,6 +128,12 @@ func (s *Store) notice(ticket string, seq int64) string {
 // Finish implements store.Store. Only the ticket's runner may finish it (ErrFinished
 // otherwise).
 func (s *Store) Finish(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn) error {
+	_, err := s.FinishCounted(ctx, ticket, tail, turn)
+	return err
+}
+
+// FinishCounted implements store.Store.
+func (s *Store) FinishCounted(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn) (int, error) {
 	return s.end(ctx, "own", ticket, tail, turn)
 }
 
@@ -134,42 +143,80 @@ func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn
 	if lapsedOnly {
 		mode = "lapsed"
 	}
-	return s.end(ctx, mode, ticket, tail, turn)
+	_, err := s.end(ctx, mode, ticket, tail, turn)
+	return err
 }
 
 // Restore implements store.Shared.
 func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
 	defer s.runs.drop(nt.ID)
-	return s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
-		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data))
+	_, err := s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
+		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data), s.sealQuestion(nt.ID, nt.Question))
+	return err
 }
 
-func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) error {
+// Question implements store.Shared: the ticket's q field, opened. A ticket created before the
+// store kept it there has its question read from its accepted event instead.
+func (s *Store) Question(ctx context.Context, ticket string) (string, error) {
+	b := s.keys.bucketOf(ticket)
+	q, err := s.rdb.HGet(ctx, s.keys.ticket(b, ticket), "q").Result()
+	if err == nil {
+		plain, ok := s.open([]byte(q), questionAD(ticket))
+		if !ok {
+			return "", store.ErrNotFound // crypto-shredded, as Read answers
+		}
+		var question string
+		if err := json.Unmarshal(plain, &question); err != nil {
+			return "", errors.New("redis store: the ticket's question is not a JSON string")
+		}
+		return question, nil
+	}
+	if !errors.Is(err, goredis.Nil) {
+		return "", wrap(err)
+	}
+	batch, err := s.Read(ctx, ticket, 0)
+	if err != nil {
+		return "", err
+	}
+	if len(batch.Events) == 0 || batch.Events[0].Type != gen.EventTypeAccepted {
+		return "", store.ErrNotFound
+	}
+	var acc struct {
+		Question string `json:"question"`
+	}
+	if err := json.Unmarshal(batch.Events[0].Data, &acc); err != nil {
+		return "", errors.New("redis store: the ticket's accepted event is not valid JSON")
+	}
+	return acc.Question, nil
+}
+
+func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event, turn ask.Turn) (int, error) {
 	// The ticket's conversation and owner never change once it exists, so reading them ahead
 	// of the script names its keys without a race. This instance knows them of the tickets it
 	// created (it runs them): no read then.
 	if r, ok := s.runs.get(ticket); ok {
-		err := s.run(ctx, mode, ticket, r.conv, r.owner, tail, turn)
+		n, err := s.run(ctx, mode, ticket, r.conv, r.owner, tail, turn)
 		if err == nil || errors.Is(err, store.ErrFinished) || errors.Is(err, store.ErrNotFound) {
 			s.runs.drop(ticket)
 		}
-		return err
+		return n, err
 	}
 	h, err := s.rdb.HMGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "conv", "tenant", "oid").Result()
 	if err != nil {
-		return wrap(err)
+		return 0, wrap(err)
 	}
 	conv, _ := h[0].(string)
 	tenant, _ := h[1].(string)
 	oid, _ := h[2].(string)
 	if h[0] == nil {
-		return store.ErrNotFound
+		return 0, store.ErrNotFound
 	}
 	return s.run(ctx, mode, ticket, conv, store.Owner{Tenant: tenant, OID: oid}, tail, turn)
 }
 
-// run runs endTicket in mode; extra follows the tail's events (mode restore).
-func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.Owner, tail []store.Event, turn ask.Turn, extra ...any) error {
+// run runs endTicket in mode; extra follows the tail's events (mode restore). It answers the
+// steps the bound evicted for the tail (0 for a retry that finds the end written).
+func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.Owner, tail []store.Event, turn ask.Turn, extra ...any) (int, error) {
 	term, done := -1, -1
 	for i, ev := range tail {
 		switch {
@@ -180,11 +227,11 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		}
 	}
 	if term < 0 || done < 0 {
-		return store.ErrSeq
+		return 0, store.ErrSeq
 	}
 	tj, err := s.encodeTurn(conv, turn)
 	if err != nil {
-		return fmt.Errorf("redis store: encode the turn: %w", err)
+		return 0, fmt.Errorf("redis store: encode the turn: %w", err)
 	}
 	k, b := s.keys, s.keys.bucketOf(ticket)
 	sent := time.Now()
@@ -195,12 +242,8 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	args = append(args, extra...)
 	res, err := endTicket.Run(ctx, s.rdb,
 		[]string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket), k.conv(b, conv), k.turns(b, conv),
-			k.inflight(b), k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Text()
-	if err == nil {
-		err = statusErr(res)
-	} else {
-		err = wrap(err)
-	}
+			k.inflight(b), k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Result()
+	n, err := endReply(res, err)
 	switch {
 	case err != nil:
 		s.hub.changed(ticket, 0, false)
@@ -211,7 +254,26 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		// script ran, so no earlier than TTL from now.
 		s.hub.wrote(ticket, tail, true, sent.Add(s.ttl))
 	}
-	return err
+	return n, err
+}
+
+// endReply is the end script's answer: its status, and the steps it evicted.
+func endReply(res any, err error) (int, error) {
+	if err != nil {
+		return 0, wrap(err)
+	}
+	switch v := res.(type) {
+	case string:
+		return 0, statusErr(v)
+	case []any:
+		status, _ := v[0].(string)
+		var n int64
+		if len(v) > 1 {
+			n, _ = v[1].(int64)
+		}
+		return int(n), statusErr(status)
+	}
+	return 0, fmt.Errorf("redis store: unexpected reply %T from the end script", res)
 }
 
 // runs are the conversation and owner of the tickets this instance created and has not ended:

@@ -6,9 +6,13 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
+
+// clusterStateReload is how often a Redis Cluster client reads the slot map again while in use.
+const clusterStateReload = time.Second
 
 // errURL is what New says of a URL it cannot use. The URL may carry a password, so it is
 // never echoed.
@@ -53,6 +57,13 @@ func newClient(raw string) (goredis.UniversalClient, error) {
 		o, err := goredis.ParseClusterURL(u.String())
 		if err != nil {
 			return nil, errURL
+		}
+		// go-redis learns where the slots are only from a MOVED or ASK, or every
+		// ClusterStateReloadInterval (default 60 s); a primary that died answers no MOVED, so
+		// after its replica took over the client would dial the dead address for up to a
+		// minute. A slot map read every second costs one CLUSTER SLOTS a second per replica.
+		if o.ClusterStateReloadInterval == 0 {
+			o.ClusterStateReloadInterval = clusterStateReload
 		}
 		return goredis.NewClusterClient(o), nil
 	case "redis+sentinel", "rediss+sentinel":

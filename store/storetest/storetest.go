@@ -114,8 +114,15 @@ func testAppendBatch(t *testing.T, f Factory) {
 	if want := []int64{1, 2, 6, 7, 8, 9, 10, 11}; err != nil || !equal(seqs(b.Events), want) {
 		t.Fatalf("log %v, %v; want %v", seqs(b.Events), err, want)
 	}
-	if err := m.Finish(ctx, "t", Tail(12), ask.Turn{}); err != nil {
-		t.Fatal(err)
+	// The tail (branch close, answer, done) at the bound evicts the oldest steps 6, 7, 8.
+	if n, err := m.FinishCounted(ctx, "t", Tail(12), ask.Turn{}); err != nil || n != 3 {
+		t.Fatalf("the end at the bound: %d evicted, %v; want 3", n, err)
+	}
+	if n, err := m.FinishCounted(ctx, "t", Tail(12), ask.Turn{}); err != nil || n != 0 {
+		t.Errorf("the end again (a lost reply): %d evicted, %v; want 0, ok", n, err)
+	}
+	if b, _ := m.Read(ctx, "t", 0); !equal(seqs(b.Events), []int64{1, 2, 9, 10, 11, 12, 13, 14}) {
+		t.Errorf("log after the end %v", seqs(b.Events))
 	}
 	if _, err := m.AppendBatch(ctx, "t", Evs(15, 2, gen.EventTypeStep)); !errors.Is(err, store.ErrFinished) {
 		t.Errorf("a batch after the end: %v, want ErrFinished", err)

@@ -1,0 +1,88 @@
+package redis_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/store/seal"
+	"github.com/das-ask/ask/store/storetest"
+)
+
+// TestQuestionKeptWithTicket: the ticket keeps its question (NewTicket.Question), sealed at rest
+// when the store seals (the raw field holds no question text), kept through Restore's
+// re-creation; a ticket without one (created before) answers from its accepted event; a
+// ticket sealed with a dropped key answers ErrNotFound, as its log does.
+func TestQuestionKeptWithTicket(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	keys, err := seal.ParseKeys(seal.NewKey("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const q = "sealed:v1: how many sev1 incidents in Q2?" // looks like a sealed value: must still round-trip
+	for _, sealed := range []bool{false, true} {
+		o := redisstore.Options{Prefix: "q:" + strings.Repeat("s", btoi(sealed)) + ":"}
+		if sealed {
+			o.Seal = keys
+		}
+		s := newStore(t, srv, o)
+		ctx := t.Context()
+		storetest.MustConv(t, s, "c", storetest.Alice)
+		acc, _ := json.Marshal(map[string]string{"question": "from the accepted event"})
+		nt := store.NewTicket{ID: "t", ConversationID: "c", Owner: storetest.Alice, CreatedAt: time.Unix(1700000000, 0).UTC(),
+			Accepted: store.Event{Seq: 1, Type: gen.EventTypeAccepted, Data: acc}, Question: q}
+		if _, err := s.CreateTicket(ctx, nt, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Question(ctx, "t"); err != nil || got != q {
+			t.Errorf("sealed %v: question %q, %v", sealed, got, err)
+		}
+		rawQ := rc.HGet(ctx, k0(o.Prefix, "t:t"), "q").Val()
+		if sealed && (strings.Contains(rawQ, "sev1") || !seal.IsSealed([]byte(rawQ))) {
+			t.Errorf("the sealed store holds the question as %q", rawQ)
+		}
+		// Gone (a restart that lost it), restored by its runner: the question is kept.
+		rc.Del(ctx, k0(o.Prefix, "t:t"), k0(o.Prefix, "t:t:log"))
+		if err := s.Restore(ctx, nt, storetest.Tail(5), ask.Turn{Question: q, Outcome: gen.EventTypeAnswer}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Question(ctx, "t"); err != nil || got != q {
+			t.Errorf("sealed %v: question after Restore %q, %v", sealed, got, err)
+		}
+		// A ticket created before the store kept the question.
+		rc.HDel(ctx, k0(o.Prefix, "t:t"), "q")
+		if got, err := s.Question(ctx, "t"); err != nil || got != "from the accepted event" {
+			t.Errorf("sealed %v: question of an older ticket %q, %v", sealed, got, err)
+		}
+		if _, err := s.Question(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("question of no ticket: %v", err)
+		}
+	}
+	// Crypto-shredded: sealed with a key no longer configured.
+	sealedStore := newStore(t, srv, redisstore.Options{Prefix: "qs:", Seal: keys})
+	storetest.MustConv(t, sealedStore, "c", storetest.Alice)
+	if _, err := sealedStore.CreateTicket(t.Context(), store.NewTicket{ID: "t", ConversationID: "c", Owner: storetest.Alice,
+		Accepted: storetest.Ev(1, gen.EventTypeAccepted), Question: q}, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := seal.ParseKeys(seal.NewKey("k2"))
+	shredded := newStore(t, srv, redisstore.Options{Prefix: "qs:", Seal: other})
+	if _, err := shredded.Question(t.Context(), "t"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a question sealed with a dropped key: %v, want ErrNotFound", err)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

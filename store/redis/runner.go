@@ -1,0 +1,25 @@
+package redis
+
+import (
+	"context"
+	"errors"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/store"
+)
+
+// Runner is the name of the instance that runs ticket (its Replica), as the ticket records it:
+// the one that created it. It is for operators and test harnesses (cmd/ask-cluster finds the
+// replica to kill by it); the service itself never asks. An unknown ticket is
+// store.ErrNotFound.
+func (s *Store) Runner(ctx context.Context, ticket string) (string, error) {
+	name, err := s.rdb.HGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "runner").Result()
+	if errors.Is(err, goredis.Nil) {
+		return "", store.ErrNotFound
+	}
+	if err != nil {
+		return "", wrap(err)
+	}
+	return name, nil
+}

@@ -499,3 +499,66 @@ func TestWatchFinished(t *testing.T) {
 		t.Errorf("watch after the end: %v, %v", fin, err)
 	}
 }
+
+// TestHubReadsOwnWrites: the instance that appends reads what it appended at once, from its
+// tail, without a read of Redis: neither its appends nor its end are read back.
+func TestHubReadsOwnWrites(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	s := newStore(t, srv, redisstore.Options{MaxEvents: 8})
+	newTicket(t, s, "t")
+	b, err := s.Read(ctx, "t", 0) // loads the tail: one XRANGE
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := calls(t, rc, "xrange")
+	for seq := int64(2); seq < 20; seq++ {
+		if err := s.Append(ctx, "t", storetest.Ev(seq, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+		storetest.Closed(t, b.Changed, "the reader, at the instance's own append")
+		if b, err = s.Read(ctx, "t", seq-1); err != nil || len(b.Events) != 1 || b.Events[0].Seq != seq {
+			t.Fatalf("read after appending %d: %+v, %v", seq, b, err)
+		}
+	}
+	if err := s.Finish(ctx, "t", storetest.Tail(20), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = s.Read(ctx, "t", 0); err != nil || !b.Finished {
+		t.Fatalf("read after the end: %+v, %v", b, err)
+	}
+	if got := calls(t, rc, "xrange") - before; got != 0 {
+		t.Errorf("the writer's own reads: %d XRANGE, want 0", got)
+	}
+	// What the tail holds is what the log holds, evictions included.
+	fresh := newStore(t, srv, redisstore.Options{Prefix: redisstore.PrefixOf(s), MaxEvents: 8})
+	want, err := fresh.Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := seqsOf(b.Events), seqsOf(want.Events); g != w {
+		t.Errorf("the writer's tail holds %s, the log %s", g, w)
+	}
+}
+
+// TestCloseWakesWatchers: Close wakes the lease watch as it wakes readers.
+func TestCloseWakesWatchers(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: "closew:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTicket(t, s, "t")
+	fin, ch, err := s.WatchFinished(t.Context(), "t")
+	if err != nil || fin {
+		t.Fatalf("watch: %v, %v", fin, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, ch, "close")
+	if tails, bytes := redisstore.HubStats(s); tails != 0 || bytes != 0 {
+		t.Errorf("after Close the hub holds %d tails, %d bytes", tails, bytes)
+	}
+}

@@ -80,13 +80,50 @@ func newTicket(t *testing.T, s store.Store, id string) {
 func TestHubOneReadPerChange(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := raw(t, srv)
-	ctx := t.Context()
 	w := newStore(t, srv, redisstore.Options{Prefix: "one:", Replica: "w"})
 	s := newStore(t, srv, redisstore.Options{Prefix: "one:", Replica: "r"})
+	oneReadPerChange(t, w, s, func() int { return calls(t, rc, "xrange") })
+}
+
+// TestHubOneReadPerChangeCluster: the same on a three-primary Redis Cluster (the change
+// channel reaches the subscriber whichever node it is on; XRANGE counted over every node).
+func TestHubOneReadPerChangeCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	url := "redis+cluster://" + strings.Join(c.Addrs(), ",")
+	open := func(replica string) *redisstore.Store {
+		s, err := redisstore.New(t.Context(), redisstore.Options{URL: url, Prefix: "onec:", Replica: replica})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	var nodes []*goredis.Client
+	for _, addr := range c.Addrs() {
+		n := goredis.NewClient(&goredis.Options{Addr: addr})
+		t.Cleanup(func() { _ = n.Close() })
+		nodes = append(nodes, n)
+	}
+	oneReadPerChange(t, open("w"), open("r"), func() int {
+		sum := 0
+		for _, n := range nodes {
+			sum += calls(t, n, "xrange")
+		}
+		return sum
+	})
+}
+
+// oneReadPerChange has 20 readers on s follow a ticket w writes, and checks each gets every
+// event once and in order, with exactly one XRANGE (xranges counts them) per change for all.
+func oneReadPerChange(t *testing.T, w, s *redisstore.Store, xranges func() int) {
+	ctx := t.Context()
 	newTicket(t, w, "t")
 	const readers, appends = 20, 60
 
-	before := calls(t, rc, "xrange")
+	before := xranges()
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	seen := make([]int64, readers) // the last seq each reader got
@@ -141,18 +178,18 @@ func TestHubOneReadPerChange(t *testing.T) {
 		}
 	}
 	// One read for the first batch, one per append, one for the end.
-	if got, want := calls(t, rc, "xrange")-before, 1+appends+1; got != want {
+	if got, want := xranges()-before, 1+appends+1; got != want {
 		t.Errorf("%d readers over %d changes: %d XRANGE, want %d (one per change per instance)", readers, appends+1, got, want)
 	}
 	// A replay of the finished log is answered from memory.
-	before = calls(t, rc, "xrange")
+	before = xranges()
 	for range 10 {
 		b, err := s.Read(ctx, "t", 0)
 		if err != nil || len(b.Events) != appends+4 || !b.Finished {
 			t.Fatalf("replay: %d events, finished %v, %v", len(b.Events), b.Finished, err)
 		}
 	}
-	if got := calls(t, rc, "xrange") - before; got != 0 {
+	if got := xranges() - before; got != 0 {
 		t.Errorf("10 replays of a finished log: %d XRANGE, want 0", got)
 	}
 }
@@ -295,9 +332,44 @@ func seqsOf(evs []store.Event) string {
 func TestHubSubscriptionLost(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := raw(t, srv)
-	ctx := t.Context()
 	w := newStore(t, srv, redisstore.Options{Prefix: "lost:", Replica: "w"})
 	s := newStore(t, srv, redisstore.Options{Prefix: "lost:", Replica: "r"})
+	subscriptionLost(t, w, s, func() error { return rc.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err() })
+}
+
+// TestHubSubscriptionLostCluster: the same on a three-primary Redis Cluster, every node's
+// pubsub connections killed.
+func TestHubSubscriptionLostCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	url := "redis+cluster://" + strings.Join(c.Addrs(), ",")
+	open := func(replica string) *redisstore.Store {
+		s, err := redisstore.New(t.Context(), redisstore.Options{URL: url, Prefix: "lostc:", Replica: replica})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	subscriptionLost(t, open("w"), open("r"), func() error {
+		for _, addr := range c.Addrs() {
+			n := goredis.NewClient(&goredis.Options{Addr: addr})
+			err := n.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err()
+			_ = n.Close()
+			if err != nil && !strings.Contains(err.Error(), "No such client") {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// subscriptionLost: readers and the lease watch on s, the writer w; kill drops the pubsub
+// connections.
+func subscriptionLost(t *testing.T, w, s *redisstore.Store, kill func() error) {
+	ctx := t.Context()
 	newTicket(t, w, "t")
 	var changes []<-chan struct{}
 	for range 5 {
@@ -311,7 +383,7 @@ func TestHubSubscriptionLost(t *testing.T) {
 	if err != nil || fin {
 		t.Fatalf("watch: %v, %v", fin, err)
 	}
-	if err := rc.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+	if err := kill(); err != nil {
 		t.Fatal(err)
 	}
 	// Appended, on another instance, while the subscription may be down: its notification

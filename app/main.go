@@ -170,6 +170,7 @@ func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error)
 	defer cancel()
 	s, err := redisstore.New(dialCtx, redisstore.Options{
 		URL: sc.URL, Prefix: sc.Prefix, Buckets: sc.Buckets, TTL: svc.TTL, MaxEvents: svc.MaxEvents, Lease: sc.Lease, Logger: log, Seal: sc.Seal,
+		CacheBytes: sc.CacheMB << 20,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("DAS_ASK_STORE: %w", err)

@@ -44,7 +44,7 @@ type Config struct {
 	// Service is the ask service's settings (DAS_ASK_*; package server).
 	Service server.Config
 	// Store selects the run registry (DAS_ASK_STORE, DAS_ASK_LEASE_S, DAS_ASK_REDIS_PREFIX,
-	// DAS_ASK_REDIS_BUCKETS, DAS_ASK_SEAL_KEYS).
+	// DAS_ASK_REDIS_BUCKETS, DAS_ASK_REDIS_CACHE_MB, DAS_ASK_SEAL_KEYS).
 	Store StoreConfig
 	// Auth is bearer validation (DAS_JWKS_URL, DAS_ISSUER, …; package auth), the same settings
 	// the sources use. The issuer, JWKS URL and audience have no default.
@@ -76,6 +76,10 @@ type StoreConfig struct {
 	// means store/redis's default: 1 on one Redis, 16 on Redis Cluster. Every replica that
 	// shares the prefix uses the same value.
 	Buckets int
+	// CacheMB bounds, in MiB, the memory of store/redis's tail hub, which keeps the logs this
+	// replica's readers read (finished ones until their TTL, so replays come from memory); 0
+	// means store/redis's default (64 MiB).
+	CacheMB int64
 	// Seal seals the question at rest (DAS_ASK_SEAL_KEYS, "kid1:base64key,kid2:base64key";
 	// Redis only): XChaCha20-Poly1305 with 32-byte keys, the first key seals, all open. nil
 	// means unsealed, which store/redis refuses on a Redis that persists (AOF or RDB: the
@@ -208,6 +212,7 @@ func storeFrom(e *Env) StoreConfig {
 	c.Buckets = int(e.Int("DAS_ASK_REDIS_BUCKETS", 0, 0, 1024))
 	c.Lease = e.Seconds("DAS_ASK_LEASE_S", 0, 1, 3600)
 	c.Prefix = e.String("DAS_ASK_REDIS_PREFIX", "")
+	c.CacheMB = e.Int("DAS_ASK_REDIS_CACHE_MB", 0, 1, 1<<20)
 	if v := strings.TrimSpace(e.String("DAS_ASK_SEAL_KEYS", "")); v != "" {
 		if k, err := seal.ParseKeys(v); err != nil {
 			// seal's errors name the key id, never the key.

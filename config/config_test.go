@@ -56,7 +56,7 @@ func TestEverySettingIsRead(t *testing.T) {
 		"DAS_ASK_KEEPALIVE_S", "3", "DAS_ASK_DEADLINE_S", "30", "DAS_ASK_MAX_INFLIGHT_PER_ID", "2", "DAS_ASK_MAX_TICKETS", "10",
 		"DAS_ASK_MAX_BODY_BYTES", "4096", "DAS_ASK_SHUTDOWN_GRACE_S", "0", "DAS_ASK_MAX_CONVERSATIONS_PER_ID", "7",
 		"DAS_ASK_MAX_RETAINED_PER_ID", "2", "DAS_ASK_MAX_TURNS_PER_CONVERSATION", "9",
-		"DAS_ASK_STORE", "redis://127.0.0.1:6390/0", "DAS_ASK_LEASE_S", "3", "DAS_ASK_REDIS_PREFIX", "x:",
+		"DAS_ASK_STORE", "redis://127.0.0.1:6390/0", "DAS_ASK_LEASE_S", "3", "DAS_ASK_REDIS_PREFIX", "x:", "DAS_ASK_REDIS_CACHE_MB", "16",
 		"DAS_JWKS_URL", "https://login.example/keys", "DAS_ISSUER", "https://login.example/", "DAS_AUDIENCE", "api://das",
 		"DAS_REQUIRED_SCOPE", "  das  extra ", "DAS_JWT_ALGS", " ES256 , PS256", "DAS_JWT_LEEWAY_S", "0",
 		"ASK_LLM", "anthropic", "ANTHROPIC_API_KEY", "sk-ant-secret", "ASK_LLM_MODEL", "claude-x",
@@ -77,7 +77,7 @@ func TestEverySettingIsRead(t *testing.T) {
 	if o := got.Service.Options(); o.ShutdownGrace >= 0 || o.BasePath != "/gw/ask" || o.MaxTurns != 9 {
 		t.Errorf("Options() = %+v: copied field for field, a zero grace in the environment meaning none", o)
 	}
-	if got.Addr != "0.0.0.0:80" || got.Store != (config.StoreConfig{URL: "redis://127.0.0.1:6390/0", Lease: 3 * time.Second, Prefix: "x:"}) {
+	if got.Addr != "0.0.0.0:80" || got.Store != (config.StoreConfig{URL: "redis://127.0.0.1:6390/0", Lease: 3 * time.Second, Prefix: "x:", CacheMB: 16}) {
 		t.Errorf("addr, store = %q, %+v", got.Addr, got.Store)
 	}
 	if a := got.Auth; a.JWKSURL != "https://login.example/keys" || a.Issuer != "https://login.example/" || a.Audience != "api://das" ||
@@ -162,7 +162,7 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		// Below the in-flight cap (4 by default): running asks are retained tickets, so it could
 		// never be reached.
 		{"DAS_ASK_MAX_RETAINED_PER_ID", "3"},
-		{"DAS_ASK_STORE", "postgres://u:hunter2@db/ask"}, {"DAS_ASK_LEASE_S", "0"}, {"DAS_ASK_LEASE_S", "1.5"},
+		{"DAS_ASK_STORE", "postgres://u:hunter2@db/ask"}, {"DAS_ASK_LEASE_S", "0"}, {"DAS_ASK_LEASE_S", "1.5"}, {"DAS_ASK_REDIS_CACHE_MB", "0"}, {"DAS_ASK_REDIS_CACHE_MB", "lots"},
 		{"DAS_ASK_SEAL_KEYS", "k1:aHVudGVyMg=="}, {"DAS_ASK_SEAL_KEYS", "hunter2"}, // too short; no id
 		{"DAS_JWT_LEEWAY_S", "30s"}, {"DAS_JWT_LEEWAY_S", "-1"}, {"DAS_JWT_LEEWAY_S", "3600"},
 		{"ASK_LLM", "gpt"}, {"ASK_LLM", "anthropic"}, {"ASK_LLM", "openai"},

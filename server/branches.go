@@ -90,15 +90,33 @@ func endOfLog(closes []gen.BranchBody, typ gen.EventType, body any, done gen.Don
 	}...)
 }
 
-// branchesOpenIn reads a ticket's log (branch events are never evicted) for the branches below
-// the supervisor's that are open, for a replica that ends a run it does not run.
-func branchesOpenIn(ctx context.Context, sh store.Shared, ticket string) (openBranches, error) {
+// branchesOpenIn reads a ticket's log up to seq last at least (branch events are never
+// evicted) for the branches below the supervisor's that are open, for a replica that ends a run
+// it does not run. A shared store's read may trail a change another replica just made (its
+// notification is on its way, and then the read's channel closes): it reads on until the log
+// reaches last, the seq the end will continue, so that no branch opened before it is missed.
+func branchesOpenIn(ctx context.Context, sh store.Shared, ticket string, last int64) (openBranches, error) {
 	var o openBranches
-	b, err := sh.Read(ctx, ticket, 0)
-	if err != nil {
-		return o, err
+	var evs []store.Event
+	for after := int64(0); ; {
+		b, err := sh.Read(ctx, ticket, after)
+		if err != nil {
+			return o, err
+		}
+		evs = append(evs, b.Events...)
+		if n := len(b.Events); n > 0 {
+			after = b.Events[n-1].Seq
+		}
+		if after >= last || b.Finished {
+			break
+		}
+		select {
+		case <-b.Changed:
+		case <-ctx.Done():
+			return o, ctx.Err()
+		}
 	}
-	for _, e := range b.Events {
+	for _, e := range evs {
 		if e.Type != gen.EventTypeBranch {
 			continue
 		}

@@ -23,30 +23,34 @@ const sweepLimit = 100
 // remoteEndAttempts bounds how often endRemote re-reads a log its runner keeps appending to.
 const remoteEndAttempts = 8
 
+// finishWatcher is a shared store that tells whether a ticket is finished without reading its
+// log, with a channel closed only when it may have finished since (store/redis: an end is
+// notified on its own channel, so the runner's own appends wake nothing).
+type finishWatcher interface {
+	WatchFinished(ctx context.Context, ticket string) (finished bool, changed <-chan struct{}, err error)
+}
+
 // hold renews r's lease every third of it and ends r's part as soon as the log is ended
 // elsewhere. It returns when ctx (the run's) is done or the log has ended.
 func (s *Server) hold(ctx context.Context, r *run, sh store.Shared) {
 	tick := time.NewTicker(max(sh.Lease()/3, 10*time.Millisecond))
 	defer tick.Stop()
-	cursor := int64(0)
+	watch := finishedByRead(sh)
+	if fw, ok := sh.(finishWatcher); ok {
+		watch = fw.WatchFinished
+	}
 	for {
-		var changed <-chan struct{}
-		b, err := sh.Read(ctx, r.ticket, cursor)
+		finished, changed, err := watch(ctx, r.ticket)
 		switch {
-		case err == nil && b.Finished:
+		case err == nil && finished:
 			r.endedElsewhere() // a no-op when this replica ended it
 			return
-		case err == nil:
-			if n := len(b.Events); n > 0 {
-				cursor = b.Events[n-1].Seq
-			}
-			changed = b.Changed
 		case errors.Is(err, store.ErrNotFound):
 			// The ticket vanished while it runs: the store lost it (a restart). The run
 			// stops and restores it, ended error{interrupted}, so that it does not vanish.
 			r.lose(err, 0)
 			return
-		case ctx.Err() == nil:
+		case err != nil && ctx.Err() == nil:
 			s.log.Warn("run's log not readable; retrying at the next renewal", "ticket", r.ticket, "err", err)
 		}
 		select {
@@ -68,6 +72,22 @@ func (s *Server) hold(ctx context.Context, r *run, sh store.Shared) {
 				s.log.Warn("lease not renewed; retrying", "ticket", r.ticket, "err", err)
 			}
 		}
+	}
+}
+
+// finishedByRead watches a store that cannot answer the finished flag alone: it reads the log
+// on from the last event it saw, woken by every change.
+func finishedByRead(sh store.Shared) func(context.Context, string) (bool, <-chan struct{}, error) {
+	cursor := int64(0)
+	return func(ctx context.Context, ticket string) (bool, <-chan struct{}, error) {
+		b, err := sh.Read(ctx, ticket, cursor)
+		if err != nil {
+			return false, nil, err
+		}
+		if n := len(b.Events); n > 0 {
+			cursor = b.Events[n-1].Seq
+		}
+		return b.Finished, b.Changed, nil
 	}
 }
 
@@ -128,7 +148,7 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 			return err
 		}
 		now := time.Now()
-		open, err := branchesOpenIn(ctx, sh, ticket)
+		open, err := branchesOpenIn(ctx, sh, ticket, t.LastSeq)
 		if err != nil {
 			return err
 		}

@@ -78,7 +78,9 @@ type Store interface {
 	FinishCounted(ctx context.Context, ticket string, tail []Event, turn ask.Turn) (evicted int, err error)
 	// Read returns the retained events with seq > after, in order. Unless the ticket is
 	// finished, Batch.Changed is closed once anything is appended after this read or the
-	// ticket is evicted.
+	// ticket is evicted. A shared store's Read reflects its own instance's writes at once,
+	// another instance's once their notification has arrived: a read just after a change made
+	// elsewhere may not hold it yet, and its Changed is then closed, or closes on arrival.
 	Read(ctx context.Context, ticket string, after int64) (Batch, error)
 	// Idempotency keeps the Idempotency-Key records of the creating calls.
 	Idempotency

@@ -28,7 +28,8 @@
 //	idem:<owner><key>  hash   an Idempotency-Key record, in the owner's bucket
 //	wh:<tid>, wh:due   hash, zset  the ticket's webhook delivery; the bucket's pending deliveries by due time
 //	generation         string  the store's generation (store.Generational), in bucket 0
-//	<prefix>changed    channel every append and end publishes the ticket id here (PUBLISH reaches every node)
+//	<prefix>changed    channel every append publishes "<tid>\x00<last seq>\x00<replica>" here (PUBLISH reaches every node)
+//	<prefix>ended      channel every end of a log (Finish, End, Restore) publishes the ticket id here
 //
 // The shared caps are per bucket: Limits.MaxTickets holds as ceil(MaxTickets/Buckets) tickets,
 // and as many conversations, in each bucket, so the store holds at most Buckets times that and
@@ -45,14 +46,21 @@
 // — never any other type — in the same script, answering how many it evicted. Creation
 // (CreateTicket) checks the conversation is the caller's, admits, and writes the accepted event
 // and NewTicket.Then (the service's branch open) in one script; the runner's Finish names its
-// keys from what this instance remembers of the tickets it created, without a read first. Read is an
-// XRANGE from the entry after the cursor, in one transaction with the finished flag; the
-// reader's change channel is registered before it, and the appending script publishes the
-// ticket, so replay then live has neither a gap nor a duplicate. One subscription per store
-// instance fans notifications out to the readers in the process (a connection per waiting
-// reader, as XREAD BLOCK would need, does not scale to thousands of open streams); a lost
-// subscription is re-established by the client and then wakes every reader, and the service
-// re-reads at every keep-alive anyway. The end of a log (branch close, terminal, done)
+// keys from what this instance remembers of the tickets it created, without a read first. Read is
+// answered by the tail hub: the readers of one ticket in one instance share one tail of its
+// log, which reads Redis (an XRANGE from the entry after the last it holds, in one
+// transaction with the finished flag, the log's length and the ticket's TTL) once per change
+// notification, however many readers wait, and hands the same event bytes to all of them; the
+// appending script publishes the ticket after its write and a tail's change channel is the
+// one of the state it answers from, so replay then live has neither a gap nor a duplicate. A
+// finished ticket's tail answers replays from memory until the ticket's expiry (the TTL read
+// with the end, counted from before that read). Options.CacheBytes bounds the hub (least
+// recently read tails go first). One subscription per store instance fans notifications out
+// to the readers in the process (a connection per waiting reader, as XREAD BLOCK would need,
+// does not scale to thousands of open streams); a lost subscription is re-established by the
+// client and then drops every tail and wakes every reader, and the service re-reads at every
+// keep-alive anyway. The end of a log is notified on its own channel too, so the runner's
+// lease watch (WatchFinished) learns of an end from elsewhere without reading per event. The end of a log (branch close, terminal, done)
 // appends, marks the ticket finished, starts the TTL of the ticket's keys and of the
 // conversation, records the turn and releases the owner's slot in one script: TTL counts from
 // the terminal event, and nothing expires while an ask runs.

@@ -34,6 +34,9 @@ func (k keys) inflight(b int) string          { return k.tag(b) + "inflight" }
 // changed is the change channel, not a key: PUBLISH reaches every node of a cluster.
 func (k keys) changed() string { return k.prefix + "changed" }
 
+// ended is the end channel (not a key either): every end of a log publishes the ticket there.
+func (k keys) ended() string { return k.prefix + "ended" }
+
 // generation lives in bucket 0's slot.
 func (k keys) generation() string { return k.tag(0) + "generation" }
 

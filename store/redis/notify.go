@@ -1,64 +1,42 @@
 package redis
 
 import (
-	"sync"
+	"strconv"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// Change notifications: every script that changes a log publishes the ticket's id on the
-// store's change channel; one subscription per store instance wakes the readers waiting in
-// this process.
+// Change notifications: every script that changes a log publishes the ticket's id, the
+// append script on the store's change channel (with the seq it appended), the end script on
+// its end channel; one
+// subscription per store instance hands them to the tail hub, which wakes the readers waiting
+// in this process (and, for an end, the runner's lease watch).
 
-// waiters are the change channels of the tickets readers wait on in this process.
-type waiters struct {
-	mu sync.Mutex
-	m  map[string]chan struct{}
-}
-
-// wait returns the channel closed at the ticket's next change.
-func (w *waiters) wait(ticket string) chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ch, ok := w.m[ticket]
-	if !ok {
-		ch = make(chan struct{})
-		w.m[ticket] = ch
-	}
-	return ch
-}
-
-// wake closes the ticket's channel: its readers read again.
-func (w *waiters) wake(ticket string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ch, ok := w.m[ticket]; ok {
-		close(ch)
-		delete(w.m, ticket)
-	}
-}
-
-// wakeAll wakes every reader: after a reconnect, notifications may have been lost.
-func (w *waiters) wakeAll() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for id, ch := range w.m {
-		close(ch)
-		delete(w.m, id)
-	}
-}
-
-// listen wakes the readers of each ticket a notification names, and every reader after the
-// subscription was re-established. It returns when the subscription is closed.
+// listen hands each notification to the hub, and drops every tail (waking every reader and
+// watcher) after the subscription was re-established. It returns when the subscription is
+// closed.
 func (s *Store) listen(ch <-chan any) {
 	defer close(s.listened)
+	ended := s.keys.ended()
 	for m := range ch {
 		switch m := m.(type) {
 		case *goredis.Message:
-			s.waiters.wake(m.Payload)
+			// An append's payload is "<ticket>\x00<seq>\x00<replica>" (its last seq, its
+			// writer), an end's the ticket. This instance's own appends are in its tails
+			// already (hub.wrote), or marked stale there if their outcome was unknown.
+			id, rest, _ := strings.Cut(m.Payload, "\x00")
+			seq, by, _ := strings.Cut(rest, "\x00")
+			if by != "" && by == s.replica {
+				continue
+			}
+			n, _ := strconv.ParseInt(seq, 10, 64)
+			s.hub.changed(id, n, m.Channel == ended)
 		case *goredis.Subscription:
-			s.log.Warn("redis store: change notifications re-subscribed; waking every reader")
-			s.waiters.wakeAll()
+			if m.Kind == "subscribe" && m.Channel == ended {
+				s.log.Warn("redis store: change notifications re-subscribed; waking every reader")
+			}
+			s.hub.reset()
 		}
 	}
 }

@@ -2,76 +2,43 @@ package redis
 
 import (
 	"context"
-	"fmt"
-	"strconv"
-	"strings"
+	"errors"
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/store"
 )
 
-// Read implements store.Store: XRANGE from the entry after the cursor (entry ids are
-// "<seq>-0"), read in one transaction with the finished flag. The change channel is
-// registered before the read, and every append publishes the ticket on the change channel
-// from inside its script, so a change after the read always closes the channel: replay, then
-// live, with neither a gap nor a duplicate.
+// Read implements store.Store from the tail hub (hub.go): the readers of one ticket in this
+// process share one tail of the log, which reads the store (one transaction: the finished
+// flag, XRANGE from the tail's last entry, entry ids being "<seq>-0") only after a change
+// notification, once for all of them. Every append publishes the ticket on the change channel
+// from inside its script, after the write, and the tail's change channel is the one of the
+// state it answers from, so a change after the read always closes it: replay, then live, with
+// neither a gap nor a duplicate.
 func (s *Store) Read(ctx context.Context, ticket string, after int64) (store.Batch, error) {
-	changed := s.waiters.wait(ticket)
-	var fin *goredis.StringCmd
-	var xr *goredis.XMessageSliceCmd
-	bk := s.keys.bucketOf(ticket)
-	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		fin = p.HGet(ctx, s.keys.ticket(bk, ticket), "finished")
-		xr = p.XRange(ctx, s.keys.log(bk, ticket), strconv.FormatInt(after+1, 10)+"-0", "+")
-		return nil
-	})
-	if err != nil && err != goredis.Nil {
-		return store.Batch{}, wrap(err)
-	}
-	if fin.Err() == goredis.Nil {
-		s.waiters.wake(ticket) // nothing will ever change: release the channel
-		return store.Batch{}, store.ErrNotFound
-	}
-	if fin.Err() != nil {
-		return store.Batch{}, wrap(fin.Err())
-	}
-	b := store.Batch{Finished: fin.Val() == "1"}
-	for _, m := range xr.Val() {
-		ev, err := eventOf(m)
-		if err != nil {
-			return store.Batch{}, err
-		}
-		if ev.Type == gen.EventTypeAccepted {
-			data, ok := s.open(ev.Data, acceptedAD(ticket))
-			if !ok {
-				// Sealed with a key that is no longer configured: crypto-shredded, so the
-				// ticket is gone for every reader.
-				return store.Batch{}, store.ErrNotFound
-			}
-			ev.Data = data
-		}
-		b.Events = append(b.Events, ev)
-	}
-	if b.Finished {
-		// Nothing more will come; release the channel (its other readers read again and
-		// see the end too).
-		s.waiters.wake(ticket)
-	} else {
-		b.Changed = changed
-	}
-	return b, nil
+	return s.hub.read(ctx, ticket, after)
 }
 
-// eventOf decodes a log entry: id "<seq>-0", fields t (type) and d (data).
-func eventOf(m goredis.XMessage) (store.Event, error) {
-	ms, _, _ := strings.Cut(m.ID, "-")
-	seq, _ := strconv.ParseInt(ms, 10, 64)
-	typ, _ := m.Values["t"].(string)
-	data, _ := m.Values["d"].(string)
-	if seq == 0 || typ == "" {
-		return store.Event{}, fmt.Errorf("redis store: log entry %q is not an event", m.ID)
+// WatchFinished reports whether the ticket is finished and, when it is not, a channel closed
+// once it may have finished since: when any replica ends its log (the end script notifies on
+// its own channel) or notifications may have been lost. Appends do not close it, so a runner
+// watching its own ticket for an end from elsewhere pays nothing per event: one HGET at the
+// start and one per end notification. It fails with store.ErrNotFound when the ticket is gone.
+func (s *Store) WatchFinished(ctx context.Context, ticket string) (bool, <-chan struct{}, error) {
+	ch, done := s.hub.endWait(ticket)
+	if done {
+		return true, nil, nil
 	}
-	return store.Event{Seq: seq, Type: gen.EventType(typ), Data: []byte(data)}, nil
+	fin, err := s.rdb.HGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "finished").Result()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		s.hub.forgetEnd(ticket, ch)
+		return false, nil, store.ErrNotFound
+	case err != nil:
+		return false, nil, wrap(err)
+	case fin == "1":
+		return true, nil, nil
+	}
+	return false, ch, nil
 }

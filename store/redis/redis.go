@@ -52,6 +52,12 @@ type Options struct {
 	MaxEvents int
 	// Lease is how long a running ticket's lease lasts without renewal (default DefaultLease).
 	Lease time.Duration
+	// CacheBytes bounds the memory of the tail hub, which keeps the logs this instance's
+	// readers read (running tickets' and, until their TTL, finished ones', so that a replay
+	// is answered from memory): about the events' bytes plus 64 bytes an event, least
+	// recently read dropped first. Zero means DefaultCacheBytes (64 MiB); a bound below one
+	// ticket's log keeps only the ticket read last.
+	CacheBytes int64
 	// Logger receives the store's few logs (a lost subscription); nil discards them.
 	Logger *slog.Logger
 	// Seal, when set, seals the question at rest: the accepted event, the ticket's question
@@ -62,7 +68,8 @@ type Options struct {
 }
 
 // Store is the Redis-backed store.Shared. See the package documentation for the keys it
-// keeps. It holds one goroutine, which receives change notifications; Close stops it.
+// keeps. It holds one goroutine, which receives change notifications; Close stops it. Its
+// readers share one tail of each ticket's log (the tail hub, hub.go).
 type Store struct {
 	rdb       goredis.UniversalClient
 	ownClient bool
@@ -79,7 +86,7 @@ type Store struct {
 
 	sub      *goredis.PubSub
 	listened chan struct{} // closed when the notification goroutine returns
-	waiters  waiters
+	hub      *hub
 }
 
 var (
@@ -100,7 +107,6 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		log:       opts.Logger,
 		seal:      opts.Seal,
 		listened:  make(chan struct{}),
-		waiters:   waiters{m: map[string]chan struct{}{}},
 	}
 	if s.keys.prefix == "" {
 		s.keys.prefix = DefaultPrefix
@@ -120,6 +126,11 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	cacheBytes := opts.CacheBytes
+	if cacheBytes <= 0 {
+		cacheBytes = DefaultCacheBytes
+	}
+	s.hub = newHub(s.fetch, s.maxEvents, cacheBytes)
 	if s.rdb == nil {
 		rdb, err := newClient(opts.URL)
 		if err != nil {
@@ -141,11 +152,13 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.closeClient()
 		return nil, err
 	}
-	s.sub = s.rdb.Subscribe(ctx, s.keys.changed())
-	if _, err := s.sub.Receive(ctx); err != nil { // the subscription's confirmation
-		_ = s.sub.Close()
-		s.closeClient()
-		return nil, fmt.Errorf("redis store: subscribe: %w", err)
+	s.sub = s.rdb.Subscribe(ctx, s.keys.changed(), s.keys.ended())
+	for range 2 { // the subscriptions' confirmations
+		if _, err := s.sub.Receive(ctx); err != nil {
+			_ = s.sub.Close()
+			s.closeClient()
+			return nil, fmt.Errorf("redis store: subscribe: %w", err)
+		}
 	}
 	go s.listen(s.sub.ChannelWithSubscriptions())
 	return s, nil
@@ -185,7 +198,7 @@ func (s *Store) Replica() string { return s.replica }
 func (s *Store) Close() error {
 	err := s.sub.Close()
 	<-s.listened
-	s.waiters.wakeAll()
+	s.hub.reset()
 	if cerr := s.closeClient(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -97,7 +98,7 @@ func (s *Store) AppendBatch(ctx context.Context, ticket string, evs []store.Even
 	}
 	k, b := s.keys, s.keys.bucketOf(ticket)
 	args := make([]any, 0, 5+3*len(evs))
-	args = append(args, s.maxEvents, s.replica, k.changed(), ticket, len(evs))
+	args = append(args, s.maxEvents, s.replica, k.changed(), s.notice(ticket, evs[len(evs)-1].Seq), len(evs))
 	for i, ev := range evs {
 		if ev.Seq != evs[0].Seq+int64(i) {
 			return 0, store.ErrSeq
@@ -106,11 +107,22 @@ func (s *Store) AppendBatch(ctx context.Context, ticket string, evs []store.Even
 	}
 	res, err := appendEvents.Run(ctx, s.rdb, []string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket)}, args...).Slice()
 	if err != nil {
+		s.hub.changed(ticket, 0, false)
 		return 0, wrap(err)
 	}
 	status, _ := res[0].(string)
 	evicted, _ := res[1].(int64)
-	return int(evicted), statusErr(status)
+	if err := statusErr(status); err != nil {
+		return 0, err
+	}
+	s.hub.wrote(ticket, evs, false, time.Time{}) // this instance reads its own writes at once
+	return int(evicted), nil
+}
+
+// notice is an append's notification: the ticket, the last seq appended and this instance's
+// replica name (notify.go).
+func (s *Store) notice(ticket string, seq int64) string {
+	return ticket + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + s.replica
 }
 
 // Finish implements store.Store. Only the ticket's runner may finish it (ErrFinished
@@ -222,7 +234,8 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		return 0, fmt.Errorf("redis store: encode the turn: %w", err)
 	}
 	k, b := s.keys, s.keys.bucketOf(ticket)
-	args := []any{mode, s.replica, k.changed(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
+	sent := time.Now()
+	args := []any{mode, s.replica, k.ended(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
 	for _, ev := range tail {
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
@@ -230,6 +243,22 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	res, err := endTicket.Run(ctx, s.rdb,
 		[]string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket), k.conv(b, conv), k.turns(b, conv),
 			k.inflight(b), k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Result()
+	n, err := endReply(res, err)
+	switch {
+	case err != nil:
+		s.hub.changed(ticket, 0, false)
+	case mode == "restore":
+		s.hub.forget(ticket) // the log may have been re-created
+	default:
+		// This instance reads its own end at once; the ticket expires TTL after the
+		// script ran, so no earlier than TTL from now.
+		s.hub.wrote(ticket, tail, true, sent.Add(s.ttl))
+	}
+	return n, err
+}
+
+// endReply is the end script's answer: its status, and the steps it evicted.
+func endReply(res any, err error) (int, error) {
 	if err != nil {
 		return 0, wrap(err)
 	}

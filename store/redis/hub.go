@@ -1,0 +1,538 @@
+package redis
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+)
+
+// The tail hub: one tail of the store per ticket per store instance (per replica), shared by
+// every local reader of that ticket. A tail holds the ticket's retained events as this
+// instance last read them, the finished flag, and a change channel. A change notification
+// marks the tail stale and closes its channel; the first reader to come back then reads what
+// is new (one MULTI: HGET finished, XRANGE from the tail's last seq, XLEN, PTTL) while the
+// others wait for that one read, and every reader is answered from the same buffer, the same
+// event bytes. So the store's read cost per change is one round trip per replica, not per
+// reader, and a ticket nobody reads costs nothing but a map lookup per notification.
+//
+// The hub has no goroutine of its own: the reads run on the readers' goroutines (whoever comes
+// first), the notifications on the store's one notification goroutine. A tail lives until the
+// bytes bound (Options.CacheBytes, an LRU over every ticket's tail) pushes it out, the
+// finished ticket's TTL is over, or the subscription is re-established (notifications may
+// have been lost, or Redis restarted and lost everything): then every tail is dropped and its
+// readers are woken to read again. A finished ticket's log no longer changes, so its tail
+// answers a replay from memory until the ticket's expiry, which the read that saw the end
+// took from Redis (PTTL, counted from before the read was sent, so never later than Redis's).
+
+// DefaultCacheBytes bounds the tail hub's memory when Options.CacheBytes is zero.
+const DefaultCacheBytes = 64 << 20
+
+// eventOverhead is what one buffered event costs beyond its data, for the bytes bound.
+const eventOverhead = 64
+
+type hub struct {
+	rd        reader
+	maxEvents int
+	maxBytes  int64
+	now       func() time.Time
+
+	mu    sync.Mutex
+	tails map[string]*tail
+	lru   list.List // of *tail, most recently read first
+	bytes int64
+	ends  map[string]chan struct{} // closed at the ticket's next end notification
+}
+
+// reader is what the hub needs from the store: one read of what follows a seq.
+type reader func(ctx context.Context, ticket string, after int64) (fetched, error)
+
+type tail struct {
+	id      string
+	elem    *list.Element
+	gen     uint64 // changes notified for the ticket that no seq tells (an end, a lost subscription)
+	want    int64  // the highest seq an append notification named
+	loaded  bool   // events were read from the store (and not thrown away since)
+	syncGen uint64 // the gen the events were read at
+	changed chan struct{}
+	events  []store.Event // retained, in seq order; never modified in place once handed out
+	last    int64         // the last seq read from the store
+	done    bool          // finished: nothing more will come
+	expires time.Time     // when done: when Redis forgets the ticket, at the latest
+	size    int64
+	fetch   *fetch // the read in progress, if any
+	dropped bool
+}
+
+type fetch struct {
+	done chan struct{}
+	err  error
+}
+
+// fetched is one read of a ticket from the store.
+type fetched struct {
+	events   []store.Event // seq > after
+	finished bool
+	length   int64         // the log's length (XLEN) at the read
+	ttl      time.Duration // the ticket's remaining TTL at the read; < 0 none
+}
+
+func newHub(rd reader, maxEvents int, maxBytes int64) *hub {
+	return &hub{rd: rd, maxEvents: maxEvents, maxBytes: maxBytes, now: time.Now,
+		tails: map[string]*tail{}, ends: map[string]chan struct{}{}}
+}
+
+// fresh reports whether the tail holds what the store holds, as far as the notifications
+// tell: read, with no change since that no seq tells, up to the last seq notified.
+func (t *tail) fresh() bool {
+	return t.loaded && !t.dropped && (t.done || (t.syncGen == t.gen && t.last >= t.want))
+}
+
+func (t *tail) ch() chan struct{} {
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
+	return t.changed
+}
+
+// read answers store.Store.Read from the ticket's tail, reading the store only if the tail is
+// stale, and then once for every reader waiting.
+func (h *hub) read(ctx context.Context, ticket string, after int64) (store.Batch, error) {
+	retries := 0
+	h.mu.Lock()
+	for {
+		t := h.tails[ticket]
+		if t == nil {
+			h.expire()
+			t = &tail{id: ticket}
+			t.elem = h.lru.PushFront(t)
+			h.tails[ticket] = t
+		} else if t.done && !h.now().Before(t.expires) {
+			h.drop(t) // Redis has forgotten it by now: ask Redis again
+			continue
+		} else {
+			h.lru.MoveToFront(t.elem)
+		}
+		if t.fresh() {
+			b := t.batch(after, nil)
+			h.mu.Unlock()
+			return b, nil
+		}
+		if f := t.fetch; f != nil {
+			// Another reader is reading the store for this tail: wait for its answer.
+			h.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return store.Batch{}, wrap(ctx.Err())
+			}
+			if f.err != nil && !isCtxErr(f.err) {
+				return store.Batch{}, f.err
+			}
+			h.mu.Lock()
+			continue // answered from the tail now, or this reader reads (the other left)
+		}
+		f := &fetch{done: make(chan struct{})}
+		t.fetch = f
+		gen, stale, from := t.gen, t.ch(), t.last
+		sent := h.now()
+		h.mu.Unlock()
+
+		res, err := h.rd(ctx, ticket, from)
+
+		h.mu.Lock()
+		t.fetch = nil
+		f.err = err
+		close(f.done)
+		reread := false
+		if err == nil {
+			reread = h.apply(t, from, gen, res, sent)
+		}
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				h.drop(t)
+			}
+			h.mu.Unlock()
+			return store.Batch{}, err
+		}
+		if reread {
+			continue // the buffer disagreed with the log: read the log whole, now
+		}
+		if t.dropped && retries < 2 {
+			// Dropped during the read (a re-subscription, the bytes bound): what was read
+			// went nowhere; read again into a new tail.
+			retries++
+			continue
+		}
+		// Not fresh: a notification came during the read, which the read may have missed,
+		// or the tail was dropped meanwhile. This reader gets what was read and the channel
+		// of before the read, already closed, so it reads again.
+		var b store.Batch
+		if t.fresh() {
+			b = t.batch(after, nil)
+		} else {
+			b = t.batch(after, stale)
+		}
+		h.mu.Unlock()
+		return b, nil
+	}
+}
+
+// batch is what the tail answers a reader after seq `after`: its current change channel when
+// fresh, else stale (closed), so that the reader reads again.
+func (t *tail) batch(after int64, stale chan struct{}) store.Batch {
+	i := sort.Search(len(t.events), func(i int) bool { return t.events[i].Seq > after })
+	b := store.Batch{Finished: t.done}
+	if n := len(t.events); i < n {
+		b.Events = t.events[i:n:n]
+	}
+	if t.done {
+		return b
+	}
+	if stale != nil {
+		b.Changed = stale
+	} else {
+		b.Changed = t.ch()
+	}
+	return b
+}
+
+// apply merges a read of what followed from into the tail, evicting as the append script
+// does (past maxEvents, the oldest step, and only a step): applied to what was retained when
+// the tail was last read, and to the new events still retained, that rule leaves what the log
+// retains now. A buffer whose length then differs from the log's is thrown away anyway
+// (reread): the next read takes the log whole.
+func (h *hub) apply(t *tail, from int64, gen uint64, r fetched, sent time.Time) (reread bool) {
+	if t.dropped {
+		return false // dropped meanwhile (evicted, reset): nothing to merge into
+	}
+	// This instance's own writes may have been merged meanwhile (wrote): merge skips what the
+	// tail holds already.
+	h.merge(t, r.events, from > 0)
+	top := from
+	if n := len(r.events); n > 0 {
+		top = r.events[n-1].Seq
+	}
+	if t.last == top && int64(len(t.events)) != r.length {
+		// The buffer is not what the log holds (it should never happen): forget it.
+		h.bytes -= t.size
+		t.events, t.last, t.size, t.loaded = nil, 0, 0, false
+		return from != 0 // a whole read always agrees with itself
+	}
+	t.loaded, t.syncGen = true, gen
+	if r.finished {
+		t.done = true
+		t.expires = sent.Add(max(r.ttl, 0))
+		if t.changed != nil {
+			close(t.changed)
+			t.changed = nil
+		}
+	}
+	h.shrink(t)
+	return false
+}
+
+// merge appends what follows the tail's last seq of evs to it; with evict, as the append
+// script does (past maxEvents, the oldest step, and only a step, per event). A read from the
+// start is the retained log as it is (no evict); what is new, read or written here, is evicted
+// as the log was: applied to what was retained when the tail was last read, and to the new
+// events still retained, that rule leaves what the log retains now. Events handed out are
+// never changed in place: an eviction copies.
+func (h *hub) merge(t *tail, evs []store.Event, evict bool) {
+	buf := t.events
+	owned := false
+	for _, ev := range evs {
+		if ev.Seq <= t.last {
+			continue
+		}
+		if evict && len(buf) >= h.maxEvents {
+			for j := range buf {
+				if buf[j].Type != gen.EventTypeStep {
+					continue
+				}
+				if !owned {
+					buf = append(make([]store.Event, 0, len(buf)+len(evs)), buf...)
+					owned = true
+				}
+				sz := int64(len(buf[j].Data) + eventOverhead)
+				h.bytes -= sz
+				t.size -= sz
+				buf = append(buf[:j], buf[j+1:]...)
+				break
+			}
+		}
+		buf = append(buf, ev)
+		t.last = ev.Seq
+		sz := int64(len(ev.Data) + eventOverhead)
+		h.bytes += sz
+		t.size += sz
+	}
+	t.events = buf
+}
+
+// wrote is this instance's own successful write of evs to the ticket's log (an append, or an
+// end when done). The tail takes them at once when they continue it, so that this instance
+// reads its own writes without waiting for their notification (which it skips) and without
+// reading them back: the tail is the log as it was at the tail's last seq, the writer's
+// write succeeded at the next seq, so the log then was the tail, and is now the tail with
+// evs (evicted as the script evicts). Otherwise they count as a notification of their seq.
+// expires is, for an end, when the ticket expires at the latest.
+func (h *hub) wrote(ticket string, evs []store.Event, done bool, expires time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.tails[ticket]
+	if t == nil || t.done {
+		return
+	}
+	for len(evs) > 0 && evs[0].Seq <= t.last {
+		evs = evs[1:] // read already
+	}
+	if len(evs) == 0 {
+		return
+	}
+	if !t.loaded || t.dropped || evs[0].Seq != t.last+1 {
+		t.want = max(t.want, evs[len(evs)-1].Seq)
+		if t.changed != nil {
+			close(t.changed)
+			t.changed = nil
+		}
+		return
+	}
+	h.merge(t, evs, true)
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
+	if done {
+		t.done, t.expires = true, expires
+	}
+	h.shrink(t)
+}
+
+// forget drops the ticket's tail (its log was re-created).
+func (h *hub) forget(ticket string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.tails[ticket]; t != nil {
+		h.drop(t)
+	}
+}
+
+// stale marks the tail stale and wakes its readers.
+func (h *hub) stale(t *tail) {
+	t.gen++
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
+}
+
+// shrink drops the least recently read tails, never keep, until the hub is within its bound.
+func (h *hub) shrink(keep *tail) {
+	for h.bytes > h.maxBytes {
+		e := h.lru.Back()
+		for e != nil && e.Value.(*tail) == keep {
+			e = e.Prev()
+		}
+		if e == nil {
+			return
+		}
+		h.drop(e.Value.(*tail))
+	}
+}
+
+// expire drops the least recently read tails while they are finished tickets past their
+// expiry, so that forgotten tickets do not wait for the bytes bound to go.
+func (h *hub) expire() {
+	now := h.now()
+	for e := h.lru.Back(); e != nil; e = h.lru.Back() {
+		t := e.Value.(*tail)
+		if !t.done || now.Before(t.expires) {
+			return
+		}
+		h.drop(t)
+	}
+}
+
+// drop forgets a tail and wakes its readers, who read again into a new one.
+func (h *hub) drop(t *tail) {
+	if t.dropped {
+		return
+	}
+	t.dropped = true
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
+	h.bytes -= t.size
+	h.lru.Remove(t.elem)
+	if h.tails[t.id] == t {
+		delete(h.tails, t.id)
+	}
+}
+
+// changed is a notification that the ticket's log changed: an append up to seq (0: a
+// change no seq tells), or the log's end (ended). A tail that already holds seq has nothing to
+// learn; any other is stale, its readers read again. A finished tail never changes.
+func (h *hub) changed(ticket string, seq int64, ended bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.tails[ticket]; t != nil && !t.done {
+		switch {
+		case seq > 0 && seq <= t.last:
+		case seq > 0:
+			t.want = max(t.want, seq)
+			if t.changed != nil {
+				close(t.changed)
+				t.changed = nil
+			}
+		default:
+			h.stale(t)
+		}
+	}
+	if ended {
+		if ch, ok := h.ends[ticket]; ok {
+			close(ch)
+			delete(h.ends, ticket)
+		}
+	}
+}
+
+// reset drops every tail and wakes every reader and every end watcher: notifications may have
+// been lost, or what Redis held may be gone.
+func (h *hub) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.tails {
+		h.drop(t)
+	}
+	for id, ch := range h.ends {
+		close(ch)
+		delete(h.ends, id)
+	}
+}
+
+// endWait returns the channel closed at the ticket's next end notification (or reset), and
+// whether the hub already knows the ticket finished.
+func (h *hub) endWait(ticket string) (chan struct{}, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.tails[ticket]; t != nil && t.done {
+		return nil, true
+	}
+	ch, ok := h.ends[ticket]
+	if !ok {
+		ch = make(chan struct{})
+		h.ends[ticket] = ch
+	}
+	return ch, false
+}
+
+// forgetEnd releases an end channel nobody waits on any more (the ticket is gone).
+func (h *hub) forgetEnd(ticket string, ch chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ends[ticket] == ch {
+		close(ch)
+		delete(h.ends, ticket)
+	}
+}
+
+// stats reports the tails held and their bytes, for tests.
+func (h *hub) stats() (tails int, bytes int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.tails), h.bytes
+}
+
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// fetch is the hub's one read of the store: in one transaction, the finished flag, the log's
+// entries after the seq, its length and the ticket's TTL. The accepted event is opened here
+// (a ticket whose accepted event no longer opens is crypto-shredded: ErrNotFound).
+func (s *Store) fetch(ctx context.Context, ticket string, after int64) (fetched, error) {
+	var fin *goredis.StringCmd
+	var xr *goredis.Cmd
+	var xl *goredis.IntCmd
+	var ttl *goredis.DurationCmd
+	bk := s.keys.bucketOf(ticket)
+	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		fin = p.HGet(ctx, s.keys.ticket(bk, ticket), "finished")
+		xr = p.Do(ctx, "XRANGE", s.keys.log(bk, ticket), strconv.FormatInt(after+1, 10)+"-0", "+")
+		xl = p.XLen(ctx, s.keys.log(bk, ticket))
+		ttl = p.PTTL(ctx, s.keys.ticket(bk, ticket))
+		return nil
+	})
+	if err != nil && err != goredis.Nil {
+		return fetched{}, wrap(err)
+	}
+	if fin.Err() == goredis.Nil {
+		return fetched{}, store.ErrNotFound
+	}
+	if fin.Err() != nil {
+		return fetched{}, wrap(fin.Err())
+	}
+	f := fetched{finished: fin.Val() == "1", length: xl.Val(), ttl: ttl.Val()}
+	if ttl.Val() < 0 {
+		f.ttl = -1 // no expiry (running)
+	}
+	entries, _ := xr.Val().([]any)
+	f.events = make([]store.Event, 0, len(entries))
+	for _, e := range entries {
+		ev, err := decodeEntry(e)
+		if err != nil {
+			return fetched{}, err
+		}
+		if ev.Type == gen.EventTypeAccepted {
+			data, ok := s.open(ev.Data, acceptedAD(ticket))
+			if !ok {
+				// Sealed with a key that is no longer configured: crypto-shredded, so the
+				// ticket is gone for every reader.
+				return fetched{}, store.ErrNotFound
+			}
+			ev.Data = data
+		}
+		f.events = append(f.events, ev)
+	}
+	return f, nil
+}
+
+// decodeEntry decodes one XRANGE entry as Redis sends it, [id, [field, value, ...]], without
+// go-redis's per-entry map: id "<seq>-0", fields t (type) and d (data).
+func decodeEntry(e any) (store.Event, error) {
+	pair, _ := e.([]any)
+	if len(pair) != 2 {
+		return store.Event{}, errors.New("redis store: a log entry is not an event")
+	}
+	id, _ := pair[0].(string)
+	fields, _ := pair[1].([]any)
+	ms, _, _ := strings.Cut(id, "-")
+	seq, _ := strconv.ParseInt(ms, 10, 64)
+	var typ, data string
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		v, _ := fields[i+1].(string)
+		switch k {
+		case "t":
+			typ = v
+		case "d":
+			data = v
+		}
+	}
+	if seq == 0 || typ == "" {
+		return store.Event{}, fmt.Errorf("redis store: log entry %q is not an event", id)
+	}
+	return store.Event{Seq: seq, Type: gen.EventType(typ), Data: []byte(data)}, nil
+}

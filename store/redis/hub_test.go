@@ -1,0 +1,636 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/store/seal"
+	"github.com/das-ask/ask/store/storetest"
+)
+
+// calls is how often Redis ran cmd (lower case, e.g. "xrange"), from INFO commandstats.
+func calls(t *testing.T, rc *goredis.Client, cmd string) int {
+	t.Helper()
+	info, err := rc.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+		return n
+	}
+	return 0
+}
+
+// follow reads ticket from after on, as the SSE loop does, until done or ctx ends, and
+// returns the seqs it got.
+func follow(ctx context.Context, s store.Store, ticket string, after int64, got func(store.Event)) error {
+	for {
+		b, err := s.Read(ctx, ticket, after)
+		if err != nil {
+			return err
+		}
+		for _, ev := range b.Events {
+			if ev.Seq <= after {
+				return fmt.Errorf("seq %d after %d: a duplicate or out of order", ev.Seq, after)
+			}
+			after = ev.Seq
+			got(ev)
+		}
+		if b.Finished {
+			return nil
+		}
+		select {
+		case <-b.Changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func newTicket(t *testing.T, s store.Store, id string) {
+	t.Helper()
+	storetest.MustConv(t, s, "c-"+id, storetest.Alice)
+	if _, err := storetest.NewTicket(t, s, id, "c-"+id, storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHubOneReadPerChange: many readers of one ticket on one instance (replica) get every
+// event exactly once and in order while the writer, on another, appends, and Redis runs
+// exactly one XRANGE per change for all of them (plus the first read), not one per reader.
+func TestHubOneReadPerChange(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	w := newStore(t, srv, redisstore.Options{Prefix: "one:", Replica: "w"})
+	s := newStore(t, srv, redisstore.Options{Prefix: "one:", Replica: "r"})
+	oneReadPerChange(t, w, s, func() int { return calls(t, rc, "xrange") })
+}
+
+// TestHubOneReadPerChangeCluster: the same on a three-primary Redis Cluster (the change
+// channel reaches the subscriber whichever node it is on; XRANGE counted over every node).
+func TestHubOneReadPerChangeCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	url := "redis+cluster://" + strings.Join(c.Addrs(), ",")
+	open := func(replica string) *redisstore.Store {
+		s, err := redisstore.New(t.Context(), redisstore.Options{URL: url, Prefix: "onec:", Replica: replica})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	var nodes []*goredis.Client
+	for _, addr := range c.Addrs() {
+		n := goredis.NewClient(&goredis.Options{Addr: addr})
+		t.Cleanup(func() { _ = n.Close() })
+		nodes = append(nodes, n)
+	}
+	oneReadPerChange(t, open("w"), open("r"), func() int {
+		sum := 0
+		for _, n := range nodes {
+			sum += calls(t, n, "xrange")
+		}
+		return sum
+	})
+}
+
+// oneReadPerChange has 20 readers on s follow a ticket w writes, and checks each gets every
+// event once and in order, with exactly one XRANGE (xranges counts them) per change for all.
+func oneReadPerChange(t *testing.T, w, s *redisstore.Store, xranges func() int) {
+	ctx := t.Context()
+	newTicket(t, w, "t")
+	const readers, appends = 20, 60
+
+	before := xranges()
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	seen := make([]int64, readers) // the last seq each reader got
+	errs := make(chan error, readers)
+	for i := range readers {
+		go func() {
+			errs <- follow(ctx, s, "t", 0, func(ev store.Event) {
+				mu.Lock()
+				if want := seen[i] + 1; ev.Seq != want {
+					errs <- fmt.Errorf("reader %d got seq %d, want %d", i, ev.Seq, want)
+				}
+				seen[i] = ev.Seq
+				cond.Broadcast()
+				mu.Unlock()
+			})
+		}()
+	}
+	// Each change waits until every reader has what came before, so that no two changes
+	// can share one read: the count is then exact.
+	waitAll := func(seq int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		for {
+			all := true
+			for _, s := range seen {
+				all = all && s >= seq
+			}
+			if all {
+				return
+			}
+			cond.Wait()
+		}
+	}
+	waitAll(1)
+	for seq := int64(2); seq < 2+appends; seq++ {
+		if err := w.Append(ctx, "t", storetest.Ev(seq, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+		waitAll(seq)
+	}
+	if err := w.Finish(ctx, "t", storetest.Tail(2+appends), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	for range readers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, last := range seen {
+		if last != appends+4 {
+			t.Errorf("reader %d ended at seq %d, want %d", i, last, appends+4)
+		}
+	}
+	// One read for the first batch, one per append, one for the end.
+	if got, want := xranges()-before, 1+appends+1; got != want {
+		t.Errorf("%d readers over %d changes: %d XRANGE, want %d (one per change per instance)", readers, appends+1, got, want)
+	}
+	// A replay of the finished log is answered from memory.
+	before = xranges()
+	for range 10 {
+		b, err := s.Read(ctx, "t", 0)
+		if err != nil || len(b.Events) != appends+4 || !b.Finished {
+			t.Fatalf("replay: %d events, finished %v, %v", len(b.Events), b.Finished, err)
+		}
+	}
+	if got := xranges() - before; got != 0 {
+		t.Errorf("10 replays of a finished log: %d XRANGE, want 0", got)
+	}
+}
+
+// TestHubFreeRunning: readers that join at any time, from any cursor, while the writer
+// appends as fast as it can, get every event after their cursor exactly once and in order;
+// a reader that stalls holds up neither the writer nor the others. Reads stay at most one per
+// change, on the writer's instance (which takes its own writes into the tail) as on another.
+func TestHubFreeRunning(t *testing.T) {
+	for _, same := range []bool{true, false} {
+		t.Run(map[bool]string{true: "WriterInstance", false: "OtherInstance"}[same], func(t *testing.T) {
+			testFreeRunning(t, same)
+		})
+	}
+}
+
+func testFreeRunning(t *testing.T, same bool) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	s := newStore(t, srv, redisstore.Options{Prefix: "free:", Replica: "r"})
+	w := s
+	if !same {
+		w = newStore(t, srv, redisstore.Options{Prefix: "free:", Replica: "w"})
+	}
+	newTicket(t, w, "t")
+	const readers, appends = 30, 300
+	last := int64(appends + 4)
+	before := calls(t, rc, "xrange")
+
+	// The stalled reader takes its first batch and never reads again.
+	stalled, err := s.Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, readers)
+	start := func(i int, after int64) {
+		wg.Go(func() {
+			next := after + 1
+			err := follow(ctx, s, "t", after, func(ev store.Event) {
+				if ev.Seq != next {
+					errs <- fmt.Errorf("reader %d (from %d): seq %d, want %d", i, after, ev.Seq, next)
+				}
+				next = ev.Seq + 1
+			})
+			if err == nil && next != last+1 {
+				err = fmt.Errorf("reader %d (from %d) ended before done: next %d", i, after, next)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	for i := range readers / 2 {
+		start(i, 0)
+	}
+	for seq := int64(2); seq < 2+appends; seq++ {
+		if err := w.Append(ctx, "t", storetest.Ev(seq, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+		if seq%20 == 0 && seq/20 <= readers/2 { // a reader joins mid-stream, from 0 or from here
+			after := int64(0)
+			if seq%40 == 0 {
+				after = seq
+			}
+			start(readers/2+int(seq/20)-1, after)
+		}
+	}
+	if err := w.Finish(ctx, "t", storetest.Tail(2+appends), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	select {
+	case <-stalled.Changed: // closed long ago, never read: it cost nobody anything
+	default:
+		t.Error("the stalled reader's channel was never closed")
+	}
+	got, changes := calls(t, rc, "xrange")-before, appends+2
+	if got > changes {
+		t.Errorf("%d readers over %d changes: %d XRANGE, want at most one per change", readers, changes, got)
+	}
+	t.Logf("%d readers over %d changes: %d XRANGE", readers, changes, got)
+}
+
+// TestHubEvictionAsTheLog: a tail read bit by bit while the log evicts its oldest steps holds
+// exactly what the log retains (compared with a fresh instance's read of the whole log).
+func TestHubEvictionAsTheLog(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for round := range 20 {
+		prefix := "ev" + strconv.Itoa(round) + ":"
+		maxEvents := 2 + rnd.IntN(6)
+		s := newStore(t, srv, redisstore.Options{Prefix: prefix, MaxEvents: maxEvents})
+		newTicket(t, s, "t")
+		seq := int64(2)
+		for range 1 + rnd.IntN(6) {
+			for range rnd.IntN(8) {
+				typ := gen.EventTypeStep
+				if rnd.IntN(3) == 0 {
+					typ = gen.EventTypeBranch
+				}
+				if err := s.Append(ctx, "t", storetest.Ev(seq, typ)); err != nil {
+					t.Fatal(err)
+				}
+				seq++
+			}
+			got, err := s.Read(ctx, "t", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh := newStore(t, srv, redisstore.Options{Prefix: prefix, MaxEvents: maxEvents})
+			want, err := fresh.Read(ctx, "t", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := seqsOf(got.Events), seqsOf(want.Events); g != w {
+				t.Fatalf("round %d (max %d): the tail holds %s, the log %s", round, maxEvents, g, w)
+			}
+		}
+	}
+}
+
+func seqsOf(evs []store.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%d%c ", e.Seq, e.Type[0])
+	}
+	return b.String()
+}
+
+// TestHubSubscriptionLost: when the change subscription is dropped (CLIENT KILL TYPE pubsub),
+// every waiting reader and end watcher is woken once it is back, and nothing appended
+// meanwhile is lost.
+func TestHubSubscriptionLost(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	w := newStore(t, srv, redisstore.Options{Prefix: "lost:", Replica: "w"})
+	s := newStore(t, srv, redisstore.Options{Prefix: "lost:", Replica: "r"})
+	subscriptionLost(t, w, s, func() error { return rc.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err() })
+}
+
+// TestHubSubscriptionLostCluster: the same on a three-primary Redis Cluster, every node's
+// pubsub connections killed.
+func TestHubSubscriptionLostCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	url := "redis+cluster://" + strings.Join(c.Addrs(), ",")
+	open := func(replica string) *redisstore.Store {
+		s, err := redisstore.New(t.Context(), redisstore.Options{URL: url, Prefix: "lostc:", Replica: replica})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	subscriptionLost(t, open("w"), open("r"), func() error {
+		for _, addr := range c.Addrs() {
+			n := goredis.NewClient(&goredis.Options{Addr: addr})
+			err := n.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err()
+			_ = n.Close()
+			if err != nil && !strings.Contains(err.Error(), "No such client") {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// subscriptionLost: readers and the lease watch on s, the writer w; kill drops the pubsub
+// connections.
+func subscriptionLost(t *testing.T, w, s *redisstore.Store, kill func() error) {
+	ctx := t.Context()
+	newTicket(t, w, "t")
+	var changes []<-chan struct{}
+	for range 5 {
+		b, err := s.Read(ctx, "t", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes = append(changes, b.Changed)
+	}
+	fin, watch, err := s.WatchFinished(ctx, "t")
+	if err != nil || fin {
+		t.Fatalf("watch: %v, %v", fin, err)
+	}
+	if err := kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Appended, on another instance, while the subscription may be down: its notification
+	// may be lost.
+	if err := w.Append(ctx, "t", storetest.Ev(2, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range changes {
+		storetest.Closed(t, ch, "reader "+strconv.Itoa(i)+" after the subscription was lost")
+	}
+	storetest.Closed(t, watch, "the end watch after the subscription was lost")
+	b, err := s.Read(ctx, "t", 1)
+	if err != nil || len(b.Events) != 1 || b.Events[0].Seq != 2 {
+		t.Fatalf("read after the subscription came back: %+v, %v", b, err)
+	}
+	// And notifications flow again.
+	if err := w.Append(ctx, "t", storetest.Ev(3, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, b.Changed, "a reader after the subscription came back")
+}
+
+// TestHubExpiredWhileCached: a finished ticket answered from memory answers ErrNotFound once
+// Redis has let it expire.
+func TestHubExpiredWhileCached(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	const prefix = "exp:"
+	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: 300 * time.Millisecond})
+	if err := rc.ConfigSet(ctx, "notify-keyspace-events", "Ex").Err(); err != nil {
+		t.Fatal(err)
+	}
+	expired := rc.Subscribe(ctx, "__keyevent@0__:expired")
+	defer expired.Close()
+	if _, err := expired.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newTicket(t, s, "t")
+	if err := s.Finish(ctx, "t", storetest.Tail(2), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	before := calls(t, rc, "xrange")
+	for range 3 {
+		if b, err := s.Read(ctx, "t", 0); err != nil || !b.Finished || len(b.Events) != 4 {
+			t.Fatalf("read of the finished ticket: %+v, %v", b, err)
+		}
+	}
+	if got := calls(t, rc, "xrange") - before; got != 1 {
+		t.Errorf("3 reads of a finished ticket: %d XRANGE, want 1", got)
+	}
+	// Wait for Redis to expire the ticket's hash (no sleep: the expiry event says when).
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		m, err := expired.ReceiveMessage(wctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(m.Payload, "{"+prefix) && strings.HasSuffix(m.Payload, "}t:t") {
+			break
+		}
+	}
+	if _, err := s.Read(ctx, "t", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("read after the ticket expired: %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.WatchFinished(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("watch after the ticket expired: %v, want ErrNotFound", err)
+	}
+}
+
+// TestHubCryptoShredded: an instance without the key that sealed a ticket's question answers
+// ErrNotFound however often it is asked, while the instance with the key reads it (from its
+// tail); neither caches the other's answer.
+func TestHubCryptoShredded(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	k1, err := seal.ParseKeys(seal.NewKey("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := seal.ParseKeys(seal.NewKey("k2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newStore(t, srv, redisstore.Options{Prefix: "shred:", Seal: k1})
+	newTicket(t, a, "t")
+	if err := a.Finish(ctx, "t", storetest.Tail(2), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := a.Read(ctx, "t", 0); err != nil || string(b.Events[0].Data) != string(storetest.Ev(1, gen.EventTypeAccepted).Data) {
+		t.Fatalf("the sealing instance's read: %+v, %v", b, err)
+	}
+	shredded := newStore(t, srv, redisstore.Options{Prefix: "shred:", Seal: k2})
+	for range 2 {
+		if _, err := shredded.Read(ctx, "t", 0); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("read without the key: %v, want ErrNotFound", err)
+		}
+	}
+	if _, err := a.Read(ctx, "t", 0); err != nil {
+		t.Errorf("the sealing instance after the other's refusal: %v", err)
+	}
+}
+
+// TestHubBounded: the hub keeps no more than its byte bound (the ticket read last aside), and
+// readers of tails it dropped read again correctly.
+func TestHubBounded(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	const bound = 4 << 10
+	s := newStore(t, srv, redisstore.Options{CacheBytes: bound})
+	var changes []<-chan struct{}
+	for i := range 40 {
+		id := "t" + strconv.Itoa(i)
+		newTicket(t, s, id)
+		for seq := int64(2); seq < 6; seq++ {
+			if err := s.Append(ctx, id, storetest.Ev(seq, gen.EventTypeStep)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := s.Read(ctx, id, 0)
+		if err != nil || len(b.Events) != 5 {
+			t.Fatalf("read %s: %d events, %v", id, len(b.Events), err)
+		}
+		changes = append(changes, b.Changed)
+		if _, bytes := redisstore.HubStats(s); bytes > bound {
+			t.Fatalf("the hub holds %d bytes, bound %d", bytes, bound)
+		}
+	}
+	tails, _ := redisstore.HubStats(s)
+	if tails >= 40 {
+		t.Errorf("the hub holds %d tails of 40, bound %d bytes", tails, bound)
+	}
+	// The first ticket's tail was dropped: its reader was woken, and reads on.
+	storetest.Closed(t, changes[0], "a reader of a dropped tail")
+	if err := s.Append(ctx, "t0", storetest.Ev(6, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.Read(ctx, "t0", 5); err != nil || len(b.Events) != 1 || b.Events[0].Seq != 6 {
+		t.Errorf("read of a dropped tail: %+v, %v", b, err)
+	}
+}
+
+// TestWatchFinished: the lease watch is not woken by the runner's appends, is woken by an end
+// from another instance, and then reports the ticket finished.
+func TestWatchFinished(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	a := newStore(t, srv, redisstore.Options{Prefix: "w:", Replica: "a"})
+	b := newStore(t, srv, redisstore.Options{Prefix: "w:", Replica: "b"})
+	newTicket(t, a, "t")
+	fin, ch, err := a.WatchFinished(ctx, "t")
+	if err != nil || fin {
+		t.Fatalf("watch: %v, %v", fin, err)
+	}
+	before := calls(t, rc, "hget") + calls(t, rc, "xrange")
+	for seq := int64(2); seq < 12; seq++ {
+		if err := a.Append(ctx, "t", storetest.Ev(seq, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An append's notification after the ten above: once it is through, so are they.
+	r, err := a.Read(ctx, "t", 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, "t", storetest.Ev(12, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, r.Changed, "a reader")
+	select {
+	case <-ch:
+		t.Fatal("the watch was woken by the runner's appends")
+	default:
+	}
+	if got := calls(t, rc, "hget") + calls(t, rc, "xrange") - before; got != 2 { // the reader's read, with its HGET
+		t.Errorf("appends with a watch: %d reads, want only the reader's 2", got)
+	}
+	if err := b.End(ctx, "t", storetest.Tail(13), ask.Turn{}, false); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, ch, "the watch, at an end from another instance")
+	if fin, _, err := a.WatchFinished(ctx, "t"); err != nil || !fin {
+		t.Errorf("watch after the end: %v, %v", fin, err)
+	}
+}
+
+// TestHubReadsOwnWrites: the instance that appends reads what it appended at once, from its
+// tail, without a read of Redis: neither its appends nor its end are read back.
+func TestHubReadsOwnWrites(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	s := newStore(t, srv, redisstore.Options{MaxEvents: 8})
+	newTicket(t, s, "t")
+	b, err := s.Read(ctx, "t", 0) // loads the tail: one XRANGE
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := calls(t, rc, "xrange")
+	for seq := int64(2); seq < 20; seq++ {
+		if err := s.Append(ctx, "t", storetest.Ev(seq, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+		storetest.Closed(t, b.Changed, "the reader, at the instance's own append")
+		if b, err = s.Read(ctx, "t", seq-1); err != nil || len(b.Events) != 1 || b.Events[0].Seq != seq {
+			t.Fatalf("read after appending %d: %+v, %v", seq, b, err)
+		}
+	}
+	if err := s.Finish(ctx, "t", storetest.Tail(20), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = s.Read(ctx, "t", 0); err != nil || !b.Finished {
+		t.Fatalf("read after the end: %+v, %v", b, err)
+	}
+	if got := calls(t, rc, "xrange") - before; got != 0 {
+		t.Errorf("the writer's own reads: %d XRANGE, want 0", got)
+	}
+	// What the tail holds is what the log holds, evictions included.
+	fresh := newStore(t, srv, redisstore.Options{Prefix: redisstore.PrefixOf(s), MaxEvents: 8})
+	want, err := fresh.Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := seqsOf(b.Events), seqsOf(want.Events); g != w {
+		t.Errorf("the writer's tail holds %s, the log %s", g, w)
+	}
+}
+
+// TestCloseWakesWatchers: Close wakes the lease watch as it wakes readers.
+func TestCloseWakesWatchers(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: "closew:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTicket(t, s, "t")
+	fin, ch, err := s.WatchFinished(t.Context(), "t")
+	if err != nil || fin {
+		t.Fatalf("watch: %v, %v", fin, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, ch, "close")
+	if tails, bytes := redisstore.HubStats(s); tails != 0 || bytes != 0 {
+		t.Errorf("after Close the hub holds %d tails, %d bytes", tails, bytes)
+	}
+}

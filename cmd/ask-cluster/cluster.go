@@ -215,23 +215,11 @@ func (c *Cluster) WaitReplicaReady(ctx context.Context, i int) error {
 // records it (store/redis's Runner), matched with the replica name each replica's log states
 // at its start ("store: redis"; a restarted replica states a new one).
 func (c *Cluster) Runner(ctx context.Context, ticket string) (int, error) {
-	if c.view == nil {
-		// Only reads: the seal key is needed only by New's check of a persisting Redis.
-		o := redisstore.Options{URL: c.RedisURL, Logger: c.log}
-		if c.durable != nil {
-			k, err := seal.ParseKeys(seal.NewKey("view"))
-			if err != nil {
-				return -1, err
-			}
-			o.Seal = k
-		}
-		v, err := redisstore.New(ctx, o)
-		if err != nil {
-			return -1, fmt.Errorf("open the store to read a runner: %w", err)
-		}
-		c.view = v
+	v, err := c.storeView(ctx)
+	if err != nil {
+		return -1, err
 	}
-	name, err := c.view.Runner(ctx, ticket)
+	name, err := v.Runner(ctx, ticket)
 	if err != nil {
 		return -1, fmt.Errorf("ticket %s's runner: %w", ticket, err)
 	}
@@ -307,4 +295,35 @@ func build(ctx context.Context, root, dir string) error {
 		return errors.New("go build: " + err.Error() + "\n" + string(out))
 	}
 	return nil
+}
+
+// storeView is a store client onto the cluster's Redis, for reading what a ticket records
+// (its runner, its webhook's holder) through the store's own keys.
+func (c *Cluster) storeView(ctx context.Context) (*redisstore.Store, error) {
+	if c.view == nil {
+		// Only reads: the seal key is needed only by New's check of a persisting Redis.
+		o := redisstore.Options{URL: c.RedisURL, Logger: c.log}
+		if c.durable != nil {
+			k, err := seal.ParseKeys(seal.NewKey("view"))
+			if err != nil {
+				return nil, err
+			}
+			o.Seal = k
+		}
+		v, err := redisstore.New(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("open the store to read what a ticket records: %w", err)
+		}
+		c.view = v
+	}
+	return c.view, nil
+}
+
+// WebhookHolder is the replica name holding ticket's webhook delivery, as the store records it.
+func (c *Cluster) WebhookHolder(ctx context.Context, ticket string) (string, error) {
+	v, err := c.storeView(ctx)
+	if err != nil {
+		return "", err
+	}
+	return v.WebhookHolder(ctx, ticket)
 }

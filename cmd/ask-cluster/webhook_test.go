@@ -5,11 +5,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/das-ask/ask/client"
 	"github.com/das-ask/ask/conformance"
@@ -86,9 +83,7 @@ func TestClusterWebhookDelivererKilled(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no delivery attempt")
 	}
-	rdb := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(strings.TrimSuffix(c.RedisURL, "/0"), "redis://")})
-	defer rdb.Close()
-	holder, err := rdb.HGet(ctx, "ask:wh:"+tk.Ticket, "holder").Result()
+	holder, err := c.WebhookHolder(ctx, tk.Ticket)
 	if err != nil || holder == "" {
 		t.Fatalf("the delivery's holder in Redis: %q, %v", holder, err)
 	}

@@ -23,3 +23,17 @@ func (s *Store) Runner(ctx context.Context, ticket string) (string, error) {
 	}
 	return name, nil
 }
+
+// WebhookHolder is the instance (its Replica) holding ticket's webhook delivery claim, "" when
+// none holds it: for test harnesses that kill the delivering replica (cmd/ask-cluster). A
+// ticket without a delivery is store.ErrNotFound.
+func (s *Store) WebhookHolder(ctx context.Context, ticket string) (string, error) {
+	name, err := s.rdb.HGet(ctx, s.keys.webhook(s.keys.bucketOf(ticket), ticket), "holder").Result()
+	if errors.Is(err, goredis.Nil) {
+		return "", store.ErrNotFound
+	}
+	if err != nil {
+		return "", wrap(err)
+	}
+	return name, nil
+}

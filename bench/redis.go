@@ -124,7 +124,7 @@ func startRedisCluster(ctx context.Context) (*RedisRun, string, func(), error) {
 		rr.Skipped = "skipped: the Redis Cluster did not start (see the failures)"
 		return rr, "", nil, err
 	}
-	return rr, "redis+cluster://" + strings.Join(c.Addrs(), ","), func() { _ = c.Stop(); _ = os.RemoveAll(dir) }, nil
+	return rr, c.URL(), func() { _ = c.Stop(); _ = os.RemoveAll(dir) }, nil
 }
 
 // redisVersion is the "v=" field of `redis-server --version`, or "" when it cannot be read.

@@ -8,9 +8,11 @@
 # Needs redis-server and nginx: apt-get install -y redis-server nginx-light
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for bin in redis-server nginx; do
+bins="redis-server nginx"
+case " $* " in *" -redis-cluster "* | *" --redis-cluster "* | *" -redis-cluster="*) bins="$bins redis-cli" ;; esac
+for bin in $bins; do
 	if ! command -v "$bin" >/dev/null 2>&1; then
-		echo "cluster-serve: $bin not found; install it with: apt-get install -y redis-server nginx-light" >&2
+		echo "cluster-serve: $bin not found; install it with: apt-get install -y redis-server redis-tools nginx-light" >&2
 		exit 1
 	fi
 done

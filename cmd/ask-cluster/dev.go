@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/das-ask/ask/internal/redisserver"
 )
@@ -134,15 +133,9 @@ func (c *Cluster) startRedisCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.rcluster, c.RedisURL = rc, clusterStoreURL(rc)
+	c.rcluster, c.RedisURL = rc, rc.URL()
 	c.log.Info("redis cluster ready", "url", c.RedisURL, "primaries", clusterPrimaries, "replicas_per_primary", c.opts.RedisClusterReplicas)
 	return nil
-}
-
-// clusterStoreURL is the cluster as DAS_ASK_STORE names one: redis+cluster://seed,seed,…
-// with every node a seed.
-func clusterStoreURL(rc *redisserver.Cluster) string {
-	return "redis+cluster://" + strings.Join(rc.Addrs(), ",")
 }
 
 // RedisCluster is the Redis Cluster the store runs on, nil without Options.RedisCluster.

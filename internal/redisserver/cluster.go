@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,11 +143,14 @@ func (c *Cluster) startNode(ctx context.Context, bin string, i, port int) (*Node
 			"--cluster-replica-validity-factor", "0",
 			// A replica (re)joining syncs at once, not after the default 5 s wait for others.
 			"--repl-diskless-sync-delay", "0",
-			// Nothing on disk, replicas included: the primary streams its snapshot to a
-			// syncing replica (repl-diskless-sync, the default), and the replica loads it
-			// from the socket instead of writing it to dump.rdb first (by default it does,
-			// and keeps the file, which would put the question text on its disk).
-			"--repl-diskless-sync", "yes", "--repl-diskless-load", "swapdb", "--rdb-del-sync-files", "yes",
+			// No snapshot kept on disk, replicas included: the primary streams its snapshot to
+			// a syncing replica (repl-diskless-sync, the default); the replica writes it to a
+			// file, loads it, and with rdb-del-sync-files deletes it (by default it keeps it,
+			// which would leave the question text on its disk). Loading from the socket instead
+			// (repl-diskless-load swapdb or on-empty-db) would skip the file, but on Debian's
+			// 7.0.15 in cluster mode a replica so synced holds no keys afterwards (its log says
+			// it loaded them): promoted, it would have lost everything.
+			"--repl-diskless-sync", "yes", "--rdb-del-sync-files", "yes",
 			"--save", "", "--appendonly", "no",
 			"--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
 		}
@@ -321,15 +323,9 @@ func (c *Cluster) Addrs() []string {
 	return a
 }
 
-// URL is the cluster in go-redis's cluster URL form (redis.ParseClusterURL):
-// redis://first?addr=second&addr=third…, every node a seed.
-func (c *Cluster) URL() string {
-	q := url.Values{}
-	for _, a := range c.Addrs()[1:] {
-		q.Add("addr", a)
-	}
-	return (&url.URL{Scheme: "redis", Host: c.Nodes[0].Addr, RawQuery: q.Encode()}).String()
-}
+// URL is the cluster as the service's DAS_ASK_STORE names a Redis Cluster:
+// redis+cluster://host:port,host:port,…, every node a seed.
+func (c *Cluster) URL() string { return "redis+cluster://" + strings.Join(c.Addrs(), ",") }
 
 // Client returns a go-redis cluster client seeded with every node; the caller closes it. It
 // reloads the slot map every 200 ms while in use: go-redis otherwise reloads it only on a

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/das-ask/ask/internal/redisserver"
 )
 
@@ -124,13 +122,9 @@ func TestRunClusterThreePrimaries(t *testing.T) {
 			t.Errorf("Scan: %s on %v, want %s", k, found[k], p.Addr)
 		}
 	}
-	// The URL form go-redis parses names every node.
-	o, err := goredis.ParseClusterURL(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(o.Addrs, c.Addrs()) {
-		t.Errorf("URL %s parses to %v, want %v", c.URL(), o.Addrs, c.Addrs())
+	// The URL names every node, in the service's redis+cluster:// form.
+	if got, want := c.URL(), "redis+cluster://"+strings.Join(c.Addrs(), ","); got != want || len(c.Addrs()) != 3 {
+		t.Errorf("URL %s, want %s", got, want)
 	}
 }
 
@@ -251,6 +245,12 @@ func TestClusterFaults(t *testing.T) {
 			t.Errorf("the restarted primary is not the new primary's replica: %v", now)
 		}
 		read(t, k, "before the crash")
+		// The old primary, now a replica, holds what its primary holds.
+		write(t, k+"-after", "after the restart")
+		want, _ := c.Do(ctx, np, "DBSIZE")
+		if got, err := c.Do(ctx, old, "DBSIZE"); err != nil || got != want || want == int64(0) {
+			t.Errorf("the restarted old primary holds %v keys (%v), its primary %v", got, err, want)
+		}
 	})
 
 	t.Run("SlotMigratedLive", func(t *testing.T) {
@@ -318,9 +318,10 @@ func TestClusterFaults(t *testing.T) {
 }
 
 // TestClusterWritesNothingToDisk: persistence is off on every node, replicas included: no node
-// ever writes a snapshot (by default a syncing replica saves its primary's to dump.rdb and keeps
-// it), and after each replica is killed and restarted (a full sync of its primary's data from
-// memory) no file under any node's directory holds a value written to the cluster.
+// keeps a snapshot (by default a syncing replica saves its primary's to dump.rdb and keeps it),
+// and after each replica is killed and restarted (a full sync of its primary's data) no file
+// under any node's directory holds a value written to the cluster, and the replica holds its
+// primary's keys.
 func TestClusterWritesNothingToDisk(t *testing.T) {
 	c := startCluster(t, 3, 1)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

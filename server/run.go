@@ -364,6 +364,13 @@ func (r *run) endedElsewhere() {
 	r.cancel(errEndedElsewhere)
 }
 
+// endingHere reports whether the run sealed its own end (it writes it, or has written it).
+func (r *run) endingHere() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ended && !r.lost
+}
+
 // reportEnd calls the Ended hook.
 func (r *run) reportEnd(e End) {
 	if h := r.hooks.Ended; h != nil {

@@ -39,24 +39,36 @@ func (s *Server) hold(ctx context.Context, r *run, sh store.Shared) {
 	if fw, ok := sh.(finishWatcher); ok {
 		watch = fw.WatchFinished
 	}
+	var changed <-chan struct{}
+	rewatch := true
 	for {
-		finished, changed, err := watch(ctx, r.ticket)
-		switch {
-		case err == nil && finished:
-			r.endedElsewhere() // a no-op when this replica ended it
-			return
-		case errors.Is(err, store.ErrNotFound):
-			// The ticket vanished while it runs: the store lost it (a restart). The run
-			// stops and restores it, ended error{interrupted}, so that it does not vanish.
-			r.lose(err, 0)
-			return
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("run's log not readable; retrying at the next renewal", "ticket", r.ticket, "err", err)
+		if rewatch {
+			finished, ch, err := watch(ctx, r.ticket)
+			switch {
+			case err == nil && finished:
+				r.endedElsewhere() // a no-op when this replica ended it
+				return
+			case errors.Is(err, store.ErrNotFound):
+				// The ticket vanished while it runs: the store lost it (a restart). The run
+				// stops and restores it, ended error{interrupted}, so that it does not vanish.
+				r.lose(err, 0)
+				return
+			case err != nil && ctx.Err() == nil:
+				s.log.Warn("run's log not readable; retrying at the next renewal", "ticket", r.ticket, "err", err)
+			}
+			changed = ch
 		}
+		rewatch = true
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+			if r.endingHere() {
+				// The run is writing its own end (most often this very notification): the
+				// end's write learns whether another replica ended the log first, so the
+				// watch has nothing to add and is not read again; renewals go on.
+				changed, rewatch = nil, false
+			}
 		case <-tick.C:
 			sent := time.Now()
 			switch err := sh.Renew(ctx, r.ticket, r.usage()); {

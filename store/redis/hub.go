@@ -51,7 +51,15 @@ type hub struct {
 	tails map[string]*tail
 	lru   list.List // of *tail, most recently read first
 	bytes int64
-	ends  map[string]chan struct{} // closed at the ticket's next end notification
+	ends  map[string]*endWatch // closed at the ticket's next end notification
+}
+
+// endWatch is a ticket's end channel. known marks a watch registered before this instance
+// created the ticket (unfinished then): until the channel closes, the ticket is known to be
+// unfinished, so the runner's lease watch needs no read to start.
+type endWatch struct {
+	ch    chan struct{}
+	known bool
 }
 
 // reader is what the hub needs from the store: one read of what follows a seq.
@@ -89,7 +97,7 @@ type fetched struct {
 
 func newHub(rd reader, maxEvents int, maxBytes int64) *hub {
 	return &hub{rd: rd, maxEvents: maxEvents, maxBytes: maxBytes, now: time.Now,
-		tails: map[string]*tail{}, ends: map[string]chan struct{}{}}
+		tails: map[string]*tail{}, ends: map[string]*endWatch{}}
 }
 
 // fresh reports whether the tail holds what the store holds, as far as the notifications
@@ -401,8 +409,8 @@ func (h *hub) changed(ticket string, seq int64, ended bool) {
 		}
 	}
 	if ended {
-		if ch, ok := h.ends[ticket]; ok {
-			close(ch)
+		if w, ok := h.ends[ticket]; ok {
+			close(w.ch)
 			delete(h.ends, ticket)
 		}
 	}
@@ -416,34 +424,66 @@ func (h *hub) reset() {
 	for _, t := range h.tails {
 		h.drop(t)
 	}
-	for id, ch := range h.ends {
-		close(ch)
+	for id, w := range h.ends {
+		close(w.ch)
 		delete(h.ends, id)
 	}
 }
 
 // endWait returns the channel closed at the ticket's next end notification (or reset), and
-// whether the hub already knows the ticket finished.
-func (h *hub) endWait(ticket string) (chan struct{}, bool) {
+// whether the hub already knows the ticket finished, or knows it unfinished (this instance
+// created it after registering the channel, and the channel has not closed since).
+func (h *hub) endWait(ticket string) (ch chan struct{}, done, unfinished bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if t := h.tails[ticket]; t != nil && t.done {
-		return nil, true
+		return nil, true, false
 	}
-	ch, ok := h.ends[ticket]
+	w, ok := h.ends[ticket]
 	if !ok {
-		ch = make(chan struct{})
-		h.ends[ticket] = ch
+		w = &endWatch{ch: make(chan struct{})}
+		h.ends[ticket] = w
 	}
-	return ch, false
+	return w.ch, false, w.known
+}
+
+// beforeCreate registers the ticket's end channel before the script that creates it runs,
+// so that any end after the creation closes it. It returns the watch, new when it made it.
+func (h *hub) beforeCreate(ticket string) (*endWatch, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w, ok := h.ends[ticket]; ok {
+		return w, false
+	}
+	w := &endWatch{ch: make(chan struct{})}
+	h.ends[ticket] = w
+	return w, true
+}
+
+// afterCreate marks w known unfinished when this instance created the ticket (and no end
+// notification or reset closed w meanwhile), or releases a watch it made for a creation
+// that did not happen or whose outcome is unknown.
+func (h *hub) afterCreate(ticket string, w *endWatch, made, created bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ends[ticket] != w {
+		return // closed meanwhile: the next watch reads the flag
+	}
+	switch {
+	case created:
+		w.known = true
+	case made:
+		close(w.ch)
+		delete(h.ends, ticket)
+	}
 }
 
 // forgetEnd releases an end channel nobody waits on any more (the ticket is gone).
 func (h *hub) forgetEnd(ticket string, ch chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ends[ticket] == ch {
-		close(ch)
+	if w := h.ends[ticket]; w != nil && w.ch == ch {
+		close(w.ch)
 		delete(h.ends, ticket)
 	}
 }

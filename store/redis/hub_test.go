@@ -527,8 +527,9 @@ func TestHubBounded(t *testing.T) {
 	}
 }
 
-// TestWatchFinished: the lease watch is not woken by the runner's appends, is woken by an end
-// from another instance, and then reports the ticket finished.
+// TestWatchFinished: the lease watch of the instance that created the ticket starts without
+// a read (another instance's reads the flag once), is not woken by the runner's appends, is
+// woken by an end from another instance, and then reports the ticket finished.
 func TestWatchFinished(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := raw(t, srv)
@@ -536,9 +537,21 @@ func TestWatchFinished(t *testing.T) {
 	a := newStore(t, srv, redisstore.Options{Prefix: "w:", Replica: "a"})
 	b := newStore(t, srv, redisstore.Options{Prefix: "w:", Replica: "b"})
 	newTicket(t, a, "t")
+	h0 := calls(t, rc, "hget")
 	fin, ch, err := a.WatchFinished(ctx, "t")
 	if err != nil || fin {
 		t.Fatalf("watch: %v, %v", fin, err)
+	}
+	if got := calls(t, rc, "hget") - h0; got != 0 {
+		t.Errorf("the creator's watch read the ticket %d times, want 0", got)
+	}
+	h0 = calls(t, rc, "hget")
+	finB, chB, err := b.WatchFinished(ctx, "t")
+	if err != nil || finB {
+		t.Fatalf("another instance's watch: %v, %v", finB, err)
+	}
+	if got := calls(t, rc, "hget") - h0; got != 1 {
+		t.Errorf("another instance's watch read the ticket %d times, want 1", got)
 	}
 	before := calls(t, rc, "hget") + calls(t, rc, "xrange")
 	for seq := int64(2); seq < 12; seq++ {
@@ -567,6 +580,7 @@ func TestWatchFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.Closed(t, ch, "the watch, at an end from another instance")
+	storetest.Closed(t, chB, "the ending instance's own watch")
 	if fin, _, err := a.WatchFinished(ctx, "t"); err != nil || !fin {
 		t.Errorf("watch after the end: %v, %v", fin, err)
 	}

@@ -24,11 +24,17 @@ func (s *Store) Read(ctx context.Context, ticket string, after int64) (store.Bat
 // once it may have finished since: when any replica ends its log (the end script notifies on
 // its own channel) or notifications may have been lost. Appends do not close it, so a runner
 // watching its own ticket for an end from elsewhere pays nothing per event: one HGET at the
-// start and one per end notification. It fails with store.ErrNotFound when the ticket is gone.
+// start and one per end notification. For a ticket this instance created, the watch was
+// registered before the creation (CreateTicket), so until it fires the ticket is known
+// unfinished and the start costs no read either. It fails with store.ErrNotFound when the
+// ticket is gone.
 func (s *Store) WatchFinished(ctx context.Context, ticket string) (bool, <-chan struct{}, error) {
-	ch, done := s.hub.endWait(ticket)
+	ch, done, unfinished := s.hub.endWait(ticket)
 	if done {
 		return true, nil, nil
+	}
+	if unfinished {
+		return false, ch, nil
 	}
 	fin, err := s.rdb.HGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "finished").Result()
 	switch {

@@ -24,24 +24,31 @@ end
 local function owner_field(tenant, oid)
   return string.len(tenant) .. ':' .. tenant .. oid
 end
--- append one event; past max retained entries, evict the oldest step (and only a step);
--- 1 when it evicted one
-local function append_event(tk, log, steps, seq, typ, data, max)
-  local evicted = 0
-  if redis.call('XLEN', log) >= max then
-    local s = redis.call('LPOP', steps)
-    if s then
-      redis.call('XDEL', log, s .. '-0')
-      evicted = 1
+-- append the events ARGV[base + 3i], ARGV[base + 3i + 1], ARGV[base + 3i + 2] (seq, type, data)
+-- for i from .. n - 1: past max retained entries, each evicts the oldest step (and only a
+-- step) first. The log's length is read once and the step count written once; the caller
+-- writes the ticket's last seq. It answers the steps evicted and the last seq appended.
+local function append_events(tk, log, steps, base, from, n, max)
+  local len, evicted, nsteps, seq = redis.call('XLEN', log), 0, 0, nil
+  for i = from, n - 1 do
+    local typ
+    seq, typ = ARGV[base + 3 * i], ARGV[base + 3 * i + 1]
+    if len >= max then
+      local s = redis.call('LPOP', steps)
+      if s then
+        len = len - redis.call('XDEL', log, s .. '-0')
+        evicted = evicted + 1
+      end
+    end
+    redis.call('XADD', log, seq .. '-0', 't', typ, 'd', ARGV[base + 3 * i + 2])
+    len = len + 1
+    if typ == 'step' then
+      redis.call('RPUSH', steps, seq)
+      nsteps = nsteps + 1
     end
   end
-  redis.call('XADD', log, seq .. '-0', 't', typ, 'd', data)
-  if typ == 'step' then
-    redis.call('RPUSH', steps, seq)
-    redis.call('HINCRBY', tk, 'steps', 1)
-  end
-  redis.call('HSET', tk, 'last', seq)
-  return evicted
+  if nsteps > 0 then redis.call('HINCRBY', tk, 'steps', nsteps) end
+  return evicted, seq
 end
 -- an owner's zset (id -> expiry ms, +inf while running) lives as long as its last entry:
 -- no expiry while anything in it runs, else until its latest entry expires
@@ -115,15 +122,14 @@ redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 local maxt = tonumber(ARGV[8])
 if maxt > 0 and redis.call('ZCARD', KEYS[6]) >= maxt then return {'full'} end
 redis.call('DEL', KEYS[4], KEYS[5])
-redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
-  'last', 1, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
-redis.call('XADD', KEYS[4], '1-0', 't', 'accepted', 'd', ARGV[6])
 local n = tonumber(ARGV[13])
+redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
+  'last', 1 + n, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0,
+  'q', ARGV[14 + 3 * n])
+redis.call('XADD', KEYS[4], '1-0', 't', 'accepted', 'd', ARGV[6])
 for i = 0, n - 1 do
   redis.call('XADD', KEYS[4], ARGV[14 + 3 * i] .. '-0', 't', ARGV[15 + 3 * i], 'd', ARGV[16 + 3 * i])
 end
-if n > 0 then redis.call('HSET', KEYS[3], 'last', 1 + n) end
-redis.call('HSET', KEYS[3], 'q', ARGV[14 + 3 * n])
 redis.call('HINCRBY', KEYS[7], of, 1)
 redis.call('HSET', KEYS[1], 'running', ARGV[1])
 redis.call('PERSIST', KEYS[1])
@@ -160,10 +166,8 @@ if first <= last and last - first < n then
 end
 if h[1] == '1' or h[4] == '1' then return {'finished', 0} end
 if first + from ~= last + 1 then return {'seq', 0} end
-local max, evicted = tonumber(ARGV[1]), 0
-for i = from, n - 1 do
-  evicted = evicted + append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[6 + 3 * i], ARGV[7 + 3 * i], ARGV[8 + 3 * i], max)
-end
+local evicted, seq = append_events(KEYS[1], KEYS[2], KEYS[3], 6, from, n, tonumber(ARGV[1]))
+redis.call('HSET', KEYS[1], 'last', seq)
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return {'ok', evicted}
 `)
@@ -231,12 +235,9 @@ for i = 0, n - 1 do
     return 'seq'
   end
 end
-local max, evicted = tonumber(ARGV[7]), 0
-for i = 0, n - 1 do
-  evicted = evicted + append_event(KEYS[1], KEYS[2], KEYS[3], ARGV[12 + 3 * i], ARGV[13 + 3 * i], ARGV[14 + 3 * i], max)
-end
+local evicted, seq = append_events(KEYS[1], KEYS[2], KEYS[3], 12, 0, n, tonumber(ARGV[7]))
 local ti, di = tonumber(ARGV[9]), tonumber(ARGV[10])
-redis.call('HSET', KEYS[1], 'finished', 1, 'ender', ARGV[2],
+redis.call('HSET', KEYS[1], 'last', seq, 'finished', 1, 'ender', ARGV[2],
   'term_seq', ARGV[12 + 3 * ti], 'term_type', ARGV[13 + 3 * ti], 'term', ARGV[14 + 3 * ti],
   'done_seq', ARGV[12 + 3 * di], 'done', ARGV[14 + 3 * di])
 local ttl = tonumber(ARGV[6])

@@ -36,14 +36,21 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	args := append([]any{nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
 		limits.MaxInFlightPerOwner, k.perBucket(limits.MaxTickets), s.replica, ms(s.lease),
 		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then)}, append(then, s.sealQuestion(nt.ID, nt.Question))...)
+	// The end watch is registered before the ticket exists, so the runner's lease watch
+	// starts without a read (WatchFinished).
+	w, made := s.hub.beforeCreate(nt.ID)
 	res, err := createTicket.Run(ctx, s.rdb,
 		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID), k.steps(b, nt.ID),
 			k.tickets(b), k.inflight(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
 		args...).Slice()
+	status := ""
+	if err == nil {
+		status, _ = res[0].(string)
+	}
+	s.hub.afterCreate(nt.ID, w, made, status == "ok")
 	if err != nil {
 		return nil, wrap(err)
 	}
-	status, _ := res[0].(string)
 	switch status {
 	case "ok":
 		s.runs.put(nt.ID, nt.ConversationID, nt.Owner)

@@ -14,26 +14,24 @@ import (
 // replica to kill by it); the service itself never asks. An unknown ticket is
 // store.ErrNotFound.
 func (s *Store) Runner(ctx context.Context, ticket string) (string, error) {
-	name, err := s.rdb.HGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "runner").Result()
-	if errors.Is(err, goredis.Nil) {
-		return "", store.ErrNotFound
-	}
-	if err != nil {
-		return "", wrap(err)
-	}
-	return name, nil
+	return s.field(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "runner")
 }
 
 // WebhookHolder is the instance (its Replica) holding ticket's webhook delivery claim, "" when
 // none holds it: for test harnesses that kill the delivering replica (cmd/ask-cluster). A
 // ticket without a delivery is store.ErrNotFound.
 func (s *Store) WebhookHolder(ctx context.Context, ticket string) (string, error) {
-	name, err := s.rdb.HGet(ctx, s.keys.webhook(s.keys.bucketOf(ticket), ticket), "holder").Result()
+	return s.field(ctx, s.keys.webhook(s.keys.bucketOf(ticket), ticket), "holder")
+}
+
+// field reads one field of a hash the store keeps; a missing hash is store.ErrNotFound.
+func (s *Store) field(ctx context.Context, key, name string) (string, error) {
+	v, err := s.rdb.HGet(ctx, key, name).Result()
 	if errors.Is(err, goredis.Nil) {
 		return "", store.ErrNotFound
 	}
 	if err != nil {
 		return "", wrap(err)
 	}
-	return name, nil
+	return v, nil
 }

@@ -69,20 +69,30 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 			if route == nil {
 				return slow(c)
 			}
-			names, values := c.ParamNames(), c.ParamValues()
-			params := make(map[string]string, len(names))
-			for i, n := range names {
-				if i < len(values) {
-					params[n] = values[i]
-				}
-			}
-			in := &openapi3filter.RequestValidationInput{Request: c.Request(), PathParams: params, Route: route, Options: &opts.Options}
-			if err := openapi3filter.ValidateRequest(c.Request().Context(), in); err != nil {
-				return validationProblem(validatorError(err))
+			if he := echomiddleware.ValidateRequestFromContext(c, matched{route, c}, opts); he != nil {
+				return opts.ErrorHandler(c, he)
 			}
 			return next(c)
 		}
 	}, nil
+}
+
+// matched is the router ValidateRequestFromContext asks for the route: the one Echo matched,
+// with Echo's path parameters.
+type matched struct {
+	route *routers.Route
+	c     echo.Context
+}
+
+func (m matched) FindRoute(*http.Request) (*routers.Route, map[string]string, error) {
+	names, values := m.c.ParamNames(), m.c.ParamValues()
+	params := make(map[string]string, len(names))
+	for i, n := range names {
+		if i < len(values) {
+			params[n] = values[i]
+		}
+	}
+	return m.route, params, nil
 }
 
 // echoRoutes indexes the contract's operations by method and Echo route template (the base
@@ -105,20 +115,6 @@ func echoRoutes(spec *openapi3.T, basePath string) (map[string]*routers.Route, e
 var pathParam = regexp.MustCompile(`\{([^}/]+)\}`)
 
 func routeKey(method, tmpl string) string { return method + " " + tmpl }
-
-// validatorError is what echomiddleware.ValidateRequestFromContext makes of a validation
-// error, for the one error handler both paths share.
-func validatorError(err error) *echo.HTTPError {
-	var me openapi3.MultiError
-	if errors.As(err, &me) {
-		return &echo.HTTPError{Code: http.StatusBadRequest, Internal: me}
-	}
-	var re *openapi3filter.RequestError
-	if errors.As(err, &re) {
-		return &echo.HTTPError{Code: http.StatusBadRequest, Message: strings.Split(re.Error(), "\n")[0], Internal: err}
-	}
-	return &echo.HTTPError{Code: http.StatusInternalServerError, Internal: err}
-}
 
 // validationProblem turns a validator error into a problem without echoing request values.
 func validationProblem(he *echo.HTTPError) error {

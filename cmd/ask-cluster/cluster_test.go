@@ -124,14 +124,7 @@ func testRestarted(t *testing.T, c *Cluster, i int, waited <-chan error) {
 	if err := c.WaitReplicaReady(ctx, i); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(c.ReplicaURLs[i], client.Options{Token: client.StaticToken(tok)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := clientFor(t, ctx, c, c.ReplicaURLs[i], client.Options{})
 	conv, err := cl.CreateConversation(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -184,20 +177,12 @@ func testConformance(t *testing.T, c *Cluster) {
 func testKillRunner(t *testing.T, c *Cluster, phase2 bool) int {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var clientLog logtest.Buffer
-	cl, err := client.New(c.GatewayURL, client.Options{
+	cl := clientFor(t, ctx, c, c.GatewayURL, client.Options{
 		Logger:      slog.New(slog.NewTextHandler(&clientLog, nil)),
-		Token:       client.StaticToken(tok),
 		Reconnect:   client.Reconnect{Initial: 100 * time.Millisecond, Max: time.Second, Attempts: 20},
 		IdleTimeout: 5 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	conv, err := cl.CreateConversation(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -292,4 +277,20 @@ func testKillRunner(t *testing.T, c *Cluster, phase2 bool) int {
 		t.Errorf("tickets left running in Redis: %d (%v)", n, err)
 	}
 	return runner
+}
+
+// clientFor is a client of url (the gateway or one replica) for identity A, with a fresh token
+// from the cluster's IdP; opts.Token is set here.
+func clientFor(t *testing.T, ctx context.Context, c *Cluster, url string, opts client.Options) *client.Client {
+	t.Helper()
+	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Token = client.StaticToken(tok)
+	cl, err := client.New(url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/client"
-	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/internal/redisserver"
@@ -131,21 +130,13 @@ func testStoreFaultMidRun(t *testing.T, c *Cluster, fault func(ctx context.Conte
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	rc := c.RedisCluster()
-	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var clientLog logtest.Buffer
-	cl, err := client.New(c.GatewayURL, client.Options{
+	cl := clientFor(t, ctx, c, c.GatewayURL, client.Options{
 		Logger:      slog.New(slog.NewTextHandler(&clientLog, nil)),
-		Token:       client.StaticToken(tok),
 		Reconnect:   client.Reconnect{Initial: 100 * time.Millisecond, Max: time.Second, Attempts: 30},
 		Retry:       client.Retry{Attempts: 12, Max: 2 * time.Second},
 		IdleTimeout: 5 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	conv, err := cl.CreateConversation(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -231,14 +222,7 @@ func testDeadPrimaryStaysDead(t *testing.T, c *Cluster) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	rc := c.RedisCluster()
-	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(c.GatewayURL, client.Options{Token: client.StaticToken(tok), Retry: client.Retry{Attempts: 12, Max: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := clientFor(t, ctx, c, c.GatewayURL, client.Options{Retry: client.Retry{Attempts: 12, Max: 2 * time.Second}})
 	conv, err := cl.CreateConversation(ctx)
 	if err != nil {
 		t.Fatal(err)

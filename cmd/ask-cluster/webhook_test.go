@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/client"
-	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/webhook/webhooktest"
 )
@@ -62,14 +61,7 @@ func TestClusterWebhookDelivererKilled(t *testing.T) {
 		}
 		c.Stop()
 	})
-	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(c.GatewayURL, client.Options{Token: client.StaticToken(tok)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := clientFor(t, ctx, c, c.GatewayURL, client.Options{})
 	conv, err := cl.CreateConversation(ctx)
 	if err != nil {
 		t.Fatal(err)

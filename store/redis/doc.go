@@ -15,16 +15,17 @@
 // looks its conversation up in the ticket's bucket: a conversation of another owner's bucket is
 // not found, as another owner's is. Below, every key carries its bucket's tag.
 //
-//	c:<cid>            hash   owner, created, the running ticket ("" when none)
+//	c:<cid>            hash   owner, created, the running ticket ("" when none), the count of its turns
 //	c:<cid>:turns      list   the conversation's finished turns (JSON), oldest first
 //	t:<tid>            hash   owner, conversation, last seq, finished, runner, usage, terminal and done
 //	t:<tid>:log        stream the events; entry id "<seq>-0", fields t (type) and d (the event's JSON)
 //	t:<tid>:steps      list   the seqs of the step entries still in the log, oldest first
-//	convs, tickets     zsets  id → expiry (ms, +inf while running): capacity counts live entries, per bucket
+//	convs, tickets     zsets  id → expiry (ms, +inf while running): capacity counts live entries, per bucket;
+//	                          expired ones are dropped when the cap is near and by every Lapsed sweep
 //	o:c:<owner>        zset   the owner's conversations, as convs: the per-owner cap counts them
-//	o:t:<owner>        zset   the owner's tickets, as tickets; each owner zset expires with its last entry
+//	o:t:<owner>        zset   the owner's tickets, as tickets: those at +inf are its running ones, which the
+//	                          in-flight cap counts; each owner zset expires with its last entry
 //	running            zset   running ticket → lease expiry (ms), per bucket; Lapsed reads every bucket's
-//	inflight           hash   owner → running tickets (owner: len(tenant):tenant oid), per bucket
 //	idem:<owner><key>  hash   an Idempotency-Key record, in the owner's bucket
 //	wh:<tid>, wh:due   hash, zset  the ticket's webhook delivery; the bucket's pending deliveries by due time
 //	generation         string  the store's generation (store.Generational), in bucket 0

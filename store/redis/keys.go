@@ -29,7 +29,6 @@ func (k keys) steps(b int, id string) string  { return k.tag(b) + "t:" + id + ":
 func (k keys) convs(b int) string             { return k.tag(b) + "convs" }
 func (k keys) tickets(b int) string           { return k.tag(b) + "tickets" }
 func (k keys) running(b int) string           { return k.tag(b) + "running" }
-func (k keys) inflight(b int) string          { return k.tag(b) + "inflight" }
 
 // changed is the change channel, not a key: PUBLISH reaches every node of a cluster.
 func (k keys) changed() string { return k.prefix + "changed" }
@@ -89,7 +88,8 @@ func nanos(t time.Time) string     { return strconv.FormatInt(t.UnixNano(), 10) 
 func fromNanos(s string) time.Time { n, _ := strconv.ParseInt(s, 10, 64); return time.Unix(0, n).UTC() }
 func atoi(s string) int64          { n, _ := strconv.ParseInt(s, 10, 64); return n }
 
-// ownerField is the prelude's owner_field: the tenant length-prefixed, then the oid.
+// ownerField names an owner in its keys: the tenant length-prefixed, then the oid, so no two
+// owners share one.
 func ownerField(o store.Owner) string {
 	return strconv.Itoa(len(o.Tenant)) + ":" + o.Tenant + o.OID
 }

@@ -72,6 +72,7 @@ type Options struct {
 // readers share one tail of each ticket's log (the tail hub, hub.go).
 type Store struct {
 	rdb       goredis.UniversalClient
+	writes    goredis.Scripter // the run's scripts: rdb's autopipeline where it has one (pipeline), else rdb
 	ownClient bool
 	keys      keys
 	replica   string
@@ -144,6 +145,11 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 			s.keys.buckets = DefaultClusterBuckets
 		}
 	}
+	var err error
+	if s.writes, err = pipeline(s.rdb); err != nil {
+		s.closeClient()
+		return nil, fmt.Errorf("redis store: %w", err)
+	}
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		s.closeClient()
 		return nil, fmt.Errorf("redis store: %w", err)
@@ -203,6 +209,24 @@ func (s *Store) Close() error {
 		err = errors.Join(err, cerr)
 	}
 	return err
+}
+
+// pipeline is what the run's scripts (creation, appends, the end) go through: the client's
+// autopipeline, which puts the scripts that many runs call at once into one pipeline on one
+// connection (one write and one read for the batch, on both sides, instead of one each per
+// script). A script is one command and each is idempotent (see scripts.go), so a batch the
+// client retries whole after a lost reply answers as the first run did. The autopipeline does
+// not see a call's own context once the call is queued: a stalled Redis fails the batch at the
+// client's read timeout, and the service's retries go on from there. A client of another kind
+// (a test's wrapper, a Ring) runs the scripts itself.
+func pipeline(c goredis.UniversalClient) (goredis.Scripter, error) {
+	switch c := c.(type) {
+	case *goredis.Client:
+		return c.AutoPipeline()
+	case *goredis.ClusterClient:
+		return c.AutoPipeline()
+	}
+	return c, nil
 }
 
 func (s *Store) closeClient() error {

@@ -20,20 +20,19 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- the inflight hash's field for an owner: length-prefixed, so no two owners share one
-local function owner_field(tenant, oid)
-  return string.len(tenant) .. ':' .. tenant .. oid
-end
 -- append the events ARGV[base + 3i], ARGV[base + 3i + 1], ARGV[base + 3i + 2] (seq, type, data)
--- for i from .. n - 1: past max retained entries, each evicts the oldest step (and only a
--- step) first. The log's length is read once and the step count written once; the caller
--- writes the ticket's last seq. It answers the steps evicted and the last seq appended.
-local function append_events(tk, log, steps, base, from, n, max)
-  local len, evicted, nsteps, seq = redis.call('XLEN', log), 0, 0, nil
+-- for i from .. n - 1 after the log's last seq last: past max retained entries, each evicts the
+-- oldest step (and only a step) first. The log holds at most last entries (its ids are distinct
+-- seqs up to last), so its length is read only when the batch could pass max; the step count is
+-- written once, and the caller writes the ticket's last seq. It answers the steps evicted and the
+-- last seq appended.
+local function append_events(tk, log, steps, base, from, n, max, last)
+  local len, evicted, nsteps, seq = nil, 0, 0, nil
+  if last + n - from > max then len = redis.call('XLEN', log) end
   for i = from, n - 1 do
     local typ
     seq, typ = ARGV[base + 3 * i], ARGV[base + 3 * i + 1]
-    if len >= max then
+    if len and len >= max then
       local s = redis.call('LPOP', steps)
       if s then
         len = len - redis.call('XDEL', log, s .. '-0')
@@ -41,14 +40,27 @@ local function append_events(tk, log, steps, base, from, n, max)
       end
     end
     redis.call('XADD', log, seq .. '-0', 't', typ, 'd', ARGV[base + 3 * i + 2])
-    len = len + 1
+    if len then len = len + 1 end
     if typ == 'step' then
       redis.call('RPUSH', steps, seq)
       nsteps = nsteps + 1
     end
   end
   if nsteps > 0 then redis.call('HINCRBY', tk, 'steps', nsteps) end
-  return evicted, seq
+  return evicted, seq, nsteps
+end
+-- whether the zset key (id -> expiry ms) has room for one more live entry under max (0: no cap).
+-- Expired entries are dropped only when they could matter: when the entries, expired or not,
+-- reach max (a store-wide set is also swept by Lapsed), or always when there is no cap, so the
+-- answer is exact and the set never holds more than max entries.
+local function room(key, max, now)
+  if max <= 0 then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    return true
+  end
+  if redis.call('ZCARD', key) < max then return true end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  return redis.call('ZCARD', key) < max
 end
 -- an owner's zset (id -> expiry ms, +inf while running) lives as long as its last entry:
 -- no expiry while anything in it runs, else until its latest entry expires
@@ -74,14 +86,10 @@ if c[1] then
   return 'taken'
 end
 local now = now_ms()
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-local maxo = tonumber(ARGV[7])
-if maxo > 0 and redis.call('ZCARD', KEYS[4]) >= maxo then return 'ownerfull' end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-local max = tonumber(ARGV[6])
-if max > 0 and redis.call('ZCARD', KEYS[3]) >= max then return 'full' end
+if not room(KEYS[4], tonumber(ARGV[7]), now) then return 'ownerfull' end
+if not room(KEYS[3], tonumber(ARGV[6]), now) then return 'full' end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'oid', ARGV[3], 'created', ARGV[4], 'running', '')
+redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'oid', ARGV[3], 'created', ARGV[4], 'running', '', 'turns', 0)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[1])
 redis.call('ZADD', KEYS[4], now + tonumber(ARGV[5]), ARGV[1])
@@ -89,11 +97,12 @@ touch_owner(KEYS[4])
 return 'ok'
 `)
 
-// createTicket: KEYS conv, turns, ticket, log, steps, tickets, inflight, running, convs,
-// owner's convs, owner's tickets; ARGV tid, cid, tenant, oid, created, accepted, max_inflight,
-// max_tickets, runner, lease_ms, max_retained per owner, max_turns, n, then n times seq, type,
-// data: the events that follow accepted (never steps), appended with it; then the question (as
-// the store keeps it: sealed when it seals).
+// createTicket: KEYS conv, turns, ticket, log, tickets, running, convs, owner's convs, owner's
+// tickets; ARGV tid, cid, tenant, oid, created, accepted, max_inflight, max_tickets, runner,
+// lease_ms, max_retained per owner, max_turns, n, then n times seq, type, data: the events that
+// follow accepted (never steps), appended with it; then the question (as the store keeps it:
+// sealed when it seals). An owner's running tickets are its tickets whose expiry is +inf, so the
+// in-flight cap counts them there; the conversation's hash counts its turns.
 var createTicket = goredis.NewScript(prelude + `
 local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
 if t[1] then
@@ -106,22 +115,18 @@ if t[1] then
   end
   return {'taken'}
 end
-local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'running')
+local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'running', 'turns')
 if not c[1] or c[1] ~= ARGV[3] or c[2] ~= ARGV[4] then return {'notfound'} end
 if c[3] and c[3] ~= '' then return {'conflict', c[3]} end
+-- a conversation written before its hash counted the turns: the list's length
+local nturns = tonumber(c[4]) or redis.call('LLEN', KEYS[2])
 local maxturns = tonumber(ARGV[12])
-if maxturns > 0 and redis.call('LLEN', KEYS[2]) >= maxturns then return {'turns'} end
-local of = owner_field(ARGV[3], ARGV[4])
+if maxturns > 0 and nturns >= maxturns then return {'turns'} end
 local maxf = tonumber(ARGV[7])
-if maxf > 0 and tonumber(redis.call('HGET', KEYS[7], of) or '0') >= maxf then return {'inflight'} end
+if maxf > 0 and redis.call('ZCOUNT', KEYS[9], '+inf', '+inf') >= maxf then return {'inflight'} end
 local now = now_ms()
-redis.call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
-local maxo = tonumber(ARGV[11])
-if maxo > 0 and redis.call('ZCARD', KEYS[11]) >= maxo then return {'ownerfull'} end
-redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
-local maxt = tonumber(ARGV[8])
-if maxt > 0 and redis.call('ZCARD', KEYS[6]) >= maxt then return {'full'} end
-redis.call('DEL', KEYS[4], KEYS[5])
+if not room(KEYS[9], tonumber(ARGV[11]), now) then return {'ownerfull'} end
+if not room(KEYS[5], tonumber(ARGV[8]), now) then return {'full'} end
 local n = tonumber(ARGV[13])
 redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
   'last', 1 + n, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0,
@@ -130,17 +135,17 @@ redis.call('XADD', KEYS[4], '1-0', 't', 'accepted', 'd', ARGV[6])
 for i = 0, n - 1 do
   redis.call('XADD', KEYS[4], ARGV[14 + 3 * i] .. '-0', 't', ARGV[15 + 3 * i], 'd', ARGV[16 + 3 * i])
 end
-redis.call('HINCRBY', KEYS[7], of, 1)
 redis.call('HSET', KEYS[1], 'running', ARGV[1])
 redis.call('PERSIST', KEYS[1])
+redis.call('ZADD', KEYS[7], '+inf', ARGV[2])
+redis.call('ZADD', KEYS[5], '+inf', ARGV[1])
+redis.call('ZADD', KEYS[8], '+inf', ARGV[2])
+redis.call('ZADD', KEYS[9], '+inf', ARGV[1])
+redis.call('PERSIST', KEYS[8])
+redis.call('PERSIST', KEYS[9])
+redis.call('ZADD', KEYS[6], now + tonumber(ARGV[10]), ARGV[1])
+if nturns == 0 then return {'ok', {}} end
 redis.call('PERSIST', KEYS[2])
-redis.call('ZADD', KEYS[9], '+inf', ARGV[2])
-redis.call('ZADD', KEYS[6], '+inf', ARGV[1])
-redis.call('ZADD', KEYS[10], '+inf', ARGV[2])
-redis.call('ZADD', KEYS[11], '+inf', ARGV[1])
-redis.call('PERSIST', KEYS[10])
-redis.call('PERSIST', KEYS[11])
-redis.call('ZADD', KEYS[8], now + tonumber(ARGV[10]), ARGV[1])
 return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
 `)
 
@@ -166,7 +171,7 @@ if first <= last and last - first < n then
 end
 if h[1] == '1' or h[4] == '1' then return {'finished', 0} end
 if first + from ~= last + 1 then return {'seq', 0} end
-local evicted, seq = append_events(KEYS[1], KEYS[2], KEYS[3], 6, from, n, tonumber(ARGV[1]))
+local evicted, seq = append_events(KEYS[1], KEYS[2], KEYS[3], 6, from, n, tonumber(ARGV[1]), last)
 redis.call('HSET', KEYS[1], 'last', seq)
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return {'ok', evicted}
@@ -179,12 +184,11 @@ return {'ok', evicted}
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
-// KEYS ticket, log, steps, conv, turns, inflight, running, tickets, convs, owner's convs,
-// owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
+// KEYS ticket, log, steps, conv, turns, running, tickets, convs, owner's convs, owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
 // then n times seq, type, data. It answers a status word, or, when it ended the ticket now,
 // {'ok', the steps the bound evicted for the tail}.
 var endTicket = goredis.NewScript(prelude + `
-local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender')
+local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender', 'steps')
 local mode = ARGV[1]
 local n = tonumber(ARGV[11])
 if not h[1] then
@@ -197,17 +201,16 @@ if not h[1] then
     'last', 1, 'finished', 0, 'runner', ARGV[2], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
   redis.call('XADD', KEYS[2], '1-0', 't', 'accepted', 'd', ARGV[x + 3])
   redis.call('HSET', KEYS[1], 'q', ARGV[x + 4])
-  redis.call('HINCRBY', KEYS[6], owner_field(ARGV[x], ARGV[x + 1]), 1)
   if redis.call('EXISTS', KEYS[4]) == 0 then
     redis.call('HSET', KEYS[4], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2], 'running', ARGV[4])
   elseif (redis.call('HGET', KEYS[4], 'running') or '') == '' then
     redis.call('HSET', KEYS[4], 'running', ARGV[4])
   end
+  redis.call('ZADD', KEYS[8], '+inf', ARGV[5])
   redis.call('ZADD', KEYS[9], '+inf', ARGV[5])
-  redis.call('ZADD', KEYS[10], '+inf', ARGV[5])
-  redis.call('ZADD', KEYS[8], '+inf', ARGV[4])
-  redis.call('ZADD', KEYS[11], '+inf', ARGV[4])
-  h = {'0', ARGV[2], '1', ARGV[5], ARGV[x], ARGV[x + 1], false, false, false, false}
+  redis.call('ZADD', KEYS[7], '+inf', ARGV[4])
+  redis.call('ZADD', KEYS[10], '+inf', ARGV[4])
+  h = {'0', ARGV[2], '1', ARGV[5], ARGV[x], ARGV[x + 1], false, false, false, false, '0'}
 end
 if h[1] == '1' then
   -- a retry of this very end (its reply was lost): this instance wrote the ticket's done
@@ -219,7 +222,7 @@ if h[4] ~= ARGV[5] then return 'notfound' end
 if (mode == 'own' or mode == 'restore') and (h[2] ~= ARGV[2] or h[7] == '1') then return 'finished' end
 local now = now_ms()
 if mode == 'lapsed' then
-  local s = redis.call('ZSCORE', KEYS[7], ARGV[4])
+  local s = redis.call('ZSCORE', KEYS[6], ARGV[4])
   if s and tonumber(s) > now then return 'held' end
 end
 local last = tonumber(h[3])
@@ -235,7 +238,7 @@ for i = 0, n - 1 do
     return 'seq'
   end
 end
-local evicted, seq = append_events(KEYS[1], KEYS[2], KEYS[3], 12, 0, n, tonumber(ARGV[7]))
+local evicted, seq, nsteps = append_events(KEYS[1], KEYS[2], KEYS[3], 12, 0, n, tonumber(ARGV[7]), last)
 local ti, di = tonumber(ARGV[9]), tonumber(ARGV[10])
 redis.call('HSET', KEYS[1], 'last', seq, 'finished', 1, 'ender', ARGV[2],
   'term_seq', ARGV[12 + 3 * ti], 'term_type', ARGV[13 + 3 * ti], 'term', ARGV[14 + 3 * ti],
@@ -243,22 +246,20 @@ redis.call('HSET', KEYS[1], 'last', seq, 'finished', 1, 'ender', ARGV[2],
 local ttl = tonumber(ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
-redis.call('PEXPIRE', KEYS[3], ttl)
-redis.call('ZREM', KEYS[7], ARGV[4])
-redis.call('ZADD', KEYS[8], now + ttl, ARGV[4])
-redis.call('ZADD', KEYS[11], now + ttl, ARGV[4])
-local of = owner_field(h[5], h[6])
-if tonumber(redis.call('HINCRBY', KEYS[6], of, -1)) <= 0 then redis.call('HDEL', KEYS[6], of) end
+-- the steps' index exists only if a step was appended
+if nsteps > 0 or (tonumber(h[11]) or 1) > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+redis.call('ZREM', KEYS[6], ARGV[4])
+redis.call('ZADD', KEYS[7], now + ttl, ARGV[4])
+redis.call('ZADD', KEYS[10], now + ttl, ARGV[4])
 if redis.call('HGET', KEYS[4], 'running') == ARGV[4] then
-  redis.call('HSET', KEYS[4], 'running', '')
-  redis.call('RPUSH', KEYS[5], ARGV[8])
+  redis.call('HSET', KEYS[4], 'running', '', 'turns', redis.call('RPUSH', KEYS[5], ARGV[8]))
   redis.call('PEXPIRE', KEYS[4], ttl)
   redis.call('PEXPIRE', KEYS[5], ttl)
+  redis.call('ZADD', KEYS[8], now + ttl, ARGV[5])
   redis.call('ZADD', KEYS[9], now + ttl, ARGV[5])
-  redis.call('ZADD', KEYS[10], now + ttl, ARGV[5])
 end
+touch_owner(KEYS[9])
 touch_owner(KEYS[10])
-touch_owner(KEYS[11])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return {'ok', evicted}
 `)
@@ -274,10 +275,14 @@ redis.call('HSET', KEYS[1], 'model_calls', ARGV[4], 'in', ARGV[5], 'out', ARGV[6
 return 'ok'
 `)
 
-// lapsed: KEYS running; ARGV ticket key prefix, limit. Entries whose ticket is gone are
-// dropped from the running set.
+// lapsed: KEYS running, tickets, convs; ARGV ticket key prefix, limit. Entries whose ticket is
+// gone are dropped from the running set, and expired ones from the bucket's tickets and
+// conversations (creation drops them only when the cap is near: see room).
 var lapsed = goredis.NewScript(prelude + `
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, tonumber(ARGV[2]))
+local now = now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for _, id in ipairs(ids) do
   if redis.call('EXISTS', ARGV[1] .. id) == 0 then

@@ -39,9 +39,9 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	// The end watch is registered before the ticket exists, so the runner's lease watch
 	// starts without a read (WatchFinished).
 	w, made := s.hub.beforeCreate(nt.ID)
-	res, err := createTicket.Run(ctx, s.rdb,
-		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID), k.steps(b, nt.ID),
-			k.tickets(b), k.inflight(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
+	res, err := createTicket.Run(ctx, s.writes,
+		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID),
+			k.tickets(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
 		args...).Slice()
 	status := ""
 	if err == nil {
@@ -112,7 +112,7 @@ func (s *Store) AppendBatch(ctx context.Context, ticket string, evs []store.Even
 		}
 		args = append(args, ev.Seq, string(ev.Type), ev.Data)
 	}
-	res, err := appendEvents.Run(ctx, s.rdb, []string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket)}, args...).Slice()
+	res, err := appendEvents.Run(ctx, s.writes, []string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket)}, args...).Slice()
 	if err != nil {
 		s.hub.changed(ticket, 0, false)
 		return 0, wrap(err)
@@ -247,9 +247,9 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
 	args = append(args, extra...)
-	res, err := endTicket.Run(ctx, s.rdb,
+	res, err := endTicket.Run(ctx, s.writes,
 		[]string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket), k.conv(b, conv), k.turns(b, conv),
-			k.inflight(b), k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Result()
+			k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Result()
 	n, err := endReply(res, err)
 	switch {
 	case err != nil:

@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/das-ask/ask/internal/redisserver"
 )
@@ -221,11 +224,15 @@ type named[L any] struct {
 }
 
 func (r *Report) ticketTable(p func(string, ...any)) {
-	p("| store | concurrency | ours p50 | bare p50 | p50 ratio: median of rounds (min–max) | ours p99 | bare p99 | ratio | server CPU/ask ours | bare | CPU ratio: median (min–max) | ours req/s | bare req/s | n (each) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| store | concurrency | ours p50 | bare p50 | p50 ratio: median of rounds (min–max) | ours p99 | bare p99 | ratio | server CPU/ask ours | bare | CPU ratio: median (min–max) | redis-server CPU/ask | ours req/s | bare req/s | n (each) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	row := func(store string, l TicketLevel) {
-		p("| %s | %d | %.3f ms | %.3f ms | %s | %.3f ms | %.3f ms | %.2f× | %.1f µs | %.1f µs | %s | %.0f | %.0f | %d |\n",
+		storeCPU := "—"
+		if l.StoreCPUUS > 0 {
+			storeCPU = fmt.Sprintf("%.1f µs", l.StoreCPUUS)
+		}
+		p("| %s | %d | %.3f ms | %.3f ms | %s | %.3f ms | %.3f ms | %.2f× | %.1f µs | %.1f µs | %s | %s | %.0f | %.0f | %d |\n",
 			store, l.Concurrency, l.Ours.P50, l.Bare.P50, l.RatioP50Spread, l.Ours.P99, l.Bare.P99, l.RatioP99,
-			l.OursCPUUS, l.BareCPUUS, l.CPURatio, l.OursRPS, l.BareRPS, l.Ours.N)
+			l.OursCPUUS, l.BareCPUUS, l.CPURatio, storeCPU, l.OursRPS, l.BareRPS, l.Ours.N)
 	}
 	pairRows(r.TimeToTicket, levelsOf(r, func(rr *RedisRun) []TicketLevel { return rr.TimeToTicket }), func(l TicketLevel) int { return l.Concurrency }, row)
 	r.skippedRows(p)
@@ -283,7 +290,7 @@ func summaryOf(rr *RedisRun) string {
 	var parts []string
 	for _, l := range rr.TimeToTicket {
 		if l.Concurrency == 64 {
-			parts = append(parts, fmt.Sprintf("ticket p50 at 64 %.3f ms (%.2f× bare, CPU %.2f×)", l.Ours.P50, l.RatioP50, l.CPURatio.Median))
+			parts = append(parts, fmt.Sprintf("ticket p50 at 64 %.3f ms (%.2f× bare, CPU %.2f×, redis-server %.0f µs/ask)", l.Ours.P50, l.RatioP50, l.CPURatio.Median, l.StoreCPUUS))
 		}
 	}
 	for _, l := range rr.Delivery {
@@ -319,5 +326,37 @@ func pairRows[L any](memory []L, others []named[L], level func(L) int, row func(
 				row(o.name, ol)
 			}
 		}
+	}
+}
+
+// redisCPU reads the CPU time the redis-server processes of a store URL (redis://host:port/db,
+// or redis+cluster://seed,… naming every primary, as startRedisCluster's) have used so far:
+// used_cpu_user plus used_cpu_sys of INFO cpu, summed over the nodes. Each read opens and
+// closes its own connection, so the store's own connections see nothing of it.
+func redisCPU(storeURL string) func(context.Context) (time.Duration, error) {
+	_, rest, _ := strings.Cut(storeURL, "://")
+	host, _, _ := strings.Cut(rest, "/")
+	addrs := strings.Split(host, ",")
+	return func(ctx context.Context) (time.Duration, error) {
+		var total time.Duration
+		for _, a := range addrs {
+			c := goredis.NewClient(&goredis.Options{Addr: a, Protocol: 2, MaxRetries: -1})
+			info, err := c.Info(ctx, "cpu").Result()
+			_ = c.Close()
+			if err != nil {
+				return 0, fmt.Errorf("bench: INFO cpu of %s: %w", a, err)
+			}
+			for line := range strings.SplitSeq(info, "\n") {
+				k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+				if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+					f, err := strconv.ParseFloat(v, 64)
+					if err != nil {
+						return 0, fmt.Errorf("bench: INFO cpu of %s: %s: %w", a, k, err)
+					}
+					total += time.Duration(f * 1e9)
+				}
+			}
+		}
+		return total, nil
 	}
 }

@@ -175,7 +175,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	synth := ServeOptions{Mode: ModeSynthetic}
 
 	with("time-to-ticket", synth, func(ch *child) (err error) {
-		r.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket)
+		r.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket, nil)
 		return err
 	})
 	with("ask-end-to-end", ServeOptions{Mode: ModeStack}, func(ch *child) error {
@@ -258,7 +258,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 			log.Info("redis", "server", rr.Server, "addr", srv.Addr)
 			withRedis := ServeOptions{Mode: ModeSynthetic, Store: srv.URL}
 			with("time-to-ticket", withRedis, func(ch *child) (err error) {
-				rr.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket)
+				rr.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket, redisCPU(srv.URL))
 				return err
 			})
 			with("stream-delivery", withRedis, func(ch *child) (err error) {
@@ -287,7 +287,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 			csz := redisClusterSizes(sz)
 			withCluster := ServeOptions{Mode: ModeSynthetic, Store: url}
 			with("time-to-ticket", withCluster, func(ch *child) (err error) {
-				rr.TimeToTicket, err = timeToTicket(ctx, ch, csz.ticket)
+				rr.TimeToTicket, err = timeToTicket(ctx, ch, csz.ticket, redisCPU(url))
 				return err
 			})
 			with("stream-delivery", withCluster, func(ch *child) (err error) {

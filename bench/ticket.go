@@ -29,6 +29,10 @@ type TicketLevel struct {
 	OursCPUUS float64 `json:"ours_cpu_us_per_ask"`
 	BareCPUUS float64 `json:"bare_cpu_us_per_ask"`
 	CPURatio  Spread  `json:"cpu_ratio"`
+	// StoreCPUUS is, on the Redis rows, the redis-server processes' CPU time per ask of ours
+	// (used_cpu_user plus used_cpu_sys of INFO cpu, summed over the primaries, the median over
+	// rounds): the store's share of an ask, which the service's own CPU leaves out.
+	StoreCPUUS float64 `json:"store_cpu_us_per_ask,omitempty"`
 }
 
 // ticketOptions size the workload.
@@ -41,7 +45,8 @@ type ticketOptions struct {
 // timeToTicket measures the 202 of createAsk, ours against the bare Echo handler behind the
 // same JWT validation, through the generated client with real tokens. Every ask goes to a
 // fresh conversation (created beforehand, untimed), so no ask waits on another's run.
-func timeToTicket(ctx context.Context, ch *child, o ticketOptions) ([]TicketLevel, error) {
+// storeCPU, when not nil, reads the store's CPU time so far (redisCPU), for StoreCPUUS.
+func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func(context.Context) (time.Duration, error)) ([]TicketLevel, error) {
 	// level is one concurrency's clients and conversations, all made before anything is timed.
 	type level struct {
 		c, perWorker, warm int
@@ -128,23 +133,36 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions) ([]TicketLeve
 		// first and after (the runs after our 202s end within microseconds; 20 ms is ample),
 		// and each CPU reading follows a forced GC, so that a burst pays for its own garbage.
 		settle := 20 * time.Millisecond
-		measured := func(isOurs bool, lat []time.Duration) (time.Duration, time.Duration, error) {
+		storeNow := func() (time.Duration, error) {
+			if storeCPU == nil {
+				return 0, nil
+			}
+			return storeCPU(ctx)
+		}
+		measured := func(isOurs bool, lat []time.Duration) (d, cpu, store time.Duration, err error) {
 			time.Sleep(settle)
 			c0, err := ch.serverCPU(ctx)
 			if err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
-			d, err := burst(isOurs, l.perWorker, lat)
+			s0, err := storeNow()
 			if err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
+			}
+			if d, err = burst(isOurs, l.perWorker, lat); err != nil {
+				return 0, 0, 0, err
 			}
 			time.Sleep(settle)
 			c1, err := ch.serverCPU(ctx)
-			return d, c1 - c0, err
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			s1, err := storeNow()
+			return d, c1 - c0, s1 - s0, err
 		}
 		var oursLat, bareLat []time.Duration
 		var oursTime, bareTime time.Duration
-		var p50Ratios, cpuRatios, oursCPU, bareCPU []float64
+		var p50Ratios, cpuRatios, oursCPU, bareCPU, storeCPUs []float64
 		asks := float64(c * l.perWorker)
 		for r := range o.Rounds {
 			// Alternate which goes first, so that drift in the machine's load cancels out.
@@ -152,7 +170,7 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions) ([]TicketLeve
 			var cpu [2]float64
 			for _, isOurs := range []bool{r%2 == 1, r%2 == 0} {
 				lat := make([]time.Duration, c*l.perWorker)
-				d, cpuUsed, err := measured(isOurs, lat)
+				d, cpuUsed, storeUsed, err := measured(isOurs, lat)
 				if err != nil {
 					return nil, fmt.Errorf("time to ticket at concurrency %d: %w", c, err)
 				}
@@ -160,6 +178,7 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions) ([]TicketLeve
 				if isOurs {
 					i = 0
 					oursLat, oursTime = append(oursLat, lat...), oursTime+d
+					storeCPUs = append(storeCPUs, float64(storeUsed.Nanoseconds())/1e3/asks)
 				} else {
 					bareLat, bareTime = append(bareLat, lat...), bareTime+d
 				}
@@ -179,6 +198,9 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions) ([]TicketLeve
 			OursCPUUS:   median(oursCPU),
 			BareCPUUS:   median(bareCPU),
 			CPURatio:    spreadOf(cpuRatios),
+		}
+		if storeCPU != nil {
+			lv.StoreCPUUS = median(storeCPUs)
 		}
 		lv.RatioP50Spread = spreadOf(p50Ratios)
 		lv.RatioP50 = lv.RatioP50Spread.Median

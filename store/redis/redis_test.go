@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -285,3 +286,97 @@ func TestOwnerCapsCountLiveEntries(t *testing.T) {
 // k0 is the Redis key of rest under prefix in bucket 0, where the store keeps everything
 // named by ids without a home (as these tests' ids are).
 func k0(prefix, rest string) string { return "{" + prefix + "b0}" + rest }
+
+// TestStoreWideCapsAndTheSweep: the store-wide tickets and conversations sets hold their expired
+// entries until the cap is reached (creation then drops them, so the cap counts live entries
+// exactly) or until a Lapsed sweep, which drops every expired entry of every bucket.
+func TestStoreWideCapsAndTheSweep(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	const prefix = "wide:"
+	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: 90 * time.Second})
+	owner := store.Owner{Tenant: "t", OID: "alice"}
+	limits := store.Limits{MaxTickets: 2}
+	tickets, convs := k0(prefix, "tickets"), k0(prefix, "convs")
+	for i, c := range []string{"c1", "c2"} {
+		if err := s.CreateConversation(ctx, store.Conversation{ID: c, Owner: owner}, limits); err != nil {
+			t.Fatal(err)
+		}
+		tid := "t" + strconv.Itoa(i+1)
+		if _, err := storetest.NewTicket(t, s, tid, c, owner, limits); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Finish(ctx, tid, storetest.Tail(2), ask.Turn{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := storetest.NewTicket(t, s, "t3", "c1", owner, limits); !errors.Is(err, store.ErrFull) {
+		t.Errorf("a third ticket with two retained: %v, want ErrFull", err)
+	}
+	// t1's TTL passes (its entry's score is its expiry): at the cap, creation drops it.
+	rc.ZAdd(ctx, tickets, goredis.Z{Score: 1, Member: "t1"})
+	if _, err := storetest.NewTicket(t, s, "t3", "c1", owner, limits); err != nil {
+		t.Errorf("an expired ticket still counted at the cap: %v", err)
+	}
+	if rc.ZScore(ctx, tickets, "t1").Err() != goredis.Nil {
+		t.Error("the expired ticket is still in the set after creation met the cap")
+	}
+	// Below the cap nothing is dropped at creation; the sweep drops it.
+	rc.ZAdd(ctx, tickets, goredis.Z{Score: 1, Member: "t2"})
+	rc.ZAdd(ctx, convs, goredis.Z{Score: 1, Member: "c2"})
+	if _, err := s.Lapsed(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	for key, id := range map[string]string{tickets: "t2", convs: "c2"} {
+		if rc.ZScore(ctx, key, id).Err() != goredis.Nil {
+			t.Errorf("%s: the expired %s is still there after a sweep", key, id)
+		}
+	}
+	for key, id := range map[string]string{tickets: "t3", convs: "c1"} {
+		if err := rc.ZScore(ctx, key, id).Err(); err != nil {
+			t.Errorf("%s: the live %s is gone after a sweep: %v", key, id, err)
+		}
+	}
+}
+
+// TestConversationCountsItsTurns: the conversation's hash counts its turns, which the turn cap
+// reads; a conversation written before the count was kept falls back to the list's length.
+func TestConversationCountsItsTurns(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	const prefix = "turns:"
+	s := newStore(t, srv, redisstore.Options{Prefix: prefix})
+	owner := store.Owner{Tenant: "t", OID: "alice"}
+	limits := store.Limits{MaxTurns: 2}
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c", Owner: owner}, limits); err != nil {
+		t.Fatal(err)
+	}
+	for i, tid := range []string{"t1", "t2"} {
+		history, err := storetest.NewTicket(t, s, tid, "c", owner, limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(history) != i {
+			t.Errorf("%s: %d turns of history, want %d", tid, len(history), i)
+		}
+		if err := s.Finish(ctx, tid, storetest.Tail(2), ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := rc.HGet(ctx, k0(prefix, "c:c"), "turns").Val(); n != strconv.Itoa(i+1) {
+			t.Errorf("after %s the hash counts %q turns, want %d", tid, n, i+1)
+		}
+	}
+	if _, err := storetest.NewTicket(t, s, "t3", "c", owner, limits); !errors.Is(err, store.ErrConversationFull) {
+		t.Errorf("a third turn at a cap of two: %v, want ErrConversationFull", err)
+	}
+	// A hash without the count: the list's length is the count.
+	rc.HDel(ctx, k0(prefix, "c:c"), "turns")
+	if _, err := storetest.NewTicket(t, s, "t3", "c", owner, limits); !errors.Is(err, store.ErrConversationFull) {
+		t.Errorf("a third turn at a cap of two, uncounted: %v, want ErrConversationFull", err)
+	}
+	if _, err := storetest.NewTicket(t, s, "t3", "c", owner, store.Limits{MaxTurns: 3}); err != nil {
+		t.Errorf("a third turn under a cap of three, uncounted: %v", err)
+	}
+}

@@ -65,8 +65,8 @@ const (
 	// chaosTicketBound is how long the load follows one ticket before calling it hung: the run's
 	// deadline, a lease to notice a dead runner, and room.
 	chaosTicketBound = chaosDeadline + 30*time.Second
-	// durableSealEnv is the durable mode's key setting; the Redis-restart scenario runs when
-	// the askd built holds the name (the mode is built).
+	// durableSealEnv is the durable mode's key setting, which the Redis-restart scenario gives
+	// every replica.
 	durableSealEnv = "DAS_ASK_SEAL_KEYS"
 )
 
@@ -315,13 +315,6 @@ func runGroup(ctx context.Context, o chaosOpts, log *slog.Logger, list []scenari
 		opts.Echo = os.Stderr
 	}
 	if durable {
-		if ok, why := durableBuilt(); !ok {
-			var rows []row
-			for _, s := range list {
-				rows = append(rows, row{Scenario: s.name, Skipped: why})
-			}
-			return rows, nil
-		}
 		key := make([]byte, 32)
 		_, _ = rand.Read(key)
 		opts.ReplicaEnv = []string{durableSealEnv + "=k1:" + base64.StdEncoding.EncodeToString(key)}
@@ -367,23 +360,6 @@ func runGroup(ctx context.Context, o chaosOpts, log *slog.Logger, list []scenari
 		}
 	}
 	return rows, nil
-}
-
-// durableBuilt reports whether the askd this tree builds reads durable mode's key setting
-// (in its own package or the server's configuration).
-func durableBuilt() (bool, string) {
-	for _, dir := range []string{filepath.Join("cmd", "askd"), "server"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			if out, err := os.ReadFile(f); err == nil && bytes.Contains(out, []byte(durableSealEnv)) {
-				return true, ""
-			}
-		}
-	}
-	return false, "durable mode (" + durableSealEnv + ") is not in this tree yet"
 }
 
 // load is the chaos load: workers, each an identity with its Go client (idempotent creates

@@ -31,7 +31,7 @@ func TestRedisCostPerAsk(t *testing.T) {
 			if max := 2.5 + float64(steps); writes > max {
 				t.Errorf("%.1f write round trips per ask, want at most %.0f", writes, max)
 			}
-			// 43 for a trivial ask (FINDINGS.md, "Redis time to ticket, the second pass"), and
+			// 43 for a trivial ask (FINDINGS.md, the runs of record of 2026-12-02T05:06Z), and
 			// 2.6 more per step (its XADD, the steps index, the batch's bookkeeping).
 			if max := 44 + 3*float64(steps); cmds > max {
 				t.Errorf("%.1f Redis commands per ask, want at most %.0f", cmds, max)

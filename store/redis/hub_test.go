@@ -409,11 +409,9 @@ func subscriptionLost(t *testing.T, w, s *redisstore.Store, kill func() error) {
 // TestHubExpiredWhileCached: a finished ticket answered from memory answers ErrNotFound once
 // Redis has let it expire.
 func TestHubExpiredWhileCached(t *testing.T) {
-	srv := redistest.Start(t)
-	rc := raw(t, srv)
-	ctx := t.Context()
 	const prefix = "exp:"
-	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: 300 * time.Millisecond})
+	ctx := t.Context()
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix, TTL: 300 * time.Millisecond})
 	if err := rc.ConfigSet(ctx, "notify-keyspace-events", "Ex").Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,14 @@ func newStore(t *testing.T, srv *redistest.Server, o redisstore.Options) *rediss
 	return s
 }
 
+// onRedis starts a private redis-server and opens a store on it with o, and a plain client to
+// look at its keys with; all are closed with the test.
+func onRedis(t *testing.T, o redisstore.Options) (*goredis.Client, *redisstore.Store) {
+	t.Helper()
+	srv := redistest.Start(t)
+	return raw(t, srv), newStore(t, srv, o)
+}
+
 func raw(t *testing.T, srv *redistest.Server) *goredis.Client {
 	t.Helper()
 	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
@@ -115,11 +123,9 @@ func TestTTLFromTerminal(t *testing.T) {
 
 // TestCapacityCountsLiveTickets: the ticket cap counts tickets until their TTL ends.
 func TestCapacityCountsLiveTickets(t *testing.T) {
-	srv := redistest.Start(t)
-	rc := raw(t, srv)
-	ctx := t.Context()
 	const prefix = "cap:"
-	s := newStore(t, srv, redisstore.Options{Prefix: prefix})
+	ctx := t.Context()
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix})
 	storetest.MustConv(t, s, "c1", storetest.Alice)
 	storetest.MustConv(t, s, "c2", storetest.Alice)
 	limits := store.Limits{MaxTickets: 1}
@@ -291,11 +297,9 @@ func k0(prefix, rest string) string { return "{" + prefix + "b0}" + rest }
 // entries until the cap is reached (creation then drops them, so the cap counts live entries
 // exactly) or until a Lapsed sweep, which drops every expired entry of every bucket.
 func TestStoreWideCapsAndTheSweep(t *testing.T) {
-	srv := redistest.Start(t)
-	rc := raw(t, srv)
-	ctx := t.Context()
 	const prefix = "wide:"
-	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: 90 * time.Second})
+	ctx := t.Context()
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix, TTL: 90 * time.Second})
 	owner := store.Owner{Tenant: "t", OID: "alice"}
 	limits := store.Limits{MaxTickets: 2}
 	tickets, convs := k0(prefix, "tickets"), k0(prefix, "convs")
@@ -343,11 +347,9 @@ func TestStoreWideCapsAndTheSweep(t *testing.T) {
 // TestConversationCountsItsTurns: the conversation's hash counts its turns, which the turn cap
 // reads; a conversation written before the count was kept falls back to the list's length.
 func TestConversationCountsItsTurns(t *testing.T) {
-	srv := redistest.Start(t)
-	rc := raw(t, srv)
-	ctx := t.Context()
 	const prefix = "turns:"
-	s := newStore(t, srv, redisstore.Options{Prefix: prefix})
+	ctx := t.Context()
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix})
 	owner := store.Owner{Tenant: "t", OID: "alice"}
 	limits := store.Limits{MaxTurns: 2}
 	if err := s.CreateConversation(ctx, store.Conversation{ID: "c", Owner: owner}, limits); err != nil {

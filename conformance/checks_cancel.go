@@ -23,7 +23,8 @@ func checkCancelStops(ctx context.Context, s *session) verdict {
 	}
 	var found []string
 	for _, e := range live.Events {
-		if !e.At.After(cr.answered) {
+		// What arrived after the cancel was answered, less what the log held before it.
+		if !e.At.After(cr.answered) || e.Seq <= cr.before {
 			continue
 		}
 		ok := e.Type == "error" || e.Type == "done" || (e.Type == "branch" && e.str("state") == "close")

@@ -298,9 +298,13 @@ type cancelRun struct {
 	run *run
 	// sent is when the first cancel was sent; answered is when its response arrived.
 	sent, answered time.Time
-	first          *gen.CancelAskResponse
-	second         *gen.CancelAskResponse
-	err            error
+	// before is the ticket's last_seq read just before the cancel was sent: the events up to it
+	// were in the log before the cancel, whenever the stream delivers them (the supervisor
+	// branch's open, written with the ticket, may reach the client after the cancel's answer).
+	before int64
+	first  *gen.CancelAskResponse
+	second *gen.CancelAskResponse
+	err    error
 }
 
 func (s *session) cancelRunFixture(ctx context.Context) (*cancelRun, error) {
@@ -309,7 +313,15 @@ func (s *session) cancelRunFixture(ctx context.Context) (*cancelRun, error) {
 		if err != nil {
 			return nil, err
 		}
-		cr := &cancelRun{run: r, sent: time.Now()}
+		cr := &cancelRun{run: r}
+		st, _, err := s.status(ctx, A, r.ticket.Ticket)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			cr.before = st.LastSeq
+		}
+		cr.sent = time.Now()
 		cr.first, cr.err = s.cancel(ctx, A, r.ticket.Ticket)
 		cr.answered = time.Now()
 		if cr.err == nil {

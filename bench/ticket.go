@@ -47,6 +47,9 @@ type ticketOptions struct {
 // fresh conversation (created beforehand, untimed), so no ask waits on another's run.
 // storeCPU, when not nil, reads the store's CPU time so far (redisCPU), for StoreCPUUS.
 func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func(context.Context) (time.Duration, error)) ([]TicketLevel, error) {
+	if storeCPU == nil { // the store is in the service's process: its CPU is the server's
+		storeCPU = func(context.Context) (time.Duration, error) { return 0, nil }
+	}
 	// level is one concurrency's clients and conversations, all made before anything is timed.
 	type level struct {
 		c, perWorker, warm int
@@ -133,19 +136,13 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 		// first and after (the runs after our 202s end within microseconds; 20 ms is ample),
 		// and each CPU reading follows a forced GC, so that a burst pays for its own garbage.
 		settle := 20 * time.Millisecond
-		storeNow := func() (time.Duration, error) {
-			if storeCPU == nil {
-				return 0, nil
-			}
-			return storeCPU(ctx)
-		}
 		measured := func(isOurs bool, lat []time.Duration) (d, cpu, store time.Duration, err error) {
 			time.Sleep(settle)
 			c0, err := ch.serverCPU(ctx)
 			if err != nil {
 				return 0, 0, 0, err
 			}
-			s0, err := storeNow()
+			s0, err := storeCPU(ctx)
 			if err != nil {
 				return 0, 0, 0, err
 			}
@@ -157,7 +154,7 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 			if err != nil {
 				return 0, 0, 0, err
 			}
-			s1, err := storeNow()
+			s1, err := storeCPU(ctx)
 			return d, c1 - c0, s1 - s0, err
 		}
 		var oursLat, bareLat []time.Duration
@@ -198,9 +195,7 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 			OursCPUUS:   median(oursCPU),
 			BareCPUUS:   median(bareCPU),
 			CPURatio:    spreadOf(cpuRatios),
-		}
-		if storeCPU != nil {
-			lv.StoreCPUUS = median(storeCPUs)
+			StoreCPUUS:  median(storeCPUs),
 		}
 		lv.RatioP50Spread = spreadOf(p50Ratios)
 		lv.RatioP50 = lv.RatioP50Spread.Median

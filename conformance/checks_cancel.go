@@ -24,7 +24,7 @@ func checkCancelStops(ctx context.Context, s *session) verdict {
 	var found []string
 	for _, e := range live.Events {
 		// What arrived after the cancel was answered, less what the log held before it.
-		if !e.At.After(cr.answered) || e.Seq <= cr.before {
+		if !e.At.After(cr.answered) || cr.logged(e) {
 			continue
 		}
 		ok := e.Type == "error" || e.Type == "done" || (e.Type == "branch" && e.str("state") == "close")

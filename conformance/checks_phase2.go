@@ -202,7 +202,7 @@ func checkCancelClosesBranches(ctx context.Context, s *session) verdict {
 			} else {
 				delete(open, e.str("branch_id"))
 			}
-			if e.At.Before(cr.sent) {
+			if cr.logged(e) {
 				atCancel = len(open)
 			}
 		case "error":

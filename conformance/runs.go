@@ -296,8 +296,8 @@ func randomHex() string {
 // cancelRun is A asking the slow question and cancelling it during the silent wait.
 type cancelRun struct {
 	run *run
-	// sent is when the first cancel was sent; answered is when its response arrived.
-	sent, answered time.Time
+	// answered is when the first cancel's response arrived.
+	answered time.Time
 	// before is the ticket's last_seq read just before the cancel was sent: the events up to it
 	// were in the log before the cancel, whenever the stream delivers them (the supervisor
 	// branch's open, written with the ticket, may reach the client after the cancel's answer).
@@ -306,6 +306,10 @@ type cancelRun struct {
 	second *gen.CancelAskResponse
 	err    error
 }
+
+// logged reports whether e was in the log before the cancel was sent (whenever the stream
+// delivered it).
+func (cr *cancelRun) logged(e event) bool { return e.Seq <= cr.before }
 
 func (s *session) cancelRunFixture(ctx context.Context) (*cancelRun, error) {
 	return s.cancelled.get(ctx, func(ctx context.Context) (*cancelRun, error) {
@@ -321,7 +325,6 @@ func (s *session) cancelRunFixture(ctx context.Context) (*cancelRun, error) {
 		if st != nil {
 			cr.before = st.LastSeq
 		}
-		cr.sent = time.Now()
 		cr.first, cr.err = s.cancel(ctx, A, r.ticket.Ticket)
 		cr.answered = time.Now()
 		if cr.err == nil {

@@ -103,9 +103,9 @@ chaos:
 bench:
 	$(GO) run ./cmd/askbench -out docs/bench/ $(ARGS)
 
-## fuzz: every fuzz target for FUZZTIME each (default 5m); CI runs scripts/fuzz-smoke.sh (10 s each)
+## fuzz: every fuzz target for 30 times the CI budget of executions (about 5 min each; FUZZSCALE=N, or FUZZTIME=<go -fuzztime value>); CI runs scripts/fuzz-smoke.sh (about 10 s each)
 fuzz:
-	FUZZTIME=$(or $(FUZZTIME),5m) scripts/fuzz-smoke.sh
+	FUZZSCALE=$(or $(FUZZSCALE),30) FUZZTIME=$(FUZZTIME) scripts/fuzz-smoke.sh
 
 ## eval: score the service and its model on a question set (default eval/sets/demo.yaml): the dev stack in process (llm-stub unless ASK_LLM names a model), or URL=... (IDP=..., or TOKENS="alice=T bob=T"); SET=my-set.yaml, OUT=dir (default docs/eval/); writes REPORT.md, report.json, report.png; ARGS="--baseline docs/eval/report.json" prints the difference
 eval:

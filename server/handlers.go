@@ -1,13 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,7 +38,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 	id := s.newID(ctx, "c", owner)
 	var ik *idem
 	if key != "" {
-		body, err := io.ReadAll(c.Request().Body)
+		body, err := requestBody(c.Request())
 		if err != nil {
 			return badRequest("the request body could not be read")
 		}
@@ -101,14 +99,14 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	id, _ := ask.IdentityFrom(ctx)
 	owner := ownerOf(c)
 
-	raw, err := io.ReadAll(c.Request().Body)
+	raw, err := requestBody(c.Request())
 	if err != nil {
 		return badRequest("the request body could not be read")
 	}
 	var body gen.AskRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&body); err != nil || dec.Decode(&struct{}{}) != io.EOF {
-		// Exactly one JSON value: `{...}{...}` is not an AskRequest, whatever its first half says.
+	if err := json.Unmarshal(raw, &body); err != nil {
+		// Exactly one JSON value: `{...}{...}` is not an AskRequest, whatever its first half
+		// says (Unmarshal refuses anything but space after the value).
 		return badRequest("the request body is not an AskRequest")
 	}
 	if err := s.checkWebhook(body.Webhook); err != nil {

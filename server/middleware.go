@@ -91,7 +91,7 @@ func (s *Server) readBody(c echo.Context) error {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, req.Body, limit))
+	b, err := readAtMost(http.MaxBytesReader(c.Response().Writer, req.Body, limit), req.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -99,10 +99,56 @@ func (s *Server) readBody(c echo.Context) error {
 		}
 		return badRequest("the request body could not be read")
 	}
-	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.Body = &bodyReader{Reader: bytes.NewReader(b), b: b}
 	req.ContentLength = int64(len(b))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	// The validator re-reads the body through GetBody, so the handler after it gets one of
+	// these too and takes the bytes as they are (requestBody) instead of reading them again.
+	req.GetBody = func() (io.ReadCloser, error) { return &bodyReader{Reader: bytes.NewReader(b), b: b}, nil }
 	return nil
+}
+
+// readAtMost reads r to its end: into one buffer of the declared length when the request
+// declares it (the usual case, and the one that allocates once), else as io.ReadAll does. A
+// body longer than it declared is read on in full, so the limit still answers for it.
+func readAtMost(r io.Reader, declared int64) ([]byte, error) {
+	if declared <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, declared, declared+1)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err // shorter than it said: unreadable
+	}
+	var one [1]byte
+	switch n, err := r.Read(one[:]); {
+	case n == 0 && err == io.EOF:
+		return b, nil
+	case err != nil && err != io.EOF:
+		return nil, err
+	default:
+		rest, err := io.ReadAll(r)
+		if err != nil {
+			return nil, err
+		}
+		return append(append(b, one[:n]...), rest...), nil
+	}
+}
+
+// bodyReader is a request body readBody has read whole: a reader over its bytes that also
+// hands the bytes over.
+type bodyReader struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*bodyReader) Close() error { return nil }
+
+// requestBody is the request's body, taken whole from readBody's reader when it is one,
+// else read.
+func requestBody(req *http.Request) ([]byte, error) {
+	if br, ok := req.Body.(*bodyReader); ok {
+		return br.b, nil
+	}
+	return io.ReadAll(req.Body)
 }
 
 // observe logs every request at debug level (method, route template, status, duration: never

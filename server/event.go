@@ -20,11 +20,15 @@ type envelope struct {
 // encodeEvent encodes one event once, as the log keeps it and the SSE writer sends it: the
 // envelope, then the fields of body (a gen.*Body, which has no envelope fields) spliced in.
 func encodeEvent(env envelope, body any) (store.Event, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return store.Event{}, err
+	var b []byte // body's JSON, when it is not one of the service's own (bodies.go)
+	own := ownBody(body)
+	if !own {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return store.Event{}, err
+		}
 	}
-	out := make([]byte, 0, len(b)+160)
+	out := make([]byte, 0, len(b)+192)
 	out = append(out, `{"seq":`...)
 	out = strconv.AppendInt(out, env.seq, 10)
 	out = append(out, `,"ticket":`...)
@@ -36,11 +40,17 @@ func encodeEvent(env envelope, body any) (store.Event, error) {
 	out = append(out, `","type":"`...)
 	out = append(out, env.typ...)
 	out = append(out, '"')
-	if len(b) > 2 { // b is an object: `{...}`; `{}` adds nothing
-		out = append(out, ',')
-		out = append(out, b[1:]...)
+	at := len(out)
+	if own {
+		out, _ = appendBody(out, body)
 	} else {
-		out = append(out, '}')
+		out = append(out, b...)
+	}
+	// The body is an object, `{...}`: its fields follow the envelope's, and `{}` adds nothing.
+	if len(out)-at > 2 {
+		out[at] = ','
+	} else {
+		out = append(out[:at], '}')
 	}
 	return store.Event{Seq: env.seq, Type: env.typ, Data: out}, nil
 }

@@ -22,6 +22,8 @@ targets=(
   "./server FuzzConversationBody 40000"
   "./server FuzzStreamCursor     40000"
   "./server FuzzGetAskPrefer     40000"
+  "./server FuzzBodies           40000"
+  "./server FuzzCreateAskFast    60000"
   "./auth   FuzzBearer           80000"
   "./auth   FuzzAuthenticate     100000"
   "./client FuzzSSEParser        100000"

@@ -36,17 +36,39 @@ func appendBody(dst []byte, body any) ([]byte, bool) {
 	return dst, false
 }
 
-// ownBody reports whether appendBody encodes body.
-func ownBody(body any) bool {
+// ownBody reports whether appendBody encodes body, and about how many bytes it takes (its
+// strings' bytes and what surrounds them: escapes may take more).
+func ownBody(body any) (size int, ok bool) {
 	switch b := body.(type) {
-	case gen.AcceptedBody, gen.BranchBody, gen.DoneBody, gen.ErrorBody:
-		return true
+	case gen.AcceptedBody:
+		return 16 + len(b.Question), true
+	case gen.BranchBody:
+		return branchSize(&b), true
 	case *gen.BranchBody:
-		return b != nil
+		if b != nil {
+			return branchSize(b), true
+		}
+	case gen.DoneBody:
+		return 160, true
+	case gen.ErrorBody:
+		return 32 + len(b.Kind) + len(b.Message), true
 	case *gen.ErrorBody:
-		return b != nil
+		if b != nil {
+			return 32 + len(b.Kind) + len(b.Message), true
+		}
 	}
-	return false
+	return 0, false
+}
+
+func branchSize(b *gen.BranchBody) int {
+	n := 48 + len(b.BranchId) + len(b.Role) + len(b.State)
+	if b.Parent != nil {
+		n += 12 + len(*b.Parent)
+	}
+	if b.Source != nil {
+		n += 12 + len(*b.Source)
+	}
+	return n
 }
 
 func appendAccepted(dst []byte, b gen.AcceptedBody) []byte {

@@ -16,7 +16,7 @@ func sameAsMarshal(t *testing.T, body any) {
 		t.Fatal(err)
 	}
 	got, ok := appendBody([]byte("x"), body)
-	if !ok || !ownBody(body) {
+	if _, own := ownBody(body); !ok || !own {
 		t.Fatalf("appendBody(%T) not taken", body)
 	}
 	if string(got) != "x"+string(want) {
@@ -63,7 +63,10 @@ func TestBodies(t *testing.T) {
 		}
 	}
 	var nilErr *gen.ErrorBody
-	if ownBody(nilErr) || ownBody(gen.StepBody{}) || ownBody(&gen.AnswerBody{}) {
+	if _, own := ownBody(nilErr); own {
+		t.Error("ownBody takes a nil body")
+	}
+	if _, own := ownBody(gen.StepBody{}); own {
 		t.Error("ownBody takes a body appendBody does not encode")
 	}
 }
@@ -116,4 +119,22 @@ func FuzzBodies(f *testing.F) {
 			t.Fatalf("appendTicket = %s, %v; json.Marshal = %s, %v", got, gerr, want, werr)
 		}
 	})
+}
+
+// TestEncodeOwnEventOnce: an event of the service's own, with ids as newID mints them, is
+// encoded in one allocation (its buffer is sized up front).
+func TestEncodeOwnEventOnce(t *testing.T) {
+	env := envelope{seq: 123, ticket: "t_GEN0-ABCDEFGHIJKLMNOPQRSTUVWXYZ-b15", conv: "c_GEN0-ABCDEFGHIJKLMNOPQRSTUVWXYZ-b15",
+		ts: time.Now(), typ: gen.EventTypeBranch}
+	for _, body := range []any{
+		gen.AcceptedBody{Question: "How many sev1 incidents did we have in 2026-Q2?"},
+		supervisorOpen,
+		gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose},
+		gen.DoneBody{Outcome: gen.DoneBodyOutcomeAnswer, Steps: 1 << 20, ModelCalls: 1 << 20, InputTokens: 1 << 40, OutputTokens: 1 << 40, ElapsedMs: 1 << 30},
+		&gen.ErrorBody{Kind: gen.ErrorKindInterrupted, Message: "the service's store lost part of this ask's log (a restart); the events it lost are not in the log"},
+	} {
+		if n := testing.AllocsPerRun(50, func() { _, _ = encodeEvent(env, body) }); n != 1 {
+			t.Errorf("encodeEvent(%T): %.0f allocations, want 1", body, n)
+		}
+	}
 }

@@ -21,14 +21,16 @@ type envelope struct {
 // envelope, then the fields of body (a gen.*Body, which has no envelope fields) spliced in.
 func encodeEvent(env envelope, body any) (store.Event, error) {
 	var b []byte // body's JSON, when it is not one of the service's own (bodies.go)
-	own := ownBody(body)
+	size, own := ownBody(body)
 	if !own {
 		var err error
 		if b, err = json.Marshal(body); err != nil {
 			return store.Event{}, err
 		}
+		size = len(b)
 	}
-	out := make([]byte, 0, len(b)+192)
+	// The envelope's fixed text and its timestamp take under 100 bytes.
+	out := make([]byte, 0, 100+len(env.ticket)+len(env.conv)+len(env.typ)+size)
 	out = append(out, `{"seq":`...)
 	out = strconv.AppendInt(out, env.seq, 10)
 	out = append(out, `,"ticket":`...)

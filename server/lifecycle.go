@@ -10,9 +10,15 @@ import (
 
 // newRun registers the run of an admitted ticket and returns it with the context it will run
 // under: a child of the server's lifetime (never of the request), bounded by the deadline.
+//
+// The context is one cancelCtx: whatever ends the run cancels it with its cause after sealing
+// the log's end (run.stop: a cancel, the deadline's timer, shutdown; run.lose and
+// endedElsewhere), so nothing waits on it to end the log. It reports the deadline
+// (deadlineCtx), which a runner may plan its waits by.
 func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run, context.Context) {
-	deadlineCtx, cancelDeadline := context.WithTimeoutCause(s.base, s.opts.Deadline-time.Since(admitted), errTimeout)
-	ctx, cancel := context.WithCancelCause(deadlineCtx)
+	deadline := admitted.Add(s.opts.Deadline)
+	cctx, cancel := context.WithCancelCause(s.base)
+	ctx := deadlineCtx{Context: cctx, deadline: deadline}
 	r := &run{
 		store:     s.store,
 		async:     isShared(s.store),
@@ -24,14 +30,15 @@ func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run
 		started:   admitted,
 		seq:       1, // accepted
 		nonStep:   1,
-		onEnd:     func(r *run) { s.release(r.ticket); s.webhookDue(r.ticket) },
+		onEnd:     s.runEnded,
 		hooks:     s.opts.Hooks,
 		lease:     s.storeLease(),
 		ctx:       ctx,
-		cancel: func(cause error) {
-			cancel(cause)
-			cancelDeadline()
-		},
+	}
+	timer := time.AfterFunc(time.Until(deadline), func() { r.stop(errTimeout) })
+	r.cancel = func(cause error) {
+		cancel(cause)
+		timer.Stop()
 	}
 	r.lastWrite.Store(admitted.UnixNano()) // the ticket's creation started its lease
 	s.mu.Lock()
@@ -39,6 +46,22 @@ func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run
 	s.mu.Unlock()
 	return r, ctx
 }
+
+// runEnded gives an ended run's admission slot back and lets its webhook go.
+func (s *Server) runEnded(r *run) {
+	s.release(r.ticket)
+	s.webhookDue(r.ticket)
+}
+
+// deadlineCtx is a run's context: its cancelCtx, reporting the run's deadline, which the
+// run's timer enforces (newRun). Done, Err, Value and so context.Cause are the cancelCtx's,
+// so contexts derived from it are its children as they would be of the cancelCtx.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // start runs r on its own goroutine, which Shutdown waits for.
 func (s *Server) start(r *run, ctx context.Context, req ask.Request) {

@@ -494,11 +494,10 @@ func (r *run) stop(cause error) bool {
 	return true
 }
 
-// execute runs the runner to its end; the caller runs it on its own goroutine.
+// execute runs the runner to its end; the caller runs it on its own goroutine. Whatever
+// cancels ctx ends the log first (newRun), so the end does not wait for the runner to return.
 func (r *run) execute(ctx context.Context, runner ask.Runner, req ask.Request) {
-	stopAfter := context.AfterFunc(ctx, func() { r.end(outcomeFor(context.Cause(ctx))) })
 	defer func() {
-		stopAfter()
 		r.cancel(errReturned)
 		r.drainers.Wait() // no writer outlives the run
 	}()

@@ -260,3 +260,27 @@ func TestCancelIdempotentAndAfterDone(t *testing.T) {
 		}
 	})
 }
+
+// TestRunContextDeadline: the run's context reports the ask's deadline (a runner plans its
+// waits by it: agent/model's retries do), counted from the ticket's creation.
+func TestRunContextDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type seen struct {
+			at time.Time
+			ok bool
+		}
+		got := make(chan seen, 1)
+		h := newHarness(t, server.Options{Deadline: 42 * time.Second, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+			dl, ok := ctx.Deadline()
+			got <- seen{dl, ok}
+			return ask.Outcome{Answer: answer("ok")}
+		})})
+		cid := h.conv(alice)
+		start := time.Now() // the bubble's clock stands still until every goroutine waits
+		h.ask(alice, cid, "when must you be done?")
+		s := <-got
+		if !s.ok || !s.at.Equal(start.Add(42*time.Second)) {
+			t.Errorf("ctx.Deadline() = %v, %v; want %v, true", s.at, s.ok, start.Add(42*time.Second))
+		}
+	})
+}

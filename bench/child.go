@@ -194,9 +194,11 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	return nil
 }
 
-// cpuSample is what the child's /rusage answers.
+// cpuSample is what the child's /rusage answers: its CPU time and the heap bytes it has
+// allocated so far.
 type cpuSample struct {
-	NS int64 `json:"cpu_ns"`
+	NS    int64  `json:"cpu_ns"`
+	Alloc uint64 `json:"alloc_bytes"`
 }
 
 // debugStats is what the child's /stats answers.
@@ -229,7 +231,7 @@ func newDebug(g *gates) http.Handler {
 	})
 	// POST /rusage collects garbage, then answers this process's CPU time so far (user plus
 	// system, getrusage RUSAGE_SELF, all threads) in nanoseconds: the server side's CPU, which
-	// the load generator (another process) is not part of.
+	// the load generator (another process) is not part of; and the heap bytes it has allocated.
 	mux.HandleFunc("POST /rusage", func(w http.ResponseWriter, _ *http.Request) {
 		runtime.GC()
 		var ru syscall.Rusage
@@ -237,7 +239,9 @@ func newDebug(g *gates) http.Handler {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(cpuSample{NS: ru.Utime.Nano() + ru.Stime.Nano()})
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		_ = json.NewEncoder(w).Encode(cpuSample{NS: ru.Utime.Nano() + ru.Stime.Nano(), Alloc: ms.TotalAlloc})
 	})
 	mux.HandleFunc("POST /release", func(w http.ResponseWriter, r *http.Request) {
 		g.release(r.URL.Query().Get("key"))

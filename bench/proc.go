@@ -193,25 +193,25 @@ func (c *child) debug(ctx context.Context, path string) error {
 }
 
 // serverCPU is the child's CPU time so far, after a garbage collection (so that each measured
-// interval pays for the garbage it made).
-func (c *child) serverCPU(ctx context.Context) (time.Duration, error) {
+// interval pays for the garbage it made), and the heap bytes it has allocated so far.
+func (c *child) serverCPU(ctx context.Context) (time.Duration, uint64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.ep.Debug+"/rusage", nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("bench: debug /rusage: %s", resp.Status)
+		return 0, 0, fmt.Errorf("bench: debug /rusage: %s", resp.Status)
 	}
 	var s cpuSample
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return time.Duration(s.NS), nil
+	return time.Duration(s.NS), s.Alloc, nil
 }
 
 func (c *child) release(ctx context.Context, key string) error {

@@ -223,16 +223,24 @@ type named[L any] struct {
 	rows []L
 }
 
+// kbOrDash is bytes as KB with one decimal, or "—" when not measured.
+func kbOrDash(b float64) string {
+	if b <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f KB", b/kb)
+}
+
 func (r *Report) ticketTable(p func(string, ...any)) {
-	p("| store | concurrency | ours p50 | bare p50 | p50 ratio: median of rounds (min–max) | ours p99 | bare p99 | ratio | server CPU/ask ours | bare | CPU ratio: median (min–max) | redis-server CPU/ask | ours req/s | bare req/s | n (each) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| store | concurrency | ours p50 | bare p50 | p50 ratio: median of rounds (min–max) | ours p99 | bare p99 | ratio | server CPU/ask ours | bare | CPU ratio: median (min–max) | heap allocated/ask ours | bare | redis-server CPU/ask | ours req/s | bare req/s | n (each) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	row := func(store string, l TicketLevel) {
 		storeCPU := "—"
 		if l.StoreCPUUS > 0 {
 			storeCPU = fmt.Sprintf("%.1f µs", l.StoreCPUUS)
 		}
-		p("| %s | %d | %.3f ms | %.3f ms | %s | %.3f ms | %.3f ms | %.2f× | %.1f µs | %.1f µs | %s | %s | %.0f | %.0f | %d |\n",
+		p("| %s | %d | %.3f ms | %.3f ms | %s | %.3f ms | %.3f ms | %.2f× | %.1f µs | %.1f µs | %s | %s | %s | %s | %.0f | %.0f | %d |\n",
 			store, l.Concurrency, l.Ours.P50, l.Bare.P50, l.RatioP50Spread, l.Ours.P99, l.Bare.P99, l.RatioP99,
-			l.OursCPUUS, l.BareCPUUS, l.CPURatio, storeCPU, l.OursRPS, l.BareRPS, l.Ours.N)
+			l.OursCPUUS, l.BareCPUUS, l.CPURatio, kbOrDash(l.OursAllocB), kbOrDash(l.BareAllocB), storeCPU, l.OursRPS, l.BareRPS, l.Ours.N)
 	}
 	pairRows(r.TimeToTicket, levelsOf(r, func(rr *RedisRun) []TicketLevel { return rr.TimeToTicket }), func(l TicketLevel) int { return l.Concurrency }, row)
 	r.skippedRows(p)

@@ -33,6 +33,11 @@ type TicketLevel struct {
 	// (used_cpu_user plus used_cpu_sys of INFO cpu, summed over the primaries, the median over
 	// rounds): the store's share of an ask, which the service's own CPU leaves out.
 	StoreCPUUS float64 `json:"store_cpu_us_per_ask,omitempty"`
+	// OursAllocB and BareAllocB are the server process's heap bytes allocated per ask (the
+	// median over rounds; the debug endpoint's own reading is in both): what its garbage
+	// collector pays for, which CPU per ask includes.
+	OursAllocB float64 `json:"ours_alloc_bytes_per_ask,omitempty"`
+	BareAllocB float64 `json:"bare_alloc_bytes_per_ask,omitempty"`
 }
 
 // ticketOptions size the workload.
@@ -136,30 +141,30 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 		// first and after (the runs after our 202s end within microseconds; 20 ms is ample),
 		// and each CPU reading follows a forced GC, so that a burst pays for its own garbage.
 		settle := 20 * time.Millisecond
-		measured := func(isOurs bool, lat []time.Duration) (d, cpu, store time.Duration, err error) {
+		measured := func(isOurs bool, lat []time.Duration) (d, cpu, store time.Duration, alloc uint64, err error) {
 			time.Sleep(settle)
-			c0, err := ch.serverCPU(ctx)
+			c0, a0, err := ch.serverCPU(ctx)
 			if err != nil {
-				return 0, 0, 0, err
+				return 0, 0, 0, 0, err
 			}
 			s0, err := storeCPU(ctx)
 			if err != nil {
-				return 0, 0, 0, err
+				return 0, 0, 0, 0, err
 			}
 			if d, err = burst(isOurs, l.perWorker, lat); err != nil {
-				return 0, 0, 0, err
+				return 0, 0, 0, 0, err
 			}
 			time.Sleep(settle)
-			c1, err := ch.serverCPU(ctx)
+			c1, a1, err := ch.serverCPU(ctx)
 			if err != nil {
-				return 0, 0, 0, err
+				return 0, 0, 0, 0, err
 			}
 			s1, err := storeCPU(ctx)
-			return d, c1 - c0, s1 - s0, err
+			return d, c1 - c0, s1 - s0, a1 - a0, err
 		}
 		var oursLat, bareLat []time.Duration
 		var oursTime, bareTime time.Duration
-		var p50Ratios, cpuRatios, oursCPU, bareCPU, storeCPUs []float64
+		var p50Ratios, cpuRatios, oursCPU, bareCPU, storeCPUs, oursAlloc, bareAlloc []float64
 		asks := float64(c * l.perWorker)
 		for r := range o.Rounds {
 			// Alternate which goes first, so that drift in the machine's load cancels out.
@@ -167,7 +172,7 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 			var cpu [2]float64
 			for _, isOurs := range []bool{r%2 == 1, r%2 == 0} {
 				lat := make([]time.Duration, c*l.perWorker)
-				d, cpuUsed, storeUsed, err := measured(isOurs, lat)
+				d, cpuUsed, storeUsed, alloc, err := measured(isOurs, lat)
 				if err != nil {
 					return nil, fmt.Errorf("time to ticket at concurrency %d: %w", c, err)
 				}
@@ -176,8 +181,10 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 					i = 0
 					oursLat, oursTime = append(oursLat, lat...), oursTime+d
 					storeCPUs = append(storeCPUs, float64(storeUsed.Nanoseconds())/1e3/asks)
+					oursAlloc = append(oursAlloc, float64(alloc)/asks)
 				} else {
 					bareLat, bareTime = append(bareLat, lat...), bareTime+d
+					bareAlloc = append(bareAlloc, float64(alloc)/asks)
 				}
 				cpu[i] = float64(cpuUsed.Nanoseconds()) / 1e3 / asks
 				p50[i] = summarise(lat).P50
@@ -196,6 +203,8 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 			BareCPUUS:   median(bareCPU),
 			CPURatio:    spreadOf(cpuRatios),
 			StoreCPUUS:  median(storeCPUs),
+			OursAllocB:  median(oursAlloc),
+			BareAllocB:  median(bareAlloc),
 		}
 		lv.RatioP50Spread = spreadOf(p50Ratios)
 		lv.RatioP50 = lv.RatioP50Spread.Median

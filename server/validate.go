@@ -62,16 +62,23 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 		return nil, err
 	}
 	fallback := echomiddleware.OapiRequestValidatorWithOptions(spec, opts)
+	// Echo applies a route's middleware to every request anew: what can be built once is built
+	// here, and the generic router's chain only when a request needs it.
+	fast := map[*routers.Route]func(echo.Context) bool{}
+	for _, r := range routes {
+		if valid := fastValid[echoRoute{r.Method, r.Path}]; valid != nil {
+			fast[r] = valid
+		}
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		slow := fallback(next)
 		return func(c echo.Context) error {
-			route := routes[routeKey(c.Request().Method, c.Path())]
+			route := routes[echoRoute{c.Request().Method, c.Path()}]
 			if route == nil {
-				return slow(c)
+				return fallback(next)(c)
 			}
 			// An operation with a narrow check of its own (validate_fast.go) skips kin-openapi
 			// for a request that check passes; it passes only requests the contract admits.
-			if valid := fastValid[routeKey(route.Method, route.Path)]; valid != nil && valid(c) {
+			if valid := fast[route]; valid != nil && valid(c) {
 				return next(c)
 			}
 			if he := echomiddleware.ValidateRequestFromContext(c, matched{route, c}, opts); he != nil {
@@ -102,14 +109,14 @@ func (m matched) FindRoute(*http.Request) (*routers.Route, map[string]string, er
 
 // echoRoutes indexes the contract's operations by method and Echo route template (the base
 // path, then the OpenAPI path with {name} written :name), as gen registers them.
-func echoRoutes(spec *openapi3.T, basePath string) (map[string]*routers.Route, error) {
-	routes := map[string]*routers.Route{}
+func echoRoutes(spec *openapi3.T, basePath string) (map[echoRoute]*routers.Route, error) {
+	routes := map[echoRoute]*routers.Route{}
 	for path, item := range spec.Paths.Map() {
 		tmpl := basePath + pathParam.ReplaceAllString(path, ":$1")
 		for method, op := range item.Operations() {
-			k := routeKey(method, tmpl)
+			k := echoRoute{method, tmpl}
 			if _, dup := routes[k]; dup {
-				return nil, fmt.Errorf("server: two operations at %s", k)
+				return nil, fmt.Errorf("server: two operations at %s %s", k.method, k.template)
 			}
 			routes[k] = &routers.Route{Spec: spec, Server: spec.Servers[0], Path: path, PathItem: item, Method: method, Operation: op}
 		}
@@ -119,7 +126,9 @@ func echoRoutes(spec *openapi3.T, basePath string) (map[string]*routers.Route, e
 
 var pathParam = regexp.MustCompile(`\{([^}/]+)\}`)
 
-func routeKey(method, tmpl string) string { return method + " " + tmpl }
+// echoRoute is a method and a path template: Echo's (":name") as the validator's table keys
+// routes, or the contract's ("{name}") as fastValid does.
+type echoRoute struct{ method, template string }
 
 // validationProblem turns a validator error into a problem without echoing request values.
 func validationProblem(he *echo.HTTPError) error {

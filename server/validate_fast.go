@@ -201,6 +201,6 @@ func (p *jsonScan) stringWithin(min, max int) bool {
 }
 
 // fastValid are the operations with such a check, by method and the contract's path.
-var fastValid = map[string]func(echo.Context) bool{
-	routeKey(http.MethodPost, "/v1/conversations/{conversation_id}/asks"): createAskValid, // createAsk
+var fastValid = map[echoRoute]func(echo.Context) bool{
+	{http.MethodPost, "/v1/conversations/{conversation_id}/asks"}: createAskValid, // createAsk
 }

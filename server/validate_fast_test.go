@@ -34,8 +34,8 @@ func createAskRoute(t testing.TB) *routers.Route {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := routes[routeKey(http.MethodPost, "/v1/conversations/:conversation_id/asks")]
-	if r == nil || !strings.EqualFold(r.Operation.OperationID, "createAsk") || fastValid[routeKey(r.Method, r.Path)] == nil {
+	r := routes[echoRoute{http.MethodPost, "/v1/conversations/:conversation_id/asks"}]
+	if r == nil || !strings.EqualFold(r.Operation.OperationID, "createAsk") || fastValid[echoRoute{r.Method, r.Path}] == nil {
 		t.Fatal("no createAsk route with a fast check")
 	}
 	return r

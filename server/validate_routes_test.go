@@ -26,7 +26,7 @@ func TestValidatorRoutesCoverEveryOperation(t *testing.T) {
 		n := 0
 		for _, r := range e.Routes() {
 			n++
-			rt := routes[routeKey(r.Method, r.Path)]
+			rt := routes[echoRoute{r.Method, r.Path}]
 			if rt == nil {
 				t.Errorf("base %q: %s %s is not in the validator's table", base, r.Method, r.Path)
 				continue

@@ -204,7 +204,8 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 			CreatedAt:      nt.CreatedAt,
 			LastSeq:        1 + int64(len(nt.Then)),
 		},
-		events:   append([]Event{nt.Accepted}, nt.Then...),
+		// Room for the log's usual end (a branch close, the terminal, done) without regrowing.
+		events:   append(append(make([]Event, 0, 1+len(nt.Then)+3), nt.Accepted), nt.Then...),
 		question: nt.Question,
 	}
 	m.inFlight[key]++

@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/das-ask/ask"
@@ -107,4 +110,46 @@ func BenchmarkDelivery(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(steps+5), "ns/event")
 	})
+}
+
+// BenchmarkCreateAskHandler is the service's own cost of an ask, from the request reaching its
+// handler to the run's end: the whole handler stack and the run, with a bearer check that costs
+// nothing (the JWT check is the bare baseline's too, see bench/) and no network, one ask at a
+// time. The conversation is made outside the timer.
+func BenchmarkCreateAskHandler(b *testing.B) {
+	ended := make(chan struct{}, 1)
+	srv, err := server.New(server.Options{Authenticator: fakeAuth{}, Runner: stepsRunner(0), MaxInFlight: 1 << 20, MaxTickets: 1 << 22,
+		MaxConversationsPerID: 1 << 22, MaxRetainedPerID: 1 << 22,
+		Hooks: server.Hooks{Ended: func(string, server.End) { ended <- struct{}{} }}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	h := srv.Handler()
+	body := []byte(`{"question":"How many sev1 incidents did we have in 2026-Q2?"}`)
+	serve := func(method, path string, body []byte) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+alice)
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	convs := make([]string, b.N)
+	for i := range convs {
+		w := serve(http.MethodPost, "/ask/v1/conversations", []byte(`{}`))
+		var conv gen.Conversation
+		if w.Code != http.StatusCreated || json.Unmarshal(w.Body.Bytes(), &conv) != nil {
+			b.Fatalf("conversation: %d %s", w.Code, w.Body)
+		}
+		convs[i] = "/ask/v1/conversations/" + conv.Id + "/asks"
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if w := serve(http.MethodPost, convs[i], body); w.Code != http.StatusAccepted {
+			b.Fatalf("ask: %d %s", w.Code, w.Body)
+		}
+		<-ended
+	}
 }

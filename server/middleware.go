@@ -99,11 +99,12 @@ func (s *Server) readBody(c echo.Context) error {
 		}
 		return badRequest("the request body could not be read")
 	}
-	req.Body = &bodyReader{Reader: bytes.NewReader(b), b: b}
+	br := newBodyReader(b)
+	req.Body = br
 	req.ContentLength = int64(len(b))
 	// The validator re-reads the body through GetBody, so the handler after it gets one of
 	// these too and takes the bytes as they are (requestBody) instead of reading them again.
-	req.GetBody = func() (io.ReadCloser, error) { return &bodyReader{Reader: bytes.NewReader(b), b: b}, nil }
+	req.GetBody = br.again
 	return nil
 }
 
@@ -136,11 +137,20 @@ func readAtMost(r io.Reader, declared int64) ([]byte, error) {
 // bodyReader is a request body readBody has read whole: a reader over its bytes that also
 // hands the bytes over.
 type bodyReader struct {
-	*bytes.Reader
+	bytes.Reader
 	b []byte
 }
 
+func newBodyReader(b []byte) *bodyReader {
+	br := &bodyReader{b: b}
+	br.Reset(b)
+	return br
+}
+
 func (*bodyReader) Close() error { return nil }
+
+// again is a new reader over the same bytes (the request's GetBody).
+func (br *bodyReader) again() (io.ReadCloser, error) { return newBodyReader(br.b), nil }
 
 // requestBody is the request's body, taken whole from readBody's reader when it is one,
 // else read.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -51,7 +50,7 @@ func TestReadAtMost(t *testing.T) {
 // what the validator leaves in place) gives its bytes without a copy.
 func TestRequestBodyHandsOverTheBytes(t *testing.T) {
 	b := []byte(`{"question":"q"}`)
-	br := &bodyReader{Reader: bytes.NewReader(b), b: b}
+	br := newBodyReader(b)
 	req := httptest.NewRequest(http.MethodPost, "/", nil)
 	req.Body = br
 	got, err := requestBody(req)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -44,7 +43,7 @@ func createAskRoute(t testing.TB) *routers.Route {
 // createAskRequest is a createAsk request as readBody leaves it; key "" sends no Idempotency-Key.
 func createAskRequest(body []byte, contentType, key string) *http.Request {
 	req := httptest.NewRequest(http.MethodPost, "/v1/conversations/c/asks", nil)
-	req.Body = &bodyReader{Reader: bytes.NewReader(body), b: body}
+	req.Body = newBodyReader(body)
 	req.ContentLength = int64(len(body))
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)

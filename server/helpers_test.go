@@ -313,7 +313,7 @@ func checkLifecycle(t testing.TB, frames []frame, want gen.EventType) (terminal,
 	for i, f := range frames {
 		e := decode(t, f)
 		if e.Seq != int64(i+1) {
-			t.Fatalf("event %d has seq %d, want %d (gap or duplicate): %v", i, e.Seq, i+1, types(frames))
+			t.Fatalf("event %d has seq %d, want %d (gap or duplicate): %s", i, e.Seq, i+1, frames[i].Data)
 		}
 		switch gen.EventType(e.Type) {
 		case gen.EventTypeBranch:

@@ -646,3 +646,128 @@ func TestCloseWakesWatchers(t *testing.T) {
 		t.Errorf("after Close the hub holds %d tails, %d bytes", tails, bytes)
 	}
 }
+
+// TestHubRemoteEnd: a replica (B) that did not write a ticket's log and ends it (a cancel:
+// End, as the server's endRemote does) reads it as Redis holds it, evictions included: with
+// none, seq 1..n, each once. That holds whether B's tail was stale (it read only the accepted
+// event: the End does not continue it) or caught up to the seq its End continues (the End
+// merges into it), and whether the End first lost the race with the runner's (A's) append
+// (ErrSeq) and was retried; a reader following the ticket on B gets the same seqs. No sleeps:
+// A's notifications only mark B's tail stale, so in whatever order they reach B, what B's tail
+// holds at its End is fixed by the calls' order.
+func TestHubRemoteEnd(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, maxEvents := range []int{1000, 6} {
+		for _, caught := range []bool{false, true} {
+			for _, race := range []bool{false, true} {
+				t.Run(fmt.Sprintf("max%d/caught=%v/race=%v", maxEvents, caught, race), func(t *testing.T) {
+					remoteEnd(t, srv, maxEvents, caught, race)
+				})
+			}
+		}
+	}
+}
+
+func remoteEnd(t *testing.T, srv *redistest.Server, maxEvents int, caught, race bool) {
+	ctx := t.Context()
+	a := newStore(t, srv, redisstore.Options{MaxEvents: maxEvents})
+	prefix := redisstore.PrefixOf(a)
+	b := newStore(t, srv, redisstore.Options{Prefix: prefix, MaxEvents: maxEvents})
+	newTicket(t, a, "t")
+	// B holds a tail of the ticket before A appends: the accepted event only.
+	if r, err := b.Read(ctx, "t", 0); err != nil || len(r.Events) != 1 {
+		t.Fatalf("B's first read: %+v, %v", r, err)
+	}
+	// A reader on B follows the ticket from the start: while A appends when B's tail catches
+	// up anyway, else only after B's End, since its reads would catch the tail up.
+	var followed []int64
+	follower := make(chan error, 1)
+	startFollower := func() {
+		go func() {
+			follower <- follow(ctx, b, "t", 0, func(ev store.Event) { followed = append(followed, ev.Seq) })
+		}()
+	}
+	if caught {
+		startFollower()
+	}
+	// A runs: batches of steps around a branch open.
+	if _, err := a.AppendBatch(ctx, "t", storetest.Evs(2, 10, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, "t", storetest.Ev(12, gen.EventTypeBranch)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AppendBatch(ctx, "t", storetest.Evs(13, 10, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	// B ends the log after the last seq it learnt, as endRemote does.
+	last := func() int64 {
+		tk, err := b.Ticket(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if caught {
+			// Read on until B's tail reaches it (branchesOpenIn), so that the End's own
+			// write continues the tail.
+			for after := int64(0); after < tk.LastSeq; {
+				r, err := b.Read(ctx, "t", after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(r.Events); n > 0 {
+					after = r.Events[n-1].Seq
+				}
+				if after < tk.LastSeq {
+					<-r.Changed
+				}
+			}
+		}
+		return tk.LastSeq
+	}
+	seq := last()
+	if race {
+		// A appends after B read the last seq: B's End fails, and stops A's appends.
+		if err := a.Append(ctx, "t", storetest.Ev(seq+1, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.End(ctx, "t", storetest.Tail(seq+1), ask.Turn{}, false); !errors.Is(err, store.ErrSeq) {
+			t.Fatalf("B's End after A's append: %v, want ErrSeq", err)
+		}
+		if err := a.Append(ctx, "t", storetest.Ev(seq+2, gen.EventTypeStep)); !errors.Is(err, store.ErrFinished) {
+			t.Fatalf("A's append after B's failed End: %v, want ErrFinished", err)
+		}
+		seq = last()
+	}
+	if err := b.End(ctx, "t", storetest.Tail(seq+1), ask.Turn{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if !caught {
+		startFollower()
+	}
+	if err := <-follower; err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Read(ctx, "t", 0)
+	if err != nil || !got.Finished {
+		t.Fatalf("B's read after its End: %+v, %v", got, err)
+	}
+	want, err := newStore(t, srv, redisstore.Options{Prefix: prefix, MaxEvents: maxEvents}).Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := seqsOf(got.Events), seqsOf(want.Events); g != w {
+		t.Errorf("B's tail holds %s, the log %s", g, w)
+	}
+	n := seq + 3 // the Tail's three events end the log
+	if maxEvents < int(n) {
+		return // evicted: the follower may have read steps since evicted
+	}
+	for i, ev := range want.Events {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("the log holds %s, want seq 1..%d", seqsOf(want.Events), n)
+		}
+	}
+	if len(want.Events) != int(n) || len(followed) != int(n) || followed[n-1] != n {
+		t.Errorf("the log holds %d events, the follower on B got %v; want 1..%d", len(want.Events), followed, n)
+	}
+}

@@ -138,3 +138,17 @@ func TestEncodeOwnEventOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestTicketResponseOnce: the 202's body, for ids as newID mints them under a long base path,
+// is written into one buffer sized up front.
+func TestTicketResponseOnce(t *testing.T) {
+	base := "/a/rather/long/base/path/for/the/service"
+	ticket, conv := "t_GEN0-ABCDEFGHIJKLMNOPQRSTUVWXYZ-b15", "c_GEN0-ABCDEFGHIJKLMNOPQRSTUVWXYZ-b15"
+	tb := ticketBody(base, ticket, conv, time.Now().UTC())
+	url := base + "/v1/asks/" + ticket
+	if n := testing.AllocsPerRun(50, func() {
+		_, _ = appendTicket(make([]byte, 0, 160+3*len(url)+len(ticket)+len(conv)), tb)
+	}); n != 1 {
+		t.Errorf("%.0f allocations, want 1", n)
+	}
+}

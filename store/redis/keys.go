@@ -21,6 +21,7 @@ type keys struct {
 func (k keys) tag(b int) string { return "{" + k.prefix + "b" + strconv.Itoa(b) + "}" }
 
 func (k keys) conv(b int, id string) string   { return k.tag(b) + "c:" + id }
+func (k keys) convPrefix(b int) string        { return k.tag(b) + "c:" }
 func (k keys) turns(b int, id string) string  { return k.tag(b) + "c:" + id + ":turns" }
 func (k keys) ticketPrefix(b int) string      { return k.tag(b) + "t:" }
 func (k keys) ticket(b int, id string) string { return k.tag(b) + "t:" + id }

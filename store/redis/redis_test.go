@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -278,9 +279,11 @@ func TestOwnerCapsCountLiveEntries(t *testing.T) {
 	if _, err := storetest.NewTicket(t, s, "t2", "c1", owner, tickets); !errors.Is(err, store.ErrOwnerFull) {
 		t.Errorf("a second ticket within the first's TTL: %v", err)
 	}
-	// Their TTLs pass: the index entries' scores are their expiry.
+	// Their TTLs pass: the index entries' scores are their expiry, and the conversation's hash
+	// expires with it (a conversation's entry counts while its hash lives: an ask may run in it).
 	rc.ZAdd(ctx, oc, goredis.Z{Score: 1, Member: "c1"})
 	rc.ZAdd(ctx, ot, goredis.Z{Score: 1, Member: "t1"})
+	rc.Del(ctx, k0(prefix, "c:c1"))
 	if err := newConv("c2"); err != nil {
 		t.Errorf("an expired conversation still counted: %v", err)
 	}
@@ -329,6 +332,7 @@ func TestStoreWideCapsAndTheSweep(t *testing.T) {
 	// Below the cap nothing is dropped at creation; the sweep drops it.
 	rc.ZAdd(ctx, tickets, goredis.Z{Score: 1, Member: "t2"})
 	rc.ZAdd(ctx, convs, goredis.Z{Score: 1, Member: "c2"})
+	rc.Del(ctx, k0(prefix, "c:c2")) // its hash expires with it
 	if _, err := s.Lapsed(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +341,8 @@ func TestStoreWideCapsAndTheSweep(t *testing.T) {
 			t.Errorf("%s: the expired %s is still there after a sweep", key, id)
 		}
 	}
-	for key, id := range map[string]string{tickets: "t3", convs: "c1"} {
+	// t3 runs: the running set holds it (the tickets set takes it at its end).
+	for key, id := range map[string]string{k0(prefix, "running"): "t3", convs: "c1"} {
 		if err := rc.ZScore(ctx, key, id).Err(); err != nil {
 			t.Errorf("%s: the live %s is gone after a sweep: %v", key, id, err)
 		}
@@ -380,5 +385,71 @@ func TestConversationCountsItsTurns(t *testing.T) {
 	}
 	if _, err := storetest.NewTicket(t, s, "t3", "c", owner, store.Limits{MaxTurns: 3}); err != nil {
 		t.Errorf("a third turn under a cap of three, uncounted: %v", err)
+	}
+}
+
+// TestConversationUnderARunStaysCounted: an ask's creation leaves the conversations' sets alone
+// and persists the conversation's hash instead, so an ask that outlives the conversation's TTL
+// finds its entries' scores passed. They still count (the hash lives: the sweeps score them
+// +inf, as an ask runs there), the owner's sets take no expiry while the ask runs, whatever else
+// the owner creates meanwhile, and the end scores them anew.
+func TestConversationUnderARunStaysCounted(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	const prefix = "under:"
+	ttl := 90 * time.Second
+	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
+	owner := store.Owner{Tenant: "t", OID: "alice"}
+	oc, ot, convs := k0(prefix, "o:c:1:talice"), k0(prefix, "o:t:1:talice"), k0(prefix, "convs")
+	one := store.Limits{MaxConversationsPerOwner: 1}
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c1", Owner: owner}, one); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storetest.NewTicket(t, s, "t1", "c1", owner, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := rc.PTTL(ctx, k0(prefix, "c:c1")).Val(); d != -1 {
+		t.Errorf("the conversation expires in %v while its ask runs, want never (-1)", d)
+	}
+	// The ask outlives the conversation's TTL: its entries' scores pass.
+	rc.ZAdd(ctx, oc, goredis.Z{Score: 1, Member: "c1"})
+	rc.ZAdd(ctx, convs, goredis.Z{Score: 1, Member: "c1"})
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c2", Owner: owner}, one); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("a second conversation beside one an ask runs in, at a cap of one: %v, want ErrOwnerFull", err)
+	}
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c2", Owner: owner}, store.Limits{MaxTickets: 1}); !errors.Is(err, store.ErrFull) {
+		t.Errorf("a second conversation beside one an ask runs in, at a store-wide cap of one: %v, want ErrFull", err)
+	}
+	if _, err := s.Lapsed(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{oc, convs} {
+		if sc, err := rc.ZScore(ctx, key, "c1").Result(); err != nil || !math.IsInf(sc, 1) {
+			t.Errorf("%s: the conversation an ask runs in scores %v (%v), want +inf", key, sc, err)
+		}
+	}
+	// Another conversation of the owner's, while the ask runs: the owner's sets keep no expiry.
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c3", Owner: owner}, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{oc, ot} {
+		if d := rc.PTTL(ctx, k).Val(); d != -1 {
+			t.Errorf("%s expires in %v while an ask runs, want never (-1)", k, d)
+		}
+	}
+	if err := s.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	now := float64(time.Now().UnixMilli())
+	for _, key := range []string{oc, convs} {
+		if sc := rc.ZScore(ctx, key, "c1").Val(); sc < now+float64((ttl-5*time.Second).Milliseconds()) || sc > now+float64(ttl.Milliseconds()) {
+			t.Errorf("%s: the conversation scores %.0f after its ask ended, want about now + %v", key, sc, ttl)
+		}
+	}
+	for _, k := range []string{oc, ot, k0(prefix, "c:c1")} {
+		if d := rc.PTTL(ctx, k).Val(); d <= ttl-5*time.Second || d > ttl {
+			t.Errorf("%s expires in %v after the ask ended, want about %v", k, d, ttl)
+		}
 	}
 }

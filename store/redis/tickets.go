@@ -41,7 +41,7 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	w, made := s.hub.beforeCreate(nt.ID)
 	res, err := createTicket.Run(ctx, s.writes,
 		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID),
-			k.tickets(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
+			k.tickets(b), k.running(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
 		args...).Slice()
 	status := ""
 	if err == nil {

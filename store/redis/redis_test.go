@@ -453,3 +453,60 @@ func TestConversationUnderARunStaysCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestTicketReadsItsEndFromTheLog: a finished ticket's hash names its terminal event and done,
+// which the log holds; Ticket reads them from the log's last entries, or by seq when the tail
+// put them elsewhere, and from the hash's own copy for a ticket ended when the hash kept one.
+func TestTicketReadsItsEndFromTheLog(t *testing.T) {
+	const prefix = "end:"
+	ctx := t.Context()
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix})
+	ev := func(seq int64, typ gen.EventType) store.Event {
+		return store.Event{Seq: seq, Type: typ, Data: []byte(`{"seq":` + strconv.FormatInt(seq, 10) + `,"type":"` + string(typ) + `"}`)}
+	}
+	check := func(id string, term, done store.Event) {
+		t.Helper()
+		tk, err := s.Ticket(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Terminal == nil || tk.Done == nil {
+			t.Fatalf("%s: finished without its terminal or done: %+v", id, tk)
+		}
+		if tk.Terminal.Seq != term.Seq || tk.Terminal.Type != term.Type || string(tk.Terminal.Data) != string(term.Data) {
+			t.Errorf("%s: terminal %d %s %s, want %d %s %s", id, tk.Terminal.Seq, tk.Terminal.Type, tk.Terminal.Data, term.Seq, term.Type, term.Data)
+		}
+		if tk.Done.Seq != done.Seq || string(tk.Done.Data) != string(done.Data) {
+			t.Errorf("%s: done %d %s, want %d %s", id, tk.Done.Seq, tk.Done.Data, done.Seq, done.Data)
+		}
+	}
+	for i, tc := range []struct {
+		tail []store.Event
+		term int
+	}{
+		{[]store.Event{ev(2, gen.EventTypeBranch), ev(3, gen.EventTypeAnswer), ev(4, gen.EventTypeDone)}, 1}, // as the service ends a log
+		{[]store.Event{ev(2, gen.EventTypeError), ev(3, gen.EventTypeBranch), ev(4, gen.EventTypeBranch), ev(5, gen.EventTypeDone)}, 0},
+	} {
+		c, id := "c"+strconv.Itoa(i), "t"+strconv.Itoa(i)
+		storetest.MustConv(t, s, c, storetest.Alice)
+		if _, err := storetest.NewTicket(t, s, id, c, storetest.Alice, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Finish(ctx, id, tc.tail, ask.Turn{}); err != nil {
+			t.Fatal(err)
+		}
+		if rc.HExists(ctx, k0(prefix, "t:"+id), "done").Val() {
+			t.Errorf("%s: the hash keeps a copy of done", id)
+		}
+		check(id, tc.tail[tc.term], tc.tail[len(tc.tail)-1])
+		// A retry of the end (its reply lost) reads done back from the log: ok.
+		if err := s.Finish(ctx, id, tc.tail, ask.Turn{}); err != nil {
+			t.Errorf("%s: the end retried: %v", id, err)
+		}
+	}
+	// A ticket ended when the hash kept a copy of both: the copies.
+	term, done := ev(3, gen.EventTypeAnswer), ev(4, gen.EventTypeDone)
+	term.Data, done.Data = []byte(`{"copy":"term"}`), []byte(`{"copy":"done"}`)
+	rc.HSet(ctx, k0(prefix, "t:t0"), "term", term.Data, "done", done.Data)
+	check("t0", term, done)
+}

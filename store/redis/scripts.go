@@ -274,9 +274,17 @@ if not h[1] then
   h = {'0', ARGV[2], '1', ARGV[5], ARGV[x], ARGV[x + 1], false, false, false, false, '0'}
 end
 if h[1] == '1' then
-  -- a retry of this very end (its reply was lost): this instance wrote the ticket's done
+  -- a retry of this very end (its reply was lost): this instance wrote the ticket's done, which
+  -- the log holds (a ticket ended before the hash stopped keeping a copy has it in the hash)
   local di = tonumber(ARGV[10])
-  if h[10] == ARGV[2] and h[8] == ARGV[12 + 3 * di] and h[9] == ARGV[14 + 3 * di] then return 'ok' end
+  if h[10] == ARGV[2] and h[8] == ARGV[12 + 3 * di] then
+    local done = h[9]
+    if not done then
+      local e = redis.call('XRANGE', KEYS[2], h[8] .. '-0', h[8] .. '-0')
+      done = e[1] and e[1][2][4]
+    end
+    if done == ARGV[14 + 3 * di] then return 'ok' end
+  end
   return 'finished'
 end
 if h[4] ~= ARGV[5] then return 'notfound' end
@@ -301,9 +309,10 @@ for i = 0, n - 1 do
 end
 local evicted, seq, nsteps = append_events(KEYS[1], KEYS[2], KEYS[3], 12, 0, n, tonumber(ARGV[7]), last)
 local ti, di = tonumber(ARGV[9]), tonumber(ARGV[10])
+-- the terminal event and done are in the log, which lives as long as the hash: the hash names
+-- them (a copy of their data would turn the hash from a listpack into a hashtable)
 redis.call('HSET', KEYS[1], 'last', seq, 'finished', 1, 'ender', ARGV[2],
-  'term_seq', ARGV[12 + 3 * ti], 'term_type', ARGV[13 + 3 * ti], 'term', ARGV[14 + 3 * ti],
-  'done_seq', ARGV[12 + 3 * di], 'done', ARGV[14 + 3 * di])
+  'term_seq', ARGV[12 + 3 * ti], 'term_type', ARGV[13 + 3 * ti], 'done_seq', ARGV[12 + 3 * di])
 local ttl = ARGV[6]
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)

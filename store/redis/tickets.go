@@ -68,12 +68,23 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	return nil, statusErr(status)
 }
 
-// Ticket implements store.Store.
+// Ticket implements store.Store: the ticket's hash and, in the same transaction, the log's last
+// two entries, which are the terminal event and done of a finished ticket (the end script
+// appends them last; the hash names their seqs). A finished ticket whose tail put them
+// elsewhere has them read by seq.
 func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(s.keys.bucketOf(id), id)).Result()
+	var h *goredis.MapStringStringCmd
+	var x *goredis.Cmd
+	b := s.keys.bucketOf(id)
+	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		h = p.HGetAll(ctx, s.keys.ticket(b, id))
+		x = p.Do(ctx, "XREVRANGE", s.keys.log(b, id), "+", "-", "COUNT", 2)
+		return nil
+	})
 	if err != nil {
 		return store.Ticket{}, wrap(err)
 	}
+	m := h.Val()
 	if len(m) == 0 {
 		return store.Ticket{}, store.ErrNotFound
 	}
@@ -84,9 +95,37 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 		CreatedAt:      fromNanos(m["created"]),
 		LastSeq:        atoi(m["last"]),
 	}
-	if m["finished"] == "1" {
-		t.Terminal = &store.Event{Seq: atoi(m["term_seq"]), Type: gen.EventType(m["term_type"]), Data: []byte(m["term"])}
-		t.Done = &store.Event{Seq: atoi(m["done_seq"]), Type: gen.EventTypeDone, Data: []byte(m["done"])}
+	if m["finished"] != "1" {
+		return t, nil
+	}
+	t.Terminal = &store.Event{Seq: atoi(m["term_seq"]), Type: gen.EventType(m["term_type"]), Data: []byte(m["term"])}
+	t.Done = &store.Event{Seq: atoi(m["done_seq"]), Type: gen.EventTypeDone, Data: []byte(m["done"])}
+	if _, copied := m["done"]; copied {
+		return t, nil // ended when the hash kept a copy of both
+	}
+	last, _ := x.Val().([]any)
+	for _, want := range []*store.Event{t.Terminal, t.Done} {
+		found := false
+		for _, e := range last {
+			if ev, err := decodeEntry(e); err == nil && ev.Seq == want.Seq {
+				want.Data, found = ev.Data, true
+			}
+		}
+		if found {
+			continue
+		}
+		e, err := s.rdb.Do(ctx, "XRANGE", s.keys.log(b, id), strconv.FormatInt(want.Seq, 10)+"-0", strconv.FormatInt(want.Seq, 10)+"-0").Slice()
+		if err != nil {
+			return store.Ticket{}, wrap(err)
+		}
+		if len(e) != 1 {
+			return store.Ticket{}, store.ErrNotFound // the log expired with the hash, or is gone
+		}
+		ev, err := decodeEntry(e[0])
+		if err != nil {
+			return store.Ticket{}, err
+		}
+		want.Data = ev.Data
 	}
 	return t, nil
 }

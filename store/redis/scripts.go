@@ -193,7 +193,7 @@ local maxt = tonumber(ARGV[8])
 if not room(KEYS[5], maxt, now, maxt > 0 and redis.call('ZCARD', KEYS[6]) or 0) then return {'full'} end
 local n = tonumber(ARGV[13])
 redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
-  'last', 1 + n, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0,
+  'last', 1 + n, 'finished', 0, 'runner', ARGV[9], 'steps', 0,
   'q', ARGV[14 + 3 * n])
 redis.call('XADD', KEYS[4], '1-0', 't', 'accepted', 'd', ARGV[6])
 for i = 0, n - 1 do
@@ -259,7 +259,7 @@ if not h[1] then
   local x = 12 + 3 * n
   redis.call('DEL', KEYS[2], KEYS[3])
   redis.call('HSET', KEYS[1], 'conv', ARGV[5], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2],
-    'last', 1, 'finished', 0, 'runner', ARGV[2], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
+    'last', 1, 'finished', 0, 'runner', ARGV[2], 'steps', 0)
   redis.call('XADD', KEYS[2], '1-0', 't', 'accepted', 'd', ARGV[x + 3])
   redis.call('HSET', KEYS[1], 'q', ARGV[x + 4])
   if redis.call('EXISTS', KEYS[4]) == 0 then

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ import (
 // cpu), this process's (getrusage: the store's client side, go-redis included) and INFO
 // commandstats per ask. It is a measurement, not a check: it runs only with ASK_REDIS_COST set
 // (to the asks per owner per round; e.g. ASK_REDIS_COST=100 go test ./store/redis -run
-// TestAskCycleCost -v).
+// TestAskCycleCost -v; ASK_REDIS_COST_PROFILE=file writes a CPU profile of the rounds).
 func TestAskCycleCost(t *testing.T) {
 	per, _ := strconv.Atoi(os.Getenv("ASK_REDIS_COST"))
 	if per <= 0 {
@@ -58,6 +59,16 @@ func TestAskCycleCost(t *testing.T) {
 		}
 	}
 	next := make([]int, owners)
+	if path := os.Getenv("ASK_REDIS_COST_PROFILE"); path != "" { // a CPU profile of the rounds alone
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	for r := range rounds {
 		cpu0, stats0, self0 := redisCPU(t, info), cmdStats(t, info), selfCPU()
 		start := time.Now()

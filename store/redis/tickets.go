@@ -39,9 +39,10 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	// The end watch is registered before the ticket exists, so the runner's lease watch
 	// starts without a read (WatchFinished).
 	w, made := s.hub.beforeCreate(nt.ID)
+	conv, tk := k.conv(b, nt.ConversationID), k.ticket(b, nt.ID)
+	oc, ot := k.owners(b, nt.Owner)
 	res, err := createTicket.Run(ctx, s.writes,
-		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID),
-			k.tickets(b), k.running(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
+		[]string{conv, conv + ":turns", tk, tk + ":log", k.tickets(b), k.running(b), oc, ot},
 		args...).Slice()
 	status := ""
 	if err == nil {
@@ -286,9 +287,10 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
 	args = append(args, extra...)
+	tk, c := k.ticket(b, ticket), k.conv(b, conv)
+	oc, ot := k.owners(b, owner)
 	res, err := endTicket.Run(ctx, s.writes,
-		[]string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket), k.conv(b, conv), k.turns(b, conv),
-			k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Result()
+		[]string{tk, tk + ":log", tk + ":steps", c, c + ":turns", k.running(b), k.tickets(b), k.convs(b), oc, ot}, args...).Result()
 	n, err := endReply(res, err)
 	switch {
 	case err != nil:

@@ -31,9 +31,11 @@ func TestRedisCostPerAsk(t *testing.T) {
 			if max := 2.5 + float64(steps); writes > max {
 				t.Errorf("%.1f write round trips per ask, want at most %.0f", writes, max)
 			}
-			// 43 for a trivial ask (FINDINGS.md, the runs of record of 2026-12-02T05:06Z), and
-			// 2.6 more per step (its XADD, the steps index, the batch's bookkeeping).
-			if max := 44 + 3*float64(steps); cmds > max {
+			// 41 for a trivial ask (43 in FINDINGS.md's runs of record of 2026-12-02T05:06Z; the
+			// store-wide tickets set and the conversations' sets are no longer written at
+			// creation), and 2.6 more per step (its XADD, the steps index, the batch's
+			// bookkeeping).
+			if max := 42 + 3*float64(steps); cmds > max {
 				t.Errorf("%.1f Redis commands per ask, want at most %.0f", cmds, max)
 			}
 		})
@@ -64,6 +66,7 @@ func redisCostPerAsk(t *testing.T, steps int) (roundTrips, writes, commands floa
 	info := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = info.Close() })
 	before, t0, w0 := commandCount(t, info), trips.Load(), wtrips.Load()
+	stats0 := commandStats(t, info)
 	for _, cid := range convs {
 		h.ask(alice, cid, "How many sev1 incidents did we have in 2026-Q2?")
 		select {
@@ -73,6 +76,13 @@ func redisCostPerAsk(t *testing.T, steps int) (roundTrips, writes, commands floa
 		}
 	}
 	n := float64(asks)
+	stats1 := commandStats(t, info)
+	for name, v := range stats1 {
+		d := [2]float64{v[0] - stats0[name][0], v[1] - stats0[name][1]}
+		if d[0] > 0 {
+			t.Logf("  %-20s %6.2f calls/ask %7.2f usec/ask", name, d[0]/n, d[1]/n)
+		}
+	}
 	// INFO itself is one command, counted in the second figure.
 	return float64(trips.Load()-t0) / n, float64(wtrips.Load()-w0) / n, float64(commandCount(t, info)-before-1) / n
 }
@@ -94,6 +104,34 @@ func commandCount(t *testing.T, c *goredis.Client) int64 {
 		n += k
 	}
 	return n
+}
+
+// commandStats is INFO commandstats: calls and usec per command.
+func commandStats(t *testing.T, c *goredis.Client) map[string][2]float64 {
+	s, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][2]float64{}
+	for _, line := range strings.Split(s, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var v [2]float64
+		for _, kv := range strings.Split(rest, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(val, 64)
+			switch k {
+			case "calls":
+				v[0] = f
+			case "usec":
+				v[1] = f
+			}
+		}
+		out[strings.TrimPrefix(name, "cmdstat_")] = v
+	}
+	return out
 }
 
 // countHook counts round trips: each command, or pipeline, sent; and, in w, those of the

@@ -17,7 +17,7 @@ import (
 func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, limits store.Limits) error {
 	k, b := s.keys, s.keys.bucketOf(c.ID)
 	res, err := createConversation.Run(ctx, s.rdb,
-		[]string{k.conv(b, c.ID), k.turns(b, c.ID), k.convs(b), k.ownerConvs(b, c.Owner)},
+		[]string{k.conv(b, c.ID), k.turns(b, c.ID), k.convs(b), k.ownerConvs(b, c.Owner), k.ownerTickets(b, c.Owner)},
 		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), k.perBucket(limits.MaxTickets),
 		limits.MaxConversationsPerOwner).Text()
 	if err != nil {

@@ -17,12 +17,15 @@
 //
 //	c:<cid>            hash   owner, created, the running ticket ("" when none), the count of its turns
 //	c:<cid>:turns      list   the conversation's finished turns (JSON), oldest first
-//	t:<tid>            hash   owner, conversation, last seq, finished, runner, usage, terminal and done
+//	t:<tid>            hash   owner, conversation, last seq, finished, runner, usage, the seqs of its terminal and done
 //	t:<tid>:log        stream the events; entry id "<seq>-0", fields t (type) and d (the event's JSON)
 //	t:<tid>:steps      list   the seqs of the step entries still in the log, oldest first
-//	convs, tickets     zsets  id → expiry (ms, +inf while running): capacity counts live entries, per bucket;
-//	                          expired ones are dropped when the cap is near and by every Lapsed sweep
-//	o:c:<owner>        zset   the owner's conversations, as convs: the per-owner cap counts them
+//	convs, tickets     zsets  id → expiry (ms): capacity counts live entries, per bucket; expired ones are
+//	                          dropped when the cap is near and by every Lapsed sweep. A ticket enters tickets
+//	                          at its end (running, the running set counts it); a conversation an ask runs in
+//	                          keeps its entry (its hash, persisted, says it lives; a sweep scores it +inf)
+//	o:c:<owner>        zset   the owner's conversations, as convs: the per-owner cap counts them; no expiry
+//	                          while a ticket of the owner runs
 //	o:t:<owner>        zset   the owner's tickets, as tickets: those at +inf are its running ones, which the
 //	                          in-flight cap counts; each owner zset expires with its last entry
 //	running            zset   running ticket → lease expiry (ms), per bucket; Lapsed reads every bucket's

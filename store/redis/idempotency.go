@@ -21,7 +21,7 @@ func (k keys) idem(o store.Owner, key string) string {
 
 // beginIdem: KEYS record; ARGV fingerprint, candidate, lock_ms, ttl_ms. Re-running it with the
 // same candidate (a retried call whose reply was lost) answers "new" again.
-var beginIdem = goredis.NewScript(prelude + `
+var beginIdem = goredis.NewScript(luaNow + `
 local now = now_ms()
 local r = redis.call('HMGET', KEYS[1], 'fp', 'state', 'id', 'lock', 'resp', 'prev')
 if not r[1] then

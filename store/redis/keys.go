@@ -15,12 +15,28 @@ import (
 type keys struct {
 	prefix  string
 	buckets int
+	tags    []string // tag(b) for every bucket, made once (makeTags): keys are named at every call
 }
 
 // tag is bucket b's hash tag: every key of the bucket starts with it.
-func (k keys) tag(b int) string { return "{" + k.prefix + "b" + strconv.Itoa(b) + "}" }
+func (k keys) tag(b int) string {
+	if b >= 0 && b < len(k.tags) {
+		return k.tags[b]
+	}
+	return "{" + k.prefix + "b" + strconv.Itoa(b) + "}"
+}
+
+// makeTags is every bucket's tag, for keys.tags.
+func (k keys) makeTags() []string {
+	tags := make([]string, max(k.buckets, 1))
+	for b := range tags {
+		tags[b] = "{" + k.prefix + "b" + strconv.Itoa(b) + "}"
+	}
+	return tags
+}
 
 func (k keys) conv(b int, id string) string   { return k.tag(b) + "c:" + id }
+func (k keys) convPrefix(b int) string        { return k.tag(b) + "c:" }
 func (k keys) turns(b int, id string) string  { return k.tag(b) + "c:" + id + ":turns" }
 func (k keys) ticketPrefix(b int) string      { return k.tag(b) + "t:" }
 func (k keys) ticket(b int, id string) string { return k.tag(b) + "t:" + id }
@@ -43,6 +59,12 @@ func (k keys) generation() string { return k.tag(0) + "generation" }
 // expiry, as convs and tickets). The owner part is ownerField's, so no two owners share a key.
 func (k keys) ownerConvs(b int, o store.Owner) string   { return k.tag(b) + "o:c:" + ownerField(o) }
 func (k keys) ownerTickets(b int, o store.Owner) string { return k.tag(b) + "o:t:" + ownerField(o) }
+
+// owners is ownerConvs and ownerTickets, naming the owner once.
+func (k keys) owners(b int, o store.Owner) (convs, tickets string) {
+	f := ownerField(o)
+	return k.tag(b) + "o:c:" + f, k.tag(b) + "o:t:" + f
+}
 
 // home is the owner's bucket: a hash of the owner, modulo the buckets. Everything the owner
 // creates lives there, so the per-owner caps are counted in one slot, exactly.

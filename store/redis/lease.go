@@ -28,7 +28,7 @@ func (s *Store) Lapsed(ctx context.Context, limit int) ([]string, error) {
 	cmds := make([]*goredis.Cmd, s.keys.buckets)
 	run := func(p goredis.Pipeliner) {
 		for b := range cmds {
-			cmds[b] = lapsed.EvalSha(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit)
+			cmds[b] = lapsed.EvalSha(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b))
 		}
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { run(p); return nil })
@@ -36,7 +36,7 @@ func (s *Store) Lapsed(ctx context.Context, limit int) ([]string, error) {
 		// A node that has not seen the script yet (a restart, a new node): load it and retry.
 		_, err = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for b := range cmds {
-				cmds[b] = lapsed.Eval(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit)
+				cmds[b] = lapsed.Eval(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b))
 			}
 			return nil
 		})
@@ -58,19 +58,20 @@ func (s *Store) Lapsed(ctx context.Context, limit int) ([]string, error) {
 	return ids, nil
 }
 
-// Usage implements store.Shared.
+// Usage implements store.Shared. A ticket's model calls and tokens are written by its first
+// lease renewal: until then they are 0.
 func (s *Store) Usage(ctx context.Context, ticket string) (store.Usage, error) {
-	v, err := s.rdb.HMGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "steps", "model_calls", "in", "out").Result()
+	v, err := s.rdb.HMGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "conv", "steps", "model_calls", "in", "out").Result()
 	if err != nil {
 		return store.Usage{}, wrap(err)
 	}
+	if v[0] == nil {
+		return store.Usage{}, store.ErrNotFound
+	}
 	n := make([]int64, len(v))
 	for i, x := range v {
-		if x == nil {
-			return store.Usage{}, store.ErrNotFound
-		}
 		str, _ := x.(string)
 		n[i] = atoi(str)
 	}
-	return store.Usage{Steps: n[0], ModelCalls: n[1], InputTokens: n[2], OutputTokens: n[3]}, nil
+	return store.Usage{Steps: n[1], ModelCalls: n[2], InputTokens: n[3], OutputTokens: n[4]}, nil
 }

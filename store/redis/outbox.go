@@ -74,7 +74,7 @@ func (s *Store) RemoveWebhook(ctx context.Context, ticket string) error {
 	return wrap(err)
 }
 
-var webhookDue = goredis.NewScript(prelude + `
+var webhookDue = goredis.NewScript(luaNow + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local now = now_ms()
 local h = redis.call('HMGET', KEYS[1], 'state', 'held', 'due')
@@ -98,7 +98,7 @@ func (s *Store) WebhookDue(ctx context.Context, ticket string) error {
 	return nil
 }
 
-var claimWebhooks = goredis.NewScript(prelude + `
+var claimWebhooks = goredis.NewScript(luaNow + `
 local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
 local out = {}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -278,9 +279,11 @@ func TestOwnerCapsCountLiveEntries(t *testing.T) {
 	if _, err := storetest.NewTicket(t, s, "t2", "c1", owner, tickets); !errors.Is(err, store.ErrOwnerFull) {
 		t.Errorf("a second ticket within the first's TTL: %v", err)
 	}
-	// Their TTLs pass: the index entries' scores are their expiry.
+	// Their TTLs pass: the index entries' scores are their expiry, and the conversation's hash
+	// expires with it (a conversation's entry counts while its hash lives: an ask may run in it).
 	rc.ZAdd(ctx, oc, goredis.Z{Score: 1, Member: "c1"})
 	rc.ZAdd(ctx, ot, goredis.Z{Score: 1, Member: "t1"})
+	rc.Del(ctx, k0(prefix, "c:c1"))
 	if err := newConv("c2"); err != nil {
 		t.Errorf("an expired conversation still counted: %v", err)
 	}
@@ -329,6 +332,7 @@ func TestStoreWideCapsAndTheSweep(t *testing.T) {
 	// Below the cap nothing is dropped at creation; the sweep drops it.
 	rc.ZAdd(ctx, tickets, goredis.Z{Score: 1, Member: "t2"})
 	rc.ZAdd(ctx, convs, goredis.Z{Score: 1, Member: "c2"})
+	rc.Del(ctx, k0(prefix, "c:c2")) // its hash expires with it
 	if _, err := s.Lapsed(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +341,8 @@ func TestStoreWideCapsAndTheSweep(t *testing.T) {
 			t.Errorf("%s: the expired %s is still there after a sweep", key, id)
 		}
 	}
-	for key, id := range map[string]string{tickets: "t3", convs: "c1"} {
+	// t3 runs: the running set holds it (the tickets set takes it at its end).
+	for key, id := range map[string]string{k0(prefix, "running"): "t3", convs: "c1"} {
 		if err := rc.ZScore(ctx, key, id).Err(); err != nil {
 			t.Errorf("%s: the live %s is gone after a sweep: %v", key, id, err)
 		}
@@ -381,4 +386,127 @@ func TestConversationCountsItsTurns(t *testing.T) {
 	if _, err := storetest.NewTicket(t, s, "t3", "c", owner, store.Limits{MaxTurns: 3}); err != nil {
 		t.Errorf("a third turn under a cap of three, uncounted: %v", err)
 	}
+}
+
+// TestConversationUnderARunStaysCounted: an ask's creation leaves the conversations' sets alone
+// and persists the conversation's hash instead, so an ask that outlives the conversation's TTL
+// finds its entries' scores passed. They still count (the hash lives: the sweeps score them
+// +inf, as an ask runs there), the owner's sets take no expiry while the ask runs, whatever else
+// the owner creates meanwhile, and the end scores them anew.
+func TestConversationUnderARunStaysCounted(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	const prefix = "under:"
+	ttl := 90 * time.Second
+	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
+	owner := store.Owner{Tenant: "t", OID: "alice"}
+	oc, ot, convs := k0(prefix, "o:c:1:talice"), k0(prefix, "o:t:1:talice"), k0(prefix, "convs")
+	one := store.Limits{MaxConversationsPerOwner: 1}
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c1", Owner: owner}, one); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storetest.NewTicket(t, s, "t1", "c1", owner, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := rc.PTTL(ctx, k0(prefix, "c:c1")).Val(); d != -1 {
+		t.Errorf("the conversation expires in %v while its ask runs, want never (-1)", d)
+	}
+	// The ask outlives the conversation's TTL: its entries' scores pass.
+	rc.ZAdd(ctx, oc, goredis.Z{Score: 1, Member: "c1"})
+	rc.ZAdd(ctx, convs, goredis.Z{Score: 1, Member: "c1"})
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c2", Owner: owner}, one); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("a second conversation beside one an ask runs in, at a cap of one: %v, want ErrOwnerFull", err)
+	}
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c2", Owner: owner}, store.Limits{MaxTickets: 1}); !errors.Is(err, store.ErrFull) {
+		t.Errorf("a second conversation beside one an ask runs in, at a store-wide cap of one: %v, want ErrFull", err)
+	}
+	if _, err := s.Lapsed(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{oc, convs} {
+		if sc, err := rc.ZScore(ctx, key, "c1").Result(); err != nil || !math.IsInf(sc, 1) {
+			t.Errorf("%s: the conversation an ask runs in scores %v (%v), want +inf", key, sc, err)
+		}
+	}
+	// Another conversation of the owner's, while the ask runs: the owner's sets keep no expiry.
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c3", Owner: owner}, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{oc, ot} {
+		if d := rc.PTTL(ctx, k).Val(); d != -1 {
+			t.Errorf("%s expires in %v while an ask runs, want never (-1)", k, d)
+		}
+	}
+	if err := s.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	now := float64(time.Now().UnixMilli())
+	for _, key := range []string{oc, convs} {
+		if sc := rc.ZScore(ctx, key, "c1").Val(); sc < now+float64((ttl-5*time.Second).Milliseconds()) || sc > now+float64(ttl.Milliseconds()) {
+			t.Errorf("%s: the conversation scores %.0f after its ask ended, want about now + %v", key, sc, ttl)
+		}
+	}
+	for _, k := range []string{oc, ot, k0(prefix, "c:c1")} {
+		if d := rc.PTTL(ctx, k).Val(); d <= ttl-5*time.Second || d > ttl {
+			t.Errorf("%s expires in %v after the ask ended, want about %v", k, d, ttl)
+		}
+	}
+}
+
+// TestTicketReadsItsEndFromTheLog: a finished ticket's hash names its terminal event and done,
+// which the log holds; Ticket reads them from the log's last entries, or by seq when the tail
+// put them elsewhere, and from the hash's own copy for a ticket ended when the hash kept one.
+func TestTicketReadsItsEndFromTheLog(t *testing.T) {
+	const prefix = "end:"
+	ctx := t.Context()
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix})
+	ev := func(seq int64, typ gen.EventType) store.Event {
+		return store.Event{Seq: seq, Type: typ, Data: []byte(`{"seq":` + strconv.FormatInt(seq, 10) + `,"type":"` + string(typ) + `"}`)}
+	}
+	check := func(id string, term, done store.Event) {
+		t.Helper()
+		tk, err := s.Ticket(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Terminal == nil || tk.Done == nil {
+			t.Fatalf("%s: finished without its terminal or done: %+v", id, tk)
+		}
+		if tk.Terminal.Seq != term.Seq || tk.Terminal.Type != term.Type || string(tk.Terminal.Data) != string(term.Data) {
+			t.Errorf("%s: terminal %d %s %s, want %d %s %s", id, tk.Terminal.Seq, tk.Terminal.Type, tk.Terminal.Data, term.Seq, term.Type, term.Data)
+		}
+		if tk.Done.Seq != done.Seq || string(tk.Done.Data) != string(done.Data) {
+			t.Errorf("%s: done %d %s, want %d %s", id, tk.Done.Seq, tk.Done.Data, done.Seq, done.Data)
+		}
+	}
+	for i, tc := range []struct {
+		tail []store.Event
+		term int
+	}{
+		{[]store.Event{ev(2, gen.EventTypeBranch), ev(3, gen.EventTypeAnswer), ev(4, gen.EventTypeDone)}, 1}, // as the service ends a log
+		{[]store.Event{ev(2, gen.EventTypeError), ev(3, gen.EventTypeBranch), ev(4, gen.EventTypeBranch), ev(5, gen.EventTypeDone)}, 0},
+	} {
+		c, id := "c"+strconv.Itoa(i), "t"+strconv.Itoa(i)
+		storetest.MustConv(t, s, c, storetest.Alice)
+		if _, err := storetest.NewTicket(t, s, id, c, storetest.Alice, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Finish(ctx, id, tc.tail, ask.Turn{}); err != nil {
+			t.Fatal(err)
+		}
+		if rc.HExists(ctx, k0(prefix, "t:"+id), "done").Val() {
+			t.Errorf("%s: the hash keeps a copy of done", id)
+		}
+		check(id, tc.tail[tc.term], tc.tail[len(tc.tail)-1])
+		// A retry of the end (its reply lost) reads done back from the log: ok.
+		if err := s.Finish(ctx, id, tc.tail, ask.Turn{}); err != nil {
+			t.Errorf("%s: the end retried: %v", id, err)
+		}
+	}
+	// A ticket ended when the hash kept a copy of both: the copies.
+	term, done := ev(3, gen.EventTypeAnswer), ev(4, gen.EventTypeDone)
+	term.Data, done.Data = []byte(`{"copy":"term"}`), []byte(`{"copy":"done"}`)
+	rc.HSet(ctx, k0(prefix, "t:t0"), "term", term.Data, "done", done.Data)
+	check("t0", term, done)
 }

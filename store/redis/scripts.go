@@ -14,12 +14,23 @@ import goredis "github.com/redis/go-redis/v9"
 // event at the same seq by the same runner, the ticket or conversation with the same owner
 // and creation time, the done event it wrote) and answers ok, never a conflict.
 
-// prelude is shared by the scripts that need it.
-const prelude = `
+// sweepConvs bounds the conversations' entries a Lapsed sweep looks at in a bucket (sweep_convs):
+// each costs a PTTL, where the tickets' expired entries go in one ZREMRANGEBYSCORE.
+const sweepConvs = "1000"
+
+// The Lua helpers the scripts below share, each script taking only those it calls: a script
+// defines its helpers (closures) at every call, which costs about 0.05 µs a helper.
+
+// luaNow is now_ms, Redis's clock.
+const luaNow = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+`
+
+// luaAppend is append_events.
+const luaAppend = `
 -- append the events ARGV[base + 3i], ARGV[base + 3i + 1], ARGV[base + 3i + 2] (seq, type, data)
 -- for i from .. n - 1 after the log's last seq last: past max retained entries, each evicts the
 -- oldest step (and only a step) first. The log holds at most last entries (its ids are distinct
@@ -49,36 +60,103 @@ local function append_events(tk, log, steps, base, from, n, max, last)
   if nsteps > 0 then redis.call('HINCRBY', tk, 'steps', nsteps) end
   return evicted, seq, nsteps
 end
--- whether the zset key (id -> expiry ms) has room for one more live entry under max (0: no cap).
--- Expired entries are dropped only when they could matter: when the entries, expired or not,
--- reach max (a store-wide set is also swept by Lapsed), or always when there is no cap, so the
--- answer is exact and the set never holds more than max entries.
-local function room(key, max, now)
+`
+
+// luaInt is int; luaRoom is room (uses nothing else).
+const luaInt = `
+-- a time or expiry (ms) as the integer string Redis parses: a Lua number would be formatted as a
+-- double ("%.17g"), which costs more than the command it is passed to
+local function int(n) return string.format('%d', n) end
+`
+
+const luaRoom = `
+-- whether the zset key (id -> expiry ms) has room for one more live entry under max (0: no cap),
+-- beside the extra entries counted elsewhere (the running set, for the tickets: a running ticket
+-- enters the tickets set at its end). Expired entries are dropped only when they could matter:
+-- when the entries, expired or not, reach max (a store-wide set is also swept by Lapsed), or
+-- always when there is no cap, so the answer is exact and the set never holds more than max
+-- entries.
+local function room(key, max, now, extra)
+  extra = extra or 0
   if max <= 0 then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
     return true
   end
-  if redis.call('ZCARD', key) < max then return true end
+  if redis.call('ZCARD', key) + extra < max then return true end
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  return redis.call('ZCARD', key) + extra < max
+end
+`
+
+// luaConvs is sweep_convs and room_convs (uses int).
+const luaConvs = `
+-- a conversations zset (convs, or an owner's) keeps an entry's score at the conversation's expiry
+-- when an ask starts in it (createTicket leaves the sets alone, and persists the conversation's
+-- hash instead): an entry whose score has passed is a conversation that is gone (its hash
+-- expired: dropped), or one an ask runs in (its hash persisted: scored +inf, as the end will
+-- score it anew), or one whose hash expires within milliseconds (scored at that expiry). At most
+-- limit entries (0: every one). cprefix names a conversation's hash.
+local function sweep_convs(key, cprefix, now, limit)
+  local ids
+  if limit > 0 then
+    ids = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, limit)
+  else
+    ids = redis.call('ZRANGEBYSCORE', key, '-inf', now)
+  end
+  for _, id in ipairs(ids) do
+    local ttl = redis.call('PTTL', cprefix .. id)
+    if ttl == -2 then
+      redis.call('ZREM', key, id)
+    elseif ttl == -1 then
+      redis.call('ZADD', key, '+inf', id)
+    else
+      redis.call('ZADD', key, int(now + ttl), id)
+    end
+  end
+end
+-- room for conversations zsets (see sweep_convs), exact as room is
+local function room_convs(key, cprefix, max, now)
+  if max <= 0 then
+    sweep_convs(key, cprefix, now, 0)
+    return true
+  end
+  if redis.call('ZCARD', key) < max then return true end
+  sweep_convs(key, cprefix, now, 0)
   return redis.call('ZCARD', key) < max
 end
--- an owner's zset (id -> expiry ms, +inf while running) lives as long as its last entry:
--- no expiry while anything in it runs, else until its latest entry expires
+`
+
+// luaOwners is touch_owner and touch_owners.
+const luaOwners = `
+-- an owner's zsets (id -> expiry ms) live as long as their last entry, and have no expiry while
+-- any ticket of the owner runs (its tickets' zset then holds an entry at +inf; createTicket
+-- persists both). touch_owner sets key's expiry from its latest entry, and reports whether that
+-- entry is at +inf.
 local function touch_owner(key)
   local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if not top[2] then return end
+  if not top[2] then return false end
   local s = tonumber(top[2])
   if top[2] == 'inf' or top[2] == '+inf' or s == nil or s == math.huge then
     redis.call('PERSIST', key)
+    return true
+  end
+  redis.call('PEXPIREAT', key, top[2])
+  return false
+end
+-- the owner's zsets' expiry after a change: none while one of its tickets runs, else each
+-- until its latest entry expires
+local function touch_owners(tickets, convs)
+  if touch_owner(tickets) then
+    redis.call('PERSIST', convs)
   else
-    redis.call('PEXPIREAT', key, s)
+    touch_owner(convs)
   end
 end
 `
 
-// createConversation: KEYS conv, turns, convs, owner's convs; ARGV id, tenant, oid, created,
-// ttl_ms, max, max per owner.
-var createConversation = goredis.NewScript(prelude + `
+// createConversation: KEYS conv, turns, convs, owner's convs, owner's tickets; ARGV id, tenant,
+// oid, created, ttl_ms, max, max per owner.
+var createConversation = goredis.NewScript(luaNow + luaInt + luaConvs + luaOwners + `
 local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'created')
 if c[1] then
   -- a retry of this very call (its reply was lost): the conversation it created is ok
@@ -86,24 +164,31 @@ if c[1] then
   return 'taken'
 end
 local now = now_ms()
-if not room(KEYS[4], tonumber(ARGV[7]), now) then return 'ownerfull' end
-if not room(KEYS[3], tonumber(ARGV[6]), now) then return 'full' end
+-- the conversations' hashes are named as this one's: the id after a prefix
+local cprefix = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1])
+if not room_convs(KEYS[4], cprefix, tonumber(ARGV[7]), now) then return 'ownerfull' end
+if not room_convs(KEYS[3], cprefix, tonumber(ARGV[6]), now) then return 'full' end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'oid', ARGV[3], 'created', ARGV[4], 'running', '', 'turns', 0)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[1])
-redis.call('ZADD', KEYS[4], now + tonumber(ARGV[5]), ARGV[1])
-touch_owner(KEYS[4])
+local exp = int(now + tonumber(ARGV[5]))
+redis.call('ZADD', KEYS[3], exp, ARGV[1])
+redis.call('ZADD', KEYS[4], exp, ARGV[1])
+touch_owners(KEYS[5], KEYS[4])
 return 'ok'
 `)
 
-// createTicket: KEYS conv, turns, ticket, log, tickets, running, convs, owner's convs, owner's
-// tickets; ARGV tid, cid, tenant, oid, created, accepted, max_inflight, max_tickets, runner,
-// lease_ms, max_retained per owner, max_turns, n, then n times seq, type, data: the events that
-// follow accepted (never steps), appended with it; then the question (as the store keeps it:
-// sealed when it seals). An owner's running tickets are its tickets whose expiry is +inf, so the
-// in-flight cap counts them there; the conversation's hash counts its turns.
-var createTicket = goredis.NewScript(prelude + `
+// createTicket: KEYS conv, turns, ticket, log, tickets, running, owner's convs, owner's tickets;
+// ARGV tid, cid, tenant, oid, created, accepted, max_inflight, max_tickets, runner, lease_ms,
+// max_retained per owner, max_turns, n, then n times seq, type, data: the events that follow
+// accepted (never steps), appended with it; then the question (as the store keeps it: sealed
+// when it seals). An owner's running tickets are its tickets whose expiry is +inf, so the
+// in-flight cap counts them there; the conversation's hash counts its turns. The store-wide
+// tickets set takes the ticket at its end: until then the running set counts it (the cap is the
+// two together). The conversations sets are left alone: the conversation's hash is persisted
+// while the ask runs, which is what keeps its entries counted (sweep_convs), and the end scores
+// them anew.
+var createTicket = goredis.NewScript(luaNow + luaInt + luaRoom + `
 local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
 if t[1] then
   -- a retry of this very call (its reply was lost): the ticket it created is ok, with the
@@ -123,13 +208,14 @@ local nturns = tonumber(c[4]) or redis.call('LLEN', KEYS[2])
 local maxturns = tonumber(ARGV[12])
 if maxturns > 0 and nturns >= maxturns then return {'turns'} end
 local maxf = tonumber(ARGV[7])
-if maxf > 0 and redis.call('ZCOUNT', KEYS[9], '+inf', '+inf') >= maxf then return {'inflight'} end
+if maxf > 0 and redis.call('ZCOUNT', KEYS[8], '+inf', '+inf') >= maxf then return {'inflight'} end
 local now = now_ms()
-if not room(KEYS[9], tonumber(ARGV[11]), now) then return {'ownerfull'} end
-if not room(KEYS[5], tonumber(ARGV[8]), now) then return {'full'} end
+if not room(KEYS[8], tonumber(ARGV[11]), now) then return {'ownerfull'} end
+local maxt = tonumber(ARGV[8])
+if not room(KEYS[5], maxt, now, maxt > 0 and redis.call('ZCARD', KEYS[6]) or 0) then return {'full'} end
 local n = tonumber(ARGV[13])
 redis.call('HSET', KEYS[3], 'conv', ARGV[2], 'tenant', ARGV[3], 'oid', ARGV[4], 'created', ARGV[5],
-  'last', 1 + n, 'finished', 0, 'runner', ARGV[9], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0,
+  'last', 1 + n, 'finished', 0, 'runner', ARGV[9], 'steps', 0,
   'q', ARGV[14 + 3 * n])
 redis.call('XADD', KEYS[4], '1-0', 't', 'accepted', 'd', ARGV[6])
 for i = 0, n - 1 do
@@ -137,13 +223,10 @@ for i = 0, n - 1 do
 end
 redis.call('HSET', KEYS[1], 'running', ARGV[1])
 redis.call('PERSIST', KEYS[1])
-redis.call('ZADD', KEYS[7], '+inf', ARGV[2])
-redis.call('ZADD', KEYS[5], '+inf', ARGV[1])
-redis.call('ZADD', KEYS[8], '+inf', ARGV[2])
-redis.call('ZADD', KEYS[9], '+inf', ARGV[1])
+redis.call('ZADD', KEYS[8], '+inf', ARGV[1])
+redis.call('PERSIST', KEYS[7])
 redis.call('PERSIST', KEYS[8])
-redis.call('PERSIST', KEYS[9])
-redis.call('ZADD', KEYS[6], now + tonumber(ARGV[10]), ARGV[1])
+redis.call('ZADD', KEYS[6], int(now + tonumber(ARGV[10])), ARGV[1])
 if nturns == 0 then return {'ok', {}} end
 redis.call('PERSIST', KEYS[2])
 return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
@@ -155,7 +238,7 @@ return {'ok', redis.call('LRANGE', KEYS[2], 0, -1)}
 // batch and the log's last entry is the batch's event at that seq (it is the last entry, so no
 // eviction can have removed it), the events up to it are a previous run's by this runner, and
 // only the rest are appended.
-var appendEvents = goredis.NewScript(prelude + `
+var appendEvents = goredis.NewScript(luaAppend + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'ending')
 if not h[1] then return {'notfound', 0} end
 if h[2] ~= ARGV[2] then return {'finished', 0} end
@@ -187,7 +270,7 @@ return {'ok', evicted}
 // KEYS ticket, log, steps, conv, turns, running, tickets, convs, owner's convs, owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
 // then n times seq, type, data. It answers a status word, or, when it ended the ticket now,
 // {'ok', the steps the bound evicted for the tail}.
-var endTicket = goredis.NewScript(prelude + `
+var endTicket = goredis.NewScript(luaNow + luaInt + luaAppend + luaOwners + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender', 'steps')
 local mode = ARGV[1]
 local n = tonumber(ARGV[11])
@@ -198,7 +281,7 @@ if not h[1] then
   local x = 12 + 3 * n
   redis.call('DEL', KEYS[2], KEYS[3])
   redis.call('HSET', KEYS[1], 'conv', ARGV[5], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2],
-    'last', 1, 'finished', 0, 'runner', ARGV[2], 'steps', 0, 'model_calls', 0, 'in', 0, 'out', 0)
+    'last', 1, 'finished', 0, 'runner', ARGV[2], 'steps', 0)
   redis.call('XADD', KEYS[2], '1-0', 't', 'accepted', 'd', ARGV[x + 3])
   redis.call('HSET', KEYS[1], 'q', ARGV[x + 4])
   if redis.call('EXISTS', KEYS[4]) == 0 then
@@ -213,9 +296,17 @@ if not h[1] then
   h = {'0', ARGV[2], '1', ARGV[5], ARGV[x], ARGV[x + 1], false, false, false, false, '0'}
 end
 if h[1] == '1' then
-  -- a retry of this very end (its reply was lost): this instance wrote the ticket's done
+  -- a retry of this very end (its reply was lost): this instance wrote the ticket's done, which
+  -- the log holds (a ticket ended before the hash stopped keeping a copy has it in the hash)
   local di = tonumber(ARGV[10])
-  if h[10] == ARGV[2] and h[8] == ARGV[12 + 3 * di] and h[9] == ARGV[14 + 3 * di] then return 'ok' end
+  if h[10] == ARGV[2] and h[8] == ARGV[12 + 3 * di] then
+    local done = h[9]
+    if not done then
+      local e = redis.call('XRANGE', KEYS[2], h[8] .. '-0', h[8] .. '-0')
+      done = e[1] and e[1][2][4]
+    end
+    if done == ARGV[14 + 3 * di] then return 'ok' end
+  end
   return 'finished'
 end
 if h[4] ~= ARGV[5] then return 'notfound' end
@@ -240,48 +331,50 @@ for i = 0, n - 1 do
 end
 local evicted, seq, nsteps = append_events(KEYS[1], KEYS[2], KEYS[3], 12, 0, n, tonumber(ARGV[7]), last)
 local ti, di = tonumber(ARGV[9]), tonumber(ARGV[10])
+-- the terminal event and done are in the log, which lives as long as the hash: the hash names
+-- them (a copy of their data would turn the hash from a listpack into a hashtable)
 redis.call('HSET', KEYS[1], 'last', seq, 'finished', 1, 'ender', ARGV[2],
-  'term_seq', ARGV[12 + 3 * ti], 'term_type', ARGV[13 + 3 * ti], 'term', ARGV[14 + 3 * ti],
-  'done_seq', ARGV[12 + 3 * di], 'done', ARGV[14 + 3 * di])
-local ttl = tonumber(ARGV[6])
+  'term_seq', ARGV[12 + 3 * ti], 'term_type', ARGV[13 + 3 * ti], 'done_seq', ARGV[12 + 3 * di])
+local ttl = ARGV[6]
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 -- the steps' index exists only if a step was appended
 if nsteps > 0 or (tonumber(h[11]) or 1) > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+local exp = int(now + tonumber(ttl))
 redis.call('ZREM', KEYS[6], ARGV[4])
-redis.call('ZADD', KEYS[7], now + ttl, ARGV[4])
-redis.call('ZADD', KEYS[10], now + ttl, ARGV[4])
+redis.call('ZADD', KEYS[7], exp, ARGV[4])
+redis.call('ZADD', KEYS[10], exp, ARGV[4])
 if redis.call('HGET', KEYS[4], 'running') == ARGV[4] then
   redis.call('HSET', KEYS[4], 'running', '', 'turns', redis.call('RPUSH', KEYS[5], ARGV[8]))
   redis.call('PEXPIRE', KEYS[4], ttl)
   redis.call('PEXPIRE', KEYS[5], ttl)
-  redis.call('ZADD', KEYS[8], now + ttl, ARGV[5])
-  redis.call('ZADD', KEYS[9], now + ttl, ARGV[5])
+  redis.call('ZADD', KEYS[8], exp, ARGV[5])
+  redis.call('ZADD', KEYS[9], exp, ARGV[5])
 end
-touch_owner(KEYS[9])
-touch_owner(KEYS[10])
+touch_owners(KEYS[10], KEYS[9])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return {'ok', evicted}
 `)
 
 // renew: KEYS ticket, running; ARGV runner, lease_ms, tid, model_calls, in, out. Re-run, it
 // extends the lease again: the same answer.
-var renew = goredis.NewScript(prelude + `
+var renew = goredis.NewScript(luaNow + luaInt + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'ending')
 if not h[1] then return 'notfound' end
 if h[1] == '1' or h[2] ~= ARGV[1] or h[3] == '1' then return 'finished' end
-redis.call('ZADD', KEYS[2], now_ms() + tonumber(ARGV[2]), ARGV[3])
+redis.call('ZADD', KEYS[2], int(now_ms() + tonumber(ARGV[2])), ARGV[3])
 redis.call('HSET', KEYS[1], 'model_calls', ARGV[4], 'in', ARGV[5], 'out', ARGV[6])
 return 'ok'
 `)
 
-// lapsed: KEYS running, tickets, convs; ARGV ticket key prefix, limit. Entries whose ticket is
-// gone are dropped from the running set, and expired ones from the bucket's tickets and
-// conversations (creation drops them only when the cap is near: see room).
-var lapsed = goredis.NewScript(prelude + `
+// lapsed: KEYS running, tickets, convs; ARGV ticket key prefix, limit, conversation key prefix.
+// Entries whose ticket is gone are dropped from the running set, and expired ones from the
+// bucket's tickets and conversations (creation drops them only when the cap is near: see room
+// and room_convs), at most sweepConvs of the conversations' at a time.
+var lapsed = goredis.NewScript(luaNow + luaInt + luaConvs + `
 local now = now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+sweep_convs(KEYS[3], ARGV[3], now, ` + sweepConvs + `)
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for _, id in ipairs(ids) do

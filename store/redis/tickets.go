@@ -39,9 +39,10 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	// The end watch is registered before the ticket exists, so the runner's lease watch
 	// starts without a read (WatchFinished).
 	w, made := s.hub.beforeCreate(nt.ID)
+	conv, tk := k.conv(b, nt.ConversationID), k.ticket(b, nt.ID)
+	oc, ot := k.owners(b, nt.Owner)
 	res, err := createTicket.Run(ctx, s.writes,
-		[]string{k.conv(b, nt.ConversationID), k.turns(b, nt.ConversationID), k.ticket(b, nt.ID), k.log(b, nt.ID),
-			k.tickets(b), k.running(b), k.convs(b), k.ownerConvs(b, nt.Owner), k.ownerTickets(b, nt.Owner)},
+		[]string{conv, conv + ":turns", tk, tk + ":log", k.tickets(b), k.running(b), oc, ot},
 		args...).Slice()
 	status := ""
 	if err == nil {
@@ -68,12 +69,23 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	return nil, statusErr(status)
 }
 
-// Ticket implements store.Store.
+// Ticket implements store.Store: the ticket's hash and, in the same transaction, the log's last
+// two entries, which are the terminal event and done of a finished ticket (the end script
+// appends them last; the hash names their seqs). A finished ticket whose tail put them
+// elsewhere has them read by seq.
 func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.ticket(s.keys.bucketOf(id), id)).Result()
+	var h *goredis.MapStringStringCmd
+	var x *goredis.Cmd
+	b := s.keys.bucketOf(id)
+	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		h = p.HGetAll(ctx, s.keys.ticket(b, id))
+		x = p.Do(ctx, "XREVRANGE", s.keys.log(b, id), "+", "-", "COUNT", 2)
+		return nil
+	})
 	if err != nil {
 		return store.Ticket{}, wrap(err)
 	}
+	m := h.Val()
 	if len(m) == 0 {
 		return store.Ticket{}, store.ErrNotFound
 	}
@@ -84,9 +96,37 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 		CreatedAt:      fromNanos(m["created"]),
 		LastSeq:        atoi(m["last"]),
 	}
-	if m["finished"] == "1" {
-		t.Terminal = &store.Event{Seq: atoi(m["term_seq"]), Type: gen.EventType(m["term_type"]), Data: []byte(m["term"])}
-		t.Done = &store.Event{Seq: atoi(m["done_seq"]), Type: gen.EventTypeDone, Data: []byte(m["done"])}
+	if m["finished"] != "1" {
+		return t, nil
+	}
+	t.Terminal = &store.Event{Seq: atoi(m["term_seq"]), Type: gen.EventType(m["term_type"]), Data: []byte(m["term"])}
+	t.Done = &store.Event{Seq: atoi(m["done_seq"]), Type: gen.EventTypeDone, Data: []byte(m["done"])}
+	if _, copied := m["done"]; copied {
+		return t, nil // ended when the hash kept a copy of both
+	}
+	last, _ := x.Val().([]any)
+	for _, want := range []*store.Event{t.Terminal, t.Done} {
+		found := false
+		for _, e := range last {
+			if ev, err := decodeEntry(e); err == nil && ev.Seq == want.Seq {
+				want.Data, found = ev.Data, true
+			}
+		}
+		if found {
+			continue
+		}
+		e, err := s.rdb.Do(ctx, "XRANGE", s.keys.log(b, id), strconv.FormatInt(want.Seq, 10)+"-0", strconv.FormatInt(want.Seq, 10)+"-0").Slice()
+		if err != nil {
+			return store.Ticket{}, wrap(err)
+		}
+		if len(e) != 1 {
+			return store.Ticket{}, store.ErrNotFound // the log expired with the hash, or is gone
+		}
+		ev, err := decodeEntry(e[0])
+		if err != nil {
+			return store.Ticket{}, err
+		}
+		want.Data = ev.Data
 	}
 	return t, nil
 }
@@ -247,9 +287,10 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
 	args = append(args, extra...)
+	tk, c := k.ticket(b, ticket), k.conv(b, conv)
+	oc, ot := k.owners(b, owner)
 	res, err := endTicket.Run(ctx, s.writes,
-		[]string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket), k.conv(b, conv), k.turns(b, conv),
-			k.running(b), k.tickets(b), k.convs(b), k.ownerConvs(b, owner), k.ownerTickets(b, owner)}, args...).Result()
+		[]string{tk, tk + ":log", tk + ":steps", c, c + ":turns", k.running(b), k.tickets(b), k.convs(b), oc, ot}, args...).Result()
 	n, err := endReply(res, err)
 	switch {
 	case err != nil:

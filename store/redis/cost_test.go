@@ -1,0 +1,175 @@
+package redis_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+)
+
+// TestAskCycleCost measures what a trivial ask's two scripts (creation, then the end) cost
+// under load, the store alone: 64 owners, each asking in turn in conversations made
+// beforehand, as askbench's time to ticket does. It reports redis-server's CPU per ask (INFO
+// cpu), this process's (getrusage: the store's client side, go-redis included) and INFO
+// commandstats per ask. It is a measurement, not a check: it runs only with ASK_REDIS_COST set
+// (to the asks per owner per round; e.g. ASK_REDIS_COST=100 go test ./store/redis -run
+// TestAskCycleCost -v; ASK_REDIS_COST_PROFILE=file writes a CPU profile of the rounds).
+func TestAskCycleCost(t *testing.T) {
+	per, _ := strconv.Atoi(os.Getenv("ASK_REDIS_COST"))
+	if per <= 0 {
+		t.Skip("a measurement: set ASK_REDIS_COST to the asks per owner per round")
+	}
+	const owners, rounds = 64, 5
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, err := redisstore.New(ctx, redisstore.Options{URL: srv.URL, Prefix: "cost:" + rand.Text() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	info := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = info.Close() })
+	limits := store.Limits{MaxInFlightPerOwner: 1 << 20, MaxTickets: 1 << 22, MaxConversationsPerOwner: 1 << 22,
+		MaxRetainedPerOwner: 1 << 22, MaxTurns: 50}
+	convs := make([][]string, owners)
+	ownerOf := func(i int) store.Owner { return store.Owner{Tenant: "bench", OID: fmt.Sprintf("bench-w%d", i)} }
+	for i := range owners {
+		for range per * rounds {
+			id := "c_" + rand.Text() + "-" + s.Home(ownerOf(i))
+			if err := s.CreateConversation(ctx, store.Conversation{ID: id, Owner: ownerOf(i), CreatedAt: time.Now()}, limits); err != nil {
+				t.Fatal(err)
+			}
+			convs[i] = append(convs[i], id)
+		}
+	}
+	next := make([]int, owners)
+	if path := os.Getenv("ASK_REDIS_COST_PROFILE"); path != "" { // a CPU profile of the rounds alone
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
+	for r := range rounds {
+		cpu0, stats0, self0 := redisCPU(t, info), cmdStats(t, info), selfCPU()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range owners {
+			wg.Go(func() {
+				for range per {
+					cid := convs[i][next[i]]
+					next[i]++
+					tid := "t_" + rand.Text() + "-" + s.Home(ownerOf(i))
+					now := time.Now()
+					env := func(seq int, typ string, body string) store.Event {
+						return store.Event{Seq: int64(seq), Type: gen.EventType(typ), Data: []byte(`{"seq":` + strconv.Itoa(seq) +
+							`,"ticket":"` + tid + `","conversation_id":"` + cid + `","ts":"` + now.Format(time.RFC3339Nano) + `","type":"` + typ + `"` + body + `}`)}
+					}
+					nt := store.NewTicket{ID: tid, ConversationID: cid, Owner: ownerOf(i), CreatedAt: now,
+						Accepted: env(1, "accepted", `,"question":"How many sev1 incidents did we have in 2026-Q2?"`),
+						Question: "How many sev1 incidents did we have in 2026-Q2?",
+						Then:     []store.Event{env(2, "branch", `,"branch":"supervisor","op":"open"`)}}
+					if _, err := s.CreateTicket(ctx, nt, limits); err != nil {
+						t.Error(err)
+						return
+					}
+					tail := []store.Event{env(3, "branch", `,"branch":"supervisor","op":"close"`),
+						env(4, "answer", `,"text":"There were 3 sev1 incidents in 2026-Q2.","citations":[]`),
+						env(5, "done", `,"steps":0,"model_calls":1,"input_tokens":120,"output_tokens":30,"elapsed_ms":1`)}
+					if _, err := s.FinishCounted(ctx, tid, tail, ask.Turn{Question: nt.Question, Outcome: gen.EventTypeAnswer, Text: "There were 3."}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		took := time.Since(start)
+		n := float64(owners * per)
+		cpu1, stats1, self1 := redisCPU(t, info), cmdStats(t, info), selfCPU()
+		var calls float64
+		var lines []string
+		for name, v := range stats1 {
+			d := [2]float64{v[0] - stats0[name][0], v[1] - stats0[name][1]}
+			if d[0] <= 0 || name == "info" {
+				continue
+			}
+			calls += d[0]
+			lines = append(lines, fmt.Sprintf("%-10s %5.2f calls %6.2f µs", name, d[0]/n, d[1]/n))
+		}
+		sort.Strings(lines)
+		t.Logf("round %d: %.0f asks/s; redis-server %.1f µs/ask, this process %.1f µs/ask, %.1f commands/ask",
+			r, n/took.Seconds(), float64((cpu1-cpu0).Microseconds())/n, float64((self1-self0).Microseconds())/n, calls/n)
+		if r == rounds-1 {
+			t.Log("per ask (INFO commandstats): " + strings.Join(lines, "; "))
+		}
+	}
+}
+
+func redisCPU(t *testing.T, c *goredis.Client) time.Duration {
+	s, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total time.Duration
+	for line := range strings.SplitSeq(s, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += time.Duration(f * 1e9)
+		}
+	}
+	return total
+}
+
+func cmdStats(t *testing.T, c *goredis.Client) map[string][2]float64 {
+	s, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][2]float64{}
+	for line := range strings.SplitSeq(s, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var v [2]float64
+		for kv := range strings.SplitSeq(rest, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(val, 64)
+			switch k {
+			case "calls":
+				v[0] = f
+			case "usec":
+				v[1] = f
+			}
+		}
+		out[strings.TrimPrefix(name, "cmdstat_")] = v
+	}
+	return out
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -66,7 +66,7 @@ func redisCostPerAsk(t *testing.T, steps int) (roundTrips, writes, commands floa
 	info := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = info.Close() })
 	before, t0, w0 := commandCount(t, info), trips.Load(), wtrips.Load()
-	stats0 := commandStats(t, info)
+	stats0 := redistest.CommandStats(t, info)
 	for _, cid := range convs {
 		h.ask(alice, cid, "How many sev1 incidents did we have in 2026-Q2?")
 		select {
@@ -76,7 +76,7 @@ func redisCostPerAsk(t *testing.T, steps int) (roundTrips, writes, commands floa
 		}
 	}
 	n := float64(asks)
-	stats1 := commandStats(t, info)
+	stats1 := redistest.CommandStats(t, info)
 	for name, v := range stats1 {
 		d := [2]float64{v[0] - stats0[name][0], v[1] - stats0[name][1]}
 		if d[0] > 0 {
@@ -104,34 +104,6 @@ func commandCount(t *testing.T, c *goredis.Client) int64 {
 		n += k
 	}
 	return n
-}
-
-// commandStats is INFO commandstats: calls and usec per command.
-func commandStats(t *testing.T, c *goredis.Client) map[string][2]float64 {
-	s, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][2]float64{}
-	for _, line := range strings.Split(s, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		var v [2]float64
-		for _, kv := range strings.Split(rest, ",") {
-			k, val, _ := strings.Cut(kv, "=")
-			f, _ := strconv.ParseFloat(val, 64)
-			switch k {
-			case "calls":
-				v[0] = f
-			case "usec":
-				v[1] = f
-			}
-		}
-		out[strings.TrimPrefix(name, "cmdstat_")] = v
-	}
-	return out
 }
 
 // countHook counts round trips: each command, or pipeline, sent; and, in w, those of the

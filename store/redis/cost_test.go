@@ -70,7 +70,7 @@ func TestAskCycleCost(t *testing.T) {
 		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
 	for r := range rounds {
-		cpu0, stats0, self0 := redisCPU(t, info), cmdStats(t, info), selfCPU()
+		cpu0, stats0, self0 := redisCPU(t, info), redistest.CommandStats(t, info), selfCPU()
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i := range owners {
@@ -105,7 +105,7 @@ func TestAskCycleCost(t *testing.T) {
 		wg.Wait()
 		took := time.Since(start)
 		n := float64(owners * per)
-		cpu1, stats1, self1 := redisCPU(t, info), cmdStats(t, info), selfCPU()
+		cpu1, stats1, self1 := redisCPU(t, info), redistest.CommandStats(t, info), selfCPU()
 		var calls float64
 		var lines []string
 		for name, v := range stats1 {
@@ -139,33 +139,6 @@ func redisCPU(t *testing.T, c *goredis.Client) time.Duration {
 		}
 	}
 	return total
-}
-
-func cmdStats(t *testing.T, c *goredis.Client) map[string][2]float64 {
-	s, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][2]float64{}
-	for line := range strings.SplitSeq(s, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		var v [2]float64
-		for kv := range strings.SplitSeq(rest, ",") {
-			k, val, _ := strings.Cut(kv, "=")
-			f, _ := strconv.ParseFloat(val, 64)
-			switch k {
-			case "calls":
-				v[0] = f
-			case "usec":
-				v[1] = f
-			}
-		}
-		out[strings.TrimPrefix(name, "cmdstat_")] = v
-	}
-	return out
 }
 
 func selfCPU() time.Duration {

@@ -91,11 +91,7 @@ func TestTTLFromTerminal(t *testing.T) {
 	if _, err := storetest.NewTicket(t, s, "t", "c", storetest.Alice, store.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{k0(prefix, "c:c"), k0(prefix, "t:t"), k0(prefix, "t:t:log")} {
-		if d := rc.PTTL(ctx, k).Val(); d != -1 {
-			t.Errorf("%s expires in %v while its ask runs, want never (-1)", k, d)
-		}
-	}
+	neverExpires(t, rc, k0(prefix, "c:c"), k0(prefix, "t:t"), k0(prefix, "t:t:log"))
 	if err := s.Append(ctx, "t", storetest.Ev(2, gen.EventTypeStep)); err != nil {
 		t.Fatal(err)
 	}
@@ -260,11 +256,7 @@ func TestOwnerCapsCountLiveEntries(t *testing.T) {
 	if _, err := storetest.NewTicket(t, s, "t1", "c1", owner, tickets); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{oc, ot} {
-		if d := rc.PTTL(ctx, k).Val(); d != -1 {
-			t.Errorf("%s expires in %v while an ask runs, want never (-1)", k, d)
-		}
-	}
+	neverExpires(t, rc, oc, ot)
 	if err := s.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{}); err != nil {
 		t.Fatal(err)
 	}
@@ -433,11 +425,7 @@ func TestConversationUnderARunStaysCounted(t *testing.T) {
 	if err := s.CreateConversation(ctx, store.Conversation{ID: "c3", Owner: owner}, store.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{oc, ot} {
-		if d := rc.PTTL(ctx, k).Val(); d != -1 {
-			t.Errorf("%s expires in %v while an ask runs, want never (-1)", k, d)
-		}
-	}
+	neverExpires(t, rc, oc, ot)
 	if err := s.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{}); err != nil {
 		t.Fatal(err)
 	}
@@ -509,4 +497,14 @@ func TestTicketReadsItsEndFromTheLog(t *testing.T) {
 	term.Data, done.Data = []byte(`{"copy":"term"}`), []byte(`{"copy":"done"}`)
 	rc.HSet(ctx, k0(prefix, "t:t0"), "term", term.Data, "done", done.Data)
 	check("t0", term, done)
+}
+
+// neverExpires fails t unless every key exists without an expiry, as the keys an ask runs on must.
+func neverExpires(t *testing.T, rc *goredis.Client, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if d := rc.PTTL(t.Context(), k).Val(); d != -1 {
+			t.Errorf("%s expires in %v while an ask runs, want never (-1)", k, d)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/das-ask/ask"
@@ -35,11 +36,16 @@ func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run
 		lease:     s.storeLease(),
 		ctx:       ctx,
 	}
-	timer := time.AfterFunc(time.Until(deadline), func() { r.stop(errTimeout) })
+	// The timer may fire before AfterFunc returns (a deadline already past): r.cancel is set
+	// first, and finds the timer once it is stored.
+	var timer atomic.Pointer[time.Timer]
 	r.cancel = func(cause error) {
 		cancel(cause)
-		timer.Stop()
+		if t := timer.Load(); t != nil {
+			t.Stop()
+		}
 	}
+	timer.Store(time.AfterFunc(time.Until(deadline), func() { r.stop(errTimeout) }))
 	r.lastWrite.Store(admitted.UnixNano()) // the ticket's creation started its lease
 	s.mu.Lock()
 	s.runs[ticket] = r

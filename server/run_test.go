@@ -284,3 +284,17 @@ func TestRunContextDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadlineAlreadyPast: an ask whose deadline has passed by the time its run is set up (a
+// deadline shorter than the admission took) still gets its ticket and ends timeout, once.
+func TestDeadlineAlreadyPast(t *testing.T) {
+	h := newHarness(t, server.Options{Deadline: time.Nanosecond, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+		<-ctx.Done()
+		return ask.Outcome{Answer: answer("too late")}
+	})})
+	ticket := h.ask(alice, h.conv(alice), "is there time?")
+	term, _ := checkLifecycle(t, h.events(alice, ticket), gen.EventTypeError)
+	if term.Kind != string(gen.ErrorKindTimeout) {
+		t.Errorf("error kind %q, want timeout", term.Kind)
+	}
+}

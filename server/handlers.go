@@ -183,9 +183,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if h := s.opts.Hooks.Admitted; h != nil {
 		h(ctx, Admission{Ticket: ticket, Conversation: conversationID, OID: owner.OID, CreatedAt: now.UTC()})
 	}
-	r, runCtx := s.newRun(ticket, conversationID, body.Question, now)
-	r.admitted = nt
-	r.openedWith(opened)
+	r, runCtx := s.newRun(nt, opened, now)
 	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
 	if ik != nil {
 		b, rec, err := ticketResponse(s.opts.BasePath, ticket, conversationID, now.UTC())

@@ -16,7 +16,13 @@ import (
 // the log's end (run.stop: a cancel, the deadline's timer, shutdown; run.lose and
 // endedElsewhere), so nothing waits on it to end the log. It reports the deadline
 // (deadlineCtx), which a runner may plan its waits by.
-func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run, context.Context) {
+//
+// opened is the supervisor branch's open, which the store took with the ticket's creation
+// (store.NewTicket.Then). The run knows it before its deadline's timer is armed: a timer that
+// fires at once (a deadline already past) seals an end after that open, never a second open.
+// admitted is nt's creation as the clock read it, monotonic reading and all.
+func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Time) (*run, context.Context) {
+	ticket, conv, question := nt.ID, nt.ConversationID, nt.Question
 	deadline := admitted.Add(s.opts.Deadline)
 	cctx, cancel := context.WithCancelCause(s.base)
 	ctx := deadlineCtx{Context: cctx, deadline: deadline}
@@ -35,7 +41,9 @@ func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run
 		hooks:     s.opts.Hooks,
 		lease:     s.storeLease(),
 		ctx:       ctx,
+		admitted:  nt,
 	}
+	r.openedWith(opened)
 	// The timer may fire before AfterFunc returns (a deadline already past): r.cancel is set
 	// first, and finds the timer once it is stored.
 	var timer atomic.Pointer[time.Timer]
@@ -45,11 +53,13 @@ func (s *Server) newRun(ticket, conv, question string, admitted time.Time) (*run
 			t.Stop()
 		}
 	}
-	timer.Store(time.AfterFunc(time.Until(deadline), func() { r.stop(errTimeout) }))
 	r.lastWrite.Store(admitted.UnixNano()) // the ticket's creation started its lease
+	// Registered before the timer is armed: a timer that fires at once ends the run, and the
+	// end's release must find it to remove it.
 	s.mu.Lock()
 	s.runs[ticket] = r
 	s.mu.Unlock()
+	timer.Store(time.AfterFunc(time.Until(deadline), func() { r.stop(errTimeout) }))
 	return r, ctx
 }
 

@@ -234,12 +234,10 @@ func TestRefusesPersistenceUnsealed(t *testing.T) {
 // until their TTL ends; an owner's index lives while anything in it runs and expires with its
 // last entry, so owners who hold nothing leave nothing behind.
 func TestOwnerCapsCountLiveEntries(t *testing.T) {
-	srv := redistest.Start(t)
-	rc := raw(t, srv)
-	ctx := t.Context()
 	const prefix = "own:"
 	ttl := 90 * time.Second
-	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix, TTL: ttl})
+	ctx := t.Context()
 	owner := store.Owner{Tenant: "t", OID: "alice"}
 	oc, ot := k0(prefix, "o:c:1:talice"), k0(prefix, "o:t:1:talice")
 	convs := store.Limits{MaxConversationsPerOwner: 1}
@@ -386,12 +384,10 @@ func TestConversationCountsItsTurns(t *testing.T) {
 // +inf, as an ask runs there), the owner's sets take no expiry while the ask runs, whatever else
 // the owner creates meanwhile, and the end scores them anew.
 func TestConversationUnderARunStaysCounted(t *testing.T) {
-	srv := redistest.Start(t)
-	rc := raw(t, srv)
-	ctx := t.Context()
 	const prefix = "under:"
 	ttl := 90 * time.Second
-	s := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix, TTL: ttl})
+	ctx := t.Context()
 	owner := store.Owner{Tenant: "t", OID: "alice"}
 	oc, ot, convs := k0(prefix, "o:c:1:talice"), k0(prefix, "o:t:1:talice"), k0(prefix, "convs")
 	one := store.Limits{MaxConversationsPerOwner: 1}

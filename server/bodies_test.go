@@ -131,7 +131,7 @@ func TestEncodeOwnEventOnce(t *testing.T) {
 		supervisorOpen,
 		gen.BranchBody{BranchId: supervisorBranch, Role: "supervisor", State: gen.BranchBodyStateClose},
 		gen.DoneBody{Outcome: gen.DoneBodyOutcomeAnswer, Steps: 1 << 20, ModelCalls: 1 << 20, InputTokens: 1 << 40, OutputTokens: 1 << 40, ElapsedMs: 1 << 30},
-		&gen.ErrorBody{Kind: gen.ErrorKindInterrupted, Message: "the service's store lost part of this ask's log (a restart); the events it lost are not in the log"},
+		&gen.ErrorBody{Kind: gen.ErrorKindInterrupted, Message: "the service's store lost part of this ask's log (a restart, or a fault); the events it lost are not in the log"},
 	} {
 		if n := testing.AllocsPerRun(50, func() { _, _ = encodeEvent(env, body) }); n != 1 {
 			t.Errorf("encodeEvent(%T): %.0f allocations, want 1", body, n)

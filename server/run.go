@@ -303,6 +303,17 @@ func (r *run) lose(err error, seq int64) {
 	r.cancel(errEndedElsewhere)
 }
 
+// restorer is a store that can end a log that no longer continues its runner's seqs
+// (store.Shared.Restore; store.Memory has it too, for a refusal that only a fault of the
+// service's own could cause).
+type restorer interface {
+	Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error
+}
+
+// errInterruptedMessage is error{interrupted}'s message when the store no longer held the log
+// as the run wrote it.
+const errInterruptedMessage = "the service's store lost part of this ask's log (a restart, or a fault); the events it lost are not in the log"
+
 // restore ends a log the store lost part or all of with error{interrupted} and done, after
 // every seq this run assigned, re-creating the ticket if it is gone (store.Shared.Restore), and
 // reports whether it did (Hooks.Ended then has the restored end, with Restored set). The end
@@ -310,7 +321,7 @@ func (r *run) lose(err error, seq int64) {
 // store lost. A store that cannot restore leaves the ticket to its lease: if it still exists, a
 // replica ends it once the lease lapses.
 func (r *run) restore() bool {
-	sh, ok := r.store.(store.Shared)
+	sh, ok := r.store.(restorer)
 	if !ok || r.admitted.ID == "" {
 		return false
 	}
@@ -319,7 +330,7 @@ func (r *run) restore() bool {
 	u := store.Usage{Steps: r.steps, ModelCalls: r.modelCalls, InputTokens: r.inTokens, OutputTokens: r.outTokens}
 	r.mu.Unlock()
 	elapsed := time.Since(r.started)
-	out := errOutcome(gen.ErrorKindInterrupted, "the service's store lost part of this ask's log (a restart); the events it lost are not in the log")
+	out := errOutcome(gen.ErrorKindInterrupted, errInterruptedMessage)
 	tail, typ, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, after, nil, out, u, elapsed)
 	if bad != nil {
 		r.log.Error("interrupted end not encodable", "ticket", r.ticket, "err", bad)

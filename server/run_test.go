@@ -12,6 +12,7 @@ import (
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/memnet"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
 )
 
 // committedAsks wraps a handler and closes committed when a createAsk response's header is
@@ -302,5 +303,69 @@ func TestDeadlineAlreadyPast(t *testing.T) {
 		if term.Kind != string(gen.ErrorKindTimeout) {
 			t.Fatalf("error kind %q, want timeout", term.Kind)
 		}
+	}
+}
+
+// refusingStore is the memory store refusing one batch of steps as out of order, as it would
+// only if the service itself misnumbered its events.
+type refusingStore struct {
+	*store.Memory
+	refuse atomic.Bool
+}
+
+func (s *refusingStore) AppendBatch(ctx context.Context, ticket string, evs []store.Event) (int, error) {
+	for _, ev := range evs {
+		if ev.Type == gen.EventTypeStep && s.refuse.CompareAndSwap(true, false) {
+			return 0, store.ErrSeq
+		}
+	}
+	return s.Memory.AppendBatch(ctx, ticket, evs)
+}
+
+// TestRefusedAppendEndsInterrupted: a run whose append the in-memory store refuses (a fault
+// of the service's own: nothing else misnumbers its events) still ends its log, with
+// error{interrupted} and done after every seq it assigned, instead of leaving a stream that
+// never ends and a conversation that stays busy; the conversation takes the next ask.
+func TestRefusedAppendEndsInterrupted(t *testing.T) {
+	st := &refusingStore{Memory: store.NewMemory(store.MemoryOptions{})}
+	st.refuse.Store(true)
+	t.Cleanup(func() { _ = st.Close() })
+	h := newHarness(t, server.Options{Store: st, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, emit ask.Emitter) ask.Outcome {
+		for i := range 3 {
+			emit.Step(step(i))
+		}
+		return ask.Outcome{Answer: answer("never seen")}
+	})})
+	cid := h.conv(alice)
+	ticket := h.ask(alice, cid, "will the store take it?")
+	frames := h.events(alice, ticket)
+	var prev int64
+	terminals := 0
+	for i, f := range frames {
+		e := decode(t, f)
+		if e.Seq <= prev {
+			t.Fatalf("event %d has seq %d after %d", i, e.Seq, prev)
+		}
+		prev = e.Seq
+		switch gen.EventType(e.Type) {
+		case gen.EventTypeAnswer, gen.EventTypeAbstention, gen.EventTypeRefusal, gen.EventTypeError:
+			terminals++
+		case gen.EventTypeStep:
+			t.Errorf("a step the store refused is in the log: %s", f.Data)
+		}
+	}
+	if n := len(frames); n < 3 || frames[0].Event != "accepted" || frames[n-1].Event != "done" || frames[n-2].Event != "error" || terminals != 1 {
+		t.Fatalf("log %v: want accepted … error, done with one terminal", types(frames))
+	}
+	term, done := decode(t, frames[len(frames)-2]), decode(t, frames[len(frames)-1])
+	if term.Kind != string(gen.ErrorKindInterrupted) || done.Outcome != "error" {
+		t.Errorf("ended %s/%s, want error{interrupted}", done.Outcome, term.Kind)
+	}
+	// The refused step took seq 3 (accepted 1, open 2): the end comes after it.
+	if term.Seq <= 3 {
+		t.Errorf("the end's first event has seq %d, want it after the refused step's seq 3", term.Seq)
+	}
+	if r := h.askRaw(alice, cid, "and now?"); r.StatusCode() != http.StatusAccepted {
+		t.Errorf("the next ask in the conversation: %d %s, want 202", r.StatusCode(), r.Body)
 	}
 }

@@ -306,6 +306,25 @@ func (m *Memory) Finish(ctx context.Context, ticket string, tail []Event, turn a
 func (m *Memory) FinishCounted(_ context.Context, ticket string, tail []Event, turn ask.Turn) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.finishLocked(ticket, tail, turn, false)
+}
+
+// Restore ends a running ticket whose log no longer continues its runner's seqs, with a tail
+// whose seqs come after every seq the runner assigned, leaving a gap before it
+// (store.Shared.Restore's contract). The memory store loses nothing on its own, so only a
+// fault in its caller (an append it refused as out of order) brings a run here; without it
+// that run's log would never end. It never re-creates a ticket: one that is gone was closed
+// with the store (ErrNotFound). Re-run with the same end, it answers ok.
+func (m *Memory) Restore(_ context.Context, nt NewTicket, tail []Event, turn ask.Turn) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, err := m.finishLocked(nt.ID, tail, turn, true)
+	return err
+}
+
+// finishLocked appends tail, which holds the terminal event and done, and ends the ticket.
+// The tail continues the log's last seq, or with gap set may start anywhere after it.
+func (m *Memory) finishLocked(ticket string, tail []Event, turn ask.Turn, gap bool) (int, error) {
 	t, ok := m.tickets[ticket]
 	if !ok {
 		return 0, ErrNotFound
@@ -317,6 +336,9 @@ func (m *Memory) FinishCounted(_ context.Context, ticket string, tail []Event, t
 		return 0, ErrFinished
 	}
 	next := t.t.LastSeq
+	if gap && len(tail) > 0 && tail[0].Seq > next {
+		next = tail[0].Seq - 1
+	}
 	var terminal, done *Event
 	for i := range tail {
 		next++

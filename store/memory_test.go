@@ -3,11 +3,13 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/store"
 	"github.com/das-ask/ask/store/storetest"
 )
@@ -106,4 +108,52 @@ func TestOwnerCapsFreedByExpiry(t *testing.T) {
 			t.Errorf("a ticket once the first expired: %v", err)
 		}
 	})
+}
+
+// TestMemoryRestore: the memory store ends a log that no longer continues its runner's seqs
+// with a tail after a gap, never one that overlaps what it holds; the same end again is ok,
+// another end is refused, and the conversation takes its turn and is free again.
+func TestMemoryRestore(t *testing.T) {
+	ctx := context.Background()
+	m := store.NewMemory(store.MemoryOptions{})
+	defer m.Close()
+	storetest.MustConv(t, m, "c", storetest.Alice)
+	if _, err := storetest.NewTicket(t, m, "t", "c", storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Append(ctx, "t", storetest.Ev(2, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	nt := store.NewTicket{ID: "t", ConversationID: "c", Owner: storetest.Alice}
+	turn := ask.Turn{Question: "q", Outcome: gen.EventTypeError}
+	if err := m.Restore(ctx, nt, storetest.Tail(2), turn); !errors.Is(err, store.ErrSeq) {
+		t.Fatalf("a tail over seq 2, which the log holds: %v, want ErrSeq", err)
+	}
+	if err := m.Restore(ctx, nt, storetest.Tail(5), turn); err != nil {
+		t.Fatalf("a tail after a gap: %v", err)
+	}
+	if err := m.Restore(ctx, nt, storetest.Tail(5), turn); err != nil {
+		t.Errorf("the same end again: %v, want ok", err)
+	}
+	if err := m.Restore(ctx, nt, storetest.Tail(9), turn); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("another end: %v, want ErrFinished", err)
+	}
+	b, err := m.Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, ev := range b.Events {
+		seqs = append(seqs, ev.Seq)
+	}
+	if !b.Finished || !slices.Equal(seqs, []int64{1, 2, 5, 6, 7}) {
+		t.Errorf("log seqs %v finished %v, want [1 2 5 6 7] finished", seqs, b.Finished)
+	}
+	history, err := storetest.NewTicket(t, m, "t2", "c", storetest.Alice, store.Limits{})
+	if err != nil || len(history) != 1 || history[0] != turn {
+		t.Errorf("the next ask in the conversation: history %v, err %v; want the restored turn", history, err)
+	}
+	if err := m.Restore(ctx, store.NewTicket{ID: "gone"}, storetest.Tail(2), turn); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a ticket the store does not hold: %v, want ErrNotFound", err)
+	}
 }

@@ -109,7 +109,33 @@ type Cluster struct {
 
 // Start builds the commands and starts every process, returning once each is ready. On error
 // everything started is stopped.
-func Start(ctx context.Context, o Options) (c *Cluster, err error) {
+//
+// Ports not given in o are picked by listening on port 0 and closing, so another socket (an
+// outgoing connection's ephemeral port) may take one before its process binds it: a start
+// that fails on an address already in use is stopped and made again, up to startAttempts
+// times in all.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, o)
+		if err == nil || attempt == startAttempts || ctx.Err() != nil || !portTaken(err) {
+			return c, err
+		}
+		if o.Logger != nil {
+			o.Logger.Warn("a port picked for the cluster was taken before it was bound; starting again", "attempt", attempt, "err", err)
+		}
+	}
+}
+
+// startAttempts bounds how often Start makes the cluster when a picked port was taken.
+const startAttempts = 3
+
+// portTaken reports whether err (a process's failure to start, with its log's tail) says a
+// port was in use.
+func portTaken(err error) bool {
+	return strings.Contains(strings.ToLower(err.Error()), "address already in use")
+}
+
+func start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.Root == "" {
 		o.Root = "."
 	}

@@ -71,11 +71,9 @@ func (c *Cluster) startGroup(ctx context.Context, name string, n int, addrs, env
 		if err != nil {
 			return members, nil, err
 		}
-		admin, err := freeAddr()
-		if err != nil {
-			return members, nil, err
-		}
-		pname, penv := name+"-"+strconv.Itoa(i+1), append(append([]string{}, env...), store(i), "DAS_ASK_ADDR="+a, "DAS_ASK_ADMIN_ADDR="+admin)
+		// The admin listener's port is the kernel's pick (env has 127.0.0.1:0): nothing here
+		// reads it, and a port picked ahead could be taken before the replica binds it.
+		pname, penv := name+"-"+strconv.Itoa(i+1), append(append([]string{}, env...), store(i), "DAS_ASK_ADDR="+a)
 		p, err := startProc(pname, c.logDir, filepath.Join(c.bins, "askd"), nil, penv, c.opts.Echo)
 		if err != nil {
 			return members, nil, err

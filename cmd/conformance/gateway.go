@@ -37,8 +37,25 @@ type gateway struct {
 }
 
 // startGateway renders the config for every upstream, starts nginx in the foreground and
-// returns once every listener accepts connections. stop ends it.
+// returns once every listener accepts connections. stop ends it. Its listen ports are picked
+// by listening on port 0 and closing, so another socket may take one before nginx binds it:
+// nginx then exits saying so, and the gateway is started again on new ports, up to
+// gatewayAttempts times in all.
 func startGateway(ctx context.Context, o gatewayOptions) (*gateway, error) {
+	for attempt := 1; ; attempt++ {
+		g, err := startGatewayOnce(ctx, o)
+		if err == nil || attempt == gatewayAttempts || ctx.Err() != nil ||
+			!strings.Contains(strings.ToLower(err.Error()), "address already in use") {
+			return g, err
+		}
+		o.logger.Warn("a port picked for the gateway was taken before nginx bound it; starting it again", "attempt", attempt, "err", err)
+	}
+}
+
+// gatewayAttempts bounds how often startGateway starts nginx when a picked port was taken.
+const gatewayAttempts = 3
+
+func startGatewayOnce(ctx context.Context, o gatewayOptions) (*gateway, error) {
 	tmpl, err := os.ReadFile(o.template)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestPortTaken: Start makes the cluster again when a process failed on a port taken before it
+// bound it, as each of the processes it starts says so in its log (quoted into the error),
+// and only then.
+func TestPortTaken(t *testing.T) {
+	for _, c := range []struct {
+		err  string
+		want bool
+	}{
+		{"askd-2 exited (exit status 1) before it was ready:\naskd: DAS_ASK_ADMIN_ADDR: listen tcp 127.0.0.1:34221: bind: address already in use\n", true},
+		{"nginx exited (exit status 1) before it was ready:\nnginx: [emerg] bind() to 127.0.0.1:41235 failed (98: Address already in use)\n", true},
+		{"redisserver: exited: 1:M 02 Dec 2026 20:57:28.057 # Warning: Could not create server TCP listening socket 127.0.0.1:40001: bind: Address already in use", true},
+		{"askd-1 exited (exit status 1) before it was ready:\naskd: DAS_ASK_STORE: redis store: dial tcp 127.0.0.1:6379: connect: connection refused\n", false},
+		{"askd-1 not ready within 30s: Get \"http://127.0.0.1:1/ask/v1/openapi.json\": context deadline exceeded", false},
+	} {
+		if got := portTaken(errors.New(c.err)); got != c.want {
+			t.Errorf("portTaken(%q) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,13 +43,18 @@ func TestRedisLoadCost(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	var ended atomic.Int64
+	allEnded := make(chan struct{})
 	var stOpt store.Store = st
 	if os.Getenv("ASK_LOAD_STORE") == "memory" { // the same load on the in-memory store, for the service's share
 		stOpt = nil
 	}
 	h := newHarness(t, server.Options{Store: stOpt, Runner: stepsRunner(0), MaxInFlight: 1 << 20, MaxTickets: 1 << 22,
 		MaxConversationsPerID: 1 << 22, MaxRetainedPerID: 1 << 22,
-		Hooks: server.Hooks{Ended: func(string, server.End) { ended.Add(1) }}})
+		Hooks: server.Hooks{Ended: func(string, server.End) {
+			if ended.Add(1) == int64(n) {
+				close(allEnded)
+			}
+		}}})
 	convs := make([]string, n)
 	for i := range convs {
 		convs[i] = h.conv(alice)
@@ -59,7 +63,7 @@ func TestRedisLoadCost(t *testing.T) {
 	var wg sync.WaitGroup
 	const workers = 64
 	next := make(chan string)
-	sv0, rv0, cpu0, rcpu0, stats0 := procIO(t, "self"), procIO(t, pid), selfCPU(), redisCPU(t, info), redistest.CommandStats(t, info)
+	sv0, rv0, cpu0, rcpu0, stats0 := procIO(t, "self"), procIO(t, pid), redistest.SelfCPU(), redistest.CPU(t, info), redistest.CommandStats(t, info)
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
@@ -76,23 +80,19 @@ func TestRedisLoadCost(t *testing.T) {
 	close(next)
 	wg.Wait()
 	// The runs end after their tickets: wait until every one has.
-	for deadline := time.Now().Add(time.Minute); ; {
-		if ended.Load() == int64(n) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the runs did not end")
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-allEnded:
+	case <-time.After(time.Minute):
+		t.Fatalf("%d of %d runs ended within a minute", ended.Load(), n)
 	}
 	took := time.Since(start)
-	sv1, rv1, cpu1, rcpu1, stats1 := procIO(t, "self"), procIO(t, pid), selfCPU(), redisCPU(t, info), redistest.CommandStats(t, info)
+	sv1, rv1, cpu1, rcpu1, stats1 := procIO(t, "self"), procIO(t, pid), redistest.SelfCPU(), redistest.CPU(t, info), redistest.CommandStats(t, info)
 	f := float64(n)
 	t.Logf("%d asks at concurrency %d in %v (%.0f asks/s)", n, workers, took.Round(time.Millisecond), f/took.Seconds())
 	t.Logf("service:      %.2f read + %.2f write syscalls per ask, %.1f µs CPU per ask (the in-process client and logs included)",
-		float64(sv1[0]-sv0[0])/f, float64(sv1[1]-sv0[1])/f, float64(cpu1-cpu0)/f/1e3)
+		float64(sv1[0]-sv0[0])/f, float64(sv1[1]-sv0[1])/f, float64((cpu1-cpu0).Microseconds())/f)
 	t.Logf("redis-server: %.2f read + %.2f write syscalls per ask, %.1f µs CPU per ask",
-		float64(rv1[0]-rv0[0])/f, float64(rv1[1]-rv0[1])/f, (rcpu1-rcpu0)/f)
+		float64(rv1[0]-rv0[0])/f, float64(rv1[1]-rv0[1])/f, float64((rcpu1-rcpu0).Microseconds())/f)
 	var calls, usec float64
 	for name, v := range stats1 {
 		if name == "info" {
@@ -130,13 +130,6 @@ func procIO(t *testing.T, pid string) [2]int64 {
 	return out
 }
 
-// selfCPU is this process's user+system CPU time in ns.
-func selfCPU() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
 func redisPID(t *testing.T, c *goredis.Client) string {
 	t.Helper()
 	s, err := c.Info(context.Background(), "server").Result()
@@ -150,22 +143,4 @@ func redisPID(t *testing.T, c *goredis.Client) string {
 	}
 	t.Fatal("INFO server has no process_id")
 	return ""
-}
-
-// redisCPU is redis-server's used_cpu_sys + used_cpu_user in µs.
-func redisCPU(t *testing.T, c *goredis.Client) float64 {
-	t.Helper()
-	s, err := c.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for line := range strings.SplitSeq(s, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if k == "used_cpu_sys" || k == "used_cpu_user" {
-			f, _ := strconv.ParseFloat(v, 64)
-			sum += f
-		}
-	}
-	return sum * 1e6
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,7 +69,7 @@ func TestAskCycleCost(t *testing.T) {
 		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
 	for r := range rounds {
-		cpu0, stats0, self0 := redisCPU(t, info), redistest.CommandStats(t, info), selfCPU()
+		cpu0, stats0, self0 := redistest.CPU(t, info), redistest.CommandStats(t, info), redistest.SelfCPU()
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i := range owners {
@@ -105,7 +104,7 @@ func TestAskCycleCost(t *testing.T) {
 		wg.Wait()
 		took := time.Since(start)
 		n := float64(owners * per)
-		cpu1, stats1, self1 := redisCPU(t, info), redistest.CommandStats(t, info), selfCPU()
+		cpu1, stats1, self1 := redistest.CPU(t, info), redistest.CommandStats(t, info), redistest.SelfCPU()
 		var calls float64
 		var lines []string
 		for name, v := range stats1 {
@@ -123,26 +122,4 @@ func TestAskCycleCost(t *testing.T) {
 			t.Log("per ask (INFO commandstats): " + strings.Join(lines, "; "))
 		}
 	}
-}
-
-func redisCPU(t *testing.T, c *goredis.Client) time.Duration {
-	s, err := c.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total time.Duration
-	for line := range strings.SplitSeq(s, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += time.Duration(f * 1e9)
-		}
-	}
-	return total
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

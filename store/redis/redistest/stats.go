@@ -4,7 +4,9 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -38,4 +40,31 @@ func CommandStats(tb testing.TB, c goredis.UniversalClient) map[string][2]float6
 		out[strings.TrimPrefix(name, "cmdstat_")] = v
 	}
 	return out
+}
+
+// CPU is c's server's CPU time so far (INFO cpu: used_cpu_user + used_cpu_sys), to divide
+// deltas of by the work done between two reads. It fails tb when the server does not answer.
+func CPU(tb testing.TB, c goredis.UniversalClient) time.Duration {
+	tb.Helper()
+	s, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total time.Duration
+	for line := range strings.SplitSeq(s, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += time.Duration(f * 1e9)
+		}
+	}
+	return total
+}
+
+// SelfCPU is the calling process's CPU time so far (getrusage: user + system), the client
+// side to set beside CPU.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -382,7 +382,8 @@ func TestConversationCountsItsTurns(t *testing.T) {
 // and persists the conversation's hash instead, so an ask that outlives the conversation's TTL
 // finds its entries' scores passed. They still count (the hash lives: the sweeps score them
 // +inf, as an ask runs there), the owner's sets take no expiry while the ask runs, whatever else
-// the owner creates meanwhile, and the end scores them anew.
+// the owner creates meanwhile. The end leaves the sets alone too: the next sweep, which looks at
+// every entry at +inf, scores them at the hash's new expiry, and drops them once it is gone.
 func TestConversationUnderARunStaysCounted(t *testing.T) {
 	const prefix = "under:"
 	ttl := 90 * time.Second
@@ -425,16 +426,34 @@ func TestConversationUnderARunStaysCounted(t *testing.T) {
 	if err := s.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{}); err != nil {
 		t.Fatal(err)
 	}
+	// The end leaves the sets alone: the ended ask's conversation still counts, and the next
+	// sweep scores its entries at its hash's new expiry.
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c4", Owner: owner}, store.Limits{MaxConversationsPerOwner: 2}); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("a conversation beside two, one of them just ended, at a cap of two: %v, want ErrOwnerFull", err)
+	}
+	if _, err := s.Lapsed(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
 	now := float64(time.Now().UnixMilli())
 	for _, key := range []string{oc, convs} {
 		if sc := rc.ZScore(ctx, key, "c1").Val(); sc < now+float64((ttl-5*time.Second).Milliseconds()) || sc > now+float64(ttl.Milliseconds()) {
-			t.Errorf("%s: the conversation scores %.0f after its ask ended, want about now + %v", key, sc, ttl)
+			t.Errorf("%s: the conversation scores %.0f after its ask ended and a sweep, want about now + %v", key, sc, ttl)
 		}
 	}
 	for _, k := range []string{oc, ot, k0(prefix, "c:c1")} {
 		if d := rc.PTTL(ctx, k).Val(); d <= ttl-5*time.Second || d > ttl {
 			t.Errorf("%s expires in %v after the ask ended, want about %v", k, d, ttl)
 		}
+	}
+	// An entry a sweep scored +inf while its ask ran, whose hash has gone since: the next sweep
+	// drops it.
+	rc.ZAdd(ctx, convs, goredis.Z{Score: math.Inf(1), Member: "c1"})
+	rc.Del(ctx, k0(prefix, "c:c1"))
+	if _, err := s.Lapsed(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.ZScore(ctx, convs, "c1").Err(); !errors.Is(err, goredis.Nil) {
+		t.Errorf("a gone conversation's entry at +inf after a sweep: %v, want it dropped", err)
 	}
 }
 

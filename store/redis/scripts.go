@@ -91,26 +91,32 @@ end
 // luaConvs is sweep_convs and room_convs (uses int).
 const luaConvs = `
 -- a conversations zset (convs, or an owner's) keeps an entry's score at the conversation's expiry
--- when an ask starts in it (createTicket leaves the sets alone, and persists the conversation's
--- hash instead): an entry whose score has passed is a conversation that is gone (its hash
--- expired: dropped), or one an ask runs in (its hash persisted: scored +inf, as the end will
--- score it anew), or one whose hash expires within milliseconds (scored at that expiry). At most
--- limit entries (0: every one). cprefix names a conversation's hash.
+-- as its creation set it: the asks in it leave the sets alone (createTicket persists the
+-- conversation's hash, and the end gives the hash a new expiry), so a score can fall behind its
+-- hash. An entry whose score has passed is a conversation that is gone (its hash expired:
+-- dropped), or one an ask runs in (its hash persisted: scored +inf), or one whose hash lives on
+-- (scored at its expiry). An entry at +inf is looked at again by every sweep: once its ask has
+-- ended, its hash tells again. At most limit entries of each kind (0: every one). cprefix names
+-- a conversation's hash.
 local function sweep_convs(key, cprefix, now, limit)
-  local ids
-  if limit > 0 then
-    ids = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, limit)
-  else
-    ids = redis.call('ZRANGEBYSCORE', key, '-inf', now)
-  end
-  for _, id in ipairs(ids) do
-    local ttl = redis.call('PTTL', cprefix .. id)
-    if ttl == -2 then
-      redis.call('ZREM', key, id)
-    elseif ttl == -1 then
-      redis.call('ZADD', key, '+inf', id)
+  for _, from in ipairs({'-inf', '+inf'}) do
+    local to = now
+    if from == '+inf' then to = '+inf' end
+    local ids
+    if limit > 0 then
+      ids = redis.call('ZRANGEBYSCORE', key, from, to, 'LIMIT', 0, limit)
     else
-      redis.call('ZADD', key, int(now + ttl), id)
+      ids = redis.call('ZRANGEBYSCORE', key, from, to)
+    end
+    for _, id in ipairs(ids) do
+      local ttl = redis.call('PTTL', cprefix .. id)
+      if ttl == -2 then
+        redis.call('ZREM', key, id)
+      elseif ttl == -1 then
+        if from ~= '+inf' then redis.call('ZADD', key, '+inf', id) end
+      else
+        redis.call('ZADD', key, int(now + ttl), id)
+      end
     end
   end
 end
@@ -185,9 +191,9 @@ return 'ok'
 // when it seals). An owner's running tickets are its tickets whose expiry is +inf, so the
 // in-flight cap counts them there; the conversation's hash counts its turns. The store-wide
 // tickets set takes the ticket at its end: until then the running set counts it (the cap is the
-// two together). The conversations sets are left alone: the conversation's hash is persisted
-// while the ask runs, which is what keeps its entries counted (sweep_convs), and the end scores
-// them anew.
+// two together). The conversations sets are left alone, here and at the end: the conversation's
+// hash is persisted while the ask runs and given a new expiry at its end, and a sweep reads its
+// entries' scores from it (sweep_convs).
 var createTicket = goredis.NewScript(luaNow + luaInt + luaRoom + `
 local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
 if t[1] then
@@ -208,7 +214,9 @@ local nturns = tonumber(c[4]) or redis.call('LLEN', KEYS[2])
 local maxturns = tonumber(ARGV[12])
 if maxturns > 0 and nturns >= maxturns then return {'turns'} end
 local maxf = tonumber(ARGV[7])
-if maxf > 0 and redis.call('ZCOUNT', KEYS[8], '+inf', '+inf') >= maxf then return {'inflight'} end
+-- the owner's running tickets, when the cap asks for them (else unknown: nil)
+local inflight = maxf > 0 and redis.call('ZCOUNT', KEYS[8], '+inf', '+inf') or nil
+if inflight and inflight >= maxf then return {'inflight'} end
 local now = now_ms()
 if not room(KEYS[8], tonumber(ARGV[11]), now) then return {'ownerfull'} end
 local maxt = tonumber(ARGV[8])
@@ -224,8 +232,11 @@ end
 redis.call('HSET', KEYS[1], 'running', ARGV[1])
 redis.call('PERSIST', KEYS[1])
 redis.call('ZADD', KEYS[8], '+inf', ARGV[1])
-redis.call('PERSIST', KEYS[7])
-redis.call('PERSIST', KEYS[8])
+-- while one of the owner's tickets runs, its sets have no expiry already (see touch_owners)
+if not inflight or inflight == 0 then
+  redis.call('PERSIST', KEYS[7])
+  redis.call('PERSIST', KEYS[8])
+end
 redis.call('ZADD', KEYS[6], int(now + tonumber(ARGV[10])), ARGV[1])
 if nturns == 0 then return {'ok', {}} end
 redis.call('PERSIST', KEYS[2])
@@ -270,7 +281,7 @@ return {'ok', evicted}
 // KEYS ticket, log, steps, conv, turns, running, tickets, convs, owner's convs, owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
 // then n times seq, type, data. It answers a status word, or, when it ended the ticket now,
 // {'ok', the steps the bound evicted for the tail}.
-var endTicket = goredis.NewScript(luaNow + luaInt + luaAppend + luaOwners + `
+var endTicket = goredis.NewScript(luaNow + luaInt + luaAppend + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender', 'steps')
 local mode = ARGV[1]
 local n = tonumber(ARGV[11])
@@ -348,10 +359,18 @@ if redis.call('HGET', KEYS[4], 'running') == ARGV[4] then
   redis.call('HSET', KEYS[4], 'running', '', 'turns', redis.call('RPUSH', KEYS[5], ARGV[8]))
   redis.call('PEXPIRE', KEYS[4], ttl)
   redis.call('PEXPIRE', KEYS[5], ttl)
-  redis.call('ZADD', KEYS[8], exp, ARGV[5])
-  redis.call('ZADD', KEYS[9], exp, ARGV[5])
 end
-touch_owners(KEYS[10], KEYS[9])
+-- The conversations sets keep the conversation's entry at the score its creation gave it: an
+-- entry whose score has passed is looked at again (sweep_convs) before it is dropped, and its
+-- hash, which this end gave a new expiry, tells. The owner's sets: while another ticket of the
+-- owner runs, both stay without expiry (createTicket persisted them); else each lives until
+-- its latest entry expires, and no conversation of the owner expires after this one, whose
+-- hash now lives the store's TTL from now (any later end or creation moves it on again).
+local top = redis.call('ZRANGE', KEYS[10], -1, -1, 'WITHSCORES')[2]
+if top ~= 'inf' and top ~= '+inf' and tonumber(top) ~= math.huge then
+  redis.call('PEXPIREAT', KEYS[10], top)
+  redis.call('PEXPIREAT', KEYS[9], exp)
+end
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return {'ok', evicted}
 `)

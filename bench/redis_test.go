@@ -54,6 +54,15 @@ func TestRunRedisInProcess(t *testing.T) {
 		if l.Ours.N == 0 || l.Bare.N == 0 || l.RatioP50 <= 0 {
 			t.Errorf("redis time to ticket at %d: %+v", l.Concurrency, l)
 		}
+		// The in-memory side of the same rounds: as many asks as ours, a ratio per round.
+		if v := l.VsMemory; v == nil || v.Memory.N != l.Ours.N || v.RatioP50.Rounds != sz.ticket.Rounds || v.RatioP50.Median <= 0 || v.MemoryCPUUS <= 0 {
+			t.Errorf("redis time to ticket at %d beside memory: %+v, want %d asks in %d rounds", l.Concurrency, v, l.Ours.N, sz.ticket.Rounds)
+		}
+	}
+	for _, l := range r.TimeToTicket {
+		if l.VsMemory != nil {
+			t.Errorf("the in-memory row at %d has an in-memory side of its own: %+v", l.Concurrency, l.VsMemory)
+		}
 	}
 	if len(rr.Delivery) != 2 {
 		t.Errorf("redis delivery: %d levels, want 2", len(rr.Delivery))
@@ -70,7 +79,7 @@ func TestRunRedisInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| redis | 4 |", "| memory | 4 |", "| redis | 3 | 50 |", "| memory | 3 | 50 |", "a redis-server " + rr.Server} {
+	for _, want := range []string{"| redis | 4 |", "| memory | 4 |", "| redis | 3 | 50 |", "| memory | 3 | 50 |", "a redis-server " + rr.Server, "measured in the same rounds"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("REPORT.md lacks %q", want)
 		}

@@ -175,7 +175,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	synth := ServeOptions{Mode: ModeSynthetic}
 
 	with("time-to-ticket", synth, func(ch *child) (err error) {
-		r.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket, nil)
+		r.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket, nil, nil)
 		return err
 	})
 	with("ask-end-to-end", ServeOptions{Mode: ModeStack}, func(ch *child) error {
@@ -247,6 +247,16 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 		}
 	}
 
+	// besideMemory is time to ticket on a Redis child with an in-memory child beside it, whose
+	// ours is a third side of every round: the Redis rows' in-memory figure.
+	besideMemory := func(ch *child, o ticketOptions, storeCPU func(context.Context) (time.Duration, error)) ([]TicketLevel, error) {
+		mem, err := start(synth)
+		if err != nil {
+			return nil, fmt.Errorf("the in-memory child beside it: %w", err)
+		}
+		levels, err := timeToTicket(ctx, ch, o, storeCPU, mem)
+		return levels, errors.Join(err, mem.stop())
+	}
 	// The Redis rows: the same workloads once more, each child's store a Redis of this run's.
 	if o.Redis && slices.ContainsFunc(redisWorkloads, selected) {
 		rr, srv, stopRedis, err := startRedis(ctx)
@@ -258,7 +268,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 			log.Info("redis", "server", rr.Server, "addr", srv.Addr)
 			withRedis := ServeOptions{Mode: ModeSynthetic, Store: srv.URL}
 			with("time-to-ticket", withRedis, func(ch *child) (err error) {
-				rr.TimeToTicket, err = timeToTicket(ctx, ch, sz.ticket, redisCPU(srv.URL))
+				rr.TimeToTicket, err = besideMemory(ch, sz.ticket, redisCPU(srv.URL))
 				return err
 			})
 			with("stream-delivery", withRedis, func(ch *child) (err error) {
@@ -287,7 +297,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 			csz := redisClusterSizes(sz)
 			withCluster := ServeOptions{Mode: ModeSynthetic, Store: url}
 			with("time-to-ticket", withCluster, func(ch *child) (err error) {
-				rr.TimeToTicket, err = timeToTicket(ctx, ch, csz.ticket, redisCPU(url))
+				rr.TimeToTicket, err = besideMemory(ch, csz.ticket, redisCPU(url))
 				return err
 			})
 			with("stream-delivery", withCluster, func(ch *child) (err error) {

@@ -38,6 +38,21 @@ type TicketLevel struct {
 	// collector pays for, which CPU per ask includes.
 	OursAllocB float64 `json:"ours_alloc_bytes_per_ask,omitempty"`
 	BareAllocB float64 `json:"bare_alloc_bytes_per_ask,omitempty"`
+	// VsMemory, on the Redis rows, is ours on an in-memory child measured as a third side of
+	// the same rounds.
+	VsMemory *VsMemory `json:"vs_memory,omitempty"`
+}
+
+// VsMemory is the in-memory figure a Redis row is judged against, measured beside it: the
+// same bursts to a child whose store is in memory, in the same rounds (the order rotating by
+// round), so that the machine's drift between workloads stays out of the ratio.
+type VsMemory struct {
+	Memory      Latency `json:"memory"`
+	MemoryRPS   float64 `json:"memory_rps"`
+	MemoryCPUUS float64 `json:"memory_cpu_us_per_ask"`
+	// RatioP50 is ours (on Redis) / ours in memory at p50: the median of the per-round ratios,
+	// with the smallest and largest.
+	RatioP50 Spread `json:"ratio_p50"`
 }
 
 // ticketOptions size the workload.
@@ -50,19 +65,30 @@ type ticketOptions struct {
 // timeToTicket measures the 202 of createAsk, ours against the bare Echo handler behind the
 // same JWT validation, through the generated client with real tokens. Every ask goes to a
 // fresh conversation (created beforehand, untimed), so no ask waits on another's run.
-// storeCPU, when not nil, reads the store's CPU time so far (redisCPU), for StoreCPUUS.
-func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func(context.Context) (time.Duration, error)) ([]TicketLevel, error) {
+// storeCPU, when not nil, reads the store's CPU time so far (redisCPU), for StoreCPUUS. mem,
+// when not nil, is a child whose store is in memory: ours on it is a third side of every round
+// (the Redis rows' in-memory figure, measured beside them: see VsMemory).
+func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func(context.Context) (time.Duration, error), mem *child) ([]TicketLevel, error) {
 	if storeCPU == nil { // the store is in the service's process: its CPU is the server's
 		storeCPU = func(context.Context) (time.Duration, error) { return 0, nil }
 	}
-	// level is one concurrency's clients and conversations, all made before anything is timed.
+	// side is one target of a level's bursts: its child, its clients and (for ours, on either
+	// child) each worker's fresh conversations.
+	type side struct {
+		ch    *child
+		ours  bool
+		apis  []*askAPI
+		convs [][]string
+		next  []int
+	}
+	// level is one concurrency's sides, all made before anything is timed: bare, ours, and mem
+	// when there is one (the order of the first round; each later round rotates it by one).
 	type level struct {
 		c, perWorker, warm int
 		hc                 *http.Client
-		ours, bare         []*askAPI
-		convs              [][]string
-		next               []int
+		sides              []*side
 	}
+	const bare, ours, memOurs = 0, 1, 2
 	var levels []*level
 	defer func() {
 		for _, l := range levels {
@@ -70,29 +96,42 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 		}
 	}()
 	for _, c := range o.Levels {
-		l := &level{c: c, perWorker: max(o.Requests/c, 40), warm: max(10, 200/c), hc: newHTTPClient(c + 4),
-			ours: make([]*askAPI, c), bare: make([]*askAPI, c), convs: make([][]string, c), next: make([]int, c)}
+		l := &level{c: c, perWorker: max(o.Requests/c, 40), warm: max(10, 200/c), hc: newHTTPClient(c + 4)}
+		l.sides = []*side{{ch: ch}, {ch: ch, ours: true}}
+		if mem != nil {
+			l.sides = append(l.sides, &side{ch: mem, ours: true})
+		}
+		for _, sd := range l.sides {
+			sd.apis, sd.convs, sd.next = make([]*askAPI, c), make([][]string, c), make([]int, c)
+		}
 		levels = append(levels, l)
+		need := l.warm + l.perWorker*o.Rounds
 		err := parallel(ctx, c, func(ctx context.Context, i int) error {
-			tok, err := ch.token(ctx, fmt.Sprintf("bench-w%d", i))
-			if err != nil {
-				return err
-			}
-			if l.ours[i], err = newAskAPI(ch.ep.Ask, l.hc, tok); err != nil {
-				return err
-			}
-			if l.bare[i], err = newAskAPI(ch.ep.Bare, l.hc, tok); err != nil {
-				return err
-			}
-			need := l.warm + l.perWorker*o.Rounds
-			l.convs[i] = make([]string, 0, need)
-			for range need {
-				id, err := l.ours[i].conversation(ctx)
+			for k, sd := range l.sides {
+				tok, err := sd.ch.token(ctx, fmt.Sprintf("bench-w%d", i))
 				if err != nil {
 					return err
 				}
-				l.convs[i] = append(l.convs[i], id)
+				url := sd.ch.ep.Ask
+				if k == bare {
+					url = sd.ch.ep.Bare
+				}
+				if sd.apis[i], err = newAskAPI(url, l.hc, tok); err != nil {
+					return err
+				}
+				if !sd.ours {
+					continue // its asks go to any conversation: ours's first (below)
+				}
+				sd.convs[i] = make([]string, 0, need)
+				for range need {
+					id, err := sd.apis[i].conversation(ctx)
+					if err != nil {
+						return err
+					}
+					sd.convs[i] = append(sd.convs[i], id)
+				}
 			}
+			l.sides[bare].convs[i] = l.sides[ours].convs[i][:1]
 			return nil
 		})
 		if err != nil {
@@ -104,22 +143,18 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 	var out []TicketLevel
 	for _, l := range levels {
 		c := l.c
-		// burst puts n asks per worker; ours go to fresh conversations, the bare handler's to any.
-		burst := func(isOurs bool, n int, lat []time.Duration) (time.Duration, error) {
-			apis := l.bare
-			if isOurs {
-				apis = l.ours
-			}
+		// burst puts n asks per worker; ours go to fresh conversations, the bare handler's to one.
+		burst := func(sd *side, n int, lat []time.Duration) (time.Duration, error) {
 			start := time.Now()
 			err := parallel(ctx, c, func(ctx context.Context, i int) error {
 				for k := range n {
-					cid := l.convs[i][0]
-					if isOurs {
-						cid = l.convs[i][l.next[i]]
-						l.next[i]++
+					cid := sd.convs[i][0]
+					if sd.ours {
+						cid = sd.convs[i][sd.next[i]]
+						sd.next[i]++
 					}
 					t0 := time.Now()
-					if _, err := apis[i].ask(ctx, cid, questionNow); err != nil {
+					if _, err := sd.apis[i].ask(ctx, cid, questionNow); err != nil {
 						return err
 					}
 					if lat != nil {
@@ -130,81 +165,91 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 			})
 			return time.Since(start), err
 		}
-		// Warm both: connections and caches.
-		if _, err := burst(false, l.warm, nil); err != nil {
-			return nil, fmt.Errorf("time to ticket, bare warm-up: %w", err)
+		// Warm every side: connections and caches.
+		for k, sd := range l.sides {
+			if _, err := burst(sd, l.warm, nil); err != nil {
+				return nil, fmt.Errorf("time to ticket, warm-up of side %d: %w", k, err)
+			}
 		}
-		if _, err := burst(true, l.warm, nil); err != nil {
-			return nil, fmt.Errorf("time to ticket, warm-up: %w", err)
-		}
-		// measured is one burst with the server's CPU around it. The child is let settle
-		// first and after (the runs after our 202s end within microseconds; 20 ms is ample),
-		// and each CPU reading follows a forced GC, so that a burst pays for its own garbage.
+		// measured is one burst with its child's CPU around it. The child is let settle first
+		// and after (the runs after our 202s end within microseconds; 20 ms is ample), and each
+		// CPU reading follows a forced GC, so that a burst pays for its own garbage. The store's
+		// CPU is read around ours on ch only.
 		settle := 20 * time.Millisecond
-		measured := func(isOurs bool, lat []time.Duration) (d, cpu, store time.Duration, alloc uint64, err error) {
-			time.Sleep(settle)
-			c0, a0, err := ch.serverCPU(ctx)
-			if err != nil {
-				return 0, 0, 0, 0, err
-			}
-			s0, err := storeCPU(ctx)
-			if err != nil {
-				return 0, 0, 0, 0, err
-			}
-			if d, err = burst(isOurs, l.perWorker, lat); err != nil {
-				return 0, 0, 0, 0, err
+		measured := func(sd *side, lat []time.Duration) (d, cpu, store time.Duration, alloc uint64, err error) {
+			read := func() (time.Duration, uint64, time.Duration, error) {
+				c, a, err := sd.ch.serverCPU(ctx)
+				if err != nil || sd.ch != ch || !sd.ours {
+					return c, a, 0, err
+				}
+				s, err := storeCPU(ctx)
+				return c, a, s, err
 			}
 			time.Sleep(settle)
-			c1, a1, err := ch.serverCPU(ctx)
+			c0, a0, s0, err := read()
 			if err != nil {
 				return 0, 0, 0, 0, err
 			}
-			s1, err := storeCPU(ctx)
+			if d, err = burst(sd, l.perWorker, lat); err != nil {
+				return 0, 0, 0, 0, err
+			}
+			time.Sleep(settle)
+			c1, a1, s1, err := read()
 			return d, c1 - c0, s1 - s0, a1 - a0, err
 		}
-		var oursLat, bareLat []time.Duration
-		var oursTime, bareTime time.Duration
-		var p50Ratios, cpuRatios, oursCPU, bareCPU, storeCPUs, oursAlloc, bareAlloc []float64
+		n := len(l.sides)
+		lats := make([][]time.Duration, n)
+		took := make([]time.Duration, n)
+		var p50Ratios, memRatios, cpuRatios, oursCPU, bareCPU, memCPU, storeCPUs, oursAlloc, bareAlloc []float64
 		asks := float64(c * l.perWorker)
 		for r := range o.Rounds {
-			// Alternate which goes first, so that drift in the machine's load cancels out.
-			var p50 [2]float64
-			var cpu [2]float64
-			for _, isOurs := range []bool{r%2 == 1, r%2 == 0} {
+			// Rotate which goes first, so that drift in the machine's load cancels out (two
+			// sides: bare first in even rounds, ours in odd ones).
+			var p50, cpu [3]float64
+			for j := range n {
+				k := (j + r) % n
 				lat := make([]time.Duration, c*l.perWorker)
-				d, cpuUsed, storeUsed, alloc, err := measured(isOurs, lat)
+				d, cpuUsed, storeUsed, alloc, err := measured(l.sides[k], lat)
 				if err != nil {
 					return nil, fmt.Errorf("time to ticket at concurrency %d: %w", c, err)
 				}
-				i := 1
-				if isOurs {
-					i = 0
-					oursLat, oursTime = append(oursLat, lat...), oursTime+d
+				lats[k], took[k] = append(lats[k], lat...), took[k]+d
+				cpu[k] = float64(cpuUsed.Nanoseconds()) / 1e3 / asks
+				p50[k] = summarise(lat).P50
+				switch k {
+				case ours:
 					storeCPUs = append(storeCPUs, float64(storeUsed.Nanoseconds())/1e3/asks)
 					oursAlloc = append(oursAlloc, float64(alloc)/asks)
-				} else {
-					bareLat, bareTime = append(bareLat, lat...), bareTime+d
+				case bare:
 					bareAlloc = append(bareAlloc, float64(alloc)/asks)
 				}
-				cpu[i] = float64(cpuUsed.Nanoseconds()) / 1e3 / asks
-				p50[i] = summarise(lat).P50
 			}
-			p50Ratios = append(p50Ratios, ratio(p50[0], p50[1]))
-			cpuRatios = append(cpuRatios, ratio(cpu[0], cpu[1]))
-			oursCPU, bareCPU = append(oursCPU, cpu[0]), append(bareCPU, cpu[1])
+			p50Ratios = append(p50Ratios, ratio(p50[ours], p50[bare]))
+			cpuRatios = append(cpuRatios, ratio(cpu[ours], cpu[bare]))
+			oursCPU, bareCPU = append(oursCPU, cpu[ours]), append(bareCPU, cpu[bare])
+			if n > memOurs {
+				memRatios = append(memRatios, ratio(p50[ours], p50[memOurs]))
+				memCPU = append(memCPU, cpu[memOurs])
+			}
 		}
 		lv := TicketLevel{
 			Concurrency: c,
-			OursRPS:     float64(len(oursLat)) / oursTime.Seconds(),
-			BareRPS:     float64(len(bareLat)) / bareTime.Seconds(),
-			Ours:        summarise(oursLat),
-			Bare:        summarise(bareLat),
+			OursRPS:     float64(len(lats[ours])) / took[ours].Seconds(),
+			BareRPS:     float64(len(lats[bare])) / took[bare].Seconds(),
+			Ours:        summarise(lats[ours]),
+			Bare:        summarise(lats[bare]),
 			OursCPUUS:   median(oursCPU),
 			BareCPUUS:   median(bareCPU),
 			CPURatio:    spreadOf(cpuRatios),
 			StoreCPUUS:  median(storeCPUs),
 			OursAllocB:  median(oursAlloc),
 			BareAllocB:  median(bareAlloc),
+		}
+		if n > memOurs {
+			m := summarise(lats[memOurs])
+			sp := spreadOf(memRatios)
+			lv.VsMemory = &VsMemory{Memory: m, MemoryRPS: float64(len(lats[memOurs])) / took[memOurs].Seconds(),
+				MemoryCPUUS: median(memCPU), RatioP50: sp}
 		}
 		lv.RatioP50Spread = spreadOf(p50Ratios)
 		lv.RatioP50 = lv.RatioP50Spread.Median

@@ -27,14 +27,16 @@ type MemoryOptions struct {
 	MaxEvents int
 }
 
-// Memory is the in-process Store. Expiry runs on timers (time.AfterFunc), so it holds no
-// goroutine of its own; Close stops every timer and releases everything.
+// Memory is the in-process Store. Expiry runs on one timer (time.AfterFunc) over a queue of
+// what expires in order (expire), so it holds no goroutine of its own; Close stops the timer
+// and releases everything.
 type Memory struct {
 	ttl       time.Duration
 	maxEvents int
 
 	mu       sync.Mutex
 	closed   bool
+	expiries expiryQueue
 	convs    map[string]*memConv
 	tickets  map[string]*memTicket
 	inFlight map[string]int // owner key -> running tickets
@@ -48,8 +50,8 @@ type memConv struct {
 	c       Conversation
 	turns   []ask.Turn
 	running string // the running ticket, "" when none
-	expiry  *time.Timer
-	// epoch tells a stale expiry (one that fired while being reset) from the current one.
+	// epoch tells the conversation's current expiry from the ones queued before it: each
+	// (re)start of its idle time takes a new one.
 	epoch int
 }
 
@@ -64,7 +66,6 @@ type memTicket struct {
 	dead     int // how many steps in events[:scan]
 	changed  chan struct{}
 	finished bool
-	expiry   *time.Timer
 }
 
 var _ Store = (*Memory)(nil)
@@ -94,16 +95,9 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	for id, c := range m.convs {
-		if c.expiry != nil {
-			c.expiry.Stop()
-		}
-		delete(m.convs, id)
-	}
+	m.expiries.stop()
+	clear(m.convs)
 	for id, t := range m.tickets {
-		if t.expiry != nil {
-			t.expiry.Stop()
-		}
 		t.notify()
 		delete(m.tickets, id)
 	}
@@ -211,11 +205,7 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 	m.inFlight[key]++
 	m.heldOf[key]++
 	c.running = nt.ID
-	if c.expiry != nil {
-		c.expiry.Stop()
-		c.expiry = nil
-	}
-	c.epoch++
+	c.epoch++ // no expiry while the ask runs: its end starts the idle time again
 	return slices.Clone(c.turns), nil
 }
 
@@ -377,7 +367,7 @@ func (m *Memory) finishLocked(ticket string, tail []Event, turn ask.Turn, gap bo
 		c.turns = append(c.turns, turn)
 		m.expireConvLocked(c)
 	}
-	t.expiry = time.AfterFunc(m.ttl, func() { m.evictTicket(ticket, t) })
+	m.expireLocked(expiring{ticket: t})
 	return evicted, nil
 }
 
@@ -464,30 +454,118 @@ func (t *memTicket) notify() {
 	}
 }
 
-// expireConvLocked (re)starts the conversation's idle timer.
+// expireConvLocked (re)starts the conversation's idle time: it expires the TTL from now unless
+// it is touched again (or an ask starts in it) before.
 func (m *Memory) expireConvLocked(c *memConv) {
-	if c.expiry != nil {
-		c.expiry.Stop()
-	}
 	c.epoch++
-	id, epoch := c.c.ID, c.epoch
-	c.expiry = time.AfterFunc(m.ttl, func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if cur, ok := m.convs[id]; ok && cur == c && c.epoch == epoch && c.running == "" {
-			delete(m.convs, id)
-			decrement(m.convsOf, c.c.Owner.Key())
-		}
-	})
+	m.expireLocked(expiring{conv: c, epoch: c.epoch})
 }
 
-func (m *Memory) evictTicket(id string, t *memTicket) {
+// The expiry queue. Everything expires the store's TTL after the moment it was queued, so the
+// queue is in expiry order as it is appended to: one timer, armed for its head, serves it all
+// (a timer per ticket and per conversation cost two allocations and a timer-heap update at
+// every ask's start and end). A conversation touched again is queued again, with a new epoch;
+// its earlier entries find the epoch moved on and do nothing. The queue is a list of fixed
+// blocks, so it grows without copying what it holds.
+type expiryQueue struct {
+	blocks [][]expiring // blocks[0][head:], then the later blocks, are pending, in order
+	head   int
+	timer  *time.Timer // armed for the first pending entry while there is one
+	t0     time.Time   // the origin of the entries' times (its monotonic reading)
+}
+
+// expiryBlock is how many entries a block holds (32 bytes each).
+const expiryBlock = 256
+
+// expiring is one entry: a ticket, or a conversation at one epoch, due at t0 + at.
+type expiring struct {
+	at     time.Duration
+	ticket *memTicket
+	conv   *memConv
+	epoch  int
+}
+
+// expireLocked queues e to expire the TTL from now.
+func (m *Memory) expireLocked(e expiring) {
+	if m.closed {
+		return
+	}
+	x := &m.expiries
+	if x.t0.IsZero() {
+		x.t0 = time.Now()
+	}
+	e.at = time.Since(x.t0) + m.ttl
+	empty := x.empty()
+	if n := len(x.blocks); n == 0 || len(x.blocks[n-1]) == expiryBlock {
+		x.blocks = append(x.blocks, make([]expiring, 0, expiryBlock))
+	}
+	last := &x.blocks[len(x.blocks)-1]
+	*last = append(*last, e)
+	if empty {
+		x.arm(m, m.ttl)
+	}
+}
+
+func (x *expiryQueue) empty() bool {
+	return len(x.blocks) == 0 || len(x.blocks) == 1 && x.head == len(x.blocks[0])
+}
+
+// arm sets the timer to fire after d.
+func (x *expiryQueue) arm(m *Memory, d time.Duration) {
+	if x.timer == nil {
+		x.timer = time.AfterFunc(d, m.expired)
+		return
+	}
+	x.timer.Reset(d)
+}
+
+// stop stops the timer and forgets the queue.
+func (x *expiryQueue) stop() {
+	if x.timer != nil {
+		x.timer.Stop()
+	}
+	x.blocks, x.head = nil, 0
+}
+
+// expired is the timer's: it removes whatever is due and is still current, then re-arms for
+// what is left.
+func (m *Memory) expired() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if cur, ok := m.tickets[id]; ok && cur == t {
-		delete(m.tickets, id)
-		decrement(m.heldOf, t.t.Owner.Key())
-		t.notify()
+	if m.closed {
+		return
+	}
+	x := &m.expiries
+	now := time.Since(x.t0)
+	for !x.empty() {
+		b := x.blocks[0]
+		if x.head == len(b) { // a full block, spent: the next one
+			x.blocks[0] = nil
+			x.blocks, x.head = x.blocks[1:], 0
+			continue
+		}
+		e := b[x.head]
+		if e.at > now {
+			x.arm(m, e.at-now)
+			return
+		}
+		b[x.head] = expiring{}
+		x.head++
+		switch {
+		case e.ticket != nil:
+			id := e.ticket.t.ID
+			if cur, ok := m.tickets[id]; ok && cur == e.ticket {
+				delete(m.tickets, id)
+				decrement(m.heldOf, e.ticket.t.Owner.Key())
+				e.ticket.notify()
+			}
+		case e.conv != nil:
+			id := e.conv.c.ID
+			if cur, ok := m.convs[id]; ok && cur == e.conv && e.conv.epoch == e.epoch && e.conv.running == "" {
+				delete(m.convs, id)
+				decrement(m.convsOf, e.conv.c.Owner.Key())
+			}
+		}
 	}
 }
 

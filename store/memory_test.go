@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -56,6 +57,56 @@ func TestExpiry(t *testing.T) {
 		}
 		if _, err := m.Read(ctx, "t", 0); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("read after eviction: %v", err)
+		}
+	})
+}
+
+// TestExpiryInOrder: many conversations and tickets created over time expire each at its own
+// TTL, in order, across the expiry queue's blocks; one touched again (an ask in it) lives a TTL
+// from its ask's end, and its earlier expiry does nothing.
+func TestExpiryInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const n, every, ttl = 700, 100 * time.Millisecond, 100 * time.Second // all made before the first expires
+		m := store.NewMemory(store.MemoryOptions{TTL: ttl})
+		defer m.Close()
+		id := func(i int) string { return fmt.Sprintf("c%d", i) }
+		for i := range n {
+			storetest.MustConv(t, m, id(i), storetest.Alice)
+			if i == 0 { // an ask in the first conversation, ended a little later
+				if _, err := storetest.NewTicket(t, m, "t0", id(0), storetest.Alice, store.Limits{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if i == 50 {
+				if err := m.Finish(ctx, "t0", storetest.Tail(2), ask.Turn{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(every)
+		}
+		// Conversation i was created at i×every (and 0's ask ended at 51×every): it lives
+		// until its TTL from then, the ticket as long as conversation 0.
+		start := time.Now().Add(-n * every)
+		for at := ttl - 5*time.Second; at < ttl+n*every+5*time.Second; at += 3 * time.Second {
+			time.Sleep(time.Until(start.Add(at)))
+			synctest.Wait()
+			for i := range n {
+				born := time.Duration(i) * every
+				if i == 0 {
+					born = 51 * every
+				}
+				_, _, err := m.Conversation(ctx, id(i))
+				if live := at < born+ttl; live != (err == nil) {
+					t.Fatalf("at %v: conversation %d (from %v): %v, want live %v", at, i, born, err, live)
+				}
+				if i == 0 {
+					_, err := m.Ticket(ctx, "t0")
+					if live := at < born+ttl; live != (err == nil) {
+						t.Fatalf("at %v: the ticket (ended at %v): %v, want live %v", at, born, err, live)
+					}
+				}
+			}
 		}
 	})
 }

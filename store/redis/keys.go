@@ -15,8 +15,15 @@ import (
 type keys struct {
 	prefix  string
 	buckets int
-	tags    []string // tag(b) for every bucket, made once (makeTags): keys are named at every call
+	// Made once (made): keys are named at every call. tags[b] is tag(b); sets[b] is bucket b's
+	// store-wide sets; the channels' names follow.
+	tags             []string
+	sets             []bucketSets
+	changedCh, endCh string
 }
+
+// bucketSets are a bucket's store-wide sets' names.
+type bucketSets struct{ convs, tickets, running string }
 
 // tag is bucket b's hash tag: every key of the bucket starts with it.
 func (k keys) tag(b int) string {
@@ -26,13 +33,25 @@ func (k keys) tag(b int) string {
 	return "{" + k.prefix + "b" + strconv.Itoa(b) + "}"
 }
 
-// makeTags is every bucket's tag, for keys.tags.
-func (k keys) makeTags() []string {
-	tags := make([]string, max(k.buckets, 1))
-	for b := range tags {
-		tags[b] = "{" + k.prefix + "b" + strconv.Itoa(b) + "}"
+// made is k with the names it makes at every call made once.
+func (k keys) made() keys {
+	k.tags = make([]string, max(k.buckets, 1))
+	k.sets = make([]bucketSets, len(k.tags))
+	for b := range k.tags {
+		k.tags[b] = "{" + k.prefix + "b" + strconv.Itoa(b) + "}"
+		k.sets[b] = bucketSets{convs: k.tags[b] + "convs", tickets: k.tags[b] + "tickets", running: k.tags[b] + "running"}
 	}
-	return tags
+	k.changedCh, k.endCh = k.prefix+"changed", k.prefix+"ended"
+	return k
+}
+
+// set is bucket b's store-wide sets' names.
+func (k keys) set(b int) bucketSets {
+	if b >= 0 && b < len(k.sets) {
+		return k.sets[b]
+	}
+	t := k.tag(b)
+	return bucketSets{convs: t + "convs", tickets: t + "tickets", running: t + "running"}
 }
 
 func (k keys) conv(b int, id string) string   { return k.tag(b) + "c:" + id }
@@ -42,15 +61,25 @@ func (k keys) ticketPrefix(b int) string      { return k.tag(b) + "t:" }
 func (k keys) ticket(b int, id string) string { return k.tag(b) + "t:" + id }
 func (k keys) log(b int, id string) string    { return k.tag(b) + "t:" + id + ":log" }
 func (k keys) steps(b int, id string) string  { return k.tag(b) + "t:" + id + ":steps" }
-func (k keys) convs(b int) string             { return k.tag(b) + "convs" }
-func (k keys) tickets(b int) string           { return k.tag(b) + "tickets" }
-func (k keys) running(b int) string           { return k.tag(b) + "running" }
+func (k keys) convs(b int) string             { return k.set(b).convs }
+func (k keys) tickets(b int) string           { return k.set(b).tickets }
+func (k keys) running(b int) string           { return k.set(b).running }
 
 // changed is the change channel, not a key: PUBLISH reaches every node of a cluster.
-func (k keys) changed() string { return k.prefix + "changed" }
+func (k keys) changed() string {
+	if k.changedCh != "" {
+		return k.changedCh
+	}
+	return k.prefix + "changed"
+}
 
 // ended is the end channel (not a key either): every end of a log publishes the ticket there.
-func (k keys) ended() string { return k.prefix + "ended" }
+func (k keys) ended() string {
+	if k.endCh != "" {
+		return k.endCh
+	}
+	return k.prefix + "ended"
+}
 
 // generation lives in bucket 0's slot.
 func (k keys) generation() string { return k.tag(0) + "generation" }

@@ -30,7 +30,10 @@ func (s *Store) listen(ch <-chan any) {
 			if by != "" && by == s.replica {
 				continue
 			}
-			n, _ := strconv.ParseInt(seq, 10, 64)
+			var n int64
+			if seq != "" { // an end's payload has none
+				n, _ = strconv.ParseInt(seq, 10, 64)
+			}
 			s.hub.changed(id, n, m.Channel == ended)
 		case *goredis.Subscription:
 			if m.Kind == "subscribe" && m.Channel == ended {

@@ -145,7 +145,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 			s.keys.buckets = DefaultClusterBuckets
 		}
 	}
-	s.keys.tags = s.keys.makeTags()
+	s.keys = s.keys.made()
 	var err error
 	if s.writes, err = pipeline(s.rdb); err != nil {
 		s.closeClient()

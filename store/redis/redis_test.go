@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"strconv"
@@ -380,10 +381,11 @@ func TestConversationCountsItsTurns(t *testing.T) {
 
 // TestConversationUnderARunStaysCounted: an ask's creation leaves the conversations' sets alone
 // and persists the conversation's hash instead, so an ask that outlives the conversation's TTL
-// finds its entries' scores passed. They still count (the hash lives: the sweeps score them
-// +inf, as an ask runs there), the owner's sets take no expiry while the ask runs, whatever else
-// the owner creates meanwhile. The end leaves the sets alone too: the next sweep, which looks at
-// every entry at +inf, scores them at the hash's new expiry, and drops them once it is gone.
+// finds its entries' scores passed. They still count (the hash lives: a sweep scores them a
+// minute ahead, as an ask runs there, and moves entries at +inf the same way), the owner's sets
+// take no expiry while the ask runs, whatever else the owner creates meanwhile. The end leaves
+// the sets alone too: the sweep after their scores pass scores them at the hash's new expiry,
+// and drops them once it is gone.
 func TestConversationUnderARunStaysCounted(t *testing.T) {
 	const prefix = "under:"
 	ttl := 90 * time.Second
@@ -413,11 +415,28 @@ func TestConversationUnderARunStaysCounted(t *testing.T) {
 	if _, err := s.Lapsed(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{oc, convs} {
-		if sc, err := rc.ZScore(ctx, key, "c1").Result(); err != nil || !math.IsInf(sc, 1) {
-			t.Errorf("%s: the conversation an ask runs in scores %v (%v), want +inf", key, sc, err)
+	// A sweep looks at it again a minute on (the run is still on, or its end gave the hash an
+	// expiry).
+	ahead := func(what string, d time.Duration) {
+		t.Helper()
+		now := float64(time.Now().UnixMilli())
+		for _, key := range []string{oc, convs} {
+			if sc := rc.ZScore(ctx, key, "c1").Val(); sc < now+float64((d-5*time.Second).Milliseconds()) || sc > now+float64(d.Milliseconds()) {
+				t.Errorf("%s: %s scores %.0f, want about now + %v", key, what, sc, d)
+			}
 		}
 	}
+	ahead("the conversation an ask runs in, after a sweep", time.Minute)
+	// So does an entry at +inf (a restored ticket's conversation is scored so).
+	rc.ZAdd(ctx, convs, goredis.Z{Score: math.Inf(1), Member: "c1"})
+	rc.ZAdd(ctx, oc, goredis.Z{Score: math.Inf(1), Member: "c1"})
+	if _, err := s.Lapsed(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c2", Owner: owner}, one); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("a second conversation beside one an ask runs in, at a cap of one, after sweeps: %v, want ErrOwnerFull", err)
+	}
+	ahead("the conversation an ask runs in, at +inf, after a sweep", time.Minute)
 	// Another conversation of the owner's, while the ask runs: the owner's sets keep no expiry.
 	if err := s.CreateConversation(ctx, store.Conversation{ID: "c3", Owner: owner}, store.Limits{}); err != nil {
 		t.Fatal(err)
@@ -426,20 +445,18 @@ func TestConversationUnderARunStaysCounted(t *testing.T) {
 	if err := s.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{}); err != nil {
 		t.Fatal(err)
 	}
-	// The end leaves the sets alone: the ended ask's conversation still counts, and the next
-	// sweep scores its entries at its hash's new expiry.
+	// The end leaves the sets alone: the ended ask's conversation still counts, and the sweep
+	// after its score passes (the owner's at its cap, the bucket's by Lapsed) scores its
+	// entries at its hash's new expiry.
+	rc.ZAdd(ctx, oc, goredis.Z{Score: 1, Member: "c1"}) // the minute passes
+	rc.ZAdd(ctx, convs, goredis.Z{Score: 1, Member: "c1"})
 	if err := s.CreateConversation(ctx, store.Conversation{ID: "c4", Owner: owner}, store.Limits{MaxConversationsPerOwner: 2}); !errors.Is(err, store.ErrOwnerFull) {
 		t.Errorf("a conversation beside two, one of them just ended, at a cap of two: %v, want ErrOwnerFull", err)
 	}
 	if _, err := s.Lapsed(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	now := float64(time.Now().UnixMilli())
-	for _, key := range []string{oc, convs} {
-		if sc := rc.ZScore(ctx, key, "c1").Val(); sc < now+float64((ttl-5*time.Second).Milliseconds()) || sc > now+float64(ttl.Milliseconds()) {
-			t.Errorf("%s: the conversation scores %.0f after its ask ended and a sweep, want about now + %v", key, sc, ttl)
-		}
-	}
+	ahead("the conversation, after its ask ended and a sweep", ttl)
 	for _, k := range []string{oc, ot, k0(prefix, "c:c1")} {
 		if d := rc.PTTL(ctx, k).Val(); d <= ttl-5*time.Second || d > ttl {
 			t.Errorf("%s expires in %v after the ask ended, want about %v", k, d, ttl)
@@ -454,6 +471,41 @@ func TestConversationUnderARunStaysCounted(t *testing.T) {
 	}
 	if err := rc.ZScore(ctx, convs, "c1").Err(); !errors.Is(err, goredis.Nil) {
 		t.Errorf("a gone conversation's entry at +inf after a sweep: %v, want it dropped", err)
+	}
+}
+
+// TestSweepGetsOnPastRunningConversations: the Lapsed sweep looks at a bounded number of
+// conversation entries at a time; entries of conversations asks run in, however many sort
+// first, are moved out of its way (scored a minute ahead), so a gone conversation's entry
+// behind them is dropped by a later sweep.
+func TestSweepGetsOnPastRunningConversations(t *testing.T) {
+	const prefix = "past:"
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix})
+	ctx := t.Context()
+	convs := k0(prefix, "convs")
+	const running = 1200 // more than one sweep looks at
+	_, err := rc.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range running {
+			id := fmt.Sprintf("r%04d", i)
+			p.HSet(ctx, k0(prefix, "c:"+id), "running", "t") // persisted: an ask runs there
+			p.ZAdd(ctx, convs, goredis.Z{Score: math.Inf(1), Member: id})
+		}
+		p.ZAdd(ctx, convs, goredis.Z{Score: math.Inf(1), Member: "zz-gone"}) // no hash
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := s.Lapsed(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rc.ZScore(ctx, convs, "zz-gone").Err(); !errors.Is(err, goredis.Nil) {
+		t.Errorf("a gone conversation's entry behind %d running ones, after three sweeps: %v, want it dropped", running, err)
+	}
+	if n := rc.ZCard(ctx, convs).Val(); n != running {
+		t.Errorf("%d entries after the sweeps, want the %d running conversations'", n, running)
 	}
 }
 

@@ -94,10 +94,11 @@ const luaConvs = `
 -- as its creation set it: the asks in it leave the sets alone (createTicket persists the
 -- conversation's hash, and the end gives the hash a new expiry), so a score can fall behind its
 -- hash. An entry whose score has passed is a conversation that is gone (its hash expired:
--- dropped), or one an ask runs in (its hash persisted: scored +inf), or one whose hash lives on
--- (scored at its expiry). An entry at +inf is looked at again by every sweep: once its ask has
--- ended, its hash tells again. At most limit entries of each kind (0: every one). cprefix names
--- a conversation's hash.
+-- dropped), or one an ask runs in (its hash persisted: scored a minute ahead, to be looked at
+-- again then), or one whose hash lives on (scored at its expiry). Entries at +inf (a restored
+-- ticket's conversation, or one an earlier version scored so) are looked at too, and leave +inf
+-- the same way, so a sweep with a limit always gets on. At most limit entries of each kind (0:
+-- every one). cprefix names a conversation's hash.
 local function sweep_convs(key, cprefix, now, limit)
   for _, from in ipairs({'-inf', '+inf'}) do
     local to = now
@@ -113,7 +114,7 @@ local function sweep_convs(key, cprefix, now, limit)
       if ttl == -2 then
         redis.call('ZREM', key, id)
       elseif ttl == -1 then
-        if from ~= '+inf' then redis.call('ZADD', key, '+inf', id) end
+        redis.call('ZADD', key, int(now + 60000), id)
       else
         redis.call('ZADD', key, int(now + ttl), id)
       end

@@ -15,8 +15,8 @@ import (
 type keys struct {
 	prefix  string
 	buckets int
-	// Made once (made): keys are named at every call. tags[b] is tag(b); sets[b] is bucket b's
-	// store-wide sets; the channels' names follow.
+	// Made once (made, which New calls): keys are named at every call. tags[b] is tag(b);
+	// sets[b] is bucket b's store-wide sets; the channels' names follow.
 	tags             []string
 	sets             []bucketSets
 	changedCh, endCh string
@@ -66,20 +66,10 @@ func (k keys) tickets(b int) string           { return k.set(b).tickets }
 func (k keys) running(b int) string           { return k.set(b).running }
 
 // changed is the change channel, not a key: PUBLISH reaches every node of a cluster.
-func (k keys) changed() string {
-	if k.changedCh != "" {
-		return k.changedCh
-	}
-	return k.prefix + "changed"
-}
+func (k keys) changed() string { return k.changedCh }
 
 // ended is the end channel (not a key either): every end of a log publishes the ticket there.
-func (k keys) ended() string {
-	if k.endCh != "" {
-		return k.endCh
-	}
-	return k.prefix + "ended"
-}
+func (k keys) ended() string { return k.endCh }
 
 // generation lives in bucket 0's slot.
 func (k keys) generation() string { return k.tag(0) + "generation" }

@@ -18,6 +18,10 @@ import goredis "github.com/redis/go-redis/v9"
 // each costs a PTTL, where the tickets' expired entries go in one ZREMRANGEBYSCORE.
 const sweepConvs = "1000"
 
+// recheckRunning is how far ahead (ms) a sweep scores the entry of a conversation an ask runs
+// in (sweep_convs): it is looked at again then.
+const recheckRunning = "60000"
+
 // The Lua helpers the scripts below share, each script taking only those it calls: a script
 // defines its helpers (closures) at every call, which costs about 0.05 µs a helper.
 
@@ -114,7 +118,7 @@ local function sweep_convs(key, cprefix, now, limit)
       if ttl == -2 then
         redis.call('ZREM', key, id)
       elseif ttl == -1 then
-        redis.call('ZADD', key, int(now + 60000), id)
+        redis.call('ZADD', key, int(now + ` + recheckRunning + `), id)
       else
         redis.call('ZADD', key, int(now + ttl), id)
       end
@@ -133,21 +137,31 @@ local function room_convs(key, cprefix, max, now)
 end
 `
 
-// luaOwners is touch_owner and touch_owners.
+// luaLatest is latest.
+const luaLatest = `
+-- the score of the zset key's latest entry (nil when it is empty), and whether it is +inf
+local function latest(key)
+  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+  if not top then return nil, false end
+  local s = tonumber(top)
+  return top, top == 'inf' or top == '+inf' or s == nil or s == math.huge
+end
+`
+
+// luaOwners is touch_owner and touch_owners (uses latest).
 const luaOwners = `
 -- an owner's zsets (id -> expiry ms) live as long as their last entry, and have no expiry while
 -- any ticket of the owner runs (its tickets' zset then holds an entry at +inf; createTicket
 -- persists both). touch_owner sets key's expiry from its latest entry, and reports whether that
 -- entry is at +inf.
 local function touch_owner(key)
-  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if not top[2] then return false end
-  local s = tonumber(top[2])
-  if top[2] == 'inf' or top[2] == '+inf' or s == nil or s == math.huge then
+  local top, inf = latest(key)
+  if not top then return false end
+  if inf then
     redis.call('PERSIST', key)
     return true
   end
-  redis.call('PEXPIREAT', key, top[2])
+  redis.call('PEXPIREAT', key, top)
   return false
 end
 -- the owner's zsets' expiry after a change: none while one of its tickets runs, else each
@@ -163,7 +177,7 @@ end
 
 // createConversation: KEYS conv, turns, convs, owner's convs, owner's tickets; ARGV id, tenant,
 // oid, created, ttl_ms, max, max per owner.
-var createConversation = goredis.NewScript(luaNow + luaInt + luaConvs + luaOwners + `
+var createConversation = goredis.NewScript(luaNow + luaInt + luaConvs + luaLatest + luaOwners + `
 local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'created')
 if c[1] then
   -- a retry of this very call (its reply was lost): the conversation it created is ok
@@ -282,7 +296,7 @@ return {'ok', evicted}
 // KEYS ticket, log, steps, conv, turns, running, tickets, convs, owner's convs, owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
 // then n times seq, type, data. It answers a status word, or, when it ended the ticket now,
 // {'ok', the steps the bound evicted for the tail}.
-var endTicket = goredis.NewScript(luaNow + luaInt + luaAppend + `
+var endTicket = goredis.NewScript(luaNow + luaInt + luaAppend + luaLatest + `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender', 'steps')
 local mode = ARGV[1]
 local n = tonumber(ARGV[11])
@@ -367,8 +381,8 @@ end
 -- owner runs, both stay without expiry (createTicket persisted them); else each lives until
 -- its latest entry expires, and no conversation of the owner expires after this one, whose
 -- hash now lives the store's TTL from now (any later end or creation moves it on again).
-local top = redis.call('ZRANGE', KEYS[10], -1, -1, 'WITHSCORES')[2]
-if top ~= 'inf' and top ~= '+inf' and tonumber(top) ~= math.huge then
+local top, inf = latest(KEYS[10])
+if top and not inf then
   redis.call('PEXPIREAT', KEYS[10], top)
   redis.call('PEXPIREAT', KEYS[9], exp)
 end

@@ -290,12 +290,21 @@ func TestClusterFaults(t *testing.T) {
 	})
 
 	t.Run("PausedPrimaryIsReplaced", func(t *testing.T) {
-		ps, _ := c.Primaries(ctx)
+		ps, err := c.Primaries(ctx)
+		if err != nil || len(ps) == 0 {
+			t.Fatalf("primaries: %v, %v", ps, err)
+		}
 		p := ps[0]
+		// Its replica is read before the pause: once the primary is frozen, a view may come
+		// from the frozen node only after its timeout, and by then the replica may be elected
+		// already and replicate nothing.
+		rs, err := c.ReplicasOf(ctx, p)
+		if err != nil || len(rs) == 0 {
+			t.Fatalf("replicas of %s: %v, %v", p.Addr, rs, err)
+		}
 		if err := p.Pause(); err != nil {
 			t.Fatal(err)
 		}
-		rs, _ := c.ReplicasOf(ctx, p)
 		deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		for {

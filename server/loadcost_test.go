@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,14 +57,37 @@ func TestRedisLoadCost(t *testing.T) {
 			}
 		}}})
 	convs := make([]string, n)
-	for i := range convs {
-		convs[i] = h.conv(alice)
+	var made sync.WaitGroup
+	for w := range 64 { // untimed, but in parallel: sequential, it took longer than the load
+		made.Go(func() {
+			for i := w; i < n; i += 64 {
+				convs[i] = h.conv(alice)
+			}
+		})
+	}
+	made.Wait()
+	if kv := os.Getenv("ASK_LOAD_REDIS_CONFIG"); kv != "" { // e.g. "stream-node-max-bytes 1024": a server setting's effect
+		k, v, _ := strings.Cut(kv, " ")
+		if err := info.ConfigSet(t.Context(), k, v).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pid := redisPID(t, info)
 	var wg sync.WaitGroup
 	const workers = 64
 	next := make(chan string)
 	sv0, rv0, cpu0, rcpu0, stats0 := procIO(t, "self"), procIO(t, pid), redistest.SelfCPU(), redistest.CPU(t, info), redistest.CommandStats(t, info)
+	mem0 := usedMemory(t, info)
+	if path := os.Getenv("ASK_LOAD_PROFILE"); path != "" { // a CPU profile of the load alone, the setup left out
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
@@ -93,6 +117,7 @@ func TestRedisLoadCost(t *testing.T) {
 		float64(sv1[0]-sv0[0])/f, float64(sv1[1]-sv0[1])/f, float64((cpu1-cpu0).Microseconds())/f)
 	t.Logf("redis-server: %.2f read + %.2f write syscalls per ask, %.1f µs CPU per ask",
 		float64(rv1[0]-rv0[0])/f, float64(rv1[1]-rv0[1])/f, float64((rcpu1-rcpu0).Microseconds())/f)
+	t.Logf("redis-server: %.0f bytes of memory used per ask (used_memory, the ticket, its log and its conversation's turn kept)", float64(usedMemory(t, info)-mem0)/f)
 	var calls, usec float64
 	for name, v := range stats1 {
 		if name == "info" {
@@ -143,4 +168,21 @@ func redisPID(t *testing.T, c *goredis.Client) string {
 	}
 	t.Fatal("INFO server has no process_id")
 	return ""
+}
+
+// usedMemory is used_memory of INFO memory.
+func usedMemory(t *testing.T, c *goredis.Client) int64 {
+	t.Helper()
+	s, err := c.Info(t.Context(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("INFO memory has no used_memory")
+	return 0
 }

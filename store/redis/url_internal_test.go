@@ -19,6 +19,8 @@ func TestURLForms(t *testing.T) {
 		{"redis+cluster://:hunter2@127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002", "*redis.ClusterClient"},
 		{"redis+cluster://127.0.0.1:7000?max_redirects=5", "*redis.ClusterClient"},
 		{"redis+sentinel://:hunter2@127.0.0.1:26379,127.0.0.1:26380/mymaster/2", "*redis.Client"},
+		{"redis://127.0.0.1:6379?protocol=3", "*redis.Client"},
+		{"redis+cluster://127.0.0.1:7000?protocol=3", "*redis.ClusterClient"},
 	} {
 		c, err := newClient(tc.url)
 		if err != nil {
@@ -29,8 +31,16 @@ func TestURLForms(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.url, got, tc.want)
 		}
+		// RESP2 unless the URL asks for RESP3 (see newClient)
+		wantProto := 2
+		if strings.Contains(tc.url, "protocol=3") {
+			wantProto = 3
+		}
 		switch c := c.(type) {
 		case *goredis.ClusterClient:
+			if c.Options().Protocol != wantProto {
+				t.Errorf("%s: protocol %d, want %d", tc.url, c.Options().Protocol, wantProto)
+			}
 			if o := c.Options(); o.Password != "hunter2" && strings.Contains(tc.url, "hunter2") || len(o.Addrs) == 0 {
 				t.Errorf("%s: options %v %d addrs", tc.url, o.Password != "", len(o.Addrs))
 			}
@@ -38,6 +48,9 @@ func TestURLForms(t *testing.T) {
 				t.Errorf("%s: seeds %v", tc.url, c.Options().Addrs)
 			}
 		case *goredis.Client:
+			if c.Options().Protocol != wantProto {
+				t.Errorf("%s: protocol %d, want %d", tc.url, c.Options().Protocol, wantProto)
+			}
 			if strings.Contains(tc.url, "hunter2") && c.Options().Password != "hunter2" {
 				t.Errorf("%s: the password is not the primary's", tc.url)
 			}

@@ -154,6 +154,7 @@ func (c *Cluster) startNode(ctx context.Context, bin string, i, port int) (*Node
 			"--save", "", "--appendonly", "no",
 			"--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
 		}
+		n.args = append(n.args, Tuning...)
 		err := n.start(ctx)
 		if err == nil || attempt == 3 {
 			return n, err

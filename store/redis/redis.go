@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,7 +73,7 @@ type Options struct {
 // readers share one tail of each ticket's log (the tail hub, hub.go).
 type Store struct {
 	rdb       goredis.UniversalClient
-	writes    goredis.Scripter // the run's scripts: rdb's autopipeline where it has one (pipeline), else rdb
+	writes    goredis.Scripter // the run's scripts: a batcher on rdb (pipeline), or rdb itself
 	ownClient bool
 	keys      keys
 	replica   string
@@ -159,6 +160,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.closeClient()
 		return nil, err
 	}
+	s.checkStreamNodes(ctx)
 	s.sub = s.rdb.Subscribe(ctx, s.keys.changed(), s.keys.ended())
 	for range 2 { // the subscriptions' confirmations
 		if _, err := s.sub.Receive(ctx); err != nil {
@@ -212,26 +214,16 @@ func (s *Store) Close() error {
 	return err
 }
 
-// pipeline is what the run's scripts (creation, appends, the end) go through: the client's
-// full-duplex autopipeline. It holds one connection (one per primary on a cluster) with a
-// writer and a reader goroutine, and streams onto it the scripts that many runs call at once,
-// so they share writes and reads on both sides instead of paying a write and a read syscall
-// each; a lone call still goes out at once, in one round trip. (The half-duplex autopipeline,
-// go-redis's default, waits for a batch's replies before it sends the next, and holds a lone
-// call for stragglers: measured, it doubled the CPU and latency of an ask at concurrency 1.) A
-// script is one command and each is idempotent (see scripts.go), so one the client retries
-// after a lost reply answers as its first run did. The autopipeline does not see a call's own
-// context once the call is queued: a stalled Redis fails the call at the client's read
-// timeout, and the service's retries go on from there. A client of another kind (a test's
+// pipeline is what the run's scripts (creation, appends, the end) go through: a batcher
+// (batch.go) on the client, which sends the scripts that many runs call at once as one
+// pipeline. (go-redis's full-duplex autopipeline, used before, wrote each call on its own below
+// 64 calls in flight, and its half-duplex one holds a lone call for stragglers: measured, it
+// doubled the CPU and latency of an ask at concurrency 1.) A client of another kind (a test's
 // wrapper, a Ring) runs the scripts itself.
 func pipeline(c goredis.UniversalClient) (goredis.Scripter, error) {
-	o := goredis.DefaultBlockingAutoPipelineOptions()
-	o.FullDuplex = true
-	switch c := c.(type) {
-	case *goredis.Client:
-		return c.AutoPipelineWithOptions(o)
-	case *goredis.ClusterClient:
-		return c.AutoPipelineWithOptions(o)
+	switch c.(type) {
+	case *goredis.Client, *goredis.ClusterClient:
+		return newBatcher(c), nil
 	}
 	return c, nil
 }
@@ -270,6 +262,22 @@ func (s *Store) checkPersistence(ctx context.Context) error {
 		s.log.Info("redis store: memory-only mode: Redis does not persist; a Redis restart loses every ticket and conversation", "buckets", s.keys.buckets)
 	}
 	return nil
+}
+
+// streamNodeBytes is the stream-node-max-bytes docs/scale-out.md recommends ("Sizing Redis").
+const streamNodeBytes = 2048
+
+// checkStreamNodes says, once at the start, when Redis's streams preallocate more per log than a
+// ticket's usually holds: a stream's first node takes stream-node-max-bytes at once (4096 by
+// default) and keeps it until it is full. Only a hint: a server that does not answer CONFIG
+// GET is not judged.
+func (s *Store) checkStreamNodes(ctx context.Context) {
+	v := s.configValue(ctx, "stream-node-max-bytes")
+	if n, err := strconv.Atoi(v); err == nil && (n == 0 || n > streamNodeBytes) {
+		s.log.Info("redis store: stream-node-max-bytes is "+v+": each ticket's log takes that much of Redis's memory at its first event; "+
+			strconv.Itoa(streamNodeBytes)+" holds a short log in less (see docs/scale-out.md, Sizing Redis)",
+			"stream_node_max_bytes", n, "recommended", streamNodeBytes)
+	}
 }
 
 // persistence is the save and appendonly settings: on Redis Cluster those of every primary,

@@ -231,6 +231,27 @@ func TestRefusesPersistenceUnsealed(t *testing.T) {
 	}
 }
 
+// TestHintsStreamNodeSize: a Redis whose streams preallocate more than a ticket's log holds
+// (stream-node-max-bytes above 2048: the default is 4096) gets a hint at the start, and one
+// set as docs/scale-out.md recommends gets none.
+func TestHintsStreamNodeSize(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	for _, tc := range []struct {
+		value string
+		hint  bool
+	}{{"4096", true}, {"0", true}, {"2048", false}, {"1024", false}} {
+		if err := rc.ConfigSet(t.Context(), "stream-node-max-bytes", tc.value).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		newStore(t, srv, redisstore.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if got := strings.Contains(logs.String(), "stream-node-max-bytes is "+tc.value); got != tc.hint {
+			t.Errorf("stream-node-max-bytes %s: hinted %v, want %v: %s", tc.value, got, tc.hint, logs.String())
+		}
+	}
+}
+
 // TestOwnerCapsCountLiveEntries: the per-owner caps count an owner's conversations and tickets
 // until their TTL ends; an owner's index lives while anything in it runs and expires with its
 // last entry, so owners who hold nothing leave nothing behind.

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"runtime"
 	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -101,10 +100,6 @@ func (b *batcher) run(ctx context.Context, cmd *goredis.Cmd) {
 	if !lead && !<-me.ch {
 		return // answered in a batch another call sent
 	}
-	// Let the goroutines that are ready to run go first: under load some of them are about to
-	// call, and join this batch instead of paying for the next; with nothing else to run (a
-	// lone call) this returns at once.
-	runtime.Gosched()
 	b.mu.Lock()
 	batch := b.queue
 	b.queue, b.spare = b.spare[:0], nil

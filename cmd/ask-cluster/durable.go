@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/das-ask/ask/internal/redisserver"
 )
 
 // durableRedis is redis-server with AOF (appendonly yes, appendfsync everysec) in its own
@@ -36,11 +38,11 @@ func (d *durableRedis) start(ctx context.Context, again bool) error {
 	if again {
 		starter = restartProc
 	}
-	p, err := starter("redis", d.c.logDir, "redis-server", []string{
+	p, err := starter("redis", d.c.logDir, "redis-server", append([]string{
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(d.port), "--dir", d.dir,
 		"--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
 		"--appendfilename", "ask.aof", "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
-	}, nil, nil)
+	}, redisserver.Tuning...), nil, nil)
 	if err != nil {
 		return err
 	}

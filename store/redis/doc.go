@@ -85,10 +85,10 @@
 //
 // Every script gives the same answer when re-run after its reply was lost (go-redis retries
 // a command whose connection failed): it recognises its own earlier effect by reading it back.
-// The run's scripts (creation, appends, the end) go through a batcher (batch.go) that sends
-// the scripts of concurrent runs as one go-redis pipeline, a lone one at once; a connection
-// failure retries the batch, which the scripts' idempotence makes safe, and a call is bounded
-// by the client's read timeout rather than its context once it is queued.
+// The run's scripts (creation, appends, the end) go through the client's full-duplex
+// autopipeline, which streams the scripts of concurrent runs onto one held connection per
+// node; a connection failure retries those in flight, which their idempotence makes safe, and
+// a call is bounded by the client's read timeout rather than its context once it is queued.
 // An error that says Redis could not be reached or could not take the write now is
 // store.ErrUnavailable. Restore re-creates and ends a ticket whose log a restart lost; the
 // generation key changes when a restart lost everything, so ids minted with it tell lost from

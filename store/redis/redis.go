@@ -73,7 +73,7 @@ type Options struct {
 // readers share one tail of each ticket's log (the tail hub, hub.go).
 type Store struct {
 	rdb       goredis.UniversalClient
-	writes    goredis.Scripter // the run's scripts: a batcher on rdb (pipeline), or rdb itself
+	writes    goredis.Scripter // the run's scripts: rdb's autopipeline where it has one (pipeline), else rdb
 	ownClient bool
 	keys      keys
 	replica   string
@@ -214,16 +214,26 @@ func (s *Store) Close() error {
 	return err
 }
 
-// pipeline is what the run's scripts (creation, appends, the end) go through: a batcher
-// (batch.go) on the client, which sends the scripts that many runs call at once as one
-// pipeline. (go-redis's full-duplex autopipeline, used before, wrote each call on its own below
-// 64 calls in flight, and its half-duplex one holds a lone call for stragglers: measured, it
-// doubled the CPU and latency of an ask at concurrency 1.) A client of another kind (a test's
+// pipeline is what the run's scripts (creation, appends, the end) go through: the client's
+// full-duplex autopipeline. It holds one connection (one per primary on a cluster) with a
+// writer and a reader goroutine, and streams onto it the scripts that many runs call at once,
+// so they share writes and reads on both sides instead of paying a write and a read syscall
+// each; a lone call still goes out at once, in one round trip. (The half-duplex autopipeline,
+// go-redis's default, waits for a batch's replies before it sends the next, and holds a lone
+// call for stragglers: measured, it doubled the CPU and latency of an ask at concurrency 1.) A
+// script is one command and each is idempotent (see scripts.go), so one the client retries
+// after a lost reply answers as its first run did. The autopipeline does not see a call's own
+// context once the call is queued: a stalled Redis fails the call at the client's read
+// timeout, and the service's retries go on from there. A client of another kind (a test's
 // wrapper, a Ring) runs the scripts itself.
 func pipeline(c goredis.UniversalClient) (goredis.Scripter, error) {
-	switch c.(type) {
-	case *goredis.Client, *goredis.ClusterClient:
-		return newBatcher(c), nil
+	o := goredis.DefaultBlockingAutoPipelineOptions()
+	o.FullDuplex = true
+	switch c := c.(type) {
+	case *goredis.Client:
+		return c.AutoPipelineWithOptions(o)
+	case *goredis.ClusterClient:
+		return c.AutoPipelineWithOptions(o)
 	}
 	return c, nil
 }

@@ -182,7 +182,7 @@ func (r *Report) redisNote(p func(string, ...any)) {
 				version = " " + rr.Server
 			}
 			p("In sections 1, 3 and 5, the rows whose store is **redis** are the same workload run once more against a child whose store is Redis (`store/redis`): ")
-			p("a redis-server%s started for the run on loopback, persistence off, one per run, shared by nothing else. ", version)
+			p("a redis-server%s started for the run on loopback, persistence off, with the settings docs/scale-out.md recommends (`%s`), one per run, shared by nothing else. ", version, strings.Join(redisserver.Tuning, " "))
 			p("Each Redis row has its own bare baseline, measured by that child beside it; the baselines use no store, so the ratio says what the service costs with Redis behind it. ")
 			p("The in-memory targets are judged on the in-memory store, the default. The Redis targets compare the Redis rows with the in-memory ones: time to ticket per round, against an in-memory child measured in the same rounds (section 1's second table); delivery and replay against the in-memory rows of the same run (different children, so not per round).\n\n")
 		}
@@ -193,7 +193,7 @@ func (r *Report) redisNote(p func(string, ...any)) {
 			return
 		}
 		p("The rows whose store is **redis-cluster** are the same workloads once more on a Redis Cluster of %d primaries (no replicas), ", rc.Primaries)
-		p("each a redis-server with `--cluster-enabled yes` on loopback, persistence off, joined with `redis-cli --cluster create`, the child's store URL `redis+cluster://` naming every node: ")
+		p("each a redis-server with `--cluster-enabled yes` on loopback, persistence off, the same settings, joined with `redis-cli --cluster create`, the child's store URL `redis+cluster://` naming every node: ")
 		p("the same machine and the same work as the single primary's, spread over three processes, so the difference is what the cluster client and the hash-tagged key layout cost or save. ")
 		p("To keep the run short they measure only the levels the targets name (time to ticket at 1 and 64, delivery to 1 and 100 readers), time to ticket in at most 5 rounds. ")
 		p("The cluster's targets are the single primary's, against the same in-memory figures.\n\n")

@@ -1,11 +1,9 @@
 package server_test
 
 import (
-	"context"
 	"crypto/rand"
 	"net/http"
 	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,16 +76,7 @@ func TestRedisLoadCost(t *testing.T) {
 	next := make(chan string)
 	sv0, rv0, cpu0, rcpu0, stats0 := procIO(t, "self"), procIO(t, pid), redistest.SelfCPU(), redistest.CPU(t, info), redistest.CommandStats(t, info)
 	mem0 := usedMemory(t, info)
-	if path := os.Getenv("ASK_LOAD_PROFILE"); path != "" { // a CPU profile of the load alone, the setup left out
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
-	}
+	defer redistest.ProfileCPU(t, "ASK_LOAD_PROFILE")() // a CPU profile of the load alone, the setup left out
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
@@ -157,32 +146,19 @@ func procIO(t *testing.T, pid string) [2]int64 {
 
 func redisPID(t *testing.T, c *goredis.Client) string {
 	t.Helper()
-	s, err := c.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatal(err)
+	v := redistest.Info(t, c, "server", "process_id")
+	if v == "" {
+		t.Fatal("INFO server has no process_id")
 	}
-	for line := range strings.SplitSeq(s, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			return v
-		}
-	}
-	t.Fatal("INFO server has no process_id")
-	return ""
+	return v
 }
 
 // usedMemory is used_memory of INFO memory.
 func usedMemory(t *testing.T, c *goredis.Client) int64 {
 	t.Helper()
-	s, err := c.Info(t.Context(), "memory").Result()
+	n, err := strconv.ParseInt(redistest.Info(t, c, "memory", "used_memory"), 10, 64)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("INFO memory's used_memory: %v", err)
 	}
-	for line := range strings.SplitSeq(s, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	t.Fatal("INFO memory has no used_memory")
-	return 0
+	return n
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,16 +57,7 @@ func TestAskCycleCost(t *testing.T) {
 		}
 	}
 	next := make([]int, owners)
-	if path := os.Getenv("ASK_REDIS_COST_PROFILE"); path != "" { // a CPU profile of the rounds alone
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
-	}
+	defer redistest.ProfileCPU(t, "ASK_REDIS_COST_PROFILE")() // a CPU profile of the rounds alone
 	for r := range rounds {
 		cpu0, stats0, self0 := redistest.CPU(t, info), redistest.CommandStats(t, info), redistest.SelfCPU()
 		start := time.Now()

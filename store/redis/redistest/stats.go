@@ -2,6 +2,8 @@ package redistest
 
 import (
 	"context"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,4 +69,38 @@ func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ProfileCPU writes a CPU profile of what follows to the file the environment variable env
+// names, when it is set (a measurement's own work, its setup left out): the function it returns
+// stops it.
+func ProfileCPU(tb testing.TB, env string) (stop func()) {
+	tb.Helper()
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		tb.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }
+}
+
+// Info is one field of an INFO section ("" when the section has no such field).
+func Info(tb testing.TB, c goredis.UniversalClient, section, field string) string {
+	tb.Helper()
+	s, err := c.Info(context.Background(), section).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.SplitSeq(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return ""
 }

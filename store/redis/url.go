@@ -31,7 +31,8 @@ var errURL = errors.New(`redis store: the URL is not one of redis://, rediss:// 
 // The cluster form is go-redis's ParseClusterURL (its query options included) with the seed
 // nodes listed in the host; the Sentinel form goes through goredis.UniversalOptions.
 //
-// The client speaks RESP2 unless the URL asks for ?protocol=3: the store uses nothing RESP3
+// The client speaks RESP2 unless the URL asks for ?protocol=3 (the Sentinel form, which takes
+// no query, always speaks RESP2): the store uses nothing RESP3
 // has beyond it (push notifications, client-side caching), and on RESP3 go-redis looks for a
 // pending push notification before every reply it reads, about 2% of the service's CPU at
 // concurrency 64 in the time-to-ticket benchmark.
@@ -64,11 +65,11 @@ func newClient(raw string) (goredis.UniversalClient, error) {
 		if err != nil {
 			return nil, errURL
 		}
+		o.Protocol = resp(o.Protocol)
 		// go-redis learns where the slots are only from a MOVED or ASK, or every
 		// ClusterStateReloadInterval (default 60 s); a primary that died answers no MOVED, so
 		// after its replica took over the client would dial the dead address for up to a
 		// minute. A slot map read every second costs one CLUSTER SLOTS a second per replica.
-		o.Protocol = resp(o.Protocol)
 		if o.ClusterStateReloadInterval == 0 {
 			o.ClusterStateReloadInterval = clusterStateReload
 		}

@@ -76,7 +76,7 @@ func TestRedisLoadCost(t *testing.T) {
 	next := make(chan string)
 	sv0, rv0, cpu0, rcpu0, stats0 := procIO(t, "self"), procIO(t, pid), redistest.SelfCPU(), redistest.CPU(t, info), redistest.CommandStats(t, info)
 	mem0 := usedMemory(t, info)
-	defer redistest.ProfileCPU(t, "ASK_LOAD_PROFILE")() // a CPU profile of the load alone, the setup left out
+	defer redistest.ProfileCPU(t, os.Getenv("ASK_LOAD_PROFILE"))() // a CPU profile of the load alone, the setup left out
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {

@@ -57,7 +57,7 @@ func TestAskCycleCost(t *testing.T) {
 		}
 	}
 	next := make([]int, owners)
-	defer redistest.ProfileCPU(t, "ASK_REDIS_COST_PROFILE")() // a CPU profile of the rounds alone
+	defer redistest.ProfileCPU(t, os.Getenv("ASK_REDIS_COST_PROFILE"))() // a CPU profile of the rounds alone
 	for r := range rounds {
 		cpu0, stats0, self0 := redistest.CPU(t, info), redistest.CommandStats(t, info), redistest.SelfCPU()
 		start := time.Now()

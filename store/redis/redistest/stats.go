@@ -71,12 +71,10 @@ func SelfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// ProfileCPU writes a CPU profile of what follows to the file the environment variable env
-// names, when it is set (a measurement's own work, its setup left out): the function it returns
-// stops it.
-func ProfileCPU(tb testing.TB, env string) (stop func()) {
+// ProfileCPU writes a CPU profile of what follows to path, unless it is "" (a measurement's
+// own work, its setup left out): the function it returns stops it.
+func ProfileCPU(tb testing.TB, path string) (stop func()) {
 	tb.Helper()
-	path := os.Getenv(env)
 	if path == "" {
 		return func() {}
 	}

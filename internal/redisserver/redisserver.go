@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	redisstore "github.com/das-ask/ask/store/redis"
 )
 
 // Binary is the server the package starts, looked up on PATH.
@@ -39,13 +41,9 @@ type Server struct {
 	done    chan error
 }
 
-// Tuning is the settings every server started here runs with beyond its role's, the ones
-// docs/scale-out.md recommends for the store ("Sizing Redis"): a stream's node preallocates
-// stream-node-max-bytes (4096 by default) when its first entry is added and keeps it until
-// the node is full, which a ticket's log seldom fills: at 2048, Redis holds about 3.6 KB per
-// ticket of a trivial ask instead of 5.6 KB (ASK_REDIS_LOAD=10000 go test ./server -run
-// TestRedisLoadCost -v, ASK_LOAD_REDIS_CONFIG to compare), and it touches fewer fresh pages.
-var Tuning = []string{"--stream-node-max-bytes", "2048"}
+// Tuning is the settings every server started here runs with beyond its role's: the ones the
+// store asks of Redis (store/redis.StreamNodeMaxBytes; docs/scale-out.md, "Sizing Redis").
+var Tuning = []string{"--stream-node-max-bytes", strconv.Itoa(redisstore.StreamNodeMaxBytes)}
 
 // Run starts a server whose working directory is dir and returns once it answers PING.
 // Stop ends it.

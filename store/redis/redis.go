@@ -274,8 +274,13 @@ func (s *Store) checkPersistence(ctx context.Context) error {
 	return nil
 }
 
-// streamNodeBytes is the stream-node-max-bytes docs/scale-out.md recommends ("Sizing Redis").
-const streamNodeBytes = 2048
+// StreamNodeMaxBytes is the stream-node-max-bytes the store asks of Redis (docs/scale-out.md,
+// "Sizing Redis"): a stream's first node takes that much memory at its first entry (4096 by
+// default) and keeps it until it is full, which a ticket's log seldom fills. At 2048 Redis
+// holds about 3.6 KB per trivial ask instead of 5.6 KB (ASK_REDIS_LOAD=10000 go test ./server
+// -run TestRedisLoadCost -v, ASK_LOAD_REDIS_CONFIG to compare). internal/redisserver starts
+// every server with it.
+const StreamNodeMaxBytes = 2048
 
 // checkStreamNodes says, once at the start, when Redis's streams preallocate more per log than a
 // ticket's usually holds: a stream's first node takes stream-node-max-bytes at once (4096 by
@@ -283,10 +288,10 @@ const streamNodeBytes = 2048
 // GET is not judged.
 func (s *Store) checkStreamNodes(ctx context.Context) {
 	v := s.configValue(ctx, "stream-node-max-bytes")
-	if n, err := strconv.Atoi(v); err == nil && (n == 0 || n > streamNodeBytes) {
+	if n, err := strconv.Atoi(v); err == nil && (n == 0 || n > StreamNodeMaxBytes) {
 		s.log.Info("redis store: stream-node-max-bytes is "+v+": each ticket's log takes that much of Redis's memory at its first event; "+
-			strconv.Itoa(streamNodeBytes)+" holds a short log in less (see docs/scale-out.md, Sizing Redis)",
-			"stream_node_max_bytes", n, "recommended", streamNodeBytes)
+			strconv.Itoa(StreamNodeMaxBytes)+" holds a short log in less (see docs/scale-out.md, Sizing Redis)",
+			"stream_node_max_bytes", n, "recommended", StreamNodeMaxBytes)
 	}
 }
 

@@ -32,10 +32,10 @@ var errURL = errors.New(`redis store: the URL is not one of redis://, rediss:// 
 // nodes listed in the host; the Sentinel form goes through goredis.UniversalOptions.
 //
 // The client speaks RESP2 unless the URL asks for ?protocol=3 (the Sentinel form, which takes
-// no query, always speaks RESP2): the store uses nothing RESP3
-// has beyond it (push notifications, client-side caching), and on RESP3 go-redis looks for a
-// pending push notification before every reply it reads, about 2% of the service's CPU at
-// concurrency 64 in the time-to-ticket benchmark.
+// no query, always speaks RESP2): the store uses nothing RESP3 has beyond it (push
+// notifications, client-side caching), and on RESP3 go-redis looks for a pending push
+// notification before every reply it reads, about 2% of the service's CPU at concurrency 64
+// in the time-to-ticket benchmark's profile.
 func newClient(raw string) (goredis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -83,7 +83,7 @@ func newClient(raw string) (goredis.UniversalClient, error) {
 		if len(path) < 1 || len(path) > 2 {
 			return nil, errURL
 		}
-		uo := &goredis.UniversalOptions{Addrs: strings.Split(u.Host, ","), MasterName: path[0], Protocol: 2}
+		uo := &goredis.UniversalOptions{Addrs: strings.Split(u.Host, ","), MasterName: path[0], Protocol: resp(0)}
 		if len(path) == 2 {
 			if uo.DB, err = strconv.Atoi(path[1]); err != nil {
 				return nil, errURL

@@ -5,3 +5,9 @@ func HubStats(s *Store) (tails int, bytes int64) { return s.hub.stats() }
 
 // PrefixOf is s's key prefix.
 func PrefixOf(s *Store) string { return s.keys.prefix }
+
+// LogKey is the key of ticket's log.
+func LogKey(s *Store, ticket string) string { return s.keys.log(s.keys.bucketOf(ticket), ticket) }
+
+// PendingEnds is how many runs' ends of ticket's bucket wait for the end call in flight.
+func PendingEnds(s *Store, ticket string) int { return s.ends.pending(s.keys.bucketOf(ticket)) }

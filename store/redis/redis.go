@@ -84,6 +84,7 @@ type Store struct {
 	seal      *seal.Keys
 
 	runs      runs          // the tickets this instance runs: Finish names their keys without a read
+	ends      ends          // the runs' own ends that arrive together, sent as one call per bucket
 	claimFrom atomic.Uint32 // the bucket ClaimWebhooks starts at, moving on at every call
 
 	sub      *goredis.PubSub
@@ -148,6 +149,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.keys = s.keys.made()
 	var err error
+	s.ends.s = s
 	if s.writes, err = pipeline(s.rdb); err != nil {
 		s.closeClient()
 		return nil, fmt.Errorf("redis store: %w", err)

@@ -296,7 +296,10 @@ return {'ok', evicted}
 // KEYS ticket, log, steps, conv, turns, running, tickets, convs, owner's convs, owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
 // then n times seq, type, data. It answers a status word, or, when it ended the ticket now,
 // {'ok', the steps the bound evicted for the tail}.
-var endTicket = goredis.NewScript(luaNow + luaInt + luaAppend + luaLatest + `
+var endTicket = goredis.NewScript(luaNow + luaInt + luaAppend + luaLatest + luaEnd)
+
+// luaEnd is endTicket's body, which endTickets runs once per ticket.
+const luaEnd = `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'tenant', 'oid', 'ending', 'done_seq', 'done', 'ender', 'steps')
 local mode = ARGV[1]
 local n = tonumber(ARGV[11])
@@ -388,6 +391,36 @@ if top and not inf then
 end
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return {'ok', evicted}
+`
+
+// endTickets is endTicket for several tickets of one bucket in one call, for the runs' own ends
+// that arrive together (ends.go): fewer commands for the service to send and Redis to parse and
+// dispatch, the same work per ticket. ARGV[1] is the count; then per ticket its key count, its
+// argument count, and its arguments, its keys following one another in KEYS. Each end runs as
+// endTicket would, in a protected call, so that one which raises an error (a key of the wrong
+// type) answers {'error', message} for itself and the others still run. It answers the ends'
+// replies in order.
+var endTickets = goredis.NewScript(`
+local function one(KEYS, ARGV)
+` + luaNow + luaInt + luaAppend + luaLatest + luaEnd + `
+end
+local out = {}
+local kp, ap = 0, 2
+for i = 1, tonumber(ARGV[1]) do
+  local nk, na = tonumber(ARGV[ap]), tonumber(ARGV[ap + 1])
+  ap = ap + 2
+  local keys, argv = {}, {}
+  for j = 1, nk do keys[j] = KEYS[kp + j] end
+  for j = 1, na do argv[j] = ARGV[ap + j - 1] end
+  kp, ap = kp + nk, ap + na
+  local ok, r = pcall(one, keys, argv)
+  if not ok then
+    if type(r) == 'table' then r = r.err or r.error_reply end
+    r = {'error', tostring(r)}
+  end
+  out[i] = r
+end
+return out
 `)
 
 // renew: KEYS ticket, running; ARGV runner, lease_ms, tid, model_calls, in, out. Re-run, it

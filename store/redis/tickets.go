@@ -289,8 +289,13 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	args = append(args, extra...)
 	tk, c := k.ticket(b, ticket), k.conv(b, conv)
 	oc, ot := k.owners(b, owner)
-	res, err := endTicket.Run(ctx, s.writes,
-		[]string{tk, tk + ":log", tk + ":steps", c, c + ":turns", k.running(b), k.tickets(b), k.convs(b), oc, ot}, args...).Result()
+	keys := []string{tk, tk + ":log", tk + ":steps", c, c + ":turns", k.running(b), k.tickets(b), k.convs(b), oc, ot}
+	var res any
+	if mode == "own" { // the runs' own ends, which come together under load, share calls (ends.go)
+		res, err = s.ends.run(ctx, b, keys, args)
+	} else {
+		res, err = endTicket.Run(ctx, s.writes, keys, args...).Result()
+	}
 	n, err := endReply(res, err)
 	switch {
 	case err != nil:
@@ -315,6 +320,13 @@ func endReply(res any, err error) (int, error) {
 		return 0, statusErr(v)
 	case []any:
 		status, _ := v[0].(string)
+		if status == "error" && len(v) > 1 { // an end that raised an error inside endTickets
+			msg := fmt.Sprint(v[1])
+			if transientReply(msg) {
+				return 0, fmt.Errorf("redis store: %w: the end script: %s", store.ErrUnavailable, msg)
+			}
+			return 0, fmt.Errorf("redis store: the end script: %s", msg)
+		}
 		var n int64
 		if len(v) > 1 {
 			n, _ = v[1].(int64)

@@ -1,0 +1,138 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// errShortBatch is an endTickets reply that answers fewer ends than it was sent (a bug).
+var errShortBatch = errors.New("redis store: the end script answered fewer ends than it was sent")
+
+// maxEndBatch bounds the ends one endTickets call carries: Redis runs a script to its end
+// before it answers anything else, so a batch of 32 trivial ends (about 20 commands each) holds
+// the tickets created meanwhile for well under a millisecond.
+const maxEndBatch = 32
+
+// ends sends the runs' own ends (Finish) that arrive together as one endTickets call per bucket.
+// An ask's end is half of what Redis does for it; sent one script each, the ends cost the
+// service a command to encode, write and read back, and Redis one to parse and dispatch,
+// apiece. Measured at concurrency 64 in askbench's time to ticket (docs/bench/FINDINGS.md),
+// sharing them moved the Redis row's p50 ratio from 2.45–2.64× to 2.23–2.44× in four paired
+// runs.
+//
+// The batches are group commits without a timer or a goroutine of their own, per bucket (a
+// bucket's keys share one hash slot, as a script's keys must on Redis Cluster): the first end
+// finds no batch of its bucket in flight and goes at once, as endTicket, so a lone end pays
+// nothing for the sharing; ends that arrive while one is in flight queue, and go, up to
+// maxEndBatch of them, as the next call the moment it is answered, sent by the first of them.
+// Only ends wait on ends: the tickets' creation never does, which is where an earlier batcher
+// of every script lost more than it saved (FINDINGS.md, "Tried and not kept").
+//
+// Every end is idempotent (scripts.go), so a batch the client runs again after a lost reply
+// answers as its first run did, and an error of the call (Redis unreachable, a timeout) is
+// every end's in it, each of which the service retries as before. An end that raises an error
+// inside the script answers it alone (endTickets runs each in a protected call). A queued end's
+// own context does not reach its batch, as with the autopipeline under it: a stalled Redis
+// fails the batch at the client's read timeout.
+type ends struct {
+	s  *Store
+	mu sync.Mutex
+	q  map[int]*endQueue // by bucket
+}
+
+// endQueue is a bucket's ends waiting for the call in flight.
+type endQueue struct {
+	waiting []*endCall
+	busy    bool // a call of this bucket is in flight
+}
+
+// endCall is one end: its keys and arguments as endTicket takes them, its reply, and ch, which
+// receives false when the reply is in, or true when this end is to send the next batch.
+type endCall struct {
+	keys []string
+	args []any
+	res  any
+	err  error
+	ch   chan bool
+}
+
+// run ends one ticket of bucket b (endTicket's keys and arguments) and answers endTicket's reply.
+func (e *ends) run(ctx context.Context, b int, keys []string, args []any) (any, error) {
+	me := &endCall{keys: keys, args: args, ch: make(chan bool, 1)}
+	e.mu.Lock()
+	if e.q == nil {
+		e.q = map[int]*endQueue{}
+	}
+	q := e.q[b]
+	if q == nil {
+		q = &endQueue{}
+		e.q[b] = q
+	}
+	q.waiting = append(q.waiting, me)
+	lead := !q.busy
+	q.busy = true
+	e.mu.Unlock()
+	if !lead && !<-me.ch {
+		return me.res, me.err // answered in a batch another end sent
+	}
+	e.mu.Lock()
+	n := min(len(q.waiting), maxEndBatch)
+	batch := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	e.mu.Unlock()
+
+	e.send(context.WithoutCancel(ctx), batch)
+
+	e.mu.Lock()
+	if len(q.waiting) == 0 {
+		q.busy = false
+		q.waiting = nil
+	} else {
+		q.waiting[0].ch <- true // it sends the next batch, itself in it
+	}
+	e.mu.Unlock()
+	for _, c := range batch {
+		if c != me {
+			c.ch <- false
+		}
+	}
+	return me.res, me.err
+}
+
+// send runs batch's ends: one as endTicket, several as endTickets.
+func (e *ends) send(ctx context.Context, batch []*endCall) {
+	if len(batch) == 1 {
+		c := batch[0]
+		c.res, c.err = endTicket.Run(ctx, e.s.writes, c.keys, c.args...).Result()
+		return
+	}
+	var keys []string
+	args := []any{len(batch)}
+	for _, c := range batch {
+		keys = append(keys, c.keys...)
+		args = append(args, len(c.keys), len(c.args))
+		args = append(args, c.args...)
+	}
+	res, err := endTickets.Run(ctx, e.s.writes, keys, args...).Slice()
+	for i, c := range batch {
+		switch {
+		case err != nil:
+			c.err = err
+		case i < len(res):
+			c.res = res[i]
+		default:
+			c.err = errShortBatch
+		}
+	}
+}
+
+// pending is how many ends of bucket b wait for the call in flight (tests).
+func (e *ends) pending(b int) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if q := e.q[b]; q != nil {
+		return len(q.waiting)
+	}
+	return 0
+}

@@ -1,0 +1,206 @@
+package redis_test
+
+import (
+	"crypto/rand"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/faultproxy"
+	"github.com/das-ask/ask/store"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+)
+
+// Runs' ends that arrive while another is in flight go together, as one script call, once it
+// is answered; each answers for itself: ended, refused (a ticket another end finished), or the
+// error its own keys raised, the others unharmed.
+func TestEndsArrivingTogetherShareOneCall(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	// A read timeout far above the test's own pace: the first end's reply is held on purpose.
+	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: time.Minute})
+	t.Cleanup(func() { _ = rc.Close() })
+	prefix := "ends:" + rand.Text() + ":"
+	s, err := redisstore.New(ctx, redisstore.Options{Client: rc, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	direct := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	other, err := redisstore.New(ctx, redisstore.Options{Client: direct, Prefix: prefix}) // another replica
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+
+	limits := store.Limits{MaxInFlightPerOwner: 100, MaxTickets: 1000, MaxConversationsPerOwner: 1000, MaxRetainedPerOwner: 1000, MaxTurns: 50}
+	owner := store.Owner{Tenant: "t1", OID: "ender"}
+	event := func(tid string, seq int, typ gen.EventType, body string) store.Event {
+		return store.Event{Seq: int64(seq), Type: typ, Data: []byte(`{"seq":` + strconv.Itoa(seq) + `,"ticket":"` + tid + `","type":"` + string(typ) + `"` + body + `}`)}
+	}
+	tail := func(tid, text string) []store.Event {
+		return []store.Event{event(tid, 2, gen.EventTypeAnswer, `,"text":"`+text+`"`), event(tid, 3, gen.EventTypeDone, `,"outcome":"answer","text":"`+text+`"`)}
+	}
+	turn := ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "42"}
+	const n = 8 // one end in flight, the others queued behind it
+	round := func(check bool) {
+		tids := make([]string, n)
+		for i := range tids {
+			cid := "c_" + rand.Text() + "-" + s.Home(owner)
+			if err := s.CreateConversation(ctx, store.Conversation{ID: cid, Owner: owner, CreatedAt: time.Now()}, limits); err != nil {
+				t.Fatal(err)
+			}
+			tids[i] = "t_" + rand.Text() + "-" + s.Home(owner)
+			nt := store.NewTicket{ID: tids[i], ConversationID: cid, Owner: owner, CreatedAt: time.Now(),
+				Accepted: event(tids[i], 1, gen.EventTypeAccepted, ""), Question: "q"}
+			if _, err := s.CreateTicket(ctx, nt, limits); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another replica has ended the next-to-last ticket already: its runner's end is refused.
+		// The last one's log is not a stream: its end raises WRONGTYPE inside the script.
+		finished, broken := tids[n-2], tids[n-1]
+		if err := other.End(ctx, finished, tail(finished, "first"), turn, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := direct.Set(ctx, redisstore.LogKey(s, broken), "not a stream", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		calls := func() float64 { return redistest.CommandStats(t, direct)["evalsha"][0] }
+		before := calls()
+
+		p.Stall() // the first end goes out and waits in the proxy
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		wg.Go(func() { errs[0] = s.Finish(ctx, tids[0], tail(tids[0], "answer"), turn) })
+		if err := p.WaitStats(ctx, func(st faultproxy.Stats) bool { return st.Held >= 1 }); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < n; i++ {
+			wg.Go(func() { errs[i] = s.Finish(ctx, tids[i], tail(tids[i], "answer"), turn) })
+		}
+		waitFor(t, func() bool { return redisstore.PendingEnds(s, tids[0]) == n-1 })
+		p.Pass()
+		wg.Wait()
+
+		for i, err := range errs {
+			switch {
+			case i == n-2:
+				if !errors.Is(err, store.ErrFinished) {
+					t.Errorf("the end of a ticket finished before: %v, want ErrFinished", err)
+				}
+			case i == n-1:
+				if err == nil || errors.Is(err, store.ErrUnavailable) {
+					t.Errorf("the end of a ticket whose log is not a stream: %v, want its WRONGTYPE", err)
+				}
+			case err != nil:
+				t.Errorf("end %d: %v", i, err)
+			default:
+				tk, err := s.Ticket(ctx, tids[i])
+				if err != nil || tk.Done == nil || tk.LastSeq != 3 || string(tk.Terminal.Data) != string(tail(tids[i], "answer")[0].Data) {
+					t.Errorf("ticket %d after its end: %+v, %v", i, tk, err)
+				}
+			}
+		}
+		if tk, err := s.Ticket(ctx, finished); err != nil || string(tk.Terminal.Data) != string(tail(finished, "first")[0].Data) {
+			t.Errorf("the ticket finished before: %+v, %v: the refused end changed it", tk, err)
+		}
+		// The first end went alone; the seven queued behind it, one call.
+		if got := calls() - before; check && got != 2 {
+			t.Errorf("%v EVALSHA calls for %d ends, want 2 (the first alone, then the rest together)", got, n)
+		}
+	}
+	round(false) // loads the scripts (a first call of a script is EVALSHA, then EVAL)
+	round(true)
+}
+
+// waitFor waits until cond holds, or fails the test when its context ends first.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-t.Context().Done():
+			t.Fatal("the condition never held")
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+}
+
+// On a real Redis Cluster, the runs' ends of many owners, released at once, share calls only
+// within a bucket (one hash slot): every end lands, and no call spans slots.
+func TestEndsTogetherOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	var h slotHook
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs()})
+	cc.AddHook(&h)
+	t.Cleanup(func() { _ = cc.Close() })
+	ctx := t.Context()
+	s, err := redisstore.New(ctx, redisstore.Options{Client: cc, Prefix: "cle:" + rand.Text() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	limits := store.Limits{MaxInFlightPerOwner: 100, MaxTickets: 10000, MaxConversationsPerOwner: 1000, MaxRetainedPerOwner: 1000, MaxTurns: 50}
+	const owners, per = 32, 4
+	type made struct {
+		tid string
+		end []store.Event
+	}
+	var all []made
+	for i := range owners {
+		o := store.Owner{Tenant: "t1", OID: "o" + strconv.Itoa(i)}
+		for range per {
+			cid := "c_" + rand.Text() + "-" + s.Home(o)
+			if err := s.CreateConversation(ctx, store.Conversation{ID: cid, Owner: o, CreatedAt: time.Now()}, limits); err != nil {
+				t.Fatal(err)
+			}
+			tid := "t_" + rand.Text() + "-" + s.Home(o)
+			acc := store.Event{Seq: 1, Type: gen.EventTypeAccepted, Data: []byte(`{"seq":1,"ticket":"` + tid + `"}`)}
+			if _, err := s.CreateTicket(ctx, store.NewTicket{ID: tid, ConversationID: cid, Owner: o, CreatedAt: time.Now(), Accepted: acc, Question: "q"}, limits); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, made{tid, []store.Event{
+				{Seq: 2, Type: gen.EventTypeAnswer, Data: []byte(`{"seq":2,"ticket":"` + tid + `","type":"answer"}`)},
+				{Seq: 3, Type: gen.EventTypeDone, Data: []byte(`{"seq":3,"ticket":"` + tid + `","type":"done"}`)}}})
+		}
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, m := range all {
+		wg.Go(func() {
+			<-start
+			if err := s.Finish(ctx, m.tid, m.end, ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "42"}); err != nil {
+				t.Errorf("end of %s: %v", m.tid, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, m := range all {
+		tk, err := s.Ticket(ctx, m.tid)
+		if err != nil || tk.Done == nil || string(tk.Done.Data) != string(m.end[1].Data) {
+			t.Errorf("%s after its end: %+v, %v", m.tid, tk, err)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.errs {
+		t.Error(e)
+	}
+}

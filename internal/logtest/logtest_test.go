@@ -40,6 +40,8 @@ func TestAssertAbsent(t *testing.T) {
 		{[]string{"question", "key"}, 0},
 		{[]string{"tok-secret"}, 1},
 		{[]string{"question", "tok-secret", "n=7"}, 2},
+		{[]string{"tok-secret", "question", "tok-secret"}, 1}, // a needle given twice is one secret
+		{[]string{"", ""}, 2},
 		{[]string{""}, 1},
 	} {
 		r := &recorder{TB: t}

@@ -89,6 +89,9 @@
 // autopipeline, which streams the scripts of concurrent runs onto one held connection per
 // node; a connection failure retries those in flight, which their idempotence makes safe, and
 // a call is bounded by the client's read timeout rather than its context once it is queued.
+// The runs' own ends that arrive while one of their bucket is in flight go together, as one
+// endTickets call, once it is answered (ends.go); each end runs there in a protected call, so
+// one that raises an error answers alone, and a failed call is every end's in it, each retried.
 // An error that says Redis could not be reached or could not take the write now is
 // store.ErrUnavailable. Restore re-creates and ends a ticket whose log a restart lost; the
 // generation key changes when a restart lost everything, so ids minted with it tell lost from

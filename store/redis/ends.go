@@ -17,9 +17,8 @@ const maxEndBatch = 32
 // ends sends the runs' own ends (Finish) that arrive together as one endTickets call per bucket.
 // An ask's end is half of what Redis does for it; sent one script each, the ends cost the
 // service a command to encode, write and read back, and Redis one to parse and dispatch,
-// apiece. Measured at concurrency 64 in askbench's time to ticket (docs/bench/FINDINGS.md),
-// sharing them moved the Redis row's p50 ratio from 2.45–2.64× to 2.23–2.44× in four paired
-// runs.
+// apiece. Measured at concurrency 64 in askbench's time to ticket (docs/decisions.md), sharing
+// them moved the Redis row's p50 ratio from a median of 2.50× to 2.34× over six paired runs.
 //
 // The batches are group commits without a timer or a goroutine of their own, per bucket (a
 // bucket's keys share one hash slot, as a script's keys must on Redis Cluster): the first end

@@ -125,13 +125,3 @@ func (e *ends) send(ctx context.Context, batch []*endCall) {
 		}
 	}
 }
-
-// pending is how many ends of bucket b wait for the call in flight (tests).
-func (e *ends) pending(b int) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if q := e.q[b]; q != nil {
-		return len(q.waiting)
-	}
-	return 0
-}

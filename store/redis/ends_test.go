@@ -16,6 +16,7 @@ import (
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/store/storetest"
 )
 
 // Runs' ends that arrive while another is in flight go together, as one script call, once it
@@ -46,8 +47,6 @@ func TestEndsArrivingTogetherShareOneCall(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = other.Close() })
 
-	limits := store.Limits{MaxInFlightPerOwner: 100, MaxTickets: 1000, MaxConversationsPerOwner: 1000, MaxRetainedPerOwner: 1000, MaxTurns: 50}
-	owner := store.Owner{Tenant: "t1", OID: "ender"}
 	event := func(tid string, seq int, typ gen.EventType, body string) store.Event {
 		return store.Event{Seq: int64(seq), Type: typ, Data: []byte(`{"seq":` + strconv.Itoa(seq) + `,"ticket":"` + tid + `","type":"` + string(typ) + `"` + body + `}`)}
 	}
@@ -59,14 +58,9 @@ func TestEndsArrivingTogetherShareOneCall(t *testing.T) {
 	round := func(check bool) {
 		tids := make([]string, n)
 		for i := range tids {
-			cid := "c_" + rand.Text() + "-" + s.Home(owner)
-			if err := s.CreateConversation(ctx, store.Conversation{ID: cid, Owner: owner, CreatedAt: time.Now()}, limits); err != nil {
-				t.Fatal(err)
-			}
-			tids[i] = "t_" + rand.Text() + "-" + s.Home(owner)
-			nt := store.NewTicket{ID: tids[i], ConversationID: cid, Owner: owner, CreatedAt: time.Now(),
-				Accepted: event(tids[i], 1, gen.EventTypeAccepted, ""), Question: "q"}
-			if _, err := s.CreateTicket(ctx, nt, limits); err != nil {
+			tids[i] = "t-" + rand.Text()
+			storetest.MustConv(t, s, "c-"+tids[i], storetest.Alice)
+			if _, err := storetest.NewTicket(t, s, tids[i], "c-"+tids[i], storetest.Alice, store.Limits{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -79,8 +73,7 @@ func TestEndsArrivingTogetherShareOneCall(t *testing.T) {
 		if err := direct.Set(ctx, redisstore.LogKey(s, broken), "not a stream", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		calls := func() float64 { return redistest.CommandStats(t, direct)["evalsha"][0] }
-		before := calls()
+		before := calls(t, direct, "evalsha")
 
 		p.Stall() // the first end goes out and waits in the proxy
 		errs := make([]error, n)
@@ -119,8 +112,8 @@ func TestEndsArrivingTogetherShareOneCall(t *testing.T) {
 			t.Errorf("the ticket finished before: %+v, %v: the refused end changed it", tk, err)
 		}
 		// The first end went alone; the seven queued behind it, one call.
-		if got := calls() - before; check && got != 2 {
-			t.Errorf("%v EVALSHA calls for %d ends, want 2 (the first alone, then the rest together)", got, n)
+		if got := calls(t, direct, "evalsha") - before; check && got != 2 {
+			t.Errorf("%d EVALSHA calls for %d ends, want 2 (the first alone, then the rest together)", got, n)
 		}
 	}
 	round(false) // loads the scripts (a first call of a script is EVALSHA, then EVAL)
@@ -156,46 +149,34 @@ func TestEndsTogetherOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	limits := store.Limits{MaxInFlightPerOwner: 100, MaxTickets: 10000, MaxConversationsPerOwner: 1000, MaxRetainedPerOwner: 1000, MaxTurns: 50}
 	const owners, per = 32, 4
-	type made struct {
-		tid string
-		end []store.Event
-	}
-	var all []made
+	var tids []string
 	for i := range owners {
-		o := store.Owner{Tenant: "t1", OID: "o" + strconv.Itoa(i)}
+		o := store.Owner{Tenant: "t1", OID: "o" + strconv.Itoa(i)} // homed ids: the owners' buckets
 		for range per {
-			cid := "c_" + rand.Text() + "-" + s.Home(o)
-			if err := s.CreateConversation(ctx, store.Conversation{ID: cid, Owner: o, CreatedAt: time.Now()}, limits); err != nil {
+			tid, cid := "t_"+rand.Text()+"-"+s.Home(o), "c_"+rand.Text()+"-"+s.Home(o)
+			storetest.MustConv(t, s, cid, o)
+			if _, err := storetest.NewTicket(t, s, tid, cid, o, store.Limits{}); err != nil {
 				t.Fatal(err)
 			}
-			tid := "t_" + rand.Text() + "-" + s.Home(o)
-			acc := store.Event{Seq: 1, Type: gen.EventTypeAccepted, Data: []byte(`{"seq":1,"ticket":"` + tid + `"}`)}
-			if _, err := s.CreateTicket(ctx, store.NewTicket{ID: tid, ConversationID: cid, Owner: o, CreatedAt: time.Now(), Accepted: acc, Question: "q"}, limits); err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, made{tid, []store.Event{
-				{Seq: 2, Type: gen.EventTypeAnswer, Data: []byte(`{"seq":2,"ticket":"` + tid + `","type":"answer"}`)},
-				{Seq: 3, Type: gen.EventTypeDone, Data: []byte(`{"seq":3,"ticket":"` + tid + `","type":"done"}`)}}})
+			tids = append(tids, tid)
 		}
 	}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, m := range all {
+	for _, tid := range tids {
 		wg.Go(func() {
 			<-start
-			if err := s.Finish(ctx, m.tid, m.end, ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "42"}); err != nil {
-				t.Errorf("end of %s: %v", m.tid, err)
+			if err := s.Finish(ctx, tid, storetest.Tail(2), ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "42"}); err != nil {
+				t.Errorf("end of %s: %v", tid, err)
 			}
 		})
 	}
 	close(start)
 	wg.Wait()
-	for _, m := range all {
-		tk, err := s.Ticket(ctx, m.tid)
-		if err != nil || tk.Done == nil || string(tk.Done.Data) != string(m.end[1].Data) {
-			t.Errorf("%s after its end: %+v, %v", m.tid, tk, err)
+	for _, tid := range tids {
+		if tk, err := s.Ticket(ctx, tid); err != nil || tk.Done == nil || tk.LastSeq != 4 {
+			t.Errorf("%s after its end: %+v, %v", tid, tk, err)
 		}
 	}
 	h.mu.Lock()

@@ -40,3 +40,13 @@ func transientReply(msg string) bool {
 	}
 	return false
 }
+
+// replyError is an error reply Redis gave inside a script that caught it (endTickets answers an
+// end's own error so), made a go-redis error again so that wrap judges it as it judges a reply.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+func (replyError) RedisError() {}
+
+var _ goredis.Error = replyError("")

@@ -10,12 +10,6 @@ import (
 	"github.com/das-ask/ask/store"
 )
 
-// replyErr is an error reply from Redis, as go-redis types it.
-type replyErr string
-
-func (e replyErr) Error() string { return string(e) }
-func (replyErr) RedisError()     {}
-
 func TestWrapClassifies(t *testing.T) {
 	for _, tc := range []struct {
 		err         error
@@ -23,12 +17,12 @@ func TestWrapClassifies(t *testing.T) {
 	}{
 		{io.EOF, true},
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
-		{replyErr("LOADING Redis is loading the dataset in memory"), true},
-		{replyErr("BUSY Redis is busy running a script"), true},
-		{replyErr("READONLY You can't write against a read only replica."), true},
-		{replyErr("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk"), true},
-		{replyErr("ERR Error running script"), false},
-		{replyErr("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
+		{replyError("LOADING Redis is loading the dataset in memory"), true},
+		{replyError("BUSY Redis is busy running a script"), true},
+		{replyError("READONLY You can't write against a read only replica."), true},
+		{replyError("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk"), true},
+		{replyError("ERR Error running script"), false},
+		{replyError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
 		{context.Canceled, false},
 		{context.DeadlineExceeded, false},
 	} {
@@ -42,5 +36,18 @@ func TestWrapClassifies(t *testing.T) {
 	}
 	if wrap(nil) != nil {
 		t.Error("wrap(nil) is not nil")
+	}
+}
+
+// An end that raised an error inside endTickets is judged as the same error reply would be.
+func TestEndReplyJudgesABatchedEndsError(t *testing.T) {
+	for msg, unavailable := range map[string]bool{
+		"LOADING Redis is loading the dataset in memory":                    true,
+		"WRONGTYPE Operation against a key holding the wrong kind of value": false,
+	} {
+		_, err := endReply([]any{"error", msg}, nil)
+		if err == nil || errors.Is(err, store.ErrUnavailable) != unavailable {
+			t.Errorf("endReply of an end's %q: %v; want unavailable %v", msg, err, unavailable)
+		}
 	}
 }

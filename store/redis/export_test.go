@@ -10,4 +10,11 @@ func PrefixOf(s *Store) string { return s.keys.prefix }
 func LogKey(s *Store, ticket string) string { return s.keys.log(s.keys.bucketOf(ticket), ticket) }
 
 // PendingEnds is how many runs' ends of ticket's bucket wait for the end call in flight.
-func PendingEnds(s *Store, ticket string) int { return s.ends.pending(s.keys.bucketOf(ticket)) }
+func PendingEnds(s *Store, ticket string) int {
+	s.ends.mu.Lock()
+	defer s.ends.mu.Unlock()
+	if q := s.ends.q[s.keys.bucketOf(ticket)]; q != nil {
+		return len(q.waiting)
+	}
+	return 0
+}

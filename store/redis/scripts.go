@@ -415,7 +415,7 @@ for i = 1, tonumber(ARGV[1]) do
   kp, ap = kp + nk, ap + na
   local ok, r = pcall(one, keys, argv)
   if not ok then
-    if type(r) == 'table' then r = r.err or r.error_reply end
+    if type(r) == 'table' then r = r.err end
     r = {'error', tostring(r)}
   end
   out[i] = r

@@ -321,11 +321,7 @@ func endReply(res any, err error) (int, error) {
 	case []any:
 		status, _ := v[0].(string)
 		if status == "error" && len(v) > 1 { // an end that raised an error inside endTickets
-			msg := fmt.Sprint(v[1])
-			if transientReply(msg) {
-				return 0, fmt.Errorf("redis store: %w: the end script: %s", store.ErrUnavailable, msg)
-			}
-			return 0, fmt.Errorf("redis store: the end script: %s", msg)
+			return 0, wrap(replyError(fmt.Sprint(v[1])))
 		}
 		var n int64
 		if len(v) > 1 {

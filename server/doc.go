@@ -93,9 +93,10 @@
 // With a store.Shared (package store/redis) several replicas serve one set of tickets behind
 // a plain round-robin gateway: any replica answers any call. A run executes on the replica
 // that admitted it, which holds a lease on it, renewed every third of the lease, and watches
-// the run's log. A cancel that reaches another replica ends the log there at once (error
-// {cancelled} and done, atomically in the store); the runner sees the end in the log and
-// stops its model. Every replica sweeps, every quarter of a lease, for runs whose lease has
+// for the log's end. A cancel that reaches another replica ends the log there at once (error
+// {cancelled} and done, atomically in the store); the store's end notification reaches the
+// runner's replica, which stops the model. The lease keeps no goroutine of the run's own while
+// nothing is to be done (lease.go): a timer renews, and the store calls back at an end. Every replica sweeps, every quarter of a lease, for runs whose lease has
 // lapsed (their replica died or lost the store) and ends them with error{interrupted} and
 // done; the store's atomic end makes that happen exactly once however many replicas notice,
 // and refuses anything the old replica appends should it come back. Such a done counts the

@@ -89,18 +89,15 @@ func (s *Server) start(r *run, ctx context.Context, req ask.Request) {
 			r.cancel(context.Cause(ctx))
 			return
 		}
-		if h := s.opts.Hooks.Running; h != nil {
-			ctx = h(ctx, r.ticket)
+		if sh, ok := s.store.(store.Shared); ok {
+			defer s.hold(ctx, r, sh)()
 		}
-		r.execute(ctx, s.opts.Runner, req)
+		run := ctx
+		if h := s.opts.Hooks.Running; h != nil {
+			run = h(ctx, r.ticket)
+		}
+		r.execute(run, s.opts.Runner, req)
 	}()
-	if sh, ok := s.store.(store.Shared); ok {
-		s.runners.Add(1)
-		go func() {
-			defer s.runners.Done()
-			s.hold(ctx, r, sh)
-		}()
-	}
 }
 
 // defaultStoreWait is how long a run waits for a store without a lease (store.Memory answers at

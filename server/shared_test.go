@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"crypto/rand"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -173,5 +175,43 @@ func TestRemoteCancelWhileEmitting(t *testing.T) {
 	}
 	if steps := int64(len(frames) - 5); done.Steps != steps {
 		t.Errorf("done.steps = %d, want the %d steps in the log", done.Steps, steps)
+	}
+}
+
+// TestHeldRunsHaveNoGoroutineOfTheirOwn: a run on a shared store holds its lease (renewals,
+// the watch for an end from elsewhere) without a goroutine of its own: while runs wait, each
+// costs its runner's goroutine and nothing more. Before, each had a second goroutine blocked
+// for its whole life, woken by its own end. The runs still stop at a cancel received by
+// another replica.
+func TestHeldRunsHaveNoGoroutineOfTheirOwn(t *testing.T) {
+	const n = 40
+	srv := redistest.Start(t)
+	prefix := "held:" + rand.Text() + ":"
+	started, stopped := make(chan string, n+1), make(chan string, n+1)
+	a := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: blockingRunner(started, stopped), MaxInFlight: 2 * n})
+	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: answerRunner(1)})
+	// One run first, so that the client's connection and the store's goroutines are all up.
+	first := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, started, "the first run")
+	convs := make([]string, n)
+	for i := range convs {
+		convs[i] = a.conv(alice)
+	}
+	before := runtime.NumGoroutine()
+	tickets := make([]string, n)
+	for i, cid := range convs {
+		tickets[i] = a.ask(alice, cid, "How many sev1 incidents did we have in 2026-Q2?")
+		within(t, started, "run "+strconv.Itoa(i))
+	}
+	// Each run: its runner's goroutine. A second per run (the old lease goroutine) would
+	// add n; a few goroutines of the client or the store may come and go meanwhile.
+	if grew := runtime.NumGoroutine() - before; grew > n+n/4 {
+		t.Errorf("%d running asks added %d goroutines, want about %d (one each)", n, grew, n)
+	}
+	for _, id := range append(tickets, first) {
+		if r := b.cancel(alice, id); r.StatusCode() != 202 {
+			t.Fatalf("cancel on B: %d %s", r.StatusCode(), r.Body)
+		}
+		within(t, stopped, "A's runner stopping after the cancel on B")
 	}
 }

@@ -65,7 +65,8 @@
 // does not scale to thousands of open streams); a lost subscription is re-established by the
 // client and then drops every tail and wakes every reader, and the service re-reads at every
 // keep-alive anyway. The end of a log is notified on its own channel too, so the runner's
-// lease watch (WatchFinished) learns of an end from elsewhere without reading per event. The end of a log (branch close, terminal, done)
+// lease watch (NotifyFinished, a function called at the end notification, or WatchFinished,
+// a channel) learns of an end from elsewhere without reading per event. The end of a log (branch close, terminal, done)
 // appends, marks the ticket finished, starts the TTL of the ticket's keys and of the
 // conversation, records the turn and releases the owner's slot in one script: TTL counts from
 // the terminal event, and nothing expires while an ask runs.

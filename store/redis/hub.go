@@ -56,10 +56,31 @@ type hub struct {
 
 // endWatch is a ticket's end channel. known marks a watch registered before this instance
 // created the ticket (unfinished then): until the channel closes, the ticket is known to be
-// unfinished, so the runner's lease watch needs no read to start.
+// unfinished, so the runner's lease watch needs no read to start. calls are the functions
+// NotifyFinished registered, called once each when the channel closes, after the hub's lock
+// is released.
 type endWatch struct {
 	ch    chan struct{}
 	known bool
+	calls []*endFunc
+}
+
+// endFunc is one function registered on a ticket's end watch.
+type endFunc struct{ f func() }
+
+// closeEndLocked closes w, the ticket's watch, and forgets it; h.mu is held. It returns the
+// functions registered on it, for the caller to call once the lock is released.
+func (h *hub) closeEndLocked(ticket string, w *endWatch) []*endFunc {
+	close(w.ch)
+	delete(h.ends, ticket)
+	return w.calls
+}
+
+// callEnds calls each function registered on a closed watch.
+func callEnds(calls []*endFunc) {
+	for _, c := range calls {
+		c.f()
+	}
 }
 
 // reader is what the hub needs from the store: one read of what follows a seq.
@@ -393,8 +414,12 @@ func (h *hub) drop(t *tail) {
 // change no seq tells), or the log's end (ended). A tail that already holds seq has nothing to
 // learn; any other is stale, its readers read again. A finished tail never changes.
 func (h *hub) changed(ticket string, seq int64, ended bool) {
+	var calls []*endFunc
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer func() {
+		h.mu.Unlock()
+		callEnds(calls)
+	}()
 	if t := h.tails[ticket]; t != nil && !t.done {
 		switch {
 		case seq > 0 && seq <= t.last:
@@ -410,8 +435,7 @@ func (h *hub) changed(ticket string, seq int64, ended bool) {
 	}
 	if ended {
 		if w, ok := h.ends[ticket]; ok {
-			close(w.ch)
-			delete(h.ends, ticket)
+			calls = h.closeEndLocked(ticket, w)
 		}
 	}
 }
@@ -419,15 +443,16 @@ func (h *hub) changed(ticket string, seq int64, ended bool) {
 // reset drops every tail and wakes every reader and every end watcher: notifications may have
 // been lost, or what Redis held may be gone.
 func (h *hub) reset() {
+	var calls []*endFunc
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, t := range h.tails {
 		h.drop(t)
 	}
 	for id, w := range h.ends {
-		close(w.ch)
-		delete(h.ends, id)
+		calls = append(calls, h.closeEndLocked(id, w)...)
 	}
+	h.mu.Unlock()
+	callEnds(calls)
 }
 
 // endWait returns the channel closed at the ticket's next end notification (or reset), and
@@ -436,15 +461,57 @@ func (h *hub) reset() {
 func (h *hub) endWait(ticket string) (ch chan struct{}, done, unfinished bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if t := h.tails[ticket]; t != nil && t.done {
+	w, done := h.endWatchLocked(ticket)
+	if done {
 		return nil, true, false
+	}
+	return w.ch, false, w.known
+}
+
+// endNotify is endWait with f registered on the watch, to be called once when its channel
+// closes (not when the hub already knows the ticket finished: c is nil then).
+func (h *hub) endNotify(ticket string, f func()) (c *endFunc, ch chan struct{}, done, unfinished bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w, done := h.endWatchLocked(ticket)
+	if done {
+		return nil, nil, true, false
+	}
+	c = &endFunc{f: f}
+	w.calls = append(w.calls, c)
+	return c, w.ch, false, w.known
+}
+
+// endWatchLocked is the ticket's end watch, made if there is none, or done when the hub
+// holds its tail finished; h.mu is held.
+func (h *hub) endWatchLocked(ticket string) (w *endWatch, done bool) {
+	if t := h.tails[ticket]; t != nil && t.done {
+		return nil, true
 	}
 	w, ok := h.ends[ticket]
 	if !ok {
 		w = &endWatch{ch: make(chan struct{})}
 		h.ends[ticket] = w
 	}
-	return w.ch, false, w.known
+	return w, false
+}
+
+// unnotify takes c off the ticket's watch; it reports false when the watch has closed
+// already (c is called, or about to be).
+func (h *hub) unnotify(ticket string, c *endFunc) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.ends[ticket]
+	if w == nil {
+		return false
+	}
+	for i, x := range w.calls {
+		if x == c {
+			w.calls = append(w.calls[:i], w.calls[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // beforeCreate registers the ticket's end channel before the script that creates it runs,
@@ -464,8 +531,12 @@ func (h *hub) beforeCreate(ticket string) (*endWatch, bool) {
 // notification or reset closed w meanwhile), or releases a watch it made for a creation
 // that did not happen or whose outcome is unknown.
 func (h *hub) afterCreate(ticket string, w *endWatch, made, created bool) {
+	var calls []*endFunc
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer func() {
+		h.mu.Unlock()
+		callEnds(calls)
+	}()
 	if h.ends[ticket] != w {
 		return // closed meanwhile: the next watch reads the flag
 	}
@@ -473,19 +544,19 @@ func (h *hub) afterCreate(ticket string, w *endWatch, made, created bool) {
 	case created:
 		w.known = true
 	case made:
-		close(w.ch)
-		delete(h.ends, ticket)
+		calls = h.closeEndLocked(ticket, w)
 	}
 }
 
 // forgetEnd releases an end channel nobody waits on any more (the ticket is gone).
 func (h *hub) forgetEnd(ticket string, ch chan struct{}) {
+	var calls []*endFunc
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if w := h.ends[ticket]; w != nil && w.ch == ch {
-		close(w.ch)
-		delete(h.ends, ticket)
+		calls = h.closeEndLocked(ticket, w)
 	}
+	h.mu.Unlock()
+	callEnds(calls)
 }
 
 // stats reports the tails held and their bytes, for tests.

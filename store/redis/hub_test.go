@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -383,6 +384,10 @@ func subscriptionLost(t *testing.T, w, s *redisstore.Store, kill func() error) {
 	if err != nil || fin {
 		t.Fatalf("watch: %v, %v", fin, err)
 	}
+	called, f := notifyCounter()
+	if fin, _, err := s.NotifyFinished(ctx, "t", f); err != nil || fin {
+		t.Fatalf("notify: %v, %v", fin, err)
+	}
 	if err := kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -395,6 +400,7 @@ func subscriptionLost(t *testing.T, w, s *redisstore.Store, kill func() error) {
 		storetest.Closed(t, ch, "reader "+strconv.Itoa(i)+" after the subscription was lost")
 	}
 	storetest.Closed(t, watch, "the end watch after the subscription was lost")
+	storetest.Closed(t, called.first, "the end's function after the subscription was lost")
 	b, err := s.Read(ctx, "t", 1)
 	if err != nil || len(b.Events) != 1 || b.Events[0].Seq != 2 {
 		t.Fatalf("read after the subscription came back: %+v, %v", b, err)
@@ -581,6 +587,106 @@ func TestWatchFinished(t *testing.T) {
 	storetest.Closed(t, chB, "the ending instance's own watch")
 	if fin, _, err := a.WatchFinished(ctx, "t"); err != nil || !fin {
 		t.Errorf("watch after the end: %v, %v", fin, err)
+	}
+}
+
+// TestNotifyFinished: NotifyFinished is WatchFinished with a function: registered by the
+// instance that created the ticket, it reads nothing; the runner's appends do not call it; an
+// end from another instance calls it once; a function taken off first is never called; and a
+// finished or gone ticket is answered at once, its function never called.
+func TestNotifyFinished(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	a := newStore(t, srv, redisstore.Options{Prefix: "n:", Replica: "a"})
+	b := newStore(t, srv, redisstore.Options{Prefix: "n:", Replica: "b"})
+	newTicket(t, a, "t")
+	h0 := calls(t, rc, "hget")
+	called, f := notifyCounter()
+	fin, stop, err := a.NotifyFinished(ctx, "t", f)
+	if err != nil || fin || stop == nil {
+		t.Fatalf("notify: %v, %v", fin, err)
+	}
+	if got := calls(t, rc, "hget") - h0; got != 0 {
+		t.Errorf("the creator's registration read the ticket %d times, want 0", got)
+	}
+	taken, g := notifyCounter()
+	_, stopG, err := a.NotifyFinished(ctx, "t", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stopG() {
+		t.Error("a function taken off before the end: stop reported it called")
+	}
+	h0 = calls(t, rc, "hget")
+	calledB, fB := notifyCounter()
+	if fin, _, err := b.NotifyFinished(ctx, "t", fB); err != nil || fin {
+		t.Fatalf("another instance's registration: %v, %v", fin, err)
+	}
+	if got := calls(t, rc, "hget") - h0; got != 1 {
+		t.Errorf("another instance's registration read the ticket %d times, want 1", got)
+	}
+	for seq := int64(2); seq < 12; seq++ {
+		if err := a.Append(ctx, "t", storetest.Ev(seq, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An append's notification after the ten above: once it is through, so are they.
+	r, err := a.Read(ctx, "t", 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, "t", storetest.Ev(12, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, r.Changed, "a reader")
+	if n := called.n.Load(); n != 0 {
+		t.Fatalf("the runner's appends called the function %d times", n)
+	}
+	if err := b.End(ctx, "t", storetest.Tail(13), ask.Turn{}, false); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, called.first, "the function, at an end from another instance")
+	storetest.Closed(t, calledB.first, "the ending instance's own function")
+	if stop() {
+		t.Error("stop after the call reported the function taken off")
+	}
+	// Another end notification (a second ticket's) goes through the same goroutine after the
+	// first: once it is seen, the first's calls are all made.
+	newTicket(t, a, "u")
+	_, _, _ = a.NotifyFinished(ctx, "u", func() {})
+	seen, h := notifyCounter()
+	if _, _, err := a.NotifyFinished(ctx, "u", h); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.End(ctx, "u", storetest.Tail(2), ask.Turn{}, false); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, seen.first, "the second ticket's function")
+	if n, m := called.n.Load(), taken.n.Load(); n != 1 || m != 0 {
+		t.Errorf("calls: %d of the registered function (want 1), %d of the one taken off (want 0)", n, m)
+	}
+	if fin, stop, err := a.NotifyFinished(ctx, "t", func() { t.Error("called for a finished ticket") }); err != nil || !fin || stop != nil {
+		t.Errorf("notify after the end: %v, %v", fin, err)
+	}
+	if _, _, err := a.NotifyFinished(ctx, "gone", func() { t.Error("called for a ticket that is not there") }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("notify of a ticket that does not exist: %v, want ErrNotFound", err)
+	}
+}
+
+// notifyCount counts the calls of a function given to NotifyFinished; first closes at the
+// first.
+type notifyCount struct {
+	n     atomic.Int64
+	first chan struct{}
+}
+
+func notifyCounter() (*notifyCount, func()) {
+	c := &notifyCount{first: make(chan struct{})}
+	return c, func() {
+		if c.n.Add(1) == 1 {
+			close(c.first)
+		}
 	}
 }
 

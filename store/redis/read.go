@@ -48,3 +48,34 @@ func (s *Store) WatchFinished(ctx context.Context, ticket string) (bool, <-chan 
 	}
 	return false, ch, nil
 }
+
+// NotifyFinished is WatchFinished with a function in place of the channel, for a watcher that
+// keeps no goroutine waiting (the runner's lease, server.hold): when it reports the ticket
+// unfinished, f is called once, on the store's notification goroutine (so it must not block),
+// when the channel WatchFinished would have returned closes. stop takes f off the watch; it
+// reports false when f has been called or is about to be. f is never called when the answer
+// is finished or an error.
+func (s *Store) NotifyFinished(ctx context.Context, ticket string, f func()) (bool, func() bool, error) {
+	c, ch, done, unfinished := s.hub.endNotify(ticket, f)
+	if done {
+		return true, nil, nil
+	}
+	stop := func() bool { return s.hub.unnotify(ticket, c) }
+	if unfinished {
+		return false, stop, nil
+	}
+	fin, err := s.rdb.HGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "finished").Result()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		stop()
+		s.hub.forgetEnd(ticket, ch)
+		return false, nil, store.ErrNotFound
+	case err != nil:
+		stop()
+		return false, nil, wrap(err)
+	case fin == "1":
+		stop()
+		return true, nil, nil
+	}
+	return false, stop, nil
+}

@@ -531,16 +531,23 @@ func TestHubBounded(t *testing.T) {
 	}
 }
 
+// runnerAndPeer is two instances of the store on one Redis, a and b, and the ticket t, which a
+// created (and runs); rc is a plain client of the same Redis.
+func runnerAndPeer(t *testing.T, prefix string) (rc *goredis.Client, a, b *redisstore.Store) {
+	t.Helper()
+	srv := redistest.Start(t)
+	a = newStore(t, srv, redisstore.Options{Prefix: prefix, Replica: "a"})
+	b = newStore(t, srv, redisstore.Options{Prefix: prefix, Replica: "b"})
+	newTicket(t, a, "t")
+	return raw(t, srv), a, b
+}
+
 // TestWatchFinished: the lease watch of the instance that created the ticket starts without
 // a read (another instance's reads the flag once), is not woken by the runner's appends, is
 // woken by an end from another instance, and then reports the ticket finished.
 func TestWatchFinished(t *testing.T) {
-	srv := redistest.Start(t)
-	rc := raw(t, srv)
+	rc, a, b := runnerAndPeer(t, "w:")
 	ctx := t.Context()
-	a := newStore(t, srv, redisstore.Options{Prefix: "w:", Replica: "a"})
-	b := newStore(t, srv, redisstore.Options{Prefix: "w:", Replica: "b"})
-	newTicket(t, a, "t")
 	h0 := calls(t, rc, "hget")
 	fin, ch, err := a.WatchFinished(ctx, "t")
 	if err != nil || fin {
@@ -558,20 +565,7 @@ func TestWatchFinished(t *testing.T) {
 		t.Errorf("another instance's watch read the ticket %d times, want 1", got)
 	}
 	before := calls(t, rc, "hget") + calls(t, rc, "xrange")
-	for seq := int64(2); seq < 12; seq++ {
-		if err := a.Append(ctx, "t", storetest.Ev(seq, gen.EventTypeStep)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// An append's notification after the ten above: once it is through, so are they.
-	r, err := a.Read(ctx, "t", 11)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Append(ctx, "t", storetest.Ev(12, gen.EventTypeStep)); err != nil {
-		t.Fatal(err)
-	}
-	storetest.Closed(t, r.Changed, "a reader")
+	appendSteps(t, a, "t")
 	select {
 	case <-ch:
 		t.Fatal("the watch was woken by the runner's appends")
@@ -590,17 +584,34 @@ func TestWatchFinished(t *testing.T) {
 	}
 }
 
+// appendSteps appends steps 2 to 12 to ticket on s (created by newTicket) as its runner, and
+// returns once their notifications are through: a reader of the log after the eleventh is woken
+// by the twelfth.
+func appendSteps(t *testing.T, s *redisstore.Store, ticket string) {
+	t.Helper()
+	ctx := t.Context()
+	for seq := int64(2); seq < 12; seq++ {
+		if err := s.Append(ctx, ticket, storetest.Ev(seq, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := s.Read(ctx, ticket, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, ticket, storetest.Ev(12, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, r.Changed, "a reader")
+}
+
 // TestNotifyFinished: NotifyFinished is WatchFinished with a function: registered by the
 // instance that created the ticket, it reads nothing; the runner's appends do not call it; an
 // end from another instance calls it once; a function taken off first is never called; and a
 // finished or gone ticket is answered at once, its function never called.
 func TestNotifyFinished(t *testing.T) {
-	srv := redistest.Start(t)
-	rc := raw(t, srv)
+	rc, a, b := runnerAndPeer(t, "n:")
 	ctx := t.Context()
-	a := newStore(t, srv, redisstore.Options{Prefix: "n:", Replica: "a"})
-	b := newStore(t, srv, redisstore.Options{Prefix: "n:", Replica: "b"})
-	newTicket(t, a, "t")
 	h0 := calls(t, rc, "hget")
 	called, f := notifyCounter()
 	fin, stop, err := a.NotifyFinished(ctx, "t", f)
@@ -626,20 +637,7 @@ func TestNotifyFinished(t *testing.T) {
 	if got := calls(t, rc, "hget") - h0; got != 1 {
 		t.Errorf("another instance's registration read the ticket %d times, want 1", got)
 	}
-	for seq := int64(2); seq < 12; seq++ {
-		if err := a.Append(ctx, "t", storetest.Ev(seq, gen.EventTypeStep)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// An append's notification after the ten above: once it is through, so are they.
-	r, err := a.Read(ctx, "t", 11)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Append(ctx, "t", storetest.Ev(12, gen.EventTypeStep)); err != nil {
-		t.Fatal(err)
-	}
-	storetest.Closed(t, r.Changed, "a reader")
+	appendSteps(t, a, "t")
 	if n := called.n.Load(); n != 0 {
 		t.Fatalf("the runner's appends called the function %d times", n)
 	}

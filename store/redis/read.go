@@ -36,25 +36,34 @@ func (s *Store) WatchFinished(ctx context.Context, ticket string) (bool, <-chan 
 	if unfinished {
 		return false, ch, nil
 	}
+	fin, err := s.finishedFlag(ctx, ticket)
+	if errors.Is(err, store.ErrNotFound) {
+		s.hub.forgetEnd(ticket, ch)
+	}
+	if err != nil || fin {
+		return fin, nil, err
+	}
+	return false, ch, nil
+}
+
+// finishedFlag reads the ticket's finished flag: store.ErrNotFound when the ticket is gone.
+func (s *Store) finishedFlag(ctx context.Context, ticket string) (bool, error) {
 	fin, err := s.rdb.HGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "finished").Result()
 	switch {
 	case errors.Is(err, goredis.Nil):
-		s.hub.forgetEnd(ticket, ch)
-		return false, nil, store.ErrNotFound
+		return false, store.ErrNotFound
 	case err != nil:
-		return false, nil, wrap(err)
-	case fin == "1":
-		return true, nil, nil
+		return false, wrap(err)
 	}
-	return false, ch, nil
+	return fin == "1", nil
 }
 
 // NotifyFinished is WatchFinished with a function in place of the channel, for a watcher that
 // keeps no goroutine waiting (the runner's lease, server.hold): when it reports the ticket
 // unfinished, f is called once, on the store's notification goroutine (so it must not block),
 // when the channel WatchFinished would have returned closes. stop takes f off the watch; it
-// reports false when f has been called or is about to be. f is never called when the answer
-// is finished or an error.
+// reports false when f has been called or is about to be. When the answer is finished or an
+// error, f is taken off at once (an end that came during the read may have called it).
 func (s *Store) NotifyFinished(ctx context.Context, ticket string, f func()) (bool, func() bool, error) {
 	c, ch, done, unfinished := s.hub.endNotify(ticket, f)
 	if done {
@@ -64,18 +73,13 @@ func (s *Store) NotifyFinished(ctx context.Context, ticket string, f func()) (bo
 	if unfinished {
 		return false, stop, nil
 	}
-	fin, err := s.rdb.HGet(ctx, s.keys.ticket(s.keys.bucketOf(ticket), ticket), "finished").Result()
-	switch {
-	case errors.Is(err, goredis.Nil):
+	fin, err := s.finishedFlag(ctx, ticket)
+	if err != nil || fin {
 		stop()
-		s.hub.forgetEnd(ticket, ch)
-		return false, nil, store.ErrNotFound
-	case err != nil:
-		stop()
-		return false, nil, wrap(err)
-	case fin == "1":
-		stop()
-		return true, nil, nil
+		if errors.Is(err, store.ErrNotFound) {
+			s.hub.forgetEnd(ticket, ch)
+		}
+		return fin, nil, err
 	}
 	return false, stop, nil
 }

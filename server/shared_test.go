@@ -215,3 +215,48 @@ func TestHeldRunsHaveNoGoroutineOfTheirOwn(t *testing.T) {
 		within(t, stopped, "A's runner stopping after the cancel on B")
 	}
 }
+
+// TestLeaseOnStoresWithoutCallbacks: a shared store that cannot call back at an end still
+// stops the run at once when another replica cancels it: one that hands out a channel
+// (WatchFinished), and one with nothing but store.Shared, whose log is read to learn of the
+// end. The lease (a minute) is renewed only after the test's wait, so the watch alone can
+// stop the run.
+func TestLeaseOnStoresWithoutCallbacks(t *testing.T) {
+	for name, wrap := range map[string]func(*redisstore.Store) store.Store{
+		"channel": func(s *redisstore.Store) store.Store { return channelWatch{s, s} },
+		"read":    func(s *redisstore.Store) store.Store { return sharedOnly{s} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			prefix := "nocb:" + rand.Text() + ":"
+			started, stopped := make(chan string, 1), make(chan string, 1)
+			a := newHarness(t, server.Options{Store: wrap(replicaStore(t, srv, prefix, time.Minute)), Runner: blockingRunner(started, stopped)})
+			b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, time.Minute), Runner: answerRunner(1)})
+			ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+			within(t, started, "the run on A")
+			if r := b.cancel(alice, ticket); r.StatusCode() != 202 {
+				t.Fatalf("cancel on B: %d %s", r.StatusCode(), r.Body)
+			}
+			within(t, stopped, "A's runner stopping after the cancel on B")
+			if terminal, _ := checkLifecycle(t, a.events(alice, ticket), gen.EventTypeError); terminal.Kind != "cancelled" {
+				t.Errorf("terminal kind %q, want cancelled", terminal.Kind)
+			}
+		})
+	}
+}
+
+// sharedOnly is a shared store with store.Shared's methods and nothing more.
+type sharedOnly struct{ store.Shared }
+
+// channelWatch is a shared store whose end watch is a channel (WatchFinished), without
+// NotifyFinished.
+type channelWatch struct {
+	store.Shared
+	w interface {
+		WatchFinished(ctx context.Context, ticket string) (bool, <-chan struct{}, error)
+	}
+}
+
+func (c channelWatch) WatchFinished(ctx context.Context, ticket string) (bool, <-chan struct{}, error) {
+	return c.w.WatchFinished(ctx, ticket)
+}

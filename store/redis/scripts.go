@@ -42,6 +42,19 @@ local function now_ms()
 end
 `
 
+// luaOnceNow is now_ms for endTickets: Redis's clock read once per call, by the first end that
+// asks for it (the ends of a call run as one step, so they have one now).
+const luaOnceNow = `
+local once_now
+local function now_ms()
+  if not once_now then
+    local t = redis.call('TIME')
+    once_now = t[1] * 1000 + math.floor(t[2] / 1000)
+  end
+  return once_now
+end
+`
+
 // luaAppend is append_events.
 const luaAppend = `
 -- append the events ARGV[base + 3i], ARGV[base + 3i + 1], ARGV[base + 3i + 2] (seq, type, data)
@@ -410,8 +423,8 @@ return {'ok', evicted}
 // endTicket would, in a protected call, so that one which raises an error (a key of the wrong
 // type) answers {'error', message} for itself and the others still run. It answers the ends'
 // replies in order. The helpers that read neither KEYS nor ARGV are made once per call;
-// append_events, which reads ARGV, once per end.
-var endTickets = goredis.NewScript(luaNow + luaInt + luaLatest + `
+// append_events, which reads ARGV, once per end; the clock is read once per call.
+var endTickets = goredis.NewScript(luaOnceNow + luaInt + luaLatest + `
 local function one(KEYS, ARGV)
 ` + luaAppend + luaEnd + `
 end

@@ -33,7 +33,8 @@ import (
 // instructions it executed per ask over the rounds: a count that repeats to about 0.1% from
 // run to run, where CPU time varies by tens of percent on this machine, so that a change to
 // the scripts can be measured by itself (ASK_REDIS_COST=20 is enough; valgrind slows the
-// server fifty-fold).
+// server fifty-fold). ASK_REDIS_COST_CALLGRIND=file keeps callgrind's count in file, for
+// callgrind_annotate.
 func TestAskCycleCost(t *testing.T) {
 	per, _ := strconv.Atoi(os.Getenv("ASK_REDIS_COST"))
 	if per <= 0 {
@@ -77,8 +78,18 @@ func TestAskCycleCost(t *testing.T) {
 	if cg != nil {
 		cg.Zero(t)
 		defer func() {
+			n, path := cg.Dump(t)
 			t.Logf("redis-server under callgrind: %.0f instructions per ask over the %d rounds",
-				float64(cg.Dump(t))/float64(owners*per*rounds), rounds)
+				float64(n)/float64(owners*per*rounds), rounds)
+			if keep := os.Getenv("ASK_REDIS_COST_CALLGRIND"); keep != "1" {
+				b, err := os.ReadFile(path)
+				if err == nil {
+					err = os.WriteFile(keep, b, 0o600)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
 		}()
 	}
 	for r := range rounds {

@@ -75,18 +75,20 @@ func (c *Callgrind) Zero(tb testing.TB) {
 	}
 }
 
-// Dump answers the instructions the server executed since the last Zero (or Dump).
-func (c *Callgrind) Dump(tb testing.TB) int64 {
+// Dump answers the instructions the server executed since the last Zero (or Dump), and the
+// file callgrind wrote them to (for callgrind_annotate; it goes with tb's temporary directory).
+func (c *Callgrind) Dump(tb testing.TB) (int64, string) {
 	tb.Helper()
 	if out, err := exec.Command("callgrind_control", "-d", strconv.Itoa(c.cmd.Process.Pid)).CombinedOutput(); err != nil {
 		tb.Fatalf("callgrind_control -d: %v: %s", err, out)
 	}
 	c.dumps++
-	n, err := summary(c.out + "." + strconv.Itoa(c.dumps))
+	path := c.out + "." + strconv.Itoa(c.dumps)
+	n, err := summary(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return n
+	return n, path
 }
 
 // summary is a callgrind dump's "summary:" line: its instructions.

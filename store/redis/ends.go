@@ -46,19 +46,18 @@ type endQueue struct {
 	busy    bool // a call of this bucket is in flight
 }
 
-// endCall is one end: its keys and arguments as endTicket takes them, its reply, and ch, which
-// receives false when the reply is in, or true when this end is to send the next batch.
+// endCall is one end: its endTicket command, its reply, and ch, which receives false when the
+// reply is in, or true when this end is to send the next batch.
 type endCall struct {
-	keys []string
-	args []any
-	res  any
-	err  error
-	ch   chan bool
+	c   evalCmd
+	res any
+	err error
+	ch  chan bool
 }
 
-// run ends one ticket of bucket b (endTicket's keys and arguments) and answers endTicket's reply.
-func (e *ends) run(ctx context.Context, b int, keys []string, args []any) (any, error) {
-	me := &endCall{keys: keys, args: args, ch: make(chan bool, 1)}
+// run ends one ticket of bucket b (c, its endTicket command) and answers endTicket's reply.
+func (e *ends) run(ctx context.Context, b int, c evalCmd) (any, error) {
+	me := &endCall{c: c, ch: make(chan bool, 1)}
 	e.mu.Lock()
 	if e.q == nil {
 		e.q = map[int]*endQueue{}
@@ -99,21 +98,32 @@ func (e *ends) run(ctx context.Context, b int, keys []string, args []any) (any, 
 	return me.res, me.err
 }
 
-// send runs batch's ends: one as endTicket, several as endTickets.
+// send runs batch's ends: one as endTicket, several as endTickets (their keys first, one
+// end's after another, then its count and each end's key count, argument count and
+// arguments).
 func (e *ends) send(ctx context.Context, batch []*endCall) {
 	if len(batch) == 1 {
 		c := batch[0]
-		c.res, c.err = endTicket.Run(ctx, e.s.writes, c.keys, c.args...).Result()
+		c.res, c.err = eval(ctx, e.s.writes, endTicket, c.c).Result()
 		return
 	}
-	var keys []string
-	args := []any{len(batch)}
+	nkeys, nargs := 0, 1
 	for _, c := range batch {
-		keys = append(keys, c.keys...)
-		args = append(args, len(c.keys), len(c.args))
-		args = append(args, c.args...)
+		n := c.c.nkeys()
+		nkeys += n
+		nargs += 2 + len(c.c) - 3 - n
 	}
-	res, err := endTickets.Run(ctx, e.s.writes, keys, args...).Slice()
+	all := newEval(endTickets, nkeys, nargs)
+	for _, c := range batch {
+		all = append(all, c.c[3:3+c.c.nkeys()]...)
+	}
+	all = append(all, len(batch))
+	for _, c := range batch {
+		n := c.c.nkeys()
+		all = append(all, n, len(c.c)-3-n)
+		all = append(all, c.c[3+n:]...)
+	}
+	res, err := eval(ctx, e.s.writes, endTickets, all).Slice()
 	for i, c := range batch {
 		switch {
 		case err != nil:

@@ -73,7 +73,7 @@ type Options struct {
 // readers share one tail of each ticket's log (the tail hub, hub.go).
 type Store struct {
 	rdb       goredis.UniversalClient
-	writes    goredis.Scripter // the run's scripts: rdb's autopipeline where it has one (pipeline), else rdb
+	writes    scripter // the run's scripts: rdb's autopipeline where it has one (pipeline), else rdb
 	ownClient bool
 	keys      keys
 	replica   string
@@ -228,7 +228,7 @@ func (s *Store) Close() error {
 // context once the call is queued: a stalled Redis fails the call at the client's read
 // timeout, and the service's retries go on from there. A client of another kind (a test's
 // wrapper, a Ring) runs the scripts itself.
-func pipeline(c goredis.UniversalClient) (goredis.Scripter, error) {
+func pipeline(c goredis.UniversalClient) (scripter, error) {
 	o := goredis.DefaultBlockingAutoPipelineOptions()
 	o.FullDuplex = true
 	switch c := c.(type) {

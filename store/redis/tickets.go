@@ -22,28 +22,30 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	if nt.Accepted.Seq != 1 {
 		return nil, store.ErrSeq
 	}
-	then := make([]any, 0, 3*len(nt.Then))
 	for i, ev := range nt.Then {
 		if ev.Seq != int64(i)+2 || ev.Type == gen.EventTypeStep {
 			return nil, store.ErrSeq
 		}
-		then = append(then, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
 	// The ticket's bucket holds everything the script touches: the conversation is looked up
 	// there (one of another bucket is another owner's, and is not found), and so are the
 	// owner's counters.
 	k, b := s.keys, s.keys.bucketOf(nt.ID)
-	args := append([]any{nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
+	conv, tk := k.conv(b, nt.ConversationID), k.ticket(b, nt.ID)
+	oc, ot := k.owners(b, nt.Owner)
+	c := newEval(createTicket, 8, 14+3*len(nt.Then))
+	c = append(c, conv, conv+":turns", tk, tk+":log", k.tickets(b), k.running(b), oc, ot,
+		nt.ID, nt.ConversationID, nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data),
 		limits.MaxInFlightPerOwner, k.perBucket(limits.MaxTickets), s.replica, ms(s.lease),
-		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then)}, append(then, s.sealQuestion(nt.ID, nt.Question))...)
+		limits.MaxRetainedPerOwner, limits.MaxTurns, len(nt.Then))
+	for _, ev := range nt.Then {
+		c = append(c, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
+	}
+	c = append(c, s.sealQuestion(nt.ID, nt.Question))
 	// The end watch is registered before the ticket exists, so the runner's lease watch
 	// starts without a read (WatchFinished).
 	w, made := s.hub.beforeCreate(nt.ID)
-	conv, tk := k.conv(b, nt.ConversationID), k.ticket(b, nt.ID)
-	oc, ot := k.owners(b, nt.Owner)
-	res, err := createTicket.Run(ctx, s.writes,
-		[]string{conv, conv + ":turns", tk, tk + ":log", k.tickets(b), k.running(b), oc, ot},
-		args...).Slice()
+	res, err := eval(ctx, s.writes, createTicket, c).Slice()
 	status := ""
 	if err == nil {
 		status, _ = res[0].(string)
@@ -144,15 +146,16 @@ func (s *Store) AppendBatch(ctx context.Context, ticket string, evs []store.Even
 		return 0, store.ErrSeq
 	}
 	k, b := s.keys, s.keys.bucketOf(ticket)
-	args := make([]any, 0, 5+3*len(evs))
-	args = append(args, s.maxEvents, s.replica, k.changed(), s.notice(ticket, evs[len(evs)-1].Seq), len(evs))
+	c := newEval(appendEvents, 3, 5+3*len(evs))
+	c = append(c, k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket),
+		s.maxEvents, s.replica, k.changed(), s.notice(ticket, evs[len(evs)-1].Seq), len(evs))
 	for i, ev := range evs {
 		if ev.Seq != evs[0].Seq+int64(i) {
 			return 0, store.ErrSeq
 		}
-		args = append(args, ev.Seq, string(ev.Type), ev.Data)
+		c = append(c, ev.Seq, string(ev.Type), ev.Data)
 	}
-	res, err := appendEvents.Run(ctx, s.writes, []string{k.ticket(b, ticket), k.log(b, ticket), k.steps(b, ticket)}, args...).Slice()
+	res, err := eval(ctx, s.writes, appendEvents, c).Slice()
 	if err != nil {
 		s.hub.changed(ticket, 0, false)
 		return 0, wrap(err)
@@ -261,6 +264,9 @@ func (s *Store) end(ctx context.Context, mode, ticket string, tail []store.Event
 	return s.run(ctx, mode, ticket, conv, store.Owner{Tenant: tenant, OID: oid}, tail, turn)
 }
 
+// endKeys is endTicket's key count.
+const endKeys = 10
+
 // run runs endTicket in mode; extra follows the tail's events (mode restore). It answers the
 // steps the bound evicted for the tail (0 for a retry that finds the end written).
 func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.Owner, tail []store.Event, turn ask.Turn, extra ...any) (int, error) {
@@ -282,19 +288,20 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	}
 	k, b := s.keys, s.keys.bucketOf(ticket)
 	sent := time.Now()
-	args := []any{mode, s.replica, k.ended(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail)}
-	for _, ev := range tail {
-		args = append(args, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
-	}
-	args = append(args, extra...)
-	tk, c := k.ticket(b, ticket), k.conv(b, conv)
+	tk, cv := k.ticket(b, ticket), k.conv(b, conv)
 	oc, ot := k.owners(b, owner)
-	keys := []string{tk, tk + ":log", tk + ":steps", c, c + ":turns", k.running(b), k.tickets(b), k.convs(b), oc, ot}
+	c := newEval(endTicket, endKeys, 11+3*len(tail)+len(extra))
+	c = append(c, tk, tk+":log", tk+":steps", cv, cv+":turns", k.running(b), k.tickets(b), k.convs(b), oc, ot,
+		mode, s.replica, k.ended(), ticket, conv, ms(s.ttl), s.maxEvents, tj, term, done, len(tail))
+	for _, ev := range tail {
+		c = append(c, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
+	}
+	c = append(c, extra...)
 	var res any
 	if mode == "own" { // the runs' own ends, which come together under load, share calls (ends.go)
-		res, err = s.ends.run(ctx, b, keys, args)
+		res, err = s.ends.run(ctx, b, c)
 	} else {
-		res, err = endTicket.Run(ctx, s.writes, keys, args...).Result()
+		res, err = eval(ctx, s.writes, endTicket, c).Result()
 	}
 	n, err := endReply(res, err)
 	switch {

@@ -36,6 +36,7 @@ type Server struct {
 	Dir string
 
 	durable bool
+	wrapper []string // what runs the server (RunUnder), nil for the binary itself
 	port    int
 	cmd     *exec.Cmd
 	done    chan error
@@ -47,14 +48,21 @@ var Tuning = []string{"--stream-node-max-bytes", strconv.Itoa(redisstore.StreamN
 
 // Run starts a server whose working directory is dir and returns once it answers PING.
 // Stop ends it.
-func Run(ctx context.Context, dir string) (*Server, error) { return run(ctx, dir, false) }
+func Run(ctx context.Context, dir string) (*Server, error) { return run(ctx, dir, false, nil) }
+
+// RunUnder starts a server like Run, as the last argument of wrapper, a tool that runs a
+// program (valgrind --tool=callgrind, say: store/redis/redistest.StartCallgrind), allowing it a
+// minute to answer PING instead of ten seconds.
+func RunUnder(ctx context.Context, dir string, wrapper ...string) (*Server, error) {
+	return run(ctx, dir, false, wrapper)
+}
 
 // RunDurable starts a server like Run, but with an append-only file (appendonly yes,
 // appendfsync everysec) in dir, as the durable mode runs it: Kill and Restart put it through
 // a crash on the same files.
-func RunDurable(ctx context.Context, dir string) (*Server, error) { return run(ctx, dir, true) }
+func RunDurable(ctx context.Context, dir string) (*Server, error) { return run(ctx, dir, true, nil) }
 
-func run(ctx context.Context, dir string, durable bool) (*Server, error) {
+func run(ctx context.Context, dir string, durable bool, wrapper []string) (*Server, error) {
 	bin, err := exec.LookPath(Binary)
 	if err != nil {
 		return nil, fmt.Errorf("redisserver: %s not installed (apt-get install -y redis-server): %w", Binary, err)
@@ -64,7 +72,7 @@ func run(ctx context.Context, dir string, durable bool) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := start(ctx, bin, dir, port, durable)
+		s, err := start(ctx, bin, dir, port, durable, wrapper)
 		if err == nil || attempt == 3 {
 			return s, err
 		}
@@ -77,10 +85,10 @@ func RunAt(ctx context.Context, dir string, port int) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisserver: %s not installed (apt-get install -y redis-server): %w", Binary, err)
 	}
-	return start(ctx, bin, dir, port, false)
+	return start(ctx, bin, dir, port, false, nil)
 }
 
-func start(ctx context.Context, bin, dir string, port int, durable bool) (*Server, error) {
+func start(ctx context.Context, bin, dir string, port int, durable bool, wrapper []string) (*Server, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	persistence := []string{"--save", "", "--appendonly", "no"}
 	if durable {
@@ -88,7 +96,12 @@ func start(ctx context.Context, bin, dir string, port int, durable bool) (*Serve
 	}
 	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir}, persistence...)
 	args = append(args, Tuning...)
-	cmd := exec.Command(bin, append(args, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")...)
+	args = append(append([]string{bin}, args...), "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")
+	wait := 10 * time.Second
+	if len(wrapper) > 0 {
+		args, wait = append(append([]string{}, wrapper...), args...), time.Minute
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = sysProcAttr()
 	logPath := dir + "/redis-" + strconv.Itoa(port) + ".log"
@@ -101,9 +114,9 @@ func start(ctx context.Context, bin, dir string, port int, durable bool) (*Serve
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("redisserver: start %s: %w", bin, err)
 	}
-	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", Dir: dir, durable: durable, port: port, cmd: cmd, done: make(chan error, 1)}
+	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", Dir: dir, durable: durable, wrapper: wrapper, port: port, cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
-	deadline := time.NewTimer(10 * time.Second)
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -117,7 +130,7 @@ func start(ctx context.Context, bin, dir string, port int, durable bool) (*Serve
 			out, _ := os.ReadFile(logPath)
 			return nil, fmt.Errorf("redisserver: %s exited (%v): %s", bin, err, strings.TrimSpace(string(out)))
 		case <-deadline.C:
-			return nil, errors.Join(errors.New("redisserver: redis-server did not answer within 10s"), s.Stop())
+			return nil, errors.Join(fmt.Errorf("redisserver: redis-server did not answer within %s", wait), s.Stop())
 		case <-ctx.Done():
 			return nil, errors.Join(ctx.Err(), s.Stop())
 		case <-tick.C:
@@ -133,6 +146,9 @@ func (s *Server) Stop() error {
 	return nil
 }
 
+// Pid is the server's process (the wrapper's, which is the same process for valgrind).
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Kill ends the server with SIGKILL, as a crash would: what the AOF had not fsynced is lost.
 func (s *Server) Kill() error { return s.Stop() }
 
@@ -143,7 +159,7 @@ func (s *Server) Restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err := start(ctx, bin, s.Dir, s.port, s.durable)
+	n, err := start(ctx, bin, s.Dir, s.port, s.durable, s.wrapper)
 	if err != nil {
 		return err
 	}

@@ -42,24 +42,21 @@ func TestAskCycleCost(t *testing.T) {
 	}
 	const owners, rounds = 64, 5
 	ctx := context.Background()
-	opts := redisstore.Options{Prefix: "cost:" + rand.Text() + ":"}
-	var info goredis.UniversalClient
+	var srv *redistest.Server
 	var cg *redistest.Callgrind
 	if os.Getenv("ASK_REDIS_COST_CALLGRIND") != "" {
 		cg = redistest.StartCallgrind(t)
-		opts.Client, info = cg.Client, cg.Client
+		srv = cg.Server
 	} else {
-		srv := redistest.Start(t)
-		opts.URL = srv.URL
-		c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-		t.Cleanup(func() { _ = c.Close() })
-		info = c
+		srv = redistest.Start(t)
 	}
-	s, err := redisstore.New(ctx, opts)
+	s, err := redisstore.New(ctx, redisstore.Options{URL: srv.URL, Prefix: "cost:" + rand.Text() + ":"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
+	info := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = info.Close() })
 	limits := store.Limits{MaxInFlightPerOwner: 1 << 20, MaxTickets: 1 << 22, MaxConversationsPerOwner: 1 << 22,
 		MaxRetainedPerOwner: 1 << 22, MaxTurns: 50}
 	convs := make([][]string, owners)

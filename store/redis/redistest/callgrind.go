@@ -9,68 +9,41 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	goredis "github.com/redis/go-redis/v9"
+	"github.com/das-ask/ask/internal/redisserver"
 )
 
 // Callgrind is a redis-server run under valgrind's callgrind, which counts the instructions
 // the server executes: a figure that, unlike CPU time, repeats to a tenth of a percent for the
 // same binary and load whatever else the machine is doing, so that two versions of a script
-// can be told apart by a few percent. The server listens on a unix socket only (no port to
-// collide with); Client reaches it.
+// can be told apart by a few percent. The server is started as Start's are (the same settings,
+// a free port), only under callgrind.
 type Callgrind struct {
-	Client *goredis.Client
-	cmd    *exec.Cmd
-	out    string
-	dumps  int
+	*Server
+	out   string
+	dumps int
 }
 
 // StartCallgrind starts redis-server under callgrind for tb and stops it when tb's test ends.
 // It skips tb when valgrind or redis-server is not installed.
 func StartCallgrind(tb testing.TB) *Callgrind {
 	tb.Helper()
-	for _, bin := range []string{"valgrind", "callgrind_control", Binary} {
+	for _, bin := range []string{"valgrind", "callgrind_control"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			tb.Skipf("%s not installed (apt-get install -y valgrind redis-server): the count runs redis-server under callgrind", bin)
+			tb.Skipf("%s not installed (apt-get install -y valgrind): the count runs redis-server under callgrind", bin)
 		}
 	}
-	bin, _ := exec.LookPath(Binary)
-	dir := tb.TempDir()
-	sock := filepath.Join(dir, "redis.sock")
-	c := &Callgrind{out: filepath.Join(dir, "callgrind.out")}
-	c.cmd = exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+c.out,
-		bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := c.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	c.Client = goredis.NewClient(&goredis.Options{Network: "unix", Addr: sock})
-	tb.Cleanup(func() {
-		_ = c.Client.Shutdown(context.Background()).Err() // its reply never comes: the server is gone
-		_ = c.Client.Close()
-		done := make(chan struct{})
-		go func() { _ = c.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-done
-		}
+	out := filepath.Join(tb.TempDir(), "callgrind.out")
+	s := start(tb, func(ctx context.Context, dir string) (*Server, error) {
+		return redisserver.RunUnder(ctx, dir, "valgrind", "--tool=callgrind", "--callgrind-out-file="+out)
 	})
-	deadline := time.Now().Add(time.Minute) // valgrind takes seconds to start the server
-	for c.Client.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			tb.Fatal("redis-server under callgrind did not answer within a minute")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return c
+	return &Callgrind{Server: s, out: out}
 }
 
 // Zero sets the server's counts to zero: what Dump reports next starts here.
 func (c *Callgrind) Zero(tb testing.TB) {
 	tb.Helper()
-	if out, err := exec.Command("callgrind_control", "-z", strconv.Itoa(c.cmd.Process.Pid)).CombinedOutput(); err != nil {
+	if out, err := exec.Command("callgrind_control", "-z", strconv.Itoa(c.Pid())).CombinedOutput(); err != nil {
 		tb.Fatalf("callgrind_control -z: %v: %s", err, out)
 	}
 }
@@ -79,7 +52,7 @@ func (c *Callgrind) Zero(tb testing.TB) {
 // file callgrind wrote them to (for callgrind_annotate; it goes with tb's temporary directory).
 func (c *Callgrind) Dump(tb testing.TB) (int64, string) {
 	tb.Helper()
-	if out, err := exec.Command("callgrind_control", "-d", strconv.Itoa(c.cmd.Process.Pid)).CombinedOutput(); err != nil {
+	if out, err := exec.Command("callgrind_control", "-d", strconv.Itoa(c.Pid())).CombinedOutput(); err != nil {
 		tb.Fatalf("callgrind_control -d: %v: %s", err, out)
 	}
 	c.dumps++

@@ -44,15 +44,12 @@ local function now_ms()
 end
 `
 
-// luaOnceNow is now_ms for endTickets: Redis's clock read once per call, by the first end that
+// luaOnceNow is now_ms for endTickets: luaNow's, read once per call, by the first end that
 // asks for it (the ends of a call run as one step, so they have one now).
-const luaOnceNow = `
-local once_now
-local function now_ms()
-  if not once_now then
-    local t = redis.call('TIME')
-    once_now = t[1] * 1000 + math.floor(t[2] / 1000)
-  end
+const luaOnceNow = luaNow + `
+local clock_ms, once_now = now_ms, nil
+now_ms = function()
+  once_now = once_now or clock_ms()
   return once_now
 end
 `

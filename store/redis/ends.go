@@ -109,19 +109,17 @@ func (e *ends) send(ctx context.Context, batch []*endCall) {
 	}
 	nkeys, nargs := 0, 1
 	for _, c := range batch {
-		n := c.c.nkeys()
-		nkeys += n
-		nargs += 2 + len(c.c) - 3 - n
+		nkeys += c.c.nkeys()
+		nargs += 2 + len(c.c.args())
 	}
 	all := newEval(endTickets, nkeys, nargs)
 	for _, c := range batch {
-		all = append(all, c.c[3:3+c.c.nkeys()]...)
+		all = append(all, c.c.keys()...)
 	}
 	all = append(all, len(batch))
 	for _, c := range batch {
-		n := c.c.nkeys()
-		all = append(all, n, len(c.c)-3-n)
-		all = append(all, c.c[3+n:]...)
+		all = append(all, c.c.nkeys(), len(c.c.args()))
+		all = append(all, c.c.args()...)
 	}
 	res, err := eval(ctx, e.s.writes, endTickets, all).Slice()
 	for i, c := range batch {

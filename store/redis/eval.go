@@ -31,6 +31,10 @@ func newEval(sc *goredis.Script, nkeys, nargs int) evalCmd {
 // nkeys is the command's key count.
 func (c evalCmd) nkeys() int { return c[2].(int) }
 
+// keys and args are the command's keys and its arguments (the slice's, not copies).
+func (c evalCmd) keys() []any { return c[3 : 3+c.nkeys()] }
+func (c evalCmd) args() []any { return c[3+c.nkeys():] }
+
 // eval runs c, a command of sc, on w. A Redis that does not know the digest (a restart, a
 // failover to a replica that never ran it, SCRIPT FLUSH) answers NOSCRIPT, and then c runs
 // again with the script's source, as Script.Run does.
@@ -43,10 +47,9 @@ func eval(ctx context.Context, w scripter, sc *goredis.Script, c evalCmd) *gored
 	if err := cmd.Err(); err == nil || !goredis.HasErrorPrefix(err, "NOSCRIPT") {
 		return cmd
 	}
-	n := c.nkeys()
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i], _ = c[3+i].(string)
+	keys := make([]string, c.nkeys())
+	for i, k := range c.keys() {
+		keys[i], _ = k.(string)
 	}
-	return sc.Eval(ctx, w, keys, c[3+n:]...)
+	return sc.Eval(ctx, w, keys, c.args()...)
 }

@@ -321,3 +321,48 @@ func TestBareBatchShared(t *testing.T) {
 		}
 	}
 }
+
+// TestQuietWaitsForTheRuns: the child's /quiet answers only once the service holds no ask, so a
+// burst's CPU reading waits for its runs' ends (a held run is one whose ticket was answered).
+func TestQuietWaitsForTheRuns(t *testing.T) {
+	ctx := t.Context()
+	ch, err := startInProcess(ctx, ServeOptions{Mode: ModeSynthetic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := ch.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := ch.debug(ctx, "/quiet"); err != nil {
+		t.Fatalf("quiet with no ask: %v", err)
+	}
+	tok, err := ch.token(ctx, "quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := newAskAPI(ch.ep.Ask, ch.hc, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := api.conversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticket, err := api.ask(ctx, cid, questionEmit(3, true)) // its run waits for the gate
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.debug(ctx, "/quiet?timeout=0"); err == nil || !strings.Contains(err.Error(), "1 asks still held") {
+		t.Fatalf("quiet while a run is held: %v, want 1 ask still held", err)
+	}
+	quiet := make(chan error, 1)
+	go func() { quiet <- ch.debug(ctx, "/quiet") }() // waits for the run
+	if err := ch.release(ctx, ticket); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-quiet; err != nil {
+		t.Fatalf("quiet after the run ended: %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -95,6 +96,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	}()
 
 	ep := endpoints{PID: os.Getpid()}
+	var active func() int // the service's asks not yet ended (server.Server.Active); nil in ModeStack
 	switch opts.Mode {
 	case ModeStack:
 		if opts.Store != "" {
@@ -166,6 +168,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 			return err
 		}
 		defer m.Close()
+		active = m.Server.Active
 		ep.IdP, ep.Ask = issuer, m.URL()
 		if ep.Bare, err = serve(bareTicketHandler(v, "/ask")); err != nil {
 			return err
@@ -181,7 +184,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		return fmt.Errorf("bench: unknown mode %q", opts.Mode)
 	}
 	var err error
-	if ep.Debug, err = serve(newDebug(g)); err != nil {
+	if ep.Debug, err = serve(newDebug(g, active)); err != nil {
 		return err
 	}
 	line, _ := json.Marshal(ep)
@@ -212,8 +215,10 @@ type debugStats struct {
 // newDebug is the child's loopback debug endpoint: the bench child's only, never the
 // service's. POST /gc collects and returns memory to the OS; GET /stats; POST
 // /release?key=K opens a gate; POST /cpu/start?path=P and /cpu/stop profile CPU;
-// POST /heap?path=P writes a heap profile.
-func newDebug(g *gates) http.Handler {
+// POST /heap?path=P writes a heap profile; POST /quiet?timeout=D waits until the service holds
+// no ask (active, server.Server.Active: every run ended and its end stored), for at most D
+// (default a minute; 0 asks once), and fails with 503 if it still holds one then.
+func newDebug(g *gates, active func() int) http.Handler {
 	mux := http.NewServeMux()
 	var mu sync.Mutex
 	var cpu *os.File
@@ -242,6 +247,34 @@ func newDebug(g *gates) http.Handler {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		_ = json.NewEncoder(w).Encode(cpuSample{NS: ru.Utime.Nano() + ru.Stime.Nano(), Alloc: ms.TotalAlloc})
+	})
+	mux.HandleFunc("POST /quiet", func(w http.ResponseWriter, r *http.Request) {
+		if active == nil {
+			http.Error(w, "no service in this mode", http.StatusNotImplemented)
+			return
+		}
+		timeout := time.Minute
+		if v := r.URL.Query().Get("timeout"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			timeout = d
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		tick := time.NewTicker(200 * time.Microsecond)
+		defer tick.Stop()
+		for n := active(); n > 0; n = active() {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				http.Error(w, strconv.Itoa(n)+" asks still held", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /release", func(w http.ResponseWriter, r *http.Request) {
 		g.release(r.URL.Query().Get("key"))

@@ -50,7 +50,7 @@ func (r *Report) markdown(findings string) string {
 	p("## 1. Time to ticket\n\n`POST /v1/conversations/{cid}/asks` → 202 through the generated client with a real token, each ask in a fresh conversation. ")
 	p("Baseline: the same route on a bare Echo behind the same JWT validation, answering a constant 202. ")
 	p("Each round is one burst of each, back to back, which goes first alternating by round; the p50 ratio is the median of the per-round ratios, with the smallest and largest. ")
-	p("Server CPU per ask is the server process's user+system time (getrusage) over a burst, after a forced GC at each end, divided by the asks: the load generator is another process and is not in it. On the Redis rows, redis-server CPU/ask is the store's own share, measured over the same bursts (INFO cpu, summed over the primaries): the service's figure leaves it out, and on this machine both share the same cores.\n\n")
+	p("Server CPU per ask is the server process's user+system time (getrusage) over a burst, after a forced GC at each end, divided by the asks: the load generator is another process and is not in it. The reading after a burst of ours waits until the burst's runs have all ended and their ends are stored (the service holds no ask), so that a burst pays for its runs, and no side's burst for another's leftover work. On the Redis rows, redis-server CPU/ask is the store's own share, measured over the same bursts (INFO cpu, summed over the primaries): the service's figure leaves it out, and on this machine both share the same cores.\n\n")
 	r.ticketTable(p)
 	p("\n")
 

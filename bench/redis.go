@@ -249,14 +249,14 @@ func (r *Report) ticketTable(p func(string, ...any)) {
 	for _, st := range r.redisStores() {
 		for _, l := range st.run.TimeToTicket {
 			if v := l.VsMemory; v != nil {
-				beside = append(beside, fmt.Sprintf("| %s | %d | %.3f ms | %.3f ms | %s | %.3f ms | %.3f ms | %.1f µs | %.1f µs | %.0f | %.0f |\n",
-					st.name, l.Concurrency, l.Ours.P50, v.Memory.P50, v.RatioP50, l.Ours.P99, v.Memory.P99, l.OursCPUUS+l.StoreCPUUS, v.MemoryCPUUS, l.OursRPS, v.MemoryRPS))
+				beside = append(beside, fmt.Sprintf("| %s | %d | %.3f ms | %.3f ms | %s | %.3f ms | %.3f ms | %.1f µs | %.1f µs | %.1f ms | %.1f ms | %.0f | %.0f |\n",
+					st.name, l.Concurrency, l.Ours.P50, v.Memory.P50, v.RatioP50, l.Ours.P99, v.Memory.P99, l.OursCPUUS+l.StoreCPUUS, v.MemoryCPUUS, l.OursDrainMS, v.MemoryDrainMS, l.OursRPS, v.MemoryRPS))
 			}
 		}
 	}
 	if len(beside) > 0 {
-		p("\nThe Redis rows against the in-memory store, measured in the same rounds: ours on an in-memory child is a third side of every round of the Redis workload (the order rotating by round), so the ratio is the median of per-round ratios like the others. CPU/ask on Redis is the service's and redis-server's together.\n\n")
-		p("| store | concurrency | ours p50 | in memory p50 | p50 ratio: median of rounds (min–max) | ours p99 | in memory p99 | CPU/ask ours | in memory | ours req/s | in memory req/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		p("\nThe Redis rows against the in-memory store, measured in the same rounds: ours on an in-memory child is a third side of every round of the Redis workload (the order rotating by round), so the ratio is the median of per-round ratios like the others. CPU/ask on Redis is the service's and redis-server's together, read once a burst's runs have all ended and their ends are stored; runs ended after is how long after a burst's last 202 that was (the median of rounds): ends that kept up with the tickets, or did not.\n\n")
+		p("| store | concurrency | ours p50 | in memory p50 | p50 ratio: median of rounds (min–max) | ours p99 | in memory p99 | CPU/ask ours | in memory | runs ended after: ours | in memory | ours req/s | in memory req/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, b := range beside {
 			p("%s", b)
 		}

@@ -38,6 +38,10 @@ type TicketLevel struct {
 	// collector pays for, which CPU per ask includes.
 	OursAllocB float64 `json:"ours_alloc_bytes_per_ask,omitempty"`
 	BareAllocB float64 `json:"bare_alloc_bytes_per_ask,omitempty"`
+	// OursDrainMS is how long after a burst's last 202 its runs had all ended, their ends
+	// stored (the median over rounds, in ms): whether the ends keep up with the tickets, or
+	// work is left over that the measured burst did not wait for (its CPU reading waits).
+	OursDrainMS float64 `json:"ours_drain_ms"`
 	// VsMemory, on the Redis rows, is ours on an in-memory child measured as a third side of
 	// the same rounds.
 	VsMemory *VsMemory `json:"vs_memory,omitempty"`
@@ -50,6 +54,8 @@ type VsMemory struct {
 	Memory      Latency `json:"memory"`
 	MemoryRPS   float64 `json:"memory_rps"`
 	MemoryCPUUS float64 `json:"memory_cpu_us_per_ask"`
+	// MemoryDrainMS is OursDrainMS on the in-memory child.
+	MemoryDrainMS float64 `json:"memory_drain_ms"`
 	// RatioP50 is ours (on Redis) / ours in memory at p50: the median of the per-round ratios,
 	// with the smallest and largest.
 	RatioP50 Spread `json:"ratio_p50"`
@@ -165,18 +171,32 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 			})
 			return time.Since(start), err
 		}
+		// quiet waits, after a burst of ours, until the child holds none of its asks: every run
+		// ended and its end stored. A burst's runs end after its last 202, and an end the store
+		// has not taken yet is work the next burst (another side's) would pay for.
+		quiet := func(sd *side) (time.Duration, error) {
+			if !sd.ours {
+				return 0, nil
+			}
+			start := time.Now()
+			err := sd.ch.debug(ctx, "/quiet")
+			return time.Since(start), err
+		}
 		// Warm every side: connections and caches.
 		for k, sd := range l.sides {
 			if _, err := burst(sd, l.warm, nil); err != nil {
 				return nil, fmt.Errorf("time to ticket, warm-up of side %d: %w", k, err)
 			}
+			if _, err := quiet(sd); err != nil {
+				return nil, fmt.Errorf("time to ticket, warm-up of side %d: %w", k, err)
+			}
 		}
-		// measured is one burst with its child's CPU around it. The child is let settle first
-		// and after (the runs after our 202s end within microseconds; 20 ms is ample), and each
-		// CPU reading follows a forced GC, so that a burst pays for its own garbage. The store's
-		// CPU is read around ours on ch only.
+		// measured is one burst with its child's CPU around it: read once the child has settled
+		// and, after the burst, once its runs have all ended (quiet) and it has settled again,
+		// so that a burst pays for its runs' ends. Each CPU reading follows a forced GC, so that
+		// a burst pays for its own garbage. The store's CPU is read around ours on ch only.
 		settle := 20 * time.Millisecond
-		measured := func(sd *side, lat []time.Duration) (d, cpu, store time.Duration, alloc uint64, err error) {
+		measured := func(sd *side, lat []time.Duration) (d, drain, cpu, store time.Duration, alloc uint64, err error) {
 			read := func() (time.Duration, uint64, time.Duration, error) {
 				c, a, err := sd.ch.serverCPU(ctx)
 				if err != nil || sd.ch != ch || !sd.ours {
@@ -188,19 +208,22 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 			time.Sleep(settle)
 			c0, a0, s0, err := read()
 			if err != nil {
-				return 0, 0, 0, 0, err
+				return 0, 0, 0, 0, 0, err
 			}
 			if d, err = burst(sd, l.perWorker, lat); err != nil {
-				return 0, 0, 0, 0, err
+				return 0, 0, 0, 0, 0, err
+			}
+			if drain, err = quiet(sd); err != nil {
+				return 0, 0, 0, 0, 0, err
 			}
 			time.Sleep(settle)
 			c1, a1, s1, err := read()
-			return d, c1 - c0, s1 - s0, a1 - a0, err
+			return d, drain, c1 - c0, s1 - s0, a1 - a0, err
 		}
 		n := len(l.sides)
 		lats := make([][]time.Duration, n)
 		took := make([]time.Duration, n)
-		var p50Ratios, memRatios, cpuRatios, oursCPU, bareCPU, memCPU, storeCPUs, oursAlloc, bareAlloc []float64
+		var p50Ratios, memRatios, cpuRatios, oursCPU, bareCPU, memCPU, storeCPUs, oursAlloc, bareAlloc, oursDrain, memDrain []float64
 		asks := float64(c * l.perWorker)
 		for r := range o.Rounds {
 			// Rotate which goes first, so that drift in the machine's load cancels out (two
@@ -209,7 +232,7 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 			for j := range n {
 				k := (j + r) % n
 				lat := make([]time.Duration, c*l.perWorker)
-				d, cpuUsed, storeUsed, alloc, err := measured(l.sides[k], lat)
+				d, drain, cpuUsed, storeUsed, alloc, err := measured(l.sides[k], lat)
 				if err != nil {
 					return nil, fmt.Errorf("time to ticket at concurrency %d: %w", c, err)
 				}
@@ -220,6 +243,9 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 				case ours:
 					storeCPUs = append(storeCPUs, float64(storeUsed.Nanoseconds())/1e3/asks)
 					oursAlloc = append(oursAlloc, float64(alloc)/asks)
+					oursDrain = append(oursDrain, float64(drain.Microseconds())/1e3)
+				case memOurs:
+					memDrain = append(memDrain, float64(drain.Microseconds())/1e3)
 				case bare:
 					bareAlloc = append(bareAlloc, float64(alloc)/asks)
 				}
@@ -244,12 +270,13 @@ func timeToTicket(ctx context.Context, ch *child, o ticketOptions, storeCPU func
 			StoreCPUUS:  median(storeCPUs),
 			OursAllocB:  median(oursAlloc),
 			BareAllocB:  median(bareAlloc),
+			OursDrainMS: median(oursDrain),
 		}
 		if n > memOurs {
 			m := summarise(lats[memOurs])
 			sp := spreadOf(memRatios)
 			lv.VsMemory = &VsMemory{Memory: m, MemoryRPS: float64(len(lats[memOurs])) / took[memOurs].Seconds(),
-				MemoryCPUUS: median(memCPU), RatioP50: sp}
+				MemoryCPUUS: median(memCPU), MemoryDrainMS: median(memDrain), RatioP50: sp}
 		}
 		lv.RatioP50Spread = spreadOf(p50Ratios)
 		lv.RatioP50 = lv.RatioP50Spread.Median

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store"
@@ -84,6 +85,42 @@ func TestHooksReportTheLifecycle(t *testing.T) {
 		}
 		if got, want := l.evicted+e.Evicted, int(last)-len(b.Events); got != want || want == 0 {
 			t.Errorf("evicted %d reported, the store dropped %d", got, want)
+		}
+	})
+}
+
+// heldEnds is an in-memory store whose ends wait for release: an end the store has not yet
+// taken.
+type heldEnds struct {
+	*store.Memory
+	release chan struct{}
+}
+
+func (s heldEnds) FinishCounted(ctx context.Context, ticket string, tail []store.Event, turn ask.Turn) (int, error) {
+	<-s.release
+	return s.Memory.FinishCounted(ctx, ticket, tail, turn)
+}
+
+// TestActiveCountsAnAskUntilItsEndIsStored: Active holds an ask from its admission until the
+// store has taken its end, not only until its runner returns (the benchmark waits on it so that a
+// burst pays for its runs' ends).
+func TestActiveCountsAnAskUntilItsEndIsStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := heldEnds{Memory: store.NewMemory(store.MemoryOptions{}), release: make(chan struct{})}
+		h := newHarness(t, server.Options{Store: st, Runner: answerRunner(2)})
+		if n := h.srv.Active(); n != 0 {
+			t.Fatalf("Active %d before any ask, want 0", n)
+		}
+		cid := h.conv(alice)
+		h.ask(alice, cid, "held")
+		synctest.Wait() // the runner has answered; its end waits for the store
+		if n := h.srv.Active(); n != 1 {
+			t.Errorf("Active %d while the end waits for the store, want 1", n)
+		}
+		close(st.release)
+		synctest.Wait()
+		if n := h.srv.Active(); n != 0 {
+			t.Errorf("Active %d once the store took the end, want 0", n)
 		}
 	})
 }

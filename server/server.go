@@ -321,6 +321,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// Active reports how many asks this instance holds: admitted (or being admitted) and whose log
+// has not ended here yet, its end written to the store. It is zero once every run has ended and
+// its end is stored; the benchmark waits for that before it reads a burst's CPU, so that a burst
+// pays for its own runs' ends.
+func (s *Server) Active() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
 // admit reserves an admission slot for an ask, or fails with 503 while draining.
 func (s *Server) admit() error {
 	s.mu.Lock()

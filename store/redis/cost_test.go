@@ -34,7 +34,8 @@ import (
 // run to run, where CPU time varies by tens of percent on this machine, so that a change to
 // the scripts can be measured by itself (ASK_REDIS_COST=20 is enough; valgrind slows the
 // server fifty-fold). ASK_REDIS_COST_CALLGRIND=file keeps callgrind's count in file, for
-// callgrind_annotate.
+// callgrind_annotate. ASK_REDIS_COST_CONFIG="name value" sets a server setting first (CONFIG
+// SET), to measure its effect: "zset-max-listpack-entries 16", say (docs/scale-out.md).
 func TestAskCycleCost(t *testing.T) {
 	per, _ := strconv.Atoi(os.Getenv("ASK_REDIS_COST"))
 	if per <= 0 {
@@ -57,6 +58,12 @@ func TestAskCycleCost(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	info := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = info.Close() })
+	if kv := os.Getenv("ASK_REDIS_COST_CONFIG"); kv != "" {
+		k, v, _ := strings.Cut(kv, " ")
+		if err := info.ConfigSet(ctx, k, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	limits := store.Limits{MaxInFlightPerOwner: 1 << 20, MaxTickets: 1 << 22, MaxConversationsPerOwner: 1 << 22,
 		MaxRetainedPerOwner: 1 << 22, MaxTurns: 50}
 	convs := make([][]string, owners)

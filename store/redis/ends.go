@@ -14,6 +14,16 @@ var errShortBatch = errors.New("redis store: the end script answered fewer ends 
 // the tickets created meanwhile for well under a millisecond.
 const maxEndBatch = 32
 
+// maxEndCalls bounds a bucket's end calls in flight at once. A call beyond the first goes only
+// for a full batch (maxEndBatch ends waiting). With one call at a time, 32 ends a round trip fell
+// behind the tickets at concurrency 64 on one primary (one bucket): askbench's time to ticket
+// found a burst's last run ending 43–78 ms after its last 202, each end's admission slot and
+// done held meanwhile, the backlog growing with the burst. Letting up to four calls go whatever
+// their size kept up (about 1 ms) but split the ends into small calls: the Redis path spent
+// about 8% more CPU per ask (FINDINGS.md). Full batches only keep the calls as large as before,
+// and add a call only when the ends outrun one.
+const maxEndCalls = 4
+
 // ends sends the runs' own ends (Finish) that arrive together as one endTickets call per bucket.
 // An ask's end is half of what Redis does for it; sent one script each, the ends cost the
 // service a command to encode, write and read back, and Redis one to parse and dispatch,
@@ -21,10 +31,12 @@ const maxEndBatch = 32
 // them moved the Redis row's p50 ratio from a median of 2.50× to 2.34× over six paired runs.
 //
 // The batches are group commits without a timer or a goroutine of their own, per bucket (a
-// bucket's keys share one hash slot, as a script's keys must on Redis Cluster): the first end
-// finds no batch of its bucket in flight and goes at once, as endTicket, so a lone end pays
-// nothing for the sharing; ends that arrive while one is in flight queue, and go, up to
-// maxEndBatch of them, as the next call the moment it is answered, sent by the first of them.
+// bucket's keys share one hash slot, as a script's keys must on Redis Cluster): an end that finds
+// no call of its bucket in flight goes at once, as endTicket, so a lone end pays nothing for the
+// sharing; ends that arrive while one is in flight queue, and go, up to maxEndBatch of them, as
+// the next call the moment one is answered, sent by the first of them; and when maxEndBatch of
+// them wait and fewer than maxEndCalls calls are in flight, they go at once as another call,
+// sent by the last, so that the ends keep up with the tickets.
 // Only ends wait on ends: the tickets' creation never does, which is where an earlier batcher
 // of every script lost more than it saved (FINDINGS.md, "Tried and not kept").
 //
@@ -40,19 +52,29 @@ type ends struct {
 	q  map[int]*endQueue // by bucket
 }
 
-// endQueue is a bucket's ends waiting for the call in flight.
+// endQueue is a bucket's ends waiting for a call in flight to be answered. Ends wait only while
+// a call is in flight, and fewer than maxEndBatch of them unless maxEndCalls are.
 type endQueue struct {
-	waiting []*endCall
-	busy    bool // a call of this bucket is in flight
+	waiting  []*endCall
+	inflight int // calls of this bucket in flight
+}
+
+// take removes the next batch from the waiting ends.
+func (q *endQueue) take() []*endCall {
+	n := min(len(q.waiting), maxEndBatch)
+	batch := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	return batch
 }
 
 // endCall is one end: its endTicket command, its reply, and ch, which receives false when the
-// reply is in, or true when this end is to send the next batch.
+// reply is in, or true when this end is to send batch (itself first in it).
 type endCall struct {
-	c   evalCmd
-	res any
-	err error
-	ch  chan bool
+	c     evalCmd
+	res   any
+	err   error
+	ch    chan bool
+	batch []*endCall
 }
 
 // run ends one ticket of bucket b (c, its endTicket command) and answers endTicket's reply.
@@ -68,28 +90,36 @@ func (e *ends) run(ctx context.Context, b int, c evalCmd) (any, error) {
 		e.q[b] = q
 	}
 	q.waiting = append(q.waiting, me)
-	lead := !q.busy
-	q.busy = true
-	e.mu.Unlock()
-	if !lead && !<-me.ch {
-		return me.res, me.err // answered in a batch another end sent
+	var batch []*endCall
+	// None in flight: no end waits, and I go alone. Or I make a full batch with calls to spare:
+	// none waited for a full batch before me (it would have gone), so the batch ends with me.
+	if q.inflight == 0 || (len(q.waiting) == maxEndBatch && q.inflight < maxEndCalls) {
+		q.inflight++
+		batch = q.take()
 	}
-	e.mu.Lock()
-	n := min(len(q.waiting), maxEndBatch)
-	batch := q.waiting[:n:n]
-	q.waiting = q.waiting[n:]
 	e.mu.Unlock()
+	if batch == nil {
+		if !<-me.ch {
+			return me.res, me.err // answered in a batch another end sent
+		}
+		batch = me.batch // a call was answered, and its sender handed its place to me
+	}
 
 	e.send(context.WithoutCancel(ctx), batch)
 
 	e.mu.Lock()
+	var next []*endCall
 	if len(q.waiting) == 0 {
-		q.busy = false
+		q.inflight--
 		q.waiting = nil
 	} else {
-		q.waiting[0].ch <- true // it sends the next batch, itself in it
+		next = q.take() // its first sends it, in this call's place
+		next[0].batch = next
 	}
 	e.mu.Unlock()
+	if next != nil {
+		next[0].ch <- true
+	}
 	for _, c := range batch {
 		if c != me {
 			c.ch <- false

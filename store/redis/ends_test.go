@@ -115,9 +115,89 @@ func TestEndsArrivingTogetherShareOneCall(t *testing.T) {
 		if got := calls(t, direct, "evalsha") - before; check && got != 2 {
 			t.Errorf("%d EVALSHA calls for %d ends, want 2 (the first alone, then the rest together)", got, n)
 		}
+		if got := redisstore.InflightEnds(s, tids[0]); got != 0 {
+			t.Errorf("%d end calls in flight once every end was answered, want 0", got)
+		}
 	}
 	round(false) // loads the scripts (a first call of a script is EVALSHA, then EVAL)
 	round(true)
+}
+
+// Ends that make a full batch while a call is in flight go at once as another call, up to
+// MaxEndCalls in flight, so that ends arriving faster than one call a round trip carries keep up;
+// the ends after them wait again.
+func TestAFullBatchOfEndsGoesAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: time.Minute})
+	t.Cleanup(func() { _ = rc.Close() })
+	s, err := redisstore.New(ctx, redisstore.Options{Client: rc, Prefix: "full:" + rand.Text() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	direct := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	turn := ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "42"}
+	const full = redisstore.MaxEndBatch
+	tids := make([]string, 1+full+1) // one in flight, a full batch, one more
+	for i := range tids {
+		tids[i] = "t-" + rand.Text()
+		storetest.MustConv(t, s, "c-"+tids[i], storetest.Alice)
+		if _, err := storetest.NewTicket(t, s, tids[i], "c-"+tids[i], storetest.Alice, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Load the scripts first (a first call of a script is EVALSHA, then EVAL): end one more ticket.
+	extra := "t-" + rand.Text()
+	storetest.MustConv(t, s, "c-"+extra, storetest.Alice)
+	if _, err := storetest.NewTicket(t, s, extra, "c-"+extra, storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, extra, storetest.Tail(2), turn); err != nil {
+		t.Fatal(err)
+	}
+	before := calls(t, direct, "evalsha")
+
+	p.Stall()
+	errs := make([]error, len(tids))
+	var wg sync.WaitGroup
+	finish := func(i int) { wg.Go(func() { errs[i] = s.Finish(ctx, tids[i], storetest.Tail(2), turn) }) }
+	finish(0)
+	waitFor(t, func() bool { return redisstore.InflightEnds(s, tids[0]) == 1 })
+	for i := 1; i < full; i++ {
+		finish(i)
+	}
+	waitFor(t, func() bool { return redisstore.PendingEnds(s, tids[0]) == full-1 })
+	if got := redisstore.InflightEnds(s, tids[0]); got != 1 {
+		t.Fatalf("%d calls in flight with a batch short of full waiting, want 1", got)
+	}
+	finish(full) // the batch is full: it goes
+	waitFor(t, func() bool {
+		return redisstore.InflightEnds(s, tids[0]) == 2 && redisstore.PendingEnds(s, tids[0]) == 0
+	})
+	finish(full + 1) // waits again
+	waitFor(t, func() bool { return redisstore.PendingEnds(s, tids[0]) == 1 })
+	p.Pass()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("end %d: %v", i, err)
+		} else if tk, err := s.Ticket(ctx, tids[i]); err != nil || tk.Done == nil {
+			t.Errorf("ticket %d after its end: %+v, %v", i, tk, err)
+		}
+	}
+	if got := calls(t, direct, "evalsha") - before; got != 3 {
+		t.Errorf("%d EVALSHA calls, want 3 (the first alone, the full batch, the one after it)", got)
+	}
+	if got := redisstore.InflightEnds(s, tids[0]); got != 0 {
+		t.Errorf("%d end calls in flight once every end was answered, want 0", got)
+	}
 }
 
 // waitFor waits until cond holds, or fails the test when its context ends first.

@@ -9,12 +9,25 @@ func PrefixOf(s *Store) string { return s.keys.prefix }
 // LogKey is the key of ticket's log.
 func LogKey(s *Store, ticket string) string { return s.keys.log(s.keys.bucketOf(ticket), ticket) }
 
-// PendingEnds is how many runs' ends of ticket's bucket wait for the end call in flight.
+// PendingEnds is how many runs' ends of ticket's bucket wait for an end call in flight.
 func PendingEnds(s *Store, ticket string) int {
 	s.ends.mu.Lock()
 	defer s.ends.mu.Unlock()
 	if q := s.ends.q[s.keys.bucketOf(ticket)]; q != nil {
 		return len(q.waiting)
+	}
+	return 0
+}
+
+// MaxEndBatch is how many ends one end call carries at most.
+const MaxEndBatch = maxEndBatch
+
+// InflightEnds is how many end calls of ticket's bucket are in flight.
+func InflightEnds(s *Store, ticket string) int {
+	s.ends.mu.Lock()
+	defer s.ends.mu.Unlock()
+	if q := s.ends.q[s.keys.bucketOf(ticket)]; q != nil {
+		return q.inflight
 	}
 	return 0
 }

@@ -17,7 +17,7 @@ const maxEndBatch = 32
 // maxEndCalls bounds a bucket's end calls in flight at once. A call beyond the first goes only
 // for a full batch (maxEndBatch ends waiting). With one call at a time, 32 ends a round trip fell
 // behind the tickets at concurrency 64 on one primary (one bucket): askbench's time to ticket
-// found a burst's last run ending 43–78 ms after its last 202, each end's admission slot and
+// found a burst's last run ending 35–78 ms after its last 202, each end's admission slot and
 // done held meanwhile, the backlog growing with the burst. Letting up to four calls go whatever
 // their size kept up (about 1 ms) but split the ends into small calls: the Redis path spent
 // about 8% more CPU per ask (FINDINGS.md). Full batches only keep the calls as large as before,

@@ -23,24 +23,9 @@ import (
 // is answered; each answers for itself: ended, refused (a ticket another end finished), or the
 // error its own keys raised, the others unharmed.
 func TestEndsArrivingTogetherShareOneCall(t *testing.T) {
-	srv := redistest.Start(t)
 	ctx := t.Context()
-	p, err := faultproxy.New(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	// A read timeout far above the test's own pace: the first end's reply is held on purpose.
-	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: time.Minute})
-	t.Cleanup(func() { _ = rc.Close() })
 	prefix := "ends:" + rand.Text() + ":"
-	s, err := redisstore.New(ctx, redisstore.Options{Client: rc, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	direct := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = direct.Close() })
+	s, p, direct := heldBehindProxy(t, prefix)
 	other, err := redisstore.New(ctx, redisstore.Options{Client: direct, Prefix: prefix}) // another replica
 	if err != nil {
 		t.Fatal(err)
@@ -127,22 +112,8 @@ func TestEndsArrivingTogetherShareOneCall(t *testing.T) {
 // MaxEndCalls in flight, so that ends arriving faster than one call a round trip carries keep up;
 // the ends after them wait again.
 func TestAFullBatchOfEndsGoesAtOnce(t *testing.T) {
-	srv := redistest.Start(t)
 	ctx := t.Context()
-	p, err := faultproxy.New(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: time.Minute})
-	t.Cleanup(func() { _ = rc.Close() })
-	s, err := redisstore.New(ctx, redisstore.Options{Client: rc, Prefix: "full:" + rand.Text() + ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	direct := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = direct.Close() })
+	s, p, direct := heldBehindProxy(t, "full:"+rand.Text()+":")
 	turn := ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "42"}
 	const full = redisstore.MaxEndBatch
 	tids := make([]string, 1+full+1) // one in flight, a full batch, one more
@@ -198,6 +169,29 @@ func TestAFullBatchOfEndsGoesAtOnce(t *testing.T) {
 	if got := redisstore.InflightEnds(s, tids[0]); got != 0 {
 		t.Errorf("%d end calls in flight once every end was answered, want 0", got)
 	}
+}
+
+// heldBehindProxy is a store under prefix whose client reaches a fresh Redis through a fault proxy,
+// with a read timeout far above a test's own pace (replies are held on purpose); the proxy; and
+// a client that reaches the same Redis directly.
+func heldBehindProxy(t *testing.T, prefix string) (*redisstore.Store, *faultproxy.Proxy, *goredis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: time.Minute})
+	t.Cleanup(func() { _ = rc.Close() })
+	s, err := redisstore.New(t.Context(), redisstore.Options{Client: rc, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	direct := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	return s, p, direct
 }
 
 // waitFor waits until cond holds, or fails the test when its context ends first.

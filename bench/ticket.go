@@ -40,7 +40,8 @@ type TicketLevel struct {
 	BareAllocB float64 `json:"bare_alloc_bytes_per_ask,omitempty"`
 	// OursDrainMS is how long after a burst's last 202 its runs had all ended, their ends
 	// stored (the median over rounds, in ms): whether the ends keep up with the tickets, or
-	// work is left over that the measured burst did not wait for (its CPU reading waits).
+	// work is left over that the measured burst did not wait for (its CPU reading waits). It
+	// includes the debug call's own round trip: the in-memory child's 0.2 ms is mostly that.
 	OursDrainMS float64 `json:"ours_drain_ms"`
 	// VsMemory, on the Redis rows, is ours on an in-memory child measured as a third side of
 	// the same rounds.

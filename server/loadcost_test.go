@@ -64,12 +64,7 @@ func TestRedisLoadCost(t *testing.T) {
 		})
 	}
 	made.Wait()
-	if kv := os.Getenv("ASK_LOAD_REDIS_CONFIG"); kv != "" { // e.g. "stream-node-max-bytes 1024": a server setting's effect
-		k, v, _ := strings.Cut(kv, " ")
-		if err := info.ConfigSet(t.Context(), k, v).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	redistest.Configure(t, info, os.Getenv("ASK_LOAD_REDIS_CONFIG")) // e.g. "stream-node-max-bytes 1024": a server setting's effect
 	pid := redisPID(t, info)
 	var wg sync.WaitGroup
 	const workers = 64

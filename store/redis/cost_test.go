@@ -58,12 +58,7 @@ func TestAskCycleCost(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	info := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = info.Close() })
-	if kv := os.Getenv("ASK_REDIS_COST_CONFIG"); kv != "" {
-		k, v, _ := strings.Cut(kv, " ")
-		if err := info.ConfigSet(ctx, k, v).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	redistest.Configure(t, info, os.Getenv("ASK_REDIS_COST_CONFIG"))
 	limits := store.Limits{MaxInFlightPerOwner: 1 << 20, MaxTickets: 1 << 22, MaxConversationsPerOwner: 1 << 22,
 		MaxRetainedPerOwner: 1 << 22, MaxTurns: 50}
 	convs := make([][]string, owners)

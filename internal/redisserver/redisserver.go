@@ -4,7 +4,8 @@
 // with an append-only file (appendfsync everysec) as its durable mode does (RunDurable); or a
 // whole Redis Cluster of such servers (RunCluster: --cluster-enabled yes, joined with
 // redis-cli --cluster create), with the faults a deployment meets: a node killed, frozen or
-// restarted, a primary failed over, a slot migrated live. It is a process helper for the
+// restarted, a primary failed over, a slot migrated live; or a primary with a replica and a
+// Sentinel (RunSentinel), failed over or its primary killed. It is a process helper for the
 // development tools (cmd/ask-cluster, the benchmark) and the tests; the service itself never
 // links it.
 package redisserver
@@ -37,6 +38,7 @@ type Server struct {
 
 	durable bool
 	wrapper []string // what runs the server (RunUnder), nil for the binary itself
+	extra   []string // settings of its role beyond the common ones (a replica's --replicaof)
 	port    int
 	cmd     *exec.Cmd
 	done    chan error
@@ -72,7 +74,7 @@ func run(ctx context.Context, dir string, durable bool, wrapper []string) (*Serv
 		if err != nil {
 			return nil, err
 		}
-		s, err := start(ctx, bin, dir, port, durable, wrapper)
+		s, err := start(ctx, bin, dir, port, durable, wrapper, nil)
 		if err == nil || attempt == 3 {
 			return s, err
 		}
@@ -85,17 +87,17 @@ func RunAt(ctx context.Context, dir string, port int) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisserver: %s not installed (apt-get install -y redis-server): %w", Binary, err)
 	}
-	return start(ctx, bin, dir, port, false, nil)
+	return start(ctx, bin, dir, port, false, nil, nil)
 }
 
-func start(ctx context.Context, bin, dir string, port int, durable bool, wrapper []string) (*Server, error) {
+func start(ctx context.Context, bin, dir string, port int, durable bool, wrapper, extra []string) (*Server, error) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	persistence := []string{"--save", "", "--appendonly", "no"}
 	if durable {
 		persistence = []string{"--save", "", "--appendonly", "yes", "--appendfsync", "everysec"}
 	}
 	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir}, persistence...)
-	args = append(args, Tuning...)
+	args = append(append(args, Tuning...), extra...)
 	args = append(append([]string{bin}, args...), "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")
 	wait := 10 * time.Second
 	if len(wrapper) > 0 {
@@ -114,7 +116,7 @@ func start(ctx context.Context, bin, dir string, port int, durable bool, wrapper
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("redisserver: start %s: %w", bin, err)
 	}
-	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", Dir: dir, durable: durable, wrapper: wrapper, port: port, cmd: cmd, done: make(chan error, 1)}
+	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", Dir: dir, durable: durable, wrapper: wrapper, extra: extra, port: port, cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -159,7 +161,7 @@ func (s *Server) Restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err := start(ctx, bin, s.Dir, s.port, s.durable, s.wrapper)
+	n, err := start(ctx, bin, s.Dir, s.port, s.durable, s.wrapper, s.extra)
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,24 @@ import (
 // subscription per store instance hands them to the tail hub, which wakes the readers waiting
 // in this process (and, for an end, the runner's lease watch).
 
-// listen hands each notification to the hub, and drops every tail (waking every reader and
+// listen hands each notification of sub, and then of each subscription that replaces it
+// (s.resub: after a Sentinel switch), to the hub. It returns when Close closed the last.
+func (s *Store) listen(sub *goredis.PubSub) {
+	defer close(s.listened)
+	for {
+		s.consume(sub.ChannelWithSubscriptions())
+		next, ok := <-s.resub
+		if !ok {
+			return
+		}
+		sub = next
+	}
+}
+
+// consume hands each notification to the hub, and drops every tail (waking every reader and
 // watcher) after the subscription was re-established. It returns when the subscription is
 // closed.
-func (s *Store) listen(ch <-chan any) {
-	defer close(s.listened)
+func (s *Store) consume(ch <-chan any) {
 	ended := s.keys.ended()
 	for m := range ch {
 		switch m := m.(type) {

@@ -87,9 +87,13 @@ type Store struct {
 	ends      ends          // the runs' own ends that arrive together, sent as one call per bucket
 	claimFrom atomic.Uint32 // the bucket ClaimWebhooks starts at, moving on at every call
 
-	sub      *goredis.PubSub
-	listened chan struct{} // closed when the notification goroutine returns
-	hub      *hub
+	subMu     sync.Mutex
+	sub       *goredis.PubSub      // the change notifications' subscription (replaced after a Sentinel switch)
+	subClosed bool                 // Close began: sub is not replaced again
+	resub     chan *goredis.PubSub // a subscription that replaced sub, for the notification goroutine
+	switches  *switches            // on a Sentinel URL, the watch of the primary's moves (sentinel.go)
+	listened  chan struct{}        // closed when the notification goroutine returns
+	hub       *hub
 }
 
 var (
@@ -110,6 +114,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		log:       opts.Logger,
 		seal:      opts.Seal,
 		listened:  make(chan struct{}),
+		resub:     make(chan *goredis.PubSub),
 	}
 	if s.keys.prefix == "" {
 		s.keys.prefix = DefaultPrefix
@@ -171,7 +176,10 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("redis store: subscribe: %w", err)
 		}
 	}
-	go s.listen(s.sub.ChannelWithSubscriptions())
+	go s.listen(s.sub)
+	if uo, ok := sentinelOf(opts.URL); ok && opts.Client == nil {
+		s.watchSentinels(uo)
+	}
 	return s, nil
 }
 
@@ -207,7 +215,18 @@ func (s *Store) Replica() string { return s.replica }
 // Close stops receiving notifications, wakes every waiting reader and closes the client if
 // New opened it. Tickets, logs and conversations stay in Redis until their TTL.
 func (s *Store) Close() error {
-	err := s.sub.Close()
+	s.subMu.Lock()
+	s.subClosed = true
+	s.subMu.Unlock()
+	if s.switches != nil {
+		s.switches.cancel()
+		s.switches.wg.Wait()
+	}
+	s.subMu.Lock()
+	sub := s.sub
+	s.subMu.Unlock()
+	err := sub.Close()
+	close(s.resub)
 	<-s.listened
 	s.hub.reset()
 	if cerr := s.closeClient(); cerr != nil {

@@ -1,9 +1,14 @@
 package redis_test
 
 import (
+	"context"
 	"crypto/rand"
 	"testing"
+	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
@@ -33,4 +38,79 @@ func TestContractSentinel(t *testing.T) {
 		})
 	})
 	t.Run("Outbox", func(t *testing.T) { storetest.Outbox(t, open(t, redisstore.Options{})) })
+}
+
+// TestSentinelSwitchMovesNotifications: when the Sentinel moves the primary, a store opened
+// from a redis+sentinel:// URL moves its change notifications' subscription to the new
+// primary. go-redis moves its pooled connections but not a subscription, and the old primary,
+// alive and not yet turned into a replica (that takes the Sentinel 10–15 s here), would hold
+// it deaf to what the other replicas publish on the new one. A reader waiting across the
+// switch is woken (what was published meanwhile is not replayed, so it must read again), and
+// a change another replica then makes on the new primary reaches a reader's Changed.
+func TestSentinelSwitchMovesNotifications(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary, a replica and a Sentinel")
+	}
+	sen := redistest.StartSentinel(t)
+	ctx := t.Context()
+	prefix := "switch:" + rand.Text() + ":"
+	open := func(o redisstore.Options) *redisstore.Store {
+		o.Prefix = prefix
+		s, err := redisstore.New(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	a := open(redisstore.Options{URL: sen.URL(), Replica: "a"})
+	b := open(redisstore.Options{URL: sen.URL(), Replica: "b"}) // the reader
+
+	conv, t1 := storetest.ID(a, storetest.Alice, "c1"), storetest.ID(a, storetest.Alice, "t1")
+	storetest.MustConv(t, a, conv, storetest.Alice)
+	if _, err := storetest.NewTicket(t, a, t1, conv, storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := b.Read(ctx, t1, 1)
+	if err != nil || before.Changed == nil {
+		t.Fatalf("read before the switch: %v", err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	primary, err := sen.Failover(fctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, before.Changed, "a read's Changed across the primary's switch")
+
+	// Another replica, on the new primary itself, runs a ticket; b reads it and waits.
+	direct := goredis.NewClient(&goredis.Options{Addr: primary.Addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	c := open(redisstore.Options{Client: direct, Replica: "c"})
+	conv2, t2 := storetest.ID(c, storetest.Bob, "c2"), storetest.ID(c, storetest.Bob, "t2")
+	storetest.MustConv(t, c, conv2, storetest.Bob)
+	if _, err := storetest.NewTicket(t, c, t2, conv2, storetest.Bob, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	// b's pooled connections move when go-redis hears +switch-master: until then its read may
+	// reach the old primary, which has no t2.
+	var waiting store.Batch
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
+		if waiting, err = b.Read(ctx, t2, 1); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil || waiting.Changed == nil {
+		t.Fatalf("b reading c's ticket on the new primary: %v", err)
+	}
+	if _, err := c.AppendBatch(ctx, t2, storetest.Evs(2, 1, gen.EventTypeStep)); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, waiting.Changed, "a read's Changed after another replica appended on the new primary")
+	got, err := b.Read(ctx, t2, 1)
+	if err != nil || len(got.Events) != 1 || got.Events[0].Seq != 2 {
+		t.Fatalf("b reads %v, %v; want the step at seq 2", got.Events, err)
+	}
 }

@@ -75,30 +75,51 @@ func newClient(raw string) (goredis.UniversalClient, error) {
 		}
 		return goredis.NewClusterClient(o), nil
 	case "redis+sentinel", "rediss+sentinel":
-		u, err := url.Parse("redis://" + rest)
-		if err != nil || u.Host == "" || u.RawQuery != "" {
-			return nil, errURL
-		}
-		path := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
-		if len(path) < 1 || len(path) > 2 {
-			return nil, errURL
-		}
-		uo := &goredis.UniversalOptions{Addrs: strings.Split(u.Host, ","), MasterName: path[0], Protocol: resp(0)}
-		if len(path) == 2 {
-			if uo.DB, err = strconv.Atoi(path[1]); err != nil {
-				return nil, errURL
-			}
-		}
-		if u.User != nil {
-			uo.Username = u.User.Username()
-			uo.Password, _ = u.User.Password()
-		}
-		if scheme == "rediss+sentinel" {
-			uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		uo, err := sentinelOptions(scheme, rest)
+		if err != nil {
+			return nil, err
 		}
 		return goredis.NewUniversalClient(uo), nil
 	}
 	return nil, errURL
+}
+
+// sentinelOptions are the failover client's options a redis+sentinel:// URL names (scheme and
+// rest are the URL's, cut at "://").
+func sentinelOptions(scheme, rest string) (*goredis.UniversalOptions, error) {
+	u, err := url.Parse("redis://" + rest)
+	if err != nil || u.Host == "" || u.RawQuery != "" {
+		return nil, errURL
+	}
+	path := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
+	if len(path) < 1 || len(path) > 2 {
+		return nil, errURL
+	}
+	uo := &goredis.UniversalOptions{Addrs: strings.Split(u.Host, ","), MasterName: path[0], Protocol: resp(0)}
+	if len(path) == 2 {
+		if uo.DB, err = strconv.Atoi(path[1]); err != nil {
+			return nil, errURL
+		}
+	}
+	if u.User != nil {
+		uo.Username = u.User.Username()
+		uo.Password, _ = u.User.Password()
+	}
+	if scheme == "rediss+sentinel" {
+		uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return uo, nil
+}
+
+// sentinelOf is the Sentinels and master a redis+sentinel:// URL names (ok false for any
+// other URL), for the store's own watch of the primary's moves (sentinel.go).
+func sentinelOf(raw string) (*goredis.UniversalOptions, bool) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	if scheme != "redis+sentinel" && scheme != "rediss+sentinel" {
+		return nil, false
+	}
+	uo, err := sentinelOptions(scheme, rest)
+	return uo, err == nil
 }
 
 // resp is the protocol a URL's client speaks: the one it asks for, else RESP2 (see newClient).

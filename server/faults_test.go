@@ -58,6 +58,21 @@ func phasedRunner(before, after int, mid chan<- string, resume <-chan struct{}) 
 	})
 }
 
+// checkPhasedRun checks an answered log of phasedRunner(3, 4, …) run on h: every step it
+// wrote (done.steps agreeing), both milestones, and no event h dropped.
+func checkPhasedRun(t *testing.T, frames []frame, done envelopeJSON, h *harness) {
+	t.Helper()
+	if got := countTypes(frames, "step"); got != 7 || done.Steps != 7 {
+		t.Errorf("%d steps in the log, done.steps = %d; want 7 and 7: %v", got, done.Steps, types(frames))
+	}
+	if got := countTypes(frames, "milestone"); got != 2 {
+		t.Errorf("%d milestones, want 2: %v", got, types(frames))
+	}
+	if strings.Contains(h.logs.String(), "not appended") {
+		t.Errorf("an event was dropped: %s", h.logs.String())
+	}
+}
+
 // countTypes counts the frames of type typ.
 func countTypes(frames []frame, typ string) int {
 	n := 0
@@ -108,15 +123,7 @@ func TestNoEventLostWhileStoreAway(t *testing.T) {
 			}
 			frames := b.events(alice, ticket)
 			_, done := checkLifecycle(t, frames, gen.EventTypeAnswer)
-			if got := countTypes(frames, "step"); got != 7 || done.Steps != 7 {
-				t.Errorf("%d steps in the log, done.steps = %d; want 7 and 7: %v", got, done.Steps, types(frames))
-			}
-			if got := countTypes(frames, "milestone"); got != 2 {
-				t.Errorf("%d milestones, want 2: %v", got, types(frames))
-			}
-			if strings.Contains(a.logs.String(), "not appended") {
-				t.Errorf("an event was dropped: %s", a.logs.String())
-			}
+			checkPhasedRun(t, frames, done, a)
 		})
 	}
 }

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"crypto/rand"
-	"strings"
 	"testing"
 	"time"
 
@@ -88,15 +87,7 @@ func TestSentinelFailoverMidRun(t *testing.T) {
 					t.Errorf("the run ended error{%s}, want interrupted or answered", terminal.Kind)
 				}
 			} else {
-				if got := countTypes(frames, "step"); got != 7 || done.Steps != 7 {
-					t.Errorf("%d steps in the log, done.steps = %d; want 7 and 7: %v", got, done.Steps, types(frames))
-				}
-				if got := countTypes(frames, "milestone"); got != 2 {
-					t.Errorf("%d milestones, want 2: %v", got, types(frames))
-				}
-				if strings.Contains(a.logs.String(), "not appended") {
-					t.Errorf("an event was dropped: %s", a.logs.String())
-				}
+				checkPhasedRun(t, frames, done, a)
 			}
 			// The conversation is free again, on the new primary: the next ask runs.
 			next := b.ask(alice, conv, "And in 2026-Q3?")

@@ -219,26 +219,17 @@ func (n *Node) start(ctx context.Context) error {
 	n.mu.Lock()
 	n.cmd, n.done = cmd, done
 	n.mu.Unlock()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if ping(n.Addr) == nil {
-			return nil
-		}
-		select {
-		case err := <-done:
-			done <- err
-			out, _ := os.ReadFile(n.log)
-			return fmt.Errorf("redisserver: node %s exited (%v): %s", n.Addr, err, tailLines(string(out), 5))
-		case <-deadline.C:
-			return errors.Join(fmt.Errorf("redisserver: node %s did not answer within 10s", n.Addr), n.Kill())
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), n.Kill())
-		case <-tick.C:
-		}
+	err = waitFor(ctx, 10*time.Second, func() error { return ping(n.Addr) }, done)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errExited):
+		out, _ := os.ReadFile(n.log)
+		return fmt.Errorf("redisserver: node %s %w: %s", n.Addr, err, tailLines(string(out), 5))
+	case ctx.Err() != nil:
+		return errors.Join(ctx.Err(), n.Kill())
 	}
+	return errors.Join(fmt.Errorf("redisserver: node %s did not answer: %w", n.Addr, err), n.Kill())
 }
 
 // Running reports whether the node's process is alive (started and not exited).

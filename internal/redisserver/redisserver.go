@@ -118,23 +118,43 @@ func start(ctx context.Context, bin, dir string, port int, durable bool, wrapper
 	}
 	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", Dir: dir, durable: durable, wrapper: wrapper, extra: extra, port: port, cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
+	err = waitFor(ctx, wait, func() error { return ping(addr) }, s.done)
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, errExited):
+		out, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("redisserver: %s %w: %s", bin, err, strings.TrimSpace(string(out)))
+	case ctx.Err() != nil:
+		return nil, errors.Join(ctx.Err(), s.Stop())
+	}
+	return nil, errors.Join(fmt.Errorf("redisserver: redis-server did not answer: %w", err), s.Stop())
+}
+
+// errExited is waitFor's error when the process it waits on exits.
+var errExited = errors.New("exited")
+
+// waitFor polls f every 20 ms until it succeeds; else it fails when the wait passes (with f's
+// last error), when ctx ends (ctx.Err()), or when done (a process's exit, put back for others
+// to read) delivers (errExited).
+func waitFor(ctx context.Context, wait time.Duration, f func() error, done chan error) error {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if ping(addr) == nil {
-			return s, nil
+		err := f()
+		if err == nil {
+			return nil
 		}
 		select {
-		case err := <-s.done:
-			s.done <- err
-			out, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("redisserver: %s exited (%v): %s", bin, err, strings.TrimSpace(string(out)))
+		case perr := <-done:
+			done <- perr
+			return fmt.Errorf("%w (%v)", errExited, perr)
 		case <-deadline.C:
-			return nil, errors.Join(fmt.Errorf("redisserver: redis-server did not answer within %s", wait), s.Stop())
+			return fmt.Errorf("not within %s: %w", wait, err)
 		case <-ctx.Done():
-			return nil, errors.Join(ctx.Err(), s.Stop())
+			return ctx.Err()
 		case <-tick.C:
 		}
 	}

@@ -135,31 +135,6 @@ func (s *Sentinel) startSentinel(ctx context.Context, bin, dir string, primary *
 	}
 }
 
-// waitFor polls f every 20 ms until it succeeds, the wait passes, ctx ends or done (a
-// process's exit) delivers.
-func waitFor(ctx context.Context, wait time.Duration, f func() error, done chan error) error {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		select {
-		case perr := <-done:
-			done <- perr
-			return fmt.Errorf("exited (%v)", perr)
-		case <-deadline.C:
-			return fmt.Errorf("not within %s: %w", wait, err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
 // URL is the deployment as the service's DAS_ASK_STORE names it:
 // redis+sentinel://<the Sentinel>/<SentinelName>.
 func (s *Sentinel) URL() string { return "redis+sentinel://" + s.Addr + "/" + SentinelName }

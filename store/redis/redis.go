@@ -139,12 +139,13 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		cacheBytes = DefaultCacheBytes
 	}
 	s.hub = newHub(s.fetch, s.maxEvents, cacheBytes)
+	var sentinel *goredis.UniversalOptions // the Sentinel URL's, whose switches the store watches
 	if s.rdb == nil {
-		rdb, err := newClient(opts.URL)
+		rdb, uo, err := newClient(opts.URL)
 		if err != nil {
 			return nil, err
 		}
-		s.rdb, s.ownClient = rdb, true
+		s.rdb, s.ownClient, sentinel = rdb, true, uo
 	}
 	if s.keys.buckets <= 0 {
 		s.keys.buckets = 1
@@ -177,8 +178,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		}
 	}
 	go s.listen(s.sub)
-	if uo, ok := sentinelOf(opts.URL); ok && opts.Client == nil {
-		s.watchSentinels(uo)
+	if sentinel != nil {
+		s.watchSentinels(sentinel)
 	}
 	return s, nil
 }

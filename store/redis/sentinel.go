@@ -18,7 +18,9 @@ import (
 // meanwhile. A reader waiting there for another replica's appends would wait past them (for
 // good, if the run ended meanwhile). So the store listens to the Sentinels' +switch-master
 // itself, and when its primary moves it subscribes again, on the new primary, and wakes every
-// reader to read again what it may have missed.
+// reader to read again what it may have missed. (The mend belongs in go-redis, whose answer to
+// its issue 583 was to close every connection to the old primary; v9's onFailover closes the
+// pooled and pipeline connections only. This is the store's until it does.)
 
 // errClosed: the store closed while a subscription was being replaced.
 var errClosed = errors.New("redis store: closed")

@@ -19,7 +19,9 @@ const clusterStateReload = time.Second
 var errURL = errors.New(`redis store: the URL is not one of redis://, rediss:// (one server), ` +
 	`redis+cluster://host:port[,host:port...] (Redis Cluster) or redis+sentinel://host:port[,host:port...]/master[/db] (Sentinel)`)
 
-// newClient opens the client a URL names:
+// newClient opens the client a URL names, and for the Sentinel form also answers the
+// failover client's options, whose Sentinels and master the store watches itself (sentinel.go;
+// nil for the other forms):
 //
 //	redis://[user:password@]host:port[/db]               one server (rediss:// for TLS)
 //	redis+cluster://[user:password@]host:port[,host:port...][?go-redis cluster options]
@@ -36,24 +38,24 @@ var errURL = errors.New(`redis store: the URL is not one of redis://, rediss:// 
 // notifications, client-side caching), and on RESP3 go-redis looks for a pending push
 // notification before every reply it reads, about 2% of the service's CPU at concurrency 64
 // in the time-to-ticket benchmark's profile.
-func newClient(raw string) (goredis.UniversalClient, error) {
+func newClient(raw string) (goredis.UniversalClient, *goredis.UniversalOptions, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, errURL
+		return nil, nil, errURL
 	}
 	switch scheme {
 	case "redis", "rediss":
 		o, err := goredis.ParseURL(raw)
 		if err != nil {
-			return nil, errURL
+			return nil, nil, errURL
 		}
 		o.Protocol = resp(o.Protocol)
-		return goredis.NewClient(o), nil
+		return goredis.NewClient(o), nil, nil
 	case "redis+cluster", "rediss+cluster":
 		base := strings.TrimSuffix(scheme, "+cluster")
 		u, err := url.Parse(base + "://" + rest)
 		if err != nil || u.Host == "" {
-			return nil, errURL
+			return nil, nil, errURL
 		}
 		hosts := strings.Split(u.Host, ",")
 		q := u.Query()
@@ -63,7 +65,7 @@ func newClient(raw string) (goredis.UniversalClient, error) {
 		u.Host, u.RawQuery = hosts[0], q.Encode()
 		o, err := goredis.ParseClusterURL(u.String())
 		if err != nil {
-			return nil, errURL
+			return nil, nil, errURL
 		}
 		o.Protocol = resp(o.Protocol)
 		// go-redis learns where the slots are only from a MOVED or ASK, or every
@@ -73,15 +75,15 @@ func newClient(raw string) (goredis.UniversalClient, error) {
 		if o.ClusterStateReloadInterval == 0 {
 			o.ClusterStateReloadInterval = clusterStateReload
 		}
-		return goredis.NewClusterClient(o), nil
+		return goredis.NewClusterClient(o), nil, nil
 	case "redis+sentinel", "rediss+sentinel":
 		uo, err := sentinelOptions(scheme, rest)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return goredis.NewUniversalClient(uo), nil
+		return goredis.NewUniversalClient(uo), uo, nil
 	}
-	return nil, errURL
+	return nil, nil, errURL
 }
 
 // sentinelOptions are the failover client's options a redis+sentinel:// URL names (scheme and
@@ -109,17 +111,6 @@ func sentinelOptions(scheme, rest string) (*goredis.UniversalOptions, error) {
 		uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	return uo, nil
-}
-
-// sentinelOf is the Sentinels and master a redis+sentinel:// URL names (ok false for any
-// other URL), for the store's own watch of the primary's moves (sentinel.go).
-func sentinelOf(raw string) (*goredis.UniversalOptions, bool) {
-	scheme, rest, _ := strings.Cut(raw, "://")
-	if scheme != "redis+sentinel" && scheme != "rediss+sentinel" {
-		return nil, false
-	}
-	uo, err := sentinelOptions(scheme, rest)
-	return uo, err == nil
 }
 
 // resp is the protocol a URL's client speaks: the one it asks for, else RESP2 (see newClient).

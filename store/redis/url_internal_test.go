@@ -22,10 +22,15 @@ func TestURLForms(t *testing.T) {
 		{"redis://127.0.0.1:6379?protocol=3", "*redis.Client"},
 		{"redis+cluster://127.0.0.1:7000?protocol=3", "*redis.ClusterClient"},
 	} {
-		c, err := newClient(tc.url)
+		c, sentinel, err := newClient(tc.url)
 		if err != nil {
 			t.Errorf("%s: %v", tc.url, err)
 			continue
+		}
+		// the Sentinel form also answers the Sentinels and master the store watches
+		if isSentinel := strings.HasPrefix(tc.url, "redis+sentinel://"); isSentinel != (sentinel != nil) ||
+			isSentinel && (sentinel.MasterName != "mymaster" || len(sentinel.Addrs) != 2) {
+			t.Errorf("%s: Sentinel options %+v", tc.url, sentinel)
 		}
 		got := typeName(c)
 		if got != tc.want {
@@ -58,7 +63,7 @@ func TestURLForms(t *testing.T) {
 		_ = c.Close()
 	}
 	for _, bad := range []string{"postgres://u:hunter2@db/ask", "redis+cluster://:hunter2@", "redis+sentinel://:hunter2@127.0.0.1:26379", "redis://:hunter2@[bad"} {
-		_, err := newClient(bad)
+		_, _, err := newClient(bad)
 		if err == nil {
 			t.Errorf("%s accepted", bad)
 		} else if strings.Contains(err.Error(), "hunter2") {

@@ -166,6 +166,8 @@ func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error)
 		return server.MemoryStore(svc), func() error { return nil }, nil
 	}
 	log := m.log.With("component", "store")
+	// go-redis's own lines (a Sentinel's switch, a pool that cannot dial) as the service's records
+	redisstore.LogLibrary(m.log.With("component", "go-redis"))
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	s, err := redisstore.New(dialCtx, redisstore.Options{

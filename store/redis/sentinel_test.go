@@ -3,12 +3,17 @@ package redis_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
@@ -46,11 +51,16 @@ func TestContractSentinel(t *testing.T) {
 // alive and not yet turned into a replica (that takes the Sentinel 10–15 s here), would hold
 // it deaf to what the other replicas publish on the new one. A reader waiting across the
 // switch is woken (what was published meanwhile is not replayed, so it must read again), and
-// a change another replica then makes on the new primary reaches a reader's Changed.
+// a change another replica then makes on the new primary reaches a reader's Changed. What
+// go-redis itself says of the switch reaches the service's log as a record (LogLibrary), not as
+// a plain line on stderr.
 func TestSentinelSwitchMovesNotifications(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a primary, a replica and a Sentinel")
 	}
+	var logs logtest.Buffer
+	redisstore.LogLibrary(slog.New(slog.NewJSONHandler(&logs, nil)).With("component", "go-redis"))
+	t.Cleanup(logging.Enable) // go-redis's own default: its lines on stderr
 	sen := redistest.StartSentinel(t)
 	ctx := t.Context()
 	prefix := "switch:" + rand.Text() + ":"
@@ -113,4 +123,23 @@ func TestSentinelSwitchMovesNotifications(t *testing.T) {
 	if err != nil || len(got.Events) != 1 || got.Events[0].Seq != 2 {
 		t.Fatalf("b reads %v, %v; want the step at seq 2", got.Events, err)
 	}
+	// go-redis logs the switch as it moves its pool, which b's reads above waited for.
+	for deadline := time.Now().Add(10 * time.Second); !hasRecord(logs.String(), "go-redis", "sentinel: new master=", primary.Addr); <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("no go-redis record of the switch to %s in the log:\n%s", primary.Addr, logs.String())
+		}
+	}
+}
+
+// hasRecord reports whether the JSON log out holds a Warn record of component whose line
+// starts with prefix and names addr.
+func hasRecord(out, component, prefix, addr string) bool {
+	for line := range strings.Lines(out) {
+		var r struct{ Level, Msg, Component, Line string }
+		if json.Unmarshal([]byte(line), &r) == nil && r.Level == "WARN" && r.Msg == "redis client" && r.Component == component &&
+			strings.HasPrefix(r.Line, prefix) && strings.Contains(r.Line, addr) {
+			return true
+		}
+	}
+	return false
 }

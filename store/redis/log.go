@@ -10,12 +10,13 @@ import (
 )
 
 // LogLibrary sends go-redis's own log lines to log, as Warn records with the constant message
-// "redis client" and the line as their attribute line: a Sentinel's switch of the primary ("sentinel: new master=…"), a pool that cannot dial, a
-// cluster whose slots moved. Left to itself go-redis prints them as plain text on the process's
-// stderr, beside the service's structured records, where a log pipeline cannot parse them.
-// go-redis has one logger per process, so this is the composition root's call, once; a later
-// call replaces an earlier one, and nil changes nothing. go-redis's lines name addresses,
-// master names and errors, never a command's arguments or a password.
+// "redis client" and the line in the attribute line: a Sentinel's switch of the primary
+// ("sentinel: new master=…"), a pool that cannot dial, a cluster whose slots moved. Left to
+// itself go-redis prints them as plain text on the process's stderr, beside the service's
+// structured records, where a log pipeline cannot parse them. go-redis has one logger per
+// process, so this is the composition root's call, once; a later call replaces an earlier one,
+// and nil changes nothing. go-redis's lines name addresses, master names and errors, never a
+// command's arguments or a password.
 func LogLibrary(log *slog.Logger) {
 	if log == nil {
 		return

@@ -124,19 +124,19 @@ func TestSentinelSwitchMovesNotifications(t *testing.T) {
 		t.Fatalf("b reads %v, %v; want the step at seq 2", got.Events, err)
 	}
 	// go-redis logs the switch as it moves its pool, which b's reads above waited for.
-	for deadline := time.Now().Add(10 * time.Second); !hasRecord(logs.String(), "go-redis", "sentinel: new master=", primary.Addr); <-tick.C {
+	for deadline := time.Now().Add(10 * time.Second); !hasClientRecord(logs.String(), "sentinel: new master=", primary.Addr); <-tick.C {
 		if time.Now().After(deadline) {
 			t.Fatalf("no go-redis record of the switch to %s in the log:\n%s", primary.Addr, logs.String())
 		}
 	}
 }
 
-// hasRecord reports whether the JSON log out holds a Warn record of component whose line
-// starts with prefix and names addr.
-func hasRecord(out, component, prefix, addr string) bool {
+// hasClientRecord reports whether the JSON log out holds a go-redis Warn record (LogLibrary's,
+// under the component the test gave it) whose line starts with prefix and names addr.
+func hasClientRecord(out, prefix, addr string) bool {
 	for line := range strings.Lines(out) {
 		var r struct{ Level, Msg, Component, Line string }
-		if json.Unmarshal([]byte(line), &r) == nil && r.Level == "WARN" && r.Msg == "redis client" && r.Component == component &&
+		if json.Unmarshal([]byte(line), &r) == nil && r.Level == "WARN" && r.Msg == "redis client" && r.Component == "go-redis" &&
 			strings.HasPrefix(r.Line, prefix) && strings.Contains(r.Line, addr) {
 			return true
 		}

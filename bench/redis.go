@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -31,7 +32,13 @@ type RedisRun struct {
 	Server string `json:"server,omitempty"`
 	// Primaries is the Redis Cluster's primaries (each without a replica); 0 on one
 	// redis-server.
-	Primaries    int             `json:"primaries,omitempty"`
+	Primaries int `json:"primaries,omitempty"`
+	// Nice is the scheduling priority (nice value) each redis-server's main thread, the one
+	// that runs every command, was given for the run (RunOptions.RedisNice); 0 is the
+	// default. NiceRefused says why the one asked for could not be given: the figures are
+	// then at the default priority.
+	Nice         int             `json:"nice,omitempty"`
+	NiceRefused  string          `json:"nice_refused,omitempty"`
 	TimeToTicket []TicketLevel   `json:"time_to_ticket,omitempty"`
 	Delivery     []DeliveryLevel `json:"stream_delivery,omitempty"`
 	Replay       *Replay         `json:"replay,omitempty"`
@@ -84,7 +91,7 @@ func redisClusterSizes(sz sizes) sizes {
 // startRedis starts a redis-server for the run (loopback, persistence off, in a temporary
 // directory) and returns it with the function that stops it and removes its directory. When
 // the binary is not on PATH it returns a RedisRun saying so and no server.
-func startRedis(ctx context.Context) (*RedisRun, *redisserver.Server, func(), error) {
+func startRedis(ctx context.Context, nice int) (*RedisRun, *redisserver.Server, func(), error) {
 	bin, err := exec.LookPath(redisserver.Binary)
 	if err != nil {
 		return &RedisRun{Skipped: redisSkippedNotFound}, nil, nil, nil
@@ -100,6 +107,7 @@ func startRedis(ctx context.Context) (*RedisRun, *redisserver.Server, func(), er
 		rr.Skipped = "skipped: redis-server did not start (see the failures)"
 		return rr, nil, nil, err
 	}
+	rr.prioritise(nice, srv.Pid())
 	return rr, srv, func() { _ = srv.Stop(); _ = os.RemoveAll(dir) }, nil
 }
 
@@ -108,7 +116,7 @@ func startRedis(ctx context.Context) (*RedisRun, *redisserver.Server, func(), er
 // only) and returns the store URL that names it, redis+cluster://seed,…, with the function
 // that stops it. When redis-server or redis-cli is not on PATH it returns a RedisRun saying
 // so and no URL.
-func startRedisCluster(ctx context.Context) (*RedisRun, string, func(), error) {
+func startRedisCluster(ctx context.Context, nice int) (*RedisRun, string, func(), error) {
 	bin, err := exec.LookPath(redisserver.Binary)
 	if err != nil {
 		return &RedisRun{Skipped: redisSkippedNotFound}, "", nil, nil
@@ -127,7 +135,39 @@ func startRedisCluster(ctx context.Context) (*RedisRun, string, func(), error) {
 		rr.Skipped = "skipped: the Redis Cluster did not start (see the failures)"
 		return rr, "", nil, err
 	}
+	pids := make([]int, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		pids = append(pids, n.Pid())
+	}
+	rr.prioritise(nice, pids...)
 	return rr, c.URL(), func() { _ = c.Stop(); _ = os.RemoveAll(dir) }, nil
+}
+
+// prioritise gives the main thread of each process (a redis-server's, which runs every
+// command; its background threads keep theirs) the nice value n, and records it, or why it
+// was refused: a negative value needs CAP_SYS_NICE. On a refusal every process is put back
+// to the default, so that the figures are all at one priority. 0 leaves them alone.
+//
+// Redis executes every replica's scripts on that one thread, so while it waits for a core
+// every ask waits. On a machine whose cores it shares with the service and the load
+// generator it is preempted hundreds of times a second at the default priority (the
+// findings measure it): -redis-nice measures what an operator who co-locates Redis and
+// gives it priority would see.
+func (rr *RedisRun) prioritise(n int, pids ...int) {
+	if n == 0 {
+		return
+	}
+	for _, pid := range pids {
+		// PRIO_PROCESS names one thread on Linux: the process's main thread here.
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, pid, n); err != nil {
+			rr.NiceRefused = fmt.Sprintf("setpriority(%d) on redis-server pid %d: %v", n, pid, err)
+			for _, p := range pids {
+				_ = syscall.Setpriority(syscall.PRIO_PROCESS, p, 0)
+			}
+			return
+		}
+	}
+	rr.Nice = n
 }
 
 // redisVersion is the "v=" field of `redis-server --version`, or "" when it cannot be read.
@@ -183,6 +223,7 @@ func (r *Report) redisNote(p func(string, ...any)) {
 			}
 			p("In sections 1, 3 and 5, the rows whose store is **redis** are the same workload run once more against a child whose store is Redis (`store/redis`): ")
 			p("a redis-server%s started for the run on loopback, persistence off, with the settings docs/scale-out.md recommends (`%s`), one per run, shared by nothing else. ", version, strings.Join(redisserver.Tuning, " "))
+			rr.niceNote(p)
 			p("Each Redis row has its own bare baseline, measured by that child beside it; the baselines use no store, so the ratio says what the service costs with Redis behind it. ")
 			p("The in-memory targets are judged on the in-memory store, the default. The Redis targets compare the Redis rows with the in-memory ones: time to ticket per round, against an in-memory child measured in the same rounds (section 1's second table); delivery and replay against the in-memory rows of the same run (different children, so not per round).\n\n")
 		}
@@ -195,8 +236,20 @@ func (r *Report) redisNote(p func(string, ...any)) {
 		p("The rows whose store is **redis-cluster** are the same workloads once more on a Redis Cluster of %d primaries (no replicas), ", rc.Primaries)
 		p("each a redis-server with `--cluster-enabled yes` on loopback, persistence off, the same settings, joined with `redis-cli --cluster create`, the child's store URL `redis+cluster://` naming every node: ")
 		p("the same machine and the same work as the single primary's, spread over three processes, so the difference is what the cluster client and the hash-tagged key layout cost or save. ")
+		rc.niceNote(p)
 		p("To keep the run short they measure only the levels the targets name (time to ticket at 1 and 64, delivery to 1 and 100 readers), time to ticket in at most 5 rounds. ")
 		p("The cluster's targets are the single primary's, against the same in-memory figures.\n\n")
+	}
+}
+
+// niceNote says at which scheduling priority the run's redis-servers ran, when not the
+// default, or that the one asked for was refused.
+func (rr *RedisRun) niceNote(p func(string, ...any)) {
+	switch {
+	case rr.NiceRefused != "":
+		p("The run asked for its redis-servers' main threads at a raised priority (`-redis-nice`), which was refused (%s): they ran at the default priority. ", rr.NiceRefused)
+	case rr.Nice != 0:
+		p("**Its redis-servers' main threads ran at nice %d** (`-redis-nice %d`, the default is 0), as an operator who co-locates Redis with the replicas on the same cores would run them; `make bench` leaves them at the default. ", rr.Nice, rr.Nice)
 	}
 }
 
@@ -323,6 +376,12 @@ func summaryOf(rr *RedisRun) string {
 	}
 	if rr.Replay != nil {
 		parts = append(parts, fmt.Sprintf("replay p50 %.2f ms (%.2f× bare)", rr.Replay.Ours.P50, rr.Replay.RatioP50))
+	}
+	switch {
+	case rr.NiceRefused != "":
+		parts = append(parts, "at the default priority: "+rr.NiceRefused)
+	case rr.Nice != 0:
+		parts = append(parts, fmt.Sprintf("redis-server at nice %d", rr.Nice))
 	}
 	return strings.Join(parts, "; ")
 }

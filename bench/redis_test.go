@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -231,6 +232,19 @@ func TestStoreTables(t *testing.T) {
 	if strings.Contains(md, "skipped") {
 		t.Error("a report with Redis figures says skipped")
 	}
+	if strings.Contains(md, "nice") {
+		t.Error("a report at the default priority speaks of a nice value")
+	}
+	// A run at another priority says so, and a refused one that it ran at the default.
+	r.Redis.Nice = -10
+	if md := r.markdown(""); !strings.Contains(md, "main threads ran at nice -10** (`-redis-nice -10`") {
+		t.Errorf("a run at nice -10 does not say so:\n%s", md)
+	}
+	r.Redis.Nice, r.Redis.NiceRefused = 0, "setpriority(-10) on redis-server pid 1: permission denied"
+	if md := r.markdown(""); !strings.Contains(md, "which was refused (setpriority(-10) on redis-server pid 1: permission denied): they ran at the default priority") {
+		t.Errorf("a refused priority is not reported:\n%s", md)
+	}
+	r.Redis.NiceRefused = ""
 
 	// The cluster's rows follow the single primary's at each level, and its targets are
 	// judged against the same in-memory figures.
@@ -296,5 +310,66 @@ func TestServeStoreErrors(t *testing.T) {
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("Serve took %s to give up on an unreachable Redis", d)
+	}
+}
+
+// TestPrioritise gives a real redis-server's main thread a nice value and reads it back from
+// /proc; a refusal on any process (here one that has exited) puts every one back to the
+// default and says why. It uses a positive value, which needs no privilege.
+func TestPrioritise(t *testing.T) {
+	if _, err := exec.LookPath(redistest.Binary); err != nil {
+		t.Skipf("%s not installed (apt-get install -y redis-server)", redistest.Binary)
+	}
+	srv := redistest.Start(t)
+	pid := srv.Pid()
+	niceOf := func() int {
+		t.Helper()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		// The fields after the command's closing parenthesis: state is the first (field 3),
+		// nice field 19.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		n, err := strconv.Atoi(f[19-3])
+		if err != nil {
+			t.Fatalf("/proc/%d/stat: nice %q", pid, f[19-3])
+		}
+		return n
+	}
+	if got := niceOf(); got != 0 {
+		t.Fatalf("redis-server started at nice %d, want 0", got)
+	}
+
+	var rr RedisRun
+	rr.prioritise(0, pid)
+	if rr.Nice != 0 || rr.NiceRefused != "" || niceOf() != 0 {
+		t.Fatalf("prioritise(0) changed something: %+v, nice %d", rr, niceOf())
+	}
+	rr.prioritise(5, pid)
+	if rr.Nice != 5 || rr.NiceRefused != "" {
+		t.Fatalf("prioritise(5): %+v", rr)
+	}
+	if got := niceOf(); got != 5 {
+		t.Fatalf("redis-server at nice %d after prioritise(5), want 5", got)
+	}
+	if !strings.Contains(summaryOf(&rr), "redis-server at nice 5") {
+		t.Errorf("summary %q does not say the nice value", summaryOf(&rr))
+	}
+
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var refused RedisRun
+	refused.prioritise(7, pid, gone.Process.Pid)
+	if refused.Nice != 0 || !strings.Contains(refused.NiceRefused, "setpriority(7)") {
+		t.Fatalf("prioritise on an exited process: %+v, want it refused", refused)
+	}
+	if got := niceOf(); got != 0 {
+		t.Errorf("redis-server left at nice %d after a refusal, want 0 (every process back to the default)", got)
+	}
+	if !strings.Contains(summaryOf(&refused), "at the default priority") {
+		t.Errorf("summary %q does not say the priority was refused", summaryOf(&refused))
 	}
 }

@@ -41,6 +41,10 @@ type RunOptions struct {
 	// the run starts (redis-server --cluster-enabled yes, joined with redis-cli) and stops;
 	// when redis-server or redis-cli is not on PATH the report says they were skipped.
 	RedisCluster bool
+	// RedisNice is the nice value (-20..19) each redis-server's main thread is given for the
+	// run; 0 leaves the default, and a negative value needs CAP_SYS_NICE (refused, the run
+	// says so and goes on at the default). RedisRun.Nice records it.
+	RedisNice int
 	// Logger receives progress; nil discards.
 	Logger *slog.Logger
 
@@ -259,7 +263,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	}
 	// The Redis rows: the same workloads once more, each child's store a Redis of this run's.
 	if o.Redis && slices.ContainsFunc(redisWorkloads, selected) {
-		rr, srv, stopRedis, err := startRedis(ctx)
+		rr, srv, stopRedis, err := startRedis(ctx, o.RedisNice)
 		r.Redis = rr
 		if err != nil {
 			fail("redis", err)
@@ -287,7 +291,7 @@ func Run(ctx context.Context, o RunOptions) (*Report, error) {
 	}
 	// The Redis Cluster's rows: the same once more, on three primaries.
 	if o.RedisCluster && slices.ContainsFunc(redisWorkloads, selected) {
-		rr, url, stopCluster, err := startRedisCluster(ctx)
+		rr, url, stopCluster, err := startRedisCluster(ctx, o.RedisNice)
 		r.RedisCluster = rr
 		if err != nil {
 			fail("redis-cluster", err)

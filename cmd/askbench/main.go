@@ -78,9 +78,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	render := fs.Bool("render", false, "measure nothing: rewrite <out>/REPORT.md from <out>/report.json and <out>/FINDINGS.md")
 	redis := fs.Bool("redis", true, "also run time-to-ticket, stream-delivery and replay against the Redis store, on a redis-server started for the run (skipped, saying so, when redis-server is not on PATH)")
 	redisCluster := fs.Bool("redis-cluster", true, "also run them on a Redis Cluster of three primaries started for the run (skipped, saying so, when redis-server or redis-cli is not on PATH)")
+	redisNice := fs.Int("redis-nice", 0, "the nice value (-20..19) of each redis-server's main thread for the run; negative raises its priority and needs CAP_SYS_NICE (0: the default priority, as the runs of record)")
 	only := fs.String("only", "", "comma-separated workloads to run (default all): time-to-ticket, ask-end-to-end, ask-phase2, stream-delivery, replay, peer-mcp, idle-streams, micro")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *redisNice < -20 || *redisNice > 19 {
+		return fmt.Errorf("-redis-nice %d: a nice value is from -20 to 19", *redisNice)
 	}
 	if *render {
 		return bench.Render(*out)
@@ -90,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		workloads = strings.Split(*only, ",")
 	}
 	start := time.Now()
-	r, err := bench.Run(ctx, bench.RunOptions{Out: *out, Quick: *quick, NoMicro: *noMicro, KeepAlive: *keepAlive, Only: workloads, Redis: *redis, RedisCluster: *redisCluster, Logger: log})
+	r, err := bench.Run(ctx, bench.RunOptions{Out: *out, Quick: *quick, NoMicro: *noMicro, KeepAlive: *keepAlive, Only: workloads, Redis: *redis, RedisCluster: *redisCluster, RedisNice: *redisNice, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,8 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "-mode", "stack", "-store", "redis://127.0.0.1:1/0"}, // a store is for the synthetic mode
 		{"serve", "-store", "redis://127.0.0.1:1/0"},                   // no Redis there
 		{"-render", "-out", t.TempDir()},                               // no report.json to render from
+		{"-redis-nice", "-21"},                                         // not a nice value
+		{"-redis-nice", "20"},
 	} {
 		var out, errOut bytes.Buffer
 		if err := run(t.Context(), args, &out, &errOut); err == nil {

@@ -249,6 +249,16 @@ func (n *Node) Running() bool {
 	}
 }
 
+// Pid is the node's process, or 0 when it is not started.
+func (n *Node) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
 // signal sends sig to the node's process; wait says whether to wait for it to exit.
 func (n *Node) signal(sig os.Signal, wait bool) error {
 	n.mu.Lock()

@@ -247,7 +247,7 @@ func (r *Report) redisNote(p func(string, ...any)) {
 func (rr *RedisRun) niceNote(p func(string, ...any)) {
 	switch {
 	case rr.NiceRefused != "":
-		p("The run asked for its redis-servers' main threads at a raised priority (`-redis-nice`), which was refused (%s): they ran at the default priority. ", rr.NiceRefused)
+		p("The run's `-redis-nice` was refused (%s): its redis-servers ran at the default priority. ", rr.NiceRefused)
 	case rr.Nice != 0:
 		p("**Its redis-servers' main threads ran at nice %d** (`-redis-nice %d`, the default is 0), as an operator who co-locates Redis with the replicas on the same cores would run them; `make bench` leaves them at the default. ", rr.Nice, rr.Nice)
 	}

@@ -241,7 +241,7 @@ func TestStoreTables(t *testing.T) {
 		t.Errorf("a run at nice -10 does not say so:\n%s", md)
 	}
 	r.Redis.Nice, r.Redis.NiceRefused = 0, "setpriority(-10) on redis-server pid 1: permission denied"
-	if md := r.markdown(""); !strings.Contains(md, "which was refused (setpriority(-10) on redis-server pid 1: permission denied): they ran at the default priority") {
+	if md := r.markdown(""); !strings.Contains(md, "`-redis-nice` was refused (setpriority(-10) on redis-server pid 1: permission denied): its redis-servers ran at the default priority") {
 		t.Errorf("a refused priority is not reported:\n%s", md)
 	}
 	r.Redis.NiceRefused = ""

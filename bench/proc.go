@@ -252,25 +252,35 @@ const clockTicks = 100
 
 // cpuTime is the user plus system CPU time the child has used.
 func (c *child) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.ep.PID) + "/stat")
+	f, err := statFields(c.ep.PID)
 	if err != nil {
 		return 0, err
 	}
-	// Fields after the command name (which may hold spaces) start at the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("bench: malformed /proc/<pid>/stat")
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0, errors.New("bench: short /proc/<pid>/stat")
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	// utime and stime are fields 14 and 15.
+	u, err1 := strconv.ParseInt(f[14-3], 10, 64)
+	st, err2 := strconv.ParseInt(f[15-3], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
 		return 0, err
 	}
 	return time.Duration(u+st) * time.Second / clockTicks, nil
+}
+
+// statFields is /proc/<pid>/stat's fields from the third (state) on: field n is at n-3. The
+// command name before them may hold spaces, so they start after its last ')'. Every field up
+// to the nice value (19) is there.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, errors.New("bench: malformed /proc/<pid>/stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 19-2 {
+		return nil, errors.New("bench: short /proc/<pid>/stat")
+	}
+	return f, nil
 }

@@ -324,14 +324,11 @@ func TestPrioritise(t *testing.T) {
 	pid := srv.Pid()
 	niceOf := func() int {
 		t.Helper()
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		f, err := statFields(pid)
 		if err != nil {
 			t.Skipf("no /proc: %v", err)
 		}
-		// The fields after the command's closing parenthesis: state is the first (field 3),
-		// nice field 19.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		n, err := strconv.Atoi(f[19-3])
+		n, err := strconv.Atoi(f[19-3]) // the nice value is field 19
 		if err != nil {
 			t.Fatalf("/proc/%d/stat: nice %q", pid, f[19-3])
 		}

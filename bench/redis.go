@@ -158,11 +158,18 @@ func (rr *RedisRun) prioritise(n int, pids ...int) {
 		return
 	}
 	for _, pid := range pids {
-		// PRIO_PROCESS names one thread on Linux: the process's main thread here.
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, pid, n); err != nil {
+		// PRIO_PROCESS names one thread on Linux: the process's main thread here. Pid 0 (a
+		// node that is not running) would name the calling thread, the benchmark's own.
+		err := error(syscall.ESRCH)
+		if pid > 0 {
+			err = syscall.Setpriority(syscall.PRIO_PROCESS, pid, n)
+		}
+		if err != nil {
 			rr.NiceRefused = fmt.Sprintf("setpriority(%d) on redis-server pid %d: %v", n, pid, err)
 			for _, p := range pids {
-				_ = syscall.Setpriority(syscall.PRIO_PROCESS, p, 0)
+				if p > 0 {
+					_ = syscall.Setpriority(syscall.PRIO_PROCESS, p, 0)
+				}
 			}
 			return
 		}

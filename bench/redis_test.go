@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -368,5 +369,19 @@ func TestPrioritise(t *testing.T) {
 	}
 	if !strings.Contains(summaryOf(&refused), "at the default priority") {
 		t.Errorf("summary %q does not say the priority was refused", summaryOf(&refused))
+	}
+
+	// Pid 0, a node not running, is refused, not taken for the benchmark's own thread.
+	self, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var none RedisRun
+	none.prioritise(3, 0)
+	if none.Nice != 0 || !strings.Contains(none.NiceRefused, "pid 0") {
+		t.Errorf("prioritise on pid 0: %+v, want it refused", none)
+	}
+	if after, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err != nil || after != self {
+		t.Errorf("the test's own priority moved from %d to %d (%v)", self, after, err)
 	}
 }

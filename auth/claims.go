@@ -47,4 +47,20 @@ func (s *scpClaim) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// missingRequired names the first claim New's parser requires that c lacks ("" if none), in
+// the order golang-jwt checks them, and judging absence as it does: exp not set, aud not set or
+// only "", iss "". Every one of these is required, so the first absent one is among those the
+// parser reported.
+func (c *claims) missingRequired() string {
+	switch {
+	case c.ExpiresAt == nil:
+		return "exp"
+	case len(c.Audience) == 0 || len(c.Audience) == 1 && c.Audience[0] == "":
+		return "aud"
+	case c.Issuer == "":
+		return "iss"
+	}
+	return ""
+}
+
 func contains(list []string, s string) bool { return slices.Contains(list, s) }

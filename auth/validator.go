@@ -104,7 +104,7 @@ func (v *Validator) authenticate(ctx context.Context, rawToken string) (ask.Iden
 	var c claims
 	_, err := v.parser.ParseWithClaims(rawToken, &c, v.keyfunc(ctx))
 	if err != nil {
-		return ask.Identity{}, v.classify(err)
+		return ask.Identity{}, v.classify(err, &c)
 	}
 	if c.OID == "" {
 		return ask.Identity{}, invalidToken("token has no oid claim", nil)
@@ -132,8 +132,9 @@ func (v *Validator) keyfunc(ctx context.Context) jwt.Keyfunc {
 
 var errNoKID = errors.New("token header has no kid")
 
-// classify maps a jwt/jwkset error to a fixed, caller-safe description.
-func (v *Validator) classify(err error) *Error {
+// classify maps a jwt/jwkset error to a fixed, caller-safe description. c is what the parser
+// decoded before it failed (claims validation runs last, so c is complete when that fails).
+func (v *Validator) classify(err error, c *claims) *Error {
 	switch {
 	case errors.Is(err, errNoKID):
 		return invalidToken("token header has no kid", err)
@@ -151,7 +152,12 @@ func (v *Validator) classify(err error) *Error {
 		}
 		return invalidToken("signature is invalid", err)
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return invalidToken("token has no exp claim", err)
+		// golang-jwt returns this one error for a missing exp, aud or iss alike and names the
+		// claim only in its message text, so the decoded claims say which one it was.
+		if name := c.missingRequired(); name != "" {
+			return invalidToken("token has no "+name+" claim", err)
+		}
+		return invalidToken("token lacks a required claim", err)
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return invalidToken("token is expired", err)
 	case errors.Is(err, jwt.ErrTokenNotValidYet):

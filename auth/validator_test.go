@@ -145,6 +145,26 @@ func TestValidatorTable(t *testing.T) {
 		{name: "no exp", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": nil} }))
 		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no exp claim"},
+		// golang-jwt reports a required aud or iss that is absent with the same error as a
+		// missing exp: the description must name the claim that is actually missing.
+		{name: "no aud", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"aud": nil} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no aud claim"},
+		{name: "empty aud list", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"aud": []string{}} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no aud claim"},
+		{name: "aud an empty string", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"aud": ""} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no aud claim"},
+		{name: "no iss", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"iss": nil} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no iss claim"},
+		{name: "no exp, aud or iss", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": nil, "aud": nil, "iss": nil} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no exp claim"},
+		{name: "no aud, and expired", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Expired = true; c.Extra = map[string]any{"aud": nil} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no aud claim"},
 		{name: "nbf in the future", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.NotBefore = time.Now().Add(10 * time.Minute) }))
 		}, wantCode: auth.CodeInvalidToken, wantDesc: "token is not valid yet"},

@@ -5,6 +5,8 @@
 //
 // A token is accepted when all of these hold:
 //   - its signature verifies with a key from the tenant's JWKS, found by the token's `kid`;
+//   - its header has no `crit` parameter: no critical extension (RFC 7515 §4.1.11) is
+//     understood;
 //   - its `alg` is in the allow-list (asymmetric algorithms only; never `none` or HMAC);
 //   - `iss` equals Config.Issuer and `aud` contains Config.Audience;
 //   - `exp` is present and not passed, and `nbf` and `iat` (when present) are not in the

@@ -118,11 +118,17 @@ func (v *Validator) authenticate(ctx context.Context, rawToken string) (ask.Iden
 	return ask.Identity{OID: c.OID, Tenant: c.Issuer, Scopes: granted, Token: rawToken}, nil
 }
 
-// keyfunc insists on a `kid`: without one, the key could only be guessed by trying every key,
-// and a rotation could not be told from a forgery.
+// keyfunc refuses a `crit` header parameter (golang-jwt ignores it): RFC 7515 §4.1.11 says a
+// recipient that does not understand a listed extension must reject the JWS, and we understand
+// none, nor may `crit` be empty. It is checked first so that such a token never spends a JWKS
+// refetch on an unknown kid. keyfunc insists on a `kid`: without one, the key could only be
+// guessed by trying every key, and a rotation could not be told from a forgery.
 func (v *Validator) keyfunc(ctx context.Context) jwt.Keyfunc {
 	kf := v.keys.KeyfuncCtx(ctx)
 	return func(t *jwt.Token) (any, error) {
+		if _, ok := t.Header["crit"]; ok {
+			return nil, errCrit
+		}
 		if kid, ok := t.Header["kid"].(string); !ok || kid == "" {
 			return nil, errNoKID
 		}
@@ -130,12 +136,17 @@ func (v *Validator) keyfunc(ctx context.Context) jwt.Keyfunc {
 	}
 }
 
-var errNoKID = errors.New("token header has no kid")
+var (
+	errNoKID = errors.New("token header has no kid")
+	errCrit  = errors.New("token header has a crit parameter")
+)
 
 // classify maps a jwt/jwkset error to a fixed, caller-safe description. c is what the parser
 // decoded before it failed (claims validation runs last, so c is complete when that fails).
 func (v *Validator) classify(err error, c *claims) *Error {
 	switch {
+	case errors.Is(err, errCrit):
+		return invalidToken("token header has a crit parameter: no critical extension is understood", err)
 	case errors.Is(err, errNoKID):
 		return invalidToken("token header has no kid", err)
 	case errors.Is(err, jwkset.ErrKeyNotFound) && !v.Ready():

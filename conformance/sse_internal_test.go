@@ -122,7 +122,9 @@ func TestEvictionNeedsARunLongerThanTheBound(t *testing.T) {
 		{"a gap in a run within the bound", run(1, 3, 4), 8, false, false},
 		{"as many missing as the bound lets be evicted", run(1, 4, 5, 6), 4, true, true},
 		{"one more missing than that", run(1, 5, 6), 4, true, false},
-		{"more retained than the bound, after done", run(1, 2, 3, 4, 5), 4, true, false},
+		{"more retained than the bound, steps among them, after done", run(1, 2, 3, 4, 5), 4, true, false},
+		{"more retained than the bound, none of them a step, after done", &capture{Events: []event{ev(1, "accepted"), ev(2, "branch"),
+			ev(3, "milestone"), ev(5, "milestone"), ev(7, "branch"), ev(8, "answer"), ev(9, "done")}}, 4, true, true},
 		{"more than the bound seen live is fine", run(1, 2, 3, 4, 5), 4, false, true},
 		{"no done: nothing to judge by", &capture{Events: []event{ev(1, "accepted"), ev(3, "step")}}, 8, false, true},
 	}

@@ -124,7 +124,9 @@ type ClientInterface interface {
 	//
 	// Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
 	// `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
-	// first and nothing else is, so a replay may skip `seq` values that belonged to steps.
+	// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
+	// other event is ever evicted or left out: a log whose non-step events alone pass the bound
+	// (one set below what a run reports) keeps every one of them, and no step once it has ended.
 	// `done.steps` counts every step, so a client can tell how many it missed.
 	//
 	// Corresponds with GET /v1/asks/{ticket}/events (the `StreamEvents` operationId).
@@ -265,7 +267,9 @@ func (c *Client) CancelAsk(ctx context.Context, ticket TicketPath, reqEditors ..
 //
 // Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
 // `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
-// first and nothing else is, so a replay may skip `seq` values that belonged to steps.
+// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
+// other event is ever evicted or left out: a log whose non-step events alone pass the bound
+// (one set below what a run reports) keeps every one of them, and no step once it has ended.
 // `done.steps` counts every step, so a client can tell how many it missed.
 //
 // Corresponds with GET /v1/asks/{ticket}/events (the `StreamEvents` operationId).
@@ -833,7 +837,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
 	// `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
-	// first and nothing else is, so a replay may skip `seq` values that belonged to steps.
+	// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
+	// other event is ever evicted or left out: a log whose non-step events alone pass the bound
+	// (one set below what a run reports) keeps every one of them, and no step once it has ended.
 	// `done.steps` counts every step, so a client can tell how many it missed.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -1637,7 +1643,9 @@ func (c *ClientWithResponses) CancelAskWithResponse(ctx context.Context, ticket 
 //
 // Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
 // `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
-// first and nothing else is, so a replay may skip `seq` values that belonged to steps.
+// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
+// other event is ever evicted or left out: a log whose non-step events alone pass the bound
+// (one set below what a run reports) keeps every one of them, and no step once it has ended.
 // `done.steps` counts every step, so a client can tell how many it missed.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -44,16 +44,6 @@ func (o *openBranches) record(b gen.BranchBody) {
 	}
 }
 
-// reserve is how many slots of the log's non-step share an event must leave free: one per
-// branch still to be closed, and one more for a branch being opened.
-func (o *openBranches) reserve(typ gen.EventType, body any) int {
-	n := len(o.open)
-	if b, ok := body.(gen.BranchBody); ok && typ == gen.EventTypeBranch && b.State == gen.BranchBodyStateOpen {
-		n++
-	}
-	return n
-}
-
 // closes are the close events of the branches still open, last opened first.
 func (o *openBranches) closes() []gen.BranchBody {
 	out := make([]gen.BranchBody, 0, len(o.open))

@@ -32,11 +32,11 @@
 // the Emitter ignores everything after the end. An Outcome with no field set (or more than
 // one), or a runner panic, becomes error{internal}; the panic value is not logged.
 //
-// The log is bounded at MaxEvents: the store evicts only steps, oldest first. So that the
-// bound holds even against a runner that emits too many milestones or branches, the run
-// refuses non-step events beyond MaxEvents-3, less one slot per branch still to close (those
-// slots stay for the end of the log); such a
-// drop is logged as a warning.
+// The log is bounded at MaxEvents: the store evicts only steps, oldest first, and nothing
+// else is evicted or dropped, ever: every milestone and branch the runner reports is appended.
+// A log whose non-step events alone pass the bound (a bound set below what one run reports:
+// the agent emits one milestone per tool call, and its model calls are capped) holds all of
+// them, and none of its steps once it has ended.
 //
 // # Streams
 //

@@ -36,7 +36,6 @@ func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Ti
 		maxEvents: s.opts.MaxEvents,
 		started:   admitted,
 		seq:       1, // accepted
-		nonStep:   1,
 		onEnd:     s.runEnded,
 		hooks:     s.opts.Hooks,
 		lease:     s.storeLease(),

@@ -42,8 +42,6 @@ const (
 // supervisorBranch is the one branch the service opens and closes around every run.
 const supervisorBranch = "b1"
 
-// tailEvents is how many events end a log: branch close, terminal, done.
-const tailEvents = 3
 
 // The outbox's bounds with a shared store: the events one AppendBatch carries at most, and the
 // events an emitter may leave waiting before it waits for them to be written.
@@ -114,9 +112,8 @@ type run struct {
 	sealed     End   // what Hooks.Ended reports once tail is written
 	seq        int64 // the last seq assigned
 	opened     bool
-	nonStep    int // non-step events in the log, accepted included
-	dropped    int // runner events refused because the log's non-step share was full
 	steps      int64
+	evicted    int64 // steps the store reported evicting at the bound, for the end's log line
 	modelCalls int64
 	inTokens   int64
 	outTokens  int64
@@ -125,15 +122,9 @@ type run struct {
 // enqueueLocked encodes one event with the next seq and adds it to the outbox; r.mu is held.
 // The caller then calls flush, once r.mu is released, to write it.
 func (r *run) enqueueLocked(typ gen.EventType, body any) {
-	if typ != gen.EventTypeStep && r.nonStep >= r.maxEvents-tailEvents-r.branches.reserve(typ, body) {
-		// Only steps may be evicted, so a runner that emits more non-step events than the
-		// bound allows loses the excess here, at emission (no seq is spent on them).
-		r.dropped++
-		if r.dropped == 1 {
-			r.log.Warn("event log full of non-step events; dropping runner events", "ticket", r.ticket, "type", string(typ))
-		}
-		return
-	}
+	// Every event is appended: only steps are ever evicted, and nothing is dropped at emission.
+	// A log whose non-step events alone pass MaxEvents (a bound set below what one run
+	// emits) holds them all; the store then has no step left to evict (see the package doc).
 	ev, err := encodeEvent(envelope{seq: r.seq + 1, ticket: r.ticket, conv: r.conv, ts: time.Now(), typ: typ}, body)
 	if err != nil {
 		r.log.Error("event not encodable", "ticket", r.ticket, "type", string(typ), "err", err)
@@ -142,8 +133,6 @@ func (r *run) enqueueLocked(typ gen.EventType, body any) {
 	r.seq++
 	if typ == gen.EventTypeStep {
 		r.steps++
-	} else {
-		r.nonStep++
 	}
 	r.outbox = append(r.outbox, ev)
 	r.reports = append(r.reports, appended{typ: typ, body: body})
@@ -213,6 +202,7 @@ func (r *run) flushLocked() bool {
 			return false
 		}
 		r.mu.Lock()
+		r.evicted += int64(evicted)
 		n := len(batch)
 		reps := slices.Clone(r.reports[:n])
 		clear(r.outbox[:n])
@@ -421,7 +411,6 @@ func (r *run) openedWith(ev store.Event) {
 	r.mu.Lock()
 	r.opened = true
 	r.seq = ev.Seq
-	r.nonStep++
 	r.mu.Unlock()
 	if h := r.hooks.Appended; h != nil {
 		h(r.ticket, gen.EventTypeBranch, supervisorOpen, 0)
@@ -470,7 +459,7 @@ func (r *run) finish() {
 		return // lost: lose released the slot
 	}
 	r.mu.Lock()
-	tail, turn, steps, last, sealed := r.tail, r.turn, r.steps, r.seq, r.sealed
+	tail, turn, steps, sealed := r.tail, r.turn, r.steps, r.sealed
 	r.mu.Unlock()
 	if tail == nil {
 		return
@@ -484,10 +473,11 @@ func (r *run) finish() {
 	}
 	r.mu.Lock()
 	r.tail = nil
+	evicted := r.evicted + int64(sealed.Evicted)
 	r.mu.Unlock()
 	r.reportEnd(sealed)
 	r.log.Debug("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[len(tail)-2].Type),
-		"steps", steps, "steps_dropped", max(0, last-int64(r.maxEvents)), "elapsed_ms", time.Since(r.started).Milliseconds())
+		"steps", steps, "steps_dropped", evicted, "elapsed_ms", time.Since(r.started).Milliseconds())
 	r.release()
 }
 
@@ -597,11 +587,8 @@ func (e emitter) Branch(b gen.BranchBody) {
 		e.r.mu.Unlock()
 		return
 	}
-	nonStep := e.r.nonStep
 	e.r.enqueueLocked(gen.EventTypeBranch, b)
-	if e.r.nonStep > nonStep {
-		e.r.branches.record(b)
-	}
+	e.r.branches.record(b)
 	e.r.mu.Unlock()
 	e.r.emitted()
 }

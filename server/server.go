@@ -37,8 +37,8 @@ type Options struct {
 	BasePath string
 	// TTL is how long finished tickets and idle conversations are kept (the Memory store's).
 	TTL time.Duration
-	// MaxEvents bounds each ticket's retained events (the Memory store's, and the run's bound
-	// on non-step events).
+	// MaxEvents bounds each ticket's retained events: the Memory store's bound, when Store is
+	// nil (a given store has its own).
 	MaxEvents int
 	// KeepAlive is the interval of `: keepalive` comments on a quiet stream.
 	KeepAlive time.Duration

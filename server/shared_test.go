@@ -156,8 +156,8 @@ func TestRemoteCancelWhileEmitting(t *testing.T) {
 	})
 	// The run emits until the cancel reaches it, often past the store's default bound of 1000
 	// events (under load, nearly every other run): the stores keep 100_000 too
-	// (server.Options.MaxEvents bounds only the run's non-step events when the store is given),
-	// or the log rightly loses its oldest steps, and checkLifecycle holds only for a log
+	// (server.Options.MaxEvents bounds only the Memory store the server makes itself), or the
+	// log rightly loses its oldest steps, and checkLifecycle holds only for a log
 	// nothing was evicted from.
 	keepAll := redisstore.Options{Prefix: prefix, MaxEvents: 100_000}
 	a := newHarness(t, server.Options{Store: replicaStoreWith(t, srv, keepAll), Runner: busy, MaxEvents: 100_000})

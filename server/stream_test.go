@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -203,23 +204,65 @@ func TestOverflowDropsOnlySteps(t *testing.T) {
 	})
 }
 
-// TestNonStepFlood: a runner that emits only milestones cannot push the log past its bound.
+// TestNonStepFlood: a log whose non-step events alone pass the bound keeps every one of them
+// (milestones and branches are never dropped, at emission or later) and has evicted every step,
+// oldest first, as the bound requires: the seqs it skips are the steps' and no others, and
+// every step a reader saw live came after its milestone.
 func TestNonStepFlood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const max = 10
+		const max, rounds = 8, 6
 		h := newHarness(t, server.Options{MaxEvents: max, Runner: ask.RunnerFunc(func(_ context.Context, _ ask.Request, emit ask.Emitter) ask.Outcome {
-			for range 50 {
-				emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseGrounding, Subject: "x", Source: "demo"})
+			emit.Branch(gen.BranchBody{BranchId: "b2", Role: "source", State: gen.BranchBodyStateOpen})
+			for i := range rounds {
+				emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseQuerying, Subject: "s" + strconv.Itoa(i), Source: "demo"})
+				emit.Step(step(i))
 			}
+			emit.Branch(gen.BranchBody{BranchId: "b2", Role: "source", State: gen.BranchBodyStateClose})
 			return ask.Outcome{Answer: answer("ok")}
 		})})
 		ticket := h.ask(alice, h.conv(alice), "flood")
 		synctest.Wait()
 		frames := h.events(alice, ticket)
-		if len(frames) != max {
-			t.Fatalf("retained %d events, want %d", len(frames), max)
+		// accepted, the supervisor's open, b2's open, a milestone a round, b2's close, the
+		// supervisor's close, answer, done; each round's step evicted.
+		nonStep := 1 + 2 + rounds + 2 + 1 + 1
+		if len(frames) != nonStep {
+			t.Fatalf("retained %d events, want the %d non-step ones: %v", len(frames), nonStep, types(frames))
 		}
-		checkLifecycle(t, frames, gen.EventTypeAnswer)
+		if got := types(frames); got[0] != "accepted" || got[len(got)-2] != "answer" || got[len(got)-1] != "done" {
+			t.Errorf("events %v: want accepted first, then answer and done last", got)
+		}
+		var skipped []int64
+		prev := int64(0)
+		milestones := 0
+		for _, f := range frames {
+			e := decode(t, f)
+			if e.Type == "step" {
+				t.Errorf("step at seq %d retained in a log past its bound of non-step events", e.Seq)
+			}
+			if e.Type == "milestone" {
+				milestones++
+			}
+			for s := prev + 1; s < e.Seq; s++ {
+				skipped = append(skipped, s)
+			}
+			prev = e.Seq
+		}
+		if milestones != rounds {
+			t.Errorf("%d milestones retained, want all %d", milestones, rounds)
+		}
+		// Seqs 1–3 are accepted and the two opens; round i is milestone 4+2i, step 5+2i.
+		var want []int64
+		for i := range rounds {
+			want = append(want, int64(5+2*i))
+		}
+		if !slices.Equal(skipped, want) {
+			t.Errorf("skipped seqs %v, want the steps' %v", skipped, want)
+		}
+		done := decode(t, frames[len(frames)-1])
+		if done.Steps != rounds {
+			t.Errorf("done.steps = %d, want %d", done.Steps, rounds)
+		}
 	})
 }
 

@@ -83,7 +83,9 @@ export interface paths {
          *
          *     Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
          *     `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
-         *     first and nothing else is, so a replay may skip `seq` values that belonged to steps.
+         *     first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
+         *     other event is ever evicted or left out: a log whose non-step events alone pass the bound
+         *     (one set below what a run reports) keeps every one of them, and no step once it has ended.
          *     `done.steps` counts every step, so a client can tell how many it missed.
          */
         get: operations["streamEvents"];

@@ -42,7 +42,6 @@ const (
 // supervisorBranch is the one branch the service opens and closes around every run.
 const supervisorBranch = "b1"
 
-
 // The outbox's bounds with a shared store: the events one AppendBatch carries at most, and the
 // events an emitter may leave waiting before it waits for them to be written.
 const (

@@ -10,13 +10,51 @@ import (
 )
 
 // claims are the parts of a token this package reads. A claim of the wrong JSON type makes the
-// token malformed.
+// token malformed; an exp, nbf or iat that is not a number is named as such (UnmarshalJSON).
 type claims struct {
 	jwt.RegisteredClaims
 	OID   string   `json:"oid"`
 	Scope string   `json:"scope"`
 	SCP   scpClaim `json:"scp"`
 }
+
+// UnmarshalJSON refuses an exp, nbf or iat that is not a JSON number, as RFC 7519 §2 defines a
+// NumericDate: golang-jwt decodes them through json.Number, which also takes a string holding a
+// number ("exp":"1796394415"). null is left to mean absent, as golang-jwt reads it.
+func (c *claims) UnmarshalJSON(b []byte) error {
+	var dates struct {
+		Exp json.RawMessage `json:"exp"`
+		Nbf json.RawMessage `json:"nbf"`
+		Iat json.RawMessage `json:"iat"`
+	}
+	if err := json.Unmarshal(b, &dates); err != nil {
+		return err
+	}
+	for _, d := range [...]struct {
+		claim string
+		raw   json.RawMessage
+	}{{"exp", dates.Exp}, {"nbf", dates.Nbf}, {"iat", dates.Iat}} {
+		if !numberOrNull(d.raw) {
+			return &notNumberError{claim: d.claim}
+		}
+	}
+	type plain claims // the same fields without this method, which would otherwise recurse
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// numberOrNull reports whether raw, one valid JSON value as the decoder hands it over (or
+// nothing, for an absent member), is a number or null: a JSON number starts with '-' or a digit.
+func numberOrNull(raw json.RawMessage) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return true
+	}
+	return raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9'
+}
+
+// notNumberError is a NumericDate claim (exp, nbf or iat) that is not a JSON number.
+type notNumberError struct{ claim string }
+
+func (e *notNumberError) Error() string { return e.claim + " claim is not a number" }
 
 // scopes returns the granted scopes: the space-separated `scope` claim (RFC 8693 §4.2) and the
 // `scp` claim (an array, or a space-separated string, as some issuers send), without duplicates.

@@ -10,7 +10,8 @@
 //   - its `alg` is in the allow-list (asymmetric algorithms only; never `none` or HMAC);
 //   - `iss` equals Config.Issuer and `aud` contains Config.Audience;
 //   - `exp` is present and not passed, and `nbf` and `iat` (when present) are not in the
-//     future, all give or take Config.Leeway;
+//     future, all give or take Config.Leeway; each of the three is a JSON number (a string
+//     holding a number is refused);
 //   - it grants every scope in Config.RequiredScope (space-separated `scope` claim, or an `scp`
 //     array);
 //   - it carries a non-empty `oid` claim, which becomes ask.Identity.OID.

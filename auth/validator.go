@@ -144,6 +144,7 @@ var (
 // classify maps a jwt/jwkset error to a fixed, caller-safe description. c is what the parser
 // decoded before it failed (claims validation runs last, so c is complete when that fails).
 func (v *Validator) classify(err error, c *claims) *Error {
+	var notNumber *notNumberError
 	switch {
 	case errors.Is(err, errCrit):
 		return invalidToken("token header has a crit parameter: no critical extension is understood", err)
@@ -153,6 +154,8 @@ func (v *Validator) classify(err error, c *claims) *Error {
 		return invalidToken("no signing keys are known yet: the issuer's JWKS could not be fetched", err)
 	case errors.Is(err, jwkset.ErrKeyNotFound):
 		return invalidToken("signing key is unknown", err)
+	case errors.As(err, &notNumber):
+		return invalidToken("token "+notNumber.claim+" claim is not a number", err)
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return invalidToken("token is malformed", err)
 	case errors.Is(err, jwt.ErrTokenUnverifiable):

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -165,6 +166,26 @@ func TestValidatorTable(t *testing.T) {
 		{name: "no aud, and expired", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.Expired = true; c.Extra = map[string]any{"aud": nil} }))
 		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no aud claim"},
+		// RFC 7519 §2: a NumericDate is a JSON number. golang-jwt decodes one through
+		// json.Number, which also takes a string holding a number.
+		{name: "exp a string", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": unixString(time.Hour)} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token exp claim is not a number"},
+		{name: "nbf a string", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"nbf": unixString(-time.Minute)} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token nbf claim is not a number"},
+		{name: "iat a string", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"iat": unixString(-time.Minute)} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token iat claim is not a number"},
+		{name: "exp a string that is no number", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": "tomorrow"} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token exp claim is not a number"},
+		{name: "exp a boolean", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": true} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token exp claim is not a number"},
+		{name: "exp with a fraction", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": float64(time.Now().Add(time.Hour).Unix()) + 0.5} }))
+		}, wantOID: "alice"},
 		{name: "nbf in the future", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.NotBefore = time.Now().Add(10 * time.Minute) }))
 		}, wantCode: auth.CodeInvalidToken, wantDesc: "token is not valid yet"},
@@ -254,6 +275,9 @@ func TestValidatorTable(t *testing.T) {
 		})
 	}
 }
+
+// unixString is now+d as a NumericDate sent as a JSON string, as some issuers get wrong.
+func unixString(d time.Duration) string { return strconv.FormatInt(time.Now().Add(d).Unix(), 10) }
 
 // A Validator is used by every request at once.
 func TestValidatorConcurrent(t *testing.T) {

@@ -9,8 +9,10 @@
 // Each secured operation runs: authentication (a bearer the ask.Authenticator accepts, else
 // 401 problem+json with WWW-Authenticate; auth runs before anything reads the body) →
 // admission (503 while shutting down; createConversation and createAsk only) → body limit
-// (413) → validation against the embedded contract at the configured base path (400, 415 for
-// a body that is not application/json) → the handler. Every error before a stream is admitted
+// (413) → for those two, the body as JSON text (415 for a charset other than UTF-8; 400 for
+// invalid UTF-8, an escaped unpaired surrogate, or anything but one JSON value: jsontext.go)
+// → validation against the embedded contract at the configured base path (400, 415 for a
+// body that is not application/json) → the handler. Every error before a stream is admitted
 // is application/problem+json, mapped in one place (problem.go); no problem ever carries the
 // question text or a token, and validation problems name rules and places, never values.
 //

@@ -227,7 +227,7 @@ func (s *Server) Handler() http.Handler { return requestid.Handler(s.echo) }
 
 // newEcho wires Echo: problem+json errors, a debug access log with panic recovery, then per
 // operation auth → admission → body limit
-// → request validation → the generated wrapper → handlers.
+// → (for the bodies) JSON text → request validation → the generated wrapper → handlers.
 func (s *Server) newEcho() (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -243,7 +243,7 @@ func (s *Server) newEcho() (*echo.Echo, error) {
 	admit := s.admitting()
 	limit := s.limitBody()
 	secured := []echo.MiddlewareFunc{authn, limit, validate}
-	admitted := []echo.MiddlewareFunc{authn, admit, limit, validate}
+	admitted := []echo.MiddlewareFunc{authn, admit, limit, jsonText(), validate}
 	gen.RegisterHandlersWithOptions(e, &handlers{s: s}, gen.RegisterHandlersOptions{
 		BaseURL: s.opts.BasePath,
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{

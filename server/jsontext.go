@@ -1,0 +1,120 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+)
+
+// jsonText refuses, before the contract is checked, a JSON request body that the decoders
+// after it would read as something it is not. Go's encoding/json (and kin-openapi, which uses
+// it) replaces invalid UTF-8 and unpaired surrogate escapes with U+FFFD and reads only the
+// first of several values, so without this a question would be altered silently (a run started
+// on a question the user did not ask) and `{} garbage` would create a conversation. RFC 8259
+// §8.1 makes JSON between systems UTF-8, so a body declared in another charset is not
+// converted but refused (415), and one that is not one well-formed JSON text in UTF-8 is a 400.
+// The details name what is wrong, never the bytes: they could be the question.
+//
+// A body of another media type passes on untouched: the validator answers it 415. An empty
+// body passes too: the contract says where one is allowed.
+func jsonText() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			b, err := requestBody(req)
+			if err != nil {
+				return badRequest("the request body could not be read")
+			}
+			if len(b) == 0 {
+				return next(c)
+			}
+			if ct := req.Header.Get(echo.HeaderContentType); ct != echo.MIMEApplicationJSON { // the plain form parses to itself
+				mt, params, err := mime.ParseMediaType(ct)
+				if err != nil || mt != echo.MIMEApplicationJSON {
+					return next(c)
+				}
+				if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+					return &problem{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json in UTF-8 (charset=utf-8 or none)"}
+				}
+			}
+			if detail, violation := jsonTextProblem(b); detail != "" {
+				return badRequest(detail, violation)
+			}
+			return next(c)
+		}
+	}
+}
+
+// jsonTextProblem says what keeps b from being one JSON text in UTF-8 whose strings decode to
+// what they spell, as a detail and a violation worded as the validator's are ("" when nothing
+// does).
+func jsonTextProblem(b []byte) (detail, violation string) {
+	switch {
+	case !utf8.Valid(b):
+		return "the request body is not valid UTF-8", "body: not valid UTF-8"
+	case !json.Valid(b):
+		return "the request body is not one well-formed JSON value", "body: not well-formed"
+	case bytes.IndexByte(b, '\\') >= 0 && loneSurrogate(b):
+		return "the request body holds a \\u escape of an unpaired UTF-16 surrogate, which is no character",
+			"body: an escaped unpaired surrogate (\\uD800-\\uDFFF)"
+	}
+	return "", ""
+}
+
+// loneSurrogate reports whether b, a well-formed JSON text, escapes a surrogate (\uD800–\uDFFF)
+// that is not the high half of a pair followed at once by its low half. Outside strings a
+// backslash cannot occur in a well-formed text, so every one read here is inside a string.
+func loneSurrogate(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if i >= len(b) || b[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(b, i+1)
+		i += 4
+		switch {
+		case !ok || r < 0xD800 || r > 0xDFFF:
+		case r >= 0xDC00: // a low half with no high half before it
+			return true
+		default: // a high half: its low half must follow as the next escape
+			if i+2 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
+				return true
+			}
+			lo, ok := hex4(b, i+3)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// hex4 is the value of the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

@@ -1,0 +1,85 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+)
+
+// TestJSONText: a body that is not one JSON text in UTF-8 is refused before anything is
+// created, with a detail that names the fault and never the bytes; one declared in another
+// charset is a 415; a surrogate pair escaped as the contract's JSON allows is a character and
+// passes. The caps are one conversation and one ask in it, so a refused request that had
+// created something would make the good request after it fail.
+func TestJSONText(t *testing.T) {
+	h := newHarness(t, server.Options{MaxConversationsPerID: 1, MaxTurns: 1})
+	post := func(path, ct, body string) *http.Response {
+		req := newReq(t, http.MethodPost, path, alice, body)
+		req.Header.Set("Content-Type", ct)
+		return h.do(req)
+	}
+	const json = "application/json"
+	for _, tt := range []struct {
+		name, ct, body string
+		status         int
+		detail         string
+	}{
+		{"trailing garbage", json, `{} garbage`, 400, "not one well-formed JSON value"},
+		{"two values", json, `{}{"x":1}`, 400, "not one well-formed JSON value"},
+		{"a value and null", json, `{}null`, 400, "not one well-formed JSON value"},
+		{"invalid UTF-8", json, "{\"x\":\"caf\xe9\"}", 400, "not valid UTF-8"},
+		{"Latin-1 declared", "application/json; charset=iso-8859-1", `{}`, 415, "in UTF-8"},
+	} {
+		t.Run("createConversation/"+tt.name, func(t *testing.T) {
+			resp := post("/ask/v1/conversations", tt.ct, tt.body)
+			p := problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), readBody(t, resp), tt.status)
+			if p.Detail == nil || !strings.Contains(*p.Detail, tt.detail) {
+				t.Errorf("detail %v, want it to say %q", p.Detail, tt.detail)
+			}
+		})
+	}
+	resp := post("/ask/v1/conversations", "application/json; charset=UTF-8", `{}`)
+	created := readBody(t, resp)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("a good createConversation after the refused ones: %d %s", resp.StatusCode, created)
+	}
+	var conv gen.Conversation
+	if err := jsonUnmarshal(created, &conv); err != nil {
+		t.Fatal(err)
+	}
+	asks := "/ask/v1/conversations/" + conv.Id + "/asks"
+	const secret = "the-question-itself"
+	for _, tt := range []struct {
+		name, ct, body string
+		status         int
+		detail         string
+	}{
+		{"invalid UTF-8 in the question", json, "{\"question\":\"" + secret + " \xff\xfe\"}", 400, "not valid UTF-8"},
+		{"a lone high surrogate", json, `{"question":"` + secret + ` \ud800 y"}`, 400, "unpaired UTF-16 surrogate"},
+		{"a high surrogate at the end", json, `{"question":"` + secret + ` \ud83d"}`, 400, "unpaired UTF-16 surrogate"},
+		{"a high surrogate before another escape", json, `{"question":"` + secret + ` \ud83d\n"}`, 400, "unpaired UTF-16 surrogate"},
+		{"a lone low surrogate", json, `{"question":"` + secret + ` \uDC00"}`, 400, "unpaired UTF-16 surrogate"},
+		{"trailing garbage", json, `{"question":"` + secret + `"} x`, 400, "not one well-formed JSON value"},
+		{"Latin-1 declared", "application/json;charset=latin1", `{"question":"` + secret + `"}`, 415, "in UTF-8"},
+	} {
+		t.Run("createAsk/"+tt.name, func(t *testing.T) {
+			resp := post(asks, tt.ct, tt.body)
+			body := readBody(t, resp)
+			p := problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status)
+			if p.Detail == nil || !strings.Contains(*p.Detail, tt.detail) {
+				t.Errorf("detail %v, want it to say %q", p.Detail, tt.detail)
+			}
+			if strings.Contains(string(body), secret) {
+				t.Errorf("the problem echoes the question: %s", body)
+			}
+		})
+	}
+	// A pair escaped, high then low, is one character (U+1F600), and the ask is taken.
+	resp = post(asks, json, `{"question":"how many \ud83d\ude00 incidents?"}`)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("an ask with an escaped surrogate pair, after the refused ones: %d %s", resp.StatusCode, readBody(t, resp))
+	}
+}

@@ -16,4 +16,7 @@ for bin in $bins; do
 		exit 1
 	fi
 done
-exec go run ./cmd/ask-cluster "$@"
+# Built, then run as itself: `go run` answers Ctrl-C with exit status 1 even when the program it
+# runs stops cleanly, so make would report a failure for every Ctrl-C.
+go build -o bin/ask-cluster ./cmd/ask-cluster
+exec bin/ask-cluster "$@"

@@ -69,6 +69,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.Replicas < 1 {
 		return fmt.Errorf("-replicas: want at least 1")
 	}
+	// Every process is started in its own directory under Dir and told paths under it (redis's
+	// --dir, nginx's prefix): named relative to this one, as the default is, each would look for
+	// them below its own.
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return fmt.Errorf("-dir: %w", err)
+	}
+	o.Dir = dir
 	for i := range o.Replicas {
 		o.ReplicaAddrs = append(o.ReplicaAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(*basePort+i)))
 	}

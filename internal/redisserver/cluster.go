@@ -82,6 +82,11 @@ func RunCluster(ctx context.Context, dir string, primaries, replicasPer int) (c 
 	if err != nil {
 		return nil, fmt.Errorf("redisserver: %s not installed (apt-get install -y redis-tools): %w", CLI, err)
 	}
+	// Each node runs in its directory and is told --dir with it: a relative dir would name
+	// itself below itself.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, fmt.Errorf("redisserver: %w", err)
+	}
 	c = &Cluster{dir: dir}
 	defer func() {
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -91,6 +92,11 @@ func RunAt(ctx context.Context, dir string, port int) (*Server, error) {
 }
 
 func start(ctx context.Context, bin, dir string, port int, durable bool, wrapper, extra []string) (*Server, error) {
+	// redis-server runs in dir and is told --dir dir: a relative dir would name dir/dir.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("redisserver: %w", err)
+	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	persistence := []string{"--save", "", "--appendonly", "no"}
 	if durable {

@@ -91,6 +91,11 @@ func RunSentinel(ctx context.Context, dir string) (_ *Sentinel, err error) {
 
 // startSentinel starts the Sentinel process on a free port, monitoring primary.
 func (s *Sentinel) startSentinel(ctx context.Context, bin, dir string, primary *Server) error {
+	// The Sentinel runs in dir and its configuration names dir: relative, it would name dir/dir.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("redisserver: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("redisserver: %w", err)
 	}

@@ -127,10 +127,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		return diff(args[1:], stdout, stderr)
 	}
 	o, err := parse(args, stderr, lookup)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // the usage was asked for, and printed
+	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "ask-eval:", err)
-		}
+		fmt.Fprintln(stderr, "ask-eval:", err)
 		return 2
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "ask-eval:", err); return 2 }

@@ -243,3 +243,16 @@ items:
 		}
 	})
 }
+
+// TestHelpExits0: the usage asked for is printed and is not an error.
+func TestHelpExits0(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		var out, errb bytes.Buffer
+		if code := run(t.Context(), []string{arg}, &out, &errb, noenv); code != 0 {
+			t.Errorf("%s: exit %d, want 0", arg, code)
+		}
+		if !strings.Contains(errb.String(), "-dev-stack") {
+			t.Errorf("%s: stderr %q, want the usage", arg, errb.String())
+		}
+	}
+}

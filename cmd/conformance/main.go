@@ -120,10 +120,11 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
 	o, err := parse(args, stderr, lookup)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // the usage was asked for, and printed
+	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "conformance:", err)
-		}
+		fmt.Fprintln(stderr, "conformance:", err)
 		return 2
 	}
 	log := slog.New(slog.DiscardHandler)

@@ -57,3 +57,16 @@ func TestUnreachableTargetFailsChecks(t *testing.T) {
 		t.Errorf("exit %d, output %q; want 1 and one FAIL", code, out.String())
 	}
 }
+
+// TestHelpExits0: the usage asked for is printed and is not an error.
+func TestHelpExits0(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{arg}, &out, &errOut, config.MapEnv(nil)); code != 0 {
+			t.Errorf("%s: exit %d, want 0", arg, code)
+		}
+		if !strings.Contains(errOut.String(), "-url") {
+			t.Errorf("%s: stderr %q, want the usage", arg, errOut.String())
+		}
+	}
+}

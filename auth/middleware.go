@@ -14,8 +14,12 @@ import (
 const Realm = "das"
 
 // BearerToken returns the token of an `Authorization: Bearer <token>` header (the scheme is
-// matched case-insensitively), and false when there is no such header or it is empty.
+// matched case-insensitively), and false when there is no such header, it is empty, or the
+// request carries more than one Authorization header.
 func BearerToken(r *http.Request) (string, bool) {
+	if len(r.Header.Values("Authorization")) != 1 {
+		return "", false // none, or more than one: no one credential to take
+	}
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

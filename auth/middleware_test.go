@@ -116,6 +116,15 @@ func TestBearerToken(t *testing.T) {
 			t.Errorf("BearerToken(%q) = %q, %v; want %q, %v", tt.header, got, ok, tt.want, tt.ok)
 		}
 	}
+	// Two Authorization headers, good then bad or bad then good: neither is taken.
+	for _, pair := range [][2]string{{"Bearer good", "Bearer bad"}, {"Bearer bad", "Bearer good"}} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Add("Authorization", pair[0])
+		r.Header.Add("Authorization", pair[1])
+		if got, ok := auth.BearerToken(r); ok {
+			t.Errorf("BearerToken of two headers %q = %q, true; want none", pair, got)
+		}
+	}
 }
 
 type authFunc func(context.Context, string) (ask.Identity, error)

@@ -26,6 +26,11 @@ func jsonText() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
+			if ce := req.Header.Values("Content-Encoding"); len(ce) > 0 && !(len(ce) == 1 && strings.EqualFold(strings.TrimSpace(ce[0]), "identity")) {
+				// The body would be read as the bytes it is, a compressed JSON text as garbage
+				// (RFC 9110 §15.5.16: an unsupported content coding is a 415).
+				return &problem{status: http.StatusUnsupportedMediaType, detail: "the request body must not be content-encoded (no Content-Encoding, or identity)"}
+			}
 			b, err := requestBody(req)
 			if err != nil {
 				return badRequest("the request body could not be read")

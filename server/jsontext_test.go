@@ -18,7 +18,11 @@ func TestJSONText(t *testing.T) {
 	h := newHarness(t, server.Options{MaxConversationsPerID: 1, MaxTurns: 1})
 	post := func(path, ct, body string) *http.Response {
 		req := newReq(t, http.MethodPost, path, alice, body)
+		ct, enc, _ := strings.Cut(ct, "\x00") // a test's Content-Encoding rides after a NUL
 		req.Header.Set("Content-Type", ct)
+		if enc != "" {
+			req.Header.Set("Content-Encoding", enc)
+		}
 		return h.do(req)
 	}
 	const json = "application/json"
@@ -32,6 +36,7 @@ func TestJSONText(t *testing.T) {
 		{"a value and null", json, `{}null`, 400, "not one well-formed JSON value"},
 		{"invalid UTF-8", json, "{\"x\":\"caf\xe9\"}", 400, "not valid UTF-8"},
 		{"Latin-1 declared", "application/json; charset=iso-8859-1", `{}`, 415, "in UTF-8"},
+		{"gzip-encoded", json + "\x00gzip", `{}`, 415, "content-encoded"},
 	} {
 		t.Run("createConversation/"+tt.name, func(t *testing.T) {
 			resp := post("/ask/v1/conversations", tt.ct, tt.body)
@@ -81,5 +86,32 @@ func TestJSONText(t *testing.T) {
 	resp = post(asks, json, `{"question":"how many \ud83d\ude00 incidents?"}`)
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("an ask with an escaped surrogate pair, after the refused ones: %d %s", resp.StatusCode, readBody(t, resp))
+	}
+}
+
+// TestRepeatedAuthorization: a request with two Authorization headers is made with neither:
+// 400 whichever comes first, where the first used to win.
+func TestRepeatedAuthorization(t *testing.T) {
+	h := newHarness(t, server.Options{})
+	cid := h.conv(alice)
+	for _, pair := range [][2]string{{alice, "tok-nobody"}, {"tok-nobody", alice}, {alice, bob}} {
+		for _, r := range []struct{ method, path, body string }{
+			{http.MethodPost, "/ask/v1/conversations", `{}`},
+			{http.MethodPost, "/ask/v1/conversations/" + cid + "/asks", `{"question":"q?"}`},
+			{http.MethodGet, "/ask/v1/asks/t_UNKNOWN", ""},
+		} {
+			req := newReq(t, r.method, r.path, "", r.body)
+			req.Header.Add("Authorization", "Bearer "+pair[0])
+			req.Header.Add("Authorization", "Bearer "+pair[1])
+			resp := h.do(req)
+			body := readBody(t, resp)
+			p := problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, http.StatusBadRequest)
+			if p.Detail == nil || !strings.Contains(*p.Detail, "more than one Authorization header") {
+				t.Errorf("%s %s: detail %v", r.method, r.path, p.Detail)
+			}
+			if strings.Contains(string(body), alice) || strings.Contains(string(body), bob) {
+				t.Errorf("the problem echoes a token: %s", body)
+			}
+		}
 	}
 }

@@ -35,6 +35,12 @@ func (s *Server) authenticate() echo.MiddlewareFunc {
 // identify puts the bearer's identity in c's request context, or returns the 401 problem.
 func (s *Server) identify(c echo.Context) error {
 	req := c.Request()
+	if len(req.Header.Values("Authorization")) > 1 {
+		// Authorization holds one credential (RFC 9110 §11.6.2): with two, which one the
+		// request is made with is anyone's guess, so it is made with neither (RFC 6750 §3.1's
+		// invalid_request, a 400).
+		return badRequest("the request carries more than one Authorization header; send exactly one bearer")
+	}
 	token, ok := auth.BearerToken(req)
 	if !ok {
 		return unauthorized(req, nil)

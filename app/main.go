@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -185,18 +187,52 @@ func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error)
 func (m *Main) handler() http.Handler {
 	var h http.Handler = m.Server.Handler()
 	if len(m.Mounts) > 0 {
-		base := strings.TrimSuffix(m.basePath(), "/")
-		mux := http.NewServeMux()
-		for p, mh := range m.Mounts {
-			mux.Handle(base+p, http.StripPrefix(base+strings.TrimSuffix(p, "/"), mh))
-		}
-		mux.Handle("/", h)
-		h = mux
+		h = mount(strings.TrimSuffix(m.basePath(), "/"), m.Mounts, h)
 	}
 	if m.Observer != nil {
 		h = m.Observer.Handler(h)
 	}
 	return h
+}
+
+// mount serves a path under base+key with Mounts[key] (the prefix stripped, up to its last
+// "/"), and every other path with service. It is not an http.ServeMux, which cleans every path
+// first and answers `//`, `.` and `..` with a 307 to the cleaned path (a client follows it,
+// POST and all, to another resource): a path that is not clean, under a mount or not, goes to
+// the service, which answers it 404 problem+json. The one redirect kept is ServeMux's courtesy
+// for a page: a GET or HEAD of a mount's root without its slash (`/ask/ui`) is sent to it.
+func mount(base string, mounts map[string]http.Handler, service http.Handler) http.Handler {
+	type mounted struct {
+		prefix string // base+key, ending in "/"
+		h      http.Handler
+	}
+	var ms []mounted
+	for key, mh := range mounts {
+		prefix := base + key
+		ms = append(ms, mounted{prefix, http.StripPrefix(strings.TrimSuffix(prefix, "/"), mh)})
+	}
+	// Longest first, so a mount inside another is found before it.
+	slices.SortFunc(ms, func(a, b mounted) int { return len(b.prefix) - len(a.prefix) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if c := path.Clean(p); p == c || p == c+"/" {
+			for _, m := range ms {
+				switch {
+				case strings.HasPrefix(p, m.prefix):
+					m.h.ServeHTTP(w, r)
+					return
+				case p+"/" == m.prefix && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+					target := m.prefix
+					if r.URL.RawQuery != "" {
+						target += "?" + r.URL.RawQuery
+					}
+					http.Redirect(w, r, target, http.StatusMovedPermanently)
+					return
+				}
+			}
+		}
+		service.ServeHTTP(w, r)
+	})
 }
 
 // serveAdmin starts the admin listener when observed and an address is set. An optional

@@ -18,6 +18,14 @@
 // ever carries the question text or a token, and validation problems name rules and places,
 // never values.
 //
+// Before routing, a path with an empty or dot segment (`//`, a trailing `/`, `.`, `..`) is 404
+// problem+json, as any path no route matches: never a redirect to the cleaned path, which is
+// another resource (paths.go). HEAD is answered on every GET operation, through the same chain,
+// with the GET's status and header fields (Content-Length, for content of known length) and no
+// content; on the event stream it returns once the ticket and cursor are checked, opening no
+// stream; a 405's Allow lists HEAD beside GET (head.go). HEAD is generic HTTP, not in the
+// contract. A one-valued parameter given more than once is a 400 naming it.
+//
 // Every request is logged at debug level (method, route template, status, duration), and a
 // handler panic becomes a logged 500 problem; neither log line carries a value from the request.
 //

@@ -92,7 +92,8 @@ type Server struct {
 	opts  Options
 	log   *slog.Logger
 	store store.Store
-	echo  *echo.Echo
+	// edge is the service's HTTP surface: Echo behind what precedes routing (paths.go, head.go).
+	edge http.Handler
 
 	// base is the parent of every run's context: runs outlive the requests that start them.
 	base       context.Context
@@ -192,7 +193,7 @@ func New(opts Options) (*Server, error) {
 		s.cancelBase(errShutdown)
 		return nil, err
 	}
-	s.echo = e
+	s.edge = answerHead(refuseUnclean(e))
 	if err := s.startWebhooks(); err != nil {
 		s.cancelBase(errShutdown)
 		return nil, err
@@ -222,8 +223,10 @@ func MemoryStore(c Config) *store.Memory {
 
 // Handler is the whole HTTP surface, to serve with an http.Server. Every response carries an
 // X-Request-Id (the one an outer layer such as package obs set, else the caller's when
-// well-formed, else a fresh one), whether or not the service is instrumented.
-func (s *Server) Handler() http.Handler { return requestid.Handler(s.echo) }
+// well-formed, else a fresh one), whether or not the service is instrumented. A path with an
+// empty or dot segment is 404 (paths.go), never redirected; HEAD is answered on every GET
+// route (head.go).
+func (s *Server) Handler() http.Handler { return requestid.Handler(s.edge) }
 
 // newEcho wires Echo: problem+json errors, a debug access log with panic recovery, then per
 // operation auth → admission → body limit
@@ -244,7 +247,7 @@ func (s *Server) newEcho() (*echo.Echo, error) {
 	limit := s.limitBody()
 	secured := []echo.MiddlewareFunc{authn, limit, validate}
 	admitted := []echo.MiddlewareFunc{authn, admit, limit, jsonText(), validate}
-	gen.RegisterHandlersWithOptions(e, &handlers{s: s}, gen.RegisterHandlersOptions{
+	gen.RegisterHandlersWithOptions(withHead{e}, &handlers{s: s}, gen.RegisterHandlersOptions{
 		BaseURL: s.opts.BasePath,
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{
 			"createConversation": admitted,

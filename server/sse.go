@@ -38,7 +38,8 @@ func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params ge
 
 // openStream checks the caller and the cursor, then sends the stream's headers and opening
 // comment. A nil writer means the stream does not go on: err is the problem to answer, or nil
-// when the client left before the opening was flushed.
+// when the client left before the opening was flushed, or when the request is a HEAD, which
+// gets the headers a GET would, after the same checks, and no stream (head.go).
 //
 //go:noinline
 func (s *Server) openStream(c echo.Context, ticket string, params gen.StreamEventsParams) (*sseWriter, int64, error) {
@@ -60,6 +61,9 @@ func (s *Server) openStream(c echo.Context, ticket string, params gen.StreamEven
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if c.Request().Method == http.MethodHead {
+		return nil, 0, nil
+	}
 	out := &sseWriter{w: w, rc: http.NewResponseController(w.Writer), pool: &s.sseBufs}
 	// The opening comment makes proxies pass the headers on at once.
 	out.open()
@@ -138,7 +142,6 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 	}
 }
 
-// cursorOf is the stream's starting cursor: Last-Event-ID wins over `after`; neither means 0.
 // storeRetry is how long a stream waits before reading a store that was unavailable again;
 // storeGoneRetries how often it reads again a ticket that vanished mid-stream.
 const (
@@ -168,6 +171,7 @@ func (s *Server) waitStore(ctx context.Context, out *sseWriter, keepAlive *time.
 	}
 }
 
+// cursorOf is the stream's starting cursor: Last-Event-ID wins over `after`; neither means 0.
 func cursorOf(p gen.StreamEventsParams) (int64, error) {
 	if p.LastEventID != nil {
 		n, err := strconv.ParseInt(*p.LastEventID, 10, 64)

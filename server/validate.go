@@ -1,10 +1,12 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -70,11 +72,24 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 			fast[r] = valid
 		}
 	}
+	single := map[*routers.Route][]singleParam{}
+	for _, r := range routes {
+		if ps := singleParams(r); len(ps) > 0 {
+			single[r] = ps
+		}
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			route := routes[echoRoute{c.Request().Method, c.Path()}]
+			method := c.Request().Method
+			if method == http.MethodHead {
+				method = http.MethodGet // a HEAD is validated as its GET (head.go)
+			}
+			route := routes[echoRoute{method, c.Path()}]
 			if route == nil {
 				return fallback(next)(c)
+			}
+			if err := repeated(c, single[route]); err != nil {
+				return err
 			}
 			// An operation with a narrow check of its own (validate_fast.go) skips kin-openapi
 			// for a request that check passes; it passes only requests the contract admits.
@@ -129,6 +144,51 @@ var pathParam = regexp.MustCompile(`\{([^}/]+)\}`)
 // echoRoute is a method and a path template: Echo's (":name") as the validator's table keys
 // routes, or the contract's ("{name}") as fastValid does.
 type echoRoute struct{ method, template string }
+
+// singleParam is a query or header parameter that takes one value; key is how the request
+// holds it (a header's canonical name).
+type singleParam struct{ in, name, key string }
+
+// singleParams are route's query and header parameters that are not arrays.
+func singleParams(route *routers.Route) []singleParam {
+	var out []singleParam
+	params := append(openapi3.Parameters{}, route.PathItem.Parameters...)
+	for _, p := range append(params, route.Operation.Parameters...) {
+		v := p.Value
+		if v == nil || v.Schema == nil || v.Schema.Value == nil || v.Schema.Value.Type.Is(openapi3.TypeArray) {
+			continue
+		}
+		switch v.In {
+		case openapi3.ParameterInQuery:
+			out = append(out, singleParam{v.In, v.Name, v.Name})
+		case openapi3.ParameterInHeader:
+			out = append(out, singleParam{v.In, v.Name, http.CanonicalHeaderKey(v.Name)})
+		}
+	}
+	return out
+}
+
+// repeated is the 400 for a request that gives a one-valued parameter more than once, naming
+// each: kin-openapi reads the first value only, and the generated wrapper would refuse the
+// request with a problem that names nothing.
+func repeated(c echo.Context, params []singleParam) error {
+	var violations []string
+	for _, p := range params {
+		var n int
+		if p.in == openapi3.ParameterInQuery {
+			n = len(c.QueryParams()[p.key])
+		} else {
+			n = len(c.Request().Header[p.key])
+		}
+		if n > 1 {
+			violations = append(violations, fmt.Sprintf("parameter %q in %s: must be given once, not repeated", p.name, p.in))
+		}
+	}
+	if violations == nil {
+		return nil
+	}
+	return badRequest("the request does not satisfy the API description", violations...)
+}
 
 // validationProblem turns a validator error into a problem without echoing request values.
 func validationProblem(he *echo.HTTPError) error {
@@ -208,7 +268,7 @@ func schemaViolation(where string, err error) string {
 		if ptr == "/" {
 			ptr = ""
 		}
-		return where + ptr + ": " + se.Reason
+		return where + ptr + ": " + schemaReason(se)
 	}
 	switch {
 	case errors.Is(err, openapi3filter.ErrInvalidRequired):
@@ -221,4 +281,36 @@ func schemaViolation(where string, err error) string {
 		return where + ": not well-formed"
 	}
 	return where + ": invalid"
+}
+
+// schemaReason is kin-openapi's reason for se, which names the rule broken and never the value,
+// except where it speaks of Go instead: a number too large for a float64 ("cannot convert
+// json.Number to float64") and a null ("Value is not nullable") are worded as kin-openapi
+// words any other value of the wrong type ("value must be a string"); a number where the
+// schema wants one is "out of range".
+func schemaReason(se *openapi3.SchemaError) string {
+	if se.SchemaField != "type" && se.SchemaField != "nullable" || strings.HasPrefix(se.Reason, "value must be ") {
+		return se.Reason
+	}
+	var types []string
+	if se.Schema != nil && se.Schema.Type != nil {
+		types = se.Schema.Type.Slice()
+	}
+	_, number := se.Value.(json.Number)
+	switch {
+	case number && len(types) > 0 && (slices.Contains(types, openapi3.TypeNumber) || slices.Contains(types, openapi3.TypeInteger)):
+		return "number is out of range"
+	case len(types) == 1:
+		a := "a"
+		switch types[0] {
+		case openapi3.TypeArray, openapi3.TypeObject, openapi3.TypeInteger:
+			a = "an"
+		}
+		return "value must be " + a + " " + types[0]
+	case len(types) > 1:
+		return "value must be one of " + strings.Join(types, ", ")
+	case se.SchemaField == "nullable":
+		return "value must not be null"
+	}
+	return "value is not valid here"
 }

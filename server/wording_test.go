@@ -1,0 +1,66 @@
+package server_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/das-ask/ask/server"
+)
+
+// TestViolationWording: a 400's errors say, in the contract's terms, what the request broke:
+// no Go type or library wording, and a repeated one-valued parameter is named as repeated.
+func TestViolationWording(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{})
+		cid := h.conv(alice)
+		ticket := h.ask(alice, cid, "a question")
+		h.events(alice, ticket)
+		events := "/ask/v1/asks/" + ticket + "/events"
+
+		for _, tc := range []struct {
+			name, method, path, body string
+			hdr                      []string
+			want                     string
+		}{
+			{"null conversation request", http.MethodPost, "/ask/v1/conversations", `null`, nil, "body: value must be an object"},
+			{"array conversation request", http.MethodPost, "/ask/v1/conversations", `[]`, nil, "body: value must be an object"},
+			{"webhook url beyond float64", http.MethodPost, "/ask/v1/conversations/" + cid + "/asks", `{"question":"q","webhook":{"url":1e999}}`, nil,
+				"body/webhook/url: value must be a string"},
+			{"repeated after", http.MethodGet, events + "?after=3&after=4", "", nil, `parameter "after" in query: must be given once, not repeated`},
+			{"repeated Last-Event-ID", http.MethodGet, events, "", []string{"Last-Event-ID", "1", "Last-Event-ID", "2"},
+				`parameter "Last-Event-ID" in header: must be given once, not repeated`},
+			{"repeated Idempotency-Key", http.MethodPost, "/ask/v1/conversations", `{}`, []string{"Idempotency-Key", "a", "Idempotency-Key", "b"},
+				`parameter "Idempotency-Key" in header: must be given once, not repeated`},
+			{"repeated Idempotency-Key on an ask", http.MethodPost, "/ask/v1/conversations/" + cid + "/asks", `{"question":"q"}`,
+				[]string{"Idempotency-Key", "a", "Idempotency-Key", "b"}, `parameter "Idempotency-Key" in header: must be given once, not repeated`},
+			{"repeated Prefer", http.MethodGet, "/ask/v1/asks/" + ticket, "", []string{"Prefer", "wait=1", "Prefer", "wait=2"},
+				`parameter "Prefer" in header: must be given once, not repeated`},
+			{"repeated after, HEAD", http.MethodHead, events + "?after=3&after=4", "", nil, ""},
+		} {
+			req := newReq(t, tc.method, tc.path, alice, tc.body)
+			for i := 0; i+1 < len(tc.hdr); i += 2 {
+				req.Header.Add(tc.hdr[i], tc.hdr[i+1])
+			}
+			resp := h.do(req)
+			body := readBody(t, resp)
+			if tc.method == http.MethodHead {
+				if resp.StatusCode != http.StatusBadRequest {
+					t.Errorf("%s: %d, want 400", tc.name, resp.StatusCode)
+				}
+				continue
+			}
+			p := problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, http.StatusBadRequest)
+			if p.Errors == nil || !slices.Contains(*p.Errors, tc.want) {
+				t.Errorf("%s: errors %v, want %q among them", tc.name, p.Errors, tc.want)
+			}
+			for _, leak := range []string{"json.Number", "float64", "nullable", "Invalid format", "Expected one value"} {
+				if strings.Contains(string(body), leak) {
+					t.Errorf("%s: the problem says %q: %s", tc.name, leak, body)
+				}
+			}
+		}
+	})
+}

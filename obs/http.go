@@ -32,7 +32,7 @@ func (o *Observer) Handler(next http.Handler) http.Handler {
 			switch {
 			case route == routeCreateAsk && status == http.StatusAccepted:
 				o.m.timeToTicket.Observe(time.Since(start).Seconds())
-			case route == routeStream && status == http.StatusOK:
+			case route == routeStream && status == http.StatusOK && r.Method != http.MethodHead: // a HEAD opens no stream
 				streaming = true
 				o.m.streamsOpen.Inc()
 				if r.Header.Get("Last-Event-ID") != "" || r.URL.Query().Has("after") {

@@ -84,4 +84,24 @@ func TestStreamsAndFlushing(t *testing.T) {
 	if got := value(fams, "ask_http_requests_total", "route", "stream_events", "method", "GET", "code", "200"); got != 3 {
 		t.Errorf("stream requests %v, want 3", got)
 	}
+	// A HEAD of the stream, cursor and all, opens nothing: it is a request, not a stream or a
+	// reconnect.
+	head := o.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		inside <- value(gather(t, o), "ask_streams_open")
+	}))
+	req = httptest.NewRequest(http.MethodHead, "/ask/v1/asks/t_X/events", nil)
+	req.Header.Set("Last-Event-ID", "5")
+	head.ServeHTTP(httptest.NewRecorder(), req)
+	if got := <-inside; got != 0 {
+		t.Errorf("streams open inside a HEAD: %v, want 0", got)
+	}
+	fams = gather(t, o)
+	if got := value(fams, "ask_stream_reconnects_total"); got != 2 {
+		t.Errorf("reconnects after a HEAD %v, want still 2", got)
+	}
+	if got := value(fams, "ask_http_requests_total", "route", "stream_events", "method", "HEAD", "code", "200"); got != 1 {
+		t.Errorf("HEAD stream requests %v, want 1", got)
+	}
 }

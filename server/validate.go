@@ -168,16 +168,27 @@ func singleParams(route *routers.Route) []singleParam {
 	return out
 }
 
+// listField holds the header parameters whose fields are lists (RFC 7240's Prefer): several
+// lines of one are not a repetition but one list.
+var listField = map[string]bool{"Prefer": true}
+
 // repeated is the 400 for a request that gives a one-valued parameter more than once, naming
 // each: kin-openapi reads the first value only, and the generated wrapper would refuse the
-// request with a problem that names nothing.
+// request with a problem that names nothing. A list-valued header's lines are combined instead.
 func repeated(c echo.Context, params []singleParam) error {
 	var violations []string
 	for _, p := range params {
 		var n int
-		if p.in == openapi3.ParameterInQuery {
+		switch {
+		case p.in == openapi3.ParameterInQuery:
 			n = len(c.QueryParams()[p.key])
-		} else {
+		case listField[p.key]:
+			// A list-valued field sent as several lines is one field (RFC 9110 §5.3): the
+			// lines are combined, in order, as a recipient may, and read as one.
+			if h := c.Request().Header; len(h[p.key]) > 1 {
+				h[p.key] = []string{strings.Join(h[p.key], ", ")}
+			}
+		default:
 			n = len(c.Request().Header[p.key])
 		}
 		if n > 1 {

@@ -24,7 +24,8 @@
 // with the GET's status and header fields (Content-Length, for content of known length) and no
 // content; on the event stream it returns once the ticket and cursor are checked, opening no
 // stream; a 405's Allow lists HEAD beside GET (head.go). HEAD is generic HTTP, not in the
-// contract. A one-valued parameter given more than once is a 400 naming it.
+// contract. A one-valued parameter given more than once is a 400 naming it (Prefer, a list,
+// has its lines combined instead).
 //
 // Every request is logged at debug level (method, route template, status, duration), and a
 // handler panic becomes a logged 500 problem; neither log line carries a value from the request.

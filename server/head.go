@@ -14,7 +14,7 @@ import (
 // withHead registers each GET operation for HEAD too, with the same handler and middleware,
 // so a HEAD is authenticated, validated and checked for ownership exactly as the GET is (no
 // bearer: 401; another identity's ticket: 404), and a 405's Allow lists HEAD wherever it lists
-// GET. answerHead then keeps the content from the wire. The one handler that does not end on
+// GET. serveHead then keeps the content from the wire. The one handler that does not end on
 // its own, the event stream, answers a HEAD after its checks with a GET's headers and returns
 // (openStream).
 
@@ -26,17 +26,11 @@ func (r withHead) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc)
 	return r.Echo.GET(path, h, m...)
 }
 
-// answerHead serves a HEAD request through a headWriter, and every other request as it is.
-func answerHead(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodHead {
-			next.ServeHTTP(w, r)
-			return
-		}
-		hw := &headWriter{w: w}
-		next.ServeHTTP(hw, r)
-		hw.send(true)
-	})
+// serveHead serves a HEAD request through a headWriter (edge, server.go).
+func serveHead(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	hw := &headWriter{w: w}
+	next.ServeHTTP(hw, r)
+	hw.send(true)
 }
 
 // headWriter answers a HEAD: it counts what the handler writes instead of sending it, and

@@ -1,13 +1,10 @@
 package server
 
-import (
-	"net/http"
-	"strings"
-)
+import "strings"
 
-// refuseUnclean answers 404 problem+json, before routing and authentication, for a path with
-// an empty segment ("//", or a trailing "/") or a dot segment ("." or "..", percent-encoded or
-// not), and passes every other request on.
+// edge (server.go) answers 404 problem+json, before routing and authentication, for a path
+// with an empty segment ("//", or a trailing "/") or a dot segment ("." or "..",
+// percent-encoded or not), and passes every other request on.
 //
 // Such a path names no resource here: every segment of every route, the ids in {ticket} and
 // {conversation_id} included, is one or more characters and never a dot. So it is answered as
@@ -18,16 +15,6 @@ import (
 // or {conversation_id} is 404 rather than 400 "required": the client did not leave out a
 // parameter of an operation, it named a path no operation has, and a 404 is also what the
 // trailing-slash form of the same mistake (`/v1/asks/`) gets from the router.
-func refuseUnclean(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !cleanPath(r.URL.Path) {
-			writeProblem(w, errNotFound)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // cleanPath reports whether p (a URL's decoded path) is "/" followed by one or more segments,
 // none of them empty, "." or "..".
 func cleanPath(p string) bool {

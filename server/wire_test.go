@@ -209,11 +209,8 @@ func TestHead(t *testing.T) {
 		{"/ask/v1/nowhere", alice, nil, http.StatusNotFound},
 	} {
 		name := tc.path + " " + strings.Join(tc.hdr, ": ")
-		start := time.Now()
+		// A HEAD that opened the stream would never end: onConn's read deadline fails it.
 		head := onConn(t, ts, http.MethodHead, tc.path, tc.tok, tc.hdr...)
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("HEAD %s took %v", name, d)
-		}
 		if head.StatusCode != tc.want {
 			t.Errorf("HEAD %s: %d, want %d", name, head.StatusCode, tc.want)
 		}

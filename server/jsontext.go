@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"mime"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -29,7 +28,7 @@ func jsonText() echo.MiddlewareFunc {
 			if ce := req.Header.Values("Content-Encoding"); len(ce) > 0 && !(len(ce) == 1 && strings.EqualFold(strings.TrimSpace(ce[0]), "identity")) {
 				// The body would be read as the bytes it is, a compressed JSON text as garbage
 				// (RFC 9110 §15.5.16: an unsupported content coding is a 415).
-				return &problem{status: http.StatusUnsupportedMediaType, detail: "the request body must not be content-encoded (no Content-Encoding, or identity)"}
+				return unsupportedMedia("the request body must not be content-encoded (no Content-Encoding, or identity)")
 			}
 			b, err := requestBody(req)
 			if err != nil {
@@ -44,7 +43,7 @@ func jsonText() echo.MiddlewareFunc {
 					return next(c)
 				}
 				if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-					return &problem{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json in UTF-8 (charset=utf-8 or none)"}
+					return unsupportedMedia("the request body must be application/json in UTF-8 (charset=utf-8 or none)")
 				}
 			}
 			if detail, violation := jsonTextProblem(b); detail != "" {

@@ -105,8 +105,13 @@ func internalError() *problem {
 	return &problem{status: http.StatusInternalServerError, detail: "internal error"}
 }
 
-func unsupportedMedia() *problem {
-	return &problem{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json"}
+// unsupportedMedia is the 415; detail says what the body must be, when more than its type.
+func unsupportedMedia(detail ...string) *problem {
+	p := &problem{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json"}
+	if len(detail) > 0 {
+		p.detail = detail[0]
+	}
+	return p
 }
 
 // notValidated is a validator refusal other than 400 and 404 (the validator chose the status).

@@ -88,6 +88,7 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 			if route == nil {
 				return fallback(next)(c)
 			}
+			combineLists(c.Request().Header)
 			if err := repeated(c, single[route]); err != nil {
 				return err
 			}
@@ -158,10 +159,10 @@ func singleParams(route *routers.Route) []singleParam {
 		if v == nil || v.Schema == nil || v.Schema.Value == nil || v.Schema.Value.Type.Is(openapi3.TypeArray) {
 			continue
 		}
-		switch v.In {
-		case openapi3.ParameterInQuery:
+		switch {
+		case v.In == openapi3.ParameterInQuery:
 			out = append(out, singleParam{v.In, v.Name, v.Name})
-		case openapi3.ParameterInHeader:
+		case v.In == openapi3.ParameterInHeader && !listField[http.CanonicalHeaderKey(v.Name)]:
 			out = append(out, singleParam{v.In, v.Name, http.CanonicalHeaderKey(v.Name)})
 		}
 	}
@@ -169,26 +170,29 @@ func singleParams(route *routers.Route) []singleParam {
 }
 
 // listField holds the header parameters whose fields are lists (RFC 7240's Prefer): several
-// lines of one are not a repetition but one list.
+// lines of one are not a repetition but one list, so they are not single parameters.
 var listField = map[string]bool{"Prefer": true}
+
+// combineLists makes the lines of each list-valued header field one line, in order (RFC 9110
+// §5.3 lets a recipient), as the contract's string parameter and the generated binding read it.
+func combineLists(h http.Header) {
+	for k := range listField {
+		if len(h[k]) > 1 {
+			h[k] = []string{strings.Join(h[k], ", ")}
+		}
+	}
+}
 
 // repeated is the 400 for a request that gives a one-valued parameter more than once, naming
 // each: kin-openapi reads the first value only, and the generated wrapper would refuse the
-// request with a problem that names nothing. A list-valued header's lines are combined instead.
+// request with a problem that names nothing.
 func repeated(c echo.Context, params []singleParam) error {
 	var violations []string
 	for _, p := range params {
 		var n int
-		switch {
-		case p.in == openapi3.ParameterInQuery:
+		if p.in == openapi3.ParameterInQuery {
 			n = len(c.QueryParams()[p.key])
-		case listField[p.key]:
-			// A list-valued field sent as several lines is one field (RFC 9110 §5.3): the
-			// lines are combined, in order, as a recipient may, and read as one.
-			if h := c.Request().Header; len(h[p.key]) > 1 {
-				h[p.key] = []string{strings.Join(h[p.key], ", ")}
-			}
-		default:
+		} else {
 			n = len(c.Request().Header[p.key])
 		}
 		if n > 1 {

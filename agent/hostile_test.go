@@ -177,6 +177,16 @@ func (l *logSink) String() string {
 	return l.buf.String()
 }
 
+// assertAbsent fails t for each secret found in the log.
+func (l *logSink) assertAbsent(t *testing.T, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(l.String(), s) {
+			t.Errorf("the log holds a secret (%d bytes)", len(s))
+		}
+	}
+}
+
 // assertNoLeak fails if the token or the question appears in an event, the outcome, a log
 // line, or anything a server received that must never see it (the token's own source may see
 // the token, never the question).

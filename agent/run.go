@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,13 +26,13 @@ import (
 func (a *Agent) Run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
 	start := time.Now()
 	log := a.log.With("ticket", req.Ticket)
-	out := a.run(ctx, req, emit)
+	out := a.run(ctx, req, emit, log)
 	log.Debug("run ended", "outcome", outcomeName(out), "elapsed_ms", time.Since(start).Milliseconds())
 	return out
 }
 
-func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
-	sessions, err := a.connect(ctx, req.Identity.Token)
+func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter, log *slog.Logger) ask.Outcome {
+	sessions, err := a.connect(ctx, req.Identity.Token, log)
 	if err != nil {
 		return failure(ctx, gen.ErrorKindTransport, err)
 	}
@@ -157,14 +158,21 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 // source kept the session (its goroutines and memory) until its idle timeout — one orphan per
 // unlucky cancel (found by hardening TestLoadAndSoak under goleak). The run notices the
 // cancellation right after.
-func (a *Agent) connect(ctx context.Context, token string) ([]*source.Session, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
+//
+// A source that cannot be reached is a warning in the log, naming it: the run's error event
+// tells the user, and this line tells the operator which source it was. The sessions log
+// their tool calls with log (the run's ticket).
+func (a *Agent) connect(ctx context.Context, token string, log *slog.Logger) ([]*source.Session, error) {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
 	defer cancel()
-	opts := source.Options{HTTPClient: a.hc, Logger: a.log}
+	opts := source.Options{HTTPClient: a.hc, Logger: log}
 	sessions := make([]*source.Session, 0, len(a.sources))
 	for _, cfg := range a.sources {
-		s, err := source.Connect(ctx, cfg, token, opts)
+		s, err := source.Connect(hctx, cfg, token, opts)
 		if err != nil {
+			if ctx.Err() == nil { // not the run's own cancel or deadline
+				log.WarnContext(ctx, "source unreachable", "source", cfg.Name, "error", err.Error())
+			}
 			for _, s := range sessions {
 				s.Close()
 			}

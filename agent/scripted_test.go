@@ -250,14 +250,61 @@ func TestTokenExpiresMidRun(t *testing.T) {
 
 func TestUnreachableSourceIsTransport(t *testing.T) {
 	s := newStack(t)
-	a, err := agent.New(agent.Options{Model: &scripted{}, Sources: []agent.SourceConfig{{Name: "gone", URL: "http://127.0.0.1:1/mcp"}}})
+	logs := &logSink{}
+	a, err := agent.New(agent.Options{Model: &scripted{}, Logger: logs.logger(),
+		Sources: []agent.SourceConfig{{Name: "gone", URL: "http://127.0.0.1:1/mcp"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := a.Run(t.Context(), s.request(t, "alice", "anything"), &recorder{})
+	req := s.request(t, "alice", "anything about the unreachable")
+	out := a.Run(t.Context(), req, &recorder{})
 	if out.Error == nil || out.Error.Kind != gen.ErrorKindTransport || !strings.Contains(out.Error.Message, "gone") {
 		t.Fatalf("outcome = %s %+v, want error transport naming the source", outcomeType(out), out.Error)
 	}
+	// The operator learns which source failed, for which ask, from a warning; never the
+	// question or the token.
+	line := logLine(t, logs, "source unreachable")
+	if line["level"] != "WARN" || line["source"] != "gone" || line["ticket"] != req.Ticket || line["error"] == "" {
+		t.Errorf("source unreachable line = %v, want a warning naming the source, the ticket and the error", line)
+	}
+	logs.assertAbsent(t, req.Question, req.Identity.Token)
+}
+
+// A tool call that ends (answer, tool error or refusal) is a debug line, with the ask's ticket:
+// the ask's one info line is obs's "ask finished" (docs/operations.md).
+func TestToolCallLogLevel(t *testing.T) {
+	s := newStack(t)
+	logs := &logSink{}
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "run_query", map[string]any{"sql": "SELECT COUNT(*) AS n FROM teams"}),
+		say("Counted."),
+	}}
+	a, err := agent.New(agent.Options{Model: m, Logger: logs.logger(), Sources: []agent.SourceConfig{{Name: "demo", URL: s.source.URL + "/mcp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := s.request(t, "alice", "how many teams are there")
+	if out := a.Run(t.Context(), req, &recorder{}); out.Answer == nil {
+		t.Fatalf("outcome = %s %+v, want answer", outcomeType(out), out.Error)
+	}
+	line := logLine(t, logs, "tool call")
+	if line["level"] != "DEBUG" || line["source"] != "demo" || line["tool"] != "run_query" || line["ticket"] != req.Ticket || line["outcome"] != "ok" {
+		t.Errorf("tool call line = %v, want a debug line naming the source, tool, ticket and outcome", line)
+	}
+	logs.assertAbsent(t, req.Question, req.Identity.Token)
+}
+
+// logLine is the first JSON line logs holds with msg, decoded.
+func logLine(t *testing.T, logs *logSink, msg string) map[string]any {
+	t.Helper()
+	for l := range strings.SplitSeq(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
+			return m
+		}
+	}
+	t.Fatalf("no %q line in the log:\n%s", msg, logs.String())
+	return nil
 }
 
 func TestTwoSourcesAreMulti(t *testing.T) {

@@ -75,7 +75,13 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 		reason = ErrNoAnswer
 	}
 	classify(&r, res, err, reason)
-	s.log.Info("tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String())
+	// A debug line per call (the ask's one info line is obs's "ask finished"); a warning when
+	// the source failed the call, naming it and the failure for the operator.
+	if r.Outcome == Transport && ctx.Err() == nil {
+		s.log.WarnContext(ctx, "tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String(), "error", r.Err.Error())
+	} else {
+		s.log.DebugContext(ctx, "tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String())
+	}
 	return r
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,19 @@ func TestNewRejectsBadURL(t *testing.T) {
 	for _, u := range []string{"", "127.0.0.1:8080/ask", "ftp://x/ask"} {
 		if _, err := client.New(u, client.Options{}); err == nil {
 			t.Errorf("New(%q) succeeded, want an error", u)
+		}
+	}
+}
+
+// A 501 or 505 says the server does not do what was asked: refused at once, never retried
+// (a 503 is: TestCreateRetriesTransientStatuses).
+func TestNotImplementedIsNotRetried(t *testing.T) {
+	for _, status := range []int{501, 505} {
+		c, seen := fakeAPI(t, status, "application/problem+json", `{"type":"about:blank","title":"x","status":`+strconv.Itoa(status)+`}`, nil)
+		_, err := c.CreateConversation(t.Context())
+		var apiErr *client.APIError
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != status || len(*seen) != 1 {
+			t.Errorf("%d: err %v after %d requests, want the %d after one", status, err, len(*seen), status)
 		}
 	}
 }

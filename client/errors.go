@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/das-ask/ask/gen"
@@ -44,17 +45,39 @@ type APIError struct {
 	RetryAfter time.Duration
 }
 
-// Error describes the refusal for a person.
+// Error describes the refusal for a person: the operation, the status and the Reason.
 func (e *APIError) Error() string {
 	msg := fmt.Sprintf("ask %s: %d %s", e.Op, e.StatusCode, http.StatusText(e.StatusCode))
-	if e.Problem != nil {
-		if e.Problem.Detail != nil && *e.Problem.Detail != "" {
-			msg += ": " + *e.Problem.Detail
-		} else if e.Problem.Title != "" && e.Problem.Title != http.StatusText(e.StatusCode) {
-			msg += ": " + e.Problem.Title
-		}
+	if r := e.Reason(); r != "" {
+		msg += ": " + r
 	}
 	return msg
+}
+
+// Reason is what the service said of the refusal, for a person: the problem's detail (or its
+// title, when it has no detail and the title says more than the status), then the violations
+// it lists, which say what to change (a 400 names each: "body/question: maximum string length
+// is 4000"). It is "" when the service sent no problem.
+func (e *APIError) Reason() string {
+	p := e.Problem
+	if p == nil {
+		return ""
+	}
+	var r string
+	switch {
+	case p.Detail != nil && *p.Detail != "":
+		r = *p.Detail
+	case p.Title != "" && p.Title != http.StatusText(e.StatusCode):
+		r = p.Title
+	}
+	if p.Errors != nil && len(*p.Errors) > 0 {
+		v := strings.Join(*p.Errors, "; ")
+		if r == "" {
+			return v
+		}
+		r += " (" + v + ")"
+	}
+	return r
 }
 
 // Is matches the sentinel error for the status.
@@ -84,7 +107,13 @@ func (e *APIError) RunningTicket() string {
 	return ""
 }
 
-// transient reports whether a request refused with this status may succeed if repeated.
+// transient reports whether a request refused with this status may succeed if repeated: a
+// 408, a 429, or a 5xx but 501 and 505, which say the server does not do what was asked and
+// will not at the next try either.
 func transient(status int) bool {
+	switch status {
+	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
+		return false
+	}
 	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
 }

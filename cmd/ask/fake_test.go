@@ -15,6 +15,8 @@ type fakeService struct {
 	mu      sync.Mutex
 	cancels int
 	events  chan string
+	// hangCancel makes a cancel never answered: it ends only with its request's context.
+	hangCancel bool
 }
 
 func newFakeService() *fakeService { return &fakeService{events: make(chan string, 64)} }
@@ -45,7 +47,12 @@ func (f *fakeService) RoundTrip(req *http.Request) (*http.Response, error) {
 	case req.Method == http.MethodPost && strings.HasSuffix(p, "/cancel"):
 		f.mu.Lock()
 		f.cancels++
+		hang := f.hangCancel
 		f.mu.Unlock()
+		if hang {
+			<-req.Context().Done()
+			return nil, req.Context().Err()
+		}
 		return resp(202, "application/json", text(`{"ticket":"tk","state":"running"}`)), nil
 	case req.Method == http.MethodGet && strings.HasSuffix(p, "/events"):
 		pr, pw := io.Pipe()

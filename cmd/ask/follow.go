@@ -29,7 +29,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	defer stopStream()
 	finished := make(chan struct{})
 	var wg sync.WaitGroup
-	var interrupted bool
+	var interrupted, cancelRefused bool
 	var mu sync.Mutex
 	wg.Add(1)
 	go func() {
@@ -43,12 +43,18 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 		interrupted = true
 		mu.Unlock()
 		prog.Line("Cancelling…")
-		cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+		// One grace for both the cancel request and the run's confirmation: Ctrl-C leaves
+		// within cancelGrace however the service is doing.
+		deadline := time.Now().Add(cancelGrace)
+		cancelCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
 		if _, err := c.Cancel(cancelCtx, tk.Ticket); err != nil {
-			prog.Line(fmt.Sprintf("ask: the cancel was not accepted: %v", err))
+			mu.Lock()
+			cancelRefused = true
+			mu.Unlock()
+			prog.Line("ask: the service did not take the cancel: " + describe(err, cfg.url))
 		}
-		grace := time.NewTimer(cancelGrace)
+		grace := time.NewTimer(time.Until(deadline))
 		defer grace.Stop()
 		select {
 		case <-finished:
@@ -106,17 +112,21 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	prog.Stop()
 
 	mu.Lock()
-	wasInterrupted := interrupted
+	wasInterrupted, wasRefused := interrupted, cancelRefused
 	mu.Unlock()
 	if !sawDone || out.Kind == client.NotTerminal {
-		if wasInterrupted {
-			fmt.Fprintf(stderr, "ask: cancelled; the service did not confirm within %s\n", cancelGrace)
+		switch {
+		case wasInterrupted && wasRefused:
+			fmt.Fprintf(stderr, "ask: interrupted; ticket %s could not be cancelled and may still be running\n", tk.Ticket)
+			return exitError
+		case wasInterrupted:
+			fmt.Fprintf(stderr, "ask: interrupted; the cancel of ticket %s was sent, but the run did not confirm it within %s\n", tk.Ticket, cancelGrace)
 			return exitError
 		}
 		if streamErr == nil {
 			streamErr = client.ErrIncomplete
 		}
-		fmt.Fprintf(stderr, "ask: lost the event stream of ticket %s: %v\n", tk.Ticket, streamErr)
+		fmt.Fprintf(stderr, "ask: lost the event stream of ticket %s: %s\n", tk.Ticket, text(streamErr.Error()))
 		return exitFailure
 	}
 	if cfg.steps && out.MissedSteps > 0 {
@@ -125,12 +135,14 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	if cfg.json {
 		// stdout holds the events only; the sentence for a failed run goes beside them.
 		if out.Kind == client.Error {
-			fmt.Fprintln(stderr, errorSentence(out.Error))
+			fmt.Fprintln(stderr, text(errorSentence(out.Error)))
 		}
 		return exitCode(out.Kind)
 	}
 	// Every outcome of the run — a cancel or a timeout included — goes to stdout; stderr is for
-	// progress and for the command's own failures (docs/decisions.md).
+	// progress and for the command's own failures (docs/decisions.md). What the service sent is
+	// shown as text, never as a terminal's instructions (safe.go).
+	stdout = textWriter{stdout}
 	switch out.Kind {
 	case client.Answer:
 		renderAnswer(stdout, out.Answer, cfg.steps)

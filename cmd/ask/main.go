@@ -15,7 +15,12 @@
 // command's own failures only. --json prints every event as one JSON line instead (NDJSON).
 //
 // Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm (at most
-// 5 s) and exits with status 4. A second Ctrl-C exits at once.
+// 5 s, the cancel request included) and exits with status 4; before the ask was made it asks
+// nothing and exits 4 too. A second Ctrl-C exits at once.
+//
+// Flags may come before or after the question's words; everything after -- is the question.
+// What the service sends (an answer's text, a source's reason) is printed as text: a control
+// character in it is shown as its escape (\x1b), never acted on by the terminal.
 //
 // Exit status:
 //

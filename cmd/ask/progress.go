@@ -12,8 +12,8 @@ import (
 	askconfig "github.com/das-ask/ask/config"
 )
 
-// progress shows what the run is doing on stderr. Line prints a lasting line; Stop ends the
-// display. Safe for concurrent use.
+// progress shows what the run is doing on stderr. Line prints a lasting line, shown as text
+// whatever it holds (oneLine); Stop ends the display. Safe for concurrent use.
 type progress interface {
 	Line(s string)
 	Stop()
@@ -26,6 +26,7 @@ type plainProgress struct {
 }
 
 func (p *plainProgress) Line(s string) {
+	s = oneLine(s)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, _ = fmt.Fprintln(p.w, s)
@@ -76,6 +77,7 @@ func (p *spinnerProgress) draw() {
 }
 
 func (p *spinnerProgress) Line(s string) {
+	s = oneLine(s)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, _ = fmt.Fprintf(p.w, "\r\x1b[2K%s\n", s)

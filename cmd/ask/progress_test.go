@@ -105,3 +105,34 @@ func TestCtrlCGraceWhenNotConfirmed(t *testing.T) {
 		}
 	})
 }
+
+// A cancel the service never answers counts against the same grace: Ctrl-C leaves within it,
+// saying the ticket may still be running.
+func TestCtrlCGraceWhenCancelHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newFakeService()
+		svc.hangCancel = true
+		env := askconfig.MapEnv(map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()})
+		ctx, interrupt := context.WithCancel(t.Context())
+		defer interrupt()
+		var stdout, stderr bytes.Buffer
+		done := make(chan int)
+		go func() {
+			done <- runWith(ctx, []string{"--token", "t", "q"}, nil, &stdout, &stderr, env, &http.Client{Transport: svc})
+		}()
+		svc.Send(fAccepted, fMilestone)
+		synctest.Wait()
+		start := time.Now()
+		interrupt()
+		code := <-done
+		if code != exitError || svc.Cancels() != 1 {
+			t.Fatalf("exit %d after %d cancels, want 4 after exactly 1", code, svc.Cancels())
+		}
+		if waited := time.Since(start); waited != cancelGrace {
+			t.Errorf("left %v after Ctrl-C, want the grace of %v in all", waited, cancelGrace)
+		}
+		if got := stderr.String(); !strings.Contains(got, "could not be cancelled and may still be running") || strings.Contains(got, "ask: ask") {
+			t.Errorf("stderr %q", got)
+		}
+	})
+}

@@ -114,9 +114,13 @@ func renderAnswer(w io.Writer, a *gen.AnswerEvent, steps bool) {
 // renderTable prints a result set as aligned columns.
 func renderTable(w io.Writer, r *gen.ResultSet) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  "+strings.Join(r.Columns, "\t"))
-	rules := make([]string, len(r.Columns))
+	cols := make([]string, len(r.Columns))
 	for i, c := range r.Columns {
+		cols[i] = oneLine(c)
+	}
+	fmt.Fprintln(tw, "  "+strings.Join(cols, "\t"))
+	rules := make([]string, len(r.Columns))
+	for i, c := range cols {
 		rules[i] = strings.Repeat("-", max(len(c), 3))
 	}
 	fmt.Fprintln(tw, "  "+strings.Join(rules, "\t"))
@@ -139,7 +143,7 @@ func cell(v any) string {
 	case nil:
 		return "—"
 	case string:
-		return x
+		return oneLine(x)
 	case float64:
 		if x == float64(int64(x)) {
 			return fmt.Sprintf("%d", int64(x))

@@ -37,7 +37,9 @@ const usage = `usage: ask [flags] QUESTION...
        ask [flags] -q QUESTION
 
 Asks the ask service a question and prints the outcome. Progress goes to stderr;
-the outcome (or, with --json, every event as NDJSON) to stdout.
+the outcome (or, with --json, every event as NDJSON) to stdout. Flags may come
+before or after the question's words; everything after -- is the question
+(ask -- what is -5 squared).
 
 Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (the run failed, timed out
 or was cancelled), 1 usage error or the service could not be reached or refused.
@@ -79,15 +81,16 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		_, _ = io.WriteString(stderr, usage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	words, err := parseInterspersed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, exitAnswer
 		}
 		return nil, exitFailure
 	}
-	given := len(fs.Args()) > 0
+	given := len(words) > 0
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "q" })
-	if rest := strings.TrimSpace(strings.Join(fs.Args(), " ")); rest != "" {
+	if rest := strings.TrimSpace(strings.Join(words, " ")); rest != "" {
 		if c.question != "" {
 			fmt.Fprintln(stderr, "ask: give the question either with -q or as arguments, not both")
 			return nil, exitFailure
@@ -107,6 +110,28 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	}
 	c.idp = env.IdP
 	return c, 0
+}
+
+// parseInterspersed parses args with fs, flags and the question's words in any order, and
+// returns the words: `ask "How many?" --steps` is the question with --steps, not the question
+// "How many? --steps" (package flag alone stops at the first word, so a flag after the
+// question was silently asked as part of it). After "--" everything is words; an unknown flag
+// among the words is an error, as before them.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			return words, nil
+		}
+		if used := len(args) - len(left); used > 0 && args[used-1] == "--" {
+			return append(words, left...), nil
+		}
+		words, args = append(words, left[0]), left[1:]
+	}
 }
 
 func firstOf(vs ...string) string {
@@ -132,7 +157,8 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return code
 	}
 	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "ask: "+format+"\n", a...)
+		// A failure may quote the service (a problem's detail): shown as text (safe.go).
+		fmt.Fprintf(stderr, "ask: %s\n", text(fmt.Sprintf(format, a...)))
 		return exitFailure
 	}
 	failed := func(err error) int { return fail("%s", describe(err, cfg.url)) }
@@ -145,6 +171,9 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	} else {
 		src := &idpSource{url: cfg.idp, oid: cfg.oid, http: httpClient}
 		if _, err := src.Token(ctx); err != nil {
+			if ctx.Err() != nil {
+				return interruptedEarly(stderr)
+			}
 			return fail("%v (%v)", errNoToken, err)
 		}
 		tokens = src
@@ -164,6 +193,9 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 
 	tk, err := startAsk(ctx, c, cfg, oid, stderr)
+	if errors.Is(err, errInterrupted) {
+		return interruptedEarly(stderr)
+	}
 	if err != nil {
 		return failed(err)
 	}
@@ -192,6 +224,9 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 		if conv == "" {
 			cv, err := c.CreateConversation(ctx)
 			if err != nil {
+				if ctx.Err() != nil {
+					return gen.Ticket{}, errInterrupted
+				}
 				return gen.Ticket{}, err
 			}
 			conv = cv.Id
@@ -227,6 +262,16 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 	}
 }
 
+// errInterrupted is Ctrl-C before the ask was made.
+var errInterrupted = errors.New("interrupted before the ask was made")
+
+// interruptedEarly ends the command after a Ctrl-C that came before there was an ask to
+// cancel: nothing was asked (a conversation may have been made, which holds no question).
+func interruptedEarly(stderr io.Writer) int {
+	fmt.Fprintln(stderr, "ask: interrupted; nothing was asked")
+	return exitError
+}
+
 // describe words a failure to start an ask for a person, once: the client library's errors
 // name their operation ("ask createAsk: …"), which after this command's own "ask:" prefix
 // would read twice.
@@ -234,10 +279,16 @@ func describe(err error, serviceURL string) string {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) {
 		msg := fmt.Sprintf("the service refused the request: %d %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode))
-		if p := apiErr.Problem; p != nil && p.Detail != nil && *p.Detail != "" {
-			msg += ": " + *p.Detail
+		if r := apiErr.Reason(); r != "" {
+			msg += ": " + r
 		}
 		return msg
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the service did not answer in time"
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
 	}
 	var urlErr *url.Error
 	if errors.As(err, &urlErr) {

@@ -70,6 +70,15 @@ func (s *scripted) Run(ctx context.Context, req ask.Request, emit ask.Emitter) a
 		return ask.Outcome{Refusal: &gen.RefusalBody{Tool: "run_query", Source: "demo", CallId: "c-run_query", Reason: "bob may not read oncall_pay"}}
 	case "fail":
 		return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindModel, Message: "the model is unavailable"}}
+	case "hostile":
+		// What a source or a model could be steered to send: terminal instructions.
+		emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseQuerying, Subject: "x\x1b]0;TITLE\x07\ny", Source: "demo"})
+		answer.Text = "Fine.\x1b[2K\rForged: 0 incidents \x1b[8mhidden\x1b[0m \u202eevil"
+		answer.Result = &gen.ResultSet{Columns: []string{"te\x1bam"}, Rows: [][]any{{"a\tb\u009bc"}}}
+		return ask.Outcome{Answer: answer}
+	case "hostile refusal":
+		step("run_query", true)
+		return ask.Outcome{Refusal: &gen.RefusalBody{Tool: "run_query", Source: "demo", CallId: "c-run_query", Reason: "no\x1b[2K\rAnswer: 42"}}
 	case "slow":
 		s.once.Do(func() { close(s.waiting) })
 		<-ctx.Done()
@@ -439,5 +448,75 @@ func TestRunRetriesALostReply(t *testing.T) {
 	defer f.runner.mu.Unlock()
 	if len(f.runner.convs) != 1 {
 		t.Errorf("%d runs, want one: the retry made a second ask", len(f.runner.convs))
+	}
+}
+
+// What the service sends is printed as text: a control character shows as its escape, never
+// reaches the terminal as an instruction; the command's own line breaks and tabs stay.
+func TestRunShowsControlsAsText(t *testing.T) {
+	f := start(t)
+	code, stdout, stderr := f.run(t.Context(), f.env(t), "hostile")
+	if code != exitAnswer {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, out := range []string{stdout, stderr} {
+		if strings.ContainsAny(out, "\x1b\x07\r\u009b\u202e") {
+			t.Errorf("a control character reached the terminal: %q", out)
+		}
+	}
+	for _, want := range []string{`Fine.\x1b[2K\x0dForged: 0 incidents \x1b[8mhidden\x1b[0m \u202eevil`, `te\x1bam`, `a\x09b\u009bc`, "Caveats:\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout %q, want %q", stdout, want)
+		}
+	}
+	if !strings.Contains(stderr, `Running a query on x\x1b]0;TITLE\x07\x0ay…`) {
+		t.Errorf("stderr %q, want the milestone's subject escaped on its one line", stderr)
+	}
+	code, stdout, _ = f.run(t.Context(), f.env(t), "hostile refusal")
+	if code != exitRefusal || !strings.Contains(stdout, `no\x1b[2K\x0dAnswer: 42`) || strings.Contains(stdout, "\r") {
+		t.Errorf("refusal: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// Flags may follow the question's words; after -- everything is the question.
+func TestRunFlagsAfterQuestion(t *testing.T) {
+	f := start(t)
+	code, stdout, stderr := f.run(t.Context(), f.env(t), "answer", "--steps")
+	if code != exitAnswer || !strings.Contains(stdout, "SQL:") {
+		t.Errorf("answer --steps: exit %d, stdout %q, stderr %q; want --steps taken as the flag", code, stdout, stderr)
+	}
+	// "answer --steps" is not a question the runner knows: it answers without milestones, and
+	// --steps is not set.
+	code, stdout, stderr = f.run(t.Context(), f.env(t), "--", "answer", "--steps")
+	if code != exitAnswer || strings.Contains(stdout, "SQL:") || strings.Contains(stderr, "Reading the incidents table") {
+		t.Errorf("-- answer --steps: exit %d, stdout %q, stderr %q; want the words asked as the question", code, stdout, stderr)
+	}
+	if code, _, stderr := f.run(t.Context(), f.env(t), "what", "is", "-5"); code != exitFailure || !strings.Contains(stderr, "flag provided but not defined: -5") {
+		t.Errorf("an unknown flag after the question: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A refused request says why, with the violations the service listed.
+func TestRunSaysWhyRefused(t *testing.T) {
+	f := start(t)
+	code, _, stderr := f.run(t.Context(), f.env(t), strings.Repeat("q", 4001))
+	if code != exitFailure || !strings.Contains(stderr, "400 Bad Request") || !strings.Contains(stderr, "body/question: maximum string length is 4000") {
+		t.Errorf("exit %d, stderr %q; want the 400 and its violation", code, stderr)
+	}
+}
+
+// Ctrl-C before the ask was made asks nothing and exits 4, saying so (not blaming the token).
+func TestRunInterruptedBeforeAsking(t *testing.T) {
+	f := start(t)
+	ctx, interrupt := context.WithCancel(t.Context())
+	interrupt()
+	for _, args := range [][]string{{"answer"}, {"--token", f.idp.Token(t, "alice"), "answer"}} {
+		code, stdout, stderr := f.run(ctx, f.env(t), args...)
+		if code != exitError || stderr != "ask: interrupted; nothing was asked\n" || stdout != "" {
+			t.Errorf("%d args: exit %d, stdout %q, stderr %q", len(args), code, stdout, stderr)
+		}
+	}
+	if n := f.cancels.Load(); n != 0 {
+		t.Errorf("%d cancels sent, want none", n)
 	}
 }

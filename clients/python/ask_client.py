@@ -20,6 +20,7 @@ import http.client
 import json
 import os
 import random
+import re
 import sys
 import time
 import urllib.error
@@ -265,6 +266,24 @@ def follow(stream: EventStream, progress: Callable[[str], None] = lambda s: None
     raise RuntimeError("the stream ended without done")
 
 
+# Control characters a terminal acts on (C0 but line feed and tab, DEL, C1, and the bidirectional
+# controls): what the service sends comes from a model and from sources, which data can steer, and
+# ESC [2K with CR would overwrite a line with a forged one. The CLI shows them as escapes.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, one_line: bool = False) -> str:
+    """text as a terminal should show it: every control character as its escape (\\x1b), line
+    breaks and tabs kept unless one_line."""
+    def escape(m: re.Match) -> str:
+        c = ord(m.group())
+        return f"\\x{c:02x}" if c < 0x80 else f"\\u{c:04x}"
+    text = _CONTROLS.sub(escape, text)
+    if one_line:
+        text = text.replace("\n", "\\x0a").replace("\t", "\\x09")
+    return text
+
+
 def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) -> int:
     ap = argparse.ArgumentParser(description="Ask the ask service a question.")
     ap.add_argument("--url", default=os.environ.get("ASK_URL", "http://127.0.0.1:8080/ask"))
@@ -279,14 +298,14 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
         conversation = client.create_conversation()
         ticket = client.ask(conversation["id"], " ".join(args.question))
         try:
-            outcome, _ = follow(client.events(ticket["ticket"]), progress=lambda s: print(f"… {s}", file=stderr))
+            outcome, _ = follow(client.events(ticket["ticket"]), progress=lambda s: print(f"… {printable(s, True)}", file=stderr))
         except KeyboardInterrupt:
             client.cancel(ticket["ticket"])  # the person has gone: stop spending their quota
             raise
     except (APIError, OSError, RuntimeError) as e:
-        print(f"ask_client: {e}", file=stderr)
+        print(f"ask_client: {printable(str(e))}", file=stderr)
         return 1
-    print(describe_outcome(outcome), file=stdout)
+    print(printable(describe_outcome(outcome)), file=stdout)
     return {"answer": 0, "abstention": 2, "refusal": 3}.get(outcome["type"], 4)
 
 

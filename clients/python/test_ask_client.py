@@ -69,6 +69,16 @@ def run_main(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+class PrintableTest(unittest.TestCase):
+    def test_controls_are_shown_as_escapes(self):
+        # What a steered model or source could send: erase the line, write a forged one, hide text.
+        said = "Fine.\x1b[2K\rForged: 0 incidents \x1b[8mhidden\u202e\x9b\nnext\tcol"
+        self.assertEqual(ask_client.printable(said),
+                         "Fine.\\x1b[2K\\x0dForged: 0 incidents \\x1b[8mhidden\\u202e\\u009b\nnext\tcol")
+        self.assertEqual(ask_client.printable("a\nb\tc", one_line=True), "a\\x0ab\\x09c")
+        self.assertEqual(ask_client.printable("Ünïcode — fine ✓"), "Ünïcode — fine ✓")
+
+
 class AskClientTest(unittest.TestCase):
     def assert_well_formed(self, events: list[dict]) -> None:
         self.assertEqual([e["seq"] for e in events], list(range(1, len(events) + 1)), "no gap, no duplicate")

@@ -187,7 +187,7 @@ func (a *Agent) connect(ctx context.Context, token string, log *slog.Logger) ([]
 // (cancelled or timeout), whatever failed; the service replaces that outcome anyway.
 func failure(ctx context.Context, kind gen.ErrorKind, err error) ask.Outcome {
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 		return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindTimeout, Message: "the run's deadline passed"}}
 	case ctx.Err() != nil:
 		return ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindCancelled, Message: "the run was cancelled"}}

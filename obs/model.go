@@ -44,10 +44,12 @@ func (w observedModel) Complete(ctx context.Context, req model.Request) (model.R
 		kind := string(model.KindOf(err))
 		switch {
 		case kind != "":
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+			// The call's own deadline, or the run's: the service ends a run at its deadline
+			// by cancelling its context with a cause that is a deadline (errors.Is).
+			kind = "timeout"
 		case errors.Is(err, context.Canceled):
 			kind = "cancelled"
-		case errors.Is(err, context.DeadlineExceeded):
-			kind = "timeout"
 		default:
 			kind = "other"
 		}

@@ -3,6 +3,7 @@ package obs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"go.opentelemetry.io/otel/codes"
@@ -75,5 +76,29 @@ func TestModelCountsCallsTokensAndErrors(t *testing.T) {
 				t.Errorf("span attribute %s holds the conversation", kv.Key)
 			}
 		}
+	}
+}
+
+// A call cut by the run's deadline counts as a timeout, though the run's context ends by a
+// cancel: the service cancels it with a cause that is a deadline.
+func TestModelCutByTheRunsDeadlineIsATimeout(t *testing.T) {
+	o := obs.New(obs.Options{})
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(fmt.Errorf("ask deadline passed: %w", context.DeadlineExceeded))
+	cut := o.Model(fakeModel{err: context.Canceled}, "anthropic")
+	if _, err := cut.Complete(ctx, model.Request{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the wrapper changed the error: %v", err)
+	}
+	ctx, cancel = context.WithCancelCause(t.Context())
+	cancel(errors.New("ask cancelled by its caller"))
+	if _, err := cut.Complete(ctx, model.Request{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the wrapper changed the error: %v", err)
+	}
+	fams := gather(t, o)
+	if got := value(fams, "ask_model_errors_total", "provider", "anthropic", "kind", "timeout"); got != 1 {
+		t.Errorf("timeouts = %v, want 1", got)
+	}
+	if got := value(fams, "ask_model_errors_total", "provider", "anthropic", "kind", "cancelled"); got != 1 {
+		t.Errorf("cancels = %v, want 1", got)
 	}
 }

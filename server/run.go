@@ -21,9 +21,11 @@ import (
 // Causes a run's context is cancelled with; endCause maps them to the error event's kind.
 var (
 	errCancelled = errors.New("ask cancelled by its caller")
-	errTimeout   = errors.New("ask deadline passed")
-	errShutdown  = errors.New("ask service shutting down")
-	errReturned  = errors.New("runner returned")
+	// errTimeout is a deadline (errors.Is context.DeadlineExceeded), so what watches the run's
+	// context (obs's model and tool metrics) reads its end as one by context.Cause.
+	errTimeout  = fmt.Errorf("ask deadline passed: %w", context.DeadlineExceeded)
+	errShutdown = errors.New("ask service shutting down")
+	errReturned = errors.New("runner returned")
 	// errEndedElsewhere: another replica ended the log (a cancel it received, or it found
 	// this replica's lease lapsed); the shared store refuses this replica's appends.
 	errEndedElsewhere = errors.New("ask ended by another replica")

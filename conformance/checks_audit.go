@@ -24,34 +24,73 @@ func allSteps(r *run) []event {
 	return out
 }
 
+// ticketSlack is the least slack a run's first tool call has to start before its 202 arrived. The
+// service writes the ticket somewhere within the POST's round trip and starts the run only then;
+// the client reads it a little later. So a run's first call may start before the 202 arrives by
+// as much as the answer took to reach the client, taken to be at most half the round trip (or
+// ticketSlack when that is less). A service that holds the ticket back until its run has begun
+// starts that work early in the round trip, which is what this catches.
+const ticketSlack = 50 * time.Millisecond
+
+// firstCallStart is when the earliest audited tool call of a run started (the audit line's ts,
+// its end, less its ms), and whether any of the run's steps was audited.
+func (s *session) firstCallStart(ctx context.Context, r *run) (time.Time, bool, error) {
+	var first time.Time
+	for _, st := range allSteps(r) {
+		lines, err := s.audit(ctx, st.str("call_id"))
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		for _, l := range lines {
+			if t := l.TS.Add(-time.Duration(l.Ms) * time.Millisecond); first.IsZero() || t.Before(first) {
+				first = t
+			}
+		}
+	}
+	return first, !first.IsZero(), nil
+}
+
 func checkTicketBeforeToolCall(ctx context.Context, s *session) verdict {
 	sr, err := s.slowRunFixture(ctx)
 	if err != nil {
 		return broken(err)
 	}
 	r := sr.run
-	steps := allSteps(r)
-	if s.cfg.AuditURL != "" && len(steps) > 0 {
-		var first time.Time
-		for _, st := range steps {
-			lines, err := s.audit(ctx, st.str("call_id"))
+	if s.cfg.AuditURL != "" {
+		runs, err := s.allRuns(ctx)
+		if err != nil {
+			return broken(err)
+		}
+		var found []string
+		n := 0
+		lead, leadRun := time.Duration(1<<63-1), ""
+		for _, x := range runs {
+			first, ok, err := s.firstCallStart(ctx, x)
 			if err != nil {
 				return broken(err)
 			}
-			for _, l := range lines {
-				if first.IsZero() || l.TS.Before(first) {
-					first = l.TS
-				}
+			if !ok {
+				continue
+			}
+			n++
+			// The slow run's first call follows a silent model turn: no slack for it.
+			slack := max(ticketSlack, x.admitted.Sub(x.sent)/2)
+			if x == r {
+				slack = 0
+			}
+			d := first.Sub(x.admitted)
+			if d < lead {
+				lead, leadRun = d, fmt.Sprintf("%s, whose POST took %s", x.label, x.admitted.Sub(x.sent).Round(time.Millisecond))
+			}
+			if d <= -slack {
+				found = append(found, fmt.Sprintf("%s: its first tool call started %s before the 202 arrived (the POST took %s)",
+					x.label, (-d).Round(time.Millisecond), x.admitted.Sub(x.sent).Round(time.Millisecond)))
 			}
 		}
-		if first.IsZero() {
-			return fail("an audit line for the run's tool calls", "none")
+		if n > 0 {
+			return problems("every run's first audited tool call to start after its 202 arrived (less half the POST's round trip, at least 50 ms; none for the slow run)", found,
+				fmt.Sprintf("%d runs: each first tool call started after the 202 arrived (less half the POST's round trip); the least margin %s (%s)", n, lead.Round(time.Millisecond), leadRun))
 		}
-		if !first.After(r.admitted) {
-			return fail("the first audit line after the ticket arrived",
-				fmt.Sprintf("the first tool call was audited %s before the 202 arrived", r.admitted.Sub(first).Round(time.Millisecond)))
-		}
-		return pass("the 202 arrived %s before the first audited tool call", first.Sub(r.admitted).Round(time.Millisecond))
 	}
 	// Without an audit line to compare (no audit log, or every step evicted): the slow
 	// question's first model turn is silent, so when the ticket comes before any work the
@@ -109,4 +148,79 @@ func checkStepMs(ctx context.Context, s *session) verdict {
 	}
 	return problems(fmt.Sprintf("every step's ms within [audit.ms, audit.ms + %d]", tol), found,
 		fmt.Sprintf("%d steps: one audit line each, audit.ms ≤ step.ms ≤ audit.ms + %d ms", n, tol))
+}
+
+// callerOIDs are the oid claims of A's and B's bearers, or why the suite cannot read them.
+func (s *session) callerOIDs(ctx context.Context) (map[Identity]string, string) {
+	out := map[Identity]string{}
+	for _, who := range []Identity{A, B} {
+		tok, err := s.token(ctx, who)
+		if err != nil {
+			return nil, err.Error()
+		}
+		oid, err := oidOf(tok)
+		if err != nil {
+			return nil, fmt.Sprintf("identity %s: %v", who, err)
+		}
+		out[who] = oid
+	}
+	if out[A] == out[B] {
+		return nil, "identities A and B have the same oid"
+	}
+	return out, ""
+}
+
+// answerAsB is B asking the answer question, followed to the end: a run of the second identity
+// for the checks that compare identities, when the suite made none (the behaviour checks make
+// B's refusal run).
+func (s *session) answerAsB(ctx context.Context) (*run, error) {
+	return s.asB.get(ctx, func(ctx context.Context) (*run, error) {
+		return s.fullRun(ctx, "answer as B", B, "", s.cfg.Questions.Answer)
+	})
+}
+
+func checkCallerIdentity(ctx context.Context, s *session) verdict {
+	if s.cfg.AuditURL == "" {
+		return skip("no audit log to compare with (--audit)")
+	}
+	oids, why := s.callerOIDs(ctx)
+	if oids == nil {
+		return skip("cannot tell whose calls a source audited: %s", why)
+	}
+	runs, err := s.allRuns(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	hasB := false
+	for _, r := range runs {
+		hasB = hasB || (r.who == B && len(allSteps(r)) > 0)
+	}
+	if !hasB {
+		r, err := s.answerAsB(ctx)
+		if err != nil {
+			return broken(err)
+		}
+		runs = append(runs, r)
+	}
+	var found []string
+	n := map[Identity]int{}
+	for _, r := range runs {
+		for _, st := range allSteps(r) {
+			lines, err := s.audit(ctx, st.str("call_id"))
+			if err != nil {
+				return broken(err)
+			}
+			for _, l := range lines {
+				n[r.who]++
+				if l.OID != oids[r.who] {
+					found = append(found, fmt.Sprintf("%s (identity %s): step %d audited as %q", r.label, r.who, st.Seq, l.OID))
+				}
+			}
+		}
+	}
+	if n[B] == 0 {
+		return fail("a run of identity B with an audited tool call", "none")
+	}
+	return problems("every tool call audited as the identity that asked the run", found,
+		fmt.Sprintf("%d calls of A's runs and %d of B's: each audited as its own caller", n[A], n[B]))
 }

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -188,6 +189,9 @@ func checkLocation(ctx context.Context, s *session) verdict {
 		found = append(found, fmt.Sprintf("the 201's Location resolves to %s, not the conversation's asks collection", strings.Replace(loc, cid, "{id}", 1)))
 	}
 	askPath := "/v1/conversations/" + cid + "/asks"
+	if loc, err := resolve(convURL, jsonField(conv.body, "asks_url")); err != nil || loc != s.cfg.BaseURL+askPath {
+		found = append(found, fmt.Sprintf("the 201's asks_url resolves to %s, not the conversation's asks collection", strings.Replace(loc, cid, "{id}", 1)))
+	}
 	tk, err := s.do(ctx, A, http.MethodPost, askPath, []byte(`{"question":`+strconv.Quote(s.cfg.Questions.CatalogOnly)+`}`), nil)
 	if err != nil {
 		return broken(err)
@@ -196,6 +200,9 @@ func checkLocation(ctx context.Context, s *session) verdict {
 		return fail("202 for an ask", strconv.Itoa(tk.status))
 	}
 	ticket := jsonField(tk.body, "ticket")
+	if ticket == "" {
+		return fail("a 202 body naming its ticket", string(tk.body))
+	}
 	loc, err = resolve(s.cfg.BaseURL+askPath, tk.header.Get("Location"))
 	switch {
 	case tk.header.Get("Location") == "":
@@ -213,11 +220,53 @@ func checkLocation(ctx context.Context, s *session) verdict {
 			found = append(found, fmt.Sprintf("GET on the 202's Location answered %d", st.status))
 		}
 	}
-	if ticket != "" {
+	// The 202 body's addresses, resolved from the request URL as Location is: each must name the
+	// ticket's stream, status and cancel, and answer for the ticket. The stream is read to its
+	// end (the catalog question is quick), so the run is over before the next check.
+	urls := map[string]string{}
+	for _, x := range []struct{ field, want, what string }{
+		{"events_url", "/v1/asks/" + ticket + "/events", "the ticket's events"},
+		{"status_url", "/v1/asks/" + ticket, "the ticket's status"},
+		{"cancel_url", "/v1/asks/" + ticket + "/cancel", "the ticket's cancel"},
+	} {
+		u, err := resolve(s.cfg.BaseURL+askPath, jsonField(tk.body, x.field))
+		if err != nil || jsonField(tk.body, x.field) == "" || u != s.cfg.BaseURL+x.want {
+			found = append(found, fmt.Sprintf("the 202's %s resolves to %s, not %s", x.field, strings.ReplaceAll(u, ticket, "{ticket}"), x.what))
+			continue
+		}
+		urls[x.field] = strings.TrimPrefix(u, s.cfg.BaseURL)
+	}
+	if p, ok := urls["events_url"]; ok {
+		ev, err := s.do(ctx, A, http.MethodGet, p, nil, nil)
+		if err != nil {
+			return broken(err)
+		}
+		if ev.status != http.StatusOK || mediaType(ev.header) != "text/event-stream" || !bytes.Contains(ev.body, []byte(`"ticket":"`+ticket+`"`)) {
+			found = append(found, fmt.Sprintf("GET on the 202's events_url answered %d %s, not the ticket's events", ev.status, mediaType(ev.header)))
+		}
+	} else {
 		_ = s.stream(ctx, A, ticket, cursor{}, nil) // let the run end before the next check
 	}
-	return problems("Location on the 201 (the conversation's asks) and the 202 (the ticket's status), followable from the request URL", found,
-		"the 201's Location is the conversation's asks collection; the 202's is the ticket's status, and GET on it answers it")
+	if p, ok := urls["status_url"]; ok {
+		st, err := s.do(ctx, A, http.MethodGet, p, nil, nil)
+		if err != nil {
+			return broken(err)
+		}
+		if st.status != http.StatusOK || jsonField(st.body, "ticket") != ticket {
+			found = append(found, fmt.Sprintf("GET on the 202's status_url answered %d", st.status))
+		}
+	}
+	if p, ok := urls["cancel_url"]; ok {
+		cn, err := s.do(ctx, A, http.MethodPost, p, nil, nil)
+		if err != nil {
+			return broken(err)
+		}
+		if cn.status != http.StatusAccepted || jsonField(cn.body, "ticket") != ticket {
+			found = append(found, fmt.Sprintf("POST on the 202's cancel_url answered %d", cn.status))
+		}
+	}
+	return problems("Location and asks_url on the 201 (the conversation's asks), Location and status_url, events_url and cancel_url on the 202 (the ticket's), followable from the request URL", found,
+		"the 201's Location and asks_url are the conversation's asks collection; the 202's Location and status_url answer the ticket's status, its events_url its stream, its cancel_url its cancel")
 }
 
 // resolve resolves a Location reference against the request URL.

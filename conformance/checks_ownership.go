@@ -41,8 +41,11 @@ func normalProblem(body []byte, id string) map[string]any {
 	return m
 }
 
+// foreignCall picks one of B's calls out of foreignCalls: its name, status, body and header.
+type foreignCall func(f foreignCalls) (string, int, []byte, http.Header)
+
 // foreignChecks compares B's calls on A's tickets with B's calls on a ticket that never existed.
-func (s *session) foreignChecks(ctx context.Context, what string, pick func(f foreignCalls) (int, []byte, http.Header)) verdict {
+func (s *session) foreignChecks(ctx context.Context, what string, picks ...foreignCall) verdict {
 	g, err := s.ghostFixture(ctx)
 	if err != nil {
 		return broken(err)
@@ -65,29 +68,45 @@ func (s *session) foreignChecks(ctx context.Context, what string, pick func(f fo
 		if x.f.err != nil {
 			return broken(x.f.err)
 		}
-		code, body, h := pick(x.f)
-		gCode, gBody, gh := pick(g.calls)
-		found = append(found, sameAsGhost(what+" "+x.when, code, body, h, x.ticket, gCode, gBody, gh, g.ticket)...)
+		for _, pick := range picks {
+			call, code, body, h := pick(x.f)
+			_, gCode, gBody, gh := pick(g.calls)
+			found = append(found, sameAsGhost(call+" "+x.when, code, body, h, x.ticket, gCode, gBody, gh, g.ticket)...)
+		}
 	}
 	return problems("404 for B on A's ticket, indistinguishable from a ticket that never existed", found,
 		fmt.Sprintf("%s of A's ticket as B, running and done: 404 problem+json, the same as for a ticket that never existed", what))
 }
 
 func checkOwnershipEvents(ctx context.Context, s *session) verdict {
-	return s.foreignChecks(ctx, "GET events", func(f foreignCalls) (int, []byte, http.Header) {
-		return f.events.Status, f.events.Body, f.events.Header
-	})
+	return s.foreignChecks(ctx, "GET events (from the start, Last-Event-ID: "+beyondCursor+", ?after="+beyondCursor+") and HEAD events",
+		func(f foreignCalls) (string, int, []byte, http.Header) {
+			return "GET events", f.events.Status, f.events.Body, f.events.Header
+		},
+		func(f foreignCalls) (string, int, []byte, http.Header) {
+			return "GET events with Last-Event-ID: " + beyondCursor, f.beyondByHeader.Status, f.beyondByHeader.Body, f.beyondByHeader.Header
+		},
+		func(f foreignCalls) (string, int, []byte, http.Header) {
+			return "GET events?after=" + beyondCursor, f.beyondByQuery.Status, f.beyondByQuery.Body, f.beyondByQuery.Header
+		},
+		func(f foreignCalls) (string, int, []byte, http.Header) {
+			return "HEAD events", f.headEvents.status, nil, f.headEvents.header
+		})
 }
 
 func checkOwnershipStatus(ctx context.Context, s *session) verdict {
-	return s.foreignChecks(ctx, "GET status", func(f foreignCalls) (int, []byte, http.Header) {
-		return f.statusCode, f.statusBody, f.statusHeader
-	})
+	return s.foreignChecks(ctx, "GET and HEAD status",
+		func(f foreignCalls) (string, int, []byte, http.Header) {
+			return "GET status", f.statusCode, f.statusBody, f.statusHeader
+		},
+		func(f foreignCalls) (string, int, []byte, http.Header) {
+			return "HEAD status", f.headStatus.status, nil, f.headStatus.header
+		})
 }
 
 func checkOwnershipCancel(ctx context.Context, s *session) verdict {
-	v := s.foreignChecks(ctx, "POST cancel", func(f foreignCalls) (int, []byte, http.Header) {
-		return f.cancelCode, f.cancelBody, f.cancelHeader
+	v := s.foreignChecks(ctx, "POST cancel", func(f foreignCalls) (string, int, []byte, http.Header) {
+		return "POST cancel", f.cancelCode, f.cancelBody, f.cancelHeader
 	})
 	if v.status != Pass {
 		return v

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 )
 
@@ -37,8 +38,9 @@ func checkPrivacy(ctx context.Context, s *session) verdict {
 		questions[r.ticket.Ticket] = r.question
 	}
 	exchanges, events := s.rec.snapshot()
+	heads := s.rec.heads()
 	var found []string
-	carried := 0
+	carried, longest := 0, 0
 	for _, e := range events {
 		q, ok := questions[e.str("ticket")]
 		if !ok {
@@ -54,19 +56,121 @@ func checkPrivacy(ctx context.Context, s *session) verdict {
 		}
 		if containsText(e.Obj, q) || strings.Contains(strings.ToLower(string(e.Raw)), strings.ToLower(q)) {
 			found = append(found, fmt.Sprintf("%s event %d carries the question", e.Type, e.Seq))
+			continue
+		}
+		if isTerminal(e.Type) {
+			continue // the outcome may restate the question in part, never in whole
+		}
+		n, part := carriesPart(q, string(e.Raw))
+		longest = max(longest, n)
+		if part {
+			found = append(found, fmt.Sprintf("%s event %d carries %d characters of the question in a row", e.Type, e.Seq, n))
 		}
 	}
+	// Bodies and every header value, the streams' included: no question, nor a long part of
+	// one (a status body's terminal member aside, held to the whole question above).
 	for _, x := range exchanges {
 		for _, q := range questions {
 			if strings.Contains(strings.ToLower(string(x.Body)), strings.ToLower(q)) {
 				found = append(found, fmt.Sprintf("the %d body of %s %s carries a question", x.Status, x.Method, templateOf(x)))
 				break
 			}
+			n, part := carriesPart(q, withoutTerminal(x.Body))
+			longest = max(longest, n)
+			if part {
+				found = append(found, fmt.Sprintf("the %d body of %s %s carries %d characters of a question in a row", x.Status, x.Method, templateOf(x), n))
+				break
+			}
 		}
+		found = append(found, headerCarries(fmt.Sprintf("the %d of %s %s", x.Status, x.Method, templateOf(x)), x.Header, questions)...)
+	}
+	for _, h := range heads {
+		found = append(found, headerCarries(fmt.Sprintf("the %d stream of GET %s", h.Status, templateOf(exchange{Method: http.MethodGet, Path: h.Path})), h.Header, questions)...)
 	}
 	if carried == 0 && len(found) == 0 {
 		return fail("the accepted event to carry the question", "no accepted event with it")
 	}
-	return problems("the question in accepted and nowhere else", found,
-		fmt.Sprintf("%d events and %d bodies: the question only in accepted (%d times)", len(events), len(exchanges), carried))
+	return problems("the question in accepted and nowhere else (no header, and no run of 24 characters or over half of it outside the outcome)", found,
+		fmt.Sprintf("%d events, %d bodies and the headers of %d responses: the question only in accepted (%d times); the longest run of a question elsewhere but the outcome %d characters",
+			len(events), len(exchanges), len(exchanges)+len(heads), carried, longest))
+}
+
+// headerCarries lists the header values of one response that carry a question or a long part of one.
+func headerCarries(what string, h http.Header, questions map[string]string) []string {
+	var out []string
+	for name, vs := range h {
+		for _, v := range vs {
+			for _, q := range questions {
+				if n, part := carriesPart(q, v); part || strings.Contains(strings.ToLower(v), strings.ToLower(q)) {
+					out = append(out, fmt.Sprintf("%s: header %s carries %d characters of a question", what, name, n))
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// bearerMarks are what betrays a bearer: the whole token, and its signature (the part of a JWT
+// that no other text shares) when it has one.
+func bearerMarks(tok string) []string {
+	marks := []string{tok}
+	if parts := strings.Split(tok, "."); len(parts) == 3 && len(parts[2]) >= 16 {
+		marks = append(marks, parts[2])
+	}
+	return marks
+}
+
+// checkBearerNotEchoed looks for A's and B's bearers in everything the suite received: every event,
+// every body and every response header, the streams' included. Only the requests the suite
+// sent carry them.
+func checkBearerNotEchoed(ctx context.Context, s *session) verdict {
+	if _, err := s.allRuns(ctx); err != nil {
+		return broken(err)
+	}
+	var marks []string
+	for _, who := range []Identity{A, B} {
+		tok, err := s.token(ctx, who)
+		if err != nil {
+			return broken(err)
+		}
+		marks = append(marks, bearerMarks(tok)...)
+	}
+	carries := func(text string) bool {
+		for _, m := range marks {
+			if strings.Contains(text, m) {
+				return true
+			}
+		}
+		return false
+	}
+	exchanges, events := s.rec.snapshot()
+	heads := s.rec.heads()
+	var found []string
+	for _, e := range events {
+		if carries(string(e.Raw)) {
+			found = append(found, fmt.Sprintf("%s event %d of a run carries a bearer", e.Type, e.Seq))
+		}
+	}
+	headers := func(what string, h http.Header) {
+		for name, vs := range h {
+			for _, v := range vs {
+				if carries(v) {
+					found = append(found, fmt.Sprintf("%s: header %s carries a bearer", what, name))
+				}
+			}
+		}
+	}
+	for _, x := range exchanges {
+		what := fmt.Sprintf("the %d of %s %s", x.Status, x.Method, templateOf(x))
+		if carries(string(x.Body)) {
+			found = append(found, what+": the body carries a bearer")
+		}
+		headers(what, x.Header)
+	}
+	for _, h := range heads {
+		headers(fmt.Sprintf("the %d stream of GET %s", h.Status, templateOf(exchange{Method: http.MethodGet, Path: h.Path})), h.Header)
+	}
+	return problems("no bearer in any event, body or response header", found,
+		fmt.Sprintf("%d events, %d bodies and the headers of %d responses: neither identity's bearer", len(events), len(exchanges), len(exchanges)+len(heads)))
 }

@@ -137,3 +137,36 @@ func checkBadCursor(ctx context.Context, s *session) verdict {
 	return problems("400 problem+json for a malformed cursor or one beyond the last seq", found,
 		"400 problem+json for abc, -1, ?after=abc and a seq beyond done")
 }
+
+// checkHeaderWins sends both cursors at once, one different from the other: the contract says
+// the Last-Event-ID header wins, so the replay starts after the header's seq, whichever of the
+// two is the smaller.
+func checkHeaderWins(ctx context.Context, s *session) verdict {
+	r, err := s.normalRun(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	if why := streamOK(r.final); why != "" {
+		return fail("the run's stream after done", why)
+	}
+	d, ok := r.final.done()
+	if !ok || d.Seq < 4 {
+		return fail("the run to end in done after at least 4 events", typesOf(r.final.Events))
+	}
+	low, high := int64(1), d.Seq-2
+	var found []string
+	for _, p := range [][2]int64{{low, high}, {high, low}} {
+		header, query := p[0], p[1]
+		c := s.stream(ctx, r.who, r.ticket.Ticket, cursor{header: strconv.FormatInt(header, 10), query: strconv.FormatInt(query, 10)}, nil)
+		how := fmt.Sprintf("Last-Event-ID: %d with ?after=%d", header, query)
+		if why := streamOK(c); why != "" {
+			found = append(found, how+": "+why)
+			continue
+		}
+		if want := after(r.final.Events, header); !slices.Equal(seqsOf(c.Events), seqsOf(want)) {
+			found = append(found, fmt.Sprintf("%s: [%s], want [%s]", how, typesOf(c.Events), typesOf(want)))
+		}
+	}
+	return problems("the Last-Event-ID header to win over ?after= when both are given", found,
+		fmt.Sprintf("Last-Event-ID %d with ?after=%d, and %d with %d: each replayed after the header's seq", low, high, high, low))
+}

@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 func (s *session) schema(ctx context.Context) (*contract, error) {
@@ -69,4 +71,45 @@ func templateOf(x exchange) string {
 		}
 	}
 	return x.Path
+}
+
+// checkProblemStatus holds every problem+json the suite received to RFC 9457 §3.1.2: its
+// status member, when the response has one, is the HTTP status it came with. The contract's
+// Problem requires the member, so a problem without it is a failure too.
+func checkProblemStatus(ctx context.Context, s *session) verdict {
+	if _, err := s.allRuns(ctx); err != nil {
+		return broken(err)
+	}
+	exchanges, _ := s.rec.snapshot()
+	var found []string
+	n := 0
+	statuses := map[int]bool{}
+	for _, x := range exchanges {
+		if mediaType(x.Header) != "application/problem+json" {
+			continue
+		}
+		n++
+		statuses[x.Status] = true
+		var p struct {
+			Status *float64 `json:"status"`
+		}
+		switch err := json.Unmarshal(x.Body, &p); {
+		case err != nil:
+			found = append(found, fmt.Sprintf("%s %s %d: the body is not a JSON object", x.Method, templateOf(x), x.Status))
+		case p.Status == nil:
+			found = append(found, fmt.Sprintf("%s %s %d: no status member", x.Method, templateOf(x), x.Status))
+		case *p.Status != float64(x.Status):
+			found = append(found, fmt.Sprintf("%s %s %d: status member %v", x.Method, templateOf(x), x.Status, *p.Status))
+		}
+	}
+	if n == 0 {
+		return skip("no problem+json was received")
+	}
+	codes := make([]int, 0, len(statuses))
+	for c := range statuses {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	return problems("every problem+json's status member to be its HTTP status (RFC 9457)", found,
+		fmt.Sprintf("%d problem+json bodies (HTTP %v): each status member the HTTP status", n, codes))
 }

@@ -157,34 +157,40 @@ func checkKeepAlive(ctx context.Context, s *session) verdict {
 	if why := streamOK(c); why != "" {
 		return fail("a stream", why)
 	}
-	// The longest wait between two events, and the longest silence (no frame at all) in it.
-	var gap, silence time.Duration
-	gapComments := 0
+	// Every wait between two events longer than the interval is judged: the comments in it, and
+	// the longest silence (no frame at all) in it.
+	slack := s.cfg.KeepAlive/2 + 500*time.Millisecond
+	var longest, worst time.Duration
+	waits, comments := 0, 0
+	var found []string
 	prev := c.Start
 	for i, e := range c.Events {
-		if d := e.At.Sub(prev); d > gap {
-			gap, gapComments, silence = d, 0, 0
-			last := prev
+		gap := e.At.Sub(prev)
+		longest = max(longest, gap)
+		if gap > s.cfg.KeepAlive {
+			waits++
+			n, silence, last := 0, time.Duration(0), prev
 			for j, cm := range c.Comments {
 				if c.CommentAfter[j] == i {
-					gapComments++
+					n++
 					silence = max(silence, cm.At.Sub(last))
 					last = cm.At
 				}
 			}
 			silence = max(silence, e.At.Sub(last))
+			comments += n
+			worst = max(worst, silence)
+			if n == 0 || silence > s.cfg.KeepAlive+slack {
+				found = append(found, fmt.Sprintf("%d comments during a %s wait before seq %d, the longest silence %s", n, gap.Round(time.Millisecond), e.Seq, silence.Round(time.Millisecond)))
+			}
 		}
 		prev = e.At
 	}
-	if gap <= s.cfg.KeepAlive {
-		return skip("the longest wait between events was %s, not longer than the keep-alive interval %s; start the target with a shorter DAS_ASK_KEEPALIVE_S or give the slow question a longer wait", gap.Round(time.Millisecond), s.cfg.KeepAlive)
+	if waits == 0 {
+		return skip("the longest wait between events was %s, not longer than the keep-alive interval %s; start the target with a shorter DAS_ASK_KEEPALIVE_S or give the slow question a longer wait", longest.Round(time.Millisecond), s.cfg.KeepAlive)
 	}
-	slack := s.cfg.KeepAlive/2 + 500*time.Millisecond
-	if gapComments == 0 || silence > s.cfg.KeepAlive+slack {
-		return fail(fmt.Sprintf("a keep-alive comment at least every %s during a silent wait", s.cfg.KeepAlive+slack),
-			fmt.Sprintf("%d comments during a %s wait, the longest silence %s", gapComments, gap.Round(time.Millisecond), silence.Round(time.Millisecond)))
-	}
-	return pass("%d keep-alive comments during a %s silent wait; longest silence %s (interval %s)", gapComments, gap.Round(time.Millisecond), silence.Round(time.Millisecond), s.cfg.KeepAlive)
+	return problems(fmt.Sprintf("a keep-alive comment at least every %s during every silent wait", s.cfg.KeepAlive+slack), found,
+		fmt.Sprintf("%d keep-alive comments during %d silent waits (the longest %s); longest silence %s (interval %s)", comments, waits, longest.Round(time.Millisecond), worst.Round(time.Millisecond), s.cfg.KeepAlive))
 }
 
 func checkDisconnect(ctx context.Context, s *session) verdict {
@@ -203,4 +209,48 @@ func checkDisconnect(ctx context.Context, s *session) verdict {
 		return fail("the run to go on after a client left its stream", "error{kind: cancelled}")
 	}
 	return pass("a stream closed after its first event; the run went on to %s", t.Type)
+}
+
+// checkTSOrdered: the service stamps an event's ts when it assigns its seq, in one step, so
+// along seq ts never decreases; the first is the ticket's created_at (the same clock, the same
+// instant), and none comes after done's. Every stream read from the start, live and after done.
+func checkTSOrdered(ctx context.Context, s *session) verdict {
+	runs, err := s.allRuns(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	var found []string
+	n := 0
+	for _, fs := range startCaptures(runs) {
+		if streamOK(fs.c) != "" || len(fs.c.Events) == 0 {
+			continue // events.first-accepted and events.seq-gap-free say why
+		}
+		created := fs.run.ticket.CreatedAt
+		var prev time.Time
+		var prevSeq int64
+		d, hasDone := fs.c.done()
+		doneAt, _ := eventTime(d)
+		for _, e := range fs.c.Events {
+			n++
+			ts, ok := eventTime(e)
+			if !ok {
+				found = append(found, fmt.Sprintf("%s: seq %d ts %q is not a timestamp", fs.label, e.Seq, e.str("ts")))
+				continue
+			}
+			switch {
+			case ts.Before(created):
+				found = append(found, fmt.Sprintf("%s: seq %d (%s) ts %s before the ticket's created_at", fs.label, e.Seq, e.Type, created.Sub(ts)))
+			case !prev.IsZero() && ts.Before(prev):
+				found = append(found, fmt.Sprintf("%s: seq %d (%s) ts %s before seq %d's", fs.label, e.Seq, e.Type, prev.Sub(ts), prevSeq))
+			case hasDone && ts.After(doneAt):
+				found = append(found, fmt.Sprintf("%s: seq %d (%s) ts %s after done's", fs.label, e.Seq, e.Type, ts.Sub(doneAt)))
+			}
+			prev, prevSeq = ts, e.Seq
+		}
+	}
+	if n == 0 {
+		return fail("streams with events to judge", "none")
+	}
+	return problems("ts never to decrease along seq, none before the ticket's created_at nor after done's", found,
+		fmt.Sprintf("%d events of %d streams: ts in seq order, from the ticket's created_at to done's", n, len(startCaptures(runs))))
 }

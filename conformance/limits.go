@@ -115,7 +115,9 @@ func (s *session) do(ctx context.Context, who Identity, method, path string, bod
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	resp, err := s.cfg.HTTPClient.Do(req)
+	// Through the recorder, like the generated client's calls: what comes back is examined by
+	// the checks of every response (schema, privacy, problem status) too.
+	resp, err := doer{hc: s.cfg.HTTPClient, rec: s.rec}.Do(req)
 	if err != nil {
 		return rawCall{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}

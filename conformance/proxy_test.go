@@ -53,6 +53,8 @@ func eventFrame(m map[string]any) sseFrame {
 
 // streamState is what the proxy knows while relaying one stream.
 type streamState struct {
+	// auth is the stream request's Authorization header.
+	auth    string
 	lastSeq int64
 	gap     bool
 	done    bool
@@ -75,6 +77,9 @@ type variant struct {
 	frame func(p *proxy, st *streamState, f sseFrame) []sseFrame
 	// disconnected is called when a client leaves a stream before done.
 	disconnected func(p *proxy, r *http.Request)
+	// audit changes each line of the source's audit log as the suite reads it (a proxy in front
+	// of the audit endpoint): what a source would have recorded of a broken service's calls.
+	audit func(line map[string]any)
 }
 
 // proxy relays to upstream through a variant.
@@ -148,7 +153,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	st := &streamState{}
+	st := &streamState{auth: r.Header.Get("Authorization")}
 	defer func() {
 		if p.v.disconnected != nil && !st.done && r.Context().Err() != nil {
 			p.v.disconnected(p, r)
@@ -193,6 +198,39 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = rc.Flush()
 	}
+}
+
+// startAuditProxy serves the audit log at source through edit, one line at a time.
+func startAuditProxy(t *testing.T, source string, edit func(map[string]any)) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(source + r.URL.RequestURI())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		var lines []map[string]any
+		if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '[' {
+			_ = json.Unmarshal(b, &lines)
+		} else {
+			for _, l := range bytes.Split(body, []byte("\n")) {
+				var m map[string]any
+				if json.Unmarshal(l, &m) == nil {
+					lines = append(lines, m)
+				}
+			}
+		}
+		for _, m := range lines {
+			edit(m)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(resp.StatusCode)
+		_ = json.NewEncoder(w).Encode(lines)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func (p *proxy) question(ticket string) string {

@@ -28,6 +28,28 @@ type recorder struct {
 	mu        sync.Mutex
 	exchanges []exchange
 	events    []event
+	streams   []streamHead
+}
+
+// streamHead is the response head of one GET of a ticket's events, whatever its status: the
+// privacy checks read its header values as they read every other response's.
+type streamHead struct {
+	Path   string
+	Status int
+	Header http.Header
+}
+
+func (r *recorder) stream(path string, status int, h http.Header) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.streams = append(r.streams, streamHead{Path: strings.TrimPrefix(path, r.basePath), Status: status, Header: h.Clone()})
+}
+
+// heads returns every stream's response head recorded so far.
+func (r *recorder) heads() []streamHead {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]streamHead(nil), r.streams...)
 }
 
 func (r *recorder) event(e event) {
@@ -58,6 +80,7 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if mediaType(resp.Header) == "text/event-stream" {
+		d.rec.stream(req.URL.Path, resp.StatusCode, resp.Header)
 		return resp, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -151,14 +152,19 @@ type slowRun struct {
 
 // foreignCalls are B's calls on a ticket B does not own (or that does not exist).
 type foreignCalls struct {
-	events       *capture
-	statusCode   int
-	statusBody   []byte
-	statusHeader http.Header
-	cancelCode   int
-	cancelBody   []byte
-	cancelHeader http.Header
-	err          error
+	events *capture
+	// beyondByHeader and beyondByQuery ask for the events after seq 999, past the ticket's
+	// last: the owner would get 400, so anyone else must get the 404 of a missing ticket.
+	beyondByHeader, beyondByQuery *capture
+	// headEvents and headStatus are HEAD on the events and the status (RFC 9110: answered as GET).
+	headEvents, headStatus headCall
+	statusCode             int
+	statusBody             []byte
+	statusHeader           http.Header
+	cancelCode             int
+	cancelBody             []byte
+	cancelHeader           http.Header
+	err                    error
 }
 
 func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
@@ -243,6 +249,16 @@ func (s *session) foreignView(ctx context.Context, ticket string) foreignCalls {
 		return f
 	}
 	f.events = s.stream(ctx, B, ticket, cursor{}, nil)
+	f.beyondByHeader = s.stream(ctx, B, ticket, cursor{header: beyondCursor}, nil)
+	f.beyondByQuery = s.stream(ctx, B, ticket, cursor{query: beyondCursor}, nil)
+	if f.headEvents, err = s.head(ctx, B, "/v1/asks/"+ticket+"/events"); err != nil {
+		f.err = err
+		return f
+	}
+	if f.headStatus, err = s.head(ctx, B, "/v1/asks/"+ticket); err != nil {
+		f.err = err
+		return f
+	}
 	st, err := s.api.GetAskWithResponse(ctx, ticket, nil, bearer(tok))
 	if err != nil {
 		f.err = err
@@ -256,6 +272,38 @@ func (s *session) foreignView(ctx context.Context, ticket string) foreignCalls {
 	}
 	f.cancelCode, f.cancelBody, f.cancelHeader = cn.StatusCode(), cn.Body, cn.HTTPResponse.Header
 	return f
+}
+
+// beyondCursor is a cursor past the last seq of every run the suite makes.
+const beyondCursor = "999"
+
+// headCall is the answer to a HEAD.
+type headCall struct {
+	status int
+	header http.Header
+	// body is how many bytes came after the head: none is allowed.
+	body int
+}
+
+// head sends HEAD to path (below the base URL) as who. It is not recorded: its response has
+// the head of a body that is not there.
+func (s *session) head(ctx context.Context, who Identity, path string) (headCall, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, s.cfg.BaseURL+path, nil)
+	if err != nil {
+		return headCall{}, err
+	}
+	tok, err := s.token(ctx, who)
+	if err != nil {
+		return headCall{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := s.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return headCall{}, fmt.Errorf("HEAD %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return headCall{status: resp.StatusCode, header: resp.Header, body: int(n)}, nil
 }
 
 // ghostCalls are B's calls on a ticket and a conversation that never existed.

@@ -33,6 +33,7 @@ type session struct {
 	overflowed memo[*run]
 	lim        limitsFixtures
 	idem       memo[*idempotencyRun]
+	asB        memo[*run]
 
 	mu   sync.Mutex
 	runs []*run

@@ -369,7 +369,7 @@ func (p *proxy) freshConversation(r *http.Request) string {
 }
 
 func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
-	vs := append(variants(testSlowWait), holeVariants(testSlowWait)...)
+	vs := append(append(variants(testSlowWait), mutationVariants()...), holeVariants(testSlowWait)...)
 	covered := map[string]bool{}
 	for _, v := range vs {
 		for _, c := range v.fails {
@@ -387,6 +387,9 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 	for _, v := range vs {
 		t.Run(v.name, func(t *testing.T) {
 			cfg := st.config(startProxy(t, st, st.main.AskURL, v), startProxy(t, st, st.small.AskURL, v), startProxy(t, st, st.limits.AskURL, v))
+			if v.audit != nil {
+				cfg.AuditURL = startAuditProxy(t, st.main.SourceURL, v.audit)
+			}
 			quoted := make([]string, len(v.fails))
 			for i, c := range v.fails {
 				quoted[i] = regexp.QuoteMeta(c)

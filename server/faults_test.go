@@ -245,3 +245,62 @@ func TestStoreUnavailable503(t *testing.T) {
 		t.Errorf("status once the store is back: %d", r.StatusCode())
 	}
 }
+
+// TestRestartWhileAwayPastLease: the store stays away past the lease while an ask runs, so
+// its runner gives the run up; then Redis comes back restarted in the memory-only mode, every
+// key gone. The runner, which kept waiting for the store, finds the ticket gone and restores
+// it ended error{interrupted} + done after every seq it assigned: the ticket a client holds
+// never vanishes, however long the store was away (found by a black-box audit: it answered
+// 404 "lost" for good).
+func TestRestartWhileAwayPastLease(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "awaywiped:" + rand.Text() + ":"
+	lease := 600 * time.Millisecond
+	mid, resume := make(chan string, 1), make(chan struct{})
+	st, p := proxiedStore(t, srv, prefix, lease)
+	stopped := make(chan string, 1)
+	runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		out := phasedRunner(2, 1, mid, resume).Run(ctx, req, emit)
+		<-ctx.Done()
+		stopped <- req.Ticket
+		return out
+	})
+	ended := make(chan server.End, 1)
+	a := newHarness(t, server.Options{Store: st, Runner: runner, Hooks: server.Hooks{Ended: func(_ string, e server.End) { ended <- e }}})
+	ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "the run's first steps")
+	seen := a.status(alice, ticket).JSON200.LastSeq
+	p.Refuse()
+	close(resume)
+	within(t, stopped, "the run stopping once the store stayed away past the lease")
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	p.Pass()
+	select {
+	case e := <-ended:
+		if !e.Restored || e.Outcome != gen.EventTypeError || e.Error == nil || e.Error.Kind != gen.ErrorKindInterrupted {
+			t.Errorf("the run's end %+v, want it restored, ended error{interrupted}", e)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the lost ask was not ended within 20s of the store's return")
+	}
+	r := a.status(alice, ticket)
+	if r.StatusCode() != http.StatusOK || r.JSON200 == nil || r.JSON200.State != gen.AskStateError {
+		t.Fatalf("the ticket after the store's return: %d %s, want state error", r.StatusCode(), r.Body)
+	}
+	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, lease)})
+	frames := b.events(alice, ticket)
+	if n := len(frames); n < 3 || frames[0].Event != "accepted" || frames[n-2].Event != "error" || frames[n-1].Event != "done" {
+		t.Fatalf("restored log %v, want accepted … error, done", types(frames))
+	}
+	if e := decode(t, frames[len(frames)-2]); e.Kind != string(gen.ErrorKindInterrupted) || e.Seq <= seen {
+		t.Errorf("terminal %s at seq %d, want interrupted after seq %d (the last a client saw)", e.Kind, e.Seq, seen)
+	}
+	if r := b.status(bob, ticket); r.StatusCode() != http.StatusNotFound {
+		t.Errorf("another identity reads the restored ticket: %d", r.StatusCode())
+	}
+}

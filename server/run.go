@@ -79,7 +79,10 @@ type run struct {
 	maxEvents int
 	started   time.Time
 	onEnd     func(*run)
-	hooks     Hooks
+	// recoverLost ends, once the store is back, a run lost to a store that stayed away past
+	// its lease (Server.recoverLost); nil: the run only reports it.
+	recoverLost func(*run)
+	hooks       Hooks
 	// lease bounds how long the run waits for a store that does not take its writes.
 	lease time.Duration
 	// admitted is what CreateTicket registered: with a shared store that loses part of the
@@ -277,7 +280,11 @@ func (r *run) lose(err error, seq int64) {
 	case errors.Is(err, errStoreLost):
 		r.log.Warn("the store did not take this ask's events for longer than its lease; the run stops and ends as interrupted once the store is back",
 			"ticket", r.ticket, "seq", seq, "err", err)
-		r.reportEnd(End{Reason: "store_error"})
+		if r.recoverLost != nil {
+			r.recoverLost(r) // reports the end when there is one
+		} else {
+			r.reportEnd(End{Reason: "store_error"})
+		}
 	case errors.Is(err, store.ErrSeq), errors.Is(err, store.ErrNotFound):
 		// The store's log no longer continues this run's (a restart that lost its last
 		// writes, or everything): the run stops, and ends error{interrupted} after every seq
@@ -311,10 +318,17 @@ const errInterruptedMessage = "the service's store lost part of this ask's log (
 // closes the supervisor branch only: the opens of the branches below it may be among what the
 // store lost. A store that cannot restore leaves the ticket to its lease: if it still exists, a
 // replica ends it once the lease lapses.
-func (r *run) restore() bool {
+func (r *run) restore() bool { return r.restoreVia(r.write) == nil }
+
+// errNoRestore: the store cannot restore a log, or the run has no admission to restore from.
+var errNoRestore = errors.New("the store cannot restore this ask")
+
+// restoreVia is restore with the store's write made through write (the run's retries, or one
+// attempt); it answers why the log was not restored, nil when it was.
+func (r *run) restoreVia(write func(func(context.Context) error) error) error {
 	sh, ok := r.store.(restorer)
 	if !ok || r.admitted.ID == "" {
-		return false
+		return errNoRestore
 	}
 	r.mu.Lock()
 	after := r.seq
@@ -325,19 +339,19 @@ func (r *run) restore() bool {
 	tail, typ, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, after, nil, out, u, elapsed)
 	if bad != nil {
 		r.log.Error("interrupted end not encodable", "ticket", r.ticket, "err", bad)
-		return false
+		return bad
 	}
 	turn := ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
-	if err := r.write(func(ctx context.Context) error { return sh.Restore(ctx, r.admitted, tail, turn) }); err != nil {
+	if err := write(func(ctx context.Context) error { return sh.Restore(ctx, r.admitted, tail, turn) }); err != nil {
 		r.log.Warn("ask not restored after the store lost its log", "ticket", r.ticket, "err", err)
-		return false
+		return err
 	}
 	e := endOf(tail, out, u, elapsed, 0)
 	e.Restored = true
 	r.reportEnd(e)
 	r.log.Debug("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(typ), "error_kind", string(gen.ErrorKindInterrupted),
 		"steps", u.Steps, "restored", true, "elapsed_ms", elapsed.Milliseconds())
-	return true
+	return nil
 }
 
 // release gives the run's admission slot back, once.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/das-ask/ask"
@@ -110,4 +111,69 @@ func cmpOr(err, alt error) error {
 		return err
 	}
 	return alt
+}
+
+// Waiting for a store that went away to come back, so that a run lost to it can be ended: the
+// first wait and the longest.
+const (
+	recoverBackoffMin = 100 * time.Millisecond
+	recoverBackoffMax = 5 * time.Second
+)
+
+// recoverLost ends r, a run this replica gave up because the store took none of its writes for
+// longer than its lease, once the store answers again, until the server shuts down. A ticket
+// the store still holds is ended as a lapsed one would be: error{interrupted} and done after
+// the last event the store took, so the log has no gap (unless another replica's sweep ended it
+// first). A ticket the store no longer holds (a Redis restarted without persistence while it
+// was away) is re-created and ended error{interrupted} after every seq the run assigned, as a
+// restart noticed by a write is (run.restore): a ticket whose 202 was sent never vanishes. The
+// end is reported once, when it is known.
+func (s *Server) recoverLost(r *run) {
+	sh, ok := s.store.(store.Shared)
+	if !ok {
+		r.reportEnd(End{Reason: "store_error"})
+		return
+	}
+	s.runners.Add(1)
+	go func() {
+		defer s.runners.Done()
+		out := errOutcome(gen.ErrorKindInterrupted, "the service's store was unreachable for longer than the ask's lease; the events it did not take are not in the log")
+		once := func(op func(context.Context) error) error { return op(s.base) }
+		backoff := recoverBackoffMin
+		for {
+			err := s.endRemote(s.base, sh, r.ticket, out, false)
+			switch {
+			case err == nil:
+				s.log.Warn("ask interrupted: the store was away past its lease", "ticket", r.ticket)
+				return
+			case errors.Is(err, store.ErrFinished):
+				r.reportEnd(End{Reason: "ended_elsewhere"})
+				return
+			case errors.Is(err, store.ErrNotFound):
+				switch err := r.restoreVia(once); {
+				case err == nil:
+					return
+				case errors.Is(err, store.ErrFinished):
+					r.reportEnd(End{Reason: "ended_elsewhere"})
+					return
+				case !errors.Is(err, store.ErrUnavailable):
+					r.reportEnd(End{Reason: "store_error"})
+					return
+				}
+			case !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrSeq):
+				s.log.Error("lost ask not ended", "ticket", r.ticket, "err", err)
+				r.reportEnd(End{Reason: "store_error"})
+				return
+			}
+			t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+			select {
+			case <-s.base.Done():
+				t.Stop()
+				r.reportEnd(End{Reason: "store_error"})
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, recoverBackoffMax)
+		}
+	}()
 }

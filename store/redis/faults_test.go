@@ -302,3 +302,34 @@ func TestLostReplyToBatch(t *testing.T) {
 		})
 	}
 }
+
+// A store opened from a URL honours a call's deadline against a stalled Redis: a readiness
+// probe bounded at a fraction of a second answers then, not after go-redis's own read timeout
+// (3 s) and its retries, which took a probe bounded at 2 s to 5 s in an audit.
+func TestStalledRedisHonoursTheDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	s, err := redisstore.New(t.Context(), redisstore.Options{URL: "redis://" + p.Addr(), Prefix: "deadline:" + rand.Text() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	p.Stall()
+	defer p.Pass()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = s.Ping(ctx)
+	// The bound is the client's read timeout, fifteen times the deadline: a stalled Ping
+	// that ignored the deadline could not return before it.
+	if took := time.Since(start); err == nil || took >= 3*time.Second {
+		t.Errorf("Ping against a stalled Redis: %v after %v, want an error at the 200ms deadline", err, took)
+	}
+}

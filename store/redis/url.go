@@ -38,6 +38,11 @@ var errURL = errors.New(`redis store: the URL is not one of redis://, rediss:// 
 // notifications, client-side caching), and on RESP3 go-redis looks for a pending push
 // notification before every reply it reads, about 2% of the service's CPU at concurrency 64
 // in the time-to-ticket benchmark's profile.
+//
+// Every form respects a call's context deadline (ContextTimeoutEnabled): without it go-redis
+// waits out its own read timeout, with retries, whatever the caller's deadline, so a readiness
+// probe bounded at 2 s took 5 s against a stalled Redis. Calls with no deadline are bounded by
+// the client's timeouts as before.
 func newClient(raw string) (goredis.UniversalClient, *goredis.UniversalOptions, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -50,6 +55,7 @@ func newClient(raw string) (goredis.UniversalClient, *goredis.UniversalOptions, 
 			return nil, nil, errURL
 		}
 		o.Protocol = resp(o.Protocol)
+		o.ContextTimeoutEnabled = true
 		return goredis.NewClient(o), nil, nil
 	case "redis+cluster", "rediss+cluster":
 		base := strings.TrimSuffix(scheme, "+cluster")
@@ -75,6 +81,7 @@ func newClient(raw string) (goredis.UniversalClient, *goredis.UniversalOptions, 
 		if o.ClusterStateReloadInterval == 0 {
 			o.ClusterStateReloadInterval = clusterStateReload
 		}
+		o.ContextTimeoutEnabled = true
 		return goredis.NewClusterClient(o), nil, nil
 	case "redis+sentinel", "rediss+sentinel":
 		uo, err := sentinelOptions(scheme, rest)
@@ -97,7 +104,7 @@ func sentinelOptions(scheme, rest string) (*goredis.UniversalOptions, error) {
 	if len(path) < 1 || len(path) > 2 {
 		return nil, errURL
 	}
-	uo := &goredis.UniversalOptions{Addrs: strings.Split(u.Host, ","), MasterName: path[0], Protocol: resp(0)}
+	uo := &goredis.UniversalOptions{Addrs: strings.Split(u.Host, ","), MasterName: path[0], Protocol: resp(0), ContextTimeoutEnabled: true}
 	if len(path) == 2 {
 		if uo.DB, err = strconv.Atoi(path[1]); err != nil {
 			return nil, errURL

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"net/http"
@@ -302,5 +303,100 @@ func TestRestartWhileAwayPastLease(t *testing.T) {
 	}
 	if r := b.status(bob, ticket); r.StatusCode() != http.StatusNotFound {
 		t.Errorf("another identity reads the restored ticket: %d", r.StatusCode())
+	}
+}
+
+// TestKeepAlivesThroughAStalledRead: a stream's read of the store stalls (its reply lost, the
+// connection silent: a frozen Redis, a black-holed network). The stream's keep-alives go on at
+// their interval, not after the Redis client's timeouts and retries (tens of seconds, which an
+// audit saw a gateway's idle timeout cut streams on), and the stream then delivers the run.
+func TestKeepAlivesThroughAStalledRead(t *testing.T) {
+	srv := redistest.Start(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	// The stream's replica opens its store from a URL, as askd does (the client's default
+	// timeouts: 3 s reads), through the proxy; the run is on another replica, straight to Redis.
+	prefix := "stalledread:" + rand.Text() + ":"
+	st, err := redisstore.New(t.Context(), redisstore.Options{URL: "redis://" + p.Addr(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	const keepAlive = 200 * time.Millisecond
+	mid, resume := make(chan string, 1), make(chan struct{})
+	runs := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: phasedRunner(2, 2, mid, resume)})
+	h := newHarness(t, server.Options{Store: st, KeepAlive: keepAlive})
+	ticket := runs.ask(alice, runs.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "the run's first steps")
+	type arrival struct {
+		f  frame
+		at time.Time
+	}
+	arrivals := make(chan arrival, 256)
+	resp := h.stream(t.Context(), alice, ticket, nil)
+	go func() {
+		defer close(arrivals)
+		br := bufio.NewReader(resp.Body)
+		for {
+			f, err := readFrame(br)
+			if err != nil {
+				return
+			}
+			arrivals <- arrival{f, time.Now()}
+		}
+	}()
+	next := func(what string) arrival {
+		t.Helper()
+		select {
+		case a, ok := <-arrivals:
+			if !ok {
+				t.Fatalf("%s: the stream ended", what)
+			}
+			return a
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s: nothing on the stream within 15s", what)
+		}
+		return arrival{}
+	}
+	for a := next("the log so far"); a.f.Event != "step" || a.f.ID < 5; a = next("the log so far") {
+	}
+	// The stream's replica's next request, its read of the log after the run's next event
+	// (the notification comes on its subscription, which sends nothing), loses its reply and
+	// stalls.
+	p.DropReplies(1, "", faultproxy.Stall)
+	close(resume)
+	last := time.Now()
+	var worst time.Duration
+	comments := 0
+	for comments < 8 { // about 1.6 s of the stall, in keep-alives
+		a := next("keep-alives while the read stalls")
+		if a.f.Comment != "" {
+			comments++
+		}
+		worst = max(worst, a.at.Sub(last))
+		last = a.at
+		if a.f.Event != "" {
+			break // the read was answered after all: the stall is over
+		}
+	}
+	if got := p.Stats().RepliesDropped; got != 1 {
+		t.Fatalf("the proxy dropped %d replies, want 1: the stall under test did not happen", got)
+	}
+	// A keep-alive is due every 200ms; one may come half an interval late (the read's bound),
+	// and a loaded machine adds some. A stream silent for the client's 3 s read timeout fails.
+	if worst > 1500*time.Millisecond {
+		t.Errorf("the stream was silent for %v during the stalled read, keep-alive interval %v", worst, keepAlive)
+	}
+	var frames []frame
+	for a := range arrivals {
+		if a.f.Event != "" {
+			frames = append(frames, a.f)
+		}
+	}
+	if len(frames) == 0 || frames[len(frames)-1].Event != "done" {
+		t.Errorf("after the stall the stream read %v, want it to go on to done", types(frames))
 	}
 }

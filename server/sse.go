@@ -82,9 +82,22 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 	closing := false
 	goneRetries := 0
 	_, shared := s.store.(store.Shared)
+	// A shared store's read is bounded by half the keep-alive interval: a stalled Redis holds
+	// a read for its client's timeouts and retries, tens of seconds in all, and keep-alives are
+	// written only between reads, so a gateway's idle timeout cut streams mid-stall. Bounded,
+	// the stream writes its keep-alive at most half an interval late, and reads again.
+	readWithin := max(s.opts.KeepAlive/2, 50*time.Millisecond)
 	for {
-		b, err := s.store.Read(ctx, ticket, cursor)
-		if errors.Is(err, store.ErrUnavailable) && ctx.Err() == nil {
+		var b store.Batch
+		var err error
+		if shared {
+			rctx, cancel := context.WithTimeout(ctx, readWithin)
+			b, err = s.store.Read(rctx, ticket, cursor)
+			cancel()
+		} else {
+			b, err = s.store.Read(ctx, ticket, cursor)
+		}
+		if (errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil {
 			// The store is away for now (a restart, a pause, a network fault): the log is
 			// still there, so the stream stays open, with its keep-alives, and reads again.
 			if !s.waitStore(ctx, out, keepAlive) {

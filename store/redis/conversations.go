@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/store"
@@ -26,24 +24,22 @@ func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, li
 	return statusErr(res)
 }
 
-// Conversation implements store.Store.
+// Conversation implements store.Store: the hash and the turns in one read-only script
+// (readConversation: served by a Redis that refuses writes).
 func (s *Store) Conversation(ctx context.Context, id string) (store.Conversation, []ask.Turn, error) {
-	var h *goredis.MapStringStringCmd
-	var l *goredis.StringSliceCmd
 	b := s.keys.bucketOf(id)
-	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		h = p.HGetAll(ctx, s.keys.conv(b, id))
-		l = p.LRange(ctx, s.keys.turns(b, id), 0, -1)
-		return nil
-	})
+	res, err := s.readScript(ctx, readConversation, []string{s.keys.conv(b, id), s.keys.turns(b, id)})
 	if err != nil {
-		return store.Conversation{}, nil, wrap(err)
+		return store.Conversation{}, nil, err
 	}
-	m := h.Val()
+	if len(res) != 2 {
+		return store.Conversation{}, nil, errReply
+	}
+	m := hashOf(res[0])
 	if len(m) == 0 {
 		return store.Conversation{}, nil, store.ErrNotFound
 	}
-	turns, err := s.decodeTurns(id, l.Val())
+	turns, err := s.decodeTurns(id, stringsOf(res[1]))
 	if err != nil {
 		return store.Conversation{}, nil, err
 	}

@@ -53,8 +53,8 @@
 // and NewTicket.Then (the service's branch open) in one script; the runner's Finish names its
 // keys from what this instance remembers of the tickets it created, without a read first. Read is
 // answered by the tail hub: the readers of one ticket in one instance share one tail of its
-// log, which reads Redis (an XRANGE from the entry after the last it holds, in one
-// transaction with the finished flag, the log's length and the ticket's TTL) once per change
+// log, which reads Redis (an XRANGE from the entry after the last it holds, in one read-only
+// script with the finished flag, the log's length and the ticket's TTL) once per change
 // notification, however many readers wait, and hands the same event bytes to all of them; the
 // appending script publishes the ticket after its write and a tail's change channel is the
 // one of the state it answers from, so replay then live has neither a gap nor a duplicate. A
@@ -94,7 +94,9 @@
 // endTickets call, once it is answered (ends.go); each end runs there in a protected call, so
 // one that raises an error answers alone, and a failed call is every end's in it, each retried.
 // An error that says Redis could not be reached or could not take the write now is
-// store.ErrUnavailable. Restore re-creates and ends a ticket whose log a restart lost; the
+// store.ErrUnavailable, a write refused for memory (OOM: maxmemory with noeviction) among them.
+// The reads that take several keys at one instant are read-only scripts (reads.go), not MULTIs,
+// so that a full Redis, which refuses every command queued in a MULTI, still serves them. Restore re-creates and ends a ticket whose log a restart lost; the
 // generation key changes when a restart lost everything, so ids minted with it tell lost from
 // never there.
 //

@@ -13,9 +13,10 @@ import (
 
 // wrap turns an error from a Redis call into the store's: store.ErrUnavailable when Redis
 // could not be reached or could not take the write now (the connection failed or timed out,
-// the server is loading, paused, read-only or refusing writes), so the service answers 503
-// and retries writes; the caller's own cancellation stays what it is. An error reply Redis
-// gave to a well-formed call (a bug) is neither.
+// the server is loading, paused, read-only, refusing writes, or full: OOM at its maxmemory
+// with noeviction, which clears as keys expire), so the service answers 503 and retries
+// writes; the caller's own cancellation stays what it is. An error reply Redis gave to a
+// well-formed call (a bug) is neither.
 func wrap(err error) error {
 	if err == nil {
 		return nil
@@ -31,9 +32,12 @@ func wrap(err error) error {
 }
 
 // transientReply reports whether an error reply says the server cannot serve now rather than
-// that the call was wrong.
+// that the call was wrong. A write refused for memory is "OOM command not allowed when used
+// memory > 'maxmemory'", with " script: …" after it when a script's first write met it (the
+// script then wrote nothing: Redis refuses a script's write for memory only before its first),
+// and the same text as an end's error inside endTickets.
 func transientReply(msg string) bool {
-	for _, p := range []string{"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "MISCONF", "NOREPLICAS", "UNBLOCKED"} {
+	for _, p := range []string{"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "MISCONF", "NOREPLICAS", "UNBLOCKED", "OOM"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}

@@ -21,6 +21,8 @@ func TestWrapClassifies(t *testing.T) {
 		{replyError("BUSY Redis is busy running a script"), true},
 		{replyError("READONLY You can't write against a read only replica."), true},
 		{replyError("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk"), true},
+		{replyError("OOM command not allowed when used memory > 'maxmemory'."), true},
+		{replyError("OOM command not allowed when used memory > 'maxmemory'. script: 9b81c2b45e5ac5d381a6d5a391d5f1f1d319dc47, on @user_script:1."), true},
 		{replyError("ERR Error running script"), false},
 		{replyError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
 		{context.Canceled, false},
@@ -43,6 +45,7 @@ func TestWrapClassifies(t *testing.T) {
 func TestEndReplyJudgesABatchedEndsError(t *testing.T) {
 	for msg, unavailable := range map[string]bool{
 		"LOADING Redis is loading the dataset in memory":                    true,
+		"OOM command not allowed when used memory > 'maxmemory'.":           true,
 		"WRONGTYPE Operation against a key holding the wrong kind of value": false,
 	} {
 		_, err := endReply([]any{"error", msg}, nil)

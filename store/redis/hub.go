@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/store"
 )
@@ -21,7 +19,7 @@ import (
 // every local reader of that ticket. A tail holds the ticket's retained events as this
 // instance last read them, the finished flag, and a change channel. A change notification
 // marks the tail stale and closes its channel; the first reader to come back then reads what
-// is new (one MULTI: HGET finished, XRANGE from the tail's last seq, XLEN, PTTL) while the
+// is new (one read-only script: HGET finished, XRANGE from the tail's last seq, XLEN, PTTL) while the
 // others wait for that one read, and every reader is answered from the same buffer, the same
 // event bytes. So the store's read cost per change is one round trip per replica, not per
 // reader, and a ticket nobody reads costs nothing but a map lookup per notification.
@@ -574,32 +572,26 @@ func isCtxErr(err error) bool {
 // entries after the seq, its length and the ticket's TTL. The accepted event is opened here
 // (a ticket whose accepted event no longer opens is crypto-shredded: ErrNotFound).
 func (s *Store) fetch(ctx context.Context, ticket string, after int64) (fetched, error) {
-	var fin *goredis.StringCmd
-	var xr *goredis.Cmd
-	var xl *goredis.IntCmd
-	var ttl *goredis.DurationCmd
 	bk := s.keys.bucketOf(ticket)
-	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		fin = p.HGet(ctx, s.keys.ticket(bk, ticket), "finished")
-		xr = p.Do(ctx, "XRANGE", s.keys.log(bk, ticket), strconv.FormatInt(after+1, 10)+"-0", "+")
-		xl = p.XLen(ctx, s.keys.log(bk, ticket))
-		ttl = p.PTTL(ctx, s.keys.ticket(bk, ticket))
-		return nil
-	})
-	if err != nil && err != goredis.Nil {
-		return fetched{}, wrap(err)
+	res, err := s.readScript(ctx, readTail, []string{s.keys.ticket(bk, ticket), s.keys.log(bk, ticket)},
+		strconv.FormatInt(after+1, 10)+"-0")
+	if err != nil {
+		return fetched{}, err
 	}
-	if fin.Err() == goredis.Nil {
+	if len(res) != 4 {
+		return fetched{}, errReply
+	}
+	if res[0] == nil {
 		return fetched{}, store.ErrNotFound
 	}
-	if fin.Err() != nil {
-		return fetched{}, wrap(fin.Err())
-	}
-	f := fetched{finished: fin.Val() == "1", length: xl.Val(), ttl: ttl.Val()}
-	if ttl.Val() < 0 {
+	fin, _ := res[0].(string)
+	length, _ := res[2].(int64)
+	pttl, _ := res[3].(int64)
+	f := fetched{finished: fin == "1", length: length, ttl: time.Duration(pttl) * time.Millisecond}
+	if pttl < 0 {
 		f.ttl = -1 // no expiry (running)
 	}
-	entries, _ := xr.Val().([]any)
+	entries, _ := res[1].([]any)
 	f.events = make([]store.Event, 0, len(entries))
 	for _, e := range entries {
 		ev, err := decodeEntry(e)

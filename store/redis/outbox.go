@@ -63,15 +63,19 @@ func (s *Store) AddWebhook(ctx context.Context, w store.Webhook) error {
 	return nil
 }
 
+// removeWebhook: KEYS delivery, due set; ARGV ticket. A script rather than a MULTI: a full
+// Redis (maxmemory, noeviction) refuses every command queued in a MULTI, while DEL and ZREM,
+// which free memory, run in a script.
+var removeWebhook = goredis.NewScript(`
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`)
+
 // RemoveWebhook forgets a delivery.
 func (s *Store) RemoveWebhook(ctx context.Context, ticket string) error {
 	b := s.keys.bucketOf(ticket)
-	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		p.Del(ctx, s.keys.webhook(b, ticket))
-		p.ZRem(ctx, s.keys.webhooksDue(b), ticket)
-		return nil
-	})
-	return wrap(err)
+	return wrap(removeWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(b, ticket), s.keys.webhooksDue(b)}, ticket).Err())
 }
 
 var webhookDue = goredis.NewScript(luaNow + `

@@ -36,6 +36,13 @@ const recheckRunning = "60000"
 // redis-server's instructions per ask from 614k to 532k (-13%; on a server run as
 // the others are, with the project's stream-node-max-bytes).
 
+// luaDenyOOM starts a script that a full Redis (maxmemory with noeviction) must refuse whole
+// (OOM, store.ErrUnavailable): the shebang (Redis 7) declares the script's flags, here none, so
+// that it is a write that may grow memory. A script without it is refused only if its first
+// write may grow memory: a creation, whose first write is a DEL or a ZREMRANGEBYSCORE, would
+// then be taken by a full Redis and the ask admitted, only for its run's appends to be refused.
+const luaDenyOOM = "#!lua\n"
+
 // luaNow is now_ms, Redis's clock.
 const luaNow = `
 local function now_ms()
@@ -198,7 +205,7 @@ end
 
 // createConversation: KEYS conv, turns, convs, owner's convs, owner's tickets; ARGV id, tenant,
 // oid, created, ttl_ms, max, max per owner.
-var createConversation = goredis.NewScript(luaNow + luaInt + luaConvs + luaLatest + luaOwners + `
+var createConversation = goredis.NewScript(luaDenyOOM + luaNow + luaInt + luaConvs + luaLatest + luaOwners + `
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'created')
   -- a retry of this very call (its reply was lost): the conversation it created is ok
@@ -230,7 +237,7 @@ return 'ok'
 // two together). The conversations sets are left alone, here and at the end: the conversation's
 // hash is persisted while the ask runs and given a new expiry at its end, and a sweep reads its
 // entries' scores from it (sweep_convs).
-var createTicket = goredis.NewScript(luaNow + luaInt + luaRoom + `
+var createTicket = goredis.NewScript(luaDenyOOM + luaNow + luaInt + luaRoom + `
 if redis.call('EXISTS', KEYS[3]) == 1 then
   local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
   -- a retry of this very call (its reply was lost): the ticket it created is ok, with the

@@ -71,23 +71,20 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	return nil, statusErr(status)
 }
 
-// Ticket implements store.Store: the ticket's hash and, in the same transaction, the log's last
-// two entries, which are the terminal event and done of a finished ticket (the end script
-// appends them last; the hash names their seqs). A finished ticket whose tail put them
-// elsewhere has them read by seq.
+// Ticket implements store.Store: the ticket's hash and, in the same read-only script
+// (readTicket: served by a Redis that refuses writes), the log's last two entries, which are
+// the terminal event and done of a finished ticket (the end script appends them last; the hash
+// names their seqs). A finished ticket whose tail put them elsewhere has them read by seq.
 func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
-	var h *goredis.MapStringStringCmd
-	var x *goredis.Cmd
 	b := s.keys.bucketOf(id)
-	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		h = p.HGetAll(ctx, s.keys.ticket(b, id))
-		x = p.Do(ctx, "XREVRANGE", s.keys.log(b, id), "+", "-", "COUNT", 2)
-		return nil
-	})
+	res, err := s.readScript(ctx, readTicket, []string{s.keys.ticket(b, id), s.keys.log(b, id)})
 	if err != nil {
-		return store.Ticket{}, wrap(err)
+		return store.Ticket{}, err
 	}
-	m := h.Val()
+	if len(res) != 2 {
+		return store.Ticket{}, errReply
+	}
+	m := hashOf(res[0])
 	if len(m) == 0 {
 		return store.Ticket{}, store.ErrNotFound
 	}
@@ -106,7 +103,7 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 	if _, copied := m["done"]; copied {
 		return t, nil // ended when the hash kept a copy of both
 	}
-	last, _ := x.Val().([]any)
+	last, _ := res[1].([]any)
 	for _, want := range []*store.Event{t.Terminal, t.Done} {
 		found := false
 		for _, e := range last {

@@ -165,15 +165,9 @@ func TestStoreAwayPastLease(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := "past:" + rand.Text() + ":"
 	lease := 600 * time.Millisecond
-	mid, resume := make(chan string, 1), make(chan struct{})
+	mid, resume, stopped := make(chan string, 1), make(chan struct{}), make(chan string, 1)
 	st, p := proxiedStore(t, srv, prefix, lease)
-	stopped := make(chan string, 1)
-	runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
-		out := phasedRunner(2, 1, mid, resume).Run(ctx, req, emit)
-		<-ctx.Done()
-		stopped <- req.Ticket
-		return out
-	})
+	runner := stoppingRunner(mid, resume, stopped)
 	a := newHarness(t, server.Options{Store: st, Runner: runner})
 	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, lease)})
 	ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
@@ -190,6 +184,17 @@ func TestStoreAwayPastLease(t *testing.T) {
 	if got := int64(countTypes(frames, "step")); done.Steps != got {
 		t.Errorf("done.steps = %d, want the %d steps in the log", done.Steps, got)
 	}
+}
+
+// stoppingRunner is phasedRunner(2, 1, …) that, once it has its outcome, waits for its context
+// to end (the run given up) and says so on stopped.
+func stoppingRunner(mid chan<- string, resume <-chan struct{}, stopped chan<- string) ask.Runner {
+	return ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		out := phasedRunner(2, 1, mid, resume).Run(ctx, req, emit)
+		<-ctx.Done()
+		stopped <- req.Ticket
+		return out
+	})
 }
 
 // TestStoreUnavailable503: with the store unreachable every call answers 503 problem+json with
@@ -257,15 +262,9 @@ func TestRestartWhileAwayPastLease(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := "awaywiped:" + rand.Text() + ":"
 	lease := 600 * time.Millisecond
-	mid, resume := make(chan string, 1), make(chan struct{})
+	mid, resume, stopped := make(chan string, 1), make(chan struct{}), make(chan string, 1)
 	st, p := proxiedStore(t, srv, prefix, lease)
-	stopped := make(chan string, 1)
-	runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
-		out := phasedRunner(2, 1, mid, resume).Run(ctx, req, emit)
-		<-ctx.Done()
-		stopped <- req.Ticket
-		return out
-	})
+	runner := stoppingRunner(mid, resume, stopped)
 	ended := make(chan server.End, 1)
 	a := newHarness(t, server.Options{Store: st, Runner: runner, Hooks: server.Hooks{Ended: func(_ string, e server.End) { ended <- e }}})
 	ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")

@@ -17,6 +17,13 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Refuser is a store that can answer and still refuse work for a reason of its own: Refusing
+// names it (a readiness reason: the Redis store's "store_persists_unsealed" while its Redis
+// persists and it does not seal), "" when there is none. It may ask the store, within ctx.
+type Refuser interface {
+	Refusing(ctx context.Context) string
+}
+
 // HealthOptions configure NewHealth. Zero values mean: nothing to wait for.
 type HealthOptions struct {
 	// JWKSReady reports whether the bearer validator has ever loaded the JWKS
@@ -51,7 +58,8 @@ func (h *Health) Drain() { h.draining.Store(true) }
 const probeTicket = "readiness-probe"
 
 // Check returns why the service is not ready, or nil when it is: "shutting_down",
-// "jwks_not_loaded", "store_unreachable".
+// "jwks_not_loaded", "store_unreachable", and what a reachable store that is a Refuser says
+// (the Redis store's "store_persists_unsealed").
 func (h *Health) Check(ctx context.Context) []string {
 	var why []string
 	if h.draining.Load() {
@@ -71,6 +79,10 @@ func (h *Health) Check(ctx context.Context) []string {
 		}
 		if err != nil {
 			why = append(why, "store_unreachable")
+		} else if r, ok := st.(Refuser); ok {
+			if reason := r.Refusing(ctx); reason != "" {
+				why = append(why, reason)
+			}
 		}
 	}
 	return why

@@ -30,6 +30,15 @@ type pingStore struct {
 
 func (p *pingStore) Ping(context.Context) error { p.pings.Add(1); return p.err }
 
+// refusingStore answers and still refuses work for a reason of its own (obs.Refuser).
+type refusingStore struct {
+	store.Store
+	reason string
+}
+
+func (refusingStore) Ping(context.Context) error        { return nil }
+func (r refusingStore) Refusing(context.Context) string { return r.reason }
+
 func TestReadiness(t *testing.T) {
 	var jwks atomic.Bool
 	mem := store.NewMemory(store.MemoryOptions{})
@@ -57,6 +66,12 @@ func TestReadiness(t *testing.T) {
 		{"store ping fails", func() *obs.Health {
 			return obs.NewHealth(obs.HealthOptions{Store: pinger})
 		}, []string{"store_unreachable"}},
+		{"store refuses", func() *obs.Health {
+			return obs.NewHealth(obs.HealthOptions{Store: refusingStore{mem, "store_persists_unsealed"}})
+		}, []string{"store_persists_unsealed"}},
+		{"store refuses nothing", func() *obs.Health {
+			return obs.NewHealth(obs.HealthOptions{Store: refusingStore{Store: mem}})
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			admin := obs.AdminHandler(obs.NewMetrics(), tc.health())

@@ -48,13 +48,22 @@ var errLost = &problem{status: http.StatusNotFound,
 var errStoreUnavailable = &problem{status: http.StatusServiceUnavailable,
 	detail: "the service's store is unavailable for the moment; retry shortly", retryAfter: retryStore}
 
+// errStoreWouldPersist answers an ask the store refused because it would write the question to
+// disk readable (its Redis began to persist while the store does not seal): nothing was
+// created; the operator has to act, so the retry comes later than a store's restart.
+var errStoreWouldPersist = &problem{status: http.StatusServiceUnavailable,
+	detail: "the service cannot take a question now: its store would write it to disk unprotected; retry later", retryAfter: retryStoreRefuses}
+
 // Retry-After values, in seconds.
 const (
 	// retryStore: a store that restarts or fails over is back within seconds.
-	retryStore    = 2
-	retryInFlight = 2
-	retryFull     = 5
-	retryDraining = 5
+	retryStore = 2
+	// retryStoreRefuses: a store that refuses questions waits for an operator (seconds to
+	// minutes).
+	retryStoreRefuses = 10
+	retryInFlight     = 2
+	retryFull         = 5
+	retryDraining     = 5
 	// retryOwnerFull: an identity at its cap of conversations or tickets gets one back when
 	// the oldest idle one's TTL ends, which may be anything up to the TTL; this is how often
 	// to look.
@@ -164,6 +173,8 @@ func storeProblem(err error) *problem {
 	}
 	var conflict *store.ConflictError
 	switch {
+	case errors.Is(err, store.ErrWouldPersist):
+		return errStoreWouldPersist
 	case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 		// A deadline that passed while waiting on the store is the store not answering in
 		// time: the same 503.

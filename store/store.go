@@ -104,6 +104,11 @@ var (
 	// taken effect; every write is idempotent, so the caller retries it with the same
 	// arguments, or answers 503 + Retry-After.
 	ErrUnavailable = errors.New("store: unavailable")
+	// ErrWouldPersist: the store refuses a write that holds a question because it would reach a
+	// disk readable (a Redis that began to persist while the store does not seal). It comes with
+	// ErrUnavailable: nothing was written, and the write is taken again once the store's backend
+	// stops persisting, so the caller retries it, or answers 503 + Retry-After.
+	ErrWouldPersist = errors.New("store: the question would be written to disk unsealed")
 )
 
 // ConflictError is returned by CreateTicket when an ask is already running in the

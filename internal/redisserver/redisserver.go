@@ -195,6 +195,14 @@ func (s *Server) Restart(ctx context.Context) error {
 	return nil
 }
 
+// RestartDurable is Restart, but the server comes back persisting (appendonly yes, appendfsync
+// everysec), as an operator restarting a memory-only Redis with another configuration would
+// bring it back: what it held is gone, and from now on it writes an AOF in its directory.
+func (s *Server) RestartDurable(ctx context.Context) error {
+	s.durable = true
+	return s.Restart(ctx)
+}
+
 // ping sends PING in the inline protocol and expects +PONG.
 func ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)

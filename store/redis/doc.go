@@ -107,6 +107,10 @@
 // persist (appendonly yes, appendfsync everysec: the durable mode) and set Options.Seal, which
 // seals the accepted event, the ticket's question (field q, kept for Question) and every turn
 // at rest (package seal). New refuses a Redis that it
-// can see persists (CONFIG GET; on a cluster, of every primary) when the store does not seal.
+// can see persists (CONFIG GET; on a cluster, of every primary) when the store does not seal,
+// and such a store keeps asking while it runs (every new connection, a reconnect, a new
+// generation, every Options.PersistenceCheck): while its Redis persists it refuses every write
+// that holds a question (store.ErrWouldPersist, with store.ErrUnavailable) and Refusing names
+// the reason for the readiness probe (persist.go).
 // Replicas that share tickets must use the same URL, prefix, buckets, TTL and MaxEvents.
 package redis

@@ -51,6 +51,7 @@ func (s *Store) consume(ch <-chan any) {
 		case *goredis.Subscription:
 			if m.Kind == "subscribe" && m.Channel == ended {
 				s.log.Warn("redis store: change notifications re-subscribed; waking every reader")
+				s.kickPersistence() // a reconnect: perhaps to a Redis restarted otherwise
 			}
 			s.hub.reset()
 		}

@@ -66,6 +66,11 @@ type Options struct {
 	// is required when Redis persists (AOF or RDB, the durable mode): New refuses a
 	// persisting Redis without it. Replicas that share tickets need the same keys.
 	Seal *seal.Keys
+	// PersistenceCheck is how often a store without Seal asks Redis again whether it persists
+	// (default DefaultPersistenceCheck); it also asks on every new connection of a client it
+	// opened, at a reconnect and at a new generation, and refuses questions while Redis
+	// persists (persist.go).
+	PersistenceCheck time.Duration
 }
 
 // Store is the Redis-backed store.Shared. See the package documentation for the keys it
@@ -92,6 +97,7 @@ type Store struct {
 	subClosed bool                 // Close began: sub is not replaced again
 	resub     chan *goredis.PubSub // a subscription that replaced sub, for the notification goroutine
 	switches  *switches            // on a Sentinel URL, the watch of the primary's moves (sentinel.go)
+	persist   persistWatch         // the memory-only mode's watch that Redis still does not persist (persist.go)
 	listened  chan struct{}        // closed when the notification goroutine returns
 	hub       *hub
 }
@@ -141,7 +147,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	s.hub = newHub(s.fetch, s.maxEvents, cacheBytes)
 	var sentinel *goredis.UniversalOptions // the Sentinel URL's, whose switches the store watches
 	if s.rdb == nil {
-		rdb, uo, err := newClient(opts.URL)
+		rdb, uo, err := newClient(opts.URL, s.onConnect)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +170,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		s.closeClient()
 		return nil, fmt.Errorf("redis store: %w", err)
 	}
-	if err := s.checkPersistence(ctx); err != nil {
+	cantTell, err := s.checkPersistence(ctx)
+	if err != nil {
 		s.closeClient()
 		return nil, err
 	}
@@ -181,6 +188,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if sentinel != nil {
 		s.watchSentinels(sentinel)
 	}
+	s.watchPersistence(opts.PersistenceCheck, cantTell)
 	return s, nil
 }
 
@@ -191,6 +199,7 @@ func (s *Store) Generation(ctx context.Context) (string, error) {
 	g := rand.Text()[:8]
 	old, err := s.rdb.SetArgs(ctx, s.keys.generation(), g, goredis.SetArgs{Mode: "NX", Get: true}).Result()
 	if errors.Is(err, goredis.Nil) {
+		s.kickPersistence() // a Redis that lost everything may be a new one, set up otherwise
 		return g, nil
 	}
 	if err != nil {
@@ -216,6 +225,7 @@ func (s *Store) Replica() string { return s.replica }
 // Close stops receiving notifications, wakes every waiting reader and closes the client if
 // New opened it. Tickets, logs and conversations stay in Redis until their TTL.
 func (s *Store) Close() error {
+	s.stopPersistenceWatch()
 	s.subMu.Lock()
 	s.subClosed = true
 	s.subMu.Unlock()
@@ -273,19 +283,20 @@ func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
 // checkPersistence refuses a Redis that writes RDB snapshots or an AOF when the store does not
 // seal: the question text must never reach a disk readable. Sealed, persistence is the durable
 // mode; the store says which mode it runs in. A server that does not answer CONFIG GET
-// (managed Redis) cannot be judged: the store warns and goes on.
-func (s *Store) checkPersistence(ctx context.Context) error {
+// (managed Redis) cannot be judged: the store warns and goes on (cantTell). This is the check
+// at the start; persist.go keeps checking while the store runs.
+func (s *Store) checkPersistence(ctx context.Context) (cantTell bool, err error) {
 	save, aof, err := s.persistence(ctx)
 	if err != nil {
 		if s.seal == nil {
 			s.log.Warn("redis store: cannot tell whether this Redis persists (CONFIG GET refused); if it does, it writes the question text to disk unsealed: set seal keys (DAS_ASK_SEAL_KEYS)")
 		}
-		return nil
+		return true, nil
 	}
 	persists := save != "" || aof == "yes"
 	switch {
 	case persists && s.seal == nil:
-		return errors.New(`redis store: this Redis persists to disk (RDB or AOF) and would write the question text there readable: ` +
+		return false, errors.New(`redis store: this Redis persists to disk (RDB or AOF) and would write the question text there readable: ` +
 			`seal it at rest (DAS_ASK_SEAL_KEYS) for the durable mode, or run Redis with --save "" --appendonly no`)
 	case persists:
 		s.log.Info("redis store: durable mode: Redis persists; the question is sealed at rest", "appendonly", aof,
@@ -293,7 +304,7 @@ func (s *Store) checkPersistence(ctx context.Context) error {
 	default:
 		s.log.Info("redis store: memory-only mode: Redis does not persist; a Redis restart loses every ticket and conversation", "buckets", s.keys.buckets)
 	}
-	return nil
+	return false, nil
 }
 
 // StreamNodeMaxBytes is the stream-node-max-bytes the store asks of Redis (docs/scale-out.md,

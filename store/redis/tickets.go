@@ -27,6 +27,9 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 			return nil, store.ErrSeq
 		}
 	}
+	if err := s.questionSafe(ctx); err != nil {
+		return nil, err
+	}
 	// The ticket's bucket holds everything the script touches: the conversation is looked up
 	// there (one of another bucket is another owner's, and is not found), and so are the
 	// owner's counters.
@@ -278,6 +281,9 @@ func (s *Store) run(ctx context.Context, mode, ticket, conv string, owner store.
 	}
 	if term < 0 || done < 0 {
 		return 0, store.ErrSeq
+	}
+	if err := s.questionSafe(ctx); err != nil { // the turn holds the question, a restore the accepted event too
+		return 0, err
 	}
 	tj, err := s.encodeTurn(conv, turn)
 	if err != nil {

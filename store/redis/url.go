@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"net/url"
@@ -43,7 +44,10 @@ var errURL = errors.New(`redis store: the URL is not one of redis://, rediss:// 
 // waits out its own read timeout, with retries, whatever the caller's deadline, so a readiness
 // probe bounded at 2 s took 5 s against a stalled Redis. Calls with no deadline are bounded by
 // the client's timeouts as before.
-func newClient(raw string) (goredis.UniversalClient, *goredis.UniversalOptions, error) {
+//
+// onConnect, when not nil, runs on every new connection to a Redis (and to a Sentinel) before
+// its first command: the store judges there whether the server persists (persist.go).
+func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error) (goredis.UniversalClient, *goredis.UniversalOptions, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil, nil, errURL
@@ -56,6 +60,7 @@ func newClient(raw string) (goredis.UniversalClient, *goredis.UniversalOptions, 
 		}
 		o.Protocol = resp(o.Protocol)
 		o.ContextTimeoutEnabled = true
+		o.OnConnect = onConnect
 		return goredis.NewClient(o), nil, nil
 	case "redis+cluster", "rediss+cluster":
 		base := strings.TrimSuffix(scheme, "+cluster")
@@ -82,12 +87,14 @@ func newClient(raw string) (goredis.UniversalClient, *goredis.UniversalOptions, 
 			o.ClusterStateReloadInterval = clusterStateReload
 		}
 		o.ContextTimeoutEnabled = true
+		o.OnConnect = onConnect
 		return goredis.NewClusterClient(o), nil, nil
 	case "redis+sentinel", "rediss+sentinel":
 		uo, err := sentinelOptions(scheme, rest)
 		if err != nil {
 			return nil, nil, err
 		}
+		uo.OnConnect = onConnect
 		return goredis.NewUniversalClient(uo), uo, nil
 	}
 	return nil, nil, errURL

@@ -22,7 +22,7 @@ func TestURLForms(t *testing.T) {
 		{"redis://127.0.0.1:6379?protocol=3", "*redis.Client"},
 		{"redis+cluster://127.0.0.1:7000?protocol=3", "*redis.ClusterClient"},
 	} {
-		c, sentinel, err := newClient(tc.url)
+		c, sentinel, err := newClient(tc.url, nil)
 		if err != nil {
 			t.Errorf("%s: %v", tc.url, err)
 			continue
@@ -63,7 +63,7 @@ func TestURLForms(t *testing.T) {
 		_ = c.Close()
 	}
 	for _, bad := range []string{"postgres://u:hunter2@db/ask", "redis+cluster://:hunter2@", "redis+sentinel://:hunter2@127.0.0.1:26379", "redis://:hunter2@[bad"} {
-		_, _, err := newClient(bad)
+		_, _, err := newClient(bad, nil)
 		if err == nil {
 			t.Errorf("%s accepted", bad)
 		} else if strings.Contains(err.Error(), "hunter2") {

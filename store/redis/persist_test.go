@@ -1,0 +1,153 @@
+package redis_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
+	"github.com/das-ask/ask/store"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/store/seal"
+	"github.com/das-ask/ask/store/storetest"
+)
+
+// TestRefusesQuestionsOnceRedisPersists: a memory-only store whose Redis begins to persist
+// while it runs (CONFIG SET appendonly yes) notices it at its next check, says why at error
+// level, and refuses every write that holds a question (a creation, an end) as
+// store.ErrUnavailable and store.ErrWouldPersist, writing nothing: no file Redis writes holds
+// the refused question. Appends and reads go on. Once Redis no longer persists (CONFIG SET
+// appendonly no) the store takes questions again by itself. Found by a black-box audit: the
+// persistence check ran only at the start.
+func TestRefusesQuestionsOnceRedisPersists(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	logs := &logtest.Buffer{}
+	s := newStore(t, srv, redisstore.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), PersistenceCheck: 20 * time.Millisecond})
+	ctx := t.Context()
+	storetest.MustConv(t, s, "c1", storetest.Alice)
+	storetest.MustConv(t, s, "c2", storetest.Alice)
+	if _, err := s.CreateTicket(ctx, questionTicket("t1", "c1", "What did the first question ask?"), store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Refusing(ctx); got != "" {
+		t.Fatalf("Refusing on a memory-only Redis: %q", got)
+	}
+
+	if err := rc.ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the store noticing Redis persists", func() bool { return s.Refusing(ctx) == redisstore.ReasonPersistsUnsealed })
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "persists to disk") {
+		t.Errorf("no error line says why: %s", logs.String())
+	}
+	const secret = "Which secret project overran its budget?"
+	_, err := s.CreateTicket(ctx, questionTicket("t2", "c2", secret), store.Limits{})
+	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, store.ErrWouldPersist) {
+		t.Errorf("CreateTicket while Redis persists: %v, want ErrUnavailable and ErrWouldPersist", err)
+	}
+	if _, err := s.Ticket(ctx, "t2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused ticket: %v, want ErrNotFound (nothing created)", err)
+	}
+	turn := ask.Turn{Question: "What did the first question ask?", Outcome: gen.EventTypeAnswer, Text: "42"}
+	if err := s.Finish(ctx, "t1", storetest.Tail(3), turn); !errors.Is(err, store.ErrWouldPersist) {
+		t.Errorf("Finish while Redis persists: %v, want ErrWouldPersist (the turn holds the question)", err)
+	}
+	step := store.Event{Seq: 2, Type: gen.EventTypeStep, Data: []byte(`{"marker":"step-written-while-persisting"}`)}
+	if err := s.Append(ctx, "t1", step); err != nil {
+		t.Errorf("Append while Redis persists: %v (a step holds no question)", err)
+	}
+	if b, err := s.Read(ctx, "t1", 0); err != nil || len(b.Events) != 2 {
+		t.Errorf("Read while Redis persists: %d events, %v", len(b.Events), err)
+	}
+	// What Redis writes from now on is on disk (appendfsync everysec): the step, never the
+	// refused question.
+	poll(t, "the step reaching the AOF", func() bool { return bytes.Contains(redisFiles(t, srv.Dir), []byte("step-written-while-persisting")) })
+	if bytes.Contains(redisFiles(t, srv.Dir), []byte(secret)) {
+		t.Error("the refused question is on disk")
+	}
+
+	if err := rc.ConfigSet(ctx, "appendonly", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the store taking questions again", func() bool { return s.Refusing(ctx) == "" })
+	if _, err := s.CreateTicket(ctx, questionTicket("t2", "c2", secret), store.Limits{}); err != nil {
+		t.Errorf("CreateTicket once Redis no longer persists: %v", err)
+	}
+	if err := s.Finish(ctx, "t1", storetest.Tail(3), turn); err != nil {
+		t.Errorf("Finish once Redis no longer persists: %v", err)
+	}
+	if !strings.Contains(logs.String(), "no longer persists") {
+		t.Errorf("the recovery is not logged: %s", logs.String())
+	}
+}
+
+// TestSealedStoreIgnoresPersistence: a store that seals is the durable mode: a Redis that
+// persists refuses it nothing.
+func TestSealedStoreIgnoresPersistence(t *testing.T) {
+	srv := redistest.StartDurable(t)
+	keys, err := seal.ParseKeys(seal.NewKey("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, srv, redisstore.Options{Seal: keys, PersistenceCheck: 20 * time.Millisecond})
+	storetest.MustConv(t, s, "c", storetest.Alice)
+	if _, err := s.CreateTicket(t.Context(), questionTicket("t", "c", "q"), store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Refusing(t.Context()); got != "" {
+		t.Errorf("Refusing of a sealed store: %q", got)
+	}
+}
+
+// questionTicket is ticket id's creation in conv, asking question.
+func questionTicket(id, conv, question string) store.NewTicket {
+	acc, _ := json.Marshal(map[string]string{"question": question})
+	return store.NewTicket{ID: id, ConversationID: conv, Owner: storetest.Alice, CreatedAt: time.Unix(1700000000, 0).UTC(),
+		Accepted: store.Event{Seq: 1, Type: gen.EventTypeAccepted, Data: acc}, Question: question}
+}
+
+// redisFiles is every file under dir, concatenated.
+func redisFiles(t *testing.T, dir string) []byte {
+	t.Helper()
+	var all []byte
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		all = append(all, b...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// poll waits, for at most 10 s, until cond holds, asking every 10 ms.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not within 10s", what)
+		case <-tick.C:
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,25 +19,6 @@ import (
 	"github.com/das-ask/ask/store/redis/redistest"
 	"github.com/das-ask/ask/store/seal"
 )
-
-// onDisk returns every file under dir, concatenated: what `strings` of the AOF, the RDB and
-// anything else Redis wrote would read.
-func onDisk(t *testing.T, dir string) []byte {
-	t.Helper()
-	var all []byte
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		all = append(all, b...)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return all
-}
 
 // historyRunner answers, reporting how many prior turns each ask was given.
 func historyRunner(turns chan<- int) ask.Runner {
@@ -103,7 +83,7 @@ func TestDurableModeSealsAndSurvivesRestart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(srv.Dir, "dump.rdb")); err != nil {
 		t.Fatalf("no RDB after SAVE: %v", err)
 	}
-	disk := onDisk(t, srv.Dir)
+	disk := redistest.Files(t, srv.Dir)
 	if !bytes.Contains(disk, []byte(tickets[1])) {
 		t.Fatal("the files Redis wrote do not hold the asks: not the ones the store wrote to")
 	}

@@ -449,19 +449,3 @@ func (h *harness) do(req *http.Request) *http.Response {
 	h.t.Cleanup(func() { _ = resp.Body.Close() })
 	return resp
 }
-
-// pollUntil waits, for at most 10 s, until cond holds, asking every 10 ms.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not within 10s", what)
-		case <-tick.C:
-		}
-	}
-}

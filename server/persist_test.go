@@ -61,15 +61,15 @@ func TestRedisRestartedToPersist(t *testing.T) {
 		t.Errorf("no error line says why: %s", logs)
 	}
 	// Redis writes its AOF from the restart on (the conversation is in it); the question never.
-	pollUntil(t, "the new conversation in the AOF", func() bool { return bytes.Contains(onDisk(t, srv.Dir), []byte(cid)) })
-	if bytes.Contains(onDisk(t, srv.Dir), []byte(secret)) {
+	redistest.Poll(t, "the new conversation in the AOF", func() bool { return bytes.Contains(redistest.Files(t, srv.Dir), []byte(cid)) })
+	if bytes.Contains(redistest.Files(t, srv.Dir), []byte(secret)) {
 		t.Fatal("the question is on disk, readable")
 	}
 
 	if err := raw(t, srv).ConfigSet(ctx, "appendonly", "no").Err(); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "ready again", func() bool { return len(health.Check(ctx)) == 0 })
+	redistest.Poll(t, "ready again", func() bool { return len(health.Check(ctx)) == 0 })
 	checkLifecycle(t, h.events(alice, h.ask(alice, cid, secret)), gen.EventTypeAnswer) // nothing half-created stands in the way
 	if logs := storeLogs.String(); !strings.Contains(logs, "no longer persists") {
 		t.Errorf("the recovery is not logged: %s", logs)

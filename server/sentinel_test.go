@@ -103,7 +103,7 @@ func TestSentinelFailoverMidRun(t *testing.T) {
 				case r.StatusCode() == http.StatusAccepted && r.JSON202 != nil:
 					next = r.JSON202.Ticket
 				case fault == "failover" && r.StatusCode() == http.StatusConflict && time.Now().Before(deadline):
-					pollUntil(t, "the lost run's end on the new primary", func() bool {
+					redistest.Poll(t, "the lost run's end on the new primary", func() bool {
 						s := b.status(alice, ticket)
 						return s.JSON200 != nil && s.JSON200.State != gen.AskStateRunning
 					})

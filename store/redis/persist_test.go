@@ -2,13 +2,9 @@ package redis_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +44,7 @@ func TestRefusesQuestionsOnceRedisPersists(t *testing.T) {
 	if err := rc.ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the store noticing Redis persists", func() bool { return s.Refusing(ctx) == redisstore.ReasonPersistsUnsealed })
+	redistest.Poll(t, "the store noticing Redis persists", func() bool { return s.Refusing(ctx) == redisstore.ReasonPersistsUnsealed })
 	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "persists to disk") {
 		t.Errorf("no error line says why: %s", logs.String())
 	}
@@ -73,15 +69,17 @@ func TestRefusesQuestionsOnceRedisPersists(t *testing.T) {
 	}
 	// What Redis writes from now on is on disk (appendfsync everysec): the step, never the
 	// refused question.
-	poll(t, "the step reaching the AOF", func() bool { return bytes.Contains(redisFiles(t, srv.Dir), []byte("step-written-while-persisting")) })
-	if bytes.Contains(redisFiles(t, srv.Dir), []byte(secret)) {
+	redistest.Poll(t, "the step reaching the AOF", func() bool {
+		return bytes.Contains(redistest.Files(t, srv.Dir), []byte("step-written-while-persisting"))
+	})
+	if bytes.Contains(redistest.Files(t, srv.Dir), []byte(secret)) {
 		t.Error("the refused question is on disk")
 	}
 
 	if err := rc.ConfigSet(ctx, "appendonly", "no").Err(); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the store taking questions again", func() bool { return s.Refusing(ctx) == "" })
+	redistest.Poll(t, "the store taking questions again", func() bool { return s.Refusing(ctx) == "" })
 	if _, err := s.CreateTicket(ctx, questionTicket("t2", "c2", secret), store.Limits{}); err != nil {
 		t.Errorf("CreateTicket once Redis no longer persists: %v", err)
 	}
@@ -116,38 +114,4 @@ func questionTicket(id, conv, question string) store.NewTicket {
 	acc, _ := json.Marshal(map[string]string{"question": question})
 	return store.NewTicket{ID: id, ConversationID: conv, Owner: storetest.Alice, CreatedAt: time.Unix(1700000000, 0).UTC(),
 		Accepted: store.Event{Seq: 1, Type: gen.EventTypeAccepted, Data: acc}, Question: question}
-}
-
-// redisFiles is every file under dir, concatenated.
-func redisFiles(t *testing.T, dir string) []byte {
-	t.Helper()
-	var all []byte
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		all = append(all, b...)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return all
-}
-
-// poll waits, for at most 10 s, until cond holds, asking every 10 ms.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not within 10s", what)
-		case <-tick.C:
-		}
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +54,19 @@ func startNginx(t *testing.T, upstream string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		// SIGTERM: the master stops its workers, then itself (a SIGKILLed master leaves its
+		// workers running, listening, for good).
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		c, err := net.DialTimeout("tcp", listen, time.Second)
 		if err == nil {

@@ -67,16 +67,21 @@ func startNginx(t *testing.T, upstream string) string {
 			<-exited
 		}
 	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	// nginx says nothing when it listens: ask its listener until it answers.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.After(10 * time.Second)
+	for {
 		c, err := net.DialTimeout("tcp", listen, time.Second)
 		if err == nil {
 			_ = c.Close()
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-giveUp:
 			t.Fatalf("nginx did not listen on %s: %v", listen, err)
 		}
-		time.Sleep(20 * time.Millisecond) // polling a process's listener, not timing the test
 	}
 	return "http://" + listen
 }

@@ -314,6 +314,8 @@ func TestWebhookNotAllowedIs400BeforeATicket(t *testing.T) {
 		{"plain http off loopback", h, "http://hooks.example.com/hooks/a"},
 		{"user info", h, strings.Replace(rcv.URL(), "://", "://u:p@", 1) + "/hooks/a"},
 		{"fragment", h, rcv.URL() + "/hooks/a#x"},
+		{"dot segments out of the prefix", h, rcv.URL() + "/hooks/../other/a"},
+		{"encoded dot segments out of the prefix", h, rcv.URL() + "/hooks/%2e%2e/other/a"},
 		{"relative", h, "/hooks/a"},
 		{"not a URL", h, "::::"},
 		{"metadata address", h, "http://169.254.169.254/latest/meta-data/"},

@@ -45,6 +45,9 @@ func (c Config) CheckURL(raw string) error {
 	if err := checkScheme(u); err != nil {
 		return refuse("%v", err)
 	}
+	if dotSegments(u.Path) {
+		return refuse("a dot segment (. or ..) is not allowed in a webhook URL's path")
+	}
 	if !c.allowed(u) {
 		return refuse("not under any prefix the operator allows (DAS_ASK_WEBHOOK_ALLOW)")
 	}
@@ -69,6 +72,21 @@ func (c Config) allowed(u *url.URL) bool {
 			continue
 		}
 		if strings.HasPrefix(u.EscapedPath(), pu.EscapedPath()) {
+			return true
+		}
+	}
+	return false
+}
+
+// dotSegments reports whether the decoded path p holds a "." or ".." segment. The prefix
+// comparison is on the path as written, but the receiver, or a proxy in front of it, resolves
+// dot segments (RFC 3986 5.2.4), so https://h/ask/../admin would reach /admin under an allowed
+// https://h/ask/. Decoded, so %2e%2e counts; a backslash separates too (some servers treat it as
+// a slash), and a segment's ";parameters" are ignored ("..;" is ".." to some servers).
+func dotSegments(p string) bool {
+	for _, seg := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		seg, _, _ = strings.Cut(seg, ";")
+		if seg == "." || seg == ".." {
 			return true
 		}
 	}

@@ -32,6 +32,18 @@ func TestCheckURL(t *testing.T) {
 		{"https://10.1.2.3/h/x", false},                     // a private literal
 		{"http://169.254.169.254/latest/meta-data/", false}, // metadata
 		{"https://hooks.example.com/ask/" + string(make([]byte, 2100)), false},
+		// Dot segments: the receiver, or a proxy before it, resolves them (RFC 3986 5.2.4), so
+		// each would reach a path outside the allowed prefix.
+		{"https://hooks.example.com/ask/../admin", false},
+		{"https://hooks.example.com/ask/./../admin", false},
+		{"https://hooks.example.com/ask/%2e%2e/admin", false},
+		{"https://hooks.example.com/ask/%2E./admin", false},
+		{"https://hooks.example.com/ask/..%2fadmin", false},
+		{"https://hooks.example.com/ask/..%5cadmin", false},
+		{"https://hooks.example.com/ask/..;/admin", false},
+		{"https://hooks.example.com/ask/x/..", false},
+		{"https://hooks.example.com/ask/..", false},
+		{"https://hooks.example.com/ask/a..b/.x/x.?q=..", true}, // dots that are not a segment
 	} {
 		err := c.CheckURL(tc.url)
 		if (err == nil) != tc.ok {

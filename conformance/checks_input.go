@@ -15,6 +15,7 @@ func checkBadInput(ctx context.Context, s *session) verdict {
 		{"no question", `{}`},
 		{"an empty question", `{"question":""}`},
 		{"an unknown field", `{"question":"What is an incident?","colour":"blue"}`},
+		{"the question given twice", `{"question":"What is an incident?","question":"What is a deployment?"}`},
 		{"a question over 4000 characters", `{"question":"` + strings.Repeat("a", 4001) + `"}`},
 	}
 	conv, err := s.conversation(ctx, A)

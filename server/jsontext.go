@@ -12,9 +12,10 @@ import (
 
 // jsonText refuses, before the contract is checked, a JSON request body that the decoders
 // after it would read as something it is not. Go's encoding/json (and kin-openapi, which uses
-// it) replaces invalid UTF-8 and unpaired surrogate escapes with U+FFFD and reads only the
-// first of several values, so without this a question would be altered silently (a run started
-// on a question the user did not ask) and `{} garbage` would create a conversation. RFC 8259
+// it) replaces invalid UTF-8 and unpaired surrogate escapes with U+FFFD, reads only the first
+// of several values and keeps only the last of a repeated member name, so without this a
+// question would be altered silently (a run started on a question the user did not ask) and
+// `{} garbage` would create a conversation. RFC 8259
 // §8.1 makes JSON between systems UTF-8, so a body declared in another charset is not
 // converted but refused (415), and one that is not one well-formed JSON text in UTF-8 is a 400.
 // The details name what is wrong, never the bytes: they could be the question.
@@ -66,6 +67,8 @@ func jsonTextProblem(b []byte) (detail, violation string) {
 	case bytes.IndexByte(b, '\\') >= 0 && loneSurrogate(b):
 		return "the request body holds a \\u escape of an unpaired UTF-16 surrogate, which is no character",
 			"body: an escaped unpaired surrogate (\\uD800-\\uDFFF)"
+	case repeatedName(b):
+		return "the request body names a member more than once in one object", "body: a member name repeated in one object"
 	}
 	return "", ""
 }
@@ -121,4 +124,99 @@ func hex4(b []byte, i int) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+// repeatedName reports whether an object in b, a well-formed JSON text (so nested at most
+// 10000 deep: json.Valid's bound), names a member more than once, the names compared as they
+// decode (`"\u0071"` is `"q"`). RFC 8259 §4 leaves such an object's meaning to the reader, and
+// Go's decoders keep the last value: `{"question":"A","question":"B"}` would ask B and drop A
+// without a word, and a gateway or filter that reads the first would see another request than
+// the service runs. The scan is one pass without recursion; an object's names are compared in
+// a slice while they are few and in a map past that, so a body of many names costs linear time.
+func repeatedName(b []byte) bool {
+	type object struct {
+		start int                 // its first name in names; -1 for an array
+		set   map[string]struct{} // its names once past smallObject
+	}
+	const smallObject = 16
+	var (
+		stackBuf [4]object
+		namesBuf [8][]byte
+		stack    = stackBuf[:0] // the open objects and arrays, innermost last
+		names    = namesBuf[:0] // the raw names (quotes stripped) of the open objects' members
+		wantKey  bool           // the next string is a member name
+	)
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{':
+			stack = append(stack, object{start: len(names)})
+			wantKey = true
+		case '[':
+			stack = append(stack, object{start: -1})
+			wantKey = false
+		case '}', ']':
+			if top := stack[len(stack)-1]; top.start >= 0 {
+				names = names[:top.start]
+			}
+			stack = stack[:len(stack)-1]
+			wantKey = false
+		case ',':
+			wantKey = len(stack) > 0 && stack[len(stack)-1].start >= 0
+		case '"':
+			j := i + 1
+			for b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if wantKey {
+				top := &stack[len(stack)-1]
+				name := b[i+1 : j]
+				if top.set == nil && len(names)-top.start < smallObject {
+					for _, n := range names[top.start:] {
+						if sameName(n, name) {
+							return true
+						}
+					}
+				} else {
+					if top.set == nil {
+						top.set = make(map[string]struct{}, 2*smallObject)
+						for _, n := range names[top.start:] {
+							top.set[decodedName(n)] = struct{}{}
+						}
+					}
+					d := decodedName(name)
+					if _, ok := top.set[d]; ok {
+						return true
+					}
+					top.set[d] = struct{}{}
+				}
+				names = append(names, name)
+				wantKey = false
+			}
+			i = j
+		}
+	}
+	return false
+}
+
+// sameName reports whether two raw member names (between their quotes) decode alike.
+func sameName(a, b []byte) bool {
+	if bytes.IndexByte(a, '\\') < 0 && bytes.IndexByte(b, '\\') < 0 {
+		return bytes.Equal(a, b)
+	}
+	return decodedName(a) == decodedName(b)
+}
+
+// decodedName is a raw member name (between its quotes, from a well-formed text) decoded.
+func decodedName(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	var s string
+	q := make([]byte, 0, len(raw)+2)
+	q = append(append(append(q, '"'), raw...), '"')
+	_ = json.Unmarshal(q, &s) // well-formed: it decodes
+	return s
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/das-ask/ask/server"
 )
 
-// TestJSONText: a body that is not one JSON text in UTF-8 is refused before anything is
-// created, with a detail that names the fault and never the bytes; one declared in another
+// TestJSONText: a body that is not one JSON text in UTF-8, or whose object names a member
+// twice, is refused before anything is created, with a detail that names the fault and never
+// the bytes; one declared in another
 // charset is a 415; a surrogate pair escaped as the contract's JSON allows is a character and
 // passes. The caps are one conversation and one ask in it, so a refused request that had
 // created something would make the good request after it fail.
@@ -37,6 +38,7 @@ func TestJSONText(t *testing.T) {
 		{"invalid UTF-8", json, "{\"x\":\"caf\xe9\"}", 400, "not valid UTF-8"},
 		{"Latin-1 declared", "application/json; charset=iso-8859-1", `{}`, 415, "in UTF-8"},
 		{"gzip-encoded", json + "\x00gzip", `{}`, 415, "content-encoded"},
+		{"a name twice", json, `{"x":1,"x":2}`, 400, "names a member more than once"},
 	} {
 		t.Run("createConversation/"+tt.name, func(t *testing.T) {
 			resp := post("/ask/v1/conversations", tt.ct, tt.body)
@@ -69,6 +71,11 @@ func TestJSONText(t *testing.T) {
 		{"a lone low surrogate", json, `{"question":"` + secret + ` \uDC00"}`, 400, "unpaired UTF-16 surrogate"},
 		{"trailing garbage", json, `{"question":"` + secret + `"} x`, 400, "not one well-formed JSON value"},
 		{"Latin-1 declared", "application/json;charset=latin1", `{"question":"` + secret + `"}`, 415, "in UTF-8"},
+		// Decoded, the last of a repeated name wins: the question before it would be dropped
+		// without a word, and the run would answer a question the client may not have meant.
+		{"the question twice", json, `{"question":"` + secret + `","question":"How many sev1 incidents?"}`, 400, "names a member more than once"},
+		{"the question twice, once escaped", json, `{"question":"` + secret + `","\u0071uestion":"x"}`, 400, "names a member more than once"},
+		{"the webhook's url twice", json, `{"question":"` + secret + `","webhook":{"url":"https://a.example/","url":"https://b.example/"}}`, 400, "names a member more than once"},
 	} {
 		t.Run("createAsk/"+tt.name, func(t *testing.T) {
 			resp := post(asks, tt.ct, tt.body)

@@ -655,7 +655,11 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request does not satisfy this document. */
+        /**
+         * @description The request does not satisfy this document, or its JSON body is not one JSON text in
+         *     UTF-8 (RFC 8259 §8.1) that names each member of an object once (§4: a decoder would keep
+         *     only one of the two values, and not every decoder the same one).
+         */
         BadRequest: {
             headers: {
                 [name: string]: unknown;

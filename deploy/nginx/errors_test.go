@@ -1,13 +1,16 @@
 package nginx_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -156,4 +159,129 @@ func TestGatewayErrorsAreProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkProblem(t, "a frozen replica, a POST", resp, http.StatusGatewayTimeout)
+}
+
+// TestGatewayRefusalsAreProblems: what nginx refuses itself before any replica sees the
+// request — a body over client_max_body_size, two Authorization headers, a request line it
+// cannot parse, a URI too long, a method it never proxies — is problem+json with the status in
+// its body, as the service's own refusals are; the contract declares 413 and 400 as
+// problem+json, and a client reads every refusal one way.
+func TestGatewayRefusalsAreProblems(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = io.WriteString(w, `{"type":"about:blank","title":"upstream","status":418,"detail":"reached the replica"}`)
+	}))
+	t.Cleanup(upstream.Close)
+	base := startNginx(t, strings.TrimPrefix(upstream.URL, "http://"))
+	addr := strings.TrimPrefix(base, "http://")
+	for _, tt := range []struct {
+		what   string
+		raw    string // the request as sent, with its body
+		status int
+	}{
+		{"a body over client_max_body_size", "POST /ask/v1/conversations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 70000\r\n\r\n" +
+			`{"question":"` + strings.Repeat("a", 70000-15) + `"}`, http.StatusRequestEntityTooLarge},
+		{"two Authorization headers", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", http.StatusBadRequest},
+		{"a NUL in the path", "GET /ask/v1/asks/t%00x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
+		{"a URI too long", "GET /ask/v1/asks/" + strings.Repeat("a", 10000) + " HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusRequestURITooLong},
+		{"TRACE", "TRACE /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusMethodNotAllowed},
+	} {
+		resp := rawRequest(t, addr, tt.raw)
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		var p struct {
+			Type, Title, Detail string
+			Status              int
+		}
+		if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != "application/problem+json" ||
+			json.Unmarshal(body, &p) != nil || p.Status != tt.status || p.Detail == "" || p.Title == "" {
+			t.Errorf("%s: %d %s %q, want %d problem+json with its status, a title and a detail",
+				tt.what, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status)
+		}
+	}
+}
+
+// TestGatewayPassesHeadersAsSent: the headers the service reads are passed as the client sent
+// them, so that the service, not the gateway, decides: two Last-Event-ID or Idempotency-Key
+// headers reach it as two (a 400 there; the first alone would be taken as the only one), and an
+// empty Last-Event-ID as empty (a 400; dropped, the stream would start at seq 1).
+func TestGatewayPassesHeadersAsSent(t *testing.T) {
+	got := make(chan http.Header, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(upstream.Close)
+	base := startNginx(t, strings.TrimPrefix(upstream.URL, "http://"))
+	addr := strings.TrimPrefix(base, "http://")
+	for _, tt := range []struct {
+		what, raw string
+		name      string
+		want      []string
+	}{
+		{"two Last-Event-ID", "GET /ask/v1/asks/t_x/events HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 1\r\nLast-Event-ID: 2\r\n\r\n", "Last-Event-Id", []string{"1", "2"}},
+		{"an empty Last-Event-ID", "GET /ask/v1/asks/t_x/events HTTP/1.1\r\nHost: x\r\nLast-Event-ID:\r\n\r\n", "Last-Event-Id", []string{""}},
+		{"two Idempotency-Key", "POST /ask/v1/conversations HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\nContent-Length: 2\r\n\r\n{}", "Idempotency-Key", []string{"a", "b"}},
+		{"two Prefer", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nPrefer: wait=1\r\nPrefer: wait=2\r\n\r\n", "Prefer", []string{"wait=1", "wait=2"}},
+		{"one Authorization", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer  a.b.c\r\n\r\n", "Authorization", []string{"Bearer  a.b.c"}},
+	} {
+		resp := rawRequest(t, addr, tt.raw)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Errorf("%s: the gateway answered %d itself", tt.what, resp.StatusCode)
+			continue
+		}
+		h := <-got
+		if v := h.Values(tt.name); !slices.Equal(v, tt.want) {
+			t.Errorf("%s: the replica got %s %q, want %q", tt.what, tt.name, v, tt.want)
+		}
+	}
+}
+
+// rawRequest sends raw, a whole HTTP/1.1 request, on a connection of its own and reads the
+// answer: Go's client would not send what some of these requests send.
+func rawRequest(t *testing.T, addr, raw string) *http.Response {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.WriteString(c, raw) // the gateway may answer and close before it has read it all
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestGatewayNeverRedirects: the base path without its slash goes to the service, which
+// answers it as any path it has no route for, as it does directly; nginx would otherwise
+// answer a 301 to `/ask/` itself, which a client follows with a GET whatever it sent.
+func TestGatewayNeverRedirects(t *testing.T) {
+	reached := make(chan string, 4)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached <- r.Method + " " + r.URL.RequestURI()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(upstream.Close)
+	base := startNginx(t, strings.TrimPrefix(upstream.URL, "http://"))
+	addr := strings.TrimPrefix(base, "http://")
+	for _, raw := range []string{
+		"GET /ask HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /ask?x=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+	} {
+		resp := rawRequest(t, addr, raw)
+		_ = resp.Body.Close()
+		want := raw[:strings.Index(raw, " HTTP/")]
+		if resp.StatusCode != http.StatusNoContent {
+			t.Errorf("%s: the gateway answered %d (Location %q) itself", want, resp.StatusCode, resp.Header.Get("Location"))
+			continue
+		}
+		if got := <-reached; got != want {
+			t.Errorf("the replica got %q, want %q", got, want)
+		}
+	}
 }

@@ -125,6 +125,16 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 		clients[as] = c
 	}
 
+	// The service must answer before any question is asked. A wrong URL, a refused token or a
+	// service that is down is a run that could not happen, not one that scored nothing: without
+	// this, every item would come back a harness error and the report would be all zeros. The
+	// conversation opened here is the first unit's.
+	first := set.Items[0].As
+	probe, err := clients[first].CreateConversation(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("eval: nothing was asked: the service at %s did not open a conversation for %s: %w", cfg.BaseURL, first, err)
+	}
+
 	// Units of work: one per conversation group, one per standalone item, in order of first use.
 	var units [][]int
 	group := map[string]int{}
@@ -162,7 +172,15 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 			for u := range work {
 				first := set.Items[u[0]]
 				c := clients[first.As]
-				conv, convErr := c.CreateConversation(ctx)
+				var (
+					conv    gen.Conversation
+					convErr error
+				)
+				if u[0] == 0 {
+					conv = probe
+				} else {
+					conv, convErr = c.CreateConversation(ctx)
+				}
 				for _, i := range u {
 					it := set.Items[i]
 					var r ItemResult

@@ -221,6 +221,23 @@ items:
 			t.Errorf("report: %d items, scores of %d, set %q", len(rep.Items), rep.Scores.Items, rep.Set.Name)
 		}
 	})
+	// The newcomer's mistake: the host without the service's base path. Nothing can be asked,
+	// so nothing is scored and no report replaces the last one.
+	t.Run("a URL without the base path", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		dir := t.TempDir()
+		bare := strings.TrimSuffix(st.AskURL, "/ask")
+		args := []string{"--url", bare, "--set", set, "--out", dir, "--progress", "none", "--idp", st.IdPURL}
+		if code := run(t.Context(), args, &out, &errb, noenv); code != 2 {
+			t.Fatalf("exit %d, want 2\n%s%s", code, out.String(), errb.String())
+		}
+		if !strings.Contains(errb.String(), "nothing was asked") || !strings.Contains(errb.String(), "404") {
+			t.Errorf("stderr should say nothing was asked, and why: %s", errb.String())
+		}
+		if files, _ := os.ReadDir(dir); len(files) != 0 {
+			t.Errorf("a run that asked nothing wrote %d files to --out", len(files))
+		}
+	})
 	t.Run("a truth identity the source refuses", func(t *testing.T) {
 		var out, errb bytes.Buffer
 		args := []string{"--url", st.AskURL, "--set", filepath.Join("..", "..", "eval", "testdata", "fixture.yaml"), "--no-write", "--progress", "none",

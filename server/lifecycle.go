@@ -63,10 +63,11 @@ func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Ti
 	return r, ctx
 }
 
-// runEnded gives an ended run's admission slot back and lets its webhook go.
+// runEnded lets an ended run's webhook go and gives its admission slot back, in that order:
+// the last release lets Shutdown go on, and it then attempts the deliveries that are due.
 func (s *Server) runEnded(r *run) {
-	s.release(r.ticket)
 	s.webhookDue(r.ticket)
+	s.release(r.ticket)
 }
 
 // deadlineCtx is a run's context: its cancelCtx, reporting the run's deadline, which the

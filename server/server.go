@@ -113,9 +113,10 @@ type Server struct {
 	runs     map[string]*run
 	idle     chan struct{} // closed when draining and active == 0
 
-	// outbox and hooks deliver webhooks; nil when webhooks are off.
-	outbox store.Outbox
-	hooks  *webhook.Deliverer
+	// outbox and hooks deliver webhooks; nil when webhooks are off. stopHooks stops hooks.
+	outbox    store.Outbox
+	hooks     *webhook.Deliverer
+	stopHooks context.CancelFunc
 }
 
 // New builds the service. It fails on missing Runner or Authenticator and on invalid options.
@@ -327,6 +328,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-s.idle:
 	case <-ctx.Done():
 	}
+	// Every run has ended and made its delivery due: attempt them before going.
+	s.drainWebhooks(ctx)
 	s.mu.Lock()
 	select {
 	case <-s.closing:

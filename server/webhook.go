@@ -43,11 +43,14 @@ func (s *Server) startWebhooks() error {
 	if err != nil {
 		return err
 	}
-	s.outbox, s.hooks = ob, d
+	// Not s.base: Shutdown stops the deliverer only after the deliveries its last runs made due
+	// were attempted (drainWebhooks).
+	ctx, stop := context.WithCancel(context.WithoutCancel(s.base))
+	s.outbox, s.hooks, s.stopHooks = ob, d, stop
 	s.runners.Add(1)
 	go func() {
 		defer s.runners.Done()
-		d.Run(s.base)
+		d.Run(ctx)
 	}()
 	return nil
 }
@@ -92,6 +95,16 @@ func (s *Server) dropWebhook(ticket string, w *gen.WebhookRequest) {
 	if err := s.outbox.RemoveWebhook(context.Background(), ticket); err != nil {
 		s.log.Warn("webhook of a refused ask not removed; it expires unsent", "ticket", ticket, "err", err)
 	}
+}
+
+// drainWebhooks, at shutdown once no run is left, attempts the deliveries that are due (those of
+// the runs that just ended among them) within ctx, then stops the deliverer.
+func (s *Server) drainWebhooks(ctx context.Context) {
+	if s.hooks == nil {
+		return
+	}
+	s.hooks.Drain(ctx)
+	s.stopHooks()
 }
 
 // webhookDue tells the deliverer that ticket's run has ended.

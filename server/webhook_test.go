@@ -399,3 +399,59 @@ func TestWebhookReplicaKilledMidDelivery(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookDeliveredAtShutdown: a graceful shutdown makes an attempt of every delivery its
+// runs' ends made due before it returns: the ask that finished during the grace, and the one it
+// ended with error{shutdown}. With the in-process store nothing is left to deliver them after
+// the process, and a client without the stream learns its ask's end only from the webhook.
+func TestWebhookDeliveredAtShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration
+		want  string
+	}{
+		{"ended during the grace", time.Minute, `"type":"answer"`},
+		{"ended by the shutdown", -1, `"kind":"shutdown"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			secret := webhooktest.Secret()
+			rcv := newReceiver(t, secret)
+			finish := make(chan struct{})
+			running := make(chan struct{})
+			runner := ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+				close(running)
+				select {
+				case <-finish:
+					return ask.Outcome{Answer: &gen.AnswerBody{Text: "done at last"}}
+				case <-ctx.Done():
+					return ask.Outcome{}
+				}
+			})
+			cfg := hookConfig(rcv, secret)
+			cfg.Poll = time.Hour // only the run's end wakes the deliverer
+			h := newHarness(t, server.Options{Runner: runner, ShutdownGrace: tc.grace, Webhooks: server.WebhookOptions{Config: cfg}})
+			r := h.askHook(alice, h.conv(alice), "shutdown q", rcv.URL()+"/hooks/a")
+			if r.JSON202 == nil {
+				t.Fatalf("ask: %d %s", r.StatusCode(), r.Body)
+			}
+			<-running
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			stopped := make(chan error, 1)
+			go func() { stopped <- h.srv.Shutdown(ctx) }()
+			if tc.grace > 0 {
+				close(finish)
+			}
+			if err := <-stopped; err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+			got := rcv.Deliveries()
+			if len(got) != 1 {
+				t.Fatalf("receiver got %d deliveries by the time Shutdown returned, want 1", len(got))
+			}
+			if !got[0].Verified || !bytes.Contains(got[0].Body, []byte(tc.want)) {
+				t.Fatalf("delivery verified %v, body %s; want %s", got[0].Verified, got[0].Body, tc.want)
+			}
+		})
+	}
+}

@@ -56,6 +56,8 @@ type Deliverer struct {
 	send    *sender
 	holder  string
 	wake    chan struct{}
+	// turn is held by the round in progress (capacity 1): Drain waits for Run's to end.
+	turn chan struct{}
 }
 
 // New validates opts.Config and returns a Deliverer.
@@ -77,7 +79,7 @@ func New(opts Options) (*Deliverer, error) {
 	}
 	return &Deliverer{
 		cfg: cfg, outbox: opts.Outbox, tickets: opts.Tickets, obs: opts.Observer, log: log, send: s,
-		holder: "d_" + rand.Text(), wake: make(chan struct{}, 1),
+		holder: "d_" + rand.Text(), wake: make(chan struct{}, 1), turn: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -122,11 +124,25 @@ func (d *Deliverer) Run(ctx context.Context) {
 	}
 }
 
+// Drain makes one attempt of every delivery that is due, after Run's round in progress (whose
+// attempts it lets end), and returns once they are made or ctx is done. A replica that stops
+// calls it after its last runs have ended, and only then ends Run's context, so the deliveries
+// their ends made due are attempted before it goes: with the in-process store nobody else would
+// make them. A delivery to be retried is left to its next due time (with a shared store, to
+// another replica or this one's successor).
+func (d *Deliverer) Drain(ctx context.Context) { d.round(ctx) }
+
 // claimBatch bounds the attempts one round makes at once.
 const claimBatch = 32
 
 // round claims and attempts due deliveries until none is due.
 func (d *Deliverer) round(ctx context.Context) {
+	select {
+	case d.turn <- struct{}{}:
+		defer func() { <-d.turn }()
+	case <-ctx.Done():
+		return
+	}
 	hold := 2 * d.cfg.Timeout // an attempt ends within Timeout; then the claim lapses
 	for ctx.Err() == nil {
 		due, err := d.outbox.ClaimWebhooks(ctx, d.holder, hold, claimBatch)

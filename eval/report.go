@@ -160,7 +160,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	}
 	for _, it := range r.Items {
 		got := it.Got
-		if it.Got != it.Expect {
+		if !it.AsExpected() {
 			got = "**" + got + "**"
 		}
 		term := "—"

@@ -71,6 +71,14 @@ type ItemResult struct {
 	answer *gen.AnswerEvent
 }
 
+// Unread reports that the harness read no outcome for the item (no ticket, a stream that
+// ended early, no token): it counts as an error, and is a harness error.
+func (r ItemResult) Unread() bool { return r.ErrorKind == "harness" }
+
+// AsExpected reports that the item ended in the kind of outcome it expects. An outcome the
+// harness never read is never as expected, even for an item that expects an error.
+func (r ItemResult) AsExpected() bool { return r.Got == r.Expect && !r.Unread() }
+
 // expected is an item's expected result, computed before any question is asked.
 type expected struct {
 	rows [][]any

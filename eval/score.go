@@ -65,7 +65,8 @@ type CategoryScore struct {
 // Scores summarise a run.
 type Scores struct {
 	Items int `json:"items"`
-	// OutcomeAccuracy: items whose terminal event is the kind they expect.
+	// OutcomeAccuracy: items whose terminal event is the kind they expect (an item whose
+	// outcome the harness could not read never is, whatever it expects).
 	OutcomeAccuracy Ratio `json:"outcome_accuracy"`
 	// Confusion counts items by expected kind, then by the kind they got.
 	Confusion map[string]map[string]int `json:"confusion"`
@@ -108,7 +109,7 @@ func Score(results []ItemResult) Scores {
 	)
 	for _, r := range results {
 		s.Confusion[r.Expect][r.Got]++
-		if r.ErrorKind == "harness" {
+		if r.Unread() {
 			s.HarnessErrors++
 		}
 		s.Throttled += r.Throttled
@@ -119,7 +120,7 @@ func Score(results []ItemResult) Scores {
 			catOrder = append(catOrder, r.Category)
 		}
 		c.Items++
-		if r.Got == r.Expect {
+		if r.AsExpected() {
 			right++
 			catRight[r.Category]++
 		}

@@ -56,3 +56,23 @@ func TestScoreArithmetic(t *testing.T) {
 		t.Errorf("categories: %+v", s.Categories)
 	}
 }
+
+// An item that expects an error and for which the harness read no outcome (the service down,
+// the stream cut) did not pass: nothing was seen to fail as the item expects. It counts as an
+// error in the confusion matrix, as every harness error does, and not towards outcome accuracy.
+func TestHarnessErrorIsNotTheExpectedError(t *testing.T) {
+	res := []eval.ItemResult{
+		{ID: "seen", Category: "x", Expect: "error", Got: "error", ErrorKind: "timeout", TicketMS: 1, FirstMilestoneMS: -1, TerminalMS: 5, HasDone: true},
+		{ID: "unread", Category: "x", Expect: "error", Got: "error", ErrorKind: "harness", TicketMS: -1, FirstMilestoneMS: -1, TerminalMS: -1},
+	}
+	s := eval.Score(res)
+	if got := s.OutcomeAccuracy; got.N != 1 || got.Of != 2 {
+		t.Errorf("outcome accuracy %d/%d, want 1/2: an outcome the harness never read is not the one expected", got.N, got.Of)
+	}
+	if got := s.Categories[0].OutcomeAccuracy; got.N != 1 || got.Of != 2 {
+		t.Errorf("category outcome accuracy %d/%d, want 1/2", got.N, got.Of)
+	}
+	if s.Confusion["error"]["error"] != 2 || s.HarnessErrors != 1 {
+		t.Errorf("confusion %v, harness errors %d: want both in error×error, one a harness error", s.Confusion, s.HarnessErrors)
+	}
+}

@@ -75,7 +75,7 @@ func (p *progress) item(done, total int, r eval.ItemResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done = done
-	ok := r.Got == r.Expect && !isFalse(r.Correct) && !isFalse(r.Attributed) && !isFalse(r.CaveatsCarried)
+	ok := r.AsExpected() && !isFalse(r.Correct) && !isFalse(r.Attributed) && !isFalse(r.CaveatsCarried)
 	if !ok {
 		p.wrong++
 	}

@@ -31,7 +31,6 @@ import (
 	"github.com/das-ask/ask/demo/ui"
 	"github.com/das-ask/ask/demo/webhooksink"
 	"github.com/das-ask/ask/server"
-	"github.com/das-ask/ask/webhook"
 )
 
 // Options configure Start. Zero values mean: every listener on 127.0.0.1 with an ephemeral
@@ -303,11 +302,13 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		s.Main = nil
 		return nil, err
 	}
-	s.Main.Config.Webhooks = webhook.Config{
-		Allow:      append([]string{"http://" + lnAsk.Addr().String() + sinkPath}, opts.WebhookAllow...),
-		Secrets:    []string{secret},
-		AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
-	}
+	// Beside the operator's settings (DAS_ASK_WEBHOOK_*, read into the configuration as askd
+	// reads them): their prefixes and address ranges are allowed too, their secrets sign too.
+	wh := s.Main.Config.Webhooks
+	wh.Allow = slices.Concat([]string{"http://" + lnAsk.Addr().String() + sinkPath}, wh.Allow, opts.WebhookAllow)
+	wh.Secrets = slices.Concat([]string{secret}, wh.Secrets)
+	wh.AllowAddrs = slices.Concat([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, wh.AllowAddrs)
+	s.Main.Config.Webhooks = wh
 	s.Main.Mounts = map[string]http.Handler{"/dev/webhooks/": s.Webhooks}
 	if opts.UI {
 		s.Main.Mounts["/ui/"] = ui.New(ui.Options{

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
 // TestStackWebhookSink: an ask that names the dev stack's sink has its end delivered there,
@@ -76,5 +78,69 @@ func TestStackWebhookSink(t *testing.T) {
 	}
 	if len(entries) != 1 || !entries[0].Verified || entries[0].Ticket != tk.JSON202.Ticket || entries[0].Outcome != "answer" {
 		t.Fatalf("sink lists %s", b)
+	}
+}
+
+// TestStackWebhookSettingsFromConfig: the operator's webhook settings (DAS_ASK_WEBHOOK_*, read
+// into Options.Config as askd reads them) apply in the dev stack beside its sink: an ask may
+// name a receiver the allow-list admits, and the delivery verifies with the operator's secret.
+func TestStackWebhookSettingsFromConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	secret := webhooktest.Secret()
+	rcv, err := webhooktest.New(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	env := map[string]string{"DAS_ASK_WEBHOOK_ALLOW": rcv.URL() + "/hooks/", "DAS_ASK_WEBHOOK_SECRETS": secret}
+	cfg, err := config.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := stack.Start(ctx, stack.Options{Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	token, err := s.IdP.Mint(idp.Claims{OID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := func(_ context.Context, r *http.Request) error {
+		r.Header.Set("Authorization", "Bearer "+token)
+		return nil
+	}
+	c, err := gen.NewClientWithResponses(s.AskURL, gen.WithRequestEditorFn(bearer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
+	if err != nil || conv.JSON201 == nil {
+		t.Fatalf("create conversation: %v", err)
+	}
+	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{
+		Question: "How many sev1 incidents did we have in 2026-Q2?", Webhook: &gen.WebhookRequest{Url: rcv.URL() + "/hooks/a"}})
+	if err != nil || tk.JSON202 == nil {
+		t.Fatalf("create ask with the operator's allowed webhook: %v %s", err, tk.Body)
+	}
+	for {
+		st, err := c.GetAskWithResponse(ctx, tk.JSON202.Ticket, &gen.GetAskParams{Prefer: ptr("wait=5")})
+		if err != nil || st.JSON200 == nil {
+			t.Fatalf("status: %v", err)
+		}
+		if w := st.JSON200.Webhook; w != nil && w.State != gen.WebhookStatePending {
+			if w.State != gen.WebhookStateDelivered {
+				t.Fatalf("delivery %s", st.Body)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("not delivered: %s", st.Body)
+		}
+	}
+	got := rcv.Deliveries()
+	if len(got) != 1 || !got[0].Verified {
+		t.Fatalf("receiver got %d deliveries (first verified: %v), want 1 verified with the operator's secret", len(got), len(got) > 0 && got[0].Verified)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -266,6 +267,7 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 	}
 	r.TicketMS = ms(t0)
 
+	var outcomes []string // every terminal event's type: a run has exactly one
 	for ev, err := range c.Events(ctx, tk.Ticket, client.EventsOptions{}) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -278,8 +280,10 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 			return r
 		}
 		if k := ev.Outcome(); k != client.NotTerminal {
-			r.TerminalMS = ms(t0)
-			r.Got = k.String()
+			if outcomes = append(outcomes, k.String()); len(outcomes) == 1 {
+				r.TerminalMS = ms(t0)
+				r.Got = k.String()
+			}
 		}
 		switch v := ev.Value.(type) {
 		case gen.MilestoneEvent:
@@ -301,6 +305,12 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 	}
 	if r.Got == "" || !r.HasDone {
 		harness(&r, client.ErrIncomplete)
+		return r
+	}
+	// Neither the first outcome nor the last is the run's: the stream broke the contract, and
+	// there is nothing to score.
+	if len(outcomes) > 1 {
+		harness(&r, fmt.Errorf("the stream carried more than one outcome (%s), where a run ends in exactly one", strings.Join(outcomes, ", then ")))
 		return r
 	}
 	return r

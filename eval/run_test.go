@@ -1,6 +1,9 @@
 package eval_test
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -56,6 +59,126 @@ items:
 			}
 			if n := asks.Load(); n != 0 {
 				t.Errorf("%d questions asked; want none", n)
+			}
+		})
+	}
+}
+
+// fakeService answers the calls the harness makes: a conversation, a ticket, and events, the
+// stream it is given.
+func fakeService(t *testing.T, events string) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/conversations", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"c_1","asks_url":"/v1/conversations/c_1/asks","created_at":"2026-12-01T00:00:00Z"}`)
+	})
+	mux.HandleFunc("POST /v1/conversations/c_1/asks", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, `{"ticket":"t_1","conversation_id":"c_1","created_at":"2026-12-01T00:00:00Z",`+
+			`"events_url":"/v1/asks/t_1/events","status_url":"/v1/asks/t_1","cancel_url":"/v1/asks/t_1/cancel"}`)
+	})
+	mux.HandleFunc("GET /v1/asks/t_1/events", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, events)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// sse renders events as the stream's frames, seq from 1.
+func sse(events ...string) string {
+	var b strings.Builder
+	for i, e := range events {
+		typ, body, _ := strings.Cut(e, " ")
+		fmt.Fprintf(&b, "id: %d\nevent: %s\ndata: {\"seq\":%d,\"ticket\":\"t_1\",\"conversation_id\":\"c_1\",\"ts\":\"2026-12-01T00:00:00Z\",\"type\":%q%s}\n\n",
+			i+1, typ, i+1, typ, body)
+	}
+	return b.String()
+}
+
+// A run ends in exactly one outcome. A stream that carries two has no outcome to score: the
+// harness does not pick the last one (nor the first), it says what it saw.
+func TestRunDoesNotScoreAStreamWithTwoOutcomes(t *testing.T) {
+	set, err := eval.ParseSet([]byte(`
+name: t
+items:
+  - id: a
+    question: How many sev1 incidents did we have in 2026-Q2?
+    expect: answer
+`), "inline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		answer = `answer ,"text":"10","result":{"columns":["n"],"rows":[[10]],"truncated":false},"caveats":[],"provenance":[],"sql":[],"path":{"speed":"full","detail":"warehouse"},"divergence":null`
+		failed = `error ,"kind":"internal","message":"failed"`
+		done   = `done ,"outcome":"answer","steps":0,"model_calls":1,"input_tokens":1,"output_tokens":1,"elapsed_ms":1`
+	)
+	for name, stream := range map[string]string{
+		"an error, then an answer": sse(`accepted ,"question":"q"`, failed, answer, done),
+		"an answer, then an error": sse(`accepted ,"question":"q"`, answer, failed, done),
+		"an answer twice":          sse(`accepted ,"question":"q"`, answer, answer, done),
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, stream), Tokens: eval.FixedTokens{"alice": "t"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res[0]
+			if r.AsExpected() || !r.Unread() {
+				t.Errorf("got %s (kind %q), as expected %v: want no outcome scored (a harness error)", r.Got, r.ErrorKind, r.AsExpected())
+			}
+			if !strings.Contains(r.Detail, "more than one outcome") {
+				t.Errorf("detail %q, want it to say the stream had more than one outcome", r.Detail)
+			}
+		})
+	}
+}
+
+// oracle is a fixed expected result.
+type oracle [][]any
+
+func (o oracle) Query(context.Context, string) ([]string, [][]any, error) {
+	return []string{"n"}, o, nil
+}
+
+// The judge reads the answer's fields, never its prose: an answer whose text says the expected
+// figure but whose result does not hold it is not correct.
+func TestJudgeIsNotFooledByProse(t *testing.T) {
+	set, err := eval.ParseSet([]byte(`
+name: t
+items:
+  - id: a
+    question: How many sev1 incidents did we have in 2026-Q2?
+    expect: answer
+    sql: SELECT 10
+`), "inline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const done = `done ,"outcome":"answer","steps":0,"model_calls":1,"input_tokens":1,"output_tokens":1,"elapsed_ms":1`
+	for name, tc := range map[string]struct {
+		result string
+		want   bool
+	}{
+		"the figure in the result": {`{"columns":["n"],"rows":[[10]],"truncated":false}`, true},
+		"the figure only in prose": {`{"columns":["n"],"rows":[[11]],"truncated":false}`, false},
+		"no result at all":         {`null`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			answer := `answer ,"text":"We had 10 sev1 incidents in 2026-Q2: 10.","result":` + tc.result +
+				`,"caveats":[],"provenance":[],"sql":[],"path":{"speed":"full","detail":"warehouse"},"divergence":null`
+			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, sse(`accepted ,"question":"q"`, answer, done)),
+				Tokens: eval.FixedTokens{"alice": "t"}, Oracle: oracle{{int64(10)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := res[0]; r.Correct == nil || *r.Correct != tc.want {
+				t.Errorf("correct %v (%s), want %v", r.Correct, r.Detail, tc.want)
 			}
 		})
 	}

@@ -213,8 +213,14 @@ func checkWebhookDisallowed(ctx context.Context, s *session) verdict {
 	if err != nil {
 		return broken(err)
 	}
+	// A dot segment under a prefix the target admits (the suite's receiver's, when it has one):
+	// the receiver, or a proxy before it, would resolve it to a path outside that prefix.
+	dots := "https://hooks.example.com/ask-conformance/dots/../../elsewhere"
+	if h, _ := s.receiver(); h != nil {
+		dots = h.URL() + "/ask-conformance/dots/%2e%2e/elsewhere"
+	}
 	var found []string
-	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "ftp://example.com/x", "not a url"} {
+	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "ftp://example.com/x", "not a url", dots} {
 		resp, err := s.api.CreateAskWithResponse(ctx, conv, nil, gen.AskRequest{Question: s.cfg.Questions.Abstention, Webhook: &gen.WebhookRequest{Url: u}}, bearer(tok))
 		if err != nil {
 			return broken(err)
@@ -230,7 +236,7 @@ func checkWebhookDisallowed(ctx context.Context, s *session) verdict {
 	if _, err := s.fullRun(ctx, "after refused webhooks", A, conv, s.cfg.Questions.Abstention); err != nil {
 		return fail("the conversation to take an ask after webhooks were refused", err.Error())
 	}
-	return pass("a metadata address, a non-http scheme and a non-URL are each a 400 problem+json, and leave nothing behind")
+	return pass("a metadata address, a non-http scheme, a non-URL and a dot segment in the path are each a 400 problem+json, and leave nothing behind")
 }
 
 func checkWebhookDelivered(ctx context.Context, s *session) verdict {

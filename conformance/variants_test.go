@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -301,6 +303,28 @@ func variants(slowWait time.Duration) []variant {
 				var m map[string]any
 				if json.Unmarshal(body, &m) == nil {
 					delete(m, "webhook")
+					body, _ = json.Marshal(m)
+				}
+				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			}},
+		{name: "webhook-dot-segments-resolved", fails: []string{"webhook.disallowed-400"},
+			// A service that compares the allow-list with the path its receiver will resolve
+			// to, not the one it is given: the proxy resolves the dot segments first.
+			request: func(_ *proxy, r *http.Request) {
+				if !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				var m map[string]any
+				if json.Unmarshal(body, &m) == nil {
+					if w, ok := m["webhook"].(map[string]any); ok {
+						if s, ok := w["url"].(string); ok {
+							if u, err := url.Parse(s); err == nil && strings.Contains(u.Path, "..") {
+								u.Path, u.RawPath = path.Clean(u.Path), ""
+								w["url"] = u.String()
+							}
+						}
+					}
 					body, _ = json.Marshal(m)
 				}
 				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))

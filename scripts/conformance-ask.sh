@@ -9,7 +9,10 @@
 #                                                   at IDP (default http://127.0.0.1:8090) unless
 #                                                   ASK_TOKEN_A and ASK_TOKEN_B are set, and the
 #                                                   audit log is read from AUDIT (default
-#                                                   http://127.0.0.1:8091, the demo source)
+#                                                   http://127.0.0.1:8091, the demo source; with
+#                                                   --phase2 or ASK_PHASE=2 also
+#                                                   http://127.0.0.1:8093, the phase-2 demo's
+#                                                   catalog); several are comma-separated
 #
 # ARGS go to cmd/conformance, e.g. --behaviour, --only 'replay\.', --json, --overflow-url.
 # Exit status: 0 all passed, 1 a check failed, 2 the suite could not run.
@@ -25,7 +28,14 @@ args=(--url "$URL")
 if [[ -z "${ASK_TOKEN_A:-}" || -z "${ASK_TOKEN_B:-}" ]]; then
 	args+=(--idp "${IDP:-http://127.0.0.1:8090}")
 fi
-if [[ "${AUDIT-http://127.0.0.1:8091}" != "" ]]; then
-	args+=(--audit "${AUDIT:-http://127.0.0.1:8091}")
+# The phase-2 demo (make ask-serve ARGS="-phase 2") has two sources, each auditing the calls
+# made to it: the warehouse at 8091 and the catalog at 8093. Reading only the first, every
+# catalog step has no audit line and audit.step-ms fails.
+audit=http://127.0.0.1:8091
+if [[ "${ASK_PHASE:-}" == 2 || " $* " == *" --phase2 "* || " $* " == *" --phase2=true "* ]]; then
+	audit+=,http://127.0.0.1:8093
+fi
+if [[ "${AUDIT-$audit}" != "" ]]; then
+	args+=(--audit "${AUDIT:-$audit}")
 fi
 exec "$GO" run ./cmd/conformance "${args[@]}" "$@"

@@ -52,7 +52,8 @@ type Store interface {
 	// ErrConversationFull (the conversation holds limits.MaxTurns turns), ErrTooManyInFlight
 	// (the owner has limits.MaxInFlightPerOwner running tickets), ErrOwnerFull (the owner
 	// holds limits.MaxRetainedPerOwner tickets, running or retained) or ErrFull (the store
-	// holds limits.MaxTickets tickets).
+	// holds limits.MaxTickets tickets). A shared store whose answer does not come before ctx
+	// ends fails with a *PendingError, through which the creation's eventual outcome is known.
 	CreateTicket(ctx context.Context, t NewTicket, limits Limits) ([]ask.Turn, error)
 	// Ticket returns a snapshot of the ticket's metadata.
 	Ticket(ctx context.Context, id string) (Ticket, error)
@@ -122,6 +123,25 @@ func (e *ConflictError) Error() string { return ErrConflict.Error() }
 
 // Is reports whether target is ErrConflict.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// PendingError is CreateTicket's answer when its context ended before the store answered and
+// the creation may still take effect (a shared store that is stalled or slow: the call is on
+// its way and cannot be taken back). It matches ErrUnavailable, so a caller that does not look
+// further answers 503. Outcome waits for the store's own answer and returns it: nil when the
+// ticket was created after all (the caller, which told its client otherwise, ends it), the
+// creation's refusal, or ErrUnavailable when the store never answered (it may still have
+// taken effect: a shared store's lease lapses and a sweep ends it). Outcome returns ctx's error
+// if ctx ends first. A store whose creation cannot outlive its call never returns one.
+type PendingError struct {
+	Outcome func(ctx context.Context) error
+}
+
+func (e *PendingError) Error() string {
+	return "store: the ticket's creation was not answered in time (it may yet take effect)"
+}
+
+// Is reports whether target is ErrUnavailable.
+func (e *PendingError) Is(target error) bool { return target == ErrUnavailable }
 
 // Owner is who a ticket or conversation belongs to. Ownership never crosses tenants.
 type Owner struct {

@@ -333,3 +333,37 @@ func TestStalledRedisHonoursTheDeadline(t *testing.T) {
 		t.Errorf("Ping against a stalled Redis: %v after %v, want an error at the 200ms deadline", err, took)
 	}
 }
+
+// A creation whose caller stops waiting (its context ends while Redis is stalled) answers a
+// PendingError then, matching ErrUnavailable, where it would otherwise wait for the client's
+// timeouts and retries; the creation, already on its way, takes effect when the stall ends,
+// and the PendingError's Outcome says so.
+func TestCreationOutlivesItsCaller(t *testing.T) {
+	srv := redistest.Start(t)
+	s, p := behindProxy(t, srv, redisstore.Options{})
+	ctx := t.Context()
+	// A first ticket opens the connection the creations go through: the stalled one is held
+	// on it, not on a connection still being made.
+	storetest.MustConv(t, s, "c-warm", storetest.Alice)
+	if _, err := storetest.NewTicket(t, s, "t-warm", "c-warm", storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	storetest.MustConv(t, s, "c-late", storetest.Alice)
+
+	p.Stall()
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err := s.CreateTicket(cctx, store.NewTicket{ID: "t-late", ConversationID: "c-late", Owner: storetest.Alice,
+		CreatedAt: time.Unix(1700000000, 0).UTC(), Accepted: storetest.Ev(1, gen.EventTypeAccepted)}, store.Limits{})
+	p.Pass()
+	var pending *store.PendingError
+	if !errors.As(err, &pending) || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("CreateTicket against a stalled Redis, its context ended: %v, want a PendingError matching ErrUnavailable", err)
+	}
+	if err := pending.Outcome(ctx); err != nil {
+		t.Fatalf("the creation's outcome once the stall ended: %v, want it created", err)
+	}
+	if tk, err := s.Ticket(ctx, "t-late"); err != nil || tk.ConversationID != "c-late" {
+		t.Fatalf("the late ticket: %+v, %v", tk, err)
+	}
+}

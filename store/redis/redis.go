@@ -100,6 +100,9 @@ type Store struct {
 	persist   persistWatch         // the memory-only mode's watch that Redis still does not persist (persist.go)
 	listened  chan struct{}        // closed when the notification goroutine returns
 	hub       *hub
+	// calls are the creations whose caller stopped waiting (CreateTicket's PendingError),
+	// running to the store's answer; Close waits for them once the client is closed.
+	calls sync.WaitGroup
 }
 
 var (
@@ -243,6 +246,7 @@ func (s *Store) Close() error {
 	if cerr := s.closeClient(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
+	s.calls.Wait()
 	return err
 }
 

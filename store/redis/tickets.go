@@ -48,7 +48,40 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	// The end watch is registered before the ticket exists, so the runner's lease watch
 	// starts without a read (WatchFinished).
 	w, made := s.hub.beforeCreate(nt.ID)
-	res, err := eval(ctx, s.writes, createTicket, c).Slice()
+	if ctx.Done() == nil {
+		return s.created(nt, w, made, eval(ctx, s.writes, createTicket, c))
+	}
+	// The autopipeline does not see the call's context once the call is queued, and a call on
+	// its way cannot be taken back: the call runs to the store's own answer (or its client's
+	// timeouts and retries) on a goroutine of the store, and a caller whose context ends first
+	// gets a PendingError, through which it learns how the creation ended.
+	type result struct {
+		turns []ask.Turn
+		err   error
+	}
+	done := make(chan result, 1)
+	s.calls.Go(func() {
+		turns, err := s.created(nt, w, made, eval(context.WithoutCancel(ctx), s.writes, createTicket, c))
+		done <- result{turns, err}
+	})
+	select {
+	case r := <-done:
+		return r.turns, r.err
+	case <-ctx.Done():
+		return nil, &store.PendingError{Outcome: func(ctx context.Context) error {
+			select {
+			case r := <-done:
+				return r.err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}}
+	}
+}
+
+// created is CreateTicket's answer from the creation script's reply.
+func (s *Store) created(nt store.NewTicket, w *endWatch, made bool, cmd *goredis.Cmd) ([]ask.Turn, error) {
+	res, err := cmd.Slice()
 	status := ""
 	if err == nil {
 		status, _ = res[0].(string)

@@ -399,3 +399,80 @@ func TestKeepAlivesThroughAStalledRead(t *testing.T) {
 		t.Errorf("after the stall the stream read %v, want it to go on to done", types(frames))
 	}
 }
+
+// TestCreateThroughAStall: a create without an Idempotency-Key against a stalled store answers
+// 503 + Retry-After within CreateWait, not after the store client's own read timeouts and
+// retries (35 s in an audit, long past a gateway's 5 s), and the ask the store takes once the
+// stall ends (the creation was on its way and cannot be taken back) is ended at once, unrun:
+// the conversation takes a new ask long before the ticket's lease would have lapsed, and its
+// turn says error.
+func TestCreateThroughAStall(t *testing.T) {
+	srv := redistest.Start(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	// The client as a URL makes it: go-redis's own timeouts (a 3 s read timeout, retries).
+	st, err := redisstore.New(t.Context(), redisstore.Options{URL: "redis://" + p.Addr(), Prefix: "late:" + rand.Text() + ":", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	h := newHarness(t, server.Options{Store: st, CreateWait: 300 * time.Millisecond})
+	cid := h.conv(alice)
+	// One ask first, so that the connection the creations go through is open: the stalled
+	// creation is then held on it, and goes first when the stall ends.
+	_ = h.events(alice, h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q1?"))
+
+	p.Stall()
+	start := time.Now()
+	r := h.askRaw(alice, cid, "How many sev1 incidents did we have in 2026-Q2?")
+	took := time.Since(start)
+	p.Pass()
+	pr := problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+	if r.HTTPResponse.Header.Get("Retry-After") == "" || pr.Detail == nil || !strings.Contains(*pr.Detail, "not started") {
+		t.Errorf("503 %v, Retry-After %q: want it to say the ask was not started, and when to retry", pr.Detail, r.HTTPResponse.Header.Get("Retry-After"))
+	}
+	if took >= 3*time.Second { // the client's read timeout: a create that waited for it
+		t.Errorf("createAsk against a stalled store answered after %v, want about CreateWait (300ms)", took)
+	}
+
+	// The stalled creation reaches Redis once the stall ends. Until its end is written the
+	// conversation is busy with it (409, naming it); then it takes the next ask.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // the lease is a minute
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var late string
+	for {
+		ra := h.askRaw(alice, cid, "And in 2026-Q3?")
+		if ra.StatusCode() == http.StatusAccepted {
+			break
+		}
+		if ra.StatusCode() != http.StatusConflict || ra.ApplicationproblemJSON409 == nil {
+			t.Fatalf("ask after the stall: %d %s", ra.StatusCode(), ra.Body)
+		}
+		if tk := ra.ApplicationproblemJSON409.Ticket; tk != nil {
+			late = *tk
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the conversation still busy with %s after 20 s: the late ask was not ended", late)
+		case <-tick.C:
+		}
+	}
+	_, turns, err := st.Conversation(t.Context(), cid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) == 0 || turns[0].Outcome != gen.EventTypeError {
+		t.Fatalf("turns %+v: want the late ask's, error, first", turns)
+	}
+	if late != "" {
+		s := h.status(alice, late)
+		if s.JSON200 == nil || s.JSON200.State != gen.AskStateError {
+			t.Errorf("the late ask %s: %s, want it ended error", late, s.Body)
+		}
+	}
+}

@@ -37,7 +37,13 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 	ctx := c.Request().Context()
 	id := s.newID(ctx, "c", owner)
 	var ik *idem
-	if key != "" {
+	if key == "" {
+		// A stalled store answers 503 within CreateWait; a conversation it takes after that
+		// is an empty one, which expires with its TTL.
+		var cancel context.CancelFunc
+		ctx, cancel = s.createBound(ctx)
+		defer cancel()
+	} else {
 		body, err := requestBody(c.Request())
 		if err != nil {
 			return badRequest("the request body could not be read")
@@ -118,7 +124,12 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}
 	ticket := s.newID(ctx, "t", owner)
 	var ik *idem
-	if key != "" {
+	if key == "" {
+		// A stalled store answers 503 within CreateWait (see the PendingError below).
+		var cancel context.CancelFunc
+		ctx, cancel = s.createBound(ctx)
+		defer cancel()
+	} else {
 		var cancel context.CancelFunc
 		ctx, cancel = detached(ctx)
 		defer cancel()
@@ -168,6 +179,14 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
 		Question: body.Question, Then: []store.Event{opened}}
 	history, err := s.store.CreateTicket(ctx, nt, s.limits())
+	if pending := (*store.PendingError)(nil); errors.As(err, &pending) {
+		s.dropWebhook(ticket, body.Webhook)
+		// endLate holds the admission slot until the creation's outcome is known. With a key,
+		// the record stays until its lock lapses (the outcome is unknown): a retry with the key
+		// then finds the ticket, if it was made, ended.
+		s.endLate(nt, pending)
+		return errCreateLate
+	}
 	if err != nil {
 		s.release("")
 		s.dropWebhook(ticket, body.Webhook)

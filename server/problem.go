@@ -48,6 +48,12 @@ var errLost = &problem{status: http.StatusNotFound,
 var errStoreUnavailable = &problem{status: http.StatusServiceUnavailable,
 	detail: "the service's store is unavailable for the moment; retry shortly", retryAfter: retryStore}
 
+// errCreateLate answers a create whose store did not answer within CreateWait (or, with an
+// Idempotency-Key, within its longer bound): the store may yet take it, and then the service
+// ends that ask at once, unrun, so nothing started that the caller was told was not.
+var errCreateLate = &problem{status: http.StatusServiceUnavailable,
+	detail: "the service's store did not answer in time; the ask was not started; retry shortly", retryAfter: retryStore}
+
 // errStoreWouldPersist answers an ask the store refused because it would write the question to
 // disk readable (its Redis began to persist while the store does not seal): nothing was
 // created; the operator has to act, so the retry comes later than a store's restart.

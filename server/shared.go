@@ -177,3 +177,55 @@ func (s *Server) recoverLost(r *run) {
 		}
 	}()
 }
+
+// createBound is the context of a create without an Idempotency-Key: the request's values,
+// not its cancellation (a caller that leaves mid-create does not cut the store's work in
+// half), bounded by CreateWait.
+func (s *Server) createBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.CreateWait)
+}
+
+// endLate follows, on a runner goroutine holding the admission slot the create took, a
+// ticket's creation that the store did not answer in time (CreateTicket's PendingError), which
+// the request answered 503 "not started". If the store created the ticket after all (or
+// cannot say), nobody will run or follow it, and left alone it would hold its conversation
+// (409 for the next ask) and its owner's in-flight slot until its lease lapsed and a sweep
+// ended it: it is ended at once, error{interrupted} + done after the events it was created
+// with, retried with backoff while the store is away, until the server shuts down (the
+// lease's sweep is the backstop). A ticket never created ends the wait.
+func (s *Server) endLate(nt store.NewTicket, p *store.PendingError) {
+	s.runners.Add(1)
+	go func() {
+		defer s.runners.Done()
+		defer s.release("")
+		if err := p.Outcome(s.base); err != nil && !errors.Is(err, store.ErrUnavailable) {
+			return // refused: nothing was created (or the server is shutting down)
+		}
+		sh, ok := s.store.(store.Shared)
+		if !ok {
+			return
+		}
+		out := errOutcome(gen.ErrorKindInterrupted, "the service's store took the ask's creation after the request had been answered that it was not started; it was not run")
+		backoff := recoverBackoffMin
+		for {
+			switch err := s.endRemote(s.base, sh, nt.ID, out, false); {
+			case err == nil:
+				s.log.Warn("ask created after its request gave up on the store: ended unrun", "ticket", nt.ID)
+				return
+			case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrFinished):
+				return
+			case !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrSeq):
+				s.log.Error("late-created ask not ended", "ticket", nt.ID, "err", err)
+				return
+			}
+			t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+			select {
+			case <-s.base.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, recoverBackoffMax)
+		}
+	}()
+}

@@ -133,7 +133,9 @@ func (s *Server) webhookStatus(ctx context.Context, ticket string) (*gen.Webhook
 	if w.LastError != "" {
 		st.LastError = &w.LastError
 	}
-	if w.State == gen.WebhookStatePending && !w.Due.IsZero() {
+	// Only a retry's time: before the first attempt Due is the safety net's (the run's deadline
+	// and a lease), not when anything will be sent, and the run's end makes it due at once.
+	if w.State == gen.WebhookStatePending && w.Attempts > 0 && !w.Due.IsZero() {
 		due := w.Due.UTC()
 		st.NextAttemptAt = &due
 	}

@@ -455,3 +455,19 @@ func TestWebhookDeliveredAtShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookNoRetryTimeWhileRunning: while the run still runs no attempt is scheduled, so the
+// status has no next_attempt_at (the delivery's safety-net due time is not a retry's).
+func TestWebhookNoRetryTimeWhileRunning(t *testing.T) {
+	secret := webhooktest.Secret()
+	rcv := newReceiver(t, secret)
+	h := newHarness(t, server.Options{Runner: blockUntilDone(), ShutdownGrace: -1, Webhooks: server.WebhookOptions{Config: hookConfig(rcv, secret)}})
+	ticket := h.askHook(alice, h.conv(alice), "still running q", rcv.URL()+"/hooks/a").JSON202.Ticket
+	r := h.status(alice, ticket)
+	if r.JSON200 == nil || r.JSON200.Webhook == nil {
+		t.Fatalf("status: %d %s", r.StatusCode(), r.Body)
+	}
+	if w := r.JSON200.Webhook; w.State != gen.WebhookStatePending || w.Attempts != 0 || w.NextAttemptAt != nil {
+		t.Fatalf("while running: %s, want pending, no attempt, no next_attempt_at", r.Body)
+	}
+}

@@ -282,6 +282,11 @@ func describe(err error, serviceURL string) string {
 		if r := apiErr.Reason(); r != "" {
 			msg += ": " + r
 		}
+		// Opening a conversation names nothing that could be missing or another's: its 404 is
+		// the URL, most often the host without the service's base path.
+		if apiErr.StatusCode == http.StatusNotFound && apiErr.Op == "createConversation" {
+			msg += fmt.Sprintf(" (no ask service at %s: --url, or $ASK_URL, is the service's base URL with its path, such as %s)", serviceURL, askconfig.DefaultClientURL)
+		}
 		return msg
 	}
 	switch {

@@ -520,3 +520,16 @@ func TestRunInterruptedBeforeAsking(t *testing.T) {
 		t.Errorf("%d cancels sent, want none", n)
 	}
 }
+
+// The newcomer's mistake: the host without the service's base path, or the path of the API
+// itself. The 404 says what --url should be, not only that there is no such resource.
+func TestRunWrongURLSaysWhatURLIsWanted(t *testing.T) {
+	f := start(t)
+	host := strings.TrimSuffix(f.url, "/ask")
+	for _, u := range []string{host, host + "/", f.url + "/v1"} {
+		code, _, stderr := f.run(t.Context(), f.env(t, "ASK_URL", u), "answer")
+		if code != exitFailure || !strings.Contains(stderr, "404") || !strings.Contains(stderr, "--url") || !strings.Contains(stderr, "/ask") {
+			t.Errorf("--url %s: exit %d, stderr %q; want 1, the 404, and what --url should be", u, code, stderr)
+		}
+	}
+}

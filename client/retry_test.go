@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -225,6 +226,23 @@ func TestRefusedBeforeAnyResponseIsFinal(t *testing.T) {
 	if _, err := c.CreateConversation(t.Context()); err == nil || retries.Load() != 0 {
 		t.Fatalf("nothing listening: err %v after %d retries, want the error at once", err, retries.Load())
 	}
+	// So is following a ticket there (`ask follow` with a wrong URL): not a reconnect budget's
+	// worth of refusals (about 70 s at the defaults) before the error.
+	var reconnects atomic.Int64
+	cs, err := client.New("http://"+addr+"/ask", client.Options{Logger: slog.New(messageCounter{"event stream reconnecting", &reconnects})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamErr error
+	for _, err := range cs.Events(t.Context(), "t_x", client.EventsOptions{}) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+	}
+	if !errors.Is(streamErr, syscall.ECONNREFUSED) || reconnects.Load() != 0 {
+		t.Fatalf("a stream with nothing listening: %v after %d reconnects, want the refusal at once", streamErr, reconnects.Load())
+	}
 
 	// A service that answers once, then goes away (a restart: refused).
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -247,18 +265,23 @@ func TestRefusedBeforeAnyResponseIsFinal(t *testing.T) {
 	}
 }
 
+// countingLogger counts the calls' retries.
 func countingLogger(n *atomic.Int64) *slog.Logger {
-	return slog.New(countHandler{n})
+	return slog.New(messageCounter{"request retrying", n})
 }
 
-type countHandler struct{ n *atomic.Int64 }
+// messageCounter counts the records whose message is msg.
+type messageCounter struct {
+	msg string
+	n   *atomic.Int64
+}
 
-func (h countHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h countHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "request retrying" {
+func (h messageCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h messageCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
 		h.n.Add(1)
 	}
 	return nil
 }
-func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h countHandler) WithGroup(string) slog.Handler      { return h }
+func (h messageCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h messageCounter) WithGroup(string) slog.Handler      { return h }

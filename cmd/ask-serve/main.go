@@ -13,10 +13,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -84,7 +86,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 
 	s, err := stack.Start(ctx, opts)
 	if err != nil {
-		return err
+		return addrInUse(err, opts)
 	}
 	if s.StubURL != "" {
 		modelName = "llm-stub at " + s.StubURL
@@ -119,6 +121,30 @@ Ctrl-C stops everything.
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping…")
 	return s.Close()
+}
+
+// addrInUse words a taken address for a newcomer, whose usual cause is a second make
+// ask-serve while the first still runs: what to stop, or which flags move the pieces.
+func addrInUse(err error, opts stack.Options) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	taken := ""
+	var op *net.OpError
+	if errors.As(err, &op) && op.Addr != nil {
+		for _, f := range []struct{ name, addr string }{
+			{"-addr", opts.AskAddr}, {"-idp-addr", opts.IdPAddr}, {"-source-addr", opts.SourceAddr},
+			{"-stub-addr", opts.StubAddr}, {"-catalog-addr", opts.CatalogAddr}, {"-admin-addr", opts.AdminAddr},
+		} {
+			if f.addr == op.Addr.String() {
+				taken = "; the one taken is " + f.name + "'s"
+				break
+			}
+		}
+	}
+	return fmt.Errorf("%w\n  another ask-serve (make ask-serve) is probably running: stop it with Ctrl-C in its terminal,\n"+
+		"  or give this one free addresses with -addr, -idp-addr, -source-addr, -stub-addr and -catalog-addr\n"+
+		"  (make ask-serve ARGS=\"…\")%s", err, taken)
 }
 
 // stubScript is the llm-stub's script: the file ASK_STUB_SCRIPT names, else the embedded one.

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,5 +66,25 @@ func TestAskServeRejectsBadSettings(t *testing.T) {
 	err := run(t.Context(), []string{"-addr", "127.0.0.1:0"}, lookup, io.Discard, io.Discard)
 	if err == nil || !regexp.MustCompile(`DAS_ASK_TTL_S`).MatchString(err.Error()) {
 		t.Fatalf("err = %v, want one naming DAS_ASK_TTL_S", err)
+	}
+}
+
+// A second ask-serve while one runs finds its addresses taken: it says so in words a newcomer
+// can act on, naming the likely cause and the way out, not only the socket error.
+func TestAskServeSaysWhenAnotherIsRunning(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	err = run(t.Context(), []string{"-addr", "127.0.0.1:0", "-idp-addr", taken.Addr().String(), "-source-addr", "127.0.0.1:0",
+		"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()}, func(string) (string, bool) { return "", false }, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("ask-serve started on a taken address")
+	}
+	for _, want := range []string{taken.Addr().String(), "another ask-serve", "-idp-addr"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }

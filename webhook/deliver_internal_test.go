@@ -121,6 +121,23 @@ func TestRetryAfterIsHonouredAndCapped(t *testing.T) {
 	})
 }
 
+// TestRetryAfterOnEveryRetriedStatus: docs/webhooks.md promises a Retry-After is waited at least
+// on every answer that is retried (408, 429, 5xx), not only on 429 and 503.
+func TestRetryAfterOnEveryRetriedStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := &scripted{t: t, answers: []*http.Response{answer(500, "9"), answer(408, "9"), answer(502, "9")}}
+		w := deliver(t, Config{BaseBackoff: time.Second, MaxBackoff: time.Minute}, rt, time.Hour)
+		if w.State != gen.WebhookStateDelivered || w.Attempts != 4 {
+			t.Fatalf("delivery %+v, want delivered on the 4th attempt", w)
+		}
+		for i := 1; i < len(rt.at); i++ {
+			if gap := rt.at[i].Sub(rt.at[i-1]); gap < 9*time.Second || gap > 10*time.Second {
+				t.Errorf("gap %d = %v, want the 9 s the receiver asked for", i, gap)
+			}
+		}
+	})
+}
+
 func TestAttemptsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var answers []*http.Response

@@ -18,8 +18,9 @@
 //     body is read up to a small bound; every attempt has a timeout.
 //
 // Retries: 5xx, 408, 429 and timeouts or transport failures are retried with exponential
-// backoff and full jitter (Retry-After honoured, capped), up to MaxAttempts within the
-// ticket's TTL; 2xx ends delivery as delivered; any other status ends it as failed.
+// backoff and equal jitter (a Retry-After with any of those statuses honoured, capped), up to
+// MaxAttempts within the ticket's TTL; 2xx ends delivery as delivered; any other status ends it
+// as failed.
 //
 // Exactly one delivery id per ticket, and one deliverer at a time: deliveries live in the
 // store's Outbox and are claimed there, so with replicas the one that claims delivers, and a

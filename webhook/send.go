@@ -127,7 +127,7 @@ func (s *sender) send(ctx context.Context, url, id string, body []byte) Result {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
 	_ = resp.Body.Close()
 	r := Result{Status: resp.StatusCode, Elapsed: elapsed}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+	if classify(r) == outRetry { // 408, 429 and 5xx: a receiver may say when to come back on each
 		r.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), s.now())
 	}
 	return r

@@ -173,9 +173,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	cfg := eval.Config{Concurrency: o.concurrency, AskTimeout: o.askTimeout, Logger: log}
 	target := o.url
 	if o.devStack {
-		opts := stack.Options{Logger: log}
-		if model.LLM != agent.LLMStub {
-			opts.Model = &model
+		// The dev stack reads the same settings as make ask-serve's (the model, ASK_PHASE,
+		// ASK_DIVERGENCE_TURNS, the service's DAS_ASK_*), so the eval scores what it serves.
+		opts := stack.Options{Logger: log, Config: &all}
+		demo := "demo source"
+		if model.Phase == 2 {
+			opts.Split, opts.Phase = true, 2
+			demo = "the demo as a catalog and a warehouse, phase 2"
 		}
 		st, err := stack.Start(ctx, opts)
 		if err != nil {
@@ -187,7 +191,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 			}
 		}()
 		cfg.BaseURL, cfg.Tokens = st.AskURL, &eval.IdPTokens{URL: st.IdPURL}
-		target = "dev stack (in process, demo source)"
+		target = "dev stack (in process, " + demo + ")"
 	} else {
 		cfg.BaseURL = o.url
 		if len(o.tokens) > 0 {

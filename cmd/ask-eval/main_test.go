@@ -273,3 +273,30 @@ func TestHelpExits0(t *testing.T) {
 		}
 	}
 }
+
+// ASK_PHASE=2 make eval scores phase 2, as ASK_PHASE=2 make ask-serve serves it: the split demo
+// (a catalog and a warehouse), a branch per source and divergence, and the report says so.
+func TestDevStackHonoursThePhase(t *testing.T) {
+	set := filepath.Join("..", "..", "eval", "testdata", "fixture.yaml")
+	report := func(env func(string) (string, bool)) eval.Report {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(t.Context(), []string{"--dev-stack", "--set", set, "--no-write", "--progress", "none", "--json"}, &out, &errb, env); code != 0 {
+			t.Fatalf("exit %d\n%s", code, errb.String())
+		}
+		var rep eval.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	one := report(noenv)
+	two := report(func(k string) (string, bool) { return "2", k == "ASK_PHASE" })
+	if !strings.Contains(two.Target, "phase 2") || strings.Contains(one.Target, "phase 2") {
+		t.Errorf("targets %q (phase 1) and %q (ASK_PHASE=2): want only the second to name phase 2", one.Target, two.Target)
+	}
+	// Phase 2 asks each source in a branch of its own and the catalog-withheld branch besides.
+	if p1, p2 := one.Scores.PerAsk.ModelCalls, two.Scores.PerAsk.ModelCalls; p2 <= p1 {
+		t.Errorf("model calls per ask %.2f with ASK_PHASE=2, %.2f without: phase 2 was not run", p2, p1)
+	}
+}

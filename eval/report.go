@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -80,13 +81,46 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	fmt.Fprintf(&b, "  per ask              %.1f model calls, %.0f input + %.0f output tokens, %.1f tool calls\n",
 		s.PerAsk.ModelCalls, s.PerAsk.InputTokens, s.PerAsk.OutputTokens, s.PerAsk.Steps)
 	if s.HarnessErrors > 0 {
-		fmt.Fprintf(&b, "  harness errors       %d item(s) gave no outcome (see the report)\n", s.HarnessErrors)
+		fmt.Fprintf(&b, "  harness errors       %d item(s) gave no outcome:\n", s.HarnessErrors)
+		writeUnread(&b, r.Items)
 	}
 	if s.Throttled > 0 {
 		fmt.Fprintf(&b, "  throttled            %d ask(s) turned away with 429 and asked again (lower --concurrency?)\n", s.Throttled)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeUnread says why items gave no outcome: each distinct reason once, the most frequent
+// first, with how many items and which (the first few).
+func writeUnread(b *strings.Builder, items []ItemResult) {
+	type reason struct {
+		detail string
+		ids    []string
+	}
+	var reasons []*reason
+	byDetail := map[string]*reason{}
+	for _, it := range items {
+		if !it.Unread() {
+			continue
+		}
+		r := byDetail[it.Detail]
+		if r == nil {
+			r = &reason{detail: it.Detail}
+			byDetail[it.Detail] = r
+			reasons = append(reasons, r)
+		}
+		r.ids = append(r.ids, it.ID)
+	}
+	slices.SortStableFunc(reasons, func(x, y *reason) int { return len(y.ids) - len(x.ids) })
+	for _, r := range reasons {
+		ids := r.ids
+		more := ""
+		if len(ids) > 3 {
+			ids, more = ids[:3], ", …"
+		}
+		fmt.Fprintf(b, "    %d× %s (%s%s)\n", len(r.ids), r.detail, strings.Join(ids, ", "), more)
+	}
 }
 
 // WriteMarkdown writes the report for people; chart is the chart image's file name beside it

@@ -49,11 +49,23 @@ redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
 return 1
 `)
 
+// sealURL is a delivery's URL as Redis holds it: sealed when the store seals (the durable
+// mode), as the question is. A URL can be a credential (a chat service's incoming-webhook URL
+// carries its token in the path), and the durable mode's Redis writes what it holds to disk.
+func (s *Store) sealURL(ticket, url string) []byte {
+	if s.seal == nil {
+		return []byte(url)
+	}
+	return s.seal.Seal([]byte(url), webhookURLAD(ticket))
+}
+
+func webhookURLAD(ticket string) []byte { return []byte("ask/webhook-url\x00" + ticket) }
+
 // AddWebhook registers a pending delivery; see store.Outbox.
 func (s *Store) AddWebhook(ctx context.Context, w store.Webhook) error {
 	b := s.keys.bucketOf(w.Ticket)
 	ok, err := addWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(b, w.Ticket), s.keys.webhooksDue(b)},
-		w.ID, w.URL, msOf(w.Due), msOf(w.Expires), w.Ticket).Int()
+		w.ID, s.sealURL(w.Ticket, w.URL), msOf(w.Due), msOf(w.Expires), w.Ticket).Int()
 	if err != nil {
 		return wrap(err)
 	}
@@ -201,8 +213,12 @@ func (s *Store) Webhook(ctx context.Context, ticket string) (store.Webhook, erro
 	if m["id"] == "" {
 		return store.Webhook{}, errors.New("store/redis: webhook entry without an id")
 	}
+	url, ok := s.open([]byte(m["url"]), webhookURLAD(ticket))
+	if !ok {
+		return store.Webhook{}, store.ErrNotFound // its seal key was dropped: crypto-shredded, as its ticket is
+	}
 	return store.Webhook{
-		Ticket: ticket, ID: m["id"], URL: m["url"], State: gen.WebhookState(m["state"]),
+		Ticket: ticket, ID: m["id"], URL: string(url), State: gen.WebhookState(m["state"]),
 		Attempts: int(atoi(m["attempts"])), LastStatus: int(atoi(m["status"])), LastError: m["error"],
 		Due: fromMs(m["due"]), DeliveredAt: fromMs(m["delivered"]), Expires: fromMs(m["expires"]),
 	}, nil

@@ -86,3 +86,42 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestWebhookURLSealed: a sealing store (the durable mode) seals a delivery's URL at rest, as it
+// does the question: a chat service's incoming-webhook URL carries its token, and that Redis
+// writes what it holds to disk. The deliverer reads it back whole; an instance without the key
+// that sealed it finds no delivery (crypto-shredded, as the ticket is). Found by a black-box
+// audit, which read the URL from Redis as it was sent.
+func TestWebhookURLSealed(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	keys, err := seal.ParseKeys(seal.NewKey("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const url = "https://hooks.example/services/T000/B000/secret-token-in-the-path"
+	ctx := t.Context()
+	for _, sealed := range []bool{false, true} {
+		o := redisstore.Options{Prefix: "wu:" + strings.Repeat("s", btoi(sealed)) + ":"}
+		if sealed {
+			o.Seal = keys
+		}
+		s := newStore(t, srv, o)
+		w := store.Webhook{Ticket: "t", ID: "msg_1", URL: url, Due: time.Now().Add(time.Minute), Expires: time.Now().Add(time.Hour)}
+		if err := s.AddWebhook(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Webhook(ctx, "t"); err != nil || got.URL != url {
+			t.Errorf("sealed %v: the delivery's URL %q, %v", sealed, got.URL, err)
+		}
+		rawURL := rc.HGet(ctx, k0(o.Prefix, "wh:t"), "url").Val()
+		if sealed == strings.Contains(rawURL, "secret-token") {
+			t.Errorf("sealed %v: Redis holds the URL as %q", sealed, rawURL)
+		}
+	}
+	other, _ := seal.ParseKeys(seal.NewKey("k2"))
+	shredded := newStore(t, srv, redisstore.Options{Prefix: "wu:s:", Seal: other})
+	if _, err := shredded.Webhook(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a URL sealed with a dropped key: %v, want ErrNotFound", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,7 +92,7 @@ func (c Config) Validate() error {
 	var errs []error
 	for _, p := range c.Allow {
 		if err := checkPrefix(p); err != nil {
-			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ALLOW: %q: %w", p, err))
+			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ALLOW: %s: %w", shownPrefix(p), err))
 		}
 	}
 	if c.Enabled() && len(c.Secrets) == 0 {
@@ -106,6 +107,19 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_MAX_ATTEMPTS=%d: want at most %d", c.MaxAttempts, maxAttemptsEdge))
 	}
 	return errors.Join(errs...)
+}
+
+// shownPrefix is an allow-list entry as an error may name it: without its user info, which may
+// hold a password (a prefix must not have any), or only "an entry" when it does not parse.
+func shownPrefix(p string) string {
+	u, err := url.Parse(p)
+	if err != nil {
+		return "an entry that is not a URL"
+	}
+	if u.User != nil {
+		u.User = url.User("…")
+	}
+	return strconv.Quote(u.String())
 }
 
 // checkPrefix accepts an absolute https URL prefix with a host, or http to a loopback host.

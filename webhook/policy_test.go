@@ -76,6 +76,9 @@ func TestConfigValidate(t *testing.T) {
 		{"no prefix", webhook.Config{Allow: []string{"https://h.example/"}, Secrets: []string{"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
 		{"http off loopback", webhook.Config{Allow: []string{"http://h.example/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
 		{"good", webhook.Config{Allow: []string{"https://h.example/", "http://localhost:8081/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, true},
+		// A prefix may not carry user info; the error says so without repeating its password.
+		{"user info", webhook.Config{Allow: []string{"https://hook-user:hunter2-pw@h.example/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
+		{"not a URL", webhook.Config{Allow: []string{"https://hook-user:hunter2-pw@h.example:port/%zz"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
 	} {
 		err := tc.c.Validate()
 		if (err == nil) != tc.ok {
@@ -83,6 +86,9 @@ func TestConfigValidate(t *testing.T) {
 		}
 		if err != nil && len(tc.c.Secrets) > 0 && contains(err.Error(), tc.c.Secrets[0]) {
 			t.Errorf("%s: the error holds the secret", tc.name)
+		}
+		if err != nil && contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error holds the prefix's password: %v", tc.name, err)
 		}
 	}
 }

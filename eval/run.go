@@ -270,10 +270,13 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 	var outcomes []string // every terminal event's type: a run has exactly one
 	for ev, err := range c.Events(ctx, tk.Ticket, client.EventsOptions{}) {
 		if err != nil {
+			// The harness gives up on the run, so the run must not go on: it would spend the
+			// identity's quota and hold the conversation (the next item in it would get a 409).
+			// Cancel is idempotent; after done it changes nothing.
+			cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_, _ = c.Cancel(cctx, tk.Ticket)
+			ccancel()
 			if ctx.Err() != nil {
-				cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				_, _ = c.Cancel(cctx, tk.Ticket)
-				ccancel()
 				err = fmt.Errorf("no outcome within %s: %w", timeout, err)
 			}
 			harness(&r, fmt.Errorf("following the events: %w", err))

@@ -64,9 +64,9 @@ items:
 	}
 }
 
-// fakeService answers the calls the harness makes: a conversation, a ticket, and events, the
-// stream it is given.
-func fakeService(t *testing.T, events string) string {
+// fakeService answers the calls the harness makes: a conversation, a ticket, events (the
+// stream it is given; a 404 for none) and cancel, which it counts.
+func fakeService(t *testing.T, events string, cancels *atomic.Int32) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/conversations", func(w http.ResponseWriter, r *http.Request) {
@@ -81,12 +81,50 @@ func fakeService(t *testing.T, events string) string {
 			`"events_url":"/v1/asks/t_1/events","status_url":"/v1/asks/t_1","cancel_url":"/v1/asks/t_1/cancel"}`)
 	})
 	mux.HandleFunc("GET /v1/asks/t_1/events", func(w http.ResponseWriter, r *http.Request) {
+		if events == "" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"title":"Not Found","status":404}`)
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, events)
+	})
+	mux.HandleFunc("POST /v1/asks/t_1/cancel", func(w http.ResponseWriter, r *http.Request) {
+		cancels.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, `{"ticket":"t_1","state":"running"}`)
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// A harness that gives up on a run's stream cancels the run: it would go on spending the
+// identity's quota, and hold the conversation so that the next item in it gets a 409.
+func TestRunCancelsARunItGivesUpOn(t *testing.T) {
+	set, err := eval.ParseSet([]byte(`
+name: t
+items:
+  - id: a
+    question: How many sev1 incidents did we have in 2026-Q2?
+    expect: answer
+`), "inline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cancels atomic.Int32
+	res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, "", &cancels), Tokens: eval.FixedTokens{"alice": "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Unread() {
+		t.Fatalf("got %s (%s), want a harness error: the stream was refused", res[0].Got, res[0].Detail)
+	}
+	if n := cancels.Load(); n != 1 {
+		t.Errorf("%d cancels, want 1: the run the harness gave up on was left running", n)
+	}
 }
 
 // sse renders events as the stream's frames, seq from 1.
@@ -124,7 +162,7 @@ items:
 		"an answer twice":          sse(`accepted ,"question":"q"`, answer, answer, done),
 	} {
 		t.Run(name, func(t *testing.T) {
-			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, stream), Tokens: eval.FixedTokens{"alice": "t"}})
+			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, stream, new(atomic.Int32)), Tokens: eval.FixedTokens{"alice": "t"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +210,7 @@ items:
 		t.Run(name, func(t *testing.T) {
 			answer := `answer ,"text":"We had 10 sev1 incidents in 2026-Q2: 10.","result":` + tc.result +
 				`,"caveats":[],"provenance":[],"sql":[],"path":{"speed":"full","detail":"warehouse"},"divergence":null`
-			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, sse(`accepted ,"question":"q"`, answer, done)),
+			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, sse(`accepted ,"question":"q"`, answer, done), new(atomic.Int32)),
 				Tokens: eval.FixedTokens{"alice": "t"}, Oracle: oracle{{int64(10)}}})
 			if err != nil {
 				t.Fatal(err)

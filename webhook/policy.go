@@ -105,6 +105,19 @@ var metadata = []netip.Addr{
 // addresses unless the operator allows their range.
 func (c Config) checkAddr(a netip.Addr) error {
 	a = a.Unmap()
+	if v4, ok := embeddedIPv4(a); ok {
+		// A translator delivers it to v4: judged by where it leads, unless the operator
+		// allows the IPv6 range itself.
+		for _, p := range c.AllowAddrs {
+			if p.Contains(a) {
+				return nil
+			}
+		}
+		if err := c.checkAddr(v4); err != nil {
+			return fmt.Errorf("address %s leads to %s: %w", a, v4, err)
+		}
+		return nil
+	}
 	for _, m := range metadata {
 		if a == m {
 			for _, p := range c.AllowAddrs {
@@ -117,6 +130,9 @@ func (c Config) checkAddr(a netip.Addr) error {
 	}
 	special := a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() || cgnat.Contains(a)
+	for _, p := range reserved {
+		special = special || p.Contains(a)
+	}
 	if !special {
 		return nil
 	}
@@ -130,6 +146,41 @@ func (c Config) checkAddr(a netip.Addr) error {
 
 // cgnat is the carrier-grade NAT range (RFC 6598), private in all but name.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// reserved are ranges no public receiver lives in, refused as the private ones are: IPv4's
+// "this network" (0.0.0.0/8: Linux connects 0.0.0.0 to the local host), benchmarking
+// (198.18.0.0/15, used for lab networks) and the reserved class E with the broadcast
+// (240.0.0.0/4); NAT64's local-use prefix (64:ff9b:1::/48, RFC 8215), whose translator is the
+// operator's own; IPv4-compatible IPv6 (::/96, deprecated; ::1 and :: aside, it maps to IPv4).
+var reserved = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("::/96"),
+}
+
+// The IPv6 prefixes whose addresses carry an IPv4 address a translator or relay delivers to:
+// NAT64's well-known prefix (64:ff9b::/96, RFC 6052: the last 32 bits) and 6to4 (2002::/16,
+// RFC 3056: the 32 bits after the prefix).
+var (
+	nat64  = netip.MustParsePrefix("64:ff9b::/96")
+	sixto4 = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedIPv4 is the IPv4 address a NAT64 or 6to4 address leads to.
+func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	b := a.As16()
+	switch {
+	case !a.Is6():
+		return netip.Addr{}, false
+	case nat64.Contains(a):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixto4.Contains(a):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
+}
 
 // control is the dialer's Control hook: it runs on the address actually being connected to,
 // after resolution, so a name that resolves differently at connect time is still checked.

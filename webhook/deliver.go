@@ -105,7 +105,8 @@ func (d *Deliverer) Due(ctx context.Context, ticket string) {
 }
 
 // Run delivers until ctx is done: on every wake-up and every Poll it claims what is due and
-// makes one attempt of each, concurrently, then waits for them. An attempt cut short by ctx
+// makes one attempt of each, up to claimBatch at once, claiming more as attempts end or
+// deliveries come due (round). An attempt cut short by ctx
 // records nothing: its claim lapses and a deliverer (this replica's successor or another) makes
 // it again under the same webhook-id.
 func (d *Deliverer) Run(ctx context.Context) {
@@ -124,18 +125,23 @@ func (d *Deliverer) Run(ctx context.Context) {
 	}
 }
 
-// Drain makes one attempt of every delivery that is due, after Run's round in progress (whose
-// attempts it lets end), and returns once they are made or ctx is done. A replica that stops
+// Drain makes one attempt of every delivery that is due (and of any that comes due while those
+// are in flight), after Run's round in progress (whose attempts it lets end), and returns once
+// they are made or ctx is done. A replica that stops
 // calls it after its last runs have ended, and only then ends Run's context, so the deliveries
 // their ends made due are attempted before it goes: with the in-process store nobody else would
 // make them. A delivery to be retried is left to its next due time (with a shared store, to
 // another replica or this one's successor).
 func (d *Deliverer) Drain(ctx context.Context) { d.round(ctx) }
 
-// claimBatch bounds the attempts one round makes at once.
+// claimBatch bounds the attempts a round has in flight at once.
 const claimBatch = 32
 
-// round claims and attempts due deliveries until none is due.
+// round claims and attempts due deliveries until none is due and none is in flight. It keeps up
+// to claimBatch attempts in flight and claims more as each ends or as a run's end makes one due
+// (Due's wake-up), so a receiver that hangs for its whole timeout holds one slot, not the
+// deliveries that come due behind it (found by an audit: every delivery waited for the slowest
+// attempt of the batch claimed before it).
 func (d *Deliverer) round(ctx context.Context) {
 	select {
 	case d.turn <- struct{}{}:
@@ -144,26 +150,42 @@ func (d *Deliverer) round(ctx context.Context) {
 		return
 	}
 	hold := 2 * d.cfg.Timeout // an attempt ends within Timeout; then the claim lapses
+	ended := make(chan struct{}, claimBatch)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	inflight := 0
 	for ctx.Err() == nil {
-		due, err := d.outbox.ClaimWebhooks(ctx, d.holder, hold, claimBatch)
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.Warn("webhooks not claimed", "err", err)
+		if inflight < claimBatch {
+			due, err := d.outbox.ClaimWebhooks(ctx, d.holder, hold, claimBatch-inflight)
+			if err != nil {
+				if ctx.Err() == nil {
+					d.log.Warn("webhooks not claimed", "err", err)
+				}
+				if inflight == 0 {
+					return
+				}
+				due = nil // claimed again when an attempt ends
 			}
+			for _, w := range due {
+				inflight++
+				wg.Go(func() {
+					d.attempt(ctx, w)
+					ended <- struct{}{}
+				})
+			}
+			if len(due) > 0 {
+				continue // more may be due: claim while slots are free
+			}
+		}
+		if inflight == 0 {
 			return
 		}
-		if len(due) == 0 {
-			return
+		select {
+		case <-ended:
+			inflight--
+		case <-d.wake: // a run's end made one due
+		case <-ctx.Done():
 		}
-		var wg sync.WaitGroup
-		for _, w := range due {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				d.attempt(ctx, w)
-			}()
-		}
-		wg.Wait()
 	}
 }
 

@@ -187,3 +187,54 @@ func TestBackoffShape(t *testing.T) {
 		t.Errorf("Retry-After of an hour: waited %v, want the 10s cap", d)
 	}
 }
+
+// hanging is a receiver that never answers /slow (the attempt ends at its timeout) and answers
+// anything else at once.
+type hanging struct{}
+
+func (hanging) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/slow") {
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	}
+	return &http.Response{StatusCode: http.StatusNoContent, Header: http.Header{}, Body: http.NoBody}, nil
+}
+
+// TestSlowReceiverHoldsOneSlot: a receiver that hangs for its whole timeout holds one attempt,
+// not the deliveries that come due while it hangs (found by an audit: every delivery waited for
+// the slowest attempt of the batch claimed before it, up to the 10 s timeout).
+func TestSlowReceiverHoldsOneSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ob := store.NewMemoryOutbox()
+		d, err := New(Options{Config: Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}, Timeout: 10 * time.Second},
+			Outbox: ob, Tickets: finished{}, Transport: hanging{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/slow", Due: start, Expires: start.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait() // the slow attempt is in flight
+
+		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t2", ID: "msg_2", URL: "https://hooks.example/fast", Due: start.Add(time.Hour), Expires: start.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		d.Due(t.Context(), "t2") // its run ended
+		synctest.Wait()
+		w, err := ob.Webhook(t.Context(), "t2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.State != gen.WebhookStateDelivered || time.Since(start) >= 10*time.Second {
+			t.Errorf("the delivery that came due behind a hanging one: %s after %v, want delivered at once", w.State, time.Since(start))
+		}
+		if slow, _ := ob.Webhook(t.Context(), "t1"); slow.Attempts != 0 {
+			t.Errorf("the hanging delivery: %d attempts recorded, want its one still in flight", slow.Attempts)
+		}
+	})
+}

@@ -141,7 +141,7 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 	first := set.Items[0].As
 	probe, err := clients[first].CreateConversation(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("eval: nothing was asked: the service at %s did not open a conversation for %s: %w", cfg.BaseURL, first, err)
+		return nil, fmt.Errorf("eval: nothing was asked: opening a conversation at %s as %s failed: %w", cfg.BaseURL, first, err)
 	}
 
 	// Units of work: one per conversation group, one per standalone item, in order of first use.

@@ -1067,7 +1067,7 @@ type WebhookDeliveryType string
 // resolved address must not be private, link-local or a metadata address unless the operator
 // allows it. A URL that is not allowed is a `400` and creates no ticket.
 type WebhookRequest struct {
-	// Url An absolute `https` URL (no user info, no fragment).
+	// Url An absolute `https` URL (no user info, no fragment, no `.` or `..` path segment, encoded or not) under a prefix the operator allows; `http` only to a loopback host the operator allows.
 	Url string `json:"url"`
 }
 

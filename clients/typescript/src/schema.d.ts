@@ -226,7 +226,7 @@ export interface components {
          *     allows it. A URL that is not allowed is a `400` and creates no ticket.
          */
         WebhookRequest: {
-            /** @description An absolute `https` URL (no user info, no fragment). */
+            /** @description An absolute `https` URL (no user info, no fragment, no `.` or `..` path segment, encoded or not) under a prefix the operator allows; `http` only to a loopback host the operator allows. */
             url: string;
         };
         /**

@@ -83,7 +83,7 @@ func TestTokenErrors(t *testing.T) {
 		{"ttl too long", []string{"token", "--oid", "a", "--ttl", "48h", "--idp", s.HTTP.URL}, 2, "--ttl 48h0m0s"},
 		{"stray argument", []string{"token", "--oid", "a", "extra"}, 2, `unexpected argument "extra"`},
 		{"bad alg", []string{"token", "--oid", "a", "--alg", "HS256", "--idp", s.HTTP.URL}, 1, "invalid_request: alg must be RS256 or ES256"},
-		{"IdP not running", []string{"token", "--oid", "a", "--idp", closed}, 1, "is `dev-idp serve` running at " + closed},
+		{"IdP not running", []string{"token", "--oid", "a", "--idp", closed}, 1, "no identity provider at " + closed + ": start the dev stack (make ask-serve)"},
 		{"no command", nil, 2, "usage:"},
 		{"unknown command", []string{"mint"}, 2, `unknown command "mint"`},
 	} {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/das-ask/ask/demo/idp"
@@ -46,7 +47,14 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		OID: *oid, Aud: *aud, Scope: *scope, TTLS: int(*ttl / time.Second), Expired: *expired, Alg: *alg,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "dev-idp token: %v (is `dev-idp serve` running at %s?)\n", err, *base)
+		// Nothing listening is the newcomer's case (make token before make ask-serve): say
+		// what starts an identity provider, the dev stack first.
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			fmt.Fprintf(stderr, "dev-idp token: %v\n  no identity provider at %s: start the dev stack (make ask-serve), or dev-idp serve alone\n", err, *base)
+			return 1
+		}
+		fmt.Fprintf(stderr, "dev-idp token: %v\n", err)
 		return 1
 	}
 	fmt.Fprintln(stdout, tok)

@@ -175,7 +175,7 @@ func serviceFrom(e *Env, c server.Config) server.Config {
 	c.MaxRetainedPerID = int(e.Int("DAS_ASK_MAX_RETAINED_PER_ID", int64(c.MaxRetainedPerID), 1, maxCount))
 	c.MaxTurns = int(e.Int("DAS_ASK_MAX_TURNS_PER_CONVERSATION", int64(c.MaxTurns), 1, 10_000))
 	c.MaxBodyBytes = e.Int("DAS_ASK_MAX_BODY_BYTES", c.MaxBodyBytes, 1024, maxBodyEdge)
-	c.CreateWait = e.Seconds("DAS_ASK_CREATE_WAIT_S", c.CreateWait, 1, maxSeconds)
+	c.StoreWait = e.Seconds("DAS_ASK_STORE_WAIT_S", c.StoreWait, 1, maxSeconds)
 	if g := e.Seconds("DAS_ASK_SHUTDOWN_GRACE_S", c.ShutdownGrace, 0, maxSeconds); g == 0 {
 		c.ShutdownGrace = -1 // 0 in the environment: no grace
 	} else {

@@ -33,7 +33,7 @@ func TestNothingSetIsDefaultConfig(t *testing.T) {
 	s := got.Service
 	if s.BasePath != "/ask" || s.TTL != 900*time.Second || s.MaxEvents != 1000 || s.KeepAlive != 10*time.Second ||
 		s.Deadline != 120*time.Second || s.MaxInFlight != 4 || s.MaxTickets != 10000 || s.MaxBodyBytes != 65536 ||
-		s.ShutdownGrace != 10*time.Second || s.MaxConversationsPerID != 100 || s.MaxRetainedPerID != 1000 || s.MaxTurns != 50 || s.CreateWait != 4*time.Second {
+		s.ShutdownGrace != 10*time.Second || s.MaxConversationsPerID != 100 || s.MaxRetainedPerID != 1000 || s.MaxTurns != 50 || s.StoreWait != 4*time.Second {
 		t.Errorf("service defaults = %+v", s)
 	}
 	a := got.Agent
@@ -55,7 +55,7 @@ func TestEverySettingIsRead(t *testing.T) {
 		"DAS_ASK_PATH", "/gw/ask/", "DAS_ASK_TTL_S", "60", "DAS_ASK_MAX_EVENTS", "50",
 		"DAS_ASK_KEEPALIVE_S", "3", "DAS_ASK_DEADLINE_S", "30", "DAS_ASK_MAX_INFLIGHT_PER_ID", "2", "DAS_ASK_MAX_TICKETS", "10",
 		"DAS_ASK_MAX_BODY_BYTES", "4096", "DAS_ASK_SHUTDOWN_GRACE_S", "0", "DAS_ASK_MAX_CONVERSATIONS_PER_ID", "7",
-		"DAS_ASK_MAX_RETAINED_PER_ID", "2", "DAS_ASK_MAX_TURNS_PER_CONVERSATION", "9", "DAS_ASK_CREATE_WAIT_S", "2",
+		"DAS_ASK_MAX_RETAINED_PER_ID", "2", "DAS_ASK_MAX_TURNS_PER_CONVERSATION", "9", "DAS_ASK_STORE_WAIT_S", "2",
 		"DAS_ASK_STORE", "redis://127.0.0.1:6390/0", "DAS_ASK_LEASE_S", "3", "DAS_ASK_REDIS_PREFIX", "x:", "DAS_ASK_REDIS_CACHE_MB", "16",
 		"DAS_JWKS_URL", "https://login.example/keys", "DAS_ISSUER", "https://login.example/", "DAS_AUDIENCE", "api://das",
 		"DAS_REQUIRED_SCOPE", "  das  extra ", "DAS_JWT_ALGS", " ES256 , PS256", "DAS_JWT_LEEWAY_S", "0",
@@ -70,7 +70,7 @@ func TestEverySettingIsRead(t *testing.T) {
 	}
 	wantSvc := server.Config{BasePath: "/gw/ask", TTL: time.Minute, MaxEvents: 50, KeepAlive: 3 * time.Second,
 		Deadline: 30 * time.Second, MaxInFlight: 2, MaxTickets: 10, MaxBodyBytes: 4096, ShutdownGrace: -1,
-		MaxConversationsPerID: 7, MaxRetainedPerID: 2, MaxTurns: 9, CreateWait: 2 * time.Second}
+		MaxConversationsPerID: 7, MaxRetainedPerID: 2, MaxTurns: 9, StoreWait: 2 * time.Second}
 	if got.Service != wantSvc {
 		t.Errorf("service: got %+v, want %+v", got.Service, wantSvc)
 	}

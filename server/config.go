@@ -23,10 +23,10 @@ const (
 	DefaultMaxTurnsPerConversation = 50
 	DefaultMaxBodyBytes            = 64 << 10
 	DefaultShutdownGrace           = 10 * time.Second
-	// DefaultCreateWait is under a gateway's usual read timeout (deploy/nginx's 5 s), so a
+	// DefaultStoreWait is under a gateway's usual read timeout (deploy/nginx's 5 s), so a
 	// client behind one hears the service's 503 rather than the gateway's 504.
-	DefaultCreateWait = 4 * time.Second
-	minMaxEvents      = 8
+	DefaultStoreWait = 4 * time.Second
+	minMaxEvents     = 8
 )
 
 // Config is the service's settings, the "service" section of package config's tree (which
@@ -51,7 +51,7 @@ type Config struct {
 	MaxBodyBytes          int64 // DAS_ASK_MAX_BODY_BYTES
 	// ShutdownGrace is DAS_ASK_SHUTDOWN_GRACE_S; negative means none.
 	ShutdownGrace time.Duration
-	CreateWait    time.Duration // DAS_ASK_CREATE_WAIT_S
+	StoreWait     time.Duration // DAS_ASK_STORE_WAIT_S
 }
 
 // DefaultConfig is Config with every default spelled out.
@@ -69,7 +69,7 @@ func DefaultConfig() Config {
 		MaxTurns:              DefaultMaxTurnsPerConversation,
 		MaxBodyBytes:          DefaultMaxBodyBytes,
 		ShutdownGrace:         DefaultShutdownGrace,
-		CreateWait:            DefaultCreateWait,
+		StoreWait:             DefaultStoreWait,
 	}
 }
 

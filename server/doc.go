@@ -134,5 +134,5 @@
 //	DAS_ASK_MAX_TURNS_PER_CONVERSATION  50       asks in one conversation (409 beyond; 1 to 10000)
 //	DAS_ASK_MAX_BODY_BYTES              65536    request body limit in bytes (413 beyond; 1024 to 16 MiB)
 //	DAS_ASK_SHUTDOWN_GRACE_S            10       seconds running asks get to finish on shutdown (0: none)
-//	DAS_ASK_CREATE_WAIT_S               4        seconds a create without an Idempotency-Key waits for the store (503 beyond)
+//	DAS_ASK_STORE_WAIT_S                4        seconds a request waits for a stalled store (503 beyond)
 package server

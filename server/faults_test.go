@@ -401,7 +401,7 @@ func TestKeepAlivesThroughAStalledRead(t *testing.T) {
 }
 
 // TestCreateThroughAStall: a create without an Idempotency-Key against a stalled store answers
-// 503 + Retry-After within CreateWait, not after the store client's own read timeouts and
+// 503 + Retry-After within StoreWait, not after the store client's own read timeouts and
 // retries (35 s in an audit, long past a gateway's 5 s), and the ask the store takes once the
 // stall ends (the creation was on its way and cannot be taken back) is ended at once, unrun:
 // the conversation takes a new ask long before the ticket's lease would have lapsed, and its
@@ -419,7 +419,7 @@ func TestCreateThroughAStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	h := newHarness(t, server.Options{Store: st, CreateWait: 300 * time.Millisecond})
+	h := newHarness(t, server.Options{Store: st, StoreWait: 300 * time.Millisecond})
 	cid := h.conv(alice)
 	// One ask first, so that the connection the creations go through is open: the stalled
 	// creation is then held on it, and goes first when the stall ends.
@@ -435,7 +435,7 @@ func TestCreateThroughAStall(t *testing.T) {
 		t.Errorf("503 %v, Retry-After %q: want it to say the ask was not started, and when to retry", pr.Detail, r.HTTPResponse.Header.Get("Retry-After"))
 	}
 	if took >= 3*time.Second { // the client's read timeout: a create that waited for it
-		t.Errorf("createAsk against a stalled store answered after %v, want about CreateWait (300ms)", took)
+		t.Errorf("createAsk against a stalled store answered after %v, want about StoreWait (300ms)", took)
 	}
 
 	// The stalled creation reaches Redis once the stall ends. Until its end is written the
@@ -475,4 +475,46 @@ func TestCreateThroughAStall(t *testing.T) {
 			t.Errorf("the late ask %s: %s, want it ended error", late, s.Body)
 		}
 	}
+}
+
+// TestReadsThroughAStall: a status, a cancel and a stream's opening against a stalled store
+// answer 503 + Retry-After within StoreWait, under a gateway's read timeout, not after the
+// store client's own read timeouts and retries (10 s for a status in an audit).
+func TestReadsThroughAStall(t *testing.T) {
+	srv := redistest.Start(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	st, err := redisstore.New(t.Context(), redisstore.Options{URL: "redis://" + p.Addr(), Prefix: "stall:" + rand.Text() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	h := newHarness(t, server.Options{Store: st, StoreWait: 300 * time.Millisecond})
+	ticket := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	_ = h.events(alice, ticket)
+
+	p.Stall()
+	defer p.Pass()
+	within := func(what string, took time.Duration, status int, hdr http.Header) {
+		t.Helper()
+		if status != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" {
+			t.Errorf("%s against a stalled store: %d (Retry-After %q), want 503 with Retry-After", what, status, hdr.Get("Retry-After"))
+		}
+		if took >= 3*time.Second { // the client's read timeout: a call that waited for it
+			t.Errorf("%s against a stalled store answered after %v, want about StoreWait (300ms)", what, took)
+		}
+	}
+	start := time.Now()
+	r := h.status(alice, ticket)
+	within("getAsk", time.Since(start), r.StatusCode(), r.HTTPResponse.Header)
+	start = time.Now()
+	c := h.cancel(alice, ticket)
+	within("cancelAsk", time.Since(start), c.StatusCode(), c.HTTPResponse.Header)
+	start = time.Now()
+	resp := h.stream(t.Context(), alice, ticket, nil)
+	_ = readBody(t, resp)
+	within("streamEvents", time.Since(start), resp.StatusCode, resp.Header)
 }

@@ -38,7 +38,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 	id := s.newID(ctx, "c", owner)
 	var ik *idem
 	if key == "" {
-		// A stalled store answers 503 within CreateWait; a conversation it takes after that
+		// A stalled store answers 503 within StoreWait; a conversation it takes after that
 		// is an empty one, which expires with its TTL.
 		var cancel context.CancelFunc
 		ctx, cancel = s.createBound(ctx)
@@ -125,7 +125,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	ticket := s.newID(ctx, "t", owner)
 	var ik *idem
 	if key == "" {
-		// A stalled store answers 503 within CreateWait (see the PendingError below).
+		// A stalled store answers 503 within StoreWait (see the PendingError below).
 		var cancel context.CancelFunc
 		ctx, cancel = s.createBound(ctx)
 		defer cancel()
@@ -330,7 +330,9 @@ func (h *handlers) GetAsk(c echo.Context, ticket gen.TicketPath, params gen.GetA
 		}
 		st.Done = &done
 	}
-	if st.Webhook, err = s.webhookStatus(ctx, t.ID); err != nil {
+	wctx, cancel := s.storeBound(ctx)
+	defer cancel()
+	if st.Webhook, err = s.webhookStatus(wctx, t.ID); err != nil {
 		return err
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
@@ -343,7 +345,9 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for !t.Finished() {
-		b, err := s.store.Read(ctx, t.ID, t.LastSeq)
+		rctx, cancel := s.storeBound(ctx)
+		b, err := s.store.Read(rctx, t.ID, t.LastSeq)
+		cancel()
 		if err != nil {
 			return t, notFoundOr(err)
 		}
@@ -368,6 +372,8 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 // CancelAsk ends the caller's run with error{cancelled}; idempotent, and a no-op after done.
 func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	s := h.s
+	ctx, cancel := s.storeBound(c.Request().Context())
+	defer cancel()
 	if _, err := s.ownedTicket(c, ticket); err != nil {
 		return err
 	}
@@ -381,7 +387,7 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	} else if sh, ok := s.store.(store.Shared); ok {
 		// Another replica runs it (or ran it): end the log here, at once; the runner sees the
 		// end in its log and stops making model calls.
-		switch err := s.endRemote(c.Request().Context(), sh, ticket, outcomeFor(errCancelled), false); {
+		switch err := s.endRemote(ctx, sh, ticket, outcomeFor(errCancelled), false); {
 		case err == nil:
 			s.log.Debug("ask cancelled", "ticket", ticket, "runner", "another replica")
 		case errors.Is(err, store.ErrFinished), errors.Is(err, store.ErrNotFound):
@@ -389,7 +395,7 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 			return err
 		}
 	}
-	t, err := s.store.Ticket(c.Request().Context(), ticket)
+	t, err := s.store.Ticket(ctx, ticket)
 	if err != nil {
 		return notFoundOr(err)
 	}
@@ -413,11 +419,13 @@ func (h *handlers) GetOpenAPIJSON(c echo.Context) error {
 // ownedTicket returns the ticket if the caller owns it, and errNotFound both when it does not
 // exist and when it belongs to someone else, doing the same work either way.
 func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
-	t, err := s.store.Ticket(c.Request().Context(), id)
+	ctx, cancel := s.storeBound(c.Request().Context())
+	defer cancel()
+	t, err := s.store.Ticket(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Ticket{}, err
 	}
-	if err != nil && s.lostID(c.Request().Context(), id) {
+	if err != nil && s.lostID(ctx, id) {
 		return store.Ticket{}, errLost
 	}
 	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil {

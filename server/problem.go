@@ -48,7 +48,7 @@ var errLost = &problem{status: http.StatusNotFound,
 var errStoreUnavailable = &problem{status: http.StatusServiceUnavailable,
 	detail: "the service's store is unavailable for the moment; retry shortly", retryAfter: retryStore}
 
-// errCreateLate answers a create whose store did not answer within CreateWait (or, with an
+// errCreateLate answers a create whose store did not answer within StoreWait (or, with an
 // Idempotency-Key, within its longer bound): the store may yet take it, and then the service
 // ends that ask at once, unrun, so nothing started that the caller was told was not.
 var errCreateLate = &problem{status: http.StatusServiceUnavailable,

@@ -60,11 +60,13 @@ type Options struct {
 	// ShutdownGrace is how long Shutdown lets running asks finish before ending them with
 	// error{shutdown}; negative means no grace.
 	ShutdownGrace time.Duration
-	// CreateWait bounds how long a create without an Idempotency-Key waits for the store: past
-	// it the create answers 503 + Retry-After, and an ask whose creation the store takes after
-	// all is ended at once, error{interrupted}, unrun (the answer said it was not created). A
-	// keyed create waits longer (a retry with its key finds what it made).
-	CreateWait time.Duration
+	// StoreWait bounds how long a request waits for each call to a stalled store: past it the
+	// request answers 503 + Retry-After (a stream keeps its keep-alives and reads again). A
+	// create without an Idempotency-Key waits for the store at most this long in all, and an
+	// ask whose creation the store takes after that is ended at once, error{interrupted}, unrun
+	// (the answer said it was not started). A keyed create waits longer (a retry with its key
+	// finds what it made).
+	StoreWait time.Duration
 	// Webhooks configure delivery of a run's end to the webhook its ask named.
 	Webhooks WebhookOptions
 
@@ -88,7 +90,7 @@ func (c Config) Options() Options {
 		MaxTurns:              c.MaxTurns,
 		MaxBodyBytes:          c.MaxBodyBytes,
 		ShutdownGrace:         c.ShutdownGrace,
-		CreateWait:            c.CreateWait,
+		StoreWait:             c.StoreWait,
 	}
 }
 
@@ -176,8 +178,8 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if opts.CreateWait <= 0 {
-		opts.CreateWait = DefaultCreateWait
+	if opts.StoreWait <= 0 {
+		opts.StoreWait = DefaultStoreWait
 	}
 	if opts.ShutdownGrace == 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace

@@ -180,9 +180,15 @@ func (s *Server) recoverLost(r *run) {
 
 // createBound is the context of a create without an Idempotency-Key: the request's values,
 // not its cancellation (a caller that leaves mid-create does not cut the store's work in
-// half), bounded by CreateWait.
+// half), bounded by StoreWait.
 func (s *Server) createBound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.CreateWait)
+	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.StoreWait)
+}
+
+// storeBound bounds a request's store calls by StoreWait: a stalled store answers 503 then,
+// under a gateway's read timeout, rather than after its client's own timeouts and retries.
+func (s *Server) storeBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opts.StoreWait)
 }
 
 // endLate follows, on a runner goroutine holding the admission slot the create took, a

@@ -311,19 +311,10 @@ func TestRestartWhileAwayPastLease(t *testing.T) {
 // audit saw a gateway's idle timeout cut streams on), and the stream then delivers the run.
 func TestKeepAlivesThroughAStalledRead(t *testing.T) {
 	srv := redistest.Start(t)
-	p, err := faultproxy.New(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	// The stream's replica opens its store from a URL, as askd does (the client's default
-	// timeouts: 3 s reads), through the proxy; the run is on another replica, straight to Redis.
+	// The stream's replica opens its store from a URL through the proxy; the run is on another
+	// replica, straight to Redis.
 	prefix := "stalledread:" + rand.Text() + ":"
-	st, err := redisstore.New(t.Context(), redisstore.Options{URL: "redis://" + p.Addr(), Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st, p := redistest.StoreBehindProxy(t, srv, redisstore.Options{Prefix: prefix})
 	const keepAlive = 200 * time.Millisecond
 	mid, resume := make(chan string, 1), make(chan struct{})
 	runs := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: phasedRunner(2, 2, mid, resume)})
@@ -408,17 +399,7 @@ func TestKeepAlivesThroughAStalledRead(t *testing.T) {
 // turn says error.
 func TestCreateThroughAStall(t *testing.T) {
 	srv := redistest.Start(t)
-	p, err := faultproxy.New(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	// The client as a URL makes it: go-redis's own timeouts (a 3 s read timeout, retries).
-	st, err := redisstore.New(t.Context(), redisstore.Options{URL: "redis://" + p.Addr(), Prefix: "late:" + rand.Text() + ":", Lease: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st, p := redistest.StoreBehindProxy(t, srv, redisstore.Options{Prefix: "late:" + rand.Text() + ":", Lease: time.Minute})
 	h := newHarness(t, server.Options{Store: st, StoreWait: 300 * time.Millisecond})
 	cid := h.conv(alice)
 	// One ask first, so that the connection the creations go through is open: the stalled
@@ -482,16 +463,7 @@ func TestCreateThroughAStall(t *testing.T) {
 // store client's own read timeouts and retries (10 s for a status in an audit).
 func TestReadsThroughAStall(t *testing.T) {
 	srv := redistest.Start(t)
-	p, err := faultproxy.New(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	st, err := redisstore.New(t.Context(), redisstore.Options{URL: "redis://" + p.Addr(), Prefix: "stall:" + rand.Text() + ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st, p := redistest.StoreBehindProxy(t, srv, redisstore.Options{Prefix: "stall:" + rand.Text() + ":"})
 	h := newHarness(t, server.Options{Store: st, StoreWait: 300 * time.Millisecond})
 	ticket := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
 	_ = h.events(alice, ticket)

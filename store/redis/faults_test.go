@@ -308,16 +308,7 @@ func TestLostReplyToBatch(t *testing.T) {
 // (3 s) and its retries, which took a probe bounded at 2 s to 5 s in an audit.
 func TestStalledRedisHonoursTheDeadline(t *testing.T) {
 	srv := redistest.Start(t)
-	p, err := faultproxy.New(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	s, err := redisstore.New(t.Context(), redisstore.Options{URL: "redis://" + p.Addr(), Prefix: "deadline:" + rand.Text() + ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, p := redistest.StoreBehindProxy(t, srv, redisstore.Options{Prefix: "deadline:" + rand.Text() + ":"})
 	if err := s.Ping(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +317,7 @@ func TestStalledRedisHonoursTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = s.Ping(ctx)
+	err := s.Ping(ctx)
 	// The bound is the client's read timeout, fifteen times the deadline: a stalled Ping
 	// that ignored the deadline could not return before it.
 	if took := time.Since(start); err == nil || took >= 3*time.Second {

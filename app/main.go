@@ -119,6 +119,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		opts.Hooks = m.Observer.Hooks()
 	}
 	if opts.Webhooks.Config = cfg.Webhooks; cfg.Webhooks.Enabled() {
+		opts.Webhooks.Logger = m.log.With("component", "webhook")
 		if ob, ok := m.st.(store.Outbox); ok {
 			opts.Webhooks.Outbox = ob // the store's own: replicas sharing it share deliveries
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/das-ask/ask/gen"
@@ -19,6 +20,10 @@ type WebhookOptions struct {
 	Outbox store.Outbox
 	// Observer is told of every attempt and end (package obs); nil means none.
 	Observer webhook.Observer
+	// Logger receives the deliverer's lines; nil means the service's own logger. The
+	// composition root names the part ("component": "webhook"): a logger derived here from the
+	// service's, which already names its own, would carry that key twice.
+	Logger *slog.Logger
 }
 
 // startWebhooks builds the deliverer, when webhooks are enabled, and runs it until Shutdown.
@@ -37,8 +42,12 @@ func (s *Server) startWebhooks() error {
 			ob = store.NewMemoryOutbox()
 		}
 	}
+	log := wo.Logger
+	if log == nil {
+		log = s.log
+	}
 	d, err := webhook.New(webhook.Options{
-		Config: wo.Config, Outbox: ob, Tickets: s.store, Observer: wo.Observer, Logger: s.log.With("component", "webhook"),
+		Config: wo.Config, Outbox: ob, Tickets: s.store, Observer: wo.Observer, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -42,6 +42,9 @@ const (
 	unknownKIDBurst    = 5
 	unknownKIDInterval = 10 * time.Second
 	refreshInterval    = 5 * time.Minute
+	// Until a first fetch succeeds, it is retried from firstRetry, doubling, to lastRetry apart.
+	firstRetry = time.Second
+	lastRetry  = 30 * time.Second
 	// fetchTimeout bounds each JWKS request, including the first one made by New.
 	fetchTimeout = 5 * time.Second
 )
@@ -126,5 +129,38 @@ func newKeySet(ctx context.Context, u string, client *http.Client, log *slog.Log
 	if err != nil {
 		return nil, nil, err
 	}
+	if !store.ready.Load() {
+		go fetchUntilReady(ctx, refetching, store)
+	}
 	return kf, store, nil
+}
+
+// fetchUntilReady fetches the JWKS again, with a backoff, until a fetch succeeds or ctx is
+// done. A validator without keys refuses every token, so the readiness probe says
+// jwks_not_loaded; a load balancer that follows it sends no request whose kid would make it
+// fetch, and the periodic refresh comes only every refreshInterval: without these retries a
+// replica that started before its IdP stayed unready for minutes after the IdP came up.
+// Each failure is logged by the storage's error handler, at most once per lastRetry once the
+// backoff is spent.
+func fetchUntilReady(ctx context.Context, refetching jwkset.Storage, store *readyStore) {
+	wait := firstRetry
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if store.ready.Load() {
+			return // a request's refetch, or the periodic refresh, got there first
+		}
+		// A kid no key has: the refetching client fetches the whole set, then finds nothing.
+		_, _ = refetching.KeyRead(ctx, "")
+		if store.ready.Load() {
+			return
+		}
+		wait = min(2*wait, lastRetry)
+		t.Reset(wait)
+	}
 }

@@ -211,8 +211,12 @@ func TestJWKSDownAtStart(t *testing.T) {
 	})
 }
 
-// With no traffic at all, the periodic refresh picks up the IdP once it comes up.
-func TestJWKSBackgroundRefresh(t *testing.T) {
+// With no traffic at all, a validator that started before its IdP loads the keys within
+// half a minute of the IdP coming up, not at the next periodic refresh: until then its
+// readiness probe says jwks_not_loaded, and a load balancer that follows the probe sends it no
+// request that could make it fetch. Meanwhile the IdP is asked with a backoff, not in a loop;
+// once the keys are loaded, only the periodic refresh asks again.
+func TestJWKSRetriedUntilLoaded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
@@ -222,23 +226,46 @@ func TestJWKSBackgroundRefresh(t *testing.T) {
 		}
 		tr := &handlerTransport{h: p.Handler()}
 		tr.down.Store(true)
-		v, err := auth.New(ctx, auth.Config{JWKSURL: p.JWKSURL(), Issuer: p.Issuer(), Audience: "das"}, auth.Options{HTTPClient: &http.Client{Transport: tr}})
+		var fetches atomic.Int64 // tried, whether the IdP answers or not
+		counting := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			fetches.Add(1)
+			return tr.RoundTrip(r)
+		})}
+		v, err := auth.New(ctx, auth.Config{JWKSURL: p.JWKSURL(), Issuer: p.Issuer(), Audience: "das"}, auth.Options{HTTPClient: counting})
 		if err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if got := fetches.Load(); got < 10 || got > 40 {
+			t.Errorf("IdP down for 10 min: %d fetches, want a backoff (between 10 and 40)", got)
+		}
+		if v.Ready() {
+			t.Fatal("Ready with the IdP down")
+		}
 		tr.down.Store(false)
+		time.Sleep(31 * time.Second)
+		synctest.Wait()
+		if !v.Ready() {
+			t.Fatal("not Ready 31 s after the IdP came up")
+		}
+		before := fetches.Load()
 		time.Sleep(4 * time.Minute)
 		synctest.Wait()
-		if v.Ready() {
-			t.Fatal("Ready before the refresh interval")
+		if got := fetches.Load() - before; got != 0 {
+			t.Errorf("%d fetches in the 4 min after the keys loaded, want none before the periodic refresh", got)
 		}
 		time.Sleep(time.Minute + time.Second)
 		synctest.Wait()
-		if !v.Ready() {
-			t.Fatal("not Ready after the refresh interval")
+		if got := fetches.Load() - before; got != 1 {
+			t.Errorf("%d fetches by the periodic refresh, want 1", got)
 		}
 	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // The bearer never goes to the identity provider: the validator's JWKS fetches — the first,
 // and the refetches an unknown kid causes — carry no token in a header, the URL or a body.

@@ -38,8 +38,9 @@ type Validator struct {
 var _ ask.Authenticator = (*Validator)(nil)
 
 // New returns a Validator for cfg. It tries to fetch the JWKS once (for at most a few seconds)
-// but succeeds even if the JWKS is unreachable: keys are fetched later, in the background and
-// whenever a token names an unknown `kid`, and until a fetch succeeds every token is rejected
+// but succeeds even if the JWKS is unreachable: keys are fetched later, in the background (from
+// 1 s to every 30 s apart until a fetch succeeds, then every 5 min) and whenever a token names
+// an unknown `kid`, and until a fetch succeeds every token is rejected
 // with a description saying so (see Ready). The background refresh stops when ctx is done.
 // New fails only when cfg is invalid.
 func New(ctx context.Context, cfg Config, opts Options) (*Validator, error) {

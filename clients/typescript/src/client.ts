@@ -77,6 +77,12 @@ export interface AskClientOptions {
    * Default 15000; 0 disables.
    */
   headerTimeoutMs?: number;
+  /**
+   * How long an event stream may stay completely silent (not even a keep-alive comment) before
+   * the connection is taken for dead and resumed with Last-Event-ID, in milliseconds. Keep it
+   * above the service's keep-alive interval (10 s by default). Default 45000; 0 disables.
+   */
+  idleTimeoutMs?: number;
   /** Told of every retry (the client never retries silently). Default: console.warn. */
   onRetry?: (operation: string, attempt: number, cause: unknown) => void;
 }
@@ -125,6 +131,7 @@ export class AskClient {
   readonly #reconnect: Required<ReconnectOptions>;
   readonly #retry: Required<RetryOptions>;
   readonly #onRetry: (operation: string, attempt: number, cause: unknown) => void;
+  readonly #idleTimeoutMs: number;
 
   constructor(opts: AskClientOptions) {
     const baseUrl = opts.baseUrl.replace(/\/+$/, "");
@@ -151,6 +158,7 @@ export class AskClient {
       initialMs: opts.retry?.initialMs ?? 250,
       maxMs: opts.retry?.maxMs ?? 5000,
     };
+    this.#idleTimeoutMs = opts.idleTimeoutMs ?? 45000;
     this.#onRetry =
       opts.onRetry ?? ((op, attempt, cause) => console.warn(`ask ${op}: retrying (attempt ${attempt}): ${String(cause)}`));
   }
@@ -220,7 +228,7 @@ export class AskClient {
   /**
    * events yields a ticket's events in order, each once, until done.
    *
-   * When the connection drops or fails transiently it reconnects with Last-Event-ID after a
+   * When the connection drops, fails transiently or stays silent beyond idleTimeoutMs it reconnects with Last-Event-ID after a
    * backoff, so the caller sees no gap and no duplicate; the budget of attempts is reset whenever
    * an event arrives. A 400, 401 or 404 is final and thrown as an ApiError; a frame whose data is
    * not JSON is final (SyntaxError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
@@ -251,7 +259,8 @@ export class AskClient {
           cause = new Error("streamEvents: no body");
         } else {
           const parser = new SSEParser(lastId);
-          for await (const frame of frames(response.body, parser)) {
+          const reading = { idleMs: this.#idleTimeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) };
+          for await (const frame of frames(response.body, parser, reading)) {
             lastId = frame.id;
             // The event is its data's `type`, never the frame's `event:` name, and a connection
             // failure is an exception, never an event: so the contract's terminal `event: error`
@@ -323,9 +332,17 @@ function withHeaderTimeout(fetch: (req: Request) => Promise<Response>, ms: numbe
     if (req.signal.aborted) follow();
     else req.signal.addEventListener("abort", follow, { once: true });
     const timeout = new HeaderTimeoutError(bound);
+    const inner = new Request(req, { signal: ctl.signal });
+    // The bound rejects by itself rather than only through the signal: Node's fetch follows a
+    // Request's signal through a weak reference, which a garbage collection can drop.
+    const ended = new Promise<never>((_, reject) => {
+      if (ctl.signal.aborted) reject(ctl.signal.reason);
+      else ctl.signal.addEventListener("abort", () => reject(ctl.signal.reason), { once: true });
+    });
+    ended.catch(() => undefined);
     const timer = setTimeout(() => ctl.abort(timeout), bound);
     try {
-      return await fetch(new Request(req, { signal: ctl.signal }));
+      return await Promise.race([fetch(inner), ended]);
     } catch (err) {
       if (ctl.signal.reason === timeout) throw timeout;
       throw err;

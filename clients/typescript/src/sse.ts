@@ -84,17 +84,59 @@ export class SSEParser {
   }
 }
 
-/** frames reads a byte stream as UTF-8 and yields its frames as they complete. */
-export async function* frames(body: ReadableStream<Uint8Array>, parser: SSEParser): AsyncGenerator<Frame> {
+/** The stream was silent (not even a keep-alive comment) for longer than the idle timeout. */
+export class IdleTimeoutError extends Error {
+  constructor(readonly ms: number) {
+    super(`the event stream was silent for longer than ${ms} ms`);
+    this.name = "IdleTimeoutError";
+  }
+}
+
+/** How frames reads: when to give up on a silent connection, and when the caller has left. */
+export interface FramesOptions {
+  /** Ends the read with the signal's reason (the connection is closed). */
+  signal?: AbortSignal;
+  /** Ends the read with an IdleTimeoutError when no byte arrives for this long; 0 or absent: never. */
+  idleMs?: number;
+}
+
+/**
+ * frames reads a byte stream as UTF-8 and yields its frames as they complete. The signal and the
+ * idle bound act on the reader itself, not only through fetch's signal, which Node follows
+ * through a weak reference that a garbage collection may drop.
+ */
+export async function* frames(body: ReadableStream<Uint8Array>, parser: SSEParser, opts: FramesOptions = {}): AsyncGenerator<Frame> {
   const reader = body.getReader();
   const decoder = new TextDecoder("utf-8");
   try {
     for (;;) {
-      const { value, done } = await reader.read();
+      const { value, done } = await readWithin(reader, opts);
       if (done) return;
       yield* parser.push(decoder.decode(value, { stream: true }));
     }
   } finally {
     await reader.cancel().catch(() => undefined);
   }
+}
+
+/** readWithin is one read, ended early by the signal or by idleMs of silence. */
+function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, opts: FramesOptions): Promise<Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>> {
+  const { signal, idleMs } = opts;
+  if (!signal && !idleMs) return reader.read();
+  return new Promise((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const onAbort = () => settle(() => reject(signal?.reason));
+    const settle = (then: () => void) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      then();
+    };
+    if (signal?.aborted) return reject(signal.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (idleMs) timer = setTimeout(() => settle(() => reject(new IdleTimeoutError(idleMs))), idleMs);
+    reader.read().then(
+      (r) => settle(() => resolve(r)),
+      (err) => settle(() => reject(err)),
+    );
+  });
 }

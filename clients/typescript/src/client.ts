@@ -98,14 +98,16 @@ export class HeaderTimeoutError extends Error {
   }
 }
 
-/** A refusal of a call by the service: its HTTP status and RFC 9457 problem. */
+/** A refusal of a call by the service: its HTTP status and RFC 9457 problem, whose detail and violations the message says. */
 export class ApiError extends Error {
   constructor(
     readonly operation: string,
     readonly status: number,
     readonly problem: Partial<Problem> | undefined,
   ) {
-    super(`${operation}: ${status}${problem?.title ? ` ${problem.title}` : ""}${problem?.detail ? `: ${problem.detail}` : ""}`);
+    // The violations (a 400's `errors`) say what to change; the detail alone often does not.
+    const violations = Array.isArray(problem?.errors) && problem.errors.length > 0 ? ` (${problem.errors.join("; ")})` : "";
+    super(`${operation}: ${status}${problem?.title ? ` ${problem.title}` : ""}${problem?.detail ? `: ${problem.detail}` : ""}${violations}`);
     this.name = "ApiError";
   }
 }

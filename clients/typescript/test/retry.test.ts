@@ -110,3 +110,24 @@ describe("a lost reply, against the dev stack", () => {
     }
   });
 });
+
+test("a refusal says its problem's detail and every violation", async () => {
+  const problem = {
+    type: "about:blank",
+    title: "Bad Request",
+    status: 400,
+    detail: "the request does not satisfy the API description",
+    errors: ["body/question: maximum string length is 4000", 'body: property "bogus" is unsupported'],
+  };
+  const fetch = async () => new Response(JSON.stringify(problem), { status: 400, headers: { "Content-Type": "application/problem+json" } });
+  const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch });
+  await assert.rejects(c.ask("c_1", "q"), (err) => {
+    assert.ok(err instanceof ApiError);
+    assert.equal(
+      err.message,
+      'createAsk: 400 Bad Request: the request does not satisfy the API description (body/question: maximum string length is 4000; body: property "bogus" is unsupported)',
+    );
+    assert.deepEqual(err.problem?.errors, problem.errors);
+    return true;
+  });
+});

@@ -32,11 +32,16 @@ OUTCOMES = ("answer", "abstention", "refusal", "error")
 
 
 class APIError(Exception):
-    """The service refused a call: its HTTP status and RFC 9457 problem."""
+    """The service refused a call: its HTTP status and RFC 9457 problem, whose detail and
+    violations the message says."""
 
     def __init__(self, operation: str, status: int, problem: dict):
         self.operation, self.status, self.problem = operation, status, problem
         detail = problem.get("detail") or problem.get("title") or ""
+        # A 400's violations (`errors`) say what to change; the detail alone often does not.
+        violations = problem.get("errors")
+        if isinstance(violations, list) and violations:
+            detail += f" ({'; '.join(str(v) for v in violations)})"
         super().__init__(f"{operation}: HTTP {status}" + (f": {detail}" if detail else ""))
 
 

@@ -147,6 +147,13 @@ class AskClientTest(unittest.TestCase):
         self.assertEqual(ask_client.describe_outcome(outcome), "Cancelled.")
         self.assertEqual(client.status(ticket["ticket"])["state"], "error")
 
+    def test_a_refusal_says_its_detail_and_violations(self):
+        code, out, err = run_main("x" * 4001)
+        self.assertEqual(code, 1)
+        self.assertEqual(out, "")
+        self.assertIn("createAsk: HTTP 400: the request does not satisfy the API description", err)
+        self.assertIn("(body/question: maximum string length is 4000)", err, "the violation says what to change")
+
     def test_another_identity_gets_404(self):
         conversation = client_for("alice").create_conversation()
         with self.assertRaises(ask_client.APIError) as cm:

@@ -134,9 +134,13 @@ export class AskClient {
   readonly #retry: Required<RetryOptions>;
   readonly #onRetry: (operation: string, attempt: number, cause: unknown) => void;
   readonly #idleTimeoutMs: number;
+  readonly #baseUrl: string;
+  /** Whether the service has answered this client once: a refusal after that is a restart. */
+  #reached = false;
 
   constructor(opts: AskClientOptions) {
     const baseUrl = opts.baseUrl.replace(/\/+$/, "");
+    this.#baseUrl = baseUrl;
     const headerTimeoutMs = opts.headerTimeoutMs ?? 15000;
     const base = opts.fetch ?? ((req: Request) => globalThis.fetch(req));
     const fetch = headerTimeoutMs > 0 ? withHeaderTimeout(base, headerTimeoutMs) : base;
@@ -208,6 +212,7 @@ export class AskClient {
       let floorMs = 0;
       try {
         const { data, error, response } = await call();
+        this.#reached = true;
         if (data !== undefined && response.ok) return data;
         const problem = error as Partial<Problem> | undefined;
         const apiErr = new ApiError(op, response.status, problem);
@@ -218,6 +223,7 @@ export class AskClient {
       } catch (err) {
         if (err instanceof ApiError && err.status !== 502 && err.status !== 503 && err.status !== 504 &&
             !(err.status === 409 && err.problem?.type === problemIdempotencyInProgress)) throw err;
+        this.#nothingListening(op, err);
         cause = err; // the connection failed, or no headers came in time
       }
       if (attempt >= this.#retry.attempts) throw cause;
@@ -225,6 +231,21 @@ export class AskClient {
       const base = Math.min(this.#retry.initialMs * 2 ** (attempt - 1), this.#retry.maxMs);
       await sleep(Math.max(Math.random() * base, floorMs));
     }
+  }
+
+  /**
+   * A connection refused (or a host name that does not exist) before the service has ever
+   * answered this client is final: nothing listens at the URL, and the caller hears so at once,
+   * not after a round of retries. Once the service has answered, a refusal is a restart in
+   * progress and is retried. As the Go client.
+   */
+  #nothingListening(op: string, err: unknown): void {
+    if (this.#reached) return;
+    const code = errorCode(err);
+    if (code !== "ECONNREFUSED" && code !== "ENOTFOUND") return;
+    const cause = (err as { cause?: { message?: string } }).cause;
+    const said = code === "ENOTFOUND" ? "no such host for" : "nothing is listening at";
+    throw new Error(`${op}: ${said} ${this.#baseUrl}${cause?.message ? ` (${cause.message})` : ""}`, { cause: err });
   }
 
   /**
@@ -252,6 +273,7 @@ export class AskClient {
           parseAs: "stream",
           ...(opts.signal ? { signal: opts.signal } : {}),
         });
+        this.#reached = true;
         if (!response.ok) {
           const apiErr = new ApiError("streamEvents", response.status, error as Partial<Problem> | undefined);
           if (!transient(response.status)) throw apiErr;
@@ -281,6 +303,7 @@ export class AskClient {
         // A refusal, a frame that is not JSON (the service is not speaking this contract), or
         // the caller leaving: final. Anything else is the connection: resume.
         if (err instanceof ApiError || err instanceof SyntaxError || opts.signal?.aborted) throw err;
+        this.#nothingListening("streamEvents", err);
         cause = err;
       }
       failures++;
@@ -309,6 +332,17 @@ export class AskClient {
     }
     throw new Error(`ticket ${ticket}: the stream ended without done`);
   }
+}
+
+/** errorCode is the system error code (ECONNREFUSED, …) under a failed fetch, if any. */
+function errorCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && typeof e === "object" && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    const errors = (e as { errors?: unknown }).errors; // AggregateError: every address tried
+    if (Array.isArray(errors) && errors.length > 0) return errorCode(errors[0]);
+  }
+  return undefined;
 }
 
 /** A fresh Idempotency-Key, as the IETF draft's Structured Field string. */

@@ -2,6 +2,8 @@
 // statuses are retried, the header timeout; then a lost reply against the real service.
 
 import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 
 import { AskClient, ApiError, HeaderTimeoutError } from "../src/client.js";
@@ -130,4 +132,39 @@ test("a refusal says its problem's detail and every violation", async () => {
     assert.deepEqual(err.problem?.errors, problem.errors);
     return true;
   });
+});
+
+/** refused is what Node's fetch throws when nothing listens at the address. */
+function refused(): TypeError {
+  return new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" }) });
+}
+
+test("nothing listening at the URL fails at once, saying so", async () => {
+  // A real refusal: a port that was just closed.
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  const port = (srv.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  const retries: number[] = [];
+  const c = new AskClient({ baseUrl: `http://127.0.0.1:${port}/ask`, token: "t", onRetry: (_, n) => retries.push(n) });
+  const started = Date.now();
+  await assert.rejects(c.createConversation(), (err: Error) => {
+    assert.equal(err.message, `createConversation: nothing is listening at http://127.0.0.1:${port}/ask (connect ECONNREFUSED 127.0.0.1:${port})`);
+    return true;
+  });
+  assert.deepEqual(retries, [], "not retried");
+  assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+});
+
+test("a refusal once the service has answered is a restart, and retried", async () => {
+  let calls = 0;
+  const fetch = async () => {
+    calls++;
+    if (calls === 2) throw refused();
+    return new Response(conversation, { status: 201, headers: { "Content-Type": "application/json" } });
+  };
+  const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, retry: { initialMs: 1 }, onRetry: () => {} });
+  await c.createConversation();
+  await c.createConversation();
+  assert.equal(calls, 3);
 });

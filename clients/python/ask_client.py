@@ -16,6 +16,7 @@ the outcome to stdout. Exit status: 0 answer, 2 abstention, 3 refusal, 4 error, 
 from __future__ import annotations
 
 import argparse
+import email.utils
 import http.client
 import json
 import os
@@ -103,13 +104,14 @@ class EventStream:
     """A ticket's events, in order, each once, until done.
 
     A connection that drops, fails or ends before done is resumed with Last-Event-ID after a
-    short backoff with jitter; the budget of attempts is reset whenever an event arrives. A
-    400, 401 or 404 is final (APIError). `last_event_ids` records the Last-Event-ID sent on each
+    short backoff with jitter; the budget of attempts is reset whenever an event arrives. The
+    server's SSE `retry:` and the Retry-After of a 429 or 503 raise that wait, never beyond
+    max_wait seconds (so a server cannot park the client). A 400, 401 or 404 is final (APIError). `last_event_ids` records the Last-Event-ID sent on each
     connection ("" for none).
     """
 
-    def __init__(self, client: AskClient, ticket: str, after: int = 0, attempts: int = 8):
-        self.client, self.ticket, self.attempts = client, ticket, attempts
+    def __init__(self, client: AskClient, ticket: str, after: int = 0, attempts: int = 8, max_wait: float = 5.0):
+        self.client, self.ticket, self.attempts, self.max_wait = client, ticket, attempts, max_wait
         self.last_id = str(after) if after else ""
         self.last_seq = after
         self.last_event_ids: list[str] = []
@@ -138,6 +140,7 @@ class EventStream:
 
     def __iter__(self) -> Iterator[dict]:
         failures = 0
+        floor = 0.0  # the server's wish: its retry: field, or a Retry-After
         while True:
             try:
                 self._resp = resp = self._connect()
@@ -148,8 +151,12 @@ class EventStream:
                         problem = {}
                     if resp.status not in (429, 502, 503, 504):
                         raise APIError("streamEvents", resp.status, problem)
+                    floor = max(floor, _retry_after(resp.getheader("Retry-After")))
                 else:
-                    for frame_id, data in _frames(resp):
+                    def said_retry(ms: int) -> None:
+                        nonlocal floor
+                        floor = ms / 1000
+                    for frame_id, data in _frames(resp, said_retry):
                         if frame_id:
                             self.last_id = frame_id
                         event = json.loads(data)
@@ -167,12 +174,28 @@ class EventStream:
             failures += 1
             if failures > self.attempts:
                 raise ConnectionError(f"event stream for {self.ticket}: no progress after {self.attempts} reconnects")
-            time.sleep(random.uniform(0, min(0.1 * 2 ** failures, 5.0)))
+            backoff = random.uniform(0, min(0.1 * 2 ** failures, self.max_wait))
+            time.sleep(min(max(backoff, floor), self.max_wait))
 
 
-def _frames(resp: http.client.HTTPResponse) -> Iterator[tuple[str, str]]:
+def _retry_after(value: str | None) -> float:
+    """Seconds a Retry-After asks for (delay-seconds or an HTTP date), 0 when absent or unreadable."""
+    if not value:
+        return 0.0
+    value = value.strip()
+    if re.fullmatch("[0-9]+", value):
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = lambda ms: None) -> Iterator[tuple[str, str]]:
     """Server-Sent Events frames as (last event id, data), per the WHATWG rules: comments (the
-    keep-alives) ignored, data lines joined with newlines, the id persisting across frames."""
+    keep-alives) ignored, data lines joined with newlines, the id persisting across frames, a
+    `retry:` of digits only handed to on_retry (milliseconds)."""
     data: list[str] = []
     frame_id = None
     while True:
@@ -193,6 +216,8 @@ def _frames(resp: http.client.HTTPResponse) -> Iterator[tuple[str, str]]:
             data.append(value)
         elif field == "id" and "\0" not in value:
             frame_id = value
+        elif field == "retry" and re.fullmatch("[0-9]+", value):
+            on_retry(int(value))
 
 
 # ---- presentation: this client's own words --------------------------------------------------

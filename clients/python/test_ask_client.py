@@ -9,6 +9,7 @@ module builds and starts cmd/clients-stack itself, and stops it when the tests e
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
 import os
@@ -16,6 +17,7 @@ import pathlib
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -77,6 +79,53 @@ class PrintableTest(unittest.TestCase):
                          "Fine.\\x1b[2K\\x0dForged: 0 incidents \\x1b[8mhidden\\u202e\\u009b\nnext\tcol")
         self.assertEqual(ask_client.printable("a\nb\tc", one_line=True), "a\\x0ab\\x09c")
         self.assertEqual(ask_client.printable("Ünïcode — fine ✓"), "Ünïcode — fine ✓")
+
+
+class FakeStreamTest(unittest.TestCase):
+    """The stream against a scripted local server: what the dev stack cannot be made to do."""
+
+    def serve(self, handler) -> str:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        return f"http://127.0.0.1:{server.server_address[1]}/ask"
+
+    def test_retry_after_is_honoured(self):
+        arrivals: list[float] = []
+        events = [
+            {"seq": 1, "type": "accepted"},
+            {"seq": 2, "type": "error", "kind": "cancelled", "message": "cancelled"},
+            {"seq": 3, "type": "done", "outcome": "error"},
+        ]
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                arrivals.append(time.monotonic())
+                if len(arrivals) == 1:
+                    body = b'{"type":"about:blank","title":"Service Unavailable","status":503}'
+                    self.send_response(503)
+                    self.send_header("Retry-After", "1")
+                    self.send_header("Content-Type", "application/problem+json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                body = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        client = ask_client.AskClient(self.serve(Handler), "t")
+        outcome, _ = ask_client.follow(client.events("t_1"))
+        self.assertEqual(outcome["kind"], "cancelled")
+        self.assertEqual(len(arrivals), 2)
+        self.assertGreaterEqual(arrivals[1] - arrivals[0], 1.0, "the reconnect waited for Retry-After")
 
 
 class AskClientTest(unittest.TestCase):

@@ -218,7 +218,7 @@ export class AskClient {
         const apiErr = new ApiError(op, response.status, problem);
         const busy = response.status === 409 && problem?.type === problemIdempotencyInProgress;
         if (!(response.status === 502 || response.status === 503 || response.status === 504 || busy)) throw apiErr;
-        floorMs = Number(response.headers.get("Retry-After") ?? "0") * 1000 || 0;
+        floorMs = retryAfterMs(response.headers.get("Retry-After"));
         cause = apiErr;
       } catch (err) {
         if (err instanceof ApiError && err.status !== 502 && err.status !== 503 && err.status !== 504 &&
@@ -277,7 +277,7 @@ export class AskClient {
         if (!response.ok) {
           const apiErr = new ApiError("streamEvents", response.status, error as Partial<Problem> | undefined);
           if (!transient(response.status)) throw apiErr;
-          retryMs = Math.max(retryMs, Number(response.headers.get("Retry-After") ?? "0") * 1000);
+          retryMs = Math.max(retryMs, retryAfterMs(response.headers.get("Retry-After")));
           cause = apiErr;
         } else if (!response.body) {
           cause = new Error("streamEvents: no body");
@@ -332,6 +332,17 @@ export class AskClient {
     }
     throw new Error(`ticket ${ticket}: the stream ended without done`);
   }
+}
+
+/**
+ * retryAfterMs reads a Retry-After (delay-seconds or an HTTP date) in milliseconds; 0 when absent
+ * or unreadable, never NaN (which would turn every later wait into none).
+ */
+function retryAfterMs(value: string | null): number {
+  const v = (value ?? "").trim();
+  if (/^[0-9]+$/.test(v)) return Number(v) * 1000;
+  const when = Date.parse(v);
+  return Number.isNaN(when) ? 0 : Math.max(0, when - Date.now());
 }
 
 /** errorCode is the system error code (ECONNREFUSED, …) under a failed fetch, if any. */

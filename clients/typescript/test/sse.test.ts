@@ -85,3 +85,28 @@ test("an abstention says what was tried, and the agent's own words", () => {
     for (const re of c.not) assert.doesNotMatch(text, re);
   }
 });
+
+test("a Retry-After given as an HTTP date is honoured too", async () => {
+  const arrivals: number[] = [];
+  const body = [
+    frame({ ...envelope(1, "error"), kind: "cancelled", message: "the ask was cancelled" }),
+    frame({ ...envelope(2, "done"), outcome: "error", steps: 0, model_calls: 0, input_tokens: 0, output_tokens: 0, elapsed_ms: 5 }),
+  ].join("");
+  const client = new AskClient({
+    baseUrl: "http://ask.test/ask",
+    token: "t",
+    reconnect: { initialMs: 1 },
+    fetch: async () => {
+      arrivals.push(Date.now());
+      if (arrivals.length === 1) {
+        const when = new Date(Date.now() + 2000).toUTCString();
+        return new Response('{"type":"about:blank","title":"Service Unavailable","status":503}', { status: 503, headers: { "Retry-After": when, "Content-Type": "application/problem+json" } });
+      }
+      return new Response(body, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+    },
+  });
+  await client.follow("t_1");
+  assert.equal(arrivals.length, 2);
+  const waited = (arrivals[1] ?? 0) - (arrivals[0] ?? 0);
+  assert.ok(waited >= 1000, `waited ${waited} ms`);
+});

@@ -69,7 +69,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 		}
 		return refused("conversations", err) // problem.go's table words the refusal
 	}
-	s.log.Debug("conversation created", "conversation", conv.ID, "oid", owner.OID)
+	s.log.DebugContext(ctx, "conversation created", "conversation", conv.ID, "oid", owner.OID)
 	return h.conversationCreated(ctx, c, ik, conv)
 }
 
@@ -222,7 +222,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 			// The ticket exists and will run; a retry after the lock finds it.
 			s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
 		}
-		s.log.Debug("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history), "idempotency_key", true)
+		s.log.DebugContext(ctx, "ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history), "idempotency_key", true)
 		if err := writeResponse(c, http.StatusAccepted, s.opts.BasePath+"/v1/asks/"+ticket, b, false); err != nil {
 			s.log.Debug("ticket response not written", "ticket", ticket, "err", err)
 		}
@@ -231,7 +231,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		return nil
 	}
 	// Debug: the ask's one info line is obs's "ask finished", at its end.
-	s.log.Debug("ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
+	s.log.DebugContext(ctx, "ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history))
 
 	base := s.opts.BasePath + "/v1/asks/" + ticket
 	c.Response().Header().Set("Location", base)
@@ -382,14 +382,14 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	s.mu.Unlock()
 	if r != nil {
 		if r.stop(errCancelled) {
-			s.log.Debug("ask cancelled", "ticket", ticket)
+			s.log.DebugContext(ctx, "ask cancelled", "ticket", ticket)
 		}
 	} else if sh, ok := s.store.(store.Shared); ok {
 		// Another replica runs it (or ran it): end the log here, at once; the runner sees the
 		// end in its log and stops making model calls.
 		switch err := s.endRemote(ctx, sh, ticket, outcomeFor(errCancelled), false); {
 		case err == nil:
-			s.log.Debug("ask cancelled", "ticket", ticket, "runner", "another replica")
+			s.log.DebugContext(ctx, "ask cancelled", "ticket", ticket, "runner", "another replica")
 		case errors.Is(err, store.ErrFinished), errors.Is(err, store.ErrNotFound):
 		default:
 			return err

@@ -169,21 +169,23 @@ func requestBody(req *http.Request) ([]byte, error) {
 
 // observe logs every request at debug level (method, route template, status, duration: never
 // the path's values beyond the route, a body or a header) and turns a handler panic into a
-// logged 500 problem. The panic value is not logged: it could hold anything.
+// logged 500 problem. The panic value is not logged: it could hold anything. Both lines are
+// logged with the request's context, so a logger that reads it (obs.LogHandler) names the
+// request id the response carried: the 500's client can find the stack.
 func (s *Server) observe() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) (err error) {
 			start := time.Now()
 			defer func() {
 				if v := recover(); v != nil {
-					s.log.Error("handler panicked", "route", c.Path(), "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
+					s.log.ErrorContext(c.Request().Context(), "handler panicked", "route", c.Path(), "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
 					err = internalError()
 				}
 				status := c.Response().Status
 				if err != nil && !c.Response().Committed {
 					status = asProblem(err).status
 				}
-				s.log.Debug("request", "method", c.Request().Method, "route", c.Path(), "status", status,
+				s.log.DebugContext(c.Request().Context(), "request", "method", c.Request().Method, "route", c.Path(), "status", status,
 					"ms", time.Since(start).Milliseconds())
 			}()
 			return next(c)

@@ -99,6 +99,7 @@
       if (field === 'data') this.data.push(value);
       else if (field === 'event') this.type = value;
       else if (field === 'id' && !value.includes('\0')) this.id = value;
+      else if (field === 'retry' && /^[0-9]+$/.test(value)) this.retryMs = Number(value);
       return null;
     }
   }
@@ -108,13 +109,39 @@
     signal.addEventListener('abort', () => { clearTimeout(t); reject(signal.reason); }, { once: true });
   });
 
-  // follow yields a ticket's events in order, each once, until done. A dropped connection is
-  // resumed with Last-Event-ID after a short backoff; a refusal of the stream itself (401, 404,
+  // IDLE_MS: a stream silent this long (not a byte, not even the service's keep-alive, sent every
+  // 10 s by default) is a dead connection, a half-open socket or a frozen gateway, and is resumed.
+  const IDLE_MS = 45000;
+  // MAX_WAIT_MS caps every wait between two connections: the server's retry: and Retry-After raise
+  // the backoff up to it, never beyond.
+  const MAX_WAIT_MS = 5000;
+
+  // read is one read of the stream, which fails when nothing arrives within IDLE_MS.
+  function read(reader) {
+    let timer;
+    const silent = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the event stream went silent')), IDLE_MS);
+    });
+    return Promise.race([reader.read(), silent]).finally(() => clearTimeout(timer));
+  }
+
+  // retryAfterMs reads a Retry-After (seconds or an HTTP date); 0 when absent or unreadable.
+  function retryAfterMs(value) {
+    const v = (value || '').trim();
+    if (/^[0-9]+$/.test(v)) return Number(v) * 1000;
+    const when = Date.parse(v);
+    return Number.isNaN(when) ? 0 : Math.max(0, when - Date.now());
+  }
+
+  // follow yields a ticket's events in order, each once, until done. A dropped or stalled
+  // connection is resumed with Last-Event-ID after a short backoff, which the server's retry: and
+  // a 429/503's Retry-After raise (up to MAX_WAIT_MS); a refusal of the stream itself (401, 404,
   // 400) is final and thrown.
   async function* follow(ticket, signal) {
     let lastId = '';
     let lastSeq = 0;
     let failures = 0;
+    let floorMs = 0;
     for (;;) {
       let resp = null;
       try {
@@ -128,13 +155,14 @@
         let problem = null;
         try { problem = await resp.json(); } catch { problem = null; }
         if (resp.status !== 429 && resp.status < 500) throw new ProblemError(resp.status, problem);
+        floorMs = Math.max(floorMs, retryAfterMs(resp.headers.get('Retry-After')));
       }
       if (resp && resp.ok) {
         const parser = new SSEParser();
         const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
         try {
           for (;;) {
-            const { value, done } = await reader.read();
+            const { value, done } = await read(reader);
             if (done) break;
             for (const frame of parser.push(value)) {
               if (frame.id) lastId = frame.id;
@@ -154,11 +182,13 @@
           if (signal.aborted) throw e;
         } finally {
           reader.cancel().catch(() => {});
+          if (parser.retryMs !== undefined) floorMs = parser.retryMs;
         }
       }
       failures++;
       if (failures > 8) throw new Error('the event stream could not be resumed');
-      await sleep(Math.min(250 * 2 ** failures, 5000) * Math.random() + 100, signal);
+      const backoff = Math.min(250 * 2 ** failures, MAX_WAIT_MS) * Math.random() + 100;
+      await sleep(Math.min(Math.max(backoff, floorMs), MAX_WAIT_MS), signal);
     }
   }
 

@@ -36,8 +36,10 @@ async function pageURL() {
 }
 
 // cuttingProxy forwards TCP connections to target's host; the first time the service sends a chunk
-// for which cutWhen is true, it drops that chunk and closes that connection, both ways.
-async function cuttingProxy(target, cutWhen) {
+// for which cutWhen is true, it drops that chunk and closes that connection, both ways; with
+// stall, it keeps the connection open instead and forwards nothing more on it, as a half-open
+// socket or a frozen gateway would.
+async function cuttingProxy(target, cutWhen, { stall = false } = {}) {
   let cuts = 0;
   const sockets = new Set();
   const server = createServer((client) => {
@@ -47,15 +49,18 @@ async function cuttingProxy(target, cutWhen) {
     client.on('error', close).on('close', () => sockets.delete(client));
     upstream.on('error', close).on('close', () => sockets.delete(upstream));
     client.pipe(upstream);
+    let frozen = false;
     upstream.on('data', (chunk) => {
+      if (frozen) return;
       if (cuts === 0 && cutWhen(chunk.toString('utf8'))) {
         cuts++;
-        close();
+        if (stall) frozen = true;
+        else close();
         return;
       }
       client.write(chunk);
     });
-    upstream.on('end', () => client.end());
+    upstream.on('end', () => { if (!frozen) client.end(); });
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -198,6 +203,40 @@ describe('the reference page in Chromium', () => {
       const said = await turn.locator('.progress li').allTextContents();
       assert.ok(said.includes('Checking what “incident” means in the catalog'), said.join(' | '));
       assert.equal(said.length, new Set(said).size, 'nothing said twice');
+    } finally {
+      await tab.close();
+      await proxy.close();
+    }
+  });
+
+  test('a stalled stream (no byte, not even a keep-alive, for 45 s) is resumed with Last-Event-ID', async () => {
+    // As above, but the proxy keeps the connection open and silent instead of closing it. The
+    // page's clock is driven past its idle bound rather than waited out.
+    let branchSeen = false;
+    const proxy = await cuttingProxy(new URL(page.url()), (chunk) => {
+      if (branchSeen) return true;
+      branchSeen = chunk.includes('event: branch');
+      return false;
+    }, { stall: true });
+    const tab = await context.newPage();
+    try {
+      await tab.clock.install();
+      const streams = [];
+      tab.on('request', (r) => { if (r.url().endsWith('/events')) streams.push(r); });
+      await tab.goto(proxy.url);
+      await tab.selectOption('#identity', 'alice');
+      await tab.click('#signin-button');
+      await tab.fill('#question', 'Take your time: how many sev1 incidents did we have in 2026-Q2?');
+      await tab.click('#ask-button');
+      const turn = tab.locator('.turn').first();
+      for (let i = 0; i < 100 && proxy.cuts() === 0; i++) await delay(50);
+      assert.equal(proxy.cuts(), 1, 'the proxy stalled the stream');
+      await tab.clock.fastForward(46_000); // past the idle bound: the connection is taken for dead
+      await tab.clock.fastForward(6_000); // past the backoff before the reconnect
+      await turn.locator('.usage').waitFor();
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      const sent = await Promise.all(streams.map((r) => r.headerValue('last-event-id')));
+      assert.deepEqual(sent, [null, '2'], 'one stream from the start, one resumed after the branch (seq 2)');
     } finally {
       await tab.close();
       await proxy.close();

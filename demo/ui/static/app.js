@@ -27,9 +27,13 @@
 
   // ---- the service ----------------------------------------------------------------------------
 
+  // ProblemError is a refusal by the service; its message is the problem's detail and, for a 400,
+  // its violations (`errors`), which say what to change.
   class ProblemError extends Error {
     constructor(status, problem) {
-      super(problem && (problem.detail || problem.title) ? (problem.detail || problem.title) : `HTTP ${status}`);
+      const said = problem && (problem.detail || problem.title) ? (problem.detail || problem.title) : `HTTP ${status}`;
+      const errors = problem && Array.isArray(problem.errors) && problem.errors.length > 0 ? ` (${problem.errors.join('; ')})` : '';
+      super(said + errors);
       this.status = status;
       this.problem = problem || {};
     }

@@ -243,6 +243,24 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('a refused ask says the problem’s detail and its violations', async () => {
+    const problem = { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'the request does not satisfy the API description',
+      errors: ['body/question: maximum string length is 4000'] };
+    await page.route('**/v1/conversations/*/asks', (r) => r.fulfill({ status: 400, contentType: 'application/problem+json', body: JSON.stringify(problem) }));
+    try {
+      await page.fill('#question', 'How many sev1 incidents did we have in 2026-Q2?');
+      await page.click('#ask-button');
+      await page.locator('#ask-error').waitFor();
+      assert.equal(await page.locator('#ask-error').textContent(),
+        'the request does not satisfy the API description (body/question: maximum string length is 4000)');
+    } finally {
+      await page.unroute('**/v1/conversations/*/asks');
+      // Chromium logs the 400 this test asked for as a failed load: that one is not a problem.
+      const i = problems.findIndex((p) => p.includes('status of 400 (Bad Request)') && p.includes('/asks'));
+      if (i >= 0) problems.splice(i, 1);
+    }
+  });
+
   test('the Cancel button stops a running question', async () => {
     const turn = await start('Take your time: how many sev1 incidents did we have in 2026-Q2?');
     const cancel = page.locator('#cancel-button');

@@ -180,16 +180,25 @@ func (s *Server) recoverLost(r *run) {
 
 // createBound is the context of a create without an Idempotency-Key: the request's values,
 // not its cancellation (a caller that leaves mid-create does not cut the store's work in
-// half), bounded by StoreWait.
+// half), bounded by StoreWait. A store in this process never stalls: ctx as it is.
 func (s *Server) createBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !isShared(s.store) {
+		return ctx, noCancel
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.StoreWait)
 }
 
 // storeBound bounds a request's store calls by StoreWait: a stalled store answers 503 then,
-// under a gateway's read timeout, rather than after its client's own timeouts and retries.
+// under a gateway's read timeout, rather than after its client's own timeouts and retries. A
+// store in this process never stalls: ctx as it is, without a timer.
 func (s *Server) storeBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !isShared(s.store) {
+		return ctx, noCancel
+	}
 	return context.WithTimeout(ctx, s.opts.StoreWait)
 }
+
+func noCancel() {}
 
 // endLate follows, on a runner goroutine holding the admission slot the create took, a
 // ticket's creation that the store did not answer in time (CreateTicket's PendingError), which

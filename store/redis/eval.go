@@ -35,15 +35,40 @@ func (c evalCmd) nkeys() int { return c[2].(int) }
 func (c evalCmd) keys() []any { return c[3 : 3+c.nkeys()] }
 func (c evalCmd) args() []any { return c[3+c.nkeys():] }
 
-// eval runs c, a command of sc, on w. A Redis that does not know the digest (a restart, a
-// failover to a replica that never ran it, SCRIPT FLUSH) answers NOSCRIPT, and then c runs
-// again with the script's source, as Script.Run does.
+// eval runs c, a command of sc, on w, and returns it answered.
 func eval(ctx context.Context, w scripter, sc *goredis.Script, c evalCmd) *goredis.Cmd {
-	cmd := goredis.NewCmd(ctx, c...)
+	cmd, f, queued := send(ctx, w, c)
+	if queued {
+		_ = f.Wait()
+	}
+	return noScript(ctx, w, sc, c, cmd)
+}
+
+// submitter is an autopipeline's asynchronous face: a command queued returns at once with a
+// future its caller waits on, as long as it likes (AutoFuture.WaitContext), while the command
+// goes on to Redis.
+type submitter interface {
+	Submit(ctx context.Context, cmd goredis.Cmder) goredis.AutoFuture
+}
+
+// send sends c on w: queued on an autopipeline (queued: wait on f for its answer), or run at
+// once by a client of another kind.
+func send(ctx context.Context, w scripter, c evalCmd) (cmd *goredis.Cmd, f goredis.AutoFuture, queued bool) {
+	cmd = goredis.NewCmd(ctx, c...)
 	if c.nkeys() > 0 {
 		cmd.SetFirstKeyPos(3) // Redis Cluster routes it by its first key
 	}
+	if sub, ok := w.(submitter); ok {
+		return cmd, sub.Submit(ctx, cmd), true
+	}
 	_ = w.Process(ctx, cmd)
+	return cmd, goredis.AutoFuture{}, false
+}
+
+// noScript is cmd, c's answered command, unless Redis did not know the digest (a restart, a
+// failover to a replica that never ran it, SCRIPT FLUSH: NOSCRIPT): then c runs again with the
+// script's source, as Script.Run does.
+func noScript(ctx context.Context, w scripter, sc *goredis.Script, c evalCmd, cmd *goredis.Cmd) *goredis.Cmd {
 	if err := cmd.Err(); err == nil || !goredis.HasErrorPrefix(err, "NOSCRIPT") {
 		return cmd
 	}

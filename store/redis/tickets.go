@@ -48,35 +48,33 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	// The end watch is registered before the ticket exists, so the runner's lease watch
 	// starts without a read (WatchFinished).
 	w, made := s.hub.beforeCreate(nt.ID)
-	if ctx.Done() == nil {
-		return s.created(nt, w, made, eval(ctx, s.writes, createTicket, c))
+	cmd, f, queued := send(ctx, s.writes, c)
+	if !queued {
+		return s.created(nt, w, made, noScript(ctx, s.writes, createTicket, c, cmd))
 	}
-	// The autopipeline does not see the call's context once the call is queued, and a call on
-	// its way cannot be taken back: the call runs to the store's own answer (or its client's
-	// timeouts and retries) on a goroutine of the store, and a caller whose context ends first
-	// gets a PendingError, through which it learns how the creation ended.
-	type result struct {
-		turns []ask.Turn
-		err   error
+	if err := f.WaitContext(ctx); err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return s.created(nt, w, made, noScript(ctx, s.writes, createTicket, c, cmd))
 	}
+	// The caller stopped waiting, and the call, on its way to Redis (the autopipeline does not
+	// see a call's context once it is queued), cannot be taken back: it runs to the store's
+	// answer (or its client's timeouts and retries), followed on a goroutine of the store, and
+	// the caller gets a PendingError through which it learns how the creation ended.
+	type result struct{ err error }
 	done := make(chan result, 1)
 	s.calls.Go(func() {
-		turns, err := s.created(nt, w, made, eval(context.WithoutCancel(ctx), s.writes, createTicket, c))
-		done <- result{turns, err}
+		_ = f.Wait()
+		_, err := s.created(nt, w, made, noScript(context.WithoutCancel(ctx), s.writes, createTicket, c, cmd))
+		done <- result{err}
 	})
-	select {
-	case r := <-done:
-		return r.turns, r.err
-	case <-ctx.Done():
-		return nil, &store.PendingError{Outcome: func(ctx context.Context) error {
-			select {
-			case r := <-done:
-				return r.err
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}}
-	}
+	return nil, &store.PendingError{Outcome: func(ctx context.Context) error {
+		select {
+		case r := <-done:
+			done <- r // for a second look
+			return r.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
 }
 
 // created is CreateTicket's answer from the creation script's reply.

@@ -638,6 +638,11 @@
     $('token-input').value = '';
     if (token) signedIn(token, '');
   });
+  // Enter in the token field uses the token: left to the form, it would submit the development
+  // sign-in and sign in as whoever the list shows instead.
+  $('token-input').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') { e.preventDefault(); $('token-use').click(); }
+  });
   $('ask-form').addEventListener('submit', ask);
   $('question').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); $('ask-form').requestSubmit(); }

@@ -318,6 +318,27 @@ describe('the reference page in Chromium', () => {
     assert.equal(await turn.locator('.progress li').count(), 0, 'no milestone: no tool was called');
   });
 
+  test('Enter in the pasted-token field uses that token, not the development sign-in', async () => {
+    if (await page.locator('#signout-button').isVisible()) await page.click('#signout-button');
+    const tokenResp = await fetch(new URL('token', page.url()), { method: 'POST', body: new URLSearchParams({ oid: 'bob' }) });
+    const { access_token: token } = await tokenResp.json();
+    await page.selectOption('#identity', 'alice');
+    let minted = false;
+    const onRequest = (r) => { if (r.url().endsWith('/ui/token')) minted = true; };
+    page.on('request', onRequest);
+    try {
+      await page.click('#paste-token summary');
+      await page.fill('#token-input', token);
+      await page.press('#token-input', 'Enter');
+      await page.locator('#whoami').filter({ hasText: 'Using your bearer token.' }).waitFor();
+      assert.equal(minted, false, 'Enter signed in through the development sign-in (as alice) instead');
+      const refused = await ask('What was the on-call pay per team in 2026-Q3?');
+      assert.equal(await refused.getAttribute('data-outcome'), 'refusal', 'the question ran as bob, the pasted token');
+    } finally {
+      page.off('request', onRequest);
+    }
+  });
+
   test('sign out forgets the identity and cancels the question that was running', async () => {
     await signIn('alice');
     const turn = await start('Take your time: how many sev1 incidents did we have in 2026-Q2?');

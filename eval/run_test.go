@@ -104,16 +104,7 @@ func fakeService(t *testing.T, events string, cancels *atomic.Int32) string {
 // A harness that gives up on a run's stream cancels the run: it would go on spending the
 // identity's quota, and hold the conversation so that the next item in it gets a 409.
 func TestRunCancelsARunItGivesUpOn(t *testing.T) {
-	set, err := eval.ParseSet([]byte(`
-name: t
-items:
-  - id: a
-    question: How many sev1 incidents did we have in 2026-Q2?
-    expect: answer
-`), "inline")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := oneItem(t, "")
 	var cancels atomic.Int32
 	res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, "", &cancels), Tokens: eval.FixedTokens{"alice": "t"}})
 	if err != nil {
@@ -125,6 +116,16 @@ items:
 	if n := cancels.Load(); n != 1 {
 		t.Errorf("%d cancels, want 1: the run the harness gave up on was left running", n)
 	}
+}
+
+// oneItem is a set of one question that expects an answer, with extra lines for its item.
+func oneItem(t *testing.T, extra string) *eval.Set {
+	t.Helper()
+	set, err := eval.ParseSet([]byte("name: t\nitems:\n  - id: a\n    question: How many sev1 incidents did we have in 2026-Q2?\n    expect: answer\n"+extra), "inline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }
 
 // sse renders events as the stream's frames, seq from 1.
@@ -141,16 +142,7 @@ func sse(events ...string) string {
 // A run ends in exactly one outcome. A stream that carries two has no outcome to score: the
 // harness does not pick the last one (nor the first), it says what it saw.
 func TestRunDoesNotScoreAStreamWithTwoOutcomes(t *testing.T) {
-	set, err := eval.ParseSet([]byte(`
-name: t
-items:
-  - id: a
-    question: How many sev1 incidents did we have in 2026-Q2?
-    expect: answer
-`), "inline")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := oneItem(t, "")
 	const (
 		answer = `answer ,"text":"10","result":{"columns":["n"],"rows":[[10]],"truncated":false},"caveats":[],"provenance":[],"sql":[],"path":{"speed":"full","detail":"warehouse"},"divergence":null`
 		failed = `error ,"kind":"internal","message":"failed"`
@@ -187,17 +179,7 @@ func (o oracle) Query(context.Context, string) ([]string, [][]any, error) {
 // The judge reads the answer's fields, never its prose: an answer whose text says the expected
 // figure but whose result does not hold it is not correct.
 func TestJudgeIsNotFooledByProse(t *testing.T) {
-	set, err := eval.ParseSet([]byte(`
-name: t
-items:
-  - id: a
-    question: How many sev1 incidents did we have in 2026-Q2?
-    expect: answer
-    sql: SELECT 10
-`), "inline")
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := oneItem(t, "    sql: SELECT 10\n")
 	const done = `done ,"outcome":"answer","steps":0,"model_calls":1,"input_tokens":1,"output_tokens":1,"elapsed_ms":1`
 	for name, tc := range map[string]struct {
 		result string

@@ -27,23 +27,8 @@ func TestStackAnswersAReadmeQuestion(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	}()
-	token, err := s.IdP.Mint(idp.Claims{OID: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bearer := func(_ context.Context, r *http.Request) error {
-		r.Header.Set("Authorization", "Bearer "+token)
-		return nil
-	}
-	c, err := gen.NewClientWithResponses(s.AskURL, gen.WithRequestEditorFn(bearer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
-	if err != nil || conv.JSON201 == nil {
-		t.Fatalf("create conversation: %v %s", err, conv.Body)
-	}
-	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{Question: "How many sev1 incidents did we have in 2026-Q2?"})
+	c, cid := aliceConversation(ctx, t, s)
+	tk, err := c.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{Question: "How many sev1 incidents did we have in 2026-Q2?"})
 	if err != nil || tk.JSON202 == nil {
 		t.Fatalf("create ask: %v %s", err, tk.Body)
 	}
@@ -68,3 +53,25 @@ func TestStackAnswersAReadmeQuestion(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// aliceConversation is a client of s's service as alice, with a conversation of hers.
+func aliceConversation(ctx context.Context, t *testing.T, s *stack.Stack) (*gen.ClientWithResponses, string) {
+	t.Helper()
+	token, err := s.IdP.Mint(idp.Claims{OID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := func(_ context.Context, r *http.Request) error {
+		r.Header.Set("Authorization", "Bearer "+token)
+		return nil
+	}
+	c, err := gen.NewClientWithResponses(s.AskURL, gen.WithRequestEditorFn(bearer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
+	if err != nil || conv.JSON201 == nil {
+		t.Fatalf("create conversation: %v", err)
+	}
+	return c, conv.JSON201.Id
+}

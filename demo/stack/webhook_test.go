@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/config"
-	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/webhook/webhooktest"
@@ -25,27 +24,12 @@ func TestStackWebhookSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	token, err := s.IdP.Mint(idp.Claims{OID: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bearer := func(_ context.Context, r *http.Request) error {
-		r.Header.Set("Authorization", "Bearer "+token)
-		return nil
-	}
-	c, err := gen.NewClientWithResponses(s.AskURL, gen.WithRequestEditorFn(bearer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
-	if err != nil || conv.JSON201 == nil {
-		t.Fatalf("create conversation: %v", err)
-	}
-	bad, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{Question: "q", Webhook: &gen.WebhookRequest{Url: "http://127.0.0.1:1/elsewhere"}})
+	c, cid := aliceConversation(ctx, t, s)
+	bad, err := c.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{Question: "q", Webhook: &gen.WebhookRequest{Url: "http://127.0.0.1:1/elsewhere"}})
 	if err != nil || bad.StatusCode() != http.StatusBadRequest {
 		t.Fatalf("webhook outside the sink: %v %d, want 400", err, bad.StatusCode())
 	}
-	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{
+	tk, err := c.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{
 		Question: "How many sev1 incidents did we have in 2026-Q2?", Webhook: &gen.WebhookRequest{Url: s.WebhooksURL + "inbox"}})
 	if err != nil || tk.JSON202 == nil {
 		t.Fatalf("create ask: %v %s", err, tk.Body)
@@ -103,23 +87,8 @@ func TestStackWebhookSettingsFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	token, err := s.IdP.Mint(idp.Claims{OID: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bearer := func(_ context.Context, r *http.Request) error {
-		r.Header.Set("Authorization", "Bearer "+token)
-		return nil
-	}
-	c, err := gen.NewClientWithResponses(s.AskURL, gen.WithRequestEditorFn(bearer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv, err := c.CreateConversationWithResponse(ctx, nil, gen.CreateConversationRequest{})
-	if err != nil || conv.JSON201 == nil {
-		t.Fatalf("create conversation: %v", err)
-	}
-	tk, err := c.CreateAskWithResponse(ctx, conv.JSON201.Id, nil, gen.AskRequest{
+	c, cid := aliceConversation(ctx, t, s)
+	tk, err := c.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{
 		Question: "How many sev1 incidents did we have in 2026-Q2?", Webhook: &gen.WebhookRequest{Url: rcv.URL() + "/hooks/a"}})
 	if err != nil || tk.JSON202 == nil {
 		t.Fatalf("create ask with the operator's allowed webhook: %v %s", err, tk.Body)

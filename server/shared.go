@@ -139,43 +139,55 @@ func (s *Server) recoverLost(r *run) {
 		defer s.runners.Done()
 		out := errOutcome(gen.ErrorKindInterrupted, "the service's store was unreachable for longer than the ask's lease; the events it did not take are not in the log")
 		once := func(op func(context.Context) error) error { return op(s.base) }
-		backoff := recoverBackoffMin
-		for {
+		ended := s.untilStoreBack(func() bool {
 			err := s.endRemote(s.base, sh, r.ticket, out, false)
 			switch {
 			case err == nil:
 				s.log.Warn("ask interrupted: the store was away past its lease", "ticket", r.ticket)
-				return
+				return true
 			case errors.Is(err, store.ErrFinished):
 				r.reportEnd(End{Reason: "ended_elsewhere"})
-				return
+				return true
 			case errors.Is(err, store.ErrNotFound):
 				switch err := r.restoreVia(once); {
 				case err == nil:
-					return
+					return true
 				case errors.Is(err, store.ErrFinished):
 					r.reportEnd(End{Reason: "ended_elsewhere"})
-					return
+					return true
 				case !errors.Is(err, store.ErrUnavailable):
 					r.reportEnd(End{Reason: "store_error"})
-					return
+					return true
 				}
 			case !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrSeq):
 				s.log.Error("lost ask not ended", "ticket", r.ticket, "err", err)
 				r.reportEnd(End{Reason: "store_error"})
-				return
+				return true
 			}
-			t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
-			select {
-			case <-s.base.Done():
-				t.Stop()
-				r.reportEnd(End{Reason: "store_error"})
-				return
-			case <-t.C:
-			}
-			backoff = min(2*backoff, recoverBackoffMax)
+			return false
+		})
+		if !ended {
+			r.reportEnd(End{Reason: "store_error"})
 		}
 	}()
+}
+
+// untilStoreBack calls try until it reports that it is done, waiting between tries with
+// jittered backoff from recoverBackoffMin to recoverBackoffMax, for a store that went away to
+// come back. It reports false when the server shut down first.
+func (s *Server) untilStoreBack(try func() (done bool)) bool {
+	backoff := recoverBackoffMin
+	for !try() {
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+		select {
+		case <-s.base.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		backoff = min(2*backoff, recoverBackoffMax)
+	}
+	return true
 }
 
 // createBound is the context of a create without an Idempotency-Key: the request's values,
@@ -221,26 +233,17 @@ func (s *Server) endLate(nt store.NewTicket, p *store.PendingError) {
 			return
 		}
 		out := errOutcome(gen.ErrorKindInterrupted, "the service's store took the ask's creation after the request had been answered that it was not started; it was not run")
-		backoff := recoverBackoffMin
-		for {
+		s.untilStoreBack(func() bool {
 			switch err := s.endRemote(s.base, sh, nt.ID, out, false); {
 			case err == nil:
 				s.log.Warn("ask created after its request gave up on the store: ended unrun", "ticket", nt.ID)
-				return
 			case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrFinished):
-				return
 			case !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrSeq):
 				s.log.Error("late-created ask not ended", "ticket", nt.ID, "err", err)
-				return
+			default:
+				return false
 			}
-			t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
-			select {
-			case <-s.base.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			backoff = min(2*backoff, recoverBackoffMax)
-		}
+			return true
+		})
 	}()
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/client"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/memnet"
 	"github.com/das-ask/ask/server"
 )
 
@@ -264,6 +267,64 @@ func TestRefusedBeforeAnyResponseIsFinal(t *testing.T) {
 		t.Errorf("after a response, a refused connection: err %v after %d retries, want retries", err, retries.Load())
 	}
 }
+
+// A stream whose service goes away after it answered (a restart: the connection is refused
+// for a moment) is resumed once it is back, with no gap: only a refusal before this client ever
+// had a response is final. The client here made no call before the stream, so it is the
+// stream's own response that marks the service reached.
+func TestStreamResumedThroughARefusal(t *testing.T) {
+	frames := script(t, 2)
+	var dials atomic.Int32
+	var lastIDs []string
+	var mu sync.Mutex
+	served := memnet.Transport{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
+		n := len(lastIDs)
+		mu.Unlock()
+		sseHeaders(w)
+		if n == 1 {
+			for _, f := range frames[:3] { // then the service goes away
+				_, _ = io.WriteString(w, f)
+			}
+			return
+		}
+		for _, f := range frames[3:] {
+			_, _ = io.WriteString(w, f)
+		}
+	})}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	tr := roundTrip(func(r *http.Request) (*http.Response, error) {
+		if dials.Add(1) == 2 { // the service is restarting
+			return nil, refused
+		}
+		return served.RoundTrip(r)
+	})
+	c, err := client.New("http://ask.test/ask", client.Options{HTTPClient: &http.Client{Transport: tr},
+		Reconnect: client.Reconnect{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []client.Event
+	for ev, err := range c.Events(t.Context(), "tk", client.EventsOptions{}) {
+		if err != nil {
+			t.Fatalf("after %d events: %v, want the stream resumed once the service is back", len(evs), err)
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) != len(frames) || evs[len(evs)-1].Seq != int64(len(frames)) {
+		t.Fatalf("got %d events, want all %d", len(evs), len(frames))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "3"; len(lastIDs) != 2 || lastIDs[1] != want {
+		t.Errorf("Last-Event-ID per connection %q, want the second to resume after %s", lastIDs, want)
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // countingLogger counts the calls' retries.
 func countingLogger(n *atomic.Int64) *slog.Logger {

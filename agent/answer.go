@@ -9,10 +9,10 @@ import (
 
 // outcome classifies a run whose model finished without a refusal: abstention when no statement
 // ran and no definition was retrieved, otherwise the answer assembled from the tool results.
-// text is the model's last words; history the conversation's earlier turns.
-func (l *ledger) outcome(text string, history []ask.Turn) ask.Outcome {
+// text is the model's last words.
+func (l *ledger) outcome(text string) ask.Outcome {
 	if len(l.statements) == 0 && len(l.definitions) == 0 {
-		return ask.Outcome{Abstention: l.abstention(text, history)}
+		return ask.Outcome{Abstention: l.abstention(text)}
 	}
 	return ask.Outcome{Answer: l.answer(text)}
 }
@@ -54,7 +54,7 @@ func (l *ledger) answer(text string) *gen.AnswerBody {
 // abstention is what the run looked for — the catalog terms tried and the sources called, both
 // empty when no tool ran — and the model's own words (a clarifying question, say), unless they
 // would carry the question of this ask or of an earlier turn: no event but accepted may.
-func (l *ledger) abstention(text string, history []ask.Turn) *gen.AbstentionBody {
+func (l *ledger) abstention(text string) *gen.AbstentionBody {
 	terms := append([]string{}, l.termsTried...)
 	b := &gen.AbstentionBody{Terms: terms}
 	if len(l.consulted) > 0 {
@@ -64,11 +64,6 @@ func (l *ledger) abstention(text string, history []ask.Turn) *gen.AbstentionBody
 	text = strings.TrimSpace(text)
 	if text == "" || l.isQuestion(text) {
 		return b
-	}
-	for _, t := range history {
-		if (&ledger{question: t.Question}).isQuestion(text) {
-			return b
-		}
 	}
 	b.Text = &text
 	return b

@@ -7,13 +7,17 @@ import (
 	"strings"
 	"unicode"
 
+	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent/source"
 )
 
 // ledger is what a run's tools have returned so far: the facts the outcome is assembled from.
 // It is owned by one run.
 type ledger struct {
-	question    string
+	// questions are the texts no event of the run may carry, normalized: its question and the
+	// conversation's earlier ones (each is in its own accepted event and in the conversation's
+	// memory only; a model may search for any of them verbatim).
+	questions   []string
 	consulted   []string // sources called, in order of first call
 	termsTried  []string // search queries and define terms, in order, deduplicated
 	definitions []definition
@@ -117,11 +121,39 @@ func (l *ledger) queriedSources() []string {
 	return out
 }
 
-// isQuestion reports whether s is the question text or holds it, ignoring case, punctuation
-// and spacing: no event but accepted may carry the question.
+// newLedger is the ledger of a run of req: it keeps req's question and the earlier turns' out
+// of the events.
+func newLedger(req ask.Request) *ledger {
+	l := &ledger{}
+	for _, q := range append([]string{req.Question}, questionsOf(req.History)...) {
+		if n := normalize(q); n != "" && !slices.Contains(l.questions, n) {
+			l.questions = append(l.questions, n)
+		}
+	}
+	return l
+}
+
+func questionsOf(history []ask.Turn) []string {
+	out := make([]string, 0, len(history))
+	for _, t := range history {
+		out = append(out, t.Question)
+	}
+	return out
+}
+
+// isQuestion reports whether s is the question text, or an earlier turn's, or holds one,
+// ignoring case, punctuation and spacing: no event but accepted may carry a question.
 func (l *ledger) isQuestion(s string) bool {
-	q := normalize(l.question)
-	return q != "" && strings.Contains(normalize(s), q)
+	if len(l.questions) == 0 {
+		return false
+	}
+	n := normalize(s)
+	for _, q := range l.questions {
+		if strings.Contains(n, q) {
+			return true
+		}
+	}
+	return false
 }
 
 // normalize lower-cases s and keeps only its words, one space apart.
@@ -134,17 +166,36 @@ func normalize(s string) string {
 // redacted stands in, in a step's args, for an argument that holds the question text.
 const redacted = "[the question]"
 
-// redact returns args for a step event: any string argument holding the question text (a model
-// may search for the question verbatim) is replaced, since no event but accepted carries it.
+// redact returns args for a step event: any string holding a question (a model may search for
+// the question verbatim), at any depth of the arguments, and any member name holding one, is
+// replaced, since no event but accepted carries it.
 func (l *ledger) redact(args map[string]any) map[string]any {
 	out := make(map[string]any, len(args))
 	for k, v := range args {
-		if s, ok := v.(string); ok && l.isQuestion(s) {
-			v = redacted
+		if l.isQuestion(k) {
+			k = redacted
 		}
-		out[k] = v
+		out[k] = l.redactValue(v)
 	}
 	return out
+}
+
+func (l *ledger) redactValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		if l.isQuestion(v) {
+			return redacted
+		}
+	case map[string]any:
+		return l.redact(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = l.redactValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 func firstString(args map[string]any, keys ...string) string {

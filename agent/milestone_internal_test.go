@@ -3,6 +3,8 @@ package agent
 import (
 	"slices"
 	"testing"
+
+	ask "github.com/das-ask/ask"
 )
 
 func TestTablesOf(t *testing.T) {
@@ -20,7 +22,7 @@ func TestTablesOf(t *testing.T) {
 }
 
 func TestCleanSubject(t *testing.T) {
-	l := &ledger{question: "How many sev1 incidents did we have?"}
+	l := newLedger(ask.Request{Question: "How many sev1 incidents did we have?"})
 	tests := map[string]string{
 		"incident":                                    "incident",
 		"  change   failure rate ":                    "change failure rate",

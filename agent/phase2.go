@@ -88,7 +88,7 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 				body.State = gen.BranchBodyStateClose
 				emit.Branch(body)
 			}()
-			b.led = &ledger{question: req.Question}
+			b.led = newLedger(req)
 			b.lp = a.loop(bctx, loopSpec{system: systems[i], msgs: slices.Clone(start), tools: tools[i], led: b.led, emit: branchEmitter{emit, b.id}, turns: turns})
 			if b.lp.end != nil && b.lp.end.Refusal != nil {
 				stop()
@@ -115,7 +115,7 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 		}
 	}
 
-	led := &ledger{question: req.Question}
+	led := newLedger(req)
 	msgs := slices.Clone(start)
 	names := make([]string, 0, len(sourceBranches))
 	for _, b := range sourceBranches {
@@ -129,11 +129,11 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 	if lp.end != nil {
 		return *lp.end
 	}
-	out := led.outcome(lp.text, req.History)
+	out := led.outcome(lp.text)
 	if out.Answer != nil && len(branches) > len(sessions) {
 		w := branches[len(sessions)]
 		if w.lp.end == nil {
-			out.Answer.Divergence = divergence(out.Answer, w.led.outcome(w.lp.text, req.History).Answer, led.definitions)
+			out.Answer.Divergence = divergence(out.Answer, w.led.outcome(w.lp.text).Answer, led.definitions)
 		}
 	}
 	return out

@@ -44,12 +44,12 @@ func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter, log 
 	if a.phase == 2 {
 		return a.fanOut(ctx, req, sessions, emit)
 	}
-	led := &ledger{question: req.Question}
+	led := newLedger(req)
 	lp := a.loop(ctx, loopSpec{system: a.system, msgs: conversation(req.History, req.Question), tools: newToolset(sessions), led: led, emit: emit, turns: a.maxTurns})
 	if lp.end != nil {
 		return *lp.end
 	}
-	return led.outcome(lp.text, req.History)
+	return led.outcome(lp.text)
 }
 
 // loopSpec is one model loop: the supervisor's in phase 1, a branch's or the reconciliation in

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/agent/model"
 	"github.com/das-ask/ask/demo/idp"
@@ -423,4 +424,36 @@ func TestQuestionNeverBecomesATerm(t *testing.T) {
 	if rec.steps[0].Args["query"] != "[the question]" || rec.milestones[0].Subject == "" || strings.Contains(strings.ToLower(rec.milestones[0].Subject), "customer churn rate") {
 		t.Errorf("step = %+v, milestone = %+v; want the question redacted and kept out of the subject", rec.steps[0], rec.milestones[0])
 	}
+}
+
+func TestQuestionNestedInArgsIsRedacted(t *testing.T) {
+	s := newStack(t)
+	const q = "which services page the on-call engineer twice"
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "search_catalog", map[string]any{"query": "incident", "filters": map[string]any{"text": q}, "also": []any{"paging", q}}),
+		say("I could not find it."),
+	}}
+	rec := &recorder{}
+	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", q), rec)
+	if len(rec.steps) != 1 {
+		t.Fatalf("steps = %+v, want one", rec.steps)
+	}
+	assertQuestionKept(t, s, rec, out, q)
+}
+
+func TestEarlierQuestionKeptOutOfAFollowUp(t *testing.T) {
+	s := newStack(t)
+	const earlier = "which team owns the checkout service"
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "search_catalog", map[string]any{"query": earlier}),
+		call("c2", "define_term", map[string]any{"term": earlier}),
+		say("I could not find it."),
+	}}
+	rec := &recorder{}
+	history := []ask.Turn{{Question: earlier, Outcome: gen.EventTypeAbstention, Text: "no answer"}}
+	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", "and how many incidents did it have?", history...), rec)
+	if out.Abstention == nil || len(out.Abstention.Terms) != 0 {
+		t.Fatalf("outcome = %s %+v, want an abstention without the earlier question as a term", outcomeType(out), out.Abstention)
+	}
+	assertQuestionKept(t, s, rec, out, earlier)
 }

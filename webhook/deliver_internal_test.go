@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -235,6 +236,72 @@ func TestSlowReceiverHoldsOneSlot(t *testing.T) {
 		}
 		if slow, _ := ob.Webhook(t.Context(), "t1"); slow.Attempts != 0 {
 			t.Errorf("the hanging delivery: %d attempts recorded, want its one still in flight", slow.Attempts)
+		}
+	})
+}
+
+// counting wraps hanging and counts the attempts it holds at once.
+type counting struct {
+	mu             sync.Mutex
+	inflight, most int
+}
+
+func (c *counting) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.inflight++
+	c.most = max(c.most, c.inflight)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.inflight--
+		c.mu.Unlock()
+	}()
+	return hanging{}.RoundTrip(req)
+}
+
+// TestRoundKeepsAtMostABatchInFlight: a round keeps claimBatch attempts in flight and no more,
+// however many deliveries are due: when one ends it claims one more, and the rest stay due
+// (unclaimed, so another replica's deliverer may take them) until a slot frees.
+func TestRoundKeepsAtMostABatchInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ob := store.NewMemoryOutbox()
+		rcv := &counting{}
+		d, err := New(Options{Config: Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}, Timeout: 10 * time.Second},
+			Outbox: ob, Tickets: finished{}, Transport: rcv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		add := func(id, path string, due time.Time) {
+			t.Helper()
+			if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: id, ID: "msg_" + id, URL: "https://hooks.example/" + path, Due: due, Expires: start.Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Claimed first (the earliest due): one receiver that answers at once, and claimBatch-1
+		// that hang; then 8 more that hang, due behind them.
+		add("fast", "fast", start.Add(-time.Second))
+		for i := range claimBatch - 1 {
+			add("a"+strconv.Itoa(i), "slow", start.Add(-time.Millisecond))
+		}
+		const behind = 8
+		for i := range behind {
+			add("b"+strconv.Itoa(i), "slow", start)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait()
+		rcv.mu.Lock()
+		inflight, most := rcv.inflight, rcv.most
+		rcv.mu.Unlock()
+		if inflight != claimBatch || most != claimBatch {
+			t.Errorf("%d deliveries due: %d attempts in flight (at most %d), want %d", claimBatch+behind, inflight, most, claimBatch)
+		}
+		// Another deliverer may take what this round has no slot for.
+		if other, err := ob.ClaimWebhooks(t.Context(), "another", time.Minute, 100); err != nil || len(other) != behind-1 {
+			t.Errorf("another deliverer claimed %d (%v), want the %d this round left due", len(other), err, behind-1)
 		}
 	})
 }

@@ -39,6 +39,8 @@ func TestRepeatedName(t *testing.T) {
 		{"a value like a name", `{"a":"a"}`, false},
 		{"escapes that differ", `{"a\n":1,"a\t":2}`, false},
 		{"a scalar", `"a"`, false},
+		{"strings in an array", `["a","a"]`, false},
+		{"strings in an array in an object", `{"a":["a","a"],"b":["b",{"a":1},"a"]}`, false},
 		{"twice", `{"a":1,"a":2}`, true},
 		{"twice with space", "{ \"a\" : 1 ,\n\"a\" : 2 }", true},
 		{"twice, escaped", `{"question":1,"\u0071uestion":2}`, true},

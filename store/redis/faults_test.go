@@ -358,3 +358,38 @@ func TestCreationOutlivesItsCaller(t *testing.T) {
 		t.Fatalf("the late ticket: %+v, %v", tk, err)
 	}
 }
+
+// A PendingError's Outcome is the creation's own answer, a refusal included (here: the
+// conversation does not exist, so nothing was created and the caller has nothing to end), and
+// it stays knowable: asked again, it answers the same at once.
+func TestPendingCreationsOutcomeIsItsAnswer(t *testing.T) {
+	srv := redistest.Start(t)
+	s, p := behindProxy(t, srv, redisstore.Options{})
+	ctx := t.Context()
+	storetest.MustConv(t, s, "c-warm", storetest.Alice)
+	if _, err := storetest.NewTicket(t, s, "t-warm", "c-warm", storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+
+	p.Stall()
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err := s.CreateTicket(cctx, store.NewTicket{ID: "t-nowhere", ConversationID: "c-none", Owner: storetest.Alice,
+		CreatedAt: time.Unix(1700000000, 0).UTC(), Accepted: storetest.Ev(1, gen.EventTypeAccepted)}, store.Limits{})
+	p.Pass()
+	var pending *store.PendingError
+	if !errors.As(err, &pending) {
+		t.Fatalf("CreateTicket against a stalled Redis, its context ended: %v, want a PendingError", err)
+	}
+	first := pending.Outcome(ctx)
+	if !errors.Is(first, store.ErrNotFound) {
+		t.Fatalf("the outcome of a creation in a conversation that does not exist: %v, want ErrNotFound", first)
+	}
+	// Asked again: the same answer, not a wait for one that was already taken. The bound only
+	// turns a wait into a failure.
+	again, cancel2 := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel2()
+	if err := pending.Outcome(again); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the outcome asked a second time: %v, want ErrNotFound again", err)
+	}
+}

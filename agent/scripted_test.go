@@ -446,14 +446,14 @@ func TestEarlierQuestionKeptOutOfAFollowUp(t *testing.T) {
 	const earlier = "which team owns the checkout service"
 	m := &scripted{script: []func(model.Request) (model.Response, error){
 		call("c1", "search_catalog", map[string]any{"query": earlier}),
-		call("c2", "define_term", map[string]any{"term": earlier}),
+		call("c2", "search_catalog", map[string]any{"query": "owner", "terms": []any{earlier}}),
 		say("I could not find it."),
 	}}
 	rec := &recorder{}
 	history := []ask.Turn{{Question: earlier, Outcome: gen.EventTypeAbstention, Text: "no answer"}}
 	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", "and how many incidents did it have?", history...), rec)
-	if out.Abstention == nil || len(out.Abstention.Terms) != 0 {
-		t.Fatalf("outcome = %s %+v, want an abstention without the earlier question as a term", outcomeType(out), out.Abstention)
+	if out.Abstention == nil || !slices.Equal(out.Abstention.Terms, []string{"owner"}) {
+		t.Fatalf("outcome = %s %+v, want an abstention with the term owner, never the earlier question", outcomeType(out), out.Abstention)
 	}
 	assertQuestionKept(t, s, rec, out, earlier)
 }

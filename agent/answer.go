@@ -36,7 +36,11 @@ func (l *ledger) answer(text string) *gen.AnswerBody {
 		return a
 	}
 	for _, s := range l.statements {
-		a.Sql = append(a.Sql, s.SQL)
+		sql := s.SQL
+		if l.isQuestion(sql) {
+			sql = redacted // as in the step that ran it
+		}
+		a.Sql = append(a.Sql, sql)
 	}
 	a.Path.Speed = gen.AnswerPathSpeedFull
 	a.Path.Detail = "warehouse"

@@ -166,6 +166,10 @@ func normalize(s string) string {
 // redacted stands in, in a step's args, for an argument that holds the question text.
 const redacted = "[the question]"
 
+// withheld stands in, in a step's error and a refusal's reason, for a source's message that
+// quotes a question (a source's error may repeat the argument it could not use).
+const withheld = "[the source's message quoted the question; it is not shown]"
+
 // redact returns args for a step event: any string holding a question (a model may search for
 // the question verbatim), at any depth of the arguments, and any member name holding one, is
 // replaced, since no event but accepted carries it.
@@ -196,6 +200,15 @@ func (l *ledger) redactValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// shown is a source's message (a tool's error, a refusal's reason) as an event may carry it:
+// withheld when it quotes a question. The model still reads it whole.
+func (l *ledger) shown(msg string) string {
+	if l.isQuestion(msg) {
+		return withheld
+	}
+	return msg
 }
 
 func firstString(args map[string]any, keys ...string) string {

@@ -36,3 +36,19 @@ func TestCleanSubject(t *testing.T) {
 		}
 	}
 }
+
+func TestSourceMessagesQuotingAQuestionAreWithheld(t *testing.T) {
+	l := newLedger(ask.Request{Question: "How many sev1 incidents did we have?",
+		History: []ask.Turn{{Question: "Which team owns checkout?"}}})
+	tests := map[string]string{
+		"identity bob may not read table oncall_pay":                    "identity bob may not read table oncall_pay",
+		`no term "how many SEV1 incidents did we have"`:                 withheld,
+		"refused: which team owns checkout is not a table":              withheld,
+		"Which team owns checkout? How many sev1 incidents did we have": withheld,
+	}
+	for in, want := range tests {
+		if got := l.shown(in); got != want {
+			t.Errorf("shown(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -129,7 +129,7 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 	led.tried(t.Tool, args)
 	step := gen.StepBody{CallId: r.CallID, Tool: t.Name, Source: t.Source, Args: led.redact(args), Ms: r.Ms, Refused: r.Outcome == source.Refused}
 	if r.Outcome == source.ToolError {
-		msg := r.Text
+		msg := led.shown(r.Text)
 		step.Error = &msg
 	}
 	if r.Outcome == source.Transport {
@@ -142,7 +142,7 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 		out := failure(ctx, gen.ErrorKindTransport, r.Err)
 		return model.ToolResult{}, &out
 	case source.Refused:
-		return model.ToolResult{}, &ask.Outcome{Refusal: &gen.RefusalBody{Tool: t.Name, Source: t.Source, CallId: r.CallID, Reason: r.RefusalReason}}
+		return model.ToolResult{}, &ask.Outcome{Refusal: &gen.RefusalBody{Tool: t.Name, Source: t.Source, CallId: r.CallID, Reason: led.shown(r.RefusalReason)}}
 	case source.ToolError:
 		return model.ToolResult{CallID: tc.ID, IsError: true, Content: r.Text}, nil
 	}

@@ -457,3 +457,29 @@ func TestEarlierQuestionKeptOutOfAFollowUp(t *testing.T) {
 	}
 	assertQuestionKept(t, s, rec, out, earlier)
 }
+
+func TestSourceMessageQuotingTheQuestionIsWithheld(t *testing.T) {
+	s := newStack(t)
+	const q = "what does blast radius mean here"
+	m := &scripted{}
+	m.script = []func(model.Request) (model.Response, error){
+		// The demo source's error names the term it does not know: here, the question.
+		call("c1", "define_term", map[string]any{"term": q}),
+		func(req model.Request) (model.Response, error) {
+			if tr := m.lastResultLocked(); !tr.IsError || !strings.Contains(tr.Content, q) {
+				return model.Response{}, errors.New("the model did not get the source's own words")
+			}
+			return call("c2", "run_query", map[string]any{"sql": "SELECT COUNT(*) AS n FROM teams WHERE name <> '" + q + "'"})(req)
+		},
+		say("There are that many teams."),
+	}
+	rec := &recorder{}
+	out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", q), rec)
+	if out.Answer == nil {
+		t.Fatalf("outcome = %s %+v, want answer", outcomeType(out), out.Error)
+	}
+	if len(rec.steps) != 2 || rec.steps[0].Error == nil || *rec.steps[0].Error == "" {
+		t.Fatalf("steps = %+v, want the failed call's step to say it failed", rec.steps)
+	}
+	assertQuestionKept(t, s, rec, out, q)
+}

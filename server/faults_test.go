@@ -458,6 +458,45 @@ func TestCreateThroughAStall(t *testing.T) {
 	}
 }
 
+// TestFirstCreateThroughAStall: a replica's first create after its cached store generation
+// expired (once a second; here: a replica that has made none yet) asks the store for it, to
+// mint the new id. Against a stalled store that lookup, too, is bounded by StoreWait: it was
+// made with the request's own context, before the create's bound, so every create of a
+// stalled second waited for the store client's read timeouts and retries (10–12 s) first.
+func TestFirstCreateThroughAStall(t *testing.T) {
+	srv := redistest.Start(t)
+	st, p := redistest.StoreBehindProxy(t, srv, redisstore.Options{Prefix: "first:" + rand.Text() + ":", Lease: time.Minute})
+	// Another replica on the same store makes the conversation and a first ask (which opens
+	// the connections the stalled calls are then held on); the replica under test has made
+	// nothing, so it holds no generation.
+	other := newHarness(t, server.Options{Store: st})
+	cid := other.conv(alice)
+	_ = other.events(alice, other.ask(alice, other.conv(alice), "How many sev1 incidents did we have in 2026-Q1?"))
+	h := newHarness(t, server.Options{Store: st, StoreWait: 300 * time.Millisecond})
+
+	p.Stall()
+	defer p.Pass()
+	start := time.Now()
+	rc, err := h.cw.CreateConversationWithResponse(t.Context(), nil, gen.CreateConversationRequest{}, bearer(alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	_ = problemOf(t, rc.StatusCode(), rc.HTTPResponse.Header.Get("Content-Type"), rc.Body, http.StatusServiceUnavailable)
+	if rc.HTTPResponse.Header.Get("Retry-After") == "" || took >= 2*time.Second {
+		t.Errorf("createConversation against a stalled store: %d after %v (Retry-After %q), want 503 with Retry-After within about StoreWait (300ms)",
+			rc.StatusCode(), took, rc.HTTPResponse.Header.Get("Retry-After"))
+	}
+	start = time.Now()
+	r := h.askRaw(alice, cid, "How many sev1 incidents did we have in 2026-Q2?")
+	took = time.Since(start)
+	_ = problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+	if r.HTTPResponse.Header.Get("Retry-After") == "" || took >= 2*time.Second {
+		t.Errorf("createAsk against a stalled store: %d after %v (Retry-After %q), want 503 with Retry-After within about StoreWait (300ms)",
+			r.StatusCode(), took, r.HTTPResponse.Header.Get("Retry-After"))
+	}
+}
+
 // TestReadsThroughAStall: a status, a cancel and a stream's opening against a stalled store
 // answer 503 + Retry-After within StoreWait, under a gateway's read timeout, not after the
 // store client's own read timeouts and retries (10 s for a status in an audit).

@@ -35,7 +35,6 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 		return err
 	}
 	ctx := c.Request().Context()
-	id := s.newID(ctx, "c", owner)
 	var ik *idem
 	if key == "" {
 		// A stalled store answers 503 within StoreWait; a conversation it takes after that
@@ -44,13 +43,18 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 		ctx, cancel = s.createBound(ctx)
 		defer cancel()
 	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx)
+		defer cancel()
+	}
+	// Minted under the create's bound: the id asks a shared store for its generation (once a
+	// second), which a stalled store must not hold past StoreWait either.
+	id := s.newID(ctx, "c", owner)
+	if key != "" {
 		body, err := requestBody(c.Request())
 		if err != nil {
 			return badRequest("the request body could not be read")
 		}
-		var cancel context.CancelFunc
-		ctx, cancel = detached(ctx)
-		defer cancel()
 		if ik, err = s.beginIdem(ctx, c, owner, key, fingerprint(owner, key, "createConversation", "", body), id); ik == nil {
 			return err
 		}
@@ -122,7 +126,6 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if err != nil {
 		return err
 	}
-	ticket := s.newID(ctx, "t", owner)
 	var ik *idem
 	if key == "" {
 		// A stalled store answers 503 within StoreWait (see the PendingError below).
@@ -133,6 +136,10 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		var cancel context.CancelFunc
 		ctx, cancel = detached(ctx)
 		defer cancel()
+	}
+	// Minted under the create's bound, as the conversation's id is (CreateConversation).
+	ticket := s.newID(ctx, "t", owner)
+	if key != "" {
 		if ik, err = s.beginIdem(ctx, c, owner, key, fingerprint(owner, key, "createAsk", conversationID, raw), ticket); ik == nil {
 			return err
 		}

@@ -497,6 +497,53 @@ func TestFirstCreateThroughAStall(t *testing.T) {
 	}
 }
 
+// TestCancelOnTheRunnersReplicaWhileRedisRefusesWrites: a cancel that reaches the replica
+// running the ask while Redis serves reads but refuses writes (full, at its maxmemory with
+// noeviction) answers within StoreWait: 503 + Retry-After, the end it sealed not written yet.
+// It waited for the end's write, which the run retries until Redis takes it or the lease
+// lapses (a minute here, ten seconds by default): past a gateway's read timeout. The ask ends
+// error{cancelled} + done once Redis has room.
+func TestCancelOnTheRunnersReplicaWhileRedisRefusesWrites(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "cancel:" + rand.Text() + ":"
+	mid, resume := make(chan string, 1), make(chan struct{})
+	h := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, time.Minute), StoreWait: 300 * time.Millisecond,
+		Runner: phasedRunner(2, 1, mid, resume)})
+	ticket := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "the run's first steps")
+	defer close(resume)
+
+	// Full at once and for as long as the test says: maxmemory of one byte, noeviction.
+	admin := raw(t, srv)
+	for _, kv := range [][2]string{{"maxmemory-policy", "noeviction"}, {"maxmemory", "1"}} {
+		if err := admin.ConfigSet(t.Context(), kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	makeRoom := func() {
+		if err := admin.ConfigSet(context.Background(), "maxmemory", "0").Err(); err != nil {
+			t.Error(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	r, err := h.cw.CancelAskWithResponse(ctx, ticket, bearer(alice))
+	took := time.Since(start)
+	makeRoom()
+	if err != nil {
+		t.Fatalf("cancelAsk on the runner's replica while Redis refuses writes: no answer after %v (%v), want one within about StoreWait (300ms)", took, err)
+	}
+	if took >= 2*time.Second || r.StatusCode() != http.StatusServiceUnavailable || r.HTTPResponse.Header.Get("Retry-After") == "" {
+		t.Errorf("cancelAsk on the runner's replica while Redis refuses writes: %d after %v (Retry-After %q), want 503 with Retry-After within about StoreWait (300ms)",
+			r.StatusCode(), took, r.HTTPResponse.Header.Get("Retry-After"))
+	}
+	frames := h.events(alice, ticket)
+	if terminal, _ := checkLifecycle(t, frames, gen.EventTypeError); terminal.Kind != string(gen.ErrorKindCancelled) {
+		t.Errorf("terminal kind %q, want cancelled", terminal.Kind)
+	}
+}
+
 // TestReadsThroughAStall: a status, a cancel and a stream's opening against a stalled store
 // answer 503 + Retry-After within StoreWait, under a gateway's read timeout, not after the
 // store client's own read timeouts and retries (10 s for a status in an audit).

@@ -388,8 +388,23 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	r := s.runs[ticket]
 	s.mu.Unlock()
 	if r != nil {
-		if r.stop(errCancelled) {
-			s.log.DebugContext(ctx, "ask cancelled", "ticket", ticket)
+		// stop seals the end and stops the runner at once, then writes the end, which waits
+		// for a store that does not take writes (run.write: until it does, or the lease
+		// lapses). The request waits for that at most StoreWait, as for any store call; the
+		// write goes on without it, and a retried cancel finds the run sealed.
+		stopped := make(chan bool, 1)
+		s.runners.Add(1)
+		go func() {
+			defer s.runners.Done()
+			stopped <- r.stop(errCancelled)
+		}()
+		select {
+		case ok := <-stopped:
+			if ok {
+				s.log.DebugContext(ctx, "ask cancelled", "ticket", ticket)
+			}
+		case <-ctx.Done():
+			return ctx.Err() // 503 past StoreWait; a caller that left is not an error
 		}
 	} else if sh, ok := s.store.(store.Shared); ok {
 		// Another replica runs it (or ran it): end the log here, at once; the runner sees the

@@ -54,6 +54,18 @@ def mint_dev_token(idp_url: str, oid: str) -> str:
         return json.load(resp)["access_token"]
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the service answers none, and urllib would send the Authorization
+    header (and a POST's body, the question) to wherever one points, another host included. A
+    redirect is then an APIError with its status, as on the event stream."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
 class AskClient:
     """The service's calls as one identity. Each call is independent; not for concurrent use
     of one EventStream."""
@@ -72,7 +84,7 @@ class AskClient:
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with _opener.open(req, timeout=self.timeout) as resp:
                 return json.load(resp)
         except urllib.error.HTTPError as e:
             try:

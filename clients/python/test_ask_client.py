@@ -128,6 +128,40 @@ class FakeStreamTest(unittest.TestCase):
         self.assertGreaterEqual(arrivals[1] - arrivals[0], 1.0, "the reconnect waited for Retry-After")
 
 
+    def test_a_redirect_is_not_followed(self):
+        seen: list[str] = []
+
+        class Elsewhere(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                seen.append(self.headers.get("Authorization", ""))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        elsewhere = self.serve(Elsewhere)
+
+        class Redirect(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.send_response(302)
+                self.send_header("Location", elsewhere + "/v1/asks/t_1")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        client = ask_client.AskClient(self.serve(Redirect), "secret-bearer")
+        with self.assertRaises(ask_client.APIError) as caught:
+            client.status("t_1")
+        self.assertEqual(caught.exception.status, 302)
+        self.assertEqual(seen, [], "the bearer went to the redirect's target")
+
+
 class AskClientTest(unittest.TestCase):
     def assert_well_formed(self, events: list[dict]) -> None:
         self.assertEqual([e["seq"] for e in events], list(range(1, len(events) + 1)), "no gap, no duplicate")

@@ -289,7 +289,7 @@ export class AskClient {
             // The event is its data's `type`, never the frame's `event:` name, and a connection
             // failure is an exception, never an event: so the contract's terminal `event: error`
             // cannot be mistaken for a dropped connection (EventSource's `error`), nor the reverse.
-            const ev = JSON.parse(frame.data) as Event;
+            const ev = parseEvent(ticket, frame);
             if (ev.seq <= lastSeq) continue; // replayed: already delivered
             lastSeq = ev.seq;
             failures = 0;
@@ -331,6 +331,20 @@ export class AskClient {
       }
     }
     throw new Error(`ticket ${ticket}: the stream ended without done`);
+  }
+}
+
+/**
+ * parseEvent reads a frame's data. A SyntaxError from JSON.parse quotes the text around the
+ * fault (V8: `Unexpected token 'x', "…" is not valid JSON`), and the accepted event's data holds
+ * the question, which must not reach an error message: that error is replaced by one that names
+ * the frame only.
+ */
+function parseEvent(ticket: string, frame: { id: string; data: string }): Event {
+  try {
+    return JSON.parse(frame.data) as Event;
+  } catch {
+    throw new SyntaxError(`streamEvents: event ${frame.id || "(no id)"} of ticket ${ticket} is not JSON`);
   }
 }
 

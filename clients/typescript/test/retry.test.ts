@@ -168,3 +168,22 @@ test("a refusal once the service has answered is a restart, and retried", async 
   await c.createConversation();
   assert.equal(calls, 3);
 });
+
+test("a frame whose data is not JSON is final, and the error never quotes the data", async () => {
+  // V8's SyntaxError quotes the text around the fault: for the accepted event, the question.
+  const question = "zq-frame-secret how many incidents";
+  const body = `id: 1\nevent: accepted\ndata: {"seq":1,"type":"accepted","question":${question}}\n\n`;
+  let calls = 0;
+  const fetch = async () => {
+    calls++;
+    return new Response(body, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+  };
+  const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, reconnect: { initialMs: 1 } });
+  await assert.rejects(
+    (async () => {
+      for await (const _ of c.events("t_1")) { /* none */ }
+    })(),
+    (err) => err instanceof SyntaxError && !err.message.includes("zq-frame-secret") && /event 1 .*not JSON/.test(err.message),
+  );
+  assert.equal(calls, 1, "not retried");
+});

@@ -369,7 +369,10 @@ func (s *Server) waitFinished(ctx context.Context, t store.Ticket, wait time.Dur
 				return t, nil
 			}
 		}
-		if t, err = s.store.Ticket(ctx, t.ID); err != nil {
+		tctx, cancel := s.storeBound(ctx)
+		t, err = s.store.Ticket(tctx, t.ID)
+		cancel()
+		if err != nil {
 			return t, notFoundOr(err)
 		}
 	}

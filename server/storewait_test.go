@@ -1,0 +1,119 @@
+package server_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/webhook/webhooktest"
+)
+
+// stallingStore is a shared Redis store whose Ticket and Webhook calls, once told to, hang
+// until their caller's context ends, as against a Redis that stopped answering while a
+// request was under way. owned reports when a Ticket call that still answers returns.
+type stallingStore struct {
+	*redisstore.Store
+	tickets  atomic.Int64 // Ticket calls that still answer, then each stalls; negative: none stalls
+	webhooks atomic.Bool  // Webhook calls stall
+	owned    chan struct{}
+}
+
+func newStallingStore(t *testing.T) *stallingStore {
+	srv := redistest.Start(t)
+	s := &stallingStore{Store: replicaStore(t, srv, "sw:"+rand.Text()+":", 0), owned: make(chan struct{}, 1)}
+	s.tickets.Store(-1)
+	return s
+}
+
+func stalled(ctx context.Context) error {
+	<-ctx.Done()
+	return fmt.Errorf("stalled store: %w", ctx.Err())
+}
+
+func (s *stallingStore) Ticket(ctx context.Context, id string) (store.Ticket, error) {
+	if n := s.tickets.Load(); n >= 0 {
+		if s.tickets.Add(-1) < 0 {
+			return store.Ticket{}, stalled(ctx)
+		}
+		defer func() { s.owned <- struct{}{} }()
+	}
+	return s.Store.Ticket(ctx, id)
+}
+
+func (s *stallingStore) Webhook(ctx context.Context, ticket string) (store.Webhook, error) {
+	if s.webhooks.Load() {
+		return store.Webhook{}, stalled(ctx)
+	}
+	return s.Store.Webhook(ctx, ticket)
+}
+
+// TestStatusThroughAStallMidRequest: each store call of a status waits for a stalled store at
+// most StoreWait, not only its first (TestReadsThroughAStall stalls the store before the
+// request, so the ticket's read answers 503 and nothing after it runs): the webhook's
+// delivery read, and the ticket's read once a `Prefer: wait` sees the run end, answer 503 +
+// Retry-After too when the store stops answering under way, where they waited for the store
+// client's own read timeouts and retries.
+func TestStatusThroughAStallMidRequest(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	bounded := func(t *testing.T, what string, r func(ctx context.Context) (int, http.Header)) {
+		t.Helper()
+		// Only turns a wait for the store client's timeouts into a failure: the in-memory
+		// stall lasts as long as the request's context.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*wait)
+		defer cancel()
+		start := time.Now()
+		status, hdr := r(ctx)
+		if took := time.Since(start); status != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || ctx.Err() != nil {
+			t.Errorf("%s with the store stalled under way: %d (Retry-After %q) after %v, want 503 with Retry-After within StoreWait (%v)",
+				what, status, hdr.Get("Retry-After"), took, wait)
+		}
+	}
+	getAsk := func(h *harness, ticket string, params *gen.GetAskParams) func(ctx context.Context) (int, http.Header) {
+		return func(ctx context.Context) (int, http.Header) {
+			r, err := h.cw.GetAskWithResponse(ctx, ticket, params, bearer(alice))
+			if err != nil {
+				return 0, nil
+			}
+			return r.StatusCode(), r.HTTPResponse.Header
+		}
+	}
+
+	t.Run("the webhook's delivery", func(t *testing.T) {
+		st := newStallingStore(t)
+		secret := webhooktest.Secret()
+		rcv := newReceiver(t, secret)
+		h := newHarness(t, server.Options{Store: st, StoreWait: wait, Webhooks: server.WebhookOptions{Config: hookConfig(rcv, secret)}})
+		r := h.askHook(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?", rcv.URL()+"/hooks/a")
+		if r.JSON202 == nil {
+			t.Fatalf("ask: %d %s", r.StatusCode(), r.Body)
+		}
+		_ = h.events(alice, r.JSON202.Ticket)
+		st.webhooks.Store(true)
+		defer st.webhooks.Store(false)
+		bounded(t, "getAsk", getAsk(h, r.JSON202.Ticket, &gen.GetAskParams{}))
+	})
+
+	t.Run("the ticket once the run ends, with Prefer: wait", func(t *testing.T) {
+		st := newStallingStore(t)
+		gate := make(chan struct{})
+		h := newHarness(t, server.Options{Store: st, StoreWait: wait, Runner: gatedRunner(1, 0, gate)})
+		ticket := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+		st.tickets.Store(1) // the request's ownership check answers; the store stalls after it
+		go func() {
+			<-st.owned // the status waits for the run's end
+			close(gate)
+		}()
+		prefer := "wait=10"
+		bounded(t, "getAsk with Prefer: wait=10", getAsk(h, ticket, &gen.GetAskParams{Prefer: &prefer}))
+		st.tickets.Store(-1)
+	})
+}

@@ -19,6 +19,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/das-ask/ask"
@@ -66,6 +67,10 @@ type Main struct {
 	adminLn   net.Listener
 	adminHS   *http.Server
 	adminDone chan error
+
+	// hurry is closed by EndGrace (made once by hurryCh: a Main may be built without NewMain).
+	hurryOnce, endOnce sync.Once
+	hurry              chan struct{}
 }
 
 // NewMain returns a Main over cfg.
@@ -298,9 +303,21 @@ func (m *Main) Ready() bool { return m.ready == nil || m.ready() }
 // Done reports the API server's end when it stops by itself (a failed Serve); nil before Run.
 func (m *Main) Done() <-chan error { return m.served }
 
+// hurryCh is the channel EndGrace closes.
+func (m *Main) hurryCh() chan struct{} {
+	m.hurryOnce.Do(func() { m.hurry = make(chan struct{}) })
+	return m.hurry
+}
+
+// EndGrace ends the shutdown grace of a Close under way (or makes a later Close skip it): the
+// asks still running end with error{shutdown} and done at once. askd calls it on a second
+// SIGINT or SIGTERM. Safe to call more than once and from any goroutine.
+func (m *Main) EndGrace() { m.endOnce.Do(func() { close(m.hurryCh()) }) }
+
 // Close stops the service: readiness turns false, admission stops, running asks get the
-// shutdown grace and then end with error{shutdown} and done, streams close, the listeners
-// close, spans are flushed and the store is closed. Safe on a Main whose Run failed.
+// shutdown grace (until EndGrace) and then end with error{shutdown} and done, streams close,
+// the listeners close, spans are flushed and the store is closed. Safe on a Main whose Run
+// failed.
 func (m *Main) Close() error {
 	if m.Health != nil {
 		m.Health.Drain() // the load balancer stops sending new asks
@@ -313,7 +330,18 @@ func (m *Main) Close() error {
 	defer cancel()
 	var errs []error
 	if m.Server != nil {
-		errs = append(errs, m.Server.Shutdown(ctx))
+		srv, shut, watched := m.Server, make(chan struct{}), make(chan struct{})
+		go func() { // ends with the Shutdown below, before Close goes on
+			defer close(watched)
+			select {
+			case <-m.hurryCh():
+				srv.EndGrace()
+			case <-shut:
+			}
+		}()
+		errs = append(errs, srv.Shutdown(ctx))
+		close(shut)
+		<-watched
 		m.Server = nil
 	}
 	if m.hs != nil {

@@ -378,6 +378,41 @@ func TestShutdown(t *testing.T) {
 	})
 }
 
+// TestShutdownGraceEnded: EndGrace (an operator's second SIGTERM) cuts the grace short: the
+// run still going ends at once with error{shutdown} and done, and Shutdown returns.
+func TestShutdownGraceEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{ShutdownGrace: time.Hour, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+			<-ctx.Done()
+			return ask.Outcome{Answer: answer("too late")}
+		})})
+		long := h.ask(alice, h.conv(alice), "long")
+		stream := h.stream(context.Background(), alice, long, nil)
+		shutdown := make(chan error)
+		go func() { shutdown <- h.srv.Shutdown(context.Background()) }()
+		synctest.Wait()
+		time.Sleep(5 * time.Second) // the grace runs, the ask with it
+		select {
+		case err := <-shutdown:
+			t.Fatalf("Shutdown returned within its grace: %v", err)
+		default:
+		}
+		start := time.Now()
+		h.srv.EndGrace()
+		frames := readAll(t, stream.Body)
+		if took := time.Since(start); took != 0 {
+			t.Errorf("the ask ended %v after EndGrace, want at once", took)
+		}
+		if term, _ := checkLifecycle(t, frames, gen.EventTypeError); term.Kind != "shutdown" {
+			t.Errorf("ended with %q, want shutdown", term.Kind)
+		}
+		if err := <-shutdown; err != nil {
+			t.Fatal(err)
+		}
+		h.srv.EndGrace() // again: no panic
+	})
+}
+
 func newReq(t testing.TB, method, path, tok, body string) *http.Request {
 	t.Helper()
 	var rd *strings.Reader

@@ -108,7 +108,10 @@ type Server struct {
 	cancelBase context.CancelCauseFunc
 	// closing is closed at the end of Shutdown: streams and long polls still open return.
 	closing chan struct{}
-	runners sync.WaitGroup // runner goroutines
+	// graceOver is closed by EndGrace: Shutdown's grace ends there.
+	graceOver chan struct{}
+	endGrace  sync.Once
+	runners   sync.WaitGroup // runner goroutines
 	// sseBufs lends streams their write buffers (*[]byte) for one batch at a time.
 	sseBufs sync.Pool
 
@@ -189,12 +192,13 @@ func New(opts Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		opts:    opts,
-		log:     log,
-		store:   opts.Store,
-		closing: make(chan struct{}),
-		runs:    map[string]*run{},
-		idle:    make(chan struct{}),
+		opts:      opts,
+		log:       log,
+		store:     opts.Store,
+		closing:   make(chan struct{}),
+		graceOver: make(chan struct{}),
+		runs:      map[string]*run{},
+		idle:      make(chan struct{}),
 	}
 	if s.store == nil {
 		s.store = MemoryStore(Config{TTL: opts.TTL, MaxEvents: opts.MaxEvents})
@@ -295,9 +299,9 @@ func (s *Server) newEcho() (*echo.Echo, error) {
 }
 
 // Shutdown stops admitting (503 from then on), lets running asks finish for the grace period
-// or until ctx is done, then ends the rest with error{shutdown} and done, closes every open
-// stream, and waits (until ctx is done) for the runners to return. It is safe to call more
-// than once.
+// (until EndGrace, or until ctx is done), then ends the rest with error{shutdown} and done,
+// closes every open stream, and waits (until ctx is done) for the runners to return. It is
+// safe to call more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.draining {
@@ -314,6 +318,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		select {
 		case <-s.idle:
 		case <-grace.C:
+		case <-s.graceOver:
 		case <-ctx.Done():
 		}
 		grace.Stop()
@@ -359,6 +364,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	return err
 }
+
+// EndGrace ends Shutdown's grace now, or makes a later Shutdown skip it: the asks still
+// running end with error{shutdown} and done at once, as they would when the grace runs out
+// (an operator's second SIGTERM, say). It does not stop admitting by itself; safe to call more
+// than once and from any goroutine.
+func (s *Server) EndGrace() { s.endGrace.Do(func() { close(s.graceOver) }) }
 
 // Active reports how many asks this instance holds: admitted (or being admitted) and whose log
 // has not ended here yet, its end written to the store. It is zero once every run has ended and

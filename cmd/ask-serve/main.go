@@ -8,7 +8,9 @@
 // The service's DAS_ASK_* settings apply as for askd. ASK_LLM=anthropic or openai (with the
 // provider's key, ASK_LLM_MODEL and ASK_LLM_BASE_URL as in package agent) uses a real model
 // instead of the llm-stub; DAS_SOURCES points the agent at other MCP sources instead of the demo
-// source; ASK_STUB_SCRIPT replaces the llm-stub's script. Ctrl-C stops everything.
+// source; ASK_STUB_SCRIPT replaces the llm-stub's script. Ctrl-C stops everything, giving
+// running asks the service's shutdown grace (DAS_ASK_SHUTDOWN_GRACE_S); a second Ctrl-C ends
+// them at once (error{shutdown} and done).
 package main
 
 import (
@@ -30,15 +32,35 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], config.Process, os.Stdout, os.Stderr); err != nil {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	if err := run(sigs, os.Args[1:], config.Process, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ask-serve:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+// run serves until the first signal on sigs, then stops; a second signal ends the service's
+// shutdown grace.
+func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	again, ended, watched := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() { // the signals' one reader; it ends before run returns
+		defer close(watched)
+		select {
+		case <-sigs:
+			cancel()
+		case <-ended:
+			return
+		}
+		select {
+		case <-sigs:
+			close(again)
+		case <-ended:
+		}
+	}()
+	defer func() { close(ended); <-watched }()
 	fs := flag.NewFlagSet("ask-serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts := stack.Options{}
@@ -119,8 +141,17 @@ Ctrl-C stops everything.
 `, s.AskURL, s.IdPURL, sources, modelName, page, s.WebhooksURL)
 
 	<-ctx.Done()
-	fmt.Fprintln(stdout, "stopping…")
-	return s.Close()
+	fmt.Fprintln(stdout, "stopping… (running asks have the service's shutdown grace; Ctrl-C again ends them now)")
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		return err
+	case <-again:
+		fmt.Fprintln(stdout, "ending running asks now…")
+		s.Main.EndGrace()
+		return <-closed
+	}
 }
 
 // addrInUse words a taken address for a newcomer, whose usual cause is a second make

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bufio"
-	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,14 +16,13 @@ import (
 )
 
 // ask-serve starts the whole system, says where it is, serves the contract, and stops cleanly
-// when its context ends (what Ctrl-C does).
+// at Ctrl-C.
 func TestAskServeStartsServesAndStops(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	sigs := make(chan os.Signal, 2)
 	out, w := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
 			"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()}, func(string) (string, bool) { return "", false }, w, io.Discard)
 		w.Close()
 	}()
@@ -47,14 +49,14 @@ func TestAskServeStartsServesAndStops(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET the contract: %d", resp.StatusCode)
 	}
-	cancel()
+	sigs <- os.Interrupt
 	select {
 	case err := <-errc:
 		if err != nil {
 			t.Errorf("ask-serve stopped with %v", err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("ask-serve did not stop after its context ended")
+		t.Fatal("ask-serve did not stop after Ctrl-C")
 	}
 	if _, err := http.Get(askURL + "/v1/openapi.yaml"); err == nil {
 		t.Error("the service still answers after stop")
@@ -63,7 +65,7 @@ func TestAskServeStartsServesAndStops(t *testing.T) {
 
 func TestAskServeRejectsBadSettings(t *testing.T) {
 	lookup := func(k string) (string, bool) { return "soon", k == "DAS_ASK_TTL_S" }
-	err := run(t.Context(), []string{"-addr", "127.0.0.1:0"}, lookup, io.Discard, io.Discard)
+	err := run(nil, []string{"-addr", "127.0.0.1:0"}, lookup, io.Discard, io.Discard)
 	if err == nil || !regexp.MustCompile(`DAS_ASK_TTL_S`).MatchString(err.Error()) {
 		t.Fatalf("err = %v, want one naming DAS_ASK_TTL_S", err)
 	}
@@ -77,7 +79,7 @@ func TestAskServeSaysWhenAnotherIsRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	err = run(t.Context(), []string{"-addr", "127.0.0.1:0", "-idp-addr", taken.Addr().String(), "-source-addr", "127.0.0.1:0",
+	err = run(nil, []string{"-addr", "127.0.0.1:0", "-idp-addr", taken.Addr().String(), "-source-addr", "127.0.0.1:0",
 		"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()}, func(string) (string, bool) { return "", false }, io.Discard, io.Discard)
 	if err == nil {
 		t.Fatal("ask-serve started on a taken address")
@@ -86,5 +88,141 @@ func TestAskServeSaysWhenAnotherIsRunning(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// The first Ctrl-C leaves a running ask the service's grace (an hour here); a second ends it at
+// once with error{shutdown} and done, and ask-serve exits.
+func TestAskServeSecondCtrlCEndsRunningAsks(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "slow.yaml")
+	if err := os.WriteFile(script, []byte(`rules:
+  - name: slow
+    pattern: '.*'
+    steps:
+      - tool: search_catalog
+        args: {query: incident}
+        delay: 1h
+    final: "too late"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ASK_STUB_SCRIPT": script, "DAS_ASK_SHUTDOWN_GRACE_S": "3600"}
+	sigs := make(chan os.Signal, 2)
+	out, w := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+			"-stub-addr", "127.0.0.1:0", "-state", dir}, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, w, io.Discard)
+		w.Close()
+	}()
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	askURL, idpURL := "", ""
+	for l := range lines {
+		if m := regexp.MustCompile(`ask service\s+(http://\S+)`).FindStringSubmatch(l); m != nil {
+			askURL = m[1]
+		}
+		if m := regexp.MustCompile(`identity provider\s+(http://\S+)`).FindStringSubmatch(l); m != nil {
+			idpURL = m[1]
+		}
+		if l == "Ctrl-C stops everything." {
+			break
+		}
+	}
+	if askURL == "" || idpURL == "" {
+		t.Fatalf("ask-serve did not print its URLs (err: %v)", <-errc)
+	}
+	defer func() { // whatever fails below, ask-serve is not left waiting out its hour
+		select {
+		case sigs <- os.Interrupt:
+		default:
+		}
+	}()
+	post := func(u, bearer, ct, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	resp := post(idpURL+"/token", "", "application/x-www-form-urlencoded", url.Values{"oid": {"alice"}}.Encode())
+	_ = json.NewDecoder(resp.Body).Decode(&tok)
+	resp.Body.Close()
+	var conv struct {
+		ID string `json:"id"`
+	}
+	resp = post(askURL+"/v1/conversations", tok.AccessToken, "application/json", "{}")
+	_ = json.NewDecoder(resp.Body).Decode(&conv)
+	resp.Body.Close()
+	var ticket struct {
+		EventsURL string `json:"events_url"`
+	}
+	resp = post(askURL+"/v1/conversations/"+conv.ID+"/asks", tok.AccessToken, "application/json", `{"question":"How many sev1 incidents did we have in 2026-Q2?"}`)
+	_ = json.NewDecoder(resp.Body).Decode(&ticket)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("ask: %d", resp.StatusCode)
+	}
+	u, _ := url.Parse(askURL)
+	req, _ := http.NewRequest(http.MethodGet, u.Scheme+"://"+u.Host+ticket.EventsURL, nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	got := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(stream.Body)
+		got <- string(b)
+	}()
+
+	sigs <- os.Interrupt
+	for l := range lines {
+		if strings.HasPrefix(l, "stopping") {
+			break
+		}
+	}
+	select {
+	case events := <-got:
+		t.Fatalf("the ask ended at the first Ctrl-C, within its grace:\n%s", events)
+	default:
+	}
+	sigs <- os.Interrupt
+	select {
+	case events := <-got:
+		if !strings.Contains(events, `"kind":"shutdown"`) || !strings.Contains(events, "event: done") {
+			t.Errorf("the stream did not end with error{shutdown} and done:\n%s", events)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the ask did not end after the second Ctrl-C")
+	}
+	go func() {
+		for range lines { // drain the rest, so that ask-serve's writes never block
+		}
+	}()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("ask-serve stopped with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ask-serve did not stop after the second Ctrl-C")
 	}
 }

@@ -4,7 +4,8 @@
 //
 // Invalid settings stop it at start with a message naming the variable. SIGINT or SIGTERM stops
 // admitting asks, lets running asks finish for DAS_ASK_SHUTDOWN_GRACE_S, ends the rest with
-// error{shutdown} and done, and exits; readiness turns false as soon as the signal arrives.
+// error{shutdown} and done, and exits; readiness turns false as soon as the signal arrives. A
+// second SIGINT or SIGTERM ends the grace at once: the asks still running end then, as cleanly.
 package main
 
 import (
@@ -20,22 +21,43 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, config.Process, os.Stderr, nil); err != nil {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	if err := run(sigs, config.Process, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "askd:", err)
 		os.Exit(1)
 	}
 }
 
-// run serves until ctx is done. ready, when not nil, receives the running Main once serving.
-func run(ctx context.Context, lookup func(string) (string, bool), stderr io.Writer, ready chan<- *app.Main) error {
+// run serves until the first signal on sigs, then stops; a second signal ends the shutdown
+// grace. ready, when not nil, receives the running Main once serving.
+func run(sigs <-chan os.Signal, lookup func(string) (string, bool), stderr io.Writer, ready chan<- *app.Main) error {
 	cfg, err := config.FromEnv(lookup)
 	if err != nil {
 		return err
 	}
 	m := app.NewMain(cfg)
 	m.Logger = app.NewLogger(cfg.Ops, stderr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended, watched := make(chan struct{}), make(chan struct{})
+	go func() { // the signals' one reader; it ends before run returns
+		defer close(watched)
+		select {
+		case s := <-sigs:
+			m.Logger.Info("stopping: running asks have the shutdown grace to finish; a second signal ends them now", "signal", s.String())
+			cancel()
+		case <-ended:
+			return
+		}
+		select {
+		case s := <-sigs:
+			m.Logger.Warn("ending the shutdown grace: running asks end now with error{shutdown}", "signal", s.String())
+			m.EndGrace()
+		case <-ended:
+		}
+	}()
+	defer func() { close(ended); <-watched }()
 	if err := m.Run(ctx); err != nil {
 		return err
 	}

@@ -2,18 +2,24 @@ package main
 
 import (
 	"bytes"
-	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/das-ask/ask/app"
+	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp/idptest"
 	"github.com/das-ask/ask/demo/llmstub"
+	"github.com/das-ask/ask/demo/source"
 )
 
 func TestAskdServesAndStops(t *testing.T) {
@@ -33,12 +39,11 @@ func TestAskdServesAndStops(t *testing.T) {
 		// Never the default port: the dev stack (make ask-serve) may be running beside the tests.
 		"DAS_ASK_ADDR": "127.0.0.1:0",
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	sigs := make(chan os.Signal, 2)
 	var logs bytes.Buffer
 	ready := make(chan *app.Main, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, config.MapEnv(env), &logs, ready) }()
+	go func() { errc <- run(sigs, config.MapEnv(env), &logs, ready) }()
 	var m *app.Main
 	select {
 	case m = <-ready:
@@ -114,7 +119,7 @@ func TestAskdServesAndStops(t *testing.T) {
 		t.Error("the API listener serves /metrics: a gateway would expose it")
 	}
 
-	cancel()
+	sigs <- syscall.SIGTERM
 	select {
 	case err := <-errc:
 		if err != nil {
@@ -138,7 +143,7 @@ func TestAskdRejectsBadSettings(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// If a bad setting were only noticed after listening, a fixed port could collide.
 			env["DAS_ASK_ADDR"] = "127.0.0.1:0"
-			err := run(t.Context(), config.MapEnv(env), io.Discard, nil)
+			err := run(nil, config.MapEnv(env), io.Discard, nil)
 			if err == nil {
 				t.Fatal("askd started with bad settings")
 			}
@@ -151,4 +156,158 @@ func TestAskdRejectsBadSettings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAskdSecondSignalEndsTheGrace: the first SIGTERM stops admission and readiness but leaves a
+// running ask its grace (an hour here); a second ends the grace, and the ask ends at once with
+// error{shutdown} and done, which its open stream receives before askd exits.
+func TestAskdSecondSignalEndsTheGrace(t *testing.T) {
+	idp := idptest.Start(t)
+	cfg := idp.Config()
+	called := make(chan struct{}, 1)
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A model that never answers: the ask runs until it is ended. (The body read first, so
+		// that the server notices the client going and the handler returns.)
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case called <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+	}))
+	defer model.Close()
+	v, err := auth.New(t.Context(), cfg, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := source.New(t.Context(), source.Options{Authenticator: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	srcSrv := httptest.NewServer(src.Handler())
+	defer srcSrv.Close()
+	env := map[string]string{
+		"DAS_JWKS_URL": cfg.JWKSURL, "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
+		"DAS_REQUIRED_SCOPE": cfg.RequiredScope, "ASK_LLM": "stub", "ASK_LLM_BASE_URL": model.URL + "/v1",
+		"DAS_SOURCES": "demo=" + srcSrv.URL + "/mcp", "DAS_ASK_SHUTDOWN_GRACE_S": "3600",
+		"DAS_ASK_ADMIN_ADDR": "127.0.0.1:0", "DAS_ASK_ADDR": "127.0.0.1:0",
+	}
+	sigs := make(chan os.Signal, 2)
+	var logs syncBuffer
+	ready := make(chan *app.Main, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- run(sigs, config.MapEnv(env), &logs, ready) }()
+	var m *app.Main
+	select {
+	case m = <-ready:
+	case err := <-errc:
+		t.Fatalf("askd stopped at start: %v\n%s", err, logs.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("askd did not start")
+	}
+	defer m.EndGrace() // a failure below must not leave askd waiting out its hour
+	base, bearer := m.URL(), "Bearer "+idp.Token(t, "alice")
+	call := func(method, path, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", bearer)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := call(http.MethodPost, "/v1/conversations", "{}")
+	var conv struct{ ID string }
+	_ = json.NewDecoder(resp.Body).Decode(&conv)
+	resp.Body.Close()
+	resp = call(http.MethodPost, "/v1/conversations/"+conv.ID+"/asks", `{"question":"How many sev1 incidents did we have in 2026-Q2?"}`)
+	var ticket struct {
+		ID string `json:"ticket"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&ticket)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || ticket.ID == "" {
+		t.Fatalf("ask: %d", resp.StatusCode)
+	}
+	stream := call(http.MethodGet, "/v1/asks/"+ticket.ID+"/events", "")
+	defer stream.Body.Close()
+	select {
+	case <-called: // the run is waiting on the model
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the run never called the model\n%s", logs.String())
+	}
+
+	sigs <- syscall.SIGTERM
+	admin := "http://" + m.AdminAddr()
+	for deadline := time.Now().Add(20 * time.Second); ; { // readiness turns false at the signal
+		r, err := http.Get(admin + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz still ready after SIGTERM")
+		}
+		runtime.Gosched()
+	}
+	resp = call(http.MethodGet, "/v1/asks/"+ticket.ID, "")
+	var status struct{ State string }
+	_ = json.NewDecoder(resp.Body).Decode(&status)
+	resp.Body.Close()
+	if status.State != "running" {
+		t.Errorf("after one SIGTERM the ask is %q, want running within its grace", status.State)
+	}
+
+	sigs <- syscall.SIGTERM
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(stream.Body)
+		got <- b
+	}()
+	var events []byte
+	select {
+	case events = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the ask did not end after the second SIGTERM")
+	}
+	if !strings.Contains(string(events), `"kind":"shutdown"`) || !strings.Contains(string(events), "event: done") {
+		t.Errorf("the stream did not end with error{shutdown} and done:\n%s", events)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("askd stopped with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("askd did not stop after the second SIGTERM")
+	}
+	if !strings.Contains(logs.String(), "ending the shutdown grace") {
+		t.Errorf("the second signal was not logged:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's and the test's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -5,11 +5,15 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/faultproxy"
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
@@ -116,4 +120,64 @@ func TestStatusThroughAStallMidRequest(t *testing.T) {
 		bounded(t, "getAsk with Prefer: wait=10", getAsk(h, ticket, &gen.GetAskParams{Prefer: &prefer}))
 		st.tickets.Store(-1)
 	})
+}
+
+// TestCreateWhoseOutcomeIsUnknown: a create whose store took the creation but whose reply was
+// lost after the request had given up on it (the 503 said the ask was not started) is ended at
+// once, error{interrupted}, though the store client reports only that it never had an answer:
+// the replica cannot tell a ticket it made from one it did not, so it ends what may exist.
+// Left alone, the ticket would hold its conversation (409) until its lease lapsed.
+func TestCreateWhoseOutcomeIsUnknown(t *testing.T) {
+	srv := redistest.Start(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	// No retry of the lost reply, so the creation's outcome is the client's timeout.
+	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: time.Second, MaxRetries: -1})
+	t.Cleanup(func() { _ = rc.Close() })
+	st, err := redisstore.New(t.Context(), redisstore.Options{Client: rc, Prefix: "unknown:" + rand.Text() + ":", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	type ended struct {
+		ticket string
+		e      server.End
+	}
+	ends := make(chan ended, 4)
+	h := newHarness(t, server.Options{Store: st, StoreWait: 100 * time.Millisecond,
+		Hooks: server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }}})
+	cid := h.conv(alice)
+	// One ask first, so that Redis knows the creation's script: the lost reply is then the
+	// creation's, not a NOSCRIPT's.
+	warm := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q1?")
+	_ = h.events(alice, warm)
+	if got := <-ends; got.ticket != warm {
+		t.Fatalf("ended %s first, want %s", got.ticket, warm)
+	}
+
+	const q = "How many sev1 incidents did we have in 2026-Q2? (its reply lost)"
+	p.DropReplies(1, q, faultproxy.Stall) // the creation runs; its reply never comes
+	r := h.askRaw(alice, cid, q)
+	pr := problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+	if pr.Detail == nil || !strings.Contains(*pr.Detail, "not started") {
+		t.Fatalf("503 %v: want it to say the ask was not started", pr.Detail)
+	}
+
+	// The client's read timeout is a second; the lease a minute, after which any replica's
+	// sweep would end the ticket: an end before then is the replica's own. The bound only
+	// turns a missing end into a failure.
+	select {
+	case got := <-ends:
+		if got.e.Outcome != gen.EventTypeError || got.e.Error == nil || got.e.Error.Kind != gen.ErrorKindInterrupted {
+			t.Errorf("the ticket made after its request gave up ended %+v, want error{interrupted}", got.e)
+		}
+		if _, turns, err := st.Conversation(t.Context(), cid); err != nil || len(turns) != 1 || turns[0].Outcome != gen.EventTypeError {
+			t.Errorf("the conversation's turns %+v (%v), want the late ask's, error", turns, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the ticket the store made after its request gave up was not ended within 20 s (its lease is a minute)\n%s", h.logs.String())
+	}
 }

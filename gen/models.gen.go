@@ -712,13 +712,21 @@ type Divergence struct {
 
 // DoneBody defines model for DoneBody.
 type DoneBody struct {
-	ElapsedMs   int64 `json:"elapsed_ms"`
+	ElapsedMs int64 `json:"elapsed_ms"`
+
+	// InputTokens Input tokens the counted model calls reported.
 	InputTokens int64 `json:"input_tokens"`
-	ModelCalls  int64 `json:"model_calls"`
+
+	// ModelCalls Model calls that returned (with a reply or an error) before the run ended. A call still
+	// in flight when the deadline, a cancel or a shutdown ends the run is not counted, nor
+	// its tokens: `done` is written then, not when the call comes back.
+	ModelCalls int64 `json:"model_calls"`
 
 	// Outcome The type of the terminal event before this one.
-	Outcome      DoneBodyOutcome `json:"outcome"`
-	OutputTokens int64           `json:"output_tokens"`
+	Outcome DoneBodyOutcome `json:"outcome"`
+
+	// OutputTokens Output tokens the counted model calls reported.
+	OutputTokens int64 `json:"output_tokens"`
 
 	// Steps Every tool call reported, whether or not its step event is still retained.
 	Steps int64 `json:"steps"`
@@ -731,12 +739,20 @@ type DoneBodyOutcome string
 type DoneEvent struct {
 	ConversationId string `json:"conversation_id"`
 	ElapsedMs      int64  `json:"elapsed_ms"`
-	InputTokens    int64  `json:"input_tokens"`
-	ModelCalls     int64  `json:"model_calls"`
+
+	// InputTokens Input tokens the counted model calls reported.
+	InputTokens int64 `json:"input_tokens"`
+
+	// ModelCalls Model calls that returned (with a reply or an error) before the run ended. A call still
+	// in flight when the deadline, a cancel or a shutdown ends the run is not counted, nor
+	// its tokens: `done` is written then, not when the call comes back.
+	ModelCalls int64 `json:"model_calls"`
 
 	// Outcome The type of the terminal event before this one.
-	Outcome      DoneEventOutcome `json:"outcome"`
-	OutputTokens int64            `json:"output_tokens"`
+	Outcome DoneEventOutcome `json:"outcome"`
+
+	// OutputTokens Output tokens the counted model calls reported.
+	OutputTokens int64 `json:"output_tokens"`
 
 	// Seq From 1, monotonic per ticket, no gaps at emission. The SSE `id`.
 	Seq int64 `json:"seq"`

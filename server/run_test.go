@@ -286,6 +286,28 @@ func TestRunContextDeadline(t *testing.T) {
 	})
 }
 
+// TestUsageOfACutCall: done counts the model calls that returned before the run ended (the
+// contract's model_calls): a call the deadline cuts off is reported by the runner after done
+// was written, and counts neither as a call nor by its tokens.
+func TestUsageOfACutCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{Deadline: 30 * time.Second, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, emit ask.Emitter) ask.Outcome {
+			emit.ModelCall(ask.Usage{InputTokens: 100, OutputTokens: 10}) // returned in time
+			<-ctx.Done()                                                  // the next call, cut off
+			emit.ModelCall(ask.Usage{InputTokens: 1000, OutputTokens: 0})
+			return ask.Outcome{Answer: answer("too late")}
+		})})
+		ticket := h.ask(alice, h.conv(alice), "will it fit?")
+		term, done := checkLifecycle(t, h.events(alice, ticket), gen.EventTypeError)
+		if term.Kind != string(gen.ErrorKindTimeout) {
+			t.Fatalf("error kind %q, want timeout", term.Kind)
+		}
+		if done.Model != 1 || done.In != 100 || done.Out != 10 {
+			t.Errorf("done counts %d calls, %d in, %d out; want the one call that returned: 1, 100, 10", done.Model, done.In, done.Out)
+		}
+	})
+}
+
 // TestDeadlineAlreadyPast: an ask whose deadline has passed by the time its run is set up (a
 // deadline shorter than the admission took) still gets its ticket and ends timeout, once.
 // The timer fires at once, on another goroutine, at any point of the run's set-up; fifty asks

@@ -644,11 +644,22 @@ export interface components {
              * @description Every tool call reported, whether or not its step event is still retained.
              */
             steps: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Model calls that returned (with a reply or an error) before the run ended. A call still
+             *     in flight when the deadline, a cancel or a shutdown ends the run is not counted, nor
+             *     its tokens: `done` is written then, not when the call comes back.
+             */
             model_calls: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Input tokens the counted model calls reported.
+             */
             input_tokens: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Output tokens the counted model calls reported.
+             */
             output_tokens: number;
             /** Format: int64 */
             elapsed_ms: number;

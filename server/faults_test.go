@@ -2,10 +2,14 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,7 @@ import (
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/faultproxy"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
 )
@@ -302,6 +307,89 @@ func TestRestartWhileAwayPastLease(t *testing.T) {
 	}
 	if r := b.status(bob, ticket); r.StatusCode() != http.StatusNotFound {
 		t.Errorf("another identity reads the restored ticket: %d", r.StatusCode())
+	}
+}
+
+// notFoundSignal is a replica's store that says on seen when a Ticket read found nothing.
+type notFoundSignal struct {
+	*redisstore.Store
+	seen chan struct{}
+}
+
+func (s *notFoundSignal) Ticket(ctx context.Context, id string) (store.Ticket, error) {
+	t, err := s.Store.Ticket(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		select {
+		case s.seen <- struct{}{}:
+		default:
+		}
+	}
+	return t, err
+}
+
+// TestReconnectWhileARunningAskIsRestored: Redis restarts without persistence while an ask
+// runs; a reader whose stream reconnects (Last-Event-ID) before the ask's replica has noticed
+// and re-created the ticket, ended (run.restore: at its next write or lease check), gets that
+// end, as a stream that stayed open does (follow waits for a vanished ticket), not a final 404
+// "lost: ask again" for a ticket that reappears a moment later: the Go client stops at a 404,
+// so it never learnt how the ask ended, and "a ticket whose 202 was sent never vanishes"
+// (docs/scale-out.md) did not hold for it.
+func TestReconnectWhileARunningAskIsRestored(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "reconnect:" + rand.Text() + ":"
+	mid, resume := make(chan string, 1), make(chan struct{})
+	st, p := proxiedStore(t, srv, prefix, time.Minute)
+	a := newHarness(t, server.Options{Store: st, Runner: phasedRunner(2, 1, mid, resume)})
+	ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "the run's first steps")
+	seen := a.status(alice, ticket).JSON200.LastSeq
+
+	// The runner's replica is cut off while Redis restarts empty, so it cannot notice yet.
+	p.Refuse()
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	bs := &notFoundSignal{Store: replicaStore(t, srv, prefix, time.Minute), seen: make(chan struct{}, 1)}
+	b := newHarness(t, server.Options{Store: bs})
+	type result struct {
+		status int
+		body   []byte
+	}
+	got := make(chan result, 1)
+	go func() {
+		last := strconv.FormatInt(seen, 10)
+		resp := b.stream(t.Context(), alice, ticket, &gen.StreamEventsParams{LastEventID: &last})
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		got <- result{status: resp.StatusCode, body: body}
+	}()
+	select {
+	case <-bs.seen: // the reconnect found the ticket gone
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reconnect did not read the ticket within 10s")
+	}
+	// Now the runner's replica reaches Redis again, finds its ticket gone at its next write
+	// and re-creates it, ended.
+	p.Pass()
+	close(resume)
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reconnected stream did not end within 20s")
+	}
+	if r.status != http.StatusOK {
+		t.Fatalf("a stream reconnecting while its running ask was being restored: %d, want the restored end", r.status)
+	}
+	frames := readAll(t, bytes.NewReader(r.body))
+	if n := len(frames); n < 2 || frames[n-2].Event != "error" || frames[n-1].Event != "done" {
+		t.Fatalf("the reconnected stream read %v, want it to end error, done", types(frames))
+	}
+	if e := decode(t, frames[len(frames)-2]); e.Kind != string(gen.ErrorKindInterrupted) || e.Seq <= seen {
+		t.Errorf("terminal %s at seq %d, want interrupted after seq %d (the last the reader saw)", e.Kind, e.Seq, seen)
 	}
 }
 

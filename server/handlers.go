@@ -451,12 +451,44 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 		return store.Ticket{}, err
 	}
 	if err != nil && s.lostID(ctx, id) {
-		return store.Ticket{}, errLost
+		// A shared store restarted without persistence. If the ticket was running, its
+		// replica re-creates it, ended error{interrupted}, once it notices (run.restore: at
+		// its next write or lease check, or when its notifications re-subscribe): a status
+		// or a stream's reconnection in between waits for that, as an open stream does
+		// (follow), rather than answer that it was lost for good.
+		if t, err = s.awaitRestored(ctx, id); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return store.Ticket{}, errLost
+			}
+			return store.Ticket{}, err
+		}
 	}
 	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil {
 		return store.Ticket{}, errNotFound
 	}
 	return t, nil
+}
+
+// awaitRestored reads again, storeGoneRetries times storeRetry apart (while ctx lasts), a
+// ticket of an earlier generation of a shared store, which its runner may be restoring; it
+// answers ErrNotFound when the ticket stays gone, and at once for a store in this process.
+func (s *Server) awaitRestored(ctx context.Context, id string) (store.Ticket, error) {
+	if !isShared(s.store) {
+		return store.Ticket{}, store.ErrNotFound
+	}
+	for range storeGoneRetries {
+		t := time.NewTimer(storeRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return store.Ticket{}, store.ErrNotFound
+		case <-t.C:
+		}
+		if tk, err := s.store.Ticket(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			return tk, err
+		}
+	}
+	return store.Ticket{}, store.ErrNotFound
 }
 
 // newID mints a ticket's or conversation's id for owner: kind, "_", then, with a generational

@@ -104,6 +104,17 @@ func checkProblem(t *testing.T, what string, resp *http.Response, status int) {
 		t.Errorf("%s: %d %s %q (Retry-After %q), want %d problem+json with its status, a detail and Retry-After",
 			what, resp.StatusCode, resp.Header.Get("Content-Type"), body, resp.Header.Get("Retry-After"), status)
 	}
+	checkRequestID(t, what, resp)
+}
+
+// checkRequestID checks that resp carries nginx's $request_id (32 hex digits) as X-Request-Id,
+// as the service's own answers carry theirs.
+func checkRequestID(t *testing.T, what string, resp *http.Response) {
+	t.Helper()
+	id := resp.Header.Values("X-Request-Id")
+	if len(id) != 1 || len(id[0]) != 32 || strings.Trim(id[0], "0123456789abcdef") != "" {
+		t.Errorf("%s: X-Request-Id %q, want nginx's request id", what, id)
+	}
 }
 
 // TestGatewayErrorsAreProblems: what nginx answers itself — no replica reachable, none
@@ -199,6 +210,7 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 			t.Errorf("%s: %d %s %q, want %d problem+json with its status, a title and a detail",
 				tt.what, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status)
 		}
+		checkRequestID(t, tt.what, resp)
 	}
 }
 

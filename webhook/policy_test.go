@@ -44,6 +44,9 @@ func TestCheckURL(t *testing.T) {
 		{"https://hooks.example.com/ask/x/..", false},
 		{"https://hooks.example.com/ask/..", false},
 		{"https://hooks.example.com/ask/a..b/.x/x.?q=..", true}, // dots that are not a segment
+		// The prefix is compared as written: an escaped slash is no slash to a receiver that
+		// keeps it in its segment, so /ask%2Fslack is not under /ask/.
+		{"https://hooks.example.com/ask%2Fslack", false},
 	} {
 		err := c.CheckURL(tc.url)
 		if (err == nil) != tc.ok {

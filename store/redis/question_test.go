@@ -119,6 +119,17 @@ func TestWebhookURLSealed(t *testing.T) {
 			t.Errorf("sealed %v: Redis holds the URL as %q", sealed, rawURL)
 		}
 	}
+	// Sealed to its ticket: the URL sealed for t, copied into another delivery's entry, does
+	// not open there (it would send t2's outcome to t's receiver).
+	sealedStore := newStore(t, srv, redisstore.Options{Prefix: "wu:s:", Seal: keys})
+	w2 := store.Webhook{Ticket: "t2", ID: "msg_2", URL: "https://hooks.example/other", Due: time.Now().Add(time.Minute), Expires: time.Now().Add(time.Hour)}
+	if err := sealedStore.AddWebhook(ctx, w2); err != nil {
+		t.Fatal(err)
+	}
+	rc.HSet(ctx, k0("wu:s:", "wh:t2"), "url", rc.HGet(ctx, k0("wu:s:", "wh:t"), "url").Val())
+	if got, err := sealedStore.Webhook(ctx, "t2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("t's sealed URL in t2's delivery: %q, %v, want ErrNotFound", got.URL, err)
+	}
 	other, _ := seal.ParseKeys(seal.NewKey("k2"))
 	shredded := newStore(t, srv, redisstore.Options{Prefix: "wu:s:", Seal: other})
 	if _, err := shredded.Webhook(ctx, "t"); !errors.Is(err, store.ErrNotFound) {

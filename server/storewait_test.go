@@ -28,6 +28,7 @@ type stallingStore struct {
 	*redisstore.Store
 	tickets  atomic.Int64 // Ticket calls that still answer, then each stalls; negative: none stalls
 	webhooks atomic.Bool  // Webhook calls stall
+	reads    atomic.Bool  // Read calls stall
 	owned    chan struct{}
 }
 
@@ -51,6 +52,13 @@ func (s *stallingStore) Ticket(ctx context.Context, id string) (store.Ticket, er
 		defer func() { s.owned <- struct{}{} }()
 	}
 	return s.Store.Ticket(ctx, id)
+}
+
+func (s *stallingStore) Read(ctx context.Context, id string, after int64) (store.Batch, error) {
+	if s.reads.Load() {
+		return store.Batch{}, stalled(ctx)
+	}
+	return s.Store.Read(ctx, id, after)
 }
 
 func (s *stallingStore) Webhook(ctx context.Context, ticket string) (store.Webhook, error) {
@@ -119,6 +127,18 @@ func TestStatusThroughAStallMidRequest(t *testing.T) {
 		prefer := "wait=10"
 		bounded(t, "getAsk with Prefer: wait=10", getAsk(h, ticket, &gen.GetAskParams{Prefer: &prefer}))
 		st.tickets.Store(-1)
+	})
+
+	t.Run("the log, with Prefer: wait", func(t *testing.T) {
+		st := newStallingStore(t)
+		gate := make(chan struct{})
+		defer close(gate)
+		h := newHarness(t, server.Options{Store: st, StoreWait: wait, Runner: gatedRunner(1, 0, gate)})
+		ticket := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+		st.reads.Store(true) // the ticket's read answers; the log's does not
+		prefer := "wait=10"
+		bounded(t, "getAsk with Prefer: wait=10", getAsk(h, ticket, &gen.GetAskParams{Prefer: &prefer}))
+		st.reads.Store(false)
 	})
 }
 

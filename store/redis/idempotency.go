@@ -19,8 +19,9 @@ func (k keys) idem(o store.Owner, key string) string {
 	return k.tag(k.home(o)) + "idem:" + strconv.Itoa(len(f)) + ":" + f + key
 }
 
-// beginIdem: KEYS record; ARGV fingerprint, candidate, lock_ms, ttl_ms. Re-running it with the
-// same candidate (a retried call whose reply was lost) answers "new" again.
+// beginIdem: KEYS record; ARGV fingerprint, candidate, lock_ms, ttl_ms, then other forms of the
+// fingerprint a record may hold (its tags under the seal keys that no longer seal). Re-running
+// it with the same candidate (a retried call whose reply was lost) answers "new" again.
 var beginIdem = goredis.NewScript(luaNow + `
 local now = now_ms()
 local r = redis.call('HMGET', KEYS[1], 'fp', 'state', 'id', 'lock', 'resp', 'prev')
@@ -29,7 +30,11 @@ if not r[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   return {'new', ARGV[2], ''}
 end
-if r[1] ~= ARGV[1] then return {'mismatch', '', ''} end
+local same = r[1] == ARGV[1]
+for i = 5, #ARGV do
+  if r[1] == ARGV[i] then same = true end
+end
+if not same then return {'mismatch', '', ''} end
 if r[2] == 'd' then return {'done', r[3], r[5] or ''} end
 if r[3] == ARGV[2] then return {'new', r[3], r[6] or ''} end
 if tonumber(r[4]) > now then return {'busy', r[3], ''} end
@@ -61,14 +66,27 @@ return 1
 
 var _ store.Idempotency = (*Store)(nil)
 
+// idemAD is the place an idempotency record's fingerprint is tagged for.
+var idemAD = []byte("ask/idempotency-fingerprint")
+
 // BeginIdempotent implements store.Idempotency, in one script.
 func (s *Store) BeginIdempotent(ctx context.Context, owner store.Owner, key string, b store.IdemBegin) (store.IdemResult, error) {
 	ttl := b.TTL
 	if ttl <= 0 {
 		ttl = s.ttl
 	}
-	res, err := beginIdem.Run(ctx, s.rdb, []string{s.keys.idem(owner, key)},
-		b.Fingerprint, b.Candidate, ms(b.Lock), ms(ttl)).StringSlice()
+	// The fingerprint is a hash of the request, whose body holds the question: a store that
+	// seals (the durable mode, whose Redis writes to disk) keeps a keyed tag of it instead, which
+	// no one without the key can test a guessed question against.
+	fps := []string{b.Fingerprint}
+	if s.seal != nil {
+		fps = s.seal.Tags([]byte(b.Fingerprint), idemAD)
+	}
+	args := []any{fps[0], b.Candidate, ms(b.Lock), ms(ttl)}
+	for _, fp := range fps[1:] {
+		args = append(args, fp)
+	}
+	res, err := beginIdem.Run(ctx, s.rdb, []string{s.keys.idem(owner, key)}, args...).StringSlice()
 	if err != nil {
 		return store.IdemResult{}, wrap(err)
 	}

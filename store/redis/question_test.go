@@ -136,3 +136,67 @@ func TestWebhookURLSealed(t *testing.T) {
 		t.Errorf("a URL sealed with a dropped key: %v, want ErrNotFound", err)
 	}
 }
+
+// TestIdempotencyFingerprintTaggedWhenSealed: the fingerprint of a keyed request is a hash of
+// its body, which holds the question; a sealing store (whose Redis writes to disk) keeps a keyed
+// tag of it, so the file lets no one test a guessed question against it, and a retry still
+// matches, across a rotation of the seal keys too. Found by a black-box audit, which read the
+// bare SHA-256 from the durable Redis's AOF.
+func TestIdempotencyFingerprintTaggedWhenSealed(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	k1, k2 := seal.NewKey("k1"), seal.NewKey("k2")
+	before, err := seal.ParseKeys(k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := seal.ParseKeys(k2 + "," + k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fp = "fp-zq-canary-0123456789abcdef"
+	begin := func(s *redisstore.Store, fingerprint, candidate string) store.IdemState {
+		t.Helper()
+		res, err := s.BeginIdempotent(ctx, storetest.Alice, "key-1", store.IdemBegin{Fingerprint: fingerprint, Candidate: candidate, Lock: time.Minute, TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.State
+	}
+	rawFP := func(prefix string) string {
+		t.Helper()
+		ks := rc.Keys(ctx, "{"+prefix+"*idem:*").Val()
+		if len(ks) != 1 {
+			t.Fatalf("idempotency records under %s: %v", prefix, ks)
+		}
+		return rc.HGet(ctx, ks[0], "fp").Val()
+	}
+	for _, sealed := range []bool{false, true} {
+		o := redisstore.Options{Prefix: "if:" + strings.Repeat("s", btoi(sealed)) + ":"}
+		if sealed {
+			o.Seal = before
+		}
+		s := newStore(t, srv, o)
+		if got := begin(s, fp, "t1"); got != store.IdemNew {
+			t.Fatalf("sealed %v: first begin %v, want new", sealed, got)
+		}
+		if got := rawFP(o.Prefix); sealed == strings.Contains(got, "zq-canary") {
+			t.Errorf("sealed %v: Redis holds the fingerprint as %q", sealed, got)
+		}
+		if got := begin(s, fp, "t2"); got != store.IdemBusy {
+			t.Errorf("sealed %v: the same request again: %v, want busy", sealed, got)
+		}
+		if got := begin(s, fp+"x", "t3"); got != store.IdemMismatch {
+			t.Errorf("sealed %v: another request: %v, want mismatch", sealed, got)
+		}
+	}
+	// The seal keys rotated (a new key first): the record tagged before is still recognised.
+	s := newStore(t, srv, redisstore.Options{Prefix: "if:s:", Seal: rotated})
+	if got := begin(s, fp, "t4"); got != store.IdemBusy {
+		t.Errorf("after a rotation, the same request: %v, want busy", got)
+	}
+	if got := begin(s, fp+"x", "t5"); got != store.IdemMismatch {
+		t.Errorf("after a rotation, another request: %v, want mismatch", got)
+	}
+}

@@ -15,8 +15,11 @@ package seal
 
 import (
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,12 +45,13 @@ var (
 type Keys struct {
 	ids   []string
 	aeads map[string]cipher.AEAD
+	tags  map[string][]byte // each key's tag key (Tags), derived from it
 }
 
 // ParseKeys reads "kid1:base64key,kid2:base64key": ids of letters, digits, '-' or '_' (at most
 // 32), keys of 32 bytes in standard or URL base64, padded or not. Errors never echo a key.
 func ParseKeys(s string) (*Keys, error) {
-	k := &Keys{aeads: map[string]cipher.AEAD{}}
+	k := &Keys{aeads: map[string]cipher.AEAD{}, tags: map[string][]byte{}}
 	for i, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		kid, b64, ok := strings.Cut(part, ":")
@@ -67,6 +71,7 @@ func ParseKeys(s string) (*Keys, error) {
 		}
 		k.ids = append(k.ids, kid)
 		k.aeads[kid] = aead
+		k.tags[kid] = derive(key, "ask/seal/tag/v1")
 	}
 	return k, nil
 }
@@ -139,6 +144,33 @@ func (k *Keys) Open(sealed, ad []byte) ([]byte, error) {
 		return nil, ErrCorrupt
 	}
 	return plain, nil
+}
+
+// Tags are keyed digests of msg for the place ad names, one per configured key, the sealing
+// key's first. The same msg and ad always give the same tags, so a value can be recognised
+// again without being kept (an Idempotency-Key's request, whose body holds the question); and
+// unlike a plain hash, a tag at rest does not let anyone without the key test a guess of msg.
+// The other keys' tags recognise a value tagged before a rotation.
+func (k *Keys) Tags(msg, ad []byte) []string {
+	out := make([]string, 0, len(k.ids))
+	for _, kid := range k.ids {
+		m := hmac.New(sha256.New, k.tags[kid])
+		m.Write(binary.BigEndian.AppendUint32(nil, uint32(len(ad))))
+		m.Write(ad)
+		m.Write(msg)
+		out = append(out, tagPrefix+kid+":"+base64.RawURLEncoding.EncodeToString(m.Sum(nil)))
+	}
+	return out
+}
+
+// tagPrefix starts every tag: "tag:v1:<kid>:<base64url(HMAC-SHA256)>".
+const tagPrefix = "tag:v1:"
+
+// derive is a key for one use of key, so the AEAD key itself is never a MAC key.
+func derive(key []byte, use string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(use))
+	return m.Sum(nil)
 }
 
 // IsSealed reports whether b is in the sealed format.

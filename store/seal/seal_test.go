@@ -3,6 +3,7 @@ package seal_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,5 +79,40 @@ func TestParseKeysRefuses(t *testing.T) {
 	}
 	if _, err := seal.ParseKeys(" a:" + key + " , b:" + strings.TrimRight(key, "=") + " "); err != nil {
 		t.Errorf("spaces and unpadded base64: %v", err)
+	}
+}
+
+func TestTags(t *testing.T) {
+	k1, k2 := seal.NewKey("k1"), seal.NewKey("k2")
+	one, err := seal.ParseKeys(k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := seal.ParseKeys(k2 + "," + k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := seal.ParseKeys(seal.NewKey("k1"))
+	msg, ad := []byte("how many sev1 incidents?"), []byte("place")
+	a := one.Tags(msg, ad)
+	if len(a) != 1 || !slices.Equal(one.Tags(msg, ad), a) {
+		t.Fatalf("tags %v, then %v: want one, the same each time", a, one.Tags(msg, ad))
+	}
+	if strings.Contains(a[0], "sev1") {
+		t.Errorf("the tag holds the message: %q", a[0])
+	}
+	for name, b := range map[string][]string{
+		"another message":         one.Tags([]byte("how many sev2 incidents?"), ad),
+		"another place":           one.Tags(msg, []byte("elsewhere")),
+		"the place moved into ad": one.Tags([]byte("sev1 incidents?"), []byte("placehow many ")),
+		"another key, same id":    other.Tags(msg, ad),
+	} {
+		if b[0] == a[0] {
+			t.Errorf("%s: the same tag %q", name, b[0])
+		}
+	}
+	r := rotated.Tags(msg, ad)
+	if len(r) != 2 || r[1] != a[0] || r[0] == a[0] {
+		t.Errorf("after a rotation: %v, want the new key's tag, then the old one's %q", r, a[0])
 	}
 }

@@ -2,10 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +20,9 @@ type Options struct {
 	// Token supplies the bearer for every request. Nil sends no Authorization header.
 	Token TokenSource
 	// HTTPClient performs the requests. Nil means a plain *http.Client. Do not give it an overall
-	// Timeout: it would cut event streams, which stay open for as long as a run lasts.
+	// Timeout: it would cut event streams, which stay open for as long as a run lasts. A
+	// redirect to another origin is not followed (see sameOrigin), unless an *http.Client given
+	// here has a CheckRedirect of its own; another Doer follows its own policy.
 	HTTPClient gen.HttpRequestDoer
 	// Logger receives reconnects and other recoverable trouble. Nil discards.
 	Logger *slog.Logger
@@ -88,8 +93,15 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: base URL must be an absolute http(s) URL, got %q", baseURL)
 	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{}
+	switch hc := opts.HTTPClient.(type) {
+	case nil:
+		opts.HTTPClient = &http.Client{CheckRedirect: sameOrigin}
+	case *http.Client:
+		if hc.CheckRedirect == nil {
+			own := *hc
+			own.CheckRedirect = sameOrigin
+			opts.HTTPClient = &own
+		}
 	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = 45 * time.Second
@@ -117,6 +129,36 @@ func New(baseURL string, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	return &Client{raw: raw, api: &gen.ClientWithResponses{ClientInterface: raw}, opts: opts, log: log}, nil
+}
+
+// sameOrigin is the redirect policy of the client's *http.Client: a redirect within the
+// service's origin (scheme, host and port) is followed, as net/http would; one anywhere else is
+// not, and its 3xx is the answer (an APIError). net/http would follow it carrying the
+// Authorization header whenever the target's host is the service's or a subdomain of it —
+// another port, or http after https — and a 307 or 308 sends the body again: a createAsk's,
+// the question.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("client: stopped after 10 redirects")
+	}
+	if originOf(req.URL) != originOf(via[0].URL) {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// originOf is u's scheme, host and port, the port made explicit.
+func originOf(u *url.URL) string {
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // bearer sets the Authorization header from ts on every request.

@@ -201,3 +201,67 @@ func TestCreateWhoseOutcomeIsUnknown(t *testing.T) {
 		t.Fatalf("the ticket the store made after its request gave up was not ended within 20 s (its lease is a minute)\n%s", h.logs.String())
 	}
 }
+
+// TestCreateFailedWithItsOutcomeUnknown: a create whose store client gives up on the creation's
+// reply before StoreWait (its read timed out, no retry left) cannot tell whether Redis ran the
+// script; the request answers 503 "not started" and the replica ends what may exist at once,
+// error{interrupted}, as for a creation still pending at StoreWait
+// (TestCreateWhoseOutcomeIsUnknown). Answered "retry shortly" and left alone, the ticket would
+// hold its conversation (409) until its lease lapsed.
+func TestCreateFailedWithItsOutcomeUnknown(t *testing.T) {
+	srv := redistest.Start(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	// A read timeout well inside StoreWait, and no retry: the client's own error is the answer.
+	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = rc.Close() })
+	st, err := redisstore.New(t.Context(), redisstore.Options{Client: rc, Prefix: "failed:" + rand.Text() + ":", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	type ended struct {
+		ticket string
+		e      server.End
+	}
+	ends := make(chan ended, 4)
+	h := newHarness(t, server.Options{Store: st, StoreWait: 5 * time.Second,
+		Hooks: server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }}})
+	cid := h.conv(alice)
+	warm := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q1?") // Redis learns the script
+	_ = h.events(alice, warm)
+	if got := <-ends; got.ticket != warm {
+		t.Fatalf("ended %s first, want %s", got.ticket, warm)
+	}
+
+	const q = "How many sev1 incidents did we have in 2026-Q2? (its reply lost, no retry)"
+	p.DropReplies(1, q, faultproxy.Stall)
+	start := time.Now()
+	r := h.askRaw(alice, cid, q)
+	took := time.Since(start)
+	pr := problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+	if pr.Detail == nil || !strings.Contains(*pr.Detail, "not started") {
+		t.Errorf("503 %s: want it to say the ask was not started", r.Body)
+	}
+	if took >= 5*time.Second {
+		t.Errorf("the create answered after %v: the client's error came first, not StoreWait", took)
+	}
+	select {
+	case got := <-ends:
+		if got.e.Outcome != gen.EventTypeError || got.e.Error == nil || got.e.Error.Kind != gen.ErrorKindInterrupted {
+			t.Errorf("the ticket whose creation failed unseen ended %+v, want error{interrupted}", got.e)
+		}
+		if _, turns, err := st.Conversation(t.Context(), cid); err != nil || len(turns) != 1 || turns[0].Outcome != gen.EventTypeError {
+			t.Errorf("the conversation's turns %+v (%v), want the failed ask's, error", turns, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the ticket Redis made while its client gave up was not ended within 20 s (its lease is a minute)\n%s", h.logs.String())
+	}
+	// The conversation takes the next ask at once.
+	if r := h.askRaw(alice, cid, "How many sev1 incidents did we have in 2026-Q3?"); r.StatusCode() != http.StatusAccepted {
+		t.Errorf("the next ask in the conversation: %d %s", r.StatusCode(), r.Body)
+	}
+}

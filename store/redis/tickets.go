@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -50,10 +51,10 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 	w, made := s.hub.beforeCreate(nt.ID)
 	cmd, f, queued := send(ctx, s.writes, c)
 	if !queued {
-		return s.created(nt, w, made, noScript(ctx, s.writes, createTicket, c, cmd))
+		return s.createdNow(nt, w, made, noScript(ctx, s.writes, createTicket, c, cmd))
 	}
 	if err := f.WaitContext(ctx); err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
-		return s.created(nt, w, made, noScript(ctx, s.writes, createTicket, c, cmd))
+		return s.createdNow(nt, w, made, noScript(ctx, s.writes, createTicket, c, cmd))
 	}
 	// The caller stopped waiting, and the call, on its way to Redis (the autopipeline does not
 	// see a call's context once it is queued), cannot be taken back: it runs to the store's
@@ -75,6 +76,38 @@ func (s *Store) CreateTicket(ctx context.Context, nt store.NewTicket, limits sto
 			return ctx.Err()
 		}
 	}}
+}
+
+// createdNow is created for a reply the caller waited for. A call that failed without Redis's
+// answer (its reply lost or timed out, no retry left: see outcomeUnknown) may have created the
+// ticket all the same, which nobody would run or end before its lease lapsed; it is answered as
+// a creation still pending whose outcome is unknown (a PendingError whose Outcome is the
+// failure, ErrUnavailable), so that the caller ends whatever was made, as it does for a
+// creation it stopped waiting for.
+func (s *Store) createdNow(nt store.NewTicket, w *endWatch, made bool, cmd *goredis.Cmd) ([]ask.Turn, error) {
+	turns, err := s.created(nt, w, made, cmd)
+	if err != nil && outcomeUnknown(cmd.Err()) {
+		return nil, &store.PendingError{Outcome: func(context.Context) error { return err }}
+	}
+	return turns, err
+}
+
+// outcomeUnknown reports whether a script call that failed may have run all the same: not when
+// Redis answered (an error reply: it refused the call, which then wrote nothing), nor when the
+// call never left (no connection could be made or had from the pool, the client closed).
+func outcomeUnknown(err error) bool {
+	if err == nil {
+		return false
+	}
+	var reply goredis.Error
+	var op *net.OpError
+	switch {
+	case errors.As(err, &reply),
+		errors.As(err, &op) && op.Op == "dial",
+		errors.Is(err, goredis.ErrClosed), errors.Is(err, goredis.ErrPoolTimeout), errors.Is(err, goredis.ErrPoolExhausted):
+		return false
+	}
+	return true
 }
 
 // created is CreateTicket's answer from the creation script's reply.

@@ -11,6 +11,10 @@ an answer with its caveats and what it rests on, an abstention, a refusal, or an
 is minted for --as (default alice) from the development identity provider at --idp ($ASK_IDP,
 default http://127.0.0.1:8090), which answers loopback callers only. Progress goes to stderr,
 the outcome to stdout. Exit status: 0 answer, 2 abstention, 3 refusal, 4 error, 1 anything else.
+
+A create (a conversation, an ask) carries an Idempotency-Key, the same on every attempt, and is
+retried after what a retry can cure: a lost connection, a 502/503/504, or the 409 of an earlier
+attempt with the same key still in progress. Each retry is said on stderr, never silently.
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ import json
 import os
 import random
 import re
+import secrets
+import socket
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 OUTCOMES = ("answer", "abstention", "refusal", "error")
@@ -34,16 +41,71 @@ OUTCOMES = ("answer", "abstention", "refusal", "error")
 
 class APIError(Exception):
     """The service refused a call: its HTTP status and RFC 9457 problem, whose detail and
-    violations the message says."""
+    violations the message says. retry_after is the Retry-After it asked for (a 429, a 503, the
+    409 of an Idempotency-Key in progress), in seconds, or 0."""
 
-    def __init__(self, operation: str, status: int, problem: dict):
-        self.operation, self.status, self.problem = operation, status, problem
+    def __init__(self, operation: str, status: int, problem: dict, retry_after: float = 0.0):
+        if not isinstance(problem, dict):
+            problem = {}  # a body that is JSON but not a problem (a gateway's, say)
+        self.operation, self.status, self.problem, self.retry_after = operation, status, problem, retry_after
         detail = problem.get("detail") or problem.get("title") or ""
         # A 400's violations (`errors`) say what to change; the detail alone often does not.
         violations = problem.get("errors")
         if isinstance(violations, list) and violations:
             detail += f" ({'; '.join(str(v) for v in violations)})"
         super().__init__(f"{operation}: HTTP {status}" + (f": {detail}" if detail else ""))
+
+    @property
+    def running_ticket(self) -> str:
+        """For a 409, the ticket already running in the conversation ("" when none is named)."""
+        return str(self.problem.get("ticket") or "")
+
+
+class ProtocolError(Exception):
+    """The service answered something this client cannot read as the contract (an event whose data
+    is not JSON, a stream that is not text/event-stream). Final: a retry would read the same."""
+
+
+class NothingListening(ConnectionError):
+    """A connection was refused (or the host name did not resolve) before the service had ever
+    answered this client: a wrong URL or a stopped service, not a blip worth retrying."""
+
+
+# The problem type of a 409 for an Idempotency-Key whose first request is still in progress.
+PROBLEM_IDEMPOTENCY_IN_PROGRESS = "urn:ask:problem:idempotency-key-in-progress"
+
+
+def _transient(status: int) -> bool:
+    """Whether an event stream refused with this status may be resumed: a 408, a 429, or a 5xx
+    but 501 and 505 (which say the server does not do what was asked), as the Go client."""
+    return status in (408, 429) or (status >= 500 and status not in (501, 505))
+
+
+def _retryable(e: APIError) -> bool:
+    """Whether a refused call is retried: a 502, 503 or 504 (a gateway or a replica going away),
+    or a 409 saying an earlier attempt with the same Idempotency-Key is still in progress. A 429
+    is not: the identity has too many asks in flight, and the caller decides (retry_after)."""
+    return e.status in (502, 503, 504) or (e.status == 409 and e.problem.get("type") == PROBLEM_IDEMPOTENCY_IN_PROGRESS)
+
+
+@dataclass
+class Retry:
+    """How a call (create, status, cancel) is retried: attempts in all (1: no retry), and a
+    backoff from initial seconds, doubled per attempt with full jitter, capped at maximum, and
+    never shorter than the service's Retry-After. The Go client's defaults."""
+
+    attempts: int = 8
+    initial: float = 0.25
+    maximum: float = 5.0
+
+
+def _say_retry(operation: str, attempt: int, delay: float, cause: BaseException) -> None:
+    print(f"ask_client: {operation}: retrying (attempt {attempt}) in {delay:.2f} s: {cause}", file=sys.stderr)
+
+
+def _idempotency_key() -> str:
+    """A fresh Idempotency-Key, as the IETF draft's Structured Field string."""
+    return f'"{secrets.token_hex(16)}"'
 
 
 def mint_dev_token(idp_url: str, oid: str) -> str:
@@ -68,38 +130,80 @@ _opener = urllib.request.build_opener(_NoRedirect)
 
 class AskClient:
     """The service's calls as one identity. Each call is independent; not for concurrent use
-    of one EventStream."""
+    of one EventStream.
 
-    def __init__(self, base_url: str, token: str, timeout: float = 30.0):
+    Calls are retried as Retry says (see _retryable), each retry told to on_retry (default: a
+    line on stderr); sleep is the wait between attempts (tests pass a fake clock). A connection
+    refused, or a host name that does not resolve, before the service has ever answered this
+    client is final at once: nothing is listening at the URL, and eight retries would only hide
+    that. Once the service has answered, a refusal is a restart in progress and is retried."""
+
+    def __init__(self, base_url: str, token: str, timeout: float = 30.0, retry: Retry | None = None,
+                 on_retry: Callable[[str, int, float, BaseException], None] = _say_retry,
+                 sleep: Callable[[float], None] = time.sleep):
         self.base = urllib.parse.urlsplit(base_url.rstrip("/"))
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.retry = retry or Retry()
+        self.on_retry = on_retry
+        self.sleep = sleep
+        self.reached = False  # the service has answered this client once
 
-    def _call(self, operation: str, method: str, path: str, body: dict | None = None) -> dict:
+    def _once(self, operation: str, method: str, path: str, body: dict | None, headers: dict[str, str]) -> dict:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.base_url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
         req.add_header("Accept", "application/json")
         if data is not None:
             req.add_header("Content-Type", "application/json")
+        for name, value in headers.items():
+            req.add_header(name, value)
         try:
             with _opener.open(req, timeout=self.timeout) as resp:
+                self.reached = True
                 return json.load(resp)
         except urllib.error.HTTPError as e:
+            self.reached = True
             try:
                 problem = json.load(e)
             except ValueError:
                 problem = {}
-            raise APIError(operation, e.code, problem) from None
+            raise APIError(operation, e.code, problem, _retry_after(e.headers.get("Retry-After"))) from None
+
+    def _call(self, operation: str, method: str, path: str, body: dict | None = None, create: bool = False) -> dict:
+        # One key for every attempt of a create: a retry answers the same conversation or ticket.
+        headers = {"Idempotency-Key": _idempotency_key()} if create else {}
+        for attempt in range(1, self.retry.attempts + 1):
+            floor = 0.0
+            try:
+                return self._once(operation, method, path, body, headers)
+            except APIError as e:
+                if not _retryable(e):
+                    raise
+                cause, floor = e, e.retry_after
+            except (OSError, http.client.HTTPException) as e:
+                reason = e.reason if isinstance(e, urllib.error.URLError) else e
+                if not self.reached and isinstance(reason, (ConnectionRefusedError, socket.gaierror)):
+                    said = "no such host for" if isinstance(reason, socket.gaierror) else "nothing is listening at"
+                    raise NothingListening(f"{operation}: {said} {self.base_url} ({reason})") from None
+                cause = e  # the connection failed or was reset, or no answer came in time
+            if attempt >= self.retry.attempts:
+                raise cause
+            delay = max(random.uniform(0, min(self.retry.initial * 2 ** (attempt - 1), self.retry.maximum)), floor)
+            self.on_retry(operation, attempt + 1, delay, cause)
+            self.sleep(delay)
+        raise AssertionError("unreachable")
 
     def create_conversation(self) -> dict:
-        return self._call("createConversation", "POST", "/v1/conversations", {})
+        """Opens a conversation. Retried with one Idempotency-Key: a retry answers the same one."""
+        return self._call("createConversation", "POST", "/v1/conversations", {}, create=True)
 
     def ask(self, conversation_id: str, question: str) -> dict:
-        """Returns the ticket, which arrives before any work runs."""
+        """Returns the ticket, which arrives before any work runs. Retried with one
+        Idempotency-Key: a retry answers the same ticket, never a second ask."""
         cid = urllib.parse.quote(conversation_id, safe="")
-        return self._call("createAsk", "POST", f"/v1/conversations/{cid}/asks", {"question": question})
+        return self._call("createAsk", "POST", f"/v1/conversations/{cid}/asks", {"question": question}, create=True)
 
     def status(self, ticket: str) -> dict:
         return self._call("getAsk", "GET", f"/v1/asks/{urllib.parse.quote(ticket, safe='')}")
@@ -115,11 +219,14 @@ class AskClient:
 class EventStream:
     """A ticket's events, in order, each once, until done.
 
-    A connection that drops, fails or ends before done is resumed with Last-Event-ID after a
-    short backoff with jitter; the budget of attempts is reset whenever an event arrives. The
-    server's SSE `retry:` and the Retry-After of a 429 or 503 raise that wait, never beyond
-    max_wait seconds (so a server cannot park the client). A 400, 401 or 404 is final (APIError). `last_event_ids` records the Last-Event-ID sent on each
-    connection ("" for none).
+    A connection that drops, fails or ends before done, or that is refused transiently (a 408,
+    a 429, a 5xx but 501 and 505), is resumed with Last-Event-ID after a short backoff with
+    jitter; the budget of attempts is reset whenever an event arrives. The server's SSE `retry:`
+    and a Retry-After raise that wait, never beyond max_wait seconds (so a server cannot park the
+    client). Any other refusal (a 400, 401, 404) is final (APIError); so is an answer that is not
+    the contract's (ProtocolError), and a connection refused before the service has ever answered
+    the client (NothingListening: nothing is listening at the URL). `last_event_ids` records the
+    Last-Event-ID sent on each connection ("" for none).
     """
 
     def __init__(self, client: AskClient, ticket: str, after: int = 0, attempts: int = 8, max_wait: float = 5.0):
@@ -147,8 +254,16 @@ class EventStream:
             headers["Last-Event-ID"] = self.last_id
         self.last_event_ids.append(self.last_id)
         path = f"{base.path}/v1/asks/{urllib.parse.quote(self.ticket, safe='')}/events"
-        self._conn.request("GET", path, headers=headers)
-        return self._conn.getresponse()
+        try:
+            self._conn.request("GET", path, headers=headers)
+        except (ConnectionRefusedError, socket.gaierror) as e:
+            if not self.client.reached:
+                said = "no such host for" if isinstance(e, socket.gaierror) else "nothing is listening at"
+                raise NothingListening(f"streamEvents: {said} {self.client.base_url} ({e})") from None
+            raise
+        resp = self._conn.getresponse()
+        self.client.reached = True
+        return resp
 
     def __iter__(self) -> Iterator[dict]:
         failures = 0
@@ -161,9 +276,12 @@ class EventStream:
                         problem = json.loads(resp.read() or b"{}")
                     except ValueError:
                         problem = {}
-                    if resp.status not in (429, 502, 503, 504):
-                        raise APIError("streamEvents", resp.status, problem)
-                    floor = max(floor, _retry_after(resp.getheader("Retry-After")))
+                    err = APIError("streamEvents", resp.status, problem, _retry_after(resp.getheader("Retry-After")))
+                    if not _transient(resp.status):
+                        raise err
+                    floor = max(floor, err.retry_after)
+                elif resp.getheader("Content-Type", "").split(";")[0].strip().lower() != "text/event-stream":
+                    raise ProtocolError(f"event stream for {self.ticket}: the response is not text/event-stream")
                 else:
                     def said_retry(ms: int) -> None:
                         nonlocal floor
@@ -171,14 +289,21 @@ class EventStream:
                     for frame_id, data in _frames(resp, said_retry):
                         if frame_id:
                             self.last_id = frame_id
-                        event = json.loads(data)
-                        if event["seq"] <= self.last_seq:
+                        try:
+                            event = json.loads(data)
+                            seq, kind = event["seq"], event["type"]
+                        except (ValueError, TypeError, KeyError):
+                            # Never quote the data: the accepted event's holds the question.
+                            raise ProtocolError(f"event {frame_id or '(no id)'} of ticket {self.ticket} is not an event") from None
+                        if seq <= self.last_seq:
                             continue  # replayed after a resume: already delivered
-                        self.last_seq = event["seq"]
+                        self.last_seq = seq
                         failures = 0
                         yield event
-                        if event["type"] == "done":
+                        if kind == "done":
                             return
+            except NothingListening:
+                raise
             except (OSError, ValueError, http.client.HTTPException):
                 pass  # a dropped or failed connection: resume below
             finally:
@@ -187,7 +312,7 @@ class EventStream:
             if failures > self.attempts:
                 raise ConnectionError(f"event stream for {self.ticket}: no progress after {self.attempts} reconnects")
             backoff = random.uniform(0, min(0.1 * 2 ** failures, self.max_wait))
-            time.sleep(min(max(backoff, floor), self.max_wait))
+            self.client.sleep(min(max(backoff, floor), self.max_wait))
 
 
 def _retry_after(value: str | None) -> float:
@@ -336,7 +461,8 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
     args = ap.parse_args(argv)
     try:
         token = args.token or mint_dev_token(args.idp, args.oid)
-        client = AskClient(args.url, token)
+        client = AskClient(args.url, token, on_retry=lambda op, n, delay, cause: print(
+            f"ask_client: {op}: retrying (attempt {n}) in {delay:.2f} s: {printable(str(cause), True)}", file=stderr))
         conversation = client.create_conversation()
         ticket = client.ask(conversation["id"], " ".join(args.question))
         try:
@@ -344,7 +470,7 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
         except KeyboardInterrupt:
             client.cancel(ticket["ticket"])  # the person has gone: stop spending their quota
             raise
-    except (APIError, OSError, RuntimeError) as e:
+    except (APIError, ProtocolError, OSError, RuntimeError) as e:
         print(f"ask_client: {printable(str(e))}", file=stderr)
         return 1
     print(printable(describe_outcome(outcome)), file=stdout)

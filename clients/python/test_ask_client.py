@@ -20,6 +20,9 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import ask_client
 
@@ -162,6 +165,156 @@ class FakeStreamTest(unittest.TestCase):
         self.assertEqual(seen, [], "the bearer went to the redirect's target")
 
 
+def scripted(replies: list, seen: list):
+    """A handler answering each request with the next of replies, then 201 with a conversation;
+    it records (method, path, headers) of every request in seen. A reply is (status, headers,
+    body), or None to close the connection without answering (a reset, a lost reply)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def reply(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            seen.append((self.command, self.path, dict(self.headers)))
+            r = replies[len(seen) - 1] if len(seen) <= len(replies) else (201, {}, {"id": "c_1", "created_at": "2026-12-04T20:00:00Z"})
+            if r is None:
+                self.close_connection = True
+                return
+            status, headers, body = r
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            self.send_response(status)
+            headers = {"Content-Type": "application/problem+json" if status >= 400 else "application/json", **headers}
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = reply
+
+    return Handler
+
+
+def problem(status: int, **extra) -> dict:
+    return {"type": "about:blank", "title": "x", "status": status, **extra}
+
+
+IN_PROGRESS = problem(409, type=ask_client.PROBLEM_IDEMPOTENCY_IN_PROGRESS)
+
+
+class RetryTest(unittest.TestCase):
+    """Calls against scripted local servers: which failures a create retries, with what key, wait
+    and budget (the Go client's rules); the waits go to a fake clock, never slept."""
+
+    serve = FakeStreamTest.serve
+
+    def client(self, url: str, **kw) -> tuple[ask_client.AskClient, list[float], list[str]]:
+        waits: list[float] = []
+        said: list[str] = []
+        c = ask_client.AskClient(url, "t", sleep=waits.append,
+                                 on_retry=lambda op, n, d, cause: said.append(f"{op}#{n}"), **kw)
+        return c, waits, said
+
+    def test_transient_failures_are_retried_with_one_key(self):
+        seen: list = []
+        replies = [(502, {}, problem(502)), (503, {"Retry-After": "2"}, problem(503)), None,
+                   (504, {}, b"<html>gateway</html>"), (409, {"Retry-After": "1"}, IN_PROGRESS)]
+        c, waits, said = self.client(self.serve(scripted(replies, seen)))
+        self.assertEqual(c.create_conversation()["id"], "c_1")
+        self.assertEqual(len(seen), 6)
+        keys = [h.get("Idempotency-Key") for _, _, h in seen]
+        self.assertRegex(keys[0], r'^"[0-9a-f]{32}"$', "an sf-string key")
+        self.assertEqual(set(keys), {keys[0]}, "one key on every attempt")
+        self.assertEqual(said, [f"createConversation#{n}" for n in range(2, 7)], "every retry is said")
+        self.assertGreaterEqual(waits[1], 2.0, "never sooner than Retry-After")
+        self.assertGreaterEqual(waits[4], 1.0, "the in-progress 409's Retry-After")
+        self.assertTrue(all(0 <= w <= 5.0 for w in waits[:1] + waits[2:4]), waits)
+
+    def test_an_ask_is_retried_with_one_key_and_a_fresh_key_per_ask(self):
+        seen: list = []
+        c, _, _ = self.client(self.serve(scripted([None], seen)))
+        c.ask("c_1", SEV1)
+        c.ask("c_1", SEV1)
+        keys = [h.get("Idempotency-Key") for _, _, h in seen]
+        self.assertEqual(len(keys), 3)
+        self.assertEqual(keys[0], keys[1], "the retry sends the first attempt's key")
+        self.assertNotEqual(keys[1], keys[2], "another ask, another key")
+
+    def test_refusals_are_not_retried(self):
+        for status, body, headers in [(400, problem(400), {}), (401, problem(401), {}), (404, problem(404), {}),
+                                      (409, problem(409, ticket="t_running"), {}), (422, problem(422), {}),
+                                      (429, problem(429), {"Retry-After": "7"}), (500, problem(500), {})]:
+            seen: list = []
+            c, waits, _ = self.client(self.serve(scripted([(status, headers, body)], seen)))
+            with self.assertRaises(ask_client.APIError) as caught:
+                c.ask("c_1", SEV1)
+            self.assertEqual((caught.exception.status, len(seen), waits), (status, 1, []), f"status {status}")
+            if status == 429:
+                self.assertEqual(caught.exception.retry_after, 7.0, "a 429 carries its Retry-After for the caller")
+            if status == 409:
+                self.assertEqual(caught.exception.running_ticket, "t_running")
+
+    def test_the_budget_ends_with_the_last_refusal(self):
+        seen: list = []
+        c, waits, _ = self.client(self.serve(scripted([(503, {}, problem(503))] * 3, seen)), retry=ask_client.Retry(attempts=3))
+        with self.assertRaises(ask_client.APIError) as caught:
+            c.create_conversation()
+        self.assertEqual((caught.exception.status, len(seen), len(waits)), (503, 3, 2))
+
+    def test_nothing_listening_is_final_at_once(self):
+        port = closed_port()
+        c, waits, said = self.client(f"http://127.0.0.1:{port}/ask")
+        with self.assertRaises(ask_client.NothingListening) as caught:
+            c.create_conversation()
+        self.assertIn(f"nothing is listening at http://127.0.0.1:{port}/ask", str(caught.exception))
+        self.assertEqual((waits, said), ([], []), "not retried")
+        with self.assertRaises(ask_client.NothingListening):
+            list(c.events("t_1"))
+        self.assertEqual(waits, [], "nor is the stream")
+
+    def test_a_refusal_once_the_service_answered_is_a_restart(self):
+        port = closed_port()
+        c, waits, said = self.client(f"http://127.0.0.1:{port}/ask", retry=ask_client.Retry(attempts=2))
+        c.reached = True
+        with self.assertRaises(OSError):
+            c.create_conversation()
+        self.assertEqual(said, ["createConversation#2"], "retried")
+
+    def test_the_stream_resumes_after_a_5xx_and_stops_at_401_and_404(self):
+        events = [{"seq": 1, "type": "error", "kind": "internal", "message": "m"}, {"seq": 2, "type": "done"}]
+        sse = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+        seen: list = []
+        c, waits, _ = self.client(self.serve(scripted([(500, {}, problem(500)), (200, {"Content-Type": "text/event-stream"}, sse)], seen)))
+        outcome, _ = ask_client.follow(c.events("t_1"))
+        self.assertEqual((outcome["kind"], len(seen), len(waits)), ("internal", 2, 1))
+        for status in (401, 404):
+            seen = []
+            c, waits, _ = self.client(self.serve(scripted([(status, {}, problem(status, detail="no such ticket"))], seen)))
+            with self.assertRaises(ask_client.APIError) as caught:
+                list(c.events("t_1"))
+            self.assertEqual((caught.exception.status, len(seen), waits), (status, 1, []))
+            self.assertIn("no such ticket", str(caught.exception))
+
+    def test_an_event_that_is_not_json_is_final_and_never_quoted(self):
+        sse = b'id: 1\ndata: {"seq":1,"type":"accepted","question":zq-frame-secret}\n\n'
+        seen: list = []
+        c, waits, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, sse)], seen)))
+        with self.assertRaises(ask_client.ProtocolError) as caught:
+            list(c.events("t_1"))
+        self.assertNotIn("zq-frame-secret", str(caught.exception))
+        self.assertEqual((len(seen), waits), (1, []), "not resumed")
+
+
+def closed_port() -> int:
+    """A port on loopback that nothing listens on: one just closed."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class AskClientTest(unittest.TestCase):
     def assert_well_formed(self, events: list[dict]) -> None:
         self.assertEqual([e["seq"] for e in events], list(range(1, len(events) + 1)), "no gap, no duplicate")
@@ -236,6 +389,53 @@ class AskClientTest(unittest.TestCase):
         self.assertEqual(out, "")
         self.assertIn("createAsk: HTTP 400: the request does not satisfy the API description", err)
         self.assertIn("(body/question: maximum string length is 4000)", err, "the violation says what to change")
+
+    def test_a_lost_reply_is_retried_and_answers_the_same_ticket(self):
+        # A proxy in front of the service loses the reply to the first ask, after the service
+        # has made the ticket: the retry, with the same Idempotency-Key, gets that ticket back.
+        target = urllib.parse.urlsplit(os.environ["ASK_URL"])
+        lost: list[str] = []
+
+        class LosingProxy(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {k: self.headers[k] for k in ("Authorization", "Content-Type", "Accept", "Idempotency-Key") if self.headers[k]}
+                req = urllib.request.Request(f"{target.scheme}://{target.netloc}{self.path}", data=body, method="POST", headers=headers)
+                try:
+                    with urllib.request.urlopen(req, timeout=10) as resp:
+                        status, data, ctype = resp.status, resp.read(), resp.headers["Content-Type"]
+                except urllib.error.HTTPError as e:
+                    status, data, ctype = e.code, e.read(), e.headers["Content-Type"]
+                if self.path.endswith("/asks") and status == 202 and not lost:
+                    lost.append(json.loads(data)["ticket"])
+                    self.close_connection = True  # the reply is lost on the way back
+                    return
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        proxy = FakeStreamTest.serve(self, LosingProxy)
+        proxied = urllib.parse.urlsplit(proxy)._replace(path=target.path).geturl()
+        said: list[str] = []
+        token = ask_client.mint_dev_token(os.environ["ASK_IDP"], "alice")
+        c = ask_client.AskClient(proxied, token, sleep=lambda s: None, on_retry=lambda op, n, d, cause: said.append(op))
+        conversation = c.create_conversation()
+        ticket = c.ask(conversation["id"], SEV1)
+        self.assertEqual(len(lost), 1, "the proxy lost the first reply")
+        self.assertEqual(ticket["ticket"], lost[0], "the retry answered the ticket the lost reply held")
+        self.assertEqual(said, ["createAsk"])
+        direct = ask_client.AskClient(os.environ["ASK_URL"], token)
+        outcome, _ = ask_client.follow(direct.events(ticket["ticket"]))
+        self.assertEqual(outcome["type"], "answer")
+        # One ask ran: a second one would still be running, or refused; the next is admitted.
+        nxt = direct.ask(conversation["id"], SEV1)
+        self.assertNotEqual(nxt["ticket"], ticket["ticket"])
+        ask_client.follow(direct.events(nxt["ticket"]))
 
     def test_another_identity_gets_404(self):
         conversation = client_for("alice").create_conversation()

@@ -10,7 +10,9 @@ an answer with its caveats and what it rests on, an abstention, a refusal, or an
 --url defaults to $ASK_URL or http://127.0.0.1:8080/ask. Without --token (or $ASK_TOKEN) a token
 is minted for --as (default alice) from the development identity provider at --idp ($ASK_IDP,
 default http://127.0.0.1:8090), which answers loopback callers only. Progress goes to stderr,
-the outcome to stdout. Exit status: 0 answer, 2 abstention, 3 refusal, 4 error, 1 anything else.
+the outcome to stdout. Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (a cancelled run
+included), 1 anything else. Ctrl-C cancels the ask on the service, waits at most 5 s for the run
+to confirm it, prints "Cancelled." and exits 4, as the Go CLI; a second Ctrl-C leaves at once.
 
 A create (a conversation, an ask) carries an Idempotency-Key, the same on every attempt, and is
 retried after what a retry can cure: a lost connection, a 502/503/504, or the 409 of an earlier
@@ -27,6 +29,7 @@ import os
 import random
 import re
 import secrets
+import signal
 import socket
 import sys
 import time
@@ -451,7 +454,71 @@ def printable(text: str, one_line: bool = False) -> str:
     return text
 
 
+# CANCEL_GRACE bounds what Ctrl-C waits for, in seconds: the cancel request and the run's
+# confirmation (error{cancelled}, then done) together, as the Go CLI.
+CANCEL_GRACE = 5.0
+
+
+class _HeldInterrupt:
+    """Holds a Ctrl-C while the ask is being made: once the ask may exist, its request completes,
+    so that the ticket it returns can be cancelled. A second Ctrl-C leaves at once."""
+
+    def __init__(self):
+        self.pressed = False
+        self._previous = None
+
+    def _hold(self, signum, frame):
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
+
+    def __enter__(self) -> "_HeldInterrupt":
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._hold)
+        except ValueError:
+            self._previous = None  # not the main thread: no Ctrl-C to hold
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def _cancel_and_wait(client: AskClient, ticket: str, last_seq: int, outcome: dict | None, stderr) -> dict | None:
+    """After Ctrl-C: one cancel, then the stream from last_seq until done, all within
+    CANCEL_GRACE. Returns the run's outcome (error{cancelled}, or whatever the run ended with
+    first), or None when it was not confirmed in time; says why on stderr. A second Ctrl-C
+    leaves at once."""
+    print("Cancelling…", file=stderr)
+    deadline = time.monotonic() + CANCEL_GRACE
+    left = lambda: max(0.05, deadline - time.monotonic())
+    quick = AskClient(client.base_url, client.token, timeout=left(), retry=Retry(attempts=1))
+    try:
+        try:
+            quick.cancel(ticket)
+        except (APIError, OSError) as e:
+            print(f"ask_client: interrupted; ticket {ticket} could not be cancelled and may still be running "
+                  f"({printable(str(e), True)})", file=stderr)
+            return None
+        quick.timeout = left()
+        for event in EventStream(quick, ticket, after=last_seq, attempts=0):
+            if event["type"] in OUTCOMES:
+                outcome = event
+            elif event["type"] == "done" and outcome is not None:
+                return outcome
+            if event["type"] == "done" or time.monotonic() >= deadline:
+                break
+    except (KeyboardInterrupt, APIError, ProtocolError, OSError):
+        pass  # a second Ctrl-C, or the stream failed: leave without the confirmation
+    print(f"ask_client: interrupted; the cancel of ticket {ticket} was sent, but the run did not confirm it "
+          f"within {CANCEL_GRACE:g} s", file=stderr)
+    return None
+
+
 def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) -> int:
+    """The CLI. Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm
+    it (at most CANCEL_GRACE, the cancel included), prints "Cancelled." and returns 4, as the Go
+    CLI does; before the ask was made it asks nothing and returns 4 too. Never a traceback."""
     ap = argparse.ArgumentParser(description="Ask the ask service a question.")
     ap.add_argument("--url", default=os.environ.get("ASK_URL", "http://127.0.0.1:8080/ask"))
     ap.add_argument("--idp", default=os.environ.get("ASK_IDP", "http://127.0.0.1:8090"))
@@ -459,17 +526,39 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
     ap.add_argument("--token", default=os.environ.get("ASK_TOKEN", ""))
     ap.add_argument("question", nargs="+")
     args = ap.parse_args(argv)
+    progress = lambda s: print(f"… {printable(s, True)}", file=stderr)
     try:
-        token = args.token or mint_dev_token(args.idp, args.oid)
-        client = AskClient(args.url, token, on_retry=lambda op, n, delay, cause: print(
-            f"ask_client: {op}: retrying (attempt {n}) in {delay:.2f} s: {printable(str(cause), True)}", file=stderr))
-        conversation = client.create_conversation()
-        ticket = client.ask(conversation["id"], " ".join(args.question))
         try:
-            outcome, _ = follow(client.events(ticket["ticket"]), progress=lambda s: print(f"… {printable(s, True)}", file=stderr))
+            token = args.token or mint_dev_token(args.idp, args.oid)
+            client = AskClient(args.url, token, on_retry=lambda op, n, delay, cause: print(
+                f"ask_client: {op}: retrying (attempt {n}) in {delay:.2f} s: {printable(str(cause), True)}", file=stderr))
+            conversation = client.create_conversation()
         except KeyboardInterrupt:
-            client.cancel(ticket["ticket"])  # the person has gone: stop spending their quota
-            raise
+            print("ask_client: interrupted; nothing was asked", file=stderr)
+            return 4
+        try:
+            with _HeldInterrupt() as held:
+                ticket = client.ask(conversation["id"], " ".join(args.question))["ticket"]
+        except KeyboardInterrupt:
+            print("ask_client: interrupted while asking; the ask may have been made, and was not cancelled", file=stderr)
+            return 4
+        seen = {"seq": 0, "outcome": None}
+
+        def on_event(event: dict) -> None:
+            seen["seq"] = event["seq"]
+            if event["type"] in OUTCOMES:
+                seen["outcome"] = event
+
+        try:
+            if held.pressed:
+                raise KeyboardInterrupt
+            outcome, _ = follow(client.events(ticket), progress=progress, on_event=on_event)
+        except KeyboardInterrupt:
+            # The person has gone: stop spending their quota, and say how the run ended.
+            confirmed = _cancel_and_wait(client, ticket, seen["seq"], seen["outcome"], stderr)
+            if confirmed is None:
+                return 4
+            outcome = confirmed
     except (APIError, ProtocolError, OSError, RuntimeError) as e:
         print(f"ask_client: {printable(str(e))}", file=stderr)
         return 1

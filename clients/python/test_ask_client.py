@@ -15,7 +15,9 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -305,6 +307,101 @@ class RetryTest(unittest.TestCase):
             list(c.events("t_1"))
         self.assertNotIn("zq-frame-secret", str(caught.exception))
         self.assertEqual((len(seen), waits), (1, []), "not resumed")
+
+
+class CtrlCTest(unittest.TestCase):
+    """Ctrl-C on the CLI, a real SIGINT to a real process: no traceback, the ask cancelled on the
+    service, exit status 4 (as the Go CLI). The signal is sent on an event, never after a sleep."""
+
+    def cli(self, *argv: str) -> subprocess.Popen:
+        here = pathlib.Path(__file__).resolve().parent
+        proc = subprocess.Popen([sys.executable, str(here / "ask_client.py"), *argv], cwd=here, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        return proc
+
+    def test_ctrl_c_while_the_model_thinks_cancels_the_ask(self):
+        # A relay in front of the service says when the stream has carried the branch open: the
+        # slow question's first model turn is then silent for seconds, and Ctrl-C lands in it.
+        target = urllib.parse.urlsplit(os.environ["ASK_URL"])
+        relay = Relay(target.hostname, target.port, lambda chunk: b"event: branch" in chunk)
+        self.addCleanup(relay.close)
+        url = f"http://127.0.0.1:{relay.port}{target.path}"
+        proc = self.cli("--url", url, "--idp", os.environ["ASK_IDP"], SLOW_SEV1)
+        self.assertTrue(relay.seen.wait(30), "the stream never opened")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        self.assertNotIn("Traceback", err)
+        self.assertNotIn("KeyboardInterrupt", err)
+        self.assertEqual((proc.returncode, out), (4, "Cancelled.\n"), err)
+        self.assertIn("Cancelling…", err)
+        self.assertNotIn("sev1", err, "the question is never echoed")
+
+    def test_ctrl_c_before_the_ask_asks_nothing(self):
+        reached = threading.Event()
+        release = threading.Event()
+        self.addCleanup(release.set)
+
+        class SlowIdP(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                reached.set()
+                release.wait(30)
+                self.close_connection = True
+
+        idp = FakeStreamTest.serve(self, SlowIdP).removesuffix("/ask")
+        proc = self.cli("--url", "http://127.0.0.1:9/ask", "--idp", idp, SEV1)
+        self.assertTrue(reached.wait(30), "the CLI never asked for a token")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        self.assertEqual((proc.returncode, out, err), (4, "", "ask_client: interrupted; nothing was asked\n"))
+
+
+class Relay:
+    """A TCP relay to host:port on an ephemeral loopback port; seen is set once a chunk from the
+    service satisfies watch."""
+
+    def __init__(self, host: str, port: int, watch):
+        import socket
+        self.seen = threading.Event()
+        self._sockets: list = []
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+
+        def pipe(src, dst, watching: bool):
+            try:
+                while chunk := src.recv(65536):
+                    dst.sendall(chunk)
+                    if watching and watch(chunk):
+                        self.seen.set()
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        def accept():
+            while True:
+                try:
+                    client, _ = self._server.accept()
+                except OSError:
+                    return
+                upstream = socket.create_connection((host, port))
+                self._sockets += [client, upstream]
+                threading.Thread(target=pipe, args=(client, upstream, False), daemon=True).start()
+                threading.Thread(target=pipe, args=(upstream, client, True), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.close()
+        for s in self._sockets:
+            s.close()
 
 
 def closed_port() -> int:

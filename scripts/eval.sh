@@ -10,16 +10,21 @@
 #
 # SET=my-set.yaml picks the set (default: eval/sets/demo.yaml), OUT=dir where the report goes
 # (default docs/eval/). ARGS go to cmd/ask-eval, e.g. --baseline docs/eval/report.json, --concurrency 8,
-# --model NAME, --expect FILE. Exit status: 0 ran, 1 scores differ from --expect, 2 could not run.
+# --model NAME, --expect FILE. Exit status: 0 ran, 1 scores differ from --expect, 2 could not run
+# (make eval reports any failure as 2: scripts that need the difference call this script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
+BIN=${BIN:-bin}
+# Built, then run as itself: `go run` turns every failure into exit status 1, which would make
+# "could not run" (2) read as "the scores differ" (1).
+"$GO" build -o "$BIN/ask-eval" ./cmd/ask-eval
 args=()
 [[ -n "${SET:-}" ]] && args+=(--set "$SET")
 [[ -n "${OUT:-}" ]] && args+=(--out "$OUT")
 if [[ -z "${URL:-}" ]]; then
-	exec "$GO" run ./cmd/ask-eval --dev-stack "${args[@]}" "$@"
+	exec "$BIN/ask-eval" --dev-stack "${args[@]}" "$@"
 fi
 args+=(--url "$URL")
 if [[ -n "${TOKENS:-}" ]]; then
@@ -27,4 +32,4 @@ if [[ -n "${TOKENS:-}" ]]; then
 else
 	args+=(--idp "${IDP:-http://127.0.0.1:8090}")
 fi
-exec "$GO" run ./cmd/ask-eval "${args[@]}" "$@"
+exec "$BIN/ask-eval" "${args[@]}" "$@"

@@ -98,17 +98,28 @@ export class HeaderTimeoutError extends Error {
   }
 }
 
-/** A refusal of a call by the service: its HTTP status and RFC 9457 problem, whose detail and violations the message says. */
+/**
+ * A refusal of a call by the service: its HTTP status and RFC 9457 problem, whose detail and
+ * violations the message says, and the Retry-After it asked for (a 429, a 503, the 409 of an
+ * Idempotency-Key still in progress) in milliseconds, 0 when none: a 429 is not retried by the
+ * client, and retryAfterMs says when the caller may try again.
+ */
 export class ApiError extends Error {
   constructor(
     readonly operation: string,
     readonly status: number,
     readonly problem: Partial<Problem> | undefined,
+    readonly retryAfterMs = 0,
   ) {
     // The violations (a 400's `errors`) say what to change; the detail alone often does not.
     const violations = Array.isArray(problem?.errors) && problem.errors.length > 0 ? ` (${problem.errors.join("; ")})` : "";
     super(`${operation}: ${status}${problem?.title ? ` ${problem.title}` : ""}${problem?.detail ? `: ${problem.detail}` : ""}${violations}`);
     this.name = "ApiError";
+  }
+
+  /** For a 409, the ticket already running in the conversation; "" when the problem names none. */
+  get runningTicket(): string {
+    return typeof this.problem?.ticket === "string" ? this.problem.ticket : "";
   }
 }
 
@@ -122,7 +133,11 @@ export interface EventsOptions {
   onConnect?: (attempt: number, lastEventId: string) => void;
 }
 
-const transient = (status: number) => status === 429 || status === 502 || status === 503 || status === 504;
+/**
+ * Whether a refused event stream may be resumed: a 408, a 429, or a 5xx but 501 and 505 (which
+ * say the server does not do what was asked, and will not at the next try either), as the Go client.
+ */
+const transient = (status: number) => status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
 
 /**
  * AskClient makes the service's calls as one identity. Safe to share; each call is independent.
@@ -142,7 +157,11 @@ export class AskClient {
     const baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.#baseUrl = baseUrl;
     const headerTimeoutMs = opts.headerTimeoutMs ?? 15000;
-    const base = opts.fetch ?? ((req: Request) => globalThis.fetch(req));
+    // No redirect is followed: the service answers none, and fetch would resend a 307's body (the
+    // question) to wherever it points, another origin included. A redirect is an ApiError with
+    // its status, as in the Go and Python clients.
+    const given = opts.fetch ?? ((req: Request) => globalThis.fetch(req));
+    const base = (req: Request) => given(new Request(req, { redirect: "manual" }));
     const fetch = headerTimeoutMs > 0 ? withHeaderTimeout(base, headerTimeoutMs) : base;
     this.api = createClient<paths>({ baseUrl, fetch });
     const token = opts.token;
@@ -215,10 +234,10 @@ export class AskClient {
         this.#reached = true;
         if (data !== undefined && response.ok) return data;
         const problem = error as Partial<Problem> | undefined;
-        const apiErr = new ApiError(op, response.status, problem);
+        const apiErr = new ApiError(op, response.status, problem, retryAfterMs(response.headers.get("Retry-After")));
         const busy = response.status === 409 && problem?.type === problemIdempotencyInProgress;
         if (!(response.status === 502 || response.status === 503 || response.status === 504 || busy)) throw apiErr;
-        floorMs = retryAfterMs(response.headers.get("Retry-After"));
+        floorMs = apiErr.retryAfterMs;
         cause = apiErr;
       } catch (err) {
         if (err instanceof ApiError && err.status !== 502 && err.status !== 503 && err.status !== 504 &&
@@ -253,7 +272,9 @@ export class AskClient {
    *
    * When the connection drops, fails transiently or stays silent beyond idleTimeoutMs it reconnects with Last-Event-ID after a
    * backoff, so the caller sees no gap and no duplicate; the budget of attempts is reset whenever
-   * an event arrives. A 400, 401 or 404 is final and thrown as an ApiError; a frame whose data is
+   * an event arrives; a refusal that may pass (408, 429, a 5xx but 501 and 505) is resumed the
+   * same way, no sooner than its Retry-After. A 400, 401, 404 or other refusal is final and
+   * thrown as an ApiError; a frame whose data is
    * not JSON is final (SyntaxError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
    * leaving on a person's behalf should call cancel.
    */
@@ -275,9 +296,9 @@ export class AskClient {
         });
         this.#reached = true;
         if (!response.ok) {
-          const apiErr = new ApiError("streamEvents", response.status, error as Partial<Problem> | undefined);
+          const apiErr = new ApiError("streamEvents", response.status, error as Partial<Problem> | undefined, retryAfterMs(response.headers.get("Retry-After")));
           if (!transient(response.status)) throw apiErr;
-          retryMs = Math.max(retryMs, retryAfterMs(response.headers.get("Retry-After")));
+          retryMs = Math.max(retryMs, apiErr.retryAfterMs);
           cause = apiErr;
         } else if (!response.body) {
           cause = new Error("streamEvents: no body");

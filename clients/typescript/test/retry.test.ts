@@ -2,6 +2,7 @@
 // statuses are retried, the header timeout; then a lost reply against the real service.
 
 import assert from "node:assert/strict";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
@@ -186,4 +187,102 @@ test("a frame whose data is not JSON is final, and the error never quotes the da
     (err) => err instanceof SyntaxError && !err.message.includes("zq-frame-secret") && /event 1 .*not JSON/.test(err.message),
   );
   assert.equal(calls, 1, "not retried");
+});
+
+test("a 429 is not retried, and its Retry-After is the caller's to read", async () => {
+  const seen: Request[] = [];
+  const c = new AskClient({
+    baseUrl: "http://ask.test/ask",
+    token: "t",
+    retry: { initialMs: 1 },
+    onRetry: () => assert.fail("retried"),
+    fetch: async (req) => {
+      seen.push(req);
+      return new Response(JSON.stringify({ type: "about:blank", title: "Too Many Requests", status: 429, detail: "too many asks in flight" }), {
+        status: 429,
+        headers: { "Content-Type": "application/problem+json", "Retry-After": "7" },
+      });
+    },
+  });
+  await assert.rejects(c.ask("c_1", "q"), (err) => {
+    assert.ok(err instanceof ApiError);
+    assert.equal(err.status, 429);
+    assert.equal(err.retryAfterMs, 7000);
+    assert.equal(err.problem?.detail, "too many asks in flight");
+    return true;
+  });
+  assert.equal(seen.length, 1);
+});
+
+test("a retried create's last refusal carries its Retry-After, and a 409 names the running ticket", async () => {
+  const busy = () => new Response(JSON.stringify({ type: "about:blank", title: "Service Unavailable", status: 503 }), {
+    status: 503,
+    headers: { "Content-Type": "application/problem+json", "Retry-After": "0" },
+  });
+  const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: async () => busy(), retry: { attempts: 2, initialMs: 1 }, onRetry: () => {} });
+  await assert.rejects(c.createConversation(), (err) => err instanceof ApiError && err.status === 503 && err.retryAfterMs === 0);
+  const seen: Request[] = [];
+  const d = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: plain409(seen) });
+  await assert.rejects(d.ask("c_1", "q"), (err) => err instanceof ApiError && err.runningTicket === "t_x");
+});
+
+describe("a stream refused", () => {
+  const events = [
+    `id: 1\nevent: error\ndata: ${JSON.stringify({ seq: 1, ticket: "t_1", conversation_id: "c_1", ts: "2026-12-01T20:00:00Z", type: "error", kind: "internal", message: "m" })}\n\n`,
+    `id: 2\nevent: done\ndata: ${JSON.stringify({ seq: 2, ticket: "t_1", conversation_id: "c_1", ts: "2026-12-01T20:00:00Z", type: "done", outcome: "error", steps: 0, model_calls: 0, input_tokens: 0, output_tokens: 0, elapsed_ms: 1 })}\n\n`,
+  ].join("");
+  const refusing = (status: number, seen: Request[]) => async (req: Request) => {
+    seen.push(req);
+    if (seen.length === 1) {
+      return new Response(JSON.stringify({ type: "about:blank", title: "x", status, detail: "no such ticket" }), {
+        status,
+        headers: { "Content-Type": "application/problem+json" },
+      });
+    }
+    return new Response(events, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+  };
+
+  for (const status of [408, 500, 502, 503, 504]) {
+    test(`with ${status} is resumed, as the Go client`, async () => {
+      const seen: Request[] = [];
+      const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: refusing(status, seen), reconnect: { initialMs: 1 } });
+      const { outcome } = await c.follow("t_1");
+      assert.equal(outcome.type, "error");
+      assert.equal(seen.length, 2);
+    });
+  }
+
+  for (const status of [400, 401, 404, 501]) {
+    test(`with ${status} is final: an ApiError with its problem`, async () => {
+      const seen: Request[] = [];
+      const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: refusing(status, seen), reconnect: { initialMs: 1 } });
+      await assert.rejects(c.follow("t_1"), (err) => err instanceof ApiError && err.status === status && err.problem?.detail === "no such ticket");
+      assert.equal(seen.length, 1, "not resumed");
+    });
+  }
+});
+
+test("a redirect is not followed: the bearer and the question stay with the service", async () => {
+  const elsewhere: string[] = [];
+  const other = createHttpServer((req, res) => {
+    elsewhere.push(`${req.method} ${req.url} ${req.headers.authorization ?? ""}`);
+    res.writeHead(200, { "Content-Type": "application/json" }).end("{}");
+  });
+  await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+  const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+  const redirecting = createHttpServer((req, res) => {
+    req.resume();
+    res.writeHead(307, { Location: `${otherUrl}${req.url}`, "Content-Length": "0" }).end();
+  });
+  await new Promise<void>((resolve) => redirecting.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/ask`;
+    const c = new AskClient({ baseUrl: url, token: "secret-bearer", onRetry: () => assert.fail("retried") });
+    await assert.rejects(c.ask("c_1", "zq-redirect-secret"), (err) => err instanceof ApiError && err.status === 307);
+    await assert.rejects(c.follow("t_1"), (err) => err instanceof ApiError && err.status === 307);
+    assert.deepEqual(elsewhere, [], "nothing reached the redirect's target");
+  } finally {
+    await new Promise((resolve) => redirecting.close(resolve));
+    await new Promise((resolve) => other.close(resolve));
+  }
 });

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -38,6 +39,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/client"
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/source"
 	"github.com/das-ask/ask/demo/stack"
@@ -221,6 +223,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	results, err := eval.Run(ctx, set, cfg)
 	prog.stop()
 	if err != nil {
+		// Opening a conversation names nothing that could be missing: its 404 is the URL, most
+		// often the host without the service's base path (as the ask CLI says too).
+		var apiErr *client.APIError
+		if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound && apiErr.Op == "createConversation" {
+			err = fmt.Errorf("%w (no ask service at %s: --url, or $ASK_URL, is the service's base URL with its path, such as %s)", err, cfg.BaseURL, config.DefaultClientURL)
+		}
 		return fail(err)
 	}
 	rep := &eval.Report{

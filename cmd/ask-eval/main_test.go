@@ -234,6 +234,9 @@ items:
 		if !strings.Contains(errb.String(), "nothing was asked") || !strings.Contains(errb.String(), "404") {
 			t.Errorf("stderr should say nothing was asked, and why: %s", errb.String())
 		}
+		if !strings.Contains(errb.String(), "base URL with its path, such as http://127.0.0.1:8080/ask") {
+			t.Errorf("stderr should say what --url wants: %s", errb.String())
+		}
 		if files, _ := os.ReadDir(dir); len(files) != 0 {
 			t.Errorf("a run that asked nothing wrote %d files to --out", len(files))
 		}

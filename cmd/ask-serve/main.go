@@ -124,6 +124,10 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	if s.UIURL != "" {
 		page = s.UIURL + "   (sign in as alice or bob)"
 	}
+	admin := "off (-admin-addr 127.0.0.1:9090 serves /metrics, /healthz and /readyz)"
+	if s.AdminURL != "" {
+		admin = fmt.Sprintf("%[1]s/metrics   (probes: %[1]s/healthz, %[1]s/readyz)", s.AdminURL)
+	}
 	fmt.Fprintf(stdout, `The ask dev stack is running:
   ask service        %[1]s   (contract: %[1]s/v1/openapi.yaml)
   identity provider  %[2]s   (JWKS: %[2]s/.well-known/jwks.json)
@@ -131,6 +135,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
   model              %[4]s
   web page           %[5]s
   webhook sink       %[6]s   (ask with -webhook %[6]sinbox)
+  admin              %[7]s
 
 Next, in another terminal:
   make ask Q="How many sev1 incidents did we have in 2026-Q2?"
@@ -138,7 +143,7 @@ Next, in another terminal:
   make token OID=alice                                                  # a bearer for curl
 
 Ctrl-C stops everything.
-`, s.AskURL, s.IdPURL, sources, modelName, page, s.WebhooksURL)
+`, s.AskURL, s.IdPURL, sources, modelName, page, s.WebhooksURL, admin)
 
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping… (running asks have the service's shutdown grace; Ctrl-C again ends them now)")

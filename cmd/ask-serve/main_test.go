@@ -226,3 +226,47 @@ func TestAskServeSecondCtrlCEndsRunningAsks(t *testing.T) {
 		t.Fatal("ask-serve did not stop after the second Ctrl-C")
 	}
 }
+
+// With -admin-addr the banner says where the metrics and probes are, and they answer there
+// (docs/operations.md points the dev stack's users at it).
+func TestAskServeSaysWhereItsAdminListenerIs(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	out, w := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+			"-stub-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-state", t.TempDir()}, func(string) (string, bool) { return "", false }, w, io.Discard)
+		w.Close()
+	}()
+	metrics := ""
+	sc := bufio.NewScanner(out)
+	re := regexp.MustCompile(`^\s+admin\s+(http://\S+/metrics)\s`)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			metrics = m[1]
+		}
+		if sc.Text() == "Ctrl-C stops everything." {
+			break
+		}
+	}
+	go io.Copy(io.Discard, out)
+	defer func() {
+		sigs <- os.Interrupt
+		if err := <-errc; err != nil {
+			t.Errorf("ask-serve stopped with %v", err)
+		}
+	}()
+	if metrics == "" {
+		t.Fatal("ask-serve -admin-addr did not print the admin listener's URL")
+	}
+	for _, u := range []string{metrics, strings.TrimSuffix(metrics, "/metrics") + "/healthz"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %d", u, resp.StatusCode)
+		}
+	}
+}

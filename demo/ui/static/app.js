@@ -28,14 +28,16 @@
   // ---- the service ----------------------------------------------------------------------------
 
   // ProblemError is a refusal by the service; its message is the problem's detail and, for a 400,
-  // its violations (`errors`), which say what to change.
+  // its violations (`errors`), which say what to change. retryAfterMs is the Retry-After it asked
+  // for (a 429, a 503), 0 when none.
   class ProblemError extends Error {
-    constructor(status, problem) {
+    constructor(status, problem, retryAfterMs) {
       const said = problem && (problem.detail || problem.title) ? (problem.detail || problem.title) : `HTTP ${status}`;
       const errors = problem && Array.isArray(problem.errors) && problem.errors.length > 0 ? ` (${problem.errors.join('; ')})` : '';
       super(said + errors);
       this.status = status;
       this.problem = problem || {};
+      this.retryAfterMs = retryAfterMs || 0;
     }
   }
 
@@ -43,23 +45,63 @@
     return Object.assign({ Authorization: `Bearer ${state.token}` }, extra || {});
   }
 
-  async function call(method, path, body) {
-    const resp = await fetch(new URL(path, apiBase), {
-      method,
-      headers: authHeaders(body === undefined ? { Accept: 'application/json' }
-        : { Accept: 'application/json', 'Content-Type': 'application/json' }),
-      body: body === undefined ? undefined : JSON.stringify(body),
-      cache: 'no-store',
-    });
-    const text = await resp.text();
-    let json = null;
-    try { json = text ? JSON.parse(text) : null; } catch { json = null; }
-    if (!resp.ok) throw new ProblemError(resp.status, json);
-    return json;
+  // A call is retried as the Go client retries it: after a failed connection (fetch's
+  // TypeError), a 502, 503 or 504, or the 409 of an earlier attempt with the same
+  // Idempotency-Key still in progress; 8 attempts in all, backoff from 250 ms doubled per attempt
+  // with full jitter, capped at 5 s, never shorter than Retry-After. A create carries an
+  // Idempotency-Key, the same on every attempt, so a retry answers the same conversation or
+  // ticket and never asks twice. A 429 is not retried: the person is told when to try again.
+  // (A connection refused is retried too: the page came from this origin, so the service has
+  // answered before, and a refusal is a restart.)
+  const RETRY = { attempts: 8, initialMs: 250, maxMs: 5000 };
+  const IDEMPOTENCY_IN_PROGRESS = 'urn:ask:problem:idempotency-key-in-progress';
+
+  const retryable = (e) => [502, 503, 504].includes(e.status) ||
+    (e.status === 409 && e.problem.type === IDEMPOTENCY_IN_PROGRESS);
+
+  // idempotencyKey is a fresh key, as the IETF draft's Structured Field string. getRandomValues,
+  // not randomUUID, which a page served over plain HTTP from a non-loopback host does not have.
+  function idempotencyKey() {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    return `"${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}"`;
   }
 
-  const createConversation = () => call('POST', 'v1/conversations', {});
-  const createAsk = (cid, question) => call('POST', `v1/conversations/${encodeURIComponent(cid)}/asks`, { question });
+  // call makes one of the service's calls, retried as above; signal ends the waits between
+  // attempts (the person cancelled or signed out).
+  async function call(method, path, body, { create = false, signal } = {}) {
+    const headers = body === undefined ? { Accept: 'application/json' }
+      : { Accept: 'application/json', 'Content-Type': 'application/json' };
+    if (create) headers['Idempotency-Key'] = idempotencyKey();
+    for (let attempt = 1; ; attempt++) {
+      let cause;
+      let floorMs = 0;
+      try {
+        const resp = await fetch(new URL(path, apiBase), {
+          method,
+          headers: authHeaders(headers),
+          body: body === undefined ? undefined : JSON.stringify(body),
+          cache: 'no-store',
+        });
+        const text = await resp.text();
+        let json = null;
+        try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+        if (resp.ok) return json;
+        cause = new ProblemError(resp.status, json, retryAfterMs(resp.headers.get('Retry-After')));
+        if (!retryable(cause)) throw cause;
+        floorMs = cause.retryAfterMs;
+      } catch (e) {
+        if (!(e instanceof TypeError)) throw e; // a refusal, or the person leaving
+        cause = e; // the connection failed
+      }
+      if (attempt >= RETRY.attempts) throw cause;
+      const wait = Math.max(Math.random() * Math.min(RETRY.initialMs * 2 ** (attempt - 1), RETRY.maxMs), floorMs);
+      console.warn(`ask: ${method} ${path}: retrying (attempt ${attempt + 1}) in ${Math.round(wait)} ms: ${cause.message}`);
+      await sleep(wait, signal);
+    }
+  }
+
+  const createConversation = (signal) => call('POST', 'v1/conversations', {}, { create: true, signal });
+  const createAsk = (cid, question, signal) => call('POST', `v1/conversations/${encodeURIComponent(cid)}/asks`, { question }, { create: true, signal });
   const cancelAsk = (ticket) => call('POST', `v1/asks/${encodeURIComponent(ticket)}/cancel`);
 
   // ---- Server-Sent Events over fetch ------------------------------------------------------------
@@ -109,8 +151,9 @@
   }
 
   const sleep = (ms, signal) => new Promise((resolve, reject) => {
+    if (signal && signal.aborted) { reject(signal.reason); return; }
     const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(t); reject(signal.reason); }, { once: true });
+    if (signal) signal.addEventListener('abort', () => { clearTimeout(t); reject(signal.reason); }, { once: true });
   });
 
   // IDLE_MS: a stream silent this long (not a byte, not even the service's keep-alive, sent every
@@ -567,12 +610,12 @@
       let ticket;
       for (let attempt = 0; ; attempt++) {
         if (!state.conversation) {
-          const conv = await createConversation();
+          const conv = await createConversation(controller.signal);
           state.conversation = conv.id;
           $('conversation').dataset.conversationId = conv.id;
         }
         try {
-          ticket = await createAsk(state.conversation, question);
+          ticket = await createAsk(state.conversation, question, controller.signal);
           break;
         } catch (e) {
           // The conversation outlived its memory (DAS_ASK_TTL_S): start a new one, and say so.
@@ -600,7 +643,10 @@
     } catch (e) {
       if (!controller.signal.aborted) {
         if (e instanceof ProblemError && e.status === 401) showProblem('ask-error', 'Your sign-in was not accepted (it may have expired): sign in again.');
-        else if (e instanceof ProblemError && e.status === 429) showProblem('ask-error', 'You have too many questions running, or too many kept; try again in a moment.');
+        else if (e instanceof ProblemError && e.status === 429) {
+          const when = e.retryAfterMs > 0 ? `in ${Math.ceil(e.retryAfterMs / 1000)} s` : 'in a moment';
+          showProblem('ask-error', `You have too many questions running, or too many kept; try again ${when}.`);
+        }
         else showProblem('ask-error', e.message);
       }
     } finally {

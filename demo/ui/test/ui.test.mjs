@@ -243,6 +243,67 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('a create that fails on the way is retried with one Idempotency-Key, and the question is asked once', async () => {
+    // Each create fails before the service sees it — the connection reset, then a gateway's 503,
+    // then (for the ask) the 409 of the same key still in progress — and then reaches the service.
+    const problem = (status, type = 'about:blank') => ({ status, contentType: 'application/problem+json', headers: { 'Retry-After': '0' },
+      body: JSON.stringify({ type, title: 'x', status }) });
+    const script = {
+      '**/v1/conversations': [(r) => r.abort('connectionreset'), (r) => r.fulfill(problem(502))],
+      '**/v1/conversations/*/asks': [(r) => r.fulfill(problem(503)), (r) => r.abort('connectionreset'),
+        (r) => r.fulfill(problem(409, 'urn:ask:problem:idempotency-key-in-progress'))],
+    };
+    const keys = { '**/v1/conversations': [], '**/v1/conversations/*/asks': [] };
+    for (const [glob, replies] of Object.entries(script)) {
+      await page.route(glob, (r) => {
+        keys[glob].push(r.request().headers()['idempotency-key']);
+        const reply = replies[keys[glob].length - 1];
+        return reply ? reply(r) : r.continue();
+      });
+    }
+    try {
+      await page.click('#new-conversation');
+      await page.waitForFunction(() => document.querySelectorAll('.turn').length === 0);
+      const turn = await ask('How many sev1 incidents did we have in 2026-Q2?');
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      for (const [glob, sent] of Object.entries(keys)) {
+        assert.equal(sent.length, script[glob].length + 1, `${glob}: every failure retried, once`);
+        assert.match(sent[0], /^"[0-9a-f]{32}"$/, `${glob}: an sf-string key`);
+        assert.ok(sent.every((k) => k === sent[0]), `${glob}: one key on every attempt: ${sent.join(' ')}`);
+      }
+      assert.notEqual(keys['**/v1/conversations'][0], keys['**/v1/conversations/*/asks'][0], 'each create its own key');
+      assert.equal(await page.locator('.turn').count(), 1, 'asked once');
+      assert.equal(await page.locator('#ask-error').isVisible(), false);
+    } finally {
+      for (const glob of Object.keys(script)) await page.unroute(glob);
+      // Chromium logs the failures this test asked for as failed loads: those are not problems.
+      for (let i = problems.length - 1; i >= 0; i--) {
+        if (/status of (502|503|409)|ERR_CONNECTION_RESET/.test(problems[i]) && /\/v1\/conversations/.test(problems[i])) problems.splice(i, 1);
+      }
+    }
+  });
+
+  test('a 429 is not retried, and the person is told when to try again', async () => {
+    let calls = 0;
+    await page.route('**/v1/conversations/*/asks', (r) => {
+      calls++;
+      return r.fulfill({ status: 429, contentType: 'application/problem+json', headers: { 'Retry-After': '7' },
+        body: JSON.stringify({ type: 'about:blank', title: 'Too Many Requests', status: 429 }) });
+    });
+    try {
+      await page.fill('#question', 'How many sev1 incidents did we have in 2026-Q2?');
+      await page.click('#ask-button');
+      await page.locator('#ask-error').filter({ hasText: 'too many' }).waitFor();
+      assert.equal(await page.locator('#ask-error').textContent(),
+        'You have too many questions running, or too many kept; try again in 7 s.');
+      assert.equal(calls, 1, 'not retried');
+    } finally {
+      await page.unroute('**/v1/conversations/*/asks');
+      const i = problems.findIndex((p) => p.includes('status of 429') && p.includes('/asks'));
+      if (i >= 0) problems.splice(i, 1);
+    }
+  });
+
   test('a refused ask says the problem’s detail and its violations', async () => {
     const problem = { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'the request does not satisfy the API description',
       errors: ['body/question: maximum string length is 4000'] };

@@ -208,6 +208,22 @@ func TestEnvParsesOneWayPerKind(t *testing.T) {
 	}
 }
 
+// A message that spells the value itself ("=real needs …") reads NAME=value once, never NAME==value.
+func TestFailfSaysTheValueOnce(t *testing.T) {
+	_, err := config.FromEnv(env("ASK_LLM", "real"))
+	if err == nil || !strings.Contains(err.Error(), "ASK_LLM=real needs a provider key") || strings.Contains(err.Error(), "==") {
+		t.Errorf("ASK_LLM=real with no key: %v", err)
+	}
+	_, err = config.FromEnv(env("ASK_LLM", "anthropic"))
+	if err == nil || !strings.Contains(err.Error(), "ASK_LLM=anthropic needs ANTHROPIC_API_KEY") || strings.Contains(err.Error(), "==") {
+		t.Errorf("ASK_LLM=anthropic with no key: %v", err)
+	}
+	e := config.NewEnv(env())
+	if e.Failf("X", ": is wrong"); e.Err() == nil || e.Err().Error() != "X: is wrong" {
+		t.Errorf("a message after a colon: %v", e.Err())
+	}
+}
+
 // ASK_LLM=real, the specification's spelling, is the provider whose key is set; neither or both
 // is an error naming both variables, never a guess.
 func TestConfigReal(t *testing.T) {

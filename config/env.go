@@ -100,10 +100,11 @@ func (e *Env) List(name, sep string, def []string) []string {
 	return items
 }
 
-// Failf records that name's value is invalid; the message follows "NAME".
+// Failf records that name's value is invalid; the message follows "NAME", after an "=" unless it
+// begins with one, a colon or a space.
 func (e *Env) Failf(name, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	if !strings.HasPrefix(msg, ":") && !strings.HasPrefix(msg, " ") {
+	if !strings.HasPrefix(msg, ":") && !strings.HasPrefix(msg, " ") && !strings.HasPrefix(msg, "=") {
 		msg = "=" + msg
 	}
 	e.errs = append(e.errs, errors.New(name+msg))

@@ -180,10 +180,14 @@
     return Number.isNaN(when) ? 0 : Math.max(0, when - Date.now());
   }
 
+  // resumable: a refusal of the stream that may pass, as the Go client: a 408, a 429, or a 5xx
+  // but 501 and 505 (which say the server does not do what was asked).
+  const resumable = (status) => status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
+
   // follow yields a ticket's events in order, each once, until done. A dropped or stalled
   // connection is resumed with Last-Event-ID after a short backoff, which the server's retry: and
-  // a 429/503's Retry-After raise (up to MAX_WAIT_MS); a refusal of the stream itself (401, 404,
-  // 400) is final and thrown.
+  // a resumable refusal's Retry-After raise (up to MAX_WAIT_MS); any other refusal of the stream
+  // itself (401, 404, 400) is final and thrown.
   async function* follow(ticket, signal) {
     let lastId = '';
     let lastSeq = 0;
@@ -201,8 +205,9 @@
       if (resp && !resp.ok) {
         let problem = null;
         try { problem = await resp.json(); } catch { problem = null; }
-        if (resp.status !== 429 && resp.status < 500) throw new ProblemError(resp.status, problem);
-        floorMs = Math.max(floorMs, retryAfterMs(resp.headers.get('Retry-After')));
+        const err = new ProblemError(resp.status, problem, retryAfterMs(resp.headers.get('Retry-After')));
+        if (!resumable(resp.status)) throw err;
+        floorMs = Math.max(floorMs, err.retryAfterMs);
       }
       if (resp && resp.ok) {
         const parser = new SSEParser();

@@ -304,6 +304,36 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('a stream refused with 408 or 500 is resumed, as the Go client; with 501 it is final', async () => {
+    for (const [status, resumed] of [[408, true], [500, true], [501, false]]) {
+      const streams = [];
+      await page.route('**/v1/asks/*/events', (r) => {
+        streams.push(r.request().headers()['last-event-id'] ?? '');
+        return streams.length === 1
+          ? r.fulfill({ status, contentType: 'application/problem+json', headers: { 'Retry-After': '0' },
+            body: JSON.stringify({ type: 'about:blank', title: 'x', status, detail: `refused with ${status}` }) })
+          : r.continue();
+      });
+      try {
+        if (resumed) {
+          const turn = await ask('How many sev1 incidents did we have in 2026-Q2?');
+          assert.equal(await turn.getAttribute('data-outcome'), 'answer', `after ${status}`);
+          assert.equal(streams.length, 2, `${status}: resumed once`);
+        } else {
+          await start('How many sev1 incidents did we have in 2026-Q2?');
+          await page.locator('#ask-error').filter({ hasText: `refused with ${status}` }).waitFor();
+          assert.equal(streams.length, 1, `${status}: not resumed`);
+          // That run goes on unwatched in this conversation: later questions start a new one.
+          await page.click('#new-conversation');
+        }
+      } finally {
+        await page.unroute('**/v1/asks/*/events');
+        const i = problems.findIndex((p) => p.includes(`status of ${status}`) && p.includes('/events'));
+        if (i >= 0) problems.splice(i, 1);
+      }
+    }
+  });
+
   test('a refused ask says the problem’s detail and its violations', async () => {
     const problem = { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'the request does not satisfy the API description',
       errors: ['body/question: maximum string length is 4000'] };

@@ -123,6 +123,14 @@ export class ApiError extends Error {
   }
 }
 
+/** The service answered the event stream with something that is not one (not text/event-stream). Final. */
+export class StreamProtocolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "StreamProtocolError";
+  }
+}
+
 /** Options of one event stream. */
 export interface EventsOptions {
   /** Resume after this seq; 0 (the default) starts at the first event. */
@@ -274,7 +282,8 @@ export class AskClient {
    * backoff, so the caller sees no gap and no duplicate; the budget of attempts is reset whenever
    * an event arrives; a refusal that may pass (408, 429, a 5xx but 501 and 505) is resumed the
    * same way, no sooner than its Retry-After. A 400, 401, 404 or other refusal is final and
-   * thrown as an ApiError; a frame whose data is
+   * thrown as an ApiError; a response that is not text/event-stream is final (StreamProtocolError);
+   * a frame whose data is
    * not JSON is final (SyntaxError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
    * leaving on a person's behalf should call cancel.
    */
@@ -300,6 +309,9 @@ export class AskClient {
           if (!transient(response.status)) throw apiErr;
           retryMs = Math.max(retryMs, apiErr.retryAfterMs);
           cause = apiErr;
+        } else if ((response.headers.get("Content-Type") ?? "").split(";")[0]?.trim().toLowerCase() !== "text/event-stream") {
+          // Not the contract's stream (a gateway's page, say): final, as in Go; a retry reads the same.
+          throw new StreamProtocolError(`streamEvents: the response for ticket ${ticket} is not text/event-stream`);
         } else if (!response.body) {
           cause = new Error("streamEvents: no body");
         } else {
@@ -323,7 +335,7 @@ export class AskClient {
       } catch (err) {
         // A refusal, a frame that is not JSON (the service is not speaking this contract), or
         // the caller leaving: final. Anything else is the connection: resume.
-        if (err instanceof ApiError || err instanceof SyntaxError || opts.signal?.aborted) throw err;
+        if (err instanceof ApiError || err instanceof SyntaxError || err instanceof StreamProtocolError || opts.signal?.aborted) throw err;
         this.#nothingListening("streamEvents", err);
         cause = err;
       }

@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 
-import { AskClient, ApiError, HeaderTimeoutError } from "../src/client.js";
+import { AskClient, ApiError, HeaderTimeoutError, StreamProtocolError } from "../src/client.js";
 import { KillableProxy } from "./proxy.js";
 import { stack, token } from "./stack.js";
 
@@ -285,4 +285,15 @@ test("a redirect is not followed: the bearer and the question stay with the serv
     await new Promise((resolve) => redirecting.close(resolve));
     await new Promise((resolve) => other.close(resolve));
   }
+});
+
+test("a stream answered with something other than text/event-stream is final, as in Go", async () => {
+  let calls = 0;
+  const fetch = async () => {
+    calls++;
+    return new Response("<html>a gateway's page</html>", { status: 200, headers: { "Content-Type": "text/html" } });
+  };
+  const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, reconnect: { initialMs: 1 } });
+  await assert.rejects(c.follow("t_1"), (err) => err instanceof StreamProtocolError && /not text\/event-stream/.test(err.message));
+  assert.equal(calls, 1, "not resumed");
 });

@@ -404,6 +404,19 @@ class Relay:
             s.close()
 
 
+class NotAStreamTest(unittest.TestCase):
+    serve = FakeStreamTest.serve
+
+    def test_a_response_that_is_not_an_event_stream_is_final(self):
+        seen: list = []
+        waits: list[float] = []
+        c = ask_client.AskClient(self.serve(scripted([(200, {"Content-Type": "text/html"}, b"<html>a gateway</html>")], seen)), "t", sleep=waits.append)
+        with self.assertRaises(ask_client.ProtocolError) as caught:
+            list(c.events("t_1"))
+        self.assertIn("not text/event-stream", str(caught.exception))
+        self.assertEqual((len(seen), waits), (1, []), "not resumed, as in Go")
+
+
 def closed_port() -> int:
     """A port on loopback that nothing listens on: one just closed."""
     import socket

@@ -76,6 +76,9 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	fs.BoolVar(&opts.UI, "ui", true, "serve the reference web page at {base}/ui/ (development sign-in; askd never serves it)")
 	verbose := fs.Bool("v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // the usage was asked for, and printed
+		}
 		return err
 	}
 	level := slog.LevelInfo

@@ -71,6 +71,20 @@ func TestAskServeRejectsBadSettings(t *testing.T) {
 	}
 }
 
+// The usage asked for (make ask-serve ARGS=-h) is printed and is not an error, as for the
+// other commands.
+func TestAskServeHelpIsNoError(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		var errb strings.Builder
+		if err := run(nil, []string{arg}, func(string) (string, bool) { return "", false }, io.Discard, &errb); err != nil {
+			t.Errorf("%s: %v, want no error", arg, err)
+		}
+		if !strings.Contains(errb.String(), "-admin-addr") {
+			t.Errorf("%s: stderr %q, want the usage", arg, errb.String())
+		}
+	}
+}
+
 // A second ask-serve while one runs finds its addresses taken: it says so in words a newcomer
 // can act on, naming the likely cause and the way out, not only the socket error.
 func TestAskServeSaysWhenAnotherIsRunning(t *testing.T) {

@@ -161,7 +161,16 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "ask: %s\n", text(fmt.Sprintf(format, a...)))
 		return exitFailure
 	}
-	failed := func(err error) int { return fail("%s", describe(err, cfg.url)) }
+	failed := func(err error) int {
+		msg := describe(err, cfg.url)
+		// A token the caller gave that the service refuses is most often an old one (the dev
+		// IdP's last an hour): say which setting to change, since the service cannot.
+		var apiErr *client.APIError
+		if cfg.token != "" && errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized {
+			msg += " (the bearer from --token or $ASK_TOKEN was refused: give a valid one, such as a fresh make -s token on the dev stack, or set neither and one is minted from the dev IdP)"
+		}
+		return fail("%s", msg)
+	}
 
 	var tokens client.TokenSource
 	oid := cfg.oid

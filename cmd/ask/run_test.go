@@ -341,6 +341,9 @@ func TestRunTokenFromFlagAndFailures(t *testing.T) {
 	if strings.Contains(stderr, "ask: ask") {
 		t.Errorf("forged token: stderr %q says ask twice", stderr)
 	}
+	if !strings.Contains(stderr, "--token or $ASK_TOKEN was refused") {
+		t.Errorf("forged token: stderr %q does not say which setting to change", stderr)
+	}
 	code, _, stderr = f.run(t.Context(), f.env(t, "ASK_IDP", "http://127.0.0.1:1"), "answer")
 	if code != exitFailure || !strings.Contains(stderr, "no token") {
 		t.Fatalf("no IdP: exit %d, stderr %q", code, stderr)

@@ -148,36 +148,8 @@ func TestStatusThroughAStallMidRequest(t *testing.T) {
 // the replica cannot tell a ticket it made from one it did not, so it ends what may exist.
 // Left alone, the ticket would hold its conversation (409) until its lease lapsed.
 func TestCreateWhoseOutcomeIsUnknown(t *testing.T) {
-	srv := redistest.Start(t)
-	p, err := faultproxy.New(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	// No retry of the lost reply, so the creation's outcome is the client's timeout.
-	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: time.Second, MaxRetries: -1})
-	t.Cleanup(func() { _ = rc.Close() })
-	st, err := redisstore.New(t.Context(), redisstore.Options{Client: rc, Prefix: "unknown:" + rand.Text() + ":", Lease: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	type ended struct {
-		ticket string
-		e      server.End
-	}
-	ends := make(chan ended, 4)
-	h := newHarness(t, server.Options{Store: st, StoreWait: 100 * time.Millisecond,
-		Hooks: server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }}})
-	cid := h.conv(alice)
-	// One ask first, so that Redis knows the creation's script: the lost reply is then the
-	// creation's, not a NOSCRIPT's.
-	warm := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q1?")
-	_ = h.events(alice, warm)
-	if got := <-ends; got.ticket != warm {
-		t.Fatalf("ended %s first, want %s", got.ticket, warm)
-	}
-
+	u := startLostCreation(t, time.Second, 100*time.Millisecond)
+	p, st, h, ends, cid := u.proxy, u.st, u.h, u.ends, u.cid
 	const q = "How many sev1 incidents did we have in 2026-Q2? (its reply lost)"
 	p.DropReplies(1, q, faultproxy.Stall) // the creation runs; its reply never comes
 	r := h.askRaw(alice, cid, q)
@@ -209,34 +181,9 @@ func TestCreateWhoseOutcomeIsUnknown(t *testing.T) {
 // (TestCreateWhoseOutcomeIsUnknown). Answered "retry shortly" and left alone, the ticket would
 // hold its conversation (409) until its lease lapsed.
 func TestCreateFailedWithItsOutcomeUnknown(t *testing.T) {
-	srv := redistest.Start(t)
-	p, err := faultproxy.New(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	// A read timeout well inside StoreWait, and no retry: the client's own error is the answer.
-	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { _ = rc.Close() })
-	st, err := redisstore.New(t.Context(), redisstore.Options{Client: rc, Prefix: "failed:" + rand.Text() + ":", Lease: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	type ended struct {
-		ticket string
-		e      server.End
-	}
-	ends := make(chan ended, 4)
-	h := newHarness(t, server.Options{Store: st, StoreWait: 5 * time.Second,
-		Hooks: server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }}})
-	cid := h.conv(alice)
-	warm := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q1?") // Redis learns the script
-	_ = h.events(alice, warm)
-	if got := <-ends; got.ticket != warm {
-		t.Fatalf("ended %s first, want %s", got.ticket, warm)
-	}
-
+	// A read timeout well inside StoreWait: the client's own error is the create's answer.
+	u := startLostCreation(t, 200*time.Millisecond, 5*time.Second)
+	p, st, h, ends, cid := u.proxy, u.st, u.h, u.ends, u.cid
 	const q = "How many sev1 incidents did we have in 2026-Q2? (its reply lost, no retry)"
 	p.DropReplies(1, q, faultproxy.Stall)
 	start := time.Now()
@@ -264,4 +211,50 @@ func TestCreateFailedWithItsOutcomeUnknown(t *testing.T) {
 	if r := h.askRaw(alice, cid, "How many sev1 incidents did we have in 2026-Q3?"); r.StatusCode() != http.StatusAccepted {
 		t.Errorf("the next ask in the conversation: %d %s", r.StatusCode(), r.Body)
 	}
+}
+
+// lostCreation is the set-up of the tests of a creation whose reply is lost: a real Redis
+// behind a fault proxy, a store client that never retries (so the creation's outcome is its
+// read timeout), a service with the given StoreWait whose ends are reported on ends, a
+// conversation cid of alice's, and one ask already answered, so that Redis knows the creation's
+// script (a lost reply is then the creation's, not a NOSCRIPT's).
+type lostCreation struct {
+	proxy *faultproxy.Proxy
+	st    *redisstore.Store
+	h     *harness
+	ends  chan ended
+	cid   string
+}
+
+// ended is a run's end as the Ended hook reports it.
+type ended struct {
+	ticket string
+	e      server.End
+}
+
+func startLostCreation(t *testing.T, readTimeout, storeWait time.Duration) lostCreation {
+	t.Helper()
+	srv := redistest.Start(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: readTimeout, MaxRetries: -1})
+	t.Cleanup(func() { _ = rc.Close() })
+	st, err := redisstore.New(t.Context(), redisstore.Options{Client: rc, Prefix: "lost:" + rand.Text() + ":", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	ends := make(chan ended, 4)
+	h := newHarness(t, server.Options{Store: st, StoreWait: storeWait,
+		Hooks: server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }}})
+	cid := h.conv(alice)
+	warm := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q1?")
+	_ = h.events(alice, warm)
+	if got := <-ends; got.ticket != warm {
+		t.Fatalf("ended %s first, want %s", got.ticket, warm)
+	}
+	return lostCreation{proxy: p, st: st, h: h, ends: ends, cid: cid}
 }

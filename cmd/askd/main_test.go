@@ -39,19 +39,7 @@ func TestAskdServesAndStops(t *testing.T) {
 		// Never the default port: the dev stack (make ask-serve) may be running beside the tests.
 		"DAS_ASK_ADDR": "127.0.0.1:0",
 	}
-	sigs := make(chan os.Signal, 2)
-	var logs bytes.Buffer
-	ready := make(chan *app.Main, 1)
-	errc := make(chan error, 1)
-	go func() { errc <- run(sigs, config.MapEnv(env), &logs, ready) }()
-	var m *app.Main
-	select {
-	case m = <-ready:
-	case err := <-errc:
-		t.Fatalf("askd stopped at start: %v\n%s", err, logs.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("askd did not start")
-	}
+	m, sigs, errc, logs := startAskd(t, env)
 	base := m.URL()
 	admin := "http://" + m.AdminAddr()
 
@@ -193,19 +181,7 @@ func TestAskdSecondSignalEndsTheGrace(t *testing.T) {
 		"DAS_SOURCES": "demo=" + srcSrv.URL + "/mcp", "DAS_ASK_SHUTDOWN_GRACE_S": "3600",
 		"DAS_ASK_ADMIN_ADDR": "127.0.0.1:0", "DAS_ASK_ADDR": "127.0.0.1:0",
 	}
-	sigs := make(chan os.Signal, 2)
-	var logs syncBuffer
-	ready := make(chan *app.Main, 1)
-	errc := make(chan error, 1)
-	go func() { errc <- run(sigs, config.MapEnv(env), &logs, ready) }()
-	var m *app.Main
-	select {
-	case m = <-ready:
-	case err := <-errc:
-		t.Fatalf("askd stopped at start: %v\n%s", err, logs.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("askd did not start")
-	}
+	m, sigs, errc, logs := startAskd(t, env)
 	defer m.EndGrace() // a failure below must not leave askd waiting out its hour
 	base, bearer := m.URL(), "Bearer "+idp.Token(t, "alice")
 	call := func(method, path, body string) *http.Response {
@@ -292,6 +268,26 @@ func TestAskdSecondSignalEndsTheGrace(t *testing.T) {
 	if !strings.Contains(logs.String(), "ending the shutdown grace") {
 		t.Errorf("the second signal was not logged:\n%s", logs.String())
 	}
+}
+
+// startAskd runs askd on env as main does, on a goroutine, and waits until it serves: its Main,
+// the signals it reads, its end, and its logs.
+func startAskd(t *testing.T, env map[string]string) (*app.Main, chan<- os.Signal, <-chan error, *syncBuffer) {
+	t.Helper()
+	sigs := make(chan os.Signal, 2)
+	logs := new(syncBuffer)
+	ready := make(chan *app.Main, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- run(sigs, config.MapEnv(env), logs, ready) }()
+	select {
+	case m := <-ready:
+		return m, sigs, errc, logs
+	case err := <-errc:
+		t.Fatalf("askd stopped at start: %v\n%s", err, logs.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("askd did not start")
+	}
+	return nil, nil, nil, nil
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger's and the test's goroutines.

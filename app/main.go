@@ -19,7 +19,7 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/das-ask/ask"
@@ -68,9 +68,9 @@ type Main struct {
 	adminHS   *http.Server
 	adminDone chan error
 
-	// hurry is closed by EndGrace (made once by hurryCh: a Main may be built without NewMain).
-	hurryOnce, endOnce sync.Once
-	hurry              chan struct{}
+	// built is the server Run built, kept after Close clears Server, for EndGrace from any
+	// goroutine while Close runs.
+	built atomic.Pointer[server.Server]
 }
 
 // NewMain returns a Main over cfg.
@@ -135,6 +135,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.Server, err = server.New(opts); err != nil {
 		return err
 	}
+	m.built.Store(m.Server)
 	if m.ln == nil {
 		if m.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 			return err
@@ -303,16 +304,15 @@ func (m *Main) Ready() bool { return m.ready == nil || m.ready() }
 // Done reports the API server's end when it stops by itself (a failed Serve); nil before Run.
 func (m *Main) Done() <-chan error { return m.served }
 
-// hurryCh is the channel EndGrace closes.
-func (m *Main) hurryCh() chan struct{} {
-	m.hurryOnce.Do(func() { m.hurry = make(chan struct{}) })
-	return m.hurry
-}
-
 // EndGrace ends the shutdown grace of a Close under way (or makes a later Close skip it): the
-// asks still running end with error{shutdown} and done at once. askd calls it on a second
-// SIGINT or SIGTERM. Safe to call more than once and from any goroutine.
-func (m *Main) EndGrace() { m.endOnce.Do(func() { close(m.hurryCh()) }) }
+// asks still running end with error{shutdown} and done at once (server.Server.EndGrace). askd
+// calls it on a second SIGINT or SIGTERM. Safe to call more than once, from any goroutine, and
+// before Run (it then does nothing).
+func (m *Main) EndGrace() {
+	if srv := m.built.Load(); srv != nil {
+		srv.EndGrace()
+	}
+}
 
 // Close stops the service: readiness turns false, admission stops, running asks get the
 // shutdown grace (until EndGrace) and then end with error{shutdown} and done, streams close,
@@ -330,18 +330,7 @@ func (m *Main) Close() error {
 	defer cancel()
 	var errs []error
 	if m.Server != nil {
-		srv, shut, watched := m.Server, make(chan struct{}), make(chan struct{})
-		go func() { // ends with the Shutdown below, before Close goes on
-			defer close(watched)
-			select {
-			case <-m.hurryCh():
-				srv.EndGrace()
-			case <-shut:
-			}
-		}()
-		errs = append(errs, srv.Shutdown(ctx))
-		close(shut)
-		<-watched
+		errs = append(errs, m.Server.Shutdown(ctx))
 		m.Server = nil
 	}
 	if m.hs != nil {

@@ -23,7 +23,9 @@ type Options struct {
 	// Logger receives the run's structural log lines (never the question or a token); nil
 	// means discard.
 	Logger *slog.Logger
-	// HTTPClient carries the MCP requests to the sources; nil means http.DefaultTransport.
+	// HTTPClient carries the MCP requests to the sources; nil means http.DefaultTransport's
+	// settings, except that a plain-http source is never reached through the environment's
+	// proxy (see source.Options.HTTPClient).
 	HTTPClient *http.Client
 	// MaxModelCalls caps the model calls of one run; zero means DefaultMaxModelCalls.
 	MaxModelCalls int

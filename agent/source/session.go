@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -14,7 +15,9 @@ import (
 // Options configure sessions. Zero values mean defaults.
 type Options struct {
 	// HTTPClient is the base client; its Transport carries the session's requests (nil means
-	// http.DefaultTransport). Its Timeout, if any, bounds each request.
+	// http.DefaultTransport's settings, except that a plain-http source is never reached
+	// through the environment's proxy: see defaultTransport). Its Timeout, if any, bounds each
+	// request.
 	HTTPClient *http.Client
 	// Logger receives one line per call; nil means discard.
 	Logger *slog.Logger
@@ -50,7 +53,7 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	base := http.DefaultTransport
+	base := defaultTransport()
 	hc := &http.Client{}
 	if opts.HTTPClient != nil {
 		if opts.HTTPClient.Transport != nil {
@@ -97,6 +100,23 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 	}
 	return s, nil
 }
+
+// defaultTransport is http.DefaultTransport's settings, shared by every session (one
+// connection pool), except its proxy: a forward proxy from the environment (HTTP_PROXY, set
+// for the model provider's egress, say) would receive a plain-http source's requests whole,
+// the caller's Authorization header included, and the bearer goes to the configured source's
+// origin and nowhere else. So only https requests use the environment's proxy: they cross it
+// inside a CONNECT tunnel it cannot read. Plain http is always direct.
+var defaultTransport = sync.OnceValue(func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = func(r *http.Request) (*url.URL, error) {
+		if r.URL.Scheme != "https" {
+			return nil, nil
+		}
+		return http.ProxyFromEnvironment(r)
+	}
+	return t
+})
 
 // Name is the source's configured name.
 func (s *Session) Name() string { return s.name }

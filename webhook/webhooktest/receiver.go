@@ -1,7 +1,8 @@
 // Package webhooktest is a real webhook receiver for tests and conformance: an HTTP server on a
 // loopback port that verifies every delivery's Standard Webhooks signature with the secrets it
-// is given (the standard-webhooks reference library does the verifying), records what came,
-// and answers as scripted (fail N times, redirect, …).
+// is given (twice: with the standard-webhooks Go library, and with ReferenceVerify, a port of its
+// Python and JavaScript receivers independent of the library the service signs with), records
+// what came, and answers as scripted (fail N times, redirect, …).
 package webhooktest
 
 import (
@@ -9,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -26,8 +28,9 @@ type Delivery struct {
 	ID        string
 	Timestamp string
 	Signature string
-	// Verified reports that the signature verified with one of the receiver's secrets and the
-	// timestamp is within the library's tolerance (5 minutes).
+	// Verified reports that the signature verified with one of the receiver's secrets, by both
+	// the Go library and ReferenceVerify, and the timestamp is within their tolerance (5
+	// minutes).
 	Verified bool
 	// VerifyError is why not.
 	VerifyError string
@@ -63,6 +66,7 @@ type Receiver struct {
 
 	mu      sync.Mutex
 	secrets []*standardwebhooks.Webhook
+	raw     []string // secrets as given, for ReferenceVerify
 	script  func(n int, d Delivery) Answer
 	got     []Delivery
 	arrived chan struct{} // closed and replaced on every delivery
@@ -89,6 +93,7 @@ func NewOn(l net.Listener, secrets ...string) (*Receiver, error) {
 			return nil, err
 		}
 		r.secrets = append(r.secrets, w)
+		r.raw = append(r.raw, s)
 	}
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 	r.srv.Listener = l
@@ -147,13 +152,18 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	d.VerifyError = "no secret"
-	for _, s := range r.secrets {
-		if err := s.Verify(body, req.Header); err == nil {
+	for i, s := range r.secrets {
+		err := s.Verify(body, req.Header)
+		if err == nil {
+			if err = ReferenceVerify(r.raw[i], d.ID, d.Timestamp, d.Signature, body, d.At); err != nil {
+				err = fmt.Errorf("the Go library verified, the reference receivers' algorithm did not: %w", err)
+			}
+		}
+		if err == nil {
 			d.Verified, d.VerifyError = true, ""
 			break
-		} else {
-			d.VerifyError = err.Error()
 		}
+		d.VerifyError = err.Error()
 	}
 	ans := Answer{Status: http.StatusNoContent}
 	if r.script != nil {

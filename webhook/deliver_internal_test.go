@@ -40,6 +40,7 @@ type scripted struct {
 
 func (s *scripted) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, _ := io.ReadAll(req.Body)
+	req.Header = canonical(req.Header)
 	w, _ := standardwebhooks.NewWebhook(testSecret)
 	if err := w.Verify(body, req.Header); err != nil {
 		s.t.Errorf("attempt does not verify: %v", err)

@@ -116,9 +116,9 @@ func (s *sender) send(ctx context.Context, url, id string, body []byte) Result {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "ask-webhooks/1")
-	req.Header.Set(standardwebhooks.HeaderWebhookID, id)
-	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(start.Unix(), 10))
-	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	setExact(req.Header, standardwebhooks.HeaderWebhookID, id)
+	setExact(req.Header, standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(start.Unix(), 10))
+	setExact(req.Header, standardwebhooks.HeaderWebhookSignature, sig)
 	resp, err := s.client.Do(req)
 	elapsed := s.now().Sub(start)
 	if err != nil {
@@ -132,6 +132,12 @@ func (s *sender) send(ctx context.Context, url, id string, body []byte) Result {
 	}
 	return r
 }
+
+// setExact sets header k named exactly as written: the specification names the headers
+// webhook-id, webhook-timestamp and webhook-signature, and a receiver reading a raw header map
+// (API Gateway's REST events keep the case sent) looks them up so. Header.Set would send Go's
+// canonical Webhook-Id. HTTP/2 lowercases every name anyway.
+func setExact(h http.Header, k, v string) { h[k] = []string{v} }
 
 // errKind is a short, bounded name for a transport failure: it is a metric label and appears
 // on GET, so it never holds the URL.

@@ -1,0 +1,200 @@
+package webhook
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+	"github.com/das-ask/ask/webhook/webhooktest"
+)
+
+// The reference libraries' test vector (standard-webhooks, libraries/python/tests/
+// test_webhooks.py, test_sign_function): testSecret is its secret.
+const (
+	vecID   = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+	vecTS   = 1614265330
+	vecBody = `{"test": 2432232314}`
+	vecSig  = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+)
+
+// TestSignatureIsTheReferences: the signature header is, byte for byte, what the reference
+// libraries compute: v1, base64 HMAC-SHA256 over id.timestamp.body, one entry per secret in the
+// operator's order, space-separated.
+func TestSignatureIsTheReferences(t *testing.T) {
+	next := webhooktest.Secret()
+	s, err := newSender(Config{Secrets: []string{testSecret}}.withDefaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.sign(vecID, time.Unix(vecTS, 0), []byte(vecBody))
+	if err != nil || got != vecSig {
+		t.Fatalf("sign = %q, %v; want the reference's %q", got, err, vecSig)
+	}
+	both, err := newSender(Config{Secrets: []string{next, testSecret}}.withDefaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = both.sign(vecID, time.Unix(vecTS, 0), []byte(vecBody))
+	entries := strings.Split(got, " ")
+	if err != nil || len(entries) != 2 || entries[1] != vecSig || !strings.HasPrefix(entries[0], "v1,") {
+		t.Fatalf("sign with two secrets = %q, %v; want \"v1,<new> %s\"", got, err, vecSig)
+	}
+}
+
+// canonical is h as a server reads it off the wire: names in canonical form, so Get finds the
+// headers the sender names exactly as the specification does (setExact).
+func canonical(h http.Header) http.Header {
+	c := http.Header{}
+	for k, vs := range h {
+		for _, v := range vs {
+			c.Add(k, v)
+		}
+	}
+	return c
+}
+
+// recorded is one request a recorder got, at the (bubble's) time it came.
+type recorded struct {
+	header http.Header
+	body   []byte
+	at     time.Time
+}
+
+// recorder answers 503 with Retry-After: 7 to its first request and 204 to the rest.
+type recorder struct {
+	mu  sync.Mutex
+	got []recorded
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, recorded{header: canonical(req.Header), body: body, at: time.Now()})
+	if len(r.got) == 1 {
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {"7"}}, Body: http.NoBody}, nil
+	}
+	return &http.Response{StatusCode: http.StatusNoContent, Header: http.Header{}, Body: http.NoBody}, nil
+}
+
+// TestEveryAttemptVerifiesAsTheReferenceDoes: a delivery signed with two secrets (a rotation)
+// and retried once verifies, on each attempt and with either secret, by the reference
+// receivers' algorithm (webhooktest.ReferenceVerify, not the library the sender signs with);
+// the webhook-id is the same on both attempts and webhook-timestamp is each attempt's own time,
+// so a receiver's replay window holds for a retry made minutes after the first attempt.
+func TestEveryAttemptVerifiesAsTheReferenceDoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		old, next := testSecret, webhooktest.Secret()
+		rt := &recorder{}
+		ob := store.NewMemoryOutbox()
+		d, err := New(Options{Config: Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{next, old},
+			BaseBackoff: time.Second, MaxBackoff: time.Minute}, Outbox: ob, Tickets: finished{}, Transport: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(ctx) }()
+		for {
+			synctest.Wait()
+			if w, _ := ob.Webhook(t.Context(), "t1"); w.State != gen.WebhookStatePending {
+				break
+			}
+			time.Sleep(time.Second) // the bubble's clock moves on to the retry
+		}
+		cancel()
+		<-done
+		if len(rt.got) != 2 {
+			t.Fatalf("%d attempts, want 2", len(rt.got))
+		}
+		for i, r := range rt.got {
+			id, ts, sig := r.header.Get("webhook-id"), r.header.Get("webhook-timestamp"), r.header.Get("webhook-signature")
+			if id != "msg_1" {
+				t.Errorf("attempt %d: webhook-id %q, want msg_1 on every attempt", i+1, id)
+			}
+			if want := strconv.FormatInt(r.at.Unix(), 10); ts != want {
+				t.Errorf("attempt %d: webhook-timestamp %q, want the attempt's own time %s", i+1, ts, want)
+			}
+			if n := len(strings.Split(sig, " ")); n != 2 {
+				t.Errorf("attempt %d: %d signatures, want one per secret", i+1, n)
+			}
+			for _, s := range []string{old, next} {
+				if err := webhooktest.ReferenceVerify(s, id, ts, sig, r.body, r.at); err != nil {
+					t.Errorf("attempt %d does not verify as the reference does: %v", i+1, err)
+				}
+			}
+			if ct := r.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("attempt %d: Content-Type %q", i+1, ct)
+			}
+		}
+		if gap := rt.got[1].at.Sub(rt.got[0].at); gap < 7*time.Second {
+			t.Errorf("retry %v after the first attempt, want at least the 7 s asked for", gap)
+		}
+	})
+}
+
+// TestHeaderNamesOnTheWire: the headers go out named exactly as the specification names them
+// (webhook-id, webhook-timestamp, webhook-signature), not in Go's canonical Webhook-Id form: a
+// receiver that reads its framework's raw header map (API Gateway's REST events keep the case
+// that was sent) finds them under the names the specification and the reference libraries use.
+func TestHeaderNamesOnTheWire(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	head := make(chan []string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			head <- nil
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		var lines []string
+		for {
+			line, err := br.ReadString('\n')
+			line = strings.TrimRight(line, "\r\n")
+			if err != nil || line == "" {
+				break
+			}
+			lines = append(lines, line)
+		}
+		head <- lines
+		_, _ = io.WriteString(c, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+	}()
+	cfg := Config{Secrets: []string{testSecret}, AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.withDefaults()
+	s, err := newSender(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.send(t.Context(), "http://"+l.Addr().String()+"/hook", "msg_1", []byte(vecBody)); r.Status != http.StatusNoContent {
+		t.Fatalf("send: %+v", r)
+	}
+	lines := <-head
+	for _, name := range []string{"webhook-id", "webhook-timestamp", "webhook-signature"} {
+		found := false
+		for _, l := range lines {
+			found = found || strings.HasPrefix(l, name+": ")
+		}
+		if !found {
+			t.Errorf("no %q header line as sent; the request head:\n%s", name, strings.Join(lines, "\n"))
+		}
+	}
+}

@@ -7,6 +7,9 @@ const (
 	CodeInvalidToken = "invalid_token"
 	// CodeInsufficientScope: the token is valid but does not grant the required scope.
 	CodeInsufficientScope = "insufficient_scope"
+	// CodeInvalidRequest: the request is malformed as a bearer request (more than one
+	// Authorization header); it is answered 400, with a challenge carrying this code.
+	CodeInvalidRequest = "invalid_request"
 )
 
 // Error is why a bearer was rejected. Code is an RFC 6750 error code; Description is a short,

@@ -97,7 +97,7 @@ func TestJSONText(t *testing.T) {
 }
 
 // TestRepeatedAuthorization: a request with two Authorization headers is made with neither:
-// 400 whichever comes first, where the first used to win.
+// 400 whichever comes first, where the first used to win, with an invalid_request challenge.
 func TestRepeatedAuthorization(t *testing.T) {
 	h := newHarness(t, server.Options{})
 	cid := h.conv(alice)
@@ -118,6 +118,11 @@ func TestRepeatedAuthorization(t *testing.T) {
 			}
 			if strings.Contains(string(body), alice) || strings.Contains(string(body), bob) {
 				t.Errorf("the problem echoes a token: %s", body)
+			}
+			// RFC 6750 §3: a request without a usable credential gets a Bearer challenge,
+			// here with §3.1's invalid_request.
+			if got, want := resp.Header.Get("WWW-Authenticate"), `Bearer realm="das", error="invalid_request"`; !strings.HasPrefix(got, want) {
+				t.Errorf("%s %s: WWW-Authenticate %q, want it to start %q", r.method, r.path, got, want)
 			}
 		}
 	}

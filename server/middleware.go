@@ -39,7 +39,10 @@ func (s *Server) identify(c echo.Context) error {
 		// Authorization holds one credential (RFC 9110 §11.6.2): with two, which one the
 		// request is made with is anyone's guess, so it is made with neither (RFC 6750 §3.1's
 		// invalid_request, a 400).
-		return badRequest("the request carries more than one Authorization header; send exactly one bearer")
+		p := badRequest("the request carries more than one Authorization header; send exactly one bearer")
+		// No usable credential, so a Bearer challenge (RFC 6750 §3), with invalid_request.
+		p.challenge = auth.Challenge(&auth.Error{Code: auth.CodeInvalidRequest, Description: "more than one Authorization header"})
+		return p
 	}
 	token, ok := auth.BearerToken(req)
 	if !ok {

@@ -1558,11 +1558,11 @@ type GetOpenAPIYAMLResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *string
+	YAML200 *map[string]interface{}
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetOpenAPIYAMLResponse) GetYAML200() *string {
+func (r GetOpenAPIYAMLResponse) GetYAML200() *map[string]interface{} {
 	return r.YAML200
 }
 
@@ -2410,7 +2410,7 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest string
+		var dest map[string]interface{}
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

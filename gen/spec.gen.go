@@ -198,9 +198,10 @@ var swaggerSpec = []string{
 	"0qDWbhliAfkHJphU1gleEMCsdTAfZJr9nEBi22KJXsx/DCuudb/ZfcTBJ4x6+uTKPQYcMkzewO9OGsRm",
 	"29XbBi//f2zXbWcIesPuv7Ov7z4233Ot5qWk9JB/mnn/MMgYe9W6//sEGG6jHfRBrPd7ND2UbxI4h494",
 	"70DdwLI8ffvyd+dvXg/+k7Cwbdh/L/fx/cXSWSHEcJeK26q21bzSTN6PYmf6G74q7zH9/3X6/auHTT80",
-	"fAuTuO/0ofMHTD9hs42jYhrwR/8qdBvrZlv88UcQeQQ+JiHblwCESGPKz2aVlsqxYTcle5Q0Gd4I8I4w",
-	"WA9+nUR8KihKKGf9QHeukEAvuvdRK5RQbYQ6uTe8/df1bvTE/kiLTbyi2g55xS8Dr6fxylg7PBYsC4E+",
-	"OFL94UVEI+PtqlU9K0lD7tb+8PDeVnN+ez7++PH/BQAA//8=",
+	"/AmmD51P2EtHaRwr3ipFh7j98CgWqct1IdDpO+Sp8tWRI8YZYzVzbVaPLKNxjJJYMt9f737/dU7YbOOo",
+	"agf80b/c3ca6aR1//BFkK6GcSZr3ZRohpJkSwVmlpXJs2M39HiVNKjkiySPe1qNsJxEICxoZCnQ/0J27",
+	"KtBd753hCkVhGwpPfhRvaHbdKD1BRlKXE68Rt2Nr8csgVGi8MhYpj5XRQkQRzm5/HBNhz3iNa1XPSlLF",
+	"u0VGPI641Zzfno8/fvx/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

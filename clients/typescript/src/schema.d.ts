@@ -1089,13 +1089,16 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The OpenAPI document as YAML. */
+            /**
+             * @description The OpenAPI document as YAML. Its schema describes the document it decodes to (a
+             *     mapping, as the JSON form's object), not its text.
+             */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/yaml": string;
+                    "application/yaml": Record<string, never>;
                 };
             };
         };

@@ -1,0 +1,467 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/das-ask/ask/demo/idp"
+	"github.com/das-ask/ask/gen"
+)
+
+// The requests of TestContract, operation by operation.
+
+const (
+	convs    = "/ask/v1/conversations"
+	question = `{"question":"What is an incident?"}`
+)
+
+func asksOf(cid string) string  { return convs + "/" + cid + "/asks" }
+func statusOf(tk string) string { return "/ask/v1/asks/" + tk }
+func eventsOf(tk string) string { return statusOf(tk) + "/events" }
+func cancelOf(tk string) string { return statusOf(tk) + "/cancel" }
+
+// do sends and checks p, and returns the response.
+func (c *conformer) do(p probe) rawResult {
+	c.t.Helper()
+	c.n++
+	r := c.send(p)
+	c.check(p, r)
+	return r
+}
+
+// newConv creates a conversation for oid and returns its id.
+func (c *conformer) newConv(oid string) string {
+	c.t.Helper()
+	r := c.do(probe{name: "setup: conversation", op: "createConversation", method: http.MethodPost, target: convs,
+		auth: c.bearer(oid), ct: "application/json", body: "{}", want: http.StatusCreated})
+	var conv gen.Conversation
+	if err := json.Unmarshal(r.body, &conv); err != nil || conv.Id == "" {
+		c.t.Fatalf("setup: conversation: %v %s", err, r.body)
+	}
+	return conv.Id
+}
+
+// newAsk asks q in cid as oid and returns the ticket.
+func (c *conformer) newAsk(oid, cid, q string) string {
+	c.t.Helper()
+	b, _ := json.Marshal(gen.AskRequest{Question: q})
+	c.secret = append(c.secret, q)
+	r := c.do(probe{name: "setup: ask", op: "createAsk", method: http.MethodPost, target: asksOf(cid),
+		auth: c.bearer(oid), ct: "application/json", body: string(b), want: http.StatusAccepted})
+	var tk gen.Ticket
+	if err := json.Unmarshal(r.body, &tk); err != nil || tk.Ticket == "" {
+		c.t.Fatalf("setup: ask: %v %s", err, r.body)
+	}
+	return tk.Ticket
+}
+
+// waitDone long-polls the ticket until its run has ended.
+func (c *conformer) waitDone(oid, ticket string) {
+	c.t.Helper()
+	r := c.do(probe{name: "setup: wait", op: "getAsk", method: http.MethodGet, target: statusOf(ticket),
+		auth: c.bearer(oid), hdr: []string{"Prefer", "wait=30"}, want: http.StatusOK})
+	var st gen.AskStatus
+	if err := json.Unmarshal(r.body, &st); err != nil || st.Done == nil {
+		c.t.Fatalf("setup: the run did not end: %v %s", err, r.body)
+	}
+}
+
+// authProbes are the bearers that are missing, garbled or not valid for this service.
+func (c *conformer) authProbes(base probe) []probe {
+	mint := func(cl idp.Claims) string {
+		tok, err := c.idp.Mint(cl)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.secret = append(c.secret, tok)
+		c.tokens = append(c.tokens, tok)
+		return tok
+	}
+	forged, err := c.idp.Forge(idp.Claims{OID: "alice"})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.secret = append(c.secret, forged)
+	c.tokens = append(c.tokens, forged)
+	valid := c.token("alice")
+	cases := []struct{ name, auth string }{
+		{"no bearer", ""},
+		{"empty bearer", "Bearer"},
+		{"bearer and a space", "Bearer "},
+		{"garbled bearer", "Bearer not.a.jwt"},
+		{"bearer of control characters", "Bearer \x01\x02"}, // the HTTP layer's 400
+		{"basic credentials", "Basic YWxpY2U6c2VjcmV0"},
+		{"expired bearer", "Bearer " + mint(idp.Claims{OID: "alice", Expired: true})},
+		{"bearer for another audience", "Bearer " + mint(idp.Claims{OID: "alice", Audience: "other"})},
+		{"bearer without the scope", "Bearer " + mint(idp.Claims{OID: "alice", Scope: "other"})},
+		{"bearer without oid", "Bearer " + mint(idp.Claims{})},
+		{"bearer not yet valid", "Bearer " + mint(idp.Claims{OID: "alice", NotBefore: time.Now().Add(time.Hour)})},
+		{"bearer from another issuer", "Bearer " + mint(idp.Claims{OID: "alice", Issuer: "https://evil.example"})},
+		{"forged signature", "Bearer " + forged},
+		{"truncated signature", "Bearer " + valid[:len(valid)-5]},
+		{"huge bearer", "Bearer " + strings.Repeat("A", 64<<10)},
+	}
+	var out []probe
+	for _, a := range cases {
+		p := base
+		p.name = base.name + ": " + a.name
+		p.auth = a.auth
+		p.want = http.StatusUnauthorized
+		if strings.ContainsAny(a.auth, "\x01") {
+			p.want = http.StatusBadRequest
+		}
+		out = append(out, p)
+	}
+	two := base
+	two.name, two.want = base.name+": two Authorization headers", http.StatusBadRequest
+	two.hdr = append(slices.Clone(base.hdr), "Authorization", "Bearer "+valid)
+	out = append(out, two)
+	return out
+}
+
+// methodProbes: the methods the path has no operation for are 405 with Allow; OPTIONS and
+// TRACE too.
+func methodProbes(name, op, target string, not []string) []probe {
+	var out []probe
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, http.MethodTrace, "PROPFIND"} {
+		if slices.Contains(not, m) {
+			continue
+		}
+		want := http.StatusMethodNotAllowed
+		if m == http.MethodOptions {
+			want = http.StatusNoContent
+		}
+		out = append(out, probe{name: name + ": method " + m, op: op, method: m, target: target, want: want})
+	}
+	return out
+}
+
+// idProbes: path parameters malformed, too long, encoded or dotted, for a ticket route
+// (target makes the path from the id, as sent).
+func idProbes(name, op, method string, target func(string) string, auth string) []probe {
+	cases := []struct {
+		what, id string
+		want     int
+	}{
+		{"unknown id", "t_UNKNOWN0000000000000000000", http.StatusNotFound},
+		{"id of 64 characters", strings.Repeat("a", 64), http.StatusNotFound},
+		{"id of 65 characters", strings.Repeat("a", 65), http.StatusBadRequest},
+		{"id of 8 KiB", strings.Repeat("a", 8<<10), http.StatusBadRequest},
+		{"id with a dot", "t.x", http.StatusBadRequest},
+		{"id with an encoded slash", "a%2Fb", 0},
+		{"id with an encoded space", "a%20b", http.StatusBadRequest},
+		{"id with a non-ASCII letter", "caf%C3%A9", http.StatusBadRequest},
+		{"id with an encoded NUL", "a%00b", http.StatusBadRequest},
+		{"id with an encoded newline", "a%0Ab", http.StatusBadRequest},
+		{"id that is an encoded dot segment", "%2e%2e", http.StatusNotFound},
+		{"id that is a dot segment", "..", http.StatusNotFound},
+		{"empty id", "", http.StatusNotFound},
+		{"id with a malformed escape", "a%zzb", http.StatusBadRequest},
+		{"id with a query-looking suffix", "abc%3Fx=1", http.StatusBadRequest},
+	}
+	var out []probe
+	for _, k := range cases {
+		p := probe{name: name + ": " + k.what, op: op, method: method, target: target(k.id), auth: auth, want: k.want}
+		if method == http.MethodPost {
+			p.ct, p.body = "application/json", "{}"
+		}
+		if k.what == "empty id" || strings.HasPrefix(k.what, "id that is") {
+			p.op = "" // no operation has this path
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func (c *conformer) probes() []probe {
+	alice, bob := c.bearer("alice"), c.bearer("bob")
+
+	// State.
+	c.cid = c.newConv("alice")
+	c.ticket = c.newAsk("alice", c.cid, "What is an incident?")
+	c.waitDone("alice", c.ticket)
+	c.runCID = c.newConv("alice")
+	c.runTicket = c.newAsk("alice", c.runCID, holdQuestion)
+
+	var ps []probe
+	add := func(p ...probe) { ps = append(ps, p...) }
+
+	// ---- createConversation
+	cc := probe{name: "createConversation", op: "createConversation", method: http.MethodPost, target: convs, auth: alice, ct: "application/json", body: "{}"}
+	ccv := func(name string, edit func(*probe), want int) probe {
+		p := cc
+		p.name, p.want = cc.name+": "+name, want
+		edit(&p)
+		return p
+	}
+	add(
+		ccv("valid", func(*probe) {}, http.StatusCreated),
+		ccv("no body, no content type", func(p *probe) { p.body, p.ct = "", "" }, http.StatusCreated),
+		ccv("empty body with JSON content type", func(p *probe) { p.body = "" }, http.StatusCreated),
+		ccv("charset parameter", func(p *probe) { p.ct = "application/json; charset=utf-8" }, http.StatusCreated),
+		ccv("content type in capitals", func(p *probe) { p.ct = "Application/JSON" }, http.StatusCreated),
+		ccv("body without content type", func(p *probe) { p.ct = "" }, http.StatusUnsupportedMediaType),
+		ccv("text/plain", func(p *probe) { p.ct = "text/plain" }, http.StatusUnsupportedMediaType),
+		ccv("form", func(p *probe) { p.ct, p.body = "application/x-www-form-urlencoded", "a=b" }, http.StatusUnsupportedMediaType),
+		ccv("garbled content type", func(p *probe) { p.ct = ";;;" }, 0),
+		ccv("malformed JSON", func(p *probe) { p.body = "{" }, http.StatusBadRequest),
+		ccv("JSON array", func(p *probe) { p.body = "[]" }, http.StatusBadRequest),
+		ccv("JSON null", func(p *probe) { p.body = "null" }, http.StatusBadRequest),
+		ccv("JSON string", func(p *probe) { p.body = `"x"` }, http.StatusBadRequest),
+		ccv("unknown field", func(p *probe) { p.body = `{"colour":"blue"}` }, http.StatusBadRequest),
+		ccv("two JSON texts", func(p *probe) { p.body = `{} {}` }, http.StatusBadRequest),
+		ccv("byte order mark", func(p *probe) { p.body = "\ufeff{}" }, http.StatusBadRequest),
+		ccv("invalid UTF-8", func(p *probe) { p.body = "{\"\xff\":1}" }, http.StatusBadRequest),
+		ccv("whitespace only", func(p *probe) { p.body = "   " }, http.StatusBadRequest),
+		ccv("deeply nested", func(p *probe) { p.body = strings.Repeat("[", 2000) + strings.Repeat("]", 2000) }, http.StatusBadRequest),
+		ccv("body over the limit", func(p *probe) { p.body = `{"x":"` + strings.Repeat("x", 5000) + `"}` }, http.StatusRequestEntityTooLarge),
+		ccv("declared length over the limit", func(p *probe) { p.body = "{}"; p.hdr = []string{"Content-Length", "5000"} }, http.StatusRequestEntityTooLarge),
+		ccv("chunked body", func(p *probe) { p.body = "2\r\n{}\r\n0\r\n\r\n"; p.hdr = []string{"Transfer-Encoding", "chunked"} }, http.StatusCreated),
+		ccv("header block too large", func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
+		ccv("Accept: text/html", func(p *probe) { p.hdr = []string{"Accept", "text/html"} }, http.StatusCreated),
+	)
+	add(c.authProbes(cc)...)
+	// Idempotency-Key.
+	key := func(name, k, body string, want int) probe {
+		return ccv("Idempotency-Key "+name, func(p *probe) { p.hdr = []string{"Idempotency-Key", k}; p.body = body }, want)
+	}
+	add(
+		key("first use", "conv-key-1", "{}", http.StatusCreated),
+		key("replayed", "conv-key-1", "{}", http.StatusCreated),
+		key("quoted, the same key", `"conv-key-1"`, "{}", http.StatusCreated),
+		key("reused for another body", "conv-key-1", "", http.StatusUnprocessableEntity),
+		key("empty", "", "{}", http.StatusBadRequest),
+		key("empty quoted", `""`, "{}", http.StatusBadRequest),
+		key("with a space", "a b", "{}", http.StatusBadRequest),
+		key("non-ASCII", "clé", "{}", http.StatusBadRequest),
+		key("of 255 characters", strings.Repeat("k", 255), "{}", http.StatusCreated),
+		key("of 256 characters", strings.Repeat("k", 256), "{}", http.StatusBadRequest),
+		key("half quoted", `"abc`, "{}", http.StatusBadRequest),
+		ccv("two Idempotency-Keys", func(p *probe) { p.hdr = []string{"Idempotency-Key", "k-a", "Idempotency-Key", "k-b"} }, http.StatusBadRequest),
+	)
+	add(methodProbes("conversations", "createConversation", convs, []string{http.MethodPost})...)
+	add(probe{name: "conversations: HEAD", op: "createConversation", method: http.MethodHead, target: convs, auth: alice, want: http.StatusMethodNotAllowed})
+	// 429: an identity at its cap of conversations.
+	for range 150 {
+		c.newConv("dave")
+	}
+	add(probe{name: "createConversation: over the identity's cap", op: "createConversation", method: http.MethodPost, target: convs,
+		auth: c.bearer("dave"), ct: "application/json", body: "{}", want: http.StatusTooManyRequests})
+
+	// ---- createAsk
+	fresh := func() string { return c.newConv("alice") }
+	ca := func(name, body string, edit func(*probe), want int) probe {
+		p := probe{name: "createAsk: " + name, op: "createAsk", method: http.MethodPost, target: asksOf(fresh()), auth: alice, ct: "application/json", body: body, want: want}
+		if edit != nil {
+			edit(&p)
+		}
+		return p
+	}
+	c.secret = append(c.secret, "What is an incident?", "¿Qué es un incidente? 事件 😀", strings.Repeat("q", 4000))
+	add(
+		ca("valid", question, nil, http.StatusAccepted),
+		ca("unicode question", `{"question":"¿Qué es un incidente? 事件 😀"}`, nil, http.StatusAccepted),
+		ca("escaped control characters", `{"question":"a\u0001b\u0000c\n"}`, nil, 0),
+		ca("raw control character", "{\"question\":\"a\x01b\"}", nil, http.StatusBadRequest),
+		ca("lone surrogate", `{"question":"\ud800"}`, nil, http.StatusBadRequest),
+		ca("invalid UTF-8", "{\"question\":\"\xc3\x28\"}", nil, http.StatusBadRequest),
+		ca("question of 4000 characters", `{"question":"`+strings.Repeat("q", 4000)+`"}`, nil, http.StatusAccepted),
+		ca("question of 4001 characters", `{"question":"`+strings.Repeat("q", 4001)+`"}`, nil, http.StatusBadRequest),
+		ca("body over the limit", `{"question":"`+strings.Repeat("q", 5000)+`"}`, nil, http.StatusRequestEntityTooLarge),
+		ca("empty body", "", nil, http.StatusBadRequest),
+		ca("malformed JSON", `{"question":`, nil, http.StatusBadRequest),
+		ca("JSON array", `["q"]`, nil, http.StatusBadRequest),
+		ca("empty object", `{}`, nil, http.StatusBadRequest),
+		ca("unknown field", `{"question":"q?","colour":"blue"}`, nil, http.StatusBadRequest),
+		ca("field in other case", `{"Question":"q?"}`, nil, http.StatusBadRequest),
+		ca("question twice", `{"question":"a?","question":"b?"}`, nil, http.StatusBadRequest),
+		ca("question a number", `{"question":42}`, nil, http.StatusBadRequest),
+		ca("question huge number", `{"question":1e99999}`, nil, http.StatusBadRequest),
+		ca("question an object", `{"question":{"a":1}}`, nil, http.StatusBadRequest),
+		ca("question null", `{"question":null}`, nil, http.StatusBadRequest),
+		ca("webhook not allowed", `{"question":"q?","webhook":{"url":"https://hooks.example/x"}}`, nil, http.StatusBadRequest),
+		ca("webhook a string", `{"question":"q?","webhook":"https://hooks.example/x"}`, nil, http.StatusBadRequest),
+		ca("webhook with an extra field", `{"question":"q?","webhook":{"url":"https://hooks.example/x","secret":"s"}}`, nil, http.StatusBadRequest),
+		ca("no content type", question, func(p *probe) { p.ct = "" }, http.StatusUnsupportedMediaType),
+		ca("text/plain", question, func(p *probe) { p.ct = "text/plain" }, http.StatusUnsupportedMediaType),
+		ca("problem+json", question, func(p *probe) { p.ct = "application/problem+json" }, http.StatusUnsupportedMediaType),
+		ca("charset utf-8", question, func(p *probe) { p.ct = "application/json; charset=utf-8" }, http.StatusAccepted),
+		ca("charset latin1", question, func(p *probe) { p.ct = "application/json; charset=iso-8859-1" }, 0),
+		ca("unknown conversation", question, func(p *probe) { p.target = asksOf("c_UNKNOWN00000000000000000") }, http.StatusNotFound),
+		ca("another identity's conversation", question, func(p *probe) { p.target = asksOf(c.cid); p.auth = bob }, http.StatusNotFound),
+		ca("conversation id malformed", question, func(p *probe) { p.target = asksOf("c.x") }, http.StatusBadRequest),
+		ca("conversation id of 65 characters", question, func(p *probe) { p.target = asksOf(strings.Repeat("c", 65)) }, http.StatusBadRequest),
+		ca("conversation id with an encoded slash", question, func(p *probe) { p.target = asksOf("c%2Fx") }, 0),
+		ca("while an ask runs", question, func(p *probe) { p.target = asksOf(c.runCID) }, http.StatusConflict),
+		ca("header block too large", question, func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
+		ca("Expect: 100-continue", question, func(p *probe) { p.hdr = []string{"Expect", "100-continue"} }, http.StatusAccepted),
+	)
+	add(c.authProbes(ca("auth", question, nil, 0))...)
+	// Idempotency-Key on createAsk.
+	kc := fresh()
+	kp := func(name, k, body string, want int) probe {
+		return probe{name: "createAsk: Idempotency-Key " + name, op: "createAsk", method: http.MethodPost, target: asksOf(kc), auth: alice,
+			ct: "application/json", body: body, hdr: []string{"Idempotency-Key", k}, want: want}
+	}
+	add(
+		kp("first use", "ask-key-1", question, http.StatusAccepted),
+		kp("replayed", "ask-key-1", question, http.StatusAccepted),
+		kp("reused for another question", "ask-key-1", `{"question":"Another?"}`, http.StatusUnprocessableEntity),
+		kp("with a control character", "a\x7fb", question, http.StatusBadRequest),
+		kp("too long", strings.Repeat("k", 300), question, http.StatusBadRequest),
+	)
+	add(methodProbes("asks", "createAsk", asksOf(c.cid), []string{http.MethodPost})...)
+	// 409 without a ticket: a full conversation (MaxTurns 3).
+	full := c.newConv("alice")
+	for range 3 {
+		c.waitDone("alice", c.newAsk("alice", full, "What is an incident?"))
+	}
+	add(probe{name: "createAsk: conversation full", op: "createAsk", method: http.MethodPost, target: asksOf(full), auth: alice,
+		ct: "application/json", body: question, want: http.StatusConflict})
+	// 429: too many asks in flight (MaxInFlight 2).
+	c.newAsk("erin", c.newConv("erin"), holdQuestion)
+	c.newAsk("erin", c.newConv("erin"), holdQuestion)
+	add(probe{name: "createAsk: too many in flight", op: "createAsk", method: http.MethodPost, target: asksOf(c.newConv("erin")), auth: c.bearer("erin"),
+		ct: "application/json", body: question, want: http.StatusTooManyRequests})
+
+	// ---- getAsk
+	ga := probe{name: "getAsk", op: "getAsk", method: http.MethodGet, target: statusOf(c.ticket), auth: alice}
+	gav := func(name string, edit func(*probe), want int) probe {
+		p := ga
+		p.name, p.want = ga.name+": "+name, want
+		edit(&p)
+		return p
+	}
+	add(
+		gav("finished", func(*probe) {}, http.StatusOK),
+		gav("running", func(p *probe) { p.target = statusOf(c.runTicket) }, http.StatusOK),
+		gav("another identity's", func(p *probe) { p.auth = bob }, http.StatusNotFound),
+		gav("HEAD", func(p *probe) { p.method = http.MethodHead }, http.StatusOK),
+		gav("HEAD unknown", func(p *probe) { p.method = http.MethodHead; p.target = statusOf("t_nope") }, http.StatusNotFound),
+		gav("Prefer wait=0", func(p *probe) { p.hdr = []string{"Prefer", "wait=0"} }, http.StatusOK),
+		gav("Prefer wait=abc", func(p *probe) { p.hdr = []string{"Prefer", "wait=abc"} }, 0),
+		gav("Prefer wait=-1", func(p *probe) { p.hdr = []string{"Prefer", "wait=-1"} }, 0),
+		gav("Prefer wait huge", func(p *probe) { p.hdr = []string{"Prefer", "wait=99999999999999999999999"} }, 0),
+		gav("Prefer wait=1 on a running ticket", func(p *probe) { p.target = statusOf(c.runTicket); p.hdr = []string{"Prefer", "wait=1"} }, http.StatusOK),
+		gav("Prefer too long", func(p *probe) { p.hdr = []string{"Prefer", "wait=1, " + strings.Repeat("x", 300)} }, http.StatusBadRequest),
+		gav("Prefer unknown", func(p *probe) { p.hdr = []string{"Prefer", "respond-async"} }, http.StatusOK),
+		gav("unknown query parameter", func(p *probe) { p.target += "?foo=bar" }, http.StatusOK),
+		gav("Accept: text/event-stream", func(p *probe) { p.hdr = []string{"Accept", "text/event-stream"} }, 0),
+		gav("Accept: application/json;q=0", func(p *probe) { p.hdr = []string{"Accept", "application/json;q=0"} }, 0),
+		gav("with a body", func(p *probe) { p.body, p.ct = "{}", "application/json" }, 0),
+		gav("with a body over the limit", func(p *probe) { p.body, p.ct = strings.Repeat("x", 5000), "application/json" }, http.StatusRequestEntityTooLarge),
+		gav("header block too large", func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
+		gav("trailing slash", func(p *probe) { p.target += "/"; p.op = "" }, http.StatusNotFound),
+	)
+	add(c.authProbes(ga)...)
+	add(idProbes("getAsk", "getAsk", http.MethodGet, statusOf, alice)...)
+	add(methodProbes("status", "getAsk", statusOf(c.ticket), []string{http.MethodGet})...)
+
+	// ---- streamEvents (a finished ticket's stream ends after done)
+	se := probe{name: "streamEvents", op: "streamEvents", method: http.MethodGet, target: eventsOf(c.ticket), auth: alice}
+	sev := func(name string, edit func(*probe), want int) probe {
+		p := se
+		p.name, p.want = se.name+": "+name, want
+		edit(&p)
+		return p
+	}
+	add(
+		sev("from the start", func(*probe) {}, http.StatusOK),
+		sev("after=0", func(p *probe) { p.target += "?after=0" }, http.StatusOK),
+		sev("after=2", func(p *probe) { p.target += "?after=2" }, http.StatusOK),
+		sev("after beyond the last", func(p *probe) { p.target += "?after=999" }, http.StatusBadRequest),
+		sev("after=-1", func(p *probe) { p.target += "?after=-1" }, http.StatusBadRequest),
+		sev("after=abc", func(p *probe) { p.target += "?after=abc" }, http.StatusBadRequest),
+		sev("after=1.5", func(p *probe) { p.target += "?after=1.5" }, http.StatusBadRequest),
+		sev("after empty", func(p *probe) { p.target += "?after=" }, 0),
+		sev("after beyond int64", func(p *probe) { p.target += "?after=99999999999999999999" }, http.StatusBadRequest),
+		sev("after twice", func(p *probe) { p.target += "?after=1&after=2" }, http.StatusBadRequest),
+		sev("after=%2B1", func(p *probe) { p.target += "?after=%2B1" }, 0),
+		sev("Last-Event-ID 2", func(p *probe) { p.hdr = []string{"Last-Event-ID", "2"} }, http.StatusOK),
+		sev("Last-Event-ID wins over after", func(p *probe) { p.target += "?after=abc"; p.hdr = []string{"Last-Event-ID", "2"} }, 0),
+		sev("Last-Event-ID abc", func(p *probe) { p.hdr = []string{"Last-Event-ID", "abc"} }, http.StatusBadRequest),
+		sev("Last-Event-ID -1", func(p *probe) { p.hdr = []string{"Last-Event-ID", "-1"} }, http.StatusBadRequest),
+		sev("Last-Event-ID beyond the last", func(p *probe) { p.hdr = []string{"Last-Event-ID", "999"} }, http.StatusBadRequest),
+		sev("Last-Event-ID of 19 digits", func(p *probe) { p.hdr = []string{"Last-Event-ID", "1234567890123456789"} }, http.StatusBadRequest),
+		sev("Last-Event-ID empty", func(p *probe) { p.hdr = []string{"Last-Event-ID", ""} }, 0),
+		sev("Accept: application/json", func(p *probe) { p.hdr = []string{"Accept", "application/json"} }, 0),
+		sev("Accept: */*", func(p *probe) { p.hdr = []string{"Accept", "*/*"} }, http.StatusOK),
+		sev("Accept: text/event-stream;q=0", func(p *probe) { p.hdr = []string{"Accept", "text/event-stream;q=0"} }, 0),
+		sev("HEAD", func(p *probe) { p.method = http.MethodHead }, http.StatusOK),
+		sev("HEAD of a running ticket", func(p *probe) { p.method = http.MethodHead; p.target = eventsOf(c.runTicket) }, http.StatusOK),
+		sev("another identity's", func(p *probe) { p.auth = bob }, http.StatusNotFound),
+		sev("with a body over the limit", func(p *probe) { p.body, p.ct = strings.Repeat("x", 5000), "text/plain" }, http.StatusRequestEntityTooLarge),
+		sev("header block too large", func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
+	)
+	add(c.authProbes(se)...)
+	add(idProbes("streamEvents", "streamEvents", http.MethodGet, eventsOf, alice)...)
+	add(methodProbes("events", "streamEvents", eventsOf(c.ticket), []string{http.MethodGet})...)
+
+	// ---- cancelAsk
+	cn := probe{name: "cancelAsk", op: "cancelAsk", method: http.MethodPost, target: cancelOf(c.ticket), auth: alice}
+	cnv := func(name string, edit func(*probe), want int) probe {
+		p := cn
+		p.name, p.want = cn.name+": "+name, want
+		edit(&p)
+		return p
+	}
+	add(
+		cnv("finished", func(*probe) {}, http.StatusAccepted),
+		cnv("with an empty JSON body", func(p *probe) { p.body, p.ct = "{}", "application/json" }, 0),
+		cnv("with a text body", func(p *probe) { p.body, p.ct = "please", "text/plain" }, 0),
+		cnv("with a body over the limit", func(p *probe) { p.body, p.ct = strings.Repeat("x", 5000), "text/plain" }, http.StatusRequestEntityTooLarge),
+		cnv("another identity's", func(p *probe) { p.auth = bob }, http.StatusNotFound),
+		cnv("header block too large", func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
+		cnv("with an Idempotency-Key", func(p *probe) { p.hdr = []string{"Idempotency-Key", "x y"} }, 0),
+	)
+	add(c.authProbes(cn)...)
+	add(idProbes("cancelAsk", "cancelAsk", http.MethodPost, cancelOf, alice)...)
+	add(methodProbes("cancel", "cancelAsk", cancelOf(c.ticket), []string{http.MethodPost})...)
+	add(cnv("HEAD", func(p *probe) { p.method = http.MethodHead }, http.StatusMethodNotAllowed))
+	// Cancel the running ask, twice, then read its stream to the end.
+	add(
+		cnv("running", func(p *probe) { p.target = cancelOf(c.runTicket) }, http.StatusAccepted),
+		cnv("running, again", func(p *probe) { p.target = cancelOf(c.runTicket) }, http.StatusAccepted),
+		gav("cancelled, waited for", func(p *probe) { p.target = statusOf(c.runTicket); p.hdr = []string{"Prefer", "wait=30"} }, http.StatusOK),
+		sev("cancelled", func(p *probe) { p.target = eventsOf(c.runTicket) }, http.StatusOK),
+	)
+
+	// ---- the published document
+	for _, d := range []struct{ op, path string }{{"getOpenAPIYAML", "/ask/v1/openapi.yaml"}, {"getOpenAPIJSON", "/ask/v1/openapi.json"}} {
+		add(
+			probe{name: d.op, op: d.op, method: http.MethodGet, target: d.path, want: http.StatusOK},
+			probe{name: d.op + ": with a bearer", op: d.op, method: http.MethodGet, target: d.path, auth: alice, want: http.StatusOK},
+			probe{name: d.op + ": with a garbled bearer", op: d.op, method: http.MethodGet, target: d.path, auth: "Bearer x", want: http.StatusOK},
+			probe{name: d.op + ": HEAD", op: d.op, method: http.MethodHead, target: d.path, want: http.StatusOK},
+			probe{name: d.op + ": Accept: text/html", op: d.op, method: http.MethodGet, target: d.path, hdr: []string{"Accept", "text/html"}, want: http.StatusOK},
+		)
+		add(methodProbes(d.op, d.op, d.path, []string{http.MethodGet})...)
+	}
+
+	// ---- no operation
+	for _, target := range []string{"/", "/ask", "/ask/", "/ask/v1", "/ask/v1/", "/ask/v2/conversations", "/ask/v1/nowhere",
+		"/ask/v1/conversations/", "/ask//v1/conversations", "/ask/v1/./conversations", "/ask/v1/asks/x/events/more",
+		"/ask/v1/conversations/x", "/ask/v1/%2e%2e/v1/conversations", "/ASK/v1/conversations"} {
+		add(probe{name: "no operation", method: http.MethodGet, target: target, auth: alice, want: http.StatusNotFound})
+	}
+	return ps
+}
+
+// shutdownProbes: once the service is shutting down, the creating calls are 503.
+func (c *conformer) shutdownProbes() {
+	cid := c.newConv("alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.srv.Shutdown(ctx); err != nil {
+		c.t.Fatal(err)
+	}
+	c.run([]probe{
+		{name: "createConversation: shutting down", op: "createConversation", method: http.MethodPost, target: convs, auth: c.bearer("alice"), ct: "application/json", body: "{}", want: http.StatusServiceUnavailable},
+		{name: "createAsk: shutting down", op: "createAsk", method: http.MethodPost, target: asksOf(cid), auth: c.bearer("alice"), ct: "application/json", body: question, want: http.StatusServiceUnavailable},
+		{name: "getAsk: shutting down", op: "getAsk", method: http.MethodGet, target: statusOf(c.ticket), auth: c.bearer("alice"), want: http.StatusOK},
+	})
+}

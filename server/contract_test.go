@@ -1,0 +1,475 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/demo/idp"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
+	"github.com/das-ask/ask/openapi"
+	"github.com/das-ask/ask/server"
+)
+
+// TestContract drives every operation of openapi/ask.openapi.yaml, as an outside checker
+// would, against the whole service on a loopback socket with real tokens (the dev IdP and the
+// auth package's validator): valid requests and many kinds of invalid or odd ones. Every
+// response is validated against the document with kin-openapi (the status is documented for
+// the operation, its content type is documented, its body matches the schema, and the headers
+// the document promises are there), and every error is problem+json whose status, title and
+// type agree with the HTTP status. Then the reverse: every status the document gives an
+// operation was seen here, or is listed in unreachable with the reason and the test that
+// reaches it.
+func TestContract(t *testing.T) {
+	c := newConformer(t)
+	c.run(c.probes())
+	c.shutdownProbes()
+	c.reachability()
+}
+
+// unreachable are the documented statuses no request in TestContract can provoke, and why.
+// Each is reached elsewhere, named here; the test fails when one of them is seen after all
+// (the list has gone stale) or when any other documented status was not seen.
+var unreachable = map[string]string{
+	"createConversation 409": "idempotency key in progress: needs a first request still being processed (TestIdempotencyKeyInProgress)",
+	"createConversation 500": "no request provokes an unforeseen failure (a handler panic: TestPanicIs500)",
+	"createAsk 500":          "no request provokes an unforeseen failure",
+	"streamEvents 500":       "no request provokes an unforeseen failure",
+	"getAsk 500":             "no request provokes an unforeseen failure",
+	"cancelAsk 500":          "no request provokes an unforeseen failure",
+	"streamEvents 503":       "the store unavailable: needs a store fault (TestReadsThroughAStall, real redis-server)",
+	"getAsk 503":             "the store unavailable: needs a store fault (TestReadsThroughAStall, real redis-server)",
+	"cancelAsk 503":          "the store unavailable: needs a store fault (TestStoreUnavailable503, real redis-server)",
+}
+
+type conformer struct {
+	t      *testing.T
+	doc    *openapi3.T
+	idp    *idp.IdP
+	srv    *server.Server
+	ts     *httptest.Server
+	logs   *logtest.Buffer
+	toks   map[string]string // identity → token
+	seen   map[string]map[int]bool
+	gate   chan struct{}
+	n      int
+	secret []string // questions and tokens: in no log line
+	tokens []string // in no response
+
+	// State the probes use.
+	cid, ticket       string // alice's conversation and its finished ticket
+	runCID, runTicket string // alice's conversation whose ask holds until the test ends
+}
+
+// holdQuestion is the question whose run waits for its context (cancel or shutdown).
+const holdQuestion = "hold this one"
+
+func newConformer(t *testing.T) *conformer {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(openapi.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c := &conformer{t: t, doc: doc, logs: &logtest.Buffer{}, toks: map[string]string{}, seen: map[string]map[int]bool{}, gate: make(chan struct{})}
+	log := slog.New(slog.NewJSONHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	idpSrv := httptest.NewUnstartedServer(nil)
+	c.idp, err = idp.New(idp.Options{Issuer: "http://" + idpSrv.Listener.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idpSrv.Config.Handler = c.idp.Handler()
+	idpSrv.Start()
+	t.Cleanup(idpSrv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	v, err := auth.New(ctx, auth.Config{
+		JWKSURL: c.idp.JWKSURL(), Issuer: c.idp.Issuer(), Audience: "das", RequiredScope: "das",
+		Algorithms: []string{"RS256", "ES256"}, Leeway: time.Second,
+	}, auth.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		if req.Question == holdQuestion {
+			<-ctx.Done()
+			return ask.Outcome{}
+		}
+		emit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseQuerying, Subject: "incidents", Source: "demo"})
+		emit.ModelCall(ask.Usage{InputTokens: 10, OutputTokens: 5})
+		emit.Step(step(0))
+		return ask.Outcome{Answer: answer("42")}
+	})
+	c.srv, err = server.New(server.Options{
+		Runner: runner, Authenticator: v, Logger: log,
+		MaxBodyBytes: 4096, MaxInFlight: 2, MaxConversationsPerID: 150, MaxTurns: 3,
+		ShutdownGrace: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ts = httptest.NewServer(c.srv.Handler())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = c.srv.Shutdown(sctx)
+		c.ts.Close()
+		c.logs.AssertAbsent(t, c.secret...)
+	})
+	return c
+}
+
+// token mints (once) a valid token for oid.
+func (c *conformer) token(oid string) string {
+	if tok, ok := c.toks[oid]; ok {
+		return tok
+	}
+	tok, err := c.idp.Mint(idp.Claims{OID: oid})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.toks[oid] = tok
+	c.secret = append(c.secret, tok)
+	c.tokens = append(c.tokens, tok)
+	return tok
+}
+
+// probe is one request and what the test expects of it.
+type probe struct {
+	name   string
+	op     string // the operationId the request reaches; "" for none
+	method string
+	target string   // sent on the wire as written
+	auth   string   // the Authorization header; "" for none
+	hdr    []string // more header fields, name and value
+	body   string
+	ct     string // Content-Type; "" sends none
+	want   int    // the status wanted; 0 takes any the document allows
+}
+
+// rawResult is a response read off the socket.
+type rawResult struct {
+	resp *http.Response
+	body []byte
+}
+
+// send writes p on its own connection, exactly as written, and reads the response.
+func (c *conformer) send(p probe) rawResult {
+	c.t.Helper()
+	conn, err := net.DialTimeout("tcp", c.ts.Listener.Addr().String(), 5*time.Second)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: ask.test\r\nConnection: close\r\n", p.method, p.target)
+	if p.auth != "" {
+		fmt.Fprintf(&b, "Authorization: %s\r\n", p.auth)
+	}
+	if p.ct != "" {
+		fmt.Fprintf(&b, "Content-Type: %s\r\n", p.ct)
+	}
+	hasCL := false
+	for i := 0; i+1 < len(p.hdr); i += 2 {
+		fmt.Fprintf(&b, "%s: %s\r\n", p.hdr[i], p.hdr[i+1])
+		hasCL = hasCL || strings.EqualFold(p.hdr[i], "Content-Length") || strings.EqualFold(p.hdr[i], "Transfer-Encoding")
+	}
+	if !hasCL && (p.body != "" || p.method == http.MethodPost) {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n", len(p.body))
+	}
+	b.WriteString("\r\n")
+	b.WriteString(p.body)
+	if _, err := conn.Write(b.Bytes()); err != nil {
+		c.t.Fatalf("%s: write: %v", p.name, err)
+	}
+	br := bufio.NewReader(conn)
+	var resp *http.Response
+	for resp == nil || resp.StatusCode < 200 { // past 100 Continue
+		if resp, err = http.ReadResponse(br, &http.Request{Method: p.method}); err != nil {
+			c.t.Fatalf("%s: read response: %v", p.name, err)
+		}
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("%s: read body: %v", p.name, err)
+	}
+	return rawResult{resp, body}
+}
+
+func (c *conformer) bearer(oid string) string { return "Bearer " + c.token(oid) }
+
+func (c *conformer) run(ps []probe) {
+	for _, p := range ps {
+		c.do(p)
+	}
+}
+
+// check holds one response to the document.
+func (c *conformer) check(p probe, r rawResult) {
+	t := c.t
+	t.Helper()
+	resp, status := r.resp, r.resp.StatusCode
+	where := fmt.Sprintf("%s (%s %.80s)", p.name, p.method, p.target)
+	if p.want != 0 && status != p.want {
+		t.Errorf("%s: status %d, want %d: %.300s", where, status, p.want, r.body)
+	}
+	for _, s := range c.tokens {
+		if s != "" && (bytes.Contains(r.body, []byte(s)) || strings.Contains(fmt.Sprint(resp.Header), s)) {
+			t.Errorf("%s: the response carries a token", where)
+		}
+	}
+	if p.op != "" {
+		if c.seen[p.op] == nil {
+			c.seen[p.op] = map[int]bool{}
+		}
+		c.seen[p.op][status] = true
+	}
+	ct := resp.Header.Get("Content-Type")
+	// The two answers of the HTTP layer the document's description names as exceptions: no
+	// X-Request-Id, text/plain.
+	if resp.Header.Get("X-Request-Id") == "" {
+		if (status == http.StatusBadRequest || status == http.StatusRequestHeaderFieldsTooLarge || status == http.StatusExpectationFailed) && strings.HasPrefix(ct, "text/plain") {
+			if status != http.StatusRequestHeaderFieldsTooLarge && p.op != "" {
+				// Not documented as the operation's 400 (problem+json), but as the exception.
+				delete(c.seen[p.op], status)
+			}
+			return
+		}
+		t.Errorf("%s: no X-Request-Id: %d %s", where, status, ct)
+	}
+	if status >= 400 {
+		c.checkProblem(where, p, resp, r.body)
+	}
+	if p.method == http.MethodOptions {
+		// OPTIONS (RFC 9110 §9.3.7) is answered by the router for every route: 204 with the
+		// route's methods in Allow, nothing else.
+		if status != http.StatusNoContent || resp.Header.Get("Allow") == "" || len(r.body) > 0 {
+			t.Errorf("%s: %d Allow %q, want 204 with Allow", where, status, resp.Header.Get("Allow"))
+		}
+		delete(c.seen[p.op], status)
+		return
+	}
+	if p.op == "" {
+		switch status {
+		case http.StatusNotFound:
+		case http.StatusMethodNotAllowed:
+			if resp.Header.Get("Allow") == "" {
+				t.Errorf("%s: 405 without Allow", where)
+			}
+		default:
+			t.Errorf("%s: status %d for a request that reaches no operation", where, status)
+		}
+		return
+	}
+	route, opMethod := c.route(p.op)
+	if route == nil {
+		t.Fatalf("%s: no operation %s in the document", where, p.op)
+	}
+	if p.method != opMethod && !(p.method == http.MethodHead && opMethod == http.MethodGet) {
+		if status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == "" {
+			t.Errorf("%s: %d, want 405 with Allow", where, status)
+		}
+		delete(c.seen[p.op], status)
+		return
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), opMethod, "http://ask.test/", nil)
+	sse := strings.HasPrefix(ct, "text/event-stream")
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, Route: route},
+		Status:                 status,
+		Header:                 resp.Header,
+		Options: &openapi3filter.Options{
+			IncludeResponseStatus: true, MultiError: true,
+			ExcludeResponseBody: p.method == http.MethodHead || sse,
+		},
+	}
+	in.SetBodyBytes(r.body)
+	if err := openapi3filter.ValidateResponse(t.Context(), in); err != nil {
+		t.Errorf("%s: %d %s: %.400s", where, status, ct, strings.Join(strings.Fields(err.Error()), " "))
+	}
+	rsp := route.Operation.Responses.Status(status)
+	if rsp == nil {
+		return
+	}
+	// The content type is documented (ValidateResponse skips it when the body is excluded).
+	if len(rsp.Value.Content) > 0 && rsp.Value.Content.Get(ct) == nil {
+		t.Errorf("%s: %d with Content-Type %q, not documented", where, status, ct)
+	}
+	if len(rsp.Value.Content) == 0 && len(r.body) > 0 {
+		t.Errorf("%s: %d with content, documented without", where, status)
+	}
+	c.checkHeaders(where, p, rsp.Value, resp, r.body)
+	if sse && p.method != http.MethodHead {
+		c.checkFrames(where, r.body)
+	}
+}
+
+// checkHeaders: the headers the document gives this response, where they are always sent.
+func (c *conformer) checkHeaders(where string, p probe, rsp *openapi3.Response, resp *http.Response, body []byte) {
+	always := map[string]bool{"Location": true, "WWW-Authenticate": true, "Retry-After": true,
+		"Cache-Control": true, "X-Accel-Buffering": true}
+	for name := range rsp.Headers {
+		if !always[name] {
+			continue // Idempotent-Replayed, Preference-Applied: only when they apply
+		}
+		if resp.Header.Get(name) == "" {
+			c.t.Errorf("%s: %d without the documented %s header", where, resp.StatusCode, name)
+		}
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if p.op == "streamEvents" {
+			if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("X-Accel-Buffering") != "no" {
+				c.t.Errorf("%s: stream headers %q %q", where, resp.Header.Get("Cache-Control"), resp.Header.Get("X-Accel-Buffering"))
+			}
+		}
+	case http.StatusConflict:
+		var pr gen.Problem
+		if json.Unmarshal(body, &pr) == nil && pr.Type == "urn:ask:problem:idempotency-key-in-progress" && resp.Header.Get("Retry-After") == "" {
+			c.t.Errorf("%s: 409 idempotency-key-in-progress without Retry-After", where)
+		}
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		if n, err := strconv.Atoi(ra); err != nil || n < 0 {
+			c.t.Errorf("%s: Retry-After %q is not a number of seconds", where, ra)
+		}
+	}
+}
+
+// checkFrames validates every event frame of a stream against the Event schema.
+func (c *conformer) checkFrames(where string, body []byte) {
+	event := c.doc.Components.Schemas["Event"].Value
+	frames := readAll(c.t, bytes.NewReader(body))
+	for _, f := range frames {
+		var v any
+		if err := json.Unmarshal(f.Data, &v); err != nil {
+			c.t.Errorf("%s: frame %d: data is not JSON", where, f.ID)
+			continue
+		}
+		if err := event.VisitJSON(v, openapi3.MultiErrors(), openapi3.EnableFormatValidation()); err != nil {
+			c.t.Errorf("%s: frame %d (%s): %v", where, f.ID, f.Event, err)
+		}
+	}
+}
+
+// checkProblem: an error is application/problem+json (RFC 9457) whose status member is the
+// HTTP status, whose title is the status's reason phrase when its type is about:blank
+// (§4.2.1), and whose type is a URI reference.
+func (c *conformer) checkProblem(where string, p probe, resp *http.Response, body []byte) {
+	t := c.t
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("%s: %d with Content-Type %q, want application/problem+json", where, resp.StatusCode, ct)
+		return
+	}
+	if p.method == http.MethodHead {
+		return // no content
+	}
+	var pr struct {
+		Type   *string `json:"type"`
+		Title  *string `json:"title"`
+		Status *int    `json:"status"`
+	}
+	if err := json.Unmarshal(body, &pr); err != nil {
+		t.Errorf("%s: problem body: %v: %.200s", where, err, body)
+		return
+	}
+	switch {
+	case pr.Status == nil || *pr.Status != resp.StatusCode:
+		t.Errorf("%s: problem status %v, HTTP %d", where, pr.Status, resp.StatusCode)
+	case pr.Type == nil || *pr.Type == "":
+		t.Errorf("%s: problem without a type", where)
+	case pr.Title == nil || *pr.Title == "":
+		t.Errorf("%s: problem without a title", where)
+	case *pr.Type == "about:blank" && *pr.Title != http.StatusText(resp.StatusCode):
+		t.Errorf("%s: about:blank problem titled %q, want %q", where, *pr.Title, http.StatusText(resp.StatusCode))
+	case *pr.Type != "about:blank" && !strings.HasPrefix(*pr.Type, "urn:ask:problem:"):
+		t.Errorf("%s: problem type %q", where, *pr.Type)
+	}
+}
+
+// route finds the operation with id op.
+func (c *conformer) route(op string) (*routers.Route, string) {
+	for path, item := range c.doc.Paths.Map() {
+		for method, o := range item.Operations() {
+			if o.OperationID == op {
+				return &routers.Route{Spec: c.doc, Path: path, PathItem: item, Method: method, Operation: o}, method
+			}
+		}
+	}
+	return nil, ""
+}
+
+// reachability: every documented status was seen, or is listed in unreachable.
+func (c *conformer) reachability() {
+	for _, item := range c.doc.Paths.Map() {
+		for _, o := range item.Operations() {
+			for code := range o.Responses.Map() {
+				status, err := strconv.Atoi(code)
+				if err != nil {
+					c.t.Errorf("%s: response %q is not a status", o.OperationID, code)
+					continue
+				}
+				key := o.OperationID + " " + code
+				why, listed := unreachable[key]
+				switch seen := c.seen[o.OperationID][status]; {
+				case seen && listed:
+					c.t.Errorf("%s was reached, yet is listed as unreachable (%s)", key, why)
+				case !seen && !listed:
+					c.t.Errorf("%s is documented and was not reached", key)
+				}
+			}
+		}
+	}
+	for key := range unreachable {
+		op, code, _ := strings.Cut(key, " ")
+		if r, _ := c.route(op); r == nil || r.Operation.Responses.Value(code) == nil {
+			c.t.Errorf("unreachable lists %s, which the document does not have", key)
+		}
+	}
+	c.t.Logf("%d requests; statuses seen: %v", c.n, c.seen)
+}
+
+// TestPublishedDocumentThroughTheTypedClient: the generated client reads both published forms
+// of the document. Its YAML form was typed as a string, so the client decoded the YAML mapping
+// into a string and failed on every call.
+func TestPublishedDocumentThroughTheTypedClient(t *testing.T) {
+	h := newHarness(t, server.Options{})
+	y, err := h.cw.GetOpenAPIYAMLWithResponse(t.Context())
+	if err != nil || y.StatusCode() != http.StatusOK || y.YAML200 == nil {
+		t.Fatalf("GetOpenAPIYAMLWithResponse: %v (status %d)", err, statusOrZero(y))
+	}
+	j, err := h.cw.GetOpenAPIJSONWithResponse(t.Context())
+	if err != nil || j.StatusCode() != http.StatusOK || j.JSON200 == nil {
+		t.Fatalf("GetOpenAPIJSONWithResponse: %v (status %d)", err, statusOrZero(j))
+	}
+}
+
+func statusOrZero(r interface{ StatusCode() int }) int {
+	if r == nil || reflect.ValueOf(r).IsNil() {
+		return 0
+	}
+	return r.StatusCode()
+}

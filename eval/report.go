@@ -82,7 +82,14 @@ func (r *Report) WriteSummary(w io.Writer) error {
 		s.PerAsk.ModelCalls, s.PerAsk.InputTokens, s.PerAsk.OutputTokens, s.PerAsk.Steps)
 	if s.HarnessErrors > 0 {
 		fmt.Fprintf(&b, "  harness errors       %d item(s) gave no outcome:\n", s.HarnessErrors)
-		writeUnread(&b, r.Items)
+		writeReasons(&b, r.Items, ItemResult.Unread, func(it ItemResult) string { return it.Detail })
+	}
+	// An error the item does not expect says what broke (a source down, a model refusing its
+	// key): a target that fails every ask must not read as a model that scores 0%.
+	failed := func(it ItemResult) bool { return it.Got == KindError && it.Expect != KindError && !it.Unread() }
+	if n := len(slices.DeleteFunc(slices.Clone(r.Items), func(it ItemResult) bool { return !failed(it) })); n > 0 {
+		fmt.Fprintf(&b, "  errors               %d item(s) ended in an error they do not expect:\n", n)
+		writeReasons(&b, r.Items, failed, func(it ItemResult) string { return "error{" + it.ErrorKind + "}: " + it.Detail })
 	}
 	if s.Throttled > 0 {
 		fmt.Fprintf(&b, "  throttled            %d ask(s) turned away with 429 and asked again (lower --concurrency?)\n", s.Throttled)
@@ -91,9 +98,9 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	return err
 }
 
-// writeUnread says why items gave no outcome: each distinct reason once, the most frequent
-// first, with how many items and which (the first few).
-func writeUnread(b *strings.Builder, items []ItemResult) {
+// writeReasons says why the items that match went wrong: each distinct reason once, the most
+// frequent first, with how many items and which (the first few).
+func writeReasons(b *strings.Builder, items []ItemResult, match func(ItemResult) bool, why func(ItemResult) string) {
 	type reason struct {
 		detail string
 		ids    []string
@@ -101,13 +108,14 @@ func writeUnread(b *strings.Builder, items []ItemResult) {
 	var reasons []*reason
 	byDetail := map[string]*reason{}
 	for _, it := range items {
-		if !it.Unread() {
+		if !match(it) {
 			continue
 		}
-		r := byDetail[it.Detail]
+		d := why(it)
+		r := byDetail[d]
 		if r == nil {
-			r = &reason{detail: it.Detail}
-			byDetail[it.Detail] = r
+			r = &reason{detail: d}
+			byDetail[d] = r
 			reasons = append(reasons, r)
 		}
 		r.ids = append(r.ids, it.ID)

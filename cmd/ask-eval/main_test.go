@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"image/png"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -301,5 +302,31 @@ func TestDevStackHonoursThePhase(t *testing.T) {
 	// Phase 2 asks each source in a branch of its own and the catalog-withheld branch besides.
 	if p1, p2 := one.Scores.PerAsk.ModelCalls, two.Scores.PerAsk.ModelCalls; p2 <= p1 {
 		t.Errorf("model calls per ask %.2f with ASK_PHASE=2, %.2f without: phase 2 was not run", p2, p1)
+	}
+}
+
+// A target that fails every ask — here phase 2 with a source that is down — scores 0% and the
+// summary says why, once per reason with how many items: a broken target must not read as a
+// model that answers nothing right. (The run itself ran, so the exit status is 0; --expect
+// turns the scores into a failure.)
+func TestSummarySaysWhyAsksFailed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close() // nothing listens there now
+	env := map[string]string{"ASK_PHASE": "2", "DAS_SOURCES": "catalog=" + down + ",warehouse=" + down}
+	set := filepath.Join("..", "..", "eval", "testdata", "fixture.yaml")
+	var out, errb bytes.Buffer
+	code := run(t.Context(), []string{"--dev-stack", "--set", set, "--no-write", "--progress", "none"}, &out, &errb, func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	})
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	if want := "error{transport}: source catalog: connect: unreachable or broke the protocol"; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "ended in an error they do not expect") {
+		t.Errorf("summary does not say why every ask failed (want %q):\n%s", want, out.String())
 	}
 }

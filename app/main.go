@@ -329,6 +329,7 @@ func (m *Main) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 	defer cancel()
 	var errs []error
+	served := m.hs != nil // "stopped" only after "serving": a start that failed logs its error alone
 	if m.Server != nil {
 		errs = append(errs, m.Server.Shutdown(ctx))
 		m.Server = nil
@@ -364,6 +365,8 @@ func (m *Main) Close() error {
 		}
 		m.closeSt = nil
 	}
-	m.log.Info("stopped")
+	if served {
+		m.log.Info("stopped")
+	}
 	return errors.Join(errs...)
 }

@@ -21,12 +21,46 @@ import (
 )
 
 func main() {
+	if code, done := usage(os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	if err := run(sigs, config.Process, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "askd:", err)
 		os.Exit(1)
 	}
+}
+
+// usageText is what -h prints: askd reads no flags, so where its settings come from.
+const usageText = `usage: askd
+
+askd is the ask service as deployed. It takes no arguments: every setting is an environment
+variable (README.md, "Configuration"; package config). It needs at least
+  DAS_JWKS_URL   the URL of the token issuer's JWKS
+  DAS_ISSUER     the exact iss to accept
+  DAS_AUDIENCE   the aud to accept
+and listens on DAS_ASK_ADDR (default 127.0.0.1:8080), its metrics and probes on DAS_ASK_ADMIN_ADDR
+(default 127.0.0.1:9090). An invalid setting stops it at start, naming the variable.
+SIGINT or SIGTERM stops it gracefully (DAS_ASK_SHUTDOWN_GRACE_S); a second one ends the grace.
+For the whole development system with embedded defaults, run ask-serve (make ask-serve).
+`
+
+// usage answers -h (and -help, --help) with usageText on stdout, exit 0, and refuses any other
+// argument, exit 2: askd is configured by its environment, and an argument it ignored (a flag
+// meant for ask-serve, say) would leave an operator believing it had been applied. done is
+// false when there are no arguments: askd runs.
+func usage(args []string, stdout, stderr io.Writer) (code int, done bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, usageText)
+		return 0, true
+	}
+	fmt.Fprintf(stderr, "askd: unexpected argument %q: askd takes no arguments, its settings are environment variables (askd -h)\n", args[0])
+	return 2, true
 }
 
 // run serves until the first signal on sigs, then stops; a second signal ends the shutdown

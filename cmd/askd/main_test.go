@@ -116,8 +116,8 @@ func TestAskdServesAndStops(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("askd did not stop")
 	}
-	if !strings.Contains(logs.String(), `"msg":"serving"`) {
-		t.Errorf("want JSON logs by default, got:\n%s", logs.String())
+	if !strings.Contains(logs.String(), `"msg":"serving"`) || !strings.Contains(logs.String(), `"msg":"stopped"`) {
+		t.Errorf("want JSON logs by default, serving then stopped, got:\n%s", logs.String())
 	}
 }
 
@@ -131,9 +131,15 @@ func TestAskdRejectsBadSettings(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// If a bad setting were only noticed after listening, a fixed port could collide.
 			env["DAS_ASK_ADDR"] = "127.0.0.1:0"
-			err := run(nil, config.MapEnv(env), io.Discard, nil)
+			var logs bytes.Buffer
+			err := run(nil, config.MapEnv(env), &logs, nil)
 			if err == nil {
 				t.Fatal("askd started with bad settings")
+			}
+			// A start that failed says so with its error alone, not with a "stopped" line
+			// that reads as if it had served.
+			if strings.Contains(logs.String(), "stopped") {
+				t.Errorf("a failed start logged:\n%s", logs.String())
 			}
 			named := false
 			for k := range env {
@@ -306,4 +312,33 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestAskdUsage: -h explains where the settings come from and exits 0; any other argument is
+// refused with exit 2 rather than ignored (askd reads no flags), and askd does not start.
+func TestAskdUsage(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		code     int
+		done     bool
+		out, err string
+	}{
+		{args: nil, code: 0, done: false},
+		{args: []string{"-h"}, code: 0, done: true, out: "DAS_JWKS_URL"},
+		{args: []string{"--help"}, code: 0, done: true, out: "takes no arguments"},
+		{args: []string{"-addr", ":8080"}, code: 2, done: true, err: `unexpected argument "-addr"`},
+		{args: []string{"serve"}, code: 2, done: true, err: "takes no arguments"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code, done := usage(c.args, &stdout, &stderr)
+		if code != c.code || done != c.done {
+			t.Errorf("usage(%q) = %d, %v; want %d, %v", c.args, code, done, c.code, c.done)
+		}
+		if !strings.Contains(stdout.String(), c.out) || (c.out == "" && stdout.Len() > 0) {
+			t.Errorf("usage(%q) stdout %q, want it to contain %q", c.args, stdout.String(), c.out)
+		}
+		if !strings.Contains(stderr.String(), c.err) || (c.err == "" && stderr.Len() > 0) {
+			t.Errorf("usage(%q) stderr %q, want it to contain %q", c.args, stderr.String(), c.err)
+		}
+	}
 }

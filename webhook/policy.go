@@ -151,13 +151,16 @@ var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 // "this network" (0.0.0.0/8: Linux connects 0.0.0.0 to the local host), benchmarking
 // (198.18.0.0/15, used for lab networks) and the reserved class E with the broadcast
 // (240.0.0.0/4); NAT64's local-use prefix (64:ff9b:1::/48, RFC 8215), whose translator is the
-// operator's own; IPv4-compatible IPv6 (::/96, deprecated; ::1 and :: aside, it maps to IPv4).
+// operator's own; IPv4-compatible IPv6 (::/96, deprecated; ::1 and :: aside, it maps to IPv4);
+// IPv6 site-local (fec0::/10, RFC 3879 deprecated it, but a network that still routes it uses it
+// as fc00::/7 is used, which IsPrivate alone covers).
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("198.18.0.0/15"),
 	netip.MustParsePrefix("240.0.0.0/4"),
 	netip.MustParsePrefix("64:ff9b:1::/48"),
 	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("fec0::/10"),
 }
 
 // The IPv6 prefixes whose addresses carry an IPv4 address a translator or relay delivers to:

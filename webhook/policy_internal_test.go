@@ -8,7 +8,8 @@ import (
 // TestCheckAddrEmbeddedAndReserved: an IPv6 address that a NAT64 translator or a 6to4 relay
 // delivers to an IPv4 address is judged by that address, and the IPv4 ranges no public receiver
 // lives in are refused as the private ones are (found by the webhook audit: 64:ff9b::7f00:1,
-// 2002:7f00:1::1, 0.0.0.0/8, 198.18.0.0/15 and 240.0.0.0/4 were taken).
+// 2002:7f00:1::1, 0.0.0.0/8, 198.18.0.0/15 and 240.0.0.0/4 were taken; a later one: IPv6's
+// site-local fec0::/10, the private range before fc00::/7, was taken too).
 func TestCheckAddrEmbeddedAndReserved(t *testing.T) {
 	var c Config
 	for _, tc := range []struct {
@@ -30,6 +31,9 @@ func TestCheckAddrEmbeddedAndReserved(t *testing.T) {
 		{"198.18.0.1", false},
 		{"240.0.0.1", false},
 		{"255.255.255.255", false},
+		{"fec0::1", false},      // IPv6 site-local: deprecated, but the private range it named
+		{"feff:ffff::1", false}, // the end of fec0::/10
+		{"ff00::1", false},      // multicast, just above
 	} {
 		err := c.checkAddr(netip.MustParseAddr(tc.addr))
 		if (err == nil) != tc.ok {

@@ -195,7 +195,7 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 			`{"question":"` + strings.Repeat("a", 70000-15) + `"}`, http.StatusRequestEntityTooLarge},
 		{"two Authorization headers", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", http.StatusBadRequest},
 		{"a NUL in the path", "GET /ask/v1/asks/t%00x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
-		{"a URI too long", "GET /ask/v1/asks/" + strings.Repeat("a", 10000) + " HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusRequestURITooLong},
+		{"a URI too long", "GET /ask/v1/asks/" + strings.Repeat("a", 40000) + " HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusRequestURITooLong},
 		{"TRACE", "TRACE /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusMethodNotAllowed},
 	} {
 		resp := rawRequest(t, addr, tt.raw)
@@ -237,6 +237,9 @@ func TestGatewayPassesHeadersAsSent(t *testing.T) {
 		{"two Idempotency-Key", "POST /ask/v1/conversations HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\nContent-Length: 2\r\n\r\n{}", "Idempotency-Key", []string{"a", "b"}},
 		{"two Prefer", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nPrefer: wait=1\r\nPrefer: wait=2\r\n\r\n", "Prefer", []string{"wait=1", "wait=2"}},
 		{"one Authorization", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer  a.b.c\r\n\r\n", "Authorization", []string{"Bearer  a.b.c"}},
+		// A bearer of 16 KiB, as an enterprise IdP's token with many group claims is: past
+		// nginx's default of 8 KiB a header line, which it would refuse with an HTML 400.
+		{"a 16 KiB Authorization", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + bigToken + "\r\n\r\n", "Authorization", []string{"Bearer " + bigToken}},
 	} {
 		resp := rawRequest(t, addr, tt.raw)
 		_ = resp.Body.Close()
@@ -250,6 +253,9 @@ func TestGatewayPassesHeadersAsSent(t *testing.T) {
 		}
 	}
 }
+
+// bigToken is a JWT-shaped bearer of 16 KiB.
+var bigToken = "eyJhbGciOiJSUzI1NiJ9." + strings.Repeat("a", 16<<10-64) + ".sig"
 
 // rawRequest sends raw, a whole HTTP/1.1 request, on a connection of its own and reads the
 // answer: Go's client would not send what some of these requests send.

@@ -72,7 +72,10 @@
 // their branch's id. Outcomes combine mechanically: a refusal in any branch is the run's refusal
 // (and stops the other branches); else an error in a source branch is the run's error; else the
 // supervisor emits a reconciling milestone and runs the loop once more with every tool, the
-// branches' calls and results given to the model as its own, and the outcome is decided from
+// branches' calls and results given to the model as its own (branches that ran no statement
+// first, then those whose last statement ran without a definition in hand, then those whose
+// last statement ran with one: never in an order the configuration decides, since the result is
+// the last statement), and the outcome is decided from
 // every branch's facts and its own as in phase 1. An answer's divergence is the withheld branch's
 // answer when both have a result and their rows differ (see divergence); the withheld branch
 // failing or abstaining leaves it null and never fails the ask. docs/decisions.md has the

@@ -41,6 +41,9 @@ type statement struct {
 	Rows      [][]interface{} `json:"rows"`
 	Truncated bool            `json:"truncated"`
 	source    string
+	// informed: a definition had been retrieved, in the same loop, when the statement ran (a
+	// phase-2 branch's statements are ordered by it; see reconcileOrder).
+	informed bool
 }
 
 // decode reads a tool's JSON result keeping numbers exactly as the source wrote them.
@@ -106,6 +109,7 @@ func (l *ledger) record(t source.Tool, r source.Result) {
 			s.Rows = [][]interface{}{}
 		}
 		s.source = t.Source
+		s.informed = len(l.definitions) > 0
 		l.statements = append(l.statements, s)
 	}
 }

@@ -119,9 +119,11 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 	msgs := slices.Clone(start)
 	names := make([]string, 0, len(sourceBranches))
 	for _, b := range sourceBranches {
+		names = append(names, b.source)
+	}
+	for _, b := range reconcileOrder(sourceBranches) {
 		led.merge(b.led)
 		msgs = append(msgs, delegated(b.id, b.lp.msgs[len(start):])...)
-		names = append(names, b.source)
 	}
 	supEmit := branchEmitter{emit, sup}
 	supEmit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseReconciling, Subject: led.reconcileSubject(), Source: strings.Join(names, ",")})
@@ -136,6 +138,29 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 			out.Answer.Divergence = divergence(out.Answer, w.led.outcome(w.lp.text).Answer, led.definitions)
 		}
 	}
+	return out
+}
+
+// reconcileOrder is the order the supervisor is handed the source branches' work in, and so the
+// order of the answer's statements, whose last is the result: first the branches that ran no
+// statement (the catalog's definitions, say), then those whose last statement ran without a
+// definition in hand, then those whose last statement was written with one; DAS_SOURCES order
+// within each. The branches run concurrently, so the configuration's order says nothing about
+// which result should stand; a statement written with the catalog's meaning in hand should,
+// and a definition seen after a statement written without it is what makes the supervisor run
+// the statement again.
+func reconcileOrder(branches []*branchRun) []*branchRun {
+	rank := func(b *branchRun) int {
+		switch n := len(b.led.statements); {
+		case n == 0:
+			return 0
+		case !b.led.statements[n-1].informed:
+			return 1
+		}
+		return 2
+	}
+	out := slices.Clone(branches)
+	slices.SortStableFunc(out, func(a, b *branchRun) int { return rank(a) - rank(b) })
 	return out
 }
 

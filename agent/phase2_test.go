@@ -1,0 +1,71 @@
+package agent_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/auth"
+	demosource "github.com/das-ask/ask/demo/source"
+	"github.com/das-ask/ask/gen"
+)
+
+// part starts one more demo source on the stack's identity provider, serving only part of the
+// demo (its own server, validator and audit log, as a second deployment would be).
+func (s *stack) part(t *testing.T, p demosource.Part) string {
+	t.Helper()
+	v, err := auth.New(t.Context(), s.idp.Config(), auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := demosource.New(t.Context(), demosource.Options{Authenticator: v, Serves: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	srv := httptest.NewServer(src.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// TestPhase2AnswerDoesNotDependOnSourceOrder: DAS_SOURCES names a source with the glossary and
+// the tables ("everything") and one with the tables only ("tables"). On the wrong-winner
+// question the first queries with the catalog's definition in hand, the second without it.
+// Whatever order the two are configured in, the answer is the catalog's winner, as the database
+// has it: the order of a configuration list decides nothing about the answer. (It used to: the
+// branches' work was merged in DAS_SOURCES order and the result is the last statement, so with
+// "everything" first the answer was the naive reading's winner, with the catalog's definition
+// cited as its provenance.)
+func TestPhase2AnswerDoesNotDependOnSourceOrder(t *testing.T) {
+	s := newStack(t)
+	everything := agent.SourceConfig{Name: "everything", URL: s.source.URL + "/mcp"}
+	tables := agent.SourceConfig{Name: "tables", URL: s.part(t, demosource.PartWarehouse)}
+	want := fmt.Sprint([][]any{{"Mobile", 14}}) // (failed + rolled_back) / all, 2026-Q3
+	for _, order := range [][]agent.SourceConfig{{everything, tables}, {tables, everything}} {
+		t.Run(order[0].Name+","+order[1].Name, func(t *testing.T) {
+			cfg := agent.DefaultConfig()
+			cfg.BaseURL = s.stubURL
+			m, err := cfg.NewModel(nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := agent.New(agent.Options{Model: m, Sources: order, Phase: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			out := a.Run(t.Context(), s.request(t, "alice", "Which team had the highest change failure rate in 2026-Q3?"), rec)
+			if out.Answer == nil || out.Answer.Result == nil {
+				t.Fatalf("outcome %s, want an answer with a result", outcomeType(out))
+			}
+			if got := fmt.Sprint(out.Answer.Result.Rows); got != want {
+				t.Errorf("result %s, want the catalog's winner %s (sql %q)", got, want, out.Answer.Sql)
+			}
+			if !slices.ContainsFunc(out.Answer.Provenance, func(p gen.Provenance) bool { return p.Term == "change failure rate" }) {
+				t.Errorf("provenance %+v, want the change failure rate's definition", out.Answer.Provenance)
+			}
+		})
+	}
+}

@@ -20,7 +20,7 @@ func (l *ledger) outcome(text string) ask.Outcome {
 // answer assembles the answer from the ledger; text is the model's prose.
 func (l *ledger) answer(text string) *gen.AnswerBody {
 	a := &gen.AnswerBody{
-		Text:       text,
+		Text:       l.prose(text),
 		Sql:        []string{},
 		Provenance: []gen.Provenance{},
 		Caveats:    []gen.Caveat{},

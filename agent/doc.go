@@ -61,7 +61,8 @@
 // statement, the definition's own source, kind); caveats are those definitions' caveats;
 // path.detail is catalog (no statement ran), warehouse (statements ran on one source) or multi
 // (on more than one); headline is present only when the result is one row of one column; text
-// is the model's final prose; divergence is null in phase 1.
+// is the model's final prose, with any restatement of a question (this ask's or an earlier
+// turn's) replaced by "[the question]"; divergence is null in phase 1.
 //
 // # Phase 2
 //

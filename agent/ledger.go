@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -204,6 +205,25 @@ func (l *ledger) redactValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// prose is the model's prose (answer.text, divergence.text) as an event may carry it: every
+// place it restates a question — compared as isQuestion compares, ignoring case, punctuation and
+// spacing — stands as redacted, and the model's other words are kept. A model may well open
+// with "You asked: …"; no event but accepted carries the question.
+func (l *ledger) prose(text string) string {
+	for _, q := range l.questions {
+		words := strings.Fields(q) // normalized: letters and digits, one space apart
+		for i, w := range words {
+			words[i] = regexp.QuoteMeta(w)
+		}
+		re := regexp.MustCompile(`(?i)` + strings.Join(words, `[^\p{L}\p{N}]+`))
+		text = re.ReplaceAllLiteralString(text, redacted)
+	}
+	if l.isQuestion(text) { // what a case fold could not match
+		return redacted
+	}
+	return text
 }
 
 // shown is a source's message (a tool's error, a refusal's reason) as an event may carry it:

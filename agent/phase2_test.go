@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/demo/llmstub"
 	demosource "github.com/das-ask/ask/demo/source"
 	"github.com/das-ask/ask/gen"
 )
@@ -65,6 +67,74 @@ func TestPhase2AnswerDoesNotDependOnSourceOrder(t *testing.T) {
 			}
 			if !slices.ContainsFunc(out.Answer.Provenance, func(p gen.Provenance) bool { return p.Term == "change failure rate" }) {
 				t.Errorf("provenance %+v, want the change failure rate's definition", out.Answer.Provenance)
+			}
+		})
+	}
+}
+
+// TestProseNeverCarriesTheQuestion: a model that restates the question in its prose (models
+// do: "You asked: …") puts it in answer.text and, in phase 2, in divergence.text. No event but
+// accepted carries the question; the prose keeps the model's other words.
+func TestProseNeverCarriesTheQuestion(t *testing.T) {
+	const q = "Which team had the highest change failure rate in 2026-Q3?"
+	yaml := string(llmstub.DefaultScriptYAML())
+	old := "{{with rows .Last}}{{index . 0 0}} had the highest change failure rate in {{$.Match.quarter}}:"
+	if !strings.Contains(yaml, old) {
+		t.Fatal("the default script's wrong-winner prose changed; update this test")
+	}
+	// The question as the model might restate it: other case, other spacing, no question mark.
+	yaml = strings.Replace(yaml, old, "You asked: {{upper (index $.Match \"0\")}} — "+old, 1)
+	script, err := llmstub.ParseScript([]byte(strings.ReplaceAll(yaml, "You asked: {{upper (index $.Match \"0\")}}", "You asked:   {{upper (index $.Match \"0\")}}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub, err := llmstub.New(llmstub.Options{Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(stub.Handler())
+	t.Cleanup(srv.Close)
+	s := newStack(t)
+	cfg := agent.DefaultConfig()
+	cfg.BaseURL = srv.URL + "/v1"
+	m, err := cfg.NewModel(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, phase := range []int{1, 2} {
+		t.Run(fmt.Sprint("phase ", phase), func(t *testing.T) {
+			opts := agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "demo", URL: s.source.URL + "/mcp"}}, Phase: phase}
+			if phase == 2 {
+				opts.Sources = []agent.SourceConfig{{Name: "catalog", URL: s.part(t, demosource.PartCatalog)}, {Name: "warehouse", URL: s.part(t, demosource.PartWarehouse)}}
+				opts.DivergenceTurns = agent.DefaultDivergenceTurns
+			}
+			a, err := agent.New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			out := a.Run(t.Context(), s.request(t, "alice", q), rec)
+			if out.Answer == nil {
+				t.Fatalf("outcome %s, want an answer", outcomeType(out))
+			}
+			texts := []string{out.Answer.Text}
+			if phase == 2 {
+				d := out.Answer.Divergence
+				if d == nil || d.Text == nil {
+					t.Fatalf("divergence %+v, want one with its prose", d)
+				}
+				texts = append(texts, *d.Text)
+			}
+			for _, text := range texts {
+				if !strings.Contains(text, "You asked:") || !strings.Contains(text, "had the highest change failure rate in 2026-Q3") {
+					t.Errorf("prose %q lost the model's own words", text)
+				}
+				if strings.Contains(strings.ToLower(text), "which team had the highest") {
+					t.Errorf("prose %q carries the question", text)
+				}
+			}
+			if j := strings.ToLower(rec.eventsJSON(t, out)); strings.Contains(j, "which team had the highest") {
+				t.Errorf("an event carries the question: %s", j)
 			}
 		})
 	}

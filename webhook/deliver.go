@@ -195,6 +195,15 @@ const notFinishedRetry = 5 * time.Second
 
 // attempt makes one attempt of w, which this deliverer holds, and records it.
 func (d *Deliverer) attempt(ctx context.Context, w store.Webhook) {
+	// Checked again at every attempt, not only at createAsk: a delivery outlives the settings it
+	// was admitted under (the outbox is shared by replicas, and survives restarts with Redis), so
+	// a destination the operator has since dropped from the allow-list is never sent to.
+	if err := d.cfg.CheckURL(w.URL); err != nil {
+		w.State, w.LastError, w.Due = gen.WebhookStateFailed, "not_allowed", time.Time{}
+		d.log.Warn("webhook destination no longer allowed: delivery failed unsent", "ticket", w.Ticket, "webhook_id", w.ID)
+		d.record(ctx, w, time.Time{})
+		return
+	}
 	t, err := d.tickets.Ticket(ctx, w.Ticket)
 	now := time.Now()
 	switch {

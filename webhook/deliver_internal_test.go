@@ -306,3 +306,38 @@ func TestRoundKeepsAtMostABatchInFlight(t *testing.T) {
 		}
 	})
 }
+
+// TestDestinationDroppedFromTheAllowList: a delivery registered while its URL was allowed, and
+// due after the operator dropped that prefix (a restart or another replica with new settings,
+// over the same outbox), is never sent: it fails unsent with not_allowed. Before, only createAsk
+// checked the allow-list, and the deliverer POSTed to whatever the outbox held.
+func TestDestinationDroppedFromTheAllowList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := &scripted{t: t}
+		ob := store.NewMemoryOutbox()
+		d, err := New(Options{Config: Config{Allow: []string{"https://hooks.example/kept/"}, Secrets: []string{testSecret}},
+			Outbox: ob, Tickets: finished{}, Transport: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		for _, w := range []store.Webhook{
+			{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/dropped/a", Due: now, Expires: now.Add(time.Hour)},
+			{Ticket: "t2", ID: "msg_2", URL: "https://hooks.example/kept/a", Due: now, Expires: now.Add(time.Hour)},
+		} {
+			if err := ob.AddWebhook(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d.Drain(t.Context())
+		if w, _ := ob.Webhook(t.Context(), "t1"); w.State != gen.WebhookStateFailed || w.LastError != "not_allowed" || w.Attempts != 0 {
+			t.Errorf("delivery to a dropped prefix: %+v, want failed with not_allowed and no attempt", w)
+		}
+		if w, _ := ob.Webhook(t.Context(), "t2"); w.State != gen.WebhookStateDelivered {
+			t.Errorf("delivery to a kept prefix: %+v, want delivered", w)
+		}
+		if len(rt.ids) != 1 || rt.ids[0] != "msg_2" {
+			t.Errorf("requests made: %v, want only msg_2's", rt.ids)
+		}
+	})
+}

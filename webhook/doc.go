@@ -10,7 +10,8 @@
 //
 // Safety, which the operator configures (Config) and no caller can widen:
 //   - Destinations must start with a prefix of the operator's allow-list; https is required,
-//     except plain http to a loopback host (the dev stack).
+//     except plain http to a loopback host (the dev stack). Checked at createAsk and again
+//     before every attempt, so a prefix the operator drops stops its pending deliveries.
 //   - The address a destination resolves to is checked when the connection is made (a dialer's
 //     Control hook), so DNS rebinding cannot turn an allowed name into a private, link-local,
 //     loopback or metadata address; those are refused unless the operator allows them.

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,6 +24,46 @@ func asksOf(cid string) string  { return convs + "/" + cid + "/asks" }
 func statusOf(tk string) string { return "/ask/v1/asks/" + tk }
 func eventsOf(tk string) string { return statusOf(tk) + "/events" }
 func cancelOf(tk string) string { return statusOf(tk) + "/cancel" }
+
+// replayed wants Idempotent-Replayed: true, or wants it absent.
+func replayed(want bool) func(rawResult) error {
+	return func(r rawResult) error {
+		got := r.resp.Header.Values("Idempotent-Replayed")
+		if want && (len(got) != 1 || got[0] != "true") || !want && len(got) != 0 {
+			return fmt.Errorf("Idempotent-Replayed %q, want it %v", got, want)
+		}
+		return nil
+	}
+}
+
+// located wants Location to be the created resource's address the body gives.
+func located(r rawResult) error {
+	if r.resp.StatusCode >= 300 {
+		return nil
+	}
+	var b struct {
+		AsksURL   string `json:"asks_url"`
+		StatusURL string `json:"status_url"`
+	}
+	if err := json.Unmarshal(r.body, &b); err != nil {
+		return err
+	}
+	want := b.AsksURL + b.StatusURL
+	if got := r.resp.Header.Get("Location"); got == "" || got != want {
+		return fmt.Errorf("Location %q, want %q", got, want)
+	}
+	return nil
+}
+
+// applied wants Preference-Applied to be want ("" for absent).
+func applied(want string) func(rawResult) error {
+	return func(r rawResult) error {
+		if got := r.resp.Header.Get("Preference-Applied"); got != want {
+			return fmt.Errorf("Preference-Applied %q, want %q", got, want)
+		}
+		return nil
+	}
+}
 
 // do sends and checks p, and returns the response.
 func (c *conformer) do(p probe) rawResult {
@@ -199,7 +240,14 @@ func (c *conformer) probes() []probe {
 		return p
 	}
 	add(
-		ccv("valid", func(*probe) {}, http.StatusCreated),
+		ccv("valid", func(p *probe) { p.also = located }, http.StatusCreated),
+		ccv("query string", func(p *probe) { p.target += "?x=1" }, http.StatusCreated),
+		ccv("gzip-coded body", func(p *probe) {
+			p.hdr = []string{"Content-Encoding", "gzip"}
+			p.body = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff\xab\xae\x05\x00\x43\xbf\xa6\xa3\x02\x00\x00\x00"
+		}, 0),
+		ccv("two content types", func(p *probe) { p.hdr = []string{"Content-Type", "text/plain"} }, http.StatusBadRequest),
+		ccv("two content types, no body", func(p *probe) { p.body = ""; p.hdr = []string{"Content-Type", "application/json"} }, http.StatusBadRequest),
 		ccv("no body, no content type", func(p *probe) { p.body, p.ct = "", "" }, http.StatusCreated),
 		ccv("empty body with JSON content type", func(p *probe) { p.body = "" }, http.StatusCreated),
 		ccv("charset parameter", func(p *probe) { p.ct = "application/json; charset=utf-8" }, http.StatusCreated),
@@ -226,13 +274,20 @@ func (c *conformer) probes() []probe {
 	)
 	add(c.authProbes(cc)...)
 	// Idempotency-Key.
-	key := func(name, k, body string, want int) probe {
-		return ccv("Idempotency-Key "+name, func(p *probe) { p.hdr = []string{"Idempotency-Key", k}; p.body = body }, want)
+	key := func(name, k, body string, want int, also ...func(rawResult) error) probe {
+		return ccv("Idempotency-Key "+name, func(p *probe) {
+			p.hdr = []string{"Idempotency-Key", k}
+			p.body = body
+			if len(also) > 0 {
+				p.also = also[0]
+			}
+		}, want)
 	}
 	add(
-		key("first use", "conv-key-1", "{}", http.StatusCreated),
-		key("replayed", "conv-key-1", "{}", http.StatusCreated),
-		key("quoted, the same key", `"conv-key-1"`, "{}", http.StatusCreated),
+		key("first use", "conv-key-1", "{}", http.StatusCreated, replayed(false)),
+		key("replayed", "conv-key-1", "{}", http.StatusCreated, replayed(true)),
+		key("quoted, the same key", `"conv-key-1"`, "{}", http.StatusCreated, replayed(true)),
+		key("replayed with the body's whitespace changed", "conv-key-1", "{ }", http.StatusCreated, replayed(true)),
 		key("reused for another body", "conv-key-1", "", http.StatusUnprocessableEntity),
 		key("empty", "", "{}", http.StatusBadRequest),
 		key("empty quoted", `""`, "{}", http.StatusBadRequest),
@@ -263,7 +318,7 @@ func (c *conformer) probes() []probe {
 	}
 	c.secret = append(c.secret, "What is an incident?", "¿Qué es un incidente? 事件 😀", strings.Repeat("q", 4000))
 	add(
-		ca("valid", question, nil, http.StatusAccepted),
+		ca("valid", question, func(p *probe) { p.also = located }, http.StatusAccepted),
 		ca("unicode question", `{"question":"¿Qué es un incidente? 事件 😀"}`, nil, http.StatusAccepted),
 		ca("escaped control characters", `{"question":"a\u0001b\u0000c\n"}`, nil, 0),
 		ca("raw control character", "{\"question\":\"a\x01b\"}", nil, http.StatusBadRequest),
@@ -288,6 +343,8 @@ func (c *conformer) probes() []probe {
 		ca("webhook with an extra field", `{"question":"q?","webhook":{"url":"https://hooks.example/x","secret":"s"}}`, nil, http.StatusBadRequest),
 		ca("no content type", question, func(p *probe) { p.ct = "" }, http.StatusUnsupportedMediaType),
 		ca("text/plain", question, func(p *probe) { p.ct = "text/plain" }, http.StatusUnsupportedMediaType),
+		ca("two content types", question, func(p *probe) { p.hdr = []string{"Content-Type", "text/plain"} }, http.StatusBadRequest),
+		ca("the same content type twice", question, func(p *probe) { p.hdr = []string{"Content-Type", "application/json"} }, http.StatusBadRequest),
 		ca("problem+json", question, func(p *probe) { p.ct = "application/problem+json" }, http.StatusUnsupportedMediaType),
 		ca("charset utf-8", question, func(p *probe) { p.ct = "application/json; charset=utf-8" }, http.StatusAccepted),
 		ca("charset latin1", question, func(p *probe) { p.ct = "application/json; charset=iso-8859-1" }, 0),
@@ -303,13 +360,27 @@ func (c *conformer) probes() []probe {
 	add(c.authProbes(ca("auth", question, nil, 0))...)
 	// Idempotency-Key on createAsk.
 	kc := fresh()
-	kp := func(name, k, body string, want int) probe {
-		return probe{name: "createAsk: Idempotency-Key " + name, op: "createAsk", method: http.MethodPost, target: asksOf(kc), auth: alice,
+	kp := func(name, k, body string, want int, also ...func(rawResult) error) probe {
+		p := probe{name: "createAsk: Idempotency-Key " + name, op: "createAsk", method: http.MethodPost, target: asksOf(kc), auth: alice,
 			ct: "application/json", body: body, hdr: []string{"Idempotency-Key", k}, want: want}
+		if len(also) > 0 {
+			p.also = also[0]
+		}
+		return p
 	}
 	add(
-		kp("first use", "ask-key-1", question, http.StatusAccepted),
-		kp("replayed", "ask-key-1", question, http.StatusAccepted),
+		kp("first use", "ask-key-1", question, http.StatusAccepted, replayed(false)),
+		kp("replayed", "ask-key-1", question, http.StatusAccepted, func(r rawResult) error {
+			if err := replayed(true)(r); err != nil {
+				return err
+			}
+			return located(r)
+		}),
+		func() probe {
+			p := kp("reused in another conversation", "ask-key-1", question, http.StatusUnprocessableEntity)
+			p.target = asksOf(fresh())
+			return p
+		}(),
 		kp("reused for another question", "ask-key-1", `{"question":"Another?"}`, http.StatusUnprocessableEntity),
 		kp("with a control character", "a\x7fb", question, http.StatusBadRequest),
 		kp("too long", strings.Repeat("k", 300), question, http.StatusBadRequest),
@@ -343,10 +414,15 @@ func (c *conformer) probes() []probe {
 		gav("HEAD", func(p *probe) { p.method = http.MethodHead }, http.StatusOK),
 		gav("HEAD unknown", func(p *probe) { p.method = http.MethodHead; p.target = statusOf("t_nope") }, http.StatusNotFound),
 		gav("Prefer wait=0", func(p *probe) { p.hdr = []string{"Prefer", "wait=0"} }, http.StatusOK),
-		gav("Prefer wait=abc", func(p *probe) { p.hdr = []string{"Prefer", "wait=abc"} }, 0),
-		gav("Prefer wait=-1", func(p *probe) { p.hdr = []string{"Prefer", "wait=-1"} }, 0),
+		gav("Prefer wait=abc", func(p *probe) { p.hdr = []string{"Prefer", "wait=abc"}; p.also = applied("") }, 0),
+		gav("Prefer wait=-1", func(p *probe) { p.hdr = []string{"Prefer", "wait=-1"}; p.also = applied("") }, 0),
 		gav("Prefer wait huge", func(p *probe) { p.hdr = []string{"Prefer", "wait=99999999999999999999999"} }, 0),
-		gav("Prefer wait=1 on a running ticket", func(p *probe) { p.target = statusOf(c.runTicket); p.hdr = []string{"Prefer", "wait=1"} }, http.StatusOK),
+		gav("Prefer twice", func(p *probe) { p.hdr = []string{"Prefer", "wait=1", "Prefer", "wait=2"} }, 0),
+		gav("Prefer wait=1 on a running ticket", func(p *probe) {
+			p.target = statusOf(c.runTicket)
+			p.hdr = []string{"Prefer", "wait=1"}
+			p.also = applied("wait=1")
+		}, http.StatusOK),
 		gav("Prefer too long", func(p *probe) { p.hdr = []string{"Prefer", "wait=1, " + strings.Repeat("x", 300)} }, http.StatusBadRequest),
 		gav("Prefer unknown", func(p *probe) { p.hdr = []string{"Prefer", "respond-async"} }, http.StatusOK),
 		gav("unknown query parameter", func(p *probe) { p.target += "?foo=bar" }, http.StatusOK),
@@ -387,6 +463,7 @@ func (c *conformer) probes() []probe {
 		sev("Last-Event-ID -1", func(p *probe) { p.hdr = []string{"Last-Event-ID", "-1"} }, http.StatusBadRequest),
 		sev("Last-Event-ID beyond the last", func(p *probe) { p.hdr = []string{"Last-Event-ID", "999"} }, http.StatusBadRequest),
 		sev("Last-Event-ID of 19 digits", func(p *probe) { p.hdr = []string{"Last-Event-ID", "1234567890123456789"} }, http.StatusBadRequest),
+		sev("Last-Event-ID twice", func(p *probe) { p.hdr = []string{"Last-Event-ID", "1", "Last-Event-ID", "2"} }, 0),
 		sev("Last-Event-ID empty", func(p *probe) { p.hdr = []string{"Last-Event-ID", ""} }, 0),
 		sev("Accept: application/json", func(p *probe) { p.hdr = []string{"Accept", "application/json"} }, 0),
 		sev("Accept: */*", func(p *probe) { p.hdr = []string{"Accept", "*/*"} }, http.StatusOK),
@@ -446,7 +523,9 @@ func (c *conformer) probes() []probe {
 	for _, target := range []string{"/", "/ask", "/ask/", "/ask/v1", "/ask/v1/", "/ask/v2/conversations", "/ask/v1/nowhere",
 		"/ask/v1/conversations/", "/ask//v1/conversations", "/ask/v1/./conversations", "/ask/v1/asks/x/events/more",
 		"/ask/v1/conversations/x", "/ask/v1/%2e%2e/v1/conversations", "/ASK/v1/conversations"} {
-		add(probe{name: "no operation", method: http.MethodGet, target: target, auth: alice, want: http.StatusNotFound})
+		add(probe{name: "no operation", method: http.MethodGet, target: target, auth: alice, want: http.StatusNotFound},
+			probe{name: "no operation, PUT", method: http.MethodPut, target: target, auth: alice, want: http.StatusNotFound},
+			probe{name: "no operation, no bearer", method: http.MethodGet, target: target, want: http.StatusNotFound})
 	}
 	return ps
 }

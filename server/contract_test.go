@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -167,6 +168,8 @@ type probe struct {
 	body   string
 	ct     string // Content-Type; "" sends none
 	want   int    // the status wanted; 0 takes any the document allows
+	// also checks more of the response, when it is given.
+	also func(r rawResult) error
 }
 
 // rawResult is a response read off the socket.
@@ -236,6 +239,11 @@ func (c *conformer) check(p probe, r rawResult) {
 	if p.want != 0 && status != p.want {
 		t.Errorf("%s: status %d, want %d: %.300s", where, status, p.want, r.body)
 	}
+	if p.also != nil {
+		if err := p.also(r); err != nil {
+			t.Errorf("%s: %v", where, err)
+		}
+	}
 	for _, s := range c.tokens {
 		if s != "" && (bytes.Contains(r.body, []byte(s)) || strings.Contains(fmt.Sprint(resp.Header), s)) {
 			t.Errorf("%s: the response carries a token", where)
@@ -266,9 +274,10 @@ func (c *conformer) check(p probe, r rawResult) {
 	if p.method == http.MethodOptions {
 		// OPTIONS (RFC 9110 §9.3.7) is answered by the router for every route: 204 with the
 		// route's methods in Allow, nothing else.
-		if status != http.StatusNoContent || resp.Header.Get("Allow") == "" || len(r.body) > 0 {
-			t.Errorf("%s: %d Allow %q, want 204 with Allow", where, status, resp.Header.Get("Allow"))
+		if status != http.StatusNoContent || len(r.body) > 0 {
+			t.Errorf("%s: %d, want 204 without content", where, status)
 		}
+		c.checkAllow(where, p, resp)
 		delete(c.seen[p.op], status)
 		return
 	}
@@ -289,9 +298,10 @@ func (c *conformer) check(p probe, r rawResult) {
 		t.Fatalf("%s: no operation %s in the document", where, p.op)
 	}
 	if p.method != opMethod && !(p.method == http.MethodHead && opMethod == http.MethodGet) {
-		if status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == "" {
-			t.Errorf("%s: %d, want 405 with Allow", where, status)
+		if status != http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d, want 405", where, status)
 		}
+		c.checkAllow(where, p, resp)
 		delete(c.seen[p.op], status)
 		return
 	}
@@ -327,6 +337,33 @@ func (c *conformer) check(p probe, r rawResult) {
 	}
 }
 
+// checkAllow: a 405's or an OPTIONS's Allow names the methods the document gives the path,
+// with HEAD beside GET (and OPTIONS, which every route answers).
+func (c *conformer) checkAllow(where string, p probe, resp *http.Response) {
+	route, method := c.route(p.op)
+	var want []string
+	for m := range route.PathItem.Operations() {
+		want = append(want, m)
+	}
+	if method == http.MethodGet {
+		want = append(want, http.MethodHead)
+	}
+	want = append(want, http.MethodOptions)
+	var got []string
+	for _, v := range resp.Header.Values("Allow") {
+		for _, m := range strings.Split(v, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				got = append(got, m)
+			}
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		c.t.Errorf("%s: %d Allow %v, want %v", where, resp.StatusCode, got, want)
+	}
+}
+
 // checkHeaders: the headers the document gives this response, where they are always sent.
 func (c *conformer) checkHeaders(where string, p probe, rsp *openapi3.Response, resp *http.Response, body []byte) {
 	always := map[string]bool{"Location": true, "WWW-Authenticate": true, "Retry-After": true,
@@ -345,6 +382,19 @@ func (c *conformer) checkHeaders(where string, p probe, rsp *openapi3.Response, 
 			if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("X-Accel-Buffering") != "no" {
 				c.t.Errorf("%s: stream headers %q %q", where, resp.Header.Get("Cache-Control"), resp.Header.Get("X-Accel-Buffering"))
 			}
+		}
+	case http.StatusUnauthorized:
+		// RFC 6750 §3.1: no error code without credentials; invalid_token or
+		// insufficient_scope for a bearer refused.
+		ch := resp.Header.Get("WWW-Authenticate")
+		switch {
+		case !strings.HasPrefix(ch, "Bearer "):
+			c.t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge", where, ch)
+		case p.auth == "" && strings.Contains(ch, "error="):
+			c.t.Errorf("%s: WWW-Authenticate %q carries an error without credentials", where, ch)
+		case strings.HasPrefix(p.auth, "Bearer ") && strings.TrimSpace(p.auth[len("Bearer "):]) != "" &&
+			!strings.Contains(ch, `error="invalid_token"`) && !strings.Contains(ch, `error="insufficient_scope"`):
+			c.t.Errorf("%s: WWW-Authenticate %q, want an error for a refused bearer", where, ch)
 		}
 	case http.StatusConflict:
 		var pr gen.Problem

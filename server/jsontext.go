@@ -20,7 +20,8 @@ import (
 // converted but refused (415), and one that is not one well-formed JSON text in UTF-8 is a 400.
 // The details name what is wrong, never the bytes: they could be the question.
 //
-// A body of another media type passes on untouched: the validator answers it 415. An empty
+// A request with more than one Content-Type header is a 400, whatever the body. A body of
+// another media type passes on untouched: the validator answers it 415. An empty
 // body passes too: the contract says where one is allowed.
 func jsonText() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -30,6 +31,12 @@ func jsonText() echo.MiddlewareFunc {
 				// The body would be read as the bytes it is, a compressed JSON text as garbage
 				// (RFC 9110 §15.5.16: an unsupported content coding is a 415).
 				return unsupportedMedia("the request body must not be content-encoded (no Content-Encoding, or identity)")
+			}
+			if len(req.Header.Values(echo.HeaderContentType)) > 1 {
+				// Content-Type holds one media type (RFC 9110 §8.3): with two, which one the
+				// body is in is anyone's guess (the validator would read the first, a gateway
+				// perhaps the last), so it is read as neither.
+				return badRequest("the request carries more than one Content-Type header; send exactly one")
 			}
 			b, err := requestBody(req)
 			if err != nil {

@@ -139,3 +139,32 @@ func TestProseNeverCarriesTheQuestion(t *testing.T) {
 		})
 	}
 }
+
+// TestPhase2SourceDownBeforeAnyBranch: the run connects to every source before a branch opens;
+// a source that cannot be reached ends the run there, in error{transport} naming it, with no
+// branch opened and no model call made (docs/decisions.md, "How branch outcomes combine").
+func TestPhase2SourceDownBeforeAnyBranch(t *testing.T) {
+	s := newStack(t)
+	down := httptest.NewServer(nil)
+	down.Close() // nothing listens there now
+	cfg := agent.DefaultConfig()
+	cfg.BaseURL = s.stubURL
+	m, err := cfg.NewModel(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Options{Model: m, Phase: 2, DivergenceTurns: agent.DefaultDivergenceTurns, Sources: []agent.SourceConfig{
+		{Name: "catalog", URL: s.part(t, demosource.PartCatalog)}, {Name: "warehouse", URL: down.URL + "/mcp"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	out := a.Run(t.Context(), s.request(t, "alice", "Which team had the highest change failure rate in 2026-Q3?"), rec)
+	if out.Error == nil || out.Error.Kind != gen.ErrorKindTransport || !strings.Contains(out.Error.Message, "source warehouse") {
+		t.Fatalf("outcome %s %+v, want error{transport} naming the warehouse", outcomeType(out), out.Error)
+	}
+	if len(rec.events) != 0 || len(rec.usage) != 0 {
+		t.Errorf("events %+v and %d model calls before the sources were connected, want none", rec.events, len(rec.usage))
+	}
+}

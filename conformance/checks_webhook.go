@@ -220,7 +220,9 @@ func checkWebhookDisallowed(ctx context.Context, s *session) verdict {
 		dots = h.URL() + "/ask-conformance/dots/%2e%2e/elsewhere"
 	}
 	var found []string
-	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "ftp://example.com/x", "not a url", dots} {
+	// Plain http off loopback: https is required whatever the allow-list says.
+	plain := "http://hooks.example.com/ask-conformance/plain"
+	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "ftp://example.com/x", plain, "not a url", dots} {
 		resp, err := s.api.CreateAskWithResponse(ctx, conv, nil, gen.AskRequest{Question: s.cfg.Questions.Abstention, Webhook: &gen.WebhookRequest{Url: u}}, bearer(tok))
 		if err != nil {
 			return broken(err)
@@ -236,7 +238,7 @@ func checkWebhookDisallowed(ctx context.Context, s *session) verdict {
 	if _, err := s.fullRun(ctx, "after refused webhooks", A, conv, s.cfg.Questions.Abstention); err != nil {
 		return fail("the conversation to take an ask after webhooks were refused", err.Error())
 	}
-	return pass("a metadata address, a non-http scheme, a non-URL and a dot segment in the path are each a 400 problem+json, and leave nothing behind")
+	return pass("a metadata address, a non-http scheme, plain http off loopback, a non-URL and a dot segment in the path are each a 400 problem+json, and leave nothing behind")
 }
 
 func checkWebhookDelivered(ctx context.Context, s *session) verdict {

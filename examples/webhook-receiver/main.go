@@ -9,6 +9,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -44,7 +45,15 @@ type receiver struct {
 func newReceiver(secrets []string, handle func(string, delivery)) (*receiver, error) {
 	r := &receiver{handle: handle, seen: map[string]bool{}}
 	for _, s := range secrets {
-		w, err := standardwebhooks.NewWebhook(strings.TrimSpace(s))
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue // WEBHOOK_SECRETS unset splits into one empty entry
+		}
+		// The library takes an empty key, and with an empty key anyone can sign: refuse it.
+		if key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_")); err != nil || len(key) == 0 {
+			return nil, errors.New("secret: want whsec_ followed by base64 (the operator's DAS_ASK_WEBHOOK_SECRETS)")
+		}
+		w, err := standardwebhooks.NewWebhook(s)
 		if err != nil {
 			return nil, fmt.Errorf("secret: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,5 +155,22 @@ func TestPythonReceiver(t *testing.T) {
 	m := next()
 	if m["ticket"] != tk.Ticket || m["outcome"] != "abstention" || m["webhook_id"] == "" {
 		t.Fatalf("python receiver handled %v", m)
+	}
+}
+
+// TestGoReceiverRefusesNoSecret: started without WEBHOOK_SECRETS the receiver must refuse to run,
+// not verify with an empty key (the library of the version it uses takes "" as a key, and
+// strings.Split("", ",") is one empty secret): with an empty key anyone can sign a delivery.
+func TestGoReceiverRefusesNoSecret(t *testing.T) {
+	for _, env := range []string{"", " ", ",", "whsec_", "whsec_ , "} {
+		if _, err := newReceiver(strings.Split(env, ","), func(string, delivery) {}); err == nil {
+			t.Errorf("WEBHOOK_SECRETS=%q: a receiver started; want it refused", env)
+		}
+	}
+	// A secret beside empty entries still starts one, verifying with that secret alone.
+	secret := webhooktest.Secret()
+	r, err := newReceiver(strings.Split(secret+", ,", ","), func(string, delivery) {})
+	if err != nil || len(r.secrets) != 1 {
+		t.Fatalf("WEBHOOK_SECRETS=%q: %v, %d secrets; want one", secret+", ,", err, len(r.secrets))
 	}
 }

@@ -168,3 +168,47 @@ func TestPhase2SourceDownBeforeAnyBranch(t *testing.T) {
 		t.Errorf("events %+v and %d model calls before the sources were connected, want none", rec.events, len(rec.usage))
 	}
 }
+
+// TestPhase2ThreeSourcesOnTheStub: DAS_SOURCES naming three sources, two of them with the
+// glossary, gives three source branches with their configured names, and the demo's questions
+// keep their outcomes on the llm-stub — whose supervisor then sees two branches' catalog
+// searches, not one (the churn question's prose used to fail to render: error{model}).
+func TestPhase2ThreeSourcesOnTheStub(t *testing.T) {
+	s := newStack(t)
+	cfg := agent.DefaultConfig()
+	cfg.BaseURL = s.stubURL
+	m, err := cfg.NewModel(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := []agent.SourceConfig{
+		{Name: "everything", URL: s.source.URL + "/mcp"},
+		{Name: "glossary", URL: s.part(t, demosource.PartCatalog)},
+		{Name: "tables", URL: s.part(t, demosource.PartWarehouse)},
+	}
+	a, err := agent.New(agent.Options{Model: m, Phase: 2, DivergenceTurns: agent.DefaultDivergenceTurns, Sources: sources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ q, want string }{
+		{"What is our customer churn rate?", "abstention"},
+		{"Which team had the most incidents in 2026-Q3?", "answer"},
+		{"How many sev1 incidents did we have in 2026-Q2?", "answer"},
+	} {
+		rec := &recorder{}
+		out := a.Run(t.Context(), s.request(t, "alice", c.q), rec)
+		if got := outcomeType(out); got != c.want {
+			t.Errorf("%q: outcome %s %+v, want %s", c.q, got, out.Error, c.want)
+		}
+		var names []string
+		for _, ev := range rec.events {
+			if b, ok := ev.(gen.BranchBody); ok && b.Role == agent.RoleSource && b.State == gen.BranchBodyStateOpen {
+				names = append(names, *b.Source)
+			}
+		}
+		slices.Sort(names)
+		if want := []string{"everything", "glossary", "tables"}; !slices.Equal(names, want) {
+			t.Errorf("%q: source branches %v, want %v", c.q, names, want)
+		}
+	}
+}

@@ -10,11 +10,13 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,6 +89,12 @@ func New(secrets ...string) (*Receiver, error) {
 func NewOn(l net.Listener, secrets ...string) (*Receiver, error) {
 	r := &Receiver{arrived: make(chan struct{})}
 	for _, s := range secrets {
+		// The library takes an empty key (strings.Split("", ",") is one empty secret), and
+		// with an empty key anyone can sign: refused, so a check never passes on one.
+		if key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_")); err != nil || len(key) == 0 {
+			l.Close()
+			return nil, errors.New("webhooktest: a secret is whsec_ followed by base64 of a non-empty key")
+		}
 		w, err := standardwebhooks.NewWebhook(s)
 		if err != nil {
 			l.Close()

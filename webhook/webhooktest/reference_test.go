@@ -50,3 +50,14 @@ func TestReferenceVerify(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiverRefusesAnEmptySecret: a receiver given no key (an unset setting split on commas)
+// does not start, rather than verify with an empty HMAC key anyone can sign with.
+func TestReceiverRefusesAnEmptySecret(t *testing.T) {
+	for _, s := range []string{"", "whsec_", "whsec_!!"} {
+		if r, err := webhooktest.New(webhooktest.Secret(), s); err == nil {
+			r.Close()
+			t.Errorf("New(…, %q) started a receiver; want it refused", s)
+		}
+	}
+}

@@ -21,8 +21,10 @@ const (
 	DefaultMaxBackoff   = 5 * time.Minute
 	DefaultPoll         = 1 * time.Second
 	DefaultMaxBodyBytes = 256 << 10
-	// maxResponseBytes is how much of a receiver's answer is read (and discarded).
-	maxResponseBytes = 4 << 10
+	// maxResponseBytes is how much of a receiver's answer is read (and discarded);
+	// maxResponseHeaderBytes bounds its headers.
+	maxResponseBytes       = 4 << 10
+	maxResponseHeaderBytes = 64 << 10
 	// maxAttemptsEdge bounds MaxAttempts: beyond it a value is a typo.
 	maxAttemptsEdge = 50
 )

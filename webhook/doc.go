@@ -16,7 +16,7 @@
 //     Control hook), so DNS rebinding cannot turn an allowed name into a private, link-local,
 //     loopback or metadata address; those are refused unless the operator allows them.
 //   - No redirect is followed, no proxy is used, no bearer or cookie is ever sent; the response
-//     body is read up to a small bound; every attempt has a timeout.
+//     headers and body are read up to small bounds; every attempt has a timeout.
 //
 // Retries: 5xx, 408, 429 and timeouts or transport failures are retried with exponential
 // backoff and equal jitter (a Retry-After with any of those statuses honoured, capped), up to

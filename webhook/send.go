@@ -73,9 +73,12 @@ func newSender(c Config, transport http.RoundTripper) (*sender, error) {
 			DialContext:           d.DialContext,
 			TLSHandshakeTimeout:   c.Timeout,
 			ResponseHeaderTimeout: c.Timeout,
-			MaxIdleConnsPerHost:   2,
-			IdleConnTimeout:       30 * time.Second,
-			ForceAttemptHTTP2:     true,
+			// A receiver's answer is a status: its headers are bounded as its body is
+			// (maxResponseBytes), not by the transport's 10 MB default per attempt.
+			MaxResponseHeaderBytes: maxResponseHeaderBytes,
+			MaxIdleConnsPerHost:    2,
+			IdleConnTimeout:        30 * time.Second,
+			ForceAttemptHTTP2:      true,
 		}
 	}
 	s.client = &http.Client{

@@ -198,3 +198,45 @@ func TestHeaderNamesOnTheWire(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseHeadersAreBounded: a receiver that answers with megabytes of headers is not read
+// to the end of them (the transport's default allows 10 MB per attempt, times the attempts in
+// flight): the attempt ends as a transport failure after maxResponseHeaderBytes.
+func TestResponseHeadersAreBounded(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil || line == "\r\n" {
+				break
+			}
+		}
+		_, _ = io.ReadFull(br, make([]byte, len(vecBody)))
+		_, _ = io.WriteString(c, "HTTP/1.1 204 No Content\r\n")
+		filler := "X-Filler: " + strings.Repeat("a", 1000) + "\r\n"
+		for range 1024 { // 1 MB of headers
+			if _, err := io.WriteString(c, filler); err != nil {
+				return
+			}
+		}
+		_, _ = io.WriteString(c, "\r\n")
+	}()
+	cfg := Config{Secrets: []string{testSecret}, AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.withDefaults()
+	s, err := newSender(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.send(t.Context(), "http://"+l.Addr().String()+"/hook", "msg_1", []byte(vecBody)); r.Status != 0 || r.Err != "transport" {
+		t.Fatalf("an answer with 1 MB of headers: %+v, want no status and a transport failure", r)
+	}
+}

@@ -197,11 +197,11 @@ var swaggerSpec = []string{
 	"cMihaqDxMV8AkYltEHwLU+cJRNxI62yzjLcaU6zPlhqSocnDNOHp7OnhcXaQPT18jP8+yRBkzVkJRO5d",
 	"0qDWbhliAfkHJphU1gleEMCsdTAfZJr9nEBi22KJXsx/DCuudb/ZfcTBJ4x6+uTKPQYcMkzewO9OGsRm",
 	"29XbBi//f2zXbWcIesPuv7Ov7z4233Ot5qWk9JB/mnn/MMgYe9W6//sEGG6jHfRBrPd7ND2UbxI4h494",
-	"70DdwLI8ffvyd+dvXg/+k7Cwbdh/L/fx/cXSWSHEcJeK26q21bzSTN6PYmf6G74q7zH9/3X6/auHTT80",
-	"/AmmD51P2EtHaRwr3ipFh7j98CgWqct1IdDpO+Sp8tWRI8YZYzVzbVaPLKNxjJJYMt9f737/dU7YbOOo",
-	"agf80b/c3ca6aR1//BFkK6GcSZr3ZRohpJkSwVmlpXJs2M39HiVNKjkiySPe1qNsJxEICxoZCnQ/0J27",
-	"KtBd753hCkVhGwpPfhRvaHbdKD1BRlKXE68Rt2Nr8csgVGi8MhYpj5XRQkQRzm5/HBNhz3iNa1XPSlLF",
-	"u0VGPI641Zzfno8/fvx/AQAA//8=",
+	"70DdwLI8ffvyd+dvXg/+k7Cwbdh/L/fx/cXSWSHEMPnZ23SrZtwq0tX01KyZH/zOqm34qrzHqv2v0+9f",
+	"PWzVQsOfYNWg8wl76Sj7Y8VbFewQ7h8exdp2uS4E+oqHPFW+qHKERmOIZ67N6pFlNI5REivt+1vhP/v2",
+	"JGy2cVQjBP7o36VuY90kkj/+CJKcMNWkO/TlNSGAmtLOWaWlcmzYzTQfJU3iOuLWI7rXY3onEXYL+h+q",
+	"D36gOzdjYHDAu94VCt428J68Nt6s7TptekKapJwnXv9uR/Lil0GE0XhlLIke67CF+CVwiv6oKYKs8dLY",
+	"qp6VpPh3S5p41HKrOb89H3/8+P8CAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -264,6 +264,10 @@ func (c *conformer) check(p probe, r rawResult) {
 				// Not documented as the operation's 400 (problem+json), but as the exception.
 				delete(c.seen[p.op], status)
 			}
+			if route, _ := c.route(p.op); status == http.StatusRequestHeaderFieldsTooLarge && route != nil &&
+				(route.Operation.Responses.Status(status) == nil || route.Operation.Responses.Status(status).Value.Content.Get(ct) == nil) {
+				t.Errorf("%s: %d %s, which the document does not give this operation", where, status, ct)
+			}
 			return
 		}
 		t.Errorf("%s: no X-Request-Id: %d %s", where, status, ct)

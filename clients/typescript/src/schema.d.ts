@@ -1101,6 +1101,7 @@ export interface operations {
                     "application/yaml": Record<string, never>;
                 };
             };
+            431: components["responses"]["HeaderTooLarge"];
         };
     };
     getOpenAPIJSON: {
@@ -1121,6 +1122,7 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+            431: components["responses"]["HeaderTooLarge"];
         };
     };
 }

@@ -121,13 +121,18 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 	for _, b := range sourceBranches {
 		names = append(names, b.source)
 	}
+	supTools := newToolset(sessions)
+	branchTools := map[*branchRun]toolset{}
+	for i, b := range sourceBranches {
+		branchTools[b] = tools[i]
+	}
 	for _, b := range reconcileOrder(sourceBranches) {
 		led.merge(b.led)
-		msgs = append(msgs, delegated(b.id, b.lp.msgs[len(start):])...)
+		msgs = append(msgs, delegated(b.id, b.lp.msgs[len(start):], supTools.renamer(branchTools[b]))...)
 	}
 	supEmit := branchEmitter{emit, sup}
 	supEmit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseReconciling, Subject: led.reconcileSubject(), Source: strings.Join(names, ",")})
-	lp := a.loop(ctx, loopSpec{system: a.system + reconcilePrompt, msgs: msgs, tools: newToolset(sessions), led: led, emit: supEmit, turns: a.maxTurns})
+	lp := a.loop(ctx, loopSpec{system: a.system + reconcilePrompt, msgs: msgs, tools: supTools, led: led, emit: supEmit, turns: a.maxTurns})
 	if lp.end != nil {
 		return *lp.end
 	}
@@ -166,16 +171,18 @@ func reconcileOrder(branches []*branchRun) []*branchRun {
 
 // delegated is a branch's tool-call turns as the supervisor's own: the supervisor delegated them,
 // so its model sees every call a branch made and what it returned, in the branch's order. The
-// branch's closing prose is left out (the facts are in the results), and call ids are prefixed
-// with the branch so that two branches' ids never collide.
-func delegated(branch string, msgs []model.Message) []model.Message {
+// branch's closing prose is left out (the facts are in the results), call ids are prefixed
+// with the branch so that two branches' ids never collide, and each call names the tool as the
+// supervisor is offered it (rename: a branch's "run_query" is the supervisor's
+// "warehouse__run_query" when another source offers a run_query too).
+func delegated(branch string, msgs []model.Message, rename func(string) string) []model.Message {
 	var out []model.Message
 	for _, m := range msgs {
 		switch {
 		case m.Role == model.RoleAssistant && len(m.ToolCalls) > 0:
 			calls := make([]model.ToolCall, len(m.ToolCalls))
 			for i, c := range m.ToolCalls {
-				c.ID = branch + "_" + c.ID
+				c.ID, c.Name = branch+"_"+c.ID, rename(c.Name)
 				calls[i] = c
 			}
 			out = append(out, model.Message{Role: model.RoleAssistant, Text: m.Text, ToolCalls: calls})

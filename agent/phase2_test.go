@@ -1,13 +1,17 @@
 package agent_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/agent/model"
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/demo/llmstub"
 	demosource "github.com/das-ask/ask/demo/source"
@@ -210,5 +214,70 @@ func TestPhase2ThreeSourcesOnTheStub(t *testing.T) {
 		if want := []string{"everything", "glossary", "tables"}; !slices.Equal(names, want) {
 			t.Errorf("%q: source branches %v, want %v", c.q, names, want)
 		}
+	}
+}
+
+type modelFunc func(model.Request) (model.Response, error)
+
+func (f modelFunc) Complete(_ context.Context, req model.Request) (model.Response, error) {
+	return f(req)
+}
+
+// TestPhase2SupervisorSeesItsOwnToolNames: two sources offering the same tools are shown to the
+// supervisor as east__run_query and west__run_query. The branches' calls it is handed as its own
+// must name those tools, not a branch's unqualified run_query, which the supervisor is not
+// offered and could not tell apart (a provider may refuse a transcript naming a tool it was
+// not given).
+func TestPhase2SupervisorSeesItsOwnToolNames(t *testing.T) {
+	s := newStack(t)
+	url := s.source.URL + "/mcp"
+	var mu sync.Mutex
+	var supervisor []model.Request
+	m := modelFunc(func(req model.Request) (model.Response, error) {
+		offered := map[string]bool{}
+		for _, t := range req.Tools {
+			offered[t.Name] = true
+		}
+		if offered["east__run_query"] { // the supervisor: every source's tools, qualified
+			mu.Lock()
+			supervisor = append(supervisor, req)
+			mu.Unlock()
+			return model.Response{Text: "Both agree."}, nil
+		}
+		for _, msg := range req.Messages {
+			if len(msg.ToolResults) > 0 {
+				return model.Response{Text: "Counted."}, nil
+			}
+		}
+		return model.Response{ToolCalls: []model.ToolCall{{ID: "c1", Name: "run_query", Args: json.RawMessage(`{"sql":"SELECT COUNT(*) AS n FROM teams"}`)}}}, nil
+	})
+	a, err := agent.New(agent.Options{Model: m, Phase: 2, Sources: []agent.SourceConfig{{Name: "east", URL: url}, {Name: "west", URL: url}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := a.Run(t.Context(), s.request(t, "alice", "How many teams are there?"), &recorder{})
+	if out.Answer == nil {
+		t.Fatalf("outcome %s %+v, want an answer", outcomeType(out), out.Error)
+	}
+	if len(supervisor) != 1 {
+		t.Fatalf("%d supervisor calls, want 1", len(supervisor))
+	}
+	req := supervisor[0]
+	offered := map[string]bool{}
+	for _, t := range req.Tools {
+		offered[t.Name] = true
+	}
+	var named []string
+	for _, msg := range req.Messages {
+		for _, c := range msg.ToolCalls {
+			named = append(named, c.Name)
+			if !offered[c.Name] {
+				t.Errorf("the supervisor is handed a call to %q, a tool it is not offered", c.Name)
+			}
+		}
+	}
+	slices.Sort(named)
+	if want := []string{"east__run_query", "west__run_query"}; !slices.Equal(named, want) {
+		t.Errorf("delegated calls %v, want %v", named, want)
 	}
 }

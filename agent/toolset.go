@@ -42,3 +42,24 @@ func (ts toolset) lookup(name string) (boundTool, bool) {
 	t, ok := ts.byName[name]
 	return t, ok
 }
+
+// renamer maps a tool's name in sub (a branch's toolset, over some of ts's sessions) to its name
+// in ts; a name sub does not offer (a call the model made up) is kept.
+func (ts toolset) renamer(sub toolset) func(string) string {
+	type key struct {
+		s    *source.Session
+		tool string
+	}
+	names := map[key]string{}
+	for name, t := range ts.byName {
+		names[key{t.session, t.Name}] = name
+	}
+	return func(name string) string {
+		if t, ok := sub.lookup(name); ok {
+			if n, ok := names[key{t.session, t.Name}]; ok {
+				return n
+			}
+		}
+		return name
+	}
+}

@@ -341,3 +341,42 @@ func TestDestinationDroppedFromTheAllowList(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryWindowAsDocumented holds docs/webhooks.md's "Retries" to the backoff: with the
+// default settings the waits between the 8 attempts add up to 64–127 s, the 5 min cap first
+// shortens the wait before the 11th attempt, and 12 attempts wait 9–19 minutes in all.
+func TestRetryWindowAsDocumented(t *testing.T) {
+	c := Config{}.withDefaults()
+	// bound is the upper bound of the wait after n attempts, uncapped and capped.
+	bound := func(n int) (time.Duration, time.Duration) {
+		exp := c.BaseBackoff
+		for i := 1; i < n; i++ {
+			exp *= 2
+		}
+		return exp, min(exp, c.MaxBackoff)
+	}
+	window := func(attempts int) (lo, hi time.Duration) {
+		for n := 1; n < attempts; n++ {
+			_, exp := bound(n)
+			lo, hi = lo+exp/2, hi+exp
+			for range 50 {
+				if d := backoff(c, n, 0); d < exp/2 || d > exp {
+					t.Fatalf("backoff(%d) = %v, outside %v..%v", n, d, exp/2, exp)
+				}
+			}
+		}
+		return lo, hi
+	}
+	if lo, hi := window(c.MaxAttempts); lo.Round(time.Second) != 64*time.Second || hi != 127*time.Second {
+		t.Errorf("default window %v..%v, docs say 64–127 s", lo, hi)
+	}
+	if lo, hi := window(12); lo.Round(time.Minute) != 9*time.Minute || hi.Round(time.Minute) != 19*time.Minute {
+		t.Errorf("12 attempts: %v..%v, docs say 9–19 minutes", lo, hi)
+	}
+	if raw, capped := bound(9); raw != capped {
+		t.Errorf("the wait before the 10th attempt is capped (%v to %v); docs say the 11th is the first", raw, capped)
+	}
+	if raw, capped := bound(10); raw == capped {
+		t.Errorf("the wait before the 11th attempt is not capped (%v); docs say it is the first", raw)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/gen"
 )
@@ -157,6 +159,27 @@ func (c *conformer) authProbes(base probe) []probe {
 		}
 		out = append(out, p)
 	}
+	// The scheme is case-insensitive and followed by one or more spaces (RFC 9110 §11.1,
+	// §11.4); a valid bearer so spelled is accepted (the status is then the operation's).
+	for _, a := range []struct{ name, auth string }{
+		{"scheme in lower case", "bearer " + valid},
+		{"scheme in capitals", "BEARER " + valid},
+		{"two spaces after the scheme", "Bearer  " + valid},
+		{"trailing space", "Bearer " + valid + " "},
+	} {
+		p := base
+		p.name, p.auth, p.want = base.name+": "+a.name, a.auth, 0
+		p.also = func(r rawResult) error {
+			if r.resp.StatusCode == http.StatusUnauthorized {
+				return fmt.Errorf("a valid bearer refused")
+			}
+			return nil
+		}
+		out = append(out, p)
+	}
+	tab := base
+	tab.name, tab.auth, tab.want = base.name+": tab after the scheme", "Bearer\t"+valid, http.StatusUnauthorized
+	out = append(out, tab)
 	two := base
 	two.name, two.want = base.name+": two Authorization headers", http.StatusBadRequest
 	two.hdr = append(slices.Clone(base.hdr), "Authorization", "Bearer "+valid)
@@ -393,11 +416,27 @@ func (c *conformer) probes() []probe {
 	}
 	add(probe{name: "createAsk: conversation full", op: "createAsk", method: http.MethodPost, target: asksOf(full), auth: alice,
 		ct: "application/json", body: question, want: http.StatusConflict})
-	// 429: too many asks in flight (MaxInFlight 2).
-	c.newAsk("erin", c.newConv("erin"), holdQuestion)
-	c.newAsk("erin", c.newConv("erin"), holdQuestion)
+	// 429: too many asks in flight.
+	for range maxInFlight {
+		c.newAsk("erin", c.newConv("erin"), holdQuestion)
+	}
 	add(probe{name: "createAsk: too many in flight", op: "createAsk", method: http.MethodPost, target: asksOf(c.newConv("erin")), auth: c.bearer("erin"),
 		ct: "application/json", body: question, want: http.StatusTooManyRequests})
+
+	// An ask with a webhook: its status shows the delivery, and the delivery is the
+	// callback's body, signed.
+	arrived := c.hooks.Arrived()
+	hooked := c.do(ca("with a webhook", `{"question":"What is an incident?","webhook":{"url":"`+c.hooks.URL()+`/hooks/a"}}`, nil, http.StatusAccepted))
+	var hookTicket gen.Ticket
+	if err := json.Unmarshal(hooked.body, &hookTicket); err != nil {
+		c.t.Fatal(err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("the webhook was not delivered")
+	}
+	c.checkDeliveries()
 
 	// ---- getAsk
 	ga := probe{name: "getAsk", op: "getAsk", method: http.MethodGet, target: statusOf(c.ticket), auth: alice}
@@ -409,6 +448,16 @@ func (c *conformer) probes() []probe {
 	}
 	add(
 		gav("finished", func(*probe) {}, http.StatusOK),
+		gav("with a webhook", func(p *probe) {
+			p.target = statusOf(hookTicket.Ticket)
+			p.also = func(r rawResult) error {
+				var st gen.AskStatus
+				if err := json.Unmarshal(r.body, &st); err != nil || st.Webhook == nil {
+					return fmt.Errorf("no webhook status: %v", err)
+				}
+				return nil
+			}
+		}, http.StatusOK),
 		gav("running", func(p *probe) { p.target = statusOf(c.runTicket) }, http.StatusOK),
 		gav("another identity's", func(p *probe) { p.auth = bob }, http.StatusNotFound),
 		gav("HEAD", func(p *probe) { p.method = http.MethodHead }, http.StatusOK),
@@ -534,6 +583,27 @@ func (c *conformer) probes() []probe {
 			probe{name: "no operation, no bearer", method: http.MethodGet, target: target, want: http.StatusNotFound})
 	}
 	return ps
+}
+
+// checkDeliveries validates every webhook delivery against the runEnded callback: its
+// headers, and its body as the callback's request body.
+func (c *conformer) checkDeliveries() {
+	route, _ := c.route("createAsk")
+	cb := route.Operation.Callbacks["runEnded"].Value.Value("{$request.body#/webhook/url}").Post
+	schema := cb.RequestBody.Value.Content.Get("application/json").Schema.Value
+	for _, d := range c.hooks.Deliveries() {
+		if d.ID == "" || d.Timestamp == "" || d.Signature == "" || !d.Verified || d.Authorization != "" {
+			c.t.Errorf("webhook delivery: id %q timestamp %q verified %v (%s), Authorization set %v", d.ID, d.Timestamp, d.Verified, d.VerifyError, d.Authorization != "")
+		}
+		var v any
+		if err := json.Unmarshal(d.Body, &v); err != nil {
+			c.t.Errorf("webhook delivery: %v", err)
+			continue
+		}
+		if err := schema.VisitJSON(v, openapi3.MultiErrors(), openapi3.EnableFormatValidation()); err != nil {
+			c.t.Errorf("webhook delivery: %v", err)
+		}
+	}
 }
 
 // shutdownProbes: once the service is shutting down, the creating calls are 503.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
@@ -29,6 +30,8 @@ import (
 	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/openapi"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/webhook"
+	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
 // TestContract drives every operation of openapi/ask.openapi.yaml, as an outside checker
@@ -72,6 +75,7 @@ type conformer struct {
 	toks   map[string]string // identity → token
 	seen   map[string]map[int]bool
 	gate   chan struct{}
+	hooks  *webhooktest.Receiver
 	n      int
 	secret []string // questions and tokens: in no log line
 	tokens []string // in no response
@@ -80,6 +84,10 @@ type conformer struct {
 	cid, ticket       string // alice's conversation and its finished ticket
 	runCID, runTicket string // alice's conversation whose ask holds until the test ends
 }
+
+// maxInFlight is the service's per-identity bound of running asks: well above what alice's
+// probes keep running at once (her held ask, and the quick ones not yet ended).
+const maxInFlight = 10
 
 // holdQuestion is the question whose run waits for its context (cancel or shutdown).
 const holdQuestion = "hold this one"
@@ -123,9 +131,21 @@ func newConformer(t *testing.T) *conformer {
 		emit.Step(step(0))
 		return ask.Outcome{Answer: answer("42")}
 	})
+	secret := webhooktest.Secret()
+	c.secret = append(c.secret, secret)
+	c.hooks, err = webhooktest.New(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.hooks.Close)
 	c.srv, err = server.New(server.Options{
 		Runner: runner, Authenticator: v, Logger: log,
-		MaxBodyBytes: 4096, MaxInFlight: 2, MaxConversationsPerID: 150, MaxTurns: 3,
+		Webhooks: server.WebhookOptions{Config: webhook.Config{
+			Allow: []string{c.hooks.URL() + "/hooks/"}, Secrets: []string{secret},
+			AllowAddrs:  []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+			BaseBackoff: 5 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, Poll: 10 * time.Millisecond, Timeout: 2 * time.Second,
+		}},
+		MaxBodyBytes: 4096, MaxInFlight: maxInFlight, MaxConversationsPerID: 150, MaxTurns: 3,
 		ShutdownGrace: -1,
 	})
 	if err != nil {

@@ -180,6 +180,16 @@ func (c *conformer) authProbes(base probe) []probe {
 	tab := base
 	tab.name, tab.auth, tab.want = base.name+": tab after the scheme", "Bearer\t"+valid, http.StatusUnauthorized
 	out = append(out, tab)
+	boom := base
+	boom.name, boom.auth, boom.want = base.name+": the authenticator panics", panicBearer, http.StatusInternalServerError
+	boom.also = func(r rawResult) error {
+		var pr gen.Problem
+		if err := json.Unmarshal(r.body, &pr); err != nil || pr.Detail == nil || *pr.Detail != "internal error" {
+			return fmt.Errorf("a 500 that says more than internal error: %s", r.body)
+		}
+		return nil
+	}
+	out = append(out, boom)
 	two := base
 	two.name, two.want = base.name+": two Authorization headers", http.StatusBadRequest
 	two.hdr = append(slices.Clone(base.hdr), "Authorization", "Bearer "+valid)
@@ -603,6 +613,50 @@ func (c *conformer) checkDeliveries() {
 		if err := schema.VisitJSON(v, openapi3.MultiErrors(), openapi3.EnableFormatValidation()); err != nil {
 			c.t.Errorf("webhook delivery: %v", err)
 		}
+	}
+}
+
+// inProgressProbes: a keyed create repeated while the first is still being processed is a 409
+// with Retry-After, on both creating calls; the first then completes as it would have.
+func (c *conformer) inProgressProbes() {
+	for _, first := range []probe{
+		{name: "createConversation: Idempotency-Key in progress, the first", op: "createConversation", method: http.MethodPost, target: convs,
+			auth: c.bearer("alice"), ct: "application/json", body: "{}", hdr: []string{"Idempotency-Key", "held-conv"}, want: http.StatusCreated},
+		{name: "createAsk: Idempotency-Key in progress, the first", op: "createAsk", method: http.MethodPost, target: asksOf(c.newConv("alice")),
+			auth: c.bearer("alice"), ct: "application/json", body: question, hdr: []string{"Idempotency-Key", "held-ask"}, want: http.StatusAccepted},
+	} {
+		hold, reached := make(chan struct{}), make(chan struct{})
+		c.store.mu.Lock()
+		c.store.holdComplete, c.store.reachedCreate = hold, reached
+		c.store.mu.Unlock()
+		type result struct {
+			r   rawResult
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			r, err := c.sendErr(first)
+			done <- result{r, err}
+		}()
+		<-reached
+		dup := first
+		dup.name = strings.Replace(first.name, "the first", "the duplicate", 1)
+		dup.want = http.StatusConflict
+		dup.also = func(r rawResult) error {
+			var pr gen.Problem
+			if err := json.Unmarshal(r.body, &pr); err != nil || pr.Type != "urn:ask:problem:idempotency-key-in-progress" {
+				return fmt.Errorf("type %q, want urn:ask:problem:idempotency-key-in-progress", pr.Type)
+			}
+			return nil
+		}
+		c.do(dup)
+		close(hold)
+		res := <-done
+		if res.err != nil {
+			c.t.Fatalf("%s: %v", first.name, res.err)
+		}
+		c.n++
+		c.check(first, res.r)
 	}
 }
 

@@ -386,7 +386,28 @@ func (c *conformer) probes() []probe {
 		ca("conversation id malformed", question, func(p *probe) { p.target = asksOf("c.x") }, http.StatusBadRequest),
 		ca("conversation id of 65 characters", question, func(p *probe) { p.target = asksOf(strings.Repeat("c", 65)) }, http.StatusBadRequest),
 		ca("conversation id with an encoded slash", question, func(p *probe) { p.target = asksOf("c%2Fx") }, 0),
-		ca("while an ask runs", question, func(p *probe) { p.target = asksOf(c.runCID) }, http.StatusConflict),
+		ca("while an ask runs", question, func(p *probe) {
+			p.target = asksOf(c.runCID)
+			p.also = func(r rawResult) error {
+				var pr gen.Problem
+				if err := json.Unmarshal(r.body, &pr); err != nil || pr.Ticket == nil || *pr.Ticket != c.runTicket {
+					return fmt.Errorf("the 409 does not name the running ticket: %s", r.body)
+				}
+				return nil
+			}
+		}, http.StatusConflict),
+		ca("chunked body over the limit", "", func(p *probe) {
+			p.hdr = []string{"Transfer-Encoding", "chunked"}
+			p.body = fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", 5000, `{"question":"`+strings.Repeat("q", 4985)+`"}`)
+		}, http.StatusRequestEntityTooLarge),
+		ca("malformed Content-Length", question, func(p *probe) { p.hdr = []string{"Content-Length", "abc"} }, http.StatusBadRequest),
+		ca("webhook with a dot segment", `{"question":"q?","webhook":{"url":"`+c.hooks.URL()+`/hooks/../x"}}`, nil, http.StatusBadRequest),
+		ca("webhook with an encoded dot segment", `{"question":"q?","webhook":{"url":"`+c.hooks.URL()+`/hooks/%2e%2e/x"}}`, nil, http.StatusBadRequest),
+		ca("webhook with a fragment", `{"question":"q?","webhook":{"url":"`+c.hooks.URL()+`/hooks/a#f"}}`, nil, http.StatusBadRequest),
+		ca("webhook with user info", `{"question":"q?","webhook":{"url":"http://u:p@`+strings.TrimPrefix(c.hooks.URL(), "http://")+`/hooks/a"}}`, nil, http.StatusBadRequest),
+		ca("webhook URL over 2048 characters", `{"question":"q?","webhook":{"url":"`+c.hooks.URL()+`/hooks/`+strings.Repeat("a", 2048)+`"}}`, nil, http.StatusBadRequest),
+		ca("webhook URL empty", `{"question":"q?","webhook":{"url":""}}`, nil, http.StatusBadRequest),
+		ca("webhook without url", `{"question":"q?","webhook":{}}`, nil, http.StatusBadRequest),
 		ca("header block too large", question, func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
 		ca("Expect: 100-continue", question, func(p *probe) { p.hdr = []string{"Expect", "100-continue"} }, http.StatusAccepted),
 	)
@@ -425,7 +446,13 @@ func (c *conformer) probes() []probe {
 		c.waitDone("alice", c.newAsk("alice", full, "What is an incident?"))
 	}
 	add(probe{name: "createAsk: conversation full", op: "createAsk", method: http.MethodPost, target: asksOf(full), auth: alice,
-		ct: "application/json", body: question, want: http.StatusConflict})
+		ct: "application/json", body: question, want: http.StatusConflict, also: func(r rawResult) error {
+			var pr gen.Problem
+			if err := json.Unmarshal(r.body, &pr); err != nil || pr.Ticket != nil {
+				return fmt.Errorf("the full conversation's 409 names a ticket: %s", r.body)
+			}
+			return nil
+		}})
 	// 429: too many asks in flight.
 	for range maxInFlight {
 		c.newAsk("erin", c.newConv("erin"), holdQuestion)

@@ -359,7 +359,8 @@ func (c *conformer) check(p probe, r rawResult) {
 		Header:                 resp.Header,
 		Options: &openapi3filter.Options{
 			IncludeResponseStatus: true, MultiError: true,
-			ExcludeResponseBody: p.method == http.MethodHead || sse,
+			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.EnableFormatValidation()},
+			ExcludeResponseBody:     p.method == http.MethodHead || sse,
 		},
 	}
 	in.SetBodyBytes(r.body)

@@ -17,12 +17,15 @@ import (
 type ledger struct {
 	// questions are the texts no event of the run may carry, normalized: its question and the
 	// conversation's earlier ones (each is in its own accepted event and in the conversation's
-	// memory only; a model may search for any of them verbatim).
-	questions   []string
-	consulted   []string // sources called, in order of first call
-	termsTried  []string // search queries and define terms, in order, deduplicated
-	definitions []definition
-	statements  []statement
+	// memory only; a model may search for any of them verbatim). Only distinctive ones are kept
+	// (see distinctive).
+	questions []string
+	// prosePatterns match the questions in prose, as prose compares (built once, by prose).
+	prosePatterns []*regexp.Regexp
+	consulted     []string // sources called, in order of first call
+	termsTried    []string // search queries and define terms, in order, deduplicated
+	definitions   []definition
+	statements    []statement
 }
 
 type definition struct {
@@ -131,7 +134,7 @@ func (l *ledger) queriedSources() []string {
 func newLedger(req ask.Request) *ledger {
 	l := &ledger{}
 	for _, q := range append([]string{req.Question}, questionsOf(req.History)...) {
-		if n := normalize(q); n != "" && !slices.Contains(l.questions, n) {
+		if n := normalize(q); distinctive(n) && !slices.Contains(l.questions, n) {
 			l.questions = append(l.questions, n)
 		}
 	}
@@ -146,15 +149,24 @@ func questionsOf(history []ask.Turn) []string {
 	return out
 }
 
-// isQuestion reports whether s is the question text, or an earlier turn's, or holds one,
-// ignoring case, punctuation and spacing: no event but accepted may carry a question.
+// distinctive reports whether the normalized question n is one that only a restatement would
+// repeat: three words or more, or a long one. A follow-up such as "and Q3?" or "Why?" is not:
+// its words are the answer's own (the SQL filters on 2026-Q3, the prose says why), and taking
+// them for the question would withhold every statement and sentence that uses them.
+func distinctive(n string) bool {
+	return strings.Count(n, " ") >= 2 || len([]rune(n)) >= 24
+}
+
+// isQuestion reports whether s is the question text, or an earlier turn's, or holds one as
+// whole words, ignoring case, punctuation and spacing: no event but accepted may carry a
+// question.
 func (l *ledger) isQuestion(s string) bool {
 	if len(l.questions) == 0 {
 		return false
 	}
-	n := normalize(s)
+	n := " " + normalize(s) + " "
 	for _, q := range l.questions {
-		if strings.Contains(n, q) {
+		if strings.Contains(n, " "+q+" ") {
 			return true
 		}
 	}
@@ -212,13 +224,19 @@ func (l *ledger) redactValue(v any) any {
 // spacing — stands as redacted, and the model's other words are kept. A model may well open
 // with "You asked: …"; no event but accepted carries the question.
 func (l *ledger) prose(text string) string {
-	for _, q := range l.questions {
-		words := strings.Fields(q) // normalized: letters and digits, one space apart
-		for i, w := range words {
-			words[i] = regexp.QuoteMeta(w)
+	if l.prosePatterns == nil {
+		for _, q := range l.questions {
+			words := strings.Fields(q) // normalized: letters and digits, one space apart
+			for i, w := range words {
+				words[i] = regexp.QuoteMeta(w)
+			}
+			// whole words only: the question's last word is not the start of a longer one
+			l.prosePatterns = append(l.prosePatterns, regexp.MustCompile(`(?i)(^|[^\p{L}\p{N}])`+
+				strings.Join(words, `[^\p{L}\p{N}]+`)+`($|[^\p{L}\p{N}])`))
 		}
-		re := regexp.MustCompile(`(?i)` + strings.Join(words, `[^\p{L}\p{N}]+`))
-		text = re.ReplaceAllLiteralString(text, redacted)
+	}
+	for _, re := range l.prosePatterns {
+		text = re.ReplaceAllString(text, "${1}"+redacted+"${2}")
 	}
 	if l.isQuestion(text) { // what a case fold could not match
 		return redacted

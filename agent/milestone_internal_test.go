@@ -52,3 +52,34 @@ func TestSourceMessagesQuotingAQuestionAreWithheld(t *testing.T) {
 		}
 	}
 }
+
+// TestShortFollowUpsAreNotWithheld: the question is kept out of every event but accepted, as
+// whole words: a long question restated in prose is replaced, while a follow-up of a word or
+// two ("and Q3?", "Why?") is the answer's own vocabulary, and neither the SQL that filters on it
+// nor the prose that uses it is withheld; nor is a word that merely contains a question.
+func TestShortFollowUpsAreNotWithheld(t *testing.T) {
+	const long = "How many sev1 incidents did we have in 2026-Q2?"
+	l := newLedger(ask.Request{Question: "and Q3?", History: []ask.Turn{{Question: long}, {Question: "Why?"}}})
+	for _, c := range []struct{ in, want string }{
+		{"In Q2 and Q3 the rate rose. Why: more deploys.", "In Q2 and Q3 the rate rose. Why: more deploys."},
+		{"You asked: how many SEV1 incidents did we have in 2026 Q2. We had 10.", "You asked: [the question]. We had 10."},
+		// the question's words inside longer ones are not the question
+		{"How many sev1 incidents did we have in 2026-Q2x", "How many sev1 incidents did we have in 2026-Q2x"},
+	} {
+		if got := l.prose(c.in); got != c.want {
+			t.Errorf("prose(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	sql := "SELECT COUNT(*) FROM incidents WHERE quarter = '2026-Q3' and severity = 'sev1'"
+	if l.isQuestion(sql) {
+		t.Errorf("the SQL %q was taken for a question", sql)
+	}
+	if !l.isQuestion("search: How many sev1 incidents did we have in 2026-Q2") {
+		t.Error("an argument holding the earlier question was not taken for it")
+	}
+	// A single long word is distinctive: a restatement of it is withheld.
+	l = newLedger(ask.Request{Question: "Supercalifragilisticexpialidocious?"})
+	if got := l.prose("Supercalifragilisticexpialidocious is not a table."); got != "[the question] is not a table." {
+		t.Errorf("prose of a long one-word question: %q", got)
+	}
+}

@@ -236,6 +236,10 @@ func idProbes(name, op, method string, target func(string) string, auth string) 
 		{"empty id", "", http.StatusNotFound},
 		{"id with a malformed escape", "a%zzb", http.StatusBadRequest},
 		{"id with a query-looking suffix", "abc%3Fx=1", http.StatusBadRequest},
+		{"id with a double-encoded slash", "a%252Fb", http.StatusBadRequest},
+		{"id with a matrix parameter", "abc;x=1", http.StatusBadRequest},
+		{"id with an encoded matrix parameter", "abc%3Bx=1", http.StatusBadRequest},
+		{"id with a plus", "a+b", http.StatusBadRequest},
 	}
 	var out []probe
 	for _, k := range cases {
@@ -275,6 +279,12 @@ func (c *conformer) probes() []probe {
 	add(
 		ccv("valid", func(p *probe) { p.also = located }, http.StatusCreated),
 		ccv("query string", func(p *probe) { p.target += "?x=1" }, http.StatusCreated),
+		ccv("empty query string", func(p *probe) { p.target += "?" }, http.StatusCreated),
+		// '#' cannot be in a request target (RFC 9112 §3.2): it is the path's, which no
+		// operation has.
+		ccv("fragment in the target", func(p *probe) { p.target += "#f"; p.op = "" }, http.StatusNotFound),
+		ccv("absolute-form target", func(p *probe) { p.target = "http://ask.test" + convs }, http.StatusCreated),
+		ccv("empty first segment", func(p *probe) { p.target = "/" + convs; p.op = "" }, http.StatusNotFound),
 		ccv("gzip-coded body", func(p *probe) {
 			p.hdr = []string{"Content-Encoding", "gzip"}
 			p.body = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff\xab\xae\x05\x00\x43\xbf\xa6\xa3\x02\x00\x00\x00"
@@ -329,6 +339,13 @@ func (c *conformer) probes() []probe {
 		key("of 255 characters", strings.Repeat("k", 255), "{}", http.StatusCreated),
 		key("of 256 characters", strings.Repeat("k", 256), "{}", http.StatusBadRequest),
 		key("half quoted", `"abc`, "{}", http.StatusBadRequest),
+		key("refused first", "conv-key-2", `{"x":1}`, http.StatusBadRequest),
+		key("after a refusal: processed afresh", "conv-key-2", "{}", http.StatusCreated, replayed(false)),
+		ccv("Idempotency-Key of another identity", func(p *probe) {
+			p.hdr = []string{"Idempotency-Key", "conv-key-1"}
+			p.auth = bob
+			p.also = replayed(false)
+		}, http.StatusCreated),
 		ccv("two Idempotency-Keys", func(p *probe) { p.hdr = []string{"Idempotency-Key", "k-a", "Idempotency-Key", "k-b"} }, http.StatusBadRequest),
 	)
 	add(methodProbes("conversations", "createConversation", convs, []string{http.MethodPost})...)
@@ -436,6 +453,7 @@ func (c *conformer) probes() []probe {
 			return p
 		}(),
 		kp("reused for another question", "ask-key-1", `{"question":"Another?"}`, http.StatusUnprocessableEntity),
+		kp("used before on createConversation", "conv-key-1", question, http.StatusUnprocessableEntity),
 		kp("with a control character", "a\x7fb", question, http.StatusBadRequest),
 		kp("too long", strings.Repeat("k", 300), question, http.StatusBadRequest),
 	)

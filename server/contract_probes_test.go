@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -547,6 +549,11 @@ func (c *conformer) probes() []probe {
 	add(methodProbes("status", "getAsk", statusOf(c.ticket), []string{http.MethodGet})...)
 
 	// ---- streamEvents (a finished ticket's stream ends after done)
+	var fin gen.AskStatus
+	if r := c.do(probe{name: "setup: last seq", op: "getAsk", method: http.MethodGet, target: statusOf(c.ticket), auth: alice, want: http.StatusOK}); json.Unmarshal(r.body, &fin) != nil {
+		c.t.Fatal("setup: last seq")
+	}
+	last := strconv.FormatInt(fin.LastSeq, 10)
 	se := probe{name: "streamEvents", op: "streamEvents", method: http.MethodGet, target: eventsOf(c.ticket), auth: alice}
 	sev := func(name string, edit func(*probe), want int) probe {
 		p := se
@@ -559,6 +566,17 @@ func (c *conformer) probes() []probe {
 		sev("after=0", func(p *probe) { p.target += "?after=0" }, http.StatusOK),
 		sev("after=2", func(p *probe) { p.target += "?after=2" }, http.StatusOK),
 		sev("after beyond the last", func(p *probe) { p.target += "?after=999" }, http.StatusBadRequest),
+		sev("after the last", func(p *probe) {
+			p.target += "?after=" + last
+			p.also = func(r rawResult) error {
+				if bytes.Contains(r.body, []byte("\nevent:")) {
+					return fmt.Errorf("events after the last: %.200s", r.body)
+				}
+				return nil
+			}
+		}, http.StatusOK),
+		sev("one beyond the last", func(p *probe) { p.target += "?after=" + strconv.FormatInt(fin.LastSeq+1, 10) }, http.StatusBadRequest),
+		sev("Last-Event-ID 0", func(p *probe) { p.hdr = []string{"Last-Event-ID", "0"} }, http.StatusOK),
 		sev("after=-1", func(p *probe) { p.target += "?after=-1" }, http.StatusBadRequest),
 		sev("after=abc", func(p *probe) { p.target += "?after=abc" }, http.StatusBadRequest),
 		sev("after=1.5", func(p *probe) { p.target += "?after=1.5" }, http.StatusBadRequest),

@@ -134,8 +134,11 @@ type ClientInterface interface {
 
 	// CreateConversationWithBody Open a conversation to ask within.
 	//
-	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
-	// after its last ask and never written anywhere. It belongs to the caller's identity.
+	// A conversation is memory, not storage: its turns are held in memory (the process's, or
+	// the shared store's when replicas share one) for `DAS_ASK_TTL_S` after its last ask and
+	// never written anywhere readable. Every ask admitted in it is a turn once it ends, whatever
+	// ended it (a refusal, an error or a cancel too), and every turn is resent to the model with
+	// each later ask. It belongs to the caller's identity.
 	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
 	// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
 	// of the same request gets the same conversation back (see the parameter).
@@ -147,8 +150,11 @@ type ClientInterface interface {
 
 	// CreateConversation Open a conversation to ask within.
 	//
-	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
-	// after its last ask and never written anywhere. It belongs to the caller's identity.
+	// A conversation is memory, not storage: its turns are held in memory (the process's, or
+	// the shared store's when replicas share one) for `DAS_ASK_TTL_S` after its last ask and
+	// never written anywhere readable. Every ask admitted in it is a turn once it ends, whatever
+	// ended it (a refusal, an error or a cancel too), and every turn is resent to the model with
+	// each later ask. It belongs to the caller's identity.
 	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
 	// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
 	// of the same request gets the same conversation back (see the parameter).
@@ -287,8 +293,11 @@ func (c *Client) StreamEvents(ctx context.Context, ticket TicketPath, params *St
 
 // CreateConversationWithBody Open a conversation to ask within.
 //
-// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
-// after its last ask and never written anywhere. It belongs to the caller's identity.
+// A conversation is memory, not storage: its turns are held in memory (the process's, or
+// the shared store's when replicas share one) for `DAS_ASK_TTL_S` after its last ask and
+// never written anywhere readable. Every ask admitted in it is a turn once it ends, whatever
+// ended it (a refusal, an error or a cancel too), and every turn is resent to the model with
+// each later ask. It belongs to the caller's identity.
 // An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
 // `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
 // of the same request gets the same conversation back (see the parameter).
@@ -310,8 +319,11 @@ func (c *Client) CreateConversationWithBody(ctx context.Context, params *CreateC
 
 // CreateConversation Open a conversation to ask within.
 //
-// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
-// after its last ask and never written anywhere. It belongs to the caller's identity.
+// A conversation is memory, not storage: its turns are held in memory (the process's, or
+// the shared store's when replicas share one) for `DAS_ASK_TTL_S` after its last ask and
+// never written anywhere readable. Every ask admitted in it is a turn once it ends, whatever
+// ended it (a refusal, an error or a cancel too), and every turn is resent to the model with
+// each later ask. It belongs to the caller's identity.
 // An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
 // `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
 // of the same request gets the same conversation back (see the parameter).
@@ -849,8 +861,11 @@ type ClientWithResponsesInterface interface {
 
 	// CreateConversationWithBodyWithResponse Open a conversation to ask within.
 	//
-	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
-	// after its last ask and never written anywhere. It belongs to the caller's identity.
+	// A conversation is memory, not storage: its turns are held in memory (the process's, or
+	// the shared store's when replicas share one) for `DAS_ASK_TTL_S` after its last ask and
+	// never written anywhere readable. Every ask admitted in it is a turn once it ends, whatever
+	// ended it (a refusal, an error or a cancel too), and every turn is resent to the model with
+	// each later ask. It belongs to the caller's identity.
 	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
 	// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
 	// of the same request gets the same conversation back (see the parameter).
@@ -862,8 +877,11 @@ type ClientWithResponsesInterface interface {
 
 	// CreateConversationWithResponse Open a conversation to ask within.
 	//
-	// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
-	// after its last ask and never written anywhere. It belongs to the caller's identity.
+	// A conversation is memory, not storage: its turns are held in memory (the process's, or
+	// the shared store's when replicas share one) for `DAS_ASK_TTL_S` after its last ask and
+	// never written anywhere readable. Every ask admitted in it is a turn once it ends, whatever
+	// ended it (a refusal, an error or a cancel too), and every turn is resent to the model with
+	// each later ask. It belongs to the caller's identity.
 	// An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
 	// `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
 	// of the same request gets the same conversation back (see the parameter).
@@ -1661,8 +1679,11 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, tick
 
 // CreateConversationWithBodyWithResponse Open a conversation to ask within.
 //
-// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
-// after its last ask and never written anywhere. It belongs to the caller's identity.
+// A conversation is memory, not storage: its turns are held in memory (the process's, or
+// the shared store's when replicas share one) for `DAS_ASK_TTL_S` after its last ask and
+// never written anywhere readable. Every ask admitted in it is a turn once it ends, whatever
+// ended it (a refusal, an error or a cancel too), and every turn is resent to the model with
+// each later ask. It belongs to the caller's identity.
 // An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
 // `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
 // of the same request gets the same conversation back (see the parameter).
@@ -1680,8 +1701,11 @@ func (c *ClientWithResponses) CreateConversationWithBodyWithResponse(ctx context
 
 // CreateConversationWithResponse Open a conversation to ask within.
 //
-// A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
-// after its last ask and never written anywhere. It belongs to the caller's identity.
+// A conversation is memory, not storage: its turns are held in memory (the process's, or
+// the shared store's when replicas share one) for `DAS_ASK_TTL_S` after its last ask and
+// never written anywhere readable. Every ask admitted in it is a turn once it ends, whatever
+// ended it (a refusal, an error or a cancel too), and every turn is resent to the model with
+// each later ask. It belongs to the caller's identity.
 // An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
 // `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
 // of the same request gets the same conversation back (see the parameter).

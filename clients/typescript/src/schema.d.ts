@@ -15,8 +15,11 @@ export interface paths {
         put?: never;
         /**
          * Open a conversation to ask within.
-         * @description A conversation is memory, not storage: its turns are held in process for `DAS_ASK_TTL_S`
-         *     after its last ask and never written anywhere. It belongs to the caller's identity.
+         * @description A conversation is memory, not storage: its turns are held in memory (the process's, or
+         *     the shared store's when replicas share one) for `DAS_ASK_TTL_S` after its last ask and
+         *     never written anywhere readable. Every ask admitted in it is a turn once it ends, whatever
+         *     ended it (a refusal, an error or a cancel too), and every turn is resent to the model with
+         *     each later ask. It belongs to the caller's identity.
          *     An identity that already holds `DAS_ASK_MAX_CONVERSATIONS_PER_ID` conversations gets a
          *     `429`; one is freed when an idle conversation expires. With an `Idempotency-Key`, a retry
          *     of the same request gets the same conversation back (see the parameter).

@@ -187,17 +187,20 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		Question: body.Question, Then: []store.Event{opened}}
 	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if pending := (*store.PendingError)(nil); errors.As(err, &pending) {
+		var drop func(context.Context)
 		if ik == nil {
 			// Told the ask was not started, the caller holds no ticket: nobody is to hear of
 			// one that was made after all. With a key, a retry answers that ticket (ended,
 			// error{interrupted}), so its webhook stays to deliver the end; if none was made,
-			// the delivery finds no ticket and ends unsent.
-			s.dropWebhook(ticket, body.Webhook)
+			// the delivery finds no ticket and ends unsent. Dropped by endLate, before it ends
+			// the ticket, not here: the store is the one that did not answer, and the 503 is
+			// due now.
+			drop = func(ctx context.Context) { s.dropWebhookCtx(ctx, ticket, body.Webhook) }
 		}
 		// endLate holds the admission slot until the creation's outcome is known. With a key,
 		// the record stays until its lock lapses (the outcome is unknown): a retry with the key
 		// then finds the ticket, if it was made, ended.
-		s.endLate(nt, pending)
+		s.endLate(nt, pending, drop)
 		return errCreateLate
 	}
 	if err != nil {

@@ -219,12 +219,16 @@ func noCancel() {}
 // (409 for the next ask) and its owner's in-flight slot until its lease lapsed and a sweep
 // ended it: it is ended at once, error{interrupted} + done after the events it was created
 // with, retried with backoff while the store is away, until the server shuts down (the
-// lease's sweep is the backstop). A ticket never created ends the wait.
-func (s *Server) endLate(nt store.NewTicket, p *store.PendingError) {
+// lease's sweep is the backstop). A ticket never created ends the wait. before, when not
+// nil, runs first (the webhook's removal, which must precede an end that would make it due).
+func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(context.Context)) {
 	s.runners.Add(1)
 	go func() {
 		defer s.runners.Done()
 		defer s.release("")
+		if before != nil {
+			before(s.base)
+		}
 		if err := p.Outcome(s.base); err != nil && !errors.Is(err, store.ErrUnavailable) {
 			return // refused: nothing was created (or the server is shutting down)
 		}

@@ -98,10 +98,14 @@ func (s *Server) addWebhook(ctx context.Context, ticket string, w *gen.WebhookRe
 }
 
 func (s *Server) dropWebhook(ticket string, w *gen.WebhookRequest) {
+	s.dropWebhookCtx(context.Background(), ticket, w)
+}
+
+func (s *Server) dropWebhookCtx(ctx context.Context, ticket string, w *gen.WebhookRequest) {
 	if w == nil || s.hooks == nil {
 		return
 	}
-	if err := s.outbox.RemoveWebhook(context.Background(), ticket); err != nil {
+	if err := s.outbox.RemoveWebhook(ctx, ticket); err != nil {
 		s.log.Warn("webhook of a refused ask not removed; it expires unsent", "ticket", ticket, "err", err)
 	}
 }

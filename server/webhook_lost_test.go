@@ -10,9 +10,11 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/faultproxy"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
 	"github.com/das-ask/ask/webhook/webhooktest"
@@ -77,5 +79,74 @@ func TestWebhookOfAKeyedCreateWhoseOutcomeIsUnknown(t *testing.T) {
 	got := rcv.Deliveries()
 	if len(got) != 1 || !got[0].Verified || !bytes.Contains(got[0].Body, []byte(`"kind":"interrupted"`)) || !bytes.Contains(got[0].Body, []byte(ticket)) {
 		t.Fatalf("receiver got %d deliveries (%+v), want the late-made ticket's error{interrupted}", len(got), got)
+	}
+}
+
+// lateStore is a shared Redis store whose CreateTicket makes the ticket but answers, as a
+// stalled store does at StoreWait, that its outcome is pending, and whose RemoveWebhook, once
+// called, waits for back to be closed (or its caller's context to end): a store that stopped
+// answering mid-create and came back later.
+type lateStore struct {
+	*redisstore.Store
+	back chan struct{}
+}
+
+func (s *lateStore) CreateTicket(ctx context.Context, nt store.NewTicket, l store.Limits) ([]ask.Turn, error) {
+	if _, err := s.Store.CreateTicket(ctx, nt, l); err != nil {
+		return nil, err
+	}
+	return nil, &store.PendingError{Outcome: func(context.Context) error { return nil }}
+}
+
+func (s *lateStore) RemoveWebhook(ctx context.Context, ticket string) error {
+	select {
+	case <-s.back:
+	case <-ctx.Done():
+		return stalled(ctx)
+	}
+	return s.Store.RemoveWebhook(ctx, ticket)
+}
+
+// TestWebhookDropDoesNotHoldTheLate503: an ask naming a webhook whose create the store did not
+// answer in time is a 503 at once, not after the webhook's removal from the same stalled store
+// (it waited on it with no bound), and, as the caller holds no ticket, the one the store made
+// after all is ended without its webhook being sent.
+func TestWebhookDropDoesNotHoldTheLate503(t *testing.T) {
+	srv := redistest.Start(t)
+	st := &lateStore{Store: replicaStore(t, srv, "whlate:"+rand.Text()+":", time.Minute), back: make(chan struct{})}
+	secret := webhooktest.Secret()
+	rcv := newReceiver(t, secret)
+	ends := make(chan ended, 4)
+	h := newHarness(t, server.Options{Store: st, StoreWait: 300 * time.Millisecond,
+		Hooks:    server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }},
+		Webhooks: server.WebhookOptions{Config: hookConfig(rcv, secret)}})
+	cid := h.conv(alice)
+	const q = "How many sev1 incidents did we have in 2026-Q2? (late)"
+	h.secret(q)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	r, err := h.cw.CreateAskWithResponse(ctx, cid, nil,
+		gen.AskRequest{Question: q, Webhook: &gen.WebhookRequest{Url: rcv.URL() + "/hooks/late"}}, bearer(alice))
+	if err != nil {
+		t.Fatalf("the create did not answer within 10 s (StoreWait is 300 ms): %v", err)
+	}
+	problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+	close(st.back) // the store answers again
+	var ticket string
+	select {
+	case got := <-ends:
+		if got.e.Error == nil || got.e.Error.Kind != gen.ErrorKindInterrupted {
+			t.Fatalf("the late-made ticket ended %+v, want error{interrupted}", got.e)
+		}
+		ticket = got.ticket
+	case <-time.After(20 * time.Second): // the lease (a minute) would end it later
+		t.Fatalf("the late-made ticket was not ended within 20 s\n%s", h.logs.String())
+	}
+	// Its webhook was removed before its end could make it due.
+	if w, err := st.Webhook(t.Context(), ticket); err == nil {
+		t.Errorf("the late-made ticket still has a webhook delivery %+v", w)
+	}
+	if n := len(rcv.Deliveries()); n != 0 {
+		t.Errorf("the receiver got %d deliveries for a ticket its caller was told was not started", n)
 	}
 }

@@ -62,20 +62,22 @@ var unreachable = map[string]string{
 }
 
 type conformer struct {
-	t      *testing.T
-	doc    *openapi3.T
-	idp    *idp.IdP
-	srv    *server.Server
-	ts     *httptest.Server
-	logs   *logtest.Buffer
-	toks   map[string]string // identity → token
-	seen   map[string]map[int]bool
-	gate   chan struct{}
-	hooks  *webhooktest.Receiver
-	store  *gatedStore // holds a keyed create's completion when told to
-	n      int
-	secret []string // questions and tokens: in no log line
-	tokens []string // in no response
+	t     *testing.T
+	doc   *openapi3.T
+	idp   *idp.IdP
+	srv   *server.Server
+	ts    *httptest.Server
+	logs  *logtest.Buffer
+	toks  map[string]string // identity → token
+	seen  map[string]map[int]bool
+	gate  chan struct{}
+	hooks *webhooktest.Receiver
+	// gateway, when set, is the address of a gateway in front of ts the requests go to.
+	gateway string
+	store   *gatedStore // holds a keyed create's completion when told to
+	n       int
+	secret  []string // questions and tokens: in no log line
+	tokens  []string // in no response
 
 	// State the probes use.
 	cid, ticket       string // alice's conversation and its finished ticket
@@ -223,7 +225,11 @@ func (c *conformer) send(p probe) rawResult {
 
 // sendErr is send for any goroutine.
 func (c *conformer) sendErr(p probe) (rawResult, error) {
-	conn, err := net.DialTimeout("tcp", c.ts.Listener.Addr().String(), 5*time.Second)
+	addr := c.ts.Listener.Addr().String()
+	if c.gateway != "" {
+		addr = c.gateway
+	}
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return rawResult{}, err
 	}
@@ -278,6 +284,12 @@ func (c *conformer) check(p probe, r rawResult) {
 	t.Helper()
 	resp, status := r.resp, r.resp.StatusCode
 	where := fmt.Sprintf("%s (%s %.80s)", p.name, p.method, p.target)
+	// Behind a gateway, a header block too large for it is its own 400 HTML page: the
+	// exception the document's description gives it.
+	if c.gateway != "" && status == http.StatusBadRequest && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") &&
+		len(p.auth)+len(strings.Join(p.hdr, "")) > 32<<10 {
+		return
+	}
 	if p.want != 0 && status != p.want {
 		t.Errorf("%s: status %d, want %d: %.300s", where, status, p.want, r.body)
 	}

@@ -31,6 +31,7 @@ const (
 	tmplReadTimeout = "proxy_read_timeout 30s;" // the event stream's
 	tmplKeyedPost   = "$ask_keyed_post"
 	tmplLongPoll    = "$ask_long_poll"
+	tmplAllow       = "$ask_allow"
 )
 
 // Render returns template (ask.conf, or a file in its shape) with its upstream named ask_<name>
@@ -62,6 +63,7 @@ func Render(template, name string, servers []string, listen string, readTimeout 
 		{tmplReadTimeout, "proxy_read_timeout " + strconv.Itoa(secs) + "s;", false},
 		{tmplKeyedPost, "$ask_" + name + "_keyed_post", true},
 		{tmplLongPoll, "$ask_" + name + "_long_poll", true},
+		{tmplAllow, "$ask_" + name + "_allow", true},
 	} {
 		n := strings.Count(out, r.old)
 		if r.all && n >= 1 {

@@ -49,6 +49,18 @@ func blockingRunner(started, stopped chan<- string) ask.Runner {
 	})
 }
 
+// stepStored is Hooks that report, without blocking, each ticket a step of which the store took.
+func stepStored(stored chan<- string) server.Hooks {
+	return server.Hooks{Appended: func(ticket string, typ gen.EventType, _ any, _ int) {
+		if typ == gen.EventTypeStep {
+			select {
+			case stored <- ticket:
+			default:
+			}
+		}
+	}}
+}
+
 func within(t *testing.T, ch <-chan string, what string) string {
 	t.Helper()
 	select {
@@ -65,8 +77,9 @@ func within(t *testing.T, ch <-chan string, what string) string {
 func TestReplicasShareTickets(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := "srv:" + rand.Text() + ":"
-	started, stopped := make(chan string, 1), make(chan string, 1)
-	a := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: blockingRunner(started, stopped)})
+	started, stopped, stored := make(chan string, 1), make(chan string, 1), make(chan string, 1)
+	a := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: blockingRunner(started, stopped),
+		Hooks: stepStored(stored)})
 	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, 0), Runner: answerRunner(1)})
 
 	cid := a.conv(alice)
@@ -74,6 +87,10 @@ func TestReplicasShareTickets(t *testing.T) {
 	_ = b.events(alice, ticket)
 	ticket = a.ask(alice, cid, "And in 2026-Q3?")
 	within(t, started, "the run on A")
+	// A's runner emitted its step before it started waiting; on a shared store the step is
+	// written behind the runner's back, and a cancel that arrived first would rightly end the
+	// log without it. The cancel below is meant to find it there.
+	within(t, stored, "A's step stored")
 	if st := b.status(bob, ticket); st.StatusCode() != 404 {
 		t.Errorf("bob reads alice's ticket on B: %d, want 404", st.StatusCode())
 	}
@@ -108,13 +125,15 @@ func TestLapsedLeaseInterrupted(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := "lapse:" + rand.Text() + ":"
 	lease := 300 * time.Millisecond
-	started, stopped := make(chan string, 1), make(chan string, 1)
-	a := newHarness(t, server.Options{Store: silentRenewal{replicaStore(t, srv, prefix, lease)}, Runner: blockingRunner(started, stopped)})
+	started, stopped, stored := make(chan string, 1), make(chan string, 1), make(chan string, 1)
+	a := newHarness(t, server.Options{Store: silentRenewal{replicaStore(t, srv, prefix, lease)}, Runner: blockingRunner(started, stopped),
+		Hooks: stepStored(stored)})
 	b := newHarness(t, server.Options{Store: replicaStore(t, srv, prefix, lease), Runner: answerRunner(1)})
 
 	cid := a.conv(alice)
 	ticket := a.ask(alice, cid, "Take your time: how many sev1 incidents did we have in 2026-Q2?")
 	within(t, started, "the run on A")
+	within(t, stored, "A's step stored") // before its lease can lapse: see TestReplicasShareTickets
 	frames := b.events(alice, ticket) // ends when B's sweep ends the run
 	terminal, done := checkLifecycle(t, frames, gen.EventTypeError)
 	if terminal.Kind != "interrupted" {

@@ -134,7 +134,7 @@ func TestLapsedLeaseInterrupted(t *testing.T) {
 	ticket := a.ask(alice, cid, "Take your time: how many sev1 incidents did we have in 2026-Q2?")
 	within(t, started, "the run on A")
 	within(t, stored, "A's step stored") // before its lease can lapse: see TestReplicasShareTickets
-	frames := b.events(alice, ticket) // ends when B's sweep ends the run
+	frames := b.events(alice, ticket)    // ends when B's sweep ends the run
 	terminal, done := checkLifecycle(t, frames, gen.EventTypeError)
 	if terminal.Kind != "interrupted" {
 		t.Errorf("terminal kind %q, want interrupted", terminal.Kind)

@@ -15,7 +15,7 @@ import (
 
 // Defaults for Config's zero values.
 const (
-	DefaultMaxAttempts  = 8
+	DefaultMaxAttempts  = 12
 	DefaultTimeout      = 10 * time.Second
 	DefaultBaseBackoff  = 1 * time.Second
 	DefaultMaxBackoff   = 5 * time.Minute
@@ -45,7 +45,9 @@ type Config struct {
 	// 127.0.0.0/8 for the dev stack. Metadata addresses (169.254.169.254, fd00:ec2::254) are
 	// only reachable if named here exactly.
 	AllowAddrs []netip.Prefix
-	// MaxAttempts bounds the POSTs of one delivery (DAS_ASK_WEBHOOK_MAX_ATTEMPTS).
+	// MaxAttempts bounds the POSTs of one delivery (DAS_ASK_WEBHOOK_MAX_ATTEMPTS). The default's
+	// waits add up to 9–19 minutes, so a delivery is retried about as long as its ticket lives
+	// with the default TTL (15 minutes), after which no attempt is made.
 	MaxAttempts int
 	// Timeout bounds one attempt, connect to response headers (DAS_ASK_WEBHOOK_TIMEOUT_S).
 	Timeout time.Duration

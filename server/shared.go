@@ -59,14 +59,25 @@ func (s *Server) sweep(sh store.Shared) {
 // endRemote ends a running ticket this replica does not run with out (an error outcome):
 // the supervisor branch's close, the terminal event and done, appended atomically by the
 // store if the log has not moved meanwhile (else it reads again and retries). done counts the
-// steps in the log and the model calls and tokens of the runner's last lease renewal.
+// steps in the log and the model calls and tokens of the runner's last lease renewal. The
+// ask is its conversation's next turn, as every admitted ask is.
 func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, out ask.Outcome, lapsedOnly bool) error {
+	return s.endRemoteTurn(ctx, sh, ticket, out, lapsedOnly, true)
+}
+
+// endRemoteTurn is endRemote; without turn the ask leaves no turn in its conversation (an ask
+// ended unrun whose request was answered that it was not started: endLate).
+func (s *Server) endRemoteTurn(ctx context.Context, sh store.Shared, ticket string, out ask.Outcome, lapsedOnly, turn bool) error {
 	if t, err := sh.Ticket(ctx, ticket); err != nil || t.Finished() {
 		return cmpOr(err, store.ErrFinished)
 	}
-	question, err := sh.Question(ctx, ticket)
-	if err != nil {
-		return err
+	var question string
+	if turn {
+		q, err := sh.Question(ctx, ticket)
+		if err != nil {
+			return err
+		}
+		question = q
 	}
 	for range remoteEndAttempts {
 		t, err := sh.Ticket(ctx, ticket)
@@ -89,8 +100,11 @@ func (s *Server) endRemote(ctx context.Context, sh store.Shared, ticket string, 
 		if bad != nil {
 			return bad
 		}
-		turn := ask.Turn{Question: question, Outcome: typ, Text: turnText(out)}
-		if err = sh.End(ctx, ticket, tail, turn, lapsedOnly); err == nil {
+		var tn ask.Turn // the zero turn records none
+		if turn {
+			tn = ask.Turn{Question: question, Outcome: typ, Text: turnText(out)}
+		}
+		if err = sh.End(ctx, ticket, tail, tn, lapsedOnly); err == nil {
 			s.webhookDue(ticket)
 			if h := s.opts.Hooks.Ended; h != nil {
 				e := endOf(tail, out, u, now.Sub(t.CreatedAt), 0)
@@ -219,7 +233,10 @@ func noCancel() {}
 // (409 for the next ask) and its owner's in-flight slot until its lease lapsed and a sweep
 // ended it: it is ended at once, error{interrupted} + done after the events it was created
 // with, retried with backoff while the store is away, until the server shuts down (the
-// lease's sweep is the backstop). A ticket never created ends the wait. before, when not
+// lease's sweep is the backstop). A ticket never created ends the wait. The ask leaves no
+// turn in its conversation: its caller was told it was not started and will ask again, and
+// the model should not then see the question twice, the first time unanswered (nor the turn
+// count towards the conversation's cap). before, when not
 // nil, runs first (the webhook's removal, which must precede an end that would make it due).
 func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(context.Context)) {
 	s.runners.Add(1)
@@ -238,7 +255,7 @@ func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(
 		}
 		out := errOutcome(gen.ErrorKindInterrupted, "the service's store took the ask's creation after the request had been answered that it was not started; it was not run")
 		s.untilStoreBack(func() bool {
-			switch err := s.endRemote(s.base, sh, nt.ID, out, false); {
+			switch err := s.endRemoteTurn(s.base, sh, nt.ID, out, false, false); {
 			case err == nil:
 				s.log.Warn("ask created after its request gave up on the store: ended unrun", "ticket", nt.ID)
 			case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrFinished):

@@ -364,7 +364,9 @@ func (m *Memory) finishLocked(ticket string, tail []Event, turn ask.Turn, gap bo
 	}
 	if c, ok := m.convs[t.t.ConversationID]; ok && c.running == ticket {
 		c.running = ""
-		c.turns = append(c.turns, turn)
+		if turn != (ask.Turn{}) { // the zero turn records none (Store.Finish)
+			c.turns = append(c.turns, turn)
+		}
 		m.expireConvLocked(c)
 	}
 	m.expireLocked(expiring{ticket: t})

@@ -71,8 +71,9 @@ type Store interface {
 	// finished ticket refuses the rest with ErrFinished.
 	AppendBatch(ctx context.Context, ticket string, evs []Event) (evicted int, err error)
 	// Finish appends tail (whose seqs continue the log, and which holds the terminal event
-	// and done) and ends the ticket, recording turn in its conversation. A second call fails
-	// with ErrFinished.
+	// and done) and ends the ticket, recording turn in its conversation; the zero ask.Turn
+	// records none (an ask ended unrun after its caller was told it was not started). A
+	// second call fails with ErrFinished.
 	Finish(ctx context.Context, ticket string, tail []Event, turn ask.Turn) error
 	// FinishCounted is Finish, answering how many step events the bound evicted for the tail
 	// (0 for a retry that finds the end it wrote).

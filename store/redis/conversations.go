@@ -59,7 +59,11 @@ type turn struct {
 
 // encodeTurn is a turn of conversation conv as Redis holds it: JSON, sealed when the store
 // seals (it holds the question).
+// The zero turn, which records none (store.Store.Finish), is "", which the end scripts skip.
 func (s *Store) encodeTurn(conv string, t ask.Turn) (string, error) {
+	if t == (ask.Turn{}) {
+		return "", nil
+	}
 	b, err := json.Marshal(turn{Question: t.Question, Outcome: t.Outcome, Text: t.Text})
 	if err != nil {
 		return "", err

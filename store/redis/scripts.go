@@ -403,7 +403,12 @@ redis.call('ZREM', KEYS[6], ARGV[4])
 redis.call('ZADD', KEYS[7], exp, ARGV[4])
 redis.call('ZADD', KEYS[10], exp, ARGV[4])
 if redis.call('HGET', KEYS[4], 'running') == ARGV[4] then
-  redis.call('HSET', KEYS[4], 'running', '', 'turns', int(redis.call('RPUSH', KEYS[5], ARGV[8])))
+  -- an empty turn records none (an ask ended unrun after its caller was told it had not started)
+  if ARGV[8] == '' then
+    redis.call('HSET', KEYS[4], 'running', '')
+  else
+    redis.call('HSET', KEYS[4], 'running', '', 'turns', int(redis.call('RPUSH', KEYS[5], ARGV[8])))
+  end
   redis.call('PEXPIRE', KEYS[4], ttl)
   redis.call('PEXPIRE', KEYS[5], ttl)
 end

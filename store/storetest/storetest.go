@@ -463,6 +463,16 @@ func testConversationTurns(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 	}
+	// The zero turn records none, and frees the conversation like any end.
+	if _, err := NewTicket(t, m, "unrun", "c", Bob, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Finish(ctx, "unrun", Tail(2), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	if history, err := NewTicket(t, m, "after", "c", Bob, store.Limits{}); err != nil || len(history) != len(want) {
+		t.Errorf("the ask after one ended with the zero turn: %d turns of history (%v), want %d", len(history), err, len(want))
+	}
 	c, turns, err := m.Conversation(ctx, "c")
 	if err != nil {
 		t.Fatal(err)

@@ -1088,8 +1088,10 @@ type WebhookRequest struct {
 }
 
 // WebhookState `pending` until a delivery attempt succeeds (including while the run still runs),
-// `delivered` once the receiver answered 2xx, `failed` once it answered a 4xx other than 408
-// or 429, or the attempts ran out.
+// `delivered` once the receiver answered 2xx, `failed` once it answered a status other than
+// 2xx, 408, 429 or 5xx (a 3xx included: redirects are never followed), once the attempts ran
+// out or the next would come after the ticket expires, or when no attempt could be made
+// (`last_error` says why: `not_allowed`, `ticket_expired`, `body_too_large`).
 type WebhookState string
 
 // WebhookStatus How delivery of the run's end to the ask's webhook is going.
@@ -1101,7 +1103,10 @@ type WebhookStatus struct {
 	// Id The delivery's `webhook-id`, the same on every attempt; one per ticket.
 	Id string `json:"id"`
 
-	// LastError Why the last attempt got no response (`timeout`, `connect`, `refused_address`, `redirect`, …).
+	// LastError Why the last attempt got no usable response (`timeout`, `connect`, `refused_address`,
+	// `tls`, `transport`, `redirect`), or why delivery failed without an attempt
+	// (`not_allowed`: the destination left the operator's allow-list; `ticket_expired`;
+	// `body_too_large`).
 	LastError *string `json:"last_error,omitempty"`
 
 	// LastStatus The HTTP status of the last attempt; absent when no attempt got a response.
@@ -1111,8 +1116,10 @@ type WebhookStatus struct {
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
 
 	// State `pending` until a delivery attempt succeeds (including while the run still runs),
-	// `delivered` once the receiver answered 2xx, `failed` once it answered a 4xx other than 408
-	// or 429, or the attempts ran out.
+	// `delivered` once the receiver answered 2xx, `failed` once it answered a status other than
+	// 2xx, 408, 429 or 5xx (a 3xx included: redirects are never followed), once the attempts ran
+	// out or the next would come after the ticket expires, or when no attempt could be made
+	// (`last_error` says why: `not_allowed`, `ticket_expired`, `body_too_large`).
 	State WebhookState `json:"state"`
 }
 

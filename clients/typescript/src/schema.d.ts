@@ -234,8 +234,10 @@ export interface components {
         };
         /**
          * @description `pending` until a delivery attempt succeeds (including while the run still runs),
-         *     `delivered` once the receiver answered 2xx, `failed` once it answered a 4xx other than 408
-         *     or 429, or the attempts ran out.
+         *     `delivered` once the receiver answered 2xx, `failed` once it answered a status other than
+         *     2xx, 408, 429 or 5xx (a 3xx included: redirects are never followed), once the attempts ran
+         *     out or the next would come after the ticket expires, or when no attempt could be made
+         *     (`last_error` says why: `not_allowed`, `ticket_expired`, `body_too_large`).
          * @enum {string}
          */
         WebhookState: "pending" | "delivered" | "failed";
@@ -248,7 +250,12 @@ export interface components {
             attempts: number;
             /** @description The HTTP status of the last attempt; absent when no attempt got a response. */
             last_status?: number;
-            /** @description Why the last attempt got no response (`timeout`, `connect`, `refused_address`, `redirect`, …). */
+            /**
+             * @description Why the last attempt got no usable response (`timeout`, `connect`, `refused_address`,
+             *     `tls`, `transport`, `redirect`), or why delivery failed without an attempt
+             *     (`not_allowed`: the destination left the operator's allow-list; `ticket_expired`;
+             *     `body_too_large`).
+             */
             last_error?: string;
             /**
              * Format: date-time

@@ -217,8 +217,16 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		p := asProblem(err)
-		if p.status >= 500 && p.retryAfter == 0 {
+		switch {
+		case p.status >= 500 && p.retryAfter == 0:
 			log.Error("request failed", "method", c.Request().Method, "route", c.Path(), "err", err)
+		case p == errStoreUnavailable:
+			// The client gets a 503 to retry; the operator needs the store's reason (a Redis
+			// refusing writes for memory, not answering, failing over), which the readiness
+			// probe does not always show (a full Redis keeps every replica ready). The store's
+			// errors name keys and Redis's replies, never a command's arguments.
+			log.WarnContext(c.Request().Context(), "store unavailable: request answered 503",
+				"method", c.Request().Method, "route", c.Path(), "err", err)
 		}
 		writeProblem(c.Response(), p)
 	}

@@ -1,0 +1,47 @@
+package server_test
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store/redis/redistest"
+)
+
+// TestStoreRefusalIsLogged: a request the store cannot serve (here a real Redis at its maxmemory
+// refusing writes) is a 503 for the client and a warn line for the operator, naming the route
+// and the store's error, never the question. Found by an operator's audit: Redis refused every
+// create for memory (every replica ready, docs/scale-out.md "Sizing Redis") and askd wrote no
+// line at all but the request's own `status: 503`, so the log never said why.
+func TestStoreRefusalIsLogged(t *testing.T) {
+	srv := redistest.Start(t)
+	h := newHarness(t, server.Options{Store: replicaStore(t, srv, "storelog:"+rand.Text()+":", 5*time.Second)})
+	cid := h.conv(alice)
+	redistest.Fill(t, srv)
+	q := "How many sev1 incidents did we have in 2026-Q2? STORELOGQUESTION"
+	h.secret(q)
+	r := h.askRaw(alice, cid, q)
+	problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+
+	var found bool
+	for line := range strings.Lines(h.logs.String()) {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) != nil || l["msg"] != "store unavailable: request answered 503" {
+			continue
+		}
+		found = true
+		if l["level"] != "WARN" || !strings.HasSuffix(l["route"].(string), "/asks") || !strings.Contains(l["err"].(string), "OOM") {
+			t.Errorf("the store's refusal logged as %s", line)
+		}
+	}
+	if !found {
+		t.Errorf("no warn line for the store's refusal of a create; the log:\n%s", h.logs.String())
+	}
+	if strings.Contains(h.logs.String(), "STORELOGQUESTION") {
+		t.Error("the question is in the log")
+	}
+}

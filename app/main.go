@@ -92,6 +92,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.ln = m.Listener // closed by Close, as the one Run opens is, should the start fail
 	cfg := m.Config
 	if cfg.Ops.Observe {
+		if cfg.Ops.OTLP {
+			// the SDK's own errors (a collector that does not take the spans) as the service's
+			// records, not plain text on stderr beside them
+			obs.LogLibrary(m.log.With("component", "otel"))
+		}
 		if m.tracing, err = obs.NewTracing(ctx, obs.TracingOptions{OTLP: cfg.Ops.OTLP}); err != nil {
 			return errors.New("OTEL_EXPORTER_OTLP_*: the trace exporter could not be set up: " + err.Error())
 		}

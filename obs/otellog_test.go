@@ -1,0 +1,69 @@
+package obs_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/obs"
+)
+
+// lineWriter hands each line written to it to a channel.
+type lineWriter chan string
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	select {
+	case w <- string(p):
+	default: // the test has what it needs
+	}
+	return len(p), nil
+}
+
+// TestExportErrorsAreRecords: with the collector down, the SDK's export errors reach the
+// service's logger as JSON records, not plain text on stderr beside them. Found by an
+// operator's audit: askd with OTEL_EXPORTER_OTLP_ENDPOINT at a dead collector wrote
+// "2026/12/05 01:44:41 traces export: Post …: connection refused" into its JSON log stream.
+func TestExportErrorsAreRecords(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there now: every export is refused
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+dead)
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "1")
+
+	lines := make(lineWriter, 16)
+	obs.LogLibrary(slog.New(slog.NewJSONHandler(lines, nil)))
+	t.Cleanup(func() { obs.LogLibrary(slog.New(slog.DiscardHandler)) })
+	tr, err := obs.NewTracing(t.Context(), obs.TracingOptions{OTLP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// t.Context is done by now; Shutdown gives up on the dead collector within its timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(ctx)
+	})
+	_, span := tr.Provider.Tracer("t").Start(t.Context(), "ask")
+	span.End()
+
+	select {
+	case line := <-lines:
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON record: %q", line)
+		}
+		if rec["level"] != "WARN" || rec["msg"] != "opentelemetry" || !strings.Contains(rec["err"].(string), dead) {
+			t.Errorf("the export error logged as %s", line)
+		}
+	case <-time.After(30 * time.Second): // a bound for the failure only: it comes in milliseconds
+		t.Fatal("the export error never reached the logger")
+	}
+}

@@ -379,5 +379,15 @@ func opsFrom(e *Env, c OpsConfig) OpsConfig {
 		}
 	}
 	c.OTLP = e.Set("OTEL_EXPORTER_OTLP_ENDPOINT") || e.Set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	// The exporter reads these itself, and one it cannot use it replaces with its default
+	// (localhost:4318) after a plain-text line: checked here, so a typo stops the start. The
+	// value is not echoed: it may hold credentials.
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		if v := e.String(name, ""); v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				e.Failf(name, ": want an http:// or https:// URL (traces go over OTLP/HTTP), e.g. http://127.0.0.1:4318")
+			}
+		}
+	}
 	return c
 }

@@ -169,6 +169,11 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		{"ASK_LLM_BASE_URL", "127.0.0.1:8092"}, {"ASK_LLM_TIMEOUT_S", "-1"}, {"ASK_LLM_TIMEOUT_S", "0.5"},
 		{"ASK_LLM_MAX_RETRIES", "many"}, {"ASK_LLM_MAX_TOKENS", "0"}, {"ASK_MAX_TURNS", "0"}, {"DAS_SOURCES", "demo"},
 		{"DAS_ASK_ADMIN_ADDR", "everywhere"}, {"DAS_LOG_FORMAT", "xml"}, {"DAS_LOG_LEVEL", "loud"},
+		// Not a URL the OTLP/HTTP exporter can use: it would log a plain-text line and export to
+		// its default, localhost:4318, instead of stopping the start.
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318"}, {"OTEL_EXPORTER_OTLP_ENDPOINT", "grpc://collector:4317"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318/v1/traces"}, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://u:hunter2@collector:4318:x"},
 	} {
 		_, err := config.FromEnv(env(bad...))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {

@@ -16,7 +16,7 @@ import (
 // from admission, its tool calls as the run appends their steps, evicted steps as the service
 // reports them, and its end, with the typed done, as one `ask finished` line. Asks another
 // replica admitted and this one ended (a cancel, a lapsed lease) count towards the outcome
-// metrics here, without a line.
+// metrics here, and their line (admitted_elsewhere) is written here too.
 func (o *Observer) Hooks() server.Hooks {
 	return server.Hooks{Admitted: o.admitted, Running: o.running, Appended: o.appended, Ended: o.ended}
 }
@@ -87,10 +87,18 @@ func (o *Observer) ended(ticket string, e server.End) {
 	o.m.askDuration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	a, ok := o.remove(ticket)
 	if !ok {
+		// Admitted by another replica, ended here (a cancel, a lapsed lease): that replica may
+		// be gone (killed mid-run), so this line is the one record of how the ask ended. The
+		// conversation, oid and request and trace ids were the admitting replica's to know.
 		if e.Evicted > 0 {
 			o.m.stepsDropped.Add(float64(e.Evicted))
 		}
-		return // admitted by another replica, ended here (a cancel, a lapsed lease)
+		d := e.Done
+		o.log.Info("ask finished",
+			"ticket", ticket, "admitted_elsewhere", true, "outcome", outcome, "error_kind", kind,
+			"steps", d.Steps, "steps_dropped", e.Evicted, "model_calls", d.ModelCalls,
+			"input_tokens", d.InputTokens, "output_tokens", d.OutputTokens, "elapsed_ms", elapsed.Milliseconds())
+		return
 	}
 	o.dropped(a, e.Evicted)
 	a.mu.Lock()

@@ -1,14 +1,18 @@
 package obs
 
 import (
+	"context"
 	"log/slog"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 )
 
 // LogLibrary sends OpenTelemetry's own errors (a batch of spans the collector did not take, a
 // span queue that overflowed) to log, as Warn records with the constant message
-// "opentelemetry" and the error in the attribute err. Left to itself the SDK prints them as
+// "opentelemetry" and the error in the attribute err, and the SDK's own log lines (a setting it
+// cannot read and ignores: error level, its message as msg, never the setting's value) as
+// records of log too. Left to itself the SDK prints them as
 // plain text on the process's stderr, beside the service's structured records, where a log
 // pipeline cannot parse them. The handler is one per process, so this is the composition
 // root's call, once; nil changes nothing. The SDK's errors name the collector's address and
@@ -20,4 +24,32 @@ func LogLibrary(log *slog.Logger) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("opentelemetry", "err", err.Error())
 	}))
+	otel.SetLogger(logr.FromSlogHandler(noInput{log.Handler()}))
 }
+
+// noInput drops the attribute "input" of the SDK's lines: the value of a setting it could not
+// read, which for OTEL_EXPORTER_OTLP_HEADERS may be a collector's credentials.
+type noInput struct{ slog.Handler }
+
+func (h noInput) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "input" {
+			out.AddAttrs(a)
+		}
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h noInput) WithAttrs(as []slog.Attr) slog.Handler {
+	kept := make([]slog.Attr, 0, len(as))
+	for _, a := range as {
+		if a.Key != "input" {
+			kept = append(kept, a)
+		}
+	}
+	return noInput{h.Handler.WithAttrs(kept)}
+}
+
+func (h noInput) WithGroup(name string) slog.Handler { return noInput{h.Handler.WithGroup(name)} }

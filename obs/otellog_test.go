@@ -67,3 +67,41 @@ func TestExportErrorsAreRecords(t *testing.T) {
 		t.Fatal("the export error never reached the logger")
 	}
 }
+
+// TestSDKLinesAreRecords: what the SDK logs of its own (a setting it cannot read, then ignores)
+// reaches the service's logger as a JSON record too. Found by an operator's audit: askd with
+// OTEL_EXPORTER_OTLP_TIMEOUT=x wrote `internal_logging.go:50: "msg"="parse duration" …` as plain
+// text into its JSON log stream.
+func TestSDKLinesAreRecords(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "x")
+	// A header without "=": the SDK names the part it could not read, here a credential.
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=ask,api-key:SECRETCOLLECTORKEY")
+	lines := make(lineWriter, 16)
+	obs.LogLibrary(slog.New(slog.NewJSONHandler(lines, nil)))
+	t.Cleanup(func() { obs.LogLibrary(slog.New(slog.DiscardHandler)) })
+	tr, err := obs.NewTracing(t.Context(), obs.TracingOptions{OTLP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(ctx)
+	})
+	msgs := map[string]bool{}
+	for len(lines) > 0 {
+		line := <-lines
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON record: %q", line)
+		}
+		if rec["level"] != "ERROR" || strings.Contains(line, "SECRETCOLLECTORKEY") {
+			t.Errorf("the SDK's line logged as %s", line)
+		}
+		msgs[rec["msg"].(string)] = true
+	}
+	if !msgs["parse duration"] || !msgs["parse headers"] {
+		t.Errorf("the SDK's lines never reached the logger (%v)", msgs)
+	}
+}

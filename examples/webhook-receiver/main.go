@@ -2,10 +2,12 @@
 // delivery's Standard Webhooks signature with the operator's secret(s), ignores a delivery id
 // it has already handled (retries repeat the id), and prints how the ask ended.
 //
-//	WEBHOOK_SECRETS=whsec_... go run ./examples/webhook-receiver -addr 127.0.0.1:8090
+//	WEBHOOK_SECRETS=whsec_... go run ./examples/webhook-receiver -addr 127.0.0.1:8099
 //
-// Point an ask at it with `ask -webhook http://127.0.0.1:8090/hook "..."` (the operator's
-// DAS_ASK_WEBHOOK_ALLOW must admit that URL).
+// Point an ask at it with `ask -webhook http://127.0.0.1:8099/hook "..."` (the operator's
+// DAS_ASK_WEBHOOK_ALLOW must admit that URL; beside make ask-serve, start the dev stack with
+// DAS_ASK_WEBHOOK_ALLOW=http://127.0.0.1:8099/ and DAS_ASK_WEBHOOK_SECRETS set to the same secret).
+// The default address is clear of every port make ask-serve listens on.
 package main
 
 import (
@@ -102,8 +104,12 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent) // 2xx: the service stops retrying
 }
 
+// defaultAddr is clear of the dev stack's ports (make ask-serve: 8080, 8090–8093, 9090), so the
+// receiver runs beside it.
+const defaultAddr = "127.0.0.1:8099"
+
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
+	addr := flag.String("addr", defaultAddr, "listen address")
 	flag.Parse()
 	r, err := newReceiver(strings.Split(os.Getenv("WEBHOOK_SECRETS"), ","), func(id string, d delivery) {
 		var term struct {

@@ -9,7 +9,7 @@ createAsk runEnded callback) and the Standard Webhooks specification:
                     without its "whsec_" prefix); the header holds "v1,<signature>" entries,
                     space-separated (one per secret the operator signs with)
 
-    WEBHOOK_SECRETS=whsec_... python3 receiver.py 127.0.0.1:8091
+    WEBHOOK_SECRETS=whsec_... python3 receiver.py 127.0.0.1:8098
 
 It answers 204 to a verified delivery (the service stops retrying), 401 to a bad signature or a
 timestamp more than 5 minutes from now, and handles each webhook-id once (retries repeat it).
@@ -83,7 +83,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    host, _, port = (sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:8091").rpartition(":")
+    # The default is clear of make ask-serve's ports (8080, 8090-8093, 9090) and of the Go example's.
+    host, _, port = (sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:8098").rpartition(":")
     Handler.keys = keys_from_env()
     srv = ThreadingHTTPServer((host or "127.0.0.1", int(port)), Handler)
     print(json.dumps({"listening": "http://%s:%d/" % srv.server_address[:2]}), flush=True)

@@ -20,6 +20,10 @@ type ledger struct {
 	// memory only; a model may search for any of them verbatim). Only distinctive ones are kept
 	// (see distinctive).
 	questions []string
+	// short are the other questions, normalized ("and Q3?", "Why?"): withheld only where a
+	// text is one of them whole (a search for the question verbatim), since their words are
+	// the answer's own vocabulary.
+	short []string
 	// prosePatterns match the questions in prose, as prose compares (built once, by prose).
 	prosePatterns []*regexp.Regexp
 	consulted     []string // sources called, in order of first call
@@ -134,8 +138,12 @@ func (l *ledger) queriedSources() []string {
 func newLedger(req ask.Request) *ledger {
 	l := &ledger{}
 	for _, q := range append([]string{req.Question}, questionsOf(req.History)...) {
-		if n := normalize(q); distinctive(n) && !slices.Contains(l.questions, n) {
+		switch n := normalize(q); {
+		case n == "" || slices.Contains(l.questions, n) || slices.Contains(l.short, n):
+		case distinctive(n):
 			l.questions = append(l.questions, n)
+		default:
+			l.short = append(l.short, n)
 		}
 	}
 	return l
@@ -157,14 +165,18 @@ func distinctive(n string) bool {
 	return strings.Count(n, " ") >= 2 || len([]rune(n)) >= 24
 }
 
-// isQuestion reports whether s is the question text, or an earlier turn's, or holds one as
-// whole words, ignoring case, punctuation and spacing: no event but accepted may carry a
-// question.
+// isQuestion reports whether s is the question text, or an earlier turn's, or holds a
+// distinctive one as whole words, ignoring case, punctuation and spacing: no event but accepted
+// may carry a question.
 func (l *ledger) isQuestion(s string) bool {
-	if len(l.questions) == 0 {
+	if len(l.questions) == 0 && len(l.short) == 0 {
 		return false
 	}
-	n := " " + normalize(s) + " "
+	n := normalize(s)
+	if slices.Contains(l.short, n) {
+		return true
+	}
+	n = " " + n + " "
 	for _, q := range l.questions {
 		if strings.Contains(n, " "+q+" ") {
 			return true

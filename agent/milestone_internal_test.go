@@ -77,6 +77,19 @@ func TestShortFollowUpsAreNotWithheld(t *testing.T) {
 	if !l.isQuestion("search: How many sev1 incidents did we have in 2026-Q2") {
 		t.Error("an argument holding the earlier question was not taken for it")
 	}
+	// A short question is still withheld where a text is that question whole: a search for
+	// it verbatim, its terms tried, a source's message that is just the question.
+	for _, s := range []string{"and Q3", "AND q3?", "why"} {
+		if !l.isQuestion(s) {
+			t.Errorf("%q, a short question verbatim, was not taken for it", s)
+		}
+	}
+	if got := l.prose("Why?"); got != redacted {
+		t.Errorf("prose that is a short question whole: %q", got)
+	}
+	if got := l.redact(map[string]any{"query": "and Q3?", "limit": "Q3"}); got["query"] != redacted || got["limit"] != "Q3" {
+		t.Errorf("args searching for the short question verbatim: %v", got)
+	}
 	// A single long word is distinctive: a restatement of it is withheld.
 	l = newLedger(ask.Request{Question: "Supercalifragilisticexpialidocious?"})
 	if got := l.prose("Supercalifragilisticexpialidocious is not a table."); got != "[the question] is not a table." {

@@ -187,7 +187,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		Question: body.Question, Then: []store.Event{opened}}
 	history, err := s.store.CreateTicket(ctx, nt, s.limits())
 	if pending := (*store.PendingError)(nil); errors.As(err, &pending) {
-		var drop func(context.Context)
+		var drop func(context.Context) error
 		if ik == nil {
 			// Told the ask was not started, the caller holds no ticket: nobody is to hear of
 			// one that was made after all. With a key, a retry answers that ticket (ended,
@@ -195,7 +195,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 			// the delivery finds no ticket and ends unsent. Dropped by endLate, before it ends
 			// the ticket, not here: the store is the one that did not answer, and the 503 is
 			// due now.
-			drop = func(ctx context.Context) { s.dropWebhookCtx(ctx, ticket, body.Webhook) }
+			drop = func(ctx context.Context) error { return s.dropWebhookCtx(ctx, ticket, body.Webhook) }
 		}
 		// endLate holds the admission slot until the creation's outcome is known. With a key,
 		// the record stays until its lock lapses (the outcome is unknown): a retry with the key

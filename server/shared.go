@@ -237,14 +237,26 @@ func noCancel() {}
 // turn in its conversation: its caller was told it was not started and will ask again, and
 // the model should not then see the question twice, the first time unanswered (nor the turn
 // count towards the conversation's cap). before, when not
-// nil, runs first (the webhook's removal, which must precede an end that would make it due).
-func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(context.Context)) {
+// nil, runs first (the webhook's removal, which must precede an end that would make it due):
+// it meets the store that just stalled, so a failure is retried while the store is away, and
+// the ticket is not ended here before it succeeds (the lease's sweep is the backstop).
+func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(context.Context) error) {
 	s.runners.Add(1)
 	go func() {
 		defer s.runners.Done()
 		defer s.release("")
-		if before != nil {
-			before(s.base)
+		if before != nil && !s.untilStoreBack(func() bool {
+			switch err := before(s.base); {
+			case err == nil:
+			case errors.Is(err, store.ErrUnavailable):
+				s.log.Warn("webhook of an ask answered 'not started' not removed yet; retrying", "ticket", nt.ID, "err", err)
+				return false
+			default:
+				s.log.Error("webhook of an ask answered 'not started' not removed", "ticket", nt.ID, "err", err)
+			}
+			return true
+		}) {
+			return // shutting down
 		}
 		if err := p.Outcome(s.base); err != nil && !errors.Is(err, store.ErrUnavailable) {
 			return // refused: nothing was created (or the server is shutting down)

@@ -98,16 +98,18 @@ func (s *Server) addWebhook(ctx context.Context, ticket string, w *gen.WebhookRe
 }
 
 func (s *Server) dropWebhook(ticket string, w *gen.WebhookRequest) {
-	s.dropWebhookCtx(context.Background(), ticket, w)
-}
-
-func (s *Server) dropWebhookCtx(ctx context.Context, ticket string, w *gen.WebhookRequest) {
-	if w == nil || s.hooks == nil {
-		return
-	}
-	if err := s.outbox.RemoveWebhook(ctx, ticket); err != nil {
+	if err := s.dropWebhookCtx(context.Background(), ticket, w); err != nil {
 		s.log.Warn("webhook of a refused ask not removed; it expires unsent", "ticket", ticket, "err", err)
 	}
+}
+
+// dropWebhookCtx removes ticket's delivery, if w named one; the caller logs a failure (or
+// retries it: endLate).
+func (s *Server) dropWebhookCtx(ctx context.Context, ticket string, w *gen.WebhookRequest) error {
+	if w == nil || s.hooks == nil {
+		return nil
+	}
+	return s.outbox.RemoveWebhook(ctx, ticket)
 }
 
 // drainWebhooks, at shutdown once no run is left, attempts the deliveries that are due (those of

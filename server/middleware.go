@@ -53,7 +53,7 @@ func (s *Server) identify(c echo.Context) error {
 		if err == nil {
 			err = errors.New("identity without oid")
 		}
-		s.log.Debug("bearer rejected", "route", c.Path(), "err", err)
+		s.log.DebugContext(req.Context(), "bearer rejected", "route", c.Path(), "err", err)
 		return unauthorized(req, err)
 	}
 	c.SetRequest(req.WithContext(ask.WithIdentity(req.Context(), id)))

@@ -11,8 +11,8 @@ import (
 // LogLibrary sends OpenTelemetry's own errors (a batch of spans the collector did not take, a
 // span queue that overflowed) to log, as Warn records with the constant message
 // "opentelemetry" and the error in the attribute err, and the SDK's own log lines (a setting it
-// cannot read and ignores: error level, its message as msg, never the setting's value) as
-// records of log too. Left to itself the SDK prints them as
+// cannot read and ignores: error level, its message as msg, never the setting's value nor a
+// header's name or value) as records of log too. Left to itself the SDK prints them as
 // plain text on the process's stderr, beside the service's structured records, where a log
 // pipeline cannot parse them. The handler is one per process, so this is the composition
 // root's call, once; nil changes nothing. The SDK's errors name the collector's address and
@@ -27,14 +27,19 @@ func LogLibrary(log *slog.Logger) {
 	otel.SetLogger(logr.FromSlogHandler(noInput{log.Handler()}))
 }
 
-// noInput drops the attribute "input" of the SDK's lines: the value of a setting it could not
-// read, which for OTEL_EXPORTER_OTLP_HEADERS may be a collector's credentials.
+// noInput drops the attributes of the SDK's lines that echo a setting it could not read:
+// "input", and for OTEL_EXPORTER_OTLP_HEADERS "key" (a header name it refused, which is the
+// whole credential when one is written "authorization:Bearer abc==") and "value" (a header
+// value with a malformed escape): a collector's credentials.
 type noInput struct{ slog.Handler }
+
+// echoes reports whether an SDK line's attribute key holds a setting's text.
+func echoes(key string) bool { return key == "input" || key == "key" || key == "value" }
 
 func (h noInput) Handle(ctx context.Context, r slog.Record) error {
 	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key != "input" {
+		if !echoes(a.Key) {
 			out.AddAttrs(a)
 		}
 		return true
@@ -45,7 +50,7 @@ func (h noInput) Handle(ctx context.Context, r slog.Record) error {
 func (h noInput) WithAttrs(as []slog.Attr) slog.Handler {
 	kept := make([]slog.Attr, 0, len(as))
 	for _, a := range as {
-		if a.Key != "input" {
+		if !echoes(a.Key) {
 			kept = append(kept, a)
 		}
 	}

@@ -105,3 +105,40 @@ func TestSDKLinesAreRecords(t *testing.T) {
 		t.Errorf("the SDK's lines never reached the logger (%v)", msgs)
 	}
 }
+
+// TestSDKLinesNeverEchoAHeader: the SDK's lines on OTEL_EXPORTER_OTLP_HEADERS name the part
+// they could not read under other attributes than input too: "key" for a name that is not one
+// (a credential written with ':' and base64's '=' padding, "authorization:Bearer abc==", is
+// cut at the '=' and named whole) and "value" for a value whose percent-escape is malformed.
+// Neither reaches the log.
+func TestSDKLinesNeverEchoAHeader(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization:Bearer SECRETKEYONE==,api-key=SECRET%zzKEYTWO")
+	lines := make(lineWriter, 16)
+	obs.LogLibrary(slog.New(slog.NewJSONHandler(lines, nil)))
+	t.Cleanup(func() { obs.LogLibrary(slog.New(slog.DiscardHandler)) })
+	tr, err := obs.NewTracing(t.Context(), obs.TracingOptions{OTLP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(ctx)
+	})
+	msgs := map[string]bool{}
+	for len(lines) > 0 {
+		line := <-lines
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON record: %q", line)
+		}
+		if strings.Contains(line, "SECRETKEYONE") || strings.Contains(line, "KEYTWO") {
+			t.Errorf("the SDK's line holds the header: %s", line)
+		}
+		msgs[rec["msg"].(string)] = true
+	}
+	if !msgs["parse headers"] || !msgs["escape header value"] {
+		t.Errorf("the SDK's lines never reached the logger (%v)", msgs)
+	}
+}

@@ -311,7 +311,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
-	s.log.Info("shutting down", "grace", s.opts.ShutdownGrace.String())
+	s.log.Info("shutting down", "grace", max(s.opts.ShutdownGrace, 0).String()) // negative: none
 
 	if s.opts.ShutdownGrace > 0 {
 		grace := time.NewTimer(s.opts.ShutdownGrace)

@@ -23,6 +23,35 @@ func (w lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// sdkLines sets tracing up as the environment says, the SDK's own lines going to a JSON
+// logger, and hands back each line it logged meanwhile with its record (not a JSON record:
+// the test fails).
+func sdkLines(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	lines := make(lineWriter, 16)
+	obs.LogLibrary(slog.New(slog.NewJSONHandler(lines, nil)))
+	t.Cleanup(func() { obs.LogLibrary(slog.New(slog.DiscardHandler)) })
+	tr, err := obs.NewTracing(t.Context(), obs.TracingOptions{OTLP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(ctx)
+	})
+	out := map[string]map[string]any{}
+	for len(lines) > 0 {
+		line := <-lines
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON record: %q", line)
+		}
+		out[line] = rec
+	}
+	return out
+}
+
 // TestExportErrorsAreRecords: with the collector down, the SDK's export errors reach the
 // service's logger as JSON records, not plain text on stderr beside them. Found by an
 // operator's audit: askd with OTEL_EXPORTER_OTLP_ENDPOINT at a dead collector wrote
@@ -77,25 +106,8 @@ func TestSDKLinesAreRecords(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "x")
 	// A header without "=": the SDK names the part it could not read, here a credential.
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=ask,api-key:SECRETCOLLECTORKEY")
-	lines := make(lineWriter, 16)
-	obs.LogLibrary(slog.New(slog.NewJSONHandler(lines, nil)))
-	t.Cleanup(func() { obs.LogLibrary(slog.New(slog.DiscardHandler)) })
-	tr, err := obs.NewTracing(t.Context(), obs.TracingOptions{OTLP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tr.Shutdown(ctx)
-	})
 	msgs := map[string]bool{}
-	for len(lines) > 0 {
-		line := <-lines
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("not a JSON record: %q", line)
-		}
+	for line, rec := range sdkLines(t) {
 		if rec["level"] != "ERROR" || strings.Contains(line, "SECRETCOLLECTORKEY") {
 			t.Errorf("the SDK's line logged as %s", line)
 		}
@@ -114,25 +126,8 @@ func TestSDKLinesAreRecords(t *testing.T) {
 func TestSDKLinesNeverEchoAHeader(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization:Bearer SECRETKEYONE==,api-key=SECRET%zzKEYTWO")
-	lines := make(lineWriter, 16)
-	obs.LogLibrary(slog.New(slog.NewJSONHandler(lines, nil)))
-	t.Cleanup(func() { obs.LogLibrary(slog.New(slog.DiscardHandler)) })
-	tr, err := obs.NewTracing(t.Context(), obs.TracingOptions{OTLP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tr.Shutdown(ctx)
-	})
 	msgs := map[string]bool{}
-	for len(lines) > 0 {
-		line := <-lines
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("not a JSON record: %q", line)
-		}
+	for line, rec := range sdkLines(t) {
 		if strings.Contains(line, "SECRETKEYONE") || strings.Contains(line, "KEYTWO") {
 			t.Errorf("the SDK's line holds the header: %s", line)
 		}

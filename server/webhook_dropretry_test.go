@@ -9,36 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
-	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store"
-	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
-	"github.com/das-ask/ask/webhook/webhooktest"
 )
-
-// dropFailsStore is a shared Redis store whose CreateTicket makes the ticket but answers that
-// its outcome is pending (a store that stalled at StoreWait), and whose first RemoveWebhook
-// calls fail as a store still away does.
-type dropFailsStore struct {
-	*redisstore.Store
-	fails atomic.Int64
-}
-
-func (s *dropFailsStore) CreateTicket(ctx context.Context, nt store.NewTicket, l store.Limits) ([]ask.Turn, error) {
-	if _, err := s.Store.CreateTicket(ctx, nt, l); err != nil {
-		return nil, err
-	}
-	return nil, &store.PendingError{Outcome: func(context.Context) error { return nil }}
-}
-
-func (s *dropFailsStore) RemoveWebhook(ctx context.Context, ticket string) error {
-	if s.fails.Add(-1) >= 0 {
-		return fmt.Errorf("remove webhook: %w", store.ErrUnavailable)
-	}
-	return s.Store.RemoveWebhook(ctx, ticket)
-}
 
 // TestLateCreatesWebhookRemovalIsRetried: an ask without a key whose create the store took
 // after its request answered 503 "not started" is ended unrun; its webhook, which nobody is to
@@ -48,14 +22,15 @@ func (s *dropFailsStore) RemoveWebhook(ctx context.Context, ticket string) error
 // so the receiver heard of an ask its caller was told was not started.
 func TestLateCreatesWebhookRemovalIsRetried(t *testing.T) {
 	srv := redistest.Start(t)
-	st := &dropFailsStore{Store: replicaStore(t, srv, "whdrop:"+rand.Text()+":", time.Minute)}
-	st.fails.Store(2)
-	secret := webhooktest.Secret()
-	rcv := newReceiver(t, secret)
-	ends := make(chan ended, 4)
-	h := newHarness(t, server.Options{Store: st, StoreWait: 300 * time.Millisecond,
-		Hooks:    server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }},
-		Webhooks: server.WebhookOptions{Config: hookConfig(rcv, secret)}})
+	var fails atomic.Int64 // the first removals fail, as a store still away answers
+	fails.Store(2)
+	st := &pendingStore{Store: replicaStore(t, srv, "whdrop:"+rand.Text()+":", time.Minute), remove: func(context.Context) error {
+		if fails.Add(-1) >= 0 {
+			return fmt.Errorf("remove webhook: %w", store.ErrUnavailable)
+		}
+		return nil
+	}}
+	h, rcv, ends := webhookHarness(t, st, 300*time.Millisecond)
 	cid := h.conv(alice)
 	const q = "How many sev1 incidents did we have in 2026-Q2? (late, removal fails)"
 	h.secret(q)
@@ -65,17 +40,8 @@ func TestLateCreatesWebhookRemovalIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
-	var ticket string
-	select {
-	case got := <-ends:
-		if got.e.Error == nil || got.e.Error.Kind != gen.ErrorKindInterrupted {
-			t.Fatalf("the late-made ticket ended %+v, want error{interrupted}", got.e)
-		}
-		ticket = got.ticket
-	case <-time.After(20 * time.Second): // a bound for the failure only; the lease is a minute
-		t.Fatalf("the late-made ticket was not ended within 20 s\n%s", h.logs.String())
-	}
-	if st.fails.Load() == 2 {
+	ticket := lateEnd(t, h, ends)
+	if fails.Load() == 2 {
 		t.Fatal("RemoveWebhook was never called: the test did not exercise its failure")
 	}
 	if w, err := st.Webhook(t.Context(), ticket); err == nil {

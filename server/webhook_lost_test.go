@@ -40,12 +40,7 @@ func TestWebhookOfAKeyedCreateWhoseOutcomeIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	secret := webhooktest.Secret()
-	rcv := newReceiver(t, secret)
-	ends := make(chan ended, 4)
-	h := newHarness(t, server.Options{Store: st, StoreWait: 5 * time.Second,
-		Hooks:    server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }},
-		Webhooks: server.WebhookOptions{Config: hookConfig(rcv, secret)}})
+	h, rcv, ends := webhookHarness(t, st, 5*time.Second)
 	cid := h.conv(alice)
 	warm := h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q1?")
 	_ = h.events(alice, warm)
@@ -62,16 +57,7 @@ func TestWebhookOfAKeyedCreateWhoseOutcomeIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
-	var ticket string
-	select {
-	case got := <-ends:
-		if got.e.Error == nil || got.e.Error.Kind != gen.ErrorKindInterrupted {
-			t.Fatalf("the late-made ticket ended %+v, want error{interrupted}", got.e)
-		}
-		ticket = got.ticket
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the ticket made after its request gave up was not ended within 20 s\n%s", h.logs.String())
-	}
+	ticket := lateEnd(t, h, ends)
 	st2 := h.waitWebhook(alice, ticket)
 	if st2.State != gen.WebhookStateDelivered {
 		t.Fatalf("webhook of the late-made ticket %+v, want delivered", st2)
@@ -82,29 +68,57 @@ func TestWebhookOfAKeyedCreateWhoseOutcomeIsUnknown(t *testing.T) {
 	}
 }
 
-// lateStore is a shared Redis store whose CreateTicket makes the ticket but answers, as a
-// stalled store does at StoreWait, that its outcome is pending, and whose RemoveWebhook, once
-// called, waits for back to be closed (or its caller's context to end): a store that stopped
-// answering mid-create and came back later.
-type lateStore struct {
+// pendingStore is a shared Redis store whose CreateTicket makes the ticket but answers, as a
+// stalled store does at StoreWait, that its outcome is pending; remove, when set, is called
+// before its RemoveWebhook, which fails with remove's error (a store still away).
+type pendingStore struct {
 	*redisstore.Store
-	back chan struct{}
+	remove func(ctx context.Context) error
 }
 
-func (s *lateStore) CreateTicket(ctx context.Context, nt store.NewTicket, l store.Limits) ([]ask.Turn, error) {
+func (s *pendingStore) CreateTicket(ctx context.Context, nt store.NewTicket, l store.Limits) ([]ask.Turn, error) {
 	if _, err := s.Store.CreateTicket(ctx, nt, l); err != nil {
 		return nil, err
 	}
 	return nil, &store.PendingError{Outcome: func(context.Context) error { return nil }}
 }
 
-func (s *lateStore) RemoveWebhook(ctx context.Context, ticket string) error {
-	select {
-	case <-s.back:
-	case <-ctx.Done():
-		return stalled(ctx)
+func (s *pendingStore) RemoveWebhook(ctx context.Context, ticket string) error {
+	if s.remove != nil {
+		if err := s.remove(ctx); err != nil {
+			return err
+		}
 	}
 	return s.Store.RemoveWebhook(ctx, ticket)
+}
+
+// webhookHarness is a harness on st, with StoreWait wait, whose asks may name a webhook to the
+// receiver it returns, and whose ends are reported on the channel it returns.
+func webhookHarness(t *testing.T, st store.Store, wait time.Duration) (*harness, *webhooktest.Receiver, chan ended) {
+	t.Helper()
+	secret := webhooktest.Secret()
+	rcv := newReceiver(t, secret)
+	ends := make(chan ended, 4)
+	h := newHarness(t, server.Options{Store: st, StoreWait: wait,
+		Hooks:    server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }},
+		Webhooks: server.WebhookOptions{Config: hookConfig(rcv, secret)}})
+	return h, rcv, ends
+}
+
+// lateEnd is the ticket that a create answered 503 made after all, once h ended it unrun with
+// error{interrupted}.
+func lateEnd(t *testing.T, h *harness, ends <-chan ended) string {
+	t.Helper()
+	select {
+	case got := <-ends:
+		if got.e.Error == nil || got.e.Error.Kind != gen.ErrorKindInterrupted {
+			t.Fatalf("the late-made ticket ended %+v, want error{interrupted}", got.e)
+		}
+		return got.ticket
+	case <-time.After(20 * time.Second): // a bound for the failure only: the lease would end it in a minute
+		t.Fatalf("the late-made ticket was not ended within 20 s\n%s", h.logs.String())
+		return ""
+	}
 }
 
 // TestWebhookDropDoesNotHoldTheLate503: an ask naming a webhook whose create the store did not
@@ -113,13 +127,16 @@ func (s *lateStore) RemoveWebhook(ctx context.Context, ticket string) error {
 // after all is ended without its webhook being sent.
 func TestWebhookDropDoesNotHoldTheLate503(t *testing.T) {
 	srv := redistest.Start(t)
-	st := &lateStore{Store: replicaStore(t, srv, "whlate:"+rand.Text()+":", time.Minute), back: make(chan struct{})}
-	secret := webhooktest.Secret()
-	rcv := newReceiver(t, secret)
-	ends := make(chan ended, 4)
-	h := newHarness(t, server.Options{Store: st, StoreWait: 300 * time.Millisecond,
-		Hooks:    server.Hooks{Ended: func(ticket string, e server.End) { ends <- ended{ticket, e} }},
-		Webhooks: server.WebhookOptions{Config: hookConfig(rcv, secret)}})
+	back := make(chan struct{}) // closed: the store answers RemoveWebhook again
+	st := &pendingStore{Store: replicaStore(t, srv, "whlate:"+rand.Text()+":", time.Minute), remove: func(ctx context.Context) error {
+		select {
+		case <-back:
+			return nil
+		case <-ctx.Done():
+			return stalled(ctx)
+		}
+	}}
+	h, rcv, ends := webhookHarness(t, st, 300*time.Millisecond)
 	cid := h.conv(alice)
 	const q = "How many sev1 incidents did we have in 2026-Q2? (late)"
 	h.secret(q)
@@ -131,17 +148,8 @@ func TestWebhookDropDoesNotHoldTheLate503(t *testing.T) {
 		t.Fatalf("the create did not answer within 10 s (StoreWait is 300 ms): %v", err)
 	}
 	problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
-	close(st.back) // the store answers again
-	var ticket string
-	select {
-	case got := <-ends:
-		if got.e.Error == nil || got.e.Error.Kind != gen.ErrorKindInterrupted {
-			t.Fatalf("the late-made ticket ended %+v, want error{interrupted}", got.e)
-		}
-		ticket = got.ticket
-	case <-time.After(20 * time.Second): // the lease (a minute) would end it later
-		t.Fatalf("the late-made ticket was not ended within 20 s\n%s", h.logs.String())
-	}
+	close(back)
+	ticket := lateEnd(t, h, ends)
 	// Its webhook was removed before its end could make it due.
 	if w, err := st.Webhook(t.Context(), ticket); err == nil {
 		t.Errorf("the late-made ticket still has a webhook delivery %+v", w)

@@ -272,12 +272,7 @@ func (c *conformer) probes() []probe {
 
 	// ---- createConversation
 	cc := probe{name: "createConversation", op: "createConversation", method: http.MethodPost, target: convs, auth: alice, ct: "application/json", body: "{}"}
-	ccv := func(name string, edit func(*probe), want int) probe {
-		p := cc
-		p.name, p.want = cc.name+": "+name, want
-		edit(&p)
-		return p
-	}
+	ccv := cc.variant
 	add(
 		ccv("valid", func(p *probe) { p.also = located }, http.StatusCreated),
 		ccv("query string", func(p *probe) { p.target += "?x=1" }, http.StatusCreated),
@@ -502,12 +497,7 @@ func (c *conformer) probes() []probe {
 
 	// ---- getAsk
 	ga := probe{name: "getAsk", op: "getAsk", method: http.MethodGet, target: statusOf(c.ticket), auth: alice}
-	gav := func(name string, edit func(*probe), want int) probe {
-		p := ga
-		p.name, p.want = ga.name+": "+name, want
-		edit(&p)
-		return p
-	}
+	gav := ga.variant
 	add(
 		gav("finished", func(*probe) {}, http.StatusOK),
 		gav("with a webhook", func(p *probe) {
@@ -555,12 +545,7 @@ func (c *conformer) probes() []probe {
 	}
 	last := strconv.FormatInt(fin.LastSeq, 10)
 	se := probe{name: "streamEvents", op: "streamEvents", method: http.MethodGet, target: eventsOf(c.ticket), auth: alice}
-	sev := func(name string, edit func(*probe), want int) probe {
-		p := se
-		p.name, p.want = se.name+": "+name, want
-		edit(&p)
-		return p
-	}
+	sev := se.variant
 	add(
 		sev("from the start", func(*probe) {}, http.StatusOK),
 		sev("after=0", func(p *probe) { p.target += "?after=0" }, http.StatusOK),
@@ -612,12 +597,7 @@ func (c *conformer) probes() []probe {
 
 	// ---- cancelAsk
 	cn := probe{name: "cancelAsk", op: "cancelAsk", method: http.MethodPost, target: cancelOf(c.ticket), auth: alice}
-	cnv := func(name string, edit func(*probe), want int) probe {
-		p := cn
-		p.name, p.want = cn.name+": "+name, want
-		edit(&p)
-		return p
-	}
+	cnv := cn.variant
 	add(
 		cnv("finished", func(*probe) {}, http.StatusAccepted),
 		cnv("with an empty JSON body", func(p *probe) { p.body, p.ct = "{}", "application/json" }, 0),

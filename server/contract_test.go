@@ -207,6 +207,13 @@ type probe struct {
 	also func(r rawResult) error
 }
 
+// variant is p named "p's name: name", answering want, as edit changes it.
+func (p probe) variant(name string, edit func(*probe), want int) probe {
+	p.name, p.want = p.name+": "+name, want
+	edit(&p)
+	return p
+}
+
 // rawResult is a response read off the socket.
 type rawResult struct {
 	resp *http.Response

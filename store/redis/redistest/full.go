@@ -9,9 +9,15 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
+// fullMargin is how far below the memory in use Fill leaves maxmemory.
+const fullMargin = 1 << 20
+
 // Fill makes srv full, as a Redis at its maxmemory with noeviction is (docs/scale-out.md,
 // "Sizing Redis"): maxmemory-policy noeviction, maxmemory just above the memory in use, then
-// filler keys until Redis refuses a write with OOM. Every write that may grow memory is then
+// filler keys until Redis refuses a write with OOM, then maxmemory well below the memory in use
+// (by fullMargin), so that Redis stays full while its memory moves a little (a connection
+// closed frees its buffers: at the edge, a write then got through now and then, and a run
+// whose lease such a write renewed was not stopped). Every write that may grow memory is then
 // refused; reads, deletions and expiries go on. The returned function makes room again
 // (maxmemory 0: no limit). The filler keys stay, under "redistest:fill:".
 func Fill(tb testing.TB, srv *Server) (makeRoom func()) {
@@ -41,6 +47,13 @@ func Fill(tb testing.TB, srv *Server) (makeRoom func()) {
 		if i == 10000 {
 			tb.Fatal("redistest: Redis took 5 MB past its maxmemory without refusing a write")
 		}
+	}
+	used, err = strconv.ParseInt(Info(tb, c, "memory", "used_memory"), 10, 64)
+	if err != nil {
+		tb.Fatalf("redistest: INFO memory's used_memory: %v", err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", strconv.FormatInt(max(used-fullMargin, 1), 10)).Err(); err != nil {
+		tb.Fatal(err)
 	}
 	return func() {
 		tb.Helper()

@@ -7,16 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/das-ask/ask/deploy/nginx"
+	"github.com/das-ask/ask/deploy/nginx/nginxtest"
 )
 
 // freeAddr is a loopback address nothing listens on now.
@@ -35,58 +31,7 @@ func freeAddr(t *testing.T) string {
 // and returns the gateway's base URL.
 func startNginx(t *testing.T, upstream string) string {
 	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		t.Skip("nginx not installed (apt-get install -y nginx-light)")
-	}
-	dir := t.TempDir()
-	listen := freeAddr(t)
-	conf, err := nginx.Render(nginx.Conf, "e", []string{upstream}, listen, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inc := filepath.Join(dir, "ask.conf")
-	main := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(inc, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(main, []byte(nginx.Main(dir, 64, inc)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-p", dir, "-c", main, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// SIGTERM: the master stops its workers, then itself (a SIGKILLed master leaves its
-		// workers running, listening, for good).
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	// nginx says nothing when it listens: ask its listener until it answers.
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	giveUp := time.After(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", listen, time.Second)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		select {
-		case <-tick.C:
-		case <-giveUp:
-			t.Fatalf("nginx did not listen on %s: %v", listen, err)
-		}
-	}
-	return "http://" + listen
+	return "http://" + nginxtest.Start(t, upstream)
 }
 
 // checkProblem checks that resp is the gateway's own problem+json with status, Retry-After and

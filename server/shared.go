@@ -236,10 +236,10 @@ func noCancel() {}
 // lease's sweep is the backstop). A ticket never created ends the wait. The ask leaves no
 // turn in its conversation: its caller was told it was not started and will ask again, and
 // the model should not then see the question twice, the first time unanswered (nor the turn
-// count towards the conversation's cap). before, when not
-// nil, runs first (the webhook's removal, which must precede an end that would make it due):
-// it meets the store that just stalled, so a failure is retried while the store is away, and
-// the ticket is not ended here before it succeeds (the lease's sweep is the backstop).
+// count towards the conversation's cap). before, when not nil, runs first (the webhook's
+// removal, which must precede an end that would make it due): it meets the store that just
+// stalled, so a failure is retried while the store is away, and the ticket is not ended here
+// before it succeeds (the lease's sweep is the backstop).
 func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(context.Context) error) {
 	s.runners.Add(1)
 	go func() {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -179,4 +180,46 @@ func TestOneIdentityCannotLockOthersOut(t *testing.T) {
 		checkLifecycle(t, h.events(bob, h.ask(bob, bc, "bob's question after alice's flood")), gen.EventTypeAnswer)
 		checkLifecycle(t, h.events(bob, h.ask(bob, bc, "and a follow-up")), gen.EventTypeAnswer)
 	})
+}
+
+// TestBodyLimitBoundary: a body of exactly DAS_ASK_MAX_BODY_BYTES is taken and one byte more is
+// a 413 problem+json whose detail names the limit, whether the length is declared or the body
+// is chunked; the refused ask created nothing.
+func TestBodyLimitBoundary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 1024 // the least DAS_ASK_MAX_BODY_BYTES allows
+		h := newHarness(t, server.Options{MaxBodyBytes: limit})
+		body := func(n int) string {
+			frame := `{"question":""}`
+			return `{"question":"` + strings.Repeat("q", n-len(frame)) + `"}`
+		}
+		for _, declared := range []bool{true, false} {
+			cid := h.conv(alice)
+			post := func(b string) *http.Response {
+				h.secret(b[len(`{"question":"`) : len(b)-2])
+				req := newReq(t, http.MethodPost, "/ask/v1/conversations/"+cid+"/asks", alice, b)
+				if !declared {
+					req.Body, req.ContentLength = io.NopCloser(strings.NewReader(b)), -1
+				}
+				return h.do(req)
+			}
+			resp := post(body(limit + 1))
+			p := problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), readBody(t, resp), http.StatusRequestEntityTooLarge)
+			if detail := orDefault(ptrValue(p.Detail), "(none)"); !strings.Contains(detail, "at most 1024 bytes") {
+				t.Errorf("declared %v: the 413's detail %q does not name the limit", declared, detail)
+			}
+			if resp := post(body(limit)); resp.StatusCode != http.StatusAccepted {
+				t.Errorf("declared %v: a body of exactly the limit: %d %s", declared, resp.StatusCode, readBody(t, resp))
+			}
+			synctest.Wait()
+		}
+	})
+}
+
+// ptrValue is *p, or "" when p is nil.
+func ptrValue(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -95,7 +95,7 @@ func (s *Server) readBody(c echo.Context) error {
 	limit := s.opts.MaxBodyBytes
 	req := c.Request()
 	if req.ContentLength > limit {
-		return tooLarge()
+		return tooLarge(limit)
 	}
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil
@@ -104,7 +104,7 @@ func (s *Server) readBody(c echo.Context) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooLarge()
+			return tooLarge(limit)
 		}
 		return badRequest("the request body could not be read")
 	}

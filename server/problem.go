@@ -251,7 +251,7 @@ func asProblem(err error) *problem {
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return tooLarge()
+		return tooLarge(mbe.Limit)
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -259,7 +259,7 @@ func asProblem(err error) *problem {
 		case http.StatusNotFound:
 			return errNotFound
 		case http.StatusRequestEntityTooLarge:
-			return tooLarge()
+			return tooLarge(0)
 		}
 		if he.Code >= 400 && he.Code < 500 {
 			return &problem{status: he.Code, detail: "the request does not satisfy the API description"}
@@ -268,8 +268,14 @@ func asProblem(err error) *problem {
 	return internalError()
 }
 
-func tooLarge() *problem {
-	return &problem{status: http.StatusRequestEntityTooLarge, detail: "the request body is larger than the service accepts"}
+// tooLarge is the 413; its detail names the limit in bytes (DAS_ASK_MAX_BODY_BYTES) when known
+// (limit > 0), so a client knows how far to shorten the request.
+func tooLarge(limit int64) *problem {
+	detail := "the request body is larger than the service accepts"
+	if limit > 0 {
+		detail += " (at most " + strconv.FormatInt(limit, 10) + " bytes)"
+	}
+	return &problem{status: http.StatusRequestEntityTooLarge, detail: detail}
 }
 
 func writeProblem(w http.ResponseWriter, p *problem) {

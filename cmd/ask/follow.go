@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 )
 
 // follow reads the ticket's events to done, rendering as it goes, and returns the exit status.
+// For an ask this command made, Ctrl-C (ctx ending) cancels the run; with --follow it only
+// stops watching.
 func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, stdout, stderr io.Writer) int {
 	// The stream outlives ctx: after Ctrl-C it keeps reading until the run confirms the
 	// cancel with error{cancelled} and done, or the grace runs out.
@@ -29,7 +33,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	defer stopStream()
 	finished := make(chan struct{})
 	var wg sync.WaitGroup
-	var interrupted, cancelRefused bool
+	var interrupted, cancelRefused, detached bool
 	var mu sync.Mutex
 	wg.Add(1)
 	go func() {
@@ -39,10 +43,19 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 			return
 		case <-ctx.Done():
 		}
+		if cfg.follow != "" {
+			// Watching an ask made earlier, perhaps by another terminal: leave it running.
+			mu.Lock()
+			detached = true
+			mu.Unlock()
+			stopStream()
+			return
+		}
 		mu.Lock()
 		interrupted = true
 		mu.Unlock()
-		prog.Line("Cancelling…")
+		// The ticket is named so that a second Ctrl-C, which leaves at once, leaves it findable.
+		prog.Line(fmt.Sprintf("Cancelling ticket %s… (Ctrl-C again leaves at once; ask --follow %s shows how it ended)", tk.Ticket, tk.Ticket))
 		// One grace for both the cancel request and the run's confirmation: Ctrl-C leaves
 		// within cancelGrace however the service is doing.
 		deadline := time.Now().Add(cancelGrace)
@@ -112,12 +125,15 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	prog.Stop()
 
 	mu.Lock()
-	wasInterrupted, wasRefused := interrupted, cancelRefused
+	wasInterrupted, wasRefused, wasDetached := interrupted, cancelRefused, detached
 	mu.Unlock()
 	if !sawDone || out.Kind == client.NotTerminal {
 		switch {
+		case wasDetached:
+			fmt.Fprintf(stderr, "ask: stopped following ticket %s; the run goes on (ask --follow %s follows it again)\n", tk.Ticket, tk.Ticket)
+			return exitInterrupted
 		case wasInterrupted && wasRefused:
-			fmt.Fprintf(stderr, "ask: interrupted; ticket %s could not be cancelled and may still be running\n", tk.Ticket)
+			fmt.Fprintf(stderr, "ask: interrupted; ticket %s could not be cancelled and may still be running (ask --follow %s shows how it ends)\n", tk.Ticket, tk.Ticket)
 			return exitError
 		case wasInterrupted:
 			fmt.Fprintf(stderr, "ask: interrupted; the cancel of ticket %s was sent, but the run did not confirm it within %s\n", tk.Ticket, cancelGrace)
@@ -126,7 +142,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 		if streamErr == nil {
 			streamErr = client.ErrIncomplete
 		}
-		fmt.Fprintf(stderr, "ask: lost the event stream of ticket %s: %s\n", tk.Ticket, text(streamErr.Error()))
+		fmt.Fprintf(stderr, "ask: %s\n", text(streamLost(tk.Ticket, streamErr, cfg)))
 		return exitFailure
 	}
 	if cfg.steps && out.MissedSteps > 0 {
@@ -178,4 +194,22 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// streamLost words why the events of ticket could not be followed to done, and what to do.
+func streamLost(ticket string, err error, cfg *config) string {
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.StatusCode {
+		case http.StatusNotFound:
+			return fmt.Sprintf("the service at %s holds no ticket %s for this identity: it ended long enough ago to have expired, it belongs to another identity, or the service lost it (a restart without a shared store)", cfg.url, ticket)
+		case http.StatusBadRequest:
+			if cfg.follow != "" {
+				return fmt.Sprintf("%s is not a ticket: %s", ticket, describe(err, cfg.url))
+			}
+		}
+		return fmt.Sprintf("lost the event stream of ticket %s: %s", ticket, describe(err, cfg.url))
+	}
+	// A connection that failed, or a service that stopped answering: the run may go on.
+	return fmt.Sprintf("lost the event stream of ticket %s: %s (ask --follow %s tries again)", ticket, describe(err, cfg.url), ticket)
 }

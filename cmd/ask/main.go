@@ -2,6 +2,7 @@
 //
 //	ask [flags] QUESTION...
 //	ask [flags] -q QUESTION
+//	ask [flags] --follow TICKET
 //
 // While the run works, ask says what it is doing on stderr, in its own words ("Looking up
 // 'incident' in the catalog…"); with --steps it also lists every tool call. On a terminal it
@@ -16,7 +17,15 @@
 //
 // Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm (at most
 // 5 s, the cancel request included) and exits with status 4; before the ask was made it asks
-// nothing and exits 4 too. A second Ctrl-C exits at once.
+// nothing and exits 4 too. A second Ctrl-C exits at once; the first named the ticket, so
+// --follow can still show how the run ended.
+//
+// --follow TICKET prints an ask made earlier (by this identity, and still held by the service)
+// as if it had just been asked: its progress from the start, then its outcome and exit status.
+// It is how to pick up a run whose stream was lost, whose ask was left with a second Ctrl-C, or
+// that is running in another terminal (a 409 names it). Ctrl-C while following stops watching
+// and cancels nothing: ask exits 130 and the run goes on. A ticket the service does not hold
+// for this identity (expired, another's, or never made) is one line on stderr and status 1.
 //
 // Flags may come before or after the question's words; everything after -- is the question.
 // What the service sends (an answer's text, a source's reason) is printed as text: a control
@@ -29,6 +38,7 @@
 //	2  abstention: the catalog had nothing to answer with
 //	3  refusal: a source refused (a permissions decision, not an empty result)
 //	4  error: the run failed, timed out or was cancelled
+//	130  Ctrl-C while following a ticket with --follow (the run goes on)
 //
 // Flags and environment:
 //
@@ -41,6 +51,7 @@
 //	              (default ~/.local/state/ask)
 //	--steps       also show every tool call, the SQL that ran and how the answer was reached
 //	--json        print the events as NDJSON on stdout
+//	--follow T    follow ticket T to its end instead of asking (no question, --continue or --webhook)
 //	--branches    phase 2: show every branch's progress (collapsed by default: one line per
 //	              branch as it opens, then the supervisor's progress; --steps expands too)
 //	ASK_PROGRESS  "plain" or "tty" to force the progress style

@@ -24,6 +24,9 @@ const (
 	exitAbstention = 2
 	exitRefusal    = 3
 	exitError      = 4
+	// exitInterrupted is Ctrl-C while following a ticket with --follow: ask stopped watching,
+	// and the run goes on (128 + SIGINT, as a shell reports a command ended by Ctrl-C).
+	exitInterrupted = 130
 )
 
 const (
@@ -35,14 +38,18 @@ const (
 
 const usage = `usage: ask [flags] QUESTION...
        ask [flags] -q QUESTION
+       ask [flags] --follow TICKET
 
 Asks the ask service a question and prints the outcome. Progress goes to stderr;
 the outcome (or, with --json, every event as NDJSON) to stdout. Flags may come
 before or after the question's words; everything after -- is the question
-(ask -- what is -5 squared).
+(ask -- what is -5 squared). --follow prints how an ask made earlier goes on and
+ends (its events from the start): after a lost stream, or a run another terminal
+made; Ctrl-C then stops watching and leaves the run alone.
 
 Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (the run failed, timed out
-or was cancelled), 1 usage error or the service could not be reached or refused.
+or was cancelled), 1 usage error or the service could not be reached or refused,
+130 Ctrl-C while following a ticket (the run goes on).
 
 Flags:
 `
@@ -52,6 +59,7 @@ type config struct {
 	url, token, oid, idp string
 	question             string
 	webhook              string
+	follow               string // a ticket to follow instead of asking
 	cont, steps, json    bool
 	branches             bool
 	env                  askconfig.Client // the environment, under the flags
@@ -77,6 +85,7 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	fs.BoolVar(&c.json, "json", false, "print the events as NDJSON on stdout")
 	fs.StringVar(&c.webhook, "webhook", env.Webhook, "also have the run's end POSTed, signed, to this URL (one the operator allows; $ASK_WEBHOOK)")
 	fs.BoolVar(&c.branches, "branches", false, "show every branch's progress (phase 2), not one line per branch")
+	fs.StringVar(&c.follow, "follow", "", "follow this `ticket` (an ask made earlier) to its end instead of asking")
 	fs.Usage = func() {
 		_, _ = io.WriteString(stderr, usage)
 		fs.PrintDefaults()
@@ -89,7 +98,25 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		return nil, exitFailure
 	}
 	given := len(words) > 0
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "q" })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	given = given || set["q"]
+	if set["follow"] {
+		// --follow watches an ask that exists: nothing here would be asked, or remembered.
+		switch c.follow = strings.TrimSpace(c.follow); {
+		case c.follow == "":
+			fmt.Fprintln(stderr, "ask: --follow needs a ticket, such as t_T5ULAGSQ7BZLGTARGIZHRSL33G")
+			return nil, exitFailure
+		case given:
+			fmt.Fprintln(stderr, "ask: --follow follows a ticket and asks nothing: give it no question")
+			return nil, exitFailure
+		case set["continue"] || set["webhook"]:
+			fmt.Fprintln(stderr, "ask: --continue and --webhook are for a new ask, not for --follow")
+			return nil, exitFailure
+		}
+		c.idp = env.IdP
+		return c, 0
+	}
 	if rest := strings.TrimSpace(strings.Join(words, " ")); rest != "" {
 		if c.question != "" {
 			fmt.Fprintln(stderr, "ask: give the question either with -q or as arguments, not both")
@@ -200,6 +227,9 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if err != nil {
 		return fail("%v", err)
 	}
+	if cfg.follow != "" {
+		return follow(ctx, c, gen.Ticket{Ticket: cfg.follow}, cfg, stdout, stderr)
+	}
 
 	tk, err := startAsk(ctx, c, cfg, oid, stderr)
 	if errors.Is(err, errInterrupted) {
@@ -265,7 +295,8 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 		case errors.Is(err, client.ErrConversationFull):
 			return gen.Ticket{}, errors.New("this conversation is full; start a new one")
 		case errors.As(err, &apiErr) && errors.Is(err, client.ErrConflict):
-			return gen.Ticket{}, fmt.Errorf("an ask is already running in this conversation (ticket %s)", apiErr.RunningTicket())
+			t := apiErr.RunningTicket()
+			return gen.Ticket{}, fmt.Errorf("an ask is already running in this conversation (ticket %s; ask --follow %s watches it)", t, t)
 		}
 		return gen.Ticket{}, err
 	}

@@ -280,8 +280,9 @@ func TestRunCtrlCCancelsOnce(t *testing.T) {
 	if n := f.cancels.Load(); n != 1 {
 		t.Errorf("sent %d cancels, want exactly 1", n)
 	}
-	if !strings.Contains(stderr, "Cancelling…") {
-		t.Errorf("stderr:\n%s\nwant Cancelling… (progress)", stderr)
+	// The ticket is named: a second Ctrl-C leaves at once, and the ticket can be followed.
+	if !strings.Contains(stderr, "Cancelling ticket t_") || !strings.Contains(stderr, "ask --follow t_") {
+		t.Errorf("stderr:\n%s\nwant Cancelling ticket t_… and how to follow it (progress)", stderr)
 	}
 	if stdout != "Cancelled.\n" {
 		t.Errorf("stdout %q, want the outcome: Cancelled.", stdout)

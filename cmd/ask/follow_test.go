@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/das-ask/ask/client"
+)
+
+// ticketOf asks question with --json and returns its ticket, read from the accepted event.
+func (f *fixture) ticketOf(t *testing.T, env func(string) (string, bool), question string, want int) string {
+	t.Helper()
+	code, stdout, stderr := f.run(t.Context(), env, "--json", question)
+	if code != want {
+		t.Fatalf("%s: exit %d, want %d\n%s", question, code, want, stderr)
+	}
+	var ev struct {
+		Ticket string `json:"ticket"`
+	}
+	first, _, _ := strings.Cut(stdout, "\n")
+	if err := json.Unmarshal([]byte(first), &ev); err != nil || ev.Ticket == "" {
+		t.Fatalf("no ticket in the first line %q (%v)", first, err)
+	}
+	return ev.Ticket
+}
+
+// --follow prints an ask made earlier as the ask itself did, with the same exit status; a
+// ticket that is not the caller's, or none at all, is one clear line and exit 1, never a raw
+// error of the client library.
+func TestRunFollow(t *testing.T) {
+	f := start(t)
+	env := f.env(t)
+	for _, tc := range []struct {
+		question string
+		code     int
+		stdout   string
+	}{
+		{"answer", exitAnswer, "Payments had the most incidents."},
+		{"refuse", exitRefusal, "Refused by demo (run_query)"},
+		{"abstain", exitAbstention, "No answer: the catalog has nothing for: churn"},
+		{"fail", exitError, "The run failed (model)"},
+	} {
+		tk := f.ticketOf(t, env, tc.question, tc.code)
+		code, stdout, stderr := f.run(t.Context(), env, "--follow", tk)
+		if code != tc.code || !strings.Contains(stdout, tc.stdout) {
+			t.Errorf("--follow %s (%s): exit %d, stdout %q, stderr %q; want %d and %q", tk, tc.question, code, stdout, stderr, tc.code, tc.stdout)
+		}
+		if code, stdout, _ := f.run(t.Context(), env, "--json", "--follow", tk); code != tc.code || !strings.HasPrefix(stdout, `{"seq":1,`) || !strings.Contains(stdout[strings.LastIndex(strings.TrimSpace(stdout), "\n")+1:], `"type":"done"`) {
+			t.Errorf("--json --follow %s: exit %d, stdout %q", tk, code, stdout)
+		}
+	}
+	tk := f.ticketOf(t, env, "answer", exitAnswer)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"another identity's", []string{"--as", "bob", "--follow", tk}, "holds no ticket " + tk + " for this identity"},
+		{"unknown", []string{"--follow", "t_NOSUCHTICKET"}, "holds no ticket t_NOSUCHTICKET for this identity"},
+		{"malformed", []string{"--follow", "not a ticket"}, "not a ticket is not a ticket: the service refused the request: 400"},
+	} {
+		code, stdout, stderr := f.run(t.Context(), env, tc.args...)
+		if code != exitFailure || stdout != "" || !strings.HasPrefix(stderr, "ask: ") || !strings.Contains(stderr, tc.stderr) ||
+			strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "streamEvents") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 1 and one line saying %q", tc.name, code, stdout, stderr, tc.stderr)
+		}
+	}
+	if n := f.cancels.Load(); n != 0 {
+		t.Errorf("%d cancels sent, want none", n)
+	}
+}
+
+func TestRunFollowUsage(t *testing.T) {
+	f := start(t)
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--follow", ""}, "ask: --follow needs a ticket"},
+		{[]string{"--follow", "t_X", "a", "question"}, "ask: --follow follows a ticket and asks nothing"},
+		{[]string{"--follow", "t_X", "-q", "a question"}, "ask: --follow follows a ticket and asks nothing"},
+		{[]string{"--follow", "t_X", "--continue"}, "ask: --continue and --webhook are for a new ask"},
+		{[]string{"--follow", "t_X", "--webhook", "http://127.0.0.1:1/"}, "ask: --continue and --webhook are for a new ask"},
+	} {
+		if code, stdout, stderr := f.run(t.Context(), f.env(t), tc.args...); code != exitFailure || stdout != "" || !strings.HasPrefix(stderr, tc.stderr) {
+			t.Errorf("ask %q: exit %d, stdout %q, stderr %q; want 1 and %q", tc.args, code, stdout, stderr, tc.stderr)
+		}
+	}
+}
+
+// Ctrl-C while following watches no more and cancels nothing: the run may be another
+// terminal's. The ticket is named so that it can be followed again.
+func TestRunFollowCtrlCLeavesTheRun(t *testing.T) {
+	f := start(t)
+	tok := f.idp.Token(t, "alice")
+	c, err := client.New(f.url, client.Options{Token: client.StaticToken(tok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := c.CreateConversation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := c.Ask(t.Context(), cv.Id, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-f.runner.waiting
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	// Ctrl-C once the follower has shown the run's progress: it is following.
+	stderr := &watchWriter{want: "Looking up 'incident'", seen: make(chan struct{})}
+	go func() {
+		select {
+		case <-stderr.seen:
+			interrupt()
+		case <-t.Context().Done():
+		}
+	}()
+	var stdout bytes.Buffer
+	code := run(ctx, []string{"--token", tok, "--follow", tk.Ticket}, strings.NewReader(""), &stdout, stderr, f.env(t))
+	if code != exitInterrupted || stdout.String() != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want %d and nothing on stdout", code, stdout.String(), stderr.String(), exitInterrupted)
+	}
+	if want := "ask: stopped following ticket " + tk.Ticket + "; the run goes on (ask --follow " + tk.Ticket; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+	if n := f.cancels.Load(); n != 0 {
+		t.Errorf("%d cancels sent, want none", n)
+	}
+	st, err := c.Status(t.Context(), tk.Ticket, 0)
+	if err != nil || st.State != "running" {
+		t.Errorf("the run is %q (%v), want still running", st.State, err)
+	}
+	if _, err := c.Cancel(t.Context(), tk.Ticket); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A stream lost for a reason a retry may cure names the ticket and how to follow it again; one
+// the service does not hold says why it may be gone, without the client library's wording.
+func TestStreamLostWording(t *testing.T) {
+	cfg := &config{url: "http://127.0.0.1:1/ask"}
+	lost := streamLost("t_A", &url.Error{Op: "Get", URL: "http://127.0.0.1:1/ask/v1/asks/t_A/events", Err: errors.New("connection reset by peer")}, cfg)
+	if !strings.Contains(lost, "lost the event stream of ticket t_A: cannot reach the ask service") || !strings.HasSuffix(lost, "(ask --follow t_A tries again)") {
+		t.Errorf("lost: %q", lost)
+	}
+	gone := streamLost("t_A", &client.APIError{Op: "streamEvents", StatusCode: 404}, cfg)
+	if !strings.Contains(gone, "holds no ticket t_A") || strings.Contains(gone, "streamEvents") {
+		t.Errorf("gone: %q", gone)
+	}
+}
+
+// watchWriter is a buffer that closes seen once what was written contains want.
+type watchWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}

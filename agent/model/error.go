@@ -21,6 +21,10 @@ const (
 	KindRefused Kind = "refused"
 	// KindContentFilter is the provider's content filter stopping the turn.
 	KindContentFilter Kind = "content_filter"
+	// KindTruncated is a turn the provider stopped before the model finished it: the output
+	// cap (MaxTokens) or the context window was reached. Its prose is cut and a tool call's
+	// arguments may be, so none of it is used; not retried (the same request would be cut again).
+	KindTruncated Kind = "truncated"
 	// KindTransport is the provider unreachable, a broken stream, or an unreadable response.
 	KindTransport Kind = "transport"
 	// KindRejected is any other 4xx: bad request, bad key, unknown model. Not retried.
@@ -45,6 +49,9 @@ type Error struct {
 // GenericMessage is what any message outside Vocabulary is shown as.
 const GenericMessage = "provider error"
 
+// MessageOutputCap is a KindTruncated turn cut at the output cap (ASK_LLM_MAX_TOKENS).
+const MessageOutputCap = "the reply was cut at the output token cap (ASK_LLM_MAX_TOKENS)"
+
 // Vocabulary is every phrase a provider failure may show in the run's error event and in a
 // log line. A provider (or a gateway in front of it) writes what it likes in its error bodies,
 // including an echo of the request — the question, a key — so nothing of its text is shown:
@@ -54,6 +61,8 @@ var Vocabulary = []string{
 	// What the adapters say about a turn.
 	"the model refused",
 	"the provider's content filter stopped the turn",
+	MessageOutputCap,
+	"the conversation filled the model's context window",
 	"stream out of order",
 	"stream ended before the message did",
 	"response has no choices",
@@ -84,7 +93,7 @@ var vocabulary = func() map[string]bool {
 // kinds is every Kind; any other is shown as transport.
 var kinds = map[Kind]bool{
 	KindRateLimited: true, KindOverloaded: true, KindRefused: true,
-	KindContentFilter: true, KindTransport: true, KindRejected: true,
+	KindContentFilter: true, KindTruncated: true, KindTransport: true, KindRejected: true,
 }
 
 // SafeMessage is msg when it is a phrase of Vocabulary,

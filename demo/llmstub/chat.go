@@ -54,6 +54,7 @@ func (s *Stub) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, aerr)
 		return
 	}
+	rp = capReply(rp, req.maxTokens)
 	rec.ToolCall, rec.Content = rp.call, rp.content
 
 	if err := wait(r.Context(), rp.delay); err != nil {
@@ -95,6 +96,9 @@ func wait(ctx context.Context, d time.Duration) error {
 }
 
 func finishReason(rp reply) string {
+	if rp.cut {
+		return "length"
+	}
 	if rp.call != nil {
 		return "tool_calls"
 	}

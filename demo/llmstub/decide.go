@@ -40,6 +40,7 @@ type reply struct {
 	content  string
 	delay    time.Duration
 	digest   [sha256.Size]byte // of the messages; seeds the response's ids
+	cut      bool              // the output cap cut content or call's arguments (finish_reason "length")
 }
 
 // decide answers a request from its messages alone, like a real model: the latest user message

@@ -14,6 +14,9 @@
 // messages, an unknown role, a tool message whose tool_call_id answers no pending tool call of the
 // assistant message before it, an assistant tool call left unanswered. Any model name is accepted;
 // GET /v1/models lists the script's. Options.RequireAuth demands a bearer key (any non-empty key).
+// max_completion_tokens (or the older max_tokens) cuts a reply as the real API does: a reply
+// longer than the cap, counted as usage counts it, ends where the cap fell — the prose, or the
+// tool call's arguments (no longer valid JSON) — with finish_reason "length".
 // Every request is recorded (Stub.Requests, GET /_stub/requests) so tests can prove what the model
 // was — or was not — asked.
 //

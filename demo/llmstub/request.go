@@ -34,6 +34,7 @@ type request struct {
 	toolBytes    int      // size of the tool definitions, for prompt token counts
 	stream       bool
 	includeUsage bool
+	maxTokens    int // the output cap; 0 when none was set
 }
 
 var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -66,6 +67,21 @@ func parseRequest(body []byte) (*request, *apiError) {
 			"The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	}
 	r := &request{model: cr.Model, stream: cr.Stream, includeUsage: cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage}
+	for _, c := range []struct {
+		param string
+		v     *int
+	}{{"max_completion_tokens", cr.MaxCompletionTokens}, {"max_tokens", cr.MaxTokens}} {
+		if c.v == nil {
+			continue
+		}
+		if *c.v < 1 {
+			return nil, invalidRequest(c.param, "integer_below_min_value", fmt.Sprintf(
+				"Invalid '%s': integer below minimum value. Expected a value >= 1, but got %d instead.", c.param, *c.v))
+		}
+		if r.maxTokens == 0 || *c.v < r.maxTokens {
+			r.maxTokens = *c.v
+		}
+	}
 	tools, toolBytes, aerr := parseTools(cr.Tools, cr.ToolChoice)
 	if aerr != nil {
 		return nil, aerr

@@ -32,3 +32,32 @@ func usageOf(r *request, rp reply) usage {
 	p, c := promptTokens(r), completionTokens(rp)
 	return usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}
 }
+
+// capReply cuts rp to limit completion tokens (0: no cap), as the real API does when a reply
+// reaches max_completion_tokens: the prose, or the tool call's arguments, end where the cap
+// fell (arguments then are not valid JSON), and the finish_reason is "length".
+func capReply(rp reply, limit int) reply {
+	if limit <= 0 || completionTokens(rp) <= limit {
+		return rp
+	}
+	rp.cut = true
+	if rp.call != nil {
+		c := *rp.call
+		c.Arguments = firstRunes(c.Arguments, 4*max(0, limit-3-tokens(c.Name)))
+		rp.call = &c
+		return rp
+	}
+	rp.content = firstRunes(rp.content, 4*(limit-1))
+	return rp
+}
+
+// firstRunes is s's first n runes.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}

@@ -83,6 +83,10 @@ func TestMalformedRequests(t *testing.T) {
 		{"stream_options without stream", `{"model":"m","stream_options":{"include_usage":true},"messages":[` + user + `]}`,
 			"stream_options", "invalid_value", "only allowed when 'stream' is enabled"},
 		{"tool_choice without tools", `{"model":"m","tool_choice":"auto","messages":[` + user + `]}`, "tool_choice", "", "only allowed when 'tools'"},
+		{"output cap of zero", `{"model":"m","max_completion_tokens":0,"messages":[` + user + `]}`,
+			"max_completion_tokens", "integer_below_min_value", "Expected a value >= 1"},
+		{"legacy output cap below one", `{"model":"m","max_tokens":-5,"messages":[` + user + `]}`,
+			"max_tokens", "integer_below_min_value", "Expected a value >= 1"},
 		{"bad function name", `{"model":"m","tools":[{"type":"function","function":{"name":"no spaces"}}],"messages":[` + user + `]}`,
 			"tools[0].function.name", "invalid_value", "does not match pattern"},
 	}

@@ -3,8 +3,9 @@ package llmstub
 import "encoding/json"
 
 // This file holds the subset of the OpenAI Chat Completions wire format the stub reads and writes.
-// Fields the stub does not use (temperature, max_completion_tokens, …) are accepted and ignored,
-// as local OpenAI-compatible servers do.
+// Fields the stub does not use (temperature, top_p, …) are accepted and ignored, as local
+// OpenAI-compatible servers do; the output caps (max_completion_tokens, and the older max_tokens)
+// cut the reply as the real API does (see capReply).
 
 // chatRequest is the body of POST /v1/chat/completions.
 type chatRequest struct {
@@ -15,6 +16,9 @@ type chatRequest struct {
 	ToolChoice    json.RawMessage    `json:"tool_choice"`
 	Stream        bool               `json:"stream"`
 	StreamOptions *wireStreamOptions `json:"stream_options"`
+	// MaxCompletionTokens caps the reply; MaxTokens is its older spelling.
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	MaxTokens           *int `json:"max_tokens"`
 }
 
 type wireStreamOptions struct {

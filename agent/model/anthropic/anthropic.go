@@ -110,6 +110,14 @@ func (m *Model) once(ctx context.Context, params anthropic.MessageNewParams) (mo
 	if msg.StopReason == "" {
 		return usage(msg), &model.Error{Kind: model.KindTransport, Message: "stream ended before the message did"}
 	}
+	// Cut before the model finished: the prose ends mid-sentence, a tool_use block's input
+	// mid-JSON. Neither is the model's turn.
+	switch msg.StopReason {
+	case anthropic.StopReasonMaxTokens:
+		return usage(msg), &model.Error{Kind: model.KindTruncated, Message: model.MessageOutputCap}
+	case anthropic.StopReasonModelContextWindowExceeded:
+		return usage(msg), &model.Error{Kind: model.KindTruncated, Message: "the conversation filled the model's context window"}
+	}
 	out := usage(msg)
 	var text []string
 	for _, b := range msg.Content {

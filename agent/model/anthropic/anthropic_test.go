@@ -34,6 +34,8 @@ const (
 	toolUseDelta = `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":48}}`
 	endTurnDelta = `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":12}}`
 	refusalDelta = `{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":3}}`
+	maxTokDelta  = `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":1024}}`
+	windowDelta  = `{"type":"message_delta","delta":{"stop_reason":"model_context_window_exceeded","stop_sequence":null},"usage":{"output_tokens":7}}`
 	messageStop  = `{"type":"message_stop"}`
 	overloaded   = `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
 )
@@ -193,6 +195,10 @@ func TestFailuresThatEndTheCall(t *testing.T) {
 		calls     int
 	}{
 		{"refusal stop reason", []replay.Response{sse(messageStart, textStart, textDelta, stop0, refusalDelta, messageStop)}, model.KindRefused, 1},
+		// Cut mid-prose, and mid-way through a tool call's input: neither is a turn, nor retried.
+		{"prose cut at max_tokens", []replay.Response{sse(messageStart, textStart, textDelta, stop0, maxTokDelta, messageStop)}, model.KindTruncated, 1},
+		{"tool input cut at max_tokens", []replay.Response{sse(messageStart, textStart, textDelta, stop0, toolStart, toolDelta1, stop1, maxTokDelta, messageStop)}, model.KindTruncated, 1},
+		{"context window full", []replay.Response{sse(messageStart, textStart, textDelta, stop0, windowDelta, messageStop)}, model.KindTruncated, 1},
 		{"bad request", []replay.Response{{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"messages: field required"}}`}}, model.KindRejected, 1},
 		{"overloaded every time", []replay.Response{sse(messageStart, overloaded), sse(messageStart, overloaded), sse(messageStart, overloaded)}, model.KindOverloaded, 3},
 		{"stream cut short", []replay.Response{sse(messageStart, textStart, textDelta)}, model.KindTransport, 1},

@@ -104,6 +104,11 @@ func (m *Model) once(ctx context.Context, params openai.ChatCompletionNewParams)
 	if ch.Message.Refusal != "" {
 		return model.Response{Usage: usage}, &model.Error{Kind: model.KindRefused, Message: "the model refused"}
 	}
+	if ch.FinishReason == "length" {
+		// Cut at MaxCompletionTokens: the prose ends mid-sentence, a tool call's arguments
+		// mid-JSON. Neither is the model's turn.
+		return model.Response{Usage: usage}, &model.Error{Kind: model.KindTruncated, Message: model.MessageOutputCap}
+	}
 	out := model.Response{Text: ch.Message.Content, Usage: usage}
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {

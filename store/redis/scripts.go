@@ -128,7 +128,7 @@ const luaConvs = `
 -- hash. An entry whose score has passed is a conversation that is gone (its hash expired:
 -- dropped), or one an ask runs in (its hash persisted: scored a minute ahead, to be looked at
 -- again then), or one whose hash lives on (scored at its expiry). Entries at +inf (a restored
--- ticket's conversation, or one an earlier version scored so) are looked at too, and leave +inf
+-- ticket's conversation, as an earlier version scored it) are looked at too, and leave +inf
 -- the same way, so a sweep with a limit always gets on. At most limit entries of each kind (0:
 -- every one). cprefix names a conversation's hash.
 local function sweep_convs(key, cprefix, now, limit)
@@ -193,13 +193,16 @@ local function touch_owner(key)
   return false
 end
 -- the owner's zsets' expiry after a change: none while one of its tickets runs, else each
--- until its latest entry expires
+-- until its latest entry expires. Only the tickets' +inf means an ask runs: a conversation's
+-- entry at +inf (a restored ticket's, as an earlier version scored it) is looked past, so that
+-- it cannot take the owner's conversations out of expiry for good.
 local function touch_owners(tickets, convs)
   if touch_owner(tickets) then
     redis.call('PERSIST', convs)
-  else
-    touch_owner(convs)
+    return
   end
+  local top = redis.call('ZREVRANGEBYSCORE', convs, '(+inf', '-inf', 'WITHSCORES', 'LIMIT', '0', '1')[2]
+  if top then redis.call('PEXPIREAT', convs, top) end
 end
 `
 
@@ -346,8 +349,11 @@ if not h[1] then
   elseif (redis.call('HGET', KEYS[4], 'running') or '') == '' then
     redis.call('HSET', KEYS[4], 'running', ARGV[4])
   end
-  redis.call('ZADD', KEYS[8], '+inf', ARGV[5])
-  redis.call('ZADD', KEYS[9], '+inf', ARGV[5])
+  -- the conversation's entries at the expiry this end gives its hash (below), never at +inf: an
+  -- owner's set at +inf reads as an ask running, and would never expire again
+  local cexp = int(now_ms() + ARGV[6])
+  redis.call('ZADD', KEYS[8], cexp, ARGV[5])
+  redis.call('ZADD', KEYS[9], cexp, ARGV[5])
   redis.call('ZADD', KEYS[7], '+inf', ARGV[4])
   redis.call('ZADD', KEYS[10], '+inf', ARGV[4])
   h = {'0', ARGV[2], '1', ARGV[5], false, '0'}

@@ -104,9 +104,7 @@ func (m *Memory) Close() error {
 	clear(m.inFlight)
 	clear(m.convsOf)
 	clear(m.heldOf)
-	m.idems.mu.Lock()
-	m.idems.recs, m.idems.order = nil, nil
-	m.idems.mu.Unlock()
+	m.idems.close()
 	return nil
 }
 

@@ -6,13 +6,16 @@ import (
 	"time"
 )
 
-// memIdems are the Memory store's idempotency records. Expired records are purged lazily,
-// oldest first, as new ones arrive: records are begun with the service's one TTL, so the
+// memIdems are the Memory store's idempotency records. Expired records are purged oldest
+// first, as new ones arrive and on a timer armed for the oldest one's expiry, so an idle store
+// holds none once they have expired: records are begun with the service's one TTL, so the
 // insertion order is the expiry order (near enough; a record is also checked on every use).
 type memIdems struct {
-	mu    sync.Mutex
-	recs  map[string]*memIdem
-	order []memIdemRef
+	mu     sync.Mutex
+	recs   map[string]*memIdem
+	order  []memIdemRef
+	timer  *time.Timer // armed for order[0]'s expiry while order holds a record
+	closed bool
 }
 
 type memIdem struct {
@@ -55,6 +58,9 @@ func (m *Memory) BeginIdempotent(_ context.Context, owner Owner, key string, b I
 		r = &memIdem{fp: b.Fingerprint, id: b.Candidate, lock: now.Add(b.Lock), expires: now.Add(b.TTL)}
 		x.recs[k] = r
 		x.order = append(x.order, memIdemRef{k, r})
+		if len(x.order) == 1 {
+			x.arm(now)
+		}
 		return IdemResult{State: IdemNew, ID: b.Candidate}, nil
 	case r.fp != b.Fingerprint:
 		return IdemResult{State: IdemMismatch}, nil
@@ -110,5 +116,45 @@ func (x *memIdems) purge(now time.Time) {
 	}
 	if n > 0 {
 		x.order = append(x.order[:0], x.order[n:]...)
+		clear(x.order[len(x.order) : n+len(x.order)])
 	}
+	if len(x.order) == 0 {
+		x.order = nil // its array may have grown large: let it go
+	}
+}
+
+// arm sets the timer for the oldest record's expiry, if there is one; x.mu is held.
+func (x *memIdems) arm(now time.Time) {
+	if len(x.order) == 0 || x.closed {
+		return
+	}
+	d := x.order[0].rec.expires.Sub(now)
+	if x.timer == nil {
+		x.timer = time.AfterFunc(d, x.expired)
+		return
+	}
+	x.timer.Reset(d)
+}
+
+// expired is the timer's: it purges what has expired and re-arms for the rest.
+func (x *memIdems) expired() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return
+	}
+	now := time.Now()
+	x.purge(now)
+	x.arm(now)
+}
+
+// close stops the timer and drops every record.
+func (x *memIdems) close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.closed = true
+	if x.timer != nil {
+		x.timer.Stop()
+	}
+	x.recs, x.order = nil, nil
 }

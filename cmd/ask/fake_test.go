@@ -17,6 +17,8 @@ type fakeService struct {
 	events  chan string
 	// hangCancel makes a cancel never answered: it ends only with its request's context.
 	hangCancel bool
+	// hangAsk makes a createAsk never answered, like hangCancel.
+	hangAsk bool
 }
 
 func newFakeService() *fakeService { return &fakeService{events: make(chan string, 64)} }
@@ -43,6 +45,13 @@ func (f *fakeService) RoundTrip(req *http.Request) (*http.Response, error) {
 	case req.Method == http.MethodPost && strings.HasSuffix(p, "/v1/conversations"):
 		return resp(201, "application/json", text(`{"id":"cv","created_at":"2026-11-29T20:00:00Z"}`)), nil
 	case req.Method == http.MethodPost && strings.HasSuffix(p, "/asks"):
+		f.mu.Lock()
+		hang := f.hangAsk
+		f.mu.Unlock()
+		if hang {
+			<-req.Context().Done()
+			return nil, req.Context().Err()
+		}
 		return resp(202, "application/json", text(`{"ticket":"tk","conversation_id":"cv","events_url":"e","status_url":"s","cancel_url":"c","created_at":"2026-11-29T20:00:00Z"}`)), nil
 	case req.Method == http.MethodPost && strings.HasSuffix(p, "/cancel"):
 		f.mu.Lock()

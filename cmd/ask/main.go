@@ -17,7 +17,9 @@
 //
 // Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm (at most
 // 5 s, the cancel request included) and exits with status 4; before the ask was made it asks
-// nothing and exits 4 too. A second Ctrl-C exits at once; the first named the ticket, so
+// nothing and exits 4 too. While the service has not yet answered the ask itself, ask waits for
+// that answer (it may hold a ticket to cancel) for the same 5 s, then says the ask may have
+// been made, and exits 4. A second Ctrl-C exits at once; the first named the ticket, so
 // --follow can still show how the run ended.
 //
 // --follow TICKET prints an ask made earlier (by this identity, and still held by the service)

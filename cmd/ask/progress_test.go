@@ -136,3 +136,39 @@ func TestCtrlCGraceWhenCancelHangs(t *testing.T) {
 		}
 	})
 }
+
+// Ctrl-C while the service has not yet answered the ask: the ask may have been made, so its
+// reply is awaited, but for the same grace only, and the wait is said at once. Ctrl-C ends in
+// status 4 and says the ask may exist, never a 30 s silence then "did not answer in time".
+func TestCtrlCGraceWhenAskHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newFakeService()
+		svc.hangAsk = true
+		env := askconfig.MapEnv(map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()})
+		ctx, interrupt := context.WithCancel(t.Context())
+		defer interrupt()
+		var stdout bytes.Buffer
+		stderr := &watchWriter{want: "\n", seen: make(chan struct{})}
+		done := make(chan int)
+		go func() {
+			done <- runWith(ctx, []string{"--token", "t", "q"}, nil, &stdout, stderr, env, &http.Client{Transport: svc})
+		}()
+		synctest.Wait() // the ask is sent, and hangs
+		start := time.Now()
+		interrupt()
+		synctest.Wait()
+		if got := stderr.String(); !strings.HasPrefix(got, "Cancelling…") {
+			t.Errorf("right after Ctrl-C, stderr %q; want Cancelling… said at once", got)
+		}
+		code := <-done
+		if waited := time.Since(start); waited != cancelGrace {
+			t.Errorf("left %v after Ctrl-C, want the grace of %v", waited, cancelGrace)
+		}
+		if got := stderr.String(); code != exitError || !strings.Contains(got, "ask: interrupted; the service did not answer the ask within 5s: it may have been made") {
+			t.Errorf("exit %d, stderr %q; want 4 and that the ask may have been made", code, got)
+		}
+		if stdout.String() != "" || svc.Cancels() != 0 {
+			t.Errorf("stdout %q, %d cancels; want nothing (no ticket to cancel)", stdout.String(), svc.Cancels())
+		}
+	})
+}

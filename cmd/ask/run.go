@@ -235,6 +235,10 @@ func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if errors.Is(err, errInterrupted) {
 		return interruptedEarly(stderr)
 	}
+	if errors.Is(err, errAskUnknown) {
+		fmt.Fprintf(stderr, "ask: %v\n", err)
+		return exitError
+	}
 	if err != nil {
 		return failed(err)
 	}
@@ -271,12 +275,27 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 			conv = cv.Id
 		}
 		// Once the ask may exist, Ctrl-C must not abandon it: the request completes (bounded)
-		// so that follow can cancel the ticket it returns.
+		// so that follow can cancel the ticket it returns. After Ctrl-C it has the cancel's
+		// grace, not the whole askTimeout, and the wait is said at once.
 		askCtx, cancelAsk := context.WithTimeout(context.WithoutCancel(ctx), askTimeout)
+		var grace *time.Timer
+		noticed := make(chan struct{})
+		stopNotice := context.AfterFunc(ctx, func() {
+			defer close(noticed)
+			fmt.Fprintln(stderr, "Cancelling… (waiting for the service to answer the ask, so that it can be cancelled)")
+			grace = time.AfterFunc(cancelGrace, cancelAsk)
+		})
 		tk, err := c.AskWith(askCtx, conv, cfg.question, client.AskOptions{Webhook: cfg.webhook})
+		if !stopNotice() {
+			<-noticed // the notice is written, and grace set, before anything else is
+			grace.Stop()
+		}
+		graceOver := askCtx.Err() != nil && ctx.Err() != nil
 		cancelAsk()
 		var apiErr *client.APIError
 		switch {
+		case err != nil && graceOver:
+			return gen.Ticket{}, errAskUnknown
 		case err == nil:
 			if stateErr == nil {
 				if err := state.remember(key, conv); err != nil {
@@ -304,6 +323,10 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 
 // errInterrupted is Ctrl-C before the ask was made.
 var errInterrupted = errors.New("interrupted before the ask was made")
+
+// errAskUnknown is Ctrl-C while the service did not answer the ask within the cancel's grace:
+// the ask may have been made, and there is no ticket to cancel.
+var errAskUnknown = fmt.Errorf("interrupted; the service did not answer the ask within %s: it may have been made, and without its ticket it could not be cancelled", cancelGrace)
 
 // interruptedEarly ends the command after a Ctrl-C that came before there was an ask to
 // cancel: nothing was asked (a conversation may have been made, which holds no question).

@@ -1,8 +1,12 @@
 package hardening_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/demo/stack"
@@ -39,3 +43,38 @@ func TestModelReplyCutAtTheOutputCap(t *testing.T) {
 		})
 	}
 }
+
+// A model call that gets no answer within ASK_LLM_TIMEOUT_S ends in error{model} saying that,
+// not that the provider was unreachable or unreadable: it was reached, and said nothing. Both
+// adapters: the OpenAI one against the llm-stub behind a proxy that holds the call, the
+// Anthropic one against a server that sends the stream's first event and then nothing.
+func TestModelCallTimeoutSaysSo(t *testing.T) {
+	s := modelBehind(t, func(_ http.ResponseWriter, r *http.Request, _ []byte) bool {
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			<-r.Context().Done() // the adapter gives up after its 1 s timeout
+			return true
+		}
+		return false
+	})
+	if term := runFault(t, s, qSev1); term.Type != "error" || term.Kind != "model" || !strings.Contains(term.Message, "ASK_LLM_TIMEOUT_S") {
+		t.Errorf("openai: %s/%s %q, want error/model naming the model call timeout", term.Type, term.Kind, term.Message)
+	}
+
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: "+anthropicStart+"\n\n")
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(silent.Close)
+	s, _ = startStack(t, stack.Options{Deadline: faultDeadline, Model: &agent.Config{
+		LLM: agent.LLMAnthropic, BaseURL: silent.URL, APIKey: "sk-ant-k", Model: "claude-sonnet-4-5",
+		Timeout: time.Second, MaxRetries: -1, MaxTokens: 1024, MaxModelCalls: 12,
+	}})
+	if term := runFault(t, s, qSev1); term.Type != "error" || term.Kind != "model" || !strings.Contains(term.Message, "ASK_LLM_TIMEOUT_S") {
+		t.Errorf("anthropic: %s/%s %q, want error/model naming the model call timeout", term.Type, term.Kind, term.Message)
+	}
+}
+
+// anthropicStart is a Messages stream's first event.
+const anthropicStart = `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":210,"output_tokens":1}}}`

@@ -49,6 +49,10 @@ type Error struct {
 // GenericMessage is what any message outside Vocabulary is shown as.
 const GenericMessage = "provider error"
 
+// MessageCallTimeout is an attempt that got no (whole) answer within the adapter's Timeout:
+// the provider was reached, and said nothing, or not all of it, in time.
+const MessageCallTimeout = "no answer within the model call timeout (ASK_LLM_TIMEOUT_S)"
+
 // MessageOutputCap is a KindTruncated turn cut at the output cap (ASK_LLM_MAX_TOKENS).
 const MessageOutputCap = "the reply was cut at the output token cap (ASK_LLM_MAX_TOKENS)"
 
@@ -68,6 +72,7 @@ var Vocabulary = []string{
 	"response has no choices",
 	"provider unreachable or stream unreadable",
 	"provider unreachable or response unreadable",
+	MessageCallTimeout,
 	// The providers' error categories, in our words.
 	"invalid request",
 	"authentication failed",

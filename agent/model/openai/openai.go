@@ -207,6 +207,9 @@ func classify(ctx context.Context, err error) error {
 		}
 		return me
 	}
+	if errors.Is(err, context.DeadlineExceeded) { // this attempt's Timeout, not ctx's
+		return &model.Error{Kind: model.KindTransport, Message: model.MessageCallTimeout, Err: err}
+	}
 	return &model.Error{Kind: model.KindTransport, Message: "provider unreachable or response unreadable", Err: err}
 }
 

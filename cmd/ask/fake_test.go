@@ -19,6 +19,8 @@ type fakeService struct {
 	hangCancel bool
 	// hangAsk makes a createAsk never answered, like hangCancel.
 	hangAsk bool
+	// hangToken makes a token request to the dev IdP (POST /token) never answered.
+	hangToken bool
 }
 
 func newFakeService() *fakeService { return &fakeService{events: make(chan string, 64)} }
@@ -42,6 +44,15 @@ func (f *fakeService) RoundTrip(req *http.Request) (*http.Response, error) {
 	text := func(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
 	p := req.URL.Path
 	switch {
+	case req.Method == http.MethodPost && p == "/token":
+		f.mu.Lock()
+		hang := f.hangToken
+		f.mu.Unlock()
+		if hang {
+			<-req.Context().Done()
+			return nil, req.Context().Err()
+		}
+		return resp(200, "application/json", text(`{"access_token":"t","expires_in":3600}`)), nil
 	case req.Method == http.MethodPost && strings.HasSuffix(p, "/v1/conversations"):
 		return resp(201, "application/json", text(`{"id":"cv","created_at":"2026-11-29T20:00:00Z"}`)), nil
 	case req.Method == http.MethodPost && strings.HasSuffix(p, "/asks"):

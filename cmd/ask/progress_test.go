@@ -172,3 +172,22 @@ func TestCtrlCGraceWhenAskHangs(t *testing.T) {
 		}
 	})
 }
+
+// A dev identity provider that never answers is said within mintTimeout, not waited on for
+// ever in silence.
+func TestTokenMintTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newFakeService()
+		svc.hangToken = true
+		env := askconfig.MapEnv(map[string]string{"ASK_URL": "http://ask.test/ask", "ASK_IDP": "http://idp.test", "XDG_STATE_HOME": t.TempDir()})
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := runWith(t.Context(), []string{"q"}, nil, &stdout, &stderr, env, &http.Client{Transport: svc})
+		if waited := time.Since(start); waited != mintTimeout {
+			t.Errorf("left after %v, want %v", waited, mintTimeout)
+		}
+		if got := stderr.String(); code != exitFailure || !strings.Contains(got, "ask: no token") || !strings.Contains(got, "the dev identity provider at http://idp.test did not answer within 10s") {
+			t.Errorf("exit %d, stderr %q", code, got)
+		}
+	})
+}

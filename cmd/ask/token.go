@@ -30,6 +30,10 @@ type idpSource struct {
 
 var _ client.TokenSource = (*idpSource)(nil)
 
+// mintTimeout bounds one request for a token: an identity provider that does not answer is
+// said, not waited on for ever.
+const mintTimeout = 10 * time.Second
+
 // Token returns a token that is valid for at least another 30 s, minting one when needed.
 func (s *idpSource) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()
@@ -37,6 +41,9 @@ func (s *idpSource) Token(ctx context.Context) (string, error) {
 	if s.token != "" && time.Until(s.expires) > 30*time.Second {
 		return s.token, nil
 	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, mintTimeout)
+	defer cancel()
 	body, _ := json.Marshal(map[string]string{"oid": s.oid})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(s.url, "/")+"/token", bytes.NewReader(body))
 	if err != nil {
@@ -45,6 +52,9 @@ func (s *idpSource) Token(ctx context.Context) (string, error) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.http.Do(req)
 	if err != nil {
+		if parent.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return "", fmt.Errorf("the dev identity provider at %s did not answer within %s", s.url, mintTimeout)
+		}
 		return "", fmt.Errorf("the dev identity provider at %s: %w", s.url, err)
 	}
 	defer func() { _ = resp.Body.Close() }()

@@ -25,11 +25,12 @@ import (
 // reader, and a ticket nobody reads costs nothing but a map lookup per notification.
 //
 // The hub has no goroutine of its own: the reads run on the readers' goroutines (whoever comes
-// first), the notifications on the store's one notification goroutine. A tail lives until the
-// bytes bound (Options.CacheBytes, an LRU over every ticket's tail) pushes it out, the
-// finished ticket's TTL is over, or the subscription is re-established (notifications may
-// have been lost, or Redis restarted and lost everything): then every tail is dropped and its
-// readers are woken to read again. A finished ticket's log no longer changes, so its tail
+// first), the notifications on the store's one notification goroutine, the sweep of expired
+// tails on a timer's. A tail lives until the bytes bound (Options.CacheBytes, an LRU over every
+// ticket's tail) pushes it out, the finished ticket's TTL is over (a sweep, at most every
+// sweepGap, lets it go even when nothing is read), or the subscription is re-established
+// (notifications may have been lost, or Redis restarted and lost everything): then every tail
+// is dropped and its readers are woken to read again. A finished ticket's log no longer changes, so its tail
 // answers a replay from memory until the ticket's expiry, which the read that saw the end
 // took from Redis (PTTL, counted from before the read was sent, so never later than Redis's).
 
@@ -50,7 +51,16 @@ type hub struct {
 	lru   list.List // of *tail, most recently read first
 	bytes int64
 	ends  map[string]*endWatch // closed at the ticket's next end notification
+	// sweep is armed while a finished tail waits for its expiry (sweepExpired), so that an idle
+	// replica lets the tails go, where expire drops them only as new tails come.
+	sweep   *time.Timer
+	sweepOn bool
 }
+
+// sweepGap is how often at most the hub looks over every tail for finished ones past their
+// expiry (sweepExpired): a look walks every tail, holding the hub's lock (about a millisecond
+// for 100,000 tails, the most 64 MiB of them can be).
+const sweepGap = time.Second
 
 // endWatch is a ticket's end channel. known marks a watch registered before this instance
 // created the ticket (unfinished then): until the channel closes, the ticket is known to be
@@ -260,6 +270,7 @@ func (h *hub) apply(t *tail, from int64, gen uint64, r fetched, sent time.Time) 
 	if r.finished {
 		t.done = true
 		t.expires = sent.Add(max(r.ttl, 0))
+		h.sweepAt(t.expires)
 		if t.changed != nil {
 			close(t.changed)
 			t.changed = nil
@@ -342,8 +353,53 @@ func (h *hub) wrote(ticket string, evs []store.Event, done bool, expires time.Ti
 	}
 	if done {
 		t.done, t.expires = true, expires
+		h.sweepAt(expires)
 	}
 	h.shrink(t)
+}
+
+// sweepAt arms the sweep for at, unless it is armed already (for an earlier time: every tail
+// expires the store's TTL after its end); h.mu is held.
+func (h *hub) sweepAt(at time.Time) {
+	if h.sweepOn {
+		return
+	}
+	h.sweepOn = true
+	d := max(at.Sub(h.now()), 0)
+	if h.sweep == nil {
+		h.sweep = time.AfterFunc(d, h.sweepExpired)
+		return
+	}
+	h.sweep.Reset(d)
+}
+
+// sweepExpired is the sweep's: it drops every finished tail past its expiry, and arms itself
+// again for the earliest of the others, sweepGap from now at the soonest.
+func (h *hub) sweepExpired() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sweepOn = false
+	now := h.now()
+	var next time.Time
+	for _, t := range h.tails {
+		switch {
+		case !t.done:
+		case !now.Before(t.expires):
+			h.drop(t)
+		case next.IsZero() || t.expires.Before(next):
+			next = t.expires
+		}
+	}
+	if !next.IsZero() {
+		h.sweepAt(later(next, now.Add(sweepGap)))
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // forget drops the ticket's tail (its log was re-created).
@@ -445,6 +501,9 @@ func (h *hub) reset() {
 	h.mu.Lock()
 	for _, t := range h.tails {
 		h.drop(t)
+	}
+	if h.sweep != nil && h.sweep.Stop() {
+		h.sweepOn = false // no tail left to wait for
 	}
 	for id, w := range h.ends {
 		calls = append(calls, h.closeEndLocked(id, w)...)

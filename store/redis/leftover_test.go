@@ -110,3 +110,32 @@ func TestRestoredAskLeavesNothing(t *testing.T) {
 		return err == nil && (len(n) == 0 || len(n) == 1 && strings.HasSuffix(n[0], "}generation"))
 	})
 }
+
+// TestHubForgetsExpiredTails: a finished ticket's tail, which answers replays from memory until
+// the ticket's expiry, is let go once that has passed, with nothing read since: an idle replica
+// does not hold the logs its readers read (up to the hub's bound, 64 MiB by default) for good.
+func TestHubForgetsExpiredTails(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	const ttl = 300 * time.Millisecond
+	s := newStore(t, srv, redisstore.Options{TTL: ttl})
+	storetest.MustConv(t, s, "c", storetest.Alice)
+	for _, id := range []string{"t1", "t2"} {
+		if _, err := storetest.NewTicket(t, s, id, "c", storetest.Alice, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Finish(ctx, id, storetest.Tail(2), ask.Turn{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Read(ctx, id, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tails, _ := redisstore.HubStats(s); tails != 2 {
+		t.Fatalf("the hub holds %d tails after the reads, want 2", tails)
+	}
+	redistest.Poll(t, "the hub to let the expired tails go", func() bool {
+		tails, bytes := redisstore.HubStats(s)
+		return tails == 0 && bytes == 0
+	})
+}

@@ -2,6 +2,7 @@
 //
 //	ask [flags] QUESTION...
 //	ask [flags] -q QUESTION
+//	ask [flags] -q - < FILE
 //	ask [flags] --follow TICKET
 //
 // While the run works, ask says what it is doing on stderr, in its own words ("Looking up
@@ -30,6 +31,8 @@
 // for this identity (expired, another's, or never made) is one line on stderr and status 1.
 //
 // Flags may come before or after the question's words; everything after -- is the question.
+// -q - reads the question from stdin, to its end: it is then neither on the command line, which
+// any user's ps shows, nor subject to the shell's quoting.
 // What the service sends (an answer's text, a source's reason) is printed as text: a control
 // character in it is shown as its escape (\x1b), never acted on by the terminal.
 //

@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/das-ask/ask/client"
 	askconfig "github.com/das-ask/ask/config"
@@ -37,7 +40,7 @@ const (
 )
 
 const usage = `usage: ask [flags] QUESTION...
-       ask [flags] -q QUESTION
+       ask [flags] -q QUESTION        (-q - reads it from stdin)
        ask [flags] --follow TICKET
 
 Asks the ask service a question and prints the outcome. Progress goes to stderr;
@@ -59,6 +62,7 @@ type config struct {
 	url, token, oid, idp string
 	question             string
 	webhook              string
+	fromStdin            bool   // -q -: the question is stdin's
 	follow               string // a ticket to follow instead of asking
 	cont, steps, json    bool
 	branches             bool
@@ -79,7 +83,7 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	fs.StringVar(&c.url, "url", env.URL, "the service, gateway prefix included ($ASK_URL)")
 	fs.StringVar(&c.token, "token", env.Token, "the bearer token ($ASK_TOKEN); default: mint one from the dev IdP ($ASK_IDP)")
 	fs.StringVar(&c.oid, "as", env.OID, "the identity to mint a dev token for ($ASK_OID)")
-	fs.StringVar(&c.question, "q", "", "the question (or give it as arguments)")
+	fs.StringVar(&c.question, "q", "", "the question (or give it as arguments); - reads it from stdin")
 	fs.BoolVar(&c.cont, "continue", false, "ask in the last conversation used with this URL and identity")
 	fs.BoolVar(&c.steps, "steps", false, "also show every tool call, the SQL and the path")
 	fs.BoolVar(&c.json, "json", false, "print the events as NDJSON on stdout")
@@ -124,6 +128,11 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		}
 		c.question = rest
 	}
+	if set["q"] && c.question == "-" {
+		c.fromStdin = true // read by runWith, which can be interrupted
+		c.idp = env.IdP
+		return c, 0
+	}
 	c.question = strings.TrimSpace(c.question)
 	if c.question == "" {
 		if given {
@@ -137,6 +146,45 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	}
 	c.idp = env.IdP
 	return c, 0
+}
+
+// maxStdinQuestion bounds what -q - reads: ten times the contract's 4000 characters of the
+// longest UTF-8, so that a longer question is still the service's to refuse, with its reason.
+const maxStdinQuestion = 160 << 10
+
+// readQuestion reads the question from stdin (-q -), to its end: a question kept out of the
+// command line, where any user's ps shows it, and free of the shell's quoting. On a terminal
+// it says how to end it. Ctrl-C stops the wait. "" means the command ends with the code.
+func readQuestion(ctx context.Context, stdin io.Reader, stderr io.Writer) (string, int) {
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintln(stderr, "Type the question, then Ctrl-D on a line of its own.")
+	}
+	type read struct {
+		b   []byte
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(stdin, maxStdinQuestion+1))
+		got <- read{b, err}
+	}()
+	var r read
+	select {
+	case r = <-got:
+	case <-ctx.Done():
+		return "", interruptedEarly(stderr)
+	}
+	switch q := strings.TrimSpace(string(r.b)); {
+	case r.err != nil:
+		fmt.Fprintf(stderr, "ask: reading the question from stdin: %v\n", r.err)
+	case len(r.b) > maxStdinQuestion:
+		fmt.Fprintf(stderr, "ask: the question on stdin is over %d KiB; a question is at most 4000 characters\n", maxStdinQuestion>>10)
+	case q == "":
+		fmt.Fprintln(stderr, "ask: the question is empty (stdin held none)")
+	default:
+		return q, 0
+	}
+	return "", exitFailure
 }
 
 // parseInterspersed parses args with fs, flags and the question's words in any order, and
@@ -178,10 +226,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // runWith is run over the given HTTP client (tests pass an in-memory transport).
-func runWith(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer, lookup func(string) (string, bool), httpClient *http.Client) int {
+func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookup func(string) (string, bool), httpClient *http.Client) int {
 	cfg, code := parseArgs(args, stderr, lookup)
 	if cfg == nil {
 		return code
+	}
+	if cfg.fromStdin {
+		q, code := readQuestion(ctx, stdin, stderr)
+		if q == "" {
+			return code
+		}
+		cfg.question = q
 	}
 	fail := func(format string, a ...any) int {
 		// A failure may quote the service (a problem's detail): shown as text (safe.go).

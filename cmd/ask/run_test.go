@@ -537,3 +537,36 @@ func TestRunWrongURLSaysWhatURLIsWanted(t *testing.T) {
 		}
 	}
 }
+
+// -q - reads the question from stdin, to its end (kept off the command line, which ps shows).
+func TestRunQuestionFromStdin(t *testing.T) {
+	f := start(t)
+	for _, tc := range []struct {
+		name, stdin string
+		code        int
+		stdout      string
+		stderr      string
+	}{
+		{"a question", "  refuse\n", exitRefusal, "Refused by demo (run_query)", ""},
+		{"nothing", "", exitFailure, "", "ask: the question is empty (stdin held none)\n"},
+		{"blank", " \n\t\n", exitFailure, "", "ask: the question is empty (stdin held none)\n"},
+		{"too long", "secret " + strings.Repeat("q", maxStdinQuestion), exitFailure, "", "ask: the question on stdin is over 160 KiB; a question is at most 4000 characters\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), []string{"-q", "-"}, strings.NewReader(tc.stdin), &stdout, &stderr, f.env(t))
+			if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || (tc.stderr != "" && stderr.String() != tc.stderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q and %q", code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	// The service's own limit is still said with its reason.
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"-q", "-"}, strings.NewReader(strings.Repeat("q", 4001)), &stdout, &stderr, f.env(t)); code != exitFailure || !strings.Contains(stderr.String(), "maximum string length is 4000") {
+		t.Errorf("4001 characters: exit %d, stderr %q", code, stderr.String())
+	}
+	// -q - and words: which is the question?
+	if code, _, stderr := f.run(t.Context(), f.env(t), "-q", "-", "answer"); code != exitFailure || !strings.Contains(stderr, "either with -q or as arguments") {
+		t.Errorf("-q - answer: exit %d, stderr %q", code, stderr)
+	}
+}

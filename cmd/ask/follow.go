@@ -24,10 +24,11 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 	// The terminal check must see the real stderr (an *os.File), so it comes before the wrap:
 	// progress, the cancel notice and the final words then share stderr from two goroutines.
 	tty := !cfg.json && wantSpinner(stdout, stderr, cfg.env)
+	term := stderr
 	stderr = &syncWriter{w: stderr}
 	var prog progress = &plainProgress{w: stderr}
 	if tty {
-		prog = newSpinner(stderr, "Thinking…")
+		prog = newSpinner(stderr, "Thinking…", func() int { return widthOf(term) })
 	}
 	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStream()

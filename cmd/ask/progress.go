@@ -35,10 +35,13 @@ func (p *plainProgress) Line(s string) {
 func (p *plainProgress) Stop() {}
 
 // spinnerProgress keeps one live line at the bottom of a terminal — a spinner, the current
-// phase and the seconds since it began — so a silent model turn never looks like a hang.
+// phase and the seconds since it began — so a silent model turn never looks like a hang. The
+// live line is cut to the terminal's width: a line that wrapped would leave a row behind at
+// every redraw, since erasing the line erases only the row the cursor is on.
 type spinnerProgress struct {
 	mu      sync.Mutex
 	w       io.Writer
+	cols    func() int // the terminal's columns now (it may be resized); 0 or less: 80
 	phase   string
 	since   time.Time
 	frame   int
@@ -48,8 +51,9 @@ type spinnerProgress struct {
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
-func newSpinner(w io.Writer, phase string) *spinnerProgress {
-	p := &spinnerProgress{w: w, phase: phase, since: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
+// newSpinner draws on w, a terminal cols() columns wide.
+func newSpinner(w io.Writer, phase string, cols func() int) *spinnerProgress {
+	p := &spinnerProgress{w: w, cols: cols, phase: phase, since: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go p.loop()
 	return p
 }
@@ -73,7 +77,18 @@ func (p *spinnerProgress) loop() {
 // draw rewrites the live line; the caller holds mu.
 func (p *spinnerProgress) draw() {
 	p.frame = (p.frame + 1) % len(spinnerFrames)
-	_, _ = fmt.Fprintf(p.w, "\r\x1b[2K%s %s %ds", spinnerFrames[p.frame], p.phase, int(time.Since(p.since).Seconds()))
+	age := fmt.Sprintf(" %ds", int(time.Since(p.since).Seconds()))
+	// The frame and its space are two columns; one more is left free, as a terminal that
+	// fills its last column may wrap.
+	width := p.cols()
+	if width <= 0 {
+		width = 80
+	}
+	phase := []rune(p.phase)
+	if room := width - 3 - len(age); len(phase) > room {
+		phase = append(phase[:max(room-1, 0)], '…')
+	}
+	_, _ = fmt.Fprintf(p.w, "\r\x1b[2K%s %s%s", spinnerFrames[p.frame], string(phase), age)
 }
 
 func (p *spinnerProgress) Line(s string) {
@@ -99,6 +114,19 @@ func (p *spinnerProgress) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, _ = io.WriteString(p.w, "\r\x1b[2K")
+}
+
+// widthOf is the columns of the terminal w is, or 0 when that cannot be told.
+func widthOf(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 // isTerminal reports whether w is a terminal.

@@ -191,3 +191,42 @@ func TestTokenMintTimesOut(t *testing.T) {
 		}
 	})
 }
+
+// The live line never wraps: on a terminal of 80 columns (what a writer that is no terminal
+// counts as), a phase too long for it is cut with "…", whole lines above it are not. Ctrl-C's
+// line, which names the ticket twice, is the longest the command writes.
+func TestSpinnerLineFitsTheTerminal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := newFakeService()
+		env := askconfig.MapEnv(map[string]string{"ASK_URL": "http://ask.test/ask", "ASK_PROGRESS": "tty", "XDG_STATE_HOME": t.TempDir()})
+		ctx, interrupt := context.WithCancel(t.Context())
+		defer interrupt()
+		var stdout, stderr bytes.Buffer
+		done := make(chan int)
+		go func() {
+			done <- runWith(ctx, []string{"--token", "t", "q"}, nil, &stdout, &stderr, env, &http.Client{Transport: svc})
+		}()
+		long := strings.Repeat("incident ", 20)
+		svc.Send(fAccepted, frameOf(2, "milestone", `,"phase":"grounding","subject":"`+long+`","source":"demo"`))
+		time.Sleep(time.Second)
+		interrupt()
+		time.Sleep(time.Second)
+		svc.Send(frameOf(3, "error", `,"kind":"cancelled","message":"cancelled"`), frameOf(4, "done", `,"outcome":"error","steps":0,"model_calls":0,"input_tokens":0,"output_tokens":0,"elapsed_ms":1`))
+		if code := <-done; code != exitError {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+		var live int
+		for _, seg := range strings.Split(stderr.String(), "\r\x1b[2K") {
+			if seg == "" || strings.HasSuffix(seg, "\n") {
+				continue // a whole line, which the terminal may wrap: it is never redrawn
+			}
+			live++
+			if n := len([]rune(seg)); n > 79 {
+				t.Errorf("a live line of %d columns, want at most 79: %q", n, seg)
+			}
+		}
+		if live == 0 || !strings.Contains(stderr.String(), "Looking up '"+strings.TrimSpace(long)+"' in the catalog…\n") || !strings.Contains(stderr.String(), "Cancelling ticket tk… (Ctrl-C again") {
+			t.Errorf("stderr %q, want the whole lines and a live line", stderr.String())
+		}
+	})
+}

@@ -101,6 +101,11 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		}
 		return nil, exitFailure
 	}
+	// A URL that cannot be the service's is a usage error, said before any token is minted.
+	if u, err := url.Parse(c.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path, such as %s\n", c.url, askconfig.DefaultClientURL)
+		return nil, exitFailure
+	}
 	given := len(words) > 0
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

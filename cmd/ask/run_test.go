@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -370,6 +371,13 @@ func TestRunUsage(t *testing.T) {
 	}
 	if code, _, _ := f.run(t.Context(), f.env(t), "-q", "a", "b"); code != exitFailure {
 		t.Errorf("-q and arguments: exit %d, want 1", code)
+	}
+	// A URL that cannot be the service's is said as such, before the IdP is asked for a token.
+	for _, u := range []string{"", "127.0.0.1:8080/ask", "ftp://host/ask", "http://"} {
+		want := fmt.Sprintf("ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path, such as http://127.0.0.1:8080/ask\n", u)
+		if code, _, stderr := f.run(t.Context(), f.env(t, "ASK_IDP", "http://127.0.0.1:1"), "--url", u, "answer"); code != exitFailure || stderr != want {
+			t.Errorf("--url %q: exit %d, stderr %q; want 1 and %q", u, code, stderr, want)
+		}
 	}
 }
 

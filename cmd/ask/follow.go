@@ -201,13 +201,8 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 func streamLost(ticket string, err error, cfg *config) string {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) {
-		switch apiErr.StatusCode {
-		case http.StatusNotFound:
+		if apiErr.StatusCode == http.StatusNotFound {
 			return fmt.Sprintf("the service at %s holds no ticket %s for this identity: it ended long enough ago to have expired, it belongs to another identity, or the service lost it (a restart without a shared store)", cfg.url, ticket)
-		case http.StatusBadRequest:
-			if cfg.follow != "" {
-				return fmt.Sprintf("%s is not a ticket: %s", ticket, describe(err, cfg.url))
-			}
 		}
 		return fmt.Sprintf("lost the event stream of ticket %s: %s", ticket, describe(err, cfg.url))
 	}

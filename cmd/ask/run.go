@@ -116,6 +116,10 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		case c.follow == "":
 			fmt.Fprintln(stderr, "ask: --follow needs a ticket, such as t_T5ULAGSQ7BZLGTARGIZHRSL33G")
 			return nil, exitFailure
+		case !isTicket(c.follow):
+			// Not echoed: what was typed where a ticket goes may be a question.
+			fmt.Fprintln(stderr, "ask: --follow needs a ticket, such as t_T5ULAGSQ7BZLGTARGIZHRSL33G; what was given is not one (letters, digits, _ and -, at most 64)")
+			return nil, exitFailure
 		case given:
 			fmt.Fprintln(stderr, "ask: --follow follows a ticket and asks nothing: give it no question")
 			return nil, exitFailure
@@ -190,6 +194,20 @@ func readQuestion(ctx context.Context, stdin io.Reader, stderr io.Writer) (strin
 		return q, 0
 	}
 	return "", exitFailure
+}
+
+// isTicket reports whether s can be a ticket: the contract's pattern ^[A-Za-z0-9_-]+$, at most
+// 64 characters.
+func isTicket(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // parseInterspersed parses args with fs, flags and the question's words in any order, and

@@ -16,7 +16,7 @@
 // catalog's definition of …, the answer would have been …". stderr carries progress and the
 // command's own failures only. --json prints every event as one JSON line instead (NDJSON).
 //
-// Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm (at most
+// Ctrl-C (or SIGTERM) cancels the run on the service (one cancel), waits for the run to confirm (at most
 // 5 s, the cancel request included) and exits with status 4; before the ask was made it asks
 // nothing and exits 4 too. While the service has not yet answered the ask itself, ask waits for
 // that answer (it may hold a ticket to cancel) for the same 5 s, then says the ask may have

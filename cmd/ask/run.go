@@ -424,6 +424,10 @@ func describe(err error, serviceURL string) string {
 		if r := apiErr.Reason(); r != "" {
 			msg += ": " + r
 		}
+		// A 429 or 503 is not retried for the caller (decisions.md): say when to try again.
+		if apiErr.RetryAfter > 0 {
+			msg += fmt.Sprintf(" (try again in %s)", apiErr.RetryAfter.Round(time.Second))
+		}
 		// Opening a conversation names nothing that could be missing or another's: its 404 is
 		// the URL, most often the host without the service's base path.
 		if apiErr.StatusCode == http.StatusNotFound && apiErr.Op == "createConversation" {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -576,5 +577,26 @@ func TestRunQuestionFromStdin(t *testing.T) {
 	// -q - and words: which is the question?
 	if code, _, stderr := f.run(t.Context(), f.env(t), "-q", "-", "answer"); code != exitFailure || !strings.Contains(stderr, "either with -q or as arguments") {
 		t.Errorf("-q - answer: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A 429 says when to try again (its Retry-After), since it is not retried for the caller.
+func TestRunTooManySaysWhen(t *testing.T) {
+	f := startWith(t, server.Options{MaxInFlight: 1})
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	slow := make(chan int)
+	go func() {
+		code, _, _ := f.run(ctx, f.env(t), "slow")
+		slow <- code
+	}()
+	<-f.runner.waiting
+	code, stdout, stderr := f.run(t.Context(), f.env(t), "answer")
+	if code != exitFailure || stdout != "" || !strings.Contains(stderr, "429 Too Many Requests") || !regexp.MustCompile(`\(try again in [1-9][0-9]*s\)\n$`).MatchString(stderr) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and the 429 with when to try again", code, stdout, stderr)
+	}
+	interrupt()
+	if code := <-slow; code != exitError {
+		t.Errorf("the slow ask: exit %d, want 4 (cancelled)", code)
 	}
 }

@@ -55,10 +55,10 @@ func newFuzzService(tb testing.TB) *fuzzService {
 			emit.Step(gen.StepBody{CallId: "c1", Tool: "run_query", Source: "demo", Args: map[string]any{}})
 			return ask.Outcome{Answer: &gen.AnswerBody{Text: "42", Path: gen.AnswerPath{Speed: gen.AnswerPathSpeedFast}}}
 		}),
-		Store:       st,
-		MaxInFlight: 1 << 20,
+		Store: st,
 		// Bounds the memory of a long `make fuzz` run; beyond it a valid body gets a 503. The
 		// one identity may use all of it, and the one conversation hold as many turns.
+		MaxInFlight:           20000,
 		MaxTickets:            20000,
 		MaxConversationsPerID: 20000,
 		MaxRetainedPerID:      20000,

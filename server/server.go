@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,7 +20,9 @@ import (
 	"github.com/das-ask/ask/webhook"
 )
 
-// Options configure New. Zero values mean the defaults in Config's documentation.
+// Options configure New. Zero values mean the defaults in Config's documentation; New refuses
+// a negative limit or duration (ShutdownGrace aside, where negative means none), and a
+// MaxRetainedPerID below MaxInFlight.
 type Options struct {
 	// Runner runs each ask. Required.
 	Runner ask.Runner
@@ -148,6 +151,9 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("server: Options.BasePath: " + err.Error())
 	}
 	opts.BasePath = base
+	if err := negativeOption(opts); err != nil {
+		return nil, err
+	}
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultTTL
 	}
@@ -187,6 +193,12 @@ func New(opts Options) (*Server, error) {
 	if opts.ShutdownGrace == 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace
 	}
+	if opts.MaxRetainedPerID < opts.MaxInFlight {
+		// Running tickets are retained tickets: the in-flight cap could never be reached, and
+		// an identity at the retained cap would be told to wait for a ticket's TTL.
+		return nil, fmt.Errorf("server: Options.MaxRetainedPerID (%d) is below MaxInFlight (%d): running asks are retained tickets too",
+			opts.MaxRetainedPerID, opts.MaxInFlight)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -222,6 +234,26 @@ func New(opts Options) (*Server, error) {
 		}()
 	}
 	return s, nil
+}
+
+// negativeOption refuses a negative limit or duration: zero is the default and a negative
+// value means nothing else (ShutdownGrace's "none" aside), so it is a caller's mistake, which
+// would otherwise pass silently as the default.
+func negativeOption(o Options) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"TTL", int64(o.TTL)}, {"MaxEvents", int64(o.MaxEvents)}, {"KeepAlive", int64(o.KeepAlive)},
+		{"Deadline", int64(o.Deadline)}, {"MaxInFlight", int64(o.MaxInFlight)}, {"MaxTickets", int64(o.MaxTickets)},
+		{"MaxConversationsPerID", int64(o.MaxConversationsPerID)}, {"MaxRetainedPerID", int64(o.MaxRetainedPerID)},
+		{"MaxTurns", int64(o.MaxTurns)}, {"MaxBodyBytes", o.MaxBodyBytes}, {"StoreWait", int64(o.StoreWait)},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("server: Options.%s is negative (zero means its default)", f.name)
+		}
+	}
+	return nil
 }
 
 // MemoryStore is the in-memory store sized as c sizes the service (its TTL and MaxEvents, zero

@@ -37,6 +37,10 @@ type Validator struct {
 
 var _ ask.Authenticator = (*Validator)(nil)
 
+// ErrInvalidConfig is what New's error matches (errors.Is) when cfg itself is invalid: a
+// setting to correct, which no retry of the start would get past.
+var ErrInvalidConfig = errors.New("auth: invalid config")
+
 // New returns a Validator for cfg. It tries to fetch the JWKS once (for at most a few seconds)
 // but succeeds even if the JWKS is unreachable: keys are fetched later, in the background (from
 // 1 s to every 30 s apart until a fetch succeeds, then every 5 min) and whenever a token names
@@ -45,7 +49,7 @@ var _ ask.Authenticator = (*Validator)(nil)
 // New fails only when cfg is invalid.
 func New(ctx context.Context, cfg Config, opts Options) (*Validator, error) {
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("auth: invalid config: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	cfg = cfg.withDefaults()
 	log := opts.Logger

@@ -15,6 +15,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -142,10 +143,14 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	c.Webhooks = webhooksFrom(e)
 	c.StubScript = stubFrom(e).Script
 	if err := e.Err(); err != nil {
-		return Config{}, fmt.Errorf("configuration: %w", err)
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return c, nil
 }
+
+// ErrInvalid is what FromEnv's error matches (errors.Is): a setting to correct, which no retry
+// of the start would get past (askd exits 2 for it, 1 for a start that failed otherwise).
+var ErrInvalid = errors.New("configuration")
 
 // Upper bounds of the service's counts: beyond them a value is a typo, not a plan.
 const (

@@ -2,14 +2,16 @@
 // environment (every variable is listed in README.md's Configuration section and in package
 // config), package app builds the service from it and serves.
 //
-// Invalid settings stop it at start with a message naming the variable. SIGINT or SIGTERM stops
-// admitting asks, lets running asks finish for DAS_ASK_SHUTDOWN_GRACE_S, ends the rest with
-// error{shutdown} and done, and exits; readiness turns false as soon as the signal arrives. A
-// second SIGINT or SIGTERM ends the grace at once: the asks still running end then, as cleanly.
+// Invalid settings stop it at start with a message naming the variable and exit status 2 (1
+// for any other failure to start or serve). SIGINT or SIGTERM stops admitting asks, lets
+// running asks finish for DAS_ASK_SHUTDOWN_GRACE_S, ends the rest with error{shutdown} and
+// done, and exits; readiness turns false as soon as the signal arrives. A second SIGINT or
+// SIGTERM ends the grace at once: the asks still running end then, as cleanly.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/das-ask/ask/app"
+	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/config"
 )
 
@@ -28,8 +31,18 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	if err := run(sigs, config.Process, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "askd:", err)
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
+}
+
+// exitStatus is askd's exit status for run's error: 2 when a setting is invalid (the
+// environment must change: a supervisor restarting askd as it is would only fail again), 1 for
+// any other failure to start or to serve (a port in use, a store that cannot be reached).
+func exitStatus(err error) int {
+	if errors.Is(err, config.ErrInvalid) || errors.Is(err, auth.ErrInvalidConfig) {
+		return 2
+	}
+	return 1
 }
 
 // usageText is what -h prints: askd reads no flags, so where its settings come from.
@@ -41,7 +54,8 @@ variable (README.md, "Configuration"; package config). It needs at least
   DAS_ISSUER     the exact iss to accept
   DAS_AUDIENCE   the aud to accept
 and listens on DAS_ASK_ADDR (default 127.0.0.1:8080), its metrics and probes on DAS_ASK_ADMIN_ADDR
-(default 127.0.0.1:9090). An invalid setting stops it at start, naming the variable.
+(default 127.0.0.1:9090). An invalid setting stops it at start, naming the variable, with exit
+status 2; any other failure to start or serve exits 1.
 SIGINT or SIGTERM stops it gracefully (DAS_ASK_SHUTDOWN_GRACE_S); a second one ends the grace.
 For the whole development system with embedded defaults, run ask-serve (make ask-serve).
 `

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -339,6 +341,50 @@ func TestAskdUsage(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), c.err) || (c.err == "" && stderr.Len() > 0) {
 			t.Errorf("usage(%q) stderr %q, want it to contain %q", c.args, stderr.String(), c.err)
+		}
+	}
+}
+
+// TestAskdExitStatus: a setting out of its range (negative, zero, absurd), or a bearer setting
+// missing, stops askd at start with a message naming the variable and exit status 2, before
+// anything listens; a start that fails otherwise (its address taken) exits 1.
+func TestAskdExitStatus(t *testing.T) {
+	idp := idptest.Start(t)
+	cfg := idp.Config()
+	valid := map[string]string{
+		"DAS_JWKS_URL": cfg.JWKSURL, "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
+		"DAS_ASK_ADDR": "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR": "off", "DAS_SOURCES": "demo=http://127.0.0.1:1/mcp",
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, c := range []struct {
+		name, key, value string
+		status           int
+		says             string
+	}{
+		{"a negative TTL", "DAS_ASK_TTL_S", "-1", 2, `DAS_ASK_TTL_S="-1": want a whole number of seconds from 1 to`},
+		{"no keep-alive", "DAS_ASK_KEEPALIVE_S", "0", 2, `DAS_ASK_KEEPALIVE_S="0"`},
+		{"an absurd body limit", "DAS_ASK_MAX_BODY_BYTES", "99999999999", 2, `DAS_ASK_MAX_BODY_BYTES="99999999999": want a whole number from 1024 to 16777216`},
+		{"fewer events than a run's frame", "DAS_ASK_MAX_EVENTS", "7", 2, `DAS_ASK_MAX_EVENTS="7"`},
+		{"no issuer", "DAS_ISSUER", "", 2, "DAS_ISSUER is required"},
+		{"its address taken", "DAS_ASK_ADDR", taken.Addr().String(), 1, "address already in use"},
+	} {
+		env := maps.Clone(valid)
+		if c.value == "" {
+			delete(env, c.key)
+		} else {
+			env[c.key] = c.value
+		}
+		err := run(make(chan os.Signal), config.MapEnv(env), io.Discard, nil)
+		if err == nil {
+			t.Errorf("%s: askd started", c.name)
+			continue
+		}
+		if got := exitStatus(err); got != c.status || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: exit status %d, message %q; want %d and a message holding %q", c.name, got, err, c.status, c.says)
 		}
 	}
 }

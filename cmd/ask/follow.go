@@ -81,7 +81,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 
 	var out client.Outcome
 	var streamErr error
-	sawDone := false
+	sawDone, gotAny := false, false
 	lastMilestone := ""
 	branches := &branchView{expand: cfg.branches || cfg.steps}
 	for ev, err := range c.Events(streamCtx, tk.Ticket, client.EventsOptions{}) {
@@ -89,6 +89,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 			streamErr = err
 			break
 		}
+		gotAny = true
 		if cfg.json {
 			writeLine(stdout, ev.Data)
 		}
@@ -143,7 +144,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 		if streamErr == nil {
 			streamErr = client.ErrIncomplete
 		}
-		fmt.Fprintf(stderr, "ask: %s\n", text(streamLost(tk.Ticket, streamErr, cfg)))
+		fmt.Fprintf(stderr, "ask: %s\n", text(streamLost(tk.Ticket, streamErr, gotAny, cfg)))
 		return exitFailure
 	}
 	if cfg.steps && out.MissedSteps > 0 {
@@ -197,15 +198,20 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// streamLost words why the events of ticket could not be followed to done, and what to do.
-func streamLost(ticket string, err error, cfg *config) string {
+// streamLost words why the events of ticket could not be followed to done (got: some were),
+// and what to do.
+func streamLost(ticket string, err error, got bool, cfg *config) string {
+	lost := fmt.Sprintf("lost the event stream of ticket %s: ", ticket)
+	if !got {
+		lost = fmt.Sprintf("could not follow ticket %s: ", ticket)
+	}
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) {
 		if apiErr.StatusCode == http.StatusNotFound {
 			return fmt.Sprintf("the service at %s holds no ticket %s for this identity: it ended long enough ago to have expired, it belongs to another identity, or the service lost it (a restart without a shared store)", cfg.url, ticket)
 		}
-		return fmt.Sprintf("lost the event stream of ticket %s: %s", ticket, describe(err, cfg.url))
+		return lost + cfg.explain(err)
 	}
 	// A connection that failed, or a service that stopped answering: the run may go on.
-	return fmt.Sprintf("lost the event stream of ticket %s: %s (ask --follow %s tries again)", ticket, describe(err, cfg.url), ticket)
+	return fmt.Sprintf("%s%s (ask --follow %s tries again)", lost, cfg.explain(err), ticket)
 }

@@ -70,6 +70,12 @@ func TestRunFollow(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 1 and one line saying %q", tc.name, code, stdout, stderr, tc.stderr)
 		}
 	}
+	// A bearer the service refuses: which setting to change, and not "lost" a stream never had.
+	code, stdout, stderr := f.run(t.Context(), env, "--token", "forged.token.value", "--follow", tk)
+	if want := "ask: could not follow ticket " + tk + ": the service refused the request: 401 Unauthorized"; code != exitFailure || stdout != "" ||
+		!strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "--token or $ASK_TOKEN was refused") || strings.Contains(stderr, "forged.token.value") {
+		t.Errorf("a refused --token: exit %d, stdout %q, stderr %q; want 1 and %q… naming the setting", code, stdout, stderr, want)
+	}
 	if n := f.cancels.Load(); n != 0 {
 		t.Errorf("%d cancels sent, want none", n)
 	}
@@ -149,11 +155,11 @@ func TestRunFollowCtrlCLeavesTheRun(t *testing.T) {
 // the service does not hold says why it may be gone, without the client library's wording.
 func TestStreamLostWording(t *testing.T) {
 	cfg := &config{url: "http://127.0.0.1:1/ask"}
-	lost := streamLost("t_A", &url.Error{Op: "Get", URL: "http://127.0.0.1:1/ask/v1/asks/t_A/events", Err: errors.New("connection reset by peer")}, cfg)
+	lost := streamLost("t_A", &url.Error{Op: "Get", URL: "http://127.0.0.1:1/ask/v1/asks/t_A/events", Err: errors.New("connection reset by peer")}, true, cfg)
 	if !strings.Contains(lost, "lost the event stream of ticket t_A: cannot reach the ask service") || !strings.HasSuffix(lost, "(ask --follow t_A tries again)") {
 		t.Errorf("lost: %q", lost)
 	}
-	gone := streamLost("t_A", &client.APIError{Op: "streamEvents", StatusCode: 404}, cfg)
+	gone := streamLost("t_A", &client.APIError{Op: "streamEvents", StatusCode: 404}, true, cfg)
 	if !strings.Contains(gone, "holds no ticket t_A") || strings.Contains(gone, "streamEvents") {
 		t.Errorf("gone: %q", gone)
 	}

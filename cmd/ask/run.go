@@ -267,16 +267,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "ask: %s\n", text(fmt.Sprintf(format, a...)))
 		return exitFailure
 	}
-	failed := func(err error) int {
-		msg := describe(err, cfg.url)
-		// A token the caller gave that the service refuses is most often an old one (the dev
-		// IdP's last an hour): say which setting to change, since the service cannot.
-		var apiErr *client.APIError
-		if cfg.token != "" && errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized {
-			msg += " (the bearer from --token or $ASK_TOKEN was refused: give a valid one, such as a fresh make -s token on the dev stack, or set neither and one is minted from the dev IdP)"
-		}
-		return fail("%s", msg)
-	}
+	failed := func(err error) int { return fail("%s", cfg.explain(err)) }
 
 	var tokens client.TokenSource
 	oid := cfg.oid
@@ -412,6 +403,18 @@ var errAskUnknown = fmt.Errorf("interrupted; the service did not answer the ask 
 func interruptedEarly(stderr io.Writer) int {
 	fmt.Fprintln(stderr, "ask: interrupted; nothing was asked")
 	return exitError
+}
+
+// explain is describe, and for a bearer the caller gave that the service refuses, which
+// setting to change: it is most often an old one (the dev IdP's last an hour), and the service
+// cannot say so.
+func (c *config) explain(err error) string {
+	msg := describe(err, c.url)
+	var apiErr *client.APIError
+	if c.token != "" && errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized {
+		msg += " (the bearer from --token or $ASK_TOKEN was refused: give a valid one, such as a fresh make -s token on the dev stack, or set neither and one is minted from the dev IdP)"
+	}
+	return msg
 }
 
 // describe words a failure to start an ask for a person, once: the client library's errors

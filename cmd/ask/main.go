@@ -16,8 +16,8 @@
 // catalog's definition of …, the answer would have been …". stderr carries progress and the
 // command's own failures only. --json prints every event as one JSON line instead (NDJSON).
 //
-// Ctrl-C (or SIGTERM) cancels the run on the service (one cancel), waits for the run to confirm (at most
-// 5 s, the cancel request included) and exits with status 4; before the ask was made it asks
+// Ctrl-C (or SIGTERM) cancels the run on the service (one cancel), waits for the run to
+// confirm (at most 5 s, the cancel request included) and exits with status 4; before the ask was made it asks
 // nothing and exits 4 too. While the service has not yet answered the ask itself, ask waits for
 // that answer (it may hold a ticket to cancel) for the same 5 s, then says the ask may have
 // been made, and exits 4. A second Ctrl-C exits at once; the first named the ticket, so
@@ -56,6 +56,8 @@
 //	              (default ~/.local/state/ask)
 //	--steps       also show every tool call, the SQL that ran and how the answer was reached
 //	--json        print the events as NDJSON on stdout
+//	--webhook URL also have the run's end POSTed, signed, to URL, one the operator allows
+//	              ($ASK_WEBHOOK; docs/webhooks.md)
 //	--follow T    follow ticket T to its end instead of asking (no question, --continue or --webhook)
 //	--branches    phase 2: show every branch's progress (collapsed by default: one line per
 //	              branch as it opens, then the supervisor's progress; --steps expands too)

@@ -8,7 +8,7 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check cluster-check-rediscluster chaos bench fuzz eval
+.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check cluster-check-rediscluster chaos bench fuzz eval soak
 
 all: check-generate lint test
 
@@ -102,6 +102,10 @@ chaos:
 ## bench: measure the service against this machine's limits and the MCP Go SDK, with the Redis store too when redis-server is installed, on one primary and on a three-primary Redis Cluster (ARGS=-redis=false -redis-cluster=false: memory only); writes docs/bench/REPORT.md and docs/bench/report.json (under 5 minutes)
 bench:
 	$(GO) run ./cmd/askbench -out docs/bench/ $(ARGS)
+
+## soak: the leak soak: a long mixed load (asks, streams dropped and resumed with Last-Event-ID, cancels, keyed retries) on each store, memory and Redis, then back to the goroutines and about the heap before it once the TTL has passed (ASK_SOAK_ASKS, default 20000; make test runs 300; Redis part needs redis-server)
+soak:
+	ASK_SOAK_ASKS=$(or $(ASK_SOAK_ASKS),20000) $(GO) test -count=1 -timeout 60m -run '^TestMixedLoadReturnsToBaseline$$' -v ./server
 
 ## fuzz: every fuzz target for 30 times the CI budget of executions (about 5 min each; FUZZSCALE=N, or FUZZTIME=<go -fuzztime value>); CI runs scripts/fuzz-smoke.sh (about 10 s each)
 fuzz:

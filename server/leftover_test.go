@@ -93,7 +93,18 @@ func keyName(k string) string {
 // conversations refused by the caps (with and without a webhook or a key) — leaves, once its
 // TTL has passed, nothing under the store's prefix but the documented long-lived keys; and
 // before that, every key it left has an expiry.
+// Run on one bucket (the default on one Redis) and on three (as on a cluster, each identity's
+// keys in its own bucket).
 func TestRedisLeavesNothingBehind(t *testing.T) {
+	for _, buckets := range []int{1, 3} {
+		t.Run("buckets="+strconv.Itoa(buckets), func(t *testing.T) {
+			t.Parallel()
+			leavesNothingBehind(t, buckets)
+		})
+	}
+}
+
+func leavesNothingBehind(t *testing.T, buckets int) {
 	srv := redistest.Start(t)
 	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -109,7 +120,7 @@ func TestRedisLeavesNothingBehind(t *testing.T) {
 		return server.Options{Store: st, Runner: leftoverRunner(), Authenticator: leftoverAuth{}, TTL: ttl, Deadline: deadline,
 			MaxInFlight: 1, MaxConversationsPerID: 3, ShutdownGrace: -1, Webhooks: server.WebhookOptions{Config: cfg}}
 	}
-	storeOpts := redisstore.Options{Prefix: prefix, Lease: lease, TTL: ttl}
+	storeOpts := redisstore.Options{Prefix: prefix, Lease: lease, TTL: ttl, Buckets: buckets}
 	a := newHarness(t, opts(replicaStoreWith(t, srv, storeOpts)))
 	// dying's renewals are lost, as a dead replica's: its asks' leases lapse and another ends them.
 	dying := newHarness(t, func() server.Options {

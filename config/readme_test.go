@@ -1,0 +1,117 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/config"
+)
+
+// readers are every reader of package config, each run over lookup for its error.
+var readers = []func(lookup func(string) (string, bool)) error{
+	func(l func(string) (string, bool)) error { _, err := config.FromEnv(l); return err },
+	func(l func(string) (string, bool)) error { _, err := config.ClientFromEnv(l); return err },
+	func(l func(string) (string, bool)) error { _, err := config.ConformanceFromEnv(l); return err },
+	func(l func(string) (string, bool)) error { _, err := config.TargetFromEnv(l); return err },
+	func(l func(string) (string, bool)) error { _, err := config.StubFromEnv(l); return err },
+	func(l func(string) (string, bool)) error { _, err := config.DemoSourceFromEnv(l); return err },
+}
+
+// TestReadmeStatesEveryRange: every setting that takes a number (or a duration) has its
+// allowed range stated in its row of README's Configuration tables, as the reader enforces
+// it: the range is what an invalid value's message says ("want a whole number from 1 to
+// 3600"), so the documentation and the check cannot drift apart.
+func TestReadmeStatesEveryRange(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string]bool{}
+	for _, r := range readers {
+		_ = r(func(k string) (string, bool) { asked[k] = true; return "", false })
+	}
+	want := regexp.MustCompile(`^(?:configuration: )?([A-Z0-9_]+)="x": want a (?:whole number(?: of seconds)?|duration such as 5s,) from (\S+) to (\S+)$`)
+	checked := 0
+	for k := range asked {
+		var lo, hi string
+		for _, r := range readers {
+			err := r(func(n string) (string, bool) { return "x", n == k })
+			if err == nil {
+				continue
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if m := want.FindStringSubmatch(line); m != nil && m[1] == k {
+					lo, hi = canonical(m[2]), canonical(m[3])
+				}
+			}
+		}
+		if lo == "" {
+			continue // not a number
+		}
+		checked++
+		rows := readmeRows(string(readme), k)
+		if len(rows) == 0 {
+			t.Errorf("README.md has no table row for %s", k)
+			continue
+		}
+		if !statesRange(rows, lo, hi) {
+			t.Errorf("README.md's row for %s does not state its range, %s to %s:\n%s", k, lo, hi, strings.Join(rows, "\n"))
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked the ranges of %d settings: the readers' messages are not the ones parsed", checked)
+	}
+}
+
+// readmeRows are the table rows whose first cell names k.
+func readmeRows(readme, k string) []string {
+	var rows []string
+	for _, line := range strings.Split(readme, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		cells := strings.Split(line, " | ")
+		if strings.Contains(cells[0], "`"+k+"`") {
+			rows = append(rows, line)
+		}
+	}
+	return rows
+}
+
+// rangeText is a range as README writes it: "1 to 3600", "1024 to 16 MiB", "1ms to 1h",
+// "`1` or `2`".
+var rangeText = regexp.MustCompile("`?(\\d+(?: [KMG]iB|ms|s|m|h)?)`?\\s+(?:to|or)\\s+`?(\\d+(?: [KMG]iB|ms|s|m|h)?)`?")
+
+func statesRange(rows []string, lo, hi string) bool {
+	for _, row := range rows {
+		for _, m := range rangeText.FindAllStringSubmatch(row, -1) {
+			if canonical(m[1]) == lo && canonical(m[2]) == hi {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// canonical is a number, a size in KiB/MiB/GiB or a duration as one spelling: a size as its
+// bytes, a duration as time.Duration prints it, a number as it is.
+func canonical(s string) string {
+	for i, unit := range []string{" KiB", " MiB", " GiB"} {
+		if n, ok := strings.CutSuffix(s, unit); ok {
+			v, _ := strconv.ParseInt(n, 10, 64)
+			return strconv.FormatInt(v<<(10*(i+1)), 10)
+		}
+	}
+	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return s
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return d.String()
+	}
+	return s
+}

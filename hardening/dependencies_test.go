@@ -5,10 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/demo/idp"
+	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
 )
 
@@ -78,3 +81,105 @@ func TestModelCallTimeoutSaysSo(t *testing.T) {
 
 // anthropicStart is a Messages stream's first event.
 const anthropicStart = `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":210,"output_tokens":1}}}`
+
+// A cancel while a model call is in flight aborts that call: the provider sees its connection
+// close at once (the llm-stub records 499 for a turn it was told to hold for an hour; an
+// Anthropic stream that had sent its first event sees its request end), the log ends
+// error{cancelled} then done, and no model call follows.
+func TestCancelAbortsTheModelCallInFlight(t *testing.T) {
+	script, err := llmstub.ParseScript([]byte(`
+rules:
+  - name: held
+    pattern: 'sev1'
+    steps:
+      - tool: search_catalog
+        args: {query: incident}
+        delay: 1h
+    final: "never"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub, err := llmstub.New(llmstub.Options{Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	openaiSrv, openaiSeen := provider(t, stub.Handler())
+	anthropicSrv, anthropicSeen := provider(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: "+anthropicStart+"\n\n")
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	}))
+	for _, c := range []struct {
+		name string
+		cfg  agent.Config
+		srv  *httptest.Server
+		seen *providerSeen
+	}{
+		{"openai", agent.Config{LLM: agent.LLMOpenAI, BaseURL: openaiSrv.URL + "/v1", APIKey: "k", Model: "stub"}, openaiSrv, openaiSeen},
+		{"anthropic", agent.Config{LLM: agent.LLMAnthropic, BaseURL: anthropicSrv.URL, APIKey: "sk-ant-k", Model: "claude-sonnet-4-5"}, anthropicSrv, anthropicSeen},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.Timeout, c.cfg.MaxTokens, c.cfg.MaxModelCalls = time.Hour, 1024, 12
+			s, _ := startStack(t, stack.Options{Deadline: time.Hour, Model: &c.cfg})
+			// Should the call not be aborted, the test still ends: its connection is cut
+			// before the stack closes (which waits for the run).
+			t.Cleanup(c.srv.CloseClientConnections)
+			a := newAPI(s.AskURL)
+			defer a.close()
+			ctx := t.Context()
+			tok := mint(t, s.IdP, idp.Claims{OID: "alice"})
+			ticket := a.ask(ctx, t, tok, a.conversation(ctx, t, tok), qSev1)
+			within(t, c.seen.arrived, "the model call to arrive")
+			if r := a.do(ctx, t, http.MethodPost, "/v1/asks/"+ticket+"/cancel", tok, nil, nil); r.status != http.StatusAccepted {
+				t.Fatalf("cancel: %d %s", r.status, r.body)
+			}
+			if term := checkLog(t, a.events(ctx, t, tok, ticket, ""), 1, false); term.Type != "error" || term.Kind != "cancelled" {
+				t.Errorf("%s/%s, want error/cancelled", term.Type, term.Kind)
+			}
+			within(t, c.seen.ended, "the provider to see the call's connection close")
+			if n := c.seen.calls.Load(); n != 1 {
+				t.Errorf("%d model calls, want the one cancelled", n)
+			}
+		})
+	}
+	if reqs := stub.Requests(); len(reqs) != 1 || reqs[0].Status != llmstub.StatusClientClosed {
+		t.Errorf("the llm-stub recorded %+v, want one request the client closed (499)", reqs)
+	}
+}
+
+// providerSeen is what a model provider saw of its chat calls.
+type providerSeen struct {
+	calls          atomic.Int64
+	arrived, ended chan struct{} // a value per call, when it arrives and when its handler returns
+}
+
+// provider serves h as a model provider on loopback, noting each model call's arrival and end.
+func provider(t *testing.T, h http.Handler) (*httptest.Server, *providerSeen) {
+	t.Helper()
+	seen := &providerSeen{arrived: make(chan struct{}, 16), ended: make(chan struct{}, 16)}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		seen.calls.Add(1)
+		seen.arrived <- struct{}{}
+		defer func() { seen.ended <- struct{}{} }()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	return hs, seen
+}
+
+// within waits for a value on ch, failing t if none comes in ten seconds (a bound on a hang,
+// not a measurement).
+func within(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited ten seconds for %s", what)
+	}
+}

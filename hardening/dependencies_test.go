@@ -183,3 +183,38 @@ func within(t *testing.T, ch <-chan struct{}, what string) {
 		t.Fatalf("waited ten seconds for %s", what)
 	}
 }
+
+// A source (or the gateway in front of it) that answers 403 for this user — on the handshake,
+// or on one tool call — is not a refusal: a refusal is a tool result marked ask/refusal, which
+// names the tool and the reason (docs/sources.md §4). The run ends in error{transport} naming
+// the status, with no model call after it, and the step of a refused call says what happened.
+func TestSourceAnswering403(t *testing.T) {
+	forbid := func(onlyCalls bool) fault {
+		return func(w http.ResponseWriter, _ *http.Request, body []byte) bool {
+			if onlyCalls && !isToolCall(body) {
+				return false
+			}
+			http.Error(w, "forbidden for this user", http.StatusForbidden)
+			return true
+		}
+	}
+	for _, c := range []struct {
+		name      string
+		onlyCalls bool
+		calls     int // model calls
+	}{
+		{"on the handshake", false, 0},
+		{"on a tool call", true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _ := sourceBehind(t, forbid(c.onlyCalls))
+			term := runFault(t, s, qSev1)
+			if term.Type != "error" || term.Kind != "transport" || !strings.Contains(term.Message, "HTTP 403") {
+				t.Errorf("%s/%s %q, want error/transport naming HTTP 403", term.Type, term.Kind, term.Message)
+			}
+			if n := stubCalls(s); n != c.calls {
+				t.Errorf("%d model calls, want %d", n, c.calls)
+			}
+		})
+	}
+}

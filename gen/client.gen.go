@@ -122,7 +122,8 @@ type ClientInterface interface {
 	// every `DAS_ASK_KEEPALIVE_S` seconds, including during silent model waits. A client
 	// disconnect never cancels the run.
 	//
-	// Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
+	// Events are retained until `DAS_ASK_TTL_S` after the terminal event; after that the
+	// ticket is gone, and this call (as every call on it) answers `404`. At most
 	// `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
 	// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
 	// other event is ever evicted or left out: a log whose non-step events alone pass the bound
@@ -271,7 +272,8 @@ func (c *Client) CancelAsk(ctx context.Context, ticket TicketPath, reqEditors ..
 // every `DAS_ASK_KEEPALIVE_S` seconds, including during silent model waits. A client
 // disconnect never cancels the run.
 //
-// Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
+// Events are retained until `DAS_ASK_TTL_S` after the terminal event; after that the
+// ticket is gone, and this call (as every call on it) answers `404`. At most
 // `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
 // first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
 // other event is ever evicted or left out: a log whose non-step events alone pass the bound
@@ -847,7 +849,8 @@ type ClientWithResponsesInterface interface {
 	// every `DAS_ASK_KEEPALIVE_S` seconds, including during silent model waits. A client
 	// disconnect never cancels the run.
 	//
-	// Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
+	// Events are retained until `DAS_ASK_TTL_S` after the terminal event; after that the
+	// ticket is gone, and this call (as every call on it) answers `404`. At most
 	// `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
 	// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
 	// other event is ever evicted or left out: a log whose non-step events alone pass the bound
@@ -1659,7 +1662,8 @@ func (c *ClientWithResponses) CancelAskWithResponse(ctx context.Context, ticket 
 // every `DAS_ASK_KEEPALIVE_S` seconds, including during silent model waits. A client
 // disconnect never cancels the run.
 //
-// Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
+// Events are retained until `DAS_ASK_TTL_S` after the terminal event; after that the
+// ticket is gone, and this call (as every call on it) answers `404`. At most
 // `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
 // first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
 // other event is ever evicted or left out: a log whose non-step events alone pass the bound

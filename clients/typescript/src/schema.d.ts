@@ -84,7 +84,8 @@ export interface paths {
          *     every `DAS_ASK_KEEPALIVE_S` seconds, including during silent model waits. A client
          *     disconnect never cancels the run.
          *
-         *     Events are retained until `DAS_ASK_TTL_S` after the terminal event. At most
+         *     Events are retained until `DAS_ASK_TTL_S` after the terminal event; after that the
+         *     ticket is gone, and this call (as every call on it) answers `404`. At most
          *     `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
          *     first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
          *     other event is ever evicted or left out: a log whose non-step events alone pass the bound
@@ -708,7 +709,9 @@ export interface components {
         };
         /**
          * @description No such resource, or it belongs to another identity. The two are indistinguishable by
-         *     design: existence leaks nothing.
+         *     design: existence leaks nothing. A resource past its lifetime is gone in the same way
+         *     (`404`, not `410`): a ticket `DAS_ASK_TTL_S` after its run ended, a conversation
+         *     `DAS_ASK_TTL_S` after it was created or its last ask ended.
          */
         NotFound: {
             headers: {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
@@ -116,9 +117,14 @@ func leavesNothingBehind(t *testing.T, buckets int) {
 	fail.Script(webhooktest.FailFirst(100, http.StatusBadRequest, nil))
 	cfg := hookConfig(ok, secret)
 	cfg.Allow = append(cfg.Allow, fail.URL()+"/hooks/")
+	// Each replica's observer (package obs, as askd wires it) must also forget every ask it
+	// admitted, whoever ended it.
+	var observers []*obs.Observer
 	opts := func(st *redisstore.Store) server.Options {
+		o := obs.New(obs.Options{})
+		observers = append(observers, o)
 		return server.Options{Store: st, Runner: leftoverRunner(), Authenticator: leftoverAuth{}, TTL: ttl, Deadline: deadline,
-			MaxInFlight: 1, MaxConversationsPerID: 3, ShutdownGrace: -1, Webhooks: server.WebhookOptions{Config: cfg}}
+			MaxInFlight: 1, MaxConversationsPerID: 3, ShutdownGrace: -1, Webhooks: server.WebhookOptions{Config: cfg}, Hooks: o.Hooks()}
 	}
 	storeOpts := redisstore.Options{Prefix: prefix, Lease: lease, TTL: ttl, Buckets: buckets}
 	a := newHarness(t, opts(replicaStoreWith(t, srv, storeOpts)))
@@ -228,6 +234,15 @@ func leavesNothingBehind(t *testing.T, buckets int) {
 		t.Errorf("ask past its deadline: %q, want timeout", term.Kind)
 	}
 
+	redistest.Poll(t, "every replica's observer to see no ask running", func() bool {
+		for _, o := range observers {
+			if asksRunning(t, o) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+
 	// Everything has ended: every key left has an expiry, but for the documented ones.
 	keys := keyspace(t, rdb, prefix)
 	if len(keys) == 0 {
@@ -297,4 +312,20 @@ func kinds(keys map[string]time.Duration) map[string]string {
 		out[name] = strconv.Itoa(c) + " (" + strconv.Itoa(withTTL[name]) + " with a TTL)"
 	}
 	return out
+}
+
+// asksRunning is o's ask_asks_running gauge.
+func asksRunning(t *testing.T, o *obs.Observer) float64 {
+	t.Helper()
+	fams, err := o.Metrics().Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "ask_asks_running" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no ask_asks_running gauge")
+	return 0
 }

@@ -223,3 +223,29 @@ func ptrValue(p *string) string {
 	}
 	return *p
 }
+
+// TestDefaultBodyLimitTakesEveryValidAsk: the default body limit admits the largest ask the
+// contract allows however a client escapes it: 4000 characters each sent as a surrogate pair
+// (Python's json.dumps sends every emoji so: 12 bytes a character) and a webhook URL of 2048
+// characters each escaped, about 60 KB. The question is taken; the webhook's body is not refused
+// for its size (400: no webhook is allowed here, so it reaches validation).
+func TestDefaultBodyLimitTakesEveryValidAsk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{})
+		question := strings.Repeat(`\ud83d\ude00`, 4000)
+		h.secret(strings.Repeat("😀", 4000))
+		for _, c := range []struct {
+			body string
+			want int
+		}{
+			{`{"question":"` + question + `"}`, http.StatusAccepted},
+			{`{"question":"` + question + `","webhook":{"url":"` + strings.Repeat(`\u0061`, 2048) + `"}}`, http.StatusBadRequest},
+		} {
+			resp := h.do(newReq(t, http.MethodPost, "/ask/v1/conversations/"+h.conv(alice)+"/asks", alice, c.body))
+			if resp.StatusCode != c.want {
+				t.Errorf("an ask of %d bytes: %d %s, want %d", len(c.body), resp.StatusCode, readBody(t, resp), c.want)
+			}
+			synctest.Wait()
+		}
+	})
+}

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
@@ -165,8 +166,9 @@ func TestMixedLoadReturnsToBaseline(t *testing.T) {
 			// Not the harness, whose log buffer keeps every line: a log that keeps nothing, and
 			// checks each line for the questions and the tokens as it goes.
 			logs := &scanningLog{secrets: [][]byte{[]byte("soak question"), []byte("tok-left-")}}
+			observer := obs.New(obs.Options{})
 			srv, err := server.New(server.Options{Store: sc.open(t, ttl), Runner: leftoverRunner(), Authenticator: leftoverAuth{}, TTL: ttl,
-				Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+				Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Hooks: observer.Hooks()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -303,6 +305,7 @@ func TestMixedLoadReturnsToBaseline(t *testing.T) {
 			}
 			settle()
 			peak, peakHeap := runtime.NumGoroutine(), heapAfterGC()
+			redistest.Poll(t, "the observer to count no ask running", func() bool { return asksRunning(t, observer) == 0 })
 
 			// Everything has ended: once the TTL has passed (each worker's last ask is gone), what
 			// the asks left goes. The stores expire on their own clocks (Redis's, timers), which

@@ -22,7 +22,8 @@
 //	                     since local servers need none)
 //	ASK_LLM_TIMEOUT_S    bound on one attempt of one model call (default 120)
 //	ASK_LLM_MAX_RETRIES  retries of a 429/5xx/overloaded model call, each only if it fits in
-//	                     the run's deadline (default 2; 0 disables)
+//	                     the run's deadline, after the provider's Retry-After (one longer
+//	                     than 20 s fails the call at once) (default 2; 0 disables)
 //	ASK_LLM_MAX_TOKENS   output cap per model call (default 4096)
 //	ASK_MAX_TURNS        model calls per run before error{kind: model} (default 12)
 //	DAS_SOURCES          MCP sources, name=URL[,name=URL...] (default demo=http://127.0.0.1:8091/mcp)

@@ -218,3 +218,50 @@ func TestSourceAnswering403(t *testing.T) {
 		})
 	}
 }
+
+// A 429 whose Retry-After is longer than the adapter waits (20 s) ends the ask at once in
+// error{model} "rate limited", after one request: it used to come back after 20 s, before the
+// provider asked, to be refused again, and the user waited for nothing.
+func TestRateLimitedForLongerThanTheAdapterWaits(t *testing.T) {
+	var chats atomic.Int64
+	s := modelBehindWith(t, time.Minute, func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+		if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			return false
+		}
+		chats.Add(1)
+		w.Header().Set("Retry-After", "3600")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"message":"rate limited","type":"rate_limit_error"}}`)
+		return true
+	})
+	start := time.Now()
+	term := runFault(t, s, qSev1)
+	if term.Type != "error" || term.Kind != "model" || !strings.Contains(term.Message, "rate limited") {
+		t.Errorf("%s/%s %q, want error/model rate limited", term.Type, term.Kind, term.Message)
+	}
+	if n := chats.Load(); n != 1 {
+		t.Errorf("%d requests to the provider in %s, want 1: none before its Retry-After", n, time.Since(start).Round(time.Second))
+	}
+}
+
+// modelBehindWith is modelBehind with the whole-request deadline given and the adapter's
+// default retries (MaxRetries 0: two).
+func modelBehindWith(t *testing.T, deadline time.Duration, f fault) *stack.Stack {
+	t.Helper()
+	stub, err := llmstub.New(llmstub.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(stub.Handler())
+	t.Cleanup(hs.Close)
+	p := newFaultProxy(t)
+	p.setTarget(t, hs.URL)
+	p.set(f)
+	s, _ := startStack(t, stack.Options{Deadline: deadline, Model: &agent.Config{
+		LLM: agent.LLMOpenAI, BaseURL: p.srv.URL + "/v1", APIKey: "k", Model: "stub",
+		Timeout: time.Second, MaxTokens: 1024, MaxModelCalls: 12,
+	}})
+	t.Cleanup(p.releaseAll)
+	return s
+}

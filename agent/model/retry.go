@@ -16,7 +16,8 @@ type RetryPolicy struct {
 	MaxRetries int
 	// BaseDelay is the first backoff; it doubles per retry with full jitter. Zero means 500ms.
 	BaseDelay time.Duration
-	// MaxDelay caps one backoff, including a provider's Retry-After. Zero means 20s.
+	// MaxDelay caps one backoff. A provider's Retry-After longer than it is not cut short
+	// (coming back early would only be refused again): the call fails at once. Zero means 20s.
 	MaxDelay time.Duration
 }
 
@@ -34,7 +35,8 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 }
 
 // Do runs call until it succeeds, fails with an error that is not a retryable *Error, runs
-// out of retries, or waiting for the next attempt would pass ctx's deadline. The usage of
+// out of retries, or the next attempt may not be made in time: waiting for it would pass ctx's
+// deadline, or the provider's Retry-After asks for longer than MaxDelay. The usage of
 // every attempt is summed into the returned Response, since failed attempts mid-stream are
 // billed too.
 func (p RetryPolicy) Do(ctx context.Context, call func(context.Context) (Response, error)) (Response, error) {
@@ -55,6 +57,9 @@ func (p RetryPolicy) Do(ctx context.Context, call func(context.Context) (Respons
 			return resp, err
 		}
 		spent = resp.Usage
+		if me.RetryAfter > p.MaxDelay {
+			return resp, err
+		}
 		wait := p.backoff(attempt, me.RetryAfter)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return resp, err
@@ -69,10 +74,11 @@ func (p RetryPolicy) Do(ctx context.Context, call func(context.Context) (Respons
 	}
 }
 
-// backoff is exponential with full jitter, or the provider's hint when it gave one; both capped.
+// backoff is exponential with full jitter, capped, or the provider's hint when it gave one
+// (which Do never lets pass MaxDelay).
 func (p RetryPolicy) backoff(attempt int, hint time.Duration) time.Duration {
 	if hint > 0 {
-		return min(hint, p.MaxDelay)
+		return hint
 	}
 	ceil := min(p.BaseDelay<<attempt, p.MaxDelay)
 	return time.Duration(rand.Int64N(int64(ceil)) + 1)

@@ -78,6 +78,23 @@ func TestRetryNeverWaitsPastTheDeadline(t *testing.T) {
 	})
 }
 
+// A Retry-After beyond MaxDelay is not cut short: coming back before the provider asked would
+// only be refused again. The call fails at once, rate limited, and the run says so then.
+func TestRetryAfterBeyondMaxDelayIsNotCutShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n int
+		start := time.Now()
+		p := model.RetryPolicy{MaxRetries: 3, MaxDelay: 20 * time.Second}
+		_, err := p.Do(t.Context(), attempts(&n, &model.Error{Kind: model.KindRateLimited, RetryAfter: time.Minute}))
+		if model.KindOf(err) != model.KindRateLimited || n != 1 {
+			t.Fatalf("err = %v after %d attempts, want the 429 after 1", err, n)
+		}
+		if got := time.Since(start); got != 0 {
+			t.Errorf("waited %v, want no wait: the provider asked for a minute, more than MaxDelay", got)
+		}
+	})
+}
+
 func TestRetryStopsOnCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())

@@ -192,7 +192,32 @@ func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error)
 		return nil, nil, fmt.Errorf("DAS_ASK_STORE: %w", err)
 	}
 	log.Info("store: redis", "replica", s.Replica(), "lease", s.Lease().String())
+	warnBucketShare(log, svc, s.Buckets())
 	return s, s.Close, nil
+}
+
+// warnBucketShare warns when, with the keys spread over buckets, one identity's own cap reaches
+// its bucket's share of a store-wide cap: DAS_ASK_MAX_TICKETS holds per bucket, as
+// ceil(max/buckets), for tickets and for conversations, and an identity's all live in one
+// bucket. Then one identity, within its caps, fills its bucket and every other identity there
+// is refused 503 until its tickets expire: the per-identity caps no longer keep one identity
+// from taking the capacity others share (docs/scale-out.md). It is a warning, not a refusal:
+// a cluster's defaults (16 buckets: 625 tickets a bucket, 1000 an identity) are such a setting.
+func warnBucketShare(log *slog.Logger, svc server.Config, buckets int) {
+	if buckets <= 1 || svc.MaxTickets <= 0 {
+		return
+	}
+	share := (svc.MaxTickets + buckets - 1) / buckets
+	for _, c := range []struct {
+		name string
+		cap  int
+	}{{"DAS_ASK_MAX_RETAINED_PER_ID", svc.MaxRetainedPerID}, {"DAS_ASK_MAX_CONVERSATIONS_PER_ID", svc.MaxConversationsPerID}} {
+		if c.cap >= share {
+			log.Warn("store: one identity can fill its bucket: raise DAS_ASK_MAX_TICKETS above buckets × the identity's cap, or lower the cap",
+				"variable", c.name, "identity_cap", c.cap, "buckets", buckets, "max_tickets", svc.MaxTickets, "bucket_share", share,
+				"max_tickets_wanted", buckets*(c.cap+1))
+		}
+	}
 }
 
 // handler is the API listener's handler: the service, the mounts beside it, observed.

@@ -1,0 +1,61 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/app"
+	"github.com/das-ask/ask/config"
+	"github.com/das-ask/ask/store/redis/redistest"
+)
+
+// TestWarnsWhenOneIdentityCanFillItsBucket: with the Redis keys spread over buckets,
+// DAS_ASK_MAX_TICKETS holds per bucket; when an identity's own cap reaches its bucket's share
+// (a cluster's defaults: 16 buckets of 625 tickets, 1000 an identity), one identity can fill
+// its bucket and lock out every other identity there, so the start says so, naming the
+// variables and the DAS_ASK_MAX_TICKETS that would not; with one bucket, or enough tickets,
+// it says nothing.
+func TestWarnsWhenOneIdentityCanFillItsBucket(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range []struct {
+		name       string
+		buckets    int
+		maxTickets int
+		warns      []string
+	}{
+		{"a cluster's defaults", 16, 10000, []string{"DAS_ASK_MAX_RETAINED_PER_ID", "max_tickets_wanted=16016"}},
+		{"one bucket", 1, 10000, nil},
+		{"tickets enough for every identity's cap", 16, 16016, nil},
+		{"conversations over the share", 16, 1600, []string{"DAS_ASK_MAX_RETAINED_PER_ID", "DAS_ASK_MAX_CONVERSATIONS_PER_ID"}},
+	} {
+		cfg := config.DefaultConfig()
+		cfg.Addr, cfg.Ops.AdminAddr = "127.0.0.1:0", ""
+		cfg.Store.URL, cfg.Store.Prefix, cfg.Store.Buckets = srv.URL, "share:"+rand.Text()+":", c.buckets
+		cfg.Service.MaxTickets = c.maxTickets
+		var logs bytes.Buffer
+		m := app.NewMain(cfg)
+		m.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		m.Authenticator = noAuth{}
+		m.Runner = ask.RunnerFunc(func(_ context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome { return ask.Outcome{} })
+		if err := m.Run(t.Context()); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+		warned := strings.Contains(logs.String(), "one identity can fill its bucket")
+		if warned != (len(c.warns) > 0) {
+			t.Errorf("%s: warned %v, want %v:\n%s", c.name, warned, len(c.warns) > 0, logs.String())
+		}
+		for _, w := range c.warns {
+			if !strings.Contains(logs.String(), w) {
+				t.Errorf("%s: the warning does not name %s:\n%s", c.name, w, logs.String())
+			}
+		}
+	}
+}

@@ -265,3 +265,60 @@ func modelBehindWith(t *testing.T, deadline time.Duration, f fault) *stack.Stack
 	t.Cleanup(p.releaseAll)
 	return s
 }
+
+// A cancel while a tool call is in flight ends the log at once — error{cancelled}, done, no
+// step for that call — while the call itself completes at the source, as design.md promises
+// (tools are read-only; the source audits it): its request is not aborted. Once it has, no
+// model call follows.
+func TestCancelWhileAToolCallIsInFlight(t *testing.T) {
+	held, gone := make(chan struct{}, 1), make(chan struct{}, 1)
+	release := make(chan struct{})
+	// Registered first, so it runs last: after the stack's Close, which waits for every run.
+	calls := -1
+	var s *stack.Stack
+	t.Cleanup(func() {
+		if calls < 0 {
+			return
+		}
+		if n := stubCalls(s); n != calls {
+			t.Errorf("%d model calls after the cancelled tool call completed", n-calls)
+		}
+	})
+	var p *faultProxy
+	s, p = sourceBehind(t, func(_ http.ResponseWriter, r *http.Request, body []byte) bool {
+		if isToolCall(body) && p.toolCalls.Load() == 1 {
+			held <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				gone <- struct{}{}
+			}
+		}
+		return false
+	})
+	a := newAPI(s.AskURL)
+	defer a.close()
+	ctx := t.Context()
+	tok := mint(t, s.IdP, idp.Claims{OID: "alice"})
+	ticket := a.ask(ctx, t, tok, a.conversation(ctx, t, tok), qSev1)
+	within(t, held, "the first tool call to reach the source")
+	if r := a.do(ctx, t, http.MethodPost, "/v1/asks/"+ticket+"/cancel", tok, nil, nil); r.status != http.StatusAccepted {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	frames := a.events(ctx, t, tok, ticket, "")
+	if term := checkLog(t, frames, 1, false); term.Type != "error" || term.Kind != "cancelled" {
+		t.Errorf("%s/%s, want error/cancelled", term.Type, term.Kind)
+	}
+	for _, f := range frames {
+		if f.typ == "step" {
+			t.Errorf("a step in the log of an ask cancelled during its first tool call: %s", f.data)
+		}
+	}
+	select {
+	case <-gone:
+		t.Fatal("the tool call in flight was aborted; design.md has it complete")
+	default:
+	}
+	calls = stubCalls(s)
+	close(release)
+}

@@ -93,3 +93,57 @@ func expiryScenario(t *testing.T, opts server.Options, expire func(h *harness, t
 		t.Errorf("the next ask's status: %d %s", r.StatusCode(), r.Body)
 	}
 }
+
+// TestIdempotencyKeyLifetime holds the contract's Idempotency-Key lifetime on both stores:
+// within DAS_ASK_TTL_S of its first use, the same request gets the first response again
+// (Idempotent-Replayed) and another request under the key is a 422; after it, the key is
+// free and the same request is processed afresh.
+func TestIdempotencyKeyLifetime(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			const ttl = time.Minute
+			keyScenario(t, server.Options{TTL: ttl}, func(*harness, string) { time.Sleep(ttl + time.Second) })
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.Start(t)
+		const ttl = time.Second
+		st := replicaStoreWith(t, srv, redisstore.Options{Prefix: "keys:" + rand.Text() + ":", TTL: ttl})
+		keyScenario(t, server.Options{TTL: ttl, Store: st}, func(h *harness, ticket string) {
+			redistest.Poll(t, "the later ticket's expiry", func() bool {
+				return h.status(alice, ticket).StatusCode() == http.StatusNotFound
+			})
+		})
+	})
+}
+
+// keyScenario runs the key's checks; expire returns once the ticket it is given, which ended
+// after the key's first use, has passed its TTL (so the key has too).
+func keyScenario(t *testing.T, opts server.Options, expire func(h *harness, ticket string)) {
+	h := newHarness(t, opts)
+	post := func(body string) (*http.Response, string) {
+		req := newReq(t, http.MethodPost, "/ask/v1/conversations", alice, body)
+		req.Header.Set("Idempotency-Key", "conv-key")
+		resp := h.do(req)
+		return resp, string(readBody(t, resp))
+	}
+	first, firstBody := post("{}")
+	if first.StatusCode != http.StatusCreated {
+		t.Fatalf("first use: %d %s", first.StatusCode, firstBody)
+	}
+	if again, body := post("{}"); again.StatusCode != http.StatusCreated || again.Header.Get("Idempotent-Replayed") != "true" || body != firstBody {
+		t.Errorf("the same request within the TTL: %d replayed %q %s, want the first response replayed", again.StatusCode, again.Header.Get("Idempotent-Replayed"), body)
+	}
+	if other, body := post(""); other.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("another request under the key within the TTL: %d %s, want 422", other.StatusCode, body)
+	}
+	later := h.ask(alice, h.conv(alice), "a clock: it ends after the key's first use")
+	if r := h.status(alice, later, header("Prefer", "wait=10")); r.StatusCode() != http.StatusOK || r.JSON200.Done == nil {
+		t.Fatalf("the later ask did not end: %d %s", r.StatusCode(), r.Body)
+	}
+	expire(h, later)
+	fresh, body := post("{}")
+	if fresh.StatusCode != http.StatusCreated || fresh.Header.Get("Idempotent-Replayed") != "" || body == firstBody {
+		t.Errorf("the same request after the TTL: %d replayed %q %s, want a new conversation", fresh.StatusCode, fresh.Header.Get("Idempotent-Replayed"), body)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -321,4 +322,47 @@ func TestCancelWhileAToolCallIsInFlight(t *testing.T) {
 	}
 	calls = stubCalls(s)
 	close(release)
+}
+
+// A provider key the provider rejects (401, its body quoting the key as OpenAI's does): the ask
+// ends in error{model} "authentication failed", and the operator's warning line says so too —
+// it said only "rejected", which a bad key, an unknown model and a malformed request all are.
+// The key is in no event and no log line.
+func TestBadProviderKey(t *testing.T) {
+	const key = "sk-bad-key-5e2a9c"
+	reject := func(body string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, strings.ReplaceAll(body, "KEY", r.Header.Get("Authorization")+r.Header.Get("X-Api-Key")))
+		})
+	}
+	openaiSrv, _ := provider(t, reject(`{"error":{"message":"Incorrect API key provided: KEY.","type":"invalid_request_error","code":"invalid_api_key"}}`))
+	anthropicSrv, _ := provider(t, reject(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key KEY"}}`))
+	for _, cfg := range []agent.Config{
+		{LLM: agent.LLMOpenAI, BaseURL: openaiSrv.URL + "/v1", Model: "gpt-4o-mini"},
+		{LLM: agent.LLMAnthropic, BaseURL: anthropicSrv.URL, Model: "claude-sonnet-4-5"},
+	} {
+		t.Run(cfg.LLM, func(t *testing.T) {
+			cfg.APIKey, cfg.Timeout, cfg.MaxTokens, cfg.MaxModelCalls = key, time.Second, 1024, 12
+			s, sink := startStack(t, stack.Options{Deadline: faultDeadline, Model: &cfg})
+			a := newAPI(s.AskURL)
+			defer a.close()
+			ctx := t.Context()
+			tok := mint(t, s.IdP, idp.Claims{OID: "alice"})
+			ticket := a.ask(ctx, t, tok, a.conversation(ctx, t, tok), qSev1)
+			frames := a.events(ctx, t, tok, ticket, "")
+			if term := checkLog(t, frames, 1, false); term.Type != "error" || term.Kind != "model" || !strings.Contains(term.Message, "authentication failed") {
+				t.Errorf("%s/%s %q, want error/model authentication failed", term.Type, term.Kind, term.Message)
+			}
+			w := &witness{}
+			w.events(frames)
+			assertClean(t, sink.String(), w, []string{key})
+			if !slices.ContainsFunc(strings.Split(sink.String(), "\n"), func(l string) bool {
+				return strings.Contains(l, `"msg":"model call failed"`) && strings.Contains(l, "authentication failed") && strings.Contains(l, `"status":401`)
+			}) {
+				t.Errorf("no warning line says the provider rejected the key (401, authentication failed)")
+			}
+		})
+	}
 }

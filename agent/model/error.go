@@ -128,6 +128,17 @@ func (e *Error) Retryable() bool {
 	return e.Kind == KindRateLimited || e.Kind == KindOverloaded
 }
 
+// LogAttrs are what an adapter's log line says of a failed attempt: its kind, and for an *Error
+// its HTTP status (0 when none) and its phrase of Vocabulary — never the SDK's error, which may
+// quote the request or the key.
+func LogAttrs(err error) []any {
+	var me *Error
+	if !errors.As(err, &me) {
+		return []any{"kind", ""}
+	}
+	return []any{"kind", me.Kind, "status", me.Status, "reason", SafeMessage(me.Message)}
+}
+
 // KindOf returns the Kind of an *Error in err's chain, or "" when there is none.
 func KindOf(err error) Kind {
 	var me *Error

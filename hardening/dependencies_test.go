@@ -366,3 +366,41 @@ func TestBadProviderKey(t *testing.T) {
 		})
 	}
 }
+
+// A model that never stops calling tools (the llm-stub scripted with more steps than the run
+// allows) ends in error{model} at ASK_MAX_TURNS model calls, each of whose tool calls was made
+// and reported, and nothing after.
+func TestModelThatNeverStopsCallingTools(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("rules:\n  - name: endless\n    pattern: 'sev1'\n    steps:\n")
+	for range 40 {
+		b.WriteString("      - tool: search_catalog\n        args: {query: incident}\n")
+	}
+	b.WriteString("    final: never\n")
+	script, err := llmstub.ParseScript([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startStack(t, stack.Options{Deadline: faultDeadline, StubScript: script, Model: &agent.Config{
+		LLM: agent.LLMStub, MaxModelCalls: 5,
+	}})
+	a := newAPI(s.AskURL)
+	defer a.close()
+	ctx := t.Context()
+	tok := mint(t, s.IdP, idp.Claims{OID: "alice"})
+	ticket := a.ask(ctx, t, tok, a.conversation(ctx, t, tok), qSev1)
+	frames := a.events(ctx, t, tok, ticket, "")
+	term := checkLog(t, frames, 1, false)
+	if term.Type != "error" || term.Kind != "model" || !strings.Contains(term.Message, "did not finish in 5 calls") {
+		t.Errorf("%s/%s %q, want error/model: too many turns", term.Type, term.Kind, term.Message)
+	}
+	steps := 0
+	for _, f := range frames {
+		if f.typ == "step" {
+			steps++
+		}
+	}
+	if n := stubCalls(s); n != 5 || steps != 5 || frames[len(frames)-1].env(t).Steps != 5 {
+		t.Errorf("%d model calls and %d steps, want 5 of each", n, steps)
+	}
+}

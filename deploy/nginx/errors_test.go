@@ -155,6 +155,9 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 			t.Errorf("%s: %d %s %q, want %d problem+json with its status, a title and a detail",
 				tt.what, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status)
 		}
+		if tt.status == http.StatusRequestEntityTooLarge && !strings.Contains(p.Detail, "at most 65536 bytes") {
+			t.Errorf("%s: detail %q does not name the limit, as the service's 413 does", tt.what, p.Detail)
+		}
 		checkRequestID(t, tt.what, resp)
 	}
 }

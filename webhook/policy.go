@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // ErrNotAllowed is what CheckURL returns for a webhook the operator's settings do not admit; its
@@ -21,6 +22,10 @@ func (e *URLError) Is(target error) bool { return target == ErrNotAllowed }
 
 func refuse(format string, args ...any) error { return &URLError{Reason: fmt.Sprintf(format, args...)} }
 
+// maxURLChars is the contract's maxLength of a webhook URL (WebhookRequest.url), counted as the
+// contract counts a length: in characters (code points), not bytes.
+const maxURLChars = 2048
+
 // CheckURL reports whether raw may be an ask's webhook: an absolute https URL (http only to a
 // loopback host) without user info or fragment, starting with one of the allowed prefixes, and
 // whose host is not a literal address the policy refuses. Names are resolved and checked again
@@ -29,7 +34,7 @@ func (c Config) CheckURL(raw string) error {
 	if !c.Enabled() {
 		return refuse("this service accepts no webhooks (the operator allows none)")
 	}
-	if len(raw) > 2048 {
+	if utf8.RuneCountInString(raw) > maxURLChars {
 		return refuse("longer than 2048 characters")
 	}
 	u, err := url.Parse(raw)

@@ -32,6 +32,9 @@ func TestCheckURL(t *testing.T) {
 		{"https://10.1.2.3/h/x", false},                     // a private literal
 		{"http://169.254.169.254/latest/meta-data/", false}, // metadata
 		{"https://hooks.example.com/ask/" + string(make([]byte, 2100)), false},
+		// The length is the contract's maxLength: 2048 characters, not bytes (each é is two).
+		{"https://hooks.example.com/ask/" + strings.Repeat("é", 2048-len("https://hooks.example.com/ask/")), true},
+		{"https://hooks.example.com/ask/" + strings.Repeat("é", 2049-len("https://hooks.example.com/ask/")), false},
 		// Dot segments: the receiver, or a proxy before it, resolves them (RFC 3986 5.2.4), so
 		// each would reach a path outside the allowed prefix.
 		{"https://hooks.example.com/ask/../admin", false},

@@ -27,12 +27,13 @@ import (
 // The hub has no goroutine of its own: the reads run on the readers' goroutines (whoever comes
 // first), the notifications on the store's one notification goroutine, the sweep of expired
 // tails on a timer's. A tail lives until the bytes bound (Options.CacheBytes, an LRU over every
-// ticket's tail) pushes it out, the finished ticket's TTL is over (a sweep, at most every
-// sweepGap, lets it go even when nothing is read), or the subscription is re-established
-// (notifications may have been lost, or Redis restarted and lost everything): then every tail
-// is dropped and its readers are woken to read again. A finished ticket's log no longer changes, so its tail
-// answers a replay from memory until the ticket's expiry, which the read that saw the end
-// took from Redis (PTTL, counted from before the read was sent, so never later than Redis's).
+// ticket's tail) pushes it out, the finished ticket's TTL is over, a tail not known finished
+// has not been read for the TTL (a sweep, at most every sweepGap, lets those go even when
+// nothing is read), or the subscription is re-established (notifications may have been lost,
+// or Redis restarted and lost everything): then every tail is dropped and its readers are
+// woken to read again. A finished ticket's log no longer changes, so its tail answers a replay
+// from memory until the ticket's expiry, which the read that saw the end took from Redis
+// (PTTL, counted from before the read was sent, so never later than Redis's).
 
 // DefaultCacheBytes bounds the tail hub's memory when Options.CacheBytes is zero.
 const DefaultCacheBytes = 64 << 20
@@ -44,6 +45,7 @@ type hub struct {
 	rd        reader
 	maxEvents int
 	maxBytes  int64
+	idle      time.Duration // how long a tail that is not known finished is kept unread: the store's TTL
 	now       func() time.Time
 
 	mu    sync.Mutex
@@ -51,15 +53,15 @@ type hub struct {
 	lru   list.List // of *tail, most recently read first
 	bytes int64
 	ends  map[string]*endWatch // closed at the ticket's next end notification
-	// sweep is armed while a finished tail waits for its expiry (sweepExpired), so that an idle
-	// replica lets the tails go, where expire drops them only as new tails come.
+	// sweep is armed while the hub holds a tail (sweepExpired), so that an idle replica lets
+	// the tails go, where expire drops only finished ones, as new tails come.
 	sweep   *time.Timer
 	sweepOn bool
 }
 
-// sweepGap is how often at most the hub looks over every tail for finished ones past their
-// expiry (sweepExpired): a look walks every tail, holding the hub's lock (about a millisecond
-// for 100,000 tails, the most 64 MiB of them can be).
+// sweepGap is how often at most the hub looks over every tail for those to let go
+// (sweepExpired): a look walks every tail, holding the hub's lock (about a millisecond for
+// 100,000 tails, the most 64 MiB of them can be).
 const sweepGap = time.Second
 
 // endWatch is a ticket's end channel. known marks a watch registered before this instance
@@ -107,7 +109,8 @@ type tail struct {
 	done    bool          // finished: nothing more will come
 	expires time.Time     // when done: when Redis forgets the ticket, at the latest
 	size    int64
-	fetch   *fetch // the read in progress, if any
+	fetch   *fetch    // the read in progress, if any
+	used    time.Time // when a reader last asked for it
 	dropped bool
 }
 
@@ -124,8 +127,8 @@ type fetched struct {
 	ttl      time.Duration // the ticket's remaining TTL at the read; < 0 none
 }
 
-func newHub(rd reader, maxEvents int, maxBytes int64) *hub {
-	return &hub{rd: rd, maxEvents: maxEvents, maxBytes: maxBytes, now: time.Now,
+func newHub(rd reader, maxEvents int, maxBytes int64, idle time.Duration) *hub {
+	return &hub{rd: rd, maxEvents: maxEvents, maxBytes: maxBytes, idle: idle, now: time.Now,
 		tails: map[string]*tail{}, ends: map[string]*endWatch{}}
 }
 
@@ -149,17 +152,20 @@ func (h *hub) read(ctx context.Context, ticket string, after int64) (store.Batch
 	h.mu.Lock()
 	for {
 		t := h.tails[ticket]
+		now := h.now()
 		if t == nil {
 			h.expire()
 			t = &tail{id: ticket}
 			t.elem = h.lru.PushFront(t)
 			h.tails[ticket] = t
-		} else if t.done && !h.now().Before(t.expires) {
+			h.sweepAt(now.Add(h.idle))
+		} else if t.done && !now.Before(t.expires) {
 			h.drop(t) // Redis has forgotten it by now: ask Redis again
 			continue
 		} else {
 			h.lru.MoveToFront(t.elem)
 		}
+		t.used = now
 		if t.fresh() {
 			b := t.batch(after, nil)
 			h.mu.Unlock()
@@ -358,8 +364,8 @@ func (h *hub) wrote(ticket string, evs []store.Event, done bool, expires time.Ti
 	h.shrink(t)
 }
 
-// sweepAt arms the sweep for at, unless it is armed already (for an earlier time: every tail
-// expires the store's TTL after its end); h.mu is held.
+// sweepAt arms the sweep for at, unless it is armed already (for an earlier time: a tail is
+// let go the store's TTL after its end or its last read, whichever it has); h.mu is held.
 func (h *hub) sweepAt(at time.Time) {
 	if h.sweepOn {
 		return
@@ -373,8 +379,11 @@ func (h *hub) sweepAt(at time.Time) {
 	h.sweep.Reset(d)
 }
 
-// sweepExpired is the sweep's: it drops every finished tail past its expiry, and arms itself
-// again for the earliest of the others, sweepGap from now at the soonest.
+// sweepExpired is the sweep's: it drops every finished tail past its expiry, and every other
+// tail nobody has read for the store's TTL (its readers left before its end, which this
+// instance then never read; or its first read failed), and arms itself again for the earliest
+// of the rest, sweepGap from now at the soonest. A reader still waiting on a tail it drops is
+// woken, and reads again into a new one.
 func (h *hub) sweepExpired() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -382,12 +391,16 @@ func (h *hub) sweepExpired() {
 	now := h.now()
 	var next time.Time
 	for _, t := range h.tails {
-		switch {
-		case !t.done:
-		case !now.Before(t.expires):
+		at := t.expires
+		if !t.done {
+			at = t.used.Add(h.idle)
+		}
+		if t.fetch == nil && !now.Before(at) {
 			h.drop(t)
-		case next.IsZero() || t.expires.Before(next):
-			next = t.expires
+			continue
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
 		}
 	}
 	if !next.IsZero() {

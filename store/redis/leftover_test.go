@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"crypto/rand"
 	"math"
 	"strings"
@@ -136,6 +137,41 @@ func TestHubForgetsExpiredTails(t *testing.T) {
 	}
 	redistest.Poll(t, "the hub to let the expired tails go", func() bool {
 		tails, bytes := redisstore.HubStats(s)
+		return tails == 0 && bytes == 0
+	})
+}
+
+// TestHubForgetsAbandonedTails: a replica whose reader read a running ticket run elsewhere,
+// then left before its end (a stream dropped for good), learns of the end only as a change it
+// does not read; its tail, never known finished, must still go once the ticket would have
+// expired, as must a tail whose first read failed (its reader gone mid-read).
+func TestHubForgetsAbandonedTails(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	const ttl = 300 * time.Millisecond
+	prefix := "abandoned:" + rand.Text() + ":"
+	runner := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
+	reader := newStore(t, srv, redisstore.Options{Prefix: prefix, TTL: ttl})
+	storetest.MustConv(t, runner, "c", storetest.Alice)
+	if _, err := storetest.NewTicket(t, runner, "t1", "c", storetest.Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := reader.Read(ctx, "t1", 0)
+	if err != nil || b.Finished {
+		t.Fatalf("read of the running ticket: %+v, %v", b, err)
+	}
+	if err := runner.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	<-b.Changed // the end's notification reached the reader's replica; nobody reads again
+	// A first read whose reader leaves before Redis answers.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := reader.Read(gone, "t2", 0); err == nil {
+		t.Fatal("a read with a cancelled context answered")
+	}
+	redistest.Poll(t, "the reader's hub to let the abandoned tail go", func() bool {
+		tails, bytes := redisstore.HubStats(reader)
 		return tails == 0 && bytes == 0
 	})
 }

@@ -147,7 +147,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if cacheBytes <= 0 {
 		cacheBytes = DefaultCacheBytes
 	}
-	s.hub = newHub(s.fetch, s.maxEvents, cacheBytes)
+	s.hub = newHub(s.fetch, s.maxEvents, cacheBytes, s.ttl)
 	var sentinel *goredis.UniversalOptions // the Sentinel URL's, whose switches the store watches
 	if s.rdb == nil {
 		rdb, uo, err := newClient(opts.URL, s.onConnect)

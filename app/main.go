@@ -176,10 +176,11 @@ func (m *Main) agent() (ask.Runner, error) {
 // Redis, sized by the service's settings.
 func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error) {
 	svc, sc := m.Config.Service, m.Config.Store
+	log := m.log.With("component", "store")
 	if sc.URL == "" {
+		warnSharedCapacity(log, svc, 1)
 		return server.MemoryStore(svc), func() error { return nil }, nil
 	}
-	log := m.log.With("component", "store")
 	// go-redis's own lines (a Sentinel's switch, a pool that cannot dial) as the service's records
 	redisstore.LogLibrary(m.log.With("component", "go-redis"))
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -192,29 +193,31 @@ func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error)
 		return nil, nil, fmt.Errorf("DAS_ASK_STORE: %w", err)
 	}
 	log.Info("store: redis", "replica", s.Replica(), "lease", s.Lease().String())
-	warnBucketShare(log, svc, s.Buckets())
+	warnSharedCapacity(log, svc, s.Buckets())
 	return s, s.Close, nil
 }
 
-// warnBucketShare warns when, with the keys spread over buckets, one identity's own cap reaches
-// its bucket's share of a store-wide cap: DAS_ASK_MAX_TICKETS holds per bucket, as
-// ceil(max/buckets), for tickets and for conversations, and an identity's all live in one
-// bucket. Then one identity, within its caps, fills its bucket and every other identity there
+// warnSharedCapacity warns when one identity's own cap reaches its share of a store-wide cap:
+// DAS_ASK_MAX_TICKETS, for tickets and for conversations, which with the Redis keys spread over
+// buckets holds per bucket, as ceil(max/buckets), an identity's all living in one bucket. Then
+// one identity, within its caps, fills the store (or its bucket) and every other identity there
 // is refused 503 until its tickets expire: the per-identity caps no longer keep one identity
-// from taking the capacity others share (docs/scale-out.md). It is a warning, not a refusal:
-// a cluster's defaults (16 buckets: 625 tickets a bucket, 1000 an identity) are such a setting.
-func warnBucketShare(log *slog.Logger, svc server.Config, buckets int) {
-	if buckets <= 1 || svc.MaxTickets <= 0 {
+// from taking the capacity others share (docs/scale-out.md). It is a warning, not a refusal: a
+// Redis Cluster's defaults (16 buckets: 625 tickets a bucket, 1000 an identity) are such a
+// setting.
+func warnSharedCapacity(log *slog.Logger, svc server.Config, buckets int) {
+	if svc.MaxTickets <= 0 {
 		return
 	}
+	buckets = max(buckets, 1)
 	share := (svc.MaxTickets + buckets - 1) / buckets
 	for _, c := range []struct {
 		name string
 		cap  int
 	}{{"DAS_ASK_MAX_RETAINED_PER_ID", svc.MaxRetainedPerID}, {"DAS_ASK_MAX_CONVERSATIONS_PER_ID", svc.MaxConversationsPerID}} {
 		if c.cap >= share {
-			log.Warn("store: one identity can fill its bucket: raise DAS_ASK_MAX_TICKETS above buckets × the identity's cap, or lower the cap",
-				"variable", c.name, "identity_cap", c.cap, "buckets", buckets, "max_tickets", svc.MaxTickets, "bucket_share", share,
+			log.Warn("store: one identity can fill the capacity the others share: set DAS_ASK_MAX_TICKETS to at least buckets × (the identity's cap + 1), or lower the cap",
+				"variable", c.name, "identity_cap", c.cap, "buckets", buckets, "max_tickets", svc.MaxTickets, "share", share,
 				"max_tickets_wanted", buckets*(c.cap+1))
 		}
 	}

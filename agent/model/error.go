@@ -53,6 +53,9 @@ const GenericMessage = "provider error"
 // the provider was reached, and said nothing, or not all of it, in time.
 const MessageCallTimeout = "no answer within the model call timeout (ASK_LLM_TIMEOUT_S)"
 
+// MessageContextFull is a request (or a reply) the model's context window could not hold.
+const MessageContextFull = "the conversation filled the model's context window"
+
 // MessageOutputCap is a KindTruncated turn cut at the output cap (ASK_LLM_MAX_TOKENS).
 const MessageOutputCap = "the reply was cut at the output token cap (ASK_LLM_MAX_TOKENS)"
 
@@ -66,7 +69,7 @@ var Vocabulary = []string{
 	"the model refused",
 	"the provider's content filter stopped the turn",
 	MessageOutputCap,
-	"the conversation filled the model's context window",
+	MessageContextFull,
 	"stream out of order",
 	"stream ended before the message did",
 	"response has no choices",

@@ -116,7 +116,7 @@ func (m *Model) once(ctx context.Context, params anthropic.MessageNewParams) (mo
 	case anthropic.StopReasonMaxTokens:
 		return usage(msg), &model.Error{Kind: model.KindTruncated, Message: model.MessageOutputCap}
 	case anthropic.StopReasonModelContextWindowExceeded:
-		return usage(msg), &model.Error{Kind: model.KindTruncated, Message: "the conversation filled the model's context window"}
+		return usage(msg), &model.Error{Kind: model.KindTruncated, Message: model.MessageContextFull}
 	}
 	out := usage(msg)
 	var text []string
@@ -231,6 +231,9 @@ func classify(ctx context.Context, err error) error {
 			me.Kind = model.KindRateLimited
 		default:
 			me.Kind = model.StatusKind(ae.StatusCode)
+		}
+		if ae.Type() == anthropic.ErrorTypeInvalidRequestError && strings.HasPrefix(ae.Message, "prompt is too long") {
+			me.Message = model.MessageContextFull // read, never shown
 		}
 		if ae.StatusCode == http.StatusOK {
 			me.Status = 0

@@ -249,3 +249,14 @@ func TestErrorTextIsAFixedVocabulary(t *testing.T) {
 		t.Fatalf("mid-stream err = %v, want only \"provider error\"", err)
 	}
 }
+
+// A request the model's context window cannot hold says so, rather than "invalid request". The
+// Messages API has no type of its own for it: the message's fixed opening decides; the rest of
+// it (token counts here, but a provider's message may quote anything) is not shown.
+func TestContextWindowFullSaysSo(t *testing.T) {
+	srv := replay.Start(t, replay.Response{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 212345 tokens > 200000 maximum"}}`})
+	_, err := newModel(t, srv.URL).Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}})
+	if want := "model rejected (HTTP 400): the conversation filled the model's context window"; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}

@@ -199,8 +199,11 @@ func classify(ctx context.Context, err error) error {
 		// quote the request in them — the question, the key — and the message reaches the
 		// run's error event (found by hardening's privacy test). The status decides.
 		me := &model.Error{Kind: model.StatusKind(ae.StatusCode), Status: ae.StatusCode, Message: statusMessage(ae.StatusCode), Err: err}
-		if ae.Code == "content_filter" {
+		switch ae.Code {
+		case "content_filter":
 			me.Kind = model.KindContentFilter
+		case "context_length_exceeded":
+			me.Message = model.MessageContextFull
 		}
 		if ae.Response != nil {
 			me.RetryAfter = model.RetryAfter(ae.Response.Header, time.Now())

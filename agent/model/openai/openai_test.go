@@ -262,3 +262,14 @@ func TestErrorTextIsAFixedVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// A request the model's context window cannot hold (the conversation with a large tool result,
+// say) says so, rather than "invalid request", which reads as a bug of ours. The provider's
+// code decides; its message is not shown.
+func TestContextWindowFullSaysSo(t *testing.T) {
+	srv := replay.Start(t, replay.Response{Status: 400, Body: `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 312044 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`})
+	_, err := newModel(t, srv.URL, fast).Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}})
+	if want := "model rejected (HTTP 400): the conversation filled the model's context window"; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}

@@ -45,7 +45,8 @@ func soakAsks(t *testing.T) int {
 // a stream it drops closes its connection.
 type loadClient struct {
 	t    *testing.T
-	c    *gen.Client
+	c    *gen.Client // creates, cancels and status
+	r    *gen.Client // streams: on Redis another replica's
 	tok  string
 	last string // the last ticket made
 }
@@ -116,7 +117,7 @@ func (l *loadClient) stream(ctx context.Context, ticket string, lastID int64, st
 		id := strconv.FormatInt(lastID, 10)
 		p.LastEventID = &id
 	}
-	resp, err := l.c.StreamEvents(ctx, ticket, p, l.edit)
+	resp, err := l.r.StreamEvents(ctx, ticket, p, l.edit)
 	if err != nil {
 		return lastID, false, err
 	}
@@ -152,12 +153,14 @@ func (l *loadClient) stream(ctx context.Context, ticket string, lastID int64, st
 func TestMixedLoadReturnsToBaseline(t *testing.T) {
 	stores := []struct {
 		name string
-		open func(t *testing.T, ttl time.Duration) store.Store
+		open func(t *testing.T, ttl time.Duration) []store.Store // a store per replica
 	}{
-		{"memory", func(*testing.T, time.Duration) store.Store { return nil }},
-		{"redis", func(t *testing.T, ttl time.Duration) store.Store {
+		{"memory", func(*testing.T, time.Duration) []store.Store { return []store.Store{nil} }},
+		{"redis", func(t *testing.T, ttl time.Duration) []store.Store {
+			// Two replicas: asks made on one, streamed from the other.
 			srv := redistest.Start(t)
-			return replicaStoreWith(t, srv, redisstore.Options{Prefix: "soak:" + rand.Text() + ":", TTL: ttl, Lease: time.Second})
+			o := redisstore.Options{Prefix: "soak:" + rand.Text() + ":", TTL: ttl, Lease: time.Second}
+			return []store.Store{replicaStoreWith(t, srv, o), replicaStoreWith(t, srv, o)}
 		}},
 	}
 	for _, sc := range stores {
@@ -166,34 +169,48 @@ func TestMixedLoadReturnsToBaseline(t *testing.T) {
 			// Not the harness, whose log buffer keeps every line: a log that keeps nothing, and
 			// checks each line for the questions and the tokens as it goes.
 			logs := &scanningLog{secrets: [][]byte{[]byte("soak question"), []byte("tok-left-")}}
-			observer := obs.New(obs.Options{})
-			srv, err := server.New(server.Options{Store: sc.open(t, ttl), Runner: leftoverRunner(), Authenticator: leftoverAuth{}, TTL: ttl,
-				Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Hooks: observer.Hooks()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			web := httptest.NewServer(srv.Handler())
 			t.Cleanup(func() {
-				web.Close()
-				sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				if err := srv.Shutdown(sctx); err != nil {
-					t.Errorf("Shutdown: %v", err)
-				}
 				if n := logs.hits.Load(); n > 0 {
 					t.Errorf("%d log lines held a question or a token", n)
 				}
 			})
+			var (
+				observers []*obs.Observer
+				servers   []*server.Server
+				urls      []string
+			)
+			for _, st := range sc.open(t, ttl) {
+				o := obs.New(obs.Options{})
+				srv, err := server.New(server.Options{Store: st, Runner: leftoverRunner(), Authenticator: leftoverAuth{}, TTL: ttl,
+					Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Hooks: o.Hooks()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				web := httptest.NewServer(srv.Handler())
+				t.Cleanup(func() {
+					web.Close()
+					sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					if err := srv.Shutdown(sctx); err != nil {
+						t.Errorf("Shutdown: %v", err)
+					}
+				})
+				observers, servers, urls = append(observers, o), append(servers, srv), append(urls, web.URL+"/ask")
+			}
 			tr := &http.Transport{}
 			hc := &http.Client{Transport: tr}
 			t.Cleanup(tr.CloseIdleConnections)
 			clients := make([]*loadClient, workers)
 			for i := range clients {
-				c, err := gen.NewClient(web.URL+"/ask", gen.WithHTTPClient(hc))
+				c, err := gen.NewClient(urls[0], gen.WithHTTPClient(hc))
 				if err != nil {
 					t.Fatal(err)
 				}
-				clients[i] = &loadClient{t: t, c: c, tok: "tok-left-w" + strconv.Itoa(i)}
+				r, err := gen.NewClient(urls[len(urls)-1], gen.WithHTTPClient(hc))
+				if err != nil {
+					t.Fatal(err)
+				}
+				clients[i] = &loadClient{t: t, c: c, r: r, tok: "tok-left-w" + strconv.Itoa(i)}
 			}
 			ctx := t.Context()
 
@@ -201,7 +218,7 @@ func TestMixedLoadReturnsToBaseline(t *testing.T) {
 			// goroutines, pools, the transport's first connections) is up before the baseline.
 			run := func(l *loadClient, i int, cid string) error {
 				q := "soak question " + strconv.Itoa(i)
-				switch i % 4 {
+				switch i % 5 {
 				case 0: // read to the end
 					ticket, err := l.ask(ctx, cid, q, nil)
 					if err != nil {
@@ -242,6 +259,15 @@ func TestMixedLoadReturnsToBaseline(t *testing.T) {
 						err = fmt.Errorf("ticket %s: no done after the cancel", ticket)
 					}
 					return err
+				case 3: // a running ask's stream dropped for good, the ask cancelled, nobody reads its end
+					ticket, err := l.ask(ctx, cid, q+" block", nil)
+					if err != nil {
+						return err
+					}
+					if _, _, err := l.stream(ctx, ticket, 0, 2); err != nil {
+						return err
+					}
+					return l.cancel(ctx, ticket)
 				default: // a keyed ask sent twice (a client's retry), read once
 					key := "soak-" + rand.Text()
 					ticket, err := l.ask(ctx, cid, q, &key)
@@ -263,14 +289,21 @@ func TestMixedLoadReturnsToBaseline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := range 4 {
+			for i := range 5 {
 				if err := run(clients[0], i, warm); err != nil {
 					t.Fatal(err)
 				}
 			}
 			settle := func() {
 				tr.CloseIdleConnections()
-				redistest.Poll(t, "every ask to end", func() bool { return srv.Active() == 0 })
+				redistest.Poll(t, "every ask to end", func() bool {
+					for _, srv := range servers {
+						if srv.Active() != 0 {
+							return false
+						}
+					}
+					return true
+				})
 			}
 			settle()
 			baseline := goleak.IgnoreCurrent()
@@ -305,7 +338,14 @@ func TestMixedLoadReturnsToBaseline(t *testing.T) {
 			}
 			settle()
 			peak, peakHeap := runtime.NumGoroutine(), heapAfterGC()
-			redistest.Poll(t, "the observer to count no ask running", func() bool { return asksRunning(t, observer) == 0 })
+			redistest.Poll(t, "the observers to count no ask running", func() bool {
+				for _, o := range observers {
+					if asksRunning(t, o) != 0 {
+						return false
+					}
+				}
+				return true
+			})
 
 			// Everything has ended: once the TTL has passed (each worker's last ask is gone), what
 			// the asks left goes. The stores expire on their own clocks (Redis's, timers), which

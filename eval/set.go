@@ -5,9 +5,11 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -124,6 +126,10 @@ func LoadSet(path string) (*Set, error) {
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
+// MaxQuestion is the longest question the contract admits, in characters (AskRequest.question's
+// maxLength in openapi/ask.openapi.yaml): a longer one could never be asked, so the set is refused.
+const MaxQuestion = 4000
+
 // ParseSet decodes a set (unknown fields are errors, so a typo is not silently ignored) and
 // checks it: unique ids, a question and a known kind for each item, answer-only fields only on
 // answers, one identity per conversation.
@@ -132,7 +138,15 @@ func ParseSet(b []byte, file string) (*Set, error) {
 	dec.KnownFields(true)
 	var s Set
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("set %s: %w", file, err)
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("set %s: the file is empty", file)
+		}
+		return nil, fmt.Errorf("set %s: %s", file, oneLine(err))
+	}
+	// A second document would be ignored, and with it whatever the operator meant by it.
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("set %s: more than one YAML document (a set is one document; remove the ---)", file)
 	}
 	s.File = file
 	if s.Name == "" {
@@ -160,6 +174,8 @@ func ParseSet(b []byte, file string) (*Set, error) {
 		}
 		it.Question = strings.TrimSpace(it.Question)
 		switch {
+		case it.ID == "":
+			bad("no id")
 		case !idPattern.MatchString(it.ID):
 			bad("id must match %s", idPattern)
 		case seen[it.ID]:
@@ -168,6 +184,8 @@ func ParseSet(b []byte, file string) (*Set, error) {
 		seen[it.ID] = true
 		if it.Question == "" {
 			bad("no question")
+		} else if n := utf8.RuneCountInString(it.Question); n > MaxQuestion {
+			bad("the question has %d characters; the service admits at most %d", n, MaxQuestion)
 		}
 		switch it.Expect {
 		case KindAnswer, KindAbstention, KindRefusal, KindError:
@@ -194,6 +212,16 @@ func ParseSet(b []byte, file string) (*Set, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// oneLine puts a YAML decoding error on one line: the decoder lists each field it could not
+// decode on a line of its own.
+func oneLine(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return strings.Join(te.Errors, "; ")
+	}
+	return err.Error()
 }
 
 // Identities are the identities the set asks as, sorted by first use.

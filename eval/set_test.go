@@ -6,6 +6,7 @@ import (
 
 	"github.com/das-ask/ask/demo/source"
 	"github.com/das-ask/ask/eval"
+	"github.com/das-ask/ask/gen"
 )
 
 func TestParseSetRejects(t *testing.T) {
@@ -22,6 +23,11 @@ func TestParseSetRejects(t *testing.T) {
 		{"sql on a refusal", "name: s\nitems: [{id: a, question: q, expect: refusal, sql: SELECT 1}]", "describe an answer"},
 		{"terms on an abstention", "name: s\nitems: [{id: a, question: q, expect: abstention, terms: [x]}]", "describe an answer"},
 		{"bad path", "name: s\nitems: [{id: a, question: q, expect: answer, path: slow}]", "path must be"},
+		{"no id", "name: s\nitems: [{question: q, expect: abstention}]", "item 1 (): no id"},
+		{"an empty file", "", "the file is empty"},
+		{"a second document", "name: s\nitems: [{id: a, question: q, expect: abstention}]\n---\nname: t\n", "more than one YAML document"},
+		{"a question the service cannot admit", "name: s\nitems: [{id: a, question: '" + strings.Repeat("é", eval.MaxQuestion+1) + "', expect: abstention}]", "4001 characters; the service admits at most 4000"},
+		{"a field of the wrong type, on one line", "name: s\nitems: [{id: a, question: q, expect: answer, tolerance: lots, ordered: maybe}]", "line 2: cannot unmarshal !!str `lots` into float64; line 2: cannot unmarshal !!str `maybe` into bool"},
 		{"two identities in one conversation", "name: s\nitems: [{id: a, question: q, expect: answer, conversation: c}, {id: b, as: bob, question: r, expect: answer, conversation: c}]", "belongs to one identity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -29,7 +35,29 @@ func TestParseSetRejects(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("one fault, one line: got %q", err)
+			}
 		})
+	}
+}
+
+// A question of exactly the contract's maximum is a question the service admits.
+func TestParseSetLongestQuestion(t *testing.T) {
+	if _, err := eval.ParseSet([]byte("name: s\nitems: [{id: a, question: '"+strings.Repeat("é", eval.MaxQuestion)+"', expect: abstention}]"), "t.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// MaxQuestion is the contract's: the published AskRequest.question maxLength.
+func TestMaxQuestionIsTheContracts(t *testing.T) {
+	spec, err := gen.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := spec.Components.Schemas["AskRequest"].Value.Properties["question"].Value
+	if q.MaxLength == nil || *q.MaxLength != eval.MaxQuestion {
+		t.Errorf("the contract's question maxLength is %v, eval.MaxQuestion %d", q.MaxLength, eval.MaxQuestion)
 	}
 }
 

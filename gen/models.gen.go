@@ -566,6 +566,9 @@ type AnswerPathSpeed string
 type AskRequest struct {
 	// Question The question, in the user's words. It appears only in the `accepted` event and in the
 	// conversation's memory: never in a log line, metric, trace, error or any other event.
+	// Its length is counted in Unicode code points, as JSON Schema counts: not in bytes nor
+	// in UTF-16 units, so 4000 emoji are within it, and a letter with a combining accent
+	// is two.
 	Question string `json:"question"`
 
 	// Webhook Where to POST the run's end (see the `runEnded` callback of `createAsk`), for a client that
@@ -1083,7 +1086,7 @@ type WebhookDeliveryType string
 // resolved address must not be private, link-local or a metadata address unless the operator
 // allows it. A URL that is not allowed is a `400` and creates no ticket.
 type WebhookRequest struct {
-	// Url An absolute `https` URL (no user info, no fragment, no `.` or `..` path segment, encoded or not) under a prefix the operator allows; `http` only to a loopback host the operator allows.
+	// Url An absolute `https` URL (no user info, no fragment, no `.` or `..` path segment, encoded or not) under a prefix the operator allows; `http` only to a loopback host the operator allows. Its length is counted in code points, as the question's is.
 	Url string `json:"url"`
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
@@ -246,6 +248,36 @@ func TestDefaultBodyLimitTakesEveryValidAsk(t *testing.T) {
 				t.Errorf("an ask of %d bytes: %d %s, want %d", len(c.body), resp.StatusCode, readBody(t, resp), c.want)
 			}
 			synctest.Wait()
+		}
+	})
+}
+
+// TestQuestionLengthInCodePoints: the question's 4000 is counted in Unicode code points, as the
+// contract's maxLength is (JSON Schema): not bytes (é is two, 😀 four) nor UTF-16 units (😀 is
+// two), and a letter with a combining accent is two. At the bound the ask is taken, the question
+// intact in its accepted event; one more is a 400 naming the length.
+func TestQuestionLengthInCodePoints(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{})
+		cid := h.conv(alice)
+		for _, c := range []struct{ name, unit string }{
+			{"two-byte letters", "é"}, {"emoji", "😀"}, {"letters with a combining accent", "e\u0301"},
+		} {
+			n := 4000 / utf8.RuneCountInString(c.unit)
+			at := strings.Repeat(c.unit, n)
+			r := h.askRaw(alice, cid, at)
+			if r.StatusCode() != http.StatusAccepted {
+				t.Fatalf("%s: 4000 code points (%d bytes): %d %s", c.name, len(at), r.StatusCode(), r.Body)
+			}
+			synctest.Wait()
+			if q := decode(t, h.events(alice, r.JSON202.Ticket)[0]).Q; q != at {
+				t.Errorf("%s: the accepted event holds another question (%d bytes, want %d)", c.name, len(q), len(at))
+			}
+			r = h.askRaw(alice, cid, at+"a")
+			p := problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusBadRequest)
+			if p.Errors == nil || !slices.Contains(*p.Errors, "body/question: maximum string length is 4000") {
+				t.Errorf("%s: 4001 code points: violations %v", c.name, p.Errors)
+			}
 		}
 	})
 }

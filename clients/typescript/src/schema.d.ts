@@ -218,6 +218,9 @@ export interface components {
             /**
              * @description The question, in the user's words. It appears only in the `accepted` event and in the
              *     conversation's memory: never in a log line, metric, trace, error or any other event.
+             *     Its length is counted in Unicode code points, as JSON Schema counts: not in bytes nor
+             *     in UTF-16 units, so 4000 emoji are within it, and a letter with a combining accent
+             *     is two.
              */
             question: string;
             webhook?: components["schemas"]["WebhookRequest"];
@@ -230,7 +233,7 @@ export interface components {
          *     allows it. A URL that is not allowed is a `400` and creates no ticket.
          */
         WebhookRequest: {
-            /** @description An absolute `https` URL (no user info, no fragment, no `.` or `..` path segment, encoded or not) under a prefix the operator allows; `http` only to a loopback host the operator allows. */
+            /** @description An absolute `https` URL (no user info, no fragment, no `.` or `..` path segment, encoded or not) under a prefix the operator allows; `http` only to a loopback host the operator allows. Its length is counted in code points, as the question's is. */
             url: string;
         };
         /**

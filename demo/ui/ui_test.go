@@ -116,3 +116,22 @@ func TestWithoutSignInTheEndpointDoesNotExist(t *testing.T) {
 		t.Fatalf("status %d, want 404 (the page then offers a pasted bearer)", resp.StatusCode)
 	}
 }
+
+// TestQuestionBoxTakesEveryValidQuestion: the browser counts a textarea's maxlength in UTF-16
+// units, the contract a question's 4000 in code points, so the box's bound is the UTF-16 length
+// of the longest valid question (4000 characters outside the BMP, such as emoji: 8000 units).
+// A bound of 4000 stopped typing at 2000 emoji; the service refuses what is over 4000 code
+// points itself, and the page shows its reason.
+func TestQuestionBoxTakesEveryValidQuestion(t *testing.T) {
+	resp := serve(t, ui.New(ui.Options{}), http.MethodGet, "/", "127.0.0.1:5000", "", "")
+	b, _ := io.ReadAll(resp.Body)
+	page := string(b)
+	i := strings.Index(page, `<textarea id="question"`)
+	if i < 0 {
+		t.Fatal("no question box")
+	}
+	box := page[i : i+strings.Index(page[i:], ">")]
+	if !strings.Contains(box, `maxlength="8000"`) {
+		t.Errorf("the question box %s: want maxlength=\"8000\" (4000 code points in UTF-16 units, at most)", box)
+	}
+}

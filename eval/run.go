@@ -90,6 +90,9 @@ type expected struct {
 // order in one conversation; everything else runs concurrently, at most Concurrency
 // conversations at a time. The expected results are computed by the oracle first; an item whose
 // SQL fails stops the run before anything is asked. Results come back in the set's order.
+//
+// When ctx is cancelled, the asks in flight are cancelled at the service and Run returns ctx's
+// error; Progress is not told of the items the cancel cut short.
 func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 	if cfg.Tokens == nil {
 		return nil, errors.New("eval: Config.Tokens is required")
@@ -171,6 +174,9 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		results[i] = r
+		if r.Unread() && ctx.Err() != nil {
+			return // cut by the caller's cancel, not an outcome: Run returns ctx's error
+		}
 		finished++
 		if cfg.Progress != nil {
 			cfg.Progress(finished, len(set.Items), r)

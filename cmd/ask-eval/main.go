@@ -18,7 +18,8 @@
 //
 //	ask-eval --dev-stack --baseline docs/eval/report.json
 //
-// Exit status: 0 the set ran, 1 the scores differ from --expect, 2 it could not run.
+// Exit status: 0 the set ran, 1 the scores differ from --expect, 2 it could not run. Ctrl-C (or
+// SIGTERM) cancels the asks in flight and exits 2 without writing a report.
 package main
 
 import (
@@ -136,7 +137,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		fmt.Fprintln(stderr, "ask-eval:", err)
 		return 2
 	}
-	fail := func(err error) int { fmt.Fprintln(stderr, "ask-eval:", err); return 2 }
+	fail := func(err error) int {
+		if ctx.Err() != nil {
+			// Ctrl-C or SIGTERM: say so, not "context canceled".
+			err = errors.New("interrupted: no report written")
+		}
+		fmt.Fprintln(stderr, "ask-eval:", err)
+		return 2
+	}
 	log := slog.New(slog.DiscardHandler)
 	if o.verbose {
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -222,6 +230,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	start := time.Now()
 	results, err := eval.Run(ctx, set, cfg)
 	prog.stop()
+	if err != nil && ctx.Err() != nil {
+		// The report this run would replace (often the baseline) stays as it was: a partial run
+		// is not a score of the set.
+		fmt.Fprintf(stderr, "ask-eval: interrupted after %d of %d items; the asks in flight were cancelled; no report written\n", prog.finished(), len(set.Items))
+		return 2
+	}
 	if err != nil {
 		// Opening a conversation names nothing that could be missing: its 404 is the URL, most
 		// often the host without the service's base path (as the ask CLI says too).

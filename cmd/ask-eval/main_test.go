@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"image/png"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -328,5 +330,68 @@ func TestSummarySaysWhyAsksFailed(t *testing.T) {
 	}
 	if want := "error{transport}: source catalog: connect: unreachable or broke the protocol"; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "ended in an error they do not expect") {
 		t.Errorf("summary does not say why every ask failed (want %q):\n%s", want, out.String())
+	}
+}
+
+// cancelAfter is stderr that cancels the run (as Ctrl-C does) once it has seen a line holding
+// mark.
+type cancelAfter struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	mark   string
+	cancel context.CancelFunc
+}
+
+func (w *cancelAfter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.b.Write(p)
+	if strings.Contains(w.b.String(), w.mark) {
+		w.cancel()
+	}
+	return n, err
+}
+
+func (w *cancelAfter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// Ctrl-C mid-run: the asks in flight are cancelled, the operator is told how far it got (not
+// "context canceled"), the items the interrupt cut short are not reported as wrong, and no
+// report replaces the last one (often the baseline).
+func TestInterruptedRun(t *testing.T) {
+	dir := t.TempDir()
+	set := filepath.Join(dir, "set.yaml")
+	if err := os.WriteFile(set, []byte(`name: slow
+items:
+  - id: quick
+    question: What is our customer churn rate?
+    expect: abstention
+  - id: slow
+    question: "take your time: How many sev1 incidents did we have in 2026-Q2?"
+    expect: answer
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errw := &cancelAfter{mark: "[1/2]", cancel: cancel}
+	var stdout bytes.Buffer
+	code := run(ctx, []string{"--dev-stack", "--set", set, "--out", out, "--progress", "lines", "--concurrency", "1"}, &stdout, errw, noenv)
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	got := errw.String()
+	if !strings.Contains(got, "ask-eval: interrupted after 1 of 2 items; the asks in flight were cancelled; no report written") {
+		t.Errorf("stderr does not say the run was interrupted, and how far it got:\n%s", got)
+	}
+	if strings.Contains(got, "[2/2]") || strings.Contains(got, "context canceled") {
+		t.Errorf("stderr reports the item the interrupt cut short as an outcome:\n%s", got)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("an interrupted run wrote its report folder (%v)", err)
 	}
 }

@@ -95,6 +95,13 @@ func (p *progress) item(done, total int, r eval.ItemResult) {
 	}
 }
 
+// finished is how many items have been reported.
+func (p *progress) finished() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done
+}
+
 func (p *progress) stop() {
 	if p.mode == "bar" {
 		close(p.stopc)

@@ -37,6 +37,11 @@ func ReadReport(path string) (*Report, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("report %s: %w", path, err)
 	}
+	// Any JSON object decodes; one that lacks what every report has is another file, and a
+	// difference from it would read as a run that improved on nothing.
+	if r.Date.IsZero() || r.Set.Name == "" || r.Scores.Confusion == nil || r.Items == nil {
+		return nil, fmt.Errorf("report %s: not a report.json written by ask-eval (no date, set, scores or items)", path)
+	}
 	return &r, nil
 }
 
@@ -227,6 +232,10 @@ func Diff(w io.Writer, base, cur *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "baseline %s (%s, model %s, commit %s)\n", base.Date.UTC().Format(time.RFC3339), base.Set.Name, base.Model, base.Commit)
 	fmt.Fprintf(&b, "current  %s (%s, model %s, commit %s)\n", cur.Date.UTC().Format(time.RFC3339), cur.Set.Name, cur.Model, cur.Commit)
+	if base.Set.Name != cur.Set.Name {
+		fmt.Fprintf(&b, "note: the baseline ran set %s (%d items), this run set %s (%d items): the scores are over different questions\n",
+			base.Set.Name, len(base.Items), cur.Set.Name, len(cur.Items))
+	}
 	bm := map[string]Metric{}
 	for _, m := range base.Scores.Metrics() {
 		bm[m.Name] = m
@@ -250,8 +259,10 @@ func Diff(w io.Writer, base, cur *Report) error {
 		}
 		delete(old, it.ID)
 	}
-	for id := range old {
-		changed = append(changed, fmt.Sprintf("  %s: no longer in the set", id))
+	for _, it := range base.Items { // in the baseline's order, so the same reports diff alike
+		if _, ok := old[it.ID]; ok {
+			changed = append(changed, fmt.Sprintf("  %s: no longer in the set", it.ID))
+		}
 	}
 	if len(changed) > 0 {
 		fmt.Fprintf(&b, "items that changed:\n%s\n", strings.Join(changed, "\n"))
@@ -289,7 +300,8 @@ func change(o, m Metric) string {
 		return ""
 	}
 	d := *m.Value - *o.Value
-	if math.Abs(d) < 1e-9 {
+	// Equal as shown is equal: 2 ms → 2 ms is not "-0 ms faster".
+	if math.Abs(d) < 1e-9 || metricStr(o) == metricStr(m) {
 		return "="
 	}
 	var s string

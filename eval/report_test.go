@@ -1,8 +1,14 @@
 package eval_test
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/das-ask/ask/eval"
 )
@@ -30,5 +36,73 @@ func TestSummaryExplainsHarnessErrors(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "see the report") {
 		t.Errorf("summary points at a report that may not have been written:\n%s", b.String())
+	}
+}
+
+func writeReport(t *testing.T, rep *eval.Report) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "report.json")
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func report(set string, items ...eval.ItemResult) *eval.Report {
+	return &eval.Report{Date: time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC), Model: "m", Set: eval.Set{Name: set}, Scores: eval.Score(items), Items: items}
+}
+
+func item(id string, terminalMS float64) eval.ItemResult {
+	return eval.ItemResult{ID: id, Expect: "abstention", Got: "abstention", TicketMS: terminalMS, FirstMilestoneMS: -1, TerminalMS: terminalMS, HasDone: true}
+}
+
+// A file that is JSON but no report — an empty object, another tool's output — is refused as a
+// baseline, not diffed as a run that scored nothing.
+func TestReadReportRefusesWhatIsNotOne(t *testing.T) {
+	for _, body := range []string{`{}`, `{"date": "2026-12-05T04:00:00Z"}`, `null`} {
+		path := filepath.Join(t.TempDir(), "x.json")
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eval.ReadReport(path); err == nil || !strings.Contains(err.Error(), "not a report.json written by ask-eval") {
+			t.Errorf("%s: got %v, want it refused", body, err)
+		}
+	}
+	if _, err := eval.ReadReport(writeReport(t, report("s", item("a", 1)))); err != nil {
+		t.Errorf("a report: %v", err)
+	}
+}
+
+// The difference is the same every time for the same two reports (items gone from the set in
+// the baseline's order), says when the sets differ, and calls equal what it shows as equal.
+func TestDiff(t *testing.T) {
+	var gone []eval.ItemResult
+	var want []string
+	for i := range 12 {
+		id := fmt.Sprintf("item-%02d", i)
+		gone = append(gone, item(id, 2))
+		want = append(want, "  "+id+": no longer in the set")
+	}
+	base := report("old-set", append(gone, item("kept", 2))...)
+	cur := report("new-set", item("kept", 1.6))
+	for range 3 {
+		var b strings.Builder
+		if err := eval.Diff(&b, base, cur); err != nil {
+			t.Fatal(err)
+		}
+		got := b.String()
+		if !strings.Contains(got, strings.Join(want, "\n")) {
+			t.Fatalf("items gone, not in the baseline's order:\n%s", got)
+		}
+		if !strings.Contains(got, "note: the baseline ran set old-set (13 items), this run set new-set (1 items)") {
+			t.Errorf("the difference does not say the sets differ:\n%s", got)
+		}
+		if !regexp.MustCompile(`terminal_p50_ms +2 ms → 2 ms +=\n`).MatchString(got) {
+			t.Errorf("2 ms → 2 ms is not shown as equal:\n%s", got)
+		}
 	}
 }

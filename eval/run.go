@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -144,7 +145,7 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 	first := set.Items[0].As
 	probe, err := clients[first].CreateConversation(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("eval: nothing was asked: opening a conversation at %s as %s failed: %w", cfg.BaseURL, first, err)
+		return nil, fmt.Errorf("eval: nothing was asked: opening a conversation at %s as %s failed: %w", RedactURL(cfg.BaseURL), first, err)
 	}
 
 	// Units of work: one per conversation group, one per standalone item, in order of first use.
@@ -226,6 +227,17 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 		return results, err
 	}
 	return results, nil
+}
+
+// RedactURL is u without its user information (user:password@, a gateway's basic auth) and
+// query, for the report, the summary and error messages: the report is written to be committed.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	p.User, p.RawQuery, p.ForceQuery, p.Fragment, p.RawFragment = nil, "", false, "", ""
+	return p.String()
 }
 
 func base(it Item) ItemResult {

@@ -181,7 +181,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	}
 	model := all.Agent
 	cfg := eval.Config{Concurrency: o.concurrency, AskTimeout: o.askTimeout, Logger: log}
-	target := o.url
+	target := eval.RedactURL(o.url)
 	if o.devStack {
 		// The dev stack reads the same settings as make ask-serve's (the model, ASK_PHASE,
 		// ASK_DIVERGENCE_TURNS, the service's DAS_ASK_*), so the eval scores what it serves.
@@ -241,7 +241,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		// often the host without the service's base path (as the ask CLI says too).
 		var apiErr *client.APIError
 		if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound && apiErr.Op == "createConversation" {
-			err = fmt.Errorf("%w (no ask service at %s: --url, or $ASK_URL, is the service's base URL with its path, such as %s)", err, cfg.BaseURL, config.DefaultClientURL)
+			err = fmt.Errorf("%w (no ask service at %s: --url, or $ASK_URL, is the service's base URL with its path, such as %s)", err, eval.RedactURL(cfg.BaseURL), config.DefaultClientURL)
 		}
 		return fail(err)
 	}

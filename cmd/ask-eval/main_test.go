@@ -244,6 +244,25 @@ items:
 			t.Errorf("a run that asked nothing wrote %d files to --out", len(files))
 		}
 	})
+	// A gateway's basic auth in --url is the operator's secret: the report, which is written to
+	// be committed, names the target without it.
+	t.Run("a URL with credentials", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		dir := t.TempDir()
+		withAuth := strings.Replace(st.AskURL, "http://", "http://op:S3CRET-PASS@", 1)
+		args := []string{"--url", withAuth, "--set", set, "--out", dir, "--progress", "none", "--idp", st.IdPURL}
+		if code := run(t.Context(), args, &out, &errb, noenv); code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+		}
+		if !strings.Contains(out.String(), "against "+st.AskURL+",") || strings.Contains(out.String()+errb.String(), "S3CRET") {
+			t.Errorf("the summary does not name the target without its password:\n%s%s", out.String(), errb.String())
+		}
+		for _, name := range []string{"REPORT.md", "report.json"} {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || bytes.Contains(b, []byte("S3CRET")) {
+				t.Errorf("%s holds the password in --url (%v)", name, err)
+			}
+		}
+	})
 	t.Run("a truth identity the source refuses", func(t *testing.T) {
 		var out, errb bytes.Buffer
 		args := []string{"--url", st.AskURL, "--set", filepath.Join("..", "..", "eval", "testdata", "fixture.yaml"), "--no-write", "--progress", "none",

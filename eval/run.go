@@ -143,7 +143,7 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 	// this, every item would come back a harness error and the report would be all zeros. The
 	// conversation opened here is the first unit's.
 	first := set.Items[0].As
-	probe, err := clients[first].CreateConversation(ctx)
+	probe, err := createConversation(ctx, clients[first])
 	if err != nil {
 		return nil, fmt.Errorf("eval: nothing was asked: opening a conversation at %s as %s failed: %w", RedactURL(cfg.BaseURL), first, err)
 	}
@@ -195,7 +195,7 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 				if u[0] == 0 {
 					conv = probe
 				} else {
-					conv, convErr = c.CreateConversation(ctx)
+					conv, convErr = createConversation(ctx, c)
 				}
 				for _, i := range u {
 					it := set.Items[i]
@@ -227,6 +227,19 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 		return results, err
 	}
 	return results, nil
+}
+
+// createConversation opens a conversation, and says what to do when the identity holds as many
+// as the service allows: the harness opens one per item outside a conversation and one per
+// conversation of the set, and the service keeps each for DAS_ASK_TTL_S after its last ask, so
+// a large set, or runs back to back, reach the cap.
+func createConversation(ctx context.Context, c *client.Client) (gen.Conversation, error) {
+	conv, err := c.CreateConversation(ctx)
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests {
+		err = fmt.Errorf("%w (each item outside a conversation opens one, held for DAS_ASK_TTL_S after its last ask: raise DAS_ASK_MAX_CONVERSATIONS_PER_ID on the service, spread the set over more identities, or wait for the last run's to expire)", err)
+	}
+	return conv, err
 }
 
 // RedactURL is u without its user information (user:password@, a gateway's basic auth) and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"net"
 	"os"
@@ -412,5 +413,30 @@ items:
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("an interrupted run wrote its report folder (%v)", err)
+	}
+}
+
+// Each item outside a conversation opens one, and the service holds it for DAS_ASK_TTL_S: a set
+// larger than the identity's cap, or a run right after another, is turned away with 429 on
+// the conversation, and the summary says what to do about it, not only that it happened.
+func TestConversationCapSaysWhatToDo(t *testing.T) {
+	set := filepath.Join(t.TempDir(), "set.yaml")
+	var b strings.Builder
+	b.WriteString("name: cap\nitems:\n")
+	for i := range 4 {
+		fmt.Fprintf(&b, "  - id: churn-%d\n    question: What is our customer churn rate?\n    expect: abstention\n", i)
+	}
+	if err := os.WriteFile(set, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) (string, bool) { return "2", k == "DAS_ASK_MAX_CONVERSATIONS_PER_ID" }
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"--dev-stack", "--set", set, "--no-write", "--progress", "none", "--concurrency", "1"}, &out, &errb, env); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"harness errors       2 item(s)", "429 Too Many Requests", "raise DAS_ASK_MAX_CONVERSATIONS_PER_ID on the service"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
 	}
 }

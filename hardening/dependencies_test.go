@@ -404,3 +404,34 @@ func TestModelThatNeverStopsCallingTools(t *testing.T) {
 		t.Errorf("%d model calls and %d steps, want 5 of each", n, steps)
 	}
 }
+
+// A model provider (or a gateway at ASK_LLM_BASE_URL) that redirects the call to another origin
+// is not followed: a 307 would re-send the whole request there — the conversation, the question
+// in it, and Anthropic's x-api-key, which Go's client does not strip as it does Authorization.
+// The run ends in error{model} saying why, and the other origin receives nothing.
+func TestModelRedirectOffOrigin(t *testing.T) {
+	foreign, foreignSeen := provider(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "nothing here", http.StatusNotFound)
+	}))
+	redirect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, foreign.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	})
+	openaiSrv, _ := provider(t, redirect)
+	anthropicSrv, _ := provider(t, redirect)
+	for _, cfg := range []agent.Config{
+		{LLM: agent.LLMOpenAI, BaseURL: openaiSrv.URL + "/v1", Model: "gpt-4o-mini"},
+		{LLM: agent.LLMAnthropic, BaseURL: anthropicSrv.URL, Model: "claude-sonnet-4-5"},
+	} {
+		t.Run(cfg.LLM, func(t *testing.T) {
+			cfg.APIKey, cfg.Timeout, cfg.MaxTokens, cfg.MaxModelCalls = "sk-redirected", time.Second, 1024, 12
+			s, _ := startStack(t, stack.Options{Deadline: faultDeadline, Model: &cfg})
+			term := runFault(t, s, qSev1)
+			if term.Type != "error" || term.Kind != "model" || !strings.Contains(term.Message, "redirected off its configured origin") {
+				t.Errorf("%s/%s %q, want error/model: redirected off its origin", term.Type, term.Kind, term.Message)
+			}
+		})
+	}
+	if n := foreignSeen.calls.Load(); n != 0 {
+		t.Errorf("the other origin received %d model calls", n)
+	}
+}

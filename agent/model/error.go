@@ -76,6 +76,7 @@ var Vocabulary = []string{
 	"provider unreachable or stream unreadable",
 	"provider unreachable or response unreadable",
 	MessageCallTimeout,
+	"redirected off its configured origin; not followed", // ErrOffOrigin
 	// The providers' error categories, in our words.
 	"invalid request",
 	"authentication failed",

@@ -33,7 +33,8 @@ type Options struct {
 	Retry model.RetryPolicy
 	// MaxTokens caps the model's output per call; zero means 4096 (the API requires a cap).
 	MaxTokens int64
-	// HTTPClient is the client requests go through; nil means http.DefaultClient.
+	// HTTPClient is the client requests go through; nil means http.DefaultClient. Either way
+	// a redirect off the base URL's origin is not followed (model.SameOriginClient).
 	HTTPClient *http.Client
 	// Logger receives one line per failed attempt; nil means discard.
 	Logger *slog.Logger
@@ -59,10 +60,7 @@ func New(opts Options) (*Model, error) {
 	if opts.MaxTokens <= 0 {
 		opts.MaxTokens = 4096
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc := model.SameOriginClient(opts.HTTPClient)
 	ro := []option.RequestOption{
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
@@ -242,6 +240,9 @@ func classify(ctx context.Context, err error) error {
 			me.RetryAfter = model.RetryAfter(ae.Response.Header, time.Now())
 		}
 		return me
+	}
+	if errors.Is(err, model.ErrOffOrigin) {
+		return &model.Error{Kind: model.KindTransport, Message: model.ErrOffOrigin.Error(), Err: err}
 	}
 	if errors.Is(err, context.DeadlineExceeded) { // this attempt's Timeout, not ctx's
 		return &model.Error{Kind: model.KindTransport, Message: model.MessageCallTimeout, Err: err}

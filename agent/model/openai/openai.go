@@ -33,7 +33,8 @@ type Options struct {
 	Retry model.RetryPolicy
 	// MaxTokens caps the model's output per call; zero leaves it to the server.
 	MaxTokens int64
-	// HTTPClient is the client requests go through; nil means http.DefaultClient.
+	// HTTPClient is the client requests go through; nil means http.DefaultClient. Either way
+	// a redirect off the base URL's origin is not followed (model.SameOriginClient).
 	HTTPClient *http.Client
 	// Logger receives one line per failed attempt; nil means discard.
 	Logger *slog.Logger
@@ -56,10 +57,7 @@ func New(opts Options) (*Model, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 120 * time.Second
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc := model.SameOriginClient(opts.HTTPClient)
 	ro := []option.RequestOption{
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
@@ -209,6 +207,9 @@ func classify(ctx context.Context, err error) error {
 			me.RetryAfter = model.RetryAfter(ae.Response.Header, time.Now())
 		}
 		return me
+	}
+	if errors.Is(err, model.ErrOffOrigin) {
+		return &model.Error{Kind: model.KindTransport, Message: model.ErrOffOrigin.Error(), Err: err}
 	}
 	if errors.Is(err, context.DeadlineExceeded) { // this attempt's Timeout, not ctx's
 		return &model.Error{Kind: model.KindTransport, Message: model.MessageCallTimeout, Err: err}

@@ -254,8 +254,8 @@ func Diff(w io.Writer, base, cur *Report) error {
 		switch {
 		case !ok:
 			changed = append(changed, fmt.Sprintf("  %s: new item (%s)", it.ID, it.Got))
-		case o.Got != it.Got || mark(o.Correct) != mark(it.Correct) || mark(o.Attributed) != mark(it.Attributed):
-			changed = append(changed, fmt.Sprintf("  %s: %s%s → %s%s (expected %s)", it.ID, o.Got, mark(o.Correct), it.Got, mark(it.Correct), it.Expect))
+		case state(o) != state(it):
+			changed = append(changed, fmt.Sprintf("  %s: %s → %s (expected %s)", it.ID, state(o), state(it), it.Expect))
 		}
 		delete(old, it.ID)
 	}
@@ -267,10 +267,23 @@ func Diff(w io.Writer, base, cur *Report) error {
 	if len(changed) > 0 {
 		fmt.Fprintf(&b, "items that changed:\n%s\n", strings.Join(changed, "\n"))
 	} else {
-		b.WriteString("no item changed its outcome or correctness\n")
+		b.WriteString("no item changed its outcome, correctness, attribution or caveats\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// state is what the difference says of one item: its outcome, and where scored, whether it was
+// correct, attributed and carried its caveats (a change in any of them is a change of the item).
+func state(it ItemResult) string {
+	s := it.Got + mark(it.Correct)
+	if it.Attributed != nil && !*it.Attributed {
+		s += ", unattributed"
+	}
+	if it.CaveatsCarried != nil && !*it.CaveatsCarried {
+		s += ", caveats missing"
+	}
+	return s
 }
 
 func mark(p *bool) string {

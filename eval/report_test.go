@@ -106,3 +106,30 @@ func TestDiff(t *testing.T) {
 		}
 	}
 }
+
+// An item that lost its attribution or its caveats changed, and the difference names it and
+// says how, as the scores above it do.
+func TestDiffNamesItemsThatLostAttributionOrCaveats(t *testing.T) {
+	yes, no := true, false
+	answered := func(id string, attributed, caveats *bool) eval.ItemResult {
+		return eval.ItemResult{ID: id, Expect: "answer", Got: "answer", Correct: &yes, Attributed: attributed, CaveatsCarried: caveats,
+			TicketMS: 1, FirstMilestoneMS: 1, TerminalMS: 1, HasDone: true}
+	}
+	base := report("s", answered("attr", &yes, &yes), answered("cav", &yes, &yes), answered("same", &yes, &yes))
+	cur := report("s", answered("attr", &no, &yes), answered("cav", &yes, &no), answered("same", &yes, &yes))
+	var b strings.Builder
+	if err := eval.Diff(&b, base, cur); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  attr: answer (correct) → answer (correct), unattributed (expected answer)",
+		"  cav: answer (correct) → answer (correct), caveats missing (expected answer)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("difference lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "same:") {
+		t.Errorf("an item that did not change is listed:\n%s", b.String())
+	}
+}

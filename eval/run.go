@@ -143,9 +143,13 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 	// this, every item would come back a harness error and the report would be all zeros. The
 	// conversation opened here is the first unit's.
 	first := set.Items[0].As
+	// The client retries a service that does not answer (each try bounded by its header
+	// timeout), so "failed" can come minutes after the start: say how long it was tried.
+	probeStart := time.Now()
 	probe, err := createConversation(ctx, clients[first])
 	if err != nil {
-		return nil, fmt.Errorf("eval: nothing was asked: opening a conversation at %s as %s failed: %w", RedactURL(cfg.BaseURL), first, err)
+		return nil, fmt.Errorf("eval: nothing was asked: opening a conversation at %s as %s failed after %s: %w",
+			RedactURL(cfg.BaseURL), first, time.Since(probeStart).Round(time.Second), err)
 	}
 
 	// Units of work: one per conversation group, one per standalone item, in order of first use.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/das-ask/ask/eval"
 )
@@ -202,4 +204,25 @@ func TestJudgeIsNotFooledByProse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A service that takes the request and never answers: the client retries it, each try bounded
+// by its header timeout, and Run says after how long it gave up, not only the one try's bound.
+func TestRunSaysHowLongASilentServiceWasTried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		set, err := eval.ParseSet([]byte("name: t\nitems: [{id: a, question: q, expect: abstention}]\n"), "inline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = eval.Run(t.Context(), set, eval.Config{BaseURL: "http://ask.test/ask", Tokens: eval.FixedTokens{"alice": "t"},
+			HTTPClient: &http.Client{Transport: hangingTransport{}}})
+		waited := time.Since(start).Round(time.Second)
+		if err == nil || !strings.Contains(err.Error(), "failed after "+waited.String()+":") {
+			t.Errorf("gave up after %v with %v; want the error to say how long", waited, err)
+		}
+		if waited <= 15*time.Second {
+			t.Errorf("gave up after %v: the client's retries were not tried", waited)
+		}
+	})
 }

@@ -70,11 +70,7 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 		Arguments: args,
 	})
 	r.Ms = time.Since(start).Milliseconds()
-	reason := s.tr.Fault()
-	if reason == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		reason = ErrNoAnswer
-	}
-	classify(&r, res, err, reason)
+	classify(&r, res, err, faultOf(ctx, s.tr))
 	// A debug line per call (the ask's one info line is obs's "ask finished"); a warning when
 	// the source failed the call, naming it and the failure for the operator.
 	if r.Outcome == Transport && ctx.Err() == nil {

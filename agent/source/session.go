@@ -83,13 +83,13 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 		MaxEventSize: maxBytes + 64<<10,
 	}, nil)
 	if err != nil {
-		return nil, transportError(cfg.Name, "connect", err, tr.Fault())
+		return nil, transportError(cfg.Name, "connect", err, faultOf(ctx, tr))
 	}
 	s := &Session{name: cfg.Name, cs: cs, tr: tr, log: log}
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			cs.Close()
-			return nil, transportError(cfg.Name, "list tools", err, tr.Fault())
+			return nil, transportError(cfg.Name, "list tools", err, faultOf(ctx, tr))
 		}
 		role, phase := Classify(t.Name, t.Meta)
 		schema, _ := t.InputSchema.(map[string]any)
@@ -99,6 +99,18 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 		})
 	}
 	return s, nil
+}
+
+// faultOf is why a request of the session failed, as far as the session knows: its transport's
+// refusal, or ctx's deadline (the tool timeout) passing first; else nil.
+func faultOf(ctx context.Context, tr *bearer) error {
+	if f := tr.Fault(); f != nil {
+		return f
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ErrNoAnswer
+	}
+	return nil
 }
 
 // defaultTransport is http.DefaultTransport's settings, shared by every session (one
@@ -142,7 +154,8 @@ type TransportError struct {
 	Err    error
 }
 
-// ErrNoAnswer: a tool call got no answer within the tool timeout (a response that never ends).
+// ErrNoAnswer: a request of the session — the handshake, a tool call — got no answer within
+// the tool timeout (a source that says nothing, or a response that never ends).
 var ErrNoAnswer = errors.New("no answer within the tool timeout")
 
 var errBadURL = errors.New("not an absolute http(s) URL")

@@ -98,7 +98,7 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	fs.StringVar(&o.truthSource, "truth-source", "", "compute expected results through this MCP source's run_query (e.g. http://127.0.0.1:8091/mcp) instead of the embedded demo dataset")
 	fs.StringVar(&o.truthAs, "truth-as", "alice", "with --truth-source: the identity the expected SQL runs as (it must be allowed to read what the set reads)")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "conversations asked at the same time")
-	fs.DurationVar(&o.askTimeout, "ask-timeout", 3*time.Minute, "bound on one ask, POST to done")
+	fs.DurationVar(&o.askTimeout, "ask-timeout", 3*time.Minute, "bound on one ask, POST to done, and on one expected result through --truth-source")
 	fs.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	fs.BoolVar(&o.verbose, "v", false, "log the dev stack's and the harness's trouble to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -215,7 +215,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	}
 	if o.truthSource != "" {
 		tokens, as := cfg.Tokens, o.truthAs
-		cfg.Oracle = &eval.SourceOracle{URL: o.truthSource, Token: func(ctx context.Context) (string, error) { return tokens.Token(ctx, as) }}
+		cfg.Oracle = &eval.SourceOracle{URL: o.truthSource, Token: func(ctx context.Context) (string, error) { return tokens.Token(ctx, as) }, Timeout: o.askTimeout}
 	} else {
 		truth, err := source.OpenTruth(ctx, nil)
 		if err != nil {

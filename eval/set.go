@@ -224,6 +224,25 @@ func oneLine(err error) string {
 	return err.Error()
 }
 
+// MostConversations is the most conversations the set opens as one identity: one per item
+// outside a conversation, one per conversation.
+func (s *Set) MostConversations() int {
+	n := map[string]int{}
+	seen := map[string]bool{}
+	most := 0
+	for _, it := range s.Items {
+		if it.Conversation != "" {
+			if seen[it.Conversation] {
+				continue
+			}
+			seen[it.Conversation] = true
+		}
+		n[it.As]++
+		most = max(most, n[it.As])
+	}
+	return most
+}
+
 // Identities are the identities the set asks as, sorted by first use.
 func (s *Set) Identities() []string {
 	var out []string

@@ -180,6 +180,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		return fail(fmt.Errorf("model: %w", err))
 	}
 	model := all.Agent
+	// The dev stack is the eval's own service, started afresh: a set that opens more
+	// conversations as one identity than its cap would have them turned away with 429, which
+	// says nothing of the model. An operator's own DAS_ASK_MAX_CONVERSATIONS_PER_ID stands.
+	if _, given := lookup("DAS_ASK_MAX_CONVERSATIONS_PER_ID"); o.devStack && !given {
+		all.Service.MaxConversationsPerID = max(all.Service.MaxConversationsPerID, set.MostConversations())
+	}
 	cfg := eval.Config{Concurrency: o.concurrency, AskTimeout: o.askTimeout, Logger: log}
 	target := eval.RedactURL(o.url)
 	if o.devStack {

@@ -440,3 +440,25 @@ func TestConversationCapSaysWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// --dev-stack is the eval's own service: a set that opens more conversations as one identity
+// than the service's default cap (100) runs whole, rather than the items past the cap coming
+// back as harness errors.
+func TestDevStackTakesALargeSet(t *testing.T) {
+	set := filepath.Join(t.TempDir(), "set.yaml")
+	var b strings.Builder
+	b.WriteString("name: large\nitems:\n")
+	for i := range 103 {
+		fmt.Fprintf(&b, "  - id: churn-%d\n    question: What is our customer churn rate?\n    expect: abstention\n", i)
+	}
+	if err := os.WriteFile(set, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"--dev-stack", "--set", set, "--no-write", "--progress", "none"}, &out, &errb, noenv); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "outcome accuracy     100% (103/103)") || strings.Contains(out.String(), "harness errors") {
+		t.Errorf("the set did not run whole:\n%s", out.String())
+	}
+}

@@ -214,12 +214,19 @@ func ParseSet(b []byte, file string) (*Set, error) {
 	return &s, nil
 }
 
+var unknownField = regexp.MustCompile(`field (\S+) not found in type eval\.\w+`)
+
 // oneLine puts a YAML decoding error on one line: the decoder lists each field it could not
 // decode on a line of its own.
 func oneLine(err error) string {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
-		return strings.Join(te.Errors, "; ")
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			// "field itmes not found in type eval.Set" names a Go type the operator never saw.
+			msgs[i] = unknownField.ReplaceAllString(m, `unknown field "$1"`)
+		}
+		return strings.Join(msgs, "; ")
 	}
 	return err.Error()
 }

@@ -23,6 +23,7 @@ func TestParseSetRejects(t *testing.T) {
 		{"sql on a refusal", "name: s\nitems: [{id: a, question: q, expect: refusal, sql: SELECT 1}]", "describe an answer"},
 		{"terms on an abstention", "name: s\nitems: [{id: a, question: q, expect: abstention, terms: [x]}]", "describe an answer"},
 		{"bad path", "name: s\nitems: [{id: a, question: q, expect: answer, path: slow}]", "path must be"},
+		{"unknown top-level field", "name: s\nitmes: [{id: a, question: q, expect: answer}]", `line 2: unknown field "itmes"`},
 		{"no id", "name: s\nitems: [{question: q, expect: abstention}]", "item 1 (): no id"},
 		{"an empty file", "", "the file is empty"},
 		{"a second document", "name: s\nitems: [{id: a, question: q, expect: abstention}]\n---\nname: t\n", "more than one YAML document"},

@@ -335,6 +335,10 @@ func change(o, m Metric) string {
 		s += " slower"
 	case strings.HasSuffix(m.Name, "_ms"):
 		s += " faster"
+	case m.Name == "harness_errors" && d > 0: // items no outcome was read for
+		s += " worse"
+	case m.Name == "harness_errors":
+		s += " better"
 	}
 	return s
 }

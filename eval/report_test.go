@@ -88,7 +88,8 @@ func TestDiff(t *testing.T) {
 		want = append(want, "  "+id+": no longer in the set")
 	}
 	base := report("old-set", append(gone, item("kept", 2))...)
-	cur := report("new-set", item("kept", 1.6))
+	unread := eval.ItemResult{ID: "unread", Expect: "abstention", Got: "error", ErrorKind: "harness", TicketMS: -1, FirstMilestoneMS: -1, TerminalMS: -1}
+	cur := report("new-set", item("kept", 1.6), unread)
 	for range 3 {
 		var b strings.Builder
 		if err := eval.Diff(&b, base, cur); err != nil {
@@ -98,8 +99,11 @@ func TestDiff(t *testing.T) {
 		if !strings.Contains(got, strings.Join(want, "\n")) {
 			t.Fatalf("items gone, not in the baseline's order:\n%s", got)
 		}
-		if !strings.Contains(got, "note: the baseline ran set old-set (13 items), this run set new-set (1 items)") {
+		if !strings.Contains(got, "note: the baseline ran set old-set (13 items), this run set new-set (2 items)") {
 			t.Errorf("the difference does not say the sets differ:\n%s", got)
+		}
+		if !regexp.MustCompile(`harness_errors +0\.00 → 1\.00 +\+1\.00 worse\n`).MatchString(got) {
+			t.Errorf("a harness error more is not called worse:\n%s", got)
 		}
 		if !regexp.MustCompile(`terminal_p50_ms +2 ms → 2 ms +=\n`).MatchString(got) {
 			t.Errorf("2 ms → 2 ms is not shown as equal:\n%s", got)

@@ -17,7 +17,7 @@ func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, li
 	res, err := createConversation.Run(ctx, s.rdb,
 		[]string{k.conv(b, c.ID), k.turns(b, c.ID), k.convs(b), k.ownerConvs(b, c.Owner), k.ownerTickets(b, c.Owner)},
 		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), k.perBucket(limits.MaxTickets),
-		limits.MaxConversationsPerOwner).Text()
+		limits.MaxConversationsPerOwner, ms(s.recheck)).Text()
 	if err != nil {
 		return wrap(err)
 	}

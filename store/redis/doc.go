@@ -24,7 +24,7 @@
 //	                          dropped when the cap is near and by every Lapsed sweep. A ticket enters tickets
 //	                          at its end (running, the running set counts it); a conversation keeps the score
 //	                          its creation gave it: past it, a sweep reads the hash's expiry (persisted while
-//	                          an ask runs: scored a minute ahead, to be looked at again)
+//	                          an ask runs: scored a minute ahead, or the TTL if shorter, to be looked at again)
 //	o:c:<owner>        zset   the owner's conversations, as convs: the per-owner cap counts them; no expiry
 //	                          while a ticket of the owner runs
 //	o:t:<owner>        zset   the owner's tickets, as tickets: those at +inf are its running ones, which the

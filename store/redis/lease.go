@@ -28,7 +28,7 @@ func (s *Store) Lapsed(ctx context.Context, limit int) ([]string, error) {
 	cmds := make([]*goredis.Cmd, s.keys.buckets)
 	run := func(p goredis.Pipeliner) {
 		for b := range cmds {
-			cmds[b] = lapsed.EvalSha(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b))
+			cmds[b] = lapsed.EvalSha(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b), ms(s.recheck))
 		}
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { run(p); return nil })
@@ -36,7 +36,7 @@ func (s *Store) Lapsed(ctx context.Context, limit int) ([]string, error) {
 		// A node that has not seen the script yet (a restart, a new node): load it and retry.
 		_, err = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for b := range cmds {
-				cmds[b] = lapsed.Eval(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b))
+				cmds[b] = lapsed.Eval(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b), ms(s.recheck))
 			}
 			return nil
 		})

@@ -83,6 +83,7 @@ type Store struct {
 	keys      keys
 	replica   string
 	ttl       time.Duration
+	recheck   time.Duration // how far ahead a sweep scores a running conversation's entry (recheckRunning)
 	maxEvents int
 	lease     time.Duration
 	log       *slog.Logger
@@ -134,6 +135,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if s.ttl <= 0 {
 		s.ttl = store.DefaultTTL
 	}
+	s.recheck = min(recheckRunning, s.ttl)
 	if s.maxEvents <= 0 {
 		s.maxEvents = store.DefaultMaxEvents
 	}

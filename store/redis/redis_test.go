@@ -495,6 +495,41 @@ func TestConversationUnderARunStaysCounted(t *testing.T) {
 	}
 }
 
+// TestRunningConversationRecheckedWithinTheTTL: a store whose TTL is under a minute scores a
+// running conversation's entries its TTL ahead, not a minute, so that once the ask has ended a
+// conversation gone at its TTL leaves the sets within about two TTLs (a minute's linger would
+// count it against the caps for a minute after it is gone).
+func TestRunningConversationRecheckedWithinTheTTL(t *testing.T) {
+	const prefix = "recheck:"
+	const ttl = 10 * time.Second
+	rc, s := onRedis(t, redisstore.Options{Prefix: prefix, TTL: ttl})
+	ctx := t.Context()
+	owner := store.Owner{Tenant: "t", OID: "alice"}
+	oc, convs := k0(prefix, "o:c:1:talice"), k0(prefix, "convs")
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c1", Owner: owner}, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storetest.NewTicket(t, s, "t1", "c1", owner, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	// The ask outlives the conversation's TTL: its entries' scores pass.
+	rc.ZAdd(ctx, oc, goredis.Z{Score: 1, Member: "c1"})
+	rc.ZAdd(ctx, convs, goredis.Z{Score: 1, Member: "c1"})
+	if _, err := s.Lapsed(ctx, 10); err != nil { // the bucket's set
+		t.Fatal(err)
+	}
+	// The owner's set, swept by a creation at the owner's cap.
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "c2", Owner: owner}, store.Limits{MaxConversationsPerOwner: 1}); !errors.Is(err, store.ErrOwnerFull) {
+		t.Fatalf("a second conversation beside one an ask runs in, at a cap of one: %v, want ErrOwnerFull", err)
+	}
+	now := float64(time.Now().UnixMilli())
+	for _, key := range []string{oc, convs} {
+		if sc := rc.ZScore(ctx, key, "c1").Val(); sc < now+float64((ttl-5*time.Second).Milliseconds()) || sc > now+float64(ttl.Milliseconds()) {
+			t.Errorf("%s: the running conversation scores now %+.0f ms, want about now + %v", key, sc-now, ttl)
+		}
+	}
+}
+
 // TestSweepGetsOnPastRunningConversations: the Lapsed sweep looks at a bounded number of
 // conversation entries at a time; entries of conversations asks run in, however many sort
 // first, are moved out of its way (scored a minute ahead), so a gone conversation's entry

@@ -1,6 +1,10 @@
 package redis
 
-import goredis "github.com/redis/go-redis/v9"
+import (
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
 
 // The Lua scripts below are where every promise that spans more than one key is kept: Redis
 // runs a script atomically, so admission, appends with their eviction, and the end of a log are
@@ -18,9 +22,10 @@ import goredis "github.com/redis/go-redis/v9"
 // each costs a PTTL, where the tickets' expired entries go in one ZREMRANGEBYSCORE.
 const sweepConvs = "1000"
 
-// recheckRunning is how far ahead (ms) a sweep scores the entry of a conversation an ask runs
-// in (sweep_convs): it is looked at again then.
-const recheckRunning = "60000"
+// recheckRunning is how far ahead a sweep scores the entry of a conversation an ask runs in
+// (sweep_convs): it is looked at again then. A store whose TTL is shorter looks again after its
+// TTL (Store.recheck), so that a conversation gone at its TTL leaves the set within about two.
+const recheckRunning = time.Minute
 
 // The Lua helpers the scripts below share, each script taking only those it calls: a script
 // defines its helpers (closures) at every call, which costs about 0.05 µs a helper.
@@ -130,8 +135,9 @@ const luaConvs = `
 -- again then), or one whose hash lives on (scored at its expiry). Entries at +inf (a restored
 -- ticket's conversation, as an earlier version scored it) are looked at too, and leave +inf
 -- the same way, so a sweep with a limit always gets on. At most limit entries of each kind (0:
--- every one). cprefix names a conversation's hash.
-local function sweep_convs(key, cprefix, now, limit)
+-- every one). cprefix names a conversation's hash; recheck is how far ahead (ms) a running one is
+-- scored.
+local function sweep_convs(key, cprefix, now, limit, recheck)
   for _, from in ipairs({'-inf', '+inf'}) do
     local to = now
     if from == '+inf' then to = '+inf' end
@@ -146,7 +152,7 @@ local function sweep_convs(key, cprefix, now, limit)
       if ttl == -2 then
         redis.call('ZREM', key, id)
       elseif ttl == -1 then
-        redis.call('ZADD', key, int(now + ` + recheckRunning + `), id)
+        redis.call('ZADD', key, int(now + recheck), id)
       else
         redis.call('ZADD', key, int(now + ttl), id)
       end
@@ -154,13 +160,13 @@ local function sweep_convs(key, cprefix, now, limit)
   end
 end
 -- room for conversations zsets (see sweep_convs), exact as room is
-local function room_convs(key, cprefix, max, now)
+local function room_convs(key, cprefix, max, now, recheck)
   if max <= 0 then
-    sweep_convs(key, cprefix, now, 0)
+    sweep_convs(key, cprefix, now, 0, recheck)
     return true
   end
   if redis.call('ZCARD', key) < max then return true end
-  sweep_convs(key, cprefix, now, 0)
+  sweep_convs(key, cprefix, now, 0, recheck)
   return redis.call('ZCARD', key) < max
 end
 `
@@ -207,7 +213,7 @@ end
 `
 
 // createConversation: KEYS conv, turns, convs, owner's convs, owner's tickets; ARGV id, tenant,
-// oid, created, ttl_ms, max, max per owner.
+// oid, created, ttl_ms, max, max per owner, recheck_ms (sweep_convs).
 var createConversation = goredis.NewScript(luaDenyOOM + luaNow + luaInt + luaConvs + luaLatest + luaOwners + `
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'created')
@@ -218,8 +224,8 @@ end
 local now = now_ms()
 -- the conversations' hashes are named as this one's: the id after a prefix
 local cprefix = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1])
-if not room_convs(KEYS[4], cprefix, ARGV[7] + 0, now) then return 'ownerfull' end
-if not room_convs(KEYS[3], cprefix, ARGV[6] + 0, now) then return 'full' end
+if not room_convs(KEYS[4], cprefix, ARGV[7] + 0, now, ARGV[8] + 0) then return 'ownerfull' end
+if not room_convs(KEYS[3], cprefix, ARGV[6] + 0, now, ARGV[8] + 0) then return 'full' end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'oid', ARGV[3], 'created', ARGV[4], 'running', '', 'turns', '0')
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
@@ -475,14 +481,15 @@ redis.call('HSET', KEYS[1], 'model_calls', ARGV[4], 'in', ARGV[5], 'out', ARGV[6
 return 'ok'
 `)
 
-// lapsed: KEYS running, tickets, convs; ARGV ticket key prefix, limit, conversation key prefix.
+// lapsed: KEYS running, tickets, convs; ARGV ticket key prefix, limit, conversation key prefix,
+// recheck_ms (sweep_convs).
 // Entries whose ticket is gone are dropped from the running set, and expired ones from the
 // bucket's tickets and conversations (creation drops them only when the cap is near: see room
 // and room_convs), at most sweepConvs of the conversations' at a time.
 var lapsed = goredis.NewScript(luaNow + luaInt + luaConvs + `
 local now = now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-sweep_convs(KEYS[3], ARGV[3], now, ` + sweepConvs + `)
+sweep_convs(KEYS[3], ARGV[3], now, ` + sweepConvs + `, ARGV[4] + 0)
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', '0', ARGV[2])
 local out = {}
 for _, id in ipairs(ids) do

@@ -103,9 +103,9 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 			return errStoreMode
 		}
 		cfg := server.DefaultConfig()
-		cfg.MaxInFlight = 1 << 20
+		cfg.MaxInFlight = 1 << 17
 		cfg.MaxTickets = 1 << 22
-		cfg.MaxConversationsPerID, cfg.MaxRetainedPerID = 1<<22, 1<<22
+		cfg.MaxConversationsPerID, cfg.MaxRetainedPerID = 1<<17, 1<<17
 		if opts.KeepAlive > 0 {
 			cfg.KeepAlive = opts.KeepAlive
 		}
@@ -152,10 +152,12 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		cfg.Addr = "127.0.0.1:0"
 		cfg.Ops.Observe = false
 		cfg.Service.BasePath, cfg.Service.KeepAlive, cfg.Service.MaxEvents = "/ask", opts.KeepAlive, maxEvents
-		cfg.Service.Deadline, cfg.Service.MaxInFlight, cfg.Service.MaxTickets, cfg.Service.ShutdownGrace = time.Hour, 1<<20, 1<<22, -1
+		cfg.Service.Deadline, cfg.Service.MaxInFlight, cfg.Service.MaxTickets, cfg.Service.ShutdownGrace = time.Hour, 1<<17, 1<<22, -1
 		// The workloads put tens of thousands of asks as a few identities: the per-identity
-		// caps would refuse them, so they are as high as the store's.
-		cfg.Service.MaxConversationsPerID, cfg.Service.MaxRetainedPerID = 1<<22, 1<<22
+		// caps would refuse them, so they are far above that, and below a Redis Cluster
+		// bucket's share of the store's (16 buckets: 1<<18), so that no identity could fill
+		// the capacity the others share (askd warns of that).
+		cfg.Service.MaxConversationsPerID, cfg.Service.MaxRetainedPerID = 1<<17, 1<<17
 		if opts.Store != "" {
 			// A prefix of its own, so a Redis shared with anything else is not disturbed, and
 			// finished tickets kept an hour.

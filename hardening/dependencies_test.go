@@ -225,7 +225,7 @@ func TestSourceAnswering403(t *testing.T) {
 // provider asked, to be refused again, and the user waited for nothing.
 func TestRateLimitedForLongerThanTheAdapterWaits(t *testing.T) {
 	var chats atomic.Int64
-	s := modelBehindWith(t, time.Minute, func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+	s := modelBehindRetrying(t, time.Minute, 0, func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
 		if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 			return false
 		}
@@ -244,27 +244,6 @@ func TestRateLimitedForLongerThanTheAdapterWaits(t *testing.T) {
 	if n := chats.Load(); n != 1 {
 		t.Errorf("%d requests to the provider in %s, want 1: none before its Retry-After", n, time.Since(start).Round(time.Second))
 	}
-}
-
-// modelBehindWith is modelBehind with the whole-request deadline given and the adapter's
-// default retries (MaxRetries 0: two).
-func modelBehindWith(t *testing.T, deadline time.Duration, f fault) *stack.Stack {
-	t.Helper()
-	stub, err := llmstub.New(llmstub.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(stub.Handler())
-	t.Cleanup(hs.Close)
-	p := newFaultProxy(t)
-	p.setTarget(t, hs.URL)
-	p.set(f)
-	s, _ := startStack(t, stack.Options{Deadline: deadline, Model: &agent.Config{
-		LLM: agent.LLMOpenAI, BaseURL: p.srv.URL + "/v1", APIKey: "k", Model: "stub",
-		Timeout: time.Second, MaxTokens: 1024, MaxModelCalls: 12,
-	}})
-	t.Cleanup(p.releaseAll)
-	return s
 }
 
 // A cancel while a tool call is in flight ends the log at once — error{cancelled}, done, no

@@ -151,6 +151,13 @@ func TestTokenExpiringMidRun(t *testing.T) {
 // proxy, at an llm-stub of our own.
 func modelBehind(t *testing.T, f fault) *stack.Stack {
 	t.Helper()
+	return modelBehindRetrying(t, faultDeadline, 1, f)
+}
+
+// modelBehindRetrying is modelBehind with the whole-request deadline and the adapter's retries
+// given (0: its default, two).
+func modelBehindRetrying(t *testing.T, deadline time.Duration, retries int, f fault) *stack.Stack {
+	t.Helper()
 	stub, err := llmstub.New(llmstub.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -160,9 +167,9 @@ func modelBehind(t *testing.T, f fault) *stack.Stack {
 	p := newFaultProxy(t)
 	p.setTarget(t, hs.URL)
 	p.set(f)
-	s, _ := startStack(t, stack.Options{Deadline: faultDeadline, Model: &agent.Config{
+	s, _ := startStack(t, stack.Options{Deadline: deadline, Model: &agent.Config{
 		LLM: agent.LLMOpenAI, BaseURL: p.srv.URL + "/v1", APIKey: "k", Model: "stub",
-		Timeout: time.Second, MaxRetries: 1, MaxTokens: 1024, MaxModelCalls: 12,
+		Timeout: time.Second, MaxRetries: retries, MaxTokens: 1024, MaxModelCalls: 12,
 	}})
 	t.Cleanup(p.releaseAll)
 	return s

@@ -5,7 +5,7 @@
 
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 import type { components, paths } from "./schema.js";
-import { SSEParser, frames } from "./sse.js";
+import { FrameTooLargeError, SSEParser, defaultMaxEventSize, frames } from "./sse.js";
 
 type Schemas = components["schemas"];
 
@@ -83,6 +83,12 @@ export interface AskClientOptions {
    * above the service's keep-alive interval (10 s by default). Default 45000; 0 disables.
    */
   idleTimeoutMs?: number;
+  /**
+   * Bounds one line and one event's data of an event stream, in characters (default 16 Mi, as
+   * the Go client's MaxEventSize in bytes): a stream that exceeds it ends in a FrameTooLargeError,
+   * final, rather than in memory without end.
+   */
+  maxEventSize?: number;
   /** Told of every retry (the client never retries silently). Default: console.warn. */
   onRetry?: (operation: string, attempt: number, cause: unknown) => void;
 }
@@ -157,6 +163,7 @@ export class AskClient {
   readonly #retry: Required<RetryOptions>;
   readonly #onRetry: (operation: string, attempt: number, cause: unknown) => void;
   readonly #idleTimeoutMs: number;
+  readonly #maxEventSize: number;
   readonly #baseUrl: string;
   /** Whether the service has answered this client once: a refusal after that is a restart. */
   #reached = false;
@@ -192,6 +199,7 @@ export class AskClient {
       maxMs: opts.retry?.maxMs ?? 5000,
     };
     this.#idleTimeoutMs = opts.idleTimeoutMs ?? 45000;
+    this.#maxEventSize = opts.maxEventSize && opts.maxEventSize > 0 ? opts.maxEventSize : defaultMaxEventSize;
     this.#onRetry =
       opts.onRetry ?? ((op, attempt, cause) => console.warn(`ask ${op}: retrying (attempt ${attempt}): ${String(cause)}`));
   }
@@ -284,7 +292,7 @@ export class AskClient {
    * same way, no sooner than its Retry-After. A 400, 401, 404 or other refusal is final and
    * thrown as an ApiError; a response that is not text/event-stream is final (StreamProtocolError);
    * a frame whose data is
-   * not JSON is final (SyntaxError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
+   * not JSON is final (SyntaxError); so is a line or an event beyond maxEventSize (FrameTooLargeError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
    * leaving on a person's behalf should call cancel.
    */
   async *events(ticket: string, opts: EventsOptions = {}): AsyncGenerator<Event> {
@@ -315,7 +323,7 @@ export class AskClient {
         } else if (!response.body) {
           cause = new Error("streamEvents: no body");
         } else {
-          const parser = new SSEParser(lastId);
+          const parser = new SSEParser(lastId, this.#maxEventSize);
           const reading = { idleMs: this.#idleTimeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) };
           for await (const frame of frames(response.body, parser, reading)) {
             lastId = frame.id;
@@ -333,9 +341,9 @@ export class AskClient {
           cause = new Error("streamEvents: the stream ended before done");
         }
       } catch (err) {
-        // A refusal, a frame that is not JSON (the service is not speaking this contract), or
+        // A refusal, a frame that is not JSON or too large (the service is not speaking this contract), or
         // the caller leaving: final. Anything else is the connection: resume.
-        if (err instanceof ApiError || err instanceof SyntaxError || err instanceof StreamProtocolError || opts.signal?.aborted) throw err;
+        if (err instanceof ApiError || err instanceof SyntaxError || err instanceof StreamProtocolError || err instanceof FrameTooLargeError || opts.signal?.aborted) throw err;
         this.#nothingListening("streamEvents", err);
         cause = err;
       }

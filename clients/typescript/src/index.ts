@@ -1,4 +1,4 @@
 export * from "./client.js";
 export * from "./present.js";
-export { SSEParser, IdleTimeoutError, frames, type Frame, type FramesOptions } from "./sse.js";
+export { SSEParser, IdleTimeoutError, FrameTooLargeError, defaultMaxEventSize, frames, type Frame, type FramesOptions } from "./sse.js";
 export type { components, paths } from "./schema.js";

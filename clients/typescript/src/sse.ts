@@ -14,41 +14,106 @@ export interface Frame {
   data: string;
 }
 
-/** SSEParser is fed decoded text in arbitrary pieces and returns the frames they complete. */
+/** One line, or one event's data, exceeded the parser's bound (maxSize). Final: a retry reads the same. */
+export class FrameTooLargeError extends Error {
+  constructor(readonly maxSize: number) {
+    super(`the event stream sent a line or an event larger than ${maxSize} characters`);
+    this.name = "FrameTooLargeError";
+  }
+}
+
+/** The default bound on one line and one event's data, in characters: 16 Mi, as the Go client's bytes. */
+export const defaultMaxEventSize = 16 << 20;
+
+/**
+ * SSEParser is fed decoded text in arbitrary pieces and returns the frames they complete. Each
+ * piece is scanned once (a long event arriving in many pieces costs its length, not its length
+ * squared), and one line or one event's data longer than maxSize characters is a
+ * FrameTooLargeError rather than memory without end.
+ */
 export class SSEParser {
-  #buf = "";
+  /** The pieces of the line not yet ended. */
+  #partial: string[] = [];
+  #partialLen = 0;
+  /** The last piece ended in CR: a LF that starts the next one is the same line end. */
+  #cr = false;
   #data: string[] = [];
+  #dataLen = 0;
   #type = "";
   #id: string | null = null;
   #started = false;
+  readonly #maxSize: number;
   /** The last event ID seen so far. */
   lastId: string;
   /** The reconnection time the server last set with "retry", in milliseconds. */
   retryMs: number | undefined;
 
-  constructor(lastId = "") {
+  constructor(lastId = "", maxSize = defaultMaxEventSize) {
     this.lastId = lastId;
+    this.#maxSize = maxSize > 0 ? maxSize : defaultMaxEventSize;
   }
 
-  /** push takes the next piece of decoded text and returns the frames it completed. */
+  /**
+   * push takes the next piece of decoded text and returns the frames it completed. When the
+   * piece exceeds the bound after completing frames, those are returned and the error is kept in
+   * failure (and thrown by the next push), so no event before the fault is lost.
+   */
   push(text: string): Frame[] {
+    if (this.failure) throw this.failure;
+    const frames: Frame[] = [];
+    try {
+      this.#push(text, frames);
+    } catch (err) {
+      if (!(err instanceof FrameTooLargeError) || frames.length === 0) throw err;
+      this.failure = err;
+    }
+    return frames;
+  }
+
+  /** The bound this parser exceeded after returning the frames before it; undefined until then. */
+  failure: FrameTooLargeError | undefined;
+
+  #push(text: string, frames: Frame[]): void {
     if (!this.#started && text.length > 0) {
       this.#started = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
-    this.#buf += text;
-    const frames: Frame[] = [];
+    let pos = 0;
+    if (this.#cr && text.length > 0) {
+      this.#cr = false;
+      if (text.charCodeAt(0) === 0x0a) pos = 1;
+    }
+    const eol = /\r\n|\r|\n/g;
     for (;;) {
-      const m = /\r\n|\r|\n/.exec(this.#buf);
+      eol.lastIndex = pos;
+      const m = eol.exec(text);
       if (!m) break;
-      // A CR at the very end may be the first half of a CRLF: wait for the next piece.
-      if (m[0] === "\r" && m.index === this.#buf.length - 1) break;
-      const line = this.#buf.slice(0, m.index);
-      this.#buf = this.#buf.slice(m.index + m[0].length);
+      let line = text.slice(pos, m.index);
+      if (this.#partial.length > 0) {
+        this.#grow(line.length);
+        line = this.#partial.join("") + line;
+        this.#partial = [];
+        this.#partialLen = 0;
+      } else if (line.length > this.#maxSize) {
+        throw new FrameTooLargeError(this.#maxSize);
+      }
+      pos = m.index + m[0].length;
+      // A CR at the very end may be the first half of a CRLF: the next piece says.
+      if (m[0] === "\r" && pos === text.length) this.#cr = true;
       const f = this.#line(line);
       if (f) frames.push(f);
     }
-    return frames;
+    if (pos < text.length) {
+      const rest = text.slice(pos);
+      this.#grow(rest.length);
+      this.#partial.push(rest);
+    }
+  }
+
+  /** #grow counts n more characters of the unfinished line against the bound. */
+  #grow(n: number): void {
+    this.#partialLen += n;
+    if (this.#partialLen > this.#maxSize) throw new FrameTooLargeError(this.#maxSize);
   }
 
   #line(line: string): Frame | undefined {
@@ -58,6 +123,7 @@ export class SSEParser {
       const data = this.#data;
       const type = this.#type || "message";
       this.#data = [];
+      this.#dataLen = 0;
       this.#type = "";
       return data.length > 0 ? { id: this.lastId, type, data: data.join("\n") } : undefined;
     }
@@ -68,6 +134,8 @@ export class SSEParser {
     if (value.startsWith(" ")) value = value.slice(1);
     switch (field) {
       case "data":
+        this.#dataLen += value.length + 1;
+        if (this.#dataLen > this.#maxSize + 1) throw new FrameTooLargeError(this.#maxSize);
         this.#data.push(value);
         break;
       case "event":
@@ -113,6 +181,7 @@ export async function* frames(body: ReadableStream<Uint8Array>, parser: SSEParse
       const { value, done } = await readWithin(reader, opts);
       if (done) return;
       yield* parser.push(decoder.decode(value, { stream: true }));
+      if (parser.failure) throw parser.failure;
     }
   } finally {
     await reader.cancel().catch(() => undefined);

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { AskClient, describeOutcome, type AbstentionEvent } from "../src/index.js";
-import { SSEParser, type Frame } from "../src/sse.js";
+import { FrameTooLargeError, SSEParser, type Frame } from "../src/sse.js";
 
 function parse(pieces: string[], lastId = ""): { frames: Frame[]; parser: SSEParser } {
   const parser = new SSEParser(lastId);
@@ -109,4 +109,52 @@ test("a Retry-After given as an HTTP date is honoured too", async () => {
   assert.equal(arrivals.length, 2);
   const waited = (arrivals[1] ?? 0) - (arrivals[0] ?? 0);
   assert.ok(waited >= 1000, `waited ${waited} ms`);
+});
+
+test("a long event in many pieces is read in time linear in its length", () => {
+  // Just under 16 Mi characters in 16 Ki pieces: rescanning the held text for every piece (the
+  // parser before this one) took half a minute; once over each piece takes well under a second.
+  const parser = new SSEParser();
+  const size = (16 << 20) - 64;
+  const big = `data: ${"x".repeat(size)}\n\n`;
+  const started = performance.now();
+  const got: Frame[] = [];
+  for (let i = 0; i < big.length; i += 16384) got.push(...parser.push(big.slice(i, i + 16384)));
+  const ms = performance.now() - started;
+  assert.equal(got.length, 1);
+  assert.equal(got[0]?.data.length, size);
+  assert.ok(ms < 10000, `16 Mi characters took ${Math.round(ms)} ms`);
+});
+
+test("a line or an event's data beyond the bound is a FrameTooLargeError, held or not", () => {
+  const line = new SSEParser("", 1024);
+  assert.deepEqual(line.push(`data: ${"x".repeat(1000)}`), [], "within the bound: held");
+  assert.throws(() => line.push("x".repeat(100)), FrameTooLargeError, "a line without end");
+  assert.throws(() => new SSEParser("", 1024).push(`data: ${"x".repeat(2000)}\n`), FrameTooLargeError, "one piece");
+  const data = new SSEParser("", 1024);
+  assert.throws(() => data.push(`data: ${"x".repeat(600)}\ndata: ${"x".repeat(600)}\n`), FrameTooLargeError, "data lines together");
+  assert.equal(new SSEParser("", 1024).push(`data: ${"x".repeat(1000)}\n\n`).length, 1, "at the bound: read");
+});
+
+test("an event stream beyond maxEventSize is final: FrameTooLargeError after one connection", async () => {
+  let connections = 0;
+  const client = new AskClient({
+    baseUrl: "http://ask.test/ask",
+    token: "t",
+    maxEventSize: 4096,
+    reconnect: { initialMs: 1 },
+    onRetry: () => undefined,
+    fetch: async () => {
+      connections++;
+      return new Response(frame({ ...envelope(1, "accepted"), question: "q" }) + `id: 2\ndata: ${"x".repeat(8192)}`, {
+        headers: { "Content-Type": "text/event-stream" },
+      });
+    },
+  });
+  const seen: number[] = [];
+  await assert.rejects(async () => {
+    for await (const ev of client.events("t_1")) seen.push(ev.seq);
+  }, FrameTooLargeError);
+  assert.deepEqual(seen, [1]);
+  assert.equal(connections, 1, "not retried: a retry reads the same");
 });

@@ -69,6 +69,10 @@ class ProtocolError(Exception):
     is not JSON, a stream that is not text/event-stream). Final: a retry would read the same."""
 
 
+# MAX_EVENT_SIZE bounds one line and one event's data of the stream, in bytes: the Go client's default.
+MAX_EVENT_SIZE = 16 << 20
+
+
 class NothingListening(ConnectionError):
     """A connection was refused (or the host name did not resolve) before the service had ever
     answered this client: a wrong URL or a stopped service, not a blip worth retrying."""
@@ -229,11 +233,15 @@ class EventStream:
     client). Any other refusal (a 400, 401, 404) is final (APIError); so is an answer that is not
     the contract's (ProtocolError), and a connection refused before the service has ever answered
     the client (NothingListening: nothing is listening at the URL). `last_event_ids` records the
-    Last-Event-ID sent on each connection ("" for none).
+    Last-Event-ID sent on each connection ("" for none). A line or one event's data longer than
+    max_event_size bytes (16 MiB, as the Go client's MaxEventSize) is a ProtocolError, final, after
+    the events before it: a broken server's endless line is an error, not memory without end.
     """
 
-    def __init__(self, client: AskClient, ticket: str, after: int = 0, attempts: int = 8, max_wait: float = 5.0):
+    def __init__(self, client: AskClient, ticket: str, after: int = 0, attempts: int = 8, max_wait: float = 5.0,
+                 max_event_size: int = MAX_EVENT_SIZE):
         self.client, self.ticket, self.attempts, self.max_wait = client, ticket, attempts, max_wait
+        self.max_event_size = max_event_size
         self.last_id = str(after) if after else ""
         self.last_seq = after
         self.last_event_ids: list[str] = []
@@ -289,13 +297,15 @@ class EventStream:
                     def said_retry(ms: int) -> None:
                         nonlocal floor
                         floor = ms / 1000
-                    for frame_id, data in _frames(resp, said_retry):
+                    for frame_id, data in _frames(resp, said_retry, self.max_event_size, self.ticket):
                         if frame_id:
                             self.last_id = frame_id
                         try:
                             event = json.loads(data)
                             seq, kind = event["seq"], event["type"]
-                        except (ValueError, TypeError, KeyError):
+                            if type(seq) is not int or not isinstance(kind, str):
+                                raise TypeError
+                        except (ValueError, TypeError, KeyError, IndexError):
                             # Never quote the data: the accepted event's holds the question.
                             raise ProtocolError(f"event {frame_id or '(no id)'} of ticket {self.ticket} is not an event") from None
                         if seq <= self.last_seq:
@@ -332,27 +342,36 @@ def _retry_after(value: str | None) -> float:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = lambda ms: None) -> Iterator[tuple[str, str]]:
+def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = lambda ms: None,
+            max_size: int = MAX_EVENT_SIZE, ticket: str = "") -> Iterator[tuple[str, str]]:
     """Server-Sent Events frames as (last event id, data), per the WHATWG rules: comments (the
     keep-alives) ignored, data lines joined with newlines, the id persisting across frames, a
-    `retry:` of digits only handed to on_retry (milliseconds)."""
+    `retry:` of digits only handed to on_retry (milliseconds). A line or one event's data beyond
+    max_size bytes is a ProtocolError."""
     data: list[str] = []
+    size = 0
     frame_id = None
+    too_large = lambda: ProtocolError(f"event stream for {ticket}: a line or an event exceeds {max_size} bytes")
     while True:
-        raw = resp.readline()
+        raw = resp.readline(max_size + 3)  # the line, its CRLF, and one byte to tell it is over
         if not raw:
             return  # end of stream (before done: the caller resumes)
+        if len(raw) > max_size and len(raw.rstrip(b"\r\n")) > max_size:
+            raise too_large()
         line = raw.decode("utf-8").rstrip("\r\n")
         if line == "":
             if data:
                 yield frame_id or "", "\n".join(data)
-            data = []
+            data, size = [], 0
             continue
         if line.startswith(":"):
             continue
         field, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if field == "data":
+            size += len(value) + 1
+            if size > max_size + 1:
+                raise too_large()
             data.append(value)
         elif field == "id" and "\0" not in value:
             frame_id = value

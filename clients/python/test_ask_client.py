@@ -309,6 +309,48 @@ class RetryTest(unittest.TestCase):
         self.assertEqual((len(seen), waits), (1, []), "not resumed")
 
 
+    def test_an_event_that_is_json_but_not_an_event_is_final(self):
+        # A seq that is not an integer (a string, null) once escaped as a TypeError, a traceback
+        # from the CLI; it is the contract broken, said as such and never quoted.
+        for data in (b'{"seq":"1","type":"accepted","question":"zq-frame-secret"}', b'{"seq":null,"type":"x"}',
+                     b'{"seq":1,"type":7}', b'null', b'[1]'):
+            seen: list = []
+            sse = b"id: 1\ndata: " + data + b"\n\n"
+            c, waits, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, sse)], seen)))
+            with self.assertRaises(ask_client.ProtocolError, msg=data) as caught:
+                list(c.events("t_1"))
+            self.assertNotIn("zq-frame-secret", str(caught.exception))
+            self.assertEqual((len(seen), waits), (1, []), "not resumed")
+
+    def test_an_event_of_a_kind_this_client_does_not_know_is_passed_on(self):
+        events = [{"seq": 1, "type": "accepted"}, {"seq": 2, "type": "hint", "novel": True},
+                  {"seq": 3, "type": "answer", "text": "t"}, {"seq": 4, "type": "done"}]
+        sse = "".join(f"id: {e['seq']}\nevent: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+        c, _, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, sse)], [])))
+        seen: list = []
+        outcome, done = ask_client.follow(c.events("t_1"), on_event=seen.append)
+        self.assertEqual([e["type"] for e in seen], ["accepted", "hint", "answer", "done"])
+        self.assertEqual((outcome["type"], done["seq"]), ("answer", 4))
+
+    def test_a_line_beyond_the_bound_is_final_after_the_events_before_it(self):
+        # Without a bound, readline held a line without end in memory as long as it came.
+        first = json.dumps({"seq": 1, "type": "accepted"})
+        sse = f"id: 1\ndata: {first}\n\nid: 2\ndata: ".encode() + b"x" * 5000 + b"\n\n"
+        seen: list = []
+        c, waits, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, sse)], seen)))
+        got: list = []
+        with self.assertRaises(ask_client.ProtocolError) as caught:
+            for event in ask_client.EventStream(c, "t_1", max_event_size=4096):
+                got.append(event["seq"])
+        self.assertIn("4096", str(caught.exception))
+        self.assertEqual((got, len(seen), waits), ([1], 1, []), "the event before it delivered; not resumed")
+        many = f"id: 1\ndata: {first}\n\nid: 2\n".encode() + b"data: xxxxxxxxxx\n" * 500 + b"\n"
+        c, waits, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, many)], [])))
+        with self.assertRaises(ask_client.ProtocolError):
+            list(ask_client.EventStream(c, "t_1", max_event_size=4096))
+        self.assertEqual(ask_client.EventStream(c, "t_1").max_event_size, 16 << 20, "16 MiB by default, as Go")
+
+
 class CtrlCTest(unittest.TestCase):
     """Ctrl-C on the CLI, a real SIGINT to a real process: no traceback, the ask cancelled on the
     service, exit status 4 (as the Go CLI). The signal is sent on an event, never after a sleep."""

@@ -304,6 +304,7 @@ export class AskClient {
       opts.signal?.throwIfAborted();
       opts.onConnect?.(connection, lastId);
       let cause: unknown;
+      let parser: SSEParser | undefined;
       try {
         const { response, error } = await this.api.GET("/v1/asks/{ticket}/events", {
           params: { path: { ticket }, header: lastId ? { "Last-Event-ID": lastId } : {} },
@@ -323,7 +324,7 @@ export class AskClient {
         } else if (!response.body) {
           cause = new Error("streamEvents: no body");
         } else {
-          const parser = new SSEParser(lastId, this.#maxEventSize);
+          parser = new SSEParser(lastId, this.#maxEventSize);
           const reading = { idleMs: this.#idleTimeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) };
           for await (const frame of frames(response.body, parser, reading)) {
             lastId = frame.id;
@@ -337,7 +338,6 @@ export class AskClient {
             yield ev;
             if (ev.type === "done") return;
           }
-          if (parser.retryMs !== undefined) retryMs = parser.retryMs;
           cause = new Error("streamEvents: the stream ended before done");
         }
       } catch (err) {
@@ -347,6 +347,8 @@ export class AskClient {
         this.#nothingListening("streamEvents", err);
         cause = err;
       }
+      // The server's retry counts however the connection ended: a reset or a stall as much as an end.
+      if (parser?.retryMs !== undefined) retryMs = parser.retryMs;
       failures++;
       if (failures > this.#reconnect.attempts) {
         throw new Error(`streamEvents: no progress after ${this.#reconnect.attempts} reconnects`, { cause });

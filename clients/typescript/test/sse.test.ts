@@ -158,3 +158,37 @@ test("an event stream beyond maxEventSize is final: FrameTooLargeError after one
   assert.deepEqual(seen, [1]);
   assert.equal(connections, 1, "not retried: a retry reads the same");
 });
+
+test("the server's retry: raises the wait after a reset too, not only after a clean end", async () => {
+  // As in Go, the field counts however the connection then ends; it was read only when the body
+  // ended cleanly, so a reset (the usual way a replica goes away) reconnected at once.
+  const at: number[] = [];
+  let connections = 0;
+  const client = new AskClient({
+    baseUrl: "http://ask.test/ask",
+    token: "t",
+    reconnect: { initialMs: 1, maxMs: 5000 },
+    onRetry: () => undefined,
+    fetch: async () => {
+      connections++;
+      const headers = { "Content-Type": "text/event-stream" };
+      if (connections > 1) {
+        return new Response(frame({ ...envelope(2, "error"), kind: "internal", message: "m" }) +
+          frame({ ...envelope(3, "done"), outcome: "error", steps: 0, model_calls: 0, input_tokens: 0, output_tokens: 0, elapsed_ms: 1 }), { headers });
+      }
+      let pulls = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(ctl) {
+          if (pulls++ === 0) ctl.enqueue(new TextEncoder().encode(`retry: 400\n${frame({ ...envelope(1, "accepted"), question: "q" })}`));
+          else ctl.error(new Error("connection reset"));
+        },
+      });
+      return new Response(body, { headers });
+    },
+  });
+  const seqs: number[] = [];
+  for await (const ev of client.events("t_1", { onConnect: () => at.push(performance.now()) })) seqs.push(ev.seq);
+  assert.deepEqual(seqs, [1, 2, 3]);
+  assert.equal(at.length, 2);
+  assert.ok(at[1]! - at[0]! >= 390, `reconnected after ${Math.round(at[1]! - at[0]!)} ms, before the server's retry: 400`);
+});

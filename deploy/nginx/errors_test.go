@@ -251,3 +251,25 @@ func TestGatewayNeverRedirects(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayDoesNotNameItsVersion: neither a proxied answer nor a page nginx writes itself (the
+// one left as HTML: a header block too large) tells a client which nginx release, with which
+// known flaws, stands in front of the service.
+func TestGatewayDoesNotNameItsVersion(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(upstream.Close)
+	addr := strings.TrimPrefix(startNginx(t, strings.TrimPrefix(upstream.URL, "http://")), "http://")
+	for what, raw := range map[string]string{
+		"a proxied answer":         "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n\r\n",
+		"a header block too large": "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-Big: "+strings.Repeat("a", 30<<10)+"\r\n", 6) + "\r\n",
+	} {
+		resp := rawRequest(t, addr, raw)
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if s := resp.Header.Get("Server"); strings.Contains(s, "/") || strings.Contains(string(body), "nginx/") {
+			t.Errorf("%s: %d, Server %q, body %q: names nginx's version", what, resp.StatusCode, s, body)
+		}
+	}
+}

@@ -30,6 +30,11 @@
   // ProblemError is a refusal by the service; its message is the problem's detail and, for a 400,
   // its violations (`errors`), which say what to change. retryAfterMs is the Retry-After it asked
   // for (a 429, a 503), 0 when none.
+  // ProtocolError: the stream carried something that is not the contract's (a frame whose data is
+  // not a JSON event). Final, as in the Go, TypeScript and Python clients: a retry reads the same.
+  // Its message names the frame's id, never its data (the accepted event's holds the question).
+  class ProtocolError extends Error {}
+
   class ProblemError extends Error {
     constructor(status, problem, retryAfterMs) {
       const said = problem && (problem.detail || problem.title) ? (problem.detail || problem.title) : `HTTP ${status}`;
@@ -221,17 +226,20 @@
               // The event is its data's type, never the frame's `event:` name, and a failed
               // connection is an exception below, never an event: the contract's terminal
               // `event: error` and a dropped connection (EventSource's `error`) cannot be confused.
-              let ev;
-              try { ev = JSON.parse(frame.data); } catch { continue; }
-              if (typeof ev.seq === 'number' && ev.seq <= lastSeq) continue; // already seen
-              if (typeof ev.seq === 'number') lastSeq = ev.seq;
+              let ev = null;
+              try { ev = JSON.parse(frame.data); } catch { ev = null; }
+              if (!ev || typeof ev !== 'object' || typeof ev.seq !== 'number' || typeof ev.type !== 'string') {
+                throw new ProtocolError(`Event ${frame.id || '(no id)'} of the stream is not one the service's contract allows: the page stopped following this question.`);
+              }
+              if (ev.seq <= lastSeq) continue; // already seen
+              lastSeq = ev.seq;
               failures = 0;
               yield ev;
               if (ev.type === 'done') return;
             }
           }
         } catch (e) {
-          if (signal.aborted) throw e;
+          if (signal.aborted || e instanceof ProtocolError) throw e;
         } finally {
           reader.cancel().catch(() => {});
           if (parser.retryMs !== undefined) floorMs = parser.retryMs;

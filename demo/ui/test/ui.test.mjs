@@ -334,6 +334,26 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('an event that is not JSON is final: said without its data, and not resumed', async () => {
+    // The page once skipped such a frame, and then reconnected to the same stream eight times.
+    const streams = [];
+    await page.route('**/v1/asks/*/events', (r) => {
+      streams.push(r.request().headers()['last-event-id'] ?? '');
+      return r.fulfill({ status: 200, contentType: 'text/event-stream',
+        body: 'id: 1\nevent: accepted\ndata: {"seq":1,"type":"accepted","question":zq-frame-secret}\n\n' });
+    });
+    try {
+      await start('How many sev1 incidents did we have in 2026-Q2?');
+      const said = page.locator('#ask-error').filter({ hasText: 'Event 1 of the stream is not one' });
+      await said.waitFor();
+      assert.ok(!(await said.textContent()).includes('zq-frame-secret'), 'the frame’s data is never shown');
+      assert.equal(streams.length, 1, 'not resumed');
+      await page.click('#new-conversation');
+    } finally {
+      await page.unroute('**/v1/asks/*/events');
+    }
+  });
+
   test('a refused ask says the problem’s detail and its violations', async () => {
     const problem = { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'the request does not satisfy the API description',
       errors: ['body/question: maximum string length is 4000'] };

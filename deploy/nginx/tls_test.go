@@ -142,6 +142,14 @@ func TestTLSAndHTTP2(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
+	release := func() { // the run's next milestone
+		t.Helper()
+		select {
+		case step <- struct{}{}:
+		case <-ctx.Done():
+			t.Fatal("the run no longer waits for its next step")
+		}
+	}
 	stream := func(lastEventID string) (*bufio.Reader, func()) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+tk.EventsURL, nil)
@@ -187,7 +195,7 @@ func TestTLSAndHTTP2(t *testing.T) {
 	// Each milestone is read before the next is written: a gateway that buffered the stream
 	// would hold it back, and the read would wait out ctx.
 	for range 3 {
-		step <- struct{}{}
+		release()
 		if _, typ := next(r); typ != "milestone" {
 			t.Fatalf("event %q, want a milestone", typ)
 		}
@@ -208,7 +216,7 @@ func TestTLSAndHTTP2(t *testing.T) {
 	if keepalives < 2 {
 		t.Errorf("%d keep-alives in %v of silence, want them every 500ms", keepalives, time.Since(quiet))
 	}
-	step <- struct{}{}
+	release()
 	var last string
 	for _, want := range []string{"milestone", "branch", "answer", "done"} {
 		id, typ := next(r)

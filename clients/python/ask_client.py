@@ -242,6 +242,11 @@ class EventStream:
                  max_event_size: int = MAX_EVENT_SIZE):
         self.client, self.ticket, self.attempts, self.max_wait = client, ticket, attempts, max_wait
         self.max_event_size = max_event_size
+        self.steps = 0  # step events delivered
+        # Once done has been delivered: how many of the run's tool calls (done's steps) this stream
+        # did not deliver. Steps are the only events the service drops from a full buffer, and with
+        # `after` the steps at or before it count as missed (as the Go client's MissedSteps).
+        self.missed_steps = 0
         self.last_id = str(after) if after else ""
         self.last_seq = after
         self.last_event_ids: list[str] = []
@@ -312,6 +317,10 @@ class EventStream:
                             continue  # replayed after a resume: already delivered
                         self.last_seq = seq
                         failures = 0
+                        if kind == "step":
+                            self.steps += 1
+                        elif kind == "done" and type(event.get("steps")) is int:
+                            self.missed_steps = max(0, event["steps"] - self.steps)
                         yield event
                         if kind == "done":
                             return

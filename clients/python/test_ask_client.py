@@ -351,6 +351,20 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(ask_client.EventStream(c, "t_1").max_event_size, 16 << 20, "16 MiB by default, as Go")
 
 
+    def test_missed_steps_says_what_the_stream_did_not_deliver(self):
+        # Steps 3 and 4 were dropped from a full buffer (only steps are): seq skips them, done counts them.
+        events = [{"seq": 1, "type": "accepted"}, {"seq": 2, "type": "step"}, {"seq": 5, "type": "step"},
+                  {"seq": 6, "type": "answer", "text": "t"}, {"seq": 7, "type": "done", "steps": 4}]
+        sse = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+        c, _, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, sse)] * 2, [])))
+        stream = c.events("t_1")
+        ask_client.follow(stream)
+        self.assertEqual((stream.steps, stream.missed_steps), (2, 2))
+        resumed = c.events("t_1", after=2)
+        ask_client.follow(resumed)
+        self.assertEqual(resumed.missed_steps, 3, "the steps at or before `after` were not delivered either")
+
+
 class CtrlCTest(unittest.TestCase):
     """Ctrl-C on the CLI, a real SIGINT to a real process: no traceback, the ask cancelled on the
     service, exit status 4 (as the Go CLI). The signal is sent on an event, never after a sleep."""

@@ -361,16 +361,21 @@ export class AskClient {
 
   /**
    * follow streams a ticket to its end and returns its outcome and done, calling onEvent for
-   * every event on the way.
+   * every event on the way. missedSteps is how many of the run's tool calls (done.steps) this
+   * stream did not deliver: step events are the only ones the service drops when a run's buffer
+   * is full, and with `after` the steps at or before it count as missed (as the Go client's
+   * Event.MissedSteps).
    */
-  async follow(ticket: string, opts: EventsOptions & { onEvent?: (ev: Event) => void } = {}): Promise<{ outcome: Outcome; done: DoneEvent }> {
+  async follow(ticket: string, opts: EventsOptions & { onEvent?: (ev: Event) => void } = {}): Promise<{ outcome: Outcome; done: DoneEvent; missedSteps: number }> {
     let outcome: Outcome | undefined;
+    let steps = 0;
     for await (const ev of this.events(ticket, opts)) {
       opts.onEvent?.(ev);
       if (isOutcome(ev)) outcome = ev;
+      if (ev.type === "step") steps++;
       if (ev.type === "done") {
         if (!outcome) throw new Error(`ticket ${ticket}: done arrived without a terminal event`);
-        return { outcome, done: ev };
+        return { outcome, done: ev, missedSteps: Math.max(0, ev.steps - steps) };
       }
     }
     throw new Error(`ticket ${ticket}: the stream ended without done`);

@@ -192,3 +192,24 @@ test("the server's retry: raises the wait after a reset too, not only after a cl
   assert.equal(at.length, 2);
   assert.ok(at[1]! - at[0]! >= 390, `reconnected after ${Math.round(at[1]! - at[0]!)} ms, before the server's retry: 400`);
 });
+
+test("follow says how many steps the stream did not deliver (missedSteps), as Go's MissedSteps", async () => {
+  // Steps 3 and 4 were dropped from a full buffer (only steps are): seq skips them, done counts them.
+  const step = (seq: number) => ({ ...envelope(seq, "step"), call_id: `c${seq}`, tool: "query", source: "demo", args: {}, ms: 1, refused: false });
+  const body = [
+    frame({ ...envelope(1, "accepted"), question: "q" }),
+    frame(step(2)),
+    frame(step(5)),
+    frame({ ...envelope(6, "error"), kind: "internal", message: "m" }),
+    frame({ ...envelope(7, "done"), outcome: "error", steps: 4, model_calls: 1, input_tokens: 1, output_tokens: 1, elapsed_ms: 5 }),
+  ].join("");
+  const client = new AskClient({
+    baseUrl: "http://ask.test/ask",
+    token: "t",
+    fetch: async () => new Response(body, { headers: { "Content-Type": "text/event-stream" } }),
+  });
+  const { done, missedSteps } = await client.follow("t_1");
+  assert.equal(done.steps, 4);
+  assert.equal(missedSteps, 2);
+  assert.equal((await client.follow("t_1", { after: 2 })).missedSteps, 3, "the steps at or before `after` were not delivered either");
+});

@@ -292,7 +292,7 @@ export class AskClient {
    * same way, no sooner than its Retry-After. A 400, 401, 404 or other refusal is final and
    * thrown as an ApiError; a response that is not text/event-stream is final (StreamProtocolError);
    * a frame whose data is
-   * not JSON is final (SyntaxError); so is a line or an event beyond maxEventSize (FrameTooLargeError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
+   * not JSON, or JSON without a numeric seq and a type, is final (SyntaxError); so is a line or an event beyond maxEventSize (FrameTooLargeError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
    * leaving on a person's behalf should call cancel.
    */
   async *events(ticket: string, opts: EventsOptions = {}): AsyncGenerator<Event> {
@@ -389,11 +389,20 @@ export class AskClient {
  * the frame only.
  */
 function parseEvent(ticket: string, frame: { id: string; data: string }): Event {
+  let ev: unknown;
   try {
-    return JSON.parse(frame.data) as Event;
+    ev = JSON.parse(frame.data);
   } catch {
     throw new SyntaxError(`streamEvents: event ${frame.id || "(no id)"} of ticket ${ticket} is not JSON`);
   }
+  // JSON but not an event (null, a number, a seq that is not a number): the cursor would be lost
+  // (a missing seq disabled the skipping of replays) or the read would fail as if the connection
+  // had, and be retried. Final, as any data that is not the contract's.
+  const head = ev as { seq?: unknown; type?: unknown } | null;
+  if (typeof head !== "object" || head === null || Array.isArray(head) || !Number.isSafeInteger(head.seq) || typeof head.type !== "string") {
+    throw new SyntaxError(`streamEvents: event ${frame.id || "(no id)"} of ticket ${ticket} is JSON but not an event`);
+  }
+  return ev as Event;
 }
 
 /**

@@ -189,6 +189,28 @@ test("a frame whose data is not JSON is final, and the error never quotes the da
   assert.equal(calls, 1, "not retried");
 });
 
+test("a frame that is JSON but not an event is final too, and never quoted", async () => {
+  // null or a number failed as a TypeError, taken for a dropped connection and retried eight times;
+  // an event without a numeric seq turned off the skipping of replays.
+  for (const data of ['null', '7', '[1]', '{"seq":"2","type":"step","question":"zq-frame-secret"}', '{"type":"step"}', '{"seq":2}']) {
+    let calls = 0;
+    const fetch = async () => {
+      calls++;
+      return new Response(`id: 1\ndata: {"seq":1,"type":"accepted"}\n\nid: 2\ndata: ${data}\n\n`, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+    };
+    const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, reconnect: { initialMs: 1 }, onRetry: () => undefined });
+    const seen: number[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const ev of c.events("t_1")) seen.push(ev.seq);
+      })(),
+      (err) => err instanceof SyntaxError && !err.message.includes("zq-frame-secret") && /event 2 .*not an event/.test(err.message),
+      data,
+    );
+    assert.deepEqual([seen, calls], [[1], 1], `${data}: the event before it delivered, not retried`);
+  }
+});
+
 test("a 429 is not retried, and its Retry-After is the caller's to read", async () => {
   const seen: Request[] = [];
   const c = new AskClient({

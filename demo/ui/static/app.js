@@ -114,24 +114,55 @@
   // WHATWG event stream rules: CRLF, LF or CR line ends, comments, multi-line data, the last
   // event ID persisting across frames.
 
-  class SSEParser {
-    constructor() { this.buf = ''; this.data = []; this.type = ''; this.id = null; this.lastId = ''; }
+  // MAX_EVENT_SIZE bounds one line and one event's data, in characters (the Go client's 16 MiB):
+  // beyond it the stream is a ProtocolError rather than memory without end.
+  const MAX_EVENT_SIZE = 16 << 20;
 
-    // push takes decoded text and returns the frames it completed.
+  class SSEParser {
+    constructor() { this.partial = []; this.partialLen = 0; this.cr = false; this.data = []; this.dataLen = 0; this.type = ''; this.id = null; this.lastId = ''; }
+
+    // push takes decoded text and returns the frames it completed. Each piece is scanned once, so
+    // a large event (a result of many rows) costs its length, not its length squared.
     push(text) {
-      this.buf += text;
       const frames = [];
+      let pos = 0;
+      if (this.cr && text.length > 0) {
+        this.cr = false;
+        if (text.charCodeAt(0) === 0x0a) pos = 1; // the LF of a CRLF split across pieces
+      }
+      const eol = /\r\n|\r|\n/g;
       for (;;) {
-        const m = /\r\n|\r|\n/.exec(this.buf);
+        eol.lastIndex = pos;
+        const m = eol.exec(text);
         if (!m) break;
-        // A lone CR at the very end may be the first half of CRLF: wait for more.
-        if (m[0] === '\r' && m.index === this.buf.length - 1) break;
-        const line = this.buf.slice(0, m.index);
-        this.buf = this.buf.slice(m.index + m[0].length);
+        let line = text.slice(pos, m.index);
+        if (this.partial.length) {
+          this.grow(line.length);
+          line = this.partial.join('') + line;
+          this.partial = []; this.partialLen = 0;
+        } else if (line.length > MAX_EVENT_SIZE) {
+          throw this.tooLarge();
+        }
+        pos = m.index + m[0].length;
+        if (m[0] === '\r' && pos === text.length) this.cr = true;
         const f = this.line(line);
         if (f) frames.push(f);
       }
+      if (pos < text.length) {
+        const rest = text.slice(pos);
+        this.grow(rest.length);
+        this.partial.push(rest);
+      }
       return frames;
+    }
+
+    grow(n) {
+      this.partialLen += n;
+      if (this.partialLen > MAX_EVENT_SIZE) throw this.tooLarge();
+    }
+
+    tooLarge() {
+      return new ProtocolError(`The stream sent an event larger than ${MAX_EVENT_SIZE} characters: the page stopped following this question.`);
     }
 
     line(line) {
@@ -139,7 +170,7 @@
         if (this.id !== null) this.lastId = this.id;
         this.id = null;
         const f = this.data.length ? { id: this.lastId, type: this.type || 'message', data: this.data.join('\n') } : null;
-        this.data = []; this.type = '';
+        this.data = []; this.dataLen = 0; this.type = '';
         return f;
       }
       if (line.startsWith(':')) return null; // a comment: keep-alive
@@ -147,7 +178,11 @@
       const field = i < 0 ? line : line.slice(0, i);
       let value = i < 0 ? '' : line.slice(i + 1);
       if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'data') this.data.push(value);
+      if (field === 'data') {
+        this.dataLen += value.length + 1;
+        if (this.dataLen > MAX_EVENT_SIZE + 1) throw this.tooLarge();
+        this.data.push(value);
+      }
       else if (field === 'event') this.type = value;
       else if (field === 'id' && !value.includes('\0')) this.id = value;
       else if (field === 'retry' && /^[0-9]+$/.test(value)) this.retryMs = Number(value);

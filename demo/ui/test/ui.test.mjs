@@ -354,6 +354,25 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('an event beyond 16 Mi characters is final, said at once, and not resumed', async () => {
+    // The page's parser held an endless line in memory and rescanned it for every piece (a 16 Mi
+    // event took tens of seconds), then reconnected to the same stream when it ended.
+    const streams = [];
+    const body = 'id: 1\ndata: {"seq":1,"type":"accepted"}\n\nid: 2\ndata: ' + 'x'.repeat((16 << 20) + 1024) + '\n\n';
+    await page.route('**/v1/asks/*/events', (r) => {
+      streams.push(r.request().headers()['last-event-id'] ?? '');
+      return r.fulfill({ status: 200, contentType: 'text/event-stream', body });
+    });
+    try {
+      await start('How many sev1 incidents did we have in 2026-Q2?');
+      await page.locator('#ask-error').filter({ hasText: 'larger than 16777216 characters' }).waitFor();
+      assert.equal(streams.length, 1, 'not resumed');
+      await page.click('#new-conversation');
+    } finally {
+      await page.unroute('**/v1/asks/*/events');
+    }
+  });
+
   test('a refused ask says the problem’s detail and its violations', async () => {
     const problem = { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'the request does not satisfy the API description',
       errors: ['body/question: maximum string length is 4000'] };

@@ -367,7 +367,8 @@ def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = la
             return  # end of stream (before done: the caller resumes)
         if len(raw) > max_size and len(raw.rstrip(b"\r\n")) > max_size:
             raise too_large()
-        line = raw.decode("utf-8").rstrip("\r\n")
+        # As the WHATWG rules and a browser: bytes that are not UTF-8 are U+FFFD, not a failed connection.
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
         if line == "":
             if data:
                 yield frame_id or "", "\n".join(data)

@@ -351,6 +351,15 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(ask_client.EventStream(c, "t_1").max_event_size, 16 << 20, "16 MiB by default, as Go")
 
 
+    def test_bytes_that_are_not_utf8_are_replaced_not_a_failed_connection(self):
+        # A UnicodeDecodeError was taken for a dropped connection: the same stream read nine times, then "no progress".
+        sse = (b'id: 1\ndata: {"seq":1,"type":"error","kind":"internal","message":"caf\xe9"}\n\n'
+               b'id: 2\ndata: {"seq":2,"type":"done"}\n\n')
+        seen: list = []
+        c, waits, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, sse)] * 10, seen)))
+        outcome, _ = ask_client.follow(c.events("t_1"))
+        self.assertEqual((outcome["message"], len(seen), waits), ("caf\ufffd", 1, []))
+
     def test_missed_steps_says_what_the_stream_did_not_deliver(self):
         # Steps 3 and 4 were dropped from a full buffer (only steps are): seq skips them, done counts them.
         events = [{"seq": 1, "type": "accepted"}, {"seq": 2, "type": "step"}, {"seq": 5, "type": "step"},

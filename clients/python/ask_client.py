@@ -406,6 +406,23 @@ def milestone_words(m: dict) -> str:
     return f"Working on {subject}"
 
 
+def divergence_words(d: dict) -> str:
+    """What the answer would have been without the catalog's definitions (answer.divergence, a
+    phase-2 run): "Without the catalog's definition of …, the answer would have been …"."""
+    without = d.get("without") or []
+    defs = "definitions" if len(without) > 1 else "definition"
+    result = d.get("result") or {}
+    rows, columns = result.get("rows") or [], result.get("columns") or []
+    what = "a different result"
+    if d.get("headline"):
+        what = f"{d['headline']['value']} ({d['headline']['label']})"
+    elif len(rows) == 1:
+        what = ", ".join(f"{c} {v}" for c, v in zip(columns, rows[0]))
+    elif len(rows) > 1:
+        what = f"{len(rows)} rows of {', '.join(columns)}"
+    return f"Without the catalog's {defs} of {', '.join(without)}, the answer would have been {what}."
+
+
 def describe_outcome(o: dict) -> str:
     kind = o["type"]
     if kind == "answer":
@@ -421,6 +438,8 @@ def describe_outcome(o: dict) -> str:
             lines.append(f"Keep in mind — {c['term']}: {c['text']} ({c['source']})")
         for p in o.get("provenance", []):
             lines.append(f"Rests on — {p['term']}: {p['statement']} ({p['source']})")
+        if o.get("divergence"):
+            lines.append(divergence_words(o["divergence"]))
         fast = o.get("path", {}).get("speed") == "fast"
         lines.append("Answered from the catalog alone." if fast else "Answered by querying the data.")
         return "\n".join(lines)

@@ -86,6 +86,23 @@ class PrintableTest(unittest.TestCase):
         self.assertEqual(ask_client.printable("Ünïcode — fine ✓"), "Ünïcode — fine ✓")
 
 
+class DivergenceTest(unittest.TestCase):
+    """A phase-2 answer's divergence is said, as by the other clients (it was dropped)."""
+
+    def test_the_divergence_sentence(self):
+        answer = {"type": "answer", "text": "Team Platform, at 14.3%.", "caveats": [], "provenance": [],
+                  "path": {"speed": "full"}, "divergence": {
+                      "result": {"columns": ["team", "failure_rate_pct"], "rows": [["Data", 11.1]]}, "sql": ["SELECT 1"],
+                      "without": ["change failure rate"]}}
+        want = "Without the catalog's definition of change failure rate, the answer would have been team Data, failure_rate_pct 11.1."
+        self.assertEqual(ask_client.divergence_words(answer["divergence"]), want)
+        self.assertIn(want, ask_client.describe_outcome(answer))
+        self.assertNotIn("Without the catalog", ask_client.describe_outcome({**answer, "divergence": None}))
+        many = {**answer["divergence"], "without": ["a", "b"], "result": {"columns": ["team"], "rows": [["x"], ["y"]]}}
+        self.assertEqual(ask_client.divergence_words(many),
+                         "Without the catalog's definitions of a, b, the answer would have been 2 rows of team.")
+
+
 class FakeStreamTest(unittest.TestCase):
     """The stream against a scripted local server: what the dev stack cannot be made to do."""
 

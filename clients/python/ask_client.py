@@ -5,7 +5,7 @@ Ask a question, follow the work as Server-Sent Events (resuming a dropped connec
 Last-Event-ID, so no event is missed or seen twice), and print the outcome as what it is:
 an answer with its caveats and what it rests on, an abstention, a refusal, or an error.
 
-    python3 ask_client.py [--url URL] [--idp URL] [--as OID | --token TOKEN] QUESTION...
+    python3 ask_client.py [--url URL] [--idp URL] [--as OID | --token TOKEN] [--branches] QUESTION...
 
 --url defaults to $ASK_URL or http://127.0.0.1:8080/ask. Without --token (or $ASK_TOKEN) a token
 is minted for --as (default alice) from the development identity provider at --idp ($ASK_IDP,
@@ -463,15 +463,41 @@ def describe_outcome(o: dict) -> str:
     return f"(an outcome of a kind this client does not know: {kind})"
 
 
+def branch_words(b: dict) -> str | None:
+    """The line that stands for a branch below the supervisor's as it opens (a phase-2 run), or
+    None for the supervisor's own branch and for a close."""
+    if b.get("role") == "supervisor" or b.get("state") != "open":
+        return None
+    if b.get("role") == "withheld":
+        return "Also answering without the catalog, to compare"
+    return f"Asking {b.get('source') or b.get('branch_id')}"
+
+
 def follow(stream: EventStream, progress: Callable[[str], None] = lambda s: None,
-           on_event: Callable[[dict], None] = lambda e: None) -> tuple[dict, dict]:
+           on_event: Callable[[dict], None] = lambda e: None, branches: bool = False) -> tuple[dict, dict]:
     """Follows a stream to done; returns (outcome, done). Milestones go to progress, in words,
-    each said once."""
+    each said once. A phase-2 run's branches are collapsed: one line as each opens, and a
+    branch's own milestones only with branches=True, marked with the branch (phase 1 names no
+    branch, so nothing changes for it)."""
     outcome, said = None, None
+    labels: dict[str, str] = {}  # branch_id -> label, for the branches below the supervisor's
+    said_in: dict[str, str] = {}  # a branch's label -> its last milestone said
     for event in stream:
         on_event(event)
-        if event["type"] == "milestone":
+        if event["type"] == "branch":
+            words = branch_words(event)
+            if words is not None:
+                b = event
+                labels[b.get("branch_id", "")] = "without the catalog" if b.get("role") == "withheld" else (b.get("source") or b.get("branch_id", ""))
+                progress(words)
+        elif event["type"] == "milestone":
             words = milestone_words(event)
+            of = labels.get(event.get("branch_id")) if "branch_id" in event else None
+            if of is not None:
+                if branches and said_in.get(of) != words:
+                    progress(f"  [{of}] {words}")
+                    said_in[of] = words
+                continue
             if words != said:
                 progress(words)
                 said = words
@@ -572,6 +598,7 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
     ap.add_argument("--idp", default=os.environ.get("ASK_IDP", "http://127.0.0.1:8090"))
     ap.add_argument("--as", dest="oid", default=os.environ.get("ASK_OID", "alice"))
     ap.add_argument("--token", default=os.environ.get("ASK_TOKEN", ""))
+    ap.add_argument("--branches", action="store_true", help="a phase-2 run: also show each branch's own progress")
     ap.add_argument("question", nargs="+")
     args = ap.parse_args(argv)
     progress = lambda s: print(f"… {printable(s, True)}", file=stderr)
@@ -600,7 +627,7 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
         try:
             if held.pressed:
                 raise KeyboardInterrupt
-            outcome, _ = follow(client.events(ticket), progress=progress, on_event=on_event)
+            outcome, _ = follow(client.events(ticket), progress=progress, on_event=on_event, branches=args.branches)
         except KeyboardInterrupt:
             # The person has gone: stop spending their quota, and say how the run ended.
             confirmed = _cancel_and_wait(client, ticket, seen["seq"], seen["outcome"], stderr)

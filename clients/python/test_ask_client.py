@@ -103,6 +103,45 @@ class DivergenceTest(unittest.TestCase):
                          "Without the catalog's definitions of a, b, the answer would have been 2 rows of team.")
 
 
+class BranchesTest(unittest.TestCase):
+    """A phase-2 run's branches collapsed, as the other clients: every branch's milestones were
+    printed in the main list."""
+
+    def test_branches_are_collapsed(self):
+        e = lambda seq, type, **kw: {"seq": seq, "type": type, **kw}
+        events = [e(1, "accepted"), e(2, "branch", branch_id="b0", role="supervisor", state="open"),
+                  e(3, "branch", branch_id="b1", role="source", source="catalog", state="open"),
+                  e(4, "branch", branch_id="b2", role="withheld", state="open"),
+                  e(5, "milestone", phase="grounding", subject="incident", source="catalog", branch_id="b1"),
+                  e(5, "milestone", phase="grounding", subject="incident", source="catalog", branch_id="b1"),
+                  e(6, "milestone", phase="querying", subject="incidents", source="warehouse", branch_id="b2"),
+                  e(7, "milestone", phase="reconciling", subject="catalog, warehouse", source="", branch_id="b0"),
+                  e(8, "answer", text="t"), e(9, "done", steps=0)]
+
+        class Stream:
+            def __iter__(self):
+                return iter(events)
+
+        said: list[str] = []
+        ask_client.follow(Stream(), progress=said.append)
+        self.assertEqual(said, ["Asking catalog", "Also answering without the catalog, to compare",
+                                "Combining catalog, warehouse across sources"])
+        said = []
+        ask_client.follow(Stream(), progress=said.append, branches=True)
+        self.assertIn('  [catalog] Checking what "incident" means in the catalog', said)
+        self.assertIn("  [without the catalog] Querying incidents", said)
+        self.assertEqual(said.count('  [catalog] Checking what "incident" means in the catalog'), 1, "a repeated milestone said once")
+        phase1 = [ev for ev in events if ev.get("branch_id") in (None, "b0")]
+        said = []
+
+        class One:
+            def __iter__(self):
+                return iter(phase1)
+
+        ask_client.follow(One(), progress=said.append)
+        self.assertEqual(said, ["Combining catalog, warehouse across sources"], "phase 1: the supervisor's milestones, as before")
+
+
 class FakeStreamTest(unittest.TestCase):
     """The stream against a scripted local server: what the dev stack cannot be made to do."""
 

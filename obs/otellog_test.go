@@ -23,10 +23,9 @@ func (w lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// sdkLines sets tracing up as the environment says, the SDK's own lines going to a JSON
-// logger, and hands back each line it logged meanwhile with its record (not a JSON record:
-// the test fails).
-func sdkLines(t *testing.T) map[string]map[string]any {
+// tracingLogged sets tracing up as the environment says, the SDK's own lines going to a JSON
+// logger that hands each line to the channel it returns; both are undone at the test's end.
+func tracingLogged(t *testing.T) (lineWriter, *obs.Tracing) {
 	t.Helper()
 	lines := make(lineWriter, 16)
 	obs.LogLibrary(slog.New(slog.NewJSONHandler(lines, nil)))
@@ -36,10 +35,19 @@ func sdkLines(t *testing.T) map[string]map[string]any {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// t.Context is done by now; Shutdown gives up on a dead collector within its timeout.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = tr.Shutdown(ctx)
 	})
+	return lines, tr
+}
+
+// sdkLines sets tracing up (tracingLogged) and hands back each line the SDK logged meanwhile,
+// with its record (not a JSON record: the test fails).
+func sdkLines(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	lines, _ := tracingLogged(t)
 	out := map[string]map[string]any{}
 	for len(lines) > 0 {
 		line := <-lines
@@ -67,19 +75,7 @@ func TestExportErrorsAreRecords(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "1")
 
-	lines := make(lineWriter, 16)
-	obs.LogLibrary(slog.New(slog.NewJSONHandler(lines, nil)))
-	t.Cleanup(func() { obs.LogLibrary(slog.New(slog.DiscardHandler)) })
-	tr, err := obs.NewTracing(t.Context(), obs.TracingOptions{OTLP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// t.Context is done by now; Shutdown gives up on the dead collector within its timeout.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tr.Shutdown(ctx)
-	})
+	lines, tr := tracingLogged(t)
 	_, span := tr.Provider.Tracer("t").Start(t.Context(), "ask")
 	span.End()
 

@@ -9,11 +9,12 @@ import (
 
 func checkBadInput(ctx context.Context, s *session) verdict {
 	// Ask bodies the contract rejects with 400: AskRequest is an object with a question of 1
-	// to 4000 characters and nothing else.
+	// to 4000 characters, not white space alone, and nothing else.
 	badAsks := []struct{ what, body string }{
 		{"not JSON", `{"question":`},
 		{"no question", `{}`},
 		{"an empty question", `{"question":""}`},
+		{"a question of white space only", `{"question":" \t\n\u3000 "}`},
 		{"an unknown field", `{"question":"What is an incident?","colour":"blue"}`},
 		{"the question given twice", `{"question":"What is an incident?","question":"What is a deployment?"}`},
 		{"a question over 4000 characters", `{"question":"` + strings.Repeat("a", 4001) + `"}`},

@@ -132,6 +132,8 @@ func TestValidation(t *testing.T) {
 			violation      string
 		}{
 			{"empty question", `{"question":""}`, "application/json", 400, "body/question: minimum string length is 1"},
+			{"blank question", `{"question":" \t\n "}`, "application/json", 400, ""},
+			{"blank question, Unicode spaces", `{"question":"\u3000\u00a0\u2003"}`, "application/json", 400, ""},
 			{"missing question", `{}`, "application/json", 400, "body/question: property \"question\" is missing"},
 			{"unknown field", `{"question":"ok?","extra":1}`, "application/json", 400, "body: property \"extra\" is unsupported"},
 			{"wrong type", `{"question":7}`, "application/json", 400, "body/question: value must be a string"},
@@ -186,6 +188,11 @@ func TestAdmissionLimits(t *testing.T) {
 		p := problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusConflict)
 		if p.Ticket == nil || *p.Ticket != running {
 			t.Errorf("409 names %v, want %s", p.Ticket, running)
+		}
+		// It says what to do next: not "start a new one" (the full conversation's 409), but
+		// wait for the running ask (or cancel it) and ask again.
+		if p.Detail == nil || !strings.Contains(*p.Detail, "cancel it") || !strings.Contains(*p.Detail, "ask again") {
+			t.Errorf("409 detail %s: want it to say to wait for the running ask or cancel it, then ask again", r.Body)
 		}
 		r = h.askRaw(alice, c2, "second for the same identity")
 		problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusTooManyRequests)

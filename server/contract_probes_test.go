@@ -568,7 +568,8 @@ func (c *conformer) probes() []probe {
 		sev("after empty", func(p *probe) { p.target += "?after=" }, http.StatusBadRequest),
 		sev("after beyond int64", func(p *probe) { p.target += "?after=99999999999999999999" }, http.StatusBadRequest),
 		sev("after twice", func(p *probe) { p.target += "?after=1&after=2" }, http.StatusBadRequest),
-		sev("after=%2B1", func(p *probe) { p.target += "?after=%2B1" }, http.StatusOK),
+		sev("after=%2B1", func(p *probe) { p.target += "?after=%2B1" }, http.StatusBadRequest), // digits only, as Last-Event-ID
+		sev("after=-0", func(p *probe) { p.target += "?after=-0" }, http.StatusBadRequest),
 		sev("after=1e0", func(p *probe) { p.target += "?after=1e0" }, http.StatusBadRequest),
 		sev("after=1.0", func(p *probe) { p.target += "?after=1.0" }, http.StatusBadRequest),
 		sev("after=0x1", func(p *probe) { p.target += "?after=0x1" }, http.StatusBadRequest),

@@ -119,6 +119,11 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		// says (Unmarshal refuses anything but space after the value).
 		return badRequest("the request body is not an AskRequest")
 	}
+	if strings.TrimSpace(body.Question) == "" {
+		// The schema's minLength counts characters; white space alone asks nothing, and the
+		// run would spend model calls on it.
+		return badRequest("the question is blank: it holds only white space")
+	}
 	if err := s.checkWebhook(body.Webhook); err != nil {
 		return err
 	}
@@ -229,9 +234,13 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		ok, err := ik.complete(ctx, ticket, rec)
 		if err == nil && !ok {
 			// A retry took the record over while this request stalled, and answered its own
-			// ticket: this one is an ask nobody will follow. End it before it runs.
+			// ticket: this one is an ask nobody will follow. End it before it runs, leaving
+			// neither a turn (the retry's is the question's) nor a delivery to its webhook
+			// (the receiver is told of the retry's ticket); the webhook goes first, as its
+			// end would make it due.
 			s.log.Debug("idempotent create taken over by a retry; ending its ticket", "ticket", ticket, "conversation", conversationID)
-			r.stop(errCancelled)
+			s.dropWebhook(ticket, body.Webhook)
+			r.discard()
 			return idemTakenOver()
 		}
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"net/http"
+	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,8 @@ import (
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store"
 	"github.com/das-ask/ask/store/redis/redistest"
+	"github.com/das-ask/ask/webhook"
+	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
 func idemKey(k string) *gen.CreateAskParams { return &gen.CreateAskParams{IdempotencyKey: &k} }
@@ -281,4 +285,89 @@ func TestIdempotencyKeyAcrossReplicas(t *testing.T) {
 	if a, b := runsA.Load(), runsB.Load(); a != 1 || b != 0 {
 		t.Errorf("runs on A %d, on B %d; want 1 and 0", a, b)
 	}
+}
+
+// TestIdempotencyKeyTakeoverLeavesOneTurn: the first request stalls before its ticket is made
+// (a frozen replica) past the lock; the retry makes its own ticket, which runs and ends; then
+// the stalled request comes back and its store makes its ticket after all. Nobody was told of
+// that ticket: it is ended unrun and, like an ask answered "not started"
+// (TestCreateWhoseOutcomeIsUnknown), it leaves no turn (the next ask's model sees the question
+// once, answered, not a second time "cancelled", and the turn cap counts it once) and no
+// webhook delivery (the receiver hears of the retry's ticket only).
+func TestIdempotencyKeyTakeoverLeavesOneTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var histories [][]ask.Turn
+		runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, _ ask.Emitter) ask.Outcome {
+			mu.Lock()
+			histories = append(histories, req.History)
+			mu.Unlock()
+			return ask.Outcome{Answer: answer("42")}
+		})
+		hold := make(chan struct{})
+		g := &madeStore{gatedStore: &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), holdCreate: hold, reachedCreate: make(chan struct{})}}
+		// Deliveries go to a port nothing listens on: what counts is whether one is due.
+		hooks := webhook.Config{Allow: []string{"http://127.0.0.1:1/hooks/"}, Secrets: []string{webhooktest.Secret()},
+			AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Timeout: time.Second}
+		h := newHarness(t, server.Options{Store: g, Runner: runner, MaxTurns: 2, Webhooks: server.WebhookOptions{Config: hooks}})
+		cid := h.conv(alice)
+		const q = "the question asked once"
+		keyed := func() *gen.CreateAskResponse {
+			h.secret(q)
+			r, err := h.cw.CreateAskWithResponse(context.Background(), cid, idemKey("frozen"),
+				gen.AskRequest{Question: q, Webhook: &gen.WebhookRequest{Url: "http://127.0.0.1:1/hooks/x"}}, bearer(alice))
+			if err != nil {
+				t.Error(err)
+			}
+			return r
+		}
+		firstDone := make(chan *gen.CreateAskResponse, 1)
+		go func() { firstDone <- keyed() }()
+		<-g.reachedCreate
+		time.Sleep(11 * time.Second) // past the lock
+		retry := keyed()
+		if retry.StatusCode() != http.StatusAccepted {
+			t.Fatalf("retry after the lock: %d %s", retry.StatusCode(), retry.Body)
+		}
+		checkLifecycle(t, h.events(alice, retry.JSON202.Ticket), gen.EventTypeAnswer)
+		close(hold) // the stalled request's ticket is made now, in a conversation that is free
+		if first := <-firstDone; first.StatusCode() == http.StatusAccepted {
+			t.Fatalf("the stalled request answered 202 %s, though its retry was answered %s", first.Body, retry.Body)
+		}
+		stalled := g.made()[0]
+		if stalled == retry.JSON202.Ticket {
+			t.Fatalf("the stalled request's ticket is the retry's")
+		}
+		if st := h.status(alice, stalled); st.JSON200 == nil || st.JSON200.Webhook != nil {
+			t.Errorf("the ticket nobody was told of: %d %s, want it ended with no webhook delivery", st.StatusCode(), st.Body)
+		}
+		next := h.ask(alice, cid, "the next question")
+		checkLifecycle(t, h.events(alice, next), gen.EventTypeAnswer)
+		mu.Lock()
+		defer mu.Unlock()
+		last := histories[len(histories)-1]
+		if len(histories) != 2 || len(last) != 1 || last[0].Question != q || last[0].Outcome != gen.EventTypeAnswer {
+			t.Errorf("%d runs; the next ask's history %+v, want the question once, answered", len(histories), last)
+		}
+	})
+}
+
+// madeStore is a gatedStore that records the id of every ticket creation it is asked for.
+type madeStore struct {
+	*gatedStore
+	mu  sync.Mutex
+	ids []string
+}
+
+func (m *madeStore) CreateTicket(ctx context.Context, nt store.NewTicket, l store.Limits) ([]ask.Turn, error) {
+	m.mu.Lock()
+	m.ids = append(m.ids, nt.ID)
+	m.mu.Unlock()
+	return m.gatedStore.CreateTicket(ctx, nt, l)
+}
+
+func (m *madeStore) made() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.ids)
 }

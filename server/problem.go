@@ -186,7 +186,8 @@ func storeProblem(err error) *problem {
 		// time: the same 503.
 		return errStoreUnavailable
 	case errors.As(err, &conflict):
-		return &problem{status: http.StatusConflict, detail: "an ask is already running in this conversation", ticket: conflict.Ticket}
+		return &problem{status: http.StatusConflict, ticket: conflict.Ticket,
+			detail: "an ask is already running in this conversation (ticket names it): wait for it to end, or cancel it, then ask again"}
 	case errors.Is(err, store.ErrConversationFull):
 		return &problem{status: http.StatusConflict, detail: "conversation is full; start a new one"}
 	case errors.Is(err, store.ErrTooManyInFlight):

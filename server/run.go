@@ -113,6 +113,7 @@ type run struct {
 	reports    []appended    // the outbox's events as emitted, for Hooks.Appended; in step with outbox
 	tail       []store.Event // the log's end once sealed, until written
 	turn       ask.Turn
+	unrun      bool  // the end records no turn (discard)
 	sealed     End   // what Hooks.Ended reports once tail is written
 	seq        int64 // the last seq assigned
 	opened     bool
@@ -462,7 +463,9 @@ func (r *run) seal(out ask.Outcome) bool {
 	r.seq += int64(len(tail))
 	r.tail = tail
 	r.sealed = endOf(tail, out, u, elapsed, 0) // its Evicted is the store's, once the tail is written
-	r.turn = ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
+	if !r.unrun {
+		r.turn = ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
+	}
 	return true
 }
 
@@ -508,6 +511,18 @@ func (r *run) stop(cause error) bool {
 	r.cancel(cause)
 	r.finish()
 	return true
+}
+
+// discard ends, before it runs, a run nobody will follow (a keyed create whose retry took the
+// record over and was answered another ticket): error{cancelled} and done, as a cancel, but
+// with no turn in its conversation. The retry's ask is that turn; the model should not see the
+// question twice, once unanswered, nor the turn cap count it twice (as for an ask answered "not
+// started", Server.endLate).
+func (r *run) discard() bool {
+	r.mu.Lock()
+	r.unrun = true
+	r.mu.Unlock()
+	return r.stop(errCancelled)
 }
 
 // execute runs the runner to its end; the caller runs it on its own goroutine. Whatever

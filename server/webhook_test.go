@@ -316,6 +316,8 @@ func TestWebhookNotAllowedIs400BeforeATicket(t *testing.T) {
 		{"fragment", h, rcv.URL() + "/hooks/a#x"},
 		{"dot segments out of the prefix", h, rcv.URL() + "/hooks/../other/a"},
 		{"encoded dot segments out of the prefix", h, rcv.URL() + "/hooks/%2e%2e/other/a"},
+		{"a pasted trailing space", h, rcv.URL() + "/hooks/a "},
+		{"a broken escape in the query", h, rcv.URL() + "/hooks/a?q=50%"},
 		{"relative", h, "/hooks/a"},
 		{"not a URL", h, "::::"},
 		{"metadata address", h, "http://169.254.169.254/latest/meta-data/"},

@@ -220,7 +220,8 @@ export interface components {
              *     conversation's memory: never in a log line, metric, trace, error or any other event.
              *     Its length is counted in Unicode code points, as JSON Schema counts: not in bytes nor
              *     in UTF-16 units, so 4000 emoji are within it, and a letter with a combining accent
-             *     is two.
+             *     is two. A question of white space alone (Unicode's, such as U+3000 too) asks nothing
+             *     and is a `400`.
              */
             question: string;
             webhook?: components["schemas"]["WebhookRequest"];

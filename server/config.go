@@ -26,7 +26,10 @@ const (
 	// DefaultStoreWait is under a gateway's usual read timeout (deploy/nginx's 5 s), so a
 	// client behind one hears the service's 503 rather than the gateway's 504.
 	DefaultStoreWait = 4 * time.Second
-	minMaxEvents     = 8
+	// DefaultStreamWriteTimeout is nginx's send_timeout: a stream's client that takes nothing
+	// of a write for this long has stopped reading (or its peer is gone unnoticed).
+	DefaultStreamWriteTimeout = 60 * time.Second
+	minMaxEvents              = 8
 )
 
 // Config is the service's settings, the "service" section of package config's tree (which

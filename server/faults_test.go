@@ -310,15 +310,37 @@ func TestRestartWhileAwayPastLease(t *testing.T) {
 	}
 }
 
-// notFoundSignal is a replica's store that says on seen when a Ticket read found nothing.
-type notFoundSignal struct {
+// streamResult is a stream's status and whole body.
+type streamResult struct {
+	status int
+	body   []byte
+}
+
+// reconnect opens alice's stream of ticket with Last-Event-ID seen, in the background, and
+// answers its status and whole body once it ends.
+func (h *harness) reconnect(t *testing.T, ticket string, seen int64) <-chan streamResult {
+	got := make(chan streamResult, 1)
+	go func() {
+		last := strconv.FormatInt(seen, 10)
+		resp := h.stream(t.Context(), alice, ticket, &gen.StreamEventsParams{LastEventID: &last})
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		got <- streamResult{status: resp.StatusCode, body: body}
+	}()
+	return got
+}
+
+// ticketSignal is a replica's store that says on seen when a Ticket read answers what when
+// looks for.
+type ticketSignal struct {
 	*redisstore.Store
+	when func(store.Ticket, error) bool
 	seen chan struct{}
 }
 
-func (s *notFoundSignal) Ticket(ctx context.Context, id string) (store.Ticket, error) {
+func (s *ticketSignal) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 	t, err := s.Store.Ticket(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if s.when(t, err) {
 		select {
 		case s.seen <- struct{}{}:
 		default:
@@ -352,20 +374,10 @@ func TestReconnectWhileARunningAskIsRestored(t *testing.T) {
 	if err := srv.Restart(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	bs := &notFoundSignal{Store: replicaStore(t, srv, prefix, time.Minute), seen: make(chan struct{}, 1)}
+	bs := &ticketSignal{Store: replicaStore(t, srv, prefix, time.Minute), seen: make(chan struct{}, 1),
+		when: func(_ store.Ticket, err error) bool { return errors.Is(err, store.ErrNotFound) }}
 	b := newHarness(t, server.Options{Store: bs})
-	type result struct {
-		status int
-		body   []byte
-	}
-	got := make(chan result, 1)
-	go func() {
-		last := strconv.FormatInt(seen, 10)
-		resp := b.stream(t.Context(), alice, ticket, &gen.StreamEventsParams{LastEventID: &last})
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		got <- result{status: resp.StatusCode, body: body}
-	}()
+	got := b.reconnect(t, ticket, seen)
 	select {
 	case <-bs.seen: // the reconnect found the ticket gone
 	case <-time.After(10 * time.Second):
@@ -375,7 +387,7 @@ func TestReconnectWhileARunningAskIsRestored(t *testing.T) {
 	// and re-creates it, ended.
 	p.Pass()
 	close(resume)
-	var r result
+	var r streamResult
 	select {
 	case r = <-got:
 	case <-time.After(20 * time.Second):

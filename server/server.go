@@ -45,6 +45,11 @@ type Options struct {
 	MaxEvents int
 	// KeepAlive is the interval of `: keepalive` comments on a quiet stream.
 	KeepAlive time.Duration
+	// StreamWriteTimeout bounds each write to an event stream (0: DefaultStreamWriteTimeout):
+	// a client that takes none of it for this long, having stopped reading, is let go (the
+	// stream ends; the run goes on, and a reconnect with Last-Event-ID misses nothing), so
+	// that it holds no handler, buffer or connection for good.
+	StreamWriteTimeout time.Duration
 	// Deadline bounds each run from admission to done.
 	Deadline time.Duration
 	// MaxInFlight is the number of running asks one identity may have (429 beyond).
@@ -166,6 +171,9 @@ func New(opts Options) (*Server, error) {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
 	if opts.Deadline <= 0 {
 		opts.Deadline = DefaultDeadline
 	}
@@ -244,7 +252,7 @@ func negativeOption(o Options) error {
 		name string
 		v    int64
 	}{
-		{"TTL", int64(o.TTL)}, {"MaxEvents", int64(o.MaxEvents)}, {"KeepAlive", int64(o.KeepAlive)},
+		{"TTL", int64(o.TTL)}, {"MaxEvents", int64(o.MaxEvents)}, {"KeepAlive", int64(o.KeepAlive)}, {"StreamWriteTimeout", int64(o.StreamWriteTimeout)},
 		{"Deadline", int64(o.Deadline)}, {"MaxInFlight", int64(o.MaxInFlight)}, {"MaxTickets", int64(o.MaxTickets)},
 		{"MaxConversationsPerID", int64(o.MaxConversationsPerID)}, {"MaxRetainedPerID", int64(o.MaxRetainedPerID)},
 		{"MaxTurns", int64(o.MaxTurns)}, {"MaxBodyBytes", o.MaxBodyBytes}, {"StoreWait", int64(o.StoreWait)},

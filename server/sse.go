@@ -47,12 +47,14 @@ func (s *Server) openStream(c echo.Context, ticket string, params gen.StreamEven
 	if err != nil {
 		return nil, 0, err
 	}
-	cursor, err := cursorOf(params)
+	cursor, err := cursorOf(params, c.QueryParam("after"))
 	if err != nil {
 		return nil, 0, err
 	}
 	if cursor > t.LastSeq {
-		return nil, 0, badRequest("the cursor is beyond the last event of this ticket")
+		if t, err = s.awaitCursor(c.Request().Context(), t, cursor); err != nil {
+			return nil, 0, err
+		}
 	}
 
 	w := c.Response()
@@ -64,7 +66,7 @@ func (s *Server) openStream(c echo.Context, ticket string, params gen.StreamEven
 	if c.Request().Method == http.MethodHead {
 		return nil, 0, nil
 	}
-	out := &sseWriter{w: w, rc: http.NewResponseController(w.Writer), pool: &s.sseBufs}
+	out := &sseWriter{w: w, rc: http.NewResponseController(w.Writer), pool: &s.sseBufs, timeout: s.opts.StreamWriteTimeout}
 	// The opening comment makes proxies pass the headers on at once.
 	out.open()
 	if err := out.flush(); err != nil {
@@ -155,6 +157,44 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 	}
 }
 
+// awaitCursor answers t once its log reaches cursor, or the 400 of a cursor beyond the last
+// seq. A shared store that lost a running ticket's last writes (a restart that lost its last
+// second, a failover to a replica behind its primary) holds a log shorter than what a reader
+// was sent; the ticket's runner restores it, ended after every seq it assigned
+// (store.Shared.Restore), once it notices. A reconnection in between reads the ticket again,
+// as one to a ticket lost whole does (awaitRestored), rather than answer a 400, at which
+// clients stop for good, to a cursor the restored log goes past. A finished ticket, and any
+// in a store in this process, answer at once.
+func (s *Server) awaitCursor(ctx context.Context, t store.Ticket, cursor int64) (store.Ticket, error) {
+	beyond := badRequest("the cursor is beyond the last event of this ticket")
+	if !isShared(s.store) {
+		return t, beyond
+	}
+	for range storeGoneRetries {
+		if t.Done != nil || cursor <= t.LastSeq {
+			break
+		}
+		wait := time.NewTimer(storeRetry)
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return t, beyond
+		case <-wait.C:
+		}
+		rctx, cancel := s.storeBound(ctx)
+		nt, err := s.store.Ticket(rctx, t.ID)
+		cancel()
+		if err != nil {
+			return t, err // the store away (503), or the ticket gone (404)
+		}
+		t = nt
+	}
+	if cursor > t.LastSeq {
+		return t, beyond
+	}
+	return t, nil
+}
+
 // storeRetry is how long a stream waits before reading a store that was unavailable again;
 // storeGoneRetries how often it reads again a ticket that vanished mid-stream.
 const (
@@ -185,21 +225,37 @@ func (s *Server) waitStore(ctx context.Context, out *sseWriter, keepAlive *time.
 }
 
 // cursorOf is the stream's starting cursor: Last-Event-ID wins over `after`; neither means 0.
-func cursorOf(p gen.StreamEventsParams) (int64, error) {
+// rawAfter is the query's `after` as sent. The two are one cursor, written one way, as the
+// contract's pattern for Last-Event-ID says: 1 to 18 ASCII digits. The validator reads `after`
+// as an integer, which would let `+3`, `-0` and 19 digits through; a malformed `after` is
+// refused even when the header wins, as one the validator refuses is.
+func cursorOf(p gen.StreamEventsParams, rawAfter string) (int64, error) {
+	if p.After != nil && !isCursor(rawAfter) {
+		return 0, badRequest("after must be a decimal integer (digits only)")
+	}
 	if p.LastEventID != nil {
-		n, err := strconv.ParseInt(*p.LastEventID, 10, 64)
-		if err != nil || n < 0 || *p.LastEventID == "" || (*p.LastEventID)[0] == '+' {
+		if !isCursor(*p.LastEventID) {
 			return 0, badRequest("Last-Event-ID must be a decimal integer")
 		}
-		return n, nil
+		return strconv.ParseInt(*p.LastEventID, 10, 64)
 	}
 	if p.After != nil {
-		if *p.After < 0 {
-			return 0, badRequest("after must not be negative")
-		}
 		return *p.After, nil
 	}
 	return 0, nil
+}
+
+// isCursor reports whether s is written as a cursor: 1 to 18 ASCII digits (so it fits an int64).
+func isCursor(s string) bool {
+	if len(s) == 0 || len(s) > 18 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // sseWriter frames events into a buffer and writes and flushes it in one go. The buffer is
@@ -211,6 +267,20 @@ type sseWriter struct {
 	pool *sync.Pool // of *[]byte
 	box  *[]byte    // what buf was borrowed in; nil when buf is not borrowed
 	buf  []byte
+	// timeout bounds each write (0: none): a client that has stopped reading fills the
+	// connection's buffers, and the write would otherwise wait for it for good, holding the
+	// handler, its buffer and the connection, and writing no keep-alive. Past it the write
+	// fails and the stream ends. (net/http clears the deadline once the response is done, so
+	// it bounds nothing after the stream on a kept-alive connection.)
+	timeout time.Duration
+}
+
+// bound sets the connection's write deadline for the next write. A writer that cannot take
+// deadlines (a test's recorder) writes unbounded.
+func (o *sseWriter) bound() {
+	if o.timeout > 0 {
+		_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	}
 }
 
 // sseBufMax is the largest buffer given back to the pool: a batch is written every sseChunk,
@@ -274,6 +344,7 @@ const sseChunk = 32 << 10
 
 // write writes what is buffered without flushing; the batch's end flushes.
 func (o *sseWriter) write() error {
+	o.bound()
 	_, err := o.w.Write(o.buf)
 	o.buf = o.buf[:0]
 	return err
@@ -282,6 +353,7 @@ func (o *sseWriter) write() error {
 // flush writes what is buffered, flushes it to the client and gives the buffer back; an error
 // means the client is gone (or the writer cannot stream) and the stream should end.
 func (o *sseWriter) flush() error {
+	o.bound()
 	_, err := o.w.Write(o.buf)
 	o.release()
 	if err != nil {

@@ -363,12 +363,18 @@ func (m *Main) Close() error {
 	defer cancel()
 	var errs []error
 	served := m.hs != nil // "stopped" only after "serving": a start that failed logs its error alone
+	late := false         // the bound passed: said once, with what did not finish in it
 	if m.Server != nil {
-		errs = append(errs, m.Server.Shutdown(ctx))
+		if err := m.Server.Shutdown(ctx); err != nil {
+			late = ctx.Err() != nil
+			errs = append(errs, fmt.Errorf("stopping: the running asks' ends were not all stored within %s: %w", grace+10*time.Second, err))
+		}
 		m.Server = nil
 	}
 	if m.hs != nil {
-		errs = append(errs, m.hs.Shutdown(ctx))
+		if err := m.hs.Shutdown(ctx); err != nil && !late {
+			errs = append(errs, fmt.Errorf("stopping: connections still open after %s: %w", grace+10*time.Second, err))
+		}
 		if serr := <-m.served; !errors.Is(serr, http.ErrServerClosed) {
 			errs = append(errs, serr)
 		}
@@ -393,13 +399,38 @@ func (m *Main) Close() error {
 		m.tracing = nil
 	}
 	if m.closeSt != nil {
-		if err := m.closeSt(); err != nil {
-			m.log.Warn("store not closed cleanly", "err", err)
-		}
+		m.closeStore(ctx)
 		m.closeSt = nil
 	}
 	if served {
 		m.log.Info("stopped")
 	}
 	return errors.Join(errs...)
+}
+
+// storeCloseFloor is how long Close waits for the store to close when its own bound has already
+// passed (the runs' ends took it all): a store that answers closes in milliseconds.
+const storeCloseFloor = 2 * time.Second
+
+// closeStore closes the store within ctx's deadline, or storeCloseFloor when that is nearer
+// than it. A Redis that does not answer (frozen, partitioned) holds go-redis's Close for its
+// own backstop, 30 s, for the calls still in flight; the process is going, and its end closes
+// those connections, so Close does not wait for that: it says so and goes on.
+func (m *Main) closeStore(ctx context.Context) {
+	closed := make(chan error, 1)
+	go func(closeSt func() error) { closed <- closeSt() }(m.closeSt)
+	wait := storeCloseFloor
+	if d, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(d), wait)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case err := <-closed:
+		if err != nil {
+			m.log.Warn("store not closed cleanly", "err", err)
+		}
+	case <-timer.C:
+		m.log.Warn("store not closed in time: its connections end with the process", "waited", wait.String())
+	}
 }

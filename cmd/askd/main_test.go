@@ -11,7 +11,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/das-ask/ask/demo/idp/idptest"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/source"
+	"github.com/das-ask/ask/internal/logtest"
 )
 
 func TestAskdServesAndStops(t *testing.T) {
@@ -280,10 +280,10 @@ func TestAskdSecondSignalEndsTheGrace(t *testing.T) {
 
 // startAskd runs askd on env as main does, on a goroutine, and waits until it serves: its Main,
 // the signals it reads, its end, and its logs.
-func startAskd(t *testing.T, env map[string]string) (*app.Main, chan<- os.Signal, <-chan error, *syncBuffer) {
+func startAskd(t *testing.T, env map[string]string) (*app.Main, chan<- os.Signal, <-chan error, *logtest.Buffer) {
 	t.Helper()
 	sigs := make(chan os.Signal, 2)
-	logs := new(syncBuffer)
+	logs := new(logtest.Buffer)
 	ready := make(chan *app.Main, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- run(sigs, config.MapEnv(env), logs, ready) }()
@@ -296,24 +296,6 @@ func startAskd(t *testing.T, env map[string]string) (*app.Main, chan<- os.Signal
 		t.Fatal("askd did not start")
 	}
 	return nil, nil, nil, nil
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's and the test's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestAskdUsage: -h explains where the settings come from and exits 0; any other argument is

@@ -1,6 +1,7 @@
 package hardening_test
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -166,8 +167,16 @@ func provider(t *testing.T, h http.Handler) (*httptest.Server, *providerSeen) {
 			return
 		}
 		seen.calls.Add(1)
-		seen.arrived <- struct{}{}
 		defer func() { seen.ended <- struct{}{} }()
+		// The call has arrived once its whole request has: a test that cancels on arrival
+		// must not cut it while h still reads the body (the llm-stub would record a 400, not
+		// the 499 of a call the client closed).
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		seen.arrived <- struct{}{}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)

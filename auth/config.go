@@ -59,7 +59,7 @@ type Config struct {
 	RequiredScope string
 	// Algorithms is the `alg` allow-list; empty means RS256 and ES256.
 	Algorithms []string
-	// Leeway is the clock skew tolerated on exp and nbf; zero means DefaultLeeway. Use a
+	// Leeway is the clock skew tolerated on exp, nbf and iat; zero means DefaultLeeway. Use a
 	// negative value for none.
 	Leeway time.Duration
 }

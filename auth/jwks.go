@@ -1,9 +1,12 @@
 package auth
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -47,7 +50,63 @@ const (
 	lastRetry  = 30 * time.Second
 	// fetchTimeout bounds each JWKS request, including the first one made by New.
 	fetchTimeout = 5 * time.Second
+	// maxJWKSBytes bounds each JWKS response body. jwkset decodes the whole body into memory,
+	// so without it a huge or endless response (a misconfigured DAS_JWKS_URL, a broken or
+	// hostile IdP) took memory without limit until fetchTimeout. A real JWKS is a few KiB
+	// (a large tenant's, with certificate chains, some tens of KiB); a fetch past the bound
+	// fails like any other, and the keys already held are kept.
+	maxJWKSBytes = 1 << 20
 )
+
+// errJWKSTooLarge is a JWKS response body longer than maxJWKSBytes.
+var errJWKSTooLarge = fmt.Errorf("JWKS response exceeds %d bytes", maxJWKSBytes)
+
+// errNotJWKSet is a successful JWKS response that is not a JWK Set.
+var errNotJWKSet = errors.New(`JWKS response is not a JWK Set: want an object whose "keys" is an array`)
+
+// boundedClient returns a copy of c whose response bodies fail once they pass maxJWKSBytes,
+// and whose 200 responses fail unless they hold a JWK Set (RFC 7517 §5: an object with a
+// "keys" array). jwkset read `{}`, `null` or `{"keys":null}` as an empty set and dropped
+// every key it held; a fetch that fails keeps them. `{"keys":[]}` still withdraws every key.
+func boundedClient(c *http.Client) *http.Client {
+	bc := *c
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	bc.Transport = boundedTransport{rt}
+	return &bc
+}
+
+type boundedTransport struct{ rt http.RoundTripper }
+
+func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	body := http.MaxBytesReader(nil, resp.Body, maxJWKSBytes)
+	if resp.StatusCode != http.StatusOK {
+		resp.Body = body // jwkset refuses the status
+		return resp, nil
+	}
+	b, err := io.ReadAll(body)
+	_ = body.Close()
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		return nil, errJWKSTooLarge
+	}
+	if err != nil {
+		return nil, err
+	}
+	var set struct {
+		Keys json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(b, &set); err != nil || len(set.Keys) == 0 || set.Keys[0] != '[' {
+		return nil, errNotJWKSet
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
+}
 
 // unknownKIDGate is the key storage the keyfunc reads. A kid in the cache is answered from it;
 // an unknown kid is passed to the refetching client only when the limiter has a refetch to give
@@ -93,7 +152,7 @@ func (s *readyStore) KeyReplaceAll(ctx context.Context, keys []jwkset.JWK) error
 func newKeySet(ctx context.Context, u string, client *http.Client, log *slog.Logger) (keyfunc.Keyfunc, *readyStore, error) {
 	store := &readyStore{Storage: jwkset.NewMemoryStorage()}
 	remote, err := jwkset.NewStorageFromHTTP(u, jwkset.HTTPClientStorageOptions{
-		Client:                    client,
+		Client:                    boundedClient(client),
 		Ctx:                       ctx,
 		HTTPTimeout:               fetchTimeout,
 		NoErrorReturnFirstHTTPReq: true,

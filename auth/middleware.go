@@ -32,9 +32,17 @@ func BearerToken(r *http.Request) (string, bool) {
 // Middleware admits a request only with a bearer v accepts, and puts the caller's identity in
 // its context (FromContext). Otherwise it answers 401 (see WriteUnauthorized) and next is not
 // called. Insufficient scope is a 401 too: the ask contract answers 401 for any bearer that is
-// not valid for the service.
+// not valid for the service. A request with more than one Authorization header is a 400 with
+// an invalid_request challenge (RFC 6750 §3.1), as the ask service answers it: it carries
+// credentials, but not one.
 func Middleware(v ask.Authenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 1 {
+			writeProblem(w, r, http.StatusBadRequest, "Bad Request",
+				"the request carries more than one Authorization header; send exactly one bearer",
+				Challenge(&Error{Code: CodeInvalidRequest, Description: "more than one Authorization header"}))
+			return
+		}
 		token, ok := BearerToken(r)
 		if !ok {
 			WriteUnauthorized(w, r, nil)
@@ -67,15 +75,20 @@ func WriteUnauthorized(w http.ResponseWriter, r *http.Request, err error) {
 	if err != nil {
 		_, detail = describe(err)
 	}
-	p := gen.Problem{Type: "about:blank", Title: "Unauthorized", Status: http.StatusUnauthorized, Detail: &detail}
+	writeProblem(w, r, http.StatusUnauthorized, "Unauthorized", detail, Challenge(err))
+}
+
+// writeProblem answers status application/problem+json with a Bearer challenge.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, title, detail, challenge string) {
+	p := gen.Problem{Type: "about:blank", Title: title, Status: status, Detail: &detail}
 	if r != nil && r.URL != nil {
 		p.Instance = &r.URL.Path
 	}
 	h := w.Header()
-	h.Set("WWW-Authenticate", Challenge(err))
+	h.Set("WWW-Authenticate", challenge)
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusUnauthorized)
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(p)
 }
 

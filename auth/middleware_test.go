@@ -159,3 +159,42 @@ func TestMiddlewareForeignErrors(t *testing.T) {
 		}
 	}
 }
+
+// Two Authorization headers, whichever is good, are a 400 with an invalid_request challenge
+// (RFC 6750 §3.1), as the ask service answers them (docs/decisions.md): the request carries
+// credentials, just not one, so a bare `Bearer realm="das"` (no credentials sent) is untrue.
+func TestMiddlewareTwoAuthorizationHeaders(t *testing.T) {
+	s := idptest.Start(t)
+	v := newValidator(t, s)
+	h := auth.Middleware(v, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("handler ran for a request with two Authorization headers")
+	}))
+	good := s.Token(t, "alice")
+	for _, pair := range [][2]string{{"Bearer " + good, "Bearer abc"}, {"Bearer abc", "Bearer " + good}, {"Bearer " + good, "Bearer " + good}} {
+		r := httptest.NewRequest(http.MethodGet, "/v1/things", nil)
+		r.Header.Add("Authorization", pair[0])
+		r.Header.Add("Authorization", pair[1])
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusBadRequest {
+			t.Errorf("status = %d, want 400", w.Code)
+		}
+		const wantChall = `Bearer realm="das", error="invalid_request", error_description="more than one Authorization header"`
+		if got := w.Header().Get("WWW-Authenticate"); got != wantChall {
+			t.Errorf("WWW-Authenticate = %q, want %q", got, wantChall)
+		}
+		if got := w.Header().Get("Content-Type"); got != "application/problem+json" {
+			t.Errorf("Content-Type = %q", got)
+		}
+		var p gen.Problem
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+			t.Fatalf("body %q: %v", w.Body, err)
+		}
+		if p.Status != 400 || p.Title != "Bad Request" || p.Detail == nil {
+			t.Errorf("problem = %s", w.Body)
+		}
+		if strings.Contains(w.Body.String(), good) {
+			t.Error("response contains the token")
+		}
+	}
+}

@@ -20,7 +20,7 @@ type Options struct {
 	// Logger receives JWKS fetch failures and rejections (never a token); nil discards.
 	Logger *slog.Logger
 	// HTTPClient fetches the JWKS; nil means a client with no extra settings
-	// (each fetch is bounded by its own timeout).
+	// (each fetch is bounded by its own timeout, and each response body to 1 MiB).
 	HTTPClient *http.Client
 }
 

@@ -192,6 +192,9 @@ func TestValidatorTable(t *testing.T) {
 		{name: "nbf within leeway", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.NotBefore = time.Now().Add(10 * time.Second) }))
 		}, wantOID: "alice"},
+		{name: "iat within leeway", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"iat": time.Now().Add(10 * time.Second).Unix()} }))
+		}, wantOID: "alice"},
 		{name: "iat in the future", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"iat": time.Now().Add(time.Hour).Unix()} }))
 		}, wantCode: auth.CodeInvalidToken, wantDesc: "token is issued in the future"},

@@ -43,7 +43,9 @@ type Session struct {
 // session sends nothing to any origin (scheme, host, port) but cfg.URL's: a redirect within
 // that origin is followed, one to anywhere else fails the request before it is sent. A source
 // that cannot be reached, rejects the token, redirects elsewhere or fails to list its tools
-// yields a *TransportError; the token never appears in it.
+// yields a *TransportError; the token never appears in it. So does one whose tool list the
+// agent cannot offer the model: more than MaxTools tools, or a name that is not an MCP tool name
+// or is listed twice.
 func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Session, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -74,7 +76,13 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 	if version == "" {
 		version = "1"
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, nil)
+	// No client capabilities: the agent serves sources no roots, no sampling (a model call at
+	// the service's expense, the conversation in reach) and no elicitation (there is no user to
+	// ask mid-run). Without Capabilities the SDK advertises roots; a source's request for any of
+	// them gets a JSON-RPC error.
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+	})
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:             cfg.URL,
 		HTTPClient:           hc,
@@ -86,11 +94,25 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 		return nil, transportError(cfg.Name, "connect", err, faultOf(ctx, tr))
 	}
 	s := &Session{name: cfg.Name, cs: cs, tr: tr, log: log}
+	seen := map[string]bool{}
 	for t, err := range cs.Tools(ctx, nil) {
+		if err == nil {
+			switch {
+			case len(s.tools) == MaxTools:
+				err = ErrTooManyTools
+			case !validToolName(t.Name) || seen[t.Name]:
+				err = ErrBadToolName
+			}
+			if err != nil {
+				cs.Close()
+				return nil, &TransportError{Source: cfg.Name, Op: "list tools", Reason: err}
+			}
+		}
 		if err != nil {
 			cs.Close()
 			return nil, transportError(cfg.Name, "list tools", err, faultOf(ctx, tr))
 		}
+		seen[t.Name] = true
 		role, phase := Classify(t.Name, t.Meta)
 		schema, _ := t.InputSchema.(map[string]any)
 		s.tools = append(s.tools, Tool{
@@ -99,6 +121,36 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 		})
 	}
 	return s, nil
+}
+
+// MaxTools is the most tools one source may list. Every tool goes to the model on every turn
+// of the run, and model providers take a bounded number (OpenAI: 128 per request).
+const MaxTools = 128
+
+// Reasons a session refuses a source's tool list, kept in the *TransportError.
+var (
+	// ErrTooManyTools: the source listed more than MaxTools tools, at once or page by page.
+	ErrTooManyTools = errors.New("listed more tools than the limit")
+	// ErrBadToolName: a tool's name is empty, longer than 128 characters or outside MCP's
+	// tool-name alphabet (ASCII letters, digits, '_', '-', '.'), or the source listed it twice.
+	ErrBadToolName = errors.New("listed a tool with an invalid or repeated name")
+)
+
+// validToolName reports whether name is a tool name as MCP defines one: 1 to 128 ASCII
+// letters, digits, '_', '-' and '.'. Anything else (a control character, a space) is not a name
+// a model can be given to call, nor one to print in an event.
+func validToolName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c == '_' || c == '-' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // faultOf is why a request of the session failed, as far as the session knows: its transport's
@@ -148,8 +200,8 @@ type TransportError struct {
 	Op     string
 	// Status is the HTTP status when the source rejected the credentials (401/403), else 0.
 	Status int
-	// Reason is why the session's transport gave up when it did (ErrOffOrigin,
-	// ErrTooManyRedirects, ErrResponseTooLarge, ErrNoAnswer), else nil.
+	// Reason is why the session gave up when it did (ErrOffOrigin, ErrTooManyRedirects,
+	// ErrResponseTooLarge, ErrNoAnswer, ErrTooManyTools, ErrBadToolName), else nil.
 	Reason error
 	Err    error
 }

@@ -136,6 +136,9 @@ func (s *Source) defineTerm(_ context.Context, _ *call, raw json.RawMessage) out
 	if err := decodeArgs(raw, &args); err != nil {
 		return failed(err)
 	}
+	if strings.TrimSpace(args.Term) == "" {
+		return failed(errors.New("term is required"))
+	}
 	d, found := s.catalog.define(args.Term)
 	if !found {
 		return failed(fmt.Errorf("the catalog has no term %q; search_catalog finds terms by synonym, and these are defined: %s",
@@ -167,6 +170,9 @@ func (s *Source) describeTable(_ context.Context, _ *call, raw json.RawMessage) 
 	}
 	if err := decodeArgs(raw, &args); err != nil {
 		return failed(err)
+	}
+	if strings.TrimSpace(args.Table) == "" {
+		return failed(errors.New("table is required"))
 	}
 	var names []string
 	for _, t := range s.tables {

@@ -163,3 +163,23 @@ func TestSchemaTools(t *testing.T) {
 		t.Errorf("unknown table: isError=%v refusal=%q, want a plain tool error", res.IsError, refusal(res))
 	}
 }
+
+// A call that leaves out a required argument (the schema says so, but nothing makes a model obey
+// it) is told which one, as a plain tool error the model can correct: not "no term \"\"" followed
+// by the whole glossary, nor "no table \"\"".
+func TestMissingRequiredArgument(t *testing.T) {
+	_, srv := start(t, source.Options{})
+	cs := connect(t, srv, "tok-bob")
+	for tool, want := range map[string]string{
+		"search_catalog": "query is required",
+		"define_term":    "term is required",
+		"describe_table": "table is required",
+	} {
+		for _, args := range []any{map[string]any{}, nil} {
+			res := call(t, cs, "m-"+tool, tool, args)
+			if !res.IsError || refusal(res) != "" || text(res) != want {
+				t.Errorf("%s(%v): isError=%v refusal=%q text %q, want a plain tool error %q", tool, args, res.IsError, refusal(res), text(res), want)
+			}
+		}
+	}
+}

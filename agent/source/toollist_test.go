@@ -1,0 +1,140 @@
+package source_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/das-ask/ask/agent/source"
+)
+
+// rawSource is an MCP server written by hand (streamable HTTP, JSON responses) whose tools/list
+// answers with page(cursor): the tools of that page and the next cursor ("" for the last).
+func rawSource(t *testing.T, page func(cursor string) (tools []map[string]any, next string)) *httptest.Server {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if r.Method != http.MethodPost {
+			http.Error(w, "no", http.StatusMethodNotAllowed)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Cursor string `json:"cursor"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, "bad json", http.StatusBadRequest)
+			return
+		}
+		if req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var result any
+		switch req.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "raw-session")
+			result = map[string]any{
+				"protocolVersion": "2025-06-18",
+				"capabilities":    map[string]any{"tools": map[string]any{}},
+				"serverInfo":      map[string]any{"name": "raw", "version": "0"},
+			}
+		case "tools/list":
+			tools, next := page(req.Params.Cursor)
+			res := map[string]any{"tools": tools}
+			if next != "" {
+				res["nextCursor"] = next
+			}
+			result = res
+		default:
+			result = map[string]any{}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+	}))
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+func tool(name string) map[string]any {
+	return map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}}
+}
+
+// A source's tool list goes to the model on every turn and its names are what the model calls:
+// a list the agent cannot offer whole — too many tools (at once or page after page), a name
+// outside MCP's tool-name alphabet (control characters, spaces) or longer than 128, or a name
+// listed twice (the later one would shadow the earlier) — ends the session as a transport
+// failure with a fixed phrase, before the model sees any of it.
+func TestToolListTheAgentCannotOffer(t *testing.T) {
+	many := func(n int) []map[string]any {
+		out := make([]map[string]any, n)
+		for i := range out {
+			out[i] = tool(fmt.Sprintf("tool_%d", i))
+		}
+		return out
+	}
+	long := make([]byte, 129)
+	for i := range long {
+		long[i] = 'a'
+	}
+	tests := []struct {
+		name   string
+		page   func(string) ([]map[string]any, string)
+		reason error
+	}{
+		{"ten thousand tools", func(string) ([]map[string]any, string) { return many(10000), "" }, source.ErrTooManyTools},
+		{"pages without end", func(c string) ([]map[string]any, string) {
+			n, _ := strconv.Atoi(c)
+			return []map[string]any{tool("t" + strconv.Itoa(n))}, strconv.Itoa(n + 1)
+		}, source.ErrTooManyTools},
+		{"control characters", func(string) ([]map[string]any, string) {
+			return []map[string]any{tool("run_query"), tool("list\x1b[2J\ntables")}, ""
+		}, source.ErrBadToolName},
+		{"a space", func(string) ([]map[string]any, string) { return []map[string]any{tool("run query")}, "" }, source.ErrBadToolName},
+		{"empty", func(string) ([]map[string]any, string) { return []map[string]any{tool("")}, "" }, source.ErrBadToolName},
+		{"too long", func(string) ([]map[string]any, string) { return []map[string]any{tool(string(long))}, "" }, source.ErrBadToolName},
+		{"listed twice", func(string) ([]map[string]any, string) {
+			return []map[string]any{tool("run_query"), tool("list_tables"), tool("run_query")}, ""
+		}, source.ErrBadToolName},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hs := rawSource(t, tt.page)
+			s, err := source.Connect(t.Context(), source.Config{Name: "raw", URL: hs.URL}, "tok", source.Options{})
+			if err == nil {
+				s.Close()
+				t.Fatalf("Connect succeeded with %d tools, want a transport error", len(s.Tools()))
+			}
+			var te *source.TransportError
+			if !errors.As(err, &te) || !errors.Is(err, tt.reason) {
+				t.Fatalf("err = %v, want a transport error for %v", err, tt.reason)
+			}
+			if want := "source raw: list tools: " + tt.reason.Error(); err.Error() != want {
+				t.Errorf("message %q, want %q", err.Error(), want)
+			}
+		})
+	}
+
+	// The limit itself, with the alphabet's every character class, is offered whole.
+	ok := many(source.MaxTools - 1)
+	ok = append(ok, tool("A-z.0_9"))
+	hs := rawSource(t, func(string) ([]map[string]any, string) { return ok, "" })
+	s, err := source.Connect(t.Context(), source.Config{Name: "raw", URL: hs.URL}, "tok", source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(s.Tools()) != source.MaxTools {
+		t.Errorf("%d tools, want %d", len(s.Tools()), source.MaxTools)
+	}
+}

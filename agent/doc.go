@@ -82,7 +82,9 @@
 // the last statement), and the outcome is decided from
 // every branch's facts and its own as in phase 1. An answer's divergence is the withheld branch's
 // answer when both have a result and their rows differ (see divergence); the withheld branch
-// failing or abstaining leaves it null and never fails the ask. docs/decisions.md has the
+// failing or abstaining leaves it null and never fails the ask, and nor does its being slow: the
+// supervisor reconciles without waiting for it, and it is stopped shortly before the run's
+// deadline. A panic in a branch ends that branch in error{internal}. docs/decisions.md has the
 // reasons.
 //
 // # Milestones

@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent/model"
@@ -53,6 +55,10 @@ type branchRun struct {
 // the one outcome. A refusal in any branch stops the others at once.
 func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.Session, emit ask.Emitter) ask.Outcome {
 	bctx, stop := context.WithCancel(ctx)
+	// The withheld branch may outlive the source branches (the supervisor reconciles without
+	// waiting for it): whatever ends the run first stops it, then waits for it.
+	var withheld sync.WaitGroup
+	defer withheld.Wait()
 	defer stop()
 	start := conversation(req.History, req.Question)
 	sup := SupervisorBranch
@@ -73,9 +79,35 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 		}
 	}
 
+	// The withheld branch must not turn an answer into a timeout: its failure never fails the
+	// ask, and nor may its slowness. It stops withheldReserve before the run's deadline, so the
+	// answer can still be written without divergence.
+	wctx := bctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(bctx, dl.Add(-withheldReserve(time.Until(dl))))
+		defer cancel()
+	}
 	var wg sync.WaitGroup
 	for i, b := range branches {
-		wg.Go(func() {
+		bc, group := bctx, &wg
+		if b.source == "" {
+			bc, group = wctx, &withheld
+		}
+		group.Go(func() {
+			b.led = newLedger(req)
+			// A branch runs on a goroutine of its own, outside the service's recovery of a
+			// runner's panic: a panic here (a provider SDK's bug on an odd reply, say) would end
+			// the process and every run in it. It ends this branch in error{internal} instead,
+			// which the outcome rules below treat as any branch's error.
+			defer func() {
+				if v := recover(); v != nil {
+					// The panic value is not logged: it could hold anything the branch held, the
+					// question included.
+					a.log.Error("branch panicked", "branch", b.id, "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
+					b.lp = loopEnd{end: &ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"}}}
+				}
+			}()
 			body := gen.BranchBody{BranchId: b.id, Role: RoleSource, Parent: &sup, State: gen.BranchBodyStateOpen}
 			turns := a.maxTurns
 			if b.source == "" {
@@ -88,8 +120,7 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 				body.State = gen.BranchBodyStateClose
 				emit.Branch(body)
 			}()
-			b.led = newLedger(req)
-			b.lp = a.loop(bctx, loopSpec{system: systems[i], msgs: slices.Clone(start), tools: tools[i], led: b.led, emit: branchEmitter{emit, b.id}, turns: turns})
+			b.lp = a.loop(bc, loopSpec{system: systems[i], msgs: slices.Clone(start), tools: tools[i], led: b.led, emit: branchEmitter{emit, b.id}, turns: turns})
 			if b.lp.end != nil && b.lp.end.Refusal != nil {
 				stop()
 			}
@@ -102,16 +133,38 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 
 	// Outcome rules, mechanical across branches: a refusal in any branch (the withheld one
 	// included) is the run's refusal; otherwise a source branch's error is the run's error;
-	// otherwise the supervisor reconciles.
-	for _, b := range branches {
+	// otherwise the supervisor reconciles. The withheld branch's end is waited for only where
+	// it decides: before a source branch's error (its refusal would win), and after the
+	// reconciliation.
+	sourceBranches := branches[:len(sessions)]
+	var w *branchRun
+	if len(branches) > len(sessions) {
+		w = branches[len(sessions)]
+	}
+	refused := func() *ask.Outcome { // the withheld branch's refusal, once it has ended
+		withheld.Wait()
+		if w != nil && w.lp.end != nil && w.lp.end.Refusal != nil {
+			return w.lp.end
+		}
+		return nil
+	}
+	for _, b := range sourceBranches {
 		if b.lp.end != nil && b.lp.end.Refusal != nil {
 			return *b.lp.end
 		}
 	}
-	sourceBranches := branches[:len(sessions)]
 	for _, b := range sourceBranches {
 		if b.lp.end != nil {
+			if r := refused(); r != nil {
+				return *r
+			}
 			return *b.lp.end
+		}
+	}
+
+	if bctx.Err() != nil { // stopped by the withheld branch's refusal: nothing to reconcile
+		if r := refused(); r != nil {
+			return *r
 		}
 	}
 
@@ -132,18 +185,26 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 	}
 	supEmit := branchEmitter{emit, sup}
 	supEmit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseReconciling, Subject: led.reconcileSubject(), Source: strings.Join(names, ",")})
-	lp := a.loop(ctx, loopSpec{system: a.system + reconcilePrompt, msgs: msgs, tools: supTools, led: led, emit: supEmit, turns: a.maxTurns})
+	// Under bctx: a refusal in the withheld branch meanwhile stops the reconciliation too.
+	lp := a.loop(bctx, loopSpec{system: a.system + reconcilePrompt, msgs: msgs, tools: supTools, led: led, emit: supEmit, turns: a.maxTurns})
+	if r := refused(); r != nil {
+		return *r
+	}
 	if lp.end != nil {
 		return *lp.end
 	}
 	out := led.outcome(lp.text)
-	if out.Answer != nil && len(branches) > len(sessions) {
-		w := branches[len(sessions)]
-		if w.lp.end == nil {
-			out.Answer.Divergence = divergence(out.Answer, w.led.outcome(w.lp.text).Answer, led.definitions)
-		}
+	if out.Answer != nil && w != nil && w.lp.end == nil {
+		out.Answer.Divergence = divergence(out.Answer, w.led.outcome(w.lp.text).Answer, led.definitions)
 	}
 	return out
+}
+
+// withheldReserve is how long before the run's deadline the withheld branch is stopped, of a
+// run with left to go when it fans out: a tenth, at most a second, enough to write the answer
+// without divergence.
+func withheldReserve(left time.Duration) time.Duration {
+	return min(time.Second, left/10)
 }
 
 // reconcileOrder is the order the supervisor is handed the source branches' work in, and so the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/agent/model"
@@ -279,5 +280,112 @@ func TestPhase2SupervisorSeesItsOwnToolNames(t *testing.T) {
 	slices.Sort(named)
 	if want := []string{"east__run_query", "west__run_query"}; !slices.Equal(named, want) {
 		t.Errorf("delegated calls %v, want %v", named, want)
+	}
+}
+
+// panicking is a model that panics on the call whose tools are exactly the catalog's (the
+// catalog branch's first call), as a provider SDK's bug on an odd reply would, and otherwise
+// is m.
+type panicking struct{ m model.Model }
+
+func (p panicking) Complete(ctx context.Context, req model.Request) (model.Response, error) {
+	names := make([]string, 0, len(req.Tools))
+	for _, tl := range req.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if slices.Equal(names, []string{"define_term", "search_catalog"}) {
+		panic("the model adapter broke")
+	}
+	return p.m.Complete(ctx, req)
+}
+
+// TestPhase2BranchPanicIsAnError: a panic in a source branch (its own goroutine) ends the run in
+// error{internal}, as a panic of a phase-1 run does (the service turns a runner's panic into
+// one), with every branch closed; it does not take the process, and every run in it, down.
+func TestPhase2BranchPanicIsAnError(t *testing.T) {
+	s := newStack(t)
+	a := s.phase2Agent(t, func(m model.Model) model.Model { return panicking{m} })
+	rec := &recorder{}
+	out := a.Run(t.Context(), s.request(t, "alice", "Which team had the highest change failure rate in 2026-Q3?"), rec)
+	if out.Error == nil || out.Error.Kind != gen.ErrorKindInternal {
+		t.Fatalf("outcome %s %+v, want error{internal}", outcomeType(out), out.Error)
+	}
+	open := map[string]int{}
+	for _, ev := range rec.events {
+		if b, ok := ev.(gen.BranchBody); ok {
+			open[b.BranchId] += map[gen.BranchBodyState]int{gen.BranchBodyStateOpen: 1, gen.BranchBodyStateClose: -1}[b.State]
+		}
+	}
+	for id, n := range open {
+		if n != 0 {
+			t.Errorf("branch %s: %d opens more than closes", id, n)
+		}
+	}
+}
+
+// phase2Agent is a phase-2 agent on the stack's catalog and warehouse, whose model is the
+// stub's wrapped by wrap.
+func (s *stack) phase2Agent(t *testing.T, wrap func(model.Model) model.Model) *agent.Agent {
+	t.Helper()
+	cfg := agent.DefaultConfig()
+	cfg.BaseURL = s.stubURL
+	m, err := cfg.NewModel(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Options{Model: wrap(m), Phase: 2, DivergenceTurns: agent.DefaultDivergenceTurns, Sources: []agent.SourceConfig{
+		{Name: "catalog", URL: s.part(t, demosource.PartCatalog)}, {Name: "warehouse", URL: s.part(t, demosource.PartWarehouse)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// stallingWithheld is m, but for the catalog-withheld branch (the one call whose system prompt
+// says nothing of a catalog), whose model calls never answer: a provider that hangs on one
+// request.
+type stallingWithheld struct{ m model.Model }
+
+func (s stallingWithheld) Complete(ctx context.Context, req model.Request) (model.Response, error) {
+	if !strings.Contains(req.System, "catalog") {
+		<-ctx.Done()
+		return model.Response{}, ctx.Err()
+	}
+	return s.m.Complete(ctx, req)
+}
+
+// TestPhase2StalledWithheldBranchStillAnswers: the withheld branch's failure never fails the
+// ask, and nor does its slowness: with its model hanging, the answer comes before the run's
+// deadline, without divergence, and the branch is closed. The supervisor used to wait for it
+// before reconciling, and the ask ended in error{timeout}.
+func TestPhase2StalledWithheldBranchStillAnswers(t *testing.T) {
+	s := newStack(t)
+	a := s.phase2Agent(t, func(m model.Model) model.Model { return stallingWithheld{m} })
+	// The run's deadline, as the service sets it; the stub answers the rest in well under it.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	rec := &recorder{}
+	out := a.Run(ctx, s.request(t, "alice", "Which team had the highest change failure rate in 2026-Q3?"), rec)
+	if out.Answer == nil {
+		t.Fatalf("outcome %s %+v, want the answer", outcomeType(out), out.Error)
+	}
+	if out.Answer.Divergence != nil {
+		t.Errorf("divergence %+v from a withheld branch that never answered", out.Answer.Divergence)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("the run returned after its deadline")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	closed := false
+	for _, ev := range rec.events {
+		if b, ok := ev.(gen.BranchBody); ok && b.Role == agent.RoleWithheld && b.State == gen.BranchBodyStateClose {
+			closed = true
+		}
+	}
+	if !closed {
+		t.Errorf("the withheld branch was not closed")
 	}
 }

@@ -18,14 +18,16 @@ import (
 //
 //   - AddWebhook registers a delivery in state pending, due at its Due time (a safety net: the
 //     run's end normally makes it due at once, through WebhookDue). It fails with ErrConflict
-//     when the ticket already has one.
+//     when the ticket already has one under another ID; the same delivery again (a retry after
+//     a lost reply) is ok and changes nothing.
 //   - ClaimWebhooks returns pending deliveries whose next attempt is due and that nobody holds
 //     (or whose holder's claim lapsed), and holds each for the caller until now+hold. Of any
 //     number of concurrent claims of one delivery, exactly one gets it.
 //   - RecordWebhook stores the outcome of an attempt by the delivery's current holder, and ends
-//     its claim, even after the claim lapsed if nobody claimed it since; any other caller is
-//     refused with ErrNotHeld, changing nothing. A delivery that
-//     is delivered or failed is final: nothing changes it again.
+//     its claim, even after the claim lapsed if nobody claimed it since; the same record by
+//     the same holder again (a retry after a lost reply) is ok and changes nothing; any other
+//     caller is refused with ErrNotHeld, changing nothing. A delivery that is delivered or
+//     failed is final: nothing changes it again.
 //   - Deliveries are forgotten when their Expires passes (the ticket's own expiry, or later).
 //
 // All methods are safe for concurrent use. The outbox holds a URL, never a question or a token.

@@ -21,6 +21,8 @@ type memWebhook struct {
 	w      Webhook
 	holder string
 	held   time.Time // the claim lapses then
+	// recorder recorded the last attempt: its retry of that record is ok.
+	recorder string
 }
 
 // NewMemoryOutbox returns an empty outbox.
@@ -32,6 +34,9 @@ func (o *MemoryOutbox) AddWebhook(_ context.Context, w Webhook) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e, ok := o.m[w.Ticket]; ok && time.Now().Before(e.w.Expires) {
+		if e.w.ID == w.ID {
+			return nil // the same registration again: a retry
+		}
 		return ErrConflict
 	}
 	w.State, w.Attempts, w.LastStatus, w.LastError = gen.WebhookStatePending, 0, 0, ""
@@ -94,11 +99,14 @@ func (o *MemoryOutbox) RecordWebhook(_ context.Context, holder string, w Webhook
 		return ErrNotFound
 	}
 	if e.holder != holder || e.w.State != gen.WebhookStatePending {
+		if e.recorder == holder && e.w.State == w.State && e.w.Attempts == w.Attempts {
+			return nil // the same record again: a retry
+		}
 		return ErrNotHeld
 	}
 	e.w.State, e.w.Attempts, e.w.LastStatus, e.w.LastError = w.State, w.Attempts, w.LastStatus, w.LastError
 	e.w.Due, e.w.DeliveredAt = w.Due, w.DeliveredAt
-	e.holder, e.held = "", time.Time{}
+	e.holder, e.held, e.recorder = "", time.Time{}, holder
 	return nil
 }
 

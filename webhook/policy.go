@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -37,6 +38,12 @@ func (c Config) CheckURL(raw string) error {
 	if utf8.RuneCountInString(raw) > maxURLChars {
 		return refuse("longer than 2048 characters")
 	}
+	if strings.ContainsFunc(raw, notInURL) {
+		return refuse("a space, a control character or one of \"<>\\^`{|} is not allowed in a webhook URL (percent-encode it)")
+	}
+	if badEscape(raw) {
+		return refuse("a %% not followed by two hexadecimal digits is not allowed in a webhook URL")
+	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
 		return refuse("not an absolute URL")
@@ -62,6 +69,29 @@ func (c Config) CheckURL(raw string) error {
 		}
 	}
 	return nil
+}
+
+// notInURL reports whether r may not stand unencoded in a URL (RFC 3986 2: its characters, and
+// beyond ASCII an IRI's letters, never a space or a control). url.Parse takes a space or a
+// quote in a path and the request then goes to its encoding (…/slack%20 for a pasted
+// "…/slack "), so the URL delivered to would not be the URL named.
+func notInURL(r rune) bool {
+	return r <= ' ' || r == 0x7f || strings.ContainsRune("\"<>\\^`{|}", r) || unicode.IsSpace(r) || unicode.IsControl(r)
+}
+
+// badEscape reports whether s holds a % that does not begin an escape. url.Parse checks the
+// path's and the host's, not the query's, which the request would carry as written.
+func badEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && (i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2])) {
+			return true
+		}
+	}
+	return false
+}
+
+func isHex(b byte) bool {
+	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
 }
 
 // allowed reports whether u starts with an allowed prefix, comparing scheme and host without
@@ -155,16 +185,26 @@ var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 // reserved are ranges no public receiver lives in, refused as the private ones are: IPv4's
 // "this network" (0.0.0.0/8: Linux connects 0.0.0.0 to the local host), benchmarking
 // (198.18.0.0/15, used for lab networks) and the reserved class E with the broadcast
-// (240.0.0.0/4); NAT64's local-use prefix (64:ff9b:1::/48, RFC 8215), whose translator is the
-// operator's own; IPv4-compatible IPv6 (::/96, deprecated; ::1 and :: aside, it maps to IPv4);
-// IPv6 site-local (fec0::/10, RFC 3879 deprecated it, but a network that still routes it uses it
-// as fc00::/7 is used, which IsPrivate alone covers).
+// (240.0.0.0/4); the IETF protocol assignments (192.0.0.0/24: DS-Lite, NAT64 discovery) and
+// the documentation ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32),
+// which are not routed on the internet, so an address there is one of the local network's (a
+// sandbox this service was audited in numbers its own network 192.0.2.0/24); IPv6's
+// discard-only 100::/64; NAT64's local-use prefix (64:ff9b:1::/48, RFC 8215), whose
+// translator is the operator's own; IPv4-compatible IPv6 (::/96, deprecated; ::1 and :: aside,
+// it maps to IPv4); IPv6 site-local (fec0::/10, RFC 3879 deprecated it, but a network that
+// still routes it uses it as fc00::/7 is used, which IsPrivate alone covers).
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
 	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
 	netip.MustParsePrefix("240.0.0.0/4"),
 	netip.MustParsePrefix("64:ff9b:1::/48"),
 	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("100::/64"),
+	netip.MustParsePrefix("2001:db8::/32"),
 	netip.MustParsePrefix("fec0::/10"),
 }
 
@@ -201,6 +241,22 @@ func (c Config) control(_, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("%w: %v", errRefusedAddr, err)
 	}
 	return nil
+}
+
+// controlPlain is the Control hook of plain http connections: only to a loopback address,
+// whatever the name resolved to. CheckURL admits http only to a loopback host, but by its
+// name: "localhost" comes from the hosts file, and a name under .localhost is asked of DNS
+// (Go's resolver does not keep it to loopback), which may answer any address; the body, signed
+// but not encrypted, must not cross a network.
+func (c Config) controlPlain(network, address string, raw syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errRefusedAddr, err)
+	}
+	if !ap.Addr().Unmap().IsLoopback() {
+		return fmt.Errorf("%w: plain http to %s, which is not a loopback address", errRefusedAddr, ap.Addr())
+	}
+	return c.control(network, address, raw)
 }
 
 // errRefusedAddr marks a connection the policy refused.

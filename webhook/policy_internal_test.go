@@ -34,6 +34,17 @@ func TestCheckAddrEmbeddedAndReserved(t *testing.T) {
 		{"fec0::1", false},      // IPv6 site-local: deprecated, but the private range it named
 		{"feff:ffff::1", false}, // the end of fec0::/10
 		{"ff00::1", false},      // multicast, just above
+		// Not routed on the internet, so the local network's (found by a later audit: the
+		// sandbox it ran in numbered its own network 192.0.2.0/24, and a receiver on
+		// 192.0.2.2 took a delivery no setting allowed).
+		{"192.0.0.170", false}, // NAT64 discovery, among the IETF protocol assignments
+		{"192.0.2.2", false},
+		{"198.51.100.1", false},
+		{"203.0.113.255", false},
+		{"203.0.114.1", true}, // just past the last documentation range
+		{"2001:db8::1", false},
+		{"100::1", false},
+		{"::ffff:192.0.2.2", false}, // mapped
 	} {
 		err := c.checkAddr(netip.MustParseAddr(tc.addr))
 		if (err == nil) != tc.ok {

@@ -50,6 +50,26 @@ func TestCheckURL(t *testing.T) {
 		// The prefix is compared as written: an escaped slash is no slash to a receiver that
 		// keeps it in its segment, so /ask%2Fslack is not under /ask/.
 		{"https://hooks.example.com/ask%2Fslack", false},
+		// Only what a URL may hold (found by the webhook audit: a pasted trailing space was
+		// taken, and the delivery went to …/slack%20; a query's broken escape went out as
+		// written). An IRI's letters are fine: they go out UTF-8, percent-encoded.
+		{"https://hooks.example.com/ask/slack ", false},
+		{"https://hooks.example.com/ask/sl ack", false},
+		{"https://hooks.example.com/ask/slack\t", false},
+		{"https://hooks.example.com/ask/slack\u00a0", false},
+		{"https://hooks.example.com/ask/slack\u0085", false},
+		{`https://hooks.example.com/ask/"slack"`, false},
+		{"https://hooks.example.com/ask/<slack>", false},
+		{"https://hooks.example.com/ask/slack?q={x}", false},
+		{"https://hooks.example.com/ask/slack?q=a|b", false},
+		{"https://hooks.example.com/ask/sl\\ack", false},
+		{"https://hooks.example.com/ask/slack?q=%zz", false},
+		{"https://hooks.example.com/ask/slack?q=%4", false},
+		{"https://hooks.example.com/ask/slack?q=50%", false},
+		{"https://hooks.example.com/ask/slack?q=%41%e9", true},
+		{"https://hooks.example.com/ask/sl%C3%A9ck", true},
+		{"https://hooks.example.com/ask/slé?q=é", true},
+		{"https://hooks.example.com/ask/s-l_a.c~k!$&'()*+,;=:@?q=/?", true},
 	} {
 		err := c.CheckURL(tc.url)
 		if (err == nil) != tc.ok {

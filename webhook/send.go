@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -48,15 +49,18 @@ func classify(r Result) string {
 
 // sender makes single attempts.
 type sender struct {
+	// client sends to https URLs; plain to http ones, connecting only to loopback addresses.
 	client  *http.Client
+	plain   *http.Client
 	signers []*standardwebhooks.Webhook
 	timeout time.Duration
 	now     func() time.Time
 }
 
-// newSender builds the HTTP client the policy demands: the dialer checks every resolved address,
-// no proxy, no redirects, no cookies, bounded time. transport, when not nil, replaces the
-// network (tests); the redirect and header rules still apply.
+// newSender builds the HTTP clients the policy demands: the dialer checks every resolved address
+// (plain http's only a loopback one), no proxy, no redirects, no cookies, bounded time.
+// transport, when not nil, replaces the network of both (tests); the redirect and header rules
+// still apply.
 func newSender(c Config, transport http.RoundTripper) (*sender, error) {
 	s := &sender{timeout: c.Timeout, now: time.Now}
 	for _, sec := range c.Secrets {
@@ -66,29 +70,39 @@ func newSender(c Config, transport http.RoundTripper) (*sender, error) {
 		}
 		s.signers = append(s.signers, w)
 	}
+	plain := transport
 	if transport == nil {
-		d := &net.Dialer{Timeout: c.Timeout, Control: c.control}
-		transport = &http.Transport{
-			Proxy:                 nil,
-			DialContext:           d.DialContext,
-			TLSHandshakeTimeout:   c.Timeout,
-			ResponseHeaderTimeout: c.Timeout,
-			// A receiver's answer is a status: its headers are bounded as its body is
-			// (maxResponseBytes), not by the transport's 10 MB default per attempt.
-			MaxResponseHeaderBytes: maxResponseHeaderBytes,
-			MaxIdleConnsPerHost:    2,
-			IdleConnTimeout:        30 * time.Second,
-			ForceAttemptHTTP2:      true,
-		}
+		transport, plain = c.transport(c.control), c.transport(c.controlPlain)
 	}
-	s.client = &http.Client{
-		Transport: transport,
+	s.client, s.plain = c.client(transport), c.client(plain)
+	return s, nil
+}
+
+// transport is the network as the policy allows it: control checks every resolved address.
+func (c Config) transport(control func(string, string, syscall.RawConn) error) *http.Transport {
+	d := &net.Dialer{Timeout: c.Timeout, Control: control}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		TLSHandshakeTimeout:   c.Timeout,
+		ResponseHeaderTimeout: c.Timeout,
+		// A receiver's answer is a status: its headers are bounded as its body is
+		// (maxResponseBytes), not by the transport's 10 MB default per attempt.
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+		MaxIdleConnsPerHost:    2,
+		IdleConnTimeout:        30 * time.Second,
+		ForceAttemptHTTP2:      true,
+	}
+}
+
+func (c Config) client(t http.RoundTripper) *http.Client {
+	return &http.Client{
+		Transport: t,
 		// A redirect is an answer, never followed: following it could reach a destination the
 		// operator never allowed.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Timeout:       c.Timeout,
 	}
-	return s, nil
 }
 
 // sign returns the webhook-signature header for one attempt: one v1 signature per secret.
@@ -122,7 +136,11 @@ func (s *sender) send(ctx context.Context, url, id string, body []byte) Result {
 	setExact(req.Header, standardwebhooks.HeaderWebhookID, id)
 	setExact(req.Header, standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(start.Unix(), 10))
 	setExact(req.Header, standardwebhooks.HeaderWebhookSignature, sig)
-	resp, err := s.client.Do(req)
+	client := s.client
+	if req.URL.Scheme != "https" {
+		client = s.plain
+	}
+	resp, err := client.Do(req)
 	elapsed := s.now().Sub(start)
 	if err != nil {
 		return Result{Err: errKind(err), Elapsed: elapsed}

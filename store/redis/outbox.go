@@ -13,12 +13,13 @@ import (
 )
 
 // The webhook outbox: one hash per ticket's delivery (wh:<ticket>: id, url, state, attempts,
-// status, error, due, delivered, expires in ms, holder and held-until) and one zset of pending
-// deliveries by the time they next need a look (wh:due), both in the ticket's bucket: one due
-// set per bucket, which ClaimWebhooks scans in turn. A claim moves its entry's score to the
-// end of the hold, so a replica that dies holding it leaves an entry that comes due again when
-// the hold lapses: the delivery survives its deliverer. Claims and their lapse use the server's
-// clock (TIME); due times are the deliverer's.
+// status, error, due, delivered, expires in ms, holder and held-until, and the recorder of the
+// last attempt) and one zset of pending deliveries by the time they next need a look (wh:due),
+// both in the ticket's bucket: one due set per bucket, which ClaimWebhooks scans in turn. A
+// claim moves its entry's score to the end of the hold, so a replica that dies holding it
+// leaves an entry that comes due again when the hold lapses: the delivery survives its
+// deliverer. Claims and their lapse use the server's clock (TIME); due times are the
+// deliverer's.
 
 func (k keys) webhook(b int, ticket string) string { return k.tag(b) + "wh:" + ticket }
 func (k keys) webhooksDue(b int) string            { return k.tag(b) + "wh:due" }
@@ -40,8 +41,15 @@ func fromMs(s string) time.Time {
 	return time.UnixMilli(n).UTC()
 }
 
+// addWebhook: a retry of this very registration (its reply was lost, and go-redis ran it
+// again) finds the delivery under its own id and answers as the first run did; only another
+// id is a conflict.
 var addWebhook = goredis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local id = redis.call('HGET', KEYS[1], 'id')
+if id then
+  if id == ARGV[1] then return 1 end
+  return 0
+end
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'url', ARGV[2], 'state', 'pending', 'attempts', 0,
   'status', 0, 'error', '', 'due', ARGV[3], 'delivered', 0, 'expires', ARGV[4], 'holder', '', 'held', 0)
 redis.call('PEXPIREAT', KEYS[1], ARGV[4])
@@ -171,12 +179,18 @@ func (s *Store) ClaimWebhooks(ctx context.Context, holder string, hold time.Dura
 	return out, nil
 }
 
+// recordWebhook: the record ends the claim and names its recorder, so a retry of this very
+// record (its reply was lost) finds its own attempt stored and answers as the first run did,
+// rather than "not held".
 var recordWebhook = goredis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'holder', 'state')
+local h = redis.call('HMGET', KEYS[1], 'holder', 'state', 'recorder', 'attempts')
 if not h[2] then return -1 end
-if h[1] ~= ARGV[1] or h[2] ~= 'pending' then return 0 end
+if h[1] ~= ARGV[1] or h[2] ~= 'pending' then
+  if h[3] == ARGV[1] and h[2] == ARGV[2] and h[4] == ARGV[3] then return 1 end
+  return 0
+end
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'attempts', ARGV[3], 'status', ARGV[4], 'error', ARGV[5],
-  'due', ARGV[6], 'delivered', ARGV[7], 'holder', '', 'held', 0)
+  'due', ARGV[6], 'delivered', ARGV[7], 'holder', '', 'held', 0, 'recorder', ARGV[1])
 if ARGV[2] == 'pending' then
   redis.call('ZADD', KEYS[2], ARGV[6], ARGV[8])
 else

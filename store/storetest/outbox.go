@@ -22,8 +22,13 @@ func Outbox(t *testing.T, ob store.Outbox) {
 	if err := ob.AddWebhook(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if err := ob.AddWebhook(ctx, w); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("second AddWebhook = %v, want ErrConflict", err)
+	if err := ob.AddWebhook(ctx, w); err != nil {
+		t.Fatalf("the same AddWebhook again (a retry) = %v, want ok", err)
+	}
+	other := w
+	other.ID = "msg_" + rand.Text()
+	if err := ob.AddWebhook(ctx, other); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("AddWebhook under another id = %v, want ErrConflict", err)
 	}
 	got, err := ob.Webhook(ctx, tk)
 	if err != nil || got.ID != w.ID || got.URL != w.URL || got.State != gen.WebhookStatePending || got.Attempts != 0 {
@@ -90,6 +95,9 @@ func Outbox(t *testing.T, ob store.Outbox) {
 	retry.State, retry.Attempts, retry.LastStatus, retry.Due = gen.WebhookStatePending, 1, 503, time.Now().Add(time.Hour)
 	if err := ob.RecordWebhook(ctx, "second", retry); err != nil {
 		t.Fatal(err)
+	}
+	if err := ob.RecordWebhook(ctx, "second", retry); err != nil {
+		t.Fatalf("the same RecordWebhook again (a retry) = %v, want ok", err)
 	}
 	if got, _ = ob.Webhook(ctx, tk); got.Attempts != 1 || got.LastStatus != 503 || got.State != gen.WebhookStatePending {
 		t.Fatalf("after a retry: %+v", got)

@@ -1,8 +1,10 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -19,17 +21,22 @@ func (c *Client) CreateConversation(ctx context.Context) (gen.Conversation, erro
 	key := newIdempotencyKey()
 	params := &gen.CreateConversationParams{IdempotencyKey: &key}
 	r, err := retrying(ctx, c, "createConversation", func(ctx context.Context) (*gen.CreateConversationResponse, *http.Response, []byte, error) {
-		r, err := c.api.CreateConversationWithResponse(ctx, params, gen.CreateConversationJSONRequestBody{})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return r, r.HTTPResponse, r.Body, nil
+		resp, err := c.raw.CreateConversation(ctx, params, gen.CreateConversationJSONRequestBody{})
+		return parseResponse(resp, err, gen.ParseCreateConversationResponse, func(b []byte) *gen.CreateConversationResponse {
+			return &gen.CreateConversationResponse{Body: b, HTTPResponse: resp}
+		})
 	})
 	if err != nil {
 		return gen.Conversation{}, err
 	}
 	if r.JSON201 == nil {
-		return gen.Conversation{}, apiError("createConversation", r.HTTPResponse, r.Body)
+		ae := apiError("createConversation", r.HTTPResponse, r.Body)
+		if ae.StatusCode == http.StatusNotFound {
+			// The path names no resource, so the contract has no 404 here: nothing serves
+			// the API at the base URL.
+			ae.hint = "nothing serves the ask API at the base URL " + c.base + ": it ends at the API's prefix, such as http://127.0.0.1:8080/ask"
+		}
+		return gen.Conversation{}, ae
 	}
 	return *r.JSON201, nil
 }
@@ -61,11 +68,10 @@ func (c *Client) AskWith(ctx context.Context, conversationID, question string, o
 	key := newIdempotencyKey()
 	params := &gen.CreateAskParams{IdempotencyKey: &key}
 	r, err := retrying(ctx, c, "createAsk", func(ctx context.Context) (*gen.CreateAskResponse, *http.Response, []byte, error) {
-		r, err := c.api.CreateAskWithResponse(ctx, conversationID, params, body)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return r, r.HTTPResponse, r.Body, nil
+		resp, err := c.raw.CreateAsk(ctx, conversationID, params, body)
+		return parseResponse(resp, err, gen.ParseCreateAskResponse, func(b []byte) *gen.CreateAskResponse {
+			return &gen.CreateAskResponse{Body: b, HTTPResponse: resp}
+		})
 	})
 	if err != nil {
 		return gen.Ticket{}, err
@@ -79,6 +85,7 @@ func (c *Client) AskWith(ctx context.Context, conversationID, question string, o
 // Status returns a ticket's state and, once it has ended, its terminal event and done. With a
 // positive wait the service holds the call up to that long (rounded up to whole seconds, at most
 // 60 s) for the run to end: a long-poll for callers that do not read the event stream.
+// [StatusOutcome] folds the result into an Outcome.
 func (c *Client) Status(ctx context.Context, ticket string, wait time.Duration) (gen.AskStatus, error) {
 	var params gen.GetAskParams
 	if wait > 0 {
@@ -87,11 +94,10 @@ func (c *Client) Status(ctx context.Context, ticket string, wait time.Duration) 
 		params.Prefer = &pref
 	}
 	r, err := retrying(ctx, c, "getAsk", func(ctx context.Context) (*gen.GetAskResponse, *http.Response, []byte, error) {
-		r, err := c.api.GetAskWithResponse(ctx, ticket, &params)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return r, r.HTTPResponse, r.Body, nil
+		resp, err := c.raw.GetAsk(ctx, ticket, &params)
+		return parseResponse(resp, err, gen.ParseGetAskResponse, func(b []byte) *gen.GetAskResponse {
+			return &gen.GetAskResponse{Body: b, HTTPResponse: resp}
+		})
 	})
 	if err != nil {
 		return gen.AskStatus{}, err
@@ -106,11 +112,10 @@ func (c *Client) Status(ctx context.Context, ticket string, wait time.Duration) 
 // nothing and is not an error. The run then ends with error{kind: cancelled} and done.
 func (c *Client) Cancel(ctx context.Context, ticket string) (gen.CancelAccepted, error) {
 	r, err := retrying(ctx, c, "cancelAsk", func(ctx context.Context) (*gen.CancelAskResponse, *http.Response, []byte, error) {
-		r, err := c.api.CancelAskWithResponse(ctx, ticket)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return r, r.HTTPResponse, r.Body, nil
+		resp, err := c.raw.CancelAsk(ctx, ticket)
+		return parseResponse(resp, err, gen.ParseCancelAskResponse, func(b []byte) *gen.CancelAskResponse {
+			return &gen.CancelAskResponse{Body: b, HTTPResponse: resp}
+		})
 	})
 	if err != nil {
 		return gen.CancelAccepted{}, err
@@ -119,6 +124,33 @@ func (c *Client) Cancel(ctx context.Context, ticket string) (gen.CancelAccepted,
 		return gen.CancelAccepted{}, apiError("cancelAsk", r.HTTPResponse, r.Body)
 	}
 	return *r.JSON202, nil
+}
+
+// parseResponse reads resp (the result of one generated call, err its transport error) with the
+// generated parser. A refusal that parser cannot bind — a gateway's or proxy's Retry-After given
+// as an HTTP date where the contract says seconds, or a body labelled JSON that is not the
+// contract's problem — is still a refusal: it comes back as bare, the response without its typed
+// parts, so the caller reports its status (an APIError) rather than a parse error retried as if
+// the connection had failed. A success the parser cannot read is an error, as before.
+func parseResponse[R any](resp *http.Response, err error, parse func(*http.Response) (R, error), bare func([]byte) R) (R, *http.Response, []byte, error) {
+	var zero R
+	if err != nil {
+		return zero, nil, nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return zero, nil, nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	r, err := parse(resp)
+	if err != nil {
+		if resp.StatusCode >= 300 {
+			return bare(body), resp, body, nil
+		}
+		return zero, nil, nil, err
+	}
+	return r, resp, body, nil
 }
 
 // apiError builds the error for a response that is not the operation's success.
@@ -138,11 +170,15 @@ func apiError(op string, resp *http.Response, body []byte) *APIError {
 	return e
 }
 
-// retryAfter reads a Retry-After header given in seconds (the form this service uses).
+// retryAfter reads a Retry-After header: delay-seconds (the form this service uses) or an HTTP
+// date (which a gateway or proxy in front of it may send); 0 when absent, past or unreadable.
 func retryAfter(v string) time.Duration {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 {
-		return 0
+	v = strings.TrimSpace(v)
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(n, 0)) * time.Second
 	}
-	return time.Duration(n) * time.Second
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
 }

@@ -21,8 +21,10 @@ type Options struct {
 	Token TokenSource
 	// HTTPClient performs the requests. Nil means a plain *http.Client. Do not give it an overall
 	// Timeout: it would cut event streams, which stay open for as long as a run lasts. A
-	// redirect to another origin is not followed (see sameOrigin), unless an *http.Client given
-	// here has a CheckRedirect of its own; another Doer follows its own policy.
+	// redirect within the service's origin (scheme, host and port) is followed; one to another
+	// origin is not, and its 3xx is the answer (an *APIError), so the bearer and a create's body
+	// (the question) never leave that origin — unless an *http.Client given here has a
+	// CheckRedirect of its own; another Doer follows its own policy.
 	HTTPClient gen.HttpRequestDoer
 	// Logger receives reconnects and other recoverable trouble. Nil discards.
 	Logger *slog.Logger
@@ -46,7 +48,7 @@ type Options struct {
 // Reconnect is how an event stream retries a dropped or failed connection: exponential backoff
 // with full jitter, never shorter than the server's SSE "retry" or Retry-After, and never longer
 // than Max — whatever the server asks, a server cannot make the client wait longer than Max
-// between two connections. The budget counts consecutive attempts that made no progress and is
+// between two connections. The budget counts reconnects in a row that made no progress and is
 // reset whenever the cursor advances.
 type Reconnect struct {
 	// Initial is the backoff before the first retry. 0 means 250 ms.
@@ -54,8 +56,9 @@ type Reconnect struct {
 	// Max caps every wait between two connections: the backoff, and the server's "retry" and
 	// Retry-After, which raise the wait up to Max and never beyond. 0 means 30 s.
 	Max time.Duration
-	// Attempts is how many consecutive attempts without progress are allowed before the stream
-	// gives up with an error. 0 means 10.
+	// Attempts is how many reconnects in a row without progress are allowed before the stream
+	// gives up with an error; the first connection is not one (unlike Retry.Attempts, which
+	// counts every try). 0 means 10.
 	Attempts int
 }
 
@@ -81,7 +84,7 @@ type Client struct {
 	reached atomic.Bool
 
 	raw  *gen.Client
-	api  *gen.ClientWithResponses
+	base string // the base URL, any password redacted, for errors
 	opts Options
 	log  *slog.Logger
 }
@@ -128,7 +131,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return &Client{raw: raw, api: &gen.ClientWithResponses{ClientInterface: raw}, opts: opts, log: log}, nil
+	return &Client{raw: raw, base: u.Redacted(), opts: opts, log: log}, nil
 }
 
 // sameOrigin is the redirect policy of the client's *http.Client: a redirect within the

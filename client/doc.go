@@ -2,8 +2,11 @@
 // question, follow its work and read its outcome.
 //
 // Every call goes through the client generated from openapi/ask.openapi.yaml (package gen):
-// the JSON calls through gen.ClientWithResponses, the event stream through the plain gen.Client
-// so the response body is read incrementally and never buffered to its end.
+// the JSON calls through gen.Client and the generated response parsers (gen.ParseCreateAskResponse,
+// …), the event stream through the plain gen.Client so the response body is read incrementally
+// and never buffered to its end. A refusal the generated parser cannot read (a gateway's
+// Retry-After given as an HTTP date, a body that is not a problem) is still an *APIError with
+// its status.
 //
 // The event stream ([Client.Events]) is typed: each event is decoded into its generated type
 // (gen.AcceptedEvent, gen.StepEvent, …, gen.DoneEvent); a type this client does not know is passed
@@ -18,7 +21,8 @@
 // an Idempotency-Key, the same on every attempt, so a retry answers the same conversation or
 // ticket and never asks twice. Every retry is logged.
 //
-// [Client.Wait] and [Collect] fold a stream into an [Outcome], whose [Outcome.Kind] is one of
+// [Client.Wait] and [Collect] fold a stream, and [StatusOutcome] what [Client.Status] returned,
+// into an [Outcome], whose [Outcome.Kind] is one of
 // [Answer], [Abstention], [Refusal] or [Error] — four different things a caller must say
 // differently, distinguished without comparing strings.
 //

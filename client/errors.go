@@ -14,11 +14,14 @@ import (
 var (
 	// ErrUnauthorized: the bearer is missing or not valid for the service (401).
 	ErrUnauthorized = errors.New("client: unauthorized")
-	// ErrNotFound: no such conversation or ticket, or it belongs to another identity (404).
+	// ErrNotFound: no such conversation or ticket, or it belongs to another identity (404). From
+	// CreateConversation, whose path names nothing, a 404 means nothing serves the API at the
+	// base URL (its gateway prefix left out?), and the error says so.
 	ErrNotFound = errors.New("client: not found")
 	// ErrConflict: the conversation cannot take an ask now (409): one is already running in it
 	// ([APIError.RunningTicket] names it), or it is full (the error then matches
-	// ErrConversationFull too).
+	// ErrConversationFull too). The other 409, an earlier attempt of the same call still in
+	// progress, is retried (see Retry) and, when the attempts are spent, matches neither.
 	ErrConflict = errors.New("client: an ask is already running in this conversation")
 	// ErrConversationFull: the conversation holds as many asks as the service allows (a 409
 	// that names no running ticket); ask in a new conversation.
@@ -28,7 +31,9 @@ var (
 	// to try again.
 	ErrTooManyRequests = errors.New("client: too many asks in flight")
 	// ErrIdempotencyKeyReused: the Idempotency-Key was already used for a different request
-	// (422). The client makes a fresh key per call, so this means a caller reused one.
+	// (422). This client makes a fresh key per call and sends it again only on that call's
+	// retries, with the same body, so it never causes one itself: something between it and the
+	// service (an Options.HTTPClient that sets the header) reused a key.
 	ErrIdempotencyKeyReused = errors.New("client: the Idempotency-Key was used for another request")
 )
 
@@ -41,15 +46,22 @@ type APIError struct {
 	StatusCode int
 	// Problem is the problem+json body, or nil when the body was not one.
 	Problem *gen.Problem
-	// RetryAfter is the Retry-After the service asked for (429, 503), or 0.
+	// RetryAfter is the Retry-After the service (or a gateway before it) asked for, in seconds or
+	// as an HTTP date, or 0.
 	RetryAfter time.Duration
+
+	hint string // what the client can tell beyond the service's problem, said last in Error
 }
 
-// Error describes the refusal for a person: the operation, the status and the Reason.
+// Error describes the refusal for a person: the operation, the status and the Reason (and,
+// for a CreateConversation 404, that the base URL serves no ask API).
 func (e *APIError) Error() string {
 	msg := fmt.Sprintf("ask %s: %d %s", e.Op, e.StatusCode, http.StatusText(e.StatusCode))
 	if r := e.Reason(); r != "" {
 		msg += ": " + r
+	}
+	if e.hint != "" {
+		msg += " (" + e.hint + ")"
 	}
 	return msg
 }
@@ -88,15 +100,22 @@ func (e *APIError) Is(target error) bool {
 	case ErrNotFound:
 		return e.StatusCode == http.StatusNotFound
 	case ErrConflict:
-		return e.StatusCode == http.StatusConflict
+		return e.StatusCode == http.StatusConflict && !e.keyInProgress()
 	case ErrConversationFull:
-		return e.StatusCode == http.StatusConflict && e.Problem != nil && e.Problem.Ticket == nil && e.Problem.Type != problemIdemBusy
+		return e.StatusCode == http.StatusConflict && e.Problem != nil && e.Problem.Ticket == nil && !e.keyInProgress()
 	case ErrIdempotencyKeyReused:
 		return e.StatusCode == http.StatusUnprocessableEntity
 	case ErrTooManyRequests:
 		return e.StatusCode == http.StatusTooManyRequests
 	}
 	return false
+}
+
+// keyInProgress reports whether e is the 409 of an Idempotency-Key whose first request is still
+// in progress: retried (see Retry), and neither ErrConflict nor ErrConversationFull when the
+// attempts are spent.
+func (e *APIError) keyInProgress() bool {
+	return e.Problem != nil && e.Problem.Type == problemIdemBusy
 }
 
 // RunningTicket is, for a 409, the ticket already running in the conversation.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -32,8 +33,11 @@ type Event struct {
 // UnknownEvent is an event whose type this client does not know. It is passed through, not
 // treated as an error: the contract says clients must tolerate new types.
 type UnknownEvent struct {
+	// Type is the event's type as sent.
 	Type string
-	Seq  int64
+	// Seq is the event's seq.
+	Seq int64
+	// Data is the event exactly as the service sent it.
 	Data json.RawMessage
 }
 
@@ -85,7 +89,13 @@ func decodeEvent(f frame) (Event, error) {
 		return ev, nil
 	}
 	if headErr != nil {
-		return Event{}, fmt.Errorf("client: %s event %d is not JSON: %w", typ, ev.Seq, headErr)
+		// Never the decoder's message: a syntax error quotes the character it could not read,
+		// and an accepted event's data is the question.
+		var syn *json.SyntaxError
+		if errors.As(headErr, &syn) {
+			return Event{}, fmt.Errorf("client: %s event %d is not JSON (at byte %d)", typ, ev.Seq, syn.Offset)
+		}
+		return Event{}, fmt.Errorf("client: %s event %d is not a JSON object", typ, ev.Seq)
 	}
 	var u gen.Event
 	if err := u.UnmarshalJSON(raw); err != nil {

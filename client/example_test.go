@@ -116,12 +116,12 @@ func exampleService() (string, func()) {
 	mux.HandleFunc("POST /ask/v1/conversations", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
-		_, _ = io.WriteString(w, `{"id":"cv","created_at":"2026-11-29T20:00:00Z"}`)
+		_, _ = io.WriteString(w, `{"id":"cv","asks_url":"/ask/v1/conversations/cv/asks","created_at":"2026-11-29T20:00:00Z"}`)
 	})
 	mux.HandleFunc("POST /ask/v1/conversations/cv/asks", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
-		_, _ = io.WriteString(w, `{"ticket":"tk","conversation_id":"cv","events_url":"v1/asks/tk/events","status_url":"v1/asks/tk","cancel_url":"v1/asks/tk/cancel","created_at":"2026-11-29T20:00:00Z"}`)
+		_, _ = io.WriteString(w, `{"ticket":"tk","conversation_id":"cv","events_url":"/ask/v1/asks/tk/events","status_url":"/ask/v1/asks/tk","cancel_url":"/ask/v1/asks/tk/cancel","created_at":"2026-11-29T20:00:00Z"}`)
 	})
 	mux.HandleFunc("GET /ask/v1/asks/tk/events", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -26,7 +26,8 @@ const (
 	Error
 )
 
-// String names the kind as the contract does.
+// String names the kind as the contract does: "answer", "abstention", "refusal" or "error";
+// NotTerminal is "none".
 func (k OutcomeKind) String() string {
 	switch k {
 	case Answer:
@@ -43,11 +44,18 @@ func (k OutcomeKind) String() string {
 
 // Outcome is how a run ended: Kind says which of the four pointers is set.
 type Outcome struct {
-	Kind       OutcomeKind
-	Answer     *gen.AnswerEvent
+	// Kind is how the run ended; NotTerminal when the events ended before its terminal event
+	// (Collect then returns an error).
+	Kind OutcomeKind
+	// Answer is the answer event when Kind is Answer, else nil.
+	Answer *gen.AnswerEvent
+	// Abstention is the abstention event when Kind is Abstention, else nil.
 	Abstention *gen.AbstentionEvent
-	Refusal    *gen.RefusalEvent
-	Error      *gen.ErrorEvent
+	// Refusal is the refusal event when Kind is Refusal, else nil.
+	Refusal *gen.RefusalEvent
+	// Error is the error event when Kind is Error, else nil: its Kind says why (cancelled,
+	// timeout, …).
+	Error *gen.ErrorEvent
 	// Done is the run's usage, always present in a complete Outcome.
 	Done gen.DoneEvent
 	// MissedSteps is how many step events the stream could not deliver (see Event.MissedSteps).

@@ -30,7 +30,9 @@ import (
 type Retry struct {
 	// Initial is the backoff before the first retry. 0 means 250 ms.
 	Initial time.Duration
-	// Max caps the backoff. 0 means 5 s.
+	// Max caps the backoff. 0 means 5 s. A longer Retry-After is honoured, not capped: a call
+	// retried sooner than the service asked would be refused again (bound the whole call with
+	// ctx).
 	Max time.Duration
 	// Attempts is how many times a call is tried in all. 0 means 8; 1 means no retry.
 	Attempts int
@@ -75,26 +77,29 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 		if resp != nil {
 			c.reached.Store(true)
 		}
+		if err == nil && !retryableStatus(resp, body) {
+			// Answered: a success, or a refusal the caller turns into its APIError. It stands
+			// even if ctx ended as it came: a ticket the service issued must reach the caller,
+			// who may have to cancel it.
+			return v, nil
+		}
 		if ctx.Err() != nil {
 			return zero, fmt.Errorf("ask %s: %w", op, ctx.Err())
 		}
 		var tokErr *tokenError
-		retry, floor, cause := false, time.Duration(0), err
+		floor, cause := time.Duration(0), err
 		switch {
 		case err != nil && errors.As(err, &tokErr):
 			return zero, fmt.Errorf("ask %s: %w", op, err)
 		case err != nil && errors.Is(err, syscall.ECONNREFUSED) && !c.reached.Load():
 			return zero, fmt.Errorf("ask %s: %w", op, err)
 		case err != nil:
-			retry = true // the connection failed, or no headers came in time
-		case retryableStatus(resp, body):
-			retry = true
+			// the connection failed, or no headers came in time: retried
+		default: // a status a retry can cure (retryableStatus)
 			ae := apiError(op, resp, body)
 			floor, cause = ae.RetryAfter, ae
-		default:
-			return v, nil // the caller turns a refusal into its APIError
 		}
-		if !retry || attempt >= p.Attempts {
+		if attempt >= p.Attempts {
 			if err != nil {
 				return zero, fmt.Errorf("ask %s: %w", op, err)
 			}

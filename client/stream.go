@@ -75,7 +75,7 @@ func (s *stream) run(ctx context.Context, yield func(Event, error) bool) {
 		}
 		attempt++
 		if attempt > policy.Attempts {
-			yield(Event{}, fmt.Errorf("client: event stream for ticket %s: no progress after %d attempts: %w", s.ticket, policy.Attempts, cause))
+			yield(Event{}, fmt.Errorf("client: event stream for ticket %s: no progress after %d reconnects: %w", s.ticket, policy.Attempts, cause))
 			return
 		}
 		d := backoff(policy, attempt, max(floor, s.retry))

@@ -1,0 +1,32 @@
+package client_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/das-ask/ask/client"
+)
+
+// createConversation names no resource, so the contract gives it no 404: one means nothing serves
+// the API at the base URL (most often its gateway prefix, /ask, left out). The error said only
+// "404 Not Found: no such resource" and matched ErrNotFound, documented as a missing
+// conversation or ticket; it now says to check the base URL.
+func TestCreateConversation404SaysCheckTheBaseURL(t *testing.T) {
+	svc := startService(t, 0)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c, err := client.New(svc.http.URL, client.Options{Token: client.StaticToken("alice-token"), HTTPClient: &http.Client{Transport: tr}}) // no /ask
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreateConversation(t.Context())
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusNotFound {
+		t.Fatalf("got %v, want a 404", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "base URL") || !strings.Contains(msg, svc.http.URL) {
+		t.Errorf("message %q: want it to say the base URL %s serves no ask API", msg, svc.http.URL)
+	}
+}

@@ -198,6 +198,11 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+// noTicket words a 404 for ticket at the service at url.
+func noTicket(url, ticket string) string {
+	return fmt.Sprintf("the service at %s holds no ticket %s for this identity: it ended long enough ago to have expired, it belongs to another identity, was never made, or the service lost it (a restart without a shared store)", url, ticket)
+}
+
 // streamLost words why the events of ticket could not be followed to done (got: some were),
 // and what to do.
 func streamLost(ticket string, err error, got bool, cfg *config) string {
@@ -208,10 +213,42 @@ func streamLost(ticket string, err error, got bool, cfg *config) string {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) {
 		if apiErr.StatusCode == http.StatusNotFound {
-			return fmt.Sprintf("the service at %s holds no ticket %s for this identity: it ended long enough ago to have expired, it belongs to another identity, or the service lost it (a restart without a shared store)", cfg.url, ticket)
+			return noTicket(cfg.url, ticket)
 		}
 		return lost + cfg.explain(err)
 	}
 	// A connection that failed, or a service that stopped answering: the run may go on.
 	return fmt.Sprintf("%s%s (ask --follow %s tries again)", lost, cfg.explain(err), ticket)
+}
+
+// cancelTicket is --cancel: one cancel of the ticket in cfg.follow (an ask made earlier, by this
+// identity), then the ticket followed to done as --follow would, so that what is printed and the
+// exit status are how the run ended: cancelled (error, 4), or the outcome it had reached before
+// the cancel arrived. Ctrl-C while waiting stops watching (130); the cancel was sent.
+func cancelTicket(ctx context.Context, c *client.Client, cfg *config, stdout, stderr io.Writer) int {
+	acc, err := c.Cancel(ctx, cfg.follow)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "ask: interrupted; the cancel of ticket %s may not have been sent (ask --follow %s shows how it ends)\n", cfg.follow, cfg.follow)
+			return exitInterrupted
+		}
+		var apiErr *client.APIError
+		if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound {
+			fmt.Fprintf(stderr, "ask: %s\n", noTicket(cfg.url, cfg.follow))
+			return exitFailure
+		}
+		fmt.Fprintf(stderr, "ask: could not cancel ticket %s: %s\n", cfg.follow, text(cfg.explain(err)))
+		return exitFailure
+	}
+	// The reply's state is the ticket's after the cancel: running while the run winds down,
+	// error once it has ended (by this cancel, or by an earlier failure: the outcome printed
+	// says which), or the outcome it had reached before the cancel arrived, which a cancel
+	// never changes.
+	switch acc.State {
+	case gen.AskStateAnswer, gen.AskStateAbstention, gen.AskStateRefusal:
+		fmt.Fprintf(stderr, "Ticket %s had already ended (%s); the cancel changed nothing.\n", cfg.follow, acc.State)
+	default:
+		fmt.Fprintf(stderr, "Sent the cancel of ticket %s; how it ended:\n", cfg.follow)
+	}
+	return follow(ctx, c, gen.Ticket{Ticket: cfg.follow}, cfg, stdout, stderr)
 }

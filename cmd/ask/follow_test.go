@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/das-ask/ask/client"
+	"github.com/das-ask/ask/gen"
 )
 
 // ticketOf asks question with --json and returns its ticket, read from the accepted event.
@@ -28,6 +29,27 @@ func (f *fixture) ticketOf(t *testing.T, env func(string) (string, bool), questi
 		t.Fatalf("no ticket in the first line %q (%v)", first, err)
 	}
 	return ev.Ticket
+}
+
+// slowAsk makes alice's ask "slow", which runs until it is cancelled, once it runs: her token,
+// a client with it, and the ticket.
+func (f *fixture) slowAsk(t *testing.T) (string, *client.Client, gen.Ticket) {
+	t.Helper()
+	tok := f.idp.Token(t, "alice")
+	c, err := client.New(f.url, client.Options{Token: client.StaticToken(tok)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := c.CreateConversation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := c.Ask(t.Context(), cv.Id, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-f.runner.waiting
+	return tok, c, tk
 }
 
 // --follow prints an ask made earlier as the ask itself did, with the same exit status; a
@@ -88,8 +110,8 @@ func TestRunFollowUsage(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"--follow", ""}, "ask: --follow needs a ticket"},
-		{[]string{"--follow", "t_X", "a", "question"}, "ask: --follow follows a ticket and asks nothing"},
-		{[]string{"--follow", "t_X", "-q", "a question"}, "ask: --follow follows a ticket and asks nothing"},
+		{[]string{"--follow", "t_X", "a", "question"}, "ask: --follow names a ticket and asks nothing"},
+		{[]string{"--follow", "t_X", "-q", "a question"}, "ask: --follow names a ticket and asks nothing"},
 		{[]string{"--follow", "t_X", "--continue"}, "ask: --continue and --webhook are for a new ask"},
 		// A question typed where the ticket goes is not echoed, nor sent.
 		{[]string{"--follow", "How many sev1 incidents did we have?"}, "ask: --follow needs a ticket, such as t_T5ULAGSQ7BZLGTARGIZHRSL33G; what was given is not one"},
@@ -106,20 +128,7 @@ func TestRunFollowUsage(t *testing.T) {
 // terminal's. The ticket is named so that it can be followed again.
 func TestRunFollowCtrlCLeavesTheRun(t *testing.T) {
 	f := start(t)
-	tok := f.idp.Token(t, "alice")
-	c, err := client.New(f.url, client.Options{Token: client.StaticToken(tok)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := c.CreateConversation(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk, err := c.Ask(t.Context(), cv.Id, "slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-f.runner.waiting
+	tok, c, tk := f.slowAsk(t)
 	ctx, interrupt := context.WithCancel(t.Context())
 	defer interrupt()
 	// Ctrl-C once the follower has shown the run's progress: it is following.
@@ -188,4 +197,62 @@ func (w *watchWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
+}
+
+// --cancel sends one cancel for an ask made earlier and prints how it ended: cancelled (exit 4)
+// for a running one; for one that had ended, the outcome it had, unchanged. A ticket that is not
+// the caller's is one line and exit 1, and nothing is cancelled.
+func TestRunCancelTicket(t *testing.T) {
+	f := start(t)
+	env := f.env(t)
+	_, c, slow := f.slowAsk(t)
+
+	// Another identity's ticket: not found, and the run goes on.
+	code, stdout, stderr := f.run(t.Context(), env, "--as", "bob", "--cancel", slow.Ticket)
+	if code != exitFailure || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "holds no ticket "+slow.Ticket+" for this identity") {
+		t.Errorf("bob's --cancel: exit %d, stdout %q, stderr %q; want 1 and one line saying it holds no such ticket", code, stdout, stderr)
+	}
+	if st, err := c.Status(t.Context(), slow.Ticket, 0); err != nil || st.State != gen.AskStateRunning {
+		t.Fatalf("after bob's --cancel the ticket is %+v (%v), want running", st, err)
+	}
+
+	before := f.cancels.Load()
+	code, stdout, stderr = f.run(t.Context(), env, "--cancel", slow.Ticket)
+	if code != exitError || stdout != "Cancelled.\n" || !strings.Contains(stderr, "Sent the cancel of ticket "+slow.Ticket) {
+		t.Errorf("--cancel of a running ask: exit %d, stdout %q, stderr %q; want 4, Cancelled. and the ticket named", code, stdout, stderr)
+	}
+	if n := f.cancels.Load() - before; n != 1 {
+		t.Errorf("--cancel sent %d cancels, want 1", n)
+	}
+
+	done := f.ticketOf(t, env, "answer", exitAnswer)
+	code, stdout, stderr = f.run(t.Context(), env, "--cancel", done)
+	if code != exitAnswer || !strings.Contains(stdout, "Payments had the most incidents.") || !strings.Contains(stderr, "had already ended (answer)") {
+		t.Errorf("--cancel of an answered ask: exit %d, stdout %q, stderr %q; want 0, the answer, and that it had ended", code, stdout, stderr)
+	}
+	code, stdout, stderr = f.run(t.Context(), env, "--json", "--cancel", done)
+	if code != exitAnswer || !strings.HasPrefix(stdout, `{"seq":1,`) {
+		t.Errorf("--json --cancel: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestRunCancelUsage(t *testing.T) {
+	f := start(t)
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--cancel", ""}, "ask: --cancel needs a ticket"},
+		{[]string{"--cancel", "t_X", "a", "question"}, "ask: --cancel names a ticket and asks nothing"},
+		{[]string{"--cancel", "t_X", "--continue"}, "ask: --continue and --webhook are for a new ask, not for --cancel"},
+		{[]string{"--cancel", "t_X", "--follow", "t_X"}, "ask: give --follow or --cancel, not both"},
+		{[]string{"--cancel", "How many sev1 incidents did we have?"}, "ask: --cancel needs a ticket, such as t_T5ULAGSQ7BZLGTARGIZHRSL33G; what was given is not one"},
+	} {
+		if code, stdout, stderr := f.run(t.Context(), f.env(t), tc.args...); code != exitFailure || stdout != "" || !strings.HasPrefix(stderr, tc.stderr) || strings.Contains(stderr, "sev1") {
+			t.Errorf("ask %q: exit %d, stdout %q, stderr %q; want 1 and %q", tc.args, code, stdout, stderr, tc.stderr)
+		}
+	}
+	if n := f.cancels.Load(); n != 0 {
+		t.Errorf("%d cancels sent, want none", n)
+	}
 }

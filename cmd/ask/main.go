@@ -4,6 +4,7 @@
 //	ask [flags] -q QUESTION
 //	ask [flags] -q - < FILE
 //	ask [flags] --follow TICKET
+//	ask [flags] --cancel TICKET
 //
 // While the run works, ask says what it is doing on stderr, in its own words ("Looking up
 // 'incident' in the catalog…"); with --steps it also lists every tool call. On a terminal it
@@ -30,6 +31,10 @@
 // and cancels nothing: ask exits 130 and the run goes on. A ticket the service does not hold
 // for this identity (expired, another's, or never made) is one line on stderr and status 1.
 //
+// --cancel TICKET cancels an ask made earlier (one cancel), then prints how it ended as --follow
+// does: cancelled (status 4), or, for a run that had ended before the cancel arrived, the
+// outcome it had, which a cancel never changes. Ctrl-C while it waits stops watching (130).
+//
 // Flags may come before or after the question's words; everything after -- is the question.
 // -q - reads the question from stdin, to its end: it is then neither on the command line, which
 // any user's ps shows, nor subject to the shell's quoting.
@@ -43,7 +48,7 @@
 //	2  abstention: the catalog had nothing to answer with
 //	3  refusal: a source refused (a permissions decision, not an empty result)
 //	4  error: the run failed, timed out or was cancelled
-//	130  Ctrl-C while following a ticket with --follow (the run goes on)
+//	130  Ctrl-C while following a ticket with --follow or --cancel (the run goes on)
 //
 // Flags and environment:
 //
@@ -59,6 +64,7 @@
 //	--webhook URL also have the run's end POSTed, signed, to URL, one the operator allows
 //	              ($ASK_WEBHOOK; docs/webhooks.md)
 //	--follow T    follow ticket T to its end instead of asking (no question, --continue or --webhook)
+//	--cancel T    cancel ticket T, then follow it to its end (as --follow)
 //	--branches    phase 2: show every branch's progress (collapsed by default: one line per
 //	              branch as it opens, then the supervisor's progress; --steps expands too)
 //	ASK_PROGRESS  "plain" or "tty" to force the progress style

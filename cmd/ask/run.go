@@ -42,6 +42,7 @@ const (
 const usage = `usage: ask [flags] QUESTION...
        ask [flags] -q QUESTION        (-q - reads it from stdin)
        ask [flags] --follow TICKET
+       ask [flags] --cancel TICKET
 
 Asks the ask service a question and prints the outcome. Progress goes to stderr;
 the outcome (or, with --json, every event as NDJSON) to stdout. Flags may come
@@ -50,6 +51,8 @@ before or after the question's words; everything after -- is the question
 5 s for it to confirm; a second Ctrl-C leaves at once. --follow prints how an ask
 made earlier goes on and ends (its events from the start): after a lost stream, or
 a run another terminal made; Ctrl-C then stops watching and leaves the run alone.
+--cancel cancels an ask made earlier (one cancel), then prints how it ended: the
+cancel's error, or the outcome it had reached first.
 
 Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (the run failed, timed out
 or was cancelled), 1 usage error or the service could not be reached or refused,
@@ -65,6 +68,7 @@ type config struct {
 	webhook              string
 	fromStdin            bool   // -q -: the question is stdin's
 	follow               string // a ticket to follow instead of asking
+	cancel               bool   // --cancel: cancel the ticket in follow first
 	cont, steps, json    bool
 	branches             bool
 	env                  askconfig.Client // the environment, under the flags
@@ -91,6 +95,7 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	fs.StringVar(&c.webhook, "webhook", env.Webhook, "also have the run's end POSTed, signed, to this URL (one the operator allows; $ASK_WEBHOOK)")
 	fs.BoolVar(&c.branches, "branches", false, "show every branch's progress (phase 2), not one line per branch")
 	fs.StringVar(&c.follow, "follow", "", "follow this `ticket` (an ask made earlier) to its end instead of asking")
+	cancel := fs.String("cancel", "", "cancel this `ticket` (an ask made earlier), then print how it ended")
 	fs.Usage = func() {
 		_, _ = io.WriteString(stderr, usage)
 		fs.PrintDefaults()
@@ -111,21 +116,30 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	given = given || set["q"]
-	if set["follow"] {
-		// --follow watches an ask that exists: nothing here would be asked, or remembered.
+	if set["follow"] && set["cancel"] {
+		fmt.Fprintln(stderr, "ask: give --follow or --cancel, not both (--cancel prints how the ask ended)")
+		return nil, exitFailure
+	}
+	if set["follow"] || set["cancel"] {
+		// --follow watches an ask that exists, --cancel cancels it and then watches it end:
+		// nothing here would be asked, or remembered.
+		name := "--follow"
+		if set["cancel"] {
+			name, c.follow, c.cancel = "--cancel", *cancel, true
+		}
 		switch c.follow = strings.TrimSpace(c.follow); {
 		case c.follow == "":
-			fmt.Fprintln(stderr, "ask: --follow needs a ticket, such as t_T5ULAGSQ7BZLGTARGIZHRSL33G")
+			fmt.Fprintf(stderr, "ask: %s needs a ticket, such as t_T5ULAGSQ7BZLGTARGIZHRSL33G\n", name)
 			return nil, exitFailure
 		case !isTicket(c.follow):
 			// Not echoed: what was typed where a ticket goes may be a question.
-			fmt.Fprintln(stderr, "ask: --follow needs a ticket, such as t_T5ULAGSQ7BZLGTARGIZHRSL33G; what was given is not one (letters, digits, _ and -, at most 64)")
+			fmt.Fprintf(stderr, "ask: %s needs a ticket, such as t_T5ULAGSQ7BZLGTARGIZHRSL33G; what was given is not one (letters, digits, _ and -, at most 64)\n", name)
 			return nil, exitFailure
 		case given:
-			fmt.Fprintln(stderr, "ask: --follow follows a ticket and asks nothing: give it no question")
+			fmt.Fprintf(stderr, "ask: %s names a ticket and asks nothing: give it no question\n", name)
 			return nil, exitFailure
 		case set["continue"] || set["webhook"]:
-			fmt.Fprintln(stderr, "ask: --continue and --webhook are for a new ask, not for --follow")
+			fmt.Fprintf(stderr, "ask: --continue and --webhook are for a new ask, not for %s\n", name)
 			return nil, exitFailure
 		}
 		c.idp = env.IdP
@@ -296,6 +310,9 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	c, err := client.New(cfg.url, client.Options{Token: tokens, HTTPClient: httpClient, Logger: logger})
 	if err != nil {
 		return fail("%v", err)
+	}
+	if cfg.cancel {
+		return cancelTicket(ctx, c, cfg, stdout, stderr)
 	}
 	if cfg.follow != "" {
 		return follow(ctx, c, gen.Ticket{Ticket: cfg.follow}, cfg, stdout, stderr)

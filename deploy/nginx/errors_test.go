@@ -119,7 +119,8 @@ func TestGatewayErrorsAreProblems(t *testing.T) {
 
 // TestGatewayRefusalsAreProblems: what nginx refuses itself before any replica sees the
 // request — a body over client_max_body_size, two Authorization headers, a request line it
-// cannot parse, a URI too long, a method it never proxies — is problem+json with the status in
+// cannot parse, a URI too long, a method it never proxies, a Transfer-Encoding it does not read,
+// an HTTP version it does not serve — is problem+json with the status in
 // its body, as the service's own refusals are; the contract declares 413 and 400 as
 // problem+json, and a client reads every refusal one way.
 func TestGatewayRefusalsAreProblems(t *testing.T) {
@@ -142,6 +143,8 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 		{"a NUL in the path", "GET /ask/v1/asks/t%00x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
 		{"a URI too long", "GET /ask/v1/asks/" + strings.Repeat("a", 40000) + " HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusRequestURITooLong},
 		{"TRACE", "TRACE /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusMethodNotAllowed},
+		{"a Transfer-Encoding other than chunked", "POST /ask/v1/conversations HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", http.StatusNotImplemented},
+		{"an HTTP version other than 1.x", "GET /ask/v1/asks/t_x HTTP/2.0\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported},
 	} {
 		resp := rawRequest(t, addr, tt.raw)
 		body, _ := io.ReadAll(resp.Body)

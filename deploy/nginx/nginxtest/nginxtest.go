@@ -29,6 +29,14 @@ import (
 // installed, and stops nginx (its master, which stops its workers) when the test ends.
 func Start(tb testing.TB, upstream string) string {
 	tb.Helper()
+	addr, _ := start(tb, upstream, nil)
+	return addr
+}
+
+// StartIn is Start, and also returns the directory nginx writes in: its error.log (at warn)
+// and its temporary files.
+func StartIn(tb testing.TB, upstream string) (addr, dir string) {
+	tb.Helper()
 	return start(tb, upstream, nil)
 }
 
@@ -67,6 +75,13 @@ const (
 // certificate. It skips the test when nginx lacks its ssl or http_v2 module.
 func StartTLS(tb testing.TB, upstream string) (string, *x509.CertPool) {
 	tb.Helper()
+	addr, _, pool := StartTLSIn(tb, upstream)
+	return addr, pool
+}
+
+// StartTLSIn is StartTLS, and also returns the directory nginx writes in, as StartIn does.
+func StartTLSIn(tb testing.TB, upstream string) (addr, dir string, pool *x509.CertPool) {
+	tb.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		tb.Skip("nginx not installed (apt-get install -y nginx-light)")
@@ -81,20 +96,21 @@ func StartTLS(tb testing.TB, upstream string) (string, *x509.CertPool) {
 			tb.Skipf("this nginx was built without %s (nginx -V), which TLS and HTTP/2 need", m)
 		}
 	}
-	dir := tb.TempDir()
+	certs := tb.TempDir()
 	certPEM, keyPEM := selfSigned(tb)
-	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	cert, key := filepath.Join(certs, "cert.pem"), filepath.Join(certs, "key.pem")
 	if err := os.WriteFile(cert, certPEM, 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	if err := os.WriteFile(key, keyPEM, 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	pool := x509.NewCertPool()
+	pool = x509.NewCertPool()
 	pool.AppendCertsFromPEM(certPEM)
-	return start(tb, upstream, func(listen string) string {
+	addr, dir = start(tb, upstream, func(listen string) string {
 		return tlsExample(tb, listen, cert, key)
-	}), pool
+	})
+	return addr, dir, pool
 }
 
 // selfSigned returns a certificate for 127.0.0.1, valid for a day, and its key, as PEM.
@@ -125,9 +141,10 @@ func selfSigned(tb testing.TB) (certPEM, keyPEM []byte) {
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 }
 
-// start runs nginx as Start does; listenLine, when not nil, gives the listen line (and what
-// goes with it) for the address, in place of the rendered `listen <addr>;`.
-func start(tb testing.TB, upstream string, listenLine func(listen string) string) string {
+// start runs nginx as Start does, and returns its address and the directory it writes in;
+// listenLine, when not nil, gives the listen line (and what goes with it) for the address, in
+// place of the rendered `listen <addr>;`.
+func start(tb testing.TB, upstream string, listenLine func(listen string) string) (string, string) {
 	tb.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -183,7 +200,7 @@ func start(tb testing.TB, upstream string, listenLine func(listen string) string
 		conn, err := net.DialTimeout("tcp", listen, time.Second)
 		if err == nil {
 			_ = conn.Close()
-			return listen
+			return listen, dir
 		}
 		select {
 		case err := <-exited:

@@ -5,8 +5,11 @@ package openapi
 import (
 	"context"
 	_ "embed"
+	"net/http"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
 )
 
 // YAML is openapi/ask.openapi.yaml as written.
@@ -26,4 +29,26 @@ func Load(ctx context.Context) (*openapi3.T, error) {
 		return nil, err
 	}
 	return doc, nil
+}
+
+// CheckResponse holds one response of route to the document: its status is documented for the
+// operation, the headers it promises are there, and the body (unless skipBody: a HEAD's, or an
+// event stream's, which is checked frame by frame) matches its schema, formats included.
+func CheckResponse(ctx context.Context, route *routers.Route, status int, header http.Header, body []byte, skipBody bool) error {
+	req, err := http.NewRequestWithContext(ctx, route.Method, "http://ask.test/", nil)
+	if err != nil {
+		return err
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, Route: route},
+		Status:                 status,
+		Header:                 header,
+		Options: &openapi3filter.Options{
+			IncludeResponseStatus: true, MultiError: true,
+			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.EnableFormatValidation()},
+			ExcludeResponseBody:     skipBody,
+		},
+	}
+	in.SetBodyBytes(body)
+	return openapi3filter.ValidateResponse(ctx, in)
 }

@@ -361,14 +361,9 @@ def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = la
     size = 0
     frame_id = None
     too_large = lambda: ProtocolError(f"event stream for {ticket}: a line or an event exceeds {max_size} bytes")
-    while True:
-        raw = resp.readline(max_size + 3)  # the line, its CRLF, and one byte to tell it is over
-        if not raw:
-            return  # end of stream (before done: the caller resumes)
-        if len(raw) > max_size and len(raw.rstrip(b"\r\n")) > max_size:
-            raise too_large()
+    for raw in _lines(resp, max_size, too_large):
         # As the WHATWG rules and a browser: bytes that are not UTF-8 are U+FFFD, not a failed connection.
-        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        line = raw.decode("utf-8", errors="replace")
         if line == "":
             if data:
                 yield frame_id or "", "\n".join(data)
@@ -387,6 +382,38 @@ def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = la
             frame_id = value
         elif field == "retry" and re.fullmatch("[0-9]+", value):
             on_retry(int(value))
+    # End of stream (before done: the caller resumes).
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _lines(resp: http.client.HTTPResponse, max_size: int, too_large: Callable[[], Exception]) -> Iterator[bytes]:
+    """The stream's lines without their ends, as each arrives. A line ends at CRLF, LF or a lone
+    CR, as the WHATWG rules say (readline knew only LF: a stream of bare CRs was one line, held
+    until it passed the bound). A CR that ends one read may be half of a CRLF, so a LF that opens
+    the next read is its end, not an empty line. A line longer than max_size raises too_large();
+    a line the stream ends in the middle of is not one, and is dropped."""
+    buf = b""
+    after_cr = False
+    while True:
+        chunk = resp.read1(65536)
+        if not chunk:
+            return
+        if after_cr and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        after_cr = False
+        buf += chunk
+        start = 0
+        for m in _LINE_END.finditer(buf):
+            if m.start() - start > max_size:
+                raise too_large()
+            yield buf[start:m.start()]
+            start = m.end()
+        buf = buf[start:]
+        after_cr = start > 0 and chunk.endswith(b"\r") and not buf
+        if len(buf) > max_size:
+            raise too_large()
 
 
 # ---- presentation: this client's own words --------------------------------------------------

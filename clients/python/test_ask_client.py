@@ -407,6 +407,39 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(ask_client.EventStream(c, "t_1").max_event_size, 16 << 20, "16 MiB by default, as Go")
 
 
+    def test_lines_end_at_cr_lf_or_crlf(self):
+        # readline split only at LF: a stream whose lines end with a lone CR was one line, held
+        # back until it passed the bound. Every event here ends a different way.
+        events = [{"seq": 1, "type": "accepted"}, {"seq": 2, "type": "answer", "text": "t"}, {"seq": 3, "type": "done"}]
+        ends = [b"\r", b"\r\n", b"\n"]
+        sse = b"".join(f"id: {e['seq']}".encode() + end + b"data: " + json.dumps(e).encode() + end + end
+                       for e, end in zip(events, ends))
+        for body in (sse, sse.replace(b"\r\n", b"\r").replace(b"\n", b"\r")):
+            seen: list = []
+            c, waits, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, body)], seen)))
+            got: list = []
+            outcome, done = ask_client.follow(c.events("t_1"), on_event=got.append)
+            self.assertEqual([e["seq"] for e in got], [1, 2, 3], body)
+            self.assertEqual((outcome["type"], done["seq"], len(seen), waits), ("answer", 3, 1, []))
+
+    def test_a_crlf_split_between_reads_is_one_line_end(self):
+        class Reads:
+            def __init__(self, chunks):
+                self.chunks = list(chunks)
+
+            def read1(self, n):
+                return self.chunks.pop(0) if self.chunks else b""
+
+        lines = lambda chunks: list(ask_client._lines(Reads(chunks), 64, lambda: ValueError("too large")))
+        self.assertEqual(lines([b"a\r", b"\nb\r\n"]), [b"a", b"b"], "CR | LF is one end")
+        self.assertEqual(lines([b"a\r", b"\r\n"]), [b"a", b""], "CR | CRLF is two")
+        self.assertEqual(lines([b"a\r\rb\n\n"]), [b"a", b"", b"b", b""])
+        self.assertEqual(lines([b"a\n", b"partial"]), [b"a"], "a line the stream ends inside is dropped")
+        with self.assertRaises(ValueError):
+            lines([b"x" * 40, b"x" * 40])
+        with self.assertRaises(ValueError):
+            lines([b"x" * 65 + b"\n"])
+
     def test_bytes_that_are_not_utf8_are_replaced_not_a_failed_connection(self):
         # A UnicodeDecodeError was taken for a dropped connection: the same stream read nine times, then "no progress".
         sse = (b'id: 1\ndata: {"seq":1,"type":"error","kind":"internal","message":"caf\xe9"}\n\n'

@@ -393,27 +393,30 @@ def _lines(resp: http.client.HTTPResponse, max_size: int, too_large: Callable[[]
     CR, as the WHATWG rules say (readline knew only LF: a stream of bare CRs was one line, held
     until it passed the bound). A CR that ends one read may be half of a CRLF, so a LF that opens
     the next read is its end, not an empty line. A line longer than max_size raises too_large();
-    a line the stream ends in the middle of is not one, and is dropped."""
-    buf = b""
+    a line the stream ends in the middle of is not one, and is dropped. Each read is scanned once
+    and a long line is kept in its reads' pieces, joined once it ends."""
+    parts: list[bytes] = []  # the line so far, from earlier reads
+    size = 0
     after_cr = False
     while True:
         chunk = resp.read1(65536)
         if not chunk:
             return
-        if after_cr and chunk[:1] == b"\n":
-            chunk = chunk[1:]
-        after_cr = False
-        buf += chunk
-        start = 0
-        for m in _LINE_END.finditer(buf):
-            if m.start() - start > max_size:
+        start = 1 if after_cr and chunk[:1] == b"\n" else 0
+        for m in _LINE_END.finditer(chunk, start):
+            size += m.start() - start
+            if size > max_size:
                 raise too_large()
-            yield buf[start:m.start()]
+            parts.append(chunk[start:m.start()])
+            yield b"".join(parts)
+            parts, size = [], 0
             start = m.end()
-        buf = buf[start:]
-        after_cr = start > 0 and chunk.endswith(b"\r") and not buf
-        if len(buf) > max_size:
-            raise too_large()
+        after_cr = chunk.endswith(b"\r")  # then it ended a line, and start is past it
+        if start < len(chunk):
+            size += len(chunk) - start
+            if size > max_size:
+                raise too_large()
+            parts.append(chunk[start:])
 
 
 # ---- presentation: this client's own words --------------------------------------------------

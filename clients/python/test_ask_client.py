@@ -435,6 +435,8 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(lines([b"a\r", b"\r\n"]), [b"a", b""], "CR | CRLF is two")
         self.assertEqual(lines([b"a\r\rb\n\n"]), [b"a", b"", b"b", b""])
         self.assertEqual(lines([b"a\n", b"partial"]), [b"a"], "a line the stream ends inside is dropped")
+        self.assertEqual(lines([b"ab", b"c", b"d\n"]), [b"abcd"], "a line over several reads is one")
+        self.assertEqual(lines([b"\r", b"\n", b"\n"]), [b"", b""], "CR | LF | LF is two ends")
         with self.assertRaises(ValueError):
             lines([b"x" * 40, b"x" * 40])
         with self.assertRaises(ValueError):

@@ -41,7 +41,9 @@ func (c Config) CheckURL(raw string) error {
 	if strings.ContainsFunc(raw, notInURL) {
 		return refuse("a space, a control character or one of \"<>\\^`{|} is not allowed in a webhook URL (percent-encode it)")
 	}
-	if badEscape(raw) {
+	if _, err := url.PathUnescape(raw); err != nil {
+		// url.Parse checks the path's and the host's escapes, not the query's, which the
+		// request would carry as written.
 		return refuse("a %% not followed by two hexadecimal digits is not allowed in a webhook URL")
 	}
 	u, err := url.Parse(raw)
@@ -77,21 +79,6 @@ func (c Config) CheckURL(raw string) error {
 // "…/slack "), so the URL delivered to would not be the URL named.
 func notInURL(r rune) bool {
 	return r <= ' ' || r == 0x7f || strings.ContainsRune("\"<>\\^`{|}", r) || unicode.IsSpace(r) || unicode.IsControl(r)
-}
-
-// badEscape reports whether s holds a % that does not begin an escape. url.Parse checks the
-// path's and the host's, not the query's, which the request would carry as written.
-func badEscape(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && (i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2])) {
-			return true
-		}
-	}
-	return false
-}
-
-func isHex(b byte) bool {
-	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
 }
 
 // allowed reports whether u starts with an allowed prefix, comparing scheme and host without

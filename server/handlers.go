@@ -487,26 +487,43 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 	return t, nil
 }
 
-// awaitRestored reads again, storeGoneRetries times storeRetry apart (while ctx lasts), a
-// ticket of an earlier generation of a shared store, which its runner may be restoring; it
-// answers ErrNotFound when the ticket stays gone, and at once for a store in this process.
+// awaitRestored reads again (rereadTicket) a ticket of an earlier generation of a shared store,
+// which its runner may be restoring; it answers ErrNotFound when the ticket stays gone, and at
+// once for a store in this process.
 func (s *Server) awaitRestored(ctx context.Context, id string) (store.Ticket, error) {
-	if !isShared(s.store) {
+	tk, err, ok := s.rereadTicket(ctx, id, func(_ store.Ticket, err error) bool {
+		return !errors.Is(err, store.ErrNotFound)
+	})
+	if !ok {
 		return store.Ticket{}, store.ErrNotFound
+	}
+	return tk, err
+}
+
+// rereadTicket reads ticket id again from a shared store, storeGoneRetries times storeRetry
+// apart, each read within the store's wait, until settled says a read is what the caller waits
+// for, and answers that read. ok is false when the store is in this process (nothing in it
+// changes behind the service's back), ctx ended, or no read settled.
+func (s *Server) rereadTicket(ctx context.Context, id string, settled func(store.Ticket, error) bool) (_ store.Ticket, _ error, ok bool) {
+	if !isShared(s.store) {
+		return store.Ticket{}, nil, false
 	}
 	for range storeGoneRetries {
 		t := time.NewTimer(storeRetry)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return store.Ticket{}, store.ErrNotFound
+			return store.Ticket{}, nil, false
 		case <-t.C:
 		}
-		if tk, err := s.store.Ticket(ctx, id); !errors.Is(err, store.ErrNotFound) {
-			return tk, err
+		rctx, cancel := s.storeBound(ctx)
+		tk, err := s.store.Ticket(rctx, id)
+		cancel()
+		if settled(tk, err) {
+			return tk, err, true
 		}
 	}
-	return store.Ticket{}, store.ErrNotFound
+	return store.Ticket{}, nil, false
 }
 
 // newID mints a ticket's or conversation's id for owner: kind, "_", then, with a generational

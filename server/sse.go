@@ -166,31 +166,19 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 // clients stop for good, to a cursor the restored log goes past. A finished ticket, and any
 // in a store in this process, answer at once.
 func (s *Server) awaitCursor(ctx context.Context, t store.Ticket, cursor int64) (store.Ticket, error) {
-	beyond := badRequest("the cursor is beyond the last event of this ticket")
-	if !isShared(s.store) {
-		return t, beyond
-	}
-	for range storeGoneRetries {
-		if t.Done != nil || cursor <= t.LastSeq {
-			break
-		}
-		wait := time.NewTimer(storeRetry)
-		select {
-		case <-ctx.Done():
-			wait.Stop()
-			return t, beyond
-		case <-wait.C:
-		}
-		rctx, cancel := s.storeBound(ctx)
-		nt, err := s.store.Ticket(rctx, t.ID)
-		cancel()
-		if err != nil {
+	if t.Done == nil {
+		nt, err, ok := s.rereadTicket(ctx, t.ID, func(nt store.Ticket, err error) bool {
+			return err != nil || nt.Done != nil || cursor <= nt.LastSeq
+		})
+		if ok && err != nil {
 			return t, err // the store away (503), or the ticket gone (404)
 		}
-		t = nt
+		if ok {
+			t = nt
+		}
 	}
 	if cursor > t.LastSeq {
-		return t, beyond
+		return t, badRequest("the cursor is beyond the last event of this ticket")
 	}
 	return t, nil
 }

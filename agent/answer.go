@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 
 	ask "github.com/das-ask/ask"
@@ -48,11 +49,34 @@ func (l *ledger) answer(text string) *gen.AnswerBody {
 		a.Path.Detail = "multi"
 	}
 	last := l.statements[len(l.statements)-1]
-	a.Result = &gen.ResultSet{Columns: last.Columns, Rows: last.Rows, Truncated: last.Truncated}
-	if len(last.Columns) == 1 && len(last.Rows) == 1 && len(last.Rows[0]) == 1 {
-		a.Headline = &gen.Headline{Label: last.Columns[0], Value: last.Rows[0][0]}
+	a.Result = l.result(last)
+	if len(a.Result.Columns) == 1 && len(a.Result.Rows) == 1 && len(a.Result.Rows[0]) == 1 {
+		a.Headline = &gen.Headline{Label: a.Result.Columns[0], Value: a.Result.Rows[0][0]}
 	}
 	return a
+}
+
+// result is a statement's result as the answer shows it: a column name or a value that holds a
+// question stands as redacted, as the SQL that selected it does (a statement may select the
+// question itself, and the source returns it). The ledger keeps the result whole: a phase-2
+// supervisor reads the branches' results.
+func (l *ledger) result(s statement) *gen.ResultSet {
+	r := &gen.ResultSet{Columns: slices.Clone(s.Columns), Rows: slices.Clone(s.Rows), Truncated: s.Truncated}
+	for i, c := range r.Columns {
+		if l.isQuestion(c) {
+			r.Columns[i] = redacted
+		}
+	}
+	for i, row := range r.Rows {
+		row = slices.Clone(row)
+		for j, v := range row {
+			if str, ok := v.(string); ok && l.isQuestion(str) {
+				row[j] = redacted
+			}
+		}
+		r.Rows[i] = row
+	}
+	return r
 }
 
 // abstention is what the run looked for — the catalog terms tried and the sources called, both

@@ -483,3 +483,31 @@ func TestSourceMessageQuotingTheQuestionIsWithheld(t *testing.T) {
 	}
 	assertQuestionKept(t, s, rec, out, q)
 }
+
+// A statement may select the question itself — as a value or as a column's name — and the source
+// returns it in the result. The SQL is withheld for holding it; the result, the headline (here
+// both the label and the value are the question) and a phase-2 divergence built from it must be
+// too, or the answer event carries the question past the redacted SQL (to a webhook, and to disk
+// with a durable store, which seals only the accepted event and the turns).
+func TestQuestionSelectedIntoTheResultIsWithheld(t *testing.T) {
+	for _, tc := range []struct{ name, sql string }{
+		{"value", "SELECT '%s' AS q, 7 AS n"},
+		{"column", `SELECT 7 AS "%s"`},
+		{"headline value", "SELECT '%s' AS q"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack(t)
+			const q = "what is the blast radius of checkout"
+			m := &scripted{script: []func(model.Request) (model.Response, error){
+				call("c1", "run_query", map[string]any{"sql": strings.ReplaceAll(tc.sql, "%s", q)}),
+				say("Here it is."),
+			}}
+			rec := &recorder{}
+			out := s.agent(t, m).Run(t.Context(), s.request(t, "alice", q), rec)
+			if out.Answer == nil || out.Answer.Result == nil || len(out.Answer.Result.Rows) != 1 {
+				t.Fatalf("outcome = %s %+v, want an answer with one row", outcomeType(out), out.Error)
+			}
+			assertQuestionKept(t, s, rec, out, q)
+		})
+	}
+}

@@ -131,6 +131,29 @@ func TestTokenSourceErrorIsFinal(t *testing.T) {
 	}
 }
 
+// A token that cannot be a bearer credential (a line break read with it from a file, say) is
+// refused before any request, once, naming the fault but not the token: net/http would refuse
+// the header only as it sent it, an error that reads as an unreachable service and is retried.
+func TestTokenThatIsNoBearerIsFinal(t *testing.T) {
+	for _, tok := range []string{"", "abc\n", "ab c", "a\tb", "x\x7fy", "x\x00y"} {
+		var calls int
+		c := memClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls++ }), client.Options{
+			Token: client.StaticToken(tok),
+		})
+		_, err := c.CreateConversation(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "token") || calls != 0 {
+			t.Fatalf("token %q: got %v after %d requests, want a token error and no request", tok, err, calls)
+		}
+		if len(tok) > 1 && strings.Contains(err.Error(), tok) {
+			t.Fatalf("token %q: the error %q quotes the token", tok, err)
+		}
+		_, err = collect(t, c.Events(t.Context(), "tk", client.EventsOptions{}))
+		if err == nil || calls != 0 {
+			t.Fatalf("token %q: events got %v after %d requests, want a token error and no request", tok, err, calls)
+		}
+	}
+}
+
 func TestNewRejectsBadURL(t *testing.T) {
 	for _, u := range []string{"", "127.0.0.1:8080/ask", "ftp://x/ask"} {
 		if _, err := client.New(u, client.Options{}); err == nil {

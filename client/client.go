@@ -174,9 +174,28 @@ func bearer(ts TokenSource) gen.RequestEditorFn {
 		if err != nil {
 			return &tokenError{err: err}
 		}
+		if err := checkBearer(tok); err != nil {
+			return &tokenError{err: err}
+		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 		return nil
 	}
+}
+
+// checkBearer refuses a token that cannot be sent as a bearer credential: empty, or holding white
+// space or a control character (a token read from a file with its line break, say). net/http
+// would refuse the header only when the request is sent, as a transport error that reads as an
+// unreachable service and is retried; this is final, and names the fault without the token.
+func checkBearer(tok string) error {
+	if tok == "" {
+		return errors.New("the token is empty")
+	}
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; c <= ' ' || c == 0x7f {
+			return fmt.Errorf("the token holds white space or a control character at byte %d: not a bearer token", i)
+		}
+	}
+	return nil
 }
 
 // tokenError is a failure of the caller's TokenSource: final for a stream, since retrying the

@@ -16,7 +16,7 @@ import (
 func ExampleAPIError() {
 	baseURL, stop := refusingService()
 	defer stop()
-	c, _ := client.New(baseURL, client.Options{Token: client.StaticToken("a bearer token")})
+	c, _ := client.New(baseURL, client.Options{Token: client.StaticToken("ACCESS_TOKEN")})
 	ctx := context.Background()
 
 	for _, conv := range []string{"c_busy", "c_full", "c_yours", "c_crowded"} {

@@ -19,7 +19,7 @@ func Example() {
 	baseURL, stop := exampleService() // e.g. "http://127.0.0.1:8080/ask"
 	defer stop()
 
-	c, err := client.New(baseURL, client.Options{Token: client.StaticToken("a bearer token")})
+	c, err := client.New(baseURL, client.Options{Token: client.StaticToken("ACCESS_TOKEN")})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func Example() {
 func ExampleClient_Events() {
 	baseURL, stop := exampleService()
 	defer stop()
-	c, _ := client.New(baseURL, client.Options{Token: client.StaticToken("a bearer token")})
+	c, _ := client.New(baseURL, client.Options{Token: client.StaticToken("ACCESS_TOKEN")})
 
 	for ev, err := range c.Events(context.Background(), "tk", client.EventsOptions{}) {
 		if err != nil {
@@ -90,7 +90,7 @@ func ExampleTokenFunc() {
 	baseURL, stop := exampleService()
 	defer stop()
 	refresh := func(ctx context.Context) (string, error) {
-		return "a fresh bearer token", nil // e.g. from an oauth2.TokenSource
+		return "FRESH_ACCESS_TOKEN", nil // e.g. from an oauth2.TokenSource
 	}
 	c, _ := client.New(baseURL, client.Options{Token: client.TokenFunc(refresh)})
 	out, err := c.Wait(context.Background(), "tk")

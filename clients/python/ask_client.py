@@ -69,6 +69,22 @@ class ProtocolError(Exception):
     is not JSON, a stream that is not text/event-stream). Final: a retry would read the same."""
 
 
+class TokenError(ValueError):
+    """The token cannot be sent as a bearer credential: empty, or holding white space or a control
+    character (a token read from a file with its line break, say). Raised when the client is made,
+    before any request; the message names the fault, never the token (http.client's own refusal
+    quotes the header, token and all). As the Go and TypeScript clients."""
+
+
+def check_bearer(token: str) -> None:
+    """Raises TokenError unless token can follow "Bearer " in an Authorization header."""
+    if not isinstance(token, str) or token == "":
+        raise TokenError("the token is empty")
+    for i, ch in enumerate(token):
+        if ord(ch) <= 0x20 or ord(ch) == 0x7F:
+            raise TokenError(f"the token holds white space or a control character at index {i}: not a bearer token")
+
+
 # MAX_EVENT_SIZE bounds one line and one event's data of the stream, in bytes: the Go client's default.
 MAX_EVENT_SIZE = 16 << 20
 
@@ -150,6 +166,7 @@ class AskClient:
                  sleep: Callable[[float], None] = time.sleep):
         self.base = urllib.parse.urlsplit(base_url.rstrip("/"))
         self.base_url = base_url.rstrip("/")
+        check_bearer(token)
         self.token = token
         self.timeout = timeout
         self.retry = retry or Retry()
@@ -664,7 +681,7 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
             if confirmed is None:
                 return 4
             outcome = confirmed
-    except (APIError, ProtocolError, OSError, RuntimeError) as e:
+    except (APIError, ProtocolError, TokenError, OSError, RuntimeError) as e:
         print(f"ask_client: {printable(str(e))}", file=stderr)
         return 1
     print(printable(describe_outcome(outcome)), file=stdout)

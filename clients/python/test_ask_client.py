@@ -314,6 +314,19 @@ class RetryTest(unittest.TestCase):
             if status == 409:
                 self.assertEqual(caught.exception.running_ticket, "t_running")
 
+    def test_a_token_that_cannot_be_a_bearer_is_refused_before_any_request(self):
+        for token in ["", "abc\n", "ab c", "a\tb", "x\x7fy"]:
+            with self.assertRaises(ask_client.TokenError) as caught:
+                ask_client.AskClient("http://127.0.0.1:1/ask", token)
+            if len(token) > 1:
+                self.assertNotIn(token, str(caught.exception), "the token is never quoted")
+        stderr = io.StringIO()
+        code = ask_client.main(["--url", "http://127.0.0.1:1/ask", "--token", "secret-part\nrest", "a question"],
+                               stdout=io.StringIO(), stderr=stderr)
+        self.assertEqual(code, 1)
+        self.assertIn("not a bearer token", stderr.getvalue())
+        self.assertNotIn("secret-part", stderr.getvalue())
+
     def test_the_budget_ends_with_the_last_refusal(self):
         seen: list = []
         c, waits, _ = self.client(self.serve(scripted([(503, {}, problem(503))] * 3, seen)), retry=ask_client.Retry(attempts=3))

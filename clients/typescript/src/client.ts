@@ -110,6 +110,27 @@ export class HeaderTimeoutError extends Error {
  * Idempotency-Key still in progress) in milliseconds, 0 when none: a 429 is not retried by the
  * client, and retryAfterMs says when the caller may try again.
  */
+/**
+ * TokenError: the token cannot be sent as a bearer credential (empty, or holding white space or
+ * a control character: a token read from a file with its line break, say). Final, before any
+ * request: fetch would refuse the header with a TypeError that reads as a failed connection and
+ * is retried. The message names the fault, never the token. As the Go and Python clients.
+ */
+export class TokenError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TokenError";
+  }
+}
+
+function checkBearer(t: string): void {
+  if (typeof t !== "string" || t === "") throw new TokenError("the token is empty");
+  for (let i = 0; i < t.length; i++) {
+    const c = t.charCodeAt(i);
+    if (c <= 0x20 || c === 0x7f) throw new TokenError(`the token holds white space or a control character at index ${i}: not a bearer token`);
+  }
+}
+
 export class ApiError extends Error {
   constructor(
     readonly operation: string,
@@ -183,6 +204,7 @@ export class AskClient {
     const bearer: Middleware = {
       async onRequest({ request }) {
         const t = typeof token === "function" ? await token() : token;
+        checkBearer(t);
         request.headers.set("Authorization", `Bearer ${t}`);
         return request;
       },
@@ -256,6 +278,7 @@ export class AskClient {
         floorMs = apiErr.retryAfterMs;
         cause = apiErr;
       } catch (err) {
+        if (err instanceof TokenError) throw err;
         if (err instanceof ApiError && err.status !== 502 && err.status !== 503 && err.status !== 504 &&
             !(err.status === 409 && err.problem?.type === problemIdempotencyInProgress)) throw err;
         this.#nothingListening(op, err);
@@ -343,7 +366,7 @@ export class AskClient {
       } catch (err) {
         // A refusal, a frame that is not JSON or too large (the service is not speaking this contract), or
         // the caller leaving: final. Anything else is the connection: resume.
-        if (err instanceof ApiError || err instanceof SyntaxError || err instanceof StreamProtocolError || err instanceof FrameTooLargeError || opts.signal?.aborted) throw err;
+        if (err instanceof ApiError || err instanceof TokenError || err instanceof SyntaxError || err instanceof StreamProtocolError || err instanceof FrameTooLargeError || opts.signal?.aborted) throw err;
         this.#nothingListening("streamEvents", err);
         cause = err;
       }

@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 
-import { AskClient, ApiError, HeaderTimeoutError, StreamProtocolError } from "../src/client.js";
+import { AskClient, ApiError, HeaderTimeoutError, StreamProtocolError, TokenError } from "../src/client.js";
 import { KillableProxy } from "./proxy.js";
 import { stack, token } from "./stack.js";
 
@@ -49,6 +49,18 @@ describe("retries", () => {
       const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: st === 409 ? plain409(seen) : fetch, retry: { initialMs: 1 }, onRetry: () => {} });
       await assert.rejects(c.createConversation(), (err) => err instanceof ApiError && err.status === st, `status ${st}`);
       assert.equal(seen.length, 1, `status ${st} was tried once`);
+    }
+  });
+
+  test("a token that cannot be a bearer is refused before any request, not retried, and not quoted", async () => {
+    for (const tok of ["", "abc\n", "ab c", "a\tb", "x\u007fy", async () => "line\r\n"]) {
+      const { fetch, seen } = flaky([]);
+      const c = new AskClient({ baseUrl: "http://ask.test/ask", token: tok, fetch, retry: { initialMs: 1, maxMs: 2 }, reconnect: { initialMs: 1, maxMs: 2 } });
+      await assert.rejects(c.createConversation(), (err: unknown) => err instanceof TokenError && (typeof tok !== "string" || tok.length < 2 || !err.message.includes(tok)));
+      await assert.rejects(async () => {
+        for await (const _ of c.events("tk")) void _;
+      }, TokenError);
+      assert.equal(seen.length, 0);
     }
   });
 

@@ -7,7 +7,8 @@
 #                                                   check an implementation that is already
 #                                                   running; identities are minted by the dev IdP
 #                                                   at IDP (default http://127.0.0.1:8090) unless
-#                                                   ASK_TOKEN_A and ASK_TOKEN_B are set, and the
+#                                                   ASK_TOKEN_A and ASK_TOKEN_B are set (or ARGS
+#                                                   hold --token-a and --token-b), and the
 #                                                   audit log is read from AUDIT (default
 #                                                   http://127.0.0.1:8091, the demo source; with
 #                                                   --phase2 or ASK_PHASE=2 also
@@ -28,8 +29,19 @@ if [[ -z "${URL:-}" ]]; then
 	exec "$BIN/conformance" --dev-stack "$@"
 fi
 
+# given reports whether ARGS set the flag $1 (-flag, --flag, either with =value).
+given() {
+	local flag=$1 a
+	shift
+	for a in "$@"; do
+		case $a in -"$flag" | --"$flag" | -"$flag"=* | --"$flag"=*) return 0 ;; esac
+	done
+	return 1
+}
 args=(--url "$URL")
-if [[ -z "${ASK_TOKEN_A:-}" || -z "${ASK_TOKEN_B:-}" ]]; then
+# Tokens given in ARGS (--token-a, --token-b) are the caller's choice as much as ASK_TOKEN_A and
+# ASK_TOKEN_B are: with an --idp beside them the suite would mint its own and ignore them.
+if [[ -z "${ASK_TOKEN_A:-}" || -z "${ASK_TOKEN_B:-}" ]] && ! given token-a "$@" && ! given token-b "$@"; then
 	args+=(--idp "${IDP:-http://127.0.0.1:8090}")
 fi
 # The phase-2 demo (make ask-serve ARGS="-phase 2") has two sources, each auditing the calls

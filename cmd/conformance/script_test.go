@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,5 +42,76 @@ func TestScriptKeepsTheExitStatus(t *testing.T) {
 	}
 	if exit.ExitCode() != 2 || !strings.Contains(errb.String(), "--only") {
 		t.Errorf("scripts/conformance-ask.sh --only '(': exit %d, want 2 (could not run)\n%s", exit.ExitCode(), errb.String())
+	}
+}
+
+// scriptArgs runs scripts/conformance-ask.sh with env and args, its go build and the suite both
+// stand-ins, and returns the arguments the suite was given.
+func scriptArgs(t *testing.T, env []string, args ...string) []string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fakeGo := filepath.Join(dir, "go")
+	if err := os.WriteFile(fakeGo, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conformance"), []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", append([]string{filepath.Join("scripts", "conformance-ask.sh")}, args...)...)
+	cmd.Dir = root
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "URL", "IDP", "AUDIT", "ASK_TOKEN_A", "ASK_TOKEN_B", "ASK_PHASE", "BIN", "GO":
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	cmd.Env = append(cmd.Env, "GO="+fakeGo, "BIN="+dir)
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scripts/conformance-ask.sh %q: %v", args, err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+}
+
+func holds(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestScriptUsesTheCallersTokens: README's command against someone else's service, make
+// conformance-ask URL=… ARGS="--token-a $A --token-b $B", checks with those tokens. The script
+// added --idp whenever ASK_TOKEN_A and ASK_TOKEN_B were unset, and the suite, given both, minted
+// its tokens from the local dev IdP and never used the caller's.
+func TestScriptUsesTheCallersTokens(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		env     []string
+		args    []string
+		wantIdP bool
+	}{
+		{"tokens in ARGS", []string{"URL=https://ask.example.internal/ask"}, []string{"--token-a", "A", "--token-b", "B", "--behaviour"}, false},
+		{"tokens in ARGS, one dash and =", []string{"URL=https://ask.example.internal/ask"}, []string{"-token-a=A", "-token-b=B"}, false},
+		{"tokens in the environment", []string{"URL=https://ask.example.internal/ask", "ASK_TOKEN_A=A", "ASK_TOKEN_B=B"}, nil, false},
+		{"no tokens", []string{"URL=http://127.0.0.1:8080/ask"}, []string{"--behaviour"}, true},
+	} {
+		got := scriptArgs(t, c.env, c.args...)
+		if holds(got, "--idp") != c.wantIdP {
+			t.Errorf("%s: the suite was given %q; want --idp: %v", c.name, got, c.wantIdP)
+		}
+		for _, a := range c.args {
+			if !slices.Contains(got, a) {
+				t.Errorf("%s: the suite was given %q, without the caller's %q", c.name, got, a)
+			}
+		}
 	}
 }

@@ -9,8 +9,9 @@
 #                                                   at IDP (default http://127.0.0.1:8090) unless
 #                                                   ASK_TOKEN_A and ASK_TOKEN_B are set (or ARGS
 #                                                   hold --token-a and --token-b), and the
-#                                                   audit log is read from AUDIT (default
-#                                                   http://127.0.0.1:8091, the demo source; with
+#                                                   audit log is read from AUDIT (default, for a
+#                                                   URL on this machine, http://127.0.0.1:8091,
+#                                                   the demo source; with
 #                                                   --phase2 or ASK_PHASE=2 also
 #                                                   http://127.0.0.1:8093, the phase-2 demo's
 #                                                   catalog); several are comma-separated
@@ -46,10 +47,15 @@ if [[ -z "${ASK_TOKEN_A:-}" || -z "${ASK_TOKEN_B:-}" ]] && ! given token-a "$@" 
 fi
 # The phase-2 demo (make ask-serve ARGS="-phase 2") has two sources, each auditing the calls
 # made to it: the warehouse at 8091 and the catalog at 8093. Reading only the first, every
-# catalog step has no audit line and audit.step-ms fails.
-audit=http://127.0.0.1:8091
-if [[ "${ASK_PHASE:-}" == 2 || " $* " == *" --phase2 "* || " $* " == *" --phase2=true "* ]]; then
-	audit+=,http://127.0.0.1:8093
+# catalog step has no audit line and audit.step-ms fails. Those are this machine's: a URL
+# elsewhere (someone else's service) has no default, and the audit checks skip unless AUDIT
+# names its sources' logs; a default there would fail them on a log its sources never wrote.
+audit=
+if [[ $URL =~ ^https?://(localhost|127\.[0-9.]+|\[::1\])(:[0-9]+)?(/|$) ]]; then
+	audit=http://127.0.0.1:8091
+	if [[ "${ASK_PHASE:-}" == 2 || " $* " == *" --phase2 "* || " $* " == *" --phase2=true "* ]]; then
+		audit+=,http://127.0.0.1:8093
+	fi
 fi
 if [[ "${AUDIT-$audit}" != "" ]]; then
 	args+=(--audit "${AUDIT:-$audit}")

@@ -115,3 +115,33 @@ func TestScriptUsesTheCallersTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptAuditsOnlyThisMachine: the default audit logs are the demo source's on this
+// machine; README's command against someone else's service (a URL elsewhere, no AUDIT) read
+// them too, and the three audit checks failed on a log the target's sources never wrote (or on
+// no log at all) where, given none, they skip. AUDIT still names any.
+func TestScriptAuditsOnlyThisMachine(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  []string
+		args []string
+		want string // the --audit value, "" for none
+	}{
+		{"elsewhere", []string{"URL=https://ask.example.internal/ask"}, []string{"--token-a", "A", "--token-b", "B"}, ""},
+		{"elsewhere, AUDIT set", []string{"URL=https://ask.example.internal/ask", "AUDIT=https://src.example.internal"}, nil, "https://src.example.internal"},
+		{"elsewhere, a loopback-looking name", []string{"URL=http://127.0.0.1.example.com/ask"}, nil, ""},
+		{"the dev stack", []string{"URL=http://127.0.0.1:8080/ask"}, nil, "http://127.0.0.1:8091"},
+		{"localhost", []string{"URL=http://localhost:8080/ask"}, nil, "http://127.0.0.1:8091"},
+		{"the dev stack, phase 2", []string{"URL=http://127.0.0.1:8080/ask"}, []string{"--phase2"}, "http://127.0.0.1:8091,http://127.0.0.1:8093"},
+		{"the dev stack, AUDIT empty", []string{"URL=http://127.0.0.1:8080/ask", "AUDIT="}, nil, ""},
+	} {
+		got := scriptArgs(t, c.env, c.args...)
+		audit := ""
+		if i := slices.Index(got, "--audit"); i >= 0 && i+1 < len(got) {
+			audit = got[i+1]
+		}
+		if audit != c.want {
+			t.Errorf("%s: the suite was given %q; want --audit %q", c.name, got, c.want)
+		}
+	}
+}

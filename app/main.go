@@ -137,15 +137,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			opts.Webhooks.Observer = m.Observer.Webhooks()
 		}
 	}
+	if m.ln == nil { // before the server is built: a start that fails here has no asks to shut down
+		if m.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return fmt.Errorf("DAS_ASK_ADDR: %w", err)
+		}
+	}
 	if m.Server, err = server.New(opts); err != nil {
 		return err
 	}
 	m.built.Store(m.Server)
-	if m.ln == nil {
-		if m.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			return err
-		}
-	}
 	if err := m.serveAdmin(); err != nil {
 		return err
 	}

@@ -3,9 +3,11 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/das-ask/ask"
@@ -49,5 +51,38 @@ func TestAdminAddrTaken(t *testing.T) {
 				t.Error(err)
 			}
 		}
+	}
+}
+
+// TestAddrTaken: an API address that cannot be listened on stops the start with an error
+// naming DAS_ASK_ADDR, as the admin listener's names its variable, and logs nothing about
+// shutting down: no ask was ever admitted. askd said "listen tcp …: address already in use"
+// after an info line "shutting down" with its grace, as if a signal had come.
+func TestAddrTaken(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	cfg := config.DefaultConfig()
+	cfg.Addr, cfg.Ops.AdminAddr = held.Addr().String(), ""
+	var logs bytes.Buffer
+	m := app.NewMain(cfg)
+	m.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	m.Authenticator = noAuth{}
+	m.Runner = ask.RunnerFunc(func(_ context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome { return ask.Outcome{} })
+	err = m.Run(t.Context())
+	if err == nil {
+		m.Close()
+		t.Fatal("Run on a taken address: served")
+	}
+	if !strings.Contains(err.Error(), "DAS_ASK_ADDR") || !strings.Contains(err.Error(), held.Addr().String()) {
+		t.Errorf("Run on a taken address: %v; want an error naming DAS_ASK_ADDR and the address", err)
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("Run on a taken address: %v; want it to wrap EADDRINUSE, which callers test for", err)
+	}
+	if strings.Contains(logs.String(), "shutting down") {
+		t.Errorf("a start that never served logged a shutdown:\n%s", logs.String())
 	}
 }

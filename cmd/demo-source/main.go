@@ -38,10 +38,19 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], askconfig.Process, os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "demo-source:", err)
-		os.Exit(1)
+	code := status(run(ctx, os.Args[1:], askconfig.Process, os.Stderr, nil), os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// status says run's error on stderr and gives the exit status: 0 for none and for -h, whose
+// usage the flag set has printed (not an error to report), 1 otherwise.
+func status(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
+	fmt.Fprintln(stderr, "demo-source:", err)
+	return 1
 }
 
 // config is the command line, after the environment (package config) filled in what flags

@@ -96,6 +96,23 @@ func TestTokenErrors(t *testing.T) {
 	}
 }
 
+// TestHelp: -h after a command prints that command's flags and exits 0 (it exited 2, a usage
+// error, for asking), and the usage names every flag of token.
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"token", "serve"} {
+		code, _, errOut := runCmd(t, cmd, "-h")
+		if code != 0 || !strings.Contains(errOut, "Usage of dev-idp "+cmd) {
+			t.Errorf("dev-idp %s -h: exit %d, stderr %q; want 0 and its flags", cmd, code, errOut)
+		}
+	}
+	_, out, _ := runCmd(t, "-h")
+	for _, f := range []string{"--oid", "--aud", "--scope", "--ttl", "--expired", "--alg", "--idp", "--timeout"} {
+		if !strings.Contains(out, f) {
+			t.Errorf("dev-idp -h says nothing of token's %s:\n%s", f, out)
+		}
+	}
+}
+
 // serve answers until its context ends, then shuts down cleanly; its keys survive a restart.
 func TestServe(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "idp")

@@ -22,7 +22,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
 	issuer := fs.String("issuer", "", "issuer URL, the address clients reach this IdP at (default http://<addr>)")
 	state := fs.String("state", ".state/idp", `directory keeping the signing keys across restarts ("" = in memory)`)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0 // the flags, printed: what was asked for
+	} else if err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -24,7 +24,9 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	alg := fs.String("alg", idp.RS256, "signing algorithm: RS256 or ES256")
 	base := fs.String("idp", idp.DefaultIssuer, "base URL of the running dev-idp")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the IdP")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0 // the flags, printed: what was asked for
+	} else if err != nil {
 		return 2
 	}
 	var errs []error

@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/das-ask/ask/agent"
@@ -120,6 +121,9 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	if s.CatalogURL != "" {
 		sources = fmt.Sprintf("catalog (MCP)      %[1]s/mcp   (audit log: %[1]s/audit)\n  warehouse (MCP)    %[2]s/mcp   (audit log: %[2]s/audit)", s.CatalogURL, s.SourceURL)
 	}
+	if theirs := ownSources(s); theirs != "" {
+		sources += "\n  agent's sources    " + theirs + "   (DAS_SOURCES: the demo's above run, unasked)"
+	}
 	if opts.Phase == 2 {
 		sources += "\n  phase 2            a branch per source, and divergence"
 	}
@@ -192,4 +196,24 @@ func stubScript(path string) (*llmstub.Script, error) {
 		return llmstub.LoadScript(path)
 	}
 	return llmstub.DefaultScript()
+}
+
+// ownSources names the agent's sources as name=URL, comma-separated, when DAS_SOURCES put any
+// other than the demo's in their place, and is "" when the agent asks the demo's: the banner
+// must not leave a newcomer believing the demo source it lists answers their questions.
+func ownSources(s *stack.Stack) string {
+	demo := map[string]bool{}
+	for _, u := range s.SourceURLs {
+		demo[u+"/mcp"] = true
+	}
+	var names []string
+	own := false
+	for _, src := range s.Main.Config.Agent.Sources {
+		names = append(names, src.Name+"="+src.URL)
+		own = own || !demo[src.URL]
+	}
+	if !own {
+		return ""
+	}
+	return strings.Join(names, ",")
 }

@@ -284,3 +284,45 @@ func TestAskServeSaysWhereItsAdminListenerIs(t *testing.T) {
 		}
 	}
 }
+
+// banner starts ask-serve on free ports with the environment env, returns what it printed up
+// to "Ctrl-C stops everything." and stops it.
+func banner(t *testing.T, env map[string]string) string {
+	t.Helper()
+	sigs := make(chan os.Signal, 2)
+	out, w := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+			"-stub-addr", "127.0.0.1:0", "-catalog-addr", "127.0.0.1:0", "-state", t.TempDir()},
+			func(k string) (string, bool) { v, ok := env[k]; return v, ok }, w, io.Discard)
+		w.Close()
+	}()
+	var b strings.Builder
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+		if sc.Text() == "Ctrl-C stops everything." {
+			break
+		}
+	}
+	go io.Copy(io.Discard, out)
+	sigs <- os.Interrupt
+	if err := <-errc; err != nil {
+		t.Fatalf("ask-serve: %v\n%s", err, b.String())
+	}
+	return b.String()
+}
+
+// TestAskServeNamesTheAgentsOwnSources: with DAS_SOURCES (README: "your MCP sources instead of
+// the demo source") the banner names the sources the agent asks; it listed only the demo source,
+// which still runs but is never asked, as if it answered.
+func TestAskServeNamesTheAgentsOwnSources(t *testing.T) {
+	const theirs = "warehouse=http://127.0.0.1:1/mcp"
+	if got := banner(t, map[string]string{"DAS_SOURCES": theirs}); !strings.Contains(got, "agent's sources    "+theirs) {
+		t.Errorf("with DAS_SOURCES=%s the banner says:\n%s\nwant the agent's sources named", theirs, got)
+	}
+	if got := banner(t, nil); strings.Contains(got, "agent's sources") {
+		t.Errorf("with the demo source the banner says:\n%s\nwant no line of other sources", got)
+	}
+}

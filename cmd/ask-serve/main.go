@@ -145,12 +145,12 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
   admin              %[7]s
 
 Next, in another terminal:
-  make ask Q="How many sev1 incidents did we have in 2026-Q2?"
-  make ask AS=bob Q="What was the on-call pay per team in 2026-Q3?"     # a refusal
-  make token OID=alice                                                  # a bearer for curl
+  %[8]smake ask Q="How many sev1 incidents did we have in 2026-Q2?"
+  %[8]smake ask AS=bob Q="What was the on-call pay per team in 2026-Q3?"     # a refusal
+  %[9]s
 
 Ctrl-C stops everything.
-`, s.AskURL, s.IdPURL, sources, modelName, page, s.WebhooksURL, admin)
+`, s.AskURL, s.IdPURL, sources, modelName, page, s.WebhooksURL, admin, clientEnv(s), tokenLine(s))
 
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping… (running asks have the service's shutdown grace; Ctrl-C again ends them now)")
@@ -216,4 +216,26 @@ func ownSources(s *stack.Stack) string {
 		return ""
 	}
 	return strings.Join(names, ",")
+}
+
+// clientEnv is what make ask needs before it to reach this stack: nothing on the default
+// addresses, else ASK_URL and ASK_IDP (moved with -addr and -idp-addr, as the message of a
+// taken port suggests), which the ask CLI reads.
+func clientEnv(s *stack.Stack) string {
+	env := ""
+	if s.AskURL != config.DefaultClientURL {
+		env += "ASK_URL=" + s.AskURL + " "
+	}
+	if s.IdPURL != config.DefaultClientIdP {
+		env += "ASK_IDP=" + s.IdPURL + " "
+	}
+	return env
+}
+
+// tokenLine is the banner's make token line, with the --idp of this stack's IdP when it moved.
+func tokenLine(s *stack.Stack) string {
+	if s.IdPURL == config.DefaultClientIdP {
+		return "make token OID=alice                                                  # a bearer for curl"
+	}
+	return `make token OID=alice ARGS="--idp ` + s.IdPURL + `"   # a bearer for curl`
 }

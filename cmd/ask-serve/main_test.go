@@ -326,3 +326,24 @@ func TestAskServeNamesTheAgentsOwnSources(t *testing.T) {
 		t.Errorf("with the demo source the banner says:\n%s\nwant no line of other sources", got)
 	}
 }
+
+// TestAskServeSaysHowToReachItsMovedAddresses: on addresses other than the defaults (-addr and
+// -idp-addr, as the message of a taken port suggests), the commands the banner gives next reach
+// this stack; they said "make ask Q=…" and "make token", which went to 127.0.0.1:8080 and :8090.
+func TestAskServeSaysHowToReachItsMovedAddresses(t *testing.T) {
+	got := banner(t, nil)
+	ask := regexp.MustCompile(`ask service\s+(http://\S+)`).FindStringSubmatch(got)
+	idp := regexp.MustCompile(`identity provider\s+(http://\S+)`).FindStringSubmatch(got)
+	if ask == nil || idp == nil {
+		t.Fatalf("no addresses in the banner:\n%s", got)
+	}
+	for _, want := range []string{
+		"ASK_URL=" + ask[1] + " ASK_IDP=" + idp[1] + " make ask Q=",
+		"ASK_URL=" + ask[1] + " ASK_IDP=" + idp[1] + " make ask AS=bob Q=",
+		`make token OID=alice ARGS="--idp ` + idp[1] + `"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the banner says:\n%s\nwant %q", got, want)
+		}
+	}
+}

@@ -24,6 +24,7 @@ targets=(
   "./server FuzzGetAskPrefer     40000"
   "./server FuzzBodies           40000"
   "./server FuzzCreateAskFast    60000"
+  "./server FuzzAppendJSONString 60000"
   "./auth   FuzzBearer           80000"
   "./auth   FuzzAuthenticate     100000"
   "./client FuzzSSEParser        100000"

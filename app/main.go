@@ -5,8 +5,8 @@
 //
 // What is built, in order: the logger's sinks (given), tracing and the observer (package obs,
 // when Config.Ops.Observe), the bearer validator (package auth), the model and the agent
-// (package agent), the store (store/memory or store/redis, built here only), the service
-// (package server), the API listener and the admin listener.
+// (package agent), the store (store/memory or store/redis, built here only), the API listener,
+// the service (package server) and the admin listener.
 package app
 
 import (

@@ -261,6 +261,8 @@ func asProblem(err error) *problem {
 			return errNotFound
 		case http.StatusRequestEntityTooLarge:
 			return tooLarge(0)
+		case http.StatusMethodNotAllowed:
+			return errMethodNotAllowed
 		}
 		if he.Code >= 400 && he.Code < 500 {
 			return &problem{status: he.Code, detail: "the request does not satisfy the API description"}
@@ -268,6 +270,11 @@ func asProblem(err error) *problem {
 	}
 	return internalError()
 }
+
+// errMethodNotAllowed is the 405 of a method the path has no operation for: the request is
+// well-formed, only its method is wrong, and Allow (set by the router) names the right ones.
+var errMethodNotAllowed = &problem{status: http.StatusMethodNotAllowed,
+	detail: "this path takes no request with this method; the Allow header names the methods it takes"}
 
 // tooLarge is the 413; its detail names the limit in bytes (DAS_ASK_MAX_BODY_BYTES) when known
 // (limit > 0), so a client knows how far to shorten the request.

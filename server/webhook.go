@@ -72,7 +72,7 @@ func (s *Server) checkWebhook(w *gen.WebhookRequest) error {
 	if err := s.opts.Webhooks.Config.CheckURL(w.Url); err != nil {
 		var ue *webhook.URLError
 		if errors.As(err, &ue) {
-			return badRequest("the webhook is not allowed: "+ue.Reason, "webhook.url: "+ue.Reason)
+			return badRequest("the webhook is not allowed", "webhook.url: "+ue.Reason)
 		}
 		return badRequest("the webhook is not allowed")
 	}

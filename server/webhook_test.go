@@ -330,6 +330,16 @@ func TestWebhookNotAllowedIs400BeforeATicket(t *testing.T) {
 			if !strings.Contains(strings.ToLower(*p.Detail), "webhook") {
 				t.Errorf("detail %q does not say what was wrong", *p.Detail)
 			}
+			// The reason is said once: clients print the detail and then the violations (the
+			// CLI: "… not allowed: R (webhook.url: R)" said R twice).
+			if p.Errors == nil || len(*p.Errors) == 0 {
+				t.Errorf("no violation says why the webhook is refused: %s", r.Body)
+			}
+			for _, e := range deref(p.Errors) {
+				if reason := strings.TrimPrefix(e, "webhook.url: "); strings.Contains(*p.Detail, reason) {
+					t.Errorf("detail %q repeats the violation %q", *p.Detail, e)
+				}
+			}
 			if strings.Contains(string(r.Body), tc.url) && tc.url != "/hooks/a" {
 				t.Errorf("the problem echoes the URL: %s", r.Body)
 			}
@@ -473,4 +483,11 @@ func TestWebhookNoRetryTimeWhileRunning(t *testing.T) {
 	if w := r.JSON200.Webhook; w.State != gen.WebhookStatePending || w.Attempts != 0 || w.NextAttemptAt != nil {
 		t.Fatalf("while running: %s, want pending, no attempt, no next_attempt_at", r.Body)
 	}
+}
+
+func deref[T any](p *[]T) []T {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -640,11 +640,18 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
     """The CLI. Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm
     it (at most CANCEL_GRACE, the cancel included), prints "Cancelled." and returns 4, as the Go
     CLI does; before the ask was made it asks nothing and returns 4 too. Never a traceback."""
-    ap = argparse.ArgumentParser(description="Ask the ask service a question.")
-    ap.add_argument("--url", default=os.environ.get("ASK_URL", "http://127.0.0.1:8080/ask"))
-    ap.add_argument("--idp", default=os.environ.get("ASK_IDP", "http://127.0.0.1:8090"))
-    ap.add_argument("--as", dest="oid", default=os.environ.get("ASK_OID", "alice"))
-    ap.add_argument("--token", default=os.environ.get("ASK_TOKEN", ""))
+    ap = argparse.ArgumentParser(
+        description="Ask the ask service a question. Progress goes to stderr, the outcome to stdout.",
+        epilog="Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (a cancelled run included), "
+               "1 anything else. Ctrl-C cancels the ask and waits at most 5 s for the run to confirm.")
+    ap.add_argument("--url", default=os.environ.get("ASK_URL", "http://127.0.0.1:8080/ask"),
+                    help="the service, gateway prefix included ($ASK_URL; default %(default)s)")
+    ap.add_argument("--idp", default=os.environ.get("ASK_IDP", "http://127.0.0.1:8090"),
+                    help="the development identity provider that mints a token without --token ($ASK_IDP; default %(default)s)")
+    ap.add_argument("--as", dest="oid", metavar="OID", default=os.environ.get("ASK_OID", "alice"),
+                    help="the identity to mint a token for ($ASK_OID; default %(default)s)")
+    ap.add_argument("--token", default=os.environ.get("ASK_TOKEN", ""),
+                    help="the bearer token ($ASK_TOKEN); default: one minted from --idp for --as")
     ap.add_argument("--branches", action="store_true", help="a phase-2 run: also show each branch's own progress")
     ap.add_argument("question", nargs="+")
     args = ap.parse_args(argv)

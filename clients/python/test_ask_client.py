@@ -9,6 +9,7 @@ module builds and starts cmd/clients-stack itself, and stops it when the tests e
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import io
 import json
@@ -22,6 +23,7 @@ import tempfile
 import threading
 import time
 import unittest
+from unittest import mock
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -74,6 +76,23 @@ def run_main(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = ask_client.main(["--url", os.environ["ASK_URL"], "--idp", os.environ["ASK_IDP"], *argv], out, err)
     return code, out.getvalue(), err.getvalue()
+
+
+class HelpTest(unittest.TestCase):
+    """--help says what docs/clients.md does: each flag's variable and default, the exit statuses
+    (it listed the flags bare: --url URL, --idp IDP, …)."""
+
+    def test_help_names_variables_defaults_and_statuses(self):
+        out = io.StringIO()
+        unset = {k: v for k, v in os.environ.items() if k not in ("ASK_URL", "ASK_IDP", "ASK_OID", "ASK_TOKEN")}
+        with mock.patch.dict(os.environ, unset, clear=True), contextlib.redirect_stdout(out), \
+                self.assertRaises(SystemExit) as done:
+            ask_client.main(["--help"])
+        self.assertEqual(done.exception.code, 0)
+        text = " ".join(out.getvalue().split())
+        for want in ("$ASK_URL", "http://127.0.0.1:8080/ask", "$ASK_IDP", "http://127.0.0.1:8090",
+                     "$ASK_OID", "alice", "$ASK_TOKEN", "0 answer, 2 abstention, 3 refusal, 4 error"):
+            self.assertIn(want, text)
 
 
 class PrintableTest(unittest.TestCase):

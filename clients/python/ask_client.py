@@ -636,11 +636,20 @@ def _cancel_and_wait(client: AskClient, ticket: str, last_seq: int, outcome: dic
     return None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error exits 1, as the docstring and the Go CLI say: argparse's own 2
+    is this CLI's abstention, so a mistyped flag read as "the agent abstained"."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) -> int:
     """The CLI. Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm
     it (at most CANCEL_GRACE, the cancel included), prints "Cancelled." and returns 4, as the Go
     CLI does; before the ask was made it asks nothing and returns 4 too. Never a traceback."""
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         description="Ask the ask service a question. Progress goes to stderr, the outcome to stdout.",
         epilog="Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (a cancelled run included), "
                "1 anything else. Ctrl-C cancels the ask and waits at most 5 s for the run to confirm.")

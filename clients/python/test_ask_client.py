@@ -95,6 +95,16 @@ class HelpTest(unittest.TestCase):
             self.assertIn(want, text)
 
 
+    def test_a_usage_error_is_1_not_an_abstention(self):
+        # argparse exits 2 on a usage error, which is this CLI's abstention.
+        for argv in ([], ["--bogus", "q"]):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as done:
+                ask_client.main(argv)
+            self.assertEqual(done.exception.code, 1, argv)
+            self.assertIn("usage:", err.getvalue())
+
+
 class PrintableTest(unittest.TestCase):
     def test_controls_are_shown_as_escapes(self):
         # What a steered model or source could send: erase the line, write a forged one, hide text.

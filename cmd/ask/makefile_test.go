@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMakeAskPassesTheQuestionAsTyped: make ask Q=… (README's way to ask) hands the CLI the
+// question as typed. It put $(Q) in the recipe's text, so make expanded a $ ("What was the cost
+// in $5?" lost its "$5") and the shell undid quotes and ran backquotes; the question now travels
+// in the environment. The go build and the CLI are stand-ins: the CLI prints its arguments.
+func TestMakeAskPassesTheQuestionAsTyped(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make not installed")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fakeGo := filepath.Join(dir, "go")
+	if err := os.WriteFile(fakeGo, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ask"), []byte("#!/bin/sh\nfor a in \"$@\"; do printf '[%s]\\n' \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"How many sev1 incidents did we have in 2026-Q2?",
+		`What does "change failure rate" mean?`,
+		"What's the cost in $5 or $(USD) or $$?",
+		"Which team is `whoami`?",
+	} {
+		cmd := exec.Command("make", "-s", "ask", "Q="+q, "AS=bob", "GO="+fakeGo, "BIN="+dir)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "MAKEFLAGS=")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("make ask Q=%q: %v\n%s", q, err, out)
+			continue
+		}
+		if want := "[--as]\n[bob]\n[--]\n[" + q + "]\n"; string(out) != want {
+			t.Errorf("make ask Q=%q gave the CLI\n%s\nwant\n%s", q, out, want)
+		}
+	}
+	cmd := exec.Command("make", "-s", "ask", "GO="+fakeGo, "BIN="+dir)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "Q=")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "usage: make ask") {
+		t.Errorf("make ask without Q: %v\n%s\nwant the usage and a failure", err, out)
+	}
+}

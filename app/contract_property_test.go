@@ -773,8 +773,8 @@ var mutations = []mutation{
 			r.set("Content-Type", []string{";;;", "application/", "/json", "json", "application json", "application/json/x"}[w.rng.Intn(6)])
 			r.want = []int{http.StatusBadRequest, http.StatusUnsupportedMediaType}
 		} else {
-			// The type is JSON, its parameters are not well-formed: refusing and reading past
-			// them are both within the document.
+			// The type is JSON, its parameters are not well-formed: the service refuses it
+			// (415, server/jsontext.go), as reading past them would skip its checks of the body.
 			r.set("Content-Type", []string{"application/json; charset", "application/json; =x", `application/json; a="b`, "application/json;;"}[w.rng.Intn(4)])
 			r.want = append(r.want, http.StatusBadRequest, http.StatusUnsupportedMediaType)
 		}

@@ -21,7 +21,9 @@ import (
 // The details name what is wrong, never the bytes: they could be the question.
 //
 // A request with more than one Content-Type header is a 400, whatever the body. A body of
-// another media type passes on untouched: the validator answers it 415. An empty
+// another media type passes on untouched: the validator answers it 415. A Content-Type that
+// is not a well-formed media type (RFC 9110 §8.3.1) is a 415 here: the validator would read
+// one whose parameters are broken as the type before them. An empty
 // body passes too: the contract says where one is allowed.
 func jsonText() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -47,7 +49,14 @@ func jsonText() echo.MiddlewareFunc {
 			}
 			if ct := req.Header.Get(echo.HeaderContentType); ct != echo.MIMEApplicationJSON { // the plain form parses to itself
 				mt, params, err := mime.ParseMediaType(ct)
-				if err != nil || mt != echo.MIMEApplicationJSON {
+				if err != nil && ct != "" { // none at all is the validator's plain 415
+					// The validator reads only what comes before the first semicolon, so
+					// `application/json; a=b; a=c` is JSON to it, and passing it on would let
+					// its body skip every check here. A media type that does not parse
+					// declares nothing, and is refused as any other.
+					return unsupportedMedia("the request's Content-Type is not a well-formed media type; send application/json")
+				}
+				if mt != echo.MIMEApplicationJSON {
 					return next(c)
 				}
 				if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {

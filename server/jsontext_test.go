@@ -39,6 +39,12 @@ func TestJSONText(t *testing.T) {
 		{"Latin-1 declared", "application/json; charset=iso-8859-1", `{}`, 415, "in UTF-8"},
 		{"gzip-encoded", json + "\x00gzip", `{}`, 415, "content-encoded"},
 		{"a name twice", json, `{"x":1,"x":2}`, 400, "names a member more than once"},
+		// A media type Go's mime cannot parse is still JSON to the validator, which reads only
+		// what comes before the first semicolon: without a parse of its own, such a body went
+		// past every check above.
+		{"a name twice, a parameter twice", "application/json; a=b; a=c", `{"x":1,"x":2}`, 415, "not a well-formed media type"},
+		{"trailing garbage, an empty charset", "application/json; charset=", `{} garbage`, 415, "not a well-formed media type"},
+		{"no Content-Type", "", `{}`, 415, "must be application/json"},
 	} {
 		t.Run("createConversation/"+tt.name, func(t *testing.T) {
 			resp := post("/ask/v1/conversations", tt.ct, tt.body)
@@ -71,6 +77,10 @@ func TestJSONText(t *testing.T) {
 		{"a lone low surrogate", json, `{"question":"` + secret + ` \uDC00"}`, 400, "unpaired UTF-16 surrogate"},
 		{"trailing garbage", json, `{"question":"` + secret + `"} x`, 400, "not one well-formed JSON value"},
 		{"Latin-1 declared", "application/json;charset=latin1", `{"question":"` + secret + `"}`, 415, "in UTF-8"},
+		{"Latin-1 declared twice", "application/json; charset=latin1; charset=latin1x", `{"question":"` + secret + `"}`, 415, "not a well-formed media type"},
+		{"the question twice, a parameter with no value", "application/json; foo", `{"question":"` + secret + `","question":"How many sev1 incidents?"}`, 415, "not a well-formed media type"},
+		{"the question twice, two semicolons", "application/json;;", `{"question":"` + secret + `","question":"How many sev1 incidents?"}`, 415, "not a well-formed media type"},
+		{"invalid UTF-8, an unterminated quote", `application/json; x="y`, "{\"question\":\"" + secret + " \xff\"}", 415, "not a well-formed media type"},
 		// Decoded, the last of a repeated name wins: the question before it would be dropped
 		// without a word, and the run would answer a question the client may not have meant.
 		{"the question twice", json, `{"question":"` + secret + `","question":"How many sev1 incidents?"}`, 400, "names a member more than once"},

@@ -29,7 +29,10 @@ const (
 	// DefaultStreamWriteTimeout is nginx's send_timeout: a stream's client that takes nothing
 	// of a write for this long has stopped reading (or its peer is gone unnoticed).
 	DefaultStreamWriteTimeout = 60 * time.Second
-	minMaxEvents              = 8
+	// DefaultBodyReadTimeout is nginx's client_body_timeout, here for a whole body (at most
+	// MaxBodyBytes, 64 KiB by default) rather than between two reads.
+	DefaultBodyReadTimeout = 60 * time.Second
+	minMaxEvents           = 8
 )
 
 // Config is the service's settings, the "service" section of package config's tree (which

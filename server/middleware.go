@@ -101,6 +101,11 @@ func (s *Server) readBody(c echo.Context) error {
 		return nil
 	}
 	b, err := readAtMost(http.MaxBytesReader(c.Response().Writer, req.Body, limit), req.ContentLength)
+	if err == nil {
+		// The body is in: lift edge's deadline, so that nothing the handler waits for (the
+		// store) meets it through net/http's read for the client's close.
+		_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -50,6 +50,11 @@ type Options struct {
 	// stream ends; the run goes on, and a reconnect with Last-Event-ID misses nothing), so
 	// that it holds no handler, buffer or connection for good.
 	StreamWriteTimeout time.Duration
+	// BodyReadTimeout bounds the time a request's body may take to arrive, from the end of its
+	// header (0: DefaultBodyReadTimeout). The HTTP server's own ReadTimeout cannot be used (it
+	// would end every event stream), so without this a client that declared a body and sent
+	// less held a connection and a handler for good, before authentication too.
+	BodyReadTimeout time.Duration
 	// Deadline bounds each run from admission to done.
 	Deadline time.Duration
 	// MaxInFlight is the number of running asks one identity may have (429 beyond).
@@ -174,6 +179,9 @@ func New(opts Options) (*Server, error) {
 	if opts.StreamWriteTimeout <= 0 {
 		opts.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
+	if opts.BodyReadTimeout <= 0 {
+		opts.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	if opts.Deadline <= 0 {
 		opts.Deadline = DefaultDeadline
 	}
@@ -229,7 +237,7 @@ func New(opts Options) (*Server, error) {
 		s.cancelBase(errShutdown)
 		return nil, err
 	}
-	s.edge = edge{e}
+	s.edge = edge{e, s.opts.BodyReadTimeout}
 	if err := s.startWebhooks(); err != nil {
 		s.cancelBase(errShutdown)
 		return nil, err
@@ -253,6 +261,7 @@ func negativeOption(o Options) error {
 		v    int64
 	}{
 		{"TTL", int64(o.TTL)}, {"MaxEvents", int64(o.MaxEvents)}, {"KeepAlive", int64(o.KeepAlive)}, {"StreamWriteTimeout", int64(o.StreamWriteTimeout)},
+		{"BodyReadTimeout", int64(o.BodyReadTimeout)},
 		{"Deadline", int64(o.Deadline)}, {"MaxInFlight", int64(o.MaxInFlight)}, {"MaxTickets", int64(o.MaxTickets)},
 		{"MaxConversationsPerID", int64(o.MaxConversationsPerID)}, {"MaxRetainedPerID", int64(o.MaxRetainedPerID)},
 		{"MaxTurns", int64(o.MaxTurns)}, {"MaxBodyBytes", o.MaxBodyBytes}, {"StoreWait", int64(o.StoreWait)},
@@ -290,11 +299,17 @@ func (s *Server) Handler() http.Handler { return s.edge }
 // they double: as three nested handlers these took askbench's idle streams from 27.7 KB to
 // 35.7 KB a connection (the goroutine stacks from 10 KB to 18 KB), past the 40 KB line; as one,
 // 27.7 KB again.
-type edge struct{ e *echo.Echo }
+type edge struct {
+	e           *echo.Echo
+	bodyTimeout time.Duration
+}
 
 func (x edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if w.Header().Get(requestid.Header) == "" {
 		w.Header().Set(requestid.Header, requestid.From(r.Header.Get(requestid.Header)))
+	}
+	if r.ContentLength != 0 { // a body declared, or chunked: never an event stream's GET
+		bodyDeadline(w, x.bodyTimeout)
 	}
 	switch {
 	case !cleanPath(r.URL.Path):
@@ -304,6 +319,16 @@ func (x edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		x.e.ServeHTTP(w, r)
 	}
+}
+
+// bodyDeadline gives the request's body d to arrive. readBody lifts it once the body is read;
+// a body the service never reads (a 401, a 404) is cut by it when net/http drains it after the
+// response, so the response is still written and the connection then closed. Kept out of
+// line: edge's frame stays on every stream's stack.
+//
+//go:noinline
+func bodyDeadline(w http.ResponseWriter, d time.Duration) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d)) // unsupported: unbounded, as before
 }
 
 // newEcho wires Echo: problem+json errors, a debug access log with panic recovery, then per

@@ -50,6 +50,10 @@ type Main struct {
 	// Listener replaces listening on Config.Addr (the dev stack, whose webhook allow-list names
 	// the listener's address before the service is built); Close closes it.
 	Listener net.Listener
+	// IdleTimeout is how long a kept-alive connection may wait for its next request before it
+	// is closed (0: DefaultIdleTimeout). net/http's default is none: any client, with no bearer,
+	// could hold a connection and its goroutine for good after one request.
+	IdleTimeout time.Duration
 
 	// Set by Run.
 	Server   *server.Server
@@ -72,6 +76,11 @@ type Main struct {
 	// goroutine while Close runs.
 	built atomic.Pointer[server.Server]
 }
+
+// DefaultIdleTimeout is Main.IdleTimeout's default: above the reference gateway's upstream
+// keep-alive (nginx's keepalive_timeout, 60 s by default, which deploy/nginx keeps), so the
+// gateway, not the service, ends the idle connections it pools.
+const DefaultIdleTimeout = 120 * time.Second
 
 // NewMain returns a Main over cfg.
 func NewMain(cfg config.Config) *Main { return &Main{Config: cfg} }
@@ -149,7 +158,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.serveAdmin(); err != nil {
 		return err
 	}
-	m.hs = &http.Server{Handler: m.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
+	idle := m.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	m.hs = &http.Server{Handler: m.handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle, ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.hs.Serve(m.ln) }()
 	m.log.Info("serving", "addr", m.ln.Addr().String(), "admin_addr", m.AdminAddr(), "base_path", cfg.Service.BasePath,

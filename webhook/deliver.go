@@ -108,9 +108,12 @@ func (d *Deliverer) Due(ctx context.Context, ticket string) {
 // makes one attempt of each, up to claimBatch at once, claiming more as attempts end or
 // deliveries come due (round). An attempt cut short by ctx
 // records nothing: its claim lapses and a deliverer (this replica's successor or another) makes
-// it again under the same webhook-id.
+// it again under the same webhook-id. Once Run returns the deliverer holds no connection: the
+// kept-alive ones to receivers are closed, so that their goroutines do not outlive it by the
+// transport's idle timeout.
 func (d *Deliverer) Run(ctx context.Context) {
 	d.log.Info("webhook deliverer started", "holder", d.holder, "allowed_prefixes", len(d.cfg.Allow), "signing_secrets", len(d.send.signers))
+	defer d.send.closeIdle()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {

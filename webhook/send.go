@@ -105,6 +105,13 @@ func (c Config) client(t http.RoundTripper) *http.Client {
 	}
 }
 
+// closeIdle closes the connections the clients keep alive between attempts. An attempt in
+// flight keeps its own; the caller makes none after it (Run's end).
+func (s *sender) closeIdle() {
+	s.client.CloseIdleConnections()
+	s.plain.CloseIdleConnections()
+}
+
 // sign returns the webhook-signature header for one attempt: one v1 signature per secret.
 func (s *sender) sign(id string, ts time.Time, body []byte) (string, error) {
 	sigs := make([]string, 0, len(s.signers))

@@ -1,0 +1,84 @@
+package webhook_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/store"
+	"github.com/das-ask/ask/webhook"
+	"github.com/das-ask/ask/webhook/webhooktest"
+)
+
+// finishedTickets answers every ticket finished with an answer.
+type finishedTickets struct{}
+
+func (finishedTickets) Ticket(_ context.Context, id string) (store.Ticket, error) {
+	return store.Ticket{ID: id, ConversationID: "c1", LastSeq: 5,
+		Terminal: &store.Event{Seq: 4, Type: gen.EventTypeAnswer, Data: []byte(`{"seq":4,"type":"answer","text":"42"}`)},
+		Done:     &store.Event{Seq: 5, Type: gen.EventTypeDone, Data: []byte(`{"seq":5,"type":"done","ts":"2026-01-01T00:00:00Z"}`)},
+	}, nil
+}
+
+// TestRunLeavesNoConnection: once Run has returned, the deliverer holds no connection to a
+// receiver, and so no goroutine of its transport. A kept-alive connection to a receiver that
+// stays up otherwise outlives the deliverer (and the server that stopped it) by the transport's
+// idle timeout, 30 s, its two goroutines with it.
+func TestRunLeavesNoConnection(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	secret := webhooktest.Secret()
+	rcv, err := webhooktest.New(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close() // after the check: the receiver stays up, as a real one does
+	ob := store.NewMemoryOutbox()
+	d, err := webhook.New(webhook.Options{
+		Config: webhook.Config{
+			Allow:      []string{rcv.URL() + "/hooks/"},
+			Secrets:    []string{secret},
+			AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+			Poll:       10 * time.Millisecond,
+			Timeout:    2 * time.Second,
+		},
+		Outbox: ob, Tickets: finishedTickets{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: rcv.URL() + "/hooks/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
+	go func() { defer close(ran); d.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w, err := ob.Webhook(t.Context(), "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.State == gen.WebhookStateDelivered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not delivered: %+v", w)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a real condition, with a deadline
+	}
+	cancel()
+	<-ran
+	// The receiver's own goroutines (its listener and its side of the connection) are not the
+	// deliverer's.
+	if err := goleak.Find(before,
+		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
+		goleak.IgnoreAnyFunction("net/http/httptest.(*Server).goServe.func1"),
+	); err != nil {
+		t.Fatalf("the deliverer's connection outlived Run: %v", err)
+	}
+}

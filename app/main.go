@@ -192,7 +192,8 @@ func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error)
 	log := m.log.With("component", "store")
 	if sc.URL == "" {
 		warnSharedCapacity(log, svc, 1)
-		return server.MemoryStore(svc), func() error { return nil }, nil
+		ms := server.MemoryStore(svc)
+		return ms, ms.Close, nil // Close stops its expiry timer and drops what it holds
 	}
 	// go-redis's own lines (a Sentinel's switch, a pool that cannot dial) as the service's records
 	redisstore.LogLibrary(m.log.With("component", "go-redis"))

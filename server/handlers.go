@@ -6,7 +6,9 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -220,9 +222,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		return refuse(refused("tickets", err)) // problem.go's table words the refusal
 	}
 
-	if h := s.opts.Hooks.Admitted; h != nil {
-		h(ctx, Admission{Ticket: ticket, Conversation: conversationID, OID: owner.OID, CreatedAt: now.UTC()})
-	}
+	s.reportAdmitted(ctx, Admission{Ticket: ticket, Conversation: conversationID, OID: owner.OID, CreatedAt: now.UTC()})
 	r, runCtx := s.newRun(nt, opened, now)
 	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
 	if ik != nil {
@@ -277,6 +277,24 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	// Only now, with the 202 written, may the run make its first call.
 	s.start(r, runCtx, req)
 	return nil
+}
+
+// reportAdmitted calls the Admitted hook. A panic in it is logged and the ask goes on: the
+// ticket exists and holds its admission slot, and a panic carried up to the handler's recovery
+// (a 500) left it running for good, with nobody to run or end it (its conversation answered
+// 409 to every later ask, and Shutdown waited for it until its context ended).
+func (s *Server) reportAdmitted(ctx context.Context, a Admission) {
+	h := s.opts.Hooks.Admitted
+	if h == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			// Not the value: it could hold anything the hook held.
+			s.log.ErrorContext(ctx, "Admitted hook panicked", "ticket", a.Ticket, "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
+		}
+	}()
+	h(ctx, a)
 }
 
 // ticketBody is createAsk's 202 body: absolute paths with the base path.

@@ -14,7 +14,8 @@ import (
 // question or a token.
 type Hooks struct {
 	// Admitted: this instance created a ticket (the store took its accepted event). ctx is the
-	// creating request's (its request id, the caller's trace context).
+	// creating request's (its request id, the caller's trace context). A panic in it is logged
+	// and the ask goes on: the ticket exists by then.
 	Admitted func(ctx context.Context, a Admission)
 	// Running: the run of an admitted ticket is about to start; the context it returns (ctx
 	// with values added, such as the ask's span) is the one the runner gets.

@@ -179,7 +179,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	}
 	if err := s.addWebhook(ctx, ticket, body.Webhook, now); err != nil {
 		s.release("")
-		return err
+		return refuse(err) // a refusal (the store at capacity) frees the key, as CreateTicket's do
 	}
 	// The supervisor branch opens with the ticket's creation, not when the run starts: a caller
 	// may cancel the moment it has its ticket, and after a cancel the log takes only the

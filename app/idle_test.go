@@ -23,7 +23,7 @@ import (
 func TestIdleConnectionIsClosed(t *testing.T) {
 	cfg := config.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	cfg.Ops.AdminAddr = ""
+	cfg.Ops.AdminAddr = "127.0.0.1:0"
 	m := app.NewMain(cfg)
 	m.IdleTimeout = 100 * time.Millisecond
 	m.Authenticator = noAuth{}
@@ -36,26 +36,29 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := net.DialTimeout("tcp", m.Addr(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	br := bufio.NewReader(conn)
-	if _, err := io.WriteString(conn, "GET "+u.Path+"/v1/openapi.yaml HTTP/1.1\r\nHost: ask.test\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK || resp.Close {
-		t.Fatalf("the contract: %d, %v, close %v", resp.StatusCode, err, resp.Close)
-	}
-	resp.Body.Close()
-	// The test's own bound: well past the service's 100 ms, well short of for good.
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := br.ReadByte(); err != io.EOF {
-		t.Fatalf("an idle kept-alive connection, 10 s on (IdleTimeout 100 ms): %v, want it closed (EOF)", err)
+	// The API's listener, and the admin listener's (the same hold, by whoever reaches it).
+	for _, c := range []struct{ addr, path string }{{m.Addr(), u.Path + "/v1/openapi.yaml"}, {m.AdminAddr(), "/healthz"}} {
+		conn, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		if _, err := io.WriteString(conn, "GET "+c.path+" HTTP/1.1\r\nHost: ask.test\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK || resp.Close {
+			t.Fatalf("%s: %d, %v, close %v", c.path, resp.StatusCode, err, resp.Close)
+		}
+		resp.Body.Close()
+		// The test's own bound: well past the service's 100 ms, well short of for good.
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("%s: an idle kept-alive connection, 10 s on (IdleTimeout 100 ms): %v, want it closed (EOF)", c.path, err)
+		}
 	}
 }

@@ -50,9 +50,10 @@ type Main struct {
 	// Listener replaces listening on Config.Addr (the dev stack, whose webhook allow-list names
 	// the listener's address before the service is built); Close closes it.
 	Listener net.Listener
-	// IdleTimeout is how long a kept-alive connection may wait for its next request before it
-	// is closed (0: DefaultIdleTimeout). net/http's default is none: any client, with no bearer,
-	// could hold a connection and its goroutine for good after one request.
+	// IdleTimeout is how long a kept-alive connection, the API's or the admin listener's, may
+	// wait for its next request before it is closed (0: DefaultIdleTimeout). net/http's default
+	// is none: any client, with no bearer, could hold a connection and its goroutine for good
+	// after one request.
 	IdleTimeout time.Duration
 
 	// Set by Run.
@@ -307,8 +308,13 @@ func (m *Main) serveAdmin() error {
 		return errors.New("DAS_ASK_ADMIN_ADDR: " + err.Error())
 	}
 	m.adminLn = ln
+	// A kept-alive connection (a scraper's) is let go as the API's are.
+	idle := m.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
 	m.adminHS = &http.Server{Handler: obs.AdminHandler(m.Observer.Metrics(), m.Health), ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
+		IdleTimeout: idle, ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
 	m.adminDone = make(chan error, 1)
 	go func() { m.adminDone <- m.adminHS.Serve(ln) }()
 	return nil

@@ -27,21 +27,22 @@ func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Ti
 	cctx, cancel := context.WithCancelCause(s.base)
 	ctx := deadlineCtx{Context: cctx, deadline: deadline}
 	r := &run{
-		store:       s.store,
-		async:       isShared(s.store),
-		log:         s.log,
-		ticket:      ticket,
-		conv:        conv,
-		question:    question,
-		maxEvents:   s.opts.MaxEvents,
-		started:     admitted,
-		seq:         1, // accepted
-		onEnd:       s.runEnded,
-		recoverLost: s.recoverLost,
-		hooks:       s.opts.Hooks,
-		lease:       s.storeLease(),
-		ctx:         ctx,
-		admitted:    nt,
+		store:        s.store,
+		async:        isShared(s.store),
+		log:          s.log,
+		ticket:       ticket,
+		conv:         conv,
+		question:     question,
+		maxEvents:    s.opts.MaxEvents,
+		started:      admitted,
+		seq:          1, // accepted
+		onEnd:        s.runEnded,
+		recoverLost:  s.recoverLost,
+		restoreLater: s.restoreLater,
+		hooks:        s.opts.Hooks,
+		lease:        s.storeLease(),
+		ctx:          ctx,
+		admitted:     nt,
 	}
 	r.openedWith(opened)
 	// The timer may fire before AfterFunc returns (a deadline already past): r.cancel is set

@@ -82,7 +82,11 @@ type run struct {
 	// recoverLost ends, once the store is back, a run lost to a store that stayed away past
 	// its lease (Server.recoverLost); nil: the run only reports it.
 	recoverLost func(*run)
-	hooks       Hooks
+	// restoreLater restores, once the store takes it, a run whose log the store lost and
+	// whose restore the store refused for longer than the lease (Server.restoreLater); nil: the
+	// run only reports it.
+	restoreLater func(*run)
+	hooks        Hooks
 	// lease bounds how long the run waits for a store that does not take its writes.
 	lease time.Duration
 	// admitted is what CreateTicket registered: with a shared store that loses part of the
@@ -291,7 +295,15 @@ func (r *run) lose(err error, seq int64) {
 		// writes, or everything): the run stops, and ends error{interrupted} after every seq
 		// it assigned, the ticket re-created if it is gone.
 		r.log.Warn("the store no longer holds this ask's log as written; ending it as interrupted", "ticket", r.ticket, "seq", seq, "err", err)
-		if !r.restore() {
+		switch err := r.restoreVia(r.write); {
+		case err == nil:
+		case errors.Is(err, errStoreLost) && r.restoreLater != nil:
+			// The store refused the restore past the lease (a Redis restarted empty that
+			// persists while the service does not seal refuses the turn's question; one
+			// still coming back refuses everything): given up here, the ticket would read
+			// 404 for good, its 202 sent. Restored once the store takes it.
+			r.restoreLater(r)
+		default:
 			r.reportEnd(End{Reason: "store_error"})
 		}
 	default:

@@ -152,7 +152,6 @@ func (s *Server) recoverLost(r *run) {
 	go func() {
 		defer s.runners.Done()
 		out := errOutcome(gen.ErrorKindInterrupted, "the service's store was unreachable for longer than the ask's lease; the events it did not take are not in the log")
-		once := func(op func(context.Context) error) error { return op(s.base) }
 		ended := s.untilStoreBack(func() bool {
 			err := s.endRemote(s.base, sh, r.ticket, out, false)
 			switch {
@@ -163,16 +162,7 @@ func (s *Server) recoverLost(r *run) {
 				r.reportEnd(End{Reason: "ended_elsewhere"})
 				return true
 			case errors.Is(err, store.ErrNotFound):
-				switch err := r.restoreVia(once); {
-				case err == nil:
-					return true
-				case errors.Is(err, store.ErrFinished):
-					r.reportEnd(End{Reason: "ended_elsewhere"})
-					return true
-				case !errors.Is(err, store.ErrUnavailable):
-					r.reportEnd(End{Reason: "store_error"})
-					return true
-				}
+				return s.restoreOnce(r)
 			case !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrSeq):
 				s.log.Error("lost ask not ended", "ticket", r.ticket, "err", err)
 				r.reportEnd(End{Reason: "store_error"})
@@ -184,6 +174,41 @@ func (s *Server) recoverLost(r *run) {
 			r.reportEnd(End{Reason: "store_error"})
 		}
 	}()
+}
+
+// restoreLater restores r, a run whose log the store lost (a restart) and whose restore
+// (run.restore) the store refused for longer than the lease, once the store takes it, until
+// the server shuts down: re-created and ended error{interrupted} + done after every seq the
+// run assigned, as run.restore does, so that a ticket whose 202 was sent never vanishes. The
+// refusal that lasts is typically a Redis restarted empty that persists to disk while the
+// service does not seal: the restore carries the turn's question, so the store refuses it
+// (503s for creates meanwhile) until Redis runs memory-only again. The end is reported once,
+// when it is known.
+func (s *Server) restoreLater(r *run) {
+	s.runners.Add(1)
+	go func() {
+		defer s.runners.Done()
+		if !s.untilStoreBack(func() bool { return s.restoreOnce(r) }) {
+			r.reportEnd(End{Reason: "store_error"})
+		}
+	}()
+}
+
+// restoreOnce tries r's restore once (run.restoreVia): it reports whether that settled the
+// run's end (restored, ended by another replica, or refused for good, each reported), false
+// while the store is unavailable.
+func (s *Server) restoreOnce(r *run) bool {
+	switch err := r.restoreVia(func(op func(context.Context) error) error { return op(s.base) }); {
+	case err == nil:
+		return true
+	case errors.Is(err, store.ErrFinished):
+		r.reportEnd(End{Reason: "ended_elsewhere"})
+		return true
+	case !errors.Is(err, store.ErrUnavailable):
+		r.reportEnd(End{Reason: "store_error"})
+		return true
+	}
+	return false
 }
 
 // untilStoreBack calls try until it reports that it is done, waiting between tries with

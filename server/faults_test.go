@@ -351,7 +351,7 @@ func (s *ticketSignal) Ticket(ctx context.Context, id string) (store.Ticket, err
 
 // TestReconnectWhileARunningAskIsRestored: Redis restarts without persistence while an ask
 // runs; a reader whose stream reconnects (Last-Event-ID) before the ask's replica has noticed
-// and re-created the ticket, ended (run.restore: at its next write or lease check), gets that
+// and re-created the ticket, ended (run.restoreVia: at its next write or lease check), gets that
 // end, as a stream that stayed open does (follow waits for a vanished ticket), not a final 404
 // "lost: ask again" for a ticket that reappears a moment later: the Go client stops at a 404,
 // so it never learnt how the ask ended, and "a ticket whose 202 was sent never vanishes"

@@ -488,7 +488,7 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 	}
 	if err != nil && s.lostID(ctx, id) {
 		// A shared store restarted without persistence. If the ticket was running, its
-		// replica re-creates it, ended error{interrupted}, once it notices (run.restore: at
+		// replica re-creates it, ended error{interrupted}, once it notices (run.restoreVia: at
 		// its next write or lease check, or when its notifications re-subscribe): a status
 		// or a stream's reconnection in between waits for that, as an open stream does
 		// (follow), rather than answer that it was lost for good.

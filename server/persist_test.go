@@ -112,7 +112,7 @@ func (s *restoreWatch) Restore(ctx context.Context, nt store.NewTicket, tail []s
 
 // TestRestoreWaitsForARedisThatPersists: an ask runs on a memory-only Redis (no seal keys),
 // and Redis is killed and restarted on its port with appendonly yes. The runner's next write
-// finds its ticket gone and restores it (run.restore), a write that holds the question, which
+// finds its ticket gone and restores it (run.restoreVia), a write that holds the question, which
 // the store refuses while Redis persists, past the lease. Found by a black-box probe of the
 // cluster: the runner gave the restore up after the lease ("ask not restored after the store
 // lost its log", outcome store_error), so the ticket whose 202 was sent read 404 "lost" for

@@ -325,19 +325,16 @@ type restorer interface {
 // as the run wrote it.
 const errInterruptedMessage = "the service's store lost part of this ask's log (a restart, or a fault); the events it lost are not in the log"
 
-// restore ends a log the store lost part or all of with error{interrupted} and done, after
-// every seq this run assigned, re-creating the ticket if it is gone (store.Shared.Restore), and
-// reports whether it did (Hooks.Ended then has the restored end, with Restored set). The end
-// closes the supervisor branch only: the opens of the branches below it may be among what the
-// store lost. A store that cannot restore leaves the ticket to its lease: if it still exists, a
-// replica ends it once the lease lapses.
-func (r *run) restore() bool { return r.restoreVia(r.write) == nil }
-
 // errNoRestore: the store cannot restore a log, or the run has no admission to restore from.
 var errNoRestore = errors.New("the store cannot restore this ask")
 
-// restoreVia is restore with the store's write made through write (the run's retries, or one
-// attempt); it answers why the log was not restored, nil when it was.
+// restoreVia ends a log the store lost part or all of with error{interrupted} and done, after
+// every seq this run assigned, re-creating the ticket if it is gone (store.Shared.Restore), the
+// store's write made through write (the run's retries, or one attempt); it answers why the log
+// was not restored, nil when it was (Hooks.Ended then has the restored end, with Restored set).
+// The end closes the supervisor branch only: the opens of the branches below it may be among
+// what the store lost. A store that cannot restore leaves the ticket to its lease: if it still
+// exists, a replica ends it once the lease lapses.
 func (r *run) restoreVia(write func(func(context.Context) error) error) error {
 	sh, ok := r.store.(restorer)
 	if !ok || r.admitted.ID == "" {

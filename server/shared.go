@@ -140,7 +140,7 @@ const (
 // the last event the store took, so the log has no gap (unless another replica's sweep ended it
 // first). A ticket the store no longer holds (a Redis restarted without persistence while it
 // was away) is re-created and ended error{interrupted} after every seq the run assigned, as a
-// restart noticed by a write is (run.restore): a ticket whose 202 was sent never vanishes. The
+// restart noticed by a write is (run.restoreVia): a ticket whose 202 was sent never vanishes. The
 // end is reported once, when it is known.
 func (s *Server) recoverLost(r *run) {
 	sh, ok := s.store.(store.Shared)
@@ -177,9 +177,9 @@ func (s *Server) recoverLost(r *run) {
 }
 
 // restoreLater restores r, a run whose log the store lost (a restart) and whose restore
-// (run.restore) the store refused for longer than the lease, once the store takes it, until
+// (run.restoreVia) the store refused for longer than the lease, once the store takes it, until
 // the server shuts down: re-created and ended error{interrupted} + done after every seq the
-// run assigned, as run.restore does, so that a ticket whose 202 was sent never vanishes. The
+// run assigned, as run.restoreVia does, so that a ticket whose 202 was sent never vanishes. The
 // refusal that lasts is typically a Redis restarted empty that persists to disk while the
 // service does not seal: the restore carries the turn's question, so the store refuses it
 // (503s for creates meanwhile) until Redis runs memory-only again. The end is reported once,

@@ -159,11 +159,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.serveAdmin(); err != nil {
 		return err
 	}
-	idle := m.IdleTimeout
-	if idle <= 0 {
-		idle = DefaultIdleTimeout
-	}
-	m.hs = &http.Server{Handler: m.handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle, ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
+	m.hs = &http.Server{Handler: m.handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: m.idleTimeout(), ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.hs.Serve(m.ln) }()
 	m.log.Info("serving", "addr", m.ln.Addr().String(), "admin_addr", m.AdminAddr(), "base_path", cfg.Service.BasePath,
@@ -309,15 +305,19 @@ func (m *Main) serveAdmin() error {
 	}
 	m.adminLn = ln
 	// A kept-alive connection (a scraper's) is let go as the API's are.
-	idle := m.IdleTimeout
-	if idle <= 0 {
-		idle = DefaultIdleTimeout
-	}
 	m.adminHS = &http.Server{Handler: obs.AdminHandler(m.Observer.Metrics(), m.Health), ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout: idle, ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
+		IdleTimeout: m.idleTimeout(), ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
 	m.adminDone = make(chan error, 1)
 	go func() { m.adminDone <- m.adminHS.Serve(ln) }()
 	return nil
+}
+
+// idleTimeout is IdleTimeout, or its default.
+func (m *Main) idleTimeout() time.Duration {
+	if m.IdleTimeout > 0 {
+		return m.IdleTimeout
+	}
+	return DefaultIdleTimeout
 }
 
 // BasePath is the service's base path as served ("/ask" by default), before or after Run.

@@ -219,11 +219,11 @@ func (s *Server) waitStore(ctx context.Context, out *sseWriter, keepAlive *time.
 // refused even when the header wins, as one the validator refuses is.
 func cursorOf(p gen.StreamEventsParams, rawAfter string) (int64, error) {
 	if p.After != nil && !isCursor(rawAfter) {
-		return 0, badRequest("after must be a decimal integer (digits only)")
+		return 0, badRequest("after must be a seq: 1 to 18 decimal digits")
 	}
 	if p.LastEventID != nil {
 		if !isCursor(*p.LastEventID) {
-			return 0, badRequest("Last-Event-ID must be a decimal integer")
+			return 0, badRequest("Last-Event-ID must be a seq: 1 to 18 decimal digits")
 		}
 		return strconv.ParseInt(*p.LastEventID, 10, 64)
 	}

@@ -68,6 +68,31 @@ func TestViolationWording(t *testing.T) {
 				}
 			}
 		}
+		// A cursor of 19 digits is digits only and fits an int64, but not the contract's
+		// ^[0-9]{1,18}$: the problem says the bound it broke (the header's, the validator's
+		// pattern; the query's, read as an integer by the validator, the service's detail).
+		for _, tc := range []struct {
+			hdr  []string
+			want string
+		}{
+			{nil, "after must be a seq: 1 to 18 decimal digits"},
+			{[]string{"Last-Event-ID", "1234567890123456789"}, "{1,18}"},
+		} {
+			path := events
+			if tc.hdr == nil {
+				path += "?after=1234567890123456789"
+			}
+			req := newReq(t, http.MethodGet, path, alice, "")
+			for i := 0; i+1 < len(tc.hdr); i += 2 {
+				req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+			}
+			resp := h.do(req)
+			body := readBody(t, resp)
+			problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, http.StatusBadRequest)
+			if !strings.Contains(string(body), tc.want) {
+				t.Errorf("a 19-digit cursor (%v): %s, want %q in it", tc.hdr, body, tc.want)
+			}
+		}
 		// Prefer is a list (RFC 7240): two lines of it are one list, read in order, and the first
 		// wait in it is the one applied, not a repeated parameter.
 		req := newReq(t, http.MethodGet, "/ask/v1/asks/"+ticket, alice, "")

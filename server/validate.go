@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -324,6 +325,9 @@ func schemaViolation(where string, err error) string {
 // words any other value of the wrong type ("value must be a string"); a number where the
 // schema wants one is "out of range".
 func schemaReason(se *openapi3.SchemaError) string {
+	if se.SchemaField == "properties" {
+		return unsupportedProperty(se.Reason)
+	}
 	if se.SchemaField != "type" && se.SchemaField != "nullable" || strings.HasPrefix(se.Reason, "value must be ") {
 		return se.Reason
 	}
@@ -348,4 +352,26 @@ func schemaReason(se *openapi3.SchemaError) string {
 		return "value must not be null"
 	}
 	return "value is not valid here"
+}
+
+// maxEchoedName is how much of an unknown property's name a 400 repeats: enough to find it in
+// the request, not the whole of a name as long as the body.
+const maxEchoedName = 64
+
+// unsupportedProperty is kin-openapi's `property "name" is unsupported` with the name cut to
+// maxEchoedName characters (and "…" said where it was cut); any other reason as it is.
+func unsupportedProperty(reason string) string {
+	const head, tail = "property ", " is unsupported"
+	quoted, ok := strings.CutPrefix(reason, head)
+	if quoted, ok = strings.CutSuffix(quoted, tail); !ok {
+		return reason
+	}
+	name, err := strconv.Unquote(quoted)
+	if err != nil {
+		return reason
+	}
+	if r := []rune(name); len(r) > maxEchoedName {
+		return head + strconv.Quote(string(r[:maxEchoedName])) + "… (cut at " + strconv.Itoa(maxEchoedName) + " characters)" + tail
+	}
+	return reason
 }

@@ -93,12 +93,26 @@ func TestViolationWording(t *testing.T) {
 				t.Errorf("a 19-digit cursor (%v): %s, want %q in it", tc.hdr, body, tc.want)
 			}
 		}
+		// An unknown property is named, but a name as long as the body is not repeated whole.
+		long := strings.Repeat("ü", 5000)
+		resp := h.do(newReq(t, http.MethodPost, "/ask/v1/conversations/"+cid+"/asks", alice, `{"question":"q","`+long+`":1}`))
+		body := readBody(t, resp)
+		p := problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, http.StatusBadRequest)
+		want := `body: property "` + strings.Repeat("ü", 64) + `"… (cut at 64 characters) is unsupported`
+		if p.Errors == nil || !slices.Contains(*p.Errors, want) || len(body) > 1024 {
+			t.Errorf("a long unknown property: %d bytes: %.300s, want %q among the errors", len(body), body, want)
+		}
+		resp = h.do(newReq(t, http.MethodPost, "/ask/v1/conversations/"+cid+"/asks", alice, `{"question":"q","qestion":1}`))
+		p = problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), readBody(t, resp), http.StatusBadRequest)
+		if want := `body: property "qestion" is unsupported`; p.Errors == nil || !slices.Contains(*p.Errors, want) {
+			t.Errorf("a short unknown property: errors %v, want %q among them", p.Errors, want)
+		}
 		// Prefer is a list (RFC 7240): two lines of it are one list, read in order, and the first
 		// wait in it is the one applied, not a repeated parameter.
 		req := newReq(t, http.MethodGet, "/ask/v1/asks/"+ticket, alice, "")
 		req.Header.Add("Prefer", "respond-async")
 		req.Header.Add("Prefer", "wait=1, wait=2")
-		resp := h.do(req)
+		resp = h.do(req)
 		if body := readBody(t, resp); resp.StatusCode != http.StatusOK || resp.Header.Get("Preference-Applied") != "wait=1" {
 			t.Errorf("two Prefer lines: %d, Preference-Applied %q: %s", resp.StatusCode, resp.Header.Get("Preference-Applied"), body)
 		}

@@ -187,6 +187,13 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 	supEmit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseReconciling, Subject: led.reconcileSubject(), Source: strings.Join(names, ",")})
 	// Under bctx: a refusal in the withheld branch meanwhile stops the reconciliation too.
 	lp := a.loop(bctx, loopSpec{system: a.system + reconcilePrompt, msgs: msgs, tools: supTools, led: led, emit: supEmit, turns: a.maxTurns})
+	if lp.end != nil && lp.end.Refusal != nil {
+		// The reconciliation's own refusal is the run's: like a branch's, it stops the
+		// withheld branch at once rather than waiting it out (it used to wait, as long as
+		// until the withheld branch's own deadline, before the refusal was told).
+		stop()
+		return *lp.end
+	}
 	if r := refused(); r != nil {
 		return *r
 	}

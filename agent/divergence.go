@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"math/big"
 	"slices"
 	"strings"
 
@@ -50,9 +51,41 @@ func divergence(answer, withheld *gen.AnswerBody, defs []definition) *gen.Diverg
 	return d
 }
 
-// sameRows reports whether two results hold the same figures, row for row.
+// sameRows reports whether two results hold the same figures, row for row. A number is
+// compared by its value, not by how the source wrote it (decode keeps the source's spelling: a
+// COUNT's 10 and a SUM's 10.0 are one figure); anything else by its JSON.
 func sameRows(a, b [][]any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if !sameValue(a[i][j], b[i][j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// figurePrec is the precision numbers are compared at: far beyond any figure a table holds, and
+// bounded, so that a source's 1e999999999 costs no more than any other number.
+const figurePrec = 256
+
+func sameValue(x, y any) bool {
+	nx, okx := x.(json.Number)
+	ny, oky := y.(json.Number)
+	if okx && oky {
+		fx, _, errx := big.ParseFloat(string(nx), 10, figurePrec, big.ToNearestEven)
+		fy, _, erry := big.ParseFloat(string(ny), 10, figurePrec, big.ToNearestEven)
+		if errx == nil && erry == nil {
+			return fx.Cmp(fy) == 0
+		}
+	}
+	jx, err1 := json.Marshal(x)
+	jy, err2 := json.Marshal(y)
+	return err1 == nil && err2 == nil && string(jx) == string(jy)
 }

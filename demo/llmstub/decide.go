@@ -147,19 +147,21 @@ func matchHistory(h *historyMatch, prior []Message) map[string]string {
 	return nil
 }
 
-// resolveTool finds the offered function for a scripted tool: the same name, or else the one
+// resolveTool finds the offered function for a scripted tool: the same name, or else the first
 // offered name that ends in "_"+want or "-"+want (an agent may prefix tools with their source).
+// When several sources offer the tool, the first offered is called, as a model given two
+// warehouses with the same tables picks one rather than none.
 func resolveTool(want string, offered []string) (string, bool) {
-	found, n := "", 0
+	found := ""
 	for _, o := range offered {
 		if o == want {
 			return o, true
 		}
-		if strings.HasSuffix(o, "_"+want) || strings.HasSuffix(o, "-"+want) {
-			found, n = o, n+1
+		if found == "" && (strings.HasSuffix(o, "_"+want) || strings.HasSuffix(o, "-"+want)) {
+			found = o
 		}
 	}
-	return found, n == 1
+	return found, found != ""
 }
 
 // digest hashes the conversation so that the same request always gets the same ids.

@@ -129,10 +129,13 @@ func TestCustomScript(t *testing.T) {
 			t.Errorf("reply %+v", msg)
 		}
 	})
-	t.Run("ambiguous prefixed tool", func(t *testing.T) {
-		comp := complete(t, client, params("look up widgets as bob", tool("a_search_catalog"), tool("b_search_catalog")), false)
-		if msg := comp.Choices[0].Message; len(msg.ToolCalls) != 0 {
-			t.Errorf("reply %+v, want no tool call", msg)
+	t.Run("a tool two sources offer", func(t *testing.T) {
+		// Two sources with the same tools (two warehouses): the first offered is called, not none.
+		for _, order := range [][]string{{"a__search_catalog", "b__search_catalog"}, {"b__search_catalog", "a__search_catalog"}} {
+			comp := complete(t, client, params("look up widgets as bob", tool(order[0]), tool(order[1])), false)
+			if tc := comp.Choices[0].Message.ToolCalls; len(tc) != 1 || tc[0].Function.Name != order[0] {
+				t.Errorf("offered %v: tool calls %+v, want one call of %s", order, tc, order[0])
+			}
 		}
 	})
 	t.Run("tool_choice none", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,5 +41,84 @@ func TestSourceSilentOnTheHandshake(t *testing.T) {
 	}
 	if len(m.reqs) != 0 {
 		t.Errorf("%d model calls, want none", len(m.reqs))
+	}
+}
+
+// The handshakes with a run's sources run at once: the run waits for the slowest, not their
+// sum. Each source here holds its handshake until the other's has arrived too, so one after
+// the other would end the run at the tool timeout; at once, the model is asked. And with one
+// source down, the run ends in its error, with the other's session, which did open, closed (its
+// DELETE sent).
+func TestSourcesConnectAtOnce(t *testing.T) {
+	s := newStack(t)
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	var once [2]sync.Once
+	release := make(chan struct{}) // at the test's end, so that the servers can close
+	gate := func(i int) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			once[i].Do(func() {
+				arrived.Done()
+				done := make(chan struct{})
+				go func() { arrived.Wait(); close(done) }()
+				select {
+				case <-done:
+				case <-r.Context().Done():
+				case <-release:
+				}
+			})
+			if r.Context().Err() != nil {
+				return
+			}
+			s.source.Config.Handler.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/mcp"
+	}
+	one, two := gate(0), gate(1)
+	t.Cleanup(func() { close(release) }) // before the servers' Close (cleanups run last first)
+	m := &scripted{script: []func(model.Request) (model.Response, error){say("both sources are here")}}
+	a, err := agent.New(agent.Options{
+		Model:       m,
+		Sources:     []agent.SourceConfig{{Name: "one", URL: one}, {Name: "two", URL: two}},
+		ToolTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := a.Run(t.Context(), s.request(t, "alice", "anything"), &recorder{}); out.Error != nil || len(m.reqs) != 1 {
+		t.Fatalf("outcome %s %+v after %d model calls, want the model asked once: the handshakes ran one after the other",
+			outcomeType(out), out.Error, len(m.reqs))
+	}
+
+	var mu sync.Mutex
+	var deletes int
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			mu.Lock()
+			deletes++
+			mu.Unlock()
+		}
+		s.source.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	m = &scripted{script: []func(model.Request) (model.Response, error){say("must not be asked")}}
+	a, err = agent.New(agent.Options{
+		Model:   m,
+		Sources: []agent.SourceConfig{{Name: "up", URL: up.URL + "/mcp"}, {Name: "down", URL: down.URL + "/mcp"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := a.Run(t.Context(), s.request(t, "alice", "anything"), &recorder{})
+	if out.Error == nil || !strings.Contains(out.Error.Message, "source down") || len(m.reqs) != 0 {
+		t.Fatalf("outcome %s %+v after %d model calls, want error{transport} naming source down", outcomeType(out), out.Error, len(m.reqs))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if deletes != 1 {
+		t.Errorf("source up's session: %d DELETEs, want 1 (the session closed when the run ended)", deletes)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -159,6 +160,11 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 // unlucky cancel (found by hardening TestLoadAndSoak under goleak). The run notices the
 // cancellation right after.
 //
+// The handshakes run at once, so a run with several sources waits for the slowest, not their
+// sum. Each runs to its end (not cancelled when another fails, for the reason above), and only
+// then does connect answer: all the sessions, or the first failure in DAS_SOURCES order with
+// every session that did open closed.
+//
 // A source that cannot be reached is a warning in the log, naming it: the run's error event
 // tells the user, and this line tells the operator which source it was. The sessions log
 // their tool calls with log (the run's ticket).
@@ -166,19 +172,30 @@ func (a *Agent) connect(ctx context.Context, token string, log *slog.Logger) ([]
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
 	defer cancel()
 	opts := source.Options{HTTPClient: a.hc, Logger: log}
-	sessions := make([]*source.Session, 0, len(a.sources))
-	for _, cfg := range a.sources {
-		s, err := source.Connect(hctx, cfg, token, opts)
-		if err != nil {
-			if ctx.Err() == nil { // not the run's own cancel or deadline
-				log.WarnContext(ctx, "source unreachable", "source", cfg.Name, "error", err.Error())
+	sessions := make([]*source.Session, len(a.sources))
+	errs := make([]error, len(a.sources))
+	var wg sync.WaitGroup
+	for i, cfg := range a.sources {
+		wg.Go(func() { sessions[i], errs[i] = source.Connect(hctx, cfg, token, opts) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if ctx.Err() == nil { // not the run's own cancel or deadline
+			for j, err := range errs[i:] {
+				if err != nil {
+					log.WarnContext(ctx, "source unreachable", "source", a.sources[i+j].Name, "error", err.Error())
+				}
 			}
-			for _, s := range sessions {
+		}
+		for _, s := range sessions {
+			if s != nil {
 				s.Close()
 			}
-			return nil, err
 		}
-		sessions = append(sessions, s)
+		return nil, err
 	}
 	return sessions, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -80,10 +81,9 @@ func newSender(c Config, transport http.RoundTripper) (*sender, error) {
 
 // transport is the network as the policy allows it: control checks every resolved address.
 func (c Config) transport(control func(string, string, syscall.RawConn) error) *http.Transport {
-	d := &net.Dialer{Timeout: c.Timeout, Control: control}
 	return &http.Transport{
 		Proxy:                 nil,
-		DialContext:           d.DialContext,
+		DialContext:           c.dialer(&net.Dialer{Timeout: c.Timeout}, control),
 		TLSHandshakeTimeout:   c.Timeout,
 		ResponseHeaderTimeout: c.Timeout,
 		// A receiver's answer is a status: its headers are bounded as its body is
@@ -94,6 +94,38 @@ func (c Config) transport(control func(string, string, syscall.RawConn) error) *
 		ForceAttemptHTTP2:      true,
 	}
 }
+
+// dialer is base's DialContext with control checking every resolved address. A name may
+// resolve to addresses the policy refuses beside ones it allows; Go's dialer tries each in turn
+// and, when none connects, reports the first one's error. When that is a refusal but an allowed
+// address was tried and did not answer, the attempt failed to connect (a passing fault, retried),
+// not by the operator's policy (final): the refusal is reported only when every address tried
+// was refused.
+func (c Config) dialer(base *net.Dialer, control func(string, string, syscall.RawConn) error) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		var passed atomic.Bool // Control runs concurrently for the two families (Happy Eyeballs)
+		d := *base
+		d.Control = func(network, address string, raw syscall.RawConn) error {
+			if err := control(network, address, raw); err != nil {
+				return err
+			}
+			passed.Store(true)
+			return nil
+		}
+		conn, err := d.DialContext(ctx, network, address)
+		if err != nil && passed.Load() && errors.Is(err, errRefusedAddr) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errAllowedUnreachable}
+		}
+		return conn, err
+	}
+}
+
+// errAllowedUnreachable replaces a refusal reported for a name whose allowed address was tried
+// and did not answer.
+var errAllowedUnreachable = errors.New("no allowed address of the name answered (others it resolves to are refused)")
 
 func (c Config) client(t http.RoundTripper) *http.Client {
 	return &http.Client{

@@ -281,29 +281,20 @@ func checkWebhookDelivered(ctx context.Context, s *session) verdict {
 	if n < 2 || hr.frames[n-1].event != "done" {
 		found = append(found, "the stream did not end with done")
 	} else {
-		if !jsonEqual(body.Terminal, hr.frames[n-2].data) {
-			found = append(found, "the body's terminal differs from the stream's terminal event")
+		// Byte for byte, as the contract promises ("exactly the JSON the stream carried"), not
+		// by value: a receiver may compare, cache or hash the stream's event and the delivery's.
+		if !bytes.Equal(body.Terminal, hr.frames[n-2].data) {
+			found = append(found, "the body's terminal is not byte for byte the stream's terminal event")
 		}
-		if !jsonEqual(body.Done, hr.frames[n-1].data) {
-			found = append(found, "the body's done differs from the stream's done")
+		if !bytes.Equal(body.Done, hr.frames[n-1].data) {
+			found = append(found, "the body's done is not byte for byte the stream's done")
 		}
 	}
 	if body.Type != string(gen.WebhookDeliveryTypeAskEnded) || body.Ticket != hr.ticket {
 		found = append(found, fmt.Sprintf("body type %q ticket %q", body.Type, body.Ticket))
 	}
 	return problems("one delivery, signed, of the stream's terminal event and done, without the question or a bearer", found,
-		"one verified delivery with the stream's terminal event and done; status delivered under the same webhook-id")
-}
-
-// jsonEqual compares two JSON documents by value.
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
+		"one verified delivery with the stream's terminal event and done, byte for byte; status delivered under the same webhook-id")
 }
 
 func checkWebhookRetried(ctx context.Context, s *session) verdict {

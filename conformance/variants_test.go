@@ -329,6 +329,19 @@ func variants(slowWait time.Duration) []variant {
 				}
 				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 			}},
+		{name: "webhook-terminal-rewritten", fails: []string{"webhook.delivered-signed"},
+			// A service whose delivery carries the terminal event with the same values but not
+			// the bytes the stream carried (here the stream's are re-serialized, keys sorted):
+			// a receiver comparing the two, or verifying one signature over both, sees them
+			// differ, and the contract says "exactly the JSON the stream carried".
+			frame: func(_ *proxy, _ *streamState, f sseFrame) []sseFrame {
+				m := f.data()
+				switch t, _ := m["type"].(string); t {
+				case "answer", "abstention", "refusal", "error":
+					return []sseFrame{eventFrame(m)}
+				}
+				return []sseFrame{f}
+			}},
 		{name: "webhook-state-hidden", fails: []string{"webhook.delivered-signed", "webhook.retried-same-id", "webhook.redirect-not-followed"},
 			body: func(_ *proxy, r *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
 				if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/v1/asks/") || strings.HasSuffix(r.URL.Path, "/events") {

@@ -200,6 +200,10 @@ func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error)
 		URL: sc.URL, Prefix: sc.Prefix, Buckets: sc.Buckets, TTL: svc.TTL, MaxEvents: svc.MaxEvents, Lease: sc.Lease, Logger: log, Seal: sc.Seal,
 		CacheBytes: sc.CacheMB << 20,
 	})
+	if errors.Is(err, redisstore.ErrURL) {
+		// as config's own refusals: the setting is wrong, not Redis away (askd exits 2)
+		return nil, nil, fmt.Errorf("%w: DAS_ASK_STORE: %w", config.ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("DAS_ASK_STORE: %w", err)
 	}

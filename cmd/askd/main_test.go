@@ -353,6 +353,12 @@ func TestAskdExitStatus(t *testing.T) {
 		{"fewer events than a run's frame", "DAS_ASK_MAX_EVENTS", "7", 2, `DAS_ASK_MAX_EVENTS="7"`},
 		{"no issuer", "DAS_ISSUER", "", 2, "DAS_ISSUER is required"},
 		{"its address taken", "DAS_ASK_ADDR", taken.Addr().String(), 1, "address already in use"},
+		// A Redis URL that cannot be parsed is a setting to correct, as an unknown scheme is:
+		// no restart gets past it. Its password is never echoed.
+		{"a Redis URL without a port number", "DAS_ASK_STORE", "redis://:hunter2@127.0.0.1:x/0", 2, "DAS_ASK_STORE: redis store: the URL is not one of"},
+		{"a Redis URL whose db is not a number", "DAS_ASK_STORE", "redis://127.0.0.1:6379/abc", 2, "DAS_ASK_STORE: redis store: the URL is not one of"},
+		{"a Sentinel URL naming no master", "DAS_ASK_STORE", "redis+sentinel://127.0.0.1:26379", 2, "DAS_ASK_STORE: redis store: the URL is not one of"},
+		{"a Redis that cannot be reached", "DAS_ASK_STORE", "redis://127.0.0.1:1/0", 1, "DAS_ASK_STORE: redis store: dial"},
 	} {
 		env := maps.Clone(valid)
 		if c.value == "" {
@@ -364,6 +370,9 @@ func TestAskdExitStatus(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: askd started", c.name)
 			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the message echoes the password: %q", c.name, err)
 		}
 		if got := exitStatus(err); got != c.status || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: exit status %d, message %q; want %d and a message holding %q", c.name, got, err, c.status, c.says)

@@ -15,9 +15,10 @@ import (
 // clusterStateReload is how often a Redis Cluster client reads the slot map again while in use.
 const clusterStateReload = time.Second
 
-// errURL is what New says of a URL it cannot use. The URL may carry a password, so it is
-// never echoed.
-var errURL = errors.New(`redis store: the URL is not one of redis://, rediss:// (one server), ` +
+// ErrURL is what New's error matches (errors.Is) when the URL is not one of the forms below:
+// a setting to correct, which no retry gets past (askd exits 2 for it, 1 for a Redis it
+// cannot reach). The URL may carry a password, so it is never echoed.
+var ErrURL = errors.New(`redis store: the URL is not one of redis://, rediss:// (one server), ` +
 	`redis+cluster://host:port[,host:port...] (Redis Cluster) or redis+sentinel://host:port[,host:port...]/master[/db] (Sentinel)`)
 
 // newClient opens the client a URL names, and for the Sentinel form also answers the
@@ -50,13 +51,13 @@ var errURL = errors.New(`redis store: the URL is not one of redis://, rediss:// 
 func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error) (goredis.UniversalClient, *goredis.UniversalOptions, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, nil, errURL
+		return nil, nil, ErrURL
 	}
 	switch scheme {
 	case "redis", "rediss":
 		o, err := goredis.ParseURL(raw)
 		if err != nil {
-			return nil, nil, errURL
+			return nil, nil, ErrURL
 		}
 		o.Protocol = resp(o.Protocol)
 		o.ContextTimeoutEnabled = true
@@ -66,7 +67,7 @@ func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error)
 		base := strings.TrimSuffix(scheme, "+cluster")
 		u, err := url.Parse(base + "://" + rest)
 		if err != nil || u.Host == "" {
-			return nil, nil, errURL
+			return nil, nil, ErrURL
 		}
 		hosts := strings.Split(u.Host, ",")
 		q := u.Query()
@@ -76,7 +77,7 @@ func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error)
 		u.Host, u.RawQuery = hosts[0], q.Encode()
 		o, err := goredis.ParseClusterURL(u.String())
 		if err != nil {
-			return nil, nil, errURL
+			return nil, nil, ErrURL
 		}
 		o.Protocol = resp(o.Protocol)
 		// go-redis learns where the slots are only from a MOVED or ASK, or every
@@ -97,7 +98,7 @@ func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error)
 		uo.OnConnect = onConnect
 		return goredis.NewUniversalClient(uo), uo, nil
 	}
-	return nil, nil, errURL
+	return nil, nil, ErrURL
 }
 
 // sentinelOptions are the failover client's options a redis+sentinel:// URL names (scheme and
@@ -105,16 +106,16 @@ func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error)
 func sentinelOptions(scheme, rest string) (*goredis.UniversalOptions, error) {
 	u, err := url.Parse("redis://" + rest)
 	if err != nil || u.Host == "" || u.RawQuery != "" {
-		return nil, errURL
+		return nil, ErrURL
 	}
 	path := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
 	if len(path) < 1 || len(path) > 2 {
-		return nil, errURL
+		return nil, ErrURL
 	}
 	uo := &goredis.UniversalOptions{Addrs: strings.Split(u.Host, ","), MasterName: path[0], Protocol: resp(0), ContextTimeoutEnabled: true}
 	if len(path) == 2 {
 		if uo.DB, err = strconv.Atoi(path[1]); err != nil {
-			return nil, errURL
+			return nil, ErrURL
 		}
 	}
 	if u.User != nil {

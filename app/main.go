@@ -68,7 +68,9 @@ type Main struct {
 	closeSt   func() error
 	ln        net.Listener
 	hs        *http.Server
-	served    chan error
+	served    chan struct{} // closed when the API's Serve returns; serveErr is then its error
+	serveErr  error
+	done      chan error // Done's: Serve's error, once
 	adminLn   net.Listener
 	adminHS   *http.Server
 	adminDone chan error
@@ -160,8 +162,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.hs = &http.Server{Handler: m.handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: m.idleTimeout(), ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
-	m.served = make(chan error, 1)
-	go func() { m.served <- m.hs.Serve(m.ln) }()
+	m.served, m.done = make(chan struct{}), make(chan error, 1)
+	go func() {
+		m.serveErr = m.hs.Serve(m.ln)
+		close(m.served) // Close's, which a reader of Done must not take from it
+		m.done <- m.serveErr
+	}()
 	m.log.Info("serving", "addr", m.ln.Addr().String(), "admin_addr", m.AdminAddr(), "base_path", cfg.Service.BasePath,
 		"model", cfg.Agent.LLM, "sources", len(cfg.Agent.Sources), "tracing", m.tracing != nil && m.tracing.Enabled)
 	return nil
@@ -359,7 +365,7 @@ func (m *Main) AdminAddr() string {
 func (m *Main) Ready() bool { return m.ready == nil || m.ready() }
 
 // Done reports the API server's end when it stops by itself (a failed Serve); nil before Run.
-func (m *Main) Done() <-chan error { return m.served }
+func (m *Main) Done() <-chan error { return m.done }
 
 // EndGrace ends the shutdown grace of a Close under way (or makes a later Close skip it): the
 // asks still running end with error{shutdown} and done at once (server.Server.EndGrace). askd
@@ -399,8 +405,9 @@ func (m *Main) Close() error {
 		if err := m.hs.Shutdown(ctx); err != nil && !late {
 			errs = append(errs, fmt.Errorf("stopping: connections still open after %s: %w", grace+10*time.Second, err))
 		}
-		if serr := <-m.served; !errors.Is(serr, http.ErrServerClosed) {
-			errs = append(errs, serr)
+		<-m.served
+		if !errors.Is(m.serveErr, http.ErrServerClosed) {
+			errs = append(errs, m.serveErr)
 		}
 		m.hs = nil
 	} else if m.ln != nil {

@@ -3,10 +3,13 @@
 // config), package app builds the service from it and serves.
 //
 // Invalid settings stop it at start with a message naming the variable and exit status 2 (1
-// for any other failure to start or serve). SIGINT or SIGTERM stops admitting asks, lets
+// for any other failure to start or serve). SIGINT, SIGTERM or SIGHUP stops admitting asks, lets
 // running asks finish for DAS_ASK_SHUTDOWN_GRACE_S, ends the rest with error{shutdown} and
-// done, and exits; readiness turns false as soon as the signal arrives. A second SIGINT or
-// SIGTERM ends the grace at once: the asks still running end then, as cleanly.
+// done, and exits; readiness turns false as soon as the signal arrives. A second one ends the
+// grace at once: the asks still running end then, as cleanly. SIGHUP is a stop, not a reload:
+// askd's settings are its environment, which a running process cannot be given anew, and Go's
+// default for it (the terminal askd runs in closing) was to die at once, streams cut and, with
+// the in-memory store, every ticket lost.
 package main
 
 import (
@@ -28,7 +31,7 @@ func main() {
 		os.Exit(code)
 	}
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	if err := run(sigs, config.Process, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "askd:", err)
 		os.Exit(exitStatus(err))
@@ -56,7 +59,8 @@ variable (README.md, "Configuration"; package config). It needs at least
 and listens on DAS_ASK_ADDR (default 127.0.0.1:8080), its metrics and probes on DAS_ASK_ADMIN_ADDR
 (default 127.0.0.1:9090). An invalid setting stops it at start, naming the variable, with exit
 status 2; any other failure to start or serve exits 1.
-SIGINT or SIGTERM stops it gracefully (DAS_ASK_SHUTDOWN_GRACE_S); a second one ends the grace.
+SIGINT, SIGTERM or SIGHUP stops it gracefully (DAS_ASK_SHUTDOWN_GRACE_S); a second one ends
+the grace. SIGHUP reloads nothing: start askd again with the new environment.
 For the whole development system with embedded defaults, run ask-serve (make ask-serve).
 `
 

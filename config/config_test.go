@@ -156,6 +156,9 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		{"DAS_ASK_MAX_EVENTS", "1e3"}, {"DAS_ASK_KEEPALIVE_S", "0"}, {"DAS_ASK_DEADLINE_S", "2m"},
 		{"DAS_ASK_MAX_INFLIGHT_PER_ID", "0"}, {"DAS_ASK_MAX_TICKETS", "-1"}, {"DAS_ASK_MAX_BODY_BYTES", "10"},
 		{"DAS_ASK_SHUTDOWN_GRACE_S", "-1"}, {"DAS_ASK_PATH", "ask"}, {"DAS_ASK_PATH", "/a?b"}, {"DAS_ASK_PATH", "/a/../b"},
+		// A dot segment the edge answers 404 wherever it is (server/paths.go): the service
+		// would serve nothing at all.
+		{"DAS_ASK_PATH", "/a/./b"}, {"DAS_ASK_PATH", "/ask/."}, {"DAS_ASK_PATH", "/./ask"}, {"DAS_ASK_PATH", "/.."},
 		{"DAS_ASK_MAX_CONVERSATIONS_PER_ID", "0"}, {"DAS_ASK_MAX_CONVERSATIONS_PER_ID", "many"},
 		{"DAS_ASK_MAX_RETAINED_PER_ID", "-3"}, {"DAS_ASK_MAX_RETAINED_PER_ID", "1.5"},
 		{"DAS_ASK_MAX_TURNS_PER_CONVERSATION", "0"}, {"DAS_ASK_MAX_TURNS_PER_CONVERSATION", "10001"},

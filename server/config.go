@@ -93,8 +93,12 @@ func cleanBasePath(p string) (string, error) {
 	if !strings.HasPrefix(p, "/") {
 		return "", errors.New("want an absolute path such as /ask")
 	}
-	p = strings.TrimRight(p, "/")
-	if strings.ContainsAny(p, "?#% \t:") || strings.Contains(p, "//") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
+	if p = strings.TrimRight(p, "/"); p == "" {
+		return "", nil // "///": the root
+	}
+	// cleanPath: a dot or empty segment, which the edge answers 404 wherever it is, would leave
+	// nothing served at all
+	if strings.ContainsAny(p, "?#% \t:") || !cleanPath(p) {
 		return "", errors.New("want a plain absolute path such as /ask")
 	}
 	return p, nil

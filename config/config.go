@@ -135,6 +135,7 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	e := NewEnv(lookup)
 	c := DefaultConfig()
 	c.Addr = e.String("DAS_ASK_ADDR", c.Addr)
+	checkListenAddr(e, "DAS_ASK_ADDR", c.Addr, "want host:port")
 	c.Service = serviceFrom(e, c.Service)
 	c.Store = storeFrom(e)
 	c.Auth = AuthFrom(e, c.Auth)
@@ -361,15 +362,27 @@ func realProvider(e *Env) string {
 	return agent.LLMReal
 }
 
+// checkListenAddr records name's value v as invalid unless it is host:port with a port a
+// listener can take (0 to 65535, or a service name this host knows): one that is not would
+// fail only at listen, as an ordinary failure to start (exit 1) rather than a setting to
+// correct (exit 2). The host is left to the listen: whether it resolves may change.
+func checkListenAddr(e *Env, name, v, want string) {
+	_, port, err := net.SplitHostPort(v)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		e.Failf(name, "%q: %s", v, want)
+	}
+}
+
 func opsFrom(e *Env, c OpsConfig) OpsConfig {
 	switch v := e.String("DAS_ASK_ADMIN_ADDR", ""); v {
 	case "":
 	case "off":
 		c.AdminAddr, c.AdminOptional = "", false
 	default:
-		if _, _, err := net.SplitHostPort(v); err != nil {
-			e.Failf("DAS_ASK_ADMIN_ADDR", `%q: want host:port, or "off"`, v)
-		}
+		checkListenAddr(e, "DAS_ASK_ADMIN_ADDR", v, `want host:port, or "off"`)
 		c.AdminAddr, c.AdminOptional = v, false
 	}
 	switch v := e.String("DAS_LOG_FORMAT", c.LogFormat); v {

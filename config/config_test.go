@@ -159,6 +159,9 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		// A dot segment the edge answers 404 wherever it is (server/paths.go): the service
 		// would serve nothing at all.
 		{"DAS_ASK_PATH", "/a/./b"}, {"DAS_ASK_PATH", "/ask/."}, {"DAS_ASK_PATH", "/./ask"}, {"DAS_ASK_PATH", "/.."},
+		// An address no listener can take: a setting to correct (exit 2), not a start that failed.
+		{"DAS_ASK_ADDR", "nope"}, {"DAS_ASK_ADDR", "127.0.0.1:99999"}, {"DAS_ASK_ADDR", "127.0.0.1:-1"},
+		{"DAS_ASK_ADMIN_ADDR", "127.0.0.1:99999"}, {"DAS_ASK_ADMIN_ADDR", ":no-such-service"},
 		{"DAS_ASK_MAX_CONVERSATIONS_PER_ID", "0"}, {"DAS_ASK_MAX_CONVERSATIONS_PER_ID", "many"},
 		{"DAS_ASK_MAX_RETAINED_PER_ID", "-3"}, {"DAS_ASK_MAX_RETAINED_PER_ID", "1.5"},
 		{"DAS_ASK_MAX_TURNS_PER_CONVERSATION", "0"}, {"DAS_ASK_MAX_TURNS_PER_CONVERSATION", "10001"},

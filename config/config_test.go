@@ -159,6 +159,9 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		// A dot segment the edge answers 404 wherever it is (server/paths.go): the service
 		// would serve nothing at all.
 		{"DAS_ASK_PATH", "/a/./b"}, {"DAS_ASK_PATH", "/ask/."}, {"DAS_ASK_PATH", "/./ask"}, {"DAS_ASK_PATH", "/.."},
+		// Not a URL path as written: the service's Location headers and *_url fields begin with
+		// the base path, and a header's URI is ASCII (RFC 3986's pchar), never escaped here.
+		{"DAS_ASK_PATH", "/é"}, {"DAS_ASK_PATH", `/a"b`}, {"DAS_ASK_PATH", "/a<b>"}, {"DAS_ASK_PATH", "/a\\b"}, {"DAS_ASK_PATH", "/a^b"},
 		// An address no listener can take: a setting to correct (exit 2), not a start that failed.
 		{"DAS_ASK_ADDR", "nope"}, {"DAS_ASK_ADDR", "127.0.0.1:99999"}, {"DAS_ASK_ADDR", "127.0.0.1:-1"},
 		{"DAS_ASK_ADMIN_ADDR", "127.0.0.1:99999"}, {"DAS_ASK_ADMIN_ADDR", ":no-such-service"},

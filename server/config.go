@@ -83,6 +83,18 @@ func DefaultConfig() Config {
 // absolute path without a trailing slash, query or fragment, normalised ("" for the root).
 func CleanBasePath(p string) (string, error) { return cleanBasePath(p) }
 
+// notPathChar reports whether r may not appear as it is in a URL's path (RFC 3986: unreserved,
+// sub-delims, "@" and "/"; ":" and "%" are refused apart). The base path begins every Location
+// header and *_url field the service writes, unescaped: a character that would need escaping
+// there (a non-ASCII letter, a quote, "<") would make them invalid URIs.
+func notPathChar(r rune) bool {
+	switch {
+	case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		return false
+	}
+	return !strings.ContainsRune("-._~!$&'()*+,;=@/", r)
+}
+
 // cleanBasePath accepts "" or "/" (serve at the root) or an absolute path without a trailing
 // slash, query or fragment, and returns it normalised ("" for the root).
 func cleanBasePath(p string) (string, error) {
@@ -98,7 +110,7 @@ func cleanBasePath(p string) (string, error) {
 	}
 	// cleanPath: a dot or empty segment, which the edge answers 404 wherever it is, would leave
 	// nothing served at all
-	if strings.ContainsAny(p, "?#% \t:") || !cleanPath(p) {
+	if strings.ContainsAny(p, "?#% \t:") || !cleanPath(p) || strings.IndexFunc(p, notPathChar) >= 0 {
 		return "", errors.New("want a plain absolute path such as /ask")
 	}
 	return p, nil

@@ -111,6 +111,12 @@ func run(sigs <-chan os.Signal, lookup func(string) (string, bool), stderr io.Wr
 	}()
 	defer func() { close(ended); <-watched }()
 	if err := m.Run(ctx); err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// a signal while starting (a store or an IdP slow to answer): a stop asked for, not
+			// a failure to start, which a supervisor would record and restart
+			m.Logger.Info("stopped while starting", "cause", err.Error())
+			return nil
+		}
 		return err
 	}
 	if ready != nil {

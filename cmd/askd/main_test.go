@@ -379,3 +379,60 @@ func TestAskdExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestAskdSignalWhileStarting: a SIGTERM while askd is still starting (here waiting for a Redis
+// that takes the connection and never answers) stops it as a stop, not as a failure to start:
+// run returns nil (exit 0), so a supervisor that asked for the stop does not record a failed
+// unit, nor restart it. It returned "DAS_ASK_STORE: redis store: context canceled", exit 1.
+func TestAskdSignalWhileStarting(t *testing.T) {
+	idp := idptest.Start(t)
+	cfg := idp.Config()
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		mute.Close()
+		for c := range accepted {
+			c.Close()
+		}
+	}()
+	env := map[string]string{
+		"DAS_JWKS_URL": cfg.JWKSURL, "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
+		"DAS_ASK_ADDR": "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR": "off", "DAS_SOURCES": "demo=http://127.0.0.1:1/mcp",
+		"DAS_ASK_STORE": "redis://" + mute.Addr().String() + "/0",
+	}
+	sigs := make(chan os.Signal, 2)
+	var logs bytes.Buffer
+	errc := make(chan error, 1)
+	go func() { errc <- run(sigs, config.MapEnv(env), &logs, nil) }()
+	select {
+	case c := <-accepted: // askd is dialling its store: starting
+		accepted <- c
+	case err := <-errc:
+		t.Fatalf("askd ended before it dialled its store: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("askd never dialled its store")
+	}
+	sigs <- syscall.SIGTERM
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("askd stopped while starting with %v (exit status %d), want nil: a stop asked for", err, exitStatus(err))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("askd did not stop")
+	}
+}

@@ -3,8 +3,10 @@
 package openapi
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"net/http"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -16,6 +18,28 @@ import (
 //
 //go:embed ask.openapi.yaml
 var YAML []byte
+
+// servers is the document's servers list as written: one entry, the default mount point.
+const servers = "\nservers:\n  - url: /ask\n"
+
+// Mounted is YAML as a service mounted at base (its DAS_ASK_PATH, normalised: "" for the root)
+// publishes it: the servers entry names base, so that a client or tool built from the published
+// document calls the paths the service answers. At the default mount, /ask, it is YAML byte for
+// byte; elsewhere only the server's url differs.
+func Mounted(base string) []byte {
+	if base == "/ask" {
+		return YAML
+	}
+	if base == "" {
+		base = "/"
+	}
+	url, _ := json.Marshal(base) // a JSON string is a YAML double-quoted scalar
+	out := bytes.Replace(YAML, []byte(servers), []byte("\nservers:\n  - url: "+string(url)+"\n"), 1)
+	if bytes.Equal(out, YAML) {
+		panic("openapi: the document's servers entry is not " + servers + " as Mounted expects")
+	}
+	return out
+}
 
 // Load parses YAML and validates it as OpenAPI 3, for the tests that hold the service's answers
 // to the document. Each call returns a fresh document, so a caller may change its copy (its

@@ -17,7 +17,6 @@ import (
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
-	"github.com/das-ask/ask/openapi"
 	"github.com/das-ask/ask/store"
 )
 
@@ -463,18 +462,15 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})
 }
 
-// GetOpenAPIYAML serves the contract byte for byte.
+// GetOpenAPIYAML serves the contract byte for byte, its servers entry naming this mount
+// (openapi.Mounted): at the default mount, the document as written.
 func (h *handlers) GetOpenAPIYAML(c echo.Context) error {
-	return c.Blob(http.StatusOK, "application/yaml", openapi.YAML)
+	return c.Blob(http.StatusOK, "application/yaml", h.s.contractYAML)
 }
 
 // GetOpenAPIJSON serves the contract as JSON: the same document as the YAML, converted.
 func (h *handlers) GetOpenAPIJSON(c echo.Context) error {
-	b, err := openapi.JSON()
-	if err != nil {
-		return err
-	}
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, h.s.contractJSON)
 }
 
 // ownedTicket returns the ticket if the caller owns it, and errNotFound both when it does not

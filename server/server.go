@@ -16,6 +16,7 @@ import (
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/requestid"
+	"github.com/das-ask/ask/openapi"
 	"github.com/das-ask/ask/store"
 	"github.com/das-ask/ask/webhook"
 )
@@ -115,6 +116,8 @@ type Server struct {
 	store store.Store
 	// edge is the service's HTTP surface: Echo behind what precedes routing (paths.go, head.go).
 	edge http.Handler
+	// contractYAML and contractJSON are the contract as this mount publishes it (openapi.Mounted).
+	contractYAML, contractJSON []byte
 
 	// base is the parent of every run's context: runs outlive the requests that start them.
 	base       context.Context
@@ -219,14 +222,24 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	contractYAML := openapi.Mounted(opts.BasePath)
+	contractJSON, err := openapi.JSON()
+	if opts.BasePath != DefaultBasePath {
+		contractJSON, err = openapi.YAMLToJSON(contractYAML)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server: the contract as JSON: %w", err)
+	}
 	s := &Server{
-		opts:      opts,
-		log:       log,
-		store:     opts.Store,
-		closing:   make(chan struct{}),
-		graceOver: make(chan struct{}),
-		runs:      map[string]*run{},
-		idle:      make(chan struct{}),
+		opts:         opts,
+		log:          log,
+		contractYAML: contractYAML,
+		contractJSON: contractJSON,
+		store:        opts.Store,
+		closing:      make(chan struct{}),
+		graceOver:    make(chan struct{}),
+		runs:         map[string]*run{},
+		idle:         make(chan struct{}),
 	}
 	if s.store == nil {
 		s.store = MemoryStore(Config{TTL: opts.TTL, MaxEvents: opts.MaxEvents})

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/das-ask/ask/internal/memnet"
+	"github.com/das-ask/ask/openapi"
 	"github.com/das-ask/ask/server"
 )
 
@@ -79,6 +83,48 @@ func TestHandedOutURLsResolve(t *testing.T) {
 			}
 			if resp, body, u := do(http.MethodPost, tk.CancelURL, askedAt); resp.StatusCode != http.StatusAccepted {
 				t.Errorf("POST cancel_url %s: %d %s", u, resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// The contract a service publishes names its own mount as its server, so that a client or tool
+// generated from it (the document's paths are relative to the server) calls the paths the
+// service answers: resolved against the document's own URL, servers[0] + /v1/openapi.yaml is
+// the document again. At the default mount it is the embedded document byte for byte.
+func TestPublishedContractNamesItsMount(t *testing.T) {
+	for _, basePath := range []string{"/ask", "/", "/team/ask", "/a+b"} {
+		t.Run(basePath, func(t *testing.T) {
+			h := newHarness(t, server.Options{BasePath: basePath})
+			hc := &http.Client{Transport: memnet.Transport{Handler: h.srv.Handler()}}
+			for _, name := range []string{"openapi.yaml", "openapi.json"} {
+				at, _ := url.Parse("http://ask.test" + strings.TrimSuffix(basePath, "/") + "/v1/" + name)
+				resp, err := hc.Get(at.String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s: %d", at, resp.StatusCode)
+				}
+				doc, err := openapi3.NewLoader().LoadFromData(body)
+				if err != nil {
+					t.Fatalf("%s: %v", at, err)
+				}
+				if len(doc.Servers) != 1 {
+					t.Fatalf("%s: servers %v, want one", at, doc.Servers)
+				}
+				server, err := at.Parse(doc.Servers[0].URL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := strings.TrimSuffix(server.Path, "/")+"/v1/"+name, at.Path; got != want {
+					t.Errorf("%s: servers[0] %q reaches %s, want %s", at, doc.Servers[0].URL, got, want)
+				}
+				if basePath == "/ask" && name == "openapi.yaml" && !bytes.Equal(body, openapi.YAML) {
+					t.Errorf("at the default mount, openapi.yaml is not the embedded document byte for byte")
+				}
 			}
 		})
 	}

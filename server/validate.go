@@ -362,8 +362,9 @@ const maxEchoedName = 64
 // maxEchoedName characters (and "…" said where it was cut); any other reason as it is.
 func unsupportedProperty(reason string) string {
 	const head, tail = "property ", " is unsupported"
-	quoted, ok := strings.CutPrefix(reason, head)
-	if quoted, ok = strings.CutSuffix(quoted, tail); !ok {
+	quoted, okHead := strings.CutPrefix(reason, head)
+	quoted, okTail := strings.CutSuffix(quoted, tail)
+	if !okHead || !okTail {
 		return reason
 	}
 	name, err := strconv.Unquote(quoted)

@@ -169,8 +169,12 @@ func TestWebhookEachTerminalKind(t *testing.T) {
 	}
 }
 
+// Every answer but a 2xx, a 410 or a redirect is retried (Standard Webhooks: a failure, a 404
+// named among them): a receiver mid-deploy (404), mid-rotation of its secret (401) or with a
+// passing bug (400) gets the end once it is back.
 func TestWebhookRetriesUntilDelivered(t *testing.T) {
-	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusRequestTimeout, http.StatusInternalServerError} {
+	for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusRequestTimeout, http.StatusInternalServerError,
+		http.StatusNotFound, http.StatusUnauthorized, http.StatusBadRequest} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			secret := webhooktest.Secret()
 			rcv := newReceiver(t, secret)
@@ -205,9 +209,9 @@ func TestWebhookGivesUp(t *testing.T) {
 		attempts int
 		status   int
 	}{
-		{"4xx ends it", webhooktest.FailFirst(100, http.StatusBadRequest, nil), 1, 400},
 		{"410 ends it", webhooktest.FailFirst(100, http.StatusGone, nil), 1, 410},
 		{"attempts run out", webhooktest.FailFirst(100, http.StatusBadGateway, nil), 3, 502},
+		{"attempts run out on a 4xx", webhooktest.FailFirst(100, http.StatusForbidden, nil), 3, 403},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,10 +19,11 @@
 //   - No redirect is followed, no proxy is used, no bearer or cookie is ever sent; the response
 //     headers and body are read up to small bounds; every attempt has a timeout.
 //
-// Retries: 5xx, 408, 429 and timeouts or transport failures are retried with exponential
-// backoff and equal jitter (a Retry-After with any of those statuses honoured, capped), up to
-// MaxAttempts within the ticket's TTL; 2xx ends delivery as delivered; any other status ends it
-// as failed.
+// Retries: every answer but a 2xx, a 410 or a redirect (a 4xx included, as Standard Webhooks
+// says), and timeouts or transport failures, are retried with exponential backoff and equal
+// jitter (a Retry-After honoured, capped), up to MaxAttempts within the ticket's TTL; 2xx ends
+// delivery as delivered; a 410 (the receiver wants no more) or a redirect (never followed; the
+// same URL would answer the same) ends it as failed.
 //
 // Exactly one delivery id per ticket, and one deliverer at a time: deliveries live in the
 // store's Outbox and are claimed there, so with replicas the one that claims delivers, and a

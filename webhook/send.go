@@ -31,8 +31,8 @@ type Result struct {
 // Outcome classes of an attempt, used as metric labels and in the delivery's state.
 const (
 	outDelivered = "delivered" // 2xx
-	outRetry     = "retry"     // 408, 429, 5xx, no response
-	outRejected  = "rejected"  // any other status (a redirect included), or an address the policy refuses
+	outRetry     = "retry"     // any other status (a 4xx but 410 included), no response
+	outRejected  = "rejected"  // 410, a redirect, or an address the policy refuses
 )
 
 // classify says what a result means for the delivery.
@@ -42,10 +42,15 @@ func classify(r Result) string {
 		return outDelivered
 	case r.Err == "refused_address":
 		return outRejected // the operator's policy, not a passing fault
-	case r.Status == 0, r.Status == http.StatusRequestTimeout, r.Status == http.StatusTooManyRequests, r.Status >= 500:
-		return outRetry
+	case r.Status == http.StatusGone:
+		return outRejected // the receiver wants no more (Standard Webhooks: stop sending)
+	case r.Status >= 300 && r.Status < 400:
+		// Never followed, and the URL is the ask's: another attempt would be answered the same.
+		return outRejected
 	}
-	return outRejected
+	// Standard Webhooks counts every other answer as a failure to retry, a 404 or a 401
+	// included: a receiver mid-deploy or mid-rotation of its secret gets the end later.
+	return outRetry
 }
 
 // sender makes single attempts.
@@ -187,7 +192,7 @@ func (s *sender) send(ctx context.Context, url, id string, body []byte) Result {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
 	_ = resp.Body.Close()
 	r := Result{Status: resp.StatusCode, Elapsed: elapsed}
-	if classify(r) == outRetry { // 408, 429 and 5xx: a receiver may say when to come back on each
+	if classify(r) == outRetry { // a receiver may say when to come back on any answer retried
 		r.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), s.now())
 	}
 	return r

@@ -114,7 +114,7 @@ func leavesNothingBehind(t *testing.T, buckets int) {
 
 	secret := webhooktest.Secret()
 	ok, fail := newReceiver(t, secret), newReceiver(t, secret)
-	fail.Script(webhooktest.FailFirst(100, http.StatusBadRequest, nil))
+	fail.Script(webhooktest.FailFirst(100, http.StatusGone, nil))
 	cfg := hookConfig(ok, secret)
 	cfg.Allow = append(cfg.Allow, fail.URL()+"/hooks/")
 	// Each replica's observer (package obs, as askd wires it) must also forget every ask it
@@ -183,7 +183,7 @@ func leavesNothingBehind(t *testing.T, buckets int) {
 	}
 	ended(a, "ida", keyed, gen.EventTypeAnswer)
 
-	// Webhooks: one delivered, one given up (a 400 ends it).
+	// Webhooks: one delivered, one given up (a 410 ends it).
 	cid = b.conv(tok("wes"))
 	ticket = b.askHook(tok("wes"), cid, "hooked q", ok.URL()+"/hooks/a").JSON202.Ticket
 	if st := b.waitWebhook(tok("wes"), ticket); st.State != gen.WebhookStateDelivered {

@@ -21,6 +21,7 @@ import hmac
 import json
 import os
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -58,6 +59,7 @@ def verify(keys, msg_id, timestamp, signatures, body):
 class Handler(BaseHTTPRequestHandler):
     keys = []
     seen = set()
+    seen_lock = threading.Lock()  # the server runs a thread per request: a retry may race its first
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -69,8 +71,10 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         delivery = json.loads(body)
-        if msg_id not in self.seen:
+        with self.seen_lock:
+            first = msg_id not in self.seen
             self.seen.add(msg_id)
+        if first:
             terminal = delivery["terminal"]
             print(json.dumps({"webhook_id": msg_id, "ticket": delivery["ticket"],
                               "outcome": terminal["type"], "kind": terminal.get("kind"),

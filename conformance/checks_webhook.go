@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -267,6 +268,13 @@ func checkWebhookDelivered(ctx context.Context, s *session) verdict {
 	if d.Authorization != "" {
 		found = append(found, "the delivery carried an Authorization header")
 	}
+	var marks []string
+	for _, who := range []Identity{A, B} {
+		if tok, err := s.token(ctx, who); err == nil {
+			marks = append(marks, bearerMarks(tok)...)
+		}
+	}
+	found = append(found, credentialsIn(d, marks)...)
 	if bytes.Contains(d.Body, []byte(s.cfg.Questions.Answer)) {
 		found = append(found, "the delivery holds the question")
 	}
@@ -343,4 +351,37 @@ func checkWebhookNoRedirect(ctx context.Context, s *session) verdict {
 		found = append(found, fmt.Sprintf("status %s, want failed", st.State))
 	}
 	return problems("a redirect answered and not followed", found, "a 307 ended delivery as failed; its target got nothing")
+}
+
+// credentialsIn says where in d (a header, by name, or the body) a credential rides: one of
+// marks (the suite's bearers, bearerMarks), or a Cookie or Proxy-Authorization header, which a delivery never
+// needs. The Authorization header is checked on its own.
+func credentialsIn(d webhooktest.Delivery, marks []string) []string {
+	carries := func(text string) bool {
+		for _, m := range marks {
+			if m != "" && strings.Contains(text, m) {
+				return true
+			}
+		}
+		return false
+	}
+	var found []string
+	for name, values := range d.Header {
+		name = http.CanonicalHeaderKey(name)
+		switch name {
+		case "Authorization":
+			continue
+		case "Cookie", "Proxy-Authorization":
+			found = append(found, "the delivery carried a "+name+" header")
+			continue
+		}
+		if slices.ContainsFunc(values, carries) {
+			found = append(found, "the delivery's "+name+" header carried a caller's bearer")
+		}
+	}
+	if carries(string(d.Body)) {
+		found = append(found, "the delivery's body carried a caller's bearer")
+	}
+	slices.Sort(found)
+	return found
 }

@@ -38,9 +38,11 @@ type Delivery struct {
 	VerifyError string
 	// Authorization is the Authorization header, which must never be set.
 	Authorization string
-	Method        string
-	Path          string
-	Body          []byte
+	// Header is every header as it came, for a check that no credential rides in another.
+	Header http.Header
+	Method string
+	Path   string
+	Body   []byte
 	// Status is what the receiver answered.
 	Status int
 	At     time.Time
@@ -153,6 +155,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		Timestamp:     req.Header.Get(standardwebhooks.HeaderWebhookTimestamp),
 		Signature:     req.Header.Get(standardwebhooks.HeaderWebhookSignature),
 		Authorization: req.Header.Get("Authorization"),
+		Header:        req.Header.Clone(),
 		Method:        req.Method,
 		Path:          req.URL.RequestURI(),
 		Body:          body,

@@ -173,6 +173,8 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		{"DAS_ASK_MAX_RETAINED_PER_ID", "3"},
 		{"DAS_ASK_STORE", "postgres://u:hunter2@db/ask"}, {"DAS_ASK_LEASE_S", "0"}, {"DAS_ASK_LEASE_S", "1.5"}, {"DAS_ASK_REDIS_CACHE_MB", "0"}, {"DAS_ASK_REDIS_CACHE_MB", "lots"},
 		{"DAS_ASK_SEAL_KEYS", "k1:aHVudGVyMg=="}, {"DAS_ASK_SEAL_KEYS", "hunter2"}, // too short; no id
+		// Set, so not the default, yet naming no algorithm: it was taken as RS256,ES256.
+		{"DAS_JWT_ALGS", ","}, {"DAS_JWT_ALGS", " , ,"}, {"DAS_ASK_WEBHOOK_ALLOW", ","},
 		{"DAS_JWT_LEEWAY_S", "30s"}, {"DAS_JWT_LEEWAY_S", "-1"}, {"DAS_JWT_LEEWAY_S", "3600"},
 		{"ASK_LLM", "gpt"}, {"ASK_LLM", "anthropic"}, {"ASK_LLM", "openai"},
 		{"ASK_LLM_BASE_URL", "127.0.0.1:8092"}, {"ASK_LLM_TIMEOUT_S", "-1"}, {"ASK_LLM_TIMEOUT_S", "0.5"},

@@ -81,7 +81,8 @@ func (e *Env) Seconds(name string, def time.Duration, min, max int64) time.Durat
 }
 
 // List is name's value split at sep (commas, or spaces with sep " "), each item trimmed and
-// empty items dropped, or def.
+// empty items dropped, or def. A value of separators only (DAS_JWT_ALGS=",") is invalid: it is
+// set, so it is not the default, and it names no item.
 func (e *Env) List(name, sep string, def []string) []string {
 	v, ok := e.get(name)
 	if !ok {
@@ -96,6 +97,10 @@ func (e *Env) List(name, sep string, def []string) []string {
 		if s = strings.TrimSpace(s); s != "" {
 			items = append(items, s)
 		}
+	}
+	if len(items) == 0 {
+		e.Failf(name, "%q: want at least one item, separated by %q", v, sep)
+		return def
 	}
 	return items
 }

@@ -219,6 +219,11 @@ func storeFrom(e *Env) StoreConfig {
 	c.Buckets = int(e.Int("DAS_ASK_REDIS_BUCKETS", 0, 0, 1024))
 	c.Lease = e.Seconds("DAS_ASK_LEASE_S", 0, 1, 3600)
 	c.Prefix = e.String("DAS_ASK_REDIS_PREFIX", "")
+	if strings.ContainsAny(c.Prefix, "{}") {
+		// Every key starts with the hash tag {<prefix>b<N>} (store/redis/keys.go): a brace in
+		// the prefix would make Redis Cluster hash a part of it instead, every bucket in one slot.
+		e.Failf("DAS_ASK_REDIS_PREFIX", "%q: want no { or }: the keys' hash tags hold the prefix", c.Prefix)
+	}
 	c.CacheMB = e.Int("DAS_ASK_REDIS_CACHE_MB", 0, 1, 1<<20)
 	if v := strings.TrimSpace(e.String("DAS_ASK_SEAL_KEYS", "")); v != "" {
 		if k, err := seal.ParseKeys(v); err != nil {

@@ -173,6 +173,9 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		{"DAS_ASK_MAX_RETAINED_PER_ID", "3"},
 		{"DAS_ASK_STORE", "postgres://u:hunter2@db/ask"}, {"DAS_ASK_LEASE_S", "0"}, {"DAS_ASK_LEASE_S", "1.5"}, {"DAS_ASK_REDIS_CACHE_MB", "0"}, {"DAS_ASK_REDIS_CACHE_MB", "lots"},
 		{"DAS_ASK_SEAL_KEYS", "k1:aHVudGVyMg=="}, {"DAS_ASK_SEAL_KEYS", "hunter2"}, // too short; no id
+		// A brace moves the hash tag of every Redis key (store/redis/keys.go: {<prefix>b<N>}),
+		// so Redis Cluster would hash a part of the prefix, not the bucket.
+		{"DAS_ASK_REDIS_PREFIX", "a{b}:"}, {"DAS_ASK_REDIS_PREFIX", "x}"}, {"DAS_ASK_REDIS_PREFIX", "{"},
 		// Set, so not the default, yet naming no algorithm: it was taken as RS256,ES256.
 		{"DAS_JWT_ALGS", ","}, {"DAS_JWT_ALGS", " , ,"}, {"DAS_ASK_WEBHOOK_ALLOW", ","},
 		{"DAS_JWT_LEEWAY_S", "30s"}, {"DAS_JWT_LEEWAY_S", "-1"}, {"DAS_JWT_LEEWAY_S", "3600"},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +42,9 @@ type Options struct {
 	// Redis Cluster. Replicas that share tickets use the same Buckets, as the same Prefix.
 	Buckets int
 	// Prefix starts every key and the change channel; default DefaultPrefix. Replicas that
-	// share tickets use the same prefix.
+	// share tickets use the same prefix. It holds no { or }: every key's hash tag holds it
+	// ({<prefix>b<N>}), and a brace would make Redis Cluster hash a part of the prefix instead
+	// of the bucket. New refuses one.
 	Prefix string
 	// Replica names this store instance as the runner of the tickets it creates; default a
 	// random name. Two instances must never share one.
@@ -114,6 +117,9 @@ var (
 // New connects, subscribes to change notifications and returns the store. It fails if Redis
 // cannot be reached within ctx.
 func New(ctx context.Context, opts Options) (*Store, error) {
+	if strings.ContainsAny(opts.Prefix, "{}") {
+		return nil, fmt.Errorf("redis store: prefix %q: want no { or }, which would move every key's hash tag", opts.Prefix)
+	}
 	s := &Store{
 		rdb:       opts.Client,
 		keys:      keys{prefix: opts.Prefix, buckets: opts.Buckets},

@@ -81,3 +81,18 @@ func typeName(v any) string {
 	}
 	return "other"
 }
+
+// TestPrefixWithABraceIsRefused: a brace in the prefix would move every key's hash tag
+// ({<prefix>b<N>}: "a}" made "{a}b0}", whose tag is "a"), so every bucket would share one slot
+// on Redis Cluster. New refuses it before connecting.
+func TestPrefixWithABraceIsRefused(t *testing.T) {
+	for _, p := range []string{"a}", "{x", "a{b}:"} {
+		s, err := New(t.Context(), Options{URL: "redis://127.0.0.1:1/0", Prefix: p})
+		if err == nil || !strings.Contains(err.Error(), "prefix") {
+			if s != nil {
+				_ = s.Close()
+			}
+			t.Errorf("prefix %q: %v, want it refused", p, err)
+		}
+	}
+}

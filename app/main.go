@@ -194,6 +194,10 @@ func (m *Main) openStore(ctx context.Context) (store.Store, func() error, error)
 	svc, sc := m.Config.Service, m.Config.Store
 	log := m.log.With("component", "store")
 	if sc.URL == "" {
+		if ignored := sc.RedisOnly(); len(ignored) > 0 {
+			log.Warn("store: in memory (DAS_ASK_STORE=memory), so settings only the Redis store reads are ignored",
+				"ignored", strings.Join(ignored, ","))
+		}
 		warnSharedCapacity(log, svc, 1)
 		ms := server.MemoryStore(svc)
 		return ms, ms.Close, nil // Close stops its expiry timer and drops what it holds

@@ -88,6 +88,27 @@ type StoreConfig struct {
 	Seal *seal.Keys
 }
 
+// RedisOnly names the settings c holds that only the Redis store reads (DAS_ASK_LEASE_S,
+// DAS_ASK_REDIS_PREFIX, DAS_ASK_REDIS_BUCKETS, DAS_ASK_REDIS_CACHE_MB, DAS_ASK_SEAL_KEYS), each
+// set to other than its default: with the in-memory store (URL "") they are ignored, and the
+// service says so at start rather than let an operator believe, say, that questions are sealed.
+// Names only: a seal key is a secret.
+func (c StoreConfig) RedisOnly() []string {
+	var names []string
+	for _, s := range []struct {
+		name string
+		set  bool
+	}{
+		{"DAS_ASK_LEASE_S", c.Lease != 0}, {"DAS_ASK_REDIS_PREFIX", c.Prefix != ""}, {"DAS_ASK_REDIS_BUCKETS", c.Buckets != 0},
+		{"DAS_ASK_REDIS_CACHE_MB", c.CacheMB != 0}, {"DAS_ASK_SEAL_KEYS", c.Seal != nil},
+	} {
+		if s.set {
+			names = append(names, s.name)
+		}
+	}
+	return names
+}
+
 // OpsConfig is the operator's side of the service.
 type OpsConfig struct {
 	// Observe attaches package obs: metrics, request ids, the per-ask log line, traces.

@@ -10,7 +10,8 @@
 // instead of the llm-stub; DAS_SOURCES points the agent at other MCP sources instead of the demo
 // source; ASK_STUB_SCRIPT replaces the llm-stub's script. Ctrl-C stops everything, giving
 // running asks the service's shutdown grace (DAS_ASK_SHUTDOWN_GRACE_S); a second Ctrl-C ends
-// them at once (error{shutdown} and done).
+// them at once (error{shutdown} and done). SIGTERM and SIGHUP (the terminal closing) stop it
+// the same way, as they stop askd; SIGHUP reloads nothing.
 package main
 
 import (
@@ -34,7 +35,9 @@ import (
 
 func main() {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: Go's default for it, when the terminal closes, was to die at once, the
+	// streams cut without their terminal event and done.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	if err := run(sigs, os.Args[1:], config.Process, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ask-serve:", err)
 		os.Exit(1)

@@ -5,8 +5,10 @@
 //	ask-serve [-addr 127.0.0.1:8080] [-idp-addr 127.0.0.1:8090] [-source-addr 127.0.0.1:8091]
 //	          [-stub-addr 127.0.0.1:8092] [-state .state] [-ui=true] [-v]
 //
-// The service's DAS_ASK_* settings apply as for askd. ASK_LLM=anthropic or openai (with the
-// provider's key, ASK_LLM_MODEL and ASK_LLM_BASE_URL as in package agent) uses a real model
+// The service's DAS_ASK_* settings apply as for askd; DAS_ASK_ADDR and DAS_ASK_ADMIN_ADDR are
+// the defaults of -addr and -admin-addr (with neither, no admin listener: the dev stack is not
+// observed unless asked). ASK_LLM=anthropic or openai (with the provider's key, ASK_LLM_MODEL
+// and ASK_LLM_BASE_URL as in package agent) uses a real model
 // instead of the llm-stub; DAS_SOURCES points the agent at other MCP sources instead of the demo
 // source; ASK_STUB_SCRIPT replaces the llm-stub's script. Ctrl-C stops everything, giving
 // running asks the service's shutdown grace (DAS_ASK_SHUTDOWN_GRACE_S); a second Ctrl-C ends
@@ -65,10 +67,20 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 		}
 	}()
 	defer func() { close(ended); <-watched }()
+	// The environment first, for the defaults of -addr and -admin-addr; an invalid setting is
+	// reported once the flags are parsed, so that -h still prints the usage.
+	cfg, cfgErr := config.FromEnv(lookup)
+	askAddr, adminAddr := config.DefaultAddr, ""
+	if cfgErr == nil {
+		askAddr = cfg.Addr // DAS_ASK_ADDR
+		if !cfg.Ops.AdminOptional {
+			adminAddr = cfg.Ops.AdminAddr // DAS_ASK_ADMIN_ADDR, "" for off; unset, none here
+		}
+	}
 	fs := flag.NewFlagSet("ask-serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts := stack.Options{}
-	fs.StringVar(&opts.AskAddr, "addr", "127.0.0.1:8080", "the ask service's listen address")
+	fs.StringVar(&opts.AskAddr, "addr", askAddr, "the ask service's listen address ($DAS_ASK_ADDR)")
 	fs.StringVar(&opts.IdPAddr, "idp-addr", "127.0.0.1:8090", "the development identity provider's listen address")
 	fs.StringVar(&opts.SourceAddr, "source-addr", "127.0.0.1:8091", "the demo source's listen address")
 	fs.StringVar(&opts.StubAddr, "stub-addr", "127.0.0.1:8092", "the llm-stub's listen address")
@@ -76,7 +88,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	fs.BoolVar(&opts.Split, "split", false, "run the demo as two sources, a catalog and a warehouse, each its own MCP server (on with -phase 2)")
 	phase := fs.Int("phase", 0, "2: a branch per source and divergence, on the split demo (default $ASK_PHASE, else 1)")
 	fs.StringVar(&opts.StateDir, "state", ".state", "where the IdP's keys and the source's audit log are kept")
-	fs.StringVar(&opts.AdminAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz here (e.g. 127.0.0.1:9090); none by default")
+	fs.StringVar(&opts.AdminAddr, "admin-addr", adminAddr, "serve /metrics, /healthz and /readyz here, e.g. 127.0.0.1:9090 ($DAS_ASK_ADMIN_ADDR; unset: none)")
 	fs.BoolVar(&opts.UI, "ui", true, "serve the reference web page at {base}/ui/ (development sign-in; askd never serves it)")
 	verbose := fs.Bool("v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
@@ -90,9 +102,8 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 		level = slog.LevelDebug
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg, err := config.FromEnv(lookup)
-	if err != nil {
-		return err
+	if cfgErr != nil {
+		return cfgErr
 	}
 	opts.Config = &cfg
 	if *phase == 0 {
@@ -105,6 +116,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	default:
 		return fmt.Errorf("-phase %d: want 1 or 2", *phase)
 	}
+	var err error
 	if opts.StubScript, err = stubScript(cfg.StubScript); err != nil {
 		return err
 	}

@@ -289,12 +289,18 @@ func TestAskServeSaysWhereItsAdminListenerIs(t *testing.T) {
 // to "Ctrl-C stops everything." and stops it.
 func banner(t *testing.T, env map[string]string) string {
 	t.Helper()
+	return bannerOf(t, env, "-addr", "127.0.0.1:0")
+}
+
+// bannerOf is banner with the arguments args before those that free the other pieces' ports.
+func bannerOf(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
 	sigs := make(chan os.Signal, 2)
 	out, w := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
-			"-stub-addr", "127.0.0.1:0", "-catalog-addr", "127.0.0.1:0", "-state", t.TempDir()},
+		errc <- run(sigs, append(args, "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+			"-stub-addr", "127.0.0.1:0", "-catalog-addr", "127.0.0.1:0", "-state", t.TempDir()),
 			func(k string) (string, bool) { v, ok := env[k]; return v, ok }, w, io.Discard)
 		w.Close()
 	}()
@@ -345,5 +351,38 @@ func TestAskServeSaysHowToReachItsMovedAddresses(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("the banner says:\n%s\nwant %q", got, want)
 		}
+	}
+}
+
+// freeAddr is a loopback address no listener holds as it returns.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestAskServeReadsItsAddressesFromTheEnvironment: DAS_ASK_ADDR and DAS_ASK_ADMIN_ADDR are the
+// defaults of -addr and -admin-addr, as the package comment says the service's DAS_ASK_*
+// settings apply; they were ignored, the service listening on 127.0.0.1:8080 whatever
+// DAS_ASK_ADDR said. A flag still wins, and without either the admin listener is off.
+func TestAskServeReadsItsAddressesFromTheEnvironment(t *testing.T) {
+	ask, admin := freeAddr(t), freeAddr(t)
+	got := bannerOf(t, map[string]string{"DAS_ASK_ADDR": ask, "DAS_ASK_ADMIN_ADDR": admin})
+	for _, want := range []string{"ask service        http://" + ask + "/ask ", "admin              http://" + admin + "/metrics "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("with DAS_ASK_ADDR=%s DAS_ASK_ADMIN_ADDR=%s the banner says:\n%s\nwant %q", ask, admin, got, want)
+		}
+	}
+	moved := freeAddr(t)
+	got = bannerOf(t, map[string]string{"DAS_ASK_ADDR": "127.0.0.1:1", "DAS_ASK_ADMIN_ADDR": "off"}, "-addr", moved)
+	if !strings.Contains(got, "ask service        http://"+moved+"/ask ") || !strings.Contains(got, "admin              off") {
+		t.Errorf("with -addr %s and DAS_ASK_ADMIN_ADDR=off the banner says:\n%s\nwant -addr's address and no admin listener", moved, got)
+	}
+	if got := banner(t, nil); !strings.Contains(got, "admin              off") {
+		t.Errorf("with no DAS_ASK_ADMIN_ADDR the banner says:\n%s\nwant no admin listener", got)
 	}
 }

@@ -14,7 +14,8 @@
 //     before every attempt, so a prefix the operator drops stops its pending deliveries.
 //   - The address a destination resolves to is checked when the connection is made (a dialer's
 //     Control hook), so DNS rebinding cannot turn an allowed name into a private, link-local,
-//     loopback or metadata address; those are refused unless the operator allows them. Plain
+//     loopback, reserved or metadata address; those are refused unless the operator allows
+//     them (a metadata address only by naming it exactly). Plain
 //     http connects only to a loopback address, whatever the name resolved to.
 //   - No redirect is followed, no proxy is used, no bearer or cookie is ever sent; the response
 //     headers and body are read up to small bounds; every attempt has a timeout.

@@ -116,11 +116,17 @@ func dotSegments(p string) bool {
 }
 
 // metadata are cloud metadata addresses: never reachable unless named exactly in AllowAddrs.
+// The common one (AWS, GCP, Azure's IMDS, …), AWS ECS's task metadata, Alibaba's, Azure's
+// platform address (168.63.129.16, the WireServer: a public address, which no range refuses),
+// Oracle Cloud's legacy one, AWS's and GCP's IPv6 ones.
 var metadata = []netip.Addr{
 	netip.MustParseAddr("169.254.169.254"),
 	netip.MustParseAddr("169.254.170.2"),
 	netip.MustParseAddr("100.100.100.200"),
+	netip.MustParseAddr("168.63.129.16"),
+	netip.MustParseAddr("192.0.0.192"),
 	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("fd20:ce::254"),
 }
 
 // checkAddr refuses private, loopback, link-local, unspecified, multicast and metadata
@@ -151,7 +157,8 @@ func (c Config) checkAddr(a netip.Addr) error {
 		}
 	}
 	special := a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() || cgnat.Contains(a)
+		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() || cgnat.Contains(a) ||
+		(a.Is6() && !globalUnicast6.Contains(a)) || (ietfProtocol6.Contains(a) && !containsAny(globalIETF6, a))
 	for _, p := range reserved {
 		special = special || p.Contains(a)
 	}
@@ -169,21 +176,26 @@ func (c Config) checkAddr(a netip.Addr) error {
 // cgnat is the carrier-grade NAT range (RFC 6598), private in all but name.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
-// reserved are ranges no public receiver lives in, refused as the private ones are: IPv4's
-// "this network" (0.0.0.0/8: Linux connects 0.0.0.0 to the local host), benchmarking
-// (198.18.0.0/15, used for lab networks) and the reserved class E with the broadcast
-// (240.0.0.0/4); the IETF protocol assignments (192.0.0.0/24: DS-Lite, NAT64 discovery) and
-// the documentation ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32),
-// which are not routed on the internet, so an address there is one of the local network's (a
-// sandbox this service was audited in numbers its own network 192.0.2.0/24); IPv6's
-// discard-only 100::/64; NAT64's local-use prefix (64:ff9b:1::/48, RFC 8215), whose
-// translator is the operator's own; IPv4-compatible IPv6 (::/96, deprecated; ::1 and :: aside,
-// it maps to IPv4); IPv6 site-local (fec0::/10, RFC 3879 deprecated it, but a network that
-// still routes it uses it as fc00::/7 is used, which IsPrivate alone covers).
+// reserved are ranges no public receiver lives in, refused as the private ones are (IANA's
+// special-purpose address registries, those not globally reachable): IPv4's "this network"
+// (0.0.0.0/8: Linux connects 0.0.0.0 to the local host), benchmarking (198.18.0.0/15 and
+// IPv6's 2001:2::/48, used for lab networks), the reserved class E with the broadcast
+// (240.0.0.0/4) and the deprecated 6to4 relay anycast (192.88.99.0/24, RFC 7526); the IETF
+// protocol assignments (192.0.0.0/24: DS-Lite, NAT64 discovery) and the documentation ranges
+// (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32, 3fff::/20), which are not
+// routed on the internet, so an address there is one of the local network's (a sandbox this
+// service was audited in numbers its own network 192.0.2.0/24). IPv6 outside 2000::/3 is
+// refused whole (globalUnicast6), and the IETF's 2001::/23 but for its globally reachable
+// assignments (ietfProtocol6); the IPv6 ranges below lie there too, listed for the reader:
+// discard-only 100::/64; NAT64's local-use prefix (64:ff9b:1::/48, RFC 8215), whose translator
+// is the operator's own; IPv4-compatible IPv6 (::/96, deprecated; ::1 and :: aside, it maps to
+// IPv4); IPv6 site-local (fec0::/10, RFC 3879 deprecated it, but a network that still routes
+// it uses it as fc00::/7 is used, which IsPrivate alone covers).
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("192.0.0.0/24"),
 	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("192.88.99.0/24"),
 	netip.MustParsePrefix("198.18.0.0/15"),
 	netip.MustParsePrefix("198.51.100.0/24"),
 	netip.MustParsePrefix("203.0.113.0/24"),
@@ -191,8 +203,45 @@ var reserved = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b:1::/48"),
 	netip.MustParsePrefix("::/96"),
 	netip.MustParsePrefix("100::/64"),
+	netip.MustParsePrefix("2001:2::/48"),
 	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("3fff::/20"),
 	netip.MustParsePrefix("fec0::/10"),
+}
+
+// globalUnicast6 is IPv6's global unicast space (2000::/3, IANA's IPv6 address space
+// registry). The rest is the IETF's reserve (::ffff:0:0:0/96, SIIT's translated addresses;
+// 100:0:0:1::/64, the dummy prefix of RFC 9780; 5f00::/16, SRv6 segment ids, RFC 9602; …) or
+// has a meaning of its own (loopback, unique local, link-local, multicast): none is a public
+// receiver's. The IPv6 addresses that lead to IPv4 (mapped, NAT64's 64:ff9b::/96) are judged
+// by their IPv4 address before this.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
+// ietfProtocol6 is IPv6's IETF protocol assignments (2001::/23, RFC 2928), not globally
+// reachable but for the assignments in globalIETF6 (IANA's special-purpose registry): Teredo
+// (2001::/32, RFC 4380, whose relay delivers to an IPv4 address carried in the address) and
+// benchmarking among those refused.
+var ietfProtocol6 = netip.MustParsePrefix("2001::/23")
+
+// globalIETF6 are the globally reachable assignments in 2001::/23: the PCP, TURN and DNS-SD
+// SRP anycast addresses, AMT, AS112, ORCHIDv2 and Drone Remote ID.
+var globalIETF6 = []netip.Prefix{
+	netip.MustParsePrefix("2001:1::1/128"),
+	netip.MustParsePrefix("2001:1::2/128"),
+	netip.MustParsePrefix("2001:1::3/128"),
+	netip.MustParsePrefix("2001:3::/32"),
+	netip.MustParsePrefix("2001:4:112::/48"),
+	netip.MustParsePrefix("2001:20::/28"),
+	netip.MustParsePrefix("2001:30::/28"),
+}
+
+func containsAny(ps []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // The IPv6 prefixes whose addresses carry an IPv4 address a translator or relay delivers to:

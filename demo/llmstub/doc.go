@@ -12,7 +12,8 @@
 // validated as the real API validates them and rejected with a 400 in OpenAI's error shape
 // ({"error": {"message", "type", "param", "code"}}): a body that is not JSON, no model, no or empty
 // messages, an unknown role, a tool message whose tool_call_id answers no pending tool call of the
-// assistant message before it, an assistant tool call left unanswered. Any model name is accepted;
+// assistant message before it, an assistant tool call left unanswered, more than 128 tools, a
+// function name outside ^[a-zA-Z0-9_-]{1,64}$ (a dot, a space, 65 characters). Any model name is accepted;
 // GET /v1/models lists the script's. Options.RequireAuth demands a bearer key (any non-empty key).
 // max_completion_tokens (or the older max_tokens) cuts a reply as the real API does: a reply
 // longer than the cap, counted as usage counts it, ends where the cap fell — the prose, or the

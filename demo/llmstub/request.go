@@ -37,7 +37,16 @@ type request struct {
 	maxTokens    int // the output cap; 0 when none was set
 }
 
-var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// functionName is the alphabet of a function's name, and maxFunctionName and maxTools the bounds
+// the real API puts on a name's length and on the number of tools in one request: it refuses a
+// request that breaks any of them with a 400, as Anthropic's does (its pattern is
+// ^[a-zA-Z0-9_-]{1,64}$ too), so an agent that sends such a request fails here as it would there.
+var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+const (
+	maxFunctionName = 64
+	maxTools        = 128
+)
 
 // parseRequest decodes and validates body the way the real API does, returning a 400 apiError
 // for what it would reject.
@@ -96,12 +105,20 @@ func parseRequest(body []byte) (*request, *apiError) {
 }
 
 func parseTools(tools []wireTool, choice json.RawMessage) ([]string, int, *apiError) {
+	if len(tools) > maxTools {
+		return nil, 0, invalidRequest("tools", "array_above_max_length", fmt.Sprintf(
+			"Invalid 'tools': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxTools, len(tools)))
+	}
 	names := make([]string, 0, len(tools))
 	size := 0
 	for i, t := range tools {
 		if t.Type != "function" {
 			return nil, 0, invalidRequest(fmt.Sprintf("tools[%d].type", i), "invalid_value",
 				fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function' and 'custom'.", t.Type))
+		}
+		if n := len(t.Function.Name); n > maxFunctionName {
+			return nil, 0, invalidRequest(fmt.Sprintf("tools[%d].function.name", i), "string_above_max_length", fmt.Sprintf(
+				"Invalid 'tools[%d].function.name': string too long. Expected a string with maximum length %d, but got a string with length %d instead.", i, maxFunctionName, n))
 		}
 		if !functionName.MatchString(t.Function.Name) {
 			return nil, 0, invalidRequest(fmt.Sprintf("tools[%d].function.name", i), "invalid_value",

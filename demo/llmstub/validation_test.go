@@ -3,6 +3,7 @@ package llmstub_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -89,6 +90,13 @@ func TestMalformedRequests(t *testing.T) {
 			"max_tokens", "integer_below_min_value", "Expected a value >= 1"},
 		{"bad function name", `{"model":"m","tools":[{"type":"function","function":{"name":"no spaces"}}],"messages":[` + user + `]}`,
 			"tools[0].function.name", "invalid_value", "does not match pattern"},
+		{"a dot in a function name", `{"model":"m","tools":[{"type":"function","function":{"name":"catalog.search"}}],"messages":[` + user + `]}`,
+			"tools[0].function.name", "invalid_value", "does not match pattern"},
+		{"function name of 65 characters", `{"model":"m","tools":[{"type":"function","function":{"name":"ok"}},{"type":"function","function":{"name":"` +
+			strings.Repeat("a", 65) + `"}}],"messages":[` + user + `]}`,
+			"tools[1].function.name", "string_above_max_length", "maximum length 64, but got a string with length 65"},
+		{"129 tools", `{"model":"m","tools":[` + functions(129) + `],"messages":[` + user + `]}`,
+			"tools", "array_above_max_length", "maximum length 128, but got an array with length 129"},
 	}
 	stub, srv := newStub(t, llmstub.Options{})
 	for _, tt := range tests {
@@ -117,6 +125,27 @@ func TestMalformedRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The bounds themselves are accepted: 128 tools, a name of 64 characters.
+func TestToolBoundsAccepted(t *testing.T) {
+	_, srv := newStub(t, llmstub.Options{})
+	body := `{"model":"m","tools":[` + functions(127) + `,{"type":"function","function":{"name":"` + strings.Repeat("A-z_9", 12) + `abcd"}}],` +
+		`"messages":[{"role":"user","content":"hi"}]}`
+	resp := post(t, srv.URL+"/v1/chat/completions", body)
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status %d, want 200: %s", resp.StatusCode, b)
+	}
+}
+
+// functions is n function tools, f0 to f<n-1>, as JSON array elements.
+func functions(n int) string {
+	fs := make([]string, n)
+	for i := range fs {
+		fs[i] = fmt.Sprintf(`{"type":"function","function":{"name":"f%d"}}`, i)
+	}
+	return strings.Join(fs, ",")
 }
 
 func deref(p *string) string {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,8 +46,8 @@ type Session struct {
 // that origin is followed, one to anywhere else fails the request before it is sent. A source
 // that cannot be reached, rejects the token, redirects elsewhere or fails to list its tools
 // yields a *TransportError; the token never appears in it. So does one whose tool list the
-// agent cannot offer the model: more than MaxTools tools, or a name that is not an MCP tool name
-// or is listed twice.
+// agent cannot offer the model: more than MaxTools tools, or a name validToolName refuses or
+// listed twice.
 func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Session, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -127,26 +129,32 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 // of the run, and model providers take a bounded number (OpenAI: 128 per request).
 const MaxTools = 128
 
+// MaxToolName is the longest tool name, in bytes of UTF-8, a source may list: twice the 128
+// characters MCP recommends, room for names that are not ASCII. The model is never given the
+// name itself (see the agent's toolset), so its length only bounds what events and logs carry.
+const MaxToolName = 256
+
 // Reasons a session refuses a source's tool list, kept in the *TransportError.
 var (
 	// ErrTooManyTools: the source listed more than MaxTools tools, at once or page by page.
 	ErrTooManyTools = errors.New("listed more tools than the limit")
-	// ErrBadToolName: a tool's name is empty, longer than 128 characters or outside MCP's
-	// tool-name alphabet (ASCII letters, digits, '_', '-', '.'), or the source listed it twice.
+	// ErrBadToolName: a tool's name is empty, longer than MaxToolName, not UTF-8 or holds a
+	// control or invisible formatting character, or the source listed it twice.
 	ErrBadToolName = errors.New("listed a tool with an invalid or repeated name")
 )
 
-// validToolName reports whether name is a tool name as MCP defines one: 1 to 128 ASCII
-// letters, digits, '_', '-' and '.'. Anything else (a control character, a space) is not a name
-// a model can be given to call, nor one to print in an event.
+// validToolName reports whether name is a tool name the agent can call and show: 1 to
+// MaxToolName bytes of UTF-8 without control characters (a newline, an escape sequence) or
+// formatting ones (a right-to-left override, a zero-width space), which would let a name print
+// as another in an event, a log line or a terminal. MCP asks for ASCII letters, digits, '_', '-'
+// and '.', but only as a recommendation: real servers list names with '/', spaces or letters
+// outside ASCII, and the model is given a name made from this one (see the agent's toolset).
 func validToolName(name string) bool {
-	if name == "" || len(name) > 128 {
+	if name == "" || len(name) > MaxToolName || !utf8.ValidString(name) {
 		return false
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		ok := c == '_' || c == '-' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-		if !ok {
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
 			return false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/das-ask/ask/agent/source"
@@ -71,10 +72,11 @@ func tool(name string) map[string]any {
 }
 
 // A source's tool list goes to the model on every turn and its names are what the model calls:
-// a list the agent cannot offer whole — too many tools (at once or page after page), a name
-// outside MCP's tool-name alphabet (control characters, spaces) or longer than 128, or a name
-// listed twice (the later one would shadow the earlier) — ends the session as a transport
-// failure with a fixed phrase, before the model sees any of it.
+// a list the agent cannot offer whole — too many tools (at once or page after page), a name that
+// would print as another (control characters, a right-to-left override, a zero-width space),
+// is not UTF-8 or is longer than MaxToolName, or a name listed twice (the later one would
+// shadow the earlier) — ends the session as a transport failure with a fixed phrase, before the
+// model sees any of it.
 func TestToolListTheAgentCannotOffer(t *testing.T) {
 	many := func(n int) []map[string]any {
 		out := make([]map[string]any, n)
@@ -83,10 +85,7 @@ func TestToolListTheAgentCannotOffer(t *testing.T) {
 		}
 		return out
 	}
-	long := make([]byte, 129)
-	for i := range long {
-		long[i] = 'a'
-	}
+	long := strings.Repeat("a", source.MaxToolName+1)
 	tests := []struct {
 		name   string
 		page   func(string) ([]map[string]any, string)
@@ -100,7 +99,9 @@ func TestToolListTheAgentCannotOffer(t *testing.T) {
 		{"control characters", func(string) ([]map[string]any, string) {
 			return []map[string]any{tool("run_query"), tool("list\x1b[2J\ntables")}, ""
 		}, source.ErrBadToolName},
-		{"a space", func(string) ([]map[string]any, string) { return []map[string]any{tool("run query")}, "" }, source.ErrBadToolName},
+		{"a right-to-left override", func(string) ([]map[string]any, string) { return []map[string]any{tool("run_\u202equery")}, "" }, source.ErrBadToolName},
+		{"a zero-width space", func(string) ([]map[string]any, string) { return []map[string]any{tool("run\u200bquery")}, "" }, source.ErrBadToolName},
+		{"a line separator", func(string) ([]map[string]any, string) { return []map[string]any{tool("run\u2028query")}, "" }, source.ErrBadToolName},
 		{"empty", func(string) ([]map[string]any, string) { return []map[string]any{tool("")}, "" }, source.ErrBadToolName},
 		{"too long", func(string) ([]map[string]any, string) { return []map[string]any{tool(string(long))}, "" }, source.ErrBadToolName},
 		{"listed twice", func(string) ([]map[string]any, string) {
@@ -125,9 +126,13 @@ func TestToolListTheAgentCannotOffer(t *testing.T) {
 		})
 	}
 
-	// The limit itself, with the alphabet's every character class, is offered whole.
-	ok := many(source.MaxTools - 1)
-	ok = append(ok, tool("A-z.0_9"))
+	// The limit itself is offered whole, with names MCP only recommends against but real
+	// servers list: a dot, a slash, a space, letters outside ASCII, MaxToolName bytes.
+	odd := []string{"A-z.0_9", "db/run query", "données", "検索", strings.Repeat("é", source.MaxToolName/2)}
+	ok := many(source.MaxTools - len(odd))
+	for _, n := range odd {
+		ok = append(ok, tool(n))
+	}
 	hs := rawSource(t, func(string) ([]map[string]any, string) { return ok, "" })
 	s, err := source.Connect(t.Context(), source.Config{Name: "raw", URL: hs.URL}, "tok", source.Options{})
 	if err != nil {
@@ -135,6 +140,11 @@ func TestToolListTheAgentCannotOffer(t *testing.T) {
 	}
 	defer s.Close()
 	if len(s.Tools()) != source.MaxTools {
-		t.Errorf("%d tools, want %d", len(s.Tools()), source.MaxTools)
+		t.Fatalf("%d tools, want %d", len(s.Tools()), source.MaxTools)
+	}
+	for i, n := range odd {
+		if got := s.Tools()[source.MaxTools-len(odd)+i].Name; got != n {
+			t.Errorf("tool %q listed as %q", n, got)
+		}
 	}
 }

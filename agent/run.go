@@ -42,6 +42,10 @@ func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter, log 
 			s.Close()
 		}
 	}()
+	// Phase 1's loop, and phase 2's reconciliation, offer the model every source's tools at once.
+	if n := toolCount(sessions); n > source.MaxTools {
+		return failure(ctx, gen.ErrorKindTransport, fmt.Errorf("sources: %d tools in all, more than the %d one model request may offer", n, source.MaxTools))
+	}
 	if a.phase == 2 {
 		return a.fanOut(ctx, req, sessions, emit)
 	}
@@ -198,6 +202,14 @@ func (a *Agent) connect(ctx context.Context, token string, log *slog.Logger) ([]
 		return nil, err
 	}
 	return sessions, nil
+}
+
+func toolCount(sessions []*source.Session) int {
+	n := 0
+	for _, s := range sessions {
+		n += len(s.Tools())
+	}
+	return n
 }
 
 // failure is the error outcome for err. Once ctx has ended its cause decides the kind

@@ -200,3 +200,70 @@ func TestOddToolNames(t *testing.T) {
 	}
 }
 
+// TestToolsInAllBounded: each source may list up to 128 tools, but a run offers the model every
+// source's tools at once (phase 1's loop, phase 2's reconciliation), and OpenAI takes at most 128
+// in one request. Sources offering more in all end the run in error{transport} saying so, before
+// any model call: the stub, like OpenAI, would refuse the request with a 400, and the run would
+// end in error{model} with nothing to say which configuration was at fault. 128 in all is asked.
+func TestToolsInAllBounded(t *testing.T) {
+	many := func(prefix string, n int) []*mcp.Tool {
+		out := make([]*mcp.Tool, n)
+		for i := range out {
+			out[i] = &mcp.Tool{Name: fmt.Sprintf("%s_%d", prefix, i)}
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name   string
+		counts [2]int
+		want   string
+	}{
+		{"129 in all", [2]int{100, 29}, "error:transport"},
+		{"128 in all", [2]int{100, 28}, "abstention"},
+	} {
+		for _, phase := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s phase %d", tt.name, phase), func(t *testing.T) {
+				stub, err := llmstub.New(llmstub.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				stubSrv := httptest.NewServer(stub.Handler())
+				t.Cleanup(stubSrv.Close)
+				var one, two oddSource
+				cfg := agent.DefaultConfig()
+				cfg.BaseURL = stubSrv.URL + "/v1"
+				m, err := cfg.NewModel(nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, err := agent.New(agent.Options{Model: m, Phase: phase, Sources: []agent.SourceConfig{
+					{Name: "one", URL: one.start(t, many("a", tt.counts[0])...) + "/mcp"},
+					{Name: "two", URL: two.start(t, many("b", tt.counts[1])...) + "/mcp"},
+				}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := a.Run(t.Context(), ask.Request{Ticket: "tkt_many", ConversationID: "cnv_many", Question: "Anything?",
+					Identity: ask.Identity{OID: "alice", Token: "tok"}}, &recorder{})
+				if got := outcomeType(out); got != tt.want {
+					t.Fatalf("outcome %s %+v, want %s", got, out.Error, tt.want)
+				}
+				reqs := stub.Requests()
+				if out.Error != nil {
+					if want := "sources: 129 tools in all, more than the 128 one model request may offer"; out.Error.Message != want {
+						t.Errorf("message %q, want %q", out.Error.Message, want)
+					}
+					if len(reqs) != 0 {
+						t.Errorf("%d model calls, want none", len(reqs))
+					}
+					return
+				}
+				for _, r := range reqs {
+					if r.Status != http.StatusOK {
+						t.Errorf("the stub answered %d: %s", r.Status, r.Error)
+					}
+				}
+			})
+		}
+	}
+}

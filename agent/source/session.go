@@ -125,8 +125,9 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 	return s, nil
 }
 
-// MaxTools is the most tools one source may list. Every tool goes to the model on every turn
-// of the run, and model providers take a bounded number (OpenAI: 128 per request).
+// MaxTools is the most tools one source may list, and the most a run may offer the model from
+// all its sources together (the agent checks that sum): every tool goes to the model on every
+// turn, and OpenAI takes at most 128 in one request, refusing more with a 400.
 const MaxTools = 128
 
 // MaxToolName is the longest tool name, in bytes of UTF-8, a source may list: twice the 128

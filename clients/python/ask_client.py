@@ -66,7 +66,8 @@ class APIError(Exception):
 
 class ProtocolError(Exception):
     """The service answered something this client cannot read as the contract (an event whose data
-    is not JSON, a stream that is not text/event-stream). Final: a retry would read the same."""
+    is not JSON, a stream that is not text/event-stream, a call's success whose body is not a JSON
+    object). Final: a retry would read the same."""
 
 
 class TokenError(ValueError):
@@ -186,7 +187,8 @@ class AskClient:
         try:
             with _opener.open(req, timeout=self.timeout) as resp:
                 self.reached = True
-                return json.load(resp)
+                raw, status = resp.read(), resp.status
+                content_type = resp.headers.get("Content-Type") or "no Content-Type"
         except urllib.error.HTTPError as e:
             self.reached = True
             try:
@@ -194,6 +196,16 @@ class AskClient:
             except ValueError:
                 problem = {}
             raise APIError(operation, e.code, problem, _retry_after(e.headers.get("Retry-After"))) from None
+        # A success whose body is not a JSON object (a captive portal's or a web server's page at
+        # a wrong --url) is not the contract: final, said as such, never a traceback from the CLI.
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            raise ProtocolError(f"{operation}: the response (HTTP {status}, {content_type}) is not the service's JSON; "
+                                f"is {self.base_url} the ask service?")
+        return doc
 
     def _call(self, operation: str, method: str, path: str, body: dict | None = None, create: bool = False) -> dict:
         # One key for every attempt of a create: a retry answers the same conversation or ticket.

@@ -343,6 +343,23 @@ class RetryTest(unittest.TestCase):
             if status == 409:
                 self.assertEqual(caught.exception.running_ticket, "t_running")
 
+    def test_a_success_that_is_not_json_is_final_and_the_cli_says_so(self):
+        # A wrong --url that lands on a web server (a captive portal, a single-page app) answers
+        # 200 with a page: not the contract, so final, and never a traceback from the CLI.
+        for body in (b"<html>sign in to the portal</html>", b"[]", b"null"):
+            seen: list = []
+            url = self.serve(scripted([(200, {"Content-Type": "text/html"}, body)] * 8, seen))
+            c, waits, said = self.client(url)
+            with self.assertRaises(ask_client.ProtocolError, msg=body) as caught:
+                c.create_conversation()
+            self.assertIn("is not the service's JSON", str(caught.exception))
+            self.assertEqual((len(seen), waits, said), (1, [], []), f"{body!r}: not retried")
+        stdout, stderr = io.StringIO(), io.StringIO()
+        code = ask_client.main(["--url", url, "--token", "t", "a question"], stdout=stdout, stderr=stderr)
+        self.assertEqual(code, 1, stderr.getvalue())
+        self.assertIn("is not the service's JSON", stderr.getvalue())
+        self.assertNotIn("Traceback", stderr.getvalue())
+
     def test_a_token_that_cannot_be_a_bearer_is_refused_before_any_request(self):
         for token in ["", "abc\n", "ab c", "a\tb", "x\x7fy"]:
             with self.assertRaises(ask_client.TokenError) as caught:

@@ -158,6 +158,18 @@ export class StreamProtocolError extends Error {
   }
 }
 
+/**
+ * The service answered a call with a success that is not the contract's JSON (a captive portal's
+ * or a web server's page at a wrong baseUrl, say). Final: a retry reads the same. As Python's
+ * ProtocolError.
+ */
+export class ProtocolError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ProtocolError";
+  }
+}
+
 /** Options of one event stream. */
 export interface EventsOptions {
   /** Resume after this seq; 0 (the default) starts at the first event. */
@@ -191,6 +203,17 @@ export class AskClient {
 
   constructor(opts: AskClientOptions) {
     const baseUrl = opts.baseUrl.replace(/\/+$/, "");
+    // A base URL that is not one would fail every request with fetch's TypeError, which reads as
+    // a failed connection and was retried eight times: refuse it here, once.
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(baseUrl);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+      throw new TypeError(`AskClient: baseUrl ${JSON.stringify(opts.baseUrl)} is not an http or https URL`);
+    }
     this.#baseUrl = baseUrl;
     const headerTimeoutMs = opts.headerTimeoutMs ?? 15000;
     // No redirect is followed: the service answers none, and fetch would resend a 307's body (the
@@ -270,6 +293,9 @@ export class AskClient {
       try {
         const { data, error, response } = await call();
         this.#reached = true;
+        if (response.ok && (typeof data !== "object" || data === null || Array.isArray(data))) {
+          throw new ProtocolError(`${op}: the response (HTTP ${response.status}) is not the service's JSON; is ${this.#baseUrl} the ask service?`);
+        }
         if (data !== undefined && response.ok) return data;
         const problem = error as Partial<Problem> | undefined;
         const apiErr = new ApiError(op, response.status, problem, retryAfterMs(response.headers.get("Retry-After")));
@@ -278,7 +304,12 @@ export class AskClient {
         floorMs = apiErr.retryAfterMs;
         cause = apiErr;
       } catch (err) {
-        if (err instanceof TokenError) throw err;
+        if (err instanceof TokenError || err instanceof ProtocolError) throw err;
+        // openapi-fetch parses a success's body as JSON: a SyntaxError is a whole body that is not
+        // JSON (a cut one fails the read with a TypeError), the same at every attempt. Final.
+        if (err instanceof SyntaxError) {
+          throw new ProtocolError(`${op}: the response is not the service's JSON; is ${this.#baseUrl} the ask service?`, { cause: err });
+        }
         if (err instanceof ApiError && err.status !== 502 && err.status !== 503 && err.status !== 504 &&
             !(err.status === 409 && err.problem?.type === problemIdempotencyInProgress)) throw err;
         this.#nothingListening(op, err);

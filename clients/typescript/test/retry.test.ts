@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 
-import { AskClient, ApiError, HeaderTimeoutError, StreamProtocolError, TokenError } from "../src/client.js";
+import { AskClient, ApiError, HeaderTimeoutError, ProtocolError, StreamProtocolError, TokenError } from "../src/client.js";
 import { KillableProxy } from "./proxy.js";
 import { stack, token } from "./stack.js";
 
@@ -49,6 +49,27 @@ describe("retries", () => {
       const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: st === 409 ? plain409(seen) : fetch, retry: { initialMs: 1 }, onRetry: () => {} });
       await assert.rejects(c.createConversation(), (err) => err instanceof ApiError && err.status === st, `status ${st}`);
       assert.equal(seen.length, 1, `status ${st} was tried once`);
+    }
+  });
+
+  test("a success that is not the service's JSON is final, tried once", async () => {
+    // A wrong baseUrl that lands on a web server (a captive portal, a single-page app) answers
+    // 200 with a page: it was read as a failed connection and retried eight times.
+    for (const body of ["<html>sign in to the portal</html>", "null", "[]", "7", ""]) {
+      const seen: Request[] = [];
+      const fetch = async (req: Request) => {
+        seen.push(req);
+        return new Response(body, { status: 200, headers: { "Content-Type": body.startsWith("<") ? "text/html" : "application/json" } });
+      };
+      const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, retry: { initialMs: 1 }, onRetry: () => assert.fail(`retried ${JSON.stringify(body)}`) });
+      await assert.rejects(c.createConversation(), (err) => err instanceof ProtocolError && /not the service's JSON/.test(err.message), JSON.stringify(body));
+      assert.equal(seen.length, 1, `${JSON.stringify(body)} was tried once`);
+    }
+  });
+
+  test("a baseUrl that is not an http URL is refused when the client is made, not retried per call", () => {
+    for (const baseUrl of ["http://127.0.0.1:undefined/ask", "127.0.0.1:8080/ask", "ftp://ask.test/ask", ""]) {
+      assert.throws(() => new AskClient({ baseUrl, token: "t", onRetry: () => assert.fail("retried") }), TypeError, baseUrl);
     }
   });
 

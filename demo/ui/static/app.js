@@ -71,6 +71,34 @@
     return `"${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}"`;
   }
 
+  // HEADER_MS bounds the wait for a response's headers, on every call and every connection of
+  // the stream, as the Go and TypeScript clients' 15 s header timeout: a service or gateway that
+  // accepts the connection and then says nothing would otherwise hold the page "Working…" for ever.
+  const HEADER_MS = 15000;
+
+  // fetchWithin is fetch whose response headers must come within HEADER_MS: past it the request
+  // is abandoned and fails as a failed connection does (a TypeError), so that a call is retried
+  // and the stream resumed. signal, when given, ends the request and then its body (the person
+  // has gone); the body itself is not bounded here (the stream's reads are, by IDLE_MS).
+  async function fetchWithin(url, init, signal) {
+    const ctl = new AbortController();
+    const leave = () => ctl.abort(signal.reason);
+    if (signal) {
+      if (signal.aborted) leave();
+      else signal.addEventListener('abort', leave, { once: true });
+    }
+    let late = false;
+    const timer = setTimeout(() => { late = true; ctl.abort(); }, HEADER_MS);
+    try {
+      return await fetch(url, Object.assign({}, init, { signal: ctl.signal }));
+    } catch (e) {
+      if (late && !(signal && signal.aborted)) throw new TypeError(`no response within ${HEADER_MS / 1000} s`);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   // call makes one of the service's calls, retried as above; signal ends the waits between
   // attempts (the person cancelled or signed out).
   async function call(method, path, body, { create = false, signal } = {}) {
@@ -81,7 +109,7 @@
       let cause;
       let floorMs = 0;
       try {
-        const resp = await fetch(new URL(path, apiBase), {
+        const resp = await fetchWithin(new URL(path, apiBase), {
           method,
           headers: authHeaders(headers),
           body: body === undefined ? undefined : JSON.stringify(body),
@@ -238,7 +266,7 @@
       try {
         const headers = authHeaders({ Accept: 'text/event-stream' });
         if (lastId) headers['Last-Event-ID'] = lastId;
-        resp = await fetch(new URL(`v1/asks/${encodeURIComponent(ticket)}/events`, apiBase), { headers, signal, cache: 'no-store' });
+        resp = await fetchWithin(new URL(`v1/asks/${encodeURIComponent(ticket)}/events`, apiBase), { headers, cache: 'no-store' }, signal);
       } catch (e) {
         if (signal.aborted) throw e;
       }

@@ -243,6 +243,66 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('a stream whose response never comes is given up after 15 s and resumed', async () => {
+    // A gateway that accepts the connection and never answers: the page once waited on it for
+    // ever, "Working…", as the idle bound counts only once the response has come. The page's
+    // clock is driven past its header bound rather than waited out.
+    const tab = await context.newPage();
+    try {
+      await tab.clock.install();
+      const streams = [];
+      await tab.route('**/v1/asks/*/events', (r) => {
+        streams.push(r.request().headers()['last-event-id'] ?? '');
+        if (streams.length > 1) return r.continue();
+        return undefined; // never answered
+      });
+      await tab.goto(page.url());
+      await tab.selectOption('#identity', 'alice');
+      await tab.click('#signin-button');
+      await tab.fill('#question', 'How many sev1 incidents did we have in 2026-Q2?');
+      await tab.click('#ask-button');
+      const turn = tab.locator('.turn').first();
+      for (let i = 0; i < 100 && streams.length === 0; i++) await delay(50);
+      assert.equal(streams.length, 1, 'the stream was asked for');
+      await tab.clock.fastForward(16_000); // past the header bound: the request is abandoned
+      await tab.clock.fastForward(6_000); // past the backoff before the reconnect
+      await turn.locator('.usage').waitFor();
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      assert.deepEqual(streams, ['', ''], 'resumed once, from the start (nothing had arrived)');
+    } finally {
+      await tab.close();
+    }
+  });
+
+  test('a create whose response never comes is retried after 15 s with its Idempotency-Key', async () => {
+    const tab = await context.newPage();
+    try {
+      await tab.clock.install();
+      const keys = [];
+      await tab.route('**/v1/conversations', (r) => {
+        keys.push(r.request().headers()['idempotency-key']);
+        if (keys.length > 1) return r.continue();
+        return undefined; // never answered
+      });
+      await tab.goto(page.url());
+      await tab.selectOption('#identity', 'alice');
+      await tab.click('#signin-button');
+      await tab.fill('#question', 'How many sev1 incidents did we have in 2026-Q2?');
+      await tab.click('#ask-button');
+      for (let i = 0; i < 100 && keys.length === 0; i++) await delay(50);
+      assert.equal(keys.length, 1, 'the conversation was asked for');
+      await tab.clock.fastForward(16_000); // past the header bound: the request is abandoned
+      await tab.clock.fastForward(6_000); // past the backoff before the retry
+      const turn = tab.locator('.turn').first();
+      await turn.locator('.usage').waitFor();
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      assert.equal(keys.length, 2, 'retried once');
+      assert.equal(keys[1], keys[0], 'with the same key');
+    } finally {
+      await tab.close();
+    }
+  });
+
   test('a create that fails on the way is retried with one Idempotency-Key, and the question is asked once', async () => {
     // Each create fails before the service sees it — the connection reset, then a gateway's 503,
     // then (for the ask) the 409 of the same key still in progress — and then reaches the service.

@@ -257,7 +257,8 @@ class EventStream:
 
     A connection that drops, fails or ends before done, or that is refused transiently (a 408,
     a 429, a 5xx but 501 and 505), is resumed with Last-Event-ID after a short backoff with
-    jitter; the budget of attempts is reset whenever an event arrives. The server's SSE `retry:`
+    jitter, each reconnect told to the client's on_retry (as "streamEvents"), never silently; the
+    budget of attempts is reset whenever an event arrives. The server's SSE `retry:`
     and a Retry-After raise that wait, never beyond max_wait seconds (so a server cannot park the
     client). Any other refusal (a 400, 401, 404) is final (APIError); so is an answer that is not
     the contract's (ProtocolError), and a connection refused before the service has ever answered
@@ -314,6 +315,7 @@ class EventStream:
         failures = 0
         floor = 0.0  # the server's wish: its retry: field, or a Retry-After
         while True:
+            cause: BaseException = ConnectionError(f"event stream for {self.ticket}: the stream ended before done")
             try:
                 self._resp = resp = self._connect()
                 if resp.status != 200:
@@ -325,6 +327,7 @@ class EventStream:
                     if not _transient(resp.status):
                         raise err
                     floor = max(floor, err.retry_after)
+                    cause = err
                 elif resp.getheader("Content-Type", "").split(";")[0].strip().lower() != "text/event-stream":
                     raise ProtocolError(f"event stream for {self.ticket}: the response is not text/event-stream")
                 else:
@@ -355,15 +358,18 @@ class EventStream:
                             return
             except NothingListening:
                 raise
-            except (OSError, ValueError, http.client.HTTPException):
-                pass  # a dropped or failed connection: resume below
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                cause = e  # a dropped or failed connection: resume below
             finally:
                 self.drop()
             failures += 1
             if failures > self.attempts:
                 raise ConnectionError(f"event stream for {self.ticket}: no progress after {self.attempts} reconnects")
             backoff = random.uniform(0, min(0.1 * 2 ** failures, self.max_wait))
-            self.client.sleep(min(max(backoff, floor), self.max_wait))
+            delay = min(max(backoff, floor), self.max_wait)
+            # Never silently, as a call's retry and the Go CLI: the person sees why the stream paused.
+            self.client.on_retry("streamEvents", failures + 1, delay, cause)
+            self.client.sleep(delay)
 
 
 def _retry_after(value: str | None) -> float:

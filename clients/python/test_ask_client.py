@@ -403,9 +403,10 @@ class RetryTest(unittest.TestCase):
         events = [{"seq": 1, "type": "error", "kind": "internal", "message": "m"}, {"seq": 2, "type": "done"}]
         sse = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
         seen: list = []
-        c, waits, _ = self.client(self.serve(scripted([(500, {}, problem(500)), (200, {"Content-Type": "text/event-stream"}, sse)], seen)))
+        c, waits, said = self.client(self.serve(scripted([(500, {}, problem(500)), (200, {"Content-Type": "text/event-stream"}, sse)], seen)))
         outcome, _ = ask_client.follow(c.events("t_1"))
         self.assertEqual((outcome["kind"], len(seen), len(waits)), ("internal", 2, 1))
+        self.assertEqual(said, ["streamEvents#2"], "the reconnect is said, as a call's retry")
         for status in (401, 404):
             seen = []
             c, waits, _ = self.client(self.serve(scripted([(status, {}, problem(status, detail="no such ticket"))], seen)))
@@ -413,6 +414,20 @@ class RetryTest(unittest.TestCase):
                 list(c.events("t_1"))
             self.assertEqual((caught.exception.status, len(seen), waits), (status, 1, []))
             self.assertIn("no such ticket", str(caught.exception))
+
+    def test_the_cli_says_a_stream_reconnect_on_stderr(self):
+        # As the Go CLI: a stream that pauses to reconnect says so, never silently.
+        events = [{"seq": 1, "type": "abstention", "terms": ["churn"]}, {"seq": 2, "type": "done", "steps": 0}]
+        sse = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+        seen: list = []
+        url = self.serve(scripted([(201, {}, {"id": "c_1", "created_at": "2026-12-04T20:00:00Z"}),
+                                   (202, {}, {"ticket": "t_1", "conversation_id": "c_1"}),
+                                   (503, {}, problem(503, detail="a replica is restarting")),
+                                   (200, {"Content-Type": "text/event-stream"}, sse)], seen))
+        stdout, stderr = io.StringIO(), io.StringIO()
+        code = ask_client.main(["--url", url, "--token", "t", "a question"], stdout=stdout, stderr=stderr)
+        self.assertEqual(code, 2, stderr.getvalue())
+        self.assertRegex(stderr.getvalue(), r"streamEvents: retrying \(attempt 2\) in [0-9.]+ s: .*a replica is restarting")
 
     def test_an_event_that_is_not_json_is_final_and_never_quoted(self):
         sse = b'id: 1\ndata: {"seq":1,"type":"accepted","question":zq-frame-secret}\n\n'

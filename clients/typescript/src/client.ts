@@ -89,7 +89,10 @@ export interface AskClientOptions {
    * final, rather than in memory without end.
    */
   maxEventSize?: number;
-  /** Told of every retry (the client never retries silently). Default: console.warn. */
+  /**
+   * Told of every retry of a call and every reconnect of an event stream (as "streamEvents"): the
+   * client never retries silently. Default: console.warn.
+   */
   onRetry?: (operation: string, attempt: number, cause: unknown) => void;
 }
 
@@ -408,6 +411,8 @@ export class AskClient {
         throw new Error(`streamEvents: no progress after ${this.#reconnect.attempts} reconnects`, { cause });
       }
       const base = Math.min(this.#reconnect.initialMs * 2 ** (failures - 1), this.#reconnect.maxMs);
+      // Never silently, as a call's retry and the Go client: told to onRetry (default console.warn).
+      this.#onRetry("streamEvents", failures + 1, cause);
       // The server's retry raises the wait, up to the cap: a server cannot park the client.
       await sleep(Math.min(Math.max(Math.random() * base, retryMs), this.#reconnect.maxMs), opts.signal);
     }

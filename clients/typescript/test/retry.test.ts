@@ -300,10 +300,13 @@ describe("a stream refused", () => {
   for (const status of [408, 500, 502, 503, 504]) {
     test(`with ${status} is resumed, as the Go client`, async () => {
       const seen: Request[] = [];
-      const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: refusing(status, seen), reconnect: { initialMs: 1 } });
+      const said: string[] = [];
+      const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: refusing(status, seen), reconnect: { initialMs: 1 },
+        onRetry: (op, n, cause) => said.push(`${op}#${n} ${cause instanceof ApiError ? cause.status : String(cause)}`) });
       const { outcome } = await c.follow("t_1");
       assert.equal(outcome.type, "error");
       assert.equal(seen.length, 2);
+      assert.deepEqual(said, [`streamEvents#2 ${status}`], "the reconnect is told to onRetry, never silent");
     });
   }
 

@@ -263,12 +263,14 @@
     let floorMs = 0;
     for (;;) {
       let resp = null;
+      let cause = 'the stream ended before its last event';
       try {
         const headers = authHeaders({ Accept: 'text/event-stream' });
         if (lastId) headers['Last-Event-ID'] = lastId;
         resp = await fetchWithin(new URL(`v1/asks/${encodeURIComponent(ticket)}/events`, apiBase), { headers, cache: 'no-store' }, signal);
       } catch (e) {
         if (signal.aborted) throw e;
+        cause = e.message;
       }
       if (resp && !resp.ok) {
         let problem = null;
@@ -276,6 +278,7 @@
         const err = new ProblemError(resp.status, problem, retryAfterMs(resp.headers.get('Retry-After')));
         if (!resumable(resp.status)) throw err;
         floorMs = Math.max(floorMs, err.retryAfterMs);
+        cause = `HTTP ${resp.status}: ${err.message}`;
       }
       if (resp && resp.ok) {
         const parser = new SSEParser();
@@ -303,6 +306,7 @@
           }
         } catch (e) {
           if (signal.aborted || e instanceof ProtocolError) throw e;
+          cause = e.message;
         } finally {
           reader.cancel().catch(() => {});
           if (parser.retryMs !== undefined) floorMs = parser.retryMs;
@@ -311,7 +315,10 @@
       failures++;
       if (failures > 8) throw new Error('the event stream could not be resumed');
       const backoff = Math.min(250 * 2 ** failures, MAX_WAIT_MS) * Math.random() + 100;
-      await sleep(Math.min(Math.max(backoff, floorMs), MAX_WAIT_MS), signal);
+      const wait = Math.min(Math.max(backoff, floorMs), MAX_WAIT_MS);
+      // Never silently, as a call's retry: the console says why the stream paused.
+      console.warn(`ask: the event stream: reconnecting (attempt ${failures + 1}) in ${Math.round(wait)} ms: ${cause}`);
+      await sleep(wait, signal);
     }
   }
 

@@ -365,6 +365,9 @@ describe('the reference page in Chromium', () => {
   });
 
   test('a stream refused with 408 or 500 is resumed, as the Go client; with 501 it is final', async () => {
+    const warned = [];
+    const onConsole = (m) => { if (m.type() === 'warning' && m.text().includes('event stream')) warned.push(m.text()); };
+    page.on('console', onConsole);
     for (const [status, resumed] of [[408, true], [500, true], [501, false]]) {
       const streams = [];
       await page.route('**/v1/asks/*/events', (r) => {
@@ -379,6 +382,9 @@ describe('the reference page in Chromium', () => {
           const turn = await ask('How many sev1 incidents did we have in 2026-Q2?');
           assert.equal(await turn.getAttribute('data-outcome'), 'answer', `after ${status}`);
           assert.equal(streams.length, 2, `${status}: resumed once`);
+          assert.ok(warned.some((w) => w.includes(`reconnecting (attempt 2)`) && w.includes(`refused with ${status}`)),
+            `${status}: the reconnect is said on the console, never silent: ${warned.join(' | ')}`);
+          warned.length = 0;
         } else {
           await start('How many sev1 incidents did we have in 2026-Q2?');
           await page.locator('#ask-error').filter({ hasText: `refused with ${status}` }).waitFor();
@@ -392,6 +398,7 @@ describe('the reference page in Chromium', () => {
         if (i >= 0) problems.splice(i, 1);
       }
     }
+    page.off('console', onConsole);
   });
 
   test('an event that is not JSON is final: said without its data, and not resumed', async () => {

@@ -5,7 +5,7 @@ Ask a question, follow the work as Server-Sent Events (resuming a dropped connec
 Last-Event-ID, so no event is missed or seen twice), and print the outcome as what it is:
 an answer with its caveats and what it rests on, an abstention, a refusal, or an error.
 
-    python3 ask_client.py [--url URL] [--idp URL] [--as OID | --token TOKEN] [--branches] QUESTION...
+    python3 ask_client.py [--url URL] [--idp URL] [--as OID | --token TOKEN] [--branches] [--webhook URL] QUESTION...
 
 --url defaults to $ASK_URL or http://127.0.0.1:8080/ask. Without --token (or $ASK_TOKEN) a token
 is minted for --as (default alice) from the development identity provider at --idp ($ASK_IDP,
@@ -235,11 +235,16 @@ class AskClient:
         """Opens a conversation. Retried with one Idempotency-Key: a retry answers the same one."""
         return self._call("createConversation", "POST", "/v1/conversations", {}, create=True)
 
-    def ask(self, conversation_id: str, question: str) -> dict:
+    def ask(self, conversation_id: str, question: str, webhook: str | None = None) -> dict:
         """Returns the ticket, which arrives before any work runs. Retried with one
-        Idempotency-Key: a retry answers the same ticket, never a second ask."""
+        Idempotency-Key: a retry answers the same ticket, never a second ask. With webhook, the
+        service also POSTs the run's end there (signed; it must be under a prefix the operator
+        allows, else a 400 and no ticket); status(ticket)["webhook"] says how delivery goes."""
         cid = urllib.parse.quote(conversation_id, safe="")
-        return self._call("createAsk", "POST", f"/v1/conversations/{cid}/asks", {"question": question}, create=True)
+        body: dict = {"question": question}
+        if webhook:
+            body["webhook"] = {"url": webhook}
+        return self._call("createAsk", "POST", f"/v1/conversations/{cid}/asks", body, create=True)
 
     def status(self, ticket: str) -> dict:
         return self._call("getAsk", "GET", f"/v1/asks/{urllib.parse.quote(ticket, safe='')}")
@@ -680,6 +685,8 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
     ap.add_argument("--token", default=os.environ.get("ASK_TOKEN", ""),
                     help="the bearer token ($ASK_TOKEN); default: one minted from --idp for --as")
     ap.add_argument("--branches", action="store_true", help="a phase-2 run: also show each branch's own progress")
+    ap.add_argument("--webhook", metavar="URL", default="",
+                    help="also have the service POST the run's end to URL (under a prefix the operator allows)")
     ap.add_argument("question", nargs="+")
     args = ap.parse_args(argv)
     progress = lambda s: print(f"… {printable(s, True)}", file=stderr)
@@ -694,7 +701,7 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
             return 4
         try:
             with _HeldInterrupt() as held:
-                ticket = client.ask(conversation["id"], " ".join(args.question))["ticket"]
+                ticket = client.ask(conversation["id"], " ".join(args.question), webhook=args.webhook or None)["ticket"]
         except KeyboardInterrupt:
             print("ask_client: interrupted while asking; the ask may have been made, and was not cancelled", file=stderr)
             return 4

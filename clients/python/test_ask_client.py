@@ -777,6 +777,28 @@ class AskClientTest(unittest.TestCase):
         self.assertNotEqual(nxt["ticket"], ticket["ticket"])
         ask_client.follow(direct.events(nxt["ticket"]))
 
+    def test_an_ask_with_a_webhook_is_delivered_and_a_url_not_allowed_is_a_400(self):
+        client = client_for("alice")
+        conversation = client.create_conversation()["id"]
+        sink = os.environ["ASK_URL"].rstrip("/") + "/dev/webhooks/inbox"
+        ticket = client.ask(conversation, SEV1, webhook=sink)["ticket"]
+        outcome, _ = ask_client.follow(client.events(ticket))
+        self.assertEqual(outcome["type"], "answer")
+        status = client.status(ticket)
+        deadline = time.monotonic() + 20
+        while (status.get("webhook") or {}).get("state") == "pending" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            status = client.status(ticket)
+        self.assertEqual((status.get("webhook") or {}).get("state"), "delivered", status.get("webhook"))
+        with self.assertRaises(ask_client.APIError) as caught:
+            client.ask(conversation, SEV1, webhook="https://elsewhere.invalid/hook")
+        self.assertEqual(caught.exception.status, 400)
+        # The CLI's --webhook reaches the service: one not allowed is its 400, said.
+        code, _, err = run_main("--webhook", "https://elsewhere.invalid/hook", SEV1)
+        self.assertEqual(code, 1, err)
+        self.assertIn("createAsk: HTTP 400", err)
+        self.assertEqual(run_main("--webhook", sink, SEV1)[0], 0)
+
     def test_another_identity_gets_404(self):
         conversation = client_for("alice").create_conversation()
         with self.assertRaises(ask_client.APIError) as cm:

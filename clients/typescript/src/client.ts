@@ -173,6 +173,17 @@ export class ProtocolError extends Error {
   }
 }
 
+/** Options of one ask. */
+export interface AskOptions {
+  /**
+   * A URL the service POSTs the run's end to (terminal event and done, signed per Standard
+   * Webhooks), for a caller that does not hold the stream; it must be under a prefix the operator
+   * allows, or the ask is a 400 and makes no ticket. status(ticket).webhook says how delivery goes.
+   * As the Go client's AskOptions.Webhook.
+   */
+  webhook?: string;
+}
+
 /** Options of one event stream. */
 export interface EventsOptions {
   /** Resume after this seq; 0 (the default) starts at the first event. */
@@ -264,12 +275,13 @@ export class AskClient {
    * Asks a question in a conversation; the ticket arrives before any work runs. Retried with one
    * Idempotency-Key: a retry answers the same ticket, never a second ask.
    */
-  async ask(conversationId: string, question: string): Promise<Ticket> {
+  async ask(conversationId: string, question: string, opts: AskOptions = {}): Promise<Ticket> {
     const key = idempotencyKey();
+    const body: Schemas["AskRequest"] = { question, ...(opts.webhook ? { webhook: { url: opts.webhook } } : {}) };
     return this.#retrying("createAsk", () =>
       this.api.POST("/v1/conversations/{conversation_id}/asks", {
         params: { path: { conversation_id: conversationId }, header: { "Idempotency-Key": key } },
-        body: { question },
+        body,
       }),
     );
   }

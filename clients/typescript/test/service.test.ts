@@ -36,6 +36,22 @@ describe("the TypeScript client against the dev stack", () => {
     alice = await clientFor("alice");
   });
 
+  test("an ask with a webhook: the run's end is delivered there, and status says so; a URL not allowed is a 400", async () => {
+    const { ask } = await stack();
+    const conv = await alice.createConversation();
+    const ticket = await alice.ask(conv.id, SEV1, { webhook: `${ask}/dev/webhooks/inbox` });
+    const { outcome } = await alice.follow(ticket.ticket);
+    assert.equal(outcome.type, "answer");
+    let status = await alice.status(ticket.ticket);
+    for (const deadline = Date.now() + 20_000; status.webhook?.state === "pending" && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = await alice.status(ticket.ticket);
+    }
+    assert.equal(status.webhook?.state, "delivered", `the webhook: ${JSON.stringify(status.webhook)}`);
+    await assert.rejects(alice.ask(conv.id, SEV1, { webhook: "https://elsewhere.invalid/hook" }),
+      (err) => err instanceof ApiError && err.status === 400);
+  });
+
   test("ask, then stream to the answer", async () => {
     const conv = await alice.createConversation();
     const ticket = await alice.ask(conv.id, SEV1);

@@ -472,7 +472,9 @@ def milestone_words(m: dict) -> str:
     if phase == "querying":
         return f"Querying {subject}"
     if phase == "reconciling":
-        return f"Combining {subject} across sources"
+        # The subject is the terms or tables reconciled, or "sources" when there are none (the
+        # source field names the sources): "Combining sources across sources" said nothing.
+        return "Combining what the sources found" if subject in ("", "sources") else f"Combining what the sources found on {subject}"
     return f"Working on {subject}"
 
 

@@ -132,6 +132,16 @@ class DivergenceTest(unittest.TestCase):
                          "Without the catalog's definitions of a, b, the answer would have been 2 rows of team.")
 
 
+class MilestoneWordsTest(unittest.TestCase):
+    def test_reconciling_says_what_was_combined(self):
+        # The subject is the terms or tables reconciled, else "sources": that read "Combining
+        # sources across sources".
+        m = lambda subject: {"type": "milestone", "phase": "reconciling", "subject": subject, "source": "catalog,warehouse"}
+        self.assertEqual(ask_client.milestone_words(m("sources")), "Combining what the sources found")
+        self.assertEqual(ask_client.milestone_words(m("change failure rate")),
+                         "Combining what the sources found on change failure rate")
+
+
 class BranchesTest(unittest.TestCase):
     """A phase-2 run's branches collapsed, as the other clients: every branch's milestones were
     printed in the main list."""
@@ -144,7 +154,7 @@ class BranchesTest(unittest.TestCase):
                   e(5, "milestone", phase="grounding", subject="incident", source="catalog", branch_id="b1"),
                   e(5, "milestone", phase="grounding", subject="incident", source="catalog", branch_id="b1"),
                   e(6, "milestone", phase="querying", subject="incidents", source="warehouse", branch_id="b2"),
-                  e(7, "milestone", phase="reconciling", subject="catalog, warehouse", source="", branch_id="b0"),
+                  e(7, "milestone", phase="reconciling", subject="sources", source="catalog,warehouse", branch_id="b0"),
                   e(8, "answer", text="t"), e(9, "done", steps=0)]
 
         class Stream:
@@ -154,7 +164,7 @@ class BranchesTest(unittest.TestCase):
         said: list[str] = []
         ask_client.follow(Stream(), progress=said.append)
         self.assertEqual(said, ["Asking catalog", "Also answering without the catalog, to compare",
-                                "Combining catalog, warehouse across sources"])
+                                "Combining what the sources found"])
         said = []
         ask_client.follow(Stream(), progress=said.append, branches=True)
         self.assertIn('  [catalog] Checking what "incident" means in the catalog', said)
@@ -168,7 +178,7 @@ class BranchesTest(unittest.TestCase):
                 return iter(phase1)
 
         ask_client.follow(One(), progress=said.append)
-        self.assertEqual(said, ["Combining catalog, warehouse across sources"], "phase 1: the supervisor's milestones, as before")
+        self.assertEqual(said, ["Combining what the sources found"], "phase 1: the supervisor's milestones, as before")
 
 
 class FakeStreamTest(unittest.TestCase):

@@ -49,7 +49,9 @@ export function milestoneWords(m: MilestoneEvent): string {
     case "querying":
       return `Querying ${m.subject}`;
     case "reconciling":
-      return `Combining ${m.subject} across sources`;
+      // The subject is the terms or tables reconciled, or "sources" when there are none (the
+      // source field names the sources): "Combining sources across sources" said nothing.
+      return m.subject === "" || m.subject === "sources" ? "Combining what the sources found" : `Combining what the sources found on ${m.subject}`;
     default: {
       const unknown: never = m.phase;
       return `Working on ${String(unknown)}`;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { Branches, describeOutcome, divergenceWords, type AnswerEvent, type BranchEvent, type MilestoneEvent } from "../src/index.js";
+import { Branches, describeOutcome, divergenceWords, milestoneWords, type AnswerEvent, type BranchEvent, type MilestoneEvent } from "../src/index.js";
 
 const envelope = { ticket: "t_1", conversation_id: "c_1", ts: "2026-12-01T00:00:00Z" };
 
@@ -24,6 +24,13 @@ describe("phase-2 presentation", () => {
     assert.equal(divergenceWords(answer.divergence!), want);
     assert.ok(describeOutcome(answer).includes(want), describeOutcome(answer));
     assert.ok(!describeOutcome({ ...answer, divergence: null }).includes("Without the catalog"));
+  });
+
+  test("the supervisor's reconciling milestone says what was combined", () => {
+    // The subject is the terms or tables reconciled, else "sources": that read "Combining sources across sources".
+    const m = (subject: string): MilestoneEvent => ({ ...envelope, seq: 12, type: "milestone", phase: "reconciling", subject, source: "catalog,warehouse", branch_id: "b1" });
+    assert.equal(milestoneWords(m("sources")), "Combining what the sources found");
+    assert.equal(milestoneWords(m("change failure rate")), "Combining what the sources found on change failure rate");
   });
 
   test("branches are collapsed: one line each, the supervisor's milestones shown", () => {

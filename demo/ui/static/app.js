@@ -334,7 +334,8 @@
       case 'querying':
         return subject === 'query' ? `Querying the ${m.source} data` : `Querying ${subject}`;
       case 'reconciling':
-        return `Combining ${subject} with what the other sources said`;
+        // The subject is the terms or tables reconciled, or "sources" when there are none.
+        return subject === '' || subject === 'sources' ? 'Combining what the sources found' : `Combining what the sources found on ${subject}`;
       default:
         return `Working on ${subject}`;
     }

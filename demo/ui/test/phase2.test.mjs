@@ -88,11 +88,19 @@ describe('the reference page on a phase-2 stack', () => {
     assert.equal(await inner.isVisible(), false, 'a branch is collapsed by default');
     await branches.first().locator('summary').click();
     assert.equal(await inner.isVisible(), true, 'opening a branch shows its progress');
+    const said = await turn.locator(':scope .progress > li:not(.branch)').allTextContents();
+    assert.ok(said.includes('Combining what the sources found on change failure rate'), said.join(' | '));
     const div = turn.locator('.outcome.answer .divergence');
     assert.match(await div.locator('p').textContent(),
       /^Without the catalog’s definition of change failure rate, the answer would have been team Data, failure rate pct 11\.1\.$/);
     assert.match(await turn.locator('.outcome .text').textContent(), /^Mobile had the highest change failure rate in 2026-Q3/);
     await page.screenshot({ path: join(artifacts, 'phase2-divergence.png'), fullPage: true });
+  });
+
+  test('a reconciliation of no term or table says what it combines, not "sources across sources"', async () => {
+    const turn = await ask('What is our customer churn rate?');
+    const said = await turn.locator(':scope .progress > li:not(.branch)').allTextContents();
+    assert.ok(said.includes('Combining what the sources found'), said.join(' | '));
   });
 
   test('a question the catalog does not change has no divergence', async () => {

@@ -506,6 +506,9 @@ def describe_outcome(o: dict) -> str:
         if result and result.get("rows") and not (o.get("headline") and len(result["rows"]) == 1):
             lines.append("  " + " | ".join(result["columns"]))
             lines.extend("  " + " | ".join(str(v) for v in row) for row in result["rows"])
+        if result and result.get("truncated"):
+            # Else the rows read as the whole answer.
+            lines.append("  (the source capped these rows: there are more)")
         for c in o.get("caveats", []):
             lines.append(f"Keep in mind — {c['term']}: {c['text']} ({c['source']})")
         for p in o.get("provenance", []):

@@ -132,6 +132,17 @@ class DivergenceTest(unittest.TestCase):
                          "Without the catalog's definitions of a, b, the answer would have been 2 rows of team.")
 
 
+class ResultTest(unittest.TestCase):
+    def test_rows_the_source_capped_are_said_to_be_capped(self):
+        answer = {"type": "answer", "text": "Per team.", "caveats": [], "provenance": [], "path": {"speed": "full"},
+                  "result": {"columns": ["team", "n"], "rows": [["Data", 1], ["Mobile", 2]], "truncated": True}}
+        said = ask_client.describe_outcome(answer)
+        self.assertIn("  Mobile | 2", said)
+        self.assertIn("the source capped these rows: there are more", said)
+        whole = ask_client.describe_outcome({**answer, "result": {**answer["result"], "truncated": False}})
+        self.assertNotIn("capped", whole)
+
+
 class MilestoneWordsTest(unittest.TestCase):
     def test_reconciling_says_what_was_combined(self):
         # The subject is the terms or tables reconciled, else "sources": that read "Combining

@@ -11,6 +11,14 @@ export function describeOutcome(o: Outcome): string {
       const lines: string[] = [];
       if (o.headline) lines.push(`${String(o.headline.value)} (${o.headline.label})`);
       lines.push(o.text);
+      // The rows, unless the headline is the whole of them, and whether the source capped them
+      // (else they read as the whole answer), as the Python client and the page.
+      const rows = o.result?.rows ?? [];
+      if (o.result && rows.length > 0 && !(o.headline && rows.length === 1)) {
+        lines.push(`  ${o.result.columns.join(" | ")}`);
+        for (const row of rows) lines.push(`  ${row.map((v) => String(v)).join(" | ")}`);
+      }
+      if (o.result?.truncated) lines.push("  (the source capped these rows: there are more)");
       for (const c of o.caveats) lines.push(`Keep in mind — ${c.term}: ${c.text} (${c.source})`);
       for (const p of o.provenance) lines.push(`Rests on — ${p.term}: ${p.statement} (${p.source})`);
       if (o.divergence) lines.push(divergenceWords(o.divergence));

@@ -26,6 +26,18 @@ describe("phase-2 presentation", () => {
     assert.ok(!describeOutcome({ ...answer, divergence: null }).includes("Without the catalog"));
   });
 
+  test("an answer's rows are shown, and said to be capped when the source capped them", () => {
+    const answer: AnswerEvent = {
+      ...envelope, seq: 9, type: "answer", text: "Per team.", caveats: [], provenance: [],
+      path: { speed: "full", detail: "warehouse" }, sql: ["SELECT …"], divergence: null,
+      result: { columns: ["team", "n"], rows: [["Data", 1], ["Mobile", 2]], truncated: true },
+    };
+    const said = describeOutcome(answer);
+    assert.ok(said.includes("  Mobile | 2"), said);
+    assert.ok(said.includes("the source capped these rows: there are more"), said);
+    assert.ok(!describeOutcome({ ...answer, result: { ...answer.result!, truncated: false } }).includes("capped"));
+  });
+
   test("the supervisor's reconciling milestone says what was combined", () => {
     // The subject is the terms or tables reconciled, else "sources": that read "Combining sources across sources".
     const m = (subject: string): MilestoneEvent => ({ ...envelope, seq: 12, type: "milestone", phase: "reconciling", subject, source: "catalog,warehouse", branch_id: "b1" });

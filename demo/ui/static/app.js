@@ -100,18 +100,21 @@
   }
 
   // call makes one of the service's calls, retried as above; signal ends the waits between
-  // attempts (the person cancelled or signed out).
+  // attempts (the person cancelled or signed out). Every attempt carries the bearer of the
+  // person who made the call: a cancel sent as they sign out is retried as theirs, not with the
+  // empty bearer (or the next person's) the page holds by then.
   async function call(method, path, body, { create = false, signal } = {}) {
     const headers = body === undefined ? { Accept: 'application/json' }
       : { Accept: 'application/json', 'Content-Type': 'application/json' };
     if (create) headers['Idempotency-Key'] = idempotencyKey();
+    headers.Authorization = `Bearer ${state.token}`;
     for (let attempt = 1; ; attempt++) {
       let cause;
       let floorMs = 0;
       try {
         const resp = await fetchWithin(new URL(path, apiBase), {
           method,
-          headers: authHeaders(headers),
+          headers,
           body: body === undefined ? undefined : JSON.stringify(body),
           cache: 'no-store',
         });

@@ -536,6 +536,42 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('a cancel sent as the person signs out is retried with their bearer, not the emptied one', async () => {
+    await signIn('alice');
+    const turn = await start('Take your time: how many sev1 incidents did we have in 2026-Q2?');
+    const ticket = await turn.getAttribute('data-ticket');
+    const bearers = [];
+    let retried;
+    const second = new Promise((resolve) => { retried = resolve; });
+    await page.route('**/v1/asks/*/cancel', (r) => {
+      bearers.push(r.request().headers()['authorization']);
+      if (bearers.length === 1) {
+        return r.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'Retry-After': '0' },
+          body: JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503 }) });
+      }
+      retried();
+      return r.continue();
+    });
+    try {
+      await page.click('#signout-button');
+      await second;
+      assert.equal(bearers.length, 2, 'the 503 retried once');
+      assert.match(bearers[0], /^Bearer \S{20,}$/, 'the first attempt carried alice’s bearer');
+      assert.equal(bearers[1], bearers[0], 'the retry carried the same bearer');
+      const tokenResp = await fetch(new URL('token', page.url()), { method: 'POST', body: new URLSearchParams({ oid: 'alice' }) });
+      const { access_token: token } = await tokenResp.json();
+      const status = await (await fetch(new URL(`../v1/asks/${ticket}`, page.url()), {
+        headers: { Authorization: `Bearer ${token}`, Prefer: 'wait=20' },
+      })).json();
+      assert.equal(status.terminal.kind, 'cancelled', 'the retried cancel cancelled the question');
+    } finally {
+      await page.unroute('**/v1/asks/*/cancel');
+      for (let i = problems.length - 1; i >= 0; i--) {
+        if (/status of 503/.test(problems[i]) && /\/cancel/.test(problems[i])) problems.splice(i, 1);
+      }
+    }
+  });
+
   test('sign out forgets the identity and cancels the question that was running', async () => {
     await signIn('alice');
     const turn = await start('Take your time: how many sev1 incidents did we have in 2026-Q2?');

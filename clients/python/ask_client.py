@@ -175,7 +175,8 @@ class AskClient:
         self.sleep = sleep
         self.reached = False  # the service has answered this client once
 
-    def _once(self, operation: str, method: str, path: str, body: dict | None, headers: dict[str, str]) -> dict:
+    def _once(self, operation: str, method: str, path: str, body: dict | None, headers: dict[str, str],
+              timeout: float | None = None) -> dict:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.base_url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
@@ -185,7 +186,7 @@ class AskClient:
         for name, value in headers.items():
             req.add_header(name, value)
         try:
-            with _opener.open(req, timeout=self.timeout) as resp:
+            with _opener.open(req, timeout=timeout or self.timeout) as resp:
                 self.reached = True
                 raw, status = resp.read(), resp.status
                 content_type = resp.headers.get("Content-Type") or "no Content-Type"
@@ -207,13 +208,16 @@ class AskClient:
                                 f"is {self.base_url} the ask service?")
         return doc
 
-    def _call(self, operation: str, method: str, path: str, body: dict | None = None, create: bool = False) -> dict:
+    def _call(self, operation: str, method: str, path: str, body: dict | None = None, create: bool = False,
+              headers: dict[str, str] | None = None, timeout: float | None = None) -> dict:
         # One key for every attempt of a create: a retry answers the same conversation or ticket.
-        headers = {"Idempotency-Key": _idempotency_key()} if create else {}
+        headers = dict(headers or {})
+        if create:
+            headers["Idempotency-Key"] = _idempotency_key()
         for attempt in range(1, self.retry.attempts + 1):
             floor = 0.0
             try:
-                return self._once(operation, method, path, body, headers)
+                return self._once(operation, method, path, body, headers, timeout)
             except APIError as e:
                 if not _retryable(e):
                     raise
@@ -246,8 +250,17 @@ class AskClient:
             body["webhook"] = {"url": webhook}
         return self._call("createAsk", "POST", f"/v1/conversations/{cid}/asks", body, create=True)
 
-    def status(self, ticket: str) -> dict:
-        return self._call("getAsk", "GET", f"/v1/asks/{urllib.parse.quote(ticket, safe='')}")
+    def status(self, ticket: str, wait_seconds: int | None = None) -> dict:
+        """A ticket's state, and its outcome once there is one. With wait_seconds (1 to 60: the
+        service waits at most 60), a running ticket is answered when it ends or when the wait is
+        over, whichever is first (Prefer: wait); the request's timeout is raised to cover it."""
+        path = f"/v1/asks/{urllib.parse.quote(ticket, safe='')}"
+        if not wait_seconds:
+            return self._call("getAsk", "GET", path)
+        if not 1 <= wait_seconds <= 60:
+            raise ValueError("wait_seconds must be 1 to 60")
+        return self._call("getAsk", "GET", path, headers={"Prefer": f"wait={int(wait_seconds)}"},
+                          timeout=max(self.timeout, wait_seconds + 10))
 
     def cancel(self, ticket: str) -> dict:
         """Cancels a run. Idempotent; after done it changes nothing."""

@@ -820,6 +820,16 @@ class AskClientTest(unittest.TestCase):
         self.assertIn("createAsk: HTTP 400", err)
         self.assertEqual(run_main("--webhook", sink, SEV1)[0], 0)
 
+    def test_status_waits_for_the_end_when_asked(self):
+        client = client_for("alice")
+        ticket = client.ask(client.create_conversation()["id"], SLOW_SEV1)["ticket"]
+        self.assertEqual(client.status(ticket)["state"], "running")
+        status = client.status(ticket, wait_seconds=30)  # one call: the service answers at the end
+        self.assertNotEqual(status["state"], "running", status)
+        self.assertIn("terminal", status)
+        with self.assertRaises(ValueError):
+            client.status(ticket, wait_seconds=61)
+
     def test_another_identity_gets_404(self):
         conversation = client_for("alice").create_conversation()
         with self.assertRaises(ask_client.APIError) as cm:

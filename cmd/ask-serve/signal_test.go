@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/das-ask/ask/internal/proctest"
 )
 
 // TestAskServeStopsGracefullyOnEachSignal: the process (this test binary as ask-serve) stops as
@@ -31,41 +31,13 @@ func TestAskServeStopsGracefullyOnEachSignal(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cmd.Process.Kill()
-			lines := make(chan string)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-				_, _ = io.Copy(io.Discard, stdout)
-			}()
-			var out strings.Builder
-			waitFor := func(msg string) {
-				t.Helper()
-				deadline := time.After(30 * time.Second)
-				for {
-					select {
-					case l, ok := <-lines:
-						if !ok {
-							t.Fatalf("ask-serve ended before saying %q:\n%s", msg, out.String())
-						}
-						out.WriteString(l + "\n")
-						if strings.Contains(l, msg) {
-							return
-						}
-					case <-deadline:
-						t.Fatalf("ask-serve did not say %q:\n%s", msg, out.String())
-					}
-				}
-			}
-			waitFor("Ctrl-C stops everything.")
+			out := proctest.Watch(t, "ask-serve", stdout)
+			out.WaitFor("Ctrl-C stops everything.", 30*time.Second)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			waitFor("stopping…")
-			for range lines {
-			}
+			out.WaitFor("stopping…", 30*time.Second)
+			out.Drain()
 			if err := cmd.Wait(); err != nil {
 				t.Errorf("ask-serve after %v: %v, want exit status 0\n%s", sig, err, out.String())
 			}

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/das-ask/ask/demo/idp/idptest"
+	"github.com/das-ask/ask/internal/proctest"
 )
 
 // TestAskdStopsGracefullyOnEachSignal: the process (this test binary as askd) stops as
@@ -39,46 +37,18 @@ func TestAskdStopsGracefullyOnEachSignal(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cmd.Process.Kill()
-			lines := make(chan string)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(stderr)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-				_, _ = io.Copy(io.Discard, stderr)
-			}()
-			var log strings.Builder
-			waitFor := func(msg string) {
-				t.Helper()
-				deadline := time.After(20 * time.Second)
-				for {
-					select {
-					case l, ok := <-lines:
-						if !ok {
-							t.Fatalf("askd ended before logging %q:\n%s", msg, log.String())
-						}
-						log.WriteString(l + "\n")
-						if strings.Contains(l, msg) {
-							return
-						}
-					case <-deadline:
-						t.Fatalf("askd did not log %q:\n%s", msg, log.String())
-					}
-				}
-			}
-			waitFor("msg=serving")
+			out := proctest.Watch(t, "askd", stderr)
+			out.WaitFor("msg=serving", 20*time.Second)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(`msg="stopping:`)
-			waitFor("msg=stopped")
-			for range lines {
-			}
+			out.WaitFor(`msg="stopping:`, 20*time.Second)
+			out.WaitFor("msg=stopped", 20*time.Second)
+			out.Drain()
 			err = cmd.Wait()
 			var exit *exec.ExitError
 			if errors.As(err, &exit) || err != nil {
-				t.Errorf("askd after %v: %v, want exit status 0\n%s", sig, err, log.String())
+				t.Errorf("askd after %v: %v, want exit status 0\n%s", sig, err, out.String())
 			}
 		})
 	}

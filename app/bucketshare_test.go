@@ -1,15 +1,10 @@
 package app_test
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
-	"log/slog"
 	"strings"
 	"testing"
 
-	"github.com/das-ask/ask"
-	"github.com/das-ask/ask/app"
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/store/redis/redistest"
 )
@@ -42,11 +37,7 @@ func TestWarnsWhenOneIdentityCanFillItsBucket(t *testing.T) {
 			cfg.Store.URL, cfg.Store.Prefix, cfg.Store.Buckets = srv.URL, "share:"+rand.Text()+":", c.buckets
 		}
 		cfg.Service.MaxTickets = c.maxTickets
-		var logs bytes.Buffer
-		m := app.NewMain(cfg)
-		m.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		m.Authenticator = noAuth{}
-		m.Runner = ask.RunnerFunc(func(_ context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome { return ask.Outcome{} })
+		m, logs := quietMain(cfg)
 		if err := m.Run(t.Context()); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

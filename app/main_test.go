@@ -19,6 +19,17 @@ type noAuth struct{}
 
 func (noAuth) Authenticate(context.Context, string) (ask.Identity, error) { return ask.Identity{}, nil }
 
+// quietMain is a Main on cfg that admits anyone and whose runs end at once with nothing, its
+// logs written to the buffer returned.
+func quietMain(cfg config.Config) (*app.Main, *bytes.Buffer) {
+	var logs bytes.Buffer
+	m := app.NewMain(cfg)
+	m.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	m.Authenticator = noAuth{}
+	m.Runner = ask.RunnerFunc(func(context.Context, ask.Request, ask.Emitter) ask.Outcome { return ask.Outcome{} })
+	return m, &logs
+}
+
 // TestAdminAddrTaken: a configured admin address that cannot be listened on stops the start,
 // naming its variable; the default one, held by another process (a second replica on the
 // host), is skipped with a warning naming the variable.
@@ -32,11 +43,7 @@ func TestAdminAddrTaken(t *testing.T) {
 		cfg := config.DefaultConfig()
 		cfg.Addr = "127.0.0.1:0"
 		cfg.Ops.AdminAddr, cfg.Ops.AdminOptional = held.Addr().String(), optional
-		var logs bytes.Buffer
-		m := app.NewMain(cfg)
-		m.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		m.Authenticator = noAuth{}
-		m.Runner = ask.RunnerFunc(func(_ context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome { return ask.Outcome{} })
+		m, logs := quietMain(cfg)
 		err := m.Run(t.Context())
 		switch {
 		case !optional && (err == nil || !strings.Contains(err.Error(), "DAS_ASK_ADMIN_ADDR")):
@@ -66,11 +73,7 @@ func TestAddrTaken(t *testing.T) {
 	defer held.Close()
 	cfg := config.DefaultConfig()
 	cfg.Addr, cfg.Ops.AdminAddr = held.Addr().String(), ""
-	var logs bytes.Buffer
-	m := app.NewMain(cfg)
-	m.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	m.Authenticator = noAuth{}
-	m.Runner = ask.RunnerFunc(func(_ context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome { return ask.Outcome{} })
+	m, logs := quietMain(cfg)
 	err = m.Run(t.Context())
 	if err == nil {
 		m.Close()

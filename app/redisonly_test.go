@@ -1,14 +1,9 @@
 package app_test
 
 import (
-	"bytes"
-	"context"
-	"log/slog"
 	"strings"
 	"testing"
 
-	"github.com/das-ask/ask"
-	"github.com/das-ask/ask/app"
 	"github.com/das-ask/ask/config"
 )
 
@@ -34,11 +29,7 @@ func TestWarnsOfRedisSettingsTheMemoryStoreIgnores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var logs bytes.Buffer
-		m := app.NewMain(cfg)
-		m.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		m.Authenticator = noAuth{}
-		m.Runner = ask.RunnerFunc(func(_ context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome { return ask.Outcome{} })
+		m, logs := quietMain(cfg)
 		if err := m.Run(t.Context()); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

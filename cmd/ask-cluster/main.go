@@ -67,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.Lease, "lease", 10*time.Second, "DAS_ASK_LEASE_S: how soon a dead replica's runs end in error{interrupted}")
 	fs.StringVar(&o.Dir, "dir", ".state/cluster", "binaries, keys, audit and logs")
 	fs.StringVar(&o.Nginx, "nginx", "nginx", "the nginx binary")
+	fs.StringVar(&o.StubScript, "stub-script", "", "the llm-stub's script file (default: its embedded script)")
 	fs.BoolVar(&o.RedisCluster, "redis-cluster", false, "run the store on a Redis Cluster of three primaries (free ports; -redis-port is not used) instead of one redis-server")
 	fs.IntVar(&o.RedisClusterReplicas, "redis-cluster-replicas", 1, "with -redis-cluster: replicas per primary")
 	quiet := fs.Bool("q", false, "do not echo the processes' output (it stays in <dir>/logs)")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/faultproxy"
+	"github.com/das-ask/ask/internal/redisserver"
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
@@ -177,5 +179,53 @@ func TestLostRepliesOnCluster(t *testing.T) {
 		if _, turns, _ := s.Conversation(ctx, conv); len(turns) != 1 {
 			t.Errorf("owner %d: %d turns, want 1", i, len(turns))
 		}
+	}
+}
+
+// TestSlotMapFromAFrozenNode: the store's cluster client gives up on a frozen node's slot map
+// within a second. A frozen primary (SIGSTOP) accepts connections and answers nothing; go-redis
+// reads the slot map from one node at a time, and without a bound waited out its read timeout
+// (3 s) on the frozen one, keeping a map that still named it after its replica's election: a
+// black-box probe saw every write to its slots wait up to 5.3 s past the election.
+func TestSlotMapFromAFrozenNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	rdb, _, err := redisstore.NewClient("redis+cluster://"+strings.Join(c.Addrs(), ","), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	cc := rdb.(*goredis.ClusterClient)
+	ctx := t.Context()
+	if err := cc.Set(ctx, "frozen", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := cc.MasterForKey(ctx, "frozen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := c.Primaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ps, func(p *redisserver.Node) bool { return p.Addr == n.Options().Addr })
+	if i < 0 {
+		t.Fatalf("no primary at %s among %d", n.Options().Addr, len(ps))
+	}
+	frozen := ps[i]
+	if err := frozen.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = frozen.Resume() }()
+	start := time.Now()
+	err = n.Do(context.Background(), "cluster", "slots").Err() // as go-redis reads the slot map
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("a frozen node answered CLUSTER SLOTS")
+	}
+	if took > 1500*time.Millisecond {
+		t.Errorf("the slot map read from a frozen node gave up after %v (%v), want under 1.5 s", took.Round(time.Millisecond), err)
 	}
 }

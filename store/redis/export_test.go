@@ -31,3 +31,6 @@ func InflightEnds(s *Store, ticket string) int {
 	}
 	return 0
 }
+
+// NewClient is the client a URL names, as the store opens it (url.go).
+var NewClient = newClient

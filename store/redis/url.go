@@ -15,6 +15,10 @@ import (
 // clusterStateReload is how often a Redis Cluster client reads the slot map again while in use.
 const clusterStateReload = time.Second
 
+// slotMapWait bounds one node's answer to the slot map read (CLUSTER SLOTS) a Redis Cluster
+// client makes to learn where the slots are.
+const slotMapWait = 500 * time.Millisecond
+
 // ErrURL is what New's error matches (errors.Is) when the URL is not one of the forms below:
 // a setting to correct, which no retry gets past (askd exits 2 for it, 1 for a Redis it
 // cannot reach). The URL may carry a password, so it is never echoed.
@@ -89,7 +93,11 @@ func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error)
 		}
 		o.ContextTimeoutEnabled = true
 		o.OnConnect = onConnect
-		return goredis.NewClusterClient(o), nil, nil
+		cc := goredis.NewClusterClient(o)
+		// Before its first command, so that every node's client has the hook (go-redis makes
+		// them as it learns the nodes).
+		cc.OnNewNode(func(n *goredis.Client) { n.AddHook(slotMapDeadline{}) })
+		return cc, nil, nil
 	case "redis+sentinel", "rediss+sentinel":
 		uo, err := sentinelOptions(scheme, rest)
 		if err != nil {
@@ -134,4 +142,41 @@ func resp(asked int) int {
 		return 2
 	}
 	return asked
+}
+
+// slotMapDeadline bounds each slot map read (CLUSTER SLOTS) a cluster client's node makes to
+// slotMapWait. go-redis reads the map from one node at a time, in random order, with no
+// deadline but the node client's read timeout (3 s), behind the node's pool: a frozen primary
+// (SIGSTOP, a hung host) accepts connections and answers nothing, so a reload that asked it
+// first kept the old map, which still named it, for seconds after its replica's election, and
+// every write to its slots waited that long (a black-box probe, docs/scale-out.md: the first
+// write 3.7 to 5.3 s after the election in 4 freezes of 6; with the bound, at most 0.85 s in 4).
+// A node that answers later than slotMapWait is passed over for the next.
+type slotMapDeadline struct{}
+
+func (slotMapDeadline) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (slotMapDeadline) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
+}
+
+func (slotMapDeadline) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if !isClusterSlots(cmd) {
+			return next(ctx, cmd)
+		}
+		ctx, cancel := context.WithTimeout(ctx, slotMapWait)
+		defer cancel()
+		return next(ctx, cmd)
+	}
+}
+
+// isClusterSlots reports whether cmd is CLUSTER SLOTS.
+func isClusterSlots(cmd goredis.Cmder) bool {
+	a := cmd.Args()
+	if len(a) != 2 {
+		return false
+	}
+	sub, ok := a[1].(string)
+	return ok && strings.EqualFold(cmd.Name(), "cluster") && strings.EqualFold(sub, "slots")
 }

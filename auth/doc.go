@@ -4,7 +4,8 @@
 // tokens.
 //
 // A token is accepted when all of these hold:
-//   - its signature verifies with a key from the tenant's JWKS, found by the token's `kid`;
+//   - its signature verifies with a key from the tenant's JWKS, found by the token's `kid`
+//     (an RSA key of at least 2048 bits);
 //   - its header has no `crit` parameter: no critical extension (RFC 7515 §4.1.11) is
 //     understood;
 //   - its `alg` is in the allow-list (asymmetric algorithms only; never `none` or HMAC);

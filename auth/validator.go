@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -127,7 +128,10 @@ func (v *Validator) authenticate(ctx context.Context, rawToken string) (ask.Iden
 // recipient that does not understand a listed extension must reject the JWS, and we understand
 // none, nor may `crit` be empty. It is checked first so that such a token never spends a JWKS
 // refetch on an unknown kid. keyfunc insists on a `kid`: without one, the key could only be
-// guessed by trying every key, and a rotation could not be told from a forgery.
+// guessed by trying every key, and a rotation could not be told from a forgery. An RSA key
+// shorter than minRSABits is refused whatever the JWKS says: neither jwkset nor golang-jwt
+// checks the size, and Go itself refuses only keys under 1024 bits, so a 1024-bit key an IdP
+// still published (or was misconfigured to publish) validated tokens.
 func (v *Validator) keyfunc(ctx context.Context) jwt.Keyfunc {
 	kf := v.keys.KeyfuncCtx(ctx)
 	return func(t *jwt.Token) (any, error) {
@@ -137,13 +141,25 @@ func (v *Validator) keyfunc(ctx context.Context) jwt.Keyfunc {
 		if kid, ok := t.Header["kid"].(string); !ok || kid == "" {
 			return nil, errNoKID
 		}
-		return kf(t)
+		key, err := kf(t)
+		if err != nil {
+			return nil, err
+		}
+		if k, ok := key.(*rsa.PublicKey); ok && k.N.BitLen() < minRSABits {
+			return nil, errWeakKey
+		}
+		return key, nil
 	}
 }
 
+// minRSABits is the smallest RSA modulus accepted (NIST SP 800-131A: 2048 bits since 2014;
+// RFC 7518 §3.3 requires it of RS256 too).
+const minRSABits = 2048
+
 var (
-	errNoKID = errors.New("token header has no kid")
-	errCrit  = errors.New("token header has a crit parameter")
+	errNoKID   = errors.New("token header has no kid")
+	errCrit    = errors.New("token header has a crit parameter")
+	errWeakKey = errors.New("signing key is an RSA key shorter than 2048 bits")
 )
 
 // classify maps a jwt/jwkset error to a fixed, caller-safe description. c is what the parser
@@ -155,6 +171,8 @@ func (v *Validator) classify(err error, c *claims) *Error {
 		return invalidToken("token header has a crit parameter: no critical extension is understood", err)
 	case errors.Is(err, errNoKID):
 		return invalidToken("token header has no kid", err)
+	case errors.Is(err, errWeakKey):
+		return invalidToken("signing key is too short: RSA keys need at least 2048 bits", err)
 	case errors.Is(err, jwkset.ErrKeyNotFound) && !v.Ready():
 		return invalidToken("no signing keys are known yet: the issuer's JWKS could not be fetched", err)
 	case errors.Is(err, jwkset.ErrKeyNotFound):

@@ -17,7 +17,8 @@ import (
 type Identity struct {
 	// OID is the `oid` claim: the identity that owns tickets and conversations.
 	OID string
-	// Tenant is the token's issuer; ownership never crosses tenants.
+	// Tenant is the token's issuer, with its `tid` claim when it has one (package auth); ownership
+	// never crosses tenants.
 	Tenant string
 	// Scopes are the token's granted scopes.
 	Scopes []string

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -14,6 +15,7 @@ import (
 type claims struct {
 	jwt.RegisteredClaims
 	OID   string   `json:"oid"`
+	TID   string   `json:"tid"`
 	Scope string   `json:"scope"`
 	SCP   scpClaim `json:"scp"`
 }
@@ -102,3 +104,15 @@ func (c *claims) missingRequired() string {
 }
 
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+// tenant is the tenant a token's identity belongs to: its issuer, and its `tid` claim when it
+// has one. An issuer that serves several tenants (Microsoft Entra ID) names each in `tid`, and
+// an oid is unique only within its tenant (Microsoft's docs: key a user by tid and oid
+// together), so the same oid under another tid, or under none, is someone else. The tid is
+// quoted so that a tenant never holds a NUL (store.Owner.Key separates tenant and oid by one).
+func (c *claims) tenant() string {
+	if c.TID == "" {
+		return c.Issuer
+	}
+	return c.Issuer + " tid=" + strconv.Quote(c.TID)
+}

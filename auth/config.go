@@ -51,7 +51,8 @@ var asymmetricAlgs = []string{
 type Config struct {
 	// JWKSURL is where the tenant's signing keys are published (http or https).
 	JWKSURL string
-	// Issuer is the exact `iss` accepted; it becomes ask.Identity.Tenant.
+	// Issuer is the exact `iss` accepted; it becomes ask.Identity.Tenant (with the token's `tid`
+	// claim, when it has one).
 	Issuer string
 	// Audience must be one of the token's `aud` values.
 	Audience string

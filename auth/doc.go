@@ -15,7 +15,8 @@
 //     holding a number is refused);
 //   - it grants every scope in Config.RequiredScope (space-separated `scope` claim, or an `scp`
 //     array);
-//   - it carries a non-empty `oid` claim, which becomes ask.Identity.OID.
+//   - it carries a non-empty `oid` claim, which becomes ask.Identity.OID; its issuer, with its
+//     `tid` claim (a string) when it has one, becomes ask.Identity.Tenant.
 //
 // Every rejection is an *Error whose Code is an RFC 6750 error code. No error, log line or
 // response produced by this package contains the token.

@@ -201,3 +201,37 @@ func TestAnotherTenantGetsTheSame404(t *testing.T) {
 	}
 	attack(ctx, t, a, alice2, cid, ticket)
 }
+
+// An issuer that serves several tenants names each in a `tid` claim (Microsoft Entra ID, whose
+// docs say to key a user by tid and oid together, an oid being unique only within its tenant):
+// the same oid under another tid, or under none, is someone else, as under another issuer, and
+// gets the same 404 as a made-up id on every call. Until 2026-12-05 the tid was ignored and
+// "alice" of tenant t2 read, followed, cancelled and asked in the work of "alice" of t1.
+func TestAnotherTIDOfTheSameIssuerGetsTheSame404(t *testing.T) {
+	ctx := t.Context()
+	p := newSwitchableIdP(t)
+	v, err := auth.New(ctx, auth.Config{JWKSURL: p.JWKSURL(), Issuer: p.Issuer(), Audience: "das", RequiredScope: "das"}, auth.Options{})
+	if err != nil || !v.Ready() {
+		t.Fatalf("validator: %v", err)
+	}
+	runner := &gatedRunner{gate: make(chan struct{})}
+	a := serveService(t, v, runner)
+	tid := func(tid any) string {
+		return mint(t, p.IdP, idp.Claims{OID: "alice", Extra: map[string]any{"tid": tid}})
+	}
+	alice1 := tid("t1")
+
+	cid := a.conversation(ctx, t, alice1)
+	ticket := a.ask(ctx, t, alice1, cid, "q")
+	others := map[string]string{"another tid": tid("t2"), "no tid": tid(nil), "a tid that differs in case": tid("T1")}
+	for name, other := range others {
+		t.Run(name, func(t *testing.T) { attack(ctx, t, a, other, cid, ticket) })
+	}
+	close(runner.gate)
+	if st := a.finish(ctx, t, tid("t1"), ticket, 20*time.Second); st.State != gen.AskStateAnswer {
+		t.Fatalf("tenant t1's run ended %s after the others' attempts (a second token of t1 reads it)", st.State)
+	}
+	for name, other := range others {
+		t.Run(name+" after the end", func(t *testing.T) { attack(ctx, t, a, other, cid, ticket) })
+	}
+}

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/agent/model"
+	"github.com/das-ask/ask/agent/source"
 	"github.com/das-ask/ask/internal/hostile"
 )
 
@@ -211,4 +213,48 @@ func assertNoLeak(t *testing.T, rec *recorder, out ask.Outcome, logs *logSink, t
 	if sourceSaw(question) {
 		t.Errorf("the source received the question")
 	}
+}
+
+// A source that quotes the caller's bearer back, in a tool result, in a tool error (a
+// "helpful" error that echoes the request) and in a refusal's reason: the bearer must still go
+// nowhere but the source — not to the model provider in the tool results it is sent, not into a
+// step, the refusal or any other event, not into a log line. Until 2026-12-05 the tool error went to the model and into
+// the step event's error word for word, the bearer with it.
+func TestHostileSourceEchoingTheToken(t *testing.T) {
+	const token = "tok-echoed-eyJhbGciOiJFUzI1NiJ9.c2lnbmF0dXJl"
+	foreign := hostile.NewForeign(t)
+	src := hostile.Start(t, hostile.Options{Fault: hostile.EchoesToken, Token: token})
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "list_tables", map[string]any{}),
+		call("c2", "run_query", map[string]any{"sql": "SELECT 42 AS n"}),
+		call("c3", "run_query", map[string]any{"sql": "DELETE FROM incidents"}),
+		say("Done."),
+	}}
+	logs := &logSink{}
+	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "hostile", URL: src.URL}}, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	out := a.Run(t.Context(), hostileRequest(token), rec)
+	if out.Refusal == nil || !strings.Contains(out.Refusal.Reason, "read-only source") {
+		t.Fatalf("outcome = %s %+v, want the source's refusal: the check would prove nothing", outcomeType(out), out.Refusal)
+	}
+	if src.Calls() != 3 {
+		t.Fatalf("the source ran %d tool calls, want 3: the check would prove nothing", src.Calls())
+	}
+	sent, err := json.Marshal(m.reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sent), "permission denied for table incidents") || !strings.Contains(string(sent), `\"tables\":[\"incidents\"]`) {
+		t.Fatalf("the tool result and error did not reach the model: the check would prove nothing")
+	}
+	if n := strings.Count(string(sent), source.Scrubbed); n < 2 {
+		t.Errorf("the model was sent %q %d times, want it in the result and the error", source.Scrubbed, n)
+	}
+	if strings.Contains(string(sent), token) {
+		t.Errorf("the model provider was sent the bearer, in a tool result or error")
+	}
+	assertNoLeak(t, rec, out, logs, token, hostileCanary, src.Saw, foreign.Saw)
 }

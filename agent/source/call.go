@@ -71,6 +71,7 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 	})
 	r.Ms = time.Since(start).Milliseconds()
 	classify(&r, res, err, faultOf(ctx, s.tr))
+	scrub(&r, s.tr.token)
 	// A debug line per call (the ask's one info line is obs's "ask finished"); a warning when
 	// the source failed the call, naming it and the failure for the operator.
 	if r.Outcome == Transport && ctx.Err() == nil {
@@ -79,6 +80,27 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 		s.log.DebugContext(ctx, "tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String())
 	}
 	return r
+}
+
+// Scrubbed stands in for the caller's bearer wherever a source quoted it back.
+const Scrubbed = "[the bearer]"
+
+// scrub takes the caller's bearer out of everything the source said in r. A source holds the
+// bearer already, but one that quotes its request back (an error that echoes the Authorization
+// header, a "whoami" tool) would otherwise hand it on: r.Text goes to the model provider and,
+// with the refusal's reason, into the run's events, which the store keeps, clients and webhooks
+// receive, and logs may name. A bearer is base64url and dots, which JSON never escapes, so
+// the replacement in r.Data leaves it valid JSON.
+func scrub(r *Result, token string) {
+	if token == "" {
+		return
+	}
+	r.Text = strings.ReplaceAll(r.Text, token, Scrubbed)
+	r.RefusalCode = strings.ReplaceAll(r.RefusalCode, token, Scrubbed)
+	r.RefusalReason = strings.ReplaceAll(r.RefusalReason, token, Scrubbed)
+	if bytes.Contains(r.Data, []byte(token)) {
+		r.Data = bytes.ReplaceAll(r.Data, []byte(token), []byte(Scrubbed))
+	}
 }
 
 // codeRejectedByTransport is the go-sdk's jsonrpc2.ErrRejected (internal to the SDK): its

@@ -86,13 +86,16 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	fs.SetOutput(stderr)
 	c := &config{env: env}
 	fs.StringVar(&c.url, "url", env.URL, "the service, gateway prefix included ($ASK_URL)")
-	fs.StringVar(&c.token, "token", env.Token, "the bearer token ($ASK_TOKEN); default: mint one from the dev IdP ($ASK_IDP)")
+	// The token and the webhook (whose URL may hold a credential) take their environment values
+	// after parsing, not as the flags' defaults: a default is printed in the usage, which every
+	// mistyped flag writes to stderr (a CI log), the bearer with it.
+	fs.StringVar(&c.token, "token", "", "the bearer token ($ASK_TOKEN); default: mint one from the dev IdP ($ASK_IDP)")
 	fs.StringVar(&c.oid, "as", env.OID, "the identity to mint a dev token for ($ASK_OID)")
 	fs.StringVar(&c.question, "q", "", "the question (or give it as arguments); - reads it from stdin")
 	fs.BoolVar(&c.cont, "continue", false, "ask in the last conversation used with this URL and identity")
 	fs.BoolVar(&c.steps, "steps", false, "also show every tool call, the SQL and the path")
 	fs.BoolVar(&c.json, "json", false, "print the events as NDJSON on stdout")
-	fs.StringVar(&c.webhook, "webhook", env.Webhook, "also have the run's end POSTed, signed, to this URL (one the operator allows; $ASK_WEBHOOK)")
+	fs.StringVar(&c.webhook, "webhook", "", "also have the run's end POSTed, signed, to this URL (one the operator allows; $ASK_WEBHOOK)")
 	fs.BoolVar(&c.branches, "branches", false, "show every branch's progress (phase 2), not one line per branch")
 	fs.StringVar(&c.follow, "follow", "", "follow this `ticket` (an ask made earlier) to its end instead of asking")
 	cancel := fs.String("cancel", "", "cancel this `ticket` (an ask made earlier), then print how it ended")
@@ -115,6 +118,12 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	given := len(words) > 0
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["token"] {
+		c.token = env.Token
+	}
+	if !set["webhook"] {
+		c.webhook = env.Webhook
+	}
 	given = given || set["q"]
 	if set["follow"] && set["cancel"] {
 		fmt.Fprintln(stderr, "ask: give --follow or --cancel, not both (--cancel prints how the ask ended)")

@@ -68,8 +68,11 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	fs.StringVar(&o.overflowURL, "overflow-url", "", "the same implementation started with a small DAS_ASK_MAX_EVENTS (e.g. 8), for the overflow check")
 	fs.StringVar(&o.idp, "idp", env.IdP, "a development identity provider's root, to mint every token the suite needs (env ASK_IDP_URL)")
 	fs.StringVar(&o.overflowIdP, "overflow-idp", "", "the identity provider --overflow-url trusts; default --idp")
-	fs.StringVar(&o.tokenA, "token-a", env.TokenA, "a bearer of identity A, without --idp (env ASK_TOKEN_A)")
-	fs.StringVar(&o.tokenB, "token-b", env.TokenB, "a bearer of identity B, refused by the source for the refusal question (env ASK_TOKEN_B)")
+	// The bearers and the webhook secrets take their environment values after parsing, not as
+	// the flags' defaults: a default is printed in the usage, which every mistyped flag writes
+	// to stderr (a CI log), the secret with it.
+	fs.StringVar(&o.tokenA, "token-a", "", "a bearer of identity A, without --idp (env ASK_TOKEN_A)")
+	fs.StringVar(&o.tokenB, "token-b", "", "a bearer of identity B, refused by the source for the refusal question (env ASK_TOKEN_B)")
 	fs.StringVar(&o.audit, "audit", env.Audit, "a source's root serving GET /audit?call_id=, or several comma-separated (env ASK_AUDIT_URL)")
 	fs.BoolVar(&o.phase2, "phase2", env.Phase2, "the target runs phase 2: a branch per source, and divergence (default: ASK_PHASE=2; with --dev-stack, a split demo in phase 2)")
 	fs.StringVar(&o.sources, "sources", "", "with --phase2: the target's configured source names, comma-separated (DAS_SOURCES' names)")
@@ -84,7 +87,7 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	fs.StringVar(&o.nginx, "nginx", "nginx", "the nginx binary, for --gateway")
 	fs.StringVar(&o.nginxConf, "nginx-conf", "deploy/nginx/ask.conf", "the checked-in gateway config, for --gateway")
 	fs.DurationVar(&o.gatewayReadTimeout, "gateway-read-timeout", 2*time.Second, "with --gateway: nginx's proxy_read_timeout, shorter than the slow question's silence")
-	fs.StringVar(&o.webhookSecrets, "webhook-secret", env.WebhookSecrets, "the target's webhook signing secret(s), whsec_…, comma-separated, for the webhook checks (env ASK_WEBHOOK_SECRETS)")
+	fs.StringVar(&o.webhookSecrets, "webhook-secret", "", "the target's webhook signing secret(s), whsec_…, comma-separated, for the webhook checks (env ASK_WEBHOOK_SECRETS)")
 	fs.StringVar(&o.webhookListen, "webhook-listen", "127.0.0.1:0", "where the suite's webhook receiver listens")
 	fs.StringVar(&o.webhookURL, "webhook-url", "", "the receiver's root as the target reaches it; default http://<webhook-listen address>")
 	fs.IntVar(&o.maxEvents, "max-events", 0, "the target's DAS_ASK_MAX_EVENTS: a stream may skip a seq only in a run longer than it; default 1000")
@@ -105,6 +108,14 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range map[string]struct {
+		dst *string
+		env string
+	}{"token-a": {&o.tokenA, env.TokenA}, "token-b": {&o.tokenB, env.TokenB}, "webhook-secret": {&o.webhookSecrets, env.WebhookSecrets}} {
+		if !set[name] {
+			*v.dst = v.env
+		}
+	}
 	switch {
 	case o.devStack && (set["url"] || set["idp"] || set["overflow-url"] || set["audit"] || set["limits-url"] || set["max-events"] || set["overflow-max-events"]):
 		return o, errors.New("--dev-stack starts its own targets: drop --url, --idp, --overflow-url, --limits-url, --audit and the targets' settings")

@@ -70,3 +70,35 @@ func TestHelpExits0(t *testing.T) {
 		}
 	}
 }
+
+// The bearers and the webhook secrets come from the environment when no flag gives them, but
+// never appear in the usage a mistyped flag or -h prints to stderr (a CI log). Until 2026-12-05
+// they were the flags' defaults, and the usage printed them.
+func TestUsageNeverShowsTheSecrets(t *testing.T) {
+	env := map[string]string{
+		"ASK_TOKEN_A": "eyJ.tokenA.c2lnLWE", "ASK_TOKEN_B": "eyJ.tokenB.c2lnLWI",
+		"ASK_WEBHOOK_SECRETS": "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+	}
+	for _, args := range [][]string{{"--no-such-flag"}, {"-h"}} {
+		var stderr bytes.Buffer
+		if _, err := parse(args, &stderr, config.MapEnv(env)); err == nil {
+			t.Fatalf("parse(%q) succeeded, want a usage error", args)
+		}
+		if !strings.Contains(stderr.String(), "-token-a") {
+			t.Fatalf("parse(%q) printed no usage: the check would prove nothing: %q", args, stderr.String())
+		}
+		for name, secret := range env {
+			if strings.Contains(stderr.String(), secret) {
+				t.Errorf("parse(%q) printed %s: %q", args, name, stderr.String())
+			}
+		}
+	}
+	o, err := parse([]string{"--url", "http://x/ask"}, io.Discard, config.MapEnv(env))
+	if err != nil || o.tokenA != env["ASK_TOKEN_A"] || o.tokenB != env["ASK_TOKEN_B"] || o.webhookSecrets != env["ASK_WEBHOOK_SECRETS"] {
+		t.Fatalf("without flags, the secrets are not the environment's: %v", err)
+	}
+	o, err = parse([]string{"--url", "http://x/ask", "--token-a", "a", "--token-b", "b"}, io.Discard, config.MapEnv(env))
+	if err != nil || o.tokenA != "a" || o.tokenB != "b" {
+		t.Fatalf("the flags do not win over the environment: %v", err)
+	}
+}

@@ -158,17 +158,10 @@ func (c Config) checkAddr(a netip.Addr) error {
 	}
 	special := a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() || cgnat.Contains(a) ||
-		(a.Is6() && !globalUnicast6.Contains(a)) || (ietfProtocol6.Contains(a) && !containsAny(globalIETF6, a))
-	for _, p := range reserved {
-		special = special || p.Contains(a)
-	}
-	if !special {
+		(a.Is6() && !globalUnicast6.Contains(a)) || (ietfProtocol6.Contains(a) && !containsAny(globalIETF6, a)) ||
+		containsAny(reserved, a)
+	if !special || containsAny(c.AllowAddrs, a) {
 		return nil
-	}
-	for _, p := range c.AllowAddrs {
-		if p.Contains(a) {
-			return nil
-		}
 	}
 	return fmt.Errorf("address %s is private, loopback or link-local", a)
 }
@@ -235,6 +228,7 @@ var globalIETF6 = []netip.Prefix{
 	netip.MustParsePrefix("2001:30::/28"),
 }
 
+// containsAny reports whether one of ps holds a.
 func containsAny(ps []netip.Prefix, a netip.Addr) bool {
 	for _, p := range ps {
 		if p.Contains(a) {

@@ -357,14 +357,7 @@ func checkWebhookNoRedirect(ctx context.Context, s *session) verdict {
 // marks (the suite's bearers, bearerMarks), or a Cookie or Proxy-Authorization header, which a delivery never
 // needs. The Authorization header is checked on its own.
 func credentialsIn(d webhooktest.Delivery, marks []string) []string {
-	carries := func(text string) bool {
-		for _, m := range marks {
-			if m != "" && strings.Contains(text, m) {
-				return true
-			}
-		}
-		return false
-	}
+	carries := carrier(marks)
 	var found []string
 	for name, values := range d.Header {
 		name = http.CanonicalHeaderKey(name)

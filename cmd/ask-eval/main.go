@@ -54,16 +54,27 @@ func main() {
 	os.Exit(code)
 }
 
-// tokenFlags collects --token oid=TOKEN.
-type tokenFlags eval.FixedTokens
+// tokenFlags collects --token oid=TOKEN. A malformed value is counted, not refused: the flag
+// package's refusal quotes the value, and a --token without its oid= is a bare bearer.
+type tokenFlags struct {
+	tokens eval.FixedTokens
+	bad    int
+}
 
-func (t tokenFlags) String() string { return fmt.Sprintf("%d token(s)", len(t)) }
-func (t tokenFlags) Set(v string) error {
+func (t *tokenFlags) String() string {
+	if t == nil {
+		return "0 token(s)"
+	}
+	return fmt.Sprintf("%d token(s)", len(t.tokens))
+}
+
+func (t *tokenFlags) Set(v string) error {
 	oid, tok, ok := strings.Cut(v, "=")
 	if !ok || oid == "" || tok == "" {
-		return errors.New("want oid=TOKEN")
+		t.bad++
+		return nil
 	}
-	t[oid] = tok
+	t.tokens[oid] = tok
 	return nil
 }
 
@@ -73,11 +84,11 @@ type options struct {
 	devStack, verbose, noWrite, jsonOut                   bool
 	concurrency                                           int
 	askTimeout                                            time.Duration
-	tokens                                                tokenFlags
+	tokens                                                *tokenFlags
 }
 
 func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) (options, error) {
-	o := options{tokens: tokenFlags{}}
+	o := options{tokens: &tokenFlags{tokens: eval.FixedTokens{}}}
 	env, err := config.TargetFromEnv(lookup)
 	if err != nil {
 		return o, err
@@ -104,15 +115,19 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	if o.tokens.bad > 0 {
+		// The value is not repeated: it may be the bearer itself.
+		return o, fmt.Errorf("%d --token value(s) not of the form oid=TOKEN (not shown: a value may be a bearer)", o.tokens.bad)
+	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	switch {
-	case o.devStack && (o.url != "" || o.idp != "" || len(o.tokens) > 0):
+	case o.devStack && (o.url != "" || o.idp != "" || len(o.tokens.tokens) > 0):
 		return o, errors.New("--dev-stack starts its own service and IdP: drop --url, --idp and --token")
 	case !o.devStack && o.url == "":
 		return o, errors.New("give --url (or --dev-stack)")
-	case !o.devStack && o.idp == "" && len(o.tokens) == 0:
+	case !o.devStack && o.idp == "" && len(o.tokens.tokens) == 0:
 		return o, errors.New("give --idp, or a --token oid=TOKEN for each identity of the set")
 	case o.concurrency < 1:
 		return o, errors.New("--concurrency must be at least 1")
@@ -210,8 +225,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		target = "dev stack (in process, " + demo + ")"
 	} else {
 		cfg.BaseURL = o.url
-		if len(o.tokens) > 0 {
-			cfg.Tokens = eval.FixedTokens(o.tokens)
+		if len(o.tokens.tokens) > 0 {
+			cfg.Tokens = o.tokens.tokens
 		} else {
 			cfg.Tokens = &eval.IdPTokens{URL: o.idp}
 		}

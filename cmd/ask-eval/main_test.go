@@ -49,6 +49,25 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// A --token without its oid= is a bare bearer: the refusal says what is wrong without repeating
+// it (the flag package's own message quotes the value, and stderr ends up in CI logs).
+func TestTokenFlagRefusalDoesNotEchoTheBearer(t *testing.T) {
+	const bearer = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0.c2ln"
+	for _, v := range []string{bearer, "=" + bearer, "alice="} {
+		var out, errb bytes.Buffer
+		args := []string{"--url", "http://127.0.0.1:1/ask", "--token", "bob=" + bearer + "2", "--token", v}
+		if code := run(t.Context(), args, &out, &errb, noenv); code != 2 {
+			t.Errorf("--token %q: exit %d, want 2", v, code)
+		}
+		if all := out.String() + errb.String(); strings.Contains(all, bearer) {
+			t.Errorf("--token %q: the output repeats the bearer: %q", v, all)
+		}
+		if !strings.Contains(errb.String(), "oid=TOKEN") {
+			t.Errorf("--token %q: stderr %q, want it to say oid=TOKEN", v, errb.String())
+		}
+	}
+}
+
 // The whole command against the dev stack: the fixture's known scores, a report in three files
 // (the chart a real PNG), no question text in any of them, and the baseline difference.
 func TestFixtureAgainstTheDevStack(t *testing.T) {

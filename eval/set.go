@@ -115,11 +115,24 @@ var defaultSet []byte
 // DefaultSet is the set committed at eval/sets/demo.yaml, over the demo source's data.
 func DefaultSet() (*Set, error) { return ParseSet(defaultSet, "embedded:eval/sets/demo.yaml") }
 
+// MaxSetBytes is the largest set file LoadSet reads: a thousand items of the longest question the
+// service admits fit in a tenth of it. A larger file is refused before it is read whole, so a
+// wrong path (a dump, a device) costs nothing, and no report repeats megabytes of description.
+const MaxSetBytes = 32 << 20
+
 // LoadSet reads and checks a set file.
 func LoadSet(path string) (*Set, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("set: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSetBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("set: %w", err)
+	}
+	if len(b) > MaxSetBytes {
+		return nil, fmt.Errorf("set %s: larger than %d MiB; a set is a list of questions, not data", path, MaxSetBytes>>20)
 	}
 	return ParseSet(b, path)
 }

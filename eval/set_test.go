@@ -1,6 +1,8 @@
 package eval_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,6 +42,22 @@ func TestParseSetRejects(t *testing.T) {
 				t.Errorf("one fault, one line: got %q", err)
 			}
 		})
+	}
+}
+
+// A file far larger than any set is refused by its size, before it is read whole or parsed.
+func TestLoadSetRefusesAHugeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.yaml")
+	if err := os.WriteFile(path, []byte("name: s\ndescription: "), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: one byte over the limit, without taking the disk.
+	if err := os.Truncate(path, eval.MaxSetBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := eval.LoadSet(path)
+	if err == nil || !strings.Contains(err.Error(), "larger than 32 MiB") {
+		t.Fatalf("got %v, want the set refused for its size", err)
 	}
 }
 

@@ -65,6 +65,12 @@ func checkAnswer(r *ItemResult, it Item, want expected) (bool, string) {
 	if it.Path != "" && string(a.Path.Speed) != it.Path {
 		wrong = append(wrong, fmt.Sprintf("path %s, expected %s", a.Path.Speed, it.Path))
 	}
+	// The headline is the figure people read first: when the expected result is one figure, a
+	// headline that is not it is a wrong answer, whatever the rows under it say.
+	if it.SQL != "" && a.Headline != nil && len(want.rows) == 1 && len(want.rows[0]) == 1 &&
+		!sameValue(a.Headline.Value, want.rows[0][0], it.Tolerance) {
+		wrong = append(wrong, fmt.Sprintf("headline %s, expected %s", canon(a.Headline.Value), canon(want.rows[0][0])))
+	}
 	if it.Headline != nil && (a.Headline != nil) != *it.Headline {
 		if *it.Headline {
 			wrong = append(wrong, "no headline, expected one")

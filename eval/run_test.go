@@ -184,15 +184,18 @@ func TestJudgeIsNotFooledByProse(t *testing.T) {
 	set := oneItem(t, "    sql: SELECT 10\n")
 	const done = `done ,"outcome":"answer","steps":0,"model_calls":1,"input_tokens":1,"output_tokens":1,"elapsed_ms":1`
 	for name, tc := range map[string]struct {
-		result string
-		want   bool
+		result, headline string
+		want             bool
 	}{
-		"the figure in the result": {`{"columns":["n"],"rows":[[10]],"truncated":false}`, true},
-		"the figure only in prose": {`{"columns":["n"],"rows":[[11]],"truncated":false}`, false},
-		"no result at all":         {`null`, false},
+		"the figure in the result":                {`{"columns":["n"],"rows":[[10]],"truncated":false}`, ``, true},
+		"the figure in the result and headline":   {`{"columns":["n"],"rows":[[10]],"truncated":false}`, `,"headline":{"label":"n","value":10}`, true},
+		"the figure only in prose":                {`{"columns":["n"],"rows":[[11]],"truncated":false}`, ``, false},
+		"the right rows under a wrong headline":   {`{"columns":["n"],"rows":[[10]],"truncated":false}`, `,"headline":{"label":"n","value":11}`, false},
+		"the right rows under a headline of text": {`{"columns":["n"],"rows":[[10]],"truncated":false}`, `,"headline":{"label":"n","value":"ten"}`, false},
+		"no result at all":                        {`null`, ``, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			answer := `answer ,"text":"We had 10 sev1 incidents in 2026-Q2: 10.","result":` + tc.result +
+			answer := `answer ,"text":"We had 10 sev1 incidents in 2026-Q2: 10.","result":` + tc.result + tc.headline +
 				`,"caveats":[],"provenance":[],"sql":[],"path":{"speed":"full","detail":"warehouse"},"divergence":null`
 			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, sse(`accepted ,"question":"q"`, answer, done), new(atomic.Int32)),
 				Tokens: eval.FixedTokens{"alice": "t"}, Oracle: oracle{{int64(10)}}})

@@ -25,19 +25,67 @@ func sameRows(got, want [][]any, ordered bool, tol float64) (bool, string) {
 	}
 	g, w := got, want
 	if !ordered {
+		// Values equal within a tolerance can sort apart as text (9.999 after 10), so rows are
+		// paired by a matching, not by their sorted order; the sorted order names the difference.
+		if matchRows(got, want, tol) {
+			return true, ""
+		}
 		g, w = sortedRows(got), sortedRows(want)
 	}
 	for i := range w {
-		if len(g[i]) != len(w[i]) {
-			return false, fmt.Sprintf("row %d has %d values, expected %d", i+1, len(g[i]), len(w[i]))
+		if ok, why := sameRow(g[i], w[i], tol); !ok {
+			return false, fmt.Sprintf("row %d %s", i+1, why)
 		}
-		for j := range w[i] {
-			if !sameValue(g[i][j], w[i][j], tol) {
-				return false, fmt.Sprintf("row %d value %d is %s, expected %s", i+1, j+1, canon(g[i][j]), canon(w[i][j]))
-			}
+	}
+	if !ordered {
+		// Sorted, every row found its equal, yet no pairing covers them all: say so.
+		return false, "the rows differ"
+	}
+	return true, ""
+}
+
+func sameRow(g, w []any, tol float64) (bool, string) {
+	if len(g) != len(w) {
+		return false, fmt.Sprintf("has %d values, expected %d", len(g), len(w))
+	}
+	for j := range w {
+		if !sameValue(g[j], w[j], tol) {
+			return false, fmt.Sprintf("value %d is %s, expected %s", j+1, canon(g[j]), canon(w[j]))
 		}
 	}
 	return true, ""
+}
+
+// matchRows reports whether every row of got can be paired with its own equal row of want (a
+// perfect bipartite matching, by augmenting paths). got and want have the same length.
+func matchRows(got, want [][]any, tol float64) bool {
+	eq := make([][]bool, len(got))
+	for i := range got {
+		eq[i] = make([]bool, len(want))
+		for j := range want {
+			eq[i][j], _ = sameRow(got[i], want[j], tol)
+		}
+	}
+	pair := make([]int, len(want)) // want row j is paired with got row pair[j]-1; 0: unpaired
+	var augment func(i int, seen []bool) bool
+	augment = func(i int, seen []bool) bool {
+		for j := range want {
+			if eq[i][j] && !seen[j] {
+				seen[j] = true
+				if pair[j] == 0 || augment(pair[j]-1, seen) {
+					pair[j] = i + 1
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i := range got {
+		if !augment(i, make([]bool, len(want))) {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedRows(rows [][]any) [][]any {

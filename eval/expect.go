@@ -2,10 +2,13 @@ package eval
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -29,7 +32,26 @@ func LoadExpectation(path string) (*Expectation, error) {
 	dec.KnownFields(true)
 	var e Expectation
 	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf("expectation %s: %w", path, err)
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("expectation %s: the file is empty", path)
+		}
+		return nil, fmt.Errorf("expectation %s: %s", path, oneLine(err))
+	}
+	// What an expectation cannot check passes every run: a second document, a kind misspelt in
+	// the confusion matrix (its count is read as 0), a file that expects nothing.
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("expectation %s: more than one YAML document (remove the ---)", path)
+	}
+	if len(e.Scores) == 0 && len(e.AtMost) == 0 && len(e.Confusion) == 0 {
+		return nil, fmt.Errorf("expectation %s: expects nothing (give scores, at_most or confusion)", path)
+	}
+	for exp, row := range e.Confusion {
+		for _, k := range append([]string{exp}, sortedKeys(row)...) {
+			if !slices.Contains(Kinds, k) {
+				return nil, fmt.Errorf("expectation %s: confusion: %q is not an outcome kind (%s)", path, k, strings.Join(Kinds, ", "))
+			}
+		}
 	}
 	return &e, nil
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/client"
 	"github.com/das-ask/ask/config"
+	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/source"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/eval"
@@ -207,6 +208,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		// The dev stack reads the same settings as make ask-serve's (the model, ASK_PHASE,
 		// ASK_DIVERGENCE_TURNS, the service's DAS_ASK_*), so the eval scores what it serves.
 		opts := stack.Options{Logger: log, Config: &all}
+		if all.StubScript != "" && model.LLM == agent.LLMStub {
+			// make ask-serve's ASK_STUB_SCRIPT: a stub of one's own is what is scored, and the
+			// report says so (it would name the default script while scoring another).
+			if opts.StubScript, err = llmstub.LoadScript(all.StubScript); err != nil {
+				return fail(fmt.Errorf("ASK_STUB_SCRIPT: %w", err))
+			}
+		}
 		demo := "demo source"
 		if model.Phase == 2 {
 			opts.Split, opts.Phase = true, 2
@@ -232,7 +240,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		}
 	}
 	if o.model == "" {
-		o.model = modelName(model, o.devStack)
+		o.model = modelName(model, o.devStack, all.StubScript)
 	}
 	if o.truthSource != "" {
 		tokens, as := cfg.Tokens, o.truthAs
@@ -361,8 +369,10 @@ func diff(args []string, stdout, stderr io.Writer) int {
 
 // modelName is what the report says about the model: the dev stack's configuration, or for a
 // remote service what ASK_LLM and ASK_LLM_MODEL say here (the API does not tell).
-func modelName(m agent.Config, dev bool) string {
+func modelName(m agent.Config, dev bool, stubScript string) string {
 	switch {
+	case dev && m.LLM == agent.LLMStub && stubScript != "":
+		return "llm-stub (script " + filepath.Base(stubScript) + ")"
 	case dev && m.LLM == agent.LLMStub:
 		return "llm-stub (default script)"
 	case m.LLM == agent.LLMStub:

@@ -319,6 +319,38 @@ func TestHelpExits0(t *testing.T) {
 	}
 }
 
+// ASK_STUB_SCRIPT, which make ask-serve reads, is the stub the dev stack runs and the report
+// names: a script that knows no question scores no answer, not the default script's.
+func TestDevStackHonoursTheStubScript(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "knows-nothing.yaml")
+	if err := os.WriteFile(script, []byte("fallback: I know nothing.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) (string, bool) { return script, k == "ASK_STUB_SCRIPT" }
+	var out, errb bytes.Buffer
+	set := filepath.Join("..", "..", "eval", "testdata", "fixture.yaml")
+	if code := run(t.Context(), []string{"--dev-stack", "--set", set, "--no-write", "--progress", "none", "--json"}, &out, &errb, env); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	var rep eval.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Scores.Confusion["answer"]["answer"]; got != 0 {
+		t.Errorf("%d items answered by a script that knows no question: the default script ran", got)
+	}
+	if !strings.Contains(rep.Model, "knows-nothing.yaml") {
+		t.Errorf("model %q, want it to name the script", rep.Model)
+	}
+
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	bad := func(k string) (string, bool) { return missing, k == "ASK_STUB_SCRIPT" }
+	errb.Reset()
+	if code := run(t.Context(), []string{"--dev-stack", "--set", set, "--no-write", "--progress", "none"}, &out, &errb, bad); code != 2 || !strings.Contains(errb.String(), "ASK_STUB_SCRIPT") {
+		t.Errorf("a missing script: exit %d, stderr %q; want 2 naming ASK_STUB_SCRIPT", code, errb.String())
+	}
+}
+
 // ASK_PHASE=2 make eval scores phase 2, as ASK_PHASE=2 make ask-serve serves it: the split demo
 // (a catalog and a warehouse), a branch per source and divergence, and the report says so.
 func TestDevStackHonoursThePhase(t *testing.T) {

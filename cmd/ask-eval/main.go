@@ -279,6 +279,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		Concurrency: o.concurrency, ElapsedMS: float64(time.Since(start).Milliseconds()),
 		Scores: eval.Score(results), Items: results,
 	}
+	if rep.Scores.HarnessErrors == len(results) {
+		// Not one outcome was read (every ask refused, every stream lost): that is a run that
+		// could not happen, not a score of 0%, and it must not replace the last report.
+		_ = rep.WriteSummary(stderr)
+		return fail(fmt.Errorf("no outcome was read for any of the %d items (reasons above): no report written", len(results)))
+	}
 	if o.jsonOut {
 		err = rep.WriteJSON(stdout)
 	} else {

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
+	"io"
+	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -401,6 +406,43 @@ func TestSummarySaysWhyAsksFailed(t *testing.T) {
 	}
 	if want := "error{transport}: source catalog: connect: unreachable or broke the protocol"; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "ended in an error they do not expect") {
 		t.Errorf("summary does not say why every ask failed (want %q):\n%s", want, out.String())
+	}
+}
+
+// A service that opens the conversation and then refuses every ask (here 401: a token it takes
+// for one call and not the next) gives no outcome to score: exit 2, the reason said, and the last
+// report left as it was, not replaced by one of 0%.
+func TestNoOutcomeReadIsNotAScore(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /ask/v1/conversations", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"c_1","asks_url":"/ask/v1/conversations/c_1/asks","created_at":"2026-12-01T00:00:00Z"}`)
+	})
+	mux.HandleFunc("POST /ask/v1/conversations/c_1/asks", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"title":"Unauthorized","status":401,"detail":"the token has expired"}`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	dir := t.TempDir()
+	set := filepath.Join(dir, "set.yaml")
+	if err := os.WriteFile(set, []byte("name: s\nitems:\n  - {id: a, question: q, expect: abstention}\n  - {id: b, question: r, expect: error}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--url", srv.URL + "/ask", "--token", "alice=t", "--set", set, "--out", out, "--progress", "none"}, &stdout, &stderr, noenv)
+	if code != 2 {
+		t.Errorf("exit %d, want 2\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "no outcome was read for any of the 2 items") || !strings.Contains(stderr.String(), "401") {
+		t.Errorf("stderr does not say that nothing was read, and why:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the output folder: %v, want nothing written", err)
 	}
 }
 

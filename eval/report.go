@@ -81,10 +81,23 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	fmt.Fprintf(&b, "  abstention           precision %s, recall %s\n", pct(s.Abstention.Precision), pct(s.Abstention.Recall))
 	fmt.Fprintf(&b, "  refusal              precision %s, recall %s\n", pct(s.Refusal.Precision), pct(s.Refusal.Recall))
 	l := s.Latency
-	fmt.Fprintf(&b, "  latency p50/p95      ticket %s / %s, first milestone %s / %s, terminal %s / %s\n",
-		msStr(l.Ticket.P50), msStr(l.Ticket.P95), msStr(l.FirstMilestone.P50), msStr(l.FirstMilestone.P95), msStr(l.Terminal.P50), msStr(l.Terminal.P95))
-	fmt.Fprintf(&b, "  per ask              %.1f model calls, %.0f input + %.0f output tokens, %.1f tool calls\n",
-		s.PerAsk.ModelCalls, s.PerAsk.InputTokens, s.PerAsk.OutputTokens, s.PerAsk.Steps)
+	// A latency is measured only where its event came: an ask that timed out is in no
+	// percentile, so the summary says over how many items each is, lest the slow look fast.
+	over := func(q Quantiles) string {
+		if q.N == s.Items {
+			return ""
+		}
+		return fmt.Sprintf(" (%d of %d)", q.N, s.Items)
+	}
+	fmt.Fprintf(&b, "  latency p50/p95      ticket %s / %s%s, first milestone %s / %s%s, terminal %s / %s%s\n",
+		msStr(l.Ticket.P50), msStr(l.Ticket.P95), over(l.Ticket), msStr(l.FirstMilestone.P50), msStr(l.FirstMilestone.P95), over(l.FirstMilestone),
+		msStr(l.Terminal.P50), msStr(l.Terminal.P95), over(l.Terminal))
+	asks := ""
+	if s.PerAsk.Asks != s.Items {
+		asks = fmt.Sprintf(" (over the %d of %d asks that reached done)", s.PerAsk.Asks, s.Items)
+	}
+	fmt.Fprintf(&b, "  per ask              %.1f model calls, %.0f input + %.0f output tokens, %.1f tool calls%s\n",
+		s.PerAsk.ModelCalls, s.PerAsk.InputTokens, s.PerAsk.OutputTokens, s.PerAsk.Steps, asks)
 	if s.HarnessErrors > 0 {
 		fmt.Fprintf(&b, "  harness errors       %d item(s) gave no outcome:\n", s.HarnessErrors)
 		writeReasons(&b, r.Items, ItemResult.Unread, func(it ItemResult) string { return it.Detail })

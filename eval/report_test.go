@@ -29,7 +29,9 @@ func TestSummaryExplainsHarnessErrors(t *testing.T) {
 	if err := rep.WriteSummary(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"harness errors       3", "2× " + down + " (b, c)", "1× following the events: client: no progress after 8 attempts (d)"} {
+	for _, want := range []string{"harness errors       3", "2× " + down + " (b, c)", "1× following the events: client: no progress after 8 attempts (d)",
+		// The latencies and the usage are over the items that got that far, and say so.
+		"ticket 1 ms / 2 ms (2 of 4)", "first milestone 1 ms / 1 ms (1 of 4)", "terminal 1 ms / 1 ms (1 of 4)", "(over the 1 of 4 asks that reached done)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}

@@ -319,7 +319,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	return 0
 }
 
-// write puts REPORT.md, report.json and report.png in dir, each written whole or not at all.
+// write puts REPORT.md, report.json and report.png in dir, all three or none: each is written
+// whole to a temporary file first, and only when all three are written, and none of their names
+// is taken by something a file cannot replace, are they renamed into place. A report.json beside
+// the REPORT.md of another run would be a baseline that says what the page does not.
 func write(dir string, rep *eval.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -327,23 +330,38 @@ func write(dir string, rep *eval.Report) error {
 	files := []struct {
 		name string
 		fn   func(io.Writer) error
+		tmp  string
 	}{
-		{"report.json", rep.WriteJSON},
-		{"REPORT.md", func(w io.Writer) error { return rep.WriteMarkdown(w, "report.png") }},
-		{"report.png", func(w io.Writer) error { return eval.WriteChart(w, rep) }},
+		{name: "report.json", fn: rep.WriteJSON},
+		{name: "REPORT.md", fn: func(w io.Writer) error { return rep.WriteMarkdown(w, "report.png") }},
+		{name: "report.png", fn: func(w io.Writer) error { return eval.WriteChart(w, rep) }},
 	}
-	for _, f := range files {
+	defer func() {
+		for _, f := range files {
+			if f.tmp != "" {
+				os.Remove(f.tmp) // gone already once renamed
+			}
+		}
+	}()
+	for i := range files {
+		f := &files[i]
 		tmp, err := os.CreateTemp(dir, "."+f.name+"-*")
 		if err != nil {
 			return err
 		}
+		f.tmp = tmp.Name()
 		err = errors.Join(tmp.Chmod(0o644), f.fn(tmp))
-		err = errors.Join(err, tmp.Close())
-		if err == nil {
-			err = os.Rename(tmp.Name(), filepath.Join(dir, f.name))
+		if err = errors.Join(err, tmp.Close()); err != nil {
+			return fmt.Errorf("writing %s: %w", f.name, err)
 		}
-		if err != nil {
-			os.Remove(tmp.Name())
+	}
+	for _, f := range files {
+		if fi, err := os.Lstat(filepath.Join(dir, f.name)); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("writing %s: %s is not a file; no report written", f.name, filepath.Join(dir, f.name))
+		}
+	}
+	for _, f := range files {
+		if err := os.Rename(f.tmp, filepath.Join(dir, f.name)); err != nil {
 			return fmt.Errorf("writing %s: %w", f.name, err)
 		}
 	}

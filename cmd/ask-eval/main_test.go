@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -443,6 +444,38 @@ func TestNoOutcomeReadIsNotAScore(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the output folder: %v, want nothing written", err)
+	}
+}
+
+// The three files of a report are written all or none: when one of them cannot be put in place,
+// the others are not replaced either, and no temporary file is left behind.
+func TestWriteIsAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte("the last run's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// report.png is a folder with something in it: no file can be renamed over it.
+	if err := os.MkdirAll(filepath.Join(dir, "report.png", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := []eval.ItemResult{{ID: "a", Expect: "abstention", Got: "abstention", TicketMS: 1, FirstMilestoneMS: 1, TerminalMS: 1, HasDone: true}}
+	rep := &eval.Report{Model: "m", Set: eval.Set{Name: "s"}, Scores: eval.Score(res), Items: res}
+	if err := write(dir, rep); err == nil || !strings.Contains(err.Error(), "report.png") {
+		t.Fatalf("write: %v, want an error naming report.png", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "report.json")); err != nil || string(b) != "the last run's\n" {
+		t.Errorf("report.json is %q (%v): replaced although the report could not be written whole", b, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"report.json", "report.png"}; !slices.Equal(names, want) {
+		t.Errorf("the folder holds %v, want %v (no REPORT.md of this run, no temporary file)", names, want)
 	}
 }
 

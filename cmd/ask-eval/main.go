@@ -234,6 +234,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	} else {
 		cfg.BaseURL = o.url
 		if len(o.tokens.tokens) > 0 {
+			// An identity without a token would make every item it asks a harness error, in a run
+			// that exits 0: that is known before anything is asked.
+			var without []string
+			for _, as := range set.Identities() {
+				if _, ok := o.tokens.tokens[as]; !ok {
+					without = append(without, as)
+				}
+			}
+			if len(without) > 0 {
+				return fail(fmt.Errorf("no --token for %s (the set asks as %s)", strings.Join(without, ", "), strings.Join(set.Identities(), ", ")))
+			}
 			cfg.Tokens = o.tokens.tokens
 		} else {
 			cfg.Tokens = &eval.IdPTokens{URL: o.idp}

@@ -43,6 +43,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--dev-stack", "--token", "alice"}, "oid=TOKEN"},
 		{[]string{"--dev-stack", "extra"}, "unexpected arguments"},
 		{[]string{"--dev-stack", "--set", "does-not-exist.yaml"}, "does-not-exist.yaml"},
+		// The fixture asks as alice and bob: bob's items could not be asked, so nothing is.
+		{[]string{"--url", "http://127.0.0.1:1/ask", "--token", "alice=t", "--set", filepath.Join("..", "..", "eval", "testdata", "fixture.yaml")}, "no --token for bob (the set asks as alice, bob)"},
 		{[]string{"diff", "one.json"}, "usage"},
 	} {
 		var out, errb bytes.Buffer
@@ -300,14 +302,20 @@ items:
 			t.Errorf("stderr should name the item whose truth was refused: %s", errb.String())
 		}
 	})
+	// Known before anything is asked: dave's items could only be harness errors, in a run that
+	// would exit 0 and replace the report.
 	t.Run("a token missing for an identity", func(t *testing.T) {
 		var out, errb bytes.Buffer
-		args := []string{"--url", st.AskURL, "--set", set, "--no-write", "--progress", "none", "--token", "alice=" + alice}
-		if code := run(t.Context(), args, &out, &errb, noenv); code != 0 {
-			t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+		dir := t.TempDir()
+		args := []string{"--url", st.AskURL, "--set", set, "--out", dir, "--progress", "none", "--token", "alice=" + alice}
+		if code := run(t.Context(), args, &out, &errb, noenv); code != 2 {
+			t.Fatalf("exit %d, want 2\n%s%s", code, out.String(), errb.String())
 		}
-		if !strings.Contains(out.String(), "harness errors       1") {
-			t.Errorf("dave's ask had no token; want it counted as a harness error:\n%s", out.String())
+		if !strings.Contains(errb.String(), "no --token for dave") {
+			t.Errorf("stderr should name the identity without a token: %s", errb.String())
+		}
+		if files, _ := os.ReadDir(dir); len(files) != 0 {
+			t.Errorf("a run that asked nothing wrote %d files to --out", len(files))
 		}
 	})
 }

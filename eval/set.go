@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -211,8 +212,9 @@ func ParseSet(b []byte, file string) (*Set, error) {
 		if it.Path != "" && it.Path != "fast" && it.Path != "full" {
 			bad("path must be fast or full, not %q", it.Path)
 		}
-		if it.Tolerance < 0 {
-			bad("tolerance must not be negative")
+		if it.Tolerance < 0 || math.IsNaN(it.Tolerance) || math.IsInf(it.Tolerance, 0) {
+			// .inf would pass any number, .nan none that is not exact.
+			bad("tolerance must be a finite number, not negative")
 		}
 		if it.Conversation != "" {
 			if as, ok := convAs[it.Conversation]; ok && as != it.As {

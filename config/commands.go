@@ -104,6 +104,21 @@ func targetFrom(e *Env) Target {
 	return Target{URL: e.String("ASK_URL", ""), IdP: e.String("ASK_IDP_URL", "")}
 }
 
+// Eval is the eval harness's environment (cmd/ask-eval).
+type Eval struct {
+	Target
+	// Tokens are bearers by identity, "alice=TOKEN bob=TOKEN" (ASK_EVAL_TOKENS): what --token
+	// gives, kept off the command line, which every user of the machine can read.
+	Tokens string
+}
+
+// EvalFromEnv reads ASK_URL, ASK_IDP_URL and ASK_EVAL_TOKENS; none has a default.
+func EvalFromEnv(lookup func(string) (string, bool)) (Eval, error) {
+	return read(lookup, func(e *Env) Eval {
+		return Eval{Target: targetFrom(e), Tokens: e.String("ASK_EVAL_TOKENS", "")}
+	})
+}
+
 // Conformance is the conformance suite's environment (cmd/conformance).
 type Conformance struct {
 	Target

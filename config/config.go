@@ -3,7 +3,7 @@
 // DefaultConfig, and FromEnv, the only reader of the environment (through Env). Every command
 // that builds the service (cmd/askd, cmd/ask-serve, the conformance dev stack, the bench child)
 // starts from DefaultConfig or FromEnv and hands the result to package app. The other commands
-// read their own sections through the same Env (commands.go: Client, Target, Conformance, Stub,
+// read their own sections through the same Env (commands.go: Client, Target, Eval, Conformance, Stub,
 // DemoSource) into their flags' defaults; Process is the process's lookup, the one use of
 // os.LookupEnv in the module.
 //

@@ -318,6 +318,11 @@ func TestCommandSections(t *testing.T) {
 		t.Errorf("ASK_PHASE=3: %v", err)
 	}
 
+	if e, err := config.EvalFromEnv(env("ASK_URL", "u", "ASK_IDP_URL", "i", "ASK_EVAL_TOKENS", "alice=a bob=b")); err != nil ||
+		e != (config.Eval{Target: config.Target{URL: "u", IdP: "i"}, Tokens: "alice=a bob=b"}) {
+		t.Errorf("EvalFromEnv = %+v, %v", e, err)
+	}
+
 	if s, err := config.StubFromEnv(env("ASK_STUB_SCRIPT", "s.yaml")); err != nil || s.Script != "s.yaml" {
 		t.Errorf("StubFromEnv = %+v, %v", s, err)
 	}

@@ -141,6 +141,7 @@ func TestReadmeNamesEveryVariable(t *testing.T) {
 	_, _ = config.ClientFromEnv(lookup)
 	_, _ = config.ConformanceFromEnv(lookup)
 	_, _ = config.TargetFromEnv(lookup)
+	_, _ = config.EvalFromEnv(lookup)
 	_, _ = config.StubFromEnv(lookup)
 	_, _ = config.DemoSourceFromEnv(lookup)
 	// The provider keys are read only when a real model is asked for.

@@ -6,7 +6,8 @@
 #   URL=http://host:8080/ask scripts/eval.sh  evaluate a service that is already running;
 #                                             identities are minted by the dev IdP at IDP (default
 #                                             http://127.0.0.1:8090) unless TOKENS is set
-#                                             ("alice=TOKEN bob=TOKEN", one per identity of the set)
+#                                             ("alice=TOKEN bob=TOKEN", one per identity of the set; handed to
+#                                             ask-eval as $ASK_EVAL_TOKENS, not on its command line)
 #
 # SET=my-set.yaml picks the set (default: eval/sets/demo.yaml), OUT=dir where the report goes
 # (default docs/eval/). ARGS go to cmd/ask-eval, e.g. --baseline docs/eval/report.json, --concurrency 8,
@@ -28,7 +29,9 @@ if [[ -z "${URL:-}" ]]; then
 fi
 args+=(--url "$URL")
 if [[ -n "${TOKENS:-}" ]]; then
-	for t in $TOKENS; do args+=(--token "$t"); done
+	# Through the environment, not as --token arguments: a process's arguments are readable by
+	# every user of the machine (ps, /proc/PID/cmdline); its environment is not.
+	export ASK_EVAL_TOKENS="$TOKENS"
 else
 	args+=(--idp "${IDP:-http://127.0.0.1:8090}")
 fi

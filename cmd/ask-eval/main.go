@@ -90,7 +90,7 @@ type options struct {
 
 func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) (options, error) {
 	o := options{tokens: &tokenFlags{tokens: eval.FixedTokens{}}}
-	env, err := config.TargetFromEnv(lookup)
+	env, err := config.EvalFromEnv(lookup)
 	if err != nil {
 		return o, err
 	}
@@ -99,7 +99,7 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	fs.StringVar(&o.url, "url", env.URL, "the service's base URL, gateway prefix included (env ASK_URL)")
 	fs.BoolVar(&o.devStack, "dev-stack", false, "start the development stack in process (llm-stub unless ASK_LLM names a model) and evaluate it")
 	fs.StringVar(&o.idp, "idp", env.IdP, "a development identity provider's root, to mint a token per identity of the set (env ASK_IDP_URL)")
-	fs.Var(o.tokens, "token", "oid=TOKEN: the bearer for one identity of the set, instead of --idp (repeatable)")
+	fs.Var(o.tokens, "token", "oid=TOKEN: the bearer for one identity of the set, instead of --idp (repeatable; env ASK_EVAL_TOKENS, \"alice=T bob=T\", keeps them off the command line)")
 	fs.StringVar(&o.set, "set", "", "the question set (YAML); default the demo set, eval/sets/demo.yaml")
 	fs.StringVar(&o.out, "out", filepath.Join("docs", "eval"), "the folder REPORT.md, report.json and report.png are written to")
 	fs.BoolVar(&o.noWrite, "no-write", false, "print the scores only; write no report")
@@ -116,9 +116,16 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	// $ASK_EVAL_TOKENS is read after the flags, not as a flag's default: the usage a mistyped
+	// flag prints would show it. A --token given wins over all of it; the dev stack mints its own.
+	if !o.devStack && len(o.tokens.tokens) == 0 && o.tokens.bad == 0 {
+		for _, v := range strings.Fields(env.Tokens) {
+			_ = o.tokens.Set(v)
+		}
+	}
 	if o.tokens.bad > 0 {
 		// The value is not repeated: it may be the bearer itself.
-		return o, fmt.Errorf("%d --token value(s) not of the form oid=TOKEN (not shown: a value may be a bearer)", o.tokens.bad)
+		return o, fmt.Errorf("%d --token (or $ASK_EVAL_TOKENS) value(s) not of the form oid=TOKEN (not shown: a value may be a bearer)", o.tokens.bad)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())

@@ -74,6 +74,18 @@ func TestTokenFlagRefusalDoesNotEchoTheBearer(t *testing.T) {
 			t.Errorf("--token %q: stderr %q, want it to say oid=TOKEN", v, errb.String())
 		}
 	}
+	// The same from $ASK_EVAL_TOKENS, which is read: a set asking as bob needs bob's token there.
+	set := filepath.Join("..", "..", "eval", "testdata", "fixture.yaml")
+	for v, want := range map[string]string{bearer: "oid=TOKEN", "alice=" + bearer: "no --token for bob"} {
+		var out, errb bytes.Buffer
+		env := func(k string) (string, bool) { return v, k == "ASK_EVAL_TOKENS" }
+		if code := run(t.Context(), []string{"--url", "http://127.0.0.1:1/ask", "--set", set}, &out, &errb, env); code != 2 {
+			t.Errorf("ASK_EVAL_TOKENS=%q: exit %d, want 2", v, code)
+		}
+		if all := out.String() + errb.String(); strings.Contains(all, bearer) || !strings.Contains(errb.String(), want) {
+			t.Errorf("ASK_EVAL_TOKENS=%q: stderr %q, want it to say %q and not the bearer", v, all, want)
+		}
+	}
 }
 
 // The whole command against the dev stack: the fixture's known scores, a report in three files

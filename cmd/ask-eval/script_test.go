@@ -42,3 +42,40 @@ func TestScriptKeepsTheExitStatus(t *testing.T) {
 		t.Errorf("scripts/eval.sh with a missing set: exit %d, want 2 (could not run)\n%s", exit.ExitCode(), errb.String())
 	}
 }
+
+// TOKENS reach ask-eval through its environment, never its arguments, which every user of the
+// machine can read in ps. A stand-in for go writes a stand-in ask-eval that prints what it got.
+func TestScriptKeepsTokensOffTheCommandLine(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fakeGo := filepath.Join(dir, "go")
+	// "go build -o BIN/ask-eval ./cmd/ask-eval": write BIN/ask-eval as a script.
+	if err := os.WriteFile(fakeGo, []byte("#!/usr/bin/env bash\nprintf '#!/usr/bin/env bash\\necho \"args: $*\"\\necho \"env: $ASK_EVAL_TOKENS\"\\n' > \"$3\"\nchmod +x \"$3\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join("scripts", "eval.sh"))
+	cmd.Dir = root
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "URL", "SET", "OUT", "TOKENS", "IDP", "BIN", "GO", "ASK_EVAL_TOKENS":
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	const bearer = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0.c2ln"
+	cmd.Env = append(cmd.Env, "GO="+fakeGo, "BIN="+dir, "URL=http://127.0.0.1:1/ask", "TOKENS=alice="+bearer+" bob=b")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/eval.sh: %v\n%s", err, out)
+	}
+	args, env, _ := strings.Cut(string(out), "\nenv: ")
+	if !strings.HasPrefix(args, "args: ") || strings.Contains(args, bearer) || strings.Contains(args, "--token") {
+		t.Errorf("ask-eval's arguments carry the tokens: %q", args)
+	}
+	if strings.TrimSpace(env) != "alice="+bearer+" bob=b" {
+		t.Errorf("ASK_EVAL_TOKENS is %q, want TOKENS", env)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -172,10 +173,12 @@ func apiError(op string, resp *http.Response, body []byte) *APIError {
 
 // retryAfter reads a Retry-After header: delay-seconds (the form this service uses) or an HTTP
 // date (which a gateway or proxy in front of it may send); 0 when absent, past or unreadable.
+// A number of seconds too large for a time.Duration (or an int64) is the largest duration: multiplied as it is, it
+// wrapped round, to a negative wait (no wait at all) or some other one than asked.
 func retryAfter(v string) time.Duration {
 	v = strings.TrimSpace(v)
-	if n, err := strconv.Atoi(v); err == nil {
-		return time.Duration(max(n, 0)) * time.Second
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		return time.Duration(min(max(n, 0), int64(math.MaxInt64/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(time.Until(t), 0)

@@ -23,6 +23,12 @@ import (
 // and cancel is idempotent. Backoff is exponential with full jitter, capped, and never shorter
 // than the service's Retry-After. Every retry is logged (Options.Logger): never silently.
 //
+// A Retry-After longer than MaxRetryAfter, or one that would end after ctx's deadline, is not
+// waited for: the call ends at once with the *APIError, whose RetryAfter says when to try
+// again. A retry sooner would be refused again, and a wait the caller cannot see the end of
+// (an hour, or past its own deadline, which would then read as a service that never answered)
+// is worse than the refusal said now.
+//
 // A connection refused before this client has ever had a response from the service is final:
 // nothing listens at the URL (the service is not running, or the URL is wrong), and the caller
 // hears so at once. Once the service has answered, a refusal is a restart in progress and is
@@ -31,11 +37,13 @@ type Retry struct {
 	// Initial is the backoff before the first retry. 0 means 250 ms.
 	Initial time.Duration
 	// Max caps the backoff. 0 means 5 s. A longer Retry-After is honoured, not capped: a call
-	// retried sooner than the service asked would be refused again (bound the whole call with
-	// ctx).
+	// retried sooner than the service asked would be refused again.
 	Max time.Duration
 	// Attempts is how many times a call is tried in all. 0 means 8; 1 means no retry.
 	Attempts int
+	// MaxRetryAfter is the longest Retry-After a call waits for before its retry; a longer one
+	// ends the call at once with its *APIError. 0 means 60 s.
+	MaxRetryAfter time.Duration
 }
 
 func (r Retry) withDefaults() Retry {
@@ -50,6 +58,9 @@ func (r Retry) withDefaults() Retry {
 	}
 	if r.Attempts <= 0 {
 		r.Attempts = 8
+	}
+	if r.MaxRetryAfter <= 0 {
+		r.MaxRetryAfter = 60 * time.Second
 	}
 	return r
 }
@@ -105,6 +116,11 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 			}
 			return zero, cause
 		}
+		if floor > 0 && (floor > p.MaxRetryAfter || pastDeadline(ctx, floor)) {
+			// Asked to come back later than this call can wait: the refusal, with its
+			// Retry-After, is the answer (see Retry).
+			return zero, cause
+		}
 		d := max(backoff(Reconnect{Initial: p.Initial, Max: p.Max}, attempt, 0), floor)
 		c.log.Info("request retrying", "op", op, "attempt", attempt+1, "delay", d, "cause", cause.Error())
 		t := time.NewTimer(d)
@@ -115,6 +131,12 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 		case <-t.C:
 		}
 	}
+}
+
+// pastDeadline reports whether a wait of d would end after ctx's deadline.
+func pastDeadline(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < d
 }
 
 // retryableStatus: 502, 503, 504, and the 409 of an Idempotency-Key still in progress.

@@ -66,7 +66,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 			mu.Lock()
 			cancelRefused = true
 			mu.Unlock()
-			prog.Line("ask: the service did not take the cancel: " + describe(err, cfg.url))
+			prog.Line("ask: the service did not take the cancel: " + describe(err, cfg.shown))
 		}
 		grace := time.NewTimer(time.Until(deadline))
 		defer grace.Stop()
@@ -213,7 +213,7 @@ func streamLost(ticket string, err error, got bool, cfg *config) string {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) {
 		if apiErr.StatusCode == http.StatusNotFound {
-			return noTicket(cfg.url, ticket)
+			return noTicket(cfg.shown, ticket)
 		}
 		return lost + cfg.explain(err)
 	}
@@ -234,7 +234,7 @@ func cancelTicket(ctx context.Context, c *client.Client, cfg *config, stdout, st
 		}
 		var apiErr *client.APIError
 		if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusNotFound {
-			fmt.Fprintf(stderr, "ask: %s\n", noTicket(cfg.url, cfg.follow))
+			fmt.Fprintf(stderr, "ask: %s\n", noTicket(cfg.shown, cfg.follow))
 			return exitFailure
 		}
 		fmt.Fprintf(stderr, "ask: could not cancel ticket %s: %s\n", cfg.follow, text(cfg.explain(err)))

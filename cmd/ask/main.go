@@ -39,7 +39,8 @@
 // -q - reads the question from stdin, to its end: it is then neither on the command line, which
 // any user's ps shows, nor subject to the shell's quoting.
 // What the service sends (an answer's text, a source's reason) is printed as text: a control
-// character in it is shown as its escape (\x1b), never acted on by the terminal.
+// character in it is shown as its escape (\x1b), never acted on by the terminal. A password in
+// --url (http://user:password@host/ask) is shown as "xxxxx" wherever ask names the URL.
 //
 // Exit status:
 //

@@ -64,14 +64,17 @@ Flags:
 // config is what the flags and the environment ask for.
 type config struct {
 	url, token, oid, idp string
-	question             string
-	webhook              string
-	fromStdin            bool   // -q -: the question is stdin's
-	follow               string // a ticket to follow instead of asking
-	cancel               bool   // --cancel: cancel the ticket in follow first
-	cont, steps, json    bool
-	branches             bool
-	env                  askconfig.Client // the environment, under the flags
+	// shown is url as this command says it, in its messages and its state file: any password
+	// in it (http://user:password@host/ask) replaced by "xxxxx", as net/http's errors do.
+	shown             string
+	question          string
+	webhook           string
+	fromStdin         bool   // -q -: the question is stdin's
+	follow            string // a ticket to follow instead of asking
+	cancel            bool   // --cancel: cancel the ticket in follow first
+	cont, steps, json bool
+	branches          bool
+	env               askconfig.Client // the environment, under the flags
 }
 
 // parseArgs reads flags over the environment (package config reads it). A nil config with code
@@ -85,7 +88,8 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := &config{env: env}
-	fs.StringVar(&c.url, "url", env.URL, "the service, gateway prefix included ($ASK_URL)")
+	c.url = env.URL
+	fs.Var(urlValue{&c.url}, "url", "the service, gateway prefix included ($ASK_URL)")
 	// The token and the webhook (whose URL may hold a credential) take their environment values
 	// after parsing, not as the flags' defaults: a default is printed in the usage, which every
 	// mistyped flag writes to stderr (a CI log), the bearer with it.
@@ -112,9 +116,10 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	}
 	// A URL that cannot be the service's is a usage error, said before any token is minted.
 	if u, err := url.Parse(c.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path, such as %s\n", c.url, askconfig.DefaultClientURL)
+		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path, such as %s\n", redacted(c.url), askconfig.DefaultClientURL)
 		return nil, exitFailure
 	}
+	c.shown = redacted(c.url)
 	given := len(words) > 0
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -179,6 +184,29 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	}
 	c.idp = env.IdP
 	return c, 0
+}
+
+// urlValue is the --url flag. Its default, $ASK_URL, is printed in the usage (which a mistyped
+// flag writes to stderr, a CI log), so it shows as redacted.
+type urlValue struct{ p *string }
+
+func (v urlValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return redacted(*v.p)
+}
+
+func (v urlValue) Set(s string) error { *v.p = s; return nil }
+
+// redacted is a URL as this command shows it: any password replaced by "xxxxx".
+func redacted(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+	}
+	return s // as given
 }
 
 // maxStdinQuestion bounds what -q - reads: ten times the contract's 4000 characters of the
@@ -344,7 +372,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // startAsk asks in the remembered conversation (--continue) or a new one, and remembers it.
 func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, stderr io.Writer) (gen.Ticket, error) {
 	state, stateErr := newStateFile(cfg.env.StateDir)
-	key := stateKey(cfg.url, oid)
+	key := stateKey(cfg.shown, oid)
 	conv := ""
 	if cfg.cont {
 		if stateErr != nil {
@@ -435,7 +463,7 @@ func interruptedEarly(stderr io.Writer) int {
 // setting to change: it is most often an old one (the dev IdP's last an hour), and the service
 // cannot say so.
 func (c *config) explain(err error) string {
-	msg := describe(err, c.url)
+	msg := describe(err, c.shown)
 	var apiErr *client.APIError
 	if c.token != "" && errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized {
 		msg += " (the bearer from --token or $ASK_TOKEN was refused: give a valid one, such as a fresh make -s token on the dev stack, or set neither and one is minted from the dev IdP)"

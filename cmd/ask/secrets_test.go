@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,5 +39,62 @@ func TestUsageNeverShowsTheTokenOrWebhook(t *testing.T) {
 	c, _ = parseArgs([]string{"--token", "flag-token", "--webhook", "https://other.example/h", "q"}, &bytes.Buffer{}, env)
 	if c == nil || c.token != "flag-token" || c.webhook != "https://other.example/h" {
 		t.Fatalf("the flags do not win over the environment: %+v", c)
+	}
+}
+
+// A password in the service's URL (http://user:password@host/ask, $ASK_URL) is a credential:
+// ask shows the URL with it redacted, as the client library's errors and net/http's do, in every
+// message and in the usage, and keeps it out of the state file. Until 2026-12-05 "cannot reach
+// the ask service at http://u:s3cret@…", the 404 of a wrong base path, "the service at … holds no
+// ticket" and a mistyped flag's usage (the flag's default) printed it, and --continue wrote it to
+// disk.
+func TestURLPasswordNeverShown(t *testing.T) {
+	const password = "s3cret-pw"
+	f := start(t)
+	withPassword := func(u string) string { return strings.Replace(u, "http://", "http://user:"+password+"@", 1) }
+	dead := withPassword("http://127.0.0.1:1/ask")
+	for _, tc := range []struct {
+		name string
+		url  string
+		args []string
+		code int
+		want string // what stderr must say, so the check proves something
+	}{
+		{"nothing listens", dead, []string{"answer"}, exitFailure, "cannot reach the ask service at http://user:xxxxx@127.0.0.1:1/ask"},
+		{"a wrong base path", withPassword(strings.TrimSuffix(f.url, "/ask") + "/nope"), []string{"answer"}, exitFailure, "no ask service at http://user:xxxxx@"},
+		{"an unknown ticket", withPassword(f.url), []string{"--follow", "t_NOSUCHTICKETAAAAAAAAAAAAAAA"}, exitFailure, "the service at http://user:xxxxx@"},
+		{"not an http URL", "ftp://user:" + password + "@host/ask", []string{"answer"}, exitFailure, `is "ftp://user:xxxxx@host/ask"`},
+		{"a mistyped flag's usage", dead, []string{"--no-such-flag", "answer"}, exitFailure, "-url"},
+		{"an answer, remembered", withPassword(f.url), []string{"answer"}, exitAnswer, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := f.env(t, "ASK_URL", tc.url)
+			code, stdout, stderr := f.run(t.Context(), env, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, stderr, tc.code, tc.want)
+			}
+			if strings.Contains(stdout+stderr, password) {
+				t.Errorf("the URL's password was shown: stdout %q, stderr %q", stdout, stderr)
+			}
+			cfg, err := askconfig.ClientFromEnv(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var files []string
+			_ = filepath.WalkDir(cfg.StateDir, func(path string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					files = append(files, path)
+				}
+				return nil
+			})
+			if tc.code == exitAnswer && len(files) == 0 {
+				t.Fatalf("no state file in %s: the check of it would prove nothing", cfg.StateDir)
+			}
+			for _, name := range files {
+				if b, _ := os.ReadFile(name); bytes.Contains(b, []byte(password)) {
+					t.Errorf("%s holds the URL's password: %s", name, b)
+				}
+			}
+		})
 	}
 }

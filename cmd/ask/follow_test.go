@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/das-ask/ask/client"
 	"github.com/das-ask/ask/gen"
@@ -163,7 +165,7 @@ func TestRunFollowCtrlCLeavesTheRun(t *testing.T) {
 // A stream lost for a reason a retry may cure names the ticket and how to follow it again; one
 // the service does not hold says why it may be gone, without the client library's wording.
 func TestStreamLostWording(t *testing.T) {
-	cfg := &config{url: "http://127.0.0.1:1/ask"}
+	cfg := &config{url: "http://127.0.0.1:1/ask", shown: "http://127.0.0.1:1/ask"}
 	lost := streamLost("t_A", &url.Error{Op: "Get", URL: "http://127.0.0.1:1/ask/v1/asks/t_A/events", Err: errors.New("connection reset by peer")}, true, cfg)
 	if !strings.Contains(lost, "lost the event stream of ticket t_A: cannot reach the ask service") || !strings.HasSuffix(lost, "(ask --follow t_A tries again)") {
 		t.Errorf("lost: %q", lost)
@@ -171,6 +173,18 @@ func TestStreamLostWording(t *testing.T) {
 	gone := streamLost("t_A", &client.APIError{Op: "streamEvents", StatusCode: 404}, true, cfg)
 	if !strings.Contains(gone, "holds no ticket t_A") || strings.Contains(gone, "streamEvents") {
 		t.Errorf("gone: %q", gone)
+	}
+	// A gateway's 503 until the reconnects ran out: the run may go on, and the line said
+	// neither so nor how to follow it again (a real 503 + Retry-After: 1 for every reconnect
+	// ended with "could not follow ticket …: 503 Service Unavailable (try again in 1s)").
+	for _, st := range []int{503, 502, 429} {
+		refused := fmt.Errorf("client: event stream for ticket t_A: no progress after 10 reconnects: %w", &client.APIError{Op: "streamEvents", StatusCode: st, RetryAfter: time.Second})
+		if got := streamLost("t_A", refused, false, cfg); !strings.Contains(got, fmt.Sprintf("could not follow ticket t_A: the service refused the request: %d", st)) || !strings.HasSuffix(got, "(ask --follow t_A tries again)") {
+			t.Errorf("%d until the reconnects ran out: %q", st, got)
+		}
+	}
+	if got := streamLost("t_A", &client.APIError{Op: "streamEvents", StatusCode: 401}, true, cfg); strings.Contains(got, "tries again") {
+		t.Errorf("401: %q, which another try does not cure", got)
 	}
 }
 

@@ -19,7 +19,8 @@
 // response headers within [Options.HeaderTimeout] (a frozen replica), a 502, 503 or 504, or the
 // 409 of an earlier attempt still in progress. [Client.CreateConversation] and [Client.Ask] send
 // an Idempotency-Key, the same on every attempt, so a retry answers the same conversation or
-// ticket and never asks twice. Every retry is logged.
+// ticket and never asks twice. Every retry is logged. A create that fails for good after an
+// attempt whose reply was lost matches [ErrMayHaveBeenMade]: that attempt may have made it.
 //
 // [Client.Wait] and [Collect] fold a stream, and [StatusOutcome] what [Client.Status] returned,
 // into an [Outcome], whose [Outcome.Kind] is one of

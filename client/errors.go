@@ -35,7 +35,22 @@ var (
 	// retries, with the same body, so it never causes one itself: something between it and the
 	// service (an Options.HTTPClient that sets the header) reused a key.
 	ErrIdempotencyKeyReused = errors.New("client: the Idempotency-Key was used for another request")
+	// ErrMayHaveBeenMade: a create ([Client.CreateConversation], [Client.Ask]) failed for good
+	// after an earlier attempt of it was sent and its reply lost (the connection dropped, or no
+	// response headers came in time), so that attempt may have made the conversation or the
+	// ticket, and the ask may be running. The error matches what ended the call too (an
+	// *APIError, ctx's error). Asking again makes a new ask, perhaps a second one.
+	ErrMayHaveBeenMade = errors.New("client: an earlier attempt's reply was lost; it may have been made")
 )
+
+// mayHaveBeenMade is the final error of a create after an attempt whose reply was lost.
+type mayHaveBeenMade struct{ err error }
+
+func (e *mayHaveBeenMade) Error() string {
+	return e.err.Error() + " (an earlier attempt's reply was lost: it may have been made)"
+}
+
+func (e *mayHaveBeenMade) Unwrap() []error { return []error{e.err, ErrMayHaveBeenMade} }
 
 // APIError is a response the service refused with an HTTP status: the RFC 9457 problem it sent,
 // when it sent one. The service never puts the question text or a token in a problem.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,6 +29,9 @@ import (
 // again. A retry sooner would be refused again, and a wait the caller cannot see the end of
 // (an hour, or past its own deadline, which would then read as a service that never answered)
 // is worse than the refusal said now.
+//
+// A create that fails for good after an attempt of it was sent and its reply lost matches
+// ErrMayHaveBeenMade as well as what ended it: the service may have made it all the same.
 //
 // A connection refused before this client has ever had a response from the service is final:
 // nothing listens at the URL (the service is not running, or the URL is wrong), and the caller
@@ -83,6 +87,15 @@ var errHeaderTimeout = errors.New("client: no response headers within the header
 func retrying[T any](ctx context.Context, c *Client, op string, call func(context.Context) (T, *http.Response, []byte, error)) (T, error) {
 	p := c.opts.Retry
 	var zero T
+	// lost: an attempt of a create was sent and its reply lost, so the service may have acted
+	// on it; a failure that ends the call then says so (ErrMayHaveBeenMade).
+	lost := false
+	fail := func(err error) (T, error) {
+		if lost && (op == "createAsk" || op == "createConversation") {
+			return zero, &mayHaveBeenMade{err: err}
+		}
+		return zero, err
+	}
 	for attempt := 1; ; attempt++ {
 		v, resp, body, err := call(ctx)
 		if resp != nil {
@@ -92,18 +105,22 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 			// Answered: a success, or a refusal the caller turns into its APIError. It stands
 			// even if ctx ended as it came: a ticket the service issued must reach the caller,
 			// who may have to cancel it.
+			if lost && resp != nil && resp.StatusCode >= 300 {
+				return fail(apiError(op, resp, body))
+			}
 			return v, nil
 		}
+		lost = lost || (err != nil && maySent(err))
 		if ctx.Err() != nil {
-			return zero, fmt.Errorf("ask %s: %w", op, ctx.Err())
+			return fail(fmt.Errorf("ask %s: %w", op, ctx.Err()))
 		}
 		var tokErr *tokenError
 		floor, cause := time.Duration(0), err
 		switch {
 		case err != nil && errors.As(err, &tokErr):
-			return zero, fmt.Errorf("ask %s: %w", op, err)
+			return fail(fmt.Errorf("ask %s: %w", op, err))
 		case err != nil && errors.Is(err, syscall.ECONNREFUSED) && !c.reached.Load():
-			return zero, fmt.Errorf("ask %s: %w", op, err)
+			return fail(fmt.Errorf("ask %s: %w", op, err))
 		case err != nil:
 			// the connection failed, or no headers came in time: retried
 		default: // a status a retry can cure (retryableStatus)
@@ -112,14 +129,14 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 		}
 		if attempt >= p.Attempts {
 			if err != nil {
-				return zero, fmt.Errorf("ask %s: %w", op, err)
+				return fail(fmt.Errorf("ask %s: %w", op, err))
 			}
-			return zero, cause
+			return fail(cause)
 		}
 		if floor > 0 && (floor > p.MaxRetryAfter || pastDeadline(ctx, floor)) {
 			// Asked to come back later than this call can wait: the refusal, with its
 			// Retry-After, is the answer (see Retry).
-			return zero, cause
+			return fail(cause)
 		}
 		d := max(backoff(Reconnect{Initial: p.Initial, Max: p.Max}, attempt, 0), floor)
 		c.log.Info("request retrying", "op", op, "attempt", attempt+1, "delay", d, "cause", cause.Error())
@@ -127,10 +144,24 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return zero, fmt.Errorf("ask %s: %w", op, ctx.Err())
+			return fail(fmt.Errorf("ask %s: %w", op, ctx.Err()))
 		case <-t.C:
 		}
 	}
+}
+
+// maySent reports whether a request that failed with err may have reached the service: any
+// failure but the caller's token and a connection never made (refused, or a dial that failed).
+func maySent(err error) bool {
+	var tokErr *tokenError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &tokErr), errors.Is(err, syscall.ECONNREFUSED):
+		return false
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return false
+	}
+	return true
 }
 
 // pastDeadline reports whether a wait of d would end after ctx's deadline.

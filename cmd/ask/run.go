@@ -363,6 +363,10 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "ask: %v\n", err)
 		return exitError
 	}
+	var mayExist *askMayExist
+	if errors.As(err, &mayExist) {
+		return fail("%s; but an earlier attempt's reply was lost, so the ask may have been made all the same and be running in conversation %s (ask --continue asks there, and names a run still going)", cfg.explain(mayExist.err), mayExist.conv)
+	}
 	if err != nil {
 		return failed(err)
 	}
@@ -420,6 +424,12 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 		switch {
 		case err != nil && graceOver:
 			return gen.Ticket{}, errAskUnknown
+		case errors.Is(err, client.ErrMayHaveBeenMade):
+			// Remembered, so that --continue asks there: a run still going is then named.
+			if stateErr == nil {
+				_ = state.remember(key, conv)
+			}
+			return gen.Ticket{}, &askMayExist{err: err, conv: conv}
 		case err == nil:
 			if stateErr == nil {
 				if err := state.remember(key, conv); err != nil {
@@ -444,6 +454,16 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 		return gen.Ticket{}, err
 	}
 }
+
+// askMayExist is a createAsk that failed for good after an attempt whose reply was lost
+// (client.ErrMayHaveBeenMade): the ask may have been made in conv.
+type askMayExist struct {
+	err  error
+	conv string
+}
+
+func (e *askMayExist) Error() string { return e.err.Error() }
+func (e *askMayExist) Unwrap() error { return e.err }
 
 // errInterrupted is Ctrl-C before the ask was made.
 var errInterrupted = errors.New("interrupted before the ask was made")

@@ -3,7 +3,9 @@ package client_test
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -91,5 +93,55 @@ func TestCreateAfterALostReplyMayHaveBeenMade(t *testing.T) {
 				t.Errorf("%q: says it may have been made: %v, want %v", err, got, tc.want)
 			}
 		})
+	}
+}
+
+// net/http sends a request with an Idempotency-Key again by itself when its reused connection
+// fails after the request was written; the client never saw that first attempt, whose reply was
+// lost. It is counted as one (ErrMayHaveBeenMade) and logged: through a real socket, a 202 lost
+// that way and then a 503 read as a plain refusal, and the transport's retry was silent.
+func TestCreateRetriedByTheTransportMayHaveBeenMade(t *testing.T) {
+	var asks atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/ask/v1/conversations" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"id":"cv","created_at":"2026-11-29T20:00:00Z"}`)
+			return
+		}
+		if asks.Add(1) == 1 {
+			// made, and the connection (kept alive since the conversation) fails before the reply
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"type":"about:blank","title":"Service Unavailable","status":503}`)
+	}))
+	t.Cleanup(hs.Close)
+	var logged atomic.Int64
+	c, err := client.New(hs.URL+"/ask", client.Options{Retry: quick, Logger: slog.New(messageCounter{"request retried by the transport", &logged})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := c.CreateConversation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Ask(t.Context(), cv.Id, "q")
+	if n := asks.Load(); n != 2 {
+		t.Fatalf("%d createAsk requests, want 2 (the transport's retry): the test proves nothing", n)
+	}
+	var apiErr *client.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable || !errors.Is(err, client.ErrMayHaveBeenMade) {
+		t.Errorf("got %v, want the 503 and ErrMayHaveBeenMade", err)
+	}
+	if logged.Load() == 0 {
+		t.Error("the transport's retry was not logged")
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,7 +33,9 @@ import (
 // is worse than the refusal said now.
 //
 // A create that fails for good after an attempt of it was sent and its reply lost matches
-// ErrMayHaveBeenMade as well as what ended it: the service may have made it all the same.
+// ErrMayHaveBeenMade as well as what ended it: the service may have made it all the same. An
+// attempt net/http sends again by itself (it does so for a request with an Idempotency-Key whose
+// reused connection failed after it was written) counts as such, and is logged as a retry is.
 //
 // A connection refused before this client has ever had a response from the service is final:
 // nothing listens at the URL (the service is not running, or the URL is wrong), and the caller
@@ -90,16 +94,32 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 	// lost: an attempt of a create was sent and its reply lost, so the service may have acted
 	// on it; a failure that ends the call then says so (ErrMayHaveBeenMade).
 	lost := false
+	creates := op == "createAsk" || op == "createConversation"
 	fail := func(err error) (T, error) {
-		if lost && (op == "createAsk" || op == "createConversation") {
+		if lost && creates {
 			return zero, &mayHaveBeenMade{err: err}
 		}
 		return zero, err
 	}
 	for attempt := 1; ; attempt++ {
-		v, resp, body, err := call(ctx)
+		actx, written := ctx, new(atomic.Int32)
+		if creates {
+			actx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+				if info.Err == nil {
+					written.Add(1)
+				}
+			}})
+		}
+		v, resp, body, err := call(actx)
 		if resp != nil {
 			c.reached.Store(true)
+		}
+		if written.Load() > 1 {
+			// net/http sent the request again by itself, as it does for one with an
+			// Idempotency-Key whose reused connection failed after it was written: the first
+			// one's reply was lost.
+			lost = true
+			c.log.Info("request retried by the transport", "op", op, "attempt", attempt, "cause", "the connection failed after the request was sent")
 		}
 		if err == nil && !retryableStatus(resp, body) {
 			// Answered: a success, or a refusal the caller turns into its APIError. It stands

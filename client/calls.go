@@ -23,7 +23,7 @@ func (c *Client) CreateConversation(ctx context.Context) (gen.Conversation, erro
 	params := &gen.CreateConversationParams{IdempotencyKey: &key}
 	r, err := retrying(ctx, c, "createConversation", func(ctx context.Context) (*gen.CreateConversationResponse, *http.Response, []byte, error) {
 		resp, err := c.raw.CreateConversation(ctx, params, gen.CreateConversationJSONRequestBody{})
-		return parseResponse(resp, err, gen.ParseCreateConversationResponse, func(b []byte) *gen.CreateConversationResponse {
+		return parseResponse("createConversation", resp, err, gen.ParseCreateConversationResponse, func(b []byte) *gen.CreateConversationResponse {
 			return &gen.CreateConversationResponse{Body: b, HTTPResponse: resp}
 		})
 	})
@@ -31,6 +31,9 @@ func (c *Client) CreateConversation(ctx context.Context) (gen.Conversation, erro
 		return gen.Conversation{}, err
 	}
 	if r.JSON201 == nil {
+		if r.StatusCode() < 300 {
+			return gen.Conversation{}, unexpected("createConversation", r.HTTPResponse)
+		}
 		ae := apiError("createConversation", r.HTTPResponse, r.Body)
 		if ae.StatusCode == http.StatusNotFound {
 			// The path names no resource, so the contract has no 404 here: nothing serves
@@ -70,7 +73,7 @@ func (c *Client) AskWith(ctx context.Context, conversationID, question string, o
 	params := &gen.CreateAskParams{IdempotencyKey: &key}
 	r, err := retrying(ctx, c, "createAsk", func(ctx context.Context) (*gen.CreateAskResponse, *http.Response, []byte, error) {
 		resp, err := c.raw.CreateAsk(ctx, conversationID, params, body)
-		return parseResponse(resp, err, gen.ParseCreateAskResponse, func(b []byte) *gen.CreateAskResponse {
+		return parseResponse("createAsk", resp, err, gen.ParseCreateAskResponse, func(b []byte) *gen.CreateAskResponse {
 			return &gen.CreateAskResponse{Body: b, HTTPResponse: resp}
 		})
 	})
@@ -78,6 +81,9 @@ func (c *Client) AskWith(ctx context.Context, conversationID, question string, o
 		return gen.Ticket{}, err
 	}
 	if r.JSON202 == nil {
+		if r.StatusCode() < 300 {
+			return gen.Ticket{}, unexpected("createAsk", r.HTTPResponse)
+		}
 		return gen.Ticket{}, apiError("createAsk", r.HTTPResponse, r.Body)
 	}
 	return *r.JSON202, nil
@@ -96,7 +102,7 @@ func (c *Client) Status(ctx context.Context, ticket string, wait time.Duration) 
 	}
 	r, err := retrying(ctx, c, "getAsk", func(ctx context.Context) (*gen.GetAskResponse, *http.Response, []byte, error) {
 		resp, err := c.raw.GetAsk(ctx, ticket, &params)
-		return parseResponse(resp, err, gen.ParseGetAskResponse, func(b []byte) *gen.GetAskResponse {
+		return parseResponse("getAsk", resp, err, gen.ParseGetAskResponse, func(b []byte) *gen.GetAskResponse {
 			return &gen.GetAskResponse{Body: b, HTTPResponse: resp}
 		})
 	})
@@ -104,6 +110,9 @@ func (c *Client) Status(ctx context.Context, ticket string, wait time.Duration) 
 		return gen.AskStatus{}, err
 	}
 	if r.JSON200 == nil {
+		if r.StatusCode() < 300 {
+			return gen.AskStatus{}, unexpected("getAsk", r.HTTPResponse)
+		}
 		return gen.AskStatus{}, apiError("getAsk", r.HTTPResponse, r.Body)
 	}
 	return *r.JSON200, nil
@@ -114,7 +123,7 @@ func (c *Client) Status(ctx context.Context, ticket string, wait time.Duration) 
 func (c *Client) Cancel(ctx context.Context, ticket string) (gen.CancelAccepted, error) {
 	r, err := retrying(ctx, c, "cancelAsk", func(ctx context.Context) (*gen.CancelAskResponse, *http.Response, []byte, error) {
 		resp, err := c.raw.CancelAsk(ctx, ticket)
-		return parseResponse(resp, err, gen.ParseCancelAskResponse, func(b []byte) *gen.CancelAskResponse {
+		return parseResponse("cancelAsk", resp, err, gen.ParseCancelAskResponse, func(b []byte) *gen.CancelAskResponse {
 			return &gen.CancelAskResponse{Body: b, HTTPResponse: resp}
 		})
 	})
@@ -122,6 +131,9 @@ func (c *Client) Cancel(ctx context.Context, ticket string) (gen.CancelAccepted,
 		return gen.CancelAccepted{}, err
 	}
 	if r.JSON202 == nil {
+		if r.StatusCode() < 300 {
+			return gen.CancelAccepted{}, unexpected("cancelAsk", r.HTTPResponse)
+		}
 		return gen.CancelAccepted{}, apiError("cancelAsk", r.HTTPResponse, r.Body)
 	}
 	return *r.JSON202, nil
@@ -132,8 +144,9 @@ func (c *Client) Cancel(ctx context.Context, ticket string) (gen.CancelAccepted,
 // as an HTTP date where the contract says seconds, or a body labelled JSON that is not the
 // contract's problem — is still a refusal: it comes back as bare, the response without its typed
 // parts, so the caller reports its status (an APIError) rather than a parse error retried as if
-// the connection had failed. A success the parser cannot read is an error, as before.
-func parseResponse[R any](resp *http.Response, err error, parse func(*http.Response) (R, error), bare func([]byte) R) (R, *http.Response, []byte, error) {
+// the connection had failed. A success whose body is not a JSON object labelled JSON (a web
+// server's page, a proxy's) is an *UnexpectedResponseError, final.
+func parseResponse[R any](op string, resp *http.Response, err error, parse func(*http.Response) (R, error), bare func([]byte) R) (R, *http.Response, []byte, error) {
 	var zero R
 	if err != nil {
 		return zero, nil, nil, err
@@ -144,6 +157,9 @@ func parseResponse[R any](resp *http.Response, err error, parse func(*http.Respo
 		return zero, nil, nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if resp.StatusCode < 300 && (!strings.Contains(resp.Header.Get("Content-Type"), "json") || !jsonObject(body)) {
+		return zero, nil, nil, unexpected(op, resp)
+	}
 	r, err := parse(resp)
 	if err != nil {
 		if resp.StatusCode >= 300 {
@@ -152,6 +168,17 @@ func parseResponse[R any](resp *http.Response, err error, parse func(*http.Respo
 		return zero, nil, nil, err
 	}
 	return r, resp, body, nil
+}
+
+// jsonObject reports whether b is one JSON object.
+func jsonObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}
+
+// unexpected is the error of a success that is not the operation's.
+func unexpected(op string, resp *http.Response) *UnexpectedResponseError {
+	return &UnexpectedResponseError{Op: op, StatusCode: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
 }
 
 // apiError builds the error for a response that is not the operation's success.

@@ -52,6 +52,24 @@ func (e *mayHaveBeenMade) Error() string {
 
 func (e *mayHaveBeenMade) Unwrap() []error { return []error{e.err, ErrMayHaveBeenMade} }
 
+// UnexpectedResponseError is a success status whose response is not the operation's (a body
+// that is not the service's JSON, or another success status than the contract's): another
+// server answers at the base URL (a web server's page, a sign-in portal), or something between
+// rewrote the reply. It is final: not retried, since another try gets the same.
+type UnexpectedResponseError struct {
+	// Op is the operation, such as "createAsk".
+	Op string
+	// StatusCode is the HTTP status, a 2xx.
+	StatusCode int
+	// ContentType is the response's Content-Type.
+	ContentType string
+}
+
+func (e *UnexpectedResponseError) Error() string {
+	return fmt.Sprintf("ask %s: a %d %s that is not the ask service's reply (Content-Type %q): another server answers at the URL, or something between rewrote the reply",
+		e.Op, e.StatusCode, http.StatusText(e.StatusCode), e.ContentType)
+}
+
 // APIError is a response the service refused with an HTTP status: the RFC 9457 problem it sent,
 // when it sent one. The service never puts the question text or a token in a problem.
 type APIError struct {

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -26,5 +27,39 @@ func TestNotJSONEventErrorHoldsNoneOfItsData(t *testing.T) {
 	}
 	if msg := last.Error(); strings.Contains(msg, "'H'") || strings.Contains(msg, "How") {
 		t.Errorf("error %q holds the event's data", msg)
+	}
+}
+
+// A success whose body is not the service's JSON — a sign-in portal's or a web server's page at
+// the URL, a proxy that rewrote the reply — is an *UnexpectedResponseError, tried once. It read
+// as the service's refusal ("ask createAsk: 202 Accepted", which `ask` printed as "the service
+// refused the request: 200 OK"), and a body labelled JSON that was not JSON was retried eight
+// times as a failed connection.
+func TestSuccessThatIsNotTheServicesIsFinal(t *testing.T) {
+	for _, tc := range []struct {
+		name, contentType, body string
+		status                  int
+	}{
+		{"a page", "text/html", "<html><body>Please sign in</body></html>", 200},
+		{"a page as 202", "text/html", "<html>Accepted</html>", 202},
+		{"JSON that is not", "application/json", "<html>Accepted</html>", 202},
+		{"JSON that is no object", "application/json", "[]", 202},
+		{"another success", "application/json", `{"ok":true}`, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, seen := fakeAPI(t, tc.status, tc.contentType, tc.body, nil)
+			_, err := c.Ask(t.Context(), "cv", "q")
+			var unexp *client.UnexpectedResponseError
+			if !errors.As(err, &unexp) || unexp.StatusCode != tc.status || unexp.ContentType != tc.contentType || unexp.Op != "createAsk" {
+				t.Fatalf("got %v (%T), want an UnexpectedResponseError", err, err)
+			}
+			if n := len(*seen); n != 1 {
+				t.Errorf("%d requests, want 1: another try gets the same", n)
+			}
+			var apiErr *client.APIError
+			if errors.As(err, &apiErr) || errors.Is(err, client.ErrMayHaveBeenMade) {
+				t.Errorf("%v reads as a refusal, or as a lost reply", err)
+			}
+		})
 	}
 }

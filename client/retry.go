@@ -135,10 +135,13 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 			return fail(fmt.Errorf("ask %s: %w", op, ctx.Err()))
 		}
 		var tokErr *tokenError
+		var unexp *UnexpectedResponseError
 		floor, cause := time.Duration(0), err
 		switch {
 		case err != nil && errors.As(err, &tokErr):
 			return fail(fmt.Errorf("ask %s: %w", op, err))
+		case err != nil && errors.As(err, &unexp):
+			return fail(err)
 		case err != nil && errors.Is(err, syscall.ECONNREFUSED) && !c.reached.Load():
 			return fail(fmt.Errorf("ask %s: %w", op, err))
 		case err != nil:
@@ -175,8 +178,9 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 func maySent(err error) bool {
 	var tokErr *tokenError
 	var opErr *net.OpError
+	var unexp *UnexpectedResponseError
 	switch {
-	case errors.As(err, &tokErr), errors.Is(err, syscall.ECONNREFUSED):
+	case errors.As(err, &tokErr), errors.As(err, &unexp), errors.Is(err, syscall.ECONNREFUSED):
 		return false
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return false

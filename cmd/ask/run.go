@@ -512,6 +512,11 @@ func describe(err error, serviceURL string) string {
 		}
 		return msg
 	}
+	var unexp *client.UnexpectedResponseError
+	if errors.As(err, &unexp) {
+		return fmt.Sprintf("what answered at %s is not the ask service: a %d %s with Content-Type %q, not its JSON (--url, or $ASK_URL, is the service's base URL with its path, such as %s; or a proxy between rewrote the reply)",
+			serviceURL, unexp.StatusCode, http.StatusText(unexp.StatusCode), unexp.ContentType, askconfig.DefaultClientURL)
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "the service did not answer in time"

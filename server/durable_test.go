@@ -139,20 +139,9 @@ func TestDurableModeSealsAndSurvivesRestart(t *testing.T) {
 		// The crash took the log's tail: the log was restored and ended error{interrupted} +
 		// done after every seq the run had assigned, the supervisor branch closed, the gap
 		// reported by done.steps (steps made, not steps carried).
-		types := make([]string, len(frames))
-		for i, f := range frames {
-			types[i] = f.Event
-		}
-		n := len(frames)
-		if n < 4 || frames[0].Event != "accepted" || frames[n-3].Event != "branch" || frames[n-2].Event != "error" ||
-			!bytes.Contains(frames[n-2].Data, []byte(`"interrupted"`)) || frames[n-1].Event != "done" {
-			t.Fatalf("a run whose tail was lost: events %v, want accepted … branch error{interrupted} done", types)
-		}
 		// accepted, the branch's open, a milestone and a step were assigned seqs 1–4 before
 		// the crash, so the restored close, error and done come after them.
-		if frames[n-3].ID < 5 || frames[n-2].ID != frames[n-3].ID+1 || frames[n-1].ID != frames[n-2].ID+1 {
-			t.Errorf("the restored end reuses seqs the run had assigned: events %v, ids %d %d %d", types, frames[n-3].ID, frames[n-2].ID, frames[n-1].ID)
-		}
+		checkRestored(t, frames, 4)
 	}
 	// The conversation still remembers both turns, opened with the key.
 	tk := h.ask(alice, cid, "And in 2026-Q3?")

@@ -352,6 +352,51 @@ func checkLifecycle(t testing.TB, frames []frame, want gen.EventType) (terminal,
 	return terminal, done
 }
 
+// checkRestored asserts the shape of a log its runner restored after the store lost part of it
+// (run.restoreVia): accepted first, seqs rising, and the log ending in the supervisor's close,
+// error{interrupted} and done at consecutive seqs after assigned (a seq the run is known to
+// have assigned before the loss: the restored end reuses none), each of them once. The seqs
+// the store lost are a gap before the end; a log with no gap passes too.
+func checkRestored(t testing.TB, frames []frame, assigned int64) {
+	t.Helper()
+	n := len(frames)
+	if n < 4 || frames[0].Event != "accepted" || frames[n-3].Event != "branch" || frames[n-2].Event != "error" || frames[n-1].Event != "done" {
+		t.Fatalf("a run whose tail was lost: events %v, want accepted … branch error{interrupted} done", types(frames))
+	}
+	var prev int64
+	closes, terminals, dones := 0, 0, 0
+	for i, f := range frames {
+		e := decode(t, f)
+		if e.Seq <= prev {
+			t.Fatalf("event %d has seq %d after %d: %v", i, e.Seq, prev, types(frames))
+		}
+		prev = e.Seq
+		switch gen.EventType(e.Type) {
+		case gen.EventTypeBranch:
+			if e.Role == "supervisor" && e.State == "close" {
+				closes++
+			}
+		case gen.EventTypeAnswer, gen.EventTypeAbstention, gen.EventTypeRefusal, gen.EventTypeError:
+			terminals++
+		case gen.EventTypeDone:
+			dones++
+		}
+	}
+	if closes != 1 || terminals != 1 || dones != 1 {
+		t.Errorf("closes, terminals, dones = %d, %d, %d; want 1 each: %v", closes, terminals, dones, types(frames))
+	}
+	end, term, done := decode(t, frames[n-3]), decode(t, frames[n-2]), decode(t, frames[n-1])
+	if end.Role != "supervisor" || end.State != "close" {
+		t.Errorf("the restored end opens with %s/%s, want the supervisor's close", end.Role, end.State)
+	}
+	if term.Kind != string(gen.ErrorKindInterrupted) {
+		t.Errorf("the restored end is error{%s}, want interrupted", term.Kind)
+	}
+	if end.Seq <= assigned || term.Seq != end.Seq+1 || done.Seq != term.Seq+1 {
+		t.Errorf("the restored end reuses seqs the run had assigned (up to %d): seqs %d %d %d", assigned, end.Seq, term.Seq, done.Seq)
+	}
+}
+
 func types(frames []frame) []string {
 	var out []string
 	for _, f := range frames {

@@ -82,6 +82,7 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
 	closing := false
+	sent := false // this stream has written events
 	goneRetries := 0
 	_, shared := s.store.(store.Shared)
 	// A shared store's read is bounded by half the keep-alive interval: a stalled Redis holds
@@ -134,12 +135,25 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 			}
 		}
 		if len(b.Events) > 0 {
+			sent = true
 			if err := out.flush(); err != nil {
 				return
 			}
 			keepAlive.Reset(s.opts.KeepAlive)
 		}
-		if b.Finished || closing {
+		if b.Finished {
+			if sent {
+				// Finished, done not among what followed the events this stream sent: the
+				// log ended at or below them. The store lost writes it had acknowledged,
+				// and a replica ended the run after what it kept (a Sentinel failover's
+				// window: this stream read the old primary, the run's lease lapsed on the
+				// new one). The reader has seen events the log no longer holds.
+				s.log.Warn("the ticket's log ended below events this stream had sent: the store lost writes it had acknowledged; closing the stream",
+					"ticket", ticket, "cursor", cursor)
+			}
+			return // a cursor at done: nothing follows it
+		}
+		if closing {
 			return
 		}
 		select {

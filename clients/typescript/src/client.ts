@@ -60,6 +60,13 @@ export interface RetryOptions {
   initialMs?: number;
   /** The backoff cap in milliseconds (default 5000). */
   maxMs?: number;
+  /**
+   * The longest Retry-After a call waits for before its retry, in milliseconds (default 60000): a
+   * longer one ends the call at once with its ApiError, whose retryAfterMs (and message) says when
+   * to try again, rather than a wait of an hour the caller cannot see the end of. As the Go
+   * client's Retry.MaxRetryAfter.
+   */
+  maxRetryAfterMs?: number;
 }
 
 export interface AskClientOptions {
@@ -143,7 +150,8 @@ export class ApiError extends Error {
   ) {
     // The violations (a 400's `errors`) say what to change; the detail alone often does not.
     const violations = Array.isArray(problem?.errors) && problem.errors.length > 0 ? ` (${problem.errors.join("; ")})` : "";
-    super(`${operation}: ${status}${problem?.title ? ` ${problem.title}` : ""}${problem?.detail ? `: ${problem.detail}` : ""}${violations}`);
+    const again = retryAfterMs > 0 ? ` (try again in ${Math.ceil(retryAfterMs / 1000)} s)` : "";
+    super(`${operation}: ${status}${problem?.title ? ` ${problem.title}` : ""}${problem?.detail ? `: ${problem.detail}` : ""}${violations}${again}`);
     this.name = "ApiError";
   }
 
@@ -256,6 +264,7 @@ export class AskClient {
       attempts: opts.retry?.attempts ?? 8,
       initialMs: opts.retry?.initialMs ?? 250,
       maxMs: opts.retry?.maxMs ?? 5000,
+      maxRetryAfterMs: opts.retry?.maxRetryAfterMs || 60000,
     };
     this.#idleTimeoutMs = opts.idleTimeoutMs ?? 45000;
     this.#maxEventSize = opts.maxEventSize && opts.maxEventSize > 0 ? opts.maxEventSize : defaultMaxEventSize;
@@ -331,6 +340,9 @@ export class AskClient {
         cause = err; // the connection failed, or no headers came in time
       }
       if (attempt >= this.#retry.attempts) throw cause;
+      // Asked to come back later than a call waits (an hour; or 10^12 s, which setTimeout took for
+      // 1 ms and retried at once): the refusal, with its Retry-After, is the answer.
+      if (floorMs > this.#retry.maxRetryAfterMs) throw cause;
       this.#onRetry(op, attempt + 1, cause);
       const base = Math.min(this.#retry.initialMs * 2 ** (attempt - 1), this.#retry.maxMs);
       await sleep(Math.max(Math.random() * base, floorMs));
@@ -478,13 +490,17 @@ function parseEvent(ticket: string, frame: { id: string; data: string }): Event 
 
 /**
  * retryAfterMs reads a Retry-After (delay-seconds or an HTTP date) in milliseconds; 0 when absent
- * or unreadable, never NaN (which would turn every later wait into none).
+ * or unreadable, never NaN (which would turn every later wait into none), and never beyond
+ * Number.MAX_SAFE_INTEGER (a run of digits past a float's range read as Infinity). Only what opens
+ * as an HTTP date does (with a day's name) is read as one: Date.parse reads "-5" as 2001 and
+ * "3000-01-01" as a date a thousand years away, which Go's http.ParseTime refuses.
  */
 function retryAfterMs(value: string | null): number {
   const v = (value ?? "").trim();
-  if (/^[0-9]+$/.test(v)) return Number(v) * 1000;
+  if (/^[0-9]+$/.test(v)) return Math.min(Number(v) * 1000, Number.MAX_SAFE_INTEGER);
+  if (!/^[A-Za-z]/.test(v)) return 0; // an HTTP date opens with its day's name
   const when = Date.parse(v);
-  return Number.isNaN(when) ? 0 : Math.max(0, when - Date.now());
+  return Number.isNaN(when) ? 0 : Math.min(Math.max(0, when - Date.now()), Number.MAX_SAFE_INTEGER);
 }
 
 /** errorCode is the system error code (ECONNREFUSED, …) under a failed fetch, if any. */

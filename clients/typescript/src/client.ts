@@ -181,6 +181,26 @@ export class ProtocolError extends Error {
   }
 }
 
+/**
+ * A create (createConversation, ask) that failed for good after an earlier attempt of it was sent
+ * and its reply lost (the connection dropped, or no response headers came within
+ * headerTimeoutMs): that attempt may have made the conversation or the ticket, and the ask may be
+ * running. `cause` is what ended the call (an ApiError, a ProtocolError, a failed connection);
+ * `conversationId` is, for ask, the conversation it may be running in. Asking again makes a new
+ * ask, perhaps a second one. As the Go client's ErrMayHaveBeenMade.
+ */
+export class MayHaveBeenMadeError extends Error {
+  constructor(
+    readonly operation: string,
+    override readonly cause: unknown,
+    readonly conversationId?: string,
+  ) {
+    const what = conversationId ? `the ask may have been made and be running in conversation ${conversationId}` : "the conversation may have been made";
+    super(`${cause instanceof Error ? cause.message : String(cause)} (an earlier attempt's reply was lost: ${what})`, { cause });
+    this.name = "MayHaveBeenMadeError";
+  }
+}
+
 /** Options of one ask. */
 export interface AskOptions {
   /**
@@ -277,6 +297,7 @@ export class AskClient {
     const key = idempotencyKey();
     return this.#retrying("createConversation", () =>
       this.api.POST("/v1/conversations", { params: { header: { "Idempotency-Key": key } }, body: {} }),
+      { creates: true },
     );
   }
 
@@ -292,6 +313,7 @@ export class AskClient {
         params: { path: { conversation_id: conversationId }, header: { "Idempotency-Key": key } },
         body,
       }),
+      { creates: true, conversationId },
     );
   }
 
@@ -309,8 +331,28 @@ export class AskClient {
     return this.#retrying("cancelAsk", () => this.api.POST("/v1/asks/{ticket}/cancel", { params: { path: { ticket } } }));
   }
 
-  /** Makes a call until it succeeds, is refused for good, or runs out of attempts (see RetryOptions). */
-  async #retrying<T>(op: string, call: () => Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  /**
+   * Makes a call until it succeeds, is refused for good, or runs out of attempts (see
+   * RetryOptions). A create that fails for good after an attempt whose reply was lost throws a
+   * MayHaveBeenMadeError: the service may have acted on that attempt.
+   */
+  async #retrying<T>(
+    op: string,
+    call: () => Promise<{ data?: T; error?: unknown; response: Response }>,
+    create?: { creates: boolean; conversationId?: string },
+  ): Promise<T> {
+    let lost = false;
+    try {
+      return await this.#attempts(op, call, () => {
+        lost = true;
+      });
+    } catch (err) {
+      if (lost && create?.creates) throw new MayHaveBeenMadeError(op, err, create.conversationId);
+      throw err;
+    }
+  }
+
+  async #attempts<T>(op: string, call: () => Promise<{ data?: T; error?: unknown; response: Response }>, replyLost: () => void): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let cause: unknown;
       let floorMs = 0;
@@ -338,6 +380,7 @@ export class AskClient {
             !(err.status === 409 && err.problem?.type === problemIdempotencyInProgress)) throw err;
         this.#nothingListening(op, err);
         cause = err; // the connection failed, or no headers came in time
+        if (maySent(err)) replyLost();
       }
       if (attempt >= this.#retry.attempts) throw cause;
       // Asked to come back later than a call waits (an hour; or 10^12 s, which setTimeout took for
@@ -501,6 +544,16 @@ function retryAfterMs(value: string | null): number {
   if (!/^[A-Za-z]/.test(v)) return 0; // an HTTP date opens with its day's name
   const when = Date.parse(v);
   return Number.isNaN(when) ? 0 : Math.min(Math.max(0, when - Date.now()), Number.MAX_SAFE_INTEGER);
+}
+
+/**
+ * maySent reports whether a request that failed with err may have reached the service: any
+ * failure but one to connect (refused, no such host, a connect timeout), as in Go.
+ */
+function maySent(err: unknown): boolean {
+  const code = errorCode(err);
+  return !(code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "UND_ERR_CONNECT_TIMEOUT" ||
+    code === "EHOSTUNREACH" || code === "ENETUNREACH");
 }
 
 /** errorCode is the system error code (ECONNREFUSED, …) under a failed fetch, if any. */

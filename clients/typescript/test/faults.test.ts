@@ -3,9 +3,11 @@
 // or against local servers on ephemeral ports.
 
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 
-import { AskClient, ApiError } from "../src/client.js";
+import { AskClient, ApiError, MayHaveBeenMadeError } from "../src/client.js";
 
 const conversation = JSON.stringify({ id: "c_1", created_at: "2026-12-05T17:00:00Z" });
 const created = () => new Response(conversation, { status: 201, headers: { "Content-Type": "application/json" } });
@@ -56,5 +58,50 @@ test("a Retry-After in the past, negative, not a number or not an HTTP date asks
     assert.equal(causes.length, 1, value);
     assert.ok(causes[0] instanceof ApiError && causes[0].retryAfterMs === 0, `${value}: ${String(causes[0])}`);
   }
+});
+
+/** A local service: the first ask's connection is reset once the request has been read (its 202 lost), then 503 on every ask. */
+async function losingService(): Promise<{ url: string; asks: () => number; close: () => Promise<void> }> {
+  let asks = 0;
+  const srv = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      if (req.url === "/ask/v1/conversations") {
+        res.writeHead(201, { "Content-Type": "application/json" }).end(conversation);
+        return;
+      }
+      asks++;
+      if (asks === 1) {
+        req.socket.resetAndDestroy();
+        return;
+      }
+      res.writeHead(503, { "Content-Type": "application/problem+json" }).end(JSON.stringify({ type: "about:blank", title: "Service Unavailable", status: 503, detail: "the store is unavailable" }));
+    });
+  });
+  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/ask`;
+  return { url, asks: () => asks, close: () => new Promise((resolve) => { srv.closeAllConnections(); srv.close(() => resolve()); }) };
+}
+
+test("a create that fails for good after an attempt whose reply was lost says it may have been made, and where", async () => {
+  const svc = await losingService();
+  try {
+    const c = new AskClient({ baseUrl: svc.url, token: "t", retry: { attempts: 3, initialMs: 1, maxMs: 2 }, onRetry: () => {} });
+    const conv = await c.createConversation();
+    await assert.rejects(c.ask(conv.id, "q"), (err) => {
+      assert.ok(err instanceof MayHaveBeenMadeError, `a plain refusal: ${String(err)}`);
+      assert.equal(err.operation, "createAsk");
+      assert.equal(err.conversationId, "c_1");
+      assert.ok(err.cause instanceof ApiError && err.cause.status === 503, String(err.cause));
+      assert.match(err.message, /^createAsk: 503 Service Unavailable: the store is unavailable \(an earlier attempt's reply was lost: the ask may have been made and be running in conversation c_1\)$/);
+      return true;
+    });
+    assert.equal(svc.asks(), 3);
+  } finally {
+    await svc.close();
+  }
+  // Control: refused every time, nothing lost, is the refusal itself.
+  const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: async () => unavailable(), retry: { attempts: 2, initialMs: 1 }, onRetry: () => {} });
+  await assert.rejects(c.ask("c_1", "q"), (err) => err instanceof ApiError);
 });
 

@@ -244,19 +244,25 @@ export class AskClient {
   #reached = false;
 
   constructor(opts: AskClientOptions) {
-    const baseUrl = opts.baseUrl.replace(/\/+$/, "");
     // A base URL that is not one would fail every request with fetch's TypeError, which reads as
     // a failed connection and was retried eight times: refuse it here, once.
     let parsed: URL | undefined;
     try {
-      parsed = new URL(baseUrl);
+      parsed = new URL(opts.baseUrl.replace(/\/+$/, ""));
     } catch {
       parsed = undefined;
     }
     if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
-      throw new TypeError(`AskClient: baseUrl ${JSON.stringify(opts.baseUrl)} is not an http or https URL`);
+      throw new TypeError(`AskClient: baseUrl ${JSON.stringify(redacted(opts.baseUrl))} is not an http or https URL`);
     }
-    this.#baseUrl = baseUrl;
+    // A user name and password in baseUrl are not sent (the bearer is the credential, as in Go),
+    // and fetch refuses a URL that holds them with a TypeError quoting it, password and all, which
+    // was retried as a failed connection and told to onRetry (console.warn) eight times. Messages
+    // show baseUrl with its password as "xxxxx", as the Go CLI.
+    this.#baseUrl = redacted(parsed.href).replace(/\/+$/, "");
+    parsed.username = "";
+    parsed.password = "";
+    const baseUrl = parsed.href.replace(/\/+$/, "");
     const headerTimeoutMs = opts.headerTimeoutMs ?? 15000;
     // No redirect is followed: the service answers none, and fetch would resend a 307's body (the
     // question) to wherever it points, another origin included. A redirect is an ApiError with
@@ -544,6 +550,22 @@ function retryAfterMs(value: string | null): number {
   if (!/^[A-Za-z]/.test(v)) return 0; // an HTTP date opens with its day's name
   const when = Date.parse(v);
   return Number.isNaN(when) ? 0 : Math.min(Math.max(0, when - Date.now()), Number.MAX_SAFE_INTEGER);
+}
+
+/**
+ * redacted is a URL as this client shows it: its password, if any, replaced by "xxxxx" (as Go's
+ * url.URL.Redacted); a string that does not parse has whatever sits between "//user:" and "@"
+ * replaced.
+ */
+function redacted(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password === "") return url;
+    u.password = "xxxxx";
+    return u.href;
+  } catch {
+    return url.replace(/(\/\/[^/@:]*:)[^/]*@/, "$1xxxxx@");
+  }
 }
 
 /**

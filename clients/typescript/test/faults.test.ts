@@ -7,7 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 
-import { AskClient, ApiError, MayHaveBeenMadeError } from "../src/client.js";
+import { AskClient, ApiError, MayHaveBeenMadeError, ProtocolError } from "../src/client.js";
 
 const conversation = JSON.stringify({ id: "c_1", created_at: "2026-12-05T17:00:00Z" });
 const created = () => new Response(conversation, { status: 201, headers: { "Content-Type": "application/json" } });
@@ -105,3 +105,28 @@ test("a create that fails for good after an attempt whose reply was lost says it
   await assert.rejects(c.ask("c_1", "q"), (err) => err instanceof ApiError);
 });
 
+test("a password in baseUrl is never sent, printed or told to onRetry", async () => {
+  const seen: { auth: string | undefined; url: string | undefined }[] = [];
+  const srv = createServer((req, res) => {
+    seen.push({ auth: req.headers.authorization, url: req.url });
+    res.writeHead(200, { "Content-Type": "text/html" }).end("<html>sign in</html>");
+  });
+  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  const port = (srv.address() as AddressInfo).port;
+  try {
+    const told: string[] = [];
+    const c = new AskClient({ baseUrl: `http://u:s3cret@127.0.0.1:${port}/ask/`, token: "t", retry: { initialMs: 1, maxMs: 2 }, onRetry: (_, __, cause) => told.push(String(cause)) });
+    await assert.rejects(c.createConversation(), (err) => {
+      // It was a TypeError quoting the URL (fetch refuses one with credentials), retried as a failed connection.
+      assert.ok(err instanceof ProtocolError, String(err));
+      assert.ok(!err.message.includes("s3cret"), err.message);
+      assert.ok(err.message.includes(`http://u:xxxxx@127.0.0.1:${port}/ask the ask service`), err.message);
+      return true;
+    });
+    assert.deepEqual(told, []);
+    assert.deepEqual(seen, [{ auth: "Bearer t", url: "/ask/v1/conversations" }]);
+  } finally {
+    await new Promise<void>((resolve) => srv.close(() => resolve()));
+  }
+  assert.throws(() => new AskClient({ baseUrl: "ftp://u:s3cret@ask.test/ask", token: "t" }), (err: Error) => err instanceof TypeError && !err.message.includes("s3cret") && err.message.includes("u:xxxxx@"));
+});

@@ -25,6 +25,7 @@ import argparse
 import email.utils
 import http.client
 import json
+import math
 import os
 import random
 import re
@@ -56,7 +57,8 @@ class APIError(Exception):
         violations = problem.get("errors")
         if isinstance(violations, list) and violations:
             detail += f" ({'; '.join(str(v) for v in violations)})"
-        super().__init__(f"{operation}: HTTP {status}" + (f": {detail}" if detail else ""))
+        again = f" (try again in {math.ceil(retry_after)} s)" if retry_after > 0 else ""
+        super().__init__(f"{operation}: HTTP {status}" + (f": {detail}" if detail else "") + again)
 
     @property
     def running_ticket(self) -> str:
@@ -116,11 +118,14 @@ def _retryable(e: APIError) -> bool:
 class Retry:
     """How a call (create, status, cancel) is retried: attempts in all (1: no retry), and a
     backoff from initial seconds, doubled per attempt with full jitter, capped at maximum, and
-    never shorter than the service's Retry-After. The Go client's defaults."""
+    never shorter than the service's Retry-After. A Retry-After longer than max_retry_after
+    seconds is not waited for: the call ends at once with the APIError, whose retry_after (and
+    message) says when to try again, rather than sit for an hour. The Go client's defaults."""
 
     attempts: int = 8
     initial: float = 0.25
     maximum: float = 5.0
+    max_retry_after: float = 60.0
 
 
 def _say_retry(operation: str, attempt: int, delay: float, cause: BaseException) -> None:
@@ -229,6 +234,10 @@ class AskClient:
                     raise NothingListening(f"{operation}: {said} {self.base_url} ({reason})") from None
                 cause = e  # the connection failed or was reset, or no answer came in time
             if attempt >= self.retry.attempts:
+                raise cause
+            if floor > self.retry.max_retry_after:
+                # Asked to come back later than a call waits (an hour, or 10^12 s, which time.sleep
+                # refused with an OverflowError, a traceback from the CLI): the refusal is the answer.
                 raise cause
             delay = max(random.uniform(0, min(self.retry.initial * 2 ** (attempt - 1), self.retry.maximum)), floor)
             self.on_retry(operation, attempt + 1, delay, cause)
@@ -390,18 +399,24 @@ class EventStream:
             self.client.sleep(delay)
 
 
+# The longest Retry-After read, in seconds: Go's longest time.Duration, about 292 years. A longer
+# run of digits is read as this, not as a float's inf.
+_RETRY_AFTER_CAP = float((2**63 - 1) // 10**9)
+
+
 def _retry_after(value: str | None) -> float:
-    """Seconds a Retry-After asks for (delay-seconds or an HTTP date), 0 when absent or unreadable."""
+    """Seconds a Retry-After asks for (delay-seconds or an HTTP date), 0 when absent or unreadable,
+    at most _RETRY_AFTER_CAP."""
     if not value:
         return 0.0
     value = value.strip()
     if re.fullmatch("[0-9]+", value):
-        return float(value)
+        return min(float(value), _RETRY_AFTER_CAP)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
-    return max(0.0, when.timestamp() - time.time())
+    return min(max(0.0, when.timestamp() - time.time()), _RETRY_AFTER_CAP)
 
 
 def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = lambda ms: None,

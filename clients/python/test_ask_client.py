@@ -13,6 +13,7 @@ import contextlib
 import http.server
 import io
 import json
+import math
 import os
 import pathlib
 import shutil
@@ -380,6 +381,41 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(code, 1, stderr.getvalue())
         self.assertIn("is not the service's JSON", stderr.getvalue())
         self.assertNotIn("Traceback", stderr.getvalue())
+
+    def test_a_retry_after_longer_than_a_call_waits_ends_it_at_once(self):
+        # 3600 s was slept through in silence; 10^12 s (or a date in 9999) made time.sleep raise
+        # OverflowError, a traceback from the CLI.
+        for value, at_least in [("3600", 3600), ("1000000000000", 9e9), ("9" * 400, 9e9),
+                                ("Fri, 31 Dec 9999 23:59:59 GMT", 9e9)]:
+            seen: list = []
+            url = self.serve(scripted([(503, {"Retry-After": value}, problem(503))] * 2, seen))
+            c, waits, said = self.client(url)
+            with self.assertRaises(ask_client.APIError, msg=value[:20]) as caught:
+                c.create_conversation()
+            e = caught.exception
+            self.assertEqual((e.status, len(seen), waits, said), (503, 1, [], []), f"{value[:20]}: not waited for")
+            self.assertGreaterEqual(e.retry_after, at_least)
+            self.assertTrue(math.isfinite(e.retry_after))
+            self.assertRegex(str(e), r"\(try again in [0-9]+ s\)$")
+        stderr = io.StringIO()
+        url = self.serve(scripted([(503, {"Retry-After": "3600"}, problem(503))], []))
+        code = ask_client.main(["--url", url, "--token", "t", "a question"], stdout=io.StringIO(), stderr=stderr)
+        self.assertEqual(code, 1)
+        self.assertIn("createConversation: HTTP 503: x (try again in 3600 s)", stderr.getvalue())
+        self.assertNotIn("Traceback", stderr.getvalue())
+        # The bound is the caller's: Retry.max_retry_after.
+        c, waits, _ = self.client(self.serve(scripted([(503, {"Retry-After": "2"}, problem(503))], [])),
+                                  retry=ask_client.Retry(max_retry_after=1))
+        with self.assertRaises(ask_client.APIError):
+            c.create_conversation()
+        self.assertEqual(waits, [])
+
+    def test_a_retry_after_in_the_past_negative_or_unreadable_asks_for_no_wait(self):
+        for value in ("Wed, 21 Oct 2015 07:28:00 GMT", "-5", "soon", "1.5", "3000-01-01"):
+            c, waits, said = self.client(self.serve(scripted([(503, {"Retry-After": value}, problem(503))], [])))
+            self.assertEqual(c.create_conversation()["id"], "c_1")
+            self.assertEqual(len(waits), 1)
+            self.assertLessEqual(waits[0], 5.0, value)
 
     def test_a_token_that_cannot_be_a_bearer_is_refused_before_any_request(self):
         for token in ["", "abc\n", "ab c", "a\tb", "x\x7fy"]:

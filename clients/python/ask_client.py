@@ -97,6 +97,30 @@ class NothingListening(ConnectionError):
     answered this client: a wrong URL or a stopped service, not a blip worth retrying."""
 
 
+class MayHaveBeenMade(Exception):
+    """A create (create_conversation, ask) failed for good after an earlier attempt of it was sent
+    and its reply lost (the connection dropped, or no answer came in time): that attempt may have
+    made the conversation or the ticket, and the ask may be running. cause (also __cause__) is what
+    ended the call (an APIError, a ProtocolError, a failed connection); conversation_id is, for
+    ask, the conversation it may be running in. Asking again makes a new ask, perhaps a second
+    one. As the Go client's ErrMayHaveBeenMade and the TypeScript client's MayHaveBeenMadeError."""
+
+    def __init__(self, operation: str, cause: BaseException, conversation_id: str = ""):
+        self.operation, self.cause, self.conversation_id = operation, cause, conversation_id
+        what = (f"the ask may have been made and be running in conversation {conversation_id}" if conversation_id
+                else "the conversation may have been made")
+        super().__init__(f"{cause} (an earlier attempt's reply was lost: {what})")
+
+
+def _may_have_been_sent(e: BaseException) -> bool:
+    """Whether a request that failed with e may have reached the service. urllib raises a URLError
+    for a failure to connect or to send: only a connection cut while sending may have carried the
+    request. Whatever fails after it was sent (no answer, a reset, a cut reply) may have."""
+    if isinstance(e, urllib.error.URLError):
+        return isinstance(e.reason, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError))
+    return True
+
+
 # The problem type of a 409 for an Idempotency-Key whose first request is still in progress.
 PROBLEM_IDEMPOTENCY_IN_PROGRESS = "urn:ask:problem:idempotency-key-in-progress"
 
@@ -214,11 +238,24 @@ class AskClient:
         return doc
 
     def _call(self, operation: str, method: str, path: str, body: dict | None = None, create: bool = False,
-              headers: dict[str, str] | None = None, timeout: float | None = None) -> dict:
+              headers: dict[str, str] | None = None, timeout: float | None = None,
+              conversation_id: str = "") -> dict:
+        """Makes a call until it succeeds, fails for good or runs out of attempts (see Retry). A
+        create that fails for good after an attempt whose reply was lost raises MayHaveBeenMade."""
         # One key for every attempt of a create: a retry answers the same conversation or ticket.
         headers = dict(headers or {})
         if create:
             headers["Idempotency-Key"] = _idempotency_key()
+        lost: list[bool] = []
+        try:
+            return self._attempts(operation, method, path, body, headers, timeout, lost)
+        except Exception as e:
+            if create and lost:
+                raise MayHaveBeenMade(operation, e, conversation_id) from e
+            raise
+
+    def _attempts(self, operation: str, method: str, path: str, body: dict | None, headers: dict[str, str],
+                  timeout: float | None, lost: list[bool]) -> dict:
         for attempt in range(1, self.retry.attempts + 1):
             floor = 0.0
             try:
@@ -233,6 +270,8 @@ class AskClient:
                     said = "no such host for" if isinstance(reason, socket.gaierror) else "nothing is listening at"
                     raise NothingListening(f"{operation}: {said} {self.base_url} ({reason})") from None
                 cause = e  # the connection failed or was reset, or no answer came in time
+                if _may_have_been_sent(e):
+                    lost.append(True)
             if attempt >= self.retry.attempts:
                 raise cause
             if floor > self.retry.max_retry_after:
@@ -257,7 +296,8 @@ class AskClient:
         body: dict = {"question": question}
         if webhook:
             body["webhook"] = {"url": webhook}
-        return self._call("createAsk", "POST", f"/v1/conversations/{cid}/asks", body, create=True)
+        return self._call("createAsk", "POST", f"/v1/conversations/{cid}/asks", body, create=True,
+                          conversation_id=conversation_id)
 
     def status(self, ticket: str, wait_seconds: int | None = None) -> dict:
         """A ticket's state, and its outcome once there is one. With wait_seconds (1 to 60: the
@@ -755,7 +795,7 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
             if confirmed is None:
                 return 4
             outcome = confirmed
-    except (APIError, ProtocolError, TokenError, OSError, RuntimeError) as e:
+    except (APIError, ProtocolError, TokenError, MayHaveBeenMade, OSError, RuntimeError) as e:
         print(f"ask_client: {printable(str(e))}", file=stderr)
         return 1
     print(printable(describe_outcome(outcome)), file=stdout)

@@ -417,6 +417,33 @@ class RetryTest(unittest.TestCase):
             self.assertEqual(len(waits), 1)
             self.assertLessEqual(waits[0], 5.0, value)
 
+    def test_a_create_refused_after_a_lost_reply_says_it_may_have_been_made_and_where(self):
+        # A 202 lost to a reset, then 503s: it read "createAsk: HTTP 503: x", a plain refusal,
+        # while the first attempt's ticket ran.
+        seen: list = []
+        c, waits, _ = self.client(self.serve(scripted([None, (503, {}, problem(503)), (503, {}, problem(503))], seen)),
+                                  retry=ask_client.Retry(attempts=3))
+        with self.assertRaises(ask_client.MayHaveBeenMade) as caught:
+            c.ask("c_1", SEV1)
+        e = caught.exception
+        self.assertEqual((e.operation, e.conversation_id, len(seen)), ("createAsk", "c_1", 3))
+        self.assertIsInstance(e.cause, ask_client.APIError)
+        self.assertEqual(str(e), "createAsk: HTTP 503: x (an earlier attempt's reply was lost: "
+                                 "the ask may have been made and be running in conversation c_1)")
+        # Nothing lost: the refusal itself.
+        c, _, _ = self.client(self.serve(scripted([(503, {}, problem(503))] * 2, [])), retry=ask_client.Retry(attempts=2))
+        with self.assertRaises(ask_client.APIError):
+            c.ask("c_1", SEV1)
+        # The CLI says so, without a traceback.
+        conv = (201, {}, {"id": "c_7", "created_at": "2026-12-05T17:00:00Z"})
+        url = self.serve(scripted([conv, None] + [(503, {}, problem(503))] * 7, []))
+        stderr = io.StringIO()
+        with mock.patch.object(ask_client.random, "uniform", return_value=0.0):
+            code = ask_client.main(["--url", url, "--token", "t", "a question"], stdout=io.StringIO(), stderr=stderr)
+        self.assertEqual(code, 1, stderr.getvalue())
+        self.assertIn("may have been made and be running in conversation c_7", stderr.getvalue())
+        self.assertNotIn("Traceback", stderr.getvalue())
+
     def test_a_token_that_cannot_be_a_bearer_is_refused_before_any_request(self):
         for token in ["", "abc\n", "ab c", "a\tb", "x\x7fy"]:
             with self.assertRaises(ask_client.TokenError) as caught:

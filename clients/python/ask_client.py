@@ -161,6 +161,15 @@ def _idempotency_key() -> str:
     return f'"{secrets.token_hex(16)}"'
 
 
+_PASSWORD_IN_URL = re.compile(r"(//[^/?#@:\s]*:)[^/?#\s]*@")
+
+
+def _redacted(text: str) -> str:
+    """text with the password of any URL in it (//user:password@) shown as "xxxxx", as Go's
+    url.URL.Redacted."""
+    return _PASSWORD_IN_URL.sub(r"\1xxxxx@", text)
+
+
 def mint_dev_token(idp_url: str, oid: str) -> str:
     """A bearer for oid from the development identity provider (POST /token, loopback only)."""
     body = urllib.parse.urlencode({"oid": oid}).encode()
@@ -194,8 +203,14 @@ class AskClient:
     def __init__(self, base_url: str, token: str, timeout: float = 30.0, retry: Retry | None = None,
                  on_retry: Callable[[str, int, float, BaseException], None] = _say_retry,
                  sleep: Callable[[float], None] = time.sleep):
-        self.base = urllib.parse.urlsplit(base_url.rstrip("/"))
-        self.base_url = base_url.rstrip("/")
+        # A user name and password in base_url are not sent (the bearer is the credential, as in
+        # Go): urllib took "user:password@host" for the host's name, and the error that it does not
+        # resolve quoted the URL, password and all. Messages show shown_url: its password as
+        # "xxxxx", as the Go CLI.
+        self.shown_url = _redacted(base_url.rstrip("/"))
+        parts = urllib.parse.urlsplit(base_url.rstrip("/"))
+        self.base = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+        self.base_url = urllib.parse.urlunsplit(self.base)
         check_bearer(token)
         self.token = token
         self.timeout = timeout
@@ -234,7 +249,7 @@ class AskClient:
             doc = None
         if not isinstance(doc, dict):
             raise ProtocolError(f"{operation}: the response (HTTP {status}, {content_type}) is not the service's JSON; "
-                                f"is {self.base_url} the ask service?")
+                                f"is {self.shown_url} the ask service?")
         return doc
 
     def _call(self, operation: str, method: str, path: str, body: dict | None = None, create: bool = False,
@@ -268,7 +283,7 @@ class AskClient:
                 reason = e.reason if isinstance(e, urllib.error.URLError) else e
                 if not self.reached and isinstance(reason, (ConnectionRefusedError, socket.gaierror)):
                     said = "no such host for" if isinstance(reason, socket.gaierror) else "nothing is listening at"
-                    raise NothingListening(f"{operation}: {said} {self.base_url} ({reason})") from None
+                    raise NothingListening(f"{operation}: {said} {self.shown_url} ({reason})") from None
                 cause = e  # the connection failed or was reset, or no answer came in time
                 if _may_have_been_sent(e):
                     lost.append(True)
@@ -372,7 +387,7 @@ class EventStream:
         except (ConnectionRefusedError, socket.gaierror) as e:
             if not self.client.reached:
                 said = "no such host for" if isinstance(e, socket.gaierror) else "nothing is listening at"
-                raise NothingListening(f"streamEvents: {said} {self.client.base_url} ({e})") from None
+                raise NothingListening(f"streamEvents: {said} {self.client.shown_url} ({e})") from None
             raise
         resp = self._conn.getresponse()
         self.client.reached = True
@@ -737,8 +752,9 @@ class _Parser(argparse.ArgumentParser):
     is this CLI's abstention, so a mistyped flag read as "the agent abstained"."""
 
     def error(self, message: str):
+        # The message quotes what was mistyped, a --url with its password perhaps.
         self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
+        self.exit(1, f"{self.prog}: error: {_redacted(message)}\n")
 
 
 def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) -> int:
@@ -749,8 +765,9 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
         description="Ask the ask service a question. Progress goes to stderr, the outcome to stdout.",
         epilog="Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (a cancelled run included), "
                "1 anything else. Ctrl-C cancels the ask and waits at most 5 s for the run to confirm.")
-    ap.add_argument("--url", default=os.environ.get("ASK_URL", "http://127.0.0.1:8080/ask"),
-                    help="the service, gateway prefix included ($ASK_URL; default %(default)s)")
+    url = os.environ.get("ASK_URL", "http://127.0.0.1:8080/ask")
+    ap.add_argument("--url", default=url,  # the help shows a password in $ASK_URL as xxxxx
+                    help=f"the service, gateway prefix included ($ASK_URL; default {_redacted(url).replace('%', '%%')})")
     ap.add_argument("--idp", default=os.environ.get("ASK_IDP", "http://127.0.0.1:8090"),
                     help="the development identity provider that mints a token without --token ($ASK_IDP; default %(default)s)")
     ap.add_argument("--as", dest="oid", metavar="OID", default=os.environ.get("ASK_OID", "alice"),

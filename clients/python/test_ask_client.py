@@ -444,6 +444,36 @@ class RetryTest(unittest.TestCase):
         self.assertIn("may have been made and be running in conversation c_7", stderr.getvalue())
         self.assertNotIn("Traceback", stderr.getvalue())
 
+    def test_a_password_in_the_url_is_never_sent_or_printed(self):
+        # It was taken for part of the host's name: "no such host for http://u:s3cret@…".
+        seen: list = []
+        url = self.serve(scripted([(200, {"Content-Type": "text/html"}, b"<html>sign in</html>")] * 2, seen))
+        secret = url.replace("http://", "http://u:s3cret@")
+        c, _, _ = self.client(secret)
+        with self.assertRaises(ask_client.ProtocolError) as caught:
+            c.create_conversation()
+        self.assertNotIn("s3cret", str(caught.exception))
+        self.assertIn(url.replace("http://", "http://u:xxxxx@"), str(caught.exception))
+        self.assertEqual([(m, p, h.get("Authorization")) for m, p, h in seen], [("POST", "/ask/v1/conversations", "Bearer t")])
+        port = closed_port()
+        c, _, _ = self.client(f"http://u:s3cret@127.0.0.1:{port}/ask")
+        for call in (c.create_conversation, lambda: list(c.events("t_1"))):
+            with self.assertRaises(ask_client.NothingListening) as caught:
+                call()
+            self.assertIn(f"nothing is listening at http://u:xxxxx@127.0.0.1:{port}/ask", str(caught.exception))
+        # The CLI: its messages, --help with $ASK_URL, and a usage error quoting a mistyped flag.
+        stderr = io.StringIO()
+        self.assertEqual(ask_client.main(["--url", secret, "--token", "t", "q"], stdout=io.StringIO(), stderr=stderr), 1)
+        out = io.StringIO()
+        with mock.patch.dict(os.environ, {"ASK_URL": secret}), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(out), self.assertRaises(SystemExit):
+            ask_client.main(["--help"])
+        with contextlib.redirect_stderr(out), self.assertRaises(SystemExit):
+            ask_client.main(["--urll", secret, "q"])
+        said = stderr.getvalue() + out.getvalue()
+        self.assertIn("u:xxxxx@", said)
+        self.assertNotIn("s3cret", said)
+
     def test_a_token_that_cannot_be_a_bearer_is_refused_before_any_request(self):
         for token in ["", "abc\n", "ab c", "a\tb", "x\x7fy"]:
             with self.assertRaises(ask_client.TokenError) as caught:

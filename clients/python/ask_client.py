@@ -121,6 +121,10 @@ def _may_have_been_sent(e: BaseException) -> bool:
     return True
 
 
+# What a create's reply names, by operation.
+_CREATED = {"createConversation": "id", "createAsk": "ticket"}
+
+
 # The problem type of a 409 for an Idempotency-Key whose first request is still in progress.
 PROBLEM_IDEMPOTENCY_IN_PROGRESS = "urn:ask:problem:idempotency-key-in-progress"
 
@@ -249,6 +253,12 @@ class AskClient:
             doc = None
         if not isinstance(doc, dict):
             raise ProtocolError(f"{operation}: the response (HTTP {status}, {content_type}) is not the service's JSON; "
+                                f"is {self.shown_url} the ask service?")
+        # A create's reply without what it creates (a 201 conversation to an ask, a {}) is not the
+        # contract either: the CLI's ["ticket"] was a KeyError, a traceback.
+        field = _CREATED.get(operation)
+        if field and not isinstance(doc.get(field), str):
+            raise ProtocolError(f"{operation}: the response (HTTP {status}, {content_type}) has no {field}; "
                                 f"is {self.shown_url} the ask service?")
         return doc
 

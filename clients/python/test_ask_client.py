@@ -343,7 +343,8 @@ class RetryTest(unittest.TestCase):
 
     def test_an_ask_is_retried_with_one_key_and_a_fresh_key_per_ask(self):
         seen: list = []
-        c, _, _ = self.client(self.serve(scripted([None], seen)))
+        ticket = (202, {}, {"ticket": "t_1", "conversation_id": "c_1"})
+        c, _, _ = self.client(self.serve(scripted([None, ticket, ticket], seen)))
         c.ask("c_1", SEV1)
         c.ask("c_1", SEV1)
         keys = [h.get("Idempotency-Key") for _, _, h in seen]
@@ -473,6 +474,24 @@ class RetryTest(unittest.TestCase):
         said = stderr.getvalue() + out.getvalue()
         self.assertIn("u:xxxxx@", said)
         self.assertNotIn("s3cret", said)
+
+    def test_a_create_whose_reply_names_nothing_created_is_final_and_the_cli_says_so(self):
+        # A 201 conversation where the ask's 202 ticket belongs, or {}: the CLI's ["ticket"] was a
+        # KeyError traceback.
+        conv = (201, {}, {"id": "c_1", "created_at": "2026-12-05T17:00:00Z"})
+        for reply in (conv, (202, {}, {}), (202, {}, {"ticket": 7})):
+            seen: list = []
+            url = self.serve(scripted([conv, reply] * 4, seen))
+            stderr = io.StringIO()
+            code = ask_client.main(["--url", url, "--token", "t", "a question"], stdout=io.StringIO(), stderr=stderr)
+            self.assertEqual(code, 1, stderr.getvalue())
+            self.assertIn("createAsk: the response (HTTP", stderr.getvalue())
+            self.assertIn("has no ticket", stderr.getvalue())
+            self.assertNotIn("Traceback", stderr.getvalue())
+            self.assertEqual(len(seen), 2, "not retried")
+        c, _, _ = self.client(self.serve(scripted([(201, {}, {})], [])))
+        with self.assertRaises(ask_client.ProtocolError):
+            c.create_conversation()
 
     def test_a_token_that_cannot_be_a_bearer_is_refused_before_any_request(self):
         for token in ["", "abc\n", "ab c", "a\tb", "x\x7fy"]:

@@ -16,7 +16,11 @@ to confirm it, prints "Cancelled." and exits 4, as the Go CLI; a second Ctrl-C l
 
 A create (a conversation, an ask) carries an Idempotency-Key, the same on every attempt, and is
 retried after what a retry can cure: a lost connection, a 502/503/504, or the 409 of an earlier
-attempt with the same key still in progress. Each retry is said on stderr, never silently.
+attempt with the same key still in progress. Each retry is said on stderr, never silently. A
+Retry-After longer than a minute is not waited for: the error says when to try again. An ask whose
+reply was lost and whose retries were then refused may have been made all the same: the CLI says
+so, and in which conversation (MayHaveBeenMade). A password in --url is never sent (the bearer is
+the credential) and shows as xxxxx in every message.
 """
 
 from __future__ import annotations

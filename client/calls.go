@@ -30,7 +30,7 @@ func (c *Client) CreateConversation(ctx context.Context) (gen.Conversation, erro
 	if err != nil {
 		return gen.Conversation{}, err
 	}
-	if r.JSON201 == nil {
+	if r.JSON201 == nil || r.JSON201.Id == "" {
 		if r.StatusCode() < 300 {
 			return gen.Conversation{}, unexpected("createConversation", r.HTTPResponse)
 		}
@@ -80,7 +80,7 @@ func (c *Client) AskWith(ctx context.Context, conversationID, question string, o
 	if err != nil {
 		return gen.Ticket{}, err
 	}
-	if r.JSON202 == nil {
+	if r.JSON202 == nil || r.JSON202.Ticket == "" {
 		if r.StatusCode() < 300 {
 			return gen.Ticket{}, unexpected("createAsk", r.HTTPResponse)
 		}
@@ -109,7 +109,7 @@ func (c *Client) Status(ctx context.Context, ticket string, wait time.Duration) 
 	if err != nil {
 		return gen.AskStatus{}, err
 	}
-	if r.JSON200 == nil {
+	if r.JSON200 == nil || r.JSON200.Ticket == "" {
 		if r.StatusCode() < 300 {
 			return gen.AskStatus{}, unexpected("getAsk", r.HTTPResponse)
 		}
@@ -130,7 +130,7 @@ func (c *Client) Cancel(ctx context.Context, ticket string) (gen.CancelAccepted,
 	if err != nil {
 		return gen.CancelAccepted{}, err
 	}
-	if r.JSON202 == nil {
+	if r.JSON202 == nil || r.JSON202.Ticket == "" {
 		if r.StatusCode() < 300 {
 			return gen.CancelAccepted{}, unexpected("cancelAsk", r.HTTPResponse)
 		}

@@ -45,6 +45,8 @@ func TestSuccessThatIsNotTheServicesIsFinal(t *testing.T) {
 		{"JSON that is not", "application/json", "<html>Accepted</html>", 202},
 		{"JSON that is no object", "application/json", "[]", 202},
 		{"another success", "application/json", `{"ok":true}`, 200},
+		{"a ticket that names none", "application/json", `{}`, 202},
+		{"a ticket whose id is empty", "application/json", `{"ticket":"","status_url":"/ask/v1/asks/"}`, 202},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, seen := fakeAPI(t, tc.status, tc.contentType, tc.body, nil)

@@ -303,7 +303,7 @@ export class AskClient {
     const key = idempotencyKey();
     return this.#retrying("createConversation", () =>
       this.api.POST("/v1/conversations", { params: { header: { "Idempotency-Key": key } }, body: {} }),
-      { creates: true },
+      { creates: true, names: "id" },
     );
   }
 
@@ -319,7 +319,7 @@ export class AskClient {
         params: { path: { conversation_id: conversationId }, header: { "Idempotency-Key": key } },
         body,
       }),
-      { creates: true, conversationId },
+      { creates: true, conversationId, names: "ticket" },
     );
   }
 
@@ -329,12 +329,16 @@ export class AskClient {
       this.api.GET("/v1/asks/{ticket}", {
         params: { path: { ticket }, header: waitSeconds ? { Prefer: `wait=${waitSeconds}` } : {} },
       }),
+      { creates: false, names: "ticket" },
     );
   }
 
   /** Cancels a run. Idempotent; after done it changes nothing. */
   async cancel(ticket: string): Promise<CancelAccepted> {
-    return this.#retrying("cancelAsk", () => this.api.POST("/v1/asks/{ticket}/cancel", { params: { path: { ticket } } }));
+    return this.#retrying("cancelAsk", () => this.api.POST("/v1/asks/{ticket}/cancel", { params: { path: { ticket } } }), {
+      creates: false,
+      names: "ticket",
+    });
   }
 
   /**
@@ -345,20 +349,25 @@ export class AskClient {
   async #retrying<T>(
     op: string,
     call: () => Promise<{ data?: T; error?: unknown; response: Response }>,
-    create?: { creates: boolean; conversationId?: string },
+    create?: { creates: boolean; conversationId?: string; names?: string },
   ): Promise<T> {
     let lost = false;
     try {
       return await this.#attempts(op, call, () => {
         lost = true;
-      });
+      }, create?.names);
     } catch (err) {
       if (lost && create?.creates) throw new MayHaveBeenMadeError(op, err, create.conversationId);
       throw err;
     }
   }
 
-  async #attempts<T>(op: string, call: () => Promise<{ data?: T; error?: unknown; response: Response }>, replyLost: () => void): Promise<T> {
+  async #attempts<T>(
+    op: string,
+    call: () => Promise<{ data?: T; error?: unknown; response: Response }>,
+    replyLost: () => void,
+    names?: string,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let cause: unknown;
       let floorMs = 0;
@@ -367,6 +376,14 @@ export class AskClient {
         this.#reached = true;
         if (response.ok && (typeof data !== "object" || data === null || Array.isArray(data))) {
           throw new ProtocolError(`${op}: the response (HTTP ${response.status}) is not the service's JSON; is ${this.#baseUrl} the ask service?`);
+        }
+        // A success that names nothing (a 202 `{}`, a conversation where a ticket belongs) is not
+        // the operation's reply: a ticket whose id is undefined would be followed nowhere.
+        if (response.ok && names) {
+          const id = (data as Record<string, unknown>)[names];
+          if (typeof id !== "string" || id === "") {
+            throw new ProtocolError(`${op}: the response (HTTP ${response.status}) names no ${names}; is ${this.#baseUrl} the ask service?`);
+          }
         }
         if (data !== undefined && response.ok) return data;
         const problem = error as Partial<Problem> | undefined;

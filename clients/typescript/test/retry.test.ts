@@ -67,6 +67,28 @@ describe("retries", () => {
     }
   });
 
+  test("a success that names nothing is final, tried once", async () => {
+    // A 202 `{}`, or a conversation where a ticket belongs, was returned as a Ticket whose ticket
+    // was undefined, to be followed nowhere.
+    const cases: [string, (c: AskClient) => Promise<unknown>, string][] = [
+      ["{}", (c) => c.ask("c_1", "q"), "names no ticket"],
+      [`{"id":"c_1","asks_url":"/ask/v1/conversations/c_1/asks"}`, (c) => c.ask("c_1", "q"), "names no ticket"],
+      [`{"ticket":""}`, (c) => c.status("t_1"), "names no ticket"],
+      [`{"ticket":7}`, (c) => c.cancel("t_1"), "names no ticket"],
+      ["{}", (c) => c.createConversation(), "names no id"],
+    ];
+    for (const [body, call, want] of cases) {
+      const seen: Request[] = [];
+      const fetch = async (req: Request) => {
+        seen.push(req);
+        return new Response(body, { status: 202, headers: { "Content-Type": "application/json" } });
+      };
+      const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, retry: { initialMs: 1 }, onRetry: () => assert.fail(`retried ${body}`) });
+      await assert.rejects(call(c), (err) => err instanceof ProtocolError && err.message.includes(want), body);
+      assert.equal(seen.length, 1, `${body} was tried once`);
+    }
+  });
+
   test("a baseUrl that is not an http URL is refused when the client is made, not retried per call", () => {
     for (const baseUrl of ["http://127.0.0.1:undefined/ask", "127.0.0.1:8080/ask", "ftp://ask.test/ask", ""]) {
       assert.throws(() => new AskClient({ baseUrl, token: "t", onRetry: () => assert.fail("retried") }), TypeError, baseUrl);

@@ -117,7 +117,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if opts.HeaderTimeout == 0 {
 		opts.HeaderTimeout = DefaultHeaderTimeout
 	}
-	doer := opts.HTTPClient
+	var doer gen.HttpRequestDoer = traceWrites{next: opts.HTTPClient}
 	if opts.HeaderTimeout > 0 {
 		doer = headerTimeout{next: doer, d: opts.HeaderTimeout}
 	}

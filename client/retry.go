@@ -11,7 +11,7 @@ import (
 	"net/http/httptrace"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"time"
 
@@ -102,19 +102,17 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 		return zero, err
 	}
 	for attempt := 1; ; attempt++ {
-		actx, written := ctx, new(atomic.Int32)
+		actx, writes := ctx, new(writeCounter)
 		if creates {
-			actx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
-				if info.Err == nil {
-					written.Add(1)
-				}
-			}})
+			// Traced by the client's doer (traceWrites), so that only this request's writes
+			// count: not those of a TokenSource that fetches its token with ctx.
+			actx = context.WithValue(ctx, writesKey{}, writes)
 		}
 		v, resp, body, err := call(actx)
 		if resp != nil {
 			c.reached.Store(true)
 		}
-		if written.Load() > 1 {
+		if writes.resentUnanswered() {
 			// net/http sent the request again by itself, as it does for one with an
 			// Idempotency-Key whose reused connection failed after it was written: the first
 			// one's reply was lost.
@@ -171,6 +169,57 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 		case <-t.C:
 		}
 	}
+}
+
+// writesKey is the context key of a create attempt's *writeCounter.
+type writesKey struct{}
+
+// writeCounter counts the writes of one attempt's request and the responses to them.
+type writeCounter struct {
+	mu                sync.Mutex
+	writes, responses int
+	resent            bool // a write came after one that had no response
+}
+
+func (w *writeCounter) wrote(info httptrace.WroteRequestInfo) {
+	if info.Err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.writes > w.responses {
+		w.resent = true
+	}
+	w.writes++
+}
+
+func (w *writeCounter) answered() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.responses++
+}
+
+// resentUnanswered reports whether the request was written again after a write that had no
+// response (net/http's own retry); a redirect followed is a write after a response.
+func (w *writeCounter) resentUnanswered() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.resent
+}
+
+// traceWrites is the HTTP doer that traces the writes of a request whose context holds a
+// *writeCounter. It runs after the request editors, so a TokenSource's own requests, made with
+// the same context, are not the create's.
+type traceWrites struct{ next gen.HttpRequestDoer }
+
+func (t traceWrites) Do(req *http.Request) (*http.Response, error) {
+	if w, ok := req.Context().Value(writesKey{}).(*writeCounter); ok {
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			WroteRequest:         w.wrote,
+			GotFirstResponseByte: w.answered,
+		}))
+	}
+	return t.next.Do(req)
 }
 
 // maySent reports whether a request that failed with err may have reached the service: any

@@ -125,8 +125,9 @@ def _may_have_been_sent(e: BaseException) -> bool:
     return True
 
 
-# What a create's reply names, by operation.
-_CREATED = {"createConversation": "id", "createAsk": "ticket"}
+# What a call's reply names, by operation: without it (or with it empty) the reply is not the
+# service's, as in Go and TypeScript.
+_NAMES = {"createConversation": "id", "createAsk": "ticket", "getAsk": "ticket", "cancelAsk": "ticket"}
 
 
 # The problem type of a 409 for an Idempotency-Key whose first request is still in progress.
@@ -258,10 +259,11 @@ class AskClient:
         if not isinstance(doc, dict):
             raise ProtocolError(f"{operation}: the response (HTTP {status}, {content_type}) is not the service's JSON; "
                                 f"is {self.shown_url} the ask service?")
-        # A create's reply without what it creates (a 201 conversation to an ask, a {}) is not the
-        # contract either: the CLI's ["ticket"] was a KeyError, a traceback.
-        field = _CREATED.get(operation)
-        if field and not isinstance(doc.get(field), str):
+        # A reply without what it names (a 201 conversation to an ask, a {}, an empty ticket) is
+        # not the contract either: the CLI's ["ticket"] was a KeyError, a traceback, and an empty
+        # ticket would be followed nowhere.
+        field = _NAMES.get(operation)
+        if field and not (isinstance(doc.get(field), str) and doc[field]):
             raise ProtocolError(f"{operation}: the response (HTTP {status}, {content_type}) has no {field}; "
                                 f"is {self.shown_url} the ask service?")
         return doc

@@ -493,6 +493,25 @@ class RetryTest(unittest.TestCase):
         with self.assertRaises(ask_client.ProtocolError):
             c.create_conversation()
 
+    def test_a_reply_that_names_no_ticket_or_an_empty_one_is_final_for_every_call(self):
+        # As in Go and TypeScript (docs/clients.md: "in all three"): an empty id or ticket, and a
+        # status or cancel that names no ticket, were returned as the service's reply.
+        calls = {
+            "createConversation": (lambda c: c.create_conversation(), 201, "id"),
+            "createAsk": (lambda c: c.ask("c_1", "q"), 202, "ticket"),
+            "getAsk": (lambda c: c.status("t_1"), 200, "ticket"),
+            "cancelAsk": (lambda c: c.cancel("t_1"), 202, "ticket"),
+        }
+        cases = [(op, call, status, field, body) for op, (call, status, field) in calls.items() for body in ({}, {field: ""})]
+        seen: list = []
+        c, _, _ = self.client(self.serve(scripted([(status, {}, body) for _, _, status, _, body in cases], seen)))
+        for n, (op, call, status, field, body) in enumerate(cases, 1):
+            with self.assertRaises(ask_client.ProtocolError, msg=f"{op} {body}") as caught:
+                call(c)
+            self.assertIn(f"{op}: the response (HTTP {status}", str(caught.exception))
+            self.assertIn(f"has no {field}", str(caught.exception))
+            self.assertEqual(len(seen), n, f"{op} {body}: retried")
+
     def test_a_token_that_cannot_be_a_bearer_is_refused_before_any_request(self):
         for token in ["", "abc\n", "ab c", "a\tb", "x\x7fy"]:
             with self.assertRaises(ask_client.TokenError) as caught:

@@ -30,3 +30,18 @@ func TestCreateConversation404SaysCheckTheBaseURL(t *testing.T) {
 		t.Errorf("message %q: want it to say the base URL %s serves no ask API", msg, svc.http.URL)
 	}
 }
+
+// A base URL New refuses is quoted in its error with any password in it hidden, as the
+// TypeScript client's TypeError does: the error quoted it as given, password and all, to a caller
+// that logs it.
+func TestRefusedBaseURLHidesItsPassword(t *testing.T) {
+	for _, u := range []string{"ftp://user:s3cret@host/ask", "http://user:s3cret%zz@host/ask", "http://user:s3cret@host:port/ask"} {
+		_, err := client.New(u, client.Options{})
+		if err == nil || !strings.Contains(err.Error(), "user:xxxxx@") {
+			t.Fatalf("New(%q) = %v, want a refusal quoting the URL redacted", u, err)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("New(%q): %v shows the password", u, err)
+		}
+	}
+}

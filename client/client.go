@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/redact"
 )
 
 // Options configure a Client. Zero values mean defaults.
@@ -94,7 +95,7 @@ type Client struct {
 func New(baseURL string, opts Options) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: base URL must be an absolute http(s) URL, got %q", baseURL)
+		return nil, fmt.Errorf("client: base URL must be an absolute http(s) URL, got %q", redact.URL(baseURL))
 	}
 	switch hc := opts.HTTPClient.(type) {
 	case nil:

@@ -18,6 +18,7 @@ import (
 	"github.com/das-ask/ask/client"
 	askconfig "github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/redact"
 )
 
 // Exit statuses; see the package doc.
@@ -199,15 +200,9 @@ func (v urlValue) String() string {
 
 func (v urlValue) Set(s string) error { *v.p = s; return nil }
 
-// redacted is a URL as this command shows it: any password replaced by "xxxxx".
-func redacted(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			return u.Redacted()
-		}
-	}
-	return s // as given
-}
+// redacted is a URL as this command shows it: any password replaced by "xxxxx", in a URL
+// url.Parse refuses too.
+func redacted(s string) string { return redact.URL(s) }
 
 // maxStdinQuestion bounds what -q - reads: ten times the contract's 4000 characters of the
 // longest UTF-8, so that a longer question is still the service's to refuse, with its reason.

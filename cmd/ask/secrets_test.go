@@ -98,3 +98,37 @@ func TestURLPasswordNeverShown(t *testing.T) {
 		})
 	}
 }
+
+// A --url (or $ASK_URL) that url.Parse refuses — a bad percent-escape or port, a space in the
+// password — is quoted by the usage error, and by a mistyped flag's usage as the flag's default:
+// its password is hidden there too. redacted returned such a URL as given, password and all.
+func TestUnparseableURLPasswordNeverShown(t *testing.T) {
+	const password = "s3cret"
+	for _, u := range []string{
+		"http://user:s3cret%zz@host/ask",
+		"http://user:s3cret@host:port/ask",
+		"http://user:s3cret x@host/ask",
+	} {
+		for _, tc := range []struct {
+			name string
+			args []string
+			env  string
+		}{
+			{"--url", []string{"--url", u, "q"}, "http://ask.test/ask"},
+			{"$ASK_URL", []string{"q"}, u},
+			{"a mistyped flag's usage", []string{"--no-such-flag", "q"}, u},
+		} {
+			var stderr bytes.Buffer
+			env := askconfig.MapEnv(map[string]string{"ASK_URL": tc.env, "ASK_TOKEN": "tok", "XDG_STATE_HOME": t.TempDir()})
+			if c, _ := parseArgs(tc.args, &stderr, env); c != nil {
+				t.Fatalf("%s %q: parseArgs = %+v, want a usage error", tc.name, u, c)
+			}
+			if !strings.Contains(stderr.String(), "user:xxxxx@") {
+				t.Fatalf("%s %q: the URL is not shown redacted, the check would prove nothing: %q", tc.name, u, stderr.String())
+			}
+			if strings.Contains(stderr.String(), password) {
+				t.Errorf("%s %q: the password was shown: %q", tc.name, u, stderr.String())
+			}
+		}
+	}
+}

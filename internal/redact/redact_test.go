@@ -1,0 +1,30 @@
+package redact_test
+
+import (
+	"testing"
+
+	"github.com/das-ask/ask/internal/redact"
+)
+
+func TestURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"http://user:s3cret@host/ask", "http://user:xxxxx@host/ask"},
+		{"http://user:s3%2Fcret@host/ask", "http://user:xxxxx@host/ask"},
+		{"http://user:p@ss@host/ask", "http://user:xxxxx@host/ask"},
+		{"http://user@host/ask", "http://user@host/ask"},
+		{"http://host:8080/ask@x", "http://host:8080/ask@x"},
+		{"http://127.0.0.1:8080/ask", "http://127.0.0.1:8080/ask"},
+		// url.Parse refuses these; the password is hidden all the same.
+		{"http://user:s3cret%zz@host/ask", "http://user:xxxxx@host/ask"},
+		{"http://user:s3cret@host:port/ask", "http://user:xxxxx@host:port/ask"},
+		{"http://user:s3 cret@host/ask", "http://user:xxxxx@host/ask"},
+		{"http://user:s3cret@[::1/ask", "http://user:xxxxx@[::1/ask"},
+		{"ftp://user:s3cret%zz@host", "ftp://user:xxxxx@host"},
+		{"not a url", "not a url"},
+		{"%zz", "%zz"},
+	} {
+		if got := redact.URL(tc.in); got != tc.want {
+			t.Errorf("URL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

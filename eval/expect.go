@@ -43,8 +43,20 @@ func LoadExpectation(path string) (*Expectation, error) {
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("expectation %s: more than one YAML document (remove the ---)", path)
 	}
-	if len(e.Scores) == 0 && len(e.AtMost) == 0 && len(e.Confusion) == 0 {
+	checks := len(e.Scores) + len(e.AtMost)
+	for _, row := range e.Confusion {
+		checks += len(row)
+	}
+	if checks == 0 {
 		return nil, fmt.Errorf("expectation %s: expects nothing (give scores, at_most or confusion)", path)
+	}
+	// A NaN compares false with every score, so it would pass any; a bound of +Inf bounds nothing.
+	for section, m := range map[string]map[string]float64{"scores": e.Scores, "at_most": e.AtMost} {
+		for _, name := range sortedKeys(m) {
+			if v := m[name]; math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("expectation %s: %s: %s is %v, not a finite number", path, section, name, v)
+			}
+		}
 	}
 	for exp, row := range e.Confusion {
 		for _, k := range append([]string{exp}, sortedKeys(row)...) {

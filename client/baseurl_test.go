@@ -3,6 +3,7 @@ package client_test
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -43,5 +44,32 @@ func TestRefusedBaseURLHidesItsPassword(t *testing.T) {
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("New(%q): %v shows the password", u, err)
 		}
+	}
+}
+
+// A user name and password in the base URL are not sent: net/http sent them as Basic credentials
+// (an Authorization header a token then replaced, but with no token the password itself, to the
+// service and every hop that logs it), where the TypeScript and Python clients leave them out.
+func TestBaseURLCredentialsAreNotSent(t *testing.T) {
+	var auths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auths = append(auths, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"c_1","created_at":"2026-01-01T00:00:00Z"}`))
+	}))
+	t.Cleanup(srv.Close)
+	withUser := strings.Replace(srv.URL, "http://", "http://user:s3cret@", 1) + "/ask"
+	for _, tok := range []client.TokenSource{nil, client.StaticToken("t")} {
+		c, err := client.New(withUser, client.Options{Token: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreateConversation(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(auths) != 2 || auths[0] != "" || auths[1] != "Bearer t" {
+		t.Errorf("Authorization sent: %q, want none without a token and the bearer with one", auths)
 	}
 }

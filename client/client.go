@@ -126,7 +126,12 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	raw, err := gen.NewClient(baseURL,
+	// A user name and password in the URL are not sent: net/http would send them as Basic
+	// credentials to a service whose credential is the bearer (and to every hop that logs its
+	// Authorization), as the TypeScript and Python clients leave them out too.
+	bare := *u
+	bare.User = nil
+	raw, err := gen.NewClient(bare.String(),
 		gen.WithHTTPClient(doer),
 		gen.WithRequestEditorFn(bearer(opts.Token)))
 	if err != nil {

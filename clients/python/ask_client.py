@@ -153,7 +153,8 @@ class Retry:
     backoff from initial seconds, doubled per attempt with full jitter, capped at maximum, and
     never shorter than the service's Retry-After. A Retry-After longer than max_retry_after
     seconds is not waited for: the call ends at once with the APIError, whose retry_after (and
-    message) says when to try again, rather than sit for an hour. The Go client's defaults."""
+    message) says when to try again, rather than sit for an hour; 0 or less is the default,
+    60 s, as in the Go and TypeScript clients. The Go client's defaults."""
 
     attempts: int = 8
     initial: float = 0.25
@@ -305,7 +306,7 @@ class AskClient:
                     lost.append(True)
             if attempt >= self.retry.attempts:
                 raise cause
-            if floor > self.retry.max_retry_after:
+            if floor > (self.retry.max_retry_after if self.retry.max_retry_after > 0 else 60.0):
                 # Asked to come back later than a call waits (an hour, or 10^12 s, which time.sleep
                 # refused with an OverflowError, a traceback from the CLI): the refusal is the answer.
                 raise cause

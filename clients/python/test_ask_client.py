@@ -410,6 +410,13 @@ class RetryTest(unittest.TestCase):
         with self.assertRaises(ask_client.APIError):
             c.create_conversation()
         self.assertEqual(waits, [])
+        # 0 or less is the default (60 s), as in Go and TypeScript: a Retry-After of 2 s is waited for.
+        for bound in (0, -1):
+            c, waits, _ = self.client(self.serve(scripted([(503, {"Retry-After": "2"}, problem(503))], [])),
+                                      retry=ask_client.Retry(max_retry_after=bound))
+            self.assertEqual(c.create_conversation()["id"], "c_1", f"max_retry_after={bound}")
+            self.assertEqual(len(waits), 1, f"max_retry_after={bound}")
+            self.assertGreaterEqual(waits[0], 2.0)
 
     def test_a_retry_after_in_the_past_negative_or_unreadable_asks_for_no_wait(self):
         for value in ("Wed, 21 Oct 2015 07:28:00 GMT", "-5", "soon", "1.5", "3000-01-01"):

@@ -64,7 +64,7 @@ export interface RetryOptions {
    * The longest Retry-After a call waits for before its retry, in milliseconds (default 60000): a
    * longer one ends the call at once with its ApiError, whose retryAfterMs (and message) says when
    * to try again, rather than a wait of an hour the caller cannot see the end of. As the Go
-   * client's Retry.MaxRetryAfter.
+   * client's Retry.MaxRetryAfter; 0 or less (or NaN) is the default.
    */
   maxRetryAfterMs?: number;
 }
@@ -290,7 +290,7 @@ export class AskClient {
       attempts: opts.retry?.attempts ?? 8,
       initialMs: opts.retry?.initialMs ?? 250,
       maxMs: opts.retry?.maxMs ?? 5000,
-      maxRetryAfterMs: opts.retry?.maxRetryAfterMs || 60000,
+      maxRetryAfterMs: (opts.retry?.maxRetryAfterMs ?? 0) > 0 ? opts.retry!.maxRetryAfterMs! : 60000,
     };
     this.#idleTimeoutMs = opts.idleTimeoutMs ?? 45000;
     this.#maxEventSize = opts.maxEventSize && opts.maxEventSize > 0 ? opts.maxEventSize : defaultMaxEventSize;

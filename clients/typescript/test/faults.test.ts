@@ -40,6 +40,19 @@ test("a Retry-After longer than a call waits ends it at once, the wait in its me
   // The bound is the caller's: retry.maxRetryAfterMs.
   const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch: async () => unavailable("1"), retry: { attempts: 2, maxRetryAfterMs: 500 }, onRetry: () => assert.fail("retried") });
   await assert.rejects(c.createConversation(), (err) => err instanceof ApiError && err.retryAfterMs === 1000);
+  // 0 or less (or NaN) is the default (60 s), as in Go and Python: a Retry-After of 1 s is waited for.
+  for (const bound of [0, -1, NaN]) {
+    let calls = 0;
+    const d = new AskClient({
+      baseUrl: "http://ask.test/ask",
+      token: "t",
+      fetch: async () => (++calls === 1 ? unavailable("1") : Response.json({ id: "c_1", created_at: "2026-01-01T00:00:00Z" }, { status: 201 })),
+      retry: { attempts: 2, maxRetryAfterMs: bound },
+      onRetry: () => {},
+    });
+    assert.equal((await d.createConversation()).id, "c_1", `maxRetryAfterMs ${bound}`);
+    assert.equal(calls, 2, `maxRetryAfterMs ${bound}: waited, then tried again`);
+  }
 });
 
 test("a Retry-After in the past, negative, not a number or not an HTTP date asks for no wait", async () => {

@@ -1,6 +1,10 @@
 package eval
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
 
 func TestSameRows(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,4 +38,38 @@ func TestSameRows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Unordered rows are compared in sorted order first, and paired by a matching (a table of rows²)
+// only when that order differs, and only up to maxMatchedRows: a result a source was set to
+// return by the hundred thousand was a table of 10^10 comparisons, right or wrong. Past the
+// bound, rows equal within the tolerance that sort apart are compared in sorted order only.
+func TestSameRowsMatchesOnlyWithinItsBound(t *testing.T) {
+	rows := func(n int, first float64) (got, want [][]any) {
+		for i := range n {
+			label := fmt.Sprintf("r%07d", i)
+			got = append(got, []any{label, float64(i)})
+			want = append(want, []any{label, int64(i)})
+		}
+		// 9.999 sorts after 10 as text, so these two rows sort apart from their equals.
+		got[0], want[0] = []any{first, "x"}, []any{int64(10), "x"}
+		got[1], want[1] = []any{10.0, "y"}, []any{int64(10), "y"}
+		return got, want
+	}
+	if got, want := rows(3, 9.999); !sameRowsOK(got, want) {
+		t.Error("3 rows equal within the tolerance, sorting apart: not paired")
+	}
+	if got, want := rows(maxMatchedRows+1, 9.999); sameRowsOK(got, want) {
+		t.Error("past the bound, rows sorting apart were paired by a matching")
+	}
+	got, want := rows(200_000, 10)
+	slices.Reverse(got)
+	if !sameRowsOK(got, want) {
+		t.Error("200,000 equal rows in another order: not equal")
+	}
+}
+
+func sameRowsOK(got, want [][]any) bool {
+	ok, _ := sameRows(got, want, false, 0.01)
+	return ok
 }

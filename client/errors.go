@@ -160,6 +160,11 @@ func (e *APIError) RunningTicket() string {
 	return ""
 }
 
+// Transient reports whether the refusal may not be the service's last word: a 408, a 429, or a
+// 5xx but 501 and 505. The event stream reconnects after these ([Client.Events]), so a stream
+// that ended on one may be followed again while the run goes on.
+func (e *APIError) Transient() bool { return transient(e.StatusCode) }
+
 // transient reports whether a request refused with this status may succeed if repeated: a
 // 408, a 429, or a 5xx but 501 and 505, which say the server does not do what was asked and
 // will not at the next try either.

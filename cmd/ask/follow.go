@@ -215,7 +215,7 @@ func streamLost(ticket string, err error, got bool, cfg *config) string {
 		if apiErr.StatusCode == http.StatusNotFound {
 			return noTicket(cfg.shown, ticket)
 		}
-		if !transientStatus(apiErr.StatusCode) {
+		if !apiErr.Transient() {
 			return lost + cfg.explain(err)
 		}
 		// A 503 or 429 until the reconnects were spent (a gateway or store outage): the run may
@@ -223,16 +223,6 @@ func streamLost(ticket string, err error, got bool, cfg *config) string {
 	}
 	// A connection that failed, or a service that stopped answering: the run may go on.
 	return fmt.Sprintf("%s%s (ask --follow %s tries again)", lost, cfg.explain(err), ticket)
-}
-
-// transientStatus is a refusal the event stream reconnects after (client.Events): a 408, a 429,
-// or a 5xx but 501 and 505.
-func transientStatus(code int) bool {
-	switch code {
-	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
-		return false
-	}
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 }
 
 // cancelTicket is --cancel: one cancel of the ticket in cfg.follow (an ask made earlier, by this

@@ -229,10 +229,17 @@ func TestRestartLosesEverything(t *testing.T) {
 	resp = h.stream(t.Context(), alice, ticket, nil)
 	frames := readAll(t, resp.Body)
 	_ = resp.Body.Close()
-	if len(frames) != 4 || frames[0].Event != "accepted" || frames[2].Event != "error" || frames[3].Event != "done" {
-		t.Fatalf("restored log %v, want accepted, branch, error, done", types(frames))
+	// Re-created from what was admitted (accepted and the supervisor branch's open), then the
+	// restored end: the branch it closes is one the log opens.
+	if len(frames) != 5 || frames[0].Event != "accepted" || frames[1].Event != "branch" || frames[2].Event != "branch" ||
+		frames[3].Event != "error" || frames[4].Event != "done" {
+		t.Fatalf("restored log %v, want accepted, branch (open), branch (close), error, done", types(frames))
 	}
-	if e := decode(t, frames[2]); e.Kind != string(gen.ErrorKindInterrupted) || e.Seq <= seen {
+	if e := decode(t, frames[1]); e.Seq != 2 || e.Role != "supervisor" || e.State != "open" {
+		t.Errorf("restored seq %d %s/%s, want seq 2, the supervisor branch's open", e.Seq, e.Role, e.State)
+	}
+	checkRestored(t, frames, seen)
+	if e := decode(t, frames[3]); e.Kind != string(gen.ErrorKindInterrupted) || e.Seq <= seen {
 		t.Errorf("terminal %s at seq %d, want interrupted after seq %d (the last the client saw)", e.Kind, e.Seq, seen)
 	}
 	// A finished ticket and a conversation the restart lost are gone, and say so: not the

@@ -305,6 +305,13 @@ func TestRestartWhileAwayPastLease(t *testing.T) {
 	if e := decode(t, frames[len(frames)-2]); e.Kind != string(gen.ErrorKindInterrupted) || e.Seq <= seen {
 		t.Errorf("terminal %s at seq %d, want interrupted after seq %d (the last a client saw)", e.Kind, e.Seq, seen)
 	}
+	// The ticket was re-created from what was admitted, the supervisor branch's open (seq 2,
+	// written with accepted) included: the restored end closes a branch the log opens.
+	checkRestored(t, frames, seen)
+	if e := decode(t, frames[1]); e.Seq != 2 || e.Type != string(gen.EventTypeBranch) || e.Role != "supervisor" || e.State != "open" {
+		t.Errorf("restored log %v: its second event is seq %d %s %s/%s, want seq 2, the supervisor branch's open (admitted with accepted)",
+			types(frames), e.Seq, e.Type, e.Role, e.State)
+	}
 	if r := b.status(bob, ticket); r.StatusCode() != http.StatusNotFound {
 		t.Errorf("another identity reads the restored ticket: %d", r.StatusCode())
 	}

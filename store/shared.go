@@ -52,9 +52,10 @@ type Shared interface {
 	End(ctx context.Context, ticket string, tail []Event, turn ask.Turn, lapsedOnly bool) error
 	// Restore is the runner's answer to a store that lost part or all of a running ticket's
 	// log (a restart that lost its last writes: Append or Finish answered ErrSeq or
-	// ErrNotFound). It re-creates the ticket from nt if it is gone, so it never vanishes, then
-	// ends it with tail, whose seqs come after every seq the runner assigned: the events the
-	// store lost leave a gap before the end, and the end (error{interrupted}) says so. Only the
+	// ErrNotFound). It re-creates the ticket from nt if it is gone (accepted and nt.Then, as
+	// CreateTicket wrote them), so it never vanishes, then ends it with tail, whose seqs come
+	// after every seq the runner assigned: the events the store lost leave a gap before the
+	// end, and the end (error{interrupted}) says so. Only the
 	// ticket's runner may restore it: anyone else, or anyone once the ticket is finished, is
 	// refused with ErrFinished. Re-run after a lost reply it answers ok.
 	Restore(ctx context.Context, nt NewTicket, tail []Event, turn ask.Turn) error

@@ -262,6 +262,36 @@ func TestRestore(t *testing.T) {
 	if _, err := s.CreateTicket(ctx, nt("t3"), store.Limits{MaxInFlightPerOwner: 1}); err != nil {
 		t.Errorf("the next ask after a restored one: %v", err)
 	}
+
+	// A lost ticket whose creation wrote more than accepted (the service's supervisor branch
+	// open, NewTicket.Then) is re-created with it: those events were admitted, not lost, and
+	// the restored end closes the branch they open.
+	open := storetest.Ev(2, gen.EventTypeBranch)
+	t4 := nt("t4")
+	t4.Then = []store.Event{open}
+	storetest.MustConv(t, s, "c4", storetest.Alice)
+	t4.ConversationID = "c4"
+	if _, err := s.CreateTicket(ctx, t4, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Del(ctx, k0(prefix, "t:t4"), k0(prefix, "t:t4:log"), k0(prefix, "t:t4:steps")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // the second as a retry after a lost reply
+		if err := s.Restore(ctx, t4, interruptedTail(4), turn); err != nil {
+			t.Fatalf("Restore of a lost ticket with a branch open, run %d: %v", i+1, err)
+		}
+	}
+	b, err = s.Read(ctx, "t4", 0)
+	if err != nil || storetestSeqs(b.Events) != "1,2,4,5,6" || !b.Finished {
+		t.Fatalf("restored log %v (finished %v), %v; want 1,2,4,5,6 finished", storetestSeqs(b.Events), b.Finished, err)
+	}
+	if got := b.Events[1]; got.Type != open.Type || string(got.Data) != string(open.Data) {
+		t.Errorf("restored seq 2: %s %s, want the admitted %s %s", got.Type, got.Data, open.Type, open.Data)
+	}
+	if tk, err := s.Ticket(ctx, "t4"); err != nil || tk.LastSeq != 6 || tk.State() != gen.AskStateError {
+		t.Errorf("restored ticket %+v, %v; want last seq 6, state error", tk, err)
+	}
 }
 
 func storetestSeqs(evs []store.Event) string {

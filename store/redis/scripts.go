@@ -326,7 +326,8 @@ return {'ok', evicted}
 // endTicket appends a log's tail and ends the ticket: the runner's Finish (mode own), End
 // from any replica (mode any, or lapsed: only once the lease has lapsed), or the runner's
 // Restore of a log the store lost part or all of (mode restore: the tail may skip seqs, and a
-// ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted, question). An End whose tail
+// ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted, question, m, then m
+// times seq, type, data of the events its creation wrote after accepted). An End whose tail
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
@@ -345,10 +346,16 @@ if not h[1] then
   -- the ticket is gone (a store restart lost it): re-create it as createTicket did, without
   -- the caps (it was admitted), so that it ends rather than vanishes
   local x = 12 + 3 * n
+  -- the events createTicket wrote after accepted (the supervisor branch's open), which the
+  -- restored log must open with for its end to close it
+  local m = (ARGV[x + 5] or 0) + 0
   redis.call('DEL', KEYS[2], KEYS[3])
   redis.call('HSET', KEYS[1], 'conv', ARGV[5], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2],
-    'last', '1', 'finished', '0', 'runner', ARGV[2], 'steps', '0')
+    'last', int(1 + m), 'finished', '0', 'runner', ARGV[2], 'steps', '0')
   redis.call('XADD', KEYS[2], '1-0', 't', 'accepted', 'd', ARGV[x + 3])
+  for i = 0, m - 1 do
+    redis.call('XADD', KEYS[2], ARGV[x + 6 + 3 * i] .. '-0', 't', ARGV[x + 7 + 3 * i], 'd', ARGV[x + 8 + 3 * i])
+  end
   redis.call('HSET', KEYS[1], 'q', ARGV[x + 4])
   if redis.call('EXISTS', KEYS[4]) == 0 then
     redis.call('HSET', KEYS[4], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2], 'running', ARGV[4])
@@ -362,7 +369,7 @@ if not h[1] then
   redis.call('ZADD', KEYS[9], cexp, ARGV[5])
   redis.call('ZADD', KEYS[7], '+inf', ARGV[4])
   redis.call('ZADD', KEYS[10], '+inf', ARGV[4])
-  h = {'0', ARGV[2], '1', ARGV[5], false, '0'}
+  h = {'0', ARGV[2], tostring(1 + m), ARGV[5], false, '0'}
 end
 if h[1] == '1' then
   -- a retry of this very end (its reply was lost): this instance wrote the ticket's done, which

@@ -264,8 +264,21 @@ func (s *Store) End(ctx context.Context, ticket string, tail []store.Event, turn
 // Restore implements store.Shared.
 func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Event, turn ask.Turn) error {
 	defer s.runs.drop(nt.ID)
-	_, err := s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn,
-		nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data), s.sealQuestion(nt.ID, nt.Question))
+	// A ticket that is gone is re-created with everything its creation wrote (accepted and
+	// nt.Then, the supervisor branch's open), so that the restored log opens the branch its
+	// end closes: those are what was admitted, not what the store lost.
+	then := nt.Then
+	for i, ev := range then {
+		if ev.Seq != int64(i)+2 || ev.Type == gen.EventTypeStep {
+			then = nil // not what CreateTicket takes: accepted alone, as before
+			break
+		}
+	}
+	extra := []any{nt.Owner.Tenant, nt.Owner.OID, nanos(nt.CreatedAt), s.sealAccepted(nt.ID, nt.Accepted.Data), s.sealQuestion(nt.ID, nt.Question), len(then)}
+	for _, ev := range then {
+		extra = append(extra, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
+	}
+	_, err := s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn, extra...)
 	return err
 }
 

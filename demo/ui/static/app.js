@@ -12,9 +12,12 @@
 'use strict';
 
 (() => {
-  // The page is mounted at {base}/ui/; the API is at {base}/v1/...
-  const apiBase = new URL('..', document.baseURI);
-  const uiBase = new URL('.', document.baseURI);
+  // The page is mounted at {base}/ui/; the API is at {base}/v1/... A user name and password in
+  // the page's own address (http://user:password@host/ask/ui/) are dropped: the bearer is the
+  // credential, and fetch refuses a URL that holds them, with a message that shows the password.
+  const withoutCredentials = (u) => { u.username = ''; u.password = ''; return u; };
+  const apiBase = withoutCredentials(new URL('..', document.baseURI));
+  const uiBase = withoutCredentials(new URL('.', document.baseURI));
 
   const state = {
     token: '',

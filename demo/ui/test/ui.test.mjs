@@ -9,7 +9,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -361,6 +361,89 @@ describe('the reference page in Chromium', () => {
       await page.unroute('**/v1/conversations/*/asks');
       const i = problems.findIndex((p) => p.includes('status of 429') && p.includes('/asks'));
       if (i >= 0) problems.splice(i, 1);
+    }
+  });
+
+  test('a user name and password in the page’s address are never sent nor shown, and the page works', async () => {
+    // fetch refuses a URL that holds credentials, and the page built every URL from its own
+    // address: signing in failed with a message that showed the password.
+    const url = new URL(page.url());
+    url.username = 'carol';
+    url.password = 'zq-url-password';
+    const tab = await context.newPage();
+    try {
+      const sent = [];
+      tab.on('request', (r) => sent.push(`${r.url()} ${r.headers().authorization ?? ''}`));
+      await tab.goto(url.href);
+      await tab.selectOption('#identity', 'alice');
+      await tab.click('#signin-button');
+      await tab.locator('#whoami').filter({ hasText: 'Signed in as alice.' }).waitFor({ timeout: 5000 });
+      await tab.fill('#question', 'How many sev1 incidents did we have in 2026-Q2?');
+      await tab.click('#ask-button');
+      const turn = tab.locator('.turn').first();
+      await turn.locator('.usage').waitFor();
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      const api = sent.filter((s) => s.includes('/v1/') || s.includes('/ui/token'));
+      assert.ok(api.length >= 4, api.join('\n'));
+      assert.deepEqual(api.filter((s) => s.includes('zq-url-password') || s.includes('carol') || /Basic/.test(s)), []);
+      assert.ok(!(await tab.content()).includes('zq-url-password'), 'the password is not on the page');
+    } finally {
+      await tab.close();
+    }
+  });
+
+  test('neither the question nor the bearer is left in a readable file of the browser’s profile', async () => {
+    // Chromium keeps a page's form state (the question typed in its box) in the session it writes
+    // to the profile (Sessions/), unless the field is autocomplete="off".
+    const dir = mkdtempSync(join(tmpdir(), 'ask-ui-profile-'));
+    const own = await chromium.launchPersistentContext(dir, {
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    const marker = `zq-profile-${Date.now()}`;
+    let token = '';
+    try {
+      const tab = own.pages()[0] ?? await own.newPage();
+      tab.on('response', async (r) => { if (r.url().endsWith('/ui/token')) token = (await r.json()).access_token; });
+      await tab.goto(page.url());
+      await tab.selectOption('#identity', 'alice');
+      await tab.click('#signin-button');
+      await tab.locator('#whoami').waitFor();
+      // A question that is answered, then one that is refused and so stays in its box.
+      await tab.fill('#question', `What is our customer churn rate? ${marker}`);
+      await tab.click('#ask-button');
+      await tab.locator('.turn .usage').waitFor();
+      await tab.route('**/v1/conversations/*/asks', (r) => r.fulfill({ status: 400, contentType: 'application/problem+json',
+        body: JSON.stringify({ type: 'about:blank', title: 'Bad Request', status: 400 }) }));
+      await tab.fill('#question', `How many sev1 incidents did we have in 2026-Q2? ${marker}`);
+      await tab.click('#ask-button');
+      await tab.locator('#ask-error').waitFor();
+      const kept = await tab.evaluate(async () => ({ local: localStorage.length, session: sessionStorage.length,
+        idb: (await indexedDB.databases()).length, url: location.href }));
+      assert.deepEqual(kept, { local: 0, session: 0, idb: 0, url: page.url() }, 'nothing kept in storage or in the address');
+      await tab.goto('about:blank'); // the page's state goes into its history entry
+    } finally {
+      await own.close(); // and the session is written out
+    }
+    try {
+      assert.ok(token.length > 20, 'the bearer was seen');
+      const found = [];
+      const needles = [marker, token].flatMap((s) => [Buffer.from(s, 'utf8'), Buffer.from(s, 'utf16le')]);
+      const walk = (d) => {
+        for (const e of readdirSync(d, { withFileTypes: true })) {
+          const p = join(d, e.name);
+          if (e.isDirectory()) walk(p);
+          else if (e.isFile()) {
+            const b = readFileSync(p);
+            if (needles.some((n) => b.includes(n))) found.push(p.slice(dir.length));
+          }
+        }
+      };
+      walk(dir);
+      assert.deepEqual(found, [], 'files of the profile holding the question or the bearer');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

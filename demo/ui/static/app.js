@@ -23,7 +23,10 @@
     token: '',
     oid: '',
     conversation: '', // the conversation id the next ask goes to
-    running: null, // {ticket, controller, turn} while an ask runs
+    running: null, // {ticket, controller, waits, turn, cancelled} while an ask runs
+    // retake: {conversation, question, key} of an ask that may have been made (its reply was
+    // lost): the same question asked again in that conversation reuses its Idempotency-Key.
+    retake: null,
   };
 
   const $ = (id) => document.getElementById(id);
@@ -37,6 +40,19 @@
   // not a JSON event). Final, as in the Go, TypeScript and Python clients: a retry reads the same.
   // Its message names the frame's id, never its data (the accepted event's holds the question).
   class ProtocolError extends Error {}
+
+  // MayHaveBeenMadeError: a create failed for good (or was cancelled) after an attempt whose reply
+  // was lost, so the service may have made it all the same, as the Go client's ErrMayHaveBeenMade.
+  // cause is what ended the call; key is its Idempotency-Key, which asking the same question again
+  // in the same conversation reuses, so that the service answers with that ticket, if it made one,
+  // instead of asking twice.
+  class MayHaveBeenMadeError extends Error {
+    constructor(cause, key) {
+      super(cause && cause.message ? cause.message : String(cause));
+      this.cause = cause;
+      this.key = key;
+    }
+  }
 
   class ProblemError extends Error {
     constructor(status, problem, retryAfterMs) {
@@ -58,10 +74,15 @@
   // Idempotency-Key still in progress; 8 attempts in all, backoff from 250 ms doubled per attempt
   // with full jitter, capped at 5 s, never shorter than Retry-After. A create carries an
   // Idempotency-Key, the same on every attempt, so a retry answers the same conversation or
-  // ticket and never asks twice. A 429 is not retried: the person is told when to try again.
+  // ticket and never asks twice. A 429 is not retried: the person is told when to try again. Nor
+  // is a Retry-After over MAX_RETRY_AFTER_MS waited for (the Go client's Retry.MaxRetryAfter): the
+  // call ends at once with that refusal, which says when to try again; a wait of an hour behind a
+  // "Working…" is worse than the refusal said now, and setTimeout fires at once for a wait beyond
+  // 2^31-1 ms, which would spin through every attempt.
   // (A connection refused is retried too: the page came from this origin, so the service has
   // answered before, and a refusal is a restart.)
   const RETRY = { attempts: 8, initialMs: 250, maxMs: 5000 };
+  const MAX_RETRY_AFTER_MS = 60000;
   const IDEMPOTENCY_IN_PROGRESS = 'urn:ask:problem:idempotency-key-in-progress';
 
   const retryable = (e) => [502, 503, 504].includes(e.status) ||
@@ -103,15 +124,23 @@
   }
 
   // call makes one of the service's calls, retried as above; signal ends the waits between
-  // attempts (the person cancelled or signed out). Every attempt carries the bearer of the
-  // person who made the call: a cancel sent as they sign out is retried as theirs, not with the
-  // empty bearer (or the next person's) the page holds by then.
-  async function call(method, path, body, { create = false, signal } = {}) {
+  // attempts (the person cancelled or signed out), and onWait(cause, ms) hears of each wait. Every
+  // attempt carries the bearer of the person who made the call: a cancel sent as they sign out is
+  // retried as theirs, not with the empty bearer (or the next person's) the page holds by then.
+  // A create (key: its Idempotency-Key, fresh when not given) that fails after an attempt that
+  // failed in a way a lost reply explains (the connection, a 502, 503 or 504, the 409 of its key in
+  // progress) fails with a MayHaveBeenMadeError. Unlike the Go
+  // client, the page cannot tell a lost reply from a request that never left: fetch says neither,
+  // and Chromium resends by itself, unseen, a request whose reused connection fails before any reply.
+  async function call(method, path, body, { create = false, key, signal, onWait } = {}) {
     const headers = body === undefined ? { Accept: 'application/json' }
       : { Accept: 'application/json', 'Content-Type': 'application/json' };
-    if (create) headers['Idempotency-Key'] = idempotencyKey();
+    if (create) headers['Idempotency-Key'] = key || idempotencyKey();
     headers.Authorization = `Bearer ${state.token}`;
+    let lost = false;
+    const fail = (e) => (lost ? new MayHaveBeenMadeError(e, headers['Idempotency-Key']) : e);
     for (let attempt = 1; ; attempt++) {
+      if (signal && signal.aborted) throw fail(signal.reason);
       let cause;
       let floorMs = 0;
       try {
@@ -126,21 +155,29 @@
         try { json = text ? JSON.parse(text) : null; } catch { json = null; }
         if (resp.ok) return json;
         cause = new ProblemError(resp.status, json, retryAfterMs(resp.headers.get('Retry-After')));
-        if (!retryable(cause)) throw cause;
+        if (retryable(cause)) lost = lost || create;
+        if (!retryable(cause) || cause.retryAfterMs > MAX_RETRY_AFTER_MS) throw fail(cause);
         floorMs = cause.retryAfterMs;
       } catch (e) {
         if (!(e instanceof TypeError)) throw e; // a refusal, or the person leaving
-        cause = e; // the connection failed
+        cause = e; // the connection failed, perhaps once the request had reached the service
+        lost = lost || create;
       }
-      if (attempt >= RETRY.attempts) throw cause;
+      if (attempt >= RETRY.attempts) throw fail(cause);
       const wait = Math.max(Math.random() * Math.min(RETRY.initialMs * 2 ** (attempt - 1), RETRY.maxMs), floorMs);
       console.warn(`ask: ${method} ${path}: retrying (attempt ${attempt + 1}) in ${Math.round(wait)} ms: ${cause.message}`);
-      await sleep(wait, signal);
+      if (onWait) onWait(cause, wait);
+      try {
+        await sleep(wait, signal);
+      } catch (e) {
+        throw fail(e);
+      }
     }
   }
 
-  const createConversation = (signal) => call('POST', 'v1/conversations', {}, { create: true, signal });
-  const createAsk = (cid, question, signal) => call('POST', `v1/conversations/${encodeURIComponent(cid)}/asks`, { question }, { create: true, signal });
+  const createConversation = (signal, onWait) => call('POST', 'v1/conversations', {}, { create: true, signal, onWait });
+  const createAsk = (cid, question, { key, signal, onWait } = {}) =>
+    call('POST', `v1/conversations/${encodeURIComponent(cid)}/asks`, { question }, { create: true, key, signal, onWait });
   const cancelAsk = (ticket) => call('POST', `v1/asks/${encodeURIComponent(ticket)}/cancel`);
 
   // ---- Server-Sent Events over fetch ------------------------------------------------------------
@@ -226,7 +263,7 @@
 
   const sleep = (ms, signal) => new Promise((resolve, reject) => {
     if (signal && signal.aborted) { reject(signal.reason); return; }
-    const t = setTimeout(resolve, ms);
+    const t = setTimeout(resolve, Math.min(Math.max(ms, 0), 2 ** 31 - 1)); // beyond, it fires at once
     if (signal) signal.addEventListener('abort', () => { clearTimeout(t); reject(signal.reason); }, { once: true });
   });
 
@@ -647,6 +684,7 @@
     if (state.running) state.running.controller.abort();
     setRunning(null);
     state.conversation = '';
+    state.retake = null;
     delete $('conversation').dataset.conversationId;
     $('turns').replaceChildren();
     $('follow-up-hint').hidden = true;
@@ -695,17 +733,29 @@
     const turn = $('turn-template').content.firstElementChild.cloneNode(true);
     turn.querySelector('.question').textContent = question;
     const controller = new AbortController();
-    setRunning({ ticket: '', controller, turn });
+    // waits ends the creates' waits when the person cancels before there is a ticket; a request
+    // already on its way is let finish, so that a ticket it brings back can be cancelled.
+    const waits = new AbortController();
+    const run = { ticket: '', controller, waits, turn, cancelled: false };
+    setRunning(run);
+    const signal = AbortSignal.any([controller.signal, waits.signal]);
+    const onWait = (cause, ms) => showWaiting(cause, ms, signal);
+    let asking = false; // the create under way is the ask's (not the conversation's)
     try {
       let ticket;
       for (let attempt = 0; ; attempt++) {
+        asking = false;
         if (!state.conversation) {
-          const conv = await createConversation(controller.signal);
+          const conv = await createConversation(signal, onWait);
           state.conversation = conv.id;
           $('conversation').dataset.conversationId = conv.id;
         }
+        const retake = state.retake;
+        const key = retake && retake.conversation === state.conversation && retake.question === question ? retake.key : undefined;
         try {
-          ticket = await createAsk(state.conversation, question, controller.signal);
+          asking = true;
+          ticket = await createAsk(state.conversation, question, { key, signal, onWait });
+          state.retake = null;
           break;
         } catch (e) {
           // The conversation outlived its memory (DAS_ASK_TTL_S): start a new one, and say so.
@@ -724,20 +774,34 @@
           throw e;
         }
       }
+      showWaiting(null);
       turn.dataset.ticket = ticket.ticket;
-      state.running.ticket = ticket.ticket;
+      run.ticket = ticket.ticket;
       $('turns').append(turn);
       working(turn);
       $('question').value = '';
+      // Cancelled while the ask was on its way: the ticket it brought back is cancelled now.
+      if (run.cancelled) cancelAsk(ticket.ticket).catch((e) => showProblem('ask-error', `Cancel failed: ${e.message}`));
       for await (const ev of follow(ticket.ticket, controller.signal)) handle(turn, ev);
     } catch (e) {
+      showWaiting(null);
       if (!controller.signal.aborted) {
-        if (e instanceof ProblemError && e.status === 401) showProblem('ask-error', 'Your sign-in was not accepted (it may have expired): sign in again.');
-        else if (e instanceof ProblemError && e.status === 429) {
-          const when = e.retryAfterMs > 0 ? `in ${Math.ceil(e.retryAfterMs / 1000)} s` : 'in a moment';
-          showProblem('ask-error', `You have too many questions running, or too many kept; try again ${when}.`);
+        const made = e instanceof MayHaveBeenMadeError;
+        const cause = made ? e.cause : e;
+        let said;
+        if (run.cancelled && !run.ticket) said = 'Cancelled: the page stopped asking.';
+        else if (cause instanceof ProblemError && cause.status === 401) said = 'Your sign-in was not accepted (it may have expired): sign in again.';
+        else if (cause instanceof ProblemError && cause.status === 429) {
+          said = `You have too many questions running, or too many kept; try again ${againWords(cause.retryAfterMs)}.`;
+        } else if (cause instanceof ProblemError && cause.retryAfterMs > 0) said = `${cause.message}; try again ${againWords(cause.retryAfterMs)}.`;
+        else said = cause.message;
+        if (made && asking) {
+          // The question may be running: asking it again here picks up its ticket, not a second ask.
+          state.retake = { conversation: state.conversation, question, key: e.key };
+          said += ' The service may have received the question all the same: '
+            + 'asking it again here picks it up instead of asking twice.';
         }
-        else showProblem('ask-error', e.message);
+        showProblem('ask-error', said);
       }
     } finally {
       stopWorking(turn);
@@ -745,12 +809,49 @@
     }
   }
 
+  // againWords says a Retry-After as a person reads it, however absurd the value.
+  function againWords(ms) {
+    if (!(ms > 0)) return 'in a moment';
+    const s = Math.ceil(ms / 1000);
+    if (s < 120) return `in ${s} s`;
+    if (s < 2 * 3600) return `in ${Math.ceil(s / 60)} min`;
+    if (s < 2 * 86400) return `in ${Math.ceil(s / 3600)} h`;
+    return 'much later (the service asked for more than two days)';
+  }
+
+  // showWaiting says, while a create waits to be tried again, why and for how long, counting down;
+  // showWaiting(null) clears it. The wait ends early if signal does (Cancel).
+  let waitingTimer = 0;
+  function showWaiting(cause, ms, signal) {
+    clearInterval(waitingTimer);
+    const line = $('ask-status');
+    if (!cause || ms < 1000) { line.hidden = true; line.textContent = ''; return; }
+    const why = cause instanceof ProblemError
+      ? `The service is busy (HTTP ${cause.status}: ${cause.message})`
+      : `The service could not be reached (${cause.message})`;
+    const until = Date.now() + ms;
+    const tick = () => {
+      if (signal && signal.aborted) { showWaiting(null); return; }
+      const left = Math.ceil((until - Date.now()) / 1000);
+      line.textContent = left > 0 ? `${why}: trying again in ${left} s. Cancel stops trying.` : `${why}: trying again…`;
+    };
+    tick();
+    line.hidden = false;
+    waitingTimer = setInterval(tick, 1000);
+  }
+
   async function cancel() {
     const run = state.running;
-    if (!run || !run.ticket) return;
+    if (!run) return;
     const button = $('cancel-button');
     button.disabled = true;
     button.textContent = 'Cancelling…';
+    if (!run.ticket) {
+      // Nothing to cancel yet: stop the creates' waits; a ticket that still comes is cancelled then.
+      run.cancelled = true;
+      run.waits.abort();
+      return;
+    }
     try {
       await cancelAsk(run.ticket); // the stream then ends with error{cancelled} and done
     } catch (e) {

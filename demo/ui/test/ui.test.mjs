@@ -364,6 +364,116 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  // forgive drops from problems the failed loads a test asked for (Chromium logs each as an error).
+  function forgive(re) {
+    for (let i = problems.length - 1; i >= 0; i--) if (re.test(problems[i])) problems.splice(i, 1);
+  }
+
+  const problem503 = (retryAfter) => ({ status: 503, contentType: 'application/problem+json', headers: { 'Retry-After': retryAfter },
+    body: JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503 }) });
+
+  test('a Retry-After of 1 s is waited for and said; one of an hour or of 10^10 s is said at once, not waited for', async () => {
+    // The page once waited out any Retry-After, an hour behind "Working…" with nothing said, and
+    // a Retry-After beyond 2^31-1 ms overflowed setTimeout, which fired at once: eight attempts in
+    // a row.
+    const calls = [];
+    let said = '';
+    await page.route('**/v1/conversations/*/asks', async (r) => {
+      calls.push(Date.now());
+      if (calls.length === 1) return r.fulfill(problem503('1'));
+      said = await page.locator('#ask-status').textContent(); // read while the page waits
+      return r.continue();
+    });
+    try {
+      const turn = await ask('How many sev1 incidents did we have in 2026-Q2?');
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      assert.equal(calls.length, 2, 'retried once');
+      assert.ok(calls[1] - calls[0] >= 1000, `waited the Retry-After: ${calls[1] - calls[0]} ms`);
+      assert.match(said, /^The service is busy \(HTTP 503: Service Unavailable\): trying again/);
+      assert.equal(await page.locator('#ask-status').isVisible(), false, 'the wait is no longer said once it is over');
+    } finally {
+      await page.unroute('**/v1/conversations/*/asks');
+    }
+    for (const [retryAfter, when] of [['3600', 'in 60 min'], ['10000000000', 'much later (the service asked for more than two days)']]) {
+      let tried = 0;
+      await page.route('**/v1/conversations/*/asks', (r) => { tried++; return r.fulfill(problem503(retryAfter)); });
+      try {
+        await page.fill('#question', 'How many sev1 incidents did we have in 2026-Q2?');
+        await page.click('#ask-button');
+        const error = page.locator('#ask-error').filter({ hasText: 'try again' });
+        await error.waitFor({ timeout: 5000 });
+        assert.match(await error.textContent(), new RegExp(`^Service Unavailable; try again ${when.replace(/[()]/g, '\\$&')}\\.`), retryAfter);
+        assert.equal(tried, 1, `Retry-After ${retryAfter}: tried once`);
+        assert.equal(await page.locator('#ask-button').isEnabled(), true, 'the person may ask again');
+      } finally {
+        await page.unroute('**/v1/conversations/*/asks');
+      }
+    }
+    forgive(/status of 503.*\/asks/);
+  });
+
+  test('Cancel while a create waits to be tried again stops it at once', async () => {
+    // Cancel was offered while the page waited before a retry of the ask, and did nothing: there
+    // was no ticket yet to cancel.
+    let tried = 0;
+    await page.route('**/v1/conversations/*/asks', (r) => { tried++; return r.fulfill(problem503('30')); });
+    try {
+      await page.fill('#question', 'How many sev1 incidents did we have in 2026-Q2?');
+      await page.click('#ask-button');
+      await page.locator('#ask-status').filter({ hasText: 'trying again in' }).waitFor();
+      assert.match(await page.locator('#ask-status').textContent(), /trying again in (30|29) s\. Cancel stops trying\.$/);
+      await page.click('#cancel-button');
+      await page.locator('#ask-error').filter({ hasText: 'Cancelled' }).waitFor({ timeout: 5000 });
+      assert.match(await page.locator('#ask-error').textContent(), /^Cancelled: the page stopped asking\./);
+      assert.equal(tried, 1, 'not tried again');
+      assert.equal(await page.locator('#ask-status').isVisible(), false);
+      assert.equal(await page.locator('#ask-button').isEnabled(), true);
+      assert.equal(await page.locator('#cancel-button').isEnabled(), false);
+    } finally {
+      await page.unroute('**/v1/conversations/*/asks');
+      forgive(/status of 503.*\/asks/);
+    }
+  });
+
+  test('an ask whose reply was lost says it may have been made, and asking again picks up that ticket', async () => {
+    // The service makes the ticket and its reply is lost (the connection reset after it answered),
+    // then a gateway says to come back in an hour. The page once said only "Failed to fetch" or the
+    // 503, and asking again sent a fresh Idempotency-Key: a second ask of the same question.
+    const keys = [];
+    let made = '';
+    await page.route('**/v1/conversations/*/asks', async (r) => {
+      keys.push(r.request().headers()['idempotency-key']);
+      if (keys.length === 1) {
+        made = (await (await r.fetch()).json()).ticket; // the service made it...
+        return r.abort('connectionreset'); // ...and its reply is lost
+      }
+      if (keys.length === 2) return r.fulfill(problem503('3600'));
+      return r.continue();
+    });
+    try {
+      const before = await page.locator('.turn').count();
+      const question = 'How many sev1 incidents did we have in 2026-Q2?';
+      await page.fill('#question', question);
+      await page.click('#ask-button');
+      const error = page.locator('#ask-error').filter({ hasText: 'may have received' });
+      await error.waitFor({ timeout: 10_000 });
+      assert.equal(await error.textContent(), 'Service Unavailable; try again in 60 min. The service may have received the question all the same: '
+        + 'asking it again here picks it up instead of asking twice.');
+      assert.equal(await page.locator('.turn').count(), before, 'no ticket to follow yet');
+      assert.equal(await page.inputValue('#question'), question, 'the question is still there to ask again');
+      await page.click('#ask-button');
+      const turn = page.locator('.turn').nth(before);
+      await turn.locator('.usage').waitFor();
+      assert.equal(await turn.getAttribute('data-ticket'), made, 'the ticket the lost reply carried');
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      assert.equal(keys.length, 3);
+      assert.ok(keys.every((k) => k === keys[0]), `one Idempotency-Key: ${keys.join(' ')}`);
+    } finally {
+      await page.unroute('**/v1/conversations/*/asks');
+      forgive(/(status of 503|ERR_CONNECTION_RESET).*\/asks/);
+    }
+  });
+
   test('a user name and password in the page’s address are never sent nor shown, and the page works', async () => {
     // fetch refuses a URL that holds credentials, and the page built every URL from its own
     // address: signing in failed with a message that showed the password.

@@ -127,9 +127,10 @@
   // attempts (the person cancelled or signed out), and onWait(cause, ms) hears of each wait. Every
   // attempt carries the bearer of the person who made the call: a cancel sent as they sign out is
   // retried as theirs, not with the empty bearer (or the next person's) the page holds by then.
-  // A create (key: its Idempotency-Key, fresh when not given) that fails after an attempt that
-  // failed in a way a lost reply explains (the connection, a 502, 503 or 504, the 409 of its key in
-  // progress) fails with a MayHaveBeenMadeError. Unlike the Go
+  // A create (key: its Idempotency-Key, fresh when not given) answers the service's JSON object or
+  // fails: a success that is not one (a sign-in page, a proxy's) is a final ProtocolError. A
+  // create that fails after an attempt that failed in a way a lost reply explains (the connection,
+  // a 502, 503 or 504, the 409 of its key in progress) fails with a MayHaveBeenMadeError. Unlike the Go
   // client, the page cannot tell a lost reply from a request that never left: fetch says neither,
   // and Chromium resends by itself, unseen, a request whose reused connection fails before any reply.
   async function call(method, path, body, { create = false, key, signal, onWait } = {}) {
@@ -153,7 +154,13 @@
         const text = await resp.text();
         let json = null;
         try { json = text ? JSON.parse(text) : null; } catch { json = null; }
-        if (resp.ok) return json;
+        if (resp.ok) {
+          if (create && (json === null || typeof json !== 'object' || Array.isArray(json))) {
+            throw fail(new ProtocolError(`The reply to ${method} ${path} (HTTP ${resp.status}, ${resp.headers.get('Content-Type') || 'no type'}) `
+              + 'is not the service’s JSON: a sign-in page or a proxy may have answered in its place.'));
+          }
+          return json;
+        }
         cause = new ProblemError(resp.status, json, retryAfterMs(resp.headers.get('Retry-After')));
         if (retryable(cause)) lost = lost || create;
         if (!retryable(cause) || cause.retryAfterMs > MAX_RETRY_AFTER_MS) throw fail(cause);
@@ -175,9 +182,24 @@
     }
   }
 
-  const createConversation = (signal, onWait) => call('POST', 'v1/conversations', {}, { create: true, signal, onWait });
-  const createAsk = (cid, question, { key, signal, onWait } = {}) =>
-    call('POST', `v1/conversations/${encodeURIComponent(cid)}/asks`, { question }, { create: true, key, signal, onWait });
+  // The creates check that the reply names what was made: a 201 or 202 of `{}` (a proxy's, or a
+  // broken service's) would have the page ask in conversation "undefined" and say that it expired,
+  // or follow ticket "undefined".
+  async function createConversation(signal, onWait) {
+    const conv = await call('POST', 'v1/conversations', {}, { create: true, signal, onWait });
+    if (typeof conv.id !== 'string' || conv.id === '') {
+      throw new ProtocolError('The reply to creating a conversation names none: a sign-in page or a proxy may have answered in the service’s place.');
+    }
+    return conv;
+  }
+
+  async function createAsk(cid, question, { key, signal, onWait } = {}) {
+    const ticket = await call('POST', `v1/conversations/${encodeURIComponent(cid)}/asks`, { question }, { create: true, key, signal, onWait });
+    if (typeof ticket.ticket !== 'string' || ticket.ticket === '') {
+      throw new ProtocolError('The reply to the question names no ticket, so the page cannot follow it: a sign-in page or a proxy may have answered in the service’s place.');
+    }
+    return ticket;
+  }
   const cancelAsk = (ticket) => call('POST', `v1/asks/${encodeURIComponent(ticket)}/cancel`);
 
   // ---- Server-Sent Events over fetch ------------------------------------------------------------
@@ -298,7 +320,8 @@
   // follow yields a ticket's events in order, each once, until done. A dropped or stalled
   // connection is resumed with Last-Event-ID after a short backoff, which the server's retry: and
   // a resumable refusal's Retry-After raise (up to MAX_WAIT_MS); any other refusal of the stream
-  // itself (401, 404, 400) is final and thrown.
+  // itself (401, 404, 400) is final and thrown, and so is a success that is not an event stream
+  // (a sign-in page or a proxy's, which would otherwise read as a stream that ends at once).
   async function* follow(ticket, signal) {
     let lastId = '';
     let lastSeq = 0;
@@ -322,6 +345,11 @@
         if (!resumable(resp.status)) throw err;
         floorMs = Math.max(floorMs, err.retryAfterMs);
         cause = `HTTP ${resp.status}: ${err.message}`;
+      }
+      if (resp && resp.ok && !/^text\/event-stream\s*(;|$)/i.test(resp.headers.get('Content-Type') || '')) {
+        resp.body?.cancel().catch(() => {});
+        throw new ProtocolError(`The reply to the event stream (HTTP ${resp.status}, ${resp.headers.get('Content-Type') || 'no type'}) is not an event stream: `
+          + 'a sign-in page or a proxy may have answered in the service’s place. The page stopped following this question.');
       }
       if (resp && resp.ok) {
         const parser = new SSEParser();
@@ -716,8 +744,12 @@
         cache: 'no-store',
       });
       if (resp.status === 404) throw new Error('Development sign-in is not available here: paste a bearer token instead.');
-      const body = await resp.json();
-      if (!resp.ok) throw new Error(body.error || `sign-in failed (HTTP ${resp.status})`);
+      let body = null;
+      try { body = await resp.json(); } catch { body = null; }
+      if (!body || typeof body !== 'object') {
+        throw new Error(`The sign-in’s reply (HTTP ${resp.status}, ${resp.headers.get('Content-Type') || 'no type'}) is not JSON: a proxy may have answered in its place.`);
+      }
+      if (!resp.ok || typeof body.access_token !== 'string') throw new Error(body.error || `sign-in failed (HTTP ${resp.status})`);
       signedIn(body.access_token, oid);
     } catch (e) {
       showProblem('signin-error', e.message);

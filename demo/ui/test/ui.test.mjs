@@ -474,6 +474,62 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('a create answered with a sign-in page, or with {}, is final and said; nothing is asked or followed in "undefined"', async () => {
+    // The page once said "Cannot read properties of null (reading 'id')" for a page, asked in
+    // conversation "undefined" for a {} (and then said the conversation had expired), and
+    // followed ticket "undefined".
+    const paths = [];
+    const onRequest = (r) => { if (r.url().includes('/v1/')) paths.push(new URL(r.url()).pathname); };
+    page.on('request', onRequest);
+    const html = { status: 200, contentType: 'text/html; charset=utf-8', body: '<!doctype html><title>Sign in</title><form>Corporate sign-in</form>' };
+    const cases = [
+      ['**/v1/conversations', html, /^The reply to POST v1\/conversations \(HTTP 200, text\/html; charset=utf-8\) is not the service’s JSON/],
+      ['**/v1/conversations', { status: 201, contentType: 'application/json', body: '{}' }, /^The reply to creating a conversation names none/],
+      ['**/v1/conversations/*/asks', { status: 202, contentType: 'application/json', body: '{}' }, /^The reply to the question names no ticket/],
+    ];
+    try {
+      for (const [glob, reply, words] of cases) {
+        await page.click('#new-conversation');
+        await page.route(glob, (r) => r.fulfill(reply));
+        try {
+          paths.length = 0;
+          await page.fill('#question', 'How many sev1 incidents did we have in 2026-Q2?');
+          await page.click('#ask-button');
+          await page.locator('#ask-error').filter({ hasText: 'The reply' }).waitFor({ timeout: 5000 });
+          assert.match(await page.locator('#ask-error').textContent(), words);
+          assert.equal(await page.locator('.turn, .notice').count(), 0, `${reply.status} ${reply.body}: no turn and no notice`);
+          assert.deepEqual(paths.filter((p) => p.includes('undefined')), [], 'nothing asked of "undefined"');
+          assert.equal(paths.filter((p) => p.endsWith('/events')).length, 0, 'nothing followed');
+        } finally {
+          await page.unroute(glob);
+        }
+      }
+    } finally {
+      page.off('request', onRequest);
+      await page.click('#new-conversation');
+    }
+  });
+
+  test('an event stream answered with a sign-in page is final and said, not resumed', async () => {
+    // The page read a 200 text/html as an event stream that ended at once, and reconnected to it
+    // eight times before saying "the event stream could not be resumed".
+    const streams = [];
+    await page.route('**/v1/asks/*/events', (r) => {
+      streams.push(r.request().headers()['last-event-id'] ?? '');
+      return r.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>Sign in</title>' });
+    });
+    try {
+      await start('How many sev1 incidents did we have in 2026-Q2?');
+      const said = page.locator('#ask-error').filter({ hasText: 'is not an event stream' });
+      await said.waitFor({ timeout: 5000 });
+      assert.match(await said.textContent(), /^The reply to the event stream \(HTTP 200, text\/html\) is not an event stream/);
+      assert.equal(streams.length, 1, 'not resumed');
+      await page.click('#new-conversation');
+    } finally {
+      await page.unroute('**/v1/asks/*/events');
+    }
+  });
+
   test('a user name and password in the page’s address are never sent nor shown, and the page works', async () => {
     // fetch refuses a URL that holds credentials, and the page built every URL from its own
     // address: signing in failed with a message that showed the password.

@@ -34,3 +34,10 @@ func InflightEnds(s *Store, ticket string) int {
 
 // NewClient is the client a URL names, as the store opens it (url.go).
 var NewClient = newClient
+
+// HubWatches is how many tickets' end watches s's hub holds.
+func HubWatches(s *Store) int {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return len(s.hub.ends)
+}

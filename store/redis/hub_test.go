@@ -875,3 +875,32 @@ func remoteEnd(t *testing.T, srv *redistest.Server, maxEvents int, caught, race 
 		t.Errorf("the log holds %d events, the follower on B got %v; want 1..%d", len(want.Events), followed, n)
 	}
 }
+
+// TestFinishedWatchForgotten: a watch of a ticket found finished is not kept. A run's lease
+// registers its watch again after any end notification not of its own end (another replica's
+// cancel or lapse sweep ended the log), and finds the ticket finished; the hub, holding no
+// finished tail of it, had made a watch for it, which no later end would close: every such
+// end left an entry behind for the replica's life.
+func TestFinishedWatchForgotten(t *testing.T) {
+	_, a, b := runnerAndPeer(t, "f:")
+	ctx := t.Context()
+	fin, ch, err := a.WatchFinished(ctx, "t")
+	if err != nil || fin {
+		t.Fatalf("watch: %v, %v", fin, err)
+	}
+	if err := b.End(ctx, "t", storetest.Tail(2), ask.Turn{}, false); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Closed(t, ch, "the runner's watch, at an end from another instance")
+	for i := range 3 {
+		if fin, _, err := a.WatchFinished(ctx, "t"); err != nil || !fin {
+			t.Fatalf("watch %d after the end: %v, %v", i, fin, err)
+		}
+		if fin, stop, err := a.NotifyFinished(ctx, "t", func() {}); err != nil || !fin || stop != nil {
+			t.Fatalf("notify %d after the end: %v, %v", i, fin, err)
+		}
+	}
+	if got := redisstore.HubWatches(a); got != 0 {
+		t.Errorf("the hub holds %d end watches of a finished ticket, want 0", got)
+	}
+}

@@ -37,7 +37,10 @@ func (s *Store) WatchFinished(ctx context.Context, ticket string) (bool, <-chan 
 		return false, ch, nil
 	}
 	fin, err := s.finishedFlag(ctx, ticket)
-	if errors.Is(err, store.ErrNotFound) {
+	if fin || errors.Is(err, store.ErrNotFound) {
+		// Finished or gone: no end will come to close the watch endWait made, which would
+		// stay in the hub for the process's life, one per ticket (a run's lease watches again
+		// after each end it did not write, and finds its ticket finished).
 		s.hub.forgetEnd(ticket, ch)
 	}
 	if err != nil || fin {
@@ -76,8 +79,8 @@ func (s *Store) NotifyFinished(ctx context.Context, ticket string, f func()) (bo
 	fin, err := s.finishedFlag(ctx, ticket)
 	if err != nil || fin {
 		stop()
-		if errors.Is(err, store.ErrNotFound) {
-			s.hub.forgetEnd(ticket, ch)
+		if fin || errors.Is(err, store.ErrNotFound) {
+			s.hub.forgetEnd(ticket, ch) // as in WatchFinished: no end would close it
 		}
 		return fin, nil, err
 	}

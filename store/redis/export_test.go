@@ -41,3 +41,10 @@ func HubWatches(s *Store) int {
 	defer s.hub.mu.Unlock()
 	return len(s.hub.ends)
 }
+
+// RunsHeld is how many tickets' conversation and owner s keeps for their runs' ends.
+func RunsHeld(s *Store) int {
+	s.runs.mu.Lock()
+	defer s.runs.mu.Unlock()
+	return len(s.runs.m)
+}

@@ -904,3 +904,50 @@ func TestFinishedWatchForgotten(t *testing.T) {
 		t.Errorf("the hub holds %d end watches of a finished ticket, want 0", got)
 	}
 }
+
+// TestEndedElsewhereForgotten: the creator of a ticket another instance ended forgets what it
+// kept for the run's own end (its conversation and owner) once its watch or its renewal finds
+// the ticket finished, as it does when it ends the ticket itself: the run ends there without an
+// end of its own, and the entry stayed until 65,536 of them were dropped at once.
+func TestEndedElsewhereForgotten(t *testing.T) {
+	for _, learn := range []struct {
+		name string
+		f    func(ctx context.Context, a *redisstore.Store, ticket string) error
+	}{
+		{"watch", func(ctx context.Context, a *redisstore.Store, ticket string) error {
+			fin, _, err := a.NotifyFinished(ctx, ticket, func() {})
+			if err == nil && !fin {
+				err = errors.New("unfinished")
+			}
+			return err
+		}},
+		{"renewal", func(ctx context.Context, a *redisstore.Store, ticket string) error {
+			if err := a.Renew(ctx, ticket, store.Usage{}); !errors.Is(err, store.ErrFinished) {
+				return fmt.Errorf("renew: %v, want ErrFinished", err)
+			}
+			return nil
+		}},
+	} {
+		t.Run(learn.name, func(t *testing.T) {
+			_, a, b := runnerAndPeer(t, "e"+learn.name+":")
+			ctx := t.Context()
+			if got := redisstore.RunsHeld(a); got != 1 {
+				t.Fatalf("the creator keeps %d runs, want 1", got)
+			}
+			_, ch, err := a.WatchFinished(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.End(ctx, "t", storetest.Tail(2), ask.Turn{}, false); err != nil {
+				t.Fatal(err)
+			}
+			storetest.Closed(t, ch, "the runner's watch, at an end from another instance")
+			if err := learn.f(ctx, a, "t"); err != nil {
+				t.Fatal(err)
+			}
+			if got := redisstore.RunsHeld(a); got != 0 {
+				t.Errorf("the creator keeps %d runs after its ticket was ended elsewhere, want 0", got)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -16,7 +17,13 @@ func (s *Store) Renew(ctx context.Context, ticket string, u store.Usage) error {
 	if err != nil {
 		return wrap(err)
 	}
-	return statusErr(res)
+	err = statusErr(res)
+	if errors.Is(err, store.ErrFinished) {
+		// Ended elsewhere (a cancel another replica took, a lapse sweep): the run ends here
+		// without an end of its own, which is where runs forgets its ticket otherwise.
+		s.runs.drop(ticket)
+	}
+	return err
 }
 
 // Lapsed implements store.Shared: every bucket's running set, in one pipeline (on Redis

@@ -43,6 +43,9 @@ func (s *Store) WatchFinished(ctx context.Context, ticket string) (bool, <-chan 
 		// after each end it did not write, and finds its ticket finished).
 		s.hub.forgetEnd(ticket, ch)
 	}
+	if fin {
+		s.runs.drop(ticket) // ended elsewhere: this instance's run writes no end of its own
+	}
 	if err != nil || fin {
 		return fin, nil, err
 	}
@@ -81,6 +84,9 @@ func (s *Store) NotifyFinished(ctx context.Context, ticket string, f func()) (bo
 		stop()
 		if fin || errors.Is(err, store.ErrNotFound) {
 			s.hub.forgetEnd(ticket, ch) // as in WatchFinished: no end would close it
+		}
+		if fin {
+			s.runs.drop(ticket) // as in WatchFinished
 		}
 		return fin, nil, err
 	}

@@ -419,8 +419,9 @@ func endReply(res any, err error) (int, error) {
 	return 0, fmt.Errorf("redis store: unexpected reply %T from the end script", res)
 }
 
-// runs are the conversation and owner of the tickets this instance created and has not ended:
-// what Finish needs to name the script's keys. Bounded: past maxRuns entries (runs lost without
+// runs are the conversation and owner of the tickets this instance created and has not ended,
+// nor found ended by another (its watch or renewal finding the ticket finished): what Finish
+// needs to name the script's keys. Bounded: past maxRuns entries (runs lost without
 // an end) it starts afresh, and Finish reads what it does not know.
 type runs struct {
 	mu sync.Mutex

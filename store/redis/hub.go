@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -577,7 +578,9 @@ func (h *hub) unnotify(ticket string, c *endFunc) bool {
 	}
 	for i, x := range w.calls {
 		if x == c {
-			w.calls = append(w.calls[:i], w.calls[i+1:]...)
+			// slices.Delete clears the vacated slot, so the function taken off (its lease,
+			// its run) is not kept reachable in the slice's spare capacity until the watch closes.
+			w.calls = slices.Delete(w.calls, i, i+1)
 			return true
 		}
 	}

@@ -468,6 +468,7 @@ func (r *run) seal(out ask.Outcome) bool {
 	tail, typ, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, r.seq, r.branches.closes(), out, u, elapsed)
 	if bad != nil {
 		r.log.Error("terminal event not encodable", "ticket", r.ticket, "err", bad)
+		out = internalOutcome // what the log ends with, and so what the turn remembers
 	}
 	r.seq += int64(len(tail))
 	r.tail = tail

@@ -34,8 +34,9 @@ func endOf(tail []store.Event, out ask.Outcome, u store.Usage, elapsed time.Dura
 // with usage), numbered from after (the log's last seq) on, all stamped now. The run's own end
 // (run.end) and another replica's end of a run it does not hold (endRemote) both append what
 // it returns, so a log ends the same way whoever ends it. A terminal body that will not encode
-// becomes error{internal}; bad reports it (for the caller's log line). typ is the terminal
-// event's type.
+// (a runner's answer with a NaN among its rows) makes the whole end error{internal}, done's
+// outcome included (internalOutcome); bad reports it (for the caller's log line, and so that
+// the caller records the turn of that outcome too). typ is the terminal event's type.
 func finalEvents(env envelope, after int64, closes []gen.BranchBody, out ask.Outcome, u store.Usage, elapsed time.Duration) (tail []store.Event, typ gen.EventType, bad error) {
 	typ, body := out.Event()
 	done := gen.DoneBody{
@@ -46,12 +47,15 @@ func finalEvents(env envelope, after int64, closes []gen.BranchBody, out ask.Out
 		env.seq, env.typ = after+int64(i)+1, e.typ
 		ev, err := encodeEvent(env, e.body)
 		if err != nil {
-			// Only a runner-built terminal body can fail to encode: fall back to internal.
-			bad = err
-			env.typ = gen.EventTypeError
-			ev, _ = encodeEvent(env, gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"})
+			// Only a runner-built terminal body can fail to encode: the end is internal's, done
+			// and all, which always encodes.
+			tail, _, _ = finalEvents(env, after, closes, internalOutcome, u, elapsed)
+			return tail, gen.EventTypeError, err
 		}
 		tail = append(tail, ev)
 	}
-	return tail, tail[len(tail)-2].Type, bad
+	return tail, tail[len(tail)-2].Type, nil
 }
+
+// internalOutcome is the end of a run whose own terminal body would not encode (finalEvents).
+var internalOutcome = errOutcome(gen.ErrorKindInternal, "internal error")

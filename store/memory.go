@@ -249,7 +249,9 @@ func (m *Memory) AppendBatch(_ context.Context, ticket string, evs []Event) (int
 	from := 0
 	if last, first := t.t.LastSeq, evs[0].Seq; first <= last {
 		// A retry, whole or in part: the log's last entry is the batch's event at that seq.
-		if i := int(last - first); i < len(evs) {
+		// (last - first wraps below zero for a batch that starts far enough below the log.)
+		if d := last - first; d >= 0 && d < int64(len(evs)) {
+			i := int(d)
 			if n := len(t.events); n > 0 && sameEvent(t.events[n-1], evs[i]) {
 				from = i + 1
 				if from == len(evs) {

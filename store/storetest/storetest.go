@@ -6,6 +6,7 @@ package storetest
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -93,6 +94,10 @@ func testAppendBatch(t *testing.T, f Factory) {
 		{"seqs not running on", []store.Event{Ev(6, gen.EventTypeStep), Ev(8, gen.EventTypeStep)}, store.ErrSeq},
 		{"overlapping with other events", Evs(5, 2, gen.EventTypeMilestone), store.ErrSeq},
 		{"wholly before the end", Evs(2, 2, gen.EventTypeStep), store.ErrSeq},
+		{"at seq 0", Evs(0, 2, gen.EventTypeStep), store.ErrSeq},
+		{"at a negative seq", Evs(-3, 2, gen.EventTypeStep), store.ErrSeq},
+		// So far below the log that the distance to its last seq passes an int64.
+		{"at the least seq there is", Evs(math.MinInt64, 2, gen.EventTypeStep), store.ErrSeq},
 	} {
 		if n, err := m.AppendBatch(ctx, "t", tc.evs); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) || n != 0 {
 			t.Errorf("%s: %d evicted, %v; want 0, %v", tc.name, n, err, tc.want)

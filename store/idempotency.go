@@ -42,7 +42,7 @@ type IdemBegin struct {
 	// Lock is how long the request may take before another attempt with the same key may
 	// take the record over.
 	Lock time.Duration
-	// TTL is how long the record is kept from its first use.
+	// TTL is how long the record is kept from its first use; zero or less: the store's TTL.
 	TTL time.Duration
 }
 

@@ -44,6 +44,9 @@ func (m *Memory) BeginIdempotent(_ context.Context, owner Owner, key string, b I
 	defer x.mu.Unlock()
 	now := time.Now()
 	x.purge(now)
+	if b.TTL <= 0 {
+		b.TTL = m.ttl // the store's own (IdemBegin.TTL), as the Redis store's is
+	}
 	k := idemKey(owner, key)
 	r := x.recs[k]
 	if r != nil && !now.Before(r.expires) {

@@ -76,6 +76,20 @@ func testIdempotency(t *testing.T, f Factory) {
 		want(begin(s, Alice, "k2", held("other", "c")), store.IdemNew, "c", "")
 	})
 
+	t.Run("ZeroTTLIsTheStoresOwn", func(t *testing.T) {
+		// A record begun with no TTL lives the store's TTL (store.IdemBegin), as long as the
+		// records of every other call: it is held, not gone at once with its key free for
+		// another request to create a second resource under.
+		s := f(t, Options{})
+		noTTL := store.IdemBegin{Fingerprint: "fp", Candidate: "a", Lock: time.Hour}
+		want(begin(s, Alice, "k4", noTTL), store.IdemNew, "a", "")
+		want(begin(s, Alice, "k4", held("fp", "b")), store.IdemBusy, "a", "")
+		if err := s.CompleteIdempotent(ctx, Alice, "k4", "a", "a", []byte("done")); err != nil {
+			t.Fatal(err)
+		}
+		want(begin(s, Alice, "k4", held("fp", "c")), store.IdemDone, "a", "")
+	})
+
 	t.Run("TakeoverAfterTheLockLapses", func(t *testing.T) {
 		s := f(t, Options{})
 		lapsing := store.IdemBegin{Fingerprint: "fp", Candidate: "a", Lock: 0, TTL: time.Hour}

@@ -68,7 +68,8 @@ type Usage struct {
 // tool call that completes after cancel leaves no event behind.
 type Emitter interface {
 	// Branch opens or closes a unit of work below the supervisor (phase 2: one per source).
-	// The supervisor branch itself is opened and closed by the service.
+	// The supervisor branch itself is opened and closed by the service: a branch with its id
+	// (b1) or its role (supervisor) is ignored.
 	Branch(gen.BranchBody)
 	// Step reports one tool call as it happened. Every call counts towards done.steps, even if
 	// its event is later evicted.

@@ -61,3 +61,38 @@ func TestBranchesOpenAndCloseOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestRunnerCannotOpenASecondSupervisor: the contract's one supervisor branch is the service's
+// (b1): a runner's branch with role supervisor, under any id, is ignored as one with b1's id
+// is, so the log holds exactly one open and one close of that role.
+func TestRunnerCannotOpenASecondSupervisor(t *testing.T) {
+	h := newHarness(t, server.Options{Runner: ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		parent := "b1"
+		for _, b := range []gen.BranchBody{
+			{BranchId: "b7", Role: "supervisor", Parent: &parent, State: gen.BranchBodyStateOpen},
+			{BranchId: "b1", Role: "supervisor", State: gen.BranchBodyStateOpen},
+			{BranchId: "b2", Role: "source", Parent: &parent, State: gen.BranchBodyStateOpen},
+			{BranchId: "b2", Role: "source", Parent: &parent, State: gen.BranchBodyStateClose},
+			{BranchId: "b7", Role: "supervisor", Parent: &parent, State: gen.BranchBodyStateClose},
+		} {
+			emit.Branch(b)
+		}
+		return ask.Outcome{Answer: answer("one supervisor")}
+	})})
+	frames := h.events(alice, h.ask(alice, h.conv(alice), "how many supervisors?"))
+	var got []string
+	for _, f := range frames {
+		if f.Event != "branch" {
+			continue
+		}
+		var b gen.BranchBody
+		if err := json.Unmarshal(f.Data, &b); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b.BranchId+":"+b.Role+":"+string(b.State))
+	}
+	want := []string{"b1:supervisor:open", "b2:source:open", "b2:source:close", "b1:supervisor:close"}
+	if !slices.Equal(got, want) {
+		t.Errorf("branches %v\nwant %v", got, want)
+	}
+}

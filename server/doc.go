@@ -39,8 +39,8 @@
 // arrives finds it open, and the log takes only its close after that cancel), and ends every log exactly once — runner
 // returned, cancel, deadline or shutdown, whichever is first — by appending, together, the
 // branch close (preceded by the close of every branch the runner opened below it and left
-// open — a runner's branch opens once and closes once; a second open of an id or the close of a
-// branch not open is ignored), the terminal event and done (steps counts every Step reported, evicted or
+// open — a runner's branch opens once and closes once; a second open of an id, the close of a
+// branch not open and a branch with the supervisor's id or role are ignored), the terminal event and done (steps counts every Step reported, evicted or
 // not). Cancel, deadline and shutdown end the log at once without waiting for the runner;
 // the Emitter ignores everything after the end. An Outcome with no field set (or more than
 // one), or a runner panic, becomes error{internal}; the panic value is not logged.

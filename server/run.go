@@ -617,9 +617,10 @@ var _ ask.Emitter = emitter{}
 
 // Branch appends a branch below the supervisor's: each opens once and closes once, so a second
 // open of an id, or a close of a branch not open, is ignored. Whatever is still open when the
-// log ends is closed there, before the supervisor's branch.
+// log ends is closed there, before the supervisor's branch. A branch with the supervisor's id
+// or role is ignored: the contract's one supervisor branch is the service's.
 func (e emitter) Branch(b gen.BranchBody) {
-	if b.BranchId == supervisorBranch {
+	if b.BranchId == supervisorBranch || b.Role == supervisorOpen.Role {
 		return // the service opens and closes the supervisor branch itself
 	}
 	e.r.mu.Lock()

@@ -96,7 +96,10 @@ func (s *Server) endRemoteTurn(ctx context.Context, sh store.Shared, ticket stri
 		if err != nil {
 			return err
 		}
-		tail, typ, bad := finalEvents(envelope{ticket: ticket, conv: t.ConversationID, ts: now}, t.LastSeq, open.closes(), out, u, now.Sub(t.CreatedAt))
+		// The creation time is the admitting replica's clock, which may be ahead of this one's:
+		// a run is never said to have taken less than nothing (done.elapsed_ms has a minimum of 0).
+		elapsed := max(now.Sub(t.CreatedAt), 0)
+		tail, typ, bad := finalEvents(envelope{ticket: ticket, conv: t.ConversationID, ts: now}, t.LastSeq, open.closes(), out, u, elapsed)
 		if bad != nil {
 			return bad
 		}
@@ -107,7 +110,7 @@ func (s *Server) endRemoteTurn(ctx context.Context, sh store.Shared, ticket stri
 		if err = sh.End(ctx, ticket, tail, tn, lapsedOnly); err == nil {
 			s.webhookDue(ticket)
 			if h := s.opts.Hooks.Ended; h != nil {
-				e := endOf(tail, out, u, now.Sub(t.CreatedAt), 0)
+				e := endOf(tail, out, u, elapsed, 0)
 				e.Remote = true
 				h(ticket, e)
 			}

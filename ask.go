@@ -93,7 +93,8 @@ var internalError = &gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "intern
 
 // Event is the terminal event o stands for: its type and its body (the set field). An outcome
 // with no field set, or more than one, is error{internal}: a runner's mistake never reaches a
-// client as an answer.
+// client as an answer. An error whose kind is not one of the contract's is error{internal} with
+// its message.
 func (o Outcome) Event() (gen.EventType, any) {
 	n := 0
 	var typ gen.EventType
@@ -112,6 +113,9 @@ func (o Outcome) Event() (gen.EventType, any) {
 	}
 	if n != 1 {
 		return gen.EventTypeError, internalError
+	}
+	if o.Error != nil && !o.Error.Kind.Valid() {
+		return typ, &gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: o.Error.Message}
 	}
 	return typ, body
 }

@@ -54,3 +54,21 @@ func TestUnencodableTerminal(t *testing.T) {
 		t.Errorf("the turn recorded: %+v; want the error the log ended with", history)
 	}
 }
+
+// TestUnknownErrorKind: a runner's error outcome whose kind is not one of the contract's (a
+// closed enum) ends the log error{internal}, keeping the runner's message, as any runner
+// outcome that breaks the contract does; kind "quota" reached clients as it was.
+func TestUnknownErrorKind(t *testing.T) {
+	h := newHarness(t, server.Options{Runner: ask.RunnerFunc(func(context.Context, ask.Request, ask.Emitter) ask.Outcome {
+		return ask.Outcome{Error: &gen.ErrorBody{Kind: "quota", Message: "the provider's quota is spent"}}
+	})})
+	evs := h.events(alice, h.ask(alice, h.conv(alice), "anything left?"))
+	term := evs[len(evs)-2]
+	var e gen.ErrorEvent
+	if err := json.Unmarshal(term.Data, &e); err != nil {
+		t.Fatal(err)
+	}
+	if term.Event != string(gen.EventTypeError) || !e.Kind.Valid() || e.Kind != gen.ErrorKindInternal || e.Message != "the provider's quota is spent" {
+		t.Errorf("terminal %s %+v; want error{internal} with the runner's message", term.Event, e)
+	}
+}

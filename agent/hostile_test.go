@@ -258,3 +258,48 @@ func TestHostileSourceEchoingTheToken(t *testing.T) {
 	}
 	assertNoLeak(t, rec, out, logs, token, hostileCanary, src.Saw, foreign.Saw)
 }
+
+// jwsToken is a bearer shaped as a real one: a JWS whose signature (86 characters, an ES256
+// one's length) is its only secret part.
+const jwsToken = "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJvaWQiOiJhbGljZSJ9." +
+	"zq7Yc1QnH4bTgX2mKp9vRw3sLd8fUe6aNj0oBi5hCyZtGr1xVk4qMl7uSn2wPe9DcA3bFg6iHo8jKm5yTz0uWvXs"
+
+// A source that quotes the bearer's signature alone — in a tool result and in a tool error,
+// as an error about a signature does — must not hand it on either: with the claims, which are
+// no secret, it is the whole bearer. Found from outside on 2026-12-05: a source answering
+// "permission denied (token signature …)" had the signature in the step event's error, in the
+// store and in the model provider's request, for scrub replaced the whole token only.
+func TestHostileSourceEchoingTheSignature(t *testing.T) {
+	sig := jwsToken[strings.LastIndexByte(jwsToken, '.')+1:]
+	foreign := hostile.NewForeign(t)
+	src := hostile.Start(t, hostile.Options{Fault: hostile.EchoesSignature, Token: jwsToken})
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "list_tables", map[string]any{}),
+		call("c2", "run_query", map[string]any{"sql": "SELECT 42 AS n"}),
+		say("Done."),
+	}}
+	logs := &logSink{}
+	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "hostile", URL: src.URL}}, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	out := a.Run(t.Context(), hostileRequest(jwsToken), rec)
+	if src.Calls() != 2 {
+		t.Fatalf("the source ran %d tool calls, want 2: the check would prove nothing", src.Calls())
+	}
+	sent, err := json.Marshal(m.reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sent), "permission denied for table incidents") || !strings.Contains(string(sent), `\"tables\":[\"incidents\"]`) {
+		t.Fatalf("the tool result and error did not reach the model: the check would prove nothing")
+	}
+	if n := strings.Count(string(sent), source.Scrubbed); n < 2 {
+		t.Errorf("the model was sent %q %d times, want it in the result and the error", source.Scrubbed, n)
+	}
+	if strings.Contains(string(sent), sig) {
+		t.Errorf("the model provider was sent the bearer's signature, in a tool result or error")
+	}
+	assertNoLeak(t, rec, out, logs, sig, hostileCanary, src.Saw, foreign.Saw)
+}

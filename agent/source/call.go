@@ -92,15 +92,45 @@ const Scrubbed = "[the bearer]"
 // receive, and logs may name. A bearer is base64url and dots, which JSON never escapes, so
 // the replacement in r.Data leaves it valid JSON.
 func scrub(r *Result, token string) {
+	r.Text = scrubText(r.Text, token)
+	r.RefusalCode = scrubText(r.RefusalCode, token)
+	r.RefusalReason = scrubText(r.RefusalReason, token)
+	for _, s := range secretsOf(token) {
+		if bytes.Contains(r.Data, []byte(s)) {
+			r.Data = bytes.ReplaceAll(r.Data, []byte(s), []byte(Scrubbed))
+		}
+	}
+}
+
+// scrubText is s with every form of token secretsOf names replaced by Scrubbed.
+func scrubText(s, token string) string {
+	for _, secret := range secretsOf(token) {
+		s = strings.ReplaceAll(s, secret, Scrubbed)
+	}
+	return s
+}
+
+// minSignature is the shortest JWS signature scrubbed on its own: an HMAC-SHA256 one is 43
+// characters, ES256 and EdDSA 86, RS256 342; a shorter last part is no signature worth the name,
+// and replacing a few characters would mangle what a source says for nothing.
+const minSignature = 16
+
+// secretsOf are the forms of token a source's words are scrubbed of, the whole token first.
+// For a JWS (three parts) its signature is one too: the header and the claims are no secret
+// (the claims are readable in any token, the header names a key the JWKS publishes), so a
+// source that quotes the signature alone ("signature … does not verify") hands on the whole
+// credential to anyone who sees the claims, as the model provider does in a run.
+func secretsOf(token string) []string {
 	if token == "" {
-		return
+		return nil
 	}
-	r.Text = strings.ReplaceAll(r.Text, token, Scrubbed)
-	r.RefusalCode = strings.ReplaceAll(r.RefusalCode, token, Scrubbed)
-	r.RefusalReason = strings.ReplaceAll(r.RefusalReason, token, Scrubbed)
-	if bytes.Contains(r.Data, []byte(token)) {
-		r.Data = bytes.ReplaceAll(r.Data, []byte(token), []byte(Scrubbed))
+	out := []string{token}
+	if strings.Count(token, ".") == 2 {
+		if sig := token[strings.LastIndexByte(token, '.')+1:]; len(sig) >= minSignature {
+			out = append(out, sig)
+		}
 	}
+	return out
 }
 
 // codeRejectedByTransport is the go-sdk's jsonrpc2.ErrRejected (internal to the SDK): its

@@ -303,3 +303,39 @@ func TestHostileSourceEchoingTheSignature(t *testing.T) {
 	}
 	assertNoLeak(t, rec, out, logs, sig, hostileCanary, src.Saw, foreign.Saw)
 }
+
+// A source whose tool list quotes the bearer — a description, a schema's description — must
+// not hand it to the model provider, which is sent the tool list on every turn. Found from
+// outside on 2026-12-05: the list went to the model as the source gave it, unscrubbed.
+func TestHostileSourceListingTheToken(t *testing.T) {
+	sig := jwsToken[strings.LastIndexByte(jwsToken, '.')+1:]
+	foreign := hostile.NewForeign(t)
+	src := hostile.Start(t, hostile.Options{Fault: hostile.ListsToken, Token: jwsToken})
+	m := &scripted{script: []func(model.Request) (model.Response, error){
+		call("c1", "run_query", map[string]any{"sql": "SELECT 42 AS n"}),
+		say("Done."),
+	}}
+	logs := &logSink{}
+	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "hostile", URL: src.URL}}, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	out := a.Run(t.Context(), hostileRequest(jwsToken), rec)
+	if out.Answer == nil || src.Calls() != 1 {
+		t.Fatalf("outcome = %s after %d calls, want an answer after 1: the check would prove nothing", outcomeType(out), src.Calls())
+	}
+	sent, err := json.Marshal(m.reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sent), "Lists the tables the holder of Bearer") || !strings.Contains(string(sent), "SQL, run as") {
+		t.Fatalf("the tool list's description and schema did not reach the model: the check would prove nothing")
+	}
+	for what, secret := range map[string]string{"bearer": jwsToken, "bearer's signature": sig} {
+		if strings.Contains(string(sent), secret) {
+			t.Errorf("the model provider was sent the %s, in the tool list", what)
+		}
+	}
+	assertNoLeak(t, rec, out, logs, jwsToken, hostileCanary, src.Saw, foreign.Saw)
+}

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -102,7 +103,7 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 			switch {
 			case len(s.tools) == MaxTools:
 				err = ErrTooManyTools
-			case !validToolName(t.Name) || seen[t.Name]:
+			case !validToolName(t.Name) || seen[t.Name] || scrubText(t.Name, token) != t.Name:
 				err = ErrBadToolName
 			}
 			if err != nil {
@@ -117,9 +118,12 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 		seen[t.Name] = true
 		role, phase := Classify(t.Name, t.Meta)
 		schema, _ := t.InputSchema.(map[string]any)
+		// The description and the schema go to the model provider on every turn: a source
+		// that quotes the caller's bearer in them (a tool list made per session) is scrubbed
+		// of it as its call results are.
 		s.tools = append(s.tools, Tool{
-			Source: cfg.Name, Name: t.Name, Description: t.Description,
-			InputSchema: schema, Role: role, Phase: phase,
+			Source: cfg.Name, Name: t.Name, Description: scrubText(t.Description, token),
+			InputSchema: scrubSchema(schema, token), Role: role, Phase: phase,
 		})
 	}
 	return s, nil
@@ -140,9 +144,24 @@ var (
 	// ErrTooManyTools: the source listed more than MaxTools tools, at once or page by page.
 	ErrTooManyTools = errors.New("listed more tools than the limit")
 	// ErrBadToolName: a tool's name is empty, longer than MaxToolName, not UTF-8 or holds a
-	// control or invisible formatting character, or the source listed it twice.
+	// control or invisible formatting character or the caller's bearer (which events and logs
+	// would carry), or the source listed it twice.
 	ErrBadToolName = errors.New("listed a tool with an invalid or repeated name")
 )
+
+// scrubSchema is schema with the caller's bearer (every form secretsOf names) replaced by
+// Scrubbed wherever a string of it holds one: base64url and dots, which JSON never escapes.
+func scrubSchema(schema map[string]any, token string) map[string]any {
+	b, err := json.Marshal(schema)
+	if err != nil || scrubText(string(b), token) == string(b) {
+		return schema
+	}
+	var out map[string]any
+	if json.Unmarshal([]byte(scrubText(string(b), token)), &out) != nil {
+		return nil
+	}
+	return out
+}
 
 // validToolName reports whether name is a tool name the agent can call and show: 1 to
 // MaxToolName bytes of UTF-8 without control characters (a newline, an escape sequence) or

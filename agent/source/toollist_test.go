@@ -148,3 +148,22 @@ func TestToolListTheAgentCannotOffer(t *testing.T) {
 		}
 	}
 }
+
+// A tool named with the caller's bearer, or its signature alone (a tool list made per session),
+// is refused like any name the agent cannot offer: a tool's name is in every step event, in the
+// tool call's log line and in the ask_tool_calls_total label, where no part of a bearer may go.
+func TestToolNamedWithTheBearer(t *testing.T) {
+	const sig = "zq7Yc1QnH4bTgX2mKp9vRw3sLd8fUe6aNj0oBi5hCyZ"
+	const token = "eyJhbGciOiJFUzI1NiJ9.eyJvaWQiOiJhbGljZSJ9." + sig
+	for _, name := range []string{"whoami_" + token, "session_" + sig} {
+		hs := rawSource(t, func(string) ([]map[string]any, string) { return []map[string]any{tool("run_query"), tool(name)}, "" })
+		s, err := source.Connect(t.Context(), source.Config{Name: "raw", URL: hs.URL}, token, source.Options{})
+		if err == nil {
+			s.Close()
+			t.Fatalf("Connect offered %d tools, one of them named with the bearer; want a transport error", len(s.Tools()))
+		}
+		if !errors.Is(err, source.ErrBadToolName) || strings.Contains(err.Error(), sig) {
+			t.Errorf("err = %v, want a transport error for %v, without the bearer", err, source.ErrBadToolName)
+		}
+	}
+}

@@ -131,6 +131,9 @@ const (
 	// alone (its last part), as an error about a signature does: list_tables's result and
 	// run_query's tool error name it.
 	EchoesSignature
+	// ListsToken: the tool list quotes the bearer, as a tool list made per session can:
+	// list_tables's description and run_query's input schema name it.
+	ListsToken
 )
 
 // Options configure a Source.
@@ -179,6 +182,12 @@ func Start(t testing.TB, opts Options) *Source {
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, nil)
 	schema := map[string]any{"type": "object"}
 	listTables, runQuery := &mcp.Tool{Name: "list_tables", InputSchema: schema}, &mcp.Tool{Name: "run_query", InputSchema: schema}
+	if opts.Fault == ListsToken {
+		listTables.Description = "Lists the tables the holder of Bearer " + opts.Token + " may read."
+		runQuery.InputSchema = map[string]any{"type": "object", "properties": map[string]any{
+			"sql": map[string]any{"type": "string", "description": "SQL, run as " + opts.Token},
+		}}
+	}
 	s.srv.AddTool(listTables, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		s.calls.Add(1)
 		if opts.Fault == EchoesSignature {
@@ -296,7 +305,7 @@ func neverEnd(w http.ResponseWriter, r *http.Request) {
 
 // String names the fault, for test names.
 func (f Fault) String() string {
-	names := [...]string{"honest", "redirect-off-origin", "redirect-same-origin", "never-ends", "huge-result", "malformed-json-rpc", "session-expires", "steers", "token-expires", "redirect-off-host", "echoes-token", "echoes-signature"}
+	names := [...]string{"honest", "redirect-off-origin", "redirect-same-origin", "never-ends", "huge-result", "malformed-json-rpc", "session-expires", "steers", "token-expires", "redirect-off-host", "echoes-token", "echoes-signature", "lists-token"}
 	if int(f) < len(names) {
 		return names[f]
 	}

@@ -52,7 +52,7 @@ const ReasonPersistsUnsealed = "store_persists_unsealed"
 
 // errPersists is what a write that holds a question meets while Redis persists.
 var errPersists = fmt.Errorf(`redis store: %w: Redis persists to disk (RDB or AOF) and the store does not seal; `+
-	`the question is not written until Redis runs with --save "" --appendonly no again, or the store is given seal keys (DAS_ASK_SEAL_KEYS): %w`,
+	`the question is not written until Redis runs with --save "" --appendonly no --repl-diskless-sync yes again, or the store is given seal keys (DAS_ASK_SEAL_KEYS): %w`,
 	store.ErrUnavailable, store.ErrWouldPersist)
 
 type persistWatch struct {
@@ -143,7 +143,7 @@ func (s *Store) recheckPersistence(ctx context.Context, maxAge time.Duration) {
 		return
 	}
 	flagged := w.flagged.Load()
-	save, aof, err := s.persistence(ctx)
+	d, err := s.persistence(ctx)
 	if err != nil {
 		var re goredis.Error
 		if !errors.As(err, &re) || transientReply(re.Error()) {
@@ -154,32 +154,31 @@ func (s *Store) recheckPersistence(ctx context.Context, maxAge time.Duration) {
 			s.log.Warn("redis store: cannot tell whether this Redis persists (CONFIG GET refused); if it does, it writes the question text to disk unsealed: set seal keys (DAS_ASK_SEAL_KEYS)")
 		}
 		w.checked.Store(time.Now().UnixNano())
-		s.setRefusing(false, "", "")
+		s.setRefusing(false, diskUse{})
 		return
 	}
 	w.cantTell = false
 	w.checked.Store(time.Now().UnixNano())
-	persists := save != "" || aof == "yes"
-	if !persists && w.flagged.Load() != flagged {
+	if !d.persists() && w.flagged.Load() != flagged {
 		s.kickPersistence() // a new connection found Redis persisting meanwhile: ask again
 		return
 	}
-	s.setRefusing(persists, save, aof)
+	s.setRefusing(d.persists(), d)
 }
 
 // setRefusing records the verdict, and says so at error level when the store begins to refuse
 // (and again every minute while it does), at warn level when it stops.
-func (s *Store) setRefusing(on bool, save, aof string) {
+func (s *Store) setRefusing(on bool, d diskUse) {
 	w := &s.persist
 	was := w.refusing.Swap(on)
 	now := time.Now()
 	switch {
 	case on && (!was || now.Sub(time.Unix(0, w.logged.Load())) >= time.Minute):
 		w.logged.Store(now.UnixNano())
-		s.log.Error(`redis store: this Redis persists to disk (RDB or AOF) and the store does not seal: every write that holds a question is refused `+
-			`(creates answer 503; running asks cannot end) until Redis runs with --save "" --appendonly no again (CONFIG SET appendonly no; CONFIG SET save "") `+
+		s.log.Error(`redis store: this Redis persists to disk (RDB or AOF, or an RDB file for each replica's sync) and the store does not seal: every write that holds a question is refused `+
+			`(creates answer 503; running asks cannot end) until Redis runs with --save "" --appendonly no --repl-diskless-sync yes again (CONFIG SET appendonly no; CONFIG SET save ""; CONFIG SET repl-diskless-sync yes) `+
 			`or the service is given seal keys (DAS_ASK_SEAL_KEYS); what Redis held before it began to persist may already be on its disk`,
-			"appendonly", aof, "save", save)
+			"appendonly", d.aof, "save", d.save, "repl_diskless_sync", d.replSync)
 	case !on && was:
 		s.log.Warn("redis store: this Redis no longer persists; questions are written again")
 	}
@@ -193,10 +192,11 @@ func (s *Store) onConnect(ctx context.Context, cn *goredis.Conn) error {
 	if !w.armed.Load() {
 		return nil
 	}
-	var save, aof *goredis.MapStringStringCmd
+	var save, aof, replSync *goredis.MapStringStringCmd
 	_, err := cn.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		save = p.ConfigGet(ctx, "save")
 		aof = p.ConfigGet(ctx, "appendonly")
+		replSync = p.ConfigGet(ctx, "repl-diskless-sync")
 		return nil
 	})
 	if err != nil {
@@ -206,9 +206,9 @@ func (s *Store) onConnect(ctx context.Context, cn *goredis.Conn) error {
 		}
 		return err
 	}
-	if sv, ao := save.Val()["save"], aof.Val()["appendonly"]; sv != "" || ao == "yes" {
+	if d := diskUseOf(save.Val(), aof.Val(), replSync.Val()); d.persists() {
 		w.flagged.Add(1)
-		s.setRefusing(true, sv, ao)
+		s.setRefusing(true, d)
 	} else if w.refusing.Load() {
 		s.kickPersistence()
 	}

@@ -115,3 +115,56 @@ func questionTicket(id, conv, question string) store.NewTicket {
 	return store.NewTicket{ID: id, ConversationID: conv, Owner: storetest.Alice, CreatedAt: time.Unix(1700000000, 0).UTC(),
 		Accepted: store.Event{Seq: 1, Type: gen.EventTypeAccepted, Data: acc}, Question: question}
 }
+
+// TestRefusesQuestionsWhileRedisSyncsReplicasThroughAFile: a Redis that syncs its replicas
+// through a file of its own (repl-diskless-sync no, Redis 6's default) writes all it holds to
+// its dump.rdb at each replica's full sync and keeps the file: it persists, whatever save and
+// appendonly say. Found from outside on 2026-12-05: askd ran in the memory-only mode on such a
+// Redis, and a replica attaching left the question readable in the primary's dump.rdb. The
+// store refuses it as a Redis that persists: at the start, and once found while running, when
+// a replica's sync then writes no question.
+func TestRefusesQuestionsWhileRedisSyncsReplicasThroughAFile(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	ctx := t.Context()
+	if err := rc.ConfigSet(ctx, "repl-diskless-sync", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := redisstore.New(ctx, redisstore.Options{URL: srv.URL, Prefix: "test:replsync:"}); err == nil || !strings.Contains(err.Error(), "--repl-diskless-sync yes") {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("New on a Redis syncing replicas through a file: %v, want a refusal naming repl-diskless-sync", err)
+	}
+
+	if err := rc.ConfigSet(ctx, "repl-diskless-sync", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, srv, redisstore.Options{PersistenceCheck: 20 * time.Millisecond})
+	storetest.MustConv(t, s, "c1", storetest.Alice)
+	if err := rc.ConfigSet(ctx, "repl-diskless-sync", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Poll(t, "the store noticing Redis syncs through a file", func() bool { return s.Refusing(ctx) == redisstore.ReasonPersistsUnsealed })
+	const secret = "Which acquisition is the board weighing this quarter?"
+	if _, err := s.CreateTicket(ctx, questionTicket("t1", "c1", secret), store.Limits{}); !errors.Is(err, store.ErrWouldPersist) {
+		t.Fatalf("CreateTicket while Redis syncs through a file: %v, want ErrWouldPersist", err)
+	}
+
+	// A replica's full sync: the primary writes its snapshot, and keeps it (uncompressed, so
+	// that a question in it would be found).
+	if err := rc.ConfigSet(ctx, "rdbcompression", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	replica := redistest.Start(t)
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	if err := raw(t, replica).Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Poll(t, "the primary writing a snapshot for its replica", func() bool {
+		return bytes.Contains(redistest.Files(t, srv.Dir), []byte("test:"))
+	})
+	if bytes.Contains(redistest.Files(t, srv.Dir), []byte(secret)) {
+		t.Error("the refused question is on the primary's disk")
+	}
+}

@@ -303,21 +303,20 @@ func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
 // (managed Redis) cannot be judged: the store warns and goes on (cantTell). This is the check
 // at the start; persist.go keeps checking while the store runs.
 func (s *Store) checkPersistence(ctx context.Context) (cantTell bool, err error) {
-	save, aof, err := s.persistence(ctx)
+	d, err := s.persistence(ctx)
 	if err != nil {
 		if s.seal == nil {
 			s.log.Warn("redis store: cannot tell whether this Redis persists (CONFIG GET refused); if it does, it writes the question text to disk unsealed: set seal keys (DAS_ASK_SEAL_KEYS)")
 		}
 		return true, nil
 	}
-	persists := save != "" || aof == "yes"
 	switch {
-	case persists && s.seal == nil:
-		return false, errors.New(`redis store: this Redis persists to disk (RDB or AOF) and would write the question text there readable: ` +
-			`seal it at rest (DAS_ASK_SEAL_KEYS) for the durable mode, or run Redis with --save "" --appendonly no`)
-	case persists:
-		s.log.Info("redis store: durable mode: Redis persists; the question is sealed at rest", "appendonly", aof,
-			"appendfsync", s.configValue(ctx, "appendfsync"), "save", save, "seal_key", s.seal.SealingKey(), "buckets", s.keys.buckets)
+	case d.persists() && s.seal == nil:
+		return false, errors.New(`redis store: this Redis persists to disk (RDB or AOF, or an RDB file for each replica's sync) and would write the question text there readable: ` +
+			`seal it at rest (DAS_ASK_SEAL_KEYS) for the durable mode, or run Redis with --save "" --appendonly no --repl-diskless-sync yes`)
+	case d.persists():
+		s.log.Info("redis store: durable mode: Redis persists; the question is sealed at rest", "appendonly", d.aof,
+			"appendfsync", s.configValue(ctx, "appendfsync"), "save", d.save, "seal_key", s.seal.SealingKey(), "buckets", s.keys.buckets)
 	default:
 		s.log.Info("redis store: memory-only mode: Redis does not persist; a Redis restart loses every ticket and conversation", "buckets", s.keys.buckets)
 	}
@@ -345,47 +344,56 @@ func (s *Store) checkStreamNodes(ctx context.Context) {
 	}
 }
 
-// persistence is the save and appendonly settings: on Redis Cluster those of every primary,
-// the persisting ones winning (one node that persists writes its slots' questions to disk).
-func (s *Store) persistence(ctx context.Context) (save, aof string, err error) {
-	get := func(ctx context.Context, c *goredis.Client) (string, string, error) {
-		sv, err := c.ConfigGet(ctx, "save").Result()
-		if err != nil {
-			return "", "", err
+// diskUse is what a Redis writes to disk of what it holds: RDB snapshots on a schedule (save),
+// an AOF (appendonly yes), and a snapshot for each replica's full sync when it syncs replicas
+// through a file of its own (repl-diskless-sync no, Redis 6's default), which it keeps as its
+// dump.rdb. Any of the three puts the question on its disk.
+type diskUse struct{ save, aof, replSync string }
+
+func (d diskUse) persists() bool { return d.save != "" || d.aof == "yes" || d.replSync == "no" }
+
+// diskUseOf reads d from CONFIG GET's answers (a setting Redis does not know is "").
+func diskUseOf(save, aof, replSync map[string]string) diskUse {
+	return diskUse{save: save["save"], aof: aof["appendonly"], replSync: replSync["repl-diskless-sync"]}
+}
+
+// persistence asks Redis what it writes to disk: on Redis Cluster every primary, the persisting
+// ones winning (one node that persists writes its slots' questions to disk).
+func (s *Store) persistence(ctx context.Context) (diskUse, error) {
+	get := func(ctx context.Context, c goredis.UniversalClient) (diskUse, error) {
+		sv, err1 := c.ConfigGet(ctx, "save").Result()
+		ao, err2 := c.ConfigGet(ctx, "appendonly").Result()
+		rs, err3 := c.ConfigGet(ctx, "repl-diskless-sync").Result()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return diskUse{}, err
 		}
-		ao, err := c.ConfigGet(ctx, "appendonly").Result()
-		if err != nil {
-			return "", "", err
-		}
-		return sv["save"], ao["appendonly"], nil
+		return diskUseOf(sv, ao, rs), nil
 	}
 	cc, ok := s.rdb.(*goredis.ClusterClient)
 	if !ok {
-		sv, err1 := s.rdb.ConfigGet(ctx, "save").Result()
-		ao, err2 := s.rdb.ConfigGet(ctx, "appendonly").Result()
-		if err := errors.Join(err1, err2); err != nil {
-			return "", "", err
-		}
-		return sv["save"], ao["appendonly"], nil
+		return get(ctx, s.rdb)
 	}
 	var mu sync.Mutex
-	aof = "no"
-	err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
-		sv, ao, err := get(ctx, c)
+	d := diskUse{aof: "no", replSync: "yes"}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		p, err := get(ctx, c)
 		if err != nil {
 			return err
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if sv != "" {
-			save = sv
+		if p.save != "" {
+			d.save = p.save
 		}
-		if ao == "yes" {
-			aof = ao
+		if p.aof == "yes" {
+			d.aof = p.aof
+		}
+		if p.replSync == "no" {
+			d.replSync = p.replSync
 		}
 		return nil
 	})
-	return save, aof, err
+	return d, err
 }
 
 func (s *Store) configValue(ctx context.Context, name string) string {

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent/source"
@@ -167,11 +170,24 @@ func distinctive(n string) bool {
 
 // isQuestion reports whether s is the question text, or an earlier turn's, or holds a
 // distinctive one as whole words, ignoring case, punctuation and spacing: no event but accepted
-// may carry a question.
+// may carry a question. It is also found escaped, as a source's message may quote it (see
+// unescape): a service that escapes every character outside ASCII, as Python's json.dumps does
+// by default, quotes "ключ" as "\u043a\u043b\u044e\u0447", which normalize reads as other words.
 func (l *ledger) isQuestion(s string) bool {
 	if len(l.questions) == 0 && len(l.short) == 0 {
 		return false
 	}
+	if l.holdsQuestion(s) {
+		return true
+	}
+	if u := unescape(s); u != s {
+		return l.holdsQuestion(u)
+	}
+	return false
+}
+
+// holdsQuestion is isQuestion for s as written.
+func (l *ledger) holdsQuestion(s string) bool {
 	n := normalize(s)
 	if slices.Contains(l.short, n) {
 		return true
@@ -183,6 +199,100 @@ func (l *ledger) isQuestion(s string) bool {
 		}
 	}
 	return false
+}
+
+// unescape is s with the escapes a quoted text may carry decoded: JSON's \uXXXX (surrogate
+// pairs joined) and Go's \UXXXXXXXX, behind any number of backslashes (a quote within a quote),
+// a URL's percent-encoding of UTF-8 (%D0%BA) and HTML's numeric character references (&#1082;,
+// &#x43a;). What does not decode to a character is left as it is.
+func unescape(s string) string {
+	if !strings.ContainsAny(s, `\%&`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if d, n := escapeAt(s, i); n > 0 {
+			b.WriteString(d)
+			i += n
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
+// escapeAt decodes the escape starting at s[i], if one does: its text and length.
+func escapeAt(s string, i int) (string, int) {
+	switch s[i] {
+	case '\\':
+		r, n := uEscape(s[i:])
+		if n == 0 {
+			return "", 0
+		}
+		if utf16.IsSurrogate(r) {
+			r2, n2 := uEscape(s[i+n:])
+			if n2 == 0 {
+				return "", 0
+			}
+			if r = utf16.DecodeRune(r, r2); r == unicode.ReplacementChar {
+				return "", 0
+			}
+			n += n2
+		}
+		return string(r), n
+	case '%':
+		var b []byte
+		n := 0
+		for i+n+3 <= len(s) && s[i+n] == '%' {
+			v, err := strconv.ParseUint(s[i+n+1:i+n+3], 16, 8)
+			if err != nil {
+				break
+			}
+			b = append(b, byte(v))
+			n += 3
+		}
+		if n == 0 || !utf8.Valid(b) {
+			return "", 0
+		}
+		return string(b), n
+	case '&':
+		end := strings.IndexByte(s[i:], ';')
+		if end < 3 || end > 12 || s[i+1] != '#' {
+			return "", 0
+		}
+		num, base := s[i+2:i+end], 10
+		if num[0] == 'x' || num[0] == 'X' {
+			num, base = num[1:], 16
+		}
+		v, err := strconv.ParseUint(num, base, 32)
+		if err != nil || !utf8.ValidRune(rune(v)) {
+			return "", 0
+		}
+		return string(rune(v)), end + 1
+	}
+	return "", 0
+}
+
+// uEscape reads one \uXXXX or \UXXXXXXXX at the start of s, after any number of backslashes:
+// the rune and the length read, or 0.
+func uEscape(s string) (rune, int) {
+	k := 0
+	for k < len(s) && s[k] == '\\' {
+		k++
+	}
+	if k == 0 || k == len(s) {
+		return 0, 0
+	}
+	digits := map[byte]int{'u': 4, 'U': 8}[s[k]]
+	if digits == 0 || k+1+digits > len(s) {
+		return 0, 0
+	}
+	v, err := strconv.ParseUint(s[k+1:k+1+digits], 16, 32)
+	if err != nil || v > unicode.MaxRune {
+		return 0, 0
+	}
+	return rune(v), k + 1 + digits
 }
 
 // normalize lower-cases s and keeps only its words, one space apart.

@@ -96,3 +96,32 @@ func TestShortFollowUpsAreNotWithheld(t *testing.T) {
 		t.Errorf("prose of a long one-word question: %q", got)
 	}
 }
+
+// A source's message may quote the question escaped: a service that escapes every character
+// outside ASCII (Python's json.dumps by default) wrote "What does ZQXJ-canary-7731
+// \u00dcn\u00efc\u00f8d\u00e9-\u043a\u043b\u044e\u0447 mean?" in a tool error, and the step
+// event carried it, found from outside on 2026-12-05: normalize reads "u043a" as a word, so the
+// question was not found. Each form decodes to the question and is withheld; text whose escapes
+// decode to something else is shown as it came.
+func TestSourceMessagesQuotingAnEscapedQuestionAreWithheld(t *testing.T) {
+	l := newLedger(ask.Request{Question: "What does Ünïcødé-ключ 金丝雀 mean for 🚀 launches?"})
+	for _, in := range []string{
+		`could not use "What does \u00dcn\u00efc\u00f8d\u00e9-\u043a\u043b\u044e\u0447 \u91d1\u4e1d\u96c0 mean for \ud83d\ude80 launches?"`,
+		`{\"query\":\"what does \\u00dcn\\u00efc\\u00f8d\\u00e9-\\u043a\\u043b\\u044e\\u0447 \\u91d1\\u4e1d\\u96c0 mean for \\ud83d\\ude80 launches\"}`,
+		`"What does \u00dcn\u00efc\u00f8d\u00e9-\u043a\u043b\u044e\u0447 \u91d1\u4e1d\u96c0 mean for \U0001f680 launches?"`,
+		`GET /search?q=What%20does%20%C3%9Cn%C3%AFc%C3%B8d%C3%A9-%D0%BA%D0%BB%D1%8E%D1%87+%E9%87%91%E4%B8%9D%E9%9B%80+mean+for+%F0%9F%9A%80+launches%3F failed`,
+		`<p>no match for What does &#220;n&#xef;c&#248;d&#233;-&#x43a;&#1083;&#1102;&#1095; &#37329;&#19997;&#38592; mean for &#x1F680; launches?</p>`,
+	} {
+		if got := l.shown(in); got != withheld {
+			t.Errorf("shown(%q) = %q, want it withheld", in, got)
+		}
+	}
+	for _, in := range []string{
+		`no term "\u043a\u043b\u044e\u0447" in the catalog`,
+		`SELECT 100%25 AS p FROM t WHERE name LIKE '%D0%' -- \u00e9 &amp; &#xZZ; \uD800 \u12`,
+	} {
+		if got := l.shown(in); got != in {
+			t.Errorf("shown(%q) = %q, want it shown", in, got)
+		}
+	}
+}

@@ -35,9 +35,13 @@ func wrap(err error) error {
 // that the call was wrong. A write refused for memory is "OOM command not allowed when used
 // memory > 'maxmemory'", with " script: …" after it when a script's first write met it (the
 // script then wrote nothing: Redis refuses a script's write for memory only before its first),
-// and the same text as an end's error inside endTickets.
+// and the same text as an end's error inside endTickets. A Redis that asks a password the store
+// was not given (restarted or reconfigured with another) is unavailable too, not the request at
+// fault: NOAUTH or WRONGPASS, or, for a command with more arguments than Redis reads from a
+// client not yet authenticated, "ERR Protocol error: unauthenticated multibulk length".
 func transientReply(msg string) bool {
-	for _, p := range []string{"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "MISCONF", "NOREPLICAS", "UNBLOCKED", "OOM"} {
+	for _, p := range []string{"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "MISCONF", "NOREPLICAS", "UNBLOCKED", "OOM",
+		"NOAUTH", "WRONGPASS", "ERR Protocol error: unauthenticated"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}

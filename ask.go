@@ -69,14 +69,18 @@ type Usage struct {
 type Emitter interface {
 	// Branch opens or closes a unit of work below the supervisor (phase 2: one per source).
 	// The supervisor branch itself is opened and closed by the service: a branch with its id
-	// (b1) or its role (supervisor) is ignored.
+	// (b1) or its role (supervisor) is ignored. Every other branch's parent is b1, whatever
+	// the runner names.
 	Branch(gen.BranchBody)
 	// Step reports one tool call as it happened. Every call counts towards done.steps, even if
-	// its event is later evicted.
+	// its event is later evicted. A negative ms is 0, and a branch_id naming no open branch is
+	// dropped (the step is kept).
 	Step(gen.StepBody)
-	// Milestone reports progress a person could be told.
+	// Milestone reports progress a person could be told; a branch_id naming no open branch is
+	// dropped.
 	Milestone(gen.MilestoneBody)
-	// ModelCall reports one model call and its token usage, for done.
+	// ModelCall reports one model call and its token usage, for done; a negative count adds
+	// nothing.
 	ModelCall(Usage)
 }
 

@@ -30,6 +30,11 @@ func (o *openBranches) admits(b gen.BranchBody) bool {
 	return false
 }
 
+// isOpen reports whether the branch id is open now.
+func (o *openBranches) isOpen(id string) bool {
+	return slices.ContainsFunc(o.open, func(x gen.BranchBody) bool { return x.BranchId == id })
+}
+
 // record notes an appended branch event.
 func (o *openBranches) record(b gen.BranchBody) {
 	switch b.State {

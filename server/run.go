@@ -618,10 +618,15 @@ var _ ask.Emitter = emitter{}
 // Branch appends a branch below the supervisor's: each opens once and closes once, so a second
 // open of an id, or a close of a branch not open, is ignored. Whatever is still open when the
 // log ends is closed there, before the supervisor's branch. A branch with the supervisor's id
-// or role is ignored: the contract's one supervisor branch is the service's.
+// or role is ignored: the contract's one supervisor branch is the service's. Every other branch
+// runs inside the supervisor's (the contract's parent is b1 for each), whatever parent the
+// runner named.
 func (e emitter) Branch(b gen.BranchBody) {
 	if b.BranchId == supervisorBranch || b.Role == supervisorOpen.Role {
 		return // the service opens and closes the supervisor branch itself
+	}
+	if b.State == gen.BranchBodyStateOpen && (b.Parent == nil || *b.Parent != supervisorBranch) {
+		b.Parent = &supervisorOpen.BranchId
 	}
 	e.r.mu.Lock()
 	if e.r.closedLocked() || !e.r.branches.admits(b) {
@@ -634,15 +639,41 @@ func (e emitter) Branch(b gen.BranchBody) {
 	e.r.emitted()
 }
 
-func (e emitter) Step(s gen.StepBody) { e.emit(gen.EventTypeStep, s) }
-
-func (e emitter) Milestone(m gen.MilestoneBody) { e.emit(gen.EventTypeMilestone, m) }
-
-// emit appends one event the runner reported, unless the run has ended: it returns once the
-// store has taken it, or, with a shared store, once the run's writer has it (see run). A step counts towards done.steps whether or not its event is
-// later evicted. If the write finds that another replica ended the run, the run stops here too.
-func (e emitter) emit(typ gen.EventType, body any) {
+// Step appends a tool call. A negative wall time (a runner's clock arithmetic gone wrong) is 0,
+// the contract's least, and a branch_id naming no open branch is dropped (the step then belongs
+// to the supervisor's branch, as in phase 1): the step itself is kept, for a source's audit
+// line must find it.
+func (e emitter) Step(s gen.StepBody) {
+	s.Ms = max(s.Ms, 0)
 	e.r.mu.Lock()
+	s.BranchId = e.r.openBranchLocked(s.BranchId)
+	e.emitLocked(gen.EventTypeStep, s)
+}
+
+// Milestone appends progress; a branch_id naming no open branch is dropped, as a step's.
+func (e emitter) Milestone(m gen.MilestoneBody) {
+	e.r.mu.Lock()
+	m.BranchId = e.r.openBranchLocked(m.BranchId)
+	e.emitLocked(gen.EventTypeMilestone, m)
+}
+
+// openBranchLocked is id when it names an open branch (the supervisor's, open while the runner
+// runs, or one the runner opened) or is nil, else nil, said in a warning: the contract's
+// branch_id is "the open branch" the work was done in. r.mu is held.
+func (r *run) openBranchLocked(id *string) *string {
+	if id == nil || *id == supervisorBranch || r.branches.isOpen(*id) {
+		return id
+	}
+	r.log.Warn("the runner named a branch that is not open; the event is kept without it", "ticket", r.ticket)
+	return nil
+}
+
+// emitLocked appends one event the runner reported, unless the run has ended, and unlocks r.mu,
+// which the caller holds: it returns once the store has taken the event, or, with a shared
+// store, once the run's writer has it (see run). A step counts towards done.steps whether or not
+// its event is later evicted. If the write finds that another replica ended the run, the run
+// stops here too.
+func (e emitter) emitLocked(typ gen.EventType, body any) {
 	if e.r.closedLocked() {
 		e.r.mu.Unlock()
 		return
@@ -659,6 +690,8 @@ func (e emitter) ModelCall(u ask.Usage) {
 		return
 	}
 	e.r.modelCalls++
-	e.r.inTokens += u.InputTokens
-	e.r.outTokens += u.OutputTokens
+	// A negative count (a provider's or adapter's mistake) adds nothing: done's usage is never
+	// below zero, the contract's least.
+	e.r.inTokens += max(u.InputTokens, 0)
+	e.r.outTokens += max(u.OutputTokens, 0)
 }

@@ -215,6 +215,42 @@ func assertNoLeak(t *testing.T, rec *recorder, out ask.Outcome, logs *logSink, t
 	}
 }
 
+// hostileRun is one run of an agent against a hostile source started with fault and token, the
+// model playing script: what the run returned, what the model provider was sent (its requests,
+// as JSON), and the sinks assertNoLeak reads.
+type hostileRun struct {
+	out     ask.Outcome
+	sent    string
+	rec     *recorder
+	logs    *logSink
+	src     *hostile.Source
+	foreign *hostile.Foreign
+}
+
+func runHostile(t *testing.T, fault hostile.Fault, token string, script ...func(model.Request) (model.Response, error)) hostileRun {
+	t.Helper()
+	h := hostileRun{rec: &recorder{}, logs: &logSink{}, foreign: hostile.NewForeign(t)}
+	h.src = hostile.Start(t, hostile.Options{Fault: fault, Token: token})
+	m := &scripted{script: script}
+	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "hostile", URL: h.src.URL}}, Logger: h.logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.out = a.Run(t.Context(), hostileRequest(token), h.rec)
+	sent, err := json.Marshal(m.reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sent = string(sent)
+	return h
+}
+
+// assertNoLeak checks the run's sinks for secret and the hostile canary (see the function).
+func (h hostileRun) assertNoLeak(t *testing.T, secret string) {
+	t.Helper()
+	assertNoLeak(t, h.rec, h.out, h.logs, secret, hostileCanary, h.src.Saw, h.foreign.Saw)
+}
+
 // A source that quotes the caller's bearer back, in a tool result, in a tool error (a
 // "helpful" error that echoes the request) and in a refusal's reason: the bearer must still go
 // nowhere but the source — not to the model provider in the tool results it is sent, not into a
@@ -222,41 +258,35 @@ func assertNoLeak(t *testing.T, rec *recorder, out ask.Outcome, logs *logSink, t
 // the step event's error word for word, the bearer with it.
 func TestHostileSourceEchoingTheToken(t *testing.T) {
 	const token = "tok-echoed-eyJhbGciOiJFUzI1NiJ9.c2lnbmF0dXJl"
-	foreign := hostile.NewForeign(t)
-	src := hostile.Start(t, hostile.Options{Fault: hostile.EchoesToken, Token: token})
-	m := &scripted{script: []func(model.Request) (model.Response, error){
+	h := runHostile(t, hostile.EchoesToken, token,
 		call("c1", "list_tables", map[string]any{}),
 		call("c2", "run_query", map[string]any{"sql": "SELECT 42 AS n"}),
 		call("c3", "run_query", map[string]any{"sql": "DELETE FROM incidents"}),
 		say("Done."),
-	}}
-	logs := &logSink{}
-	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "hostile", URL: src.URL}}, Logger: logs.logger()})
-	if err != nil {
-		t.Fatal(err)
+	)
+	if h.out.Refusal == nil || !strings.Contains(h.out.Refusal.Reason, "read-only source") {
+		t.Fatalf("outcome = %s %+v, want the source's refusal: the check would prove nothing", outcomeType(h.out), h.out.Refusal)
 	}
-	rec := &recorder{}
-	out := a.Run(t.Context(), hostileRequest(token), rec)
-	if out.Refusal == nil || !strings.Contains(out.Refusal.Reason, "read-only source") {
-		t.Fatalf("outcome = %s %+v, want the source's refusal: the check would prove nothing", outcomeType(out), out.Refusal)
+	if h.src.Calls() != 3 {
+		t.Fatalf("the source ran %d tool calls, want 3: the check would prove nothing", h.src.Calls())
 	}
-	if src.Calls() != 3 {
-		t.Fatalf("the source ran %d tool calls, want 3: the check would prove nothing", src.Calls())
-	}
-	sent, err := json.Marshal(m.reqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(sent), "permission denied for table incidents") || !strings.Contains(string(sent), `\"tables\":[\"incidents\"]`) {
-		t.Fatalf("the tool result and error did not reach the model: the check would prove nothing")
-	}
-	if n := strings.Count(string(sent), source.Scrubbed); n < 2 {
-		t.Errorf("the model was sent %q %d times, want it in the result and the error", source.Scrubbed, n)
-	}
-	if strings.Contains(string(sent), token) {
+	h.assertReachedModel(t)
+	if strings.Contains(h.sent, token) {
 		t.Errorf("the model provider was sent the bearer, in a tool result or error")
 	}
-	assertNoLeak(t, rec, out, logs, token, hostileCanary, src.Saw, foreign.Saw)
+	h.assertNoLeak(t, token)
+}
+
+// assertReachedModel checks that the source's tool result and error reached the model, scrubbed:
+// without them, a check that the bearer did not would prove nothing.
+func (h hostileRun) assertReachedModel(t *testing.T) {
+	t.Helper()
+	if !strings.Contains(h.sent, "permission denied for table incidents") || !strings.Contains(h.sent, `\"tables\":[\"incidents\"]`) {
+		t.Fatalf("the tool result and error did not reach the model: the check would prove nothing")
+	}
+	if n := strings.Count(h.sent, source.Scrubbed); n < 2 {
+		t.Errorf("the model was sent %q %d times, want it in the result and the error", source.Scrubbed, n)
+	}
 }
 
 // jwsToken is a bearer shaped as a real one: a JWS whose signature (86 characters, an ES256
@@ -271,37 +301,19 @@ const jwsToken = "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJvaWQiOiJhbGljZSJ9." +
 // store and in the model provider's request, for scrub replaced the whole token only.
 func TestHostileSourceEchoingTheSignature(t *testing.T) {
 	sig := jwsToken[strings.LastIndexByte(jwsToken, '.')+1:]
-	foreign := hostile.NewForeign(t)
-	src := hostile.Start(t, hostile.Options{Fault: hostile.EchoesSignature, Token: jwsToken})
-	m := &scripted{script: []func(model.Request) (model.Response, error){
+	h := runHostile(t, hostile.EchoesSignature, jwsToken,
 		call("c1", "list_tables", map[string]any{}),
 		call("c2", "run_query", map[string]any{"sql": "SELECT 42 AS n"}),
 		say("Done."),
-	}}
-	logs := &logSink{}
-	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "hostile", URL: src.URL}}, Logger: logs.logger()})
-	if err != nil {
-		t.Fatal(err)
+	)
+	if h.src.Calls() != 2 {
+		t.Fatalf("the source ran %d tool calls, want 2: the check would prove nothing", h.src.Calls())
 	}
-	rec := &recorder{}
-	out := a.Run(t.Context(), hostileRequest(jwsToken), rec)
-	if src.Calls() != 2 {
-		t.Fatalf("the source ran %d tool calls, want 2: the check would prove nothing", src.Calls())
-	}
-	sent, err := json.Marshal(m.reqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(sent), "permission denied for table incidents") || !strings.Contains(string(sent), `\"tables\":[\"incidents\"]`) {
-		t.Fatalf("the tool result and error did not reach the model: the check would prove nothing")
-	}
-	if n := strings.Count(string(sent), source.Scrubbed); n < 2 {
-		t.Errorf("the model was sent %q %d times, want it in the result and the error", source.Scrubbed, n)
-	}
-	if strings.Contains(string(sent), sig) {
+	h.assertReachedModel(t)
+	if strings.Contains(h.sent, sig) {
 		t.Errorf("the model provider was sent the bearer's signature, in a tool result or error")
 	}
-	assertNoLeak(t, rec, out, logs, sig, hostileCanary, src.Saw, foreign.Saw)
+	h.assertNoLeak(t, sig)
 }
 
 // A source whose tool list quotes the bearer — a description, a schema's description — must
@@ -309,33 +321,20 @@ func TestHostileSourceEchoingTheSignature(t *testing.T) {
 // outside on 2026-12-05: the list went to the model as the source gave it, unscrubbed.
 func TestHostileSourceListingTheToken(t *testing.T) {
 	sig := jwsToken[strings.LastIndexByte(jwsToken, '.')+1:]
-	foreign := hostile.NewForeign(t)
-	src := hostile.Start(t, hostile.Options{Fault: hostile.ListsToken, Token: jwsToken})
-	m := &scripted{script: []func(model.Request) (model.Response, error){
+	h := runHostile(t, hostile.ListsToken, jwsToken,
 		call("c1", "run_query", map[string]any{"sql": "SELECT 42 AS n"}),
 		say("Done."),
-	}}
-	logs := &logSink{}
-	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "hostile", URL: src.URL}}, Logger: logs.logger()})
-	if err != nil {
-		t.Fatal(err)
+	)
+	if h.out.Answer == nil || h.src.Calls() != 1 {
+		t.Fatalf("outcome = %s after %d calls, want an answer after 1: the check would prove nothing", outcomeType(h.out), h.src.Calls())
 	}
-	rec := &recorder{}
-	out := a.Run(t.Context(), hostileRequest(jwsToken), rec)
-	if out.Answer == nil || src.Calls() != 1 {
-		t.Fatalf("outcome = %s after %d calls, want an answer after 1: the check would prove nothing", outcomeType(out), src.Calls())
-	}
-	sent, err := json.Marshal(m.reqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(sent), "Lists the tables the holder of Bearer") || !strings.Contains(string(sent), "SQL, run as") {
+	if !strings.Contains(h.sent, "Lists the tables the holder of Bearer") || !strings.Contains(h.sent, "SQL, run as") {
 		t.Fatalf("the tool list's description and schema did not reach the model: the check would prove nothing")
 	}
 	for what, secret := range map[string]string{"bearer": jwsToken, "bearer's signature": sig} {
-		if strings.Contains(string(sent), secret) {
+		if strings.Contains(h.sent, secret) {
 			t.Errorf("the model provider was sent the %s, in the tool list", what)
 		}
 	}
-	assertNoLeak(t, rec, out, logs, jwsToken, hostileCanary, src.Saw, foreign.Saw)
+	h.assertNoLeak(t, jwsToken)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"regexp"
 	"slices"
 	"strconv"
@@ -201,14 +202,16 @@ func (l *ledger) holdsQuestion(s string) bool {
 	return false
 }
 
-// unescape is s with the escapes a quoted text may carry decoded: JSON's \uXXXX (surrogate
-// pairs joined) and Go's \UXXXXXXXX, behind any number of backslashes (a quote within a quote),
-// a URL's percent-encoding of UTF-8 (%D0%BA) and HTML's numeric character references (&#1082;,
-// &#x43a;). What does not decode to a character is left as it is.
+// unescape is s with the escapes a quoted text may carry decoded: HTML's character references
+// (html.UnescapeString: &#1082;, &#x43a;, &amp;), JSON's \uXXXX (surrogate pairs joined) and
+// Go's \UXXXXXXXX, behind any number of backslashes (a quote within a quote), and a URL's
+// percent-encoding of UTF-8 (%D0%BA). What does not decode to a character is left as it is
+// (url.PathUnescape would refuse the whole text for one stray %, so the last two are read here).
 func unescape(s string) string {
 	if !strings.ContainsAny(s, `\%&`) {
 		return s
 	}
+	s = html.UnescapeString(s)
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		if d, n := escapeAt(s, i); n > 0 {
@@ -222,7 +225,8 @@ func unescape(s string) string {
 	return b.String()
 }
 
-// escapeAt decodes the escape starting at s[i], if one does: its text and length.
+// escapeAt decodes the backslash or percent escape starting at s[i], if one does: its text and
+// length.
 func escapeAt(s string, i int) (string, int) {
 	switch s[i] {
 	case '\\':
@@ -256,20 +260,6 @@ func escapeAt(s string, i int) (string, int) {
 			return "", 0
 		}
 		return string(b), n
-	case '&':
-		end := strings.IndexByte(s[i:], ';')
-		if end < 3 || end > 12 || s[i+1] != '#' {
-			return "", 0
-		}
-		num, base := s[i+2:i+end], 10
-		if num[0] == 'x' || num[0] == 'X' {
-			num, base = num[1:], 16
-		}
-		v, err := strconv.ParseUint(num, base, 32)
-		if err != nil || !utf8.ValidRune(rune(v)) {
-			return "", 0
-		}
-		return string(rune(v)), end + 1
 	}
 	return "", 0
 }

@@ -37,19 +37,25 @@ func (s *Store) WatchFinished(ctx context.Context, ticket string) (bool, <-chan 
 		return false, ch, nil
 	}
 	fin, err := s.finishedFlag(ctx, ticket)
-	if fin || errors.Is(err, store.ErrNotFound) {
-		// Finished or gone: no end will come to close the watch endWait made, which would
-		// stay in the hub for the process's life, one per ticket (a run's lease watches again
-		// after each end it did not write, and finds its ticket finished).
-		s.hub.forgetEnd(ticket, ch)
-	}
-	if fin {
-		s.runs.drop(ticket) // ended elsewhere: this instance's run writes no end of its own
-	}
 	if err != nil || fin {
+		s.unwatched(ticket, ch, fin, err)
 		return fin, nil, err
 	}
 	return false, ch, nil
+}
+
+// unwatched lets go of what a watch made for a ticket its read found finished (fin) or gone
+// (store.ErrNotFound): no end will come to close the hub's watch ch, which would otherwise stay
+// for the process's life, one per ticket (a run's lease watches again after each end it did
+// not write, and finds its ticket finished); and a ticket ended elsewhere gets no end of this
+// instance's, which is where runs forgets it otherwise.
+func (s *Store) unwatched(ticket string, ch chan struct{}, fin bool, err error) {
+	if fin || errors.Is(err, store.ErrNotFound) {
+		s.hub.forgetEnd(ticket, ch)
+	}
+	if fin {
+		s.runs.drop(ticket)
+	}
 }
 
 // finishedFlag reads the ticket's finished flag: store.ErrNotFound when the ticket is gone.
@@ -82,12 +88,7 @@ func (s *Store) NotifyFinished(ctx context.Context, ticket string, f func()) (bo
 	fin, err := s.finishedFlag(ctx, ticket)
 	if err != nil || fin {
 		stop()
-		if fin || errors.Is(err, store.ErrNotFound) {
-			s.hub.forgetEnd(ticket, ch) // as in WatchFinished: no end would close it
-		}
-		if fin {
-			s.runs.drop(ticket) // as in WatchFinished
-		}
+		s.unwatched(ticket, ch, fin, err)
 		return fin, nil, err
 	}
 	return false, stop, nil

@@ -8,8 +8,8 @@ import (
 // checkMilestoneBeforeStep: a milestone is what a person could be told now, so it is emitted
 // when the work starts — before the tool call's step, which reports a call that has ended. In
 // every stream read from the start, each step is preceded by a milestone of the same source
-// emitted after that source's previous step. (A step evicted by the bound only makes this
-// weaker, never wrong.)
+// and branch emitted after that source's previous step in that branch (phase 2's branches call
+// one source at once). (A step evicted by the bound only makes this weaker, never wrong.)
 func checkMilestoneBeforeStep(ctx context.Context, s *session) verdict {
 	runs, err := s.allRuns(ctx)
 	if err != nil {

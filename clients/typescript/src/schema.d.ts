@@ -441,8 +441,10 @@ export interface components {
          * @description Progress a person could be told, as structure rather than a sentence: the sentence belongs
          *     to the client. Never evicted. A milestone is what is happening now: it is emitted when the
          *     work it describes starts, before the tool call's `step` (a step reports a call that has
-         *     ended). Every `step` is preceded by a milestone of its `source` emitted after that
-         *     source's previous step.
+         *     ended). Every `step` is preceded by a milestone of its `source` and its branch (`branch_id`,
+         *     absent in phase 1) emitted after that source's previous step in that branch. In phase 2
+         *     branches call one source at once, so two milestones of a source may come before their
+         *     two steps.
          */
         MilestoneEvent: components["schemas"]["EventEnvelope"] & {
             /** @enum {string} */

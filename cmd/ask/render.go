@@ -13,12 +13,15 @@ import (
 )
 
 // milestoneSentence is this client's wording of a milestone: the service sends structure, the
-// sentence is ours.
+// sentence is ours. When the service can name no term or table (the model searched with the
+// question itself, which no milestone repeats; a statement naming no table), the subject is the
+// kind of thing instead — catalog, tables, query — and is said as no subject: "Looking up
+// 'catalog' in the catalog…" and "Running a query on query…" read as nonsense.
 func milestoneSentence(m gen.MilestoneEvent) string {
 	subject := strings.TrimSpace(m.Subject)
 	switch m.Phase {
 	case gen.MilestonePhaseGrounding:
-		if subject == "" {
+		if subject == "" || subject == "catalog" {
 			return "Looking in the catalog…"
 		}
 		return fmt.Sprintf("Looking up '%s' in the catalog…", subject)
@@ -31,7 +34,7 @@ func milestoneSentence(m gen.MilestoneEvent) string {
 		}
 		return fmt.Sprintf("Reading the %s table…", subject)
 	case gen.MilestonePhaseQuerying:
-		if subject == "" {
+		if subject == "" || subject == "query" {
 			return "Running a query…"
 		}
 		return fmt.Sprintf("Running a query on %s…", subject)

@@ -13,6 +13,10 @@ func TestMilestoneSentence(t *testing.T) {
 		want    string
 	}{
 		{gen.MilestonePhaseGrounding, "incident", "Looking up 'incident' in the catalog…"},
+		// The agent's subjects when it can name no term or table (agent/milestone.go,
+		// fallbackSubject): the kind of thing, said as no subject.
+		{gen.MilestonePhaseGrounding, "catalog", "Looking in the catalog…"},
+		{gen.MilestonePhaseQuerying, "query", "Running a query…"},
 		{gen.MilestonePhaseDiscovering, "incidents", "Reading the incidents table…"},
 		{gen.MilestonePhaseDiscovering, "incidents, teams", "Reading the incidents, teams tables…"},
 		{gen.MilestonePhaseDiscovering, "tables", "Looking at which tables there are…"},

@@ -859,7 +859,12 @@ type MilestoneBody struct {
 	// phase 2, the sources whose branches it reconciles, comma-separated.
 	Source string `json:"source"`
 
-	// Subject What the phase is about, in the catalog's vocabulary (a term, a table).
+	// Subject What the phase is about, in the catalog's vocabulary (a term, a table). When the
+	// service can name none (a search with no term, or with the question itself, which no
+	// event but `accepted` repeats; a statement that names no table), it is the kind of
+	// thing instead: `catalog` (grounding), `tables` (discovering), `query` (querying), and
+	// for phase 2's `reconciling`, `sources`. A client says these as progress without a
+	// subject.
 	Subject string `json:"subject"`
 }
 
@@ -884,7 +889,12 @@ type MilestoneEvent struct {
 	// phase 2, the sources whose branches it reconciles, comma-separated.
 	Source string `json:"source"`
 
-	// Subject What the phase is about, in the catalog's vocabulary (a term, a table).
+	// Subject What the phase is about, in the catalog's vocabulary (a term, a table). When the
+	// service can name none (a search with no term, or with the question itself, which no
+	// event but `accepted` repeats; a statement that names no table), it is the kind of
+	// thing instead: `catalog` (grounding), `tables` (discovering), `query` (querying), and
+	// for phase 2's `reconciling`, `sources`. A client says these as progress without a
+	// subject.
 	Subject string `json:"subject"`
 	Ticket  string `json:"ticket"`
 

@@ -458,7 +458,14 @@ export interface components {
         };
         MilestoneBody: {
             phase: components["schemas"]["MilestonePhase"];
-            /** @description What the phase is about, in the catalog's vocabulary (a term, a table). */
+            /**
+             * @description What the phase is about, in the catalog's vocabulary (a term, a table). When the
+             *     service can name none (a search with no term, or with the question itself, which no
+             *     event but `accepted` repeats; a statement that names no table), it is the kind of
+             *     thing instead: `catalog` (grounding), `tables` (discovering), `query` (querying), and
+             *     for phase 2's `reconciling`, `sources`. A client says these as progress without a
+             *     subject.
+             */
             subject: string;
             /**
              * @description The source the progress was made on; for the supervisor's `reconciling` milestone of

@@ -565,12 +565,14 @@ def _lines(resp: http.client.HTTPResponse, max_size: int, too_large: Callable[[]
 def milestone_words(m: dict) -> str:
     subject = m.get("subject", "")
     phase = m.get("phase")
+    # "catalog" and "query" are the service's placeholders when it can name no term or table
+    # (MilestoneBody.subject): they read 'Checking what "catalog" means' and "Querying query".
     if phase == "grounding":
-        return f'Checking what "{subject}" means in the catalog'
+        return "Looking in the catalog" if subject in ("", "catalog") else f'Checking what "{subject}" means in the catalog'
     if phase == "discovering":
         return "Seeing which tables there are" if subject == "tables" else f"Reading how {subject} is laid out"
     if phase == "querying":
-        return f"Querying {subject}"
+        return f"Querying the {m.get('source', '')} data" if subject in ("", "query") else f"Querying {subject}"
     if phase == "reconciling":
         # The subject is the terms or tables reconciled, or "sources" when there are none (the
         # source field names the sources): "Combining sources across sources" said nothing.

@@ -145,6 +145,16 @@ class ResultTest(unittest.TestCase):
 
 
 class MilestoneWordsTest(unittest.TestCase):
+    def test_placeholder_subject_is_said_without_it(self):
+        # The service's subjects when it can name no term or table (the contract's
+        # MilestoneBody.subject).
+        m = lambda phase, subject: {"type": "milestone", "phase": phase, "subject": subject, "source": "demo"}
+        self.assertEqual(ask_client.milestone_words(m("grounding", "catalog")), "Looking in the catalog")
+        self.assertEqual(ask_client.milestone_words(m("grounding", "incident")), 'Checking what "incident" means in the catalog')
+        self.assertEqual(ask_client.milestone_words(m("discovering", "tables")), "Seeing which tables there are")
+        self.assertEqual(ask_client.milestone_words(m("querying", "query")), "Querying the demo data")
+        self.assertEqual(ask_client.milestone_words(m("querying", "incidents")), "Querying incidents")
+
     def test_reconciling_says_what_was_combined(self):
         # The subject is the terms or tables reconciled, else "sources": that read "Combining
         # sources across sources".

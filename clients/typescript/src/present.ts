@@ -50,12 +50,14 @@ export function describeOutcome(o: Outcome): string {
 /** milestoneWords says what a milestone means, in this client's words. */
 export function milestoneWords(m: MilestoneEvent): string {
   switch (m.phase) {
+    // "catalog" and "query" are the service's placeholders when it can name no term or table
+    // (MilestoneBody.subject): they read 'Checking what "catalog" means' and "Querying query".
     case "grounding":
-      return `Checking what "${m.subject}" means in the catalog`;
+      return m.subject === "" || m.subject === "catalog" ? "Looking in the catalog" : `Checking what "${m.subject}" means in the catalog`;
     case "discovering":
       return m.subject === "tables" ? "Seeing which tables there are" : `Reading how ${m.subject} is laid out`;
     case "querying":
-      return `Querying ${m.subject}`;
+      return m.subject === "" || m.subject === "query" ? `Querying the ${m.source} data` : `Querying ${m.subject}`;
     case "reconciling":
       // The subject is the terms or tables reconciled, or "sources" when there are none (the
       // source field names the sources): "Combining sources across sources" said nothing.

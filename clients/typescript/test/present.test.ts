@@ -38,6 +38,16 @@ describe("phase-2 presentation", () => {
     assert.ok(!describeOutcome({ ...answer, result: { ...answer.result!, truncated: false } }).includes("capped"));
   });
 
+  test("a milestone whose subject is a placeholder is said without it", () => {
+    // The service's subjects when it can name no term or table (the contract's MilestoneBody.subject).
+    const m = (phase: MilestoneEvent["phase"], subject: string): MilestoneEvent => ({ ...envelope, seq: 3, type: "milestone", phase, subject, source: "demo" });
+    assert.equal(milestoneWords(m("grounding", "catalog")), "Looking in the catalog");
+    assert.equal(milestoneWords(m("grounding", "incident")), 'Checking what "incident" means in the catalog');
+    assert.equal(milestoneWords(m("discovering", "tables")), "Seeing which tables there are");
+    assert.equal(milestoneWords(m("querying", "query")), "Querying the demo data");
+    assert.equal(milestoneWords(m("querying", "incidents")), "Querying incidents");
+  });
+
   test("the supervisor's reconciling milestone says what was combined", () => {
     // The subject is the terms or tables reconciled, else "sources": that read "Combining sources across sources".
     const m = (subject: string): MilestoneEvent => ({ ...envelope, seq: 12, type: "milestone", phase: "reconciling", subject, source: "catalog,warehouse", branch_id: "b1" });

@@ -398,12 +398,14 @@
   function milestoneWords(m) {
     const subject = m.subject || '';
     switch (m.phase) {
+      // "catalog", "tables" and "query" are the service's placeholders when it can name no term
+      // or table (the contract's MilestoneBody.subject): said as progress without a subject.
       case 'grounding':
-        return `Checking what “${subject}” means in the catalog`;
+        return subject === '' || subject === 'catalog' ? 'Looking in the catalog' : `Checking what “${subject}” means in the catalog`;
       case 'discovering':
         return subject === 'tables' ? 'Seeing which tables there are' : `Reading how the ${subject} table is laid out`;
       case 'querying':
-        return subject === 'query' ? `Querying the ${m.source} data` : `Querying ${subject}`;
+        return subject === '' || subject === 'query' ? `Querying the ${m.source} data` : `Querying ${subject}`;
       case 'reconciling':
         // The subject is the terms or tables reconciled, or "sources" when there are none.
         return subject === '' || subject === 'sources' ? 'Combining what the sources found' : `Combining what the sources found on ${subject}`;

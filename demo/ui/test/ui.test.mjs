@@ -159,6 +159,33 @@ describe('the reference page in Chromium', () => {
     await page.screenshot({ path: join(artifacts, 'ask-ui.png'), fullPage: true });
   });
 
+  test('a milestone whose subject is the service’s placeholder (catalog, query) is said without it', async () => {
+    // The agent sends these when it can name no term or table (the contract's
+    // MilestoneBody.subject); the page said 'Checking what “catalog” means in the catalog'. The
+    // real stream, its grounding and querying milestones' subjects replaced by the placeholders.
+    await page.route('**/v1/asks/*/events', async (r) => {
+      const real = await r.fetch();
+      const body = (await real.text()).replace(/^data: (.*)$/gm, (line, data) => {
+        const e = JSON.parse(data);
+        if (e.type === 'milestone' && e.phase === 'grounding') e.subject = 'catalog';
+        if (e.type === 'milestone' && e.phase === 'querying') e.subject = 'query';
+        return `data: ${JSON.stringify(e)}`;
+      });
+      return r.fulfill({ response: real, body });
+    });
+    try {
+      const turn = await ask('How many sev1 incidents did we have in 2026-Q2?');
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      const milestones = await turn.locator('.progress li').allTextContents();
+      assert.ok(milestones.includes('Looking in the catalog'), milestones.join(' | '));
+      assert.ok(milestones.some((m) => m.startsWith('Querying the demo data')), milestones.join(' | '));
+      assert.deepEqual(milestones.filter((m) => /“catalog”|Querying query/.test(m)), [], milestones.join(' | '));
+    } finally {
+      await page.unroute('**/v1/asks/*/events');
+      await page.click('#new-conversation');
+    }
+  });
+
   test('a catalog-only answer says no data was queried', async () => {
     const turn = await ask('What does change failure rate mean?');
     assert.equal(await turn.getAttribute('data-outcome'), 'answer');

@@ -331,14 +331,8 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		tokens = src
 	}
 	// The client retries what a retry can cure (a lost connection, a 502/503/504, a frozen
-	// replica) and reconnects streams; it says so on stderr, never silently.
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
-				return slog.Attr{}
-			}
-			return a
-		}}))
+	// replica) and reconnects streams; it says so on stderr, in sentences, never silently.
+	logger := slog.New(newNoticeHandler(stderr))
 	c, err := client.New(cfg.url, client.Options{Token: tokens, HTTPClient: httpClient, Logger: logger})
 	if err != nil {
 		return fail("%v", err)

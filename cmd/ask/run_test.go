@@ -451,7 +451,7 @@ func TestRunRetriesALostReply(t *testing.T) {
 	if code != exitAnswer || !strings.Contains(stdout, "Payments had the most incidents.") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stderr, "request retrying") || !strings.Contains(stderr, "op=createAsk") {
+	if !strings.Contains(stderr, "The ask did not go through (ask createAsk: 504 ") || !strings.Contains(stderr, "trying again in ") {
 		t.Errorf("the retry is not on stderr:\n%s", stderr)
 	}
 	if n := asks.Load(); n != 2 {

@@ -1206,9 +1206,10 @@ type CreateConversationParams struct {
 	//
 	// The key is scoped to the caller's identity and kept for `DAS_ASK_TTL_S` after first use,
 	// across every replica. Within that time:
-	// - the same key with the same request (method, path and JSON body) answers what the first
-	//   request answered — the same status and body, the same conversation or ticket, with
-	//   `Idempotent-Replayed: true` — and creates nothing more;
+	// - the same key with the same request (method, path and JSON body, compared as JSON: key
+	//   order and spacing aside; a conversation's create with no body is the same as with `{}`)
+	//   answers what the first request answered — the same status and body, the same
+	//   conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more;
 	// - the same key with a different request is a `422`;
 	// - the same key while the first request is still being processed is a `409` with
 	//   `Retry-After` (retry then).
@@ -1227,9 +1228,10 @@ type CreateAskParams struct {
 	//
 	// The key is scoped to the caller's identity and kept for `DAS_ASK_TTL_S` after first use,
 	// across every replica. Within that time:
-	// - the same key with the same request (method, path and JSON body) answers what the first
-	//   request answered — the same status and body, the same conversation or ticket, with
-	//   `Idempotent-Replayed: true` — and creates nothing more;
+	// - the same key with the same request (method, path and JSON body, compared as JSON: key
+	//   order and spacing aside; a conversation's create with no body is the same as with `{}`)
+	//   answers what the first request answered — the same status and body, the same
+	//   conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more;
 	// - the same key with a different request is a `422`;
 	// - the same key while the first request is still being processed is a `409` with
 	//   `Retry-After` (retry then).

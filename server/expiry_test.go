@@ -134,8 +134,14 @@ func keyScenario(t *testing.T, opts server.Options, expire func(h *harness, tick
 	if again, body := post("{}"); again.StatusCode != http.StatusCreated || again.Header.Get("Idempotent-Replayed") != "true" || body != firstBody {
 		t.Errorf("the same request within the TTL: %d replayed %q %s, want the first response replayed", again.StatusCode, again.Header.Get("Idempotent-Replayed"), body)
 	}
-	if other, body := post(""); other.StatusCode != http.StatusUnprocessableEntity {
-		t.Errorf("another request under the key within the TTL: %d %s, want 422", other.StatusCode, body)
+	if again, body := post(""); again.StatusCode != http.StatusCreated || body != firstBody {
+		t.Errorf("the same request without its optional body within the TTL: %d %s, want the first response replayed", again.StatusCode, body)
+	}
+	// Every valid create of a conversation is the same request; an ask is another.
+	req := newReq(t, http.MethodPost, "/ask/v1/conversations/"+h.conv(alice)+"/asks", alice, `{"question":"under the conversation's key"}`)
+	req.Header.Set("Idempotency-Key", "conv-key")
+	if other := h.do(req); other.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("another request under the key within the TTL: %d %s, want 422", other.StatusCode, readBody(t, other))
 	}
 	later := h.ask(alice, h.conv(alice), "a clock: it ends after the key's first use")
 	if r := h.status(alice, later, header("Prefer", "wait=10")); r.StatusCode() != http.StatusOK || r.JSON200.Done == nil {

@@ -56,6 +56,10 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 		if err != nil {
 			return badRequest("the request body could not be read")
 		}
+		if len(body) == 0 {
+			// The body is optional and names nothing required: none is the same request as {}.
+			body = []byte("{}")
+		}
 		if ik, err = s.beginIdem(ctx, c, owner, key, fingerprint(owner, key, "createConversation", "", body), id); ik == nil {
 			return err
 		}

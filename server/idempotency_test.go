@@ -3,9 +3,11 @@ package server_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,6 +159,35 @@ func TestIdempotencyKeyConversation(t *testing.T) {
 	}
 	if r := h.keyedConv(alice, string(long[:255])); r.StatusCode() != http.StatusCreated {
 		t.Errorf("a 255-character key: %d %s", r.StatusCode(), r.Body)
+	}
+}
+
+// TestIdempotencyKeyConversationEmptyBody: a create with no body and one with {} are the same
+// request (the body is optional and has no required field), so a retry that sends the other
+// gets the same conversation, not a 422 "already used for a different request".
+func TestIdempotencyKeyConversationEmptyBody(t *testing.T) {
+	h := newHarness(t, server.Options{})
+	create := func(key, body string) *gen.CreateConversationResponse {
+		t.Helper()
+		r, err := h.cw.CreateConversationWithBodyWithResponse(context.Background(), &gen.CreateConversationParams{IdempotencyKey: &key},
+			"application/json", strings.NewReader(body), bearer(alice))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for i, pair := range [][2]string{{"", "{}"}, {"{}", ""}, {"", "{ }"}} {
+		key := fmt.Sprintf("empty-%d", i)
+		a, b := create(key, pair[0]), create(key, pair[1])
+		if a.StatusCode() != http.StatusCreated || b.StatusCode() != http.StatusCreated || string(a.Body) != string(b.Body) {
+			t.Errorf("%q then %q under one key: %d %s / %d %s", pair[0], pair[1], a.StatusCode(), a.Body, b.StatusCode(), b.Body)
+		}
+	}
+	if r := create("empty-then-field", ""); r.StatusCode() != http.StatusCreated {
+		t.Fatalf("no body: %d %s", r.StatusCode(), r.Body)
+	}
+	if r := create("empty-then-field", `{"x-other":1}`); r.StatusCode() == http.StatusCreated {
+		t.Errorf("another body under the key: %d %s, want a refusal", r.StatusCode(), r.Body)
 	}
 }
 

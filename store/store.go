@@ -212,6 +212,13 @@ type NewTicket struct {
 	// the same step: the service's supervisor branch open, so that admission, creation and the
 	// log's opening cost one write.
 	Then []Event
+	// Turns is how many turns the conversation held when the ticket was admitted (the history
+	// CreateTicket answered), for Restore; CreateTicket ignores it. A conversation the store
+	// lost is re-created with a restored ticket only when it held none: then nothing of it was
+	// lost. One that held turns lost them, and re-created around the restored turn alone it
+	// would be asked in again with its earlier turns missing (the model answering a follow-up
+	// without the context the caller gave it), so it stays gone, as a restart's others are.
+	Turns int
 }
 
 // Ticket is a snapshot of a ticket's metadata.

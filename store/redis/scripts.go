@@ -327,7 +327,9 @@ return {'ok', evicted}
 // from any replica (mode any, or lapsed: only once the lease has lapsed), or the runner's
 // Restore of a log the store lost part or all of (mode restore: the tail may skip seqs, and a
 // ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted, question, m, then m
-// times seq, type, data of the events its creation wrote after accepted). An End whose tail
+// times seq, type, data of the events its creation wrote after accepted, then the turns its
+// conversation held at its admission: a conversation that is gone too is re-created only when
+// that is 0, for one that held turns lost them and stays gone). An End whose tail
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
@@ -358,15 +360,19 @@ if not h[1] then
   end
   redis.call('HSET', KEYS[1], 'q', ARGV[x + 4])
   if redis.call('EXISTS', KEYS[4]) == 0 then
-    redis.call('HSET', KEYS[4], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2], 'running', ARGV[4])
+    -- gone with its turns, if it held any: then it stays gone (the restored turn is not
+    -- recorded) rather than come back without them
+    if (ARGV[x + 6 + 3 * m] or 0) + 0 == 0 then
+      redis.call('HSET', KEYS[4], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2], 'running', ARGV[4])
+      -- the conversation's entries at the expiry this end gives its hash (below), never at
+      -- +inf: an owner's set at +inf reads as an ask running, and would never expire again
+      local cexp = int(now_ms() + ARGV[6])
+      redis.call('ZADD', KEYS[8], cexp, ARGV[5])
+      redis.call('ZADD', KEYS[9], cexp, ARGV[5])
+    end
   elseif (redis.call('HGET', KEYS[4], 'running') or '') == '' then
     redis.call('HSET', KEYS[4], 'running', ARGV[4])
   end
-  -- the conversation's entries at the expiry this end gives its hash (below), never at +inf: an
-  -- owner's set at +inf reads as an ask running, and would never expire again
-  local cexp = int(now_ms() + ARGV[6])
-  redis.call('ZADD', KEYS[8], cexp, ARGV[5])
-  redis.call('ZADD', KEYS[9], cexp, ARGV[5])
   redis.call('ZADD', KEYS[7], '+inf', ARGV[4])
   redis.call('ZADD', KEYS[10], '+inf', ARGV[4])
   h = {'0', ARGV[2], tostring(1 + m), ARGV[5], false, '0'}

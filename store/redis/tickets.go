@@ -278,6 +278,8 @@ func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Ev
 	for _, ev := range then {
 		extra = append(extra, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
+	// A conversation that is gone too is re-created only if it held no turns (NewTicket.Turns).
+	extra = append(extra, nt.Turns)
 	_, err := s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn, extra...)
 	return err
 }

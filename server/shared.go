@@ -72,12 +72,22 @@ func (s *Server) endRemoteTurn(ctx context.Context, sh store.Shared, ticket stri
 		return cmpOr(err, store.ErrFinished)
 	}
 	var question string
+	shredded := false
 	if turn {
-		q, err := sh.Question(ctx, ticket)
-		if err != nil {
+		switch q, err := sh.Question(ctx, ticket); {
+		case errors.Is(err, store.ErrNotFound):
+			// The ticket is there (read above) and its question is not: it no longer opens,
+			// its seal key dropped (crypto-shredding), and nor does its log. It is ended all
+			// the same, leaving no turn (a shredded turn is left out), for until 2026-12-05
+			// nothing ended it: its conversation answered 409 naming a ticket that reads 404,
+			// and its owner's in-flight slot stayed taken, for good. (A ticket gone since is
+			// End's ErrNotFound.)
+			turn, shredded = false, true
+		case err != nil:
 			return err
+		default:
+			question = q
 		}
-		question = q
 	}
 	for range remoteEndAttempts {
 		t, err := sh.Ticket(ctx, ticket)
@@ -93,6 +103,10 @@ func (s *Server) endRemoteTurn(ctx context.Context, sh store.Shared, ticket stri
 		}
 		now := time.Now()
 		open, err := branchesOpenIn(ctx, sh, ticket, t.LastSeq)
+		if shredded && errors.Is(err, store.ErrNotFound) {
+			// No reader can open the log: its end closes the supervisor branch alone.
+			open, err = openBranches{}, nil
+		}
 		if err != nil {
 			return err
 		}

@@ -500,7 +500,9 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 			return store.Ticket{}, err
 		}
 	}
-	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil {
+	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil || t.Shredded {
+		// A shredded ticket (its seal key dropped) reads as gone: its log no longer opens,
+		// and a stream of it was a 200 with no event that never reached done.
 		return store.Ticket{}, errNotFound
 	}
 	return t, nil

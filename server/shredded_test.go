@@ -74,3 +74,44 @@ type deadReplica struct{ *redisstore.Store }
 
 func (deadReplica) Renew(context.Context, string, store.Usage) error { return nil }
 func (deadReplica) Lapsed(context.Context, int) ([]string, error)    { return nil, nil }
+
+// TestShreddedTicketReadsAsGone: a ticket whose question was sealed with a key since dropped
+// (crypto-shredding) reads as gone, as docs/scale-out.md says: its status, its stream and its
+// cancel answer 404. Its stream was a 200 holding no event that closed without done, which a
+// client that follows the rules reconnects to for ever, and its status a 200. A replica that
+// still holds the key among older ones (a rotation) reads it.
+func TestShreddedTicketReadsAsGone(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "shredgone:" + rand.Text() + ":"
+	k1 := seal.NewKey("k1")
+	keys := func(s string) *seal.Keys {
+		k, err := seal.ParseKeys(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	replica := func(s string) *harness {
+		return newHarness(t, server.Options{Store: replicaStoreWith(t, srv, redisstore.Options{Prefix: prefix, Seal: keys(s)}), Runner: answerRunner(1)})
+	}
+	a, rotated, shredded := replica(k1), replica(seal.NewKey("k2")+","+k1), replica(seal.NewKey("k3"))
+	ticket := a.ask(alice, a.conv(alice), "How many sev1 incidents did we have in 2026-Q2?")
+	if r := a.status(alice, ticket, header("Prefer", "wait=10")); r.StatusCode() != http.StatusOK || r.JSON200.Done == nil {
+		t.Fatalf("the ask did not end: %d %s", r.StatusCode(), r.Body)
+	}
+	for name, h := range map[string]*harness{"with its key": a, "with its key second": rotated} {
+		if fs := h.events(alice, ticket); len(fs) == 0 || fs[len(fs)-1].Event != "done" {
+			t.Errorf("%s, the stream: %v, want it to end with done", name, fs)
+		}
+	}
+	if r := shredded.status(alice, ticket); r.StatusCode() != http.StatusNotFound {
+		t.Errorf("status without its key: %d %s, want 404", r.StatusCode(), r.Body)
+	}
+	resp := shredded.stream(context.Background(), alice, ticket, nil)
+	if body := readBody(t, resp); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("stream without its key: %d %q, want 404", resp.StatusCode, body)
+	}
+	if r := shredded.cancel(alice, ticket); r.StatusCode() != http.StatusNotFound {
+		t.Errorf("cancel without its key: %d %s, want 404", r.StatusCode(), r.Body)
+	}
+}

@@ -232,6 +232,10 @@ type Ticket struct {
 	// Terminal and Done are set once the ticket is finished.
 	Terminal *Event
 	Done     *Event
+	// Shredded reports that the ticket's question was sealed with a key no longer configured
+	// (crypto-shredding): its log no longer opens (Read answers ErrNotFound), so the service
+	// answers the ticket as gone, while a lapse sweep can still end its run.
+	Shredded bool
 }
 
 // Finished reports whether done has been appended.

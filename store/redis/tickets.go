@@ -15,6 +15,7 @@ import (
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/store"
+	"github.com/das-ask/ask/store/seal"
 )
 
 // CreateTicket implements store.Store. The creating instance becomes the ticket's runner and
@@ -161,6 +162,9 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 		Owner:          store.Owner{Tenant: m["tenant"], OID: m["oid"]},
 		CreatedAt:      fromNanos(m["created"]),
 		LastSeq:        atoi(m["last"]),
+	}
+	if q := m["q"]; seal.IsSealed([]byte(q)) && (s.seal == nil || !s.seal.Knows([]byte(q))) {
+		t.Shredded = true // its key dropped: the log's accepted no longer opens either
 	}
 	if m["finished"] != "1" {
 		return t, nil

@@ -62,6 +62,14 @@ func TestSealOpen(t *testing.T) {
 	if _, err := mustKeys(t, k2).Open(sealed, ad); !errors.Is(err, seal.ErrUnknownKey) {
 		t.Errorf("Open after the key was dropped: %v, want ErrUnknownKey", err)
 	}
+	// Knows tells so by the key's id alone; a value not sealed is not shredded.
+	if !old.Knows(sealed) || !rotated.Knows(sealed) || mustKeys(t, k2).Knows(sealed) {
+		t.Errorf("Knows of k1's seal: with k1 %v, with k2,k1 %v, with k2 %v; want true, true, false",
+			old.Knows(sealed), rotated.Knows(sealed), mustKeys(t, k2).Knows(sealed))
+	}
+	if !mustKeys(t, k2).Knows(question) {
+		t.Error("Knows of a value not sealed: false")
+	}
 }
 
 func TestParseKeysRefuses(t *testing.T) {

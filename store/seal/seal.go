@@ -27,8 +27,8 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// prefix starts every sealed value: "sealed:v1:<kid>:<base64url(nonce || ciphertext)>".
-const prefix = "sealed:v1:"
+// Prefix starts every sealed value: "sealed:v1:<kid>:<base64url(nonce || ciphertext)>".
+const Prefix = "sealed:v1:"
 
 // Errors Open returns.
 var (
@@ -114,8 +114,8 @@ func (k *Keys) Seal(plaintext, ad []byte) []byte {
 	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plaintext)+aead.Overhead())
 	_, _ = rand.Read(nonce)
 	sealed := aead.Seal(nonce, nonce, plaintext, ad)
-	out := make([]byte, 0, len(prefix)+len(kid)+1+base64.RawURLEncoding.EncodedLen(len(sealed)))
-	out = append(out, prefix...)
+	out := make([]byte, 0, len(Prefix)+len(kid)+1+base64.RawURLEncoding.EncodedLen(len(sealed)))
+	out = append(out, Prefix...)
 	out = append(out, kid...)
 	out = append(out, ':')
 	return base64.RawURLEncoding.AppendEncode(out, sealed)
@@ -123,7 +123,7 @@ func (k *Keys) Seal(plaintext, ad []byte) []byte {
 
 // Open opens what Seal sealed for the same ad, with whichever configured key sealed it.
 func (k *Keys) Open(sealed, ad []byte) ([]byte, error) {
-	rest, ok := strings.CutPrefix(string(sealed), prefix)
+	rest, ok := strings.CutPrefix(string(sealed), Prefix)
 	if !ok {
 		return nil, ErrNotSealed
 	}
@@ -149,8 +149,8 @@ func (k *Keys) Open(sealed, ad []byte) ([]byte, error) {
 // Knows reports whether sealed could be opened by these keys as far as its key goes: true when
 // it is not in the sealed format, or names a configured key; false when the key that sealed it
 // is no longer configured (crypto-shredded). It opens nothing.
-func (k *Keys) Knows(sealed []byte) bool {
-	rest, ok := strings.CutPrefix(string(sealed), prefix)
+func (k *Keys) Knows(sealed string) bool {
+	rest, ok := strings.CutPrefix(sealed, Prefix)
 	if !ok {
 		return true
 	}
@@ -190,4 +190,4 @@ func derive(key []byte, use string) []byte {
 }
 
 // IsSealed reports whether b is in the sealed format.
-func IsSealed(b []byte) bool { return strings.HasPrefix(string(b), prefix) }
+func IsSealed(b []byte) bool { return strings.HasPrefix(string(b), Prefix) }

@@ -180,7 +180,8 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		s.release("")
 		return err
 	}
-	if err := s.addWebhook(ctx, ticket, body.Webhook, now); err != nil {
+	hook, err := s.addWebhook(ctx, ticket, body.Webhook, now)
+	if err != nil {
 		s.release("")
 		return refuse(err) // a refusal (the store at capacity) frees the key, as CreateTicket's do
 	}
@@ -227,7 +228,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 
 	s.reportAdmitted(ctx, Admission{Ticket: ticket, Conversation: conversationID, OID: owner.OID, CreatedAt: now.UTC()})
 	nt.Turns = len(history) // for a restore: whether the conversation, if lost, is re-created
-	r, runCtx := s.newRun(nt, opened, now)
+	r, runCtx := s.newRun(nt, opened, now, s.reWebhook(hook))
 	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
 	if ik != nil {
 		b, rec, err := ticketResponse(s.opts.BasePath, ticket, conversationID, now.UTC())

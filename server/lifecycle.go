@@ -20,8 +20,9 @@ import (
 // opened is the supervisor branch's open, which the store took with the ticket's creation
 // (store.NewTicket.Then). The run knows it before its deadline's timer is armed: a timer that
 // fires at once (a deadline already past) seals an end after that open, never a second open.
-// admitted is nt's creation as the clock read it, monotonic reading and all.
-func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Time) (*run, context.Context) {
+// admitted is nt's creation as the clock read it, monotonic reading and all. reWebhook, when
+// the ask named a webhook, registers its delivery again for a restore (Server.reWebhook).
+func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Time, reWebhook func(context.Context) error) (*run, context.Context) {
 	ticket, conv, question := nt.ID, nt.ConversationID, nt.Question
 	deadline := admitted.Add(s.opts.Deadline)
 	cctx, cancel := context.WithCancelCause(s.base)
@@ -43,6 +44,7 @@ func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Ti
 		lease:        s.storeLease(),
 		ctx:          ctx,
 		admitted:     nt,
+		reWebhook:    reWebhook,
 	}
 	r.openedWith(opened)
 	// The timer may fire before AfterFunc returns (a deadline already past): r.cancel is set

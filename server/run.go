@@ -92,6 +92,9 @@ type run struct {
 	// admitted is what CreateTicket registered: with a shared store that loses part of the
 	// log (a restart), the runner restores the ticket from it rather than let it vanish.
 	admitted store.NewTicket
+	// reWebhook, when the ask named a webhook, registers its delivery again before a restore
+	// (Server.reWebhook): the store that lost the ticket lost the delivery with it.
+	reWebhook func(context.Context) error
 	// lastWrite is when the last write the store took was sent (UnixNano): the store's lease
 	// runs from no earlier than that.
 	lastWrite atomic.Int64
@@ -355,6 +358,14 @@ func (r *run) restoreVia(write func(func(context.Context) error) error) error {
 	if err := write(func(ctx context.Context) error { return sh.Restore(ctx, r.admitted, tail, turn) }); err != nil {
 		r.log.Warn("ask not restored after the store lost its log", "ticket", r.ticket, "err", err)
 		return err
+	}
+	// The delivery after the ticket, never before: a delivery of a ticket the store does not
+	// hold (a restore still refused) is claimed, found without its ticket, and given up. The
+	// run's release, or Server.restoreOnce for a restore made later, then makes it due.
+	if r.reWebhook != nil {
+		if err := write(r.reWebhook); err != nil {
+			r.log.Warn("ask's webhook not registered again after the store lost it; its end is not delivered", "ticket", r.ticket, "err", err)
+		}
 	}
 	e := endOf(tail, out, u, elapsed, 0)
 	e.Restored = true

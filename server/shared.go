@@ -217,6 +217,9 @@ func (s *Server) restoreLater(r *run) {
 func (s *Server) restoreOnce(r *run) bool {
 	switch err := r.restoreVia(func(op func(context.Context) error) error { return op(s.base) }); {
 	case err == nil:
+		// The run was released before this restore: its webhook, registered again with it,
+		// is made due here.
+		s.webhookDue(r.ticket)
 		return true
 	case errors.Is(err, store.ErrFinished):
 		r.reportEnd(End{Reason: "ended_elsewhere"})

@@ -82,19 +82,42 @@ func (s *Server) checkWebhook(w *gen.WebhookRequest) error {
 // addWebhook registers ticket's delivery before the ticket exists; dropWebhook undoes it when
 // the ticket is then refused, so a refused ask leaves nothing behind. The delivery is due, as
 // a safety net, once the run's deadline and a lease have passed; its run's end makes it due at
-// once. It is forgotten when the ticket would be: TTL after that.
-func (s *Server) addWebhook(ctx context.Context, ticket string, w *gen.WebhookRequest, admitted time.Time) error {
+// once. It is forgotten when the ticket would be: TTL after that. It returns the delivery
+// registered (nil when w names none), which the run keeps to register it again if the store
+// loses it with the ticket (reWebhook).
+func (s *Server) addWebhook(ctx context.Context, ticket string, w *gen.WebhookRequest, admitted time.Time) (*store.Webhook, error) {
 	if w == nil || s.hooks == nil {
-		return nil
+		return nil, nil
 	}
 	grace := 10 * time.Second
 	if sh, ok := s.store.(store.Shared); ok {
 		grace += sh.Lease()
 	}
 	due := admitted.Add(s.opts.Deadline + grace)
-	return s.outbox.AddWebhook(ctx, store.Webhook{
-		Ticket: ticket, ID: webhook.NewID(), URL: w.Url, Due: due, Expires: due.Add(s.opts.TTL),
-	})
+	hook := store.Webhook{Ticket: ticket, ID: webhook.NewID(), URL: w.Url, Due: due, Expires: due.Add(s.opts.TTL)}
+	if err := s.outbox.AddWebhook(ctx, hook); err != nil {
+		return nil, err
+	}
+	return &hook, nil
+}
+
+// reWebhook is a run's way to register its ticket's delivery again, under the same id, when
+// the store lost the ticket and the run restores it (a Redis restarted empty, or one whose
+// last second was lost: the outbox lives in the same Redis and went with it). Without it the
+// restored ticket read as ended error{interrupted} while its webhook was gone: never sent,
+// and not on GET. Nil when the ask named no webhook.
+func (s *Server) reWebhook(hook *store.Webhook) func(context.Context) error {
+	if hook == nil {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		// The same delivery again changes nothing (a store that kept it); another id there
+		// is one that store holds for this ticket, which stands.
+		if err := s.outbox.AddWebhook(ctx, *hook); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		return nil
+	}
 }
 
 func (s *Server) dropWebhook(ticket string, w *gen.WebhookRequest) {

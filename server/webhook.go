@@ -81,7 +81,7 @@ func (s *Server) checkWebhook(w *gen.WebhookRequest) error {
 
 // addWebhook registers ticket's delivery before the ticket exists; dropWebhook undoes it when
 // the ticket is then refused, so a refused ask leaves nothing behind. The delivery is due, as
-// a safety net, once the run's deadline and a lease have passed; its run's end makes it due at
+// a safety net, once the run's deadline, a lease and 10 s have passed; its run's end makes it due at
 // once. It is forgotten when the ticket would be: TTL after that. It returns the delivery
 // registered (nil when w names none), which the run keeps to register it again if the store
 // loses it with the ticket (reWebhook).

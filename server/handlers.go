@@ -228,6 +228,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 
 	s.reportAdmitted(ctx, Admission{Ticket: ticket, Conversation: conversationID, OID: owner.OID, CreatedAt: now.UTC()})
 	nt.Turns = len(history) // for a restore: whether the conversation, if lost, is re-created
+	nt.Limits = s.limits()  // and whether it fits the caps
 	r, runCtx := s.newRun(nt, opened, now, s.reWebhook(hook))
 	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
 	if ik != nil {

@@ -219,6 +219,12 @@ type NewTicket struct {
 	// would be asked in again with its earlier turns missing (the model answering a follow-up
 	// without the context the caller gave it), so it stays gone, as a restart's others are.
 	Turns int
+	// Limits are the caps the ticket was admitted under, for Restore; CreateTicket ignores
+	// them (it takes its own). A lost conversation is re-created only within its owner's cap
+	// of conversations and the store's: the identity may have opened others meanwhile, in the
+	// store the restart emptied, and one more would put it past its cap. Past them it stays
+	// gone, as one that held turns does; the ticket is restored, ended, whatever the caps.
+	Limits Limits
 }
 
 // Ticket is a snapshot of a ticket's metadata.

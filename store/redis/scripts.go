@@ -328,15 +328,16 @@ return {'ok', evicted}
 // Restore of a log the store lost part or all of (mode restore: the tail may skip seqs, and a
 // ticket that is gone is first re-created from the extra ARGV tenant, oid, created, accepted, question, m, then m
 // times seq, type, data of the events its creation wrote after accepted, then the turns its
-// conversation held at its admission: a conversation that is gone too is re-created only when
-// that is 0, for one that held turns lost them and stays gone). An End whose tail
+// conversation held at its admission, its owner's cap of conversations, the bucket's and the
+// recheck (ms) that room_convs takes: a conversation that is gone too is re-created only when
+// the turns are 0, for one that held turns lost them and stays gone, and only within both caps). An End whose tail
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
 // KEYS ticket, log, steps, conv, turns, running, tickets, convs, owner's convs, owner's tickets; ARGV mode, runner, channel, tid, cid, ttl_ms, max, turn, terminal index, done index, n,
 // then n times seq, type, data. It answers a status word, or, when it ended the ticket now,
 // {'ok', the steps the bound evicted for the tail}.
-var endTicket = goredis.NewScript(luaNow + luaInt + luaAppend + luaLatest + luaEnd)
+var endTicket = goredis.NewScript(luaNow + luaInt + luaConvs + luaAppend + luaLatest + luaEnd)
 
 // luaEnd is endTicket's body, which endTickets runs once per ticket.
 const luaEnd = `
@@ -361,8 +362,16 @@ if not h[1] then
   redis.call('HSET', KEYS[1], 'q', ARGV[x + 4])
   if redis.call('EXISTS', KEYS[4]) == 0 then
     -- gone with its turns, if it held any: then it stays gone (the restored turn is not
-    -- recorded) rather than come back without them
-    if (ARGV[x + 6 + 3 * m] or 0) + 0 == 0 then
+    -- recorded) rather than come back without them; and gone when it no longer fits the caps
+    -- it was admitted under (its owner's, the store's: the owner may have opened others in the
+    -- emptied store meanwhile), rather than put its owner past them
+    local y = x + 6 + 3 * m
+    local cprefix = string.sub(KEYS[4], 1, #KEYS[4] - #ARGV[5])
+    local function fits(key, max)
+      max = (max or 0) + 0
+      return max <= 0 or room_convs(key, cprefix, max, now_ms(), (ARGV[y + 3] or 0) + 0)
+    end
+    if (ARGV[y] or 0) + 0 == 0 and fits(KEYS[9], ARGV[y + 1]) and fits(KEYS[8], ARGV[y + 2]) then
       redis.call('HSET', KEYS[4], 'tenant', ARGV[x], 'oid', ARGV[x + 1], 'created', ARGV[x + 2], 'running', ARGV[4])
       -- the conversation's entries at the expiry this end gives its hash (below), never at
       -- +inf: an owner's set at +inf reads as an ask running, and would never expire again
@@ -460,7 +469,7 @@ return {'ok', evicted}
 // type) answers {'error', message} for itself and the others still run. It answers the ends'
 // replies in order. The helpers that read neither KEYS nor ARGV are made once per call;
 // append_events, which reads ARGV, once per end; the clock is read once per call.
-var endTickets = goredis.NewScript(luaOnceNow + luaInt + luaLatest + `
+var endTickets = goredis.NewScript(luaOnceNow + luaInt + luaConvs + luaLatest + `
 local function one(KEYS, ARGV)
 ` + luaAppend + luaEnd + `
 end

@@ -283,8 +283,9 @@ func (s *Store) Restore(ctx context.Context, nt store.NewTicket, tail []store.Ev
 	for _, ev := range then {
 		extra = append(extra, strconv.FormatInt(ev.Seq, 10), string(ev.Type), ev.Data)
 	}
-	// A conversation that is gone too is re-created only if it held no turns (NewTicket.Turns).
-	extra = append(extra, nt.Turns)
+	// A conversation that is gone too is re-created only if it held no turns (NewTicket.Turns),
+	// and only within the caps the ticket was admitted under (NewTicket.Limits).
+	extra = append(extra, nt.Turns, nt.Limits.MaxConversationsPerOwner, s.keys.perBucket(nt.Limits.MaxTickets), ms(s.recheck))
 	_, err := s.run(ctx, "restore", nt.ID, nt.ConversationID, nt.Owner, tail, turn, extra...)
 	return err
 }

@@ -195,8 +195,8 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		return err
 	}
 	nt := store.NewTicket{ID: ticket, ConversationID: conversationID, Owner: owner, CreatedAt: now.UTC(), Accepted: accepted,
-		Question: body.Question, Then: []store.Event{opened}}
-	history, err := s.store.CreateTicket(ctx, nt, s.limits())
+		Question: body.Question, Then: []store.Event{opened}, Limits: s.limits()}
+	history, err := s.store.CreateTicket(ctx, nt, nt.Limits)
 	if pending := (*store.PendingError)(nil); errors.As(err, &pending) {
 		var drop func(context.Context) error
 		if ik == nil {
@@ -228,7 +228,6 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 
 	s.reportAdmitted(ctx, Admission{Ticket: ticket, Conversation: conversationID, OID: owner.OID, CreatedAt: now.UTC()})
 	nt.Turns = len(history) // for a restore: whether the conversation, if lost, is re-created
-	nt.Limits = s.limits()  // and whether it fits the caps
 	r, runCtx := s.newRun(nt, opened, now, s.reWebhook(hook))
 	req := ask.Request{Ticket: ticket, ConversationID: conversationID, Question: body.Question, History: history, Identity: id}
 	if ik != nil {

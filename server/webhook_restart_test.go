@@ -33,16 +33,7 @@ func TestRestartKeepsTheWebhook(t *testing.T) {
 	mid, resume := make(chan string, 1), make(chan struct{})
 	h := newHarness(t, server.Options{Store: st, Runner: phasedRunner(2, 2, mid, resume),
 		Webhooks: server.WebhookOptions{Config: hookConfig(rcv, secret)}})
-	r := h.askHook(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?", rcv.URL()+"/hooks/restart")
-	if r.StatusCode() != http.StatusAccepted || r.JSON202 == nil {
-		t.Fatalf("createAsk: %d %s", r.StatusCode(), r.Body)
-	}
-	ticket := r.JSON202.Ticket
-	within(t, mid, "the run's first steps")
-	before := h.status(alice, ticket).JSON200
-	if before == nil || before.Webhook == nil {
-		t.Fatalf("the running ask's webhook before the restart: %+v", before)
-	}
+	ticket, before := askHookedMidRun(t, h, rcv.URL()+"/hooks/restart", mid)
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +43,13 @@ func TestRestartKeepsTheWebhook(t *testing.T) {
 	close(resume)
 
 	w := h.waitWebhook(alice, ticket)
-	if w.State != gen.WebhookStateDelivered || w.Id != before.Webhook.Id {
-		t.Fatalf("the restored ask's webhook %+v, want delivered under %s, its id before the restart", w, before.Webhook.Id)
+	if w.State != gen.WebhookStateDelivered || w.Id != before.Id {
+		t.Fatalf("the restored ask's webhook %+v, want delivered under %s, its id before the restart", w, before.Id)
 	}
 	got := rcv.Deliveries()
-	if len(got) != 1 || !got[0].Verified || got[0].ID != before.Webhook.Id ||
+	if len(got) != 1 || !got[0].Verified || got[0].ID != before.Id ||
 		!bytes.Contains(got[0].Body, []byte(`"kind":"interrupted"`)) || !bytes.Contains(got[0].Body, []byte(ticket)) {
-		t.Fatalf("receiver got %d deliveries (%+v), want the restored ticket's error{interrupted} under %s", len(got), got, before.Webhook.Id)
+		t.Fatalf("receiver got %d deliveries (%+v), want the restored ticket's error{interrupted} under %s", len(got), got, before.Id)
 	}
 }
 
@@ -81,16 +72,7 @@ func TestLateRestoreDeliversTheWebhook(t *testing.T) {
 	h := newHarness(t, server.Options{Store: st, Runner: phasedRunner(2, 2, mid, resume), Deadline: 2 * time.Minute,
 		Hooks:    server.Hooks{Ended: func(_ string, e server.End) { ended <- e }},
 		Webhooks: server.WebhookOptions{Config: hookConfig(rcv, secret)}})
-	r := h.askHook(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?", rcv.URL()+"/hooks/late")
-	if r.StatusCode() != http.StatusAccepted || r.JSON202 == nil {
-		t.Fatalf("createAsk: %d %s", r.StatusCode(), r.Body)
-	}
-	ticket := r.JSON202.Ticket
-	within(t, mid, "the run's first steps")
-	before := h.status(alice, ticket).JSON200
-	if before == nil || before.Webhook == nil {
-		t.Fatalf("the running ask's webhook before the restart: %+v", before)
-	}
+	ticket, before := askHookedMidRun(t, h, rcv.URL()+"/hooks/late", mid)
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +97,26 @@ func TestLateRestoreDeliversTheWebhook(t *testing.T) {
 		t.Fatal("the ask was not restored within 30s of Redis running memory-only again")
 	}
 	w := h.waitWebhook(alice, ticket)
-	if w.State != gen.WebhookStateDelivered || w.Id != before.Webhook.Id {
-		t.Fatalf("the restored ask's webhook %+v, want delivered under %s, its id before the restart", w, before.Webhook.Id)
+	if w.State != gen.WebhookStateDelivered || w.Id != before.Id {
+		t.Fatalf("the restored ask's webhook %+v, want delivered under %s, its id before the restart", w, before.Id)
 	}
 	if got := rcv.Deliveries(); len(got) != 1 || !got[0].Verified || !bytes.Contains(got[0].Body, []byte(`"kind":"interrupted"`)) {
 		t.Fatalf("receiver got %d deliveries (%+v), want the restored ticket's error{interrupted}", len(got), got)
 	}
+}
+
+// askHookedMidRun asks with a webhook to url and returns, once the run has reached mid, its
+// ticket and its webhook as GET reads it then.
+func askHookedMidRun(t *testing.T, h *harness, url string, mid <-chan string) (string, gen.WebhookStatus) {
+	t.Helper()
+	r := h.askHook(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?", url)
+	if r.StatusCode() != http.StatusAccepted || r.JSON202 == nil {
+		t.Fatalf("createAsk: %d %s", r.StatusCode(), r.Body)
+	}
+	within(t, mid, "the run's first steps")
+	before := h.status(alice, r.JSON202.Ticket).JSON200
+	if before == nil || before.Webhook == nil {
+		t.Fatalf("the running ask's webhook before the restart: %+v", before)
+	}
+	return r.JSON202.Ticket, *before.Webhook
 }

@@ -24,11 +24,7 @@ import (
 // running lost nothing else, and is still restored with its turn (TestRestartLosesEverything).
 func TestRestartForgetsAConversationItCannotRestoreWhole(t *testing.T) {
 	srv := redistest.Start(t)
-	st, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: "wipedconv:" + rand.Text() + ":", Lease: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := replicaStoreWith(t, srv, redisstore.Options{Prefix: "wipedconv:" + rand.Text() + ":", Lease: 5 * time.Second})
 	mid, resume := make(chan string, 1), make(chan struct{})
 	ended := make(chan server.End, 4)
 	h := newHarness(t, server.Options{Store: st, Runner: phasedRunner(2, 2, mid, resume),

@@ -23,11 +23,7 @@ import (
 // ask running across the restart ended interrupted, none of their webhooks came).
 func TestRestartKeepsTheWebhook(t *testing.T) {
 	srv := redistest.Start(t)
-	st, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: "whwiped:" + rand.Text() + ":", Lease: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := replicaStoreWith(t, srv, redisstore.Options{Prefix: "whwiped:" + rand.Text() + ":", Lease: 5 * time.Second})
 	secret := webhooktest.Secret()
 	rcv := newReceiver(t, secret)
 	mid, resume := make(chan string, 1), make(chan struct{})

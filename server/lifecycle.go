@@ -46,6 +46,9 @@ func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Ti
 		admitted:     nt,
 		reWebhook:    reWebhook,
 	}
+	if _, ok := s.store.(reconnector); ok {
+		r.onFinished = s.runFinished
+	}
 	r.openedWith(opened)
 	// The timer may fire before AfterFunc returns (a deadline already past): r.cancel is set
 	// first, and finds the timer once it is stored.

@@ -95,6 +95,9 @@ type run struct {
 	// reWebhook, when the ask named a webhook, registers its delivery again before a restore
 	// (Server.reWebhook): the store that lost the ticket lost the delivery with it.
 	reWebhook func(context.Context) error
+	// onFinished, when set, is told of the end the run wrote (Server.runFinished), to write it
+	// again if the store loses it.
+	onFinished func(r *run, tail []store.Event, turn ask.Turn)
 	// lastWrite is when the last write the store took was sent (UnixNano): the store's lease
 	// runs from no earlier than that.
 	lastWrite atomic.Int64
@@ -514,6 +517,9 @@ func (r *run) finish() {
 	r.tail = nil
 	evicted := r.evicted + int64(sealed.Evicted)
 	r.mu.Unlock()
+	if r.onFinished != nil {
+		r.onFinished(r, tail, turn)
+	}
 	r.reportEnd(sealed)
 	r.log.Debug("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[len(tail)-2].Type),
 		"steps", steps, "steps_dropped", evicted, "elapsed_ms", time.Since(r.started).Milliseconds())

@@ -144,6 +144,14 @@ type Server struct {
 	outbox    store.Outbox
 	hooks     *webhook.Deliverer
 	stopHooks context.CancelFunc
+
+	// finished keeps the ends this replica wrote lately, and holdSweepUntil (unix ns) holds
+	// the sweep after its store reconnected, for a restart that lost them (reassert.go);
+	// sweptAt (unix ns) is when the store last answered a sweep.
+	finished       finishedEnds
+	holdSweepUntil atomic.Int64
+	sweptAt        atomic.Int64
+	reassertKick   chan struct{}
 }
 
 // New builds the service. It fails on missing Runner or Authenticator and on invalid options.
@@ -239,6 +247,7 @@ func New(opts Options) (*Server, error) {
 		closing:      make(chan struct{}),
 		graceOver:    make(chan struct{}),
 		runs:         map[string]*run{},
+		reassertKick: make(chan struct{}, 1),
 		idle:         make(chan struct{}),
 	}
 	if s.store == nil {
@@ -261,6 +270,13 @@ func New(opts Options) (*Server, error) {
 			defer s.runners.Done()
 			s.sweep(sh)
 		}()
+		if rc, ok := sh.(reconnector); ok {
+			s.runners.Add(1)
+			go func() {
+				defer s.runners.Done()
+				s.reassertOnReconnect(sh, rc)
+			}()
+		}
 	}
 	return s, nil
 }

@@ -35,6 +35,9 @@ func (s *Server) sweep(sh store.Shared) {
 			return
 		case <-tick.C:
 		}
+		if s.sweepHeld(sh) {
+			continue
+		}
 		ids, err := sh.Lapsed(s.base, sweepLimit)
 		if err != nil {
 			if s.base.Err() == nil {
@@ -42,6 +45,7 @@ func (s *Server) sweep(sh store.Shared) {
 			}
 			continue
 		}
+		s.sweptAt.Store(time.Now().UnixNano())
 		for _, id := range ids {
 			out := errOutcome(gen.ErrorKindInterrupted, "the replica running the ask stopped before it finished")
 			switch err := s.endRemote(s.base, sh, id, out, true); {

@@ -3,6 +3,10 @@ package redis
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -81,4 +85,40 @@ func (s *Store) Usage(ctx context.Context, ticket string) (store.Usage, error) {
 		n[i] = atoi(str)
 	}
 	return store.Usage{Steps: n[1], ModelCalls: n[2], InputTokens: n[3], OutputTokens: n[4]}, nil
+}
+
+// RestartedWithin reports whether a Redis holding the store (every primary, on a cluster) was
+// started less than d ago: one that came back from a crash may have lost its last writes, the
+// ends of asks that had finished among them, and the replica that wrote them writes them again
+// once it notices (server's reassert), which the lease sweep gives that long.
+func (s *Store) RestartedWithin(ctx context.Context, d time.Duration) (bool, error) {
+	uptime := func(ctx context.Context, c *goredis.Client) (bool, error) {
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return false, wrap(err)
+		}
+		for line := range strings.SplitSeq(info, "\n") {
+			if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				return err == nil && time.Duration(n)*time.Second < d, nil
+			}
+		}
+		return false, nil
+	}
+	switch c := s.rdb.(type) {
+	case *goredis.Client:
+		return uptime(ctx, c)
+	case *goredis.ClusterClient:
+		var mu sync.Mutex
+		any := false
+		err := c.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
+			r, err := uptime(ctx, n)
+			mu.Lock()
+			any = any || r
+			mu.Unlock()
+			return err
+		})
+		return any, err
+	}
+	return false, nil
 }

@@ -52,8 +52,24 @@ func (s *Store) consume(ch <-chan any) {
 			if m.Kind == "subscribe" && m.Channel == ended {
 				s.log.Warn("redis store: change notifications re-subscribed; waking every reader")
 				s.kickPersistence() // a reconnect: perhaps to a Redis restarted otherwise
+				s.reconnected()
 			}
 			s.hub.reset()
 		}
+	}
+}
+
+// Reconnects receives once the store's change notifications were subscribed again after their
+// connection broke (a Redis restart among the causes; several at once may be one receive): the
+// store may then have lost the writes its Redis had not yet put on disk (store.Shared's
+// restore), of tickets that had ended too.
+func (s *Store) Reconnects() <-chan struct{} { return s.reconnects }
+
+// reconnected says so to Reconnects. The first subscription is confirmed before the
+// notification goroutine reads (New), so every subscription it reads is a new one.
+func (s *Store) reconnected() {
+	select {
+	case s.reconnects <- struct{}{}:
+	default:
 	}
 }

@@ -100,10 +100,12 @@ type Store struct {
 	sub       *goredis.PubSub      // the change notifications' subscription (replaced after a Sentinel switch)
 	subClosed bool                 // Close began: sub is not replaced again
 	resub     chan *goredis.PubSub // a subscription that replaced sub, for the notification goroutine
-	switches  *switches            // on a Sentinel URL, the watch of the primary's moves (sentinel.go)
-	persist   persistWatch         // the memory-only mode's watch that Redis still does not persist (persist.go)
-	listened  chan struct{}        // closed when the notification goroutine returns
-	hub       *hub
+	// reconnects says that the change notifications were subscribed again (Reconnects).
+	reconnects chan struct{}
+	switches   *switches     // on a Sentinel URL, the watch of the primary's moves (sentinel.go)
+	persist    persistWatch  // the memory-only mode's watch that Redis still does not persist (persist.go)
+	listened   chan struct{} // closed when the notification goroutine returns
+	hub        *hub
 	// calls are the creations whose caller stopped waiting (CreateTicket's PendingError),
 	// running to the store's answer; Close waits for them once the client is closed.
 	calls sync.WaitGroup
@@ -121,16 +123,17 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("redis store: prefix %q: want no { or }, which would move every key's hash tag", opts.Prefix)
 	}
 	s := &Store{
-		rdb:       opts.Client,
-		keys:      keys{prefix: opts.Prefix, buckets: opts.Buckets},
-		replica:   opts.Replica,
-		ttl:       opts.TTL,
-		maxEvents: opts.MaxEvents,
-		lease:     opts.Lease,
-		log:       opts.Logger,
-		seal:      opts.Seal,
-		listened:  make(chan struct{}),
-		resub:     make(chan *goredis.PubSub),
+		rdb:        opts.Client,
+		keys:       keys{prefix: opts.Prefix, buckets: opts.Buckets},
+		replica:    opts.Replica,
+		ttl:        opts.TTL,
+		maxEvents:  opts.MaxEvents,
+		lease:      opts.Lease,
+		log:        opts.Logger,
+		seal:       opts.Seal,
+		listened:   make(chan struct{}),
+		resub:      make(chan *goredis.PubSub),
+		reconnects: make(chan struct{}, 1),
 	}
 	if s.keys.prefix == "" {
 		s.keys.prefix = DefaultPrefix

@@ -94,6 +94,7 @@ func (s *Store) switched(ctx context.Context, primary string) {
 		return
 	}
 	s.log.Warn("redis store: the Sentinel moved the primary; change notifications re-subscribed there, waking every reader", "primary", primary)
+	s.reconnected() // a failover may have lost the old primary's last writes, as a restart may
 	s.hub.reset()
 }
 

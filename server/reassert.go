@@ -1,0 +1,156 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/store"
+)
+
+// A durable Redis (appendfsync everysec) that crashes may come back without its last second or
+// two of writes, the ends of asks that had finished among them: the runner, which wrote the
+// end and forgot the run, was the only one to know the seqs it had assigned, so the lease sweep
+// ended such a ticket again, error{interrupted} at seqs its client had read with other events
+// (its turn interrupted, its webhook sent again with that end), and a ticket created and ended
+// within that second read 404 for good (docs/scale-out.md, "What a lost last second does to
+// asks that had ended"). So the replica keeps what each run it finished wrote last, for
+// reassertKeep, and when its store says it reconnected (reconnector) it reads each such ticket
+// and writes the end again where the store no longer holds it (store.Shared.Restore, after the
+// seqs the store kept: the events it lost leave a gap, no seq is reused), in the order the
+// runs ended, so that a conversation's turns come back in order. Meanwhile, for a lease, its
+// sweep ends no lapsed run, so that the ticket is not ended first at the store's last seq.
+
+// reassertKeep is how long a finished run's end is kept for a restart that lost it: Redis's
+// everysec fsync postpones a write by up to 2 s while a background fsync is slow.
+const reassertKeep = 10 * time.Second
+
+// reconnector is a store that says when it reconnected (store/redis.Store.Reconnects).
+type reconnector interface {
+	Reconnects() <-chan struct{}
+}
+
+// finishedEnd is what a finished run wrote last, to write it again.
+type finishedEnd struct {
+	r    *run
+	tail []store.Event
+	turn ask.Turn
+	at   time.Time
+}
+
+// finishedEnds is the replica's record of the ends it wrote within reassertKeep.
+type finishedEnds struct {
+	mu   sync.Mutex
+	ends []finishedEnd // in the order they were written
+}
+
+// add records an end written now, dropping those older than reassertKeep. While the store is
+// away nothing is written, so the ends from before it went stay until it is back.
+func (f *finishedEnds) add(e finishedEnd) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := 0
+	for i < len(f.ends) && e.at.Sub(f.ends[i].at) > reassertKeep {
+		i++
+	}
+	f.ends = append(f.ends[i:], e)
+}
+
+// snapshot is the ends recorded, oldest first.
+func (f *finishedEnds) snapshot() []finishedEnd {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]finishedEnd(nil), f.ends...)
+}
+
+// runFinished records r's end, written (run.finish).
+func (s *Server) runFinished(r *run, tail []store.Event, turn ask.Turn) {
+	s.finished.add(finishedEnd{r: r, tail: tail, turn: turn, at: time.Now()})
+}
+
+// reassertOnReconnect writes again, at each reconnection of rc, the ends the store lost.
+func (s *Server) reassertOnReconnect(sh store.Shared, rc reconnector) {
+	for {
+		select {
+		case <-s.base.Done():
+			return
+		case <-rc.Reconnects():
+		case <-s.reassertKick:
+		}
+		s.holdSweepUntil.Store(time.Now().Add(sh.Lease()).UnixNano())
+		// An end already reassertKeep old when the store last answered a sweep had been on
+		// disk by then: not read again (nor re-created, once it has expired).
+		healthy := time.Unix(0, s.sweptAt.Load())
+		for _, e := range s.finished.snapshot() {
+			if healthy.Sub(e.at) > reassertKeep {
+				continue
+			}
+			s.untilStoreBack(func() bool { return s.reassert(sh, e) })
+		}
+	}
+}
+
+// reassert writes e's end again if the store no longer holds it; it reports false while the
+// store is unavailable.
+func (s *Server) reassert(sh store.Shared, e finishedEnd) bool {
+	done := e.tail[len(e.tail)-1].Seq
+	t, err := sh.Ticket(s.base, e.r.ticket)
+	switch {
+	case err == nil && t.Finished() && t.Done != nil && t.Done.Seq == done:
+		return true // kept
+	case errors.Is(err, store.ErrNotFound) && s.lostID(s.base, e.r.ticket):
+		// A Redis that lost everything (memory-only, restarted): what it held is gone, as
+		// every finished ticket and conversation of that generation is (docs/scale-out.md).
+		return true
+	case errors.Is(err, store.ErrUnavailable):
+		return false
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		s.log.Warn("ended ask not read after the store reconnected", "ticket", e.r.ticket, "err", err)
+		return true
+	case err == nil && t.Finished():
+		// Ended otherwise first (a sweep that did not hold): nothing to do but say so.
+		s.log.Warn("ended ask found ended otherwise after the store lost its end", "ticket", e.r.ticket)
+		return true
+	}
+	if err := sh.Restore(s.base, e.r.admitted, e.tail, e.turn); err != nil {
+		if errors.Is(err, store.ErrUnavailable) {
+			return false
+		}
+		s.log.Warn("ended ask's end not written again after the store lost it", "ticket", e.r.ticket, "err", err)
+		return true
+	}
+	if e.r.reWebhook != nil {
+		if err := e.r.reWebhook(s.base); err != nil {
+			s.log.Warn("ask's webhook not registered again after the store lost it", "ticket", e.r.ticket, "err", err)
+		}
+	}
+	s.webhookDue(e.r.ticket)
+	s.log.Warn("ended ask's end written again: the store had lost it", "ticket", e.r.ticket)
+	return true
+}
+
+// restartAware is a store that tells a Redis restarted lately (store/redis.Store.RestartedWithin).
+type restartAware interface {
+	RestartedWithin(ctx context.Context, d time.Duration) (bool, error)
+}
+
+// sweepHeld reports whether the sweep waits: for a lease after the store reconnected, and
+// while its Redis has run for less than a lease (its notifications' subscription may come back
+// after the sweep's first look; the reassertion is asked for then too).
+func (s *Server) sweepHeld(sh store.Shared) bool {
+	if time.Now().UnixNano() < s.holdSweepUntil.Load() {
+		return true
+	}
+	if ra, ok := sh.(restartAware); ok {
+		if restarted, err := ra.RestartedWithin(s.base, sh.Lease()); err == nil && restarted {
+			select {
+			case s.reassertKick <- struct{}{}:
+			default:
+			}
+			return true
+		}
+	}
+	return false
+}

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/faultproxy"
 	"github.com/das-ask/ask/server"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
@@ -92,26 +95,8 @@ func TestRestartThatLostEndsWritesThemAgain(t *testing.T) {
 			return r.StatusCode() == 200 && r.JSON200 != nil && r.JSON200.State == gen.AskStateAnswer
 		})
 	}
-	for _, c := range []struct {
-		ticket string
-		saw    []frame
-	}{{a, sawA}, {b, sawB}} {
-		seen := map[int64]frame{}
-		for _, f := range c.saw {
-			seen[f.ID] = f
-		}
-		// The steps the store lost are a gap; what it holds is what the client read, the
-		// answer and done last.
-		got := h.events(alice, c.ticket)
-		if n := len(got); n < 4 || got[n-2].Event != "answer" || got[n-1].Event != "done" || countTypes(got, "answer") != 1 {
-			t.Errorf("ticket %s reads %v, want it to end answer, done", c.ticket, types(got))
-		}
-		for _, f := range got {
-			if s, ok := seen[f.ID]; !ok || s.Event != f.Event || string(s.Data) != string(f.Data) {
-				t.Errorf("ticket %s: seq %d reads %s %s, the client read %s %s", c.ticket, f.ID, f.Event, f.Data, s.Event, s.Data)
-			}
-		}
-	}
+	readsAsRead(t, h, a, sawA)
+	readsAsRead(t, h, b, sawB)
 	c := h.ask(alice, cid, "and in 2026-Q3?")
 	checkLifecycle(t, h.events(alice, c), gen.EventTypeAnswer)
 	hist := <-histories
@@ -121,5 +106,116 @@ func TestRestartThatLostEndsWritesThemAgain(t *testing.T) {
 			outs = append(outs, string(tr.Outcome))
 		}
 		t.Errorf("the next ask was given %d turns %v, want A's and B's answers", len(hist), outs)
+	}
+}
+
+// readsAsRead checks that ticket's log, read now, ends answer and done and holds at each seq
+// the event its client read there (the steps the store lost are a gap).
+func readsAsRead(t *testing.T, h *harness, ticket string, saw []frame) {
+	t.Helper()
+	seen := map[int64]frame{}
+	for _, f := range saw {
+		seen[f.ID] = f
+	}
+	got := h.events(alice, ticket)
+	if n := len(got); n < 4 || got[n-2].Event != "answer" || got[n-1].Event != "done" || countTypes(got, "answer") != 1 {
+		t.Errorf("ticket %s reads %v, want it to end answer, done", ticket, types(got))
+	}
+	for _, f := range got {
+		if s, ok := seen[f.ID]; !ok || s.Event != f.Event || string(s.Data) != string(f.Data) {
+			t.Errorf("ticket %s: seq %d reads %s %s, the client read %s %s", ticket, f.ID, f.Event, f.Data, s.Event, s.Data)
+		}
+	}
+}
+
+// TestRestartThatLostAnEndWhoseReplyWasLost: Redis took an ask's end (its client read the
+// answer and done) but its reply to the runner was lost, and Redis then crashed and came back
+// without that end. The runner, writing the end again, finds the log no longer continues its
+// seqs. Before, it ended the ask error{interrupted} after done's seq: the client that had read
+// answer and done read an error next, the turn interrupted. Now the runner writes the end it
+// sealed again (its outcome is known), after the seqs the store kept: the ticket reads as the
+// client read it, and the next ask in the conversation is given the answered turn.
+func TestRestartThatLostAnEndWhoseReplyWasLost(t *testing.T) {
+	srv := redistest.StartDurable(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	// A read timeout longer than the test: the stalled reply ends only with Redis's crash.
+	rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ReadTimeout: time.Minute, MaxRetries: -1})
+	t.Cleanup(func() { _ = rc.Close() })
+	opts := redisstore.Options{Prefix: "lostreply:" + rand.Text() + ":", Seal: sealKeys(t, seal.NewKey("k1")), Lease: 10 * time.Second}
+	rcOpts := opts
+	rcOpts.Client = rc
+	st, err := redisstore.New(t.Context(), rcOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	mid, resume := make(chan string, 1), make(chan struct{})
+	histories := make(chan []ask.Turn, 2)
+	h := newHarness(t, server.Options{Store: st, Runner: ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		histories <- req.History
+		emit.Step(step(0))
+		if strings.HasPrefix(req.Question, "slow") {
+			mid <- req.Ticket
+			<-resume
+		}
+		emit.Step(step(1))
+		return ask.Outcome{Answer: answer("42")}
+	})})
+	// The client reads from another replica, which Redis tells of the end.
+	other := newHarness(t, server.Options{Store: replicaStoreWith(t, srv, opts)})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(h.logs.String())
+		}
+	})
+	incr, err := filepath.Glob(filepath.Join(srv.Dir, "appendonlydir", "*.incr.aof"))
+	if err != nil || len(incr) != 1 {
+		t.Fatalf("the AOF: %v %v", incr, err)
+	}
+
+	// An ask answered first, so that Redis has every script: the end's EVALSHA is then run, not
+	// answered NOSCRIPT (a reply that, lost, would leave nothing written).
+	checkLifecycle(t, h.events(alice, h.ask(alice, h.conv(alice), "how many incidents were there?")), gen.EventTypeAnswer)
+	<-histories
+	cid := h.conv(alice)
+	a := h.ask(alice, cid, "slow: how many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "the ask's first step")
+	<-histories
+	cut, err := os.Stat(incr[0]) // what Redis will come back with: the ask's first writes
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.DropReplies(1, `"type":"done"`, faultproxy.Stall) // Redis takes the end; the runner never hears
+	close(resume)
+	saw := other.events(alice, a) // Redis took the end
+	checkLifecycle(t, saw, gen.EventTypeAnswer)
+	if got := p.Stats().RepliesDropped; got != 1 {
+		t.Fatalf("the proxy dropped %d replies, want the end's", got)
+	}
+
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(incr[0], cut.Size()); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Poll(t, "ticket "+a+" ended after the restart", func() bool {
+		r := h.status(alice, a)
+		return r.StatusCode() == 200 && r.JSON200 != nil && r.JSON200.State != gen.AskStateRunning
+	})
+	if r := h.status(alice, a); r.JSON200.State != gen.AskStateAnswer {
+		t.Errorf("ticket %s reads %s after the restart, want answer as its client read", a, r.JSON200.State)
+	}
+	readsAsRead(t, h, a, saw)
+	checkLifecycle(t, h.events(alice, h.ask(alice, cid, "and in 2026-Q3?")), gen.EventTypeAnswer)
+	if hist := <-histories; len(hist) != 1 || hist[0].Outcome != gen.EventTypeAnswer {
+		t.Errorf("the next ask was given %d turns, want the answered one: %+v", len(hist), hist)
 	}
 }

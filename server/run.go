@@ -114,15 +114,18 @@ type run struct {
 	// end has run (a runner that saw ctx.Done must not get an event in).
 	ctx context.Context
 
-	mu         sync.Mutex
-	ended      bool
-	branches   openBranches
-	lost       bool          // nothing more is written: the run was ended elsewhere or lost to the store
-	writing    bool          // a writer goroutine is started and will write what the outbox holds
-	outbox     []store.Event // emitted, seq assigned, not yet taken by the store; in seq order
-	reports    []appended    // the outbox's events as emitted, for Hooks.Appended; in step with outbox
-	tail       []store.Event // the log's end once sealed, until written
-	turn       ask.Turn
+	mu       sync.Mutex
+	ended    bool
+	branches openBranches
+	lost     bool          // nothing more is written: the run was ended elsewhere or lost to the store
+	writing  bool          // a writer goroutine is started and will write what the outbox holds
+	outbox   []store.Event // emitted, seq assigned, not yet taken by the store; in seq order
+	reports  []appended    // the outbox's events as emitted, for Hooks.Appended; in step with outbox
+	tail     []store.Event // the log's end once sealed, until written
+	turn     ask.Turn
+	// unwritten is the sealed end the store may have taken, its reply lost, before it lost
+	// the log (a restart): a restore writes it again (restoreVia), for a reader may have read it.
+	unwritten  []store.Event
 	unrun      bool  // the end records no turn (discard)
 	sealed     End   // what Hooks.Ended reports once tail is written
 	seq        int64 // the last seq assigned
@@ -298,9 +301,9 @@ func (r *run) lose(err error, seq int64) {
 		}
 	case errors.Is(err, store.ErrSeq), errors.Is(err, store.ErrNotFound):
 		// The store's log no longer continues this run's (a restart that lost its last
-		// writes, or everything): the run stops, and ends error{interrupted} after every seq
-		// it assigned, the ticket re-created if it is gone.
-		r.log.Warn("the store no longer holds this ask's log as written; ending it as interrupted", "ticket", r.ticket, "seq", seq, "err", err)
+		// writes, or everything): the run stops, and ends after every seq it assigned, the
+		// ticket re-created if it is gone: with the end it sealed, or error{interrupted}.
+		r.log.Warn("the store no longer holds this ask's log as written; ending it after the seqs it assigned", "ticket", r.ticket, "seq", seq, "err", err)
 		switch err := r.restoreVia(r.write); {
 		case err == nil:
 		case errors.Is(err, errStoreLost) && r.restoreLater != nil:
@@ -334,13 +337,15 @@ const errInterruptedMessage = "the service's store lost part of this ask's log (
 // errNoRestore: the store cannot restore a log, or the run has no admission to restore from.
 var errNoRestore = errors.New("the store cannot restore this ask")
 
-// restoreVia ends a log the store lost part or all of with error{interrupted} and done, after
-// every seq this run assigned, re-creating the ticket if it is gone (store.Shared.Restore), the
-// store's write made through write (the run's retries, or one attempt); it answers why the log
-// was not restored, nil when it was (Hooks.Ended then has the restored end, with Restored set).
-// The end closes the supervisor branch only: the opens of the branches below it may be among
-// what the store lost. A store that cannot restore leaves the ticket to its lease: if it still
-// exists, a replica ends it once the lease lapses.
+// restoreVia ends a log the store lost part or all of after every seq this run assigned,
+// re-creating the ticket if it is gone (store.Shared.Restore): with the end the run sealed if
+// the store may have taken it before it lost the log (an attempt's reply was lost: a reader
+// may have read that end, and must not read another), else with error{interrupted} and done. The store's write is made through write (the run's retries, or
+// one attempt); it answers why the log was not restored, nil when it was (Hooks.Ended then has
+// the restored end, with Restored set). An interrupted end closes the supervisor branch only:
+// the opens of the branches below it may be among what the store lost. A store that cannot
+// restore leaves the ticket to its lease: if it still exists, a replica ends it once the lease
+// lapses.
 func (r *run) restoreVia(write func(func(context.Context) error) error) error {
 	sh, ok := r.store.(restorer)
 	if !ok || r.admitted.ID == "" {
@@ -349,15 +354,22 @@ func (r *run) restoreVia(write func(func(context.Context) error) error) error {
 	r.mu.Lock()
 	after := r.seq
 	u := store.Usage{Steps: r.steps, ModelCalls: r.modelCalls, InputTokens: r.inTokens, OutputTokens: r.outTokens}
+	tail, turn, e := r.unwritten, r.turn, r.sealed
 	r.mu.Unlock()
 	elapsed := time.Since(r.started)
-	out := errOutcome(gen.ErrorKindInterrupted, errInterruptedMessage)
-	tail, typ, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, after, nil, out, u, elapsed)
-	if bad != nil {
-		r.log.Error("interrupted end not encodable", "ticket", r.ticket, "err", bad)
-		return bad
+	kind := ""
+	if tail == nil {
+		out := errOutcome(gen.ErrorKindInterrupted, errInterruptedMessage)
+		var typ gen.EventType
+		var bad error
+		tail, typ, bad = finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, after, nil, out, u, elapsed)
+		if bad != nil {
+			r.log.Error("interrupted end not encodable", "ticket", r.ticket, "err", bad)
+			return bad
+		}
+		turn = ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
+		e, kind = endOf(tail, out, u, elapsed, 0), string(gen.ErrorKindInterrupted)
 	}
-	turn := ask.Turn{Question: r.question, Outcome: typ, Text: turnText(out)}
 	if err := write(func(ctx context.Context) error { return sh.Restore(ctx, r.admitted, tail, turn) }); err != nil {
 		r.log.Warn("ask not restored after the store lost its log", "ticket", r.ticket, "err", err)
 		return err
@@ -370,10 +382,12 @@ func (r *run) restoreVia(write func(func(context.Context) error) error) error {
 			r.log.Warn("ask's webhook not registered again after the store lost it; its end is not delivered", "ticket", r.ticket, "err", err)
 		}
 	}
-	e := endOf(tail, out, u, elapsed, 0)
+	if kind == "" && r.onFinished != nil {
+		r.onFinished(r, tail, turn) // the end it meant to write, kept as one it wrote
+	}
 	e.Restored = true
 	r.reportEnd(e)
-	r.log.Debug("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(typ), "error_kind", string(gen.ErrorKindInterrupted),
+	r.log.Debug("ask ended", "ticket", r.ticket, "conversation", r.conv, "outcome", string(tail[len(tail)-2].Type), "error_kind", kind,
 		"steps", u.Steps, "restored", true, "elapsed_ms", elapsed.Milliseconds())
 	return nil
 }
@@ -506,10 +520,19 @@ func (r *run) finish() {
 	if tail == nil {
 		return
 	}
+	maybeTaken := false // an attempt may have been written, its reply lost
 	if err := r.write(func(ctx context.Context) (err error) {
 		sealed.Evicted, err = r.store.FinishCounted(ctx, r.ticket, tail, turn)
+		maybeTaken = maybeTaken || errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrNotDone)
 		return err
 	}); err != nil {
+		if maybeTaken {
+			// The store may have taken this end before it lost it (a restart): its readers
+			// may have read it, so a restore writes it, not another.
+			r.mu.Lock()
+			r.unwritten = tail
+			r.mu.Unlock()
+		}
 		r.lose(err, tail[0].Seq)
 		return
 	}

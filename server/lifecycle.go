@@ -48,6 +48,7 @@ func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Ti
 	}
 	if _, ok := s.store.(reconnector); ok {
 		r.onFinished = s.runFinished
+		r.beforeRestore = s.reassertFirst
 	}
 	r.openedWith(opened)
 	// The timer may fire before AfterFunc returns (a deadline already past): r.cancel is set

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"os"
@@ -61,10 +62,7 @@ func TestRestartThatLostEndsWritesThemAgain(t *testing.T) {
 	a := h.ask(alice, cid, "slow: how many sev1 incidents did we have in 2026-Q2?")
 	within(t, mid, "ask A's first step")
 	// What Redis will come back with: A's creation and first writes, not its end nor B.
-	cut, err := os.Stat(incr[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	cut := aofHolds(t, incr[0], a)
 	close(resume)
 	sawA := h.events(alice, a)
 	checkLifecycle(t, sawA, gen.EventTypeAnswer)
@@ -77,7 +75,7 @@ func TestRestartThatLostEndsWritesThemAgain(t *testing.T) {
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(incr[0], cut.Size()); err != nil {
+	if err := os.Truncate(incr[0], cut); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Restart(t.Context()); err != nil {
@@ -185,10 +183,7 @@ func TestRestartThatLostAnEndWhoseReplyWasLost(t *testing.T) {
 	a := h.ask(alice, cid, "slow: how many sev1 incidents did we have in 2026-Q2?")
 	within(t, mid, "the ask's first step")
 	<-histories
-	cut, err := os.Stat(incr[0]) // what Redis will come back with: the ask's first writes
-	if err != nil {
-		t.Fatal(err)
-	}
+	cut := aofHolds(t, incr[0], a)                      // what Redis will come back with: the ask's first writes
 	p.DropReplies(1, `"type":"done"`, faultproxy.Stall) // Redis takes the end; the runner never hears
 	close(resume)
 	saw := other.events(alice, a) // Redis took the end
@@ -200,7 +195,7 @@ func TestRestartThatLostAnEndWhoseReplyWasLost(t *testing.T) {
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(incr[0], cut.Size()); err != nil {
+	if err := os.Truncate(incr[0], cut); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Restart(t.Context()); err != nil {
@@ -218,4 +213,104 @@ func TestRestartThatLostAnEndWhoseReplyWasLost(t *testing.T) {
 	if hist := <-histories; len(hist) != 1 || hist[0].Outcome != gen.EventTypeAnswer {
 		t.Errorf("the next ask was given %d turns, want the answered one: %+v", len(hist), hist)
 	}
+}
+
+// quietStore is a Redis store whose reconnections the server does not hear of, nor its Redis's
+// restarts: what the server writes again after a restart is then only what a run finding its
+// own log lost asks for.
+type quietStore struct {
+	*redisstore.Store
+	never chan struct{}
+}
+
+func (q quietStore) Reconnects() <-chan struct{} { return q.never }
+
+func (quietStore) RestartedWithin(context.Context, time.Duration) (bool, error) { return false, nil }
+
+// TestRestoreWaitsForEarlierEndsLost: a durable Redis came back without ask A's end (answered)
+// and without ask B, asked after A in the same conversation and still running. B's runner finds
+// its log gone first. Before, it restored B at once: the conversation, as Redis kept it, was
+// still held by A, so B's interrupted turn was left out, and the conversation read A's answer
+// alone once A's end was written again (or stayed held by A until its lease lapsed, with no
+// reconnect heard). Now the run has this replica's lost ends written again first: A reads
+// answered, B error{interrupted}, and the next ask is given both turns in order.
+func TestRestoreWaitsForEarlierEndsLost(t *testing.T) {
+	srv := redistest.StartDurable(t)
+	st := replicaStoreWith(t, srv, redisstore.Options{Prefix: "order:" + rand.Text() + ":", Seal: sealKeys(t, seal.NewKey("k1")), Lease: 10 * time.Second})
+	mid := make(chan string, 1)
+	gates := map[string]chan struct{}{"A:": make(chan struct{}), "B:": make(chan struct{})}
+	histories := make(chan []ask.Turn, 3)
+	h := newHarness(t, server.Options{Store: quietStore{Store: st, never: make(chan struct{})}, Runner: ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		histories <- req.History
+		emit.Step(step(0))
+		if g, ok := gates[req.Question[:2]]; ok {
+			mid <- req.Ticket
+			<-g
+		}
+		emit.Step(step(1))
+		return ask.Outcome{Answer: answer("42")}
+	})})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(h.logs.String())
+		}
+	})
+	incr, err := filepath.Glob(filepath.Join(srv.Dir, "appendonlydir", "*.incr.aof"))
+	if err != nil || len(incr) != 1 {
+		t.Fatalf("the AOF: %v %v", incr, err)
+	}
+
+	cid := h.conv(alice)
+	a := h.ask(alice, cid, "A: how many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "ask A's first step")
+	<-histories
+	cut := aofHolds(t, incr[0], a) // A's creation and first step: not its end, nor B
+	close(gates["A:"])
+	checkLifecycle(t, h.events(alice, a), gen.EventTypeAnswer)
+	b := h.ask(alice, cid, "B: and how many of them were reopened?")
+	within(t, mid, "ask B's first step")
+	<-histories
+
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(incr[0], cut); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	close(gates["B:"]) // B's next write finds B gone
+	redistest.Poll(t, "ask B restored", func() bool {
+		r := h.status(alice, b)
+		return r.JSON200 != nil && r.JSON200.State != gen.AskStateRunning
+	})
+	checkRestored(t, h.events(alice, b), 3) // accepted, open, a step: then the gap
+	if r := h.status(alice, a); r.JSON200 == nil || r.JSON200.State != gen.AskStateAnswer {
+		t.Errorf("A reads %d %s once B was restored, want answered", r.StatusCode(), r.Body)
+	}
+	c := h.ask(alice, cid, "and in 2026-Q3?")
+	checkLifecycle(t, h.events(alice, c), gen.EventTypeAnswer)
+	hist := <-histories
+	var outs []string
+	for _, tr := range hist {
+		outs = append(outs, string(tr.Outcome))
+	}
+	if len(hist) != 2 || hist[0].Outcome != gen.EventTypeAnswer || hist[1].Outcome != gen.EventTypeError {
+		t.Errorf("the next ask was given the turns %v, want A's answer and B's error", outs)
+	}
+}
+
+// aofHolds waits until the AOF at path holds ticket's first step (seq 3: its creation and the
+// conversation's are before it), as Redis writes it there, and returns the file's size then.
+func aofHolds(t *testing.T, path, ticket string) int64 {
+	t.Helper()
+	want := []byte(`"seq":3,"ticket":"` + ticket + `"`)
+	var size int64
+	redistest.Poll(t, "the AOF holding "+ticket+"'s first step", func() bool {
+		b, err := os.ReadFile(path)
+		size = int64(len(b))
+		return err == nil && bytes.Contains(b, want)
+	})
+	return size
 }

@@ -70,7 +70,8 @@ func (s *Server) runFinished(r *run, tail []store.Event, turn ask.Turn) {
 	s.finished.add(finishedEnd{r: r, tail: tail, turn: turn, at: time.Now()})
 }
 
-// reassertOnReconnect writes again, at each reconnection of rc, the ends the store lost.
+// reassertOnReconnect writes again, at each reconnection of rc, the ends the store lost; and
+// at each kick (the sweep finding Redis restarted lately, a run finding its own log lost).
 func (s *Server) reassertOnReconnect(sh store.Shared, rc reconnector) {
 	for {
 		select {
@@ -79,15 +80,72 @@ func (s *Server) reassertOnReconnect(sh store.Shared, rc reconnector) {
 		case <-rc.Reconnects():
 		case <-s.reassertKick:
 		}
-		s.holdSweepUntil.Store(time.Now().Add(sh.Lease()).UnixNano())
-		// An end already reassertKeep old when the store last answered a sweep had been on
-		// disk by then: not read again (nor re-created, once it has expired).
-		healthy := time.Unix(0, s.sweptAt.Load())
-		for _, e := range s.finished.snapshot() {
-			if healthy.Sub(e.at) > reassertKeep {
-				continue
-			}
-			s.untilStoreBack(func() bool { return s.reassert(sh, e) })
+		s.passes.mu.Lock()
+		s.passes.started++
+		n := s.passes.started
+		s.passes.mu.Unlock()
+		s.reassertPass(sh)
+		s.passes.mu.Lock()
+		s.passes.done = n
+		if s.passes.changed != nil {
+			close(s.passes.changed)
+			s.passes.changed = nil
+		}
+		s.passes.mu.Unlock()
+	}
+}
+
+// reassertPass writes again, in the order the runs ended, the ends the store no longer holds.
+func (s *Server) reassertPass(sh store.Shared) {
+	s.holdSweepUntil.Store(time.Now().Add(sh.Lease()).UnixNano())
+	// An end already reassertKeep old when the store last answered a sweep had been on disk by
+	// then: not read again (nor re-created, once it has expired).
+	healthy := time.Unix(0, s.sweptAt.Load())
+	for _, e := range s.finished.snapshot() {
+		if healthy.Sub(e.at) > reassertKeep {
+			continue
+		}
+		s.untilStoreBack(func() bool { return s.reassert(sh, e) })
+	}
+}
+
+// reassertPasses counts the passes of reassertOnReconnect, for a run that waits for one.
+type reassertPasses struct {
+	mu      sync.Mutex
+	started uint64
+	done    uint64        // the last pass finished
+	changed chan struct{} // closed when done changes; made by a waiter
+}
+
+// reassertFirst runs a pass of reassertOnReconnect that starts after this call, and waits for
+// it (or for the server's end). A run that finds its own log lost (a restart) calls it before
+// it restores that log: the ends this replica wrote before it, which the restart may have lost
+// too, go back first, so that its conversation's turns come back in order (an earlier ask's
+// end re-written after a later ask's restore would hold the conversation then, and the later
+// turn would be left out). Runs finding their logs lost at once share a pass.
+func (s *Server) reassertFirst() {
+	s.passes.mu.Lock()
+	want := s.passes.started + 1
+	s.passes.mu.Unlock()
+	select {
+	case s.reassertKick <- struct{}{}:
+	default: // a kick is pending: its pass starts after this call
+	}
+	for {
+		s.passes.mu.Lock()
+		if s.passes.done >= want {
+			s.passes.mu.Unlock()
+			return
+		}
+		if s.passes.changed == nil {
+			s.passes.changed = make(chan struct{})
+		}
+		ch := s.passes.changed
+		s.passes.mu.Unlock()
+		select {
+		case <-ch:
+		case <-s.base.Done():
+			return
 		}
 	}
 }

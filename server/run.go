@@ -98,6 +98,9 @@ type run struct {
 	// onFinished, when set, is told of the end the run wrote (Server.runFinished), to write it
 	// again if the store loses it.
 	onFinished func(r *run, tail []store.Event, turn ask.Turn)
+	// beforeRestore, when set, runs before the run restores a log the store lost
+	// (Server.reassertFirst: the ends this replica wrote before go back first).
+	beforeRestore func()
 	// lastWrite is when the last write the store took was sent (UnixNano): the store's lease
 	// runs from no earlier than that.
 	lastWrite atomic.Int64
@@ -123,8 +126,9 @@ type run struct {
 	reports  []appended    // the outbox's events as emitted, for Hooks.Appended; in step with outbox
 	tail     []store.Event // the log's end once sealed, until written
 	turn     ask.Turn
-	// unwritten is the sealed end the store may have taken, its reply lost, before it lost
-	// the log (a restart): a restore writes it again (restoreVia), for a reader may have read it.
+	// unwritten is the sealed end whose write found the log lost (a restart): the store may
+	// have taken it first, its reply lost, and a reader read it; a restore writes it again
+	// (restoreVia), not another.
 	unwritten  []store.Event
 	unrun      bool  // the end records no turn (discard)
 	sealed     End   // what Hooks.Ended reports once tail is written
@@ -304,6 +308,9 @@ func (r *run) lose(err error, seq int64) {
 		// writes, or everything): the run stops, and ends after every seq it assigned, the
 		// ticket re-created if it is gone: with the end it sealed, or error{interrupted}.
 		r.log.Warn("the store no longer holds this ask's log as written; ending it after the seqs it assigned", "ticket", r.ticket, "seq", seq, "err", err)
+		if r.beforeRestore != nil {
+			r.beforeRestore()
+		}
 		switch err := r.restoreVia(r.write); {
 		case err == nil:
 		case errors.Is(err, errStoreLost) && r.restoreLater != nil:
@@ -339,8 +346,9 @@ var errNoRestore = errors.New("the store cannot restore this ask")
 
 // restoreVia ends a log the store lost part or all of after every seq this run assigned,
 // re-creating the ticket if it is gone (store.Shared.Restore): with the end the run sealed if
-// the store may have taken it before it lost the log (an attempt's reply was lost: a reader
-// may have read that end, and must not read another), else with error{interrupted} and done. The store's write is made through write (the run's retries, or
+// it was writing that end when it found the log lost (the store may have taken it first, its
+// reply lost: a reader may have read that end, and must not read another), else, lost before
+// its end, with error{interrupted} and done. The store's write is made through write (the run's retries, or
 // one attempt); it answers why the log was not restored, nil when it was (Hooks.Ended then has
 // the restored end, with Restored set). An interrupted end closes the supervisor branch only:
 // the opens of the branches below it may be among what the store lost. A store that cannot
@@ -520,19 +528,17 @@ func (r *run) finish() {
 	if tail == nil {
 		return
 	}
-	maybeTaken := false // an attempt may have been written, its reply lost
 	if err := r.write(func(ctx context.Context) (err error) {
 		sealed.Evicted, err = r.store.FinishCounted(ctx, r.ticket, tail, turn)
-		maybeTaken = maybeTaken || errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrNotDone)
 		return err
 	}); err != nil {
-		if maybeTaken {
-			// The store may have taken this end before it lost it (a restart): its readers
-			// may have read it, so a restore writes it, not another.
-			r.mu.Lock()
-			r.unwritten = tail
-			r.mu.Unlock()
-		}
+		// The store may have taken this end before it lost the log (a restart), its reply
+		// lost, and a reader read it: a restore writes this end, not another. (Whether it was
+		// taken cannot be told: the client retries a call inside, and answers the last
+		// attempt's failure, the log not found after a reply lost.)
+		r.mu.Lock()
+		r.unwritten = tail
+		r.mu.Unlock()
 		r.lose(err, tail[0].Seq)
 		return
 	}

@@ -152,6 +152,7 @@ type Server struct {
 	holdSweepUntil atomic.Int64
 	sweptAt        atomic.Int64
 	reassertKick   chan struct{}
+	passes         reassertPasses
 }
 
 // New builds the service. It fails on missing Runner or Authenticator and on invalid options.

@@ -106,10 +106,6 @@ var (
 	// taken effect; every write is idempotent, so the caller retries it with the same
 	// arguments, or answers 503 + Retry-After.
 	ErrUnavailable = errors.New("store: unavailable")
-	// ErrNotDone comes with ErrUnavailable when the store knows the call did nothing: it
-	// could not reach its backend (no connection), or the backend refused it (loading, full,
-	// read-only). Without it, an unavailable call may have taken effect (its reply was lost).
-	ErrNotDone = errors.New("store: the call was not done")
 	// ErrWouldPersist: the store refuses a write that holds a question because it would reach a
 	// disk readable (a Redis that began to persist while the store does not seal). It comes with
 	// ErrUnavailable: nothing was written, and the write is taken again once the store's backend

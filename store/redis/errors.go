@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -17,9 +16,7 @@ import (
 // the server is loading, paused, read-only, refusing writes, or full: OOM at its maxmemory
 // with noeviction, which clears as keys expire), so the service answers 503 and retries
 // writes; the caller's own cancellation stays what it is. An error reply Redis gave to a
-// well-formed call (a bug) is neither. Where Redis surely did nothing (it refused the call, or
-// no connection could be made), the error says so too (store.ErrNotDone); a call whose
-// connection failed after it was sent may have been done.
+// well-formed call (a bug) is neither.
 func wrap(err error) error {
 	if err == nil {
 		return nil
@@ -28,14 +25,8 @@ func wrap(err error) error {
 		return fmt.Errorf("redis store: %w", err)
 	}
 	var re goredis.Error
-	if errors.As(err, &re) {
-		if !transientReply(re.Error()) {
-			return fmt.Errorf("redis store: %w", err)
-		}
-		return fmt.Errorf("redis store: %w (%w): %w", store.ErrUnavailable, store.ErrNotDone, err)
-	}
-	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
-		return fmt.Errorf("redis store: %w (%w): %w", store.ErrUnavailable, store.ErrNotDone, err)
+	if errors.As(err, &re) && !transientReply(re.Error()) {
+		return fmt.Errorf("redis store: %w", err)
 	}
 	return fmt.Errorf("redis store: %w: %w", store.ErrUnavailable, err)
 }

@@ -348,12 +348,12 @@ var errNoRestore = errors.New("the store cannot restore this ask")
 // re-creating the ticket if it is gone (store.Shared.Restore): with the end the run sealed if
 // it was writing that end when it found the log lost (the store may have taken it first, its
 // reply lost: a reader may have read that end, and must not read another), else, lost before
-// its end, with error{interrupted} and done. The store's write is made through write (the run's retries, or
-// one attempt); it answers why the log was not restored, nil when it was (Hooks.Ended then has
-// the restored end, with Restored set). An interrupted end closes the supervisor branch only:
-// the opens of the branches below it may be among what the store lost. A store that cannot
-// restore leaves the ticket to its lease: if it still exists, a replica ends it once the lease
-// lapses.
+// its end, with error{interrupted} and done. The store's write is made through write (the
+// run's retries, or one attempt); it answers why the log was not restored, nil when it was
+// (Hooks.Ended then has the restored end, with Restored set). An interrupted end closes the
+// supervisor branch only: the opens of the branches below it may be among what the store
+// lost. A store that cannot restore leaves the ticket to its lease: if it still exists, a
+// replica ends it once the lease lapses.
 func (r *run) restoreVia(write func(func(context.Context) error) error) error {
 	sh, ok := r.store.(restorer)
 	if !ok || r.admitted.ID == "" {

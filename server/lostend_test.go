@@ -53,16 +53,13 @@ func TestRestartThatLostEndsWritesThemAgain(t *testing.T) {
 		return ask.Outcome{Answer: answer("42")}
 	})
 	h := newHarness(t, server.Options{Store: st, Runner: runner})
-	incr, err := filepath.Glob(filepath.Join(srv.Dir, "appendonlydir", "*.incr.aof"))
-	if err != nil || len(incr) != 1 {
-		t.Fatalf("the AOF: %v %v", incr, err)
-	}
+	aof := aofOf(t, srv)
 
 	cid := h.conv(alice)
 	a := h.ask(alice, cid, "slow: how many sev1 incidents did we have in 2026-Q2?")
 	within(t, mid, "ask A's first step")
 	// What Redis will come back with: A's creation and first writes, not its end nor B.
-	cut := aofHolds(t, incr[0], a)
+	cut := aof.holds(t, a)
 	close(resume)
 	sawA := h.events(alice, a)
 	checkLifecycle(t, sawA, gen.EventTypeAnswer)
@@ -72,15 +69,7 @@ func TestRestartThatLostEndsWritesThemAgain(t *testing.T) {
 	checkLifecycle(t, sawB, gen.EventTypeAnswer)
 	<-histories
 
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(incr[0], cut); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Restart(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	aof.crashTo(t, cut)
 
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -170,10 +159,7 @@ func TestRestartThatLostAnEndWhoseReplyWasLost(t *testing.T) {
 			t.Log(h.logs.String())
 		}
 	})
-	incr, err := filepath.Glob(filepath.Join(srv.Dir, "appendonlydir", "*.incr.aof"))
-	if err != nil || len(incr) != 1 {
-		t.Fatalf("the AOF: %v %v", incr, err)
-	}
+	aof := aofOf(t, srv)
 
 	// An ask answered first, so that Redis has every script: the end's EVALSHA is then run, not
 	// answered NOSCRIPT (a reply that, lost, would leave nothing written).
@@ -183,7 +169,8 @@ func TestRestartThatLostAnEndWhoseReplyWasLost(t *testing.T) {
 	a := h.ask(alice, cid, "slow: how many sev1 incidents did we have in 2026-Q2?")
 	within(t, mid, "the ask's first step")
 	<-histories
-	cut := aofHolds(t, incr[0], a)                      // what Redis will come back with: the ask's first writes
+	// What Redis will come back with: the ask's first writes.
+	cut := aof.holds(t, a)
 	p.DropReplies(1, `"type":"done"`, faultproxy.Stall) // Redis takes the end; the runner never hears
 	close(resume)
 	saw := other.events(alice, a) // Redis took the end
@@ -192,15 +179,7 @@ func TestRestartThatLostAnEndWhoseReplyWasLost(t *testing.T) {
 		t.Fatalf("the proxy dropped %d replies, want the end's", got)
 	}
 
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(incr[0], cut); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Restart(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	aof.crashTo(t, cut)
 	redistest.Poll(t, "ticket "+a+" ended after the restart", func() bool {
 		r := h.status(alice, a)
 		return r.StatusCode() == 200 && r.JSON200 != nil && r.JSON200.State != gen.AskStateRunning
@@ -255,31 +234,20 @@ func TestRestoreWaitsForEarlierEndsLost(t *testing.T) {
 			t.Log(h.logs.String())
 		}
 	})
-	incr, err := filepath.Glob(filepath.Join(srv.Dir, "appendonlydir", "*.incr.aof"))
-	if err != nil || len(incr) != 1 {
-		t.Fatalf("the AOF: %v %v", incr, err)
-	}
+	aof := aofOf(t, srv)
 
 	cid := h.conv(alice)
 	a := h.ask(alice, cid, "A: how many sev1 incidents did we have in 2026-Q2?")
 	within(t, mid, "ask A's first step")
 	<-histories
-	cut := aofHolds(t, incr[0], a) // A's creation and first step: not its end, nor B
+	cut := aof.holds(t, a) // A's creation and first step: not its end, nor B
 	close(gates["A:"])
 	checkLifecycle(t, h.events(alice, a), gen.EventTypeAnswer)
 	b := h.ask(alice, cid, "B: and how many of them were reopened?")
 	within(t, mid, "ask B's first step")
 	<-histories
 
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(incr[0], cut); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Restart(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	aof.crashTo(t, cut)
 	close(gates["B:"]) // B's next write finds B gone
 	redistest.Poll(t, "ask B restored", func() bool {
 		r := h.status(alice, b)
@@ -301,16 +269,46 @@ func TestRestoreWaitsForEarlierEndsLost(t *testing.T) {
 	}
 }
 
-// aofHolds waits until the AOF at path holds ticket's first step (seq 3: its creation and the
+// durableAOF is a durable Redis's append-only file, to bring Redis back without its last
+// writes, as a crash whose fsync was postponed does.
+type durableAOF struct {
+	srv  *redistest.Server
+	path string
+}
+
+func aofOf(t *testing.T, srv *redistest.Server) durableAOF {
+	t.Helper()
+	incr, err := filepath.Glob(filepath.Join(srv.Dir, "appendonlydir", "*.incr.aof"))
+	if err != nil || len(incr) != 1 {
+		t.Fatalf("the AOF: %v %v", incr, err)
+	}
+	return durableAOF{srv: srv, path: incr[0]}
+}
+
+// holds waits until the AOF holds ticket's first step (seq 3: its creation and the
 // conversation's are before it), as Redis writes it there, and returns the file's size then.
-func aofHolds(t *testing.T, path, ticket string) int64 {
+func (d durableAOF) holds(t *testing.T, ticket string) int64 {
 	t.Helper()
 	want := []byte(`"seq":3,"ticket":"` + ticket + `"`)
 	var size int64
 	redistest.Poll(t, "the AOF holding "+ticket+"'s first step", func() bool {
-		b, err := os.ReadFile(path)
+		b, err := os.ReadFile(d.path)
 		size = int64(len(b))
 		return err == nil && bytes.Contains(b, want)
 	})
 	return size
+}
+
+// crashTo kills Redis, cuts its AOF back to size and starts Redis again on what is left.
+func (d durableAOF) crashTo(t *testing.T, size int64) {
+	t.Helper()
+	if err := d.srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(d.path, size); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.srv.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -31,27 +31,10 @@ import (
 // the client read it (the lost steps a gap), and the next ask is given both turns, answered.
 func TestRestartThatLostEndsWritesThemAgain(t *testing.T) {
 	srv := redistest.StartDurable(t)
-	keys, err := seal.ParseKeys(seal.NewKey("k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := redisstore.New(t.Context(), redisstore.Options{URL: srv.URL, Prefix: "lostend:" + rand.Text() + ":", Seal: keys, Lease: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := replicaStoreWith(t, srv, redisstore.Options{Prefix: "lostend:" + rand.Text() + ":", Seal: sealKeys(t, seal.NewKey("k1")), Lease: time.Second})
 	mid, resume := make(chan string, 1), make(chan struct{})
 	histories := make(chan []ask.Turn, 4)
-	runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
-		histories <- req.History
-		emit.Step(step(0))
-		if strings.HasPrefix(req.Question, "slow") {
-			mid <- req.Ticket
-			<-resume
-		}
-		emit.Step(step(1))
-		return ask.Outcome{Answer: answer("42")}
-	})
+	runner := turnRunner(histories, mid, map[string]chan struct{}{"slow": resume})
 	h := newHarness(t, server.Options{Store: st, Runner: runner})
 	aof := aofOf(t, srv)
 
@@ -142,16 +125,7 @@ func TestRestartThatLostAnEndWhoseReplyWasLost(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	mid, resume := make(chan string, 1), make(chan struct{})
 	histories := make(chan []ask.Turn, 2)
-	h := newHarness(t, server.Options{Store: st, Runner: ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
-		histories <- req.History
-		emit.Step(step(0))
-		if strings.HasPrefix(req.Question, "slow") {
-			mid <- req.Ticket
-			<-resume
-		}
-		emit.Step(step(1))
-		return ask.Outcome{Answer: answer("42")}
-	})})
+	h := newHarness(t, server.Options{Store: st, Runner: turnRunner(histories, mid, map[string]chan struct{}{"slow": resume})})
 	// The client reads from another replica, which Redis tells of the end.
 	other := newHarness(t, server.Options{Store: replicaStoreWith(t, srv, opts)})
 	t.Cleanup(func() {
@@ -219,16 +193,7 @@ func TestRestoreWaitsForEarlierEndsLost(t *testing.T) {
 	mid := make(chan string, 1)
 	gates := map[string]chan struct{}{"A:": make(chan struct{}), "B:": make(chan struct{})}
 	histories := make(chan []ask.Turn, 3)
-	h := newHarness(t, server.Options{Store: quietStore{Store: st, never: make(chan struct{})}, Runner: ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
-		histories <- req.History
-		emit.Step(step(0))
-		if g, ok := gates[req.Question[:2]]; ok {
-			mid <- req.Ticket
-			<-g
-		}
-		emit.Step(step(1))
-		return ask.Outcome{Answer: answer("42")}
-	})})
+	h := newHarness(t, server.Options{Store: quietStore{Store: st, never: make(chan struct{})}, Runner: turnRunner(histories, mid, gates)})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(h.logs.String())
@@ -311,4 +276,22 @@ func (d durableAOF) crashTo(t *testing.T, size int64) {
 	if err := d.srv.Restart(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// turnRunner answers "42" after two steps, telling histories each ask's history. An ask whose
+// question starts with a key of gates says its ticket on mid after its first step and waits
+// for that gate to close before its second.
+func turnRunner(histories chan<- []ask.Turn, mid chan<- string, gates map[string]chan struct{}) ask.Runner {
+	return ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		histories <- req.History
+		emit.Step(step(0))
+		for prefix, gate := range gates {
+			if strings.HasPrefix(req.Question, prefix) {
+				mid <- req.Ticket
+				<-gate
+			}
+		}
+		emit.Step(step(1))
+		return ask.Outcome{Answer: answer("42")}
+	})
 }

@@ -44,7 +44,8 @@ type Shared interface {
 	// steps appended (evicted or not), and model calls and tokens as last renewed.
 	Usage(ctx context.Context, ticket string) (Usage, error)
 	// End finishes a running ticket from any replica, exactly as Finish would, if its last
-	// seq is still the one tail continues and, when lapsedOnly, its lease has lapsed
+	// seq (or its Floor, when that is beyond it: a Floored store) is still the one tail
+	// continues and, when lapsedOnly, its lease has lapsed
 	// (ErrLeaseHeld otherwise). It fails with ErrFinished if the ticket is already finished.
 	// When the runner appended meanwhile it fails with ErrSeq, but stops the log from moving:
 	// from then on the runner's Append, Renew and Finish fail with ErrFinished, so a retry
@@ -68,6 +69,14 @@ type Shared interface {
 // there. A store that is not generational answers errors.ErrUnsupported.
 type Generational interface {
 	Generation(ctx context.Context) (string, error)
+}
+
+// Floored is a shared store that can be told of a seq a reader was given which the ticket's log
+// may no longer hold (Ticket.Floor). RaiseFloor records seq as the running ticket's floor if it
+// is beyond both the log's last seq and the floor already recorded, and does nothing otherwise;
+// it fails with ErrFinished once the ticket is finished and ErrNotFound when it is gone.
+type Floored interface {
+	RaiseFloor(ctx context.Context, ticket string, seq int64) error
 }
 
 // ErrLeaseHeld is End's answer when lapsedOnly is set and the runner's lease is still live.

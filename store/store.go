@@ -235,6 +235,13 @@ type Ticket struct {
 	CreatedAt      time.Time
 	// LastSeq is the seq of the last event appended, evicted or not.
 	LastSeq int64
+	// Floor is the highest seq a reader is known to have been given that the log no longer
+	// holds, or 0: a shared store that lost writes it had acknowledged (a restart that lost its
+	// last second, a failover to a replica behind its primary) was told it by a replica whose
+	// readers had read them, or by a reader resuming after them (Floored). An end another
+	// replica writes (Shared.End) comes after max(LastSeq, Floor), so that no seq a reader saw
+	// is given to another event: the lost events are a gap.
+	Floor int64
 	// Terminal and Done are set once the ticket is finished.
 	Terminal *Event
 	Done     *Event

@@ -17,7 +17,7 @@
 //
 //	c:<cid>            hash   owner, created, the running ticket ("" when none), the count of its turns
 //	c:<cid>:turns      list   the conversation's finished turns (JSON), oldest first
-//	t:<tid>            hash   owner, conversation, last seq, finished, runner, usage, the seqs of its terminal and done
+//	t:<tid>            hash   owner, conversation, last seq, finished, runner, usage, the seqs of its terminal and done, the floor (floor.go)
 //	t:<tid>:log        stream the events; entry id "<seq>-0", fields t (type) and d (the event's JSON)
 //	t:<tid>:steps      list   the seqs of the step entries still in the log, oldest first
 //	convs, tickets     zsets  id → expiry (ms): capacity counts live entries, per bucket; expired ones are

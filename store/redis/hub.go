@@ -509,11 +509,18 @@ func (h *hub) changed(ticket string, seq int64, ended bool) {
 }
 
 // reset drops every tail and wakes every reader and every end watcher: notifications may have
-// been lost, or what Redis held may be gone.
-func (h *hub) reset() {
+// been lost, or what Redis held may be gone. It answers the last seq read of each tail not
+// known finished, which this instance's readers may have been given (the floors, floor.go).
+func (h *hub) reset() (floors map[string]int64) {
 	var calls []*endFunc
 	h.mu.Lock()
-	for _, t := range h.tails {
+	for id, t := range h.tails {
+		if !t.done && t.last > 0 {
+			if floors == nil {
+				floors = map[string]int64{}
+			}
+			floors[id] = t.last
+		}
 		h.drop(t)
 	}
 	if h.sweep != nil && h.sweep.Stop() {
@@ -524,6 +531,7 @@ func (h *hub) reset() {
 	}
 	h.mu.Unlock()
 	callEnds(calls)
+	return floors
 }
 
 // endWait returns the channel closed at the ticket's next end notification (or reset), and

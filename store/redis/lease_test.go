@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
@@ -187,5 +188,77 @@ func TestEndStopsABusyLog(t *testing.T) {
 	tk, _ := other.Ticket(ctx, "t")
 	if tk.State() != gen.AskStateError || tk.LastSeq != 5 {
 		t.Errorf("ticket %+v, want error with last seq 5", tk)
+	}
+}
+
+// TestFloorPutsAnEndFromElsewhereAfterIt: a running ticket's floor (seqs readers were given that
+// the store lost) is raised only past the log's last seq and the floor already there; an end
+// from another replica must come after it (an end at the log's last seq is ErrSeq), and leaves
+// the seqs between a gap; the runner's own end is not moved by it; a finished or gone ticket
+// takes no floor.
+func TestFloorPutsAnEndFromElsewhereAfterIt(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	const prefix = "floor:"
+	runner := newStore(t, srv, redisstore.Options{Prefix: prefix, Replica: "runner"})
+	other := newStore(t, srv, redisstore.Options{Prefix: prefix})
+	storetest.MustConv(t, runner, "c", storetest.Alice)
+	storetest.MustConv(t, runner, "c2", storetest.Alice)
+	for id, cid := range map[string]string{"t": "c", "t2": "c2"} {
+		if _, err := storetest.NewTicket(t, runner, id, cid, storetest.Alice, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := runner.Append(ctx, id, storetest.Ev(2, gen.EventTypeStep)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	floor := func(id string) int64 {
+		t.Helper()
+		tk, err := other.Ticket(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk.Floor
+	}
+	for _, c := range []struct {
+		seq, want int64
+	}{{2, 0}, {6, 6}, {4, 6}, {7, 7}} {
+		if err := other.RaiseFloor(ctx, "t", c.seq); err != nil {
+			t.Fatalf("raise to %d: %v", c.seq, err)
+		}
+		if got := floor("t"); got != c.want {
+			t.Errorf("floor after a raise to %d: %d, want %d", c.seq, got, c.want)
+		}
+	}
+	if err := other.End(ctx, "t", interruptedTail(3), ask.Turn{}, false); !errors.Is(err, store.ErrSeq) {
+		t.Errorf("an end after the last seq, below the floor: %v, want ErrSeq", err)
+	}
+	if err := other.End(ctx, "t", interruptedTail(8), ask.Turn{}, false); err != nil {
+		t.Fatalf("an end after the floor: %v", err)
+	}
+	b, err := other.Read(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range b.Events {
+		seqs = append(seqs, e.Seq)
+	}
+	if want := []int64{1, 2, 8, 9, 10}; !b.Finished || !slices.Equal(seqs, want) {
+		t.Errorf("log seqs %v (finished %v), want %v", seqs, b.Finished, want)
+	}
+	if err := other.RaiseFloor(ctx, "t", 20); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("a raise on a finished ticket: %v, want ErrFinished", err)
+	}
+	if err := other.RaiseFloor(ctx, "gone", 20); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a raise on a ticket that is not there: %v, want ErrNotFound", err)
+	}
+
+	// The runner's own end continues its own seqs, whatever the floor.
+	if err := other.RaiseFloor(ctx, "t2", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Finish(ctx, "t2", storetest.Tail(3), ask.Turn{}); err != nil {
+		t.Fatalf("the runner's own end below the floor: %v", err)
 	}
 }

@@ -28,7 +28,8 @@ func (s *Store) listen(sub *goredis.PubSub) {
 }
 
 // consume hands each notification to the hub, and drops every tail (waking every reader and
-// watcher) after the subscription was re-established. It returns when the subscription is
+// watcher) after the subscription was re-established, recording the floors of the tails it
+// drops (floor.go). It returns when the subscription is
 // closed.
 func (s *Store) consume(ch <-chan any) {
 	ended := s.keys.ended()
@@ -49,12 +50,16 @@ func (s *Store) consume(ch <-chan any) {
 			}
 			s.hub.changed(id, n, m.Channel == ended)
 		case *goredis.Subscription:
+			floors := s.hub.reset()
+			if m.Kind == "subscribe" {
+				// Redis may have come back without what the readers here were given.
+				s.raiseFloors(floors)
+			}
 			if m.Kind == "subscribe" && m.Channel == ended {
 				s.log.Warn("redis store: change notifications re-subscribed; waking every reader")
 				s.kickPersistence() // a reconnect: perhaps to a Redis restarted otherwise
 				s.reconnected()
 			}
-			s.hub.reset()
 		}
 	}
 }

@@ -107,7 +107,8 @@ type Store struct {
 	listened   chan struct{} // closed when the notification goroutine returns
 	hub        *hub
 	// calls are the creations whose caller stopped waiting (CreateTicket's PendingError),
-	// running to the store's answer; Close waits for them once the client is closed.
+	// running to the store's answer, and the recording of floors after a reconnect
+	// (raiseFloors); Close waits for them once the client is closed.
 	calls sync.WaitGroup
 }
 

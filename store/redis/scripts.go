@@ -414,6 +414,11 @@ if mode == 'restore' then
   -- the tail comes after every seq the runner assigned: the lost events leave a gap
   first = ARGV[12] + 0
   if first <= last then return 'seq' end
+elseif mode ~= 'own' then
+  -- an end from elsewhere comes after the floor (raiseFloor): seqs readers were given that a
+  -- restart lost are a gap, not given to its events
+  local f = redis.call('HGET', KEYS[1], 'floor')
+  if f and f + 0 > last then first = f + 1 end
 end
 for i = 0, n - 1 do
   if ARGV[12 + 3 * i] + 0 ~= first + i then
@@ -500,6 +505,17 @@ if not h[1] then return 'notfound' end
 if h[1] == '1' or h[2] ~= ARGV[1] or h[3] == '1' then return 'finished' end
 redis.call('ZADD', KEYS[2], int(now_ms() + ARGV[2]), ARGV[3])
 redis.call('HSET', KEYS[1], 'model_calls', ARGV[4], 'in', ARGV[5], 'out', ARGV[6])
+return 'ok'
+`)
+
+// raiseFloor: KEYS ticket; ARGV seq. The running ticket's floor (store.Ticket.Floor) becomes seq
+// if seq is beyond both the log's last seq and the floor; a finished ticket is left alone.
+var raiseFloor = goredis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'finished', 'last', 'floor')
+if not h[1] then return 'notfound' end
+if h[1] == '1' then return 'finished' end
+local seq = ARGV[1] + 0
+if seq > h[2] + 0 and seq > (h[3] or 0) + 0 then redis.call('HSET', KEYS[1], 'floor', ARGV[1]) end
 return 'ok'
 `)
 

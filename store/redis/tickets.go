@@ -163,6 +163,7 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 		Owner:          store.Owner{Tenant: m["tenant"], OID: m["oid"]},
 		CreatedAt:      fromNanos(m["created"]),
 		LastSeq:        atoi(m["last"]),
+		Floor:          atoi(m["floor"]),
 	}
 	if q := m["q"]; strings.HasPrefix(q, seal.Prefix) && (s.seal == nil || !s.seal.Knows(q)) {
 		t.Shredded = true // its key dropped: the log's accepted no longer opens either

@@ -78,6 +78,7 @@ func (s *Server) reassertOnReconnect(sh store.Shared, rc reconnector) {
 		case <-s.base.Done():
 			return
 		case <-rc.Reconnects():
+			s.reconnectedAt.Store(time.Now().UnixNano())
 		case <-s.reassertKick:
 		}
 		s.passes.mu.Lock()
@@ -192,6 +193,33 @@ func (s *Server) reassert(sh store.Shared, e finishedEnd) bool {
 // restartAware is a store that tells a Redis restarted lately (store/redis.Store.RestartedWithin).
 type restartAware interface {
 	RestartedWithin(ctx context.Context, d time.Duration) (bool, error)
+}
+
+// lostWindow is, in leases, how long after its store reconnected, or its Redis started, a
+// replica deems that the store may have lost writes it had acknowledged (lostWritesLately): a
+// run whose replica died with Redis is ended within about two (its lease lapses, and the sweep
+// holds for one), and a reader resuming after that finds it finished.
+const lostWindow = 3
+
+// lostWritesLately reports whether the store may lately have lost writes it had acknowledged:
+// it said it reconnected, or its Redis started, less than lostWindow leases ago.
+func (s *Server) lostWritesLately(ctx context.Context) bool {
+	sh, ok := s.store.(store.Shared)
+	if !ok {
+		return false
+	}
+	window := lostWindow * sh.Lease()
+	if time.Since(time.Unix(0, s.reconnectedAt.Load())) < window {
+		return true
+	}
+	ra, ok := sh.(restartAware)
+	if !ok {
+		return false
+	}
+	rctx, cancel := s.storeBound(ctx)
+	defer cancel()
+	restarted, err := ra.RestartedWithin(rctx, window)
+	return err == nil && restarted
 }
 
 // sweepHeld reports whether the sweep waits: for a lease after the store reconnected, and

@@ -147,10 +147,12 @@ type Server struct {
 
 	// finished keeps the ends this replica wrote lately, and holdSweepUntil (unix ns) holds
 	// the sweep after its store reconnected, for a restart that lost them (reassert.go);
-	// sweptAt (unix ns) is when the store last answered a sweep.
+	// sweptAt (unix ns) is when the store last answered a sweep, reconnectedAt (unix ns) when
+	// it last said it reconnected.
 	finished       finishedEnds
 	holdSweepUntil atomic.Int64
 	sweptAt        atomic.Int64
+	reconnectedAt  atomic.Int64
 	reassertKick   chan struct{}
 	passes         reassertPasses
 }

@@ -117,7 +117,9 @@ func (s *Server) endRemoteTurn(ctx context.Context, sh store.Shared, ticket stri
 		// The creation time is the admitting replica's clock, which may be ahead of this one's:
 		// a run is never said to have taken less than nothing (done.elapsed_ms has a minimum of 0).
 		elapsed := max(now.Sub(t.CreatedAt), 0)
-		tail, typ, bad := finalEvents(envelope{ticket: ticket, conv: t.ConversationID, ts: now}, t.LastSeq, open.closes(), out, u, elapsed)
+		// After the floor, when a restart lost seqs readers were given (store.Ticket.Floor): the
+		// end's events take none of them.
+		tail, typ, bad := finalEvents(envelope{ticket: ticket, conv: t.ConversationID, ts: now}, max(t.LastSeq, t.Floor), open.closes(), out, u, elapsed)
 		if bad != nil {
 			return bad
 		}

@@ -189,7 +189,17 @@ func (s *Server) logShrunk(ticket string, cursor int64) {
 // as one to a ticket lost whole does (awaitRestored), rather than answer a 400, at which
 // clients stop for good, to a cursor the restored log goes past. A finished ticket, and any
 // in a store in this process, answer at once.
+//
+// When its store lost writes lately (lostWritesLately), the reader of a running ticket is taken
+// at its word: the cursor becomes the ticket's floor (store.Floored), so that whoever ends the
+// run writes its end after it, and the stream follows from there. Before, a runner that died
+// with Redis left its ask to another replica's lease sweep, which ended it after the last seq
+// the store kept: at seqs the reader had read, with other events, and the reader resuming
+// after them was given done and no terminal (docs/scale-out.md).
 func (s *Server) awaitCursor(ctx context.Context, t store.Ticket, cursor int64) (store.Ticket, error) {
+	if t.Done == nil && s.floorAt(ctx, t, cursor) {
+		return t, nil
+	}
 	if t.Done == nil {
 		nt, err, ok := s.rereadTicket(ctx, t.ID, func(nt store.Ticket, err error) bool {
 			return err != nil || nt.Done != nil || cursor <= nt.LastSeq
@@ -201,10 +211,27 @@ func (s *Server) awaitCursor(ctx context.Context, t store.Ticket, cursor int64) 
 			t = nt
 		}
 	}
-	if cursor > t.LastSeq {
+	if cursor > t.LastSeq && !(t.Done == nil && s.floorAt(ctx, t, cursor)) {
 		return t, badRequest("the cursor is beyond the last event of this ticket")
 	}
 	return t, nil
+}
+
+// floorAt raises running ticket t's floor to cursor, beyond its last seq, when the store lost
+// writes lately, and reports whether the floor is at cursor or past it.
+func (s *Server) floorAt(ctx context.Context, t store.Ticket, cursor int64) bool {
+	fl, ok := s.store.(store.Floored)
+	switch {
+	case !ok:
+		return false
+	case cursor <= t.Floor:
+		return true // raised already (a resume before, or a replica whose readers had it)
+	case !s.lostWritesLately(ctx):
+		return false
+	}
+	rctx, cancel := s.storeBound(ctx)
+	defer cancel()
+	return fl.RaiseFloor(rctx, t.ID, cursor) == nil
 }
 
 // storeRetry is how long a stream waits before reading a store that was unavailable again;

@@ -295,3 +295,60 @@ func turnRunner(histories chan<- []ask.Turn, mid chan<- string, gates map[string
 		return ask.Outcome{Answer: answer("42")}
 	})
 }
+
+// TestRestoreOnAnotherReplicaKeepsTheEarlierTurn: a durable Redis came back without ask A's end
+// (answered on replica 1) and without ask B, asked after A in the same conversation on replica
+// 2 and still running. B's runner restores B before anyone writes A's end (replica 1 has not
+// heard of the restart here): the conversation, as Redis kept it, is held by A. Before, B's
+// interrupted turn was left out for good, and the history went on from A's turn alone. Now B's
+// restore leaves its turn waiting on the conversation for A's end (here the lease sweep's, A's
+// replica never writing it again), which records it after A's: the next ask is given both
+// turns, in order.
+func TestRestoreOnAnotherReplicaKeepsTheEarlierTurn(t *testing.T) {
+	srv := redistest.StartDurable(t)
+	opts := redisstore.Options{Prefix: "park:" + rand.Text() + ":", Seal: sealKeys(t, seal.NewKey("k1")), Lease: 4 * time.Second}
+	mid := make(chan string, 2)
+	gates := map[string]chan struct{}{"A:": make(chan struct{}), "B:": make(chan struct{})}
+	histories := make(chan []ask.Turn, 3)
+	runner := turnRunner(histories, mid, gates)
+	r1 := newHarness(t, server.Options{Store: quietStore{Store: replicaStoreWith(t, srv, opts), never: make(chan struct{})}, Runner: runner})
+	r2 := newHarness(t, server.Options{Store: replicaStoreWith(t, srv, opts), Runner: runner})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("replica 1:", r1.logs.String())
+			t.Log("replica 2:", r2.logs.String())
+		}
+	})
+	aof := aofOf(t, srv)
+
+	cid := r1.conv(alice)
+	a := r1.ask(alice, cid, "A: how many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "ask A's first step")
+	<-histories
+	cut := aof.holds(t, a) // A's creation and first step: not its end, nor B
+	close(gates["A:"])
+	checkLifecycle(t, r1.events(alice, a), gen.EventTypeAnswer)
+	b := r2.ask(alice, cid, "B: and how many of them were reopened?")
+	within(t, mid, "ask B's first step")
+	<-histories
+
+	aof.crashTo(t, cut)
+	close(gates["B:"]) // B's next write finds B gone: replica 2 restores it
+	for _, tk := range []string{b, a} { // B restored at once; A once its lease lapses
+		redistest.Poll(t, "ask "+tk+" ended after the restart", func() bool {
+			r := r2.status(alice, tk)
+			return r.JSON200 != nil && r.JSON200.State != gen.AskStateRunning
+		})
+	}
+	checkRestored(t, r2.events(alice, b), 3)
+	c := r2.ask(alice, cid, "and in 2026-Q3?")
+	checkLifecycle(t, r2.events(alice, c), gen.EventTypeAnswer)
+	hist := <-histories
+	var got []string
+	for _, tr := range hist {
+		got = append(got, tr.Question[:2]+string(tr.Outcome))
+	}
+	if len(hist) != 2 || !strings.HasPrefix(hist[0].Question, "A:") || !strings.HasPrefix(hist[1].Question, "B:") || hist[1].Outcome != gen.EventTypeError {
+		t.Errorf("the next ask was given the turns %v, want A's, then B's error", got)
+	}
+}

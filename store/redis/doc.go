@@ -15,7 +15,7 @@
 // looks its conversation up in the ticket's bucket: a conversation of another owner's bucket is
 // not found, as another owner's is. Below, every key carries its bucket's tag.
 //
-//	c:<cid>            hash   owner, created, the running ticket ("" when none), the count of its turns
+//	c:<cid>            hash   owner, created, the running ticket ("" when none), the count of its turns, a restored ask's turn waiting for the end of the ask before it (next:<tid>)
 //	c:<cid>:turns      list   the conversation's finished turns (JSON), oldest first
 //	t:<tid>            hash   owner, conversation, last seq, finished, runner, usage, the seqs of its terminal and done, the floor (floor.go)
 //	t:<tid>:log        stream the events; entry id "<seq>-0", fields t (type) and d (the event's JSON)

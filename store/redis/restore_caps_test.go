@@ -3,7 +3,9 @@ package redis_test
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +93,82 @@ func TestRestoreKeepsTheConversationCaps(t *testing.T) {
 			}
 			if !tc.want && !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("conversation: %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
+
+// TestRestoreParksItsTurnBehindTheAskBefore: a restored ask whose conversation Redis still has
+// held by an ask created before it (the ask before it, whose end the restart lost too) leaves
+// its turn to be recorded right after that ask's, by whichever end that ask gets; held by an
+// ask created after it (one admitted after the restart, in a conversation the restored ask no
+// longer held), its turn is left out as before, rather than recorded out of order.
+func TestRestoreParksItsTurnBehindTheAskBefore(t *testing.T) {
+	srv := redistest.Start(t)
+	parksItsTurn(t, func(t *testing.T, o redisstore.Options) *redisstore.Store { return newStore(t, srv, o) })
+}
+
+// TestRestoreParksItsTurnOnACluster is the same on a three-primary Redis Cluster: the restore
+// reads the creation time of the ticket holding the conversation, a key in the same slot as the
+// ticket's own (a conversation's tickets share their owner's bucket).
+func TestRestoreParksItsTurnOnACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	parksItsTurn(t, func(t *testing.T, o redisstore.Options) *redisstore.Store {
+		o.URL = "redis+cluster://" + strings.Join(c.Addrs(), ",")
+		s, err := redisstore.New(t.Context(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+func parksItsTurn(t *testing.T, open func(*testing.T, redisstore.Options) *redisstore.Store) {
+	ctx := t.Context()
+	t0 := time.Unix(1700000000, 0).UTC()
+	for _, tc := range []struct {
+		name   string
+		holder time.Time // when the ask holding the conversation was created; the restored one at t0
+		wantQ  []string
+	}{
+		{"held by the ask before", t0.Add(-time.Second), []string{"qA", "qB"}},
+		{"held by a later ask", t0.Add(time.Second), []string{"qA"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := "park:" + strconv.Itoa(rand.IntN(1<<30)) + ":"
+			s := open(t, redisstore.Options{Prefix: prefix, Replica: "r1"})
+			other := open(t, redisstore.Options{Prefix: prefix, Replica: "r2"})
+			storetest.MustConv(t, s, "c", storetest.Alice)
+			if _, err := s.CreateTicket(ctx, store.NewTicket{ID: "a", ConversationID: "c", Owner: storetest.Alice,
+				CreatedAt: tc.holder, Accepted: storetest.Ev(1, gen.EventTypeAccepted)}, store.Limits{}); err != nil {
+				t.Fatal(err)
+			}
+			// b is gone (its creation lost): its runner, on the other replica, restores it.
+			nt := store.NewTicket{ID: "b", ConversationID: "c", Owner: storetest.Alice, CreatedAt: t0,
+				Accepted: storetest.Ev(1, gen.EventTypeAccepted), Question: "qB", Turns: 1}
+			if err := other.Restore(ctx, nt, interruptedTail(4), ask.Turn{Question: "qB", Outcome: gen.EventTypeError, Text: "interrupted"}); err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			if err := other.End(ctx, "a", interruptedTail(2), ask.Turn{Question: "qA", Outcome: gen.EventTypeError, Text: "interrupted"}, false); err != nil {
+				t.Fatalf("the end of the ask holding the conversation: %v", err)
+			}
+			_, turns, err := other.Conversation(ctx, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var qs []string
+			for _, tr := range turns {
+				qs = append(qs, tr.Question)
+			}
+			if !slices.Equal(qs, tc.wantQ) {
+				t.Errorf("the conversation's turns %v, want %v", qs, tc.wantQ)
+			}
+			if _, err := storetest.NewTicket(t, other, "d", "c", storetest.Alice, store.Limits{}); err != nil {
+				t.Errorf("the next ask in the conversation: %v", err)
 			}
 		})
 	}

@@ -330,7 +330,9 @@ return {'ok', evicted}
 // times seq, type, data of the events its creation wrote after accepted, then the turns its
 // conversation held at its admission, its owner's cap of conversations, the bucket's and the
 // recheck (ms) that room_convs takes: a conversation that is gone too is re-created only when
-// the turns are 0, for one that held turns lost them and stays gone, and only within both caps). An End whose tail
+// the turns are 0, for one that held turns lost them and stays gone, and only within both caps;
+// one held by an ask created before the restored one keeps the restored ask's turn in its hash,
+// under next:<that ask>, for that ask's end to record after its own). An End whose tail
 // does not continue the log (the runner appended meanwhile) fails with 'seq' but marks the
 // ticket ending: from then on the runner's appends, renewals and own finish are refused, so
 // the log stops moving and the caller's retry, with the ticket read again, succeeds.
@@ -344,6 +346,7 @@ const luaEnd = `
 local h = redis.call('HMGET', KEYS[1], 'finished', 'runner', 'last', 'conv', 'ending', 'steps')
 local mode = ARGV[1]
 local n = ARGV[11] + 0
+local park -- the ask this restored ask's turn waits for (below)
 if not h[1] then
   if mode ~= 'restore' then return 'notfound' end
   -- the ticket is gone (a store restart lost it): re-create it as createTicket did, without
@@ -379,8 +382,19 @@ if not h[1] then
       redis.call('ZADD', KEYS[8], cexp, ARGV[5])
       redis.call('ZADD', KEYS[9], cexp, ARGV[5])
     end
-  elseif (redis.call('HGET', KEYS[4], 'running') or '') == '' then
-    redis.call('HSET', KEYS[4], 'running', ARGV[4])
+  else
+    local other = redis.call('HGET', KEYS[4], 'running') or ''
+    if other == '' then
+      redis.call('HSET', KEYS[4], 'running', ARGV[4])
+    else
+      -- held by an ask this Redis still has running: one created before this one is the ask
+      -- before it in the conversation, whose end the restart lost too (its replica writes it
+      -- again, or the lease sweep ends it). This ask's turn waits on the conversation for that
+      -- end, which records it after its own, rather than be left out of the history.
+      local tprefix = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[4])
+      local created = redis.call('HGET', tprefix .. other, 'created')
+      if created and created + 0 < ARGV[x + 2] + 0 then park = other end
+    end
   end
   redis.call('ZADD', KEYS[7], '+inf', ARGV[4])
   redis.call('ZADD', KEYS[10], '+inf', ARGV[4])
@@ -441,15 +455,23 @@ local exp = int(now + ttl)
 redis.call('ZREM', KEYS[6], ARGV[4])
 redis.call('ZADD', KEYS[7], exp, ARGV[4])
 redis.call('ZADD', KEYS[10], exp, ARGV[4])
-if redis.call('HGET', KEYS[4], 'running') == ARGV[4] then
+local cv = redis.call('HMGET', KEYS[4], 'running', 'next:' .. ARGV[4])
+if cv[1] == ARGV[4] then
   -- an empty turn records none (an ask ended unrun after its caller was told it had not started)
   if ARGV[8] == '' then
     redis.call('HSET', KEYS[4], 'running', '')
   else
     redis.call('HSET', KEYS[4], 'running', '', 'turns', int(redis.call('RPUSH', KEYS[5], ARGV[8])))
   end
+  if cv[2] then
+    -- the next ask's turn, which its restore left to wait for this end (park, above)
+    redis.call('HDEL', KEYS[4], 'next:' .. ARGV[4])
+    redis.call('HSET', KEYS[4], 'turns', int(redis.call('RPUSH', KEYS[5], cv[2])))
+  end
   redis.call('PEXPIRE', KEYS[4], ttl)
   redis.call('PEXPIRE', KEYS[5], ttl)
+elseif park and ARGV[8] ~= '' then
+  redis.call('HSETNX', KEYS[4], 'next:' .. park, ARGV[8])
 end
 -- The conversations sets keep the conversation's entry at the score its creation gave it: an
 -- entry whose score has passed is looked at again (sweep_convs) before it is dropped, and its

@@ -333,7 +333,7 @@ func TestRestoreOnAnotherReplicaKeepsTheEarlierTurn(t *testing.T) {
 	<-histories
 
 	aof.crashTo(t, cut)
-	close(gates["B:"]) // B's next write finds B gone: replica 2 restores it
+	close(gates["B:"])                  // B's next write finds B gone: replica 2 restores it
 	for _, tk := range []string{b, a} { // B restored at once; A once its lease lapses
 		redistest.Poll(t, "ask "+tk+" ended after the restart", func() bool {
 			r := r2.status(alice, tk)

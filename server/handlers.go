@@ -251,6 +251,8 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		if err != nil {
 			// The ticket exists and will run; a retry after the lock finds it.
 			s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
+		} else if ok {
+			s.keyedCreated(ik, ticket, rec)
 		}
 		s.log.DebugContext(ctx, "ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history), "idempotency_key", true)
 		if err := writeResponse(c, http.StatusAccepted, s.opts.BasePath+"/v1/asks/"+ticket, b, false); err != nil {
@@ -326,8 +328,10 @@ func (h *handlers) ticketCreated(ctx context.Context, c echo.Context, ik *idem, 
 	if err != nil {
 		return err
 	}
-	if _, err := ik.complete(ctx, ticket, rec); err != nil {
+	if ok, err := ik.complete(ctx, ticket, rec); err != nil {
 		h.s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
+	} else if ok {
+		h.s.keyedCreated(ik, ticket, rec)
 	}
 	return writeResponse(c, http.StatusAccepted, h.s.opts.BasePath+"/v1/asks/"+ticket, b, true)
 }

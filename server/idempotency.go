@@ -119,6 +119,7 @@ type idem struct {
 	s     *Server
 	owner store.Owner
 	key   string
+	fp    string
 	cand  string
 	prev  string
 }
@@ -138,7 +139,7 @@ func (s *Server) beginIdem(ctx context.Context, c echo.Context, owner store.Owne
 	case store.IdemBusy:
 		return nil, idemBusy()
 	}
-	return &idem{s: s, owner: owner, key: key, cand: res.ID, prev: res.Prev}, nil
+	return &idem{s: s, owner: owner, key: key, fp: fp, cand: res.ID, prev: res.Prev}, nil
 }
 
 // complete records the response answered under final; it reports false when another attempt

@@ -352,3 +352,55 @@ func TestRestoreOnAnotherReplicaKeepsTheEarlierTurn(t *testing.T) {
 		t.Errorf("the next ask was given the turns %v, want A's, then B's error", got)
 	}
 }
+
+// TestRestartThatLostAKeyedCreateAnswersItsRetry: an ask made under an Idempotency-Key and
+// answered, all of it (the ticket, its end and the key's record) in the second a durable Redis
+// lost. The replica writes the end again (re-creating the ticket), and, before, a retry with
+// the key, the record gone, created another ticket and ran the question again. Now the replica
+// writes the key's record again too: the retry is answered the first 202, replayed.
+func TestRestartThatLostAKeyedCreateAnswersItsRetry(t *testing.T) {
+	srv := redistest.StartDurable(t)
+	st := replicaStoreWith(t, srv, redisstore.Options{Prefix: "lostkey:" + rand.Text() + ":", Seal: sealKeys(t, seal.NewKey("k1")), Lease: time.Second})
+	h := newHarness(t, server.Options{Store: st})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(h.logs.String())
+		}
+	})
+	aof := aofOf(t, srv)
+
+	cid := h.conv(alice)
+	var cut int64
+	redistest.Poll(t, "the AOF holding the conversation", func() bool {
+		b, err := os.ReadFile(aof.path)
+		cut = int64(len(b))
+		return err == nil && bytes.Contains(b, []byte(cid))
+	})
+	const q = "how many sev1 incidents did we have in 2026-Q2?"
+	h.secret(q)
+	key := "retry-" + rand.Text()
+	create := func() *gen.CreateAskResponse {
+		t.Helper()
+		r, err := h.cw.CreateAskWithResponse(t.Context(), cid, &gen.CreateAskParams{IdempotencyKey: &key}, gen.AskRequest{Question: q}, bearer(alice))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.StatusCode() != 202 || r.JSON202 == nil {
+			t.Fatalf("create with the key: %d %s", r.StatusCode(), r.Body)
+		}
+		return r
+	}
+	first := create()
+	a := first.JSON202.Ticket
+	checkLifecycle(t, h.events(alice, a), gen.EventTypeAnswer)
+
+	aof.crashTo(t, cut)
+	redistest.Poll(t, "ticket "+a+" answered after the restart", func() bool {
+		r := h.status(alice, a)
+		return r.JSON200 != nil && r.JSON200.State == gen.AskStateAnswer
+	})
+	again := create()
+	if again.JSON202.Ticket != a || !bytes.Equal(again.Body, first.Body) || again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the retry with the key answered ticket %s (replayed %q), want the first 202, %s, replayed", again.JSON202.Ticket, again.HTTPResponse.Header.Get("Idempotent-Replayed"), a)
+	}
+}

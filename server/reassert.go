@@ -65,6 +65,65 @@ func (f *finishedEnds) snapshot() []finishedEnd {
 	return append([]finishedEnd(nil), f.ends...)
 }
 
+// keyedCreate is a create made under an Idempotency-Key whose record was completed: what it
+// takes to write that record again.
+type keyedCreate struct {
+	owner  store.Owner
+	key    string
+	fp     string
+	ticket string
+	rec    []byte
+	at     time.Time
+}
+
+// keyedCreates is the replica's record of its keyed creates within reassertKeep.
+type keyedCreates struct {
+	mu   sync.Mutex
+	recs []keyedCreate // in the order they were completed
+}
+
+// keyedCreated records the completed record of a keyed create of a ticket: a restart that
+// loses it would make a retry with the key, whose 202 was lost with it, create another ticket
+// and run the question again (reassertPass writes it again).
+func (s *Server) keyedCreated(ik *idem, ticket string, rec []byte) {
+	if !isShared(s.store) {
+		return
+	}
+	k := keyedCreate{owner: ik.owner, key: ik.key, fp: ik.fp, ticket: ticket, rec: rec, at: time.Now()}
+	f := &s.keyed
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := 0
+	for i < len(f.recs) && k.at.Sub(f.recs[i].at) > reassertKeep {
+		i++
+	}
+	f.recs = append(f.recs[i:], k)
+}
+
+// reputKeyed writes k's record again if the store no longer holds it (nor another attempt's
+// with the key); it reports false while the store is unavailable.
+func (s *Server) reputKeyed(k keyedCreate) bool {
+	res, err := s.store.BeginIdempotent(s.base, k.owner, k.key, store.IdemBegin{Fingerprint: k.fp, Candidate: k.ticket, Lock: idemLock, TTL: s.opts.TTL})
+	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		return false
+	case err != nil:
+		s.log.Warn("idempotency record not read after the store reconnected", "ticket", k.ticket, "err", err)
+		return true
+	case res.State != store.IdemNew:
+		return true // kept (or another attempt's: then a retry answers that)
+	}
+	if err := s.store.CompleteIdempotent(s.base, k.owner, k.key, res.ID, k.ticket, k.rec); err != nil {
+		if errors.Is(err, store.ErrUnavailable) {
+			return false
+		}
+		s.log.Warn("idempotency record not written again after the store lost it", "ticket", k.ticket, "err", err)
+		return true
+	}
+	s.log.Warn("idempotency record written again: the store had lost it", "ticket", k.ticket)
+	return true
+}
+
 // runFinished records r's end, written (run.finish).
 func (s *Server) runFinished(r *run, tail []store.Event, turn ask.Turn) {
 	s.finished.add(finishedEnd{r: r, tail: tail, turn: turn, at: time.Now()})
@@ -102,6 +161,18 @@ func (s *Server) reassertPass(sh store.Shared) {
 	// An end already reassertKeep old when the store last answered a sweep had been on disk by
 	// then: not read again (nor re-created, once it has expired).
 	healthy := time.Unix(0, s.sweptAt.Load())
+	// The records of keyed creates first: a retry with the key that comes before its record
+	// is back makes another ticket, while one that reads a ticket not yet written again waits
+	// for it (awaitRestored), and this pass writes it next.
+	s.keyed.mu.Lock()
+	keyed := append([]keyedCreate(nil), s.keyed.recs...)
+	s.keyed.mu.Unlock()
+	for _, k := range keyed {
+		if healthy.Sub(k.at) > reassertKeep {
+			continue
+		}
+		s.untilStoreBack(func() bool { return s.reputKeyed(k) })
+	}
 	for _, e := range s.finished.snapshot() {
 		if healthy.Sub(e.at) > reassertKeep {
 			continue

@@ -145,11 +145,12 @@ type Server struct {
 	hooks     *webhook.Deliverer
 	stopHooks context.CancelFunc
 
-	// finished keeps the ends this replica wrote lately, and holdSweepUntil (unix ns) holds
-	// the sweep after its store reconnected, for a restart that lost them (reassert.go);
-	// sweptAt (unix ns) is when the store last answered a sweep, reconnectedAt (unix ns) when
-	// it last said it reconnected.
+	// finished keeps the ends this replica wrote lately and keyed the idempotency records of
+	// its keyed creates, for a restart that lost them, and holdSweepUntil (unix ns) holds the
+	// sweep after its store reconnected (reassert.go); sweptAt (unix ns) is when the store last
+	// answered a sweep, reconnectedAt (unix ns) when it last said it reconnected.
 	finished       finishedEnds
+	keyed          keyedCreates
 	holdSweepUntil atomic.Int64
 	sweptAt        atomic.Int64
 	reconnectedAt  atomic.Int64

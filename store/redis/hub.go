@@ -107,6 +107,7 @@ type tail struct {
 	changed chan struct{}
 	events  []store.Event // retained, in seq order; never modified in place once handed out
 	last    int64         // the last seq read from the store
+	high    int64         // the highest seq read, or a reader's cursor; kept when events are not (floor.go)
 	done    bool          // finished: nothing more will come
 	expires time.Time     // when done: when Redis forgets the ticket, at the latest
 	size    int64
@@ -167,6 +168,7 @@ func (h *hub) read(ctx context.Context, ticket string, after int64) (store.Batch
 			h.lru.MoveToFront(t.elem)
 		}
 		t.used = now
+		t.high = max(t.high, after) // a reader's cursor: what it was given
 		if t.fresh() {
 			b := t.batch(after, nil)
 			h.mu.Unlock()
@@ -318,6 +320,7 @@ func (h *hub) merge(t *tail, evs []store.Event, evict bool) {
 		}
 		buf = append(buf, ev)
 		t.last = ev.Seq
+		t.high = max(t.high, ev.Seq)
 		sz := int64(len(ev.Data) + eventOverhead)
 		h.bytes += sz
 		t.size += sz
@@ -509,17 +512,17 @@ func (h *hub) changed(ticket string, seq int64, ended bool) {
 }
 
 // reset drops every tail and wakes every reader and every end watcher: notifications may have
-// been lost, or what Redis held may be gone. It answers the last seq read of each tail not
-// known finished, which this instance's readers may have been given (the floors, floor.go).
+// been lost, or what Redis held may be gone. It answers the highest seq of each tail not known
+// finished, which this instance's readers may have been given (the floors, floor.go).
 func (h *hub) reset() (floors map[string]int64) {
 	var calls []*endFunc
 	h.mu.Lock()
 	for id, t := range h.tails {
-		if !t.done && t.last > 0 {
+		if !t.done && t.high > 0 {
 			if floors == nil {
 				floors = map[string]int64{}
 			}
-			floors[id] = t.last
+			floors[id] = t.high
 		}
 		h.drop(t)
 	}

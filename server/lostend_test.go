@@ -201,18 +201,7 @@ func TestRestoreWaitsForEarlierEndsLost(t *testing.T) {
 	})
 	aof := aofOf(t, srv)
 
-	cid := h.conv(alice)
-	a := h.ask(alice, cid, "A: how many sev1 incidents did we have in 2026-Q2?")
-	within(t, mid, "ask A's first step")
-	<-histories
-	cut := aof.holds(t, a) // A's creation and first step: not its end, nor B
-	close(gates["A:"])
-	checkLifecycle(t, h.events(alice, a), gen.EventTypeAnswer)
-	b := h.ask(alice, cid, "B: and how many of them were reopened?")
-	within(t, mid, "ask B's first step")
-	<-histories
-
-	aof.crashTo(t, cut)
+	cid, a, b := answeredThenRunning(t, h, h, aof, mid, histories, gates)
 	close(gates["B:"]) // B's next write finds B gone
 	redistest.Poll(t, "ask B restored", func() bool {
 		r := h.status(alice, b)
@@ -232,6 +221,25 @@ func TestRestoreWaitsForEarlierEndsLost(t *testing.T) {
 	if len(hist) != 2 || hist[0].Outcome != gen.EventTypeAnswer || hist[1].Outcome != gen.EventTypeError {
 		t.Errorf("the next ask was given the turns %v, want A's answer and B's error", outs)
 	}
+}
+
+// answeredThenRunning asks A (a question gated by "A:", see turnRunner) on ra and has it
+// answered, then B ("B:") on rb in the same conversation, left running at its first step, and
+// crashes Redis back to what it held at A's first step: A's end and all of B are lost.
+func answeredThenRunning(t *testing.T, ra, rb *harness, aof durableAOF, mid chan string, histories chan []ask.Turn, gates map[string]chan struct{}) (cid, a, b string) {
+	t.Helper()
+	cid = ra.conv(alice)
+	a = ra.ask(alice, cid, "A: how many sev1 incidents did we have in 2026-Q2?")
+	within(t, mid, "ask A's first step")
+	<-histories
+	cut := aof.holds(t, a) // A's creation and first step: not its end, nor B
+	close(gates["A:"])
+	checkLifecycle(t, ra.events(alice, a), gen.EventTypeAnswer)
+	b = rb.ask(alice, cid, "B: and how many of them were reopened?")
+	within(t, mid, "ask B's first step")
+	<-histories
+	aof.crashTo(t, cut)
+	return cid, a, b
 }
 
 // durableAOF is a durable Redis's append-only file, to bring Redis back without its last
@@ -321,18 +329,7 @@ func TestRestoreOnAnotherReplicaKeepsTheEarlierTurn(t *testing.T) {
 	})
 	aof := aofOf(t, srv)
 
-	cid := r1.conv(alice)
-	a := r1.ask(alice, cid, "A: how many sev1 incidents did we have in 2026-Q2?")
-	within(t, mid, "ask A's first step")
-	<-histories
-	cut := aof.holds(t, a) // A's creation and first step: not its end, nor B
-	close(gates["A:"])
-	checkLifecycle(t, r1.events(alice, a), gen.EventTypeAnswer)
-	b := r2.ask(alice, cid, "B: and how many of them were reopened?")
-	within(t, mid, "ask B's first step")
-	<-histories
-
-	aof.crashTo(t, cut)
+	cid, a, b := answeredThenRunning(t, r1, r2, aof, mid, histories, gates)
 	close(gates["B:"])                  // B's next write finds B gone: replica 2 restores it
 	for _, tk := range []string{b, a} { // B restored at once; A once its lease lapses
 		redistest.Poll(t, "ask "+tk+" ended after the restart", func() bool {

@@ -40,30 +40,40 @@ type finishedEnd struct {
 	at   time.Time
 }
 
-// finishedEnds is the replica's record of the ends it wrote within reassertKeep.
-type finishedEnds struct {
-	mu   sync.Mutex
-	ends []finishedEnd // in the order they were written
+// recent is what the replica wrote within reassertKeep, in the order it was written: the ends
+// of its runs, the records of its keyed creates.
+type recent[T interface{ writtenAt() time.Time }] struct {
+	mu    sync.Mutex
+	items []T
 }
 
-// add records an end written now, dropping those older than reassertKeep. While the store is
-// away nothing is written, so the ends from before it went stay until it is back.
-func (f *finishedEnds) add(e finishedEnd) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// add records v, written now, dropping those older than reassertKeep. While the store is away
+// nothing is written, so what was written before it went stays until it is back.
+func (r *recent[T]) add(v T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	i := 0
-	for i < len(f.ends) && e.at.Sub(f.ends[i].at) > reassertKeep {
+	for i < len(r.items) && v.writtenAt().Sub(r.items[i].writtenAt()) > reassertKeep {
 		i++
 	}
-	f.ends = append(f.ends[i:], e)
+	r.items = append(r.items[i:], v)
 }
 
-// snapshot is the ends recorded, oldest first.
-func (f *finishedEnds) snapshot() []finishedEnd {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]finishedEnd(nil), f.ends...)
+// since is what was recorded, oldest first, less than reassertKeep before healthy (when the
+// store last answered a sweep: what was written earlier had been on disk by then).
+func (r *recent[T]) since(healthy time.Time) []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []T
+	for _, v := range r.items {
+		if healthy.Sub(v.writtenAt()) <= reassertKeep {
+			out = append(out, v)
+		}
+	}
+	return out
 }
+
+func (e finishedEnd) writtenAt() time.Time { return e.at }
 
 // keyedCreate is a create made under an Idempotency-Key whose record was completed: what it
 // takes to write that record again.
@@ -76,28 +86,15 @@ type keyedCreate struct {
 	at     time.Time
 }
 
-// keyedCreates is the replica's record of its keyed creates within reassertKeep.
-type keyedCreates struct {
-	mu   sync.Mutex
-	recs []keyedCreate // in the order they were completed
-}
+func (k keyedCreate) writtenAt() time.Time { return k.at }
 
 // keyedCreated records the completed record of a keyed create of a ticket: a restart that
 // loses it would make a retry with the key, whose 202 was lost with it, create another ticket
 // and run the question again (reassertPass writes it again).
 func (s *Server) keyedCreated(ik *idem, ticket string, rec []byte) {
-	if !isShared(s.store) {
-		return
+	if isShared(s.store) {
+		s.keyed.add(keyedCreate{owner: ik.owner, key: ik.key, fp: ik.fp, ticket: ticket, rec: rec, at: time.Now()})
 	}
-	k := keyedCreate{owner: ik.owner, key: ik.key, fp: ik.fp, ticket: ticket, rec: rec, at: time.Now()}
-	f := &s.keyed
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	i := 0
-	for i < len(f.recs) && k.at.Sub(f.recs[i].at) > reassertKeep {
-		i++
-	}
-	f.recs = append(f.recs[i:], k)
 }
 
 // reputKeyed writes k's record again if the store no longer holds it (nor another attempt's
@@ -158,25 +155,16 @@ func (s *Server) reassertOnReconnect(sh store.Shared, rc reconnector) {
 // reassertPass writes again, in the order the runs ended, the ends the store no longer holds.
 func (s *Server) reassertPass(sh store.Shared) {
 	s.holdSweepUntil.Store(time.Now().Add(sh.Lease()).UnixNano())
-	// An end already reassertKeep old when the store last answered a sweep had been on disk by
-	// then: not read again (nor re-created, once it has expired).
+	// What was written reassertKeep before the store last answered a sweep had been on disk
+	// by then: not read again (nor re-created, once it has expired).
 	healthy := time.Unix(0, s.sweptAt.Load())
 	// The records of keyed creates first: a retry with the key that comes before its record
 	// is back makes another ticket, while one that reads a ticket not yet written again waits
 	// for it (awaitRestored), and this pass writes it next.
-	s.keyed.mu.Lock()
-	keyed := append([]keyedCreate(nil), s.keyed.recs...)
-	s.keyed.mu.Unlock()
-	for _, k := range keyed {
-		if healthy.Sub(k.at) > reassertKeep {
-			continue
-		}
+	for _, k := range s.keyed.since(healthy) {
 		s.untilStoreBack(func() bool { return s.reputKeyed(k) })
 	}
-	for _, e := range s.finished.snapshot() {
-		if healthy.Sub(e.at) > reassertKeep {
-			continue
-		}
+	for _, e := range s.finished.since(healthy) {
 		s.untilStoreBack(func() bool { return s.reassert(sh, e) })
 	}
 }

@@ -149,8 +149,8 @@ type Server struct {
 	// its keyed creates, for a restart that lost them, and holdSweepUntil (unix ns) holds the
 	// sweep after its store reconnected (reassert.go); sweptAt (unix ns) is when the store last
 	// answered a sweep, reconnectedAt (unix ns) when it last said it reconnected.
-	finished       finishedEnds
-	keyed          keyedCreates
+	finished       recent[finishedEnd]
+	keyed          recent[keyedCreate]
 	holdSweepUntil atomic.Int64
 	sweptAt        atomic.Int64
 	reconnectedAt  atomic.Int64

@@ -176,8 +176,9 @@ type ClientInterface interface {
 	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 	//
 	// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
-	// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
-	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+	// signed (see `WebhookDelivery`), retried with backoff within the ticket's TTL on any answer
+	// but a `2xx`, a `410` or a redirect (a `4xx` included), on a timeout and on a failed
+	// connection; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 	// does not allow is a `400` before any ticket exists.
 	//
 	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
@@ -199,8 +200,9 @@ type ClientInterface interface {
 	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 	//
 	// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
-	// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
-	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+	// signed (see `WebhookDelivery`), retried with backoff within the ticket's TTL on any answer
+	// but a `2xx`, a `410` or a redirect (a `4xx` included), on a timeout and on a failed
+	// connection; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 	// does not allow is a `400` before any ticket exists.
 	//
 	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
@@ -356,8 +358,9 @@ func (c *Client) CreateConversation(ctx context.Context, params *CreateConversat
 // (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 //
 // With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
-// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
-// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+// signed (see `WebhookDelivery`), retried with backoff within the ticket's TTL on any answer
+// but a `2xx`, a `410` or a redirect (a `4xx` included), on a timeout and on a failed
+// connection; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 // does not allow is a `400` before any ticket exists.
 //
 // With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
@@ -389,8 +392,9 @@ func (c *Client) CreateAskWithBody(ctx context.Context, conversationId Conversat
 // (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 //
 // With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
-// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
-// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+// signed (see `WebhookDelivery`), retried with backoff within the ticket's TTL on any answer
+// but a `2xx`, a `410` or a redirect (a `4xx` included), on a timeout and on a failed
+// connection; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 // does not allow is a `400` before any ticket exists.
 //
 // With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
@@ -905,8 +909,9 @@ type ClientWithResponsesInterface interface {
 	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 	//
 	// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
-	// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
-	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+	// signed (see `WebhookDelivery`), retried with backoff within the ticket's TTL on any answer
+	// but a `2xx`, a `410` or a redirect (a `4xx` included), on a timeout and on a failed
+	// connection; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 	// does not allow is a `400` before any ticket exists.
 	//
 	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
@@ -928,8 +933,9 @@ type ClientWithResponsesInterface interface {
 	// (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 	//
 	// With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
-	// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
-	// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+	// signed (see `WebhookDelivery`), retried with backoff within the ticket's TTL on any answer
+	// but a `2xx`, a `410` or a redirect (a `4xx` included), on a timeout and on a failed
+	// connection; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 	// does not allow is a `400` before any ticket exists.
 	//
 	// With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
@@ -1736,8 +1742,9 @@ func (c *ClientWithResponses) CreateConversationWithResponse(ctx context.Context
 // (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 //
 // With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
-// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
-// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+// signed (see `WebhookDelivery`), retried with backoff within the ticket's TTL on any answer
+// but a `2xx`, a `410` or a redirect (a `4xx` included), on a timeout and on a failed
+// connection; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 // does not allow is a `400` before any ticket exists.
 //
 // With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
@@ -1765,8 +1772,9 @@ func (c *ClientWithResponses) CreateAskWithBodyWithResponse(ctx context.Context,
 // (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
 //
 // With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
-// signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
-// ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+// signed (see `WebhookDelivery`), retried with backoff within the ticket's TTL on any answer
+// but a `2xx`, a `410` or a redirect (a `4xx` included), on a timeout and on a failed
+// connection; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
 // does not allow is a `400` before any ticket exists.
 //
 // With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`

@@ -1104,10 +1104,12 @@ type WebhookRequest struct {
 }
 
 // WebhookState `pending` until a delivery attempt succeeds (including while the run still runs),
-// `delivered` once the receiver answered 2xx, `failed` once it answered a status other than
-// 2xx, 408, 429 or 5xx (a 3xx included: redirects are never followed), once the attempts ran
-// out or the next would come after the ticket expires, or when no attempt could be made
-// (`last_error` says why: `not_allowed`, `ticket_expired`, `body_too_large`).
+// `delivered` once the receiver answered 2xx, `failed` once it answered 410 or a 3xx
+// (redirects are never followed), once the destination's address was refused
+// (`refused_address`), once the attempts ran out or the next would come after the ticket
+// expires (every other answer, a 4xx or 5xx, and a timeout or failed connection, is retried
+// until then), or when no attempt could be made (`last_error` says why: `not_allowed`,
+// `ticket_expired`, `body_too_large`).
 type WebhookState string
 
 // WebhookStatus How delivery of the run's end to the ask's webhook is going.
@@ -1132,10 +1134,12 @@ type WebhookStatus struct {
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
 
 	// State `pending` until a delivery attempt succeeds (including while the run still runs),
-	// `delivered` once the receiver answered 2xx, `failed` once it answered a status other than
-	// 2xx, 408, 429 or 5xx (a 3xx included: redirects are never followed), once the attempts ran
-	// out or the next would come after the ticket expires, or when no attempt could be made
-	// (`last_error` says why: `not_allowed`, `ticket_expired`, `body_too_large`).
+	// `delivered` once the receiver answered 2xx, `failed` once it answered 410 or a 3xx
+	// (redirects are never followed), once the destination's address was refused
+	// (`refused_address`), once the attempts ran out or the next would come after the ticket
+	// expires (every other answer, a 4xx or 5xx, and a timeout or failed connection, is retried
+	// until then), or when no attempt could be made (`last_error` says why: `not_allowed`,
+	// `ticket_expired`, `body_too_large`).
 	State WebhookState `json:"state"`
 }
 

@@ -51,8 +51,9 @@ export interface paths {
          *     (running, or finished within their TTL), gets a `429`. A refused request creates nothing.
          *
          *     With `webhook`, the run's end (terminal event and `done`) is also POSTed to its URL once,
-         *     signed (see `WebhookDelivery`), retried with backoff on 5xx, 429 and timeouts within the
-         *     ticket's TTL; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
+         *     signed (see `WebhookDelivery`), retried with backoff within the ticket's TTL on any answer
+         *     but a `2xx`, a `410` or a redirect (a `4xx` included), on a timeout and on a failed
+         *     connection; `GET /v1/asks/{ticket}` shows how delivery goes. A webhook URL the operator
          *     does not allow is a `400` before any ticket exists.
          *
          *     With an `Idempotency-Key`, a retry of the same request (after a timeout, a `502`/`503`/`504`
@@ -239,10 +240,12 @@ export interface components {
         };
         /**
          * @description `pending` until a delivery attempt succeeds (including while the run still runs),
-         *     `delivered` once the receiver answered 2xx, `failed` once it answered a status other than
-         *     2xx, 408, 429 or 5xx (a 3xx included: redirects are never followed), once the attempts ran
-         *     out or the next would come after the ticket expires, or when no attempt could be made
-         *     (`last_error` says why: `not_allowed`, `ticket_expired`, `body_too_large`).
+         *     `delivered` once the receiver answered 2xx, `failed` once it answered 410 or a 3xx
+         *     (redirects are never followed), once the destination's address was refused
+         *     (`refused_address`), once the attempts ran out or the next would come after the ticket
+         *     expires (every other answer, a 4xx or 5xx, and a timeout or failed connection, is retried
+         *     until then), or when no attempt could be made (`last_error` says why: `not_allowed`,
+         *     `ticket_expired`, `body_too_large`).
          * @enum {string}
          */
         WebhookState: "pending" | "delivered" | "failed";

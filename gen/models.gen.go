@@ -1075,7 +1075,9 @@ type Ticket struct {
 }
 
 // WebhookDelivery The body of a webhook delivery: the terminal event and `done`, exactly the JSON the stream
-// carried. Never the question. Signed per Standard Webhooks (`webhook-id`,
+// carried, but that a body over 256 KiB goes without the answer's `result`, then without its
+// divergence's rows (`divergence.result.rows` empty, `truncated` true): `GET
+// /v1/asks/{ticket}` has them. Never the question. Signed per Standard Webhooks (`webhook-id`,
 // `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`
 // with every signing secret the operator configured, space-separated).
 type WebhookDelivery struct {

@@ -58,7 +58,7 @@ type Config struct {
 	// Poll is how often a deliverer looks for due deliveries another replica left.
 	Poll time.Duration
 	// MaxBodyBytes bounds a delivery's body; a larger one is sent without the answer's rows
-	// (result), which stay readable on GET /v1/asks/{ticket}.
+	// (result, then its divergence's), which stay readable on GET /v1/asks/{ticket}.
 	MaxBodyBytes int
 }
 

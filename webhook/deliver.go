@@ -307,7 +307,10 @@ func backoff(c Config, n int, retryAfter time.Duration) time.Duration {
 }
 
 // body is the delivery's JSON: the terminal event and done exactly as the log holds them.
-// When that is larger than MaxBodyBytes the answer's rows (result) are left out.
+// When that is larger than MaxBodyBytes the answer's rows go (result), then, if it is still
+// too large, its divergence's (divergence.result keeps its columns, its rows emptied and marked
+// truncated, for the contract requires it): the same question without the catalog may have as
+// many rows. Both stay readable on GET /v1/asks/{ticket}.
 func (d *Deliverer) body(t store.Ticket) ([]byte, time.Time, error) {
 	var done gen.DoneEvent
 	_ = json.Unmarshal(t.Done.Data, &done)
@@ -322,18 +325,59 @@ func (d *Deliverer) body(t store.Ticket) ([]byte, time.Time, error) {
 	if err := json.Unmarshal(t.Terminal.Data, &term); err != nil {
 		return nil, done.Ts, err
 	}
+	for _, trim := range []func(map[string]json.RawMessage) (bool, error){withoutResult, withoutDivergenceRows} {
+		trimmed, err := trim(term)
+		if err != nil {
+			return nil, done.Ts, err
+		}
+		if !trimmed {
+			continue
+		}
+		raw, err := json.Marshal(term)
+		if err != nil {
+			return nil, done.Ts, err
+		}
+		if b, err = deliveryBody(t, raw); err != nil {
+			return nil, done.Ts, err
+		}
+		if len(b) <= d.cfg.MaxBodyBytes {
+			return b, done.Ts, nil
+		}
+	}
+	return nil, done.Ts, errors.New("delivery body larger than MaxBodyBytes without the result rows")
+}
+
+// withoutResult removes the terminal event's rows (result, which AnswerBody may go without).
+func withoutResult(term map[string]json.RawMessage) (bool, error) {
+	if _, ok := term["result"]; !ok {
+		return false, nil
+	}
 	delete(term, "result")
-	trimmed, err := json.Marshal(term)
-	if err != nil {
-		return nil, done.Ts, err
+	return true, nil
+}
+
+// withoutDivergenceRows empties the rows of the terminal event's divergence.result (which
+// Divergence requires) and marks them truncated.
+func withoutDivergenceRows(term map[string]json.RawMessage) (bool, error) {
+	raw, ok := term["divergence"]
+	if !ok || string(raw) == "null" {
+		return false, nil
 	}
-	if b, err = deliveryBody(t, trimmed); err != nil {
-		return nil, done.Ts, err
+	var div map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &div); err != nil {
+		return false, err
 	}
-	if len(b) > d.cfg.MaxBodyBytes {
-		return nil, done.Ts, errors.New("delivery body larger than MaxBodyBytes without the result rows")
+	var rs map[string]json.RawMessage
+	if r, ok := div["result"]; !ok || json.Unmarshal(r, &rs) != nil || rs == nil {
+		return false, nil
 	}
-	return b, done.Ts, nil
+	rs["rows"], rs["truncated"] = json.RawMessage("[]"), json.RawMessage("true")
+	var err error
+	if div["result"], err = json.Marshal(rs); err != nil {
+		return false, err
+	}
+	term["divergence"], err = json.Marshal(div)
+	return err == nil, err
 }
 
 // deliveryBody splices the log's bytes in unchanged, so the delivery holds the same JSON the

@@ -33,7 +33,7 @@ const maxURLChars = 2048
 // at every connect.
 func (c Config) CheckURL(raw string) error {
 	if !c.Enabled() {
-		return refuse("this service accepts no webhooks (the operator allows none)")
+		return refuse("this service accepts no webhooks (the operator allows none: DAS_ASK_WEBHOOK_ALLOW is unset)")
 	}
 	if utf8.RuneCountInString(raw) > maxURLChars {
 		return refuse("longer than 2048 characters")

@@ -120,3 +120,17 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A refusal for want of an allowed prefix names the setting, as docs/webhooks.md says (a 400
+// "naming DAS_ASK_WEBHOOK_ALLOW"), also when the service allows none at all: found by an audit,
+// that one said only "the operator allows none", leaving a developer of the dev stack to guess
+// which setting.
+func TestRefusalNamesTheAllowList(t *testing.T) {
+	on := webhook.Config{Allow: []string{"https://hooks.example.com/ask/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}
+	for name, c := range map[string]webhook.Config{"off": {}, "outside the prefixes": on} {
+		err := c.CheckURL("https://elsewhere.example.com/ask/x")
+		if err == nil || !strings.Contains(err.Error(), "DAS_ASK_WEBHOOK_ALLOW") {
+			t.Errorf("%s: %v, want a refusal naming DAS_ASK_WEBHOOK_ALLOW", name, err)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/openapi"
 	"github.com/das-ask/ask/server"
 )
 
@@ -233,5 +234,27 @@ func TestAnotherTIDOfTheSameIssuerGetsTheSame404(t *testing.T) {
 	}
 	for name, other := range others {
 		t.Run(name+" after the end", func(t *testing.T) { attack(ctx, t, a, other, cid, ticket) })
+	}
+}
+
+// The contract says who owns what as TestAnotherTIDOfTheSameIssuerGetsTheSame404 finds it: where
+// it names the identity (the document's description, the bearer scheme's), it names the tenant's
+// `tid` beside the `oid`. When the tid became part of the tenant (7f08afb), README.md and
+// SECURITY.md said so and the contract went on saying "the `oid` claim is the identity", which
+// promised a client of a multi-tenant issuer that its tenants' users shared their work.
+func TestTheContractNamesTheTenant(t *testing.T) {
+	doc, err := openapi.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for where, text := range map[string]string{
+		"info.description":         doc.Info.Description,
+		"bearerAuth's description": doc.Components.SecuritySchemes["bearerAuth"].Value.Description,
+	} {
+		for _, claim := range []string{"`oid`", "`tid`", "issuer"} {
+			if !strings.Contains(text, claim) {
+				t.Errorf("the contract's %s does not name %s as part of the identity", where, claim)
+			}
+		}
 	}
 }

@@ -322,8 +322,9 @@ func MemoryStore(c Config) *store.Memory {
 // Handler is the whole HTTP surface, to serve with an http.Server. Every response carries an
 // X-Request-Id (the one an outer layer such as package obs set, else the caller's when
 // well-formed, else a fresh one), whether or not the service is instrumented. A path with an
-// empty or dot segment is 404 (paths.go), never redirected; HEAD is answered on every GET
-// route (head.go).
+// empty or dot segment is 404 (paths.go), never redirected, and one that percent-encodes an
+// unreserved character is the plain path (paths.go); HEAD is answered on every GET route
+// (head.go).
 func (s *Server) Handler() http.Handler { return s.edge }
 
 // edge is the service's HTTP surface: the request id, the unclean paths' 404 (paths.go) and
@@ -343,6 +344,9 @@ func (x edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.ContentLength != 0 { // a body declared, or chunked: never an event stream's GET
 		bodyDeadline(w, x.bodyTimeout)
+	}
+	if r.URL.RawPath != "" { // escapes the plain path would not have (paths.go)
+		decodeUnreserved(r.URL)
 	}
 	switch {
 	case !cleanPath(r.URL.Path):

@@ -219,9 +219,9 @@ var swaggerSpec = []string{
 	"kNjjf0AuzBsg8kkDp28HZtoJK/8fuyW2CyF4v8R/Zc/8fVwWT7Wal5KyQf/bS/F3A42zV4zHrJoTYLiN",
 	"ytGX/7I//uCxvJPAOTzkZQfr+roS6vTN8z+dv341+A/iQrdTvXq5j+8vVggNAcHJZ2/Trep2qxZp01Oz",
 	"Zn7wO6u24avyHqv2v05/fPlpqxYa/gKrBp1Tdjk11qoqjLlY4VWsN5zrQmCoY8hT5e8TiXkhGJCda7N6",
-	"YBmNY5TES6acuAkXqn7V7UnwRnsMRsE/+nep21g3cfCnn0GSU0IJ6Q59WbdoUFJ1Hcq9Z8NuQZ1R0tTn",
-	"wQyegO8PoP5JxN2D/ofqgx/ozqVwFJ+jyJFCwdtOQSKno/drdH2OPQAE0vgTr9S34+7xxyDCaLwy3gYU",
-	"y80GtAFwin6MA2aY8NwlrKpnJVkT3cptPm2h1Zzfno8/f/x/AQAA//8=",
+	"YBmNY5TES6acuAkXqn7V7UnwRnsMRsE/+nep21g3cfCnn0GSU0IJ6Q69BSJaIB9pqcwOWsKdqjoJwyJD",
+	"WSh8YAUsSazbg5k9AfcfwP6TiMeHT1Gt8BPYuSyO4nYUUVIokNupSeSM9P6Ori+yB5hAlkDilf12PD7+",
+	"GEQbjVfGW4JiGdqAQgAO0o99wMwTnruEVfWsJCujW9HNpzO0mvPb9vHnj/8vAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -306,10 +306,10 @@ type sseWriter struct {
 	pool *sync.Pool // of *[]byte
 	box  *[]byte    // what buf was borrowed in; nil when buf is not borrowed
 	buf  []byte
-	// timeout bounds each write (0: none): a client that has stopped reading fills the
-	// connection's buffers, and the write would otherwise wait for it for good, holding the
-	// handler, its buffer and the connection, and writing no keep-alive. Past it the write
-	// fails and the stream ends. (net/http clears the deadline once the response is done, so
+	// timeout bounds each write of at most sseWritePiece (0: none): a client that has stopped
+	// reading fills the connection's buffers, and the write would otherwise wait for it for
+	// good, holding the handler, its buffer and the connection, and writing no keep-alive.
+	// Past it the write fails and the stream ends. (net/http clears the deadline once the response is done, so
 	// it bounds nothing after the stream on a kept-alive connection.)
 	timeout time.Duration
 }
@@ -381,10 +381,32 @@ func (o *sseWriter) frame(ev store.Event) {
 // written: the buffer stays small and warm instead of growing to the batch's size.
 const sseChunk = 32 << 10
 
+// sseWritePiece is the most one write deadline covers: the timeout lets go of a client that
+// takes less than this in StreamWriteTimeout, not of one that takes a large event or batch
+// slowly. A deadline over a whole write cut a client reading steadily at any pace below the
+// write's size per timeout mid-event (a 1 MB answer: below about 17 KB/s with the default 60 s,
+// less what the connection's buffers hold), and again at the same event on each reconnect.
+// It is the connection's write buffer size, so a piece is one write to the socket.
+const sseWritePiece = 4 << 10
+
+// put writes what is buffered, each piece of it under a deadline of its own.
+func (o *sseWriter) put() error {
+	b := o.buf
+	for {
+		n := min(len(b), sseWritePiece)
+		o.bound()
+		if _, err := o.w.Write(b[:n]); err != nil {
+			return err
+		}
+		if b = b[n:]; len(b) == 0 {
+			return nil
+		}
+	}
+}
+
 // write writes what is buffered without flushing; the batch's end flushes.
 func (o *sseWriter) write() error {
-	o.bound()
-	_, err := o.w.Write(o.buf)
+	err := o.put()
 	o.buf = o.buf[:0]
 	return err
 }
@@ -392,8 +414,7 @@ func (o *sseWriter) write() error {
 // flush writes what is buffered, flushes it to the client and gives the buffer back; an error
 // means the client is gone (or the writer cannot stream) and the stream should end.
 func (o *sseWriter) flush() error {
-	o.bound()
-	_, err := o.w.Write(o.buf)
+	err := o.put()
 	o.release()
 	if err != nil {
 		return err

@@ -138,3 +138,76 @@ func TestStreamLetsGoOfAClientThatStoppedReading(t *testing.T) {
 		t.Fatalf("a request on the stream's kept-alive connection: %d", resp.StatusCode)
 	}
 }
+
+// A client that reads slowly but never stops keeps its stream, however large an event: the
+// write timeout bounds each few kilobytes the client takes, not a whole write. Before, the
+// deadline covered the write of a whole batch or event, so a reader taking 4 KiB every 5 ms
+// (800 KB/s) was let go mid-way through a 1 MB answer, and, resuming before that answer, was
+// let go again at the same place on every reconnect: it could never read the answer.
+func TestStreamKeepsAClientThatReadsSlowly(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	srv, err := server.New(server.Options{
+		Authenticator:      fakeAuth{},
+		StreamWriteTimeout: 500 * time.Millisecond,
+		ShutdownGrace:      -1,
+		Runner: ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+			return ask.Outcome{Answer: &gen.AnswerBody{Text: big, Path: gen.AnswerPath{Speed: gen.AnswerPathSpeedFull, Detail: "warehouse"}}}
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	hs.Listener = stallListener{hs.Listener}
+	hs.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		hs.Close()
+	})
+	c, err := gen.NewClientWithResponses(hs.URL+"/ask", gen.WithHTTPClient(hs.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := c.CreateConversationWithResponse(t.Context(), nil, gen.CreateConversationRequest{}, bearer(alice))
+	if err != nil || cv.JSON201 == nil {
+		t.Fatalf("create conversation: %v %v", err, cv)
+	}
+	tk, err := c.CreateAskWithResponse(t.Context(), cv.JSON201.Id, nil, gen.AskRequest{Question: "q"}, bearer(alice))
+	if err != nil || tk.JSON202 == nil {
+		t.Fatalf("create ask: %v %v", err, tk)
+	}
+	wait := "wait=5"
+	if _, err := c.GetAskWithResponse(t.Context(), tk.JSON202.Ticket, &gen.GetAskParams{Prefer: &wait}, bearer(alice)); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A buffer of 64 KiB, far below the answer, that the client empties as it reads (a smaller
+	// one, on loopback's 64 KiB segments, has TCP wait on its persist timer, not the reader).
+	_ = conn.(*net.TCPConn).SetReadBuffer(64 << 10)
+	fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n", tk.JSON202.Ticket, alice)
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // the client's pace: slow, never stopped
+	}
+	if !strings.HasSuffix(got.String(), "\n\n") || !strings.Contains(got.String(), "\nevent: done\n") {
+		t.Fatalf("a client reading 4 KiB every 5 ms was let go after %d bytes of a 1 MB answer, without done", got.Len())
+	}
+}

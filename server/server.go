@@ -46,8 +46,8 @@ type Options struct {
 	MaxEvents int
 	// KeepAlive is the interval of `: keepalive` comments on a quiet stream.
 	KeepAlive time.Duration
-	// StreamWriteTimeout bounds each write of a few kilobytes to an event stream (0:
-	// DefaultStreamWriteTimeout): a client that takes less than 4 KiB in this long, having
+	// StreamWriteTimeout bounds each write of at most 64 KiB to an event stream (0:
+	// DefaultStreamWriteTimeout): a client that takes less than 64 KiB in this long, having
 	// stopped reading, is let go (the stream ends; the run goes on, and a reconnect with
 	// Last-Event-ID misses nothing), so that it holds no handler, buffer or connection for
 	// good. A client reading slowly is kept, however large an event.

@@ -386,13 +386,15 @@ const sseChunk = 32 << 10
 // slowly. A deadline over a whole write cut a client reading steadily at any pace below the
 // write's size per timeout mid-event (a 1 MB answer: below about 17 KB/s with the default 60 s,
 // less what the connection's buffers hold), and again at the same event on each reconnect.
-// It is the connection's write buffer size, so a piece is one write to the socket.
-const sseWritePiece = 4 << 10
+// It is twice a batch's size (sseChunk: a batch is written once it passes that, so it holds
+// at most sseChunk and one event), so a batch of events smaller than sseChunk is still one
+// write under one deadline, and only a larger event is written in pieces.
+const sseWritePiece = 2 * sseChunk
 
 // put writes what is buffered, each piece of it under a deadline of its own.
 func (o *sseWriter) put() error {
 	b := o.buf
-	for {
+	for { // once, but for an event larger than sseChunk
 		n := min(len(b), sseWritePiece)
 		o.bound()
 		if _, err := o.w.Write(b[:n]); err != nil {

@@ -58,17 +58,19 @@ ask-serve:
 	@$(BIN)/ask-serve $(ARGS)
 
 Q    ?=
-# AS is make's built-in assembler variable ("as"): take the caller's value, else alice.
-AS   := $(if $(filter default undefined,$(origin AS)),alice,$(AS))
+# AS is make's built-in assembler variable ("as"): take the caller's value, else none, and the
+# CLI's own default decides ($ASK_OID, else alice): an --as alice here asked as alice a caller
+# who had exported ASK_OID=bob.
+AS   := $(if $(filter default undefined,$(origin AS)),,$(AS))
 OID  ?= alice
-## ask: put Q to the running dev stack as AS (default alice); ARGS="--continue" for a follow-up
+## ask: put Q to the running dev stack as AS (default $ASK_OID, else alice); ARGS="--continue" for a follow-up
 # Q reaches the CLI through the environment, as typed: put in the recipe's text, make expanded
 # its $ and the shell its quotes, $ and backquotes ("in $" lost its $, a backquoted word ran).
 ask: export ASK_MAKE_Q = $(value Q)
 ask:
 	@test -n "$$ASK_MAKE_Q" || { echo 'usage: make ask Q="How many sev1 incidents did we have in 2026-Q2?" [AS=bob] [ARGS=--continue]' >&2; exit 1; }
 	@test -x $(BIN)/ask || echo "ask: building bin/ask (the first time takes a minute or two)…" >&2
-	@$(GO) build -o $(BIN)/ask ./cmd/ask && $(BIN)/ask --as "$(AS)" $(ARGS) -- "$$ASK_MAKE_Q"
+	@$(GO) build -o $(BIN)/ask ./cmd/ask && $(BIN)/ask $(if $(AS),--as "$(AS)") $(ARGS) -- "$$ASK_MAKE_Q"
 
 ## token: print a bearer for OID (default alice) from the running dev identity provider
 token:

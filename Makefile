@@ -72,9 +72,9 @@ ask:
 	@test -x $(BIN)/ask || echo "ask: building bin/ask (the first time takes a minute or two)…" >&2
 	@$(GO) build -o $(BIN)/ask ./cmd/ask && $(BIN)/ask $(if $(AS),--as "$(AS)") $(ARGS) -- "$$ASK_MAKE_Q"
 
-## token: print a bearer for OID (default alice) from the running dev identity provider
+## token: print a bearer for OID (default alice) from the running dev identity provider ($ASK_IDP, as for make ask; ARGS="--idp …" wins)
 token:
-	@$(GO) build -o $(BIN)/dev-idp ./cmd/dev-idp && $(BIN)/dev-idp token --oid "$(OID)" $(ARGS)
+	@$(GO) build -o $(BIN)/dev-idp ./cmd/dev-idp && $(BIN)/dev-idp token --oid "$(OID)" $(if $(ASK_IDP),--idp "$$ASK_IDP") $(ARGS)
 
 ## conformance-ask: the contract's checks against the service directly: the dev stack with the llm-stub in process, or URL=... (ARGS=--behaviour adds the behaviour checks)
 conformance-ask:

@@ -132,3 +132,43 @@ func TestUnparseableURLPasswordNeverShown(t *testing.T) {
 		}
 	}
 }
+
+// A token that cannot be a bearer, most often pasted with its header's scheme ("Bearer eyJ…"),
+// is a usage error before anything is sent, worded for the person and without the token, for
+// ask, --follow and --cancel alike. It was sent, and each failed as "ask createConversation:
+// client: token source: the token holds white space … at byte 6", --follow adding "(ask --follow
+// t_… tries again)", which could never help.
+func TestTokenThatIsNotABearerIsAUsageError(t *testing.T) {
+	const token = "eyJhbGciOiJSUzI1NiJ9.eyJvaWQiOiJhbGljZSJ9.c2VjcmV0LXNpZ25hdHVyZQ"
+	for _, c := range []struct {
+		name, token, want string
+	}{
+		{"scheme", "Bearer " + token, `ask: the token from --token (or $ASK_TOKEN) starts with "Bearer ": give the token alone`},
+		{"scheme, lower case", "bearer " + token, `starts with "Bearer "`},
+		{"two words", token + " x", "holds white space or a control character at byte 64"},
+		{"tab", token[:10] + "\t" + token[10:], "at byte 10"},
+	} {
+		for _, args := range [][]string{{"q"}, {"--follow", "t_ABC"}, {"--cancel", "t_ABC"}} {
+			for _, viaEnv := range []bool{false, true} {
+				vars := map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()}
+				a := args
+				if viaEnv {
+					vars["ASK_TOKEN"] = c.token
+				} else {
+					a = append([]string{"--token", c.token}, args...)
+				}
+				var stderr bytes.Buffer
+				cfg, code := parseArgs(a, &stderr, askconfig.MapEnv(vars))
+				if cfg != nil || code != exitFailure || !strings.Contains(stderr.String(), c.want) {
+					t.Errorf("%s, %q (env %v): config %v, exit %d, stderr %q; want exit 1 and %q", c.name, args, viaEnv, cfg != nil, code, stderr.String(), c.want)
+				}
+				if strings.Contains(stderr.String(), token[20:]) {
+					t.Errorf("%s, %q: the message shows the token: %q", c.name, args, stderr.String())
+				}
+			}
+		}
+	}
+	if cfg, _ := parseArgs([]string{"--token", token, "q"}, &bytes.Buffer{}, askconfig.MapEnv(map[string]string{"XDG_STATE_HOME": t.TempDir()})); cfg == nil || cfg.token != token {
+		t.Fatalf("a bearer token is refused: %+v", cfg)
+	}
+}

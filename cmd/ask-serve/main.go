@@ -97,6 +97,11 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 		}
 		return err
 	}
+	// An argument is refused, as askd refuses one, not ignored: "-ui false" parsed as -ui (true)
+	// and an argument "false", and served the page it was meant to turn off.
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: ask-serve takes flags only (ask-serve -h); a boolean flag takes its value after =, as -ui=false", fs.Arg(0))
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug

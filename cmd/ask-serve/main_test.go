@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -68,6 +69,33 @@ func TestAskServeRejectsBadSettings(t *testing.T) {
 	err := run(nil, []string{"-addr", "127.0.0.1:0"}, lookup, io.Discard, io.Discard)
 	if err == nil || !regexp.MustCompile(`DAS_ASK_TTL_S`).MatchString(err.Error()) {
 		t.Fatalf("err = %v, want one naming DAS_ASK_TTL_S", err)
+	}
+}
+
+// An argument is refused before anything starts, as askd refuses one. It was ignored, so
+// make ask-serve ARGS="-ui false" (-ui, a boolean flag, then an argument "false") served the web
+// page it meant to turn off, and said nothing.
+func TestAskServeRefusesArguments(t *testing.T) {
+	for _, args := range [][]string{{"-ui", "false"}, {"-split", "no"}, {"serve"}} {
+		sigs := make(chan os.Signal, 2)
+		var stdout strings.Builder
+		errc := make(chan error, 1)
+		go func() {
+			errc <- run(sigs, append([]string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+				"-stub-addr", "127.0.0.1:0", "-catalog-addr", "127.0.0.1:0", "-state", ""}, args...),
+				func(string) (string, bool) { return "", false }, &stdout, io.Discard)
+		}()
+		select {
+		case err := <-errc:
+			if want := fmt.Sprintf("unexpected argument %q", args[len(args)-1]); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ask-serve %q: %v, want an error naming %s", args, err, want)
+			}
+		case <-time.After(20 * time.Second):
+			sigs <- os.Interrupt
+			sigs <- os.Interrupt
+			<-errc
+			t.Errorf("ask-serve %q started and served rather than refuse the argument", args)
+		}
 	}
 }
 

@@ -83,6 +83,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// An argument is refused, not ignored: make bench ARGS="-redis false" parsed as -redis (true)
+	// and an argument "false", and ran the Redis rounds it meant to skip.
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: askbench takes flags only (askbench -h); a boolean flag takes its value after =, as -redis=false", fs.Arg(0))
+	}
 	if *redisNice < -20 || *redisNice > 19 {
 		return fmt.Errorf("-redis-nice %d: a nice value is from -20 to 19", *redisNice)
 	}

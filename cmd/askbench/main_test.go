@@ -15,6 +15,13 @@ func TestRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
+	// An argument is refused before anything is done (it was ignored: "-redis false" ran Redis).
+	if err := run(t.Context(), []string{"-render", "-out", dir, "false"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), `unexpected argument "false"`) {
+		t.Errorf("run -render -out dir false: %v, want the argument refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "REPORT.md")); err == nil {
+		t.Fatal("run -render with an argument rendered REPORT.md")
+	}
 	if err := run(t.Context(), []string{"-render", "-out", dir}, &out, &errOut); err != nil {
 		t.Fatalf("run -render: %v (%s)", err, errOut.String())
 	}

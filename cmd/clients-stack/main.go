@@ -52,6 +52,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// An argument is refused, not ignored ("-v false" parsed as -v and an argument "false").
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: clients-stack takes flags only; a boolean flag takes its value after =, as -v=false", fs.Arg(0))
+	}
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelInfo

@@ -93,3 +93,17 @@ func TestStackServesThePageBesideTheService(t *testing.T) {
 		t.Fatal("did not stop after its context ended")
 	}
 }
+
+// An argument is refused before the stack starts. It was ignored: "-v false" (-v, then an
+// argument "false") started a stack logging at info; the context's deadline bounds the failure.
+func TestStackRefusesArguments(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	err := run(ctx, []string{"-addr", "127.0.0.1:0", "-v", "false"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `unexpected argument "false"`) {
+		t.Fatalf("run -v false: %v, want the argument refused", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("run -v false served until its context ended")
+	}
+}

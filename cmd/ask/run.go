@@ -133,6 +133,12 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		fmt.Fprintf(stderr, "ask: the token from --token (or $ASK_TOKEN) %s\n", why)
 		return nil, exitFailure
 	}
+	// --as names whom to mint a token for; with a token given, the token's identity asks. An
+	// --as that names someone else was ignored, and the ask made as the token's owner.
+	if o := oidOf(c.token); set["as"] && o != "" && o != c.oid {
+		fmt.Fprintf(stderr, "ask: --as %s, but the token from --token (or $ASK_TOKEN) is %s's, and a token asks as its own identity: drop --as, or give %s's token\n", c.oid, o, c.oid)
+		return nil, exitFailure
+	}
 	if !set["webhook"] {
 		c.webhook = env.Webhook
 	}

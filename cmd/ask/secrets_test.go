@@ -172,3 +172,49 @@ func TestTokenThatIsNotABearerIsAUsageError(t *testing.T) {
 		t.Fatalf("a bearer token is refused: %+v", cfg)
 	}
 }
+
+// --as names whom a token is minted for; a token given asks as its own identity. An --as naming
+// someone else beside it is a usage error: it was ignored, and make ask AS=bob with alice's
+// token in $ASK_TOKEN asked as alice, shown alice's data for bob's question.
+func TestAsThatIsNotTheTokensIdentityIsAUsageError(t *testing.T) {
+	const alice = "eyJhbGciOiJSUzI1NiJ9.eyJvaWQiOiJhbGljZSJ9.c2VjcmV0LXNpZ25hdHVyZQ" // {"oid":"alice"}
+	env := func(vars ...string) func(string) (string, bool) {
+		m := map[string]string{"ASK_URL": "http://ask.test/ask", "XDG_STATE_HOME": t.TempDir()}
+		for i := 0; i+1 < len(vars); i += 2 {
+			m[vars[i]] = vars[i+1]
+		}
+		return askconfig.MapEnv(m)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		env  func(string) (string, bool)
+	}{
+		{"flag", []string{"--as", "bob", "--token", alice, "q"}, env()},
+		{"ASK_TOKEN", []string{"--as", "bob", "q"}, env("ASK_TOKEN", alice)},
+		{"--follow", []string{"--as", "bob", "--follow", "t_ABC"}, env("ASK_TOKEN", alice)},
+	} {
+		var stderr bytes.Buffer
+		cfg, code := parseArgs(c.args, &stderr, c.env)
+		if want := "ask: --as bob, but the token from --token (or $ASK_TOKEN) is alice's"; cfg != nil || code != exitFailure || !strings.HasPrefix(stderr.String(), want) {
+			t.Errorf("%s: config %v, exit %d, stderr %q; want exit 1 and %q", c.name, cfg != nil, code, stderr.String(), want)
+		}
+		if strings.Contains(stderr.String(), alice[20:]) {
+			t.Errorf("%s: the message shows the token: %q", c.name, stderr.String())
+		}
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		env  func(string) (string, bool)
+	}{
+		{"--as the token's own", []string{"--as", "alice", "--token", alice, "q"}, env()},
+		{"ASK_OID beside a token", []string{"q"}, env("ASK_OID", "bob", "ASK_TOKEN", alice)},
+		{"a token whose identity cannot be read", []string{"--as", "bob", "--token", "opaque", "q"}, env()},
+	} {
+		var stderr bytes.Buffer
+		if cfg, code := parseArgs(c.args, &stderr, c.env); cfg == nil {
+			t.Errorf("%s: exit %d, stderr %q; want it accepted", c.name, code, stderr.String())
+		}
+	}
+}

@@ -26,6 +26,7 @@ the credential) and shows as xxxxx in every message.
 from __future__ import annotations
 
 import argparse
+import base64
 import email.utils
 import http.client
 import json
@@ -766,6 +767,19 @@ def _cancel_and_wait(client: AskClient, ticket: str, last_seq: int, outcome: dic
     return None
 
 
+def _oid_of(token: str) -> str:
+    """The oid claim of a JWT, read without verifying it (the service verifies); "" if none."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return ""
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, TypeError):
+        return ""
+    oid = claims.get("oid") if isinstance(claims, dict) else None
+    return oid if isinstance(oid, str) else ""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error exits 1, as the docstring and the Go CLI say: argparse's own 2
     is this CLI's abstention, so a mistyped flag read as "the agent abstained"."""
@@ -789,8 +803,8 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
                     help=f"the service, gateway prefix included ($ASK_URL; default {_redacted(url).replace('%', '%%')})")
     ap.add_argument("--idp", default=os.environ.get("ASK_IDP", "http://127.0.0.1:8090"),
                     help="the development identity provider that mints a token without --token ($ASK_IDP; default %(default)s)")
-    ap.add_argument("--as", dest="oid", metavar="OID", default=os.environ.get("ASK_OID", "alice"),
-                    help="the identity to mint a token for ($ASK_OID; default %(default)s)")
+    ap.add_argument("--as", dest="oid", metavar="OID", default=None,
+                    help=f"the identity to mint a token for ($ASK_OID; default {os.environ.get('ASK_OID', 'alice')})")
     ap.add_argument("--token", default=os.environ.get("ASK_TOKEN", ""),
                     help="the bearer token ($ASK_TOKEN); default: one minted from --idp for --as")
     ap.add_argument("--branches", action="store_true", help="a phase-2 run: also show each branch's own progress")
@@ -798,6 +812,14 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
                     help="also have the service POST the run's end to URL (under a prefix the operator allows)")
     ap.add_argument("question", nargs="+")
     args = ap.parse_args(argv)
+    # A token asks as its own identity: an --as naming another beside it was ignored, and the
+    # ask made as the token's owner (--as bob with alice's token read what bob may not).
+    owner = _oid_of(args.token)
+    if args.oid is not None and owner and owner != args.oid:
+        ap.error(f"--as {args.oid}, but the token from --token (or $ASK_TOKEN) is {owner}'s, and a token asks "
+                 f"as its own identity: drop --as, or give {args.oid}'s token")
+    if args.oid is None:
+        args.oid = os.environ.get("ASK_OID", "alice")
     progress = lambda s: print(f"… {printable(s, True)}", file=stderr)
     try:
         try:

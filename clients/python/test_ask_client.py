@@ -106,6 +106,21 @@ class HelpTest(unittest.TestCase):
             self.assertIn("usage:", err.getvalue())
 
 
+    def test_as_that_is_not_the_tokens_identity_is_a_usage_error(self):
+        # --as bob beside alice's token was ignored, and the ask made as alice.
+        alice = "eyJhbGciOiJSUzI1NiJ9.eyJvaWQiOiJhbGljZSJ9.c2VjcmV0LXNpZ25hdHVyZQ"  # {"oid":"alice"}
+        for argv, env in ((["--as", "bob", "--token", alice, "q"], {}), (["--as", "bob", "q"], {"ASK_TOKEN": alice})):
+            err = io.StringIO()
+            with mock.patch.dict(os.environ, env), contextlib.redirect_stderr(err), \
+                    self.assertRaises(SystemExit) as done:
+                ask_client.main(["--url", "http://127.0.0.1:1/ask", "--idp", "http://127.0.0.1:1", *argv])
+            self.assertEqual(done.exception.code, 1, argv)
+            self.assertIn("--as bob, but the token from --token (or $ASK_TOKEN) is alice's", err.getvalue())
+            self.assertNotIn(alice[20:], err.getvalue(), "the token is not shown")
+        self.assertEqual(ask_client._oid_of(alice), "alice")
+        self.assertEqual(ask_client._oid_of("opaque"), "")
+
+
 class PrintableTest(unittest.TestCase):
     def test_controls_are_shown_as_escapes(self):
         # What a steered model or source could send: erase the line, write a forged one, hide text.

@@ -17,9 +17,10 @@
 // catalog's definition of …, the answer would have been …". stderr carries progress and the
 // command's own failures only. --json prints every event as one JSON line instead (NDJSON).
 //
-// Ctrl-C (or SIGTERM) cancels the run on the service (one cancel), waits for the run to
-// confirm (at most 5 s, the cancel request included) and exits with status 4; before the ask was made it asks
-// nothing and exits 4 too. While the service has not yet answered the ask itself, ask waits for
+// Ctrl-C (SIGTERM, or SIGHUP: the terminal closing, unless ignored as nohup does) cancels
+// the run on the service (one cancel), waits for the run to confirm (at most 5 s, the cancel
+// request included) and exits with status 4; before the ask was made it asks nothing and
+// exits 4 too. While the service has not yet answered the ask itself, ask waits for
 // that answer (it may hold a ticket to cancel) for the same 5 s, then says the ask may have
 // been made, and exits 4. A second Ctrl-C exits at once; the first named the ticket, so
 // --follow can still show how the run ended.
@@ -81,7 +82,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), interruptSignals()...)
 	go func() {
 		// After the first signal, restore the default so a second Ctrl-C ends the process.
 		<-ctx.Done()
@@ -90,4 +91,16 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, askconfig.Process)
 	stop()
 	os.Exit(code)
+}
+
+// interruptSignals are the signals that cancel the run as Ctrl-C does: SIGINT, SIGTERM, and
+// SIGHUP, the terminal closing, unless it is ignored (nohup ask …: the run is meant to outlive
+// the terminal). SIGHUP's default was to die at once, the run left going on the service,
+// uncancelled, spending its owner's quota with no one to read it.
+func interruptSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }

@@ -11,8 +11,9 @@ an answer with its caveats and what it rests on, an abstention, a refusal, or an
 is minted for --as (default alice) from the development identity provider at --idp ($ASK_IDP,
 default http://127.0.0.1:8090), which answers loopback callers only. Progress goes to stderr,
 the outcome to stdout. Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (a cancelled run
-included), 1 anything else. Ctrl-C cancels the ask on the service, waits at most 5 s for the run
-to confirm it, prints "Cancelled." and exits 4, as the Go CLI; a second Ctrl-C leaves at once.
+included), 1 anything else. Ctrl-C (SIGTERM, or SIGHUP: the terminal closing, unless ignored as
+nohup does) cancels the ask on the service, naming its ticket, waits at most 5 s for the run to
+confirm it, prints "Cancelled." and exits 4, as the Go CLI; a second Ctrl-C leaves at once.
 
 A create (a conversation, an ask) carries an Idempotency-Key, the same on every attempt, and is
 retried after what a retry can cure: a lost connection, a 502/503/504, or the 409 of an earlier
@@ -711,29 +712,58 @@ def printable(text: str, one_line: bool = False) -> str:
 CANCEL_GRACE = 5.0
 
 
-class _HeldInterrupt:
-    """Holds a Ctrl-C while the ask is being made: once the ask may exist, its request completes,
-    so that the ticket it returns can be cancelled. A second Ctrl-C leaves at once."""
+def interrupt_signals() -> list[signal.Signals]:
+    """The signals that cancel the run as Ctrl-C does, as the Go CLI: SIGINT, SIGTERM, and
+    SIGHUP, the terminal closing, unless it is ignored (nohup: the run is meant to outlive the
+    terminal). SIGTERM's default (and SIGHUP's) killed the client at once, exit 143 (129), and
+    left the run going on the service, uncancelled, spending its owner's quota."""
+    sigs = [signal.SIGINT]
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+            sigs.append(sig)
+    return sigs
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+class _Interruptible:
+    """While in it, every one of interrupt_signals() is a Ctrl-C (KeyboardInterrupt); the
+    handlers before are put back on leaving. Off the main thread there is no signal to take."""
+
+    def __init__(self, handler=_interrupt):
+        self._handler = handler
+        self._previous: dict = {}
+
+    def __enter__(self):
+        try:
+            for sig in interrupt_signals():
+                self._previous[sig] = signal.signal(sig, self._handler)
+        except ValueError:
+            pass  # not the main thread
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
+
+
+class _HeldInterrupt(_Interruptible):
+    """Holds a Ctrl-C (or SIGTERM, SIGHUP) while the ask is being made: once the ask may exist,
+    its request completes, so that the ticket it returns can be cancelled. A second one leaves at
+    once."""
 
     def __init__(self):
+        super().__init__(self._hold)
         self.pressed = False
-        self._previous = None
 
     def _hold(self, signum, frame):
         if self.pressed:
             raise KeyboardInterrupt
         self.pressed = True
-
-    def __enter__(self) -> "_HeldInterrupt":
-        try:
-            self._previous = signal.signal(signal.SIGINT, self._hold)
-        except ValueError:
-            self._previous = None  # not the main thread: no Ctrl-C to hold
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
 
 
 def _cancel_and_wait(client: AskClient, ticket: str, last_seq: int, outcome: dict | None, stderr) -> dict | None:
@@ -741,7 +771,9 @@ def _cancel_and_wait(client: AskClient, ticket: str, last_seq: int, outcome: dic
     CANCEL_GRACE. Returns the run's outcome (error{cancelled}, or whatever the run ended with
     first), or None when it was not confirmed in time; says why on stderr. A second Ctrl-C
     leaves at once."""
-    print("Cancelling…", file=stderr)
+    # The ticket is named so that a second Ctrl-C, which leaves at once, leaves it findable.
+    print(f"Cancelling ticket {ticket}… (Ctrl-C again leaves at once; ask --follow {ticket} shows how it ended)",
+          file=stderr)
     deadline = time.monotonic() + CANCEL_GRACE
     left = lambda: max(0.05, deadline - time.monotonic())
     quick = AskClient(client.base_url, client.token, timeout=left(), retry=Retry(attempts=1))
@@ -791,13 +823,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) -> int:
-    """The CLI. Ctrl-C cancels the run on the service (one cancel), waits for the run to confirm
-    it (at most CANCEL_GRACE, the cancel included), prints "Cancelled." and returns 4, as the Go
-    CLI does; before the ask was made it asks nothing and returns 4 too. Never a traceback."""
+    """The CLI. Ctrl-C (or SIGTERM, or SIGHUP unless ignored: interrupt_signals) cancels the run
+    on the service (one cancel, its ticket named), waits for the run to confirm it (at most
+    CANCEL_GRACE, the cancel included), prints "Cancelled." and returns 4, as the Go CLI does;
+    before the ask was made it asks nothing and returns 4 too. Never a traceback."""
     ap = _Parser(
         description="Ask the ask service a question. Progress goes to stderr, the outcome to stdout.",
         epilog="Exit status: 0 answer, 2 abstention, 3 refusal, 4 error (a cancelled run included), "
-               "1 anything else. Ctrl-C cancels the ask and waits at most 5 s for the run to confirm.")
+               "1 anything else. Ctrl-C (SIGTERM, or the terminal closing unless under nohup) cancels the ask "
+               "and waits at most 5 s for the run to confirm.")
     url = os.environ.get("ASK_URL", "http://127.0.0.1:8080/ask")
     ap.add_argument("--url", default=url,  # the help shows a password in $ASK_URL as xxxxx
                     help=f"the service, gateway prefix included ($ASK_URL; default {_redacted(url).replace('%', '%%')})")
@@ -820,6 +854,12 @@ def main(argv: list[str] | None = None, stdout=sys.stdout, stderr=sys.stderr) ->
                  f"as its own identity: drop --as, or give {args.oid}'s token")
     if args.oid is None:
         args.oid = os.environ.get("ASK_OID", "alice")
+    with _Interruptible():
+        return _ask(args, stdout, stderr)
+
+
+def _ask(args: argparse.Namespace, stdout, stderr) -> int:
+    """main's ask, made, followed and printed, with every interrupt signal a KeyboardInterrupt."""
     progress = lambda s: print(f"… {printable(s, True)}", file=stderr)
     try:
         try:

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -727,29 +728,53 @@ class CtrlCTest(unittest.TestCase):
     """Ctrl-C on the CLI, a real SIGINT to a real process: no traceback, the ask cancelled on the
     service, exit status 4 (as the Go CLI). The signal is sent on an event, never after a sleep."""
 
-    def cli(self, *argv: str) -> subprocess.Popen:
+    def cli(self, *argv: str, preexec_fn=None) -> subprocess.Popen:
         here = pathlib.Path(__file__).resolve().parent
         proc = subprocess.Popen([sys.executable, str(here / "ask_client.py"), *argv], cwd=here, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                                preexec_fn=preexec_fn)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         return proc
 
-    def test_ctrl_c_while_the_model_thinks_cancels_the_ask(self):
-        # A relay in front of the service says when the stream has carried the branch open: the
-        # slow question's first model turn is then silent for seconds, and Ctrl-C lands in it.
+    def asking(self, preexec_fn=None) -> tuple[subprocess.Popen, str]:
+        """The CLI asking the slow question through a relay, once the stream has carried the
+        branch open (the slow question's first model turn is then silent for seconds, and a
+        signal lands in it); and the ticket, read from the service as the relay saw it."""
         target = urllib.parse.urlsplit(os.environ["ASK_URL"])
         relay = Relay(target.hostname, target.port, lambda chunk: b"event: branch" in chunk)
         self.addCleanup(relay.close)
         url = f"http://127.0.0.1:{relay.port}{target.path}"
-        proc = self.cli("--url", url, "--idp", os.environ["ASK_IDP"], SLOW_SEV1)
+        proc = self.cli("--url", url, "--idp", os.environ["ASK_IDP"], SLOW_SEV1, preexec_fn=preexec_fn)
         self.assertTrue(relay.seen.wait(30), "the stream never opened")
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        self.assertNotIn("Traceback", err)
-        self.assertNotIn("KeyboardInterrupt", err)
-        self.assertEqual((proc.returncode, out), (4, "Cancelled.\n"), err)
-        self.assertIn("Cancelling…", err)
-        self.assertNotIn("sev1", err, "the question is never echoed")
+        return proc, relay.ticket
+
+    def test_ctrl_c_sigterm_and_sighup_while_the_model_thinks_cancel_the_ask(self):
+        # SIGTERM (and SIGHUP, the terminal closing) killed the client at once (exit 143, 129)
+        # and the run went on on the service; the Go CLI cancels on all three.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            with self.subTest(signal=sig.name):
+                proc, ticket = self.asking()
+                proc.send_signal(sig)
+                out, err = proc.communicate(timeout=30)
+                self.assertNotIn("Traceback", err)
+                self.assertNotIn("KeyboardInterrupt", err)
+                self.assertEqual((proc.returncode, out), (4, "Cancelled.\n"), err)
+                # The ticket is named, so that after a second Ctrl-C it can be followed.
+                self.assertRegex(ticket, r"^t_")
+                self.assertIn(f"Cancelling ticket {ticket}… (Ctrl-C again leaves at once; ask --follow {ticket}", err)
+                self.assertNotIn("sev1", err, "the question is never echoed")
+                status = client_for("alice").status(ticket)
+                self.assertEqual((status["state"], status["terminal"]["kind"]), ("error", "cancelled"), status)
+
+    def test_sighup_under_nohup_leaves_the_run_going(self):
+        # nohup ignores SIGHUP so that the run outlives the terminal: it is not a cancel.
+        ignore = lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        proc, ticket = self.asking(preexec_fn=ignore)
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertNotIn("Cancelling", err)
+        self.assertIn("sev1 incidents", out)
 
     def test_ctrl_c_before_the_ask_asks_nothing(self):
         reached = threading.Event()
@@ -780,6 +805,7 @@ class Relay:
     def __init__(self, host: str, port: int, watch):
         import socket
         self.seen = threading.Event()
+        self.ticket = ""  # the first ticket the service's replies carried
         self._sockets: list = []
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
@@ -788,6 +814,8 @@ class Relay:
             try:
                 while chunk := src.recv(65536):
                     dst.sendall(chunk)
+                    if watching and not self.ticket and (m := re.search(rb'"ticket":\s*"(t_[^"]+)"', chunk)):
+                        self.ticket = m.group(1).decode()
                     if watching and watch(chunk):
                         self.seen.set()
             except OSError:

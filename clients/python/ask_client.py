@@ -86,9 +86,14 @@ class TokenError(ValueError):
 
 
 def check_bearer(token: str) -> None:
-    """Raises TokenError unless token can follow "Bearer " in an Authorization header."""
+    """Raises TokenError unless token can follow "Bearer " in an Authorization header. A token
+    given with its scheme ("Bearer eyJ…", pasted from a header) is told to be given alone, as
+    the Go CLI: "white space at index 6" did not say what to change."""
     if not isinstance(token, str) or token == "":
         raise TokenError("the token is empty")
+    if len(token) > len("Bearer ") and token[:len("Bearer ")].lower() == "bearer ":
+        raise TokenError('the token starts with "Bearer ": give the token alone (the client sends the '
+                         "Authorization header itself)")
     for i, ch in enumerate(token):
         if ord(ch) <= 0x20 or ord(ch) == 0x7F:
             raise TokenError(f"the token holds white space or a control character at index {i}: not a bearer token")

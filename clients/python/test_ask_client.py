@@ -558,6 +558,21 @@ class RetryTest(unittest.TestCase):
         self.assertIn("not a bearer token", stderr.getvalue())
         self.assertNotIn("secret-part", stderr.getvalue())
 
+    def test_a_token_given_with_its_scheme_is_told_to_be_given_alone(self):
+        # "Bearer eyJ…" pasted from a header was "white space or a control character at index 6",
+        # which did not say what to change; the Go CLI says to give the token alone.
+        token = "eyJhbGciOiJSUzI1NiJ9.eyJvaWQiOiJhbGljZSJ9.c2VjcmV0LXNpZ25hdHVyZQ"
+        for given in ("Bearer " + token, "bearer " + token):
+            for argv, env in ((["--token", given], {}), ([], {"ASK_TOKEN": given})):
+                stderr = io.StringIO()
+                with mock.patch.dict(os.environ, env):
+                    code = ask_client.main(["--url", "http://127.0.0.1:1/ask", "--idp", "http://127.0.0.1:1", *argv, "q"],
+                                           stdout=io.StringIO(), stderr=stderr)
+                self.assertEqual(code, 1, stderr.getvalue())
+                self.assertIn('the token starts with "Bearer ": give the token alone', stderr.getvalue())
+                self.assertNotIn("index 6", stderr.getvalue())
+                self.assertNotIn(token[20:], stderr.getvalue(), "the token is never quoted")
+
     def test_the_budget_ends_with_the_last_refusal(self):
         seen: list = []
         c, waits, _ = self.client(self.serve(scripted([(503, {}, problem(503))] * 3, seen)), retry=ask_client.Retry(attempts=3))

@@ -76,7 +76,7 @@ ask:
 token:
 	@$(GO) build -o $(BIN)/dev-idp ./cmd/dev-idp && $(BIN)/dev-idp token --oid "$(OID)" $(if $(ASK_IDP),--idp "$$ASK_IDP") $(ARGS)
 
-## conformance-ask: the contract's checks against the service directly: the dev stack with the llm-stub in process, or URL=... (ARGS=--behaviour adds the behaviour checks)
+## conformance-ask: the contract's checks against the service directly: the dev stack with the llm-stub in process, or URL=... (identities from the dev IdP at $ASK_IDP, or IDP=..., which wins; ARGS=--behaviour adds the behaviour checks)
 conformance-ask:
 	@URL="$(URL)" scripts/conformance-ask.sh $(ARGS)
 
@@ -116,6 +116,6 @@ soak:
 fuzz:
 	FUZZSCALE=$(or $(FUZZSCALE),30) FUZZTIME=$(FUZZTIME) scripts/fuzz-smoke.sh
 
-## eval: score the service and its model on a question set (default eval/sets/demo.yaml): the dev stack in process (llm-stub unless ASK_LLM names a model), or URL=... (IDP=..., or TOKENS="alice=T bob=T"); SET=my-set.yaml, OUT=dir (default docs/eval/); writes REPORT.md, report.json, report.png; ARGS="--baseline docs/eval/report.json" prints the difference
+## eval: score the service and its model on a question set (default eval/sets/demo.yaml): the dev stack in process (llm-stub unless ASK_LLM names a model), or URL=... (identities from the dev IdP at $ASK_IDP, or IDP=..., which wins; or TOKENS="alice=T bob=T"); SET=my-set.yaml, OUT=dir (default docs/eval/); writes REPORT.md, report.json, report.png; ARGS="--baseline docs/eval/report.json" prints the difference
 eval:
 	@URL="$(URL)" SET="$(SET)" OUT="$(OUT)" scripts/eval.sh $(ARGS)

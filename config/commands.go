@@ -90,18 +90,23 @@ func ClientFromEnv(lookup func(string) (string, bool)) (Client, error) {
 type Target struct {
 	// URL is the service's base URL, a gateway prefix allowed (ASK_URL).
 	URL string
-	// IdP is a development identity provider's root, to mint the harness's tokens
-	// (ASK_IDP_URL).
+	// IdP is a development identity provider's root, to mint the harness's tokens (ASK_IDP,
+	// as for the ask CLI, the Python client and make token; or ASK_IDP_URL, its older name
+	// here, which wins when both are set).
 	IdP string
 }
 
-// TargetFromEnv reads ASK_URL and ASK_IDP_URL; neither has a default.
+// TargetFromEnv reads ASK_URL and ASK_IDP (or ASK_IDP_URL); neither has a default.
 func TargetFromEnv(lookup func(string) (string, bool)) (Target, error) {
 	return read(lookup, targetFrom)
 }
 
 func targetFrom(e *Env) Target {
-	return Target{URL: e.String("ASK_URL", ""), IdP: e.String("ASK_IDP_URL", "")}
+	// ASK_IDP is the IdP's name everywhere a user gives it; a harness read only ASK_IDP_URL, and
+	// a caller who had exported ASK_IDP for the CLI was told to give --idp. ASK_IDP_URL still
+	// works and, set beside ASK_IDP, wins: it names the harness's IdP alone, and a setup that set
+	// both for two IdPs behaves as before.
+	return Target{URL: e.String("ASK_URL", ""), IdP: e.String("ASK_IDP_URL", e.String("ASK_IDP", ""))}
 }
 
 // Eval is the eval harness's environment (cmd/ask-eval).
@@ -112,7 +117,7 @@ type Eval struct {
 	Tokens string
 }
 
-// EvalFromEnv reads ASK_URL, ASK_IDP_URL and ASK_EVAL_TOKENS; none has a default.
+// EvalFromEnv reads ASK_URL, ASK_IDP (or ASK_IDP_URL) and ASK_EVAL_TOKENS; none has a default.
 func EvalFromEnv(lookup func(string) (string, bool)) (Eval, error) {
 	return read(lookup, func(e *Env) Eval {
 		return Eval{Target: targetFrom(e), Tokens: e.String("ASK_EVAL_TOKENS", "")}

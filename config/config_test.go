@@ -323,6 +323,25 @@ func TestCommandSections(t *testing.T) {
 		t.Errorf("EvalFromEnv = %+v, %v", e, err)
 	}
 
+	// ASK_IDP, the IdP's name for the ask CLI, names the harnesses' too; ASK_IDP_URL, their
+	// older name, still works, and wins when both are set. They read only ASK_IDP_URL.
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"ASK_IDP", "http://idp"}, "http://idp"},
+		{[]string{"ASK_IDP_URL", "http://old"}, "http://old"},
+		{[]string{"ASK_IDP", "http://idp", "ASK_IDP_URL", "http://old"}, "http://old"},
+	} {
+		k, kerr := config.ConformanceFromEnv(env(c.env...))
+		e, eerr := config.EvalFromEnv(env(c.env...))
+		g, gerr := config.TargetFromEnv(env(c.env...))
+		if kerr != nil || eerr != nil || gerr != nil || k.IdP != c.want || e.IdP != c.want || g.IdP != c.want {
+			t.Errorf("%q: conformance's IdP %q, ask-eval's %q, the target's %q (%v, %v, %v); want %q",
+				c.env, k.IdP, e.IdP, g.IdP, kerr, eerr, gerr, c.want)
+		}
+	}
+
 	if s, err := config.StubFromEnv(env("ASK_STUB_SCRIPT", "s.yaml")); err != nil || s.Script != "s.yaml" {
 		t.Errorf("StubFromEnv = %+v, %v", s, err)
 	}

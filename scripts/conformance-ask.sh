@@ -6,7 +6,9 @@
 #   URL=http://host:8080/ask scripts/conformance-ask.sh [ARGS...]
 #                                                   check an implementation that is already
 #                                                   running; identities are minted by the dev IdP
-#                                                   at IDP (default http://127.0.0.1:8090) unless
+#                                                   at ASK_IDP (as for the ask CLI; IDP= or
+#                                                   ASK_IDP_URL, the older names, win when set
+#                                                   beside it; default http://127.0.0.1:8090) unless
 #                                                   ASK_TOKEN_A and ASK_TOKEN_B are set (or ARGS
 #                                                   hold --token-a and --token-b), and the
 #                                                   audit log is read from AUDIT (default, for a
@@ -43,7 +45,9 @@ args=(--url "$URL")
 # Tokens given in ARGS (--token-a, --token-b) are the caller's choice as much as ASK_TOKEN_A and
 # ASK_TOKEN_B are: with an --idp beside them the suite would mint its own and ignore them.
 if [[ -z "${ASK_TOKEN_A:-}" || -z "${ASK_TOKEN_B:-}" ]] && ! given token-a "$@" && ! given token-b "$@"; then
-	args+=(--idp "${IDP:-http://127.0.0.1:8090}")
+	# ASK_IDP names the IdP as for the ask CLI: it was ignored here, and a caller who had exported
+	# it for a stack on other addresses had the suite mint from 127.0.0.1:8090. The older names win.
+	args+=(--idp "${IDP:-${ASK_IDP_URL:-${ASK_IDP:-http://127.0.0.1:8090}}}")
 fi
 # The phase-2 demo (make ask-serve ARGS="-phase 2") has two sources, each auditing the calls
 # made to it: the warehouse at 8091 and the catalog at 8093. Reading only the first, every

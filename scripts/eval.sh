@@ -4,7 +4,9 @@
 #   scripts/eval.sh [ARGS...]                 start the dev stack (llm-stub unless ASK_LLM names a
 #                                             real model) in process and evaluate it
 #   URL=http://host:8080/ask scripts/eval.sh  evaluate a service that is already running;
-#                                             identities are minted by the dev IdP at IDP (default
+#                                             identities are minted by the dev IdP at ASK_IDP
+#                                             (as for the ask CLI; IDP= or ASK_IDP_URL, the older
+#                                             names, win when set beside it; default
 #                                             http://127.0.0.1:8090) unless TOKENS is set
 #                                             ("alice=TOKEN bob=TOKEN", one per identity of the set; handed to
 #                                             ask-eval as $ASK_EVAL_TOKENS, not on its command line)
@@ -33,6 +35,8 @@ if [[ -n "${TOKENS:-}" ]]; then
 	# every user of the machine (ps, /proc/PID/cmdline); its environment is not.
 	export ASK_EVAL_TOKENS="$TOKENS"
 else
-	args+=(--idp "${IDP:-http://127.0.0.1:8090}")
+	# ASK_IDP names the IdP as for the ask CLI: it was ignored here, and a caller who had exported
+	# it for a stack on other addresses had ask-eval mint from 127.0.0.1:8090. The older names win.
+	args+=(--idp "${IDP:-${ASK_IDP_URL:-${ASK_IDP:-http://127.0.0.1:8090}}}")
 fi
 exec "$BIN/ask-eval" "${args[@]}" "$@"

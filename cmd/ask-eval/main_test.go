@@ -21,6 +21,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/eval"
 	"github.com/das-ask/ask/internal/leaktest"
@@ -606,5 +607,27 @@ func TestDevStackTakesALargeSet(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "outcome accuracy     100% (103/103)") || strings.Contains(out.String(), "harness errors") {
 		t.Errorf("the set did not run whole:\n%s", out.String())
+	}
+}
+
+// TestIdPFromTheEnvironment: ASK_IDP, the IdP's name for the ask CLI and make token, is
+// ask-eval's --idp too; it read only ASK_IDP_URL, and a caller who had exported ASK_IDP was
+// told "give --idp". ASK_IDP_URL still works and wins beside it; --idp wins over both.
+func TestIdPFromTheEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"ASK_IDP", nil, map[string]string{"ASK_IDP": "http://idp"}, "http://idp"},
+		{"ASK_IDP_URL", nil, map[string]string{"ASK_IDP_URL": "http://old"}, "http://old"},
+		{"both", nil, map[string]string{"ASK_IDP": "http://idp", "ASK_IDP_URL": "http://old"}, "http://old"},
+		{"--idp", []string{"--idp", "http://flag"}, map[string]string{"ASK_IDP": "http://idp", "ASK_IDP_URL": "http://old"}, "http://flag"},
+	} {
+		o, err := parse(append([]string{"--url", "http://x/ask"}, c.args...), io.Discard, config.MapEnv(c.env))
+		if err != nil || o.idp != c.want {
+			t.Errorf("%s: --idp %q (%v), want %q", c.name, o.idp, err, c.want)
+		}
 	}
 }

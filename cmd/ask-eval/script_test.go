@@ -79,3 +79,58 @@ func TestScriptKeepsTokensOffTheCommandLine(t *testing.T) {
 		t.Errorf("ASK_EVAL_TOKENS is %q, want TOKENS", env)
 	}
 }
+
+// TestScriptMintsFromASK_IDP: make eval URL=… mints from $ASK_IDP, the IdP's name for the ask CLI
+// and make token; the script read only IDP, and passed --idp http://127.0.0.1:8090, which beat
+// the ASK_IDP_URL ask-eval reads too. IDP and ASK_IDP_URL, the older names, win beside ASK_IDP.
+// A stand-in for go writes a stand-in ask-eval that prints its arguments.
+func TestScriptMintsFromASK_IDP(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fakeGo := filepath.Join(dir, "go")
+	if err := os.WriteFile(fakeGo, []byte("#!/usr/bin/env bash\nprintf '#!/usr/bin/env bash\\necho \"$*\"\\n' > \"$3\"\nchmod +x \"$3\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const url = "URL=http://127.0.0.1:1/ask"
+	for _, c := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"none", []string{url}, "http://127.0.0.1:8090"},
+		{"ASK_IDP", []string{url, "ASK_IDP=http://127.0.0.1:26604"}, "http://127.0.0.1:26604"},
+		{"ASK_IDP_URL", []string{url, "ASK_IDP_URL=http://127.0.0.1:26605"}, "http://127.0.0.1:26605"},
+		{"IDP", []string{url, "IDP=http://127.0.0.1:26606"}, "http://127.0.0.1:26606"},
+		{"ASK_IDP and ASK_IDP_URL", []string{url, "ASK_IDP=http://127.0.0.1:26604", "ASK_IDP_URL=http://127.0.0.1:26605"}, "http://127.0.0.1:26605"},
+		{"ASK_IDP and IDP", []string{url, "ASK_IDP=http://127.0.0.1:26604", "IDP=http://127.0.0.1:26606"}, "http://127.0.0.1:26606"},
+	} {
+		cmd := exec.Command("bash", filepath.Join("scripts", "eval.sh"))
+		cmd.Dir = root
+		for _, kv := range os.Environ() {
+			switch strings.SplitN(kv, "=", 2)[0] {
+			case "URL", "SET", "OUT", "TOKENS", "IDP", "ASK_IDP", "ASK_IDP_URL", "BIN", "GO", "ASK_EVAL_TOKENS":
+				continue
+			}
+			cmd.Env = append(cmd.Env, kv)
+		}
+		cmd.Env = append(cmd.Env, "GO="+fakeGo, "BIN="+dir)
+		cmd.Env = append(cmd.Env, c.env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: scripts/eval.sh: %v\n%s", c.name, err, out)
+		}
+		args := strings.Fields(string(out))
+		idp := ""
+		for i, a := range args {
+			if a == "--idp" && i+1 < len(args) {
+				idp = args[i+1]
+			}
+		}
+		if idp != c.want {
+			t.Errorf("%s: ask-eval was given %q; want --idp %q", c.name, args, c.want)
+		}
+	}
+}

@@ -66,7 +66,7 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.url, "url", env.URL, "the service's base URL, a gateway prefix allowed (env ASK_URL)")
 	fs.StringVar(&o.overflowURL, "overflow-url", "", "the same implementation started with a small DAS_ASK_MAX_EVENTS (e.g. 8), for the overflow check")
-	fs.StringVar(&o.idp, "idp", env.IdP, "a development identity provider's root, to mint every token the suite needs (env ASK_IDP_URL)")
+	fs.StringVar(&o.idp, "idp", env.IdP, "a development identity provider's root, to mint every token the suite needs (env ASK_IDP, or ASK_IDP_URL, which wins)")
 	fs.StringVar(&o.overflowIdP, "overflow-idp", "", "the identity provider --overflow-url trusts; default --idp")
 	// The bearers and the webhook secrets take their environment values after parsing, not as
 	// the flags' defaults: a default is printed in the usage, which every mistyped flag writes

@@ -102,3 +102,25 @@ func TestUsageNeverShowsTheSecrets(t *testing.T) {
 		t.Fatalf("the flags do not win over the environment: %v", err)
 	}
 }
+
+// TestIdPFromTheEnvironment: ASK_IDP, the IdP's name for the ask CLI and make token, is the
+// suite's --idp too; it read only ASK_IDP_URL, and a caller who had exported ASK_IDP was told
+// "give --idp". ASK_IDP_URL still works and wins beside it; --idp wins over both.
+func TestIdPFromTheEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"ASK_IDP", nil, map[string]string{"ASK_IDP": "http://idp"}, "http://idp"},
+		{"ASK_IDP_URL", nil, map[string]string{"ASK_IDP_URL": "http://old"}, "http://old"},
+		{"both", nil, map[string]string{"ASK_IDP": "http://idp", "ASK_IDP_URL": "http://old"}, "http://old"},
+		{"--idp", []string{"--idp", "http://flag"}, map[string]string{"ASK_IDP": "http://idp", "ASK_IDP_URL": "http://old"}, "http://flag"},
+	} {
+		o, err := parse(append([]string{"--url", "http://x/ask"}, c.args...), io.Discard, config.MapEnv(c.env))
+		if err != nil || o.idp != c.want {
+			t.Errorf("%s: --idp %q (%v), want %q", c.name, o.idp, err, c.want)
+		}
+	}
+}

@@ -65,7 +65,7 @@ func scriptArgs(t *testing.T, env []string, args ...string) []string {
 	cmd.Dir = root
 	for _, kv := range os.Environ() {
 		switch strings.SplitN(kv, "=", 2)[0] {
-		case "URL", "IDP", "AUDIT", "ASK_TOKEN_A", "ASK_TOKEN_B", "ASK_PHASE", "BIN", "GO":
+		case "URL", "IDP", "ASK_IDP", "ASK_IDP_URL", "AUDIT", "ASK_TOKEN_A", "ASK_TOKEN_B", "ASK_PHASE", "BIN", "GO":
 			continue
 		}
 		cmd.Env = append(cmd.Env, kv)
@@ -142,6 +142,35 @@ func TestScriptAuditsOnlyThisMachine(t *testing.T) {
 		}
 		if audit != c.want {
 			t.Errorf("%s: the suite was given %q; want --audit %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestScriptMintsFromASK_IDP: make conformance-ask URL=… mints from $ASK_IDP, the IdP's name for
+// the ask CLI and make token; the script read only IDP, and passed --idp http://127.0.0.1:8090,
+// which beat the ASK_IDP_URL the suite reads too. IDP and ASK_IDP_URL, the older names, win
+// beside ASK_IDP.
+func TestScriptMintsFromASK_IDP(t *testing.T) {
+	const url = "URL=http://127.0.0.1:8080/ask"
+	for _, c := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"none", []string{url}, "http://127.0.0.1:8090"},
+		{"ASK_IDP", []string{url, "ASK_IDP=http://127.0.0.1:26604"}, "http://127.0.0.1:26604"},
+		{"ASK_IDP_URL", []string{url, "ASK_IDP_URL=http://127.0.0.1:26605"}, "http://127.0.0.1:26605"},
+		{"IDP", []string{url, "IDP=http://127.0.0.1:26606"}, "http://127.0.0.1:26606"},
+		{"ASK_IDP and ASK_IDP_URL", []string{url, "ASK_IDP=http://127.0.0.1:26604", "ASK_IDP_URL=http://127.0.0.1:26605"}, "http://127.0.0.1:26605"},
+		{"ASK_IDP and IDP", []string{url, "ASK_IDP=http://127.0.0.1:26604", "IDP=http://127.0.0.1:26606"}, "http://127.0.0.1:26606"},
+	} {
+		got := scriptArgs(t, c.env)
+		idp := ""
+		if i := slices.Index(got, "--idp"); i >= 0 && i+1 < len(got) {
+			idp = got[i+1]
+		}
+		if idp != c.want {
+			t.Errorf("%s: the suite was given %q; want --idp %q", c.name, got, c.want)
 		}
 	}
 }

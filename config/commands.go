@@ -86,6 +86,18 @@ func ClientFromEnv(lookup func(string) (string, bool)) (Client, error) {
 	})
 }
 
+// DevIdPToken is dev-idp token's environment (cmd/dev-idp).
+type DevIdPToken struct {
+	// IdP is the running identity provider asked for the token (ASK_IDP), the one the ask CLI
+	// mints from; default DefaultClientIdP.
+	IdP string
+}
+
+// DevIdPTokenFromEnv reads ASK_IDP.
+func DevIdPTokenFromEnv(lookup func(string) (string, bool)) (DevIdPToken, error) {
+	return read(lookup, func(e *Env) DevIdPToken { return DevIdPToken{IdP: e.String("ASK_IDP", DefaultClientIdP)} })
+}
+
 // Target is where a harness (cmd/conformance, cmd/ask-eval) sends its asks.
 type Target struct {
 	// URL is the service's base URL, a gateway prefix allowed (ASK_URL).

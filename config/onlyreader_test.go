@@ -144,6 +144,7 @@ func TestReadmeNamesEveryVariable(t *testing.T) {
 	_, _ = config.EvalFromEnv(lookup)
 	_, _ = config.StubFromEnv(lookup)
 	_, _ = config.DemoSourceFromEnv(lookup)
+	_, _ = config.DevIdPTokenFromEnv(lookup)
 	// The provider keys are read only when a real model is asked for.
 	_, _ = config.FromEnv(func(k string) (string, bool) {
 		asked[k] = true

@@ -5,7 +5,8 @@
 //
 // serve publishes the JWKS and OIDC discovery and mints tokens for loopback callers until
 // interrupted; keys persist in --state ("" keeps them in memory). token asks a running dev-idp
-// for a token and prints exactly one line, the token, on stdout; errors go to stderr with a
+// for a token (of the IdP at --idp, default $ASK_IDP, as for the ask CLI, else
+// http://127.0.0.1:8090) and prints exactly one line, the token, on stdout; errors go to stderr with a
 // non-zero exit status.
 package main
 
@@ -14,11 +15,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/das-ask/ask/config"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, config.Process)
 	stop()
 	os.Exit(code)
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp/idptest"
 )
 
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(t.Context(), args, &out, &errb)
+	code = run(t.Context(), args, &out, &errb, config.MapEnv(nil))
 	return code, out.String(), errb.String()
 }
 
@@ -162,5 +163,22 @@ func TestServeBadAddr(t *testing.T) {
 	code, _, errOut := runCmd(t, "serve", "--addr", "127.0.0.1:notaport")
 	if code != 1 || !strings.Contains(errOut, "dev-idp serve:") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestTokenAsksTheIdPInASK_IDP: without --idp, dev-idp token asks the IdP at $ASK_IDP, the one
+// the ask CLI mints from; it asked 127.0.0.1:8090, and a caller who had exported ASK_IDP for a
+// stack on other addresses was told no identity provider ran. --idp still wins.
+func TestTokenAsksTheIdPInASK_IDP(t *testing.T) {
+	s := idptest.Start(t)
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"token", "--oid", "bob"}, &out, &errb, config.MapEnv(map[string]string{"ASK_IDP": s.HTTP.URL})); code != 0 || strings.Count(out.String(), ".") != 2 {
+		t.Fatalf("ASK_IDP=%s dev-idp token: exit %d, stdout %q, stderr %q", s.HTTP.URL, code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	env := config.MapEnv(map[string]string{"ASK_IDP": "http://127.0.0.1:1"})
+	if code := run(t.Context(), []string{"token", "--oid", "bob", "--idp", s.HTTP.URL}, &out, &errb, env); code != 0 {
+		t.Fatalf("--idp beside ASK_IDP: exit %d, stderr %q", code, errb.String())
 	}
 }

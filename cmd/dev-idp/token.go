@@ -9,11 +9,19 @@ import (
 	"net"
 	"time"
 
+	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp"
 )
 
 // tokenCmd asks a running IdP for a token and prints it as the only line on stdout.
-func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// The IdP is --idp, else $ASK_IDP, the ask CLI's: it was always 127.0.0.1:8090, and a caller who
+// had exported ASK_IDP for a stack on other addresses was told that no identity provider ran.
+func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
+	env, err := config.DevIdPTokenFromEnv(lookup)
+	if err != nil {
+		fmt.Fprintf(stderr, "dev-idp token: %v\n", err)
+		return 2
+	}
 	fs := flag.NewFlagSet("dev-idp token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	oid := fs.String("oid", "", "identity to mint a token for (required), e.g. alice or bob")
@@ -22,7 +30,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ttl := fs.Duration("ttl", idp.DefaultTTL, "lifetime, whole seconds, at most 24h")
 	expired := fs.Bool("expired", false, "mint a token whose exp has already passed")
 	alg := fs.String("alg", idp.RS256, "signing algorithm: RS256 or ES256")
-	base := fs.String("idp", idp.DefaultIssuer, "base URL of the running dev-idp")
+	base := fs.String("idp", env.IdP, "base URL of the running dev-idp (env ASK_IDP)")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the IdP")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0 // the flags, printed: what was asked for

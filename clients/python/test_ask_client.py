@@ -122,6 +122,36 @@ class HelpTest(unittest.TestCase):
         self.assertEqual(ask_client._oid_of("opaque"), "")
 
 
+class IdPFromTheEnvironmentTest(unittest.TestCase):
+    """Without --idp, the token is minted by the IdP at $ASK_IDP, the name the ask CLI, make token,
+    conformance and ask-eval read."""
+
+    def test_ask_idp_mints_the_token(self):
+        asked: list[str] = []
+
+        class IdP(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                asked.append(self.path)
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = b'{"access_token":"t"}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        idp = FakeStreamTest.serve(self, IdP).removesuffix("/ask")
+        err = io.StringIO()
+        with mock.patch.dict(os.environ, {"ASK_IDP": idp}), mock.patch.dict(os.environ):
+            os.environ.pop("ASK_TOKEN", None)
+            code = ask_client.main(["--url", f"http://127.0.0.1:{closed_port()}/ask", "q"], io.StringIO(), err)
+        self.assertEqual(asked, ["/token"], err.getvalue())
+        self.assertEqual(code, 1, "nothing listens at --url")
+
+
 class PrintableTest(unittest.TestCase):
     def test_controls_are_shown_as_escapes(self):
         # What a steered model or source could send: erase the line, write a forged one, hide text.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/httpstatus"
 )
 
 // Sentinel errors that an [*APIError] matches with errors.Is, by HTTP status.
@@ -68,7 +69,7 @@ type UnexpectedResponseError struct {
 
 func (e *UnexpectedResponseError) Error() string {
 	return fmt.Sprintf("ask %s: a %d %s that is not the ask service's reply (Content-Type %q): another server answers at the URL, or something between rewrote the reply",
-		e.Op, e.StatusCode, http.StatusText(e.StatusCode), e.ContentType)
+		e.Op, e.StatusCode, httpstatus.Text(e.StatusCode), e.ContentType)
 }
 
 // APIError is a response the service refused with an HTTP status: the RFC 9457 problem it sent,
@@ -90,7 +91,7 @@ type APIError struct {
 // Error describes the refusal for a person: the operation, the status and the Reason (and,
 // for a CreateConversation 404, that the base URL serves no ask API).
 func (e *APIError) Error() string {
-	msg := fmt.Sprintf("ask %s: %d %s", e.Op, e.StatusCode, http.StatusText(e.StatusCode))
+	msg := fmt.Sprintf("ask %s: %d %s", e.Op, e.StatusCode, httpstatus.Text(e.StatusCode))
 	if r := e.Reason(); r != "" {
 		msg += ": " + r
 	}
@@ -113,7 +114,7 @@ func (e *APIError) Reason() string {
 	switch {
 	case p.Detail != nil && *p.Detail != "":
 		r = *p.Detail
-	case p.Title != "" && p.Title != http.StatusText(e.StatusCode):
+	case p.Title != "" && !httpstatus.Known(e.StatusCode, p.Title):
 		r = p.Title
 	}
 	if p.Errors != nil && len(*p.Errors) > 0 {

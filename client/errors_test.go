@@ -23,6 +23,10 @@ func TestAPIErrorSaysWhy(t *testing.T) {
 		{client.APIError{Op: "getAsk", StatusCode: 404, Problem: &gen.Problem{Title: "Not Found"}}, "ask getAsk: 404 Not Found"},
 		{client.APIError{Op: "getAsk", StatusCode: 409, Problem: &gen.Problem{Title: "Conversation busy"}}, "ask getAsk: 409 Conflict: Conversation busy"},
 		{client.APIError{Op: "getAsk", StatusCode: 502}, "ask getAsk: 502 Bad Gateway"},
+		// A status RFC 9110 renamed is said by its new name, and its title, new or old, is the status.
+		{client.APIError{Op: "createAsk", StatusCode: 413, Problem: &gen.Problem{Title: "Content Too Large"}}, "ask createAsk: 413 Content Too Large"},
+		{client.APIError{Op: "createAsk", StatusCode: 413, Problem: &gen.Problem{Title: "Request Entity Too Large"}}, "ask createAsk: 413 Content Too Large"},
+		{client.APIError{Op: "createAsk", StatusCode: 422, Problem: &gen.Problem{Title: "Unprocessable Content"}}, "ask createAsk: 422 Unprocessable Content"},
 	} {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("Error() = %q, want %q", got, tt.want)

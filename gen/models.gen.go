@@ -924,7 +924,8 @@ type Problem struct {
 	// Ticket For `409`, the ticket already running in the conversation.
 	Ticket *string `json:"ticket,omitempty"`
 
-	// Title A short summary of the problem type.
+	// Title A short summary of the problem type. For `about:blank`, the status's reason phrase
+	// as RFC 9110 names it (`413` is `Content Too Large`, `422` is `Unprocessable Content`).
 	Title string `json:"title"`
 
 	// Type A URI reference naming the problem type; `about:blank` when only the status matters.

@@ -26,6 +26,7 @@ import (
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/httpstatus"
 	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/openapi"
 	"github.com/das-ask/ask/server"
@@ -503,8 +504,8 @@ func (c *conformer) checkProblem(where string, p probe, resp *http.Response, bod
 		t.Errorf("%s: problem without a type", where)
 	case pr.Title == nil || *pr.Title == "":
 		t.Errorf("%s: problem without a title", where)
-	case *pr.Type == "about:blank" && *pr.Title != http.StatusText(resp.StatusCode):
-		t.Errorf("%s: about:blank problem titled %q, want %q", where, *pr.Title, http.StatusText(resp.StatusCode))
+	case *pr.Type == "about:blank" && *pr.Title != httpstatus.Text(resp.StatusCode):
+		t.Errorf("%s: about:blank problem titled %q, want %q (RFC 9110's phrase)", where, *pr.Title, httpstatus.Text(resp.StatusCode))
 	case *pr.Type != "about:blank" && !strings.HasPrefix(*pr.Type, "urn:ask:problem:"):
 		t.Errorf("%s: problem type %q", where, *pr.Type)
 	}

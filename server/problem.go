@@ -12,6 +12,7 @@ import (
 
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/httpstatus"
 	"github.com/das-ask/ask/store"
 )
 
@@ -287,7 +288,7 @@ func tooLarge(limit int64) *problem {
 }
 
 func writeProblem(w http.ResponseWriter, p *problem) {
-	body := gen.Problem{Type: "about:blank", Title: http.StatusText(p.status), Status: p.status}
+	body := gen.Problem{Type: "about:blank", Title: httpstatus.Text(p.status), Status: p.status}
 	if p.typ != "" {
 		body.Type = p.typ
 	}

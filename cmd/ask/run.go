@@ -18,6 +18,7 @@ import (
 	"github.com/das-ask/ask/client"
 	askconfig "github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/httpstatus"
 	"github.com/das-ask/ask/internal/redact"
 )
 
@@ -514,7 +515,7 @@ func (c *config) explain(err error) string {
 func describe(err error, serviceURL string) string {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) {
-		msg := fmt.Sprintf("the service refused the request: %d %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode))
+		msg := fmt.Sprintf("the service refused the request: %d %s", apiErr.StatusCode, httpstatus.Text(apiErr.StatusCode))
 		if r := apiErr.Reason(); r != "" {
 			msg += ": " + r
 		}
@@ -532,7 +533,7 @@ func describe(err error, serviceURL string) string {
 	var unexp *client.UnexpectedResponseError
 	if errors.As(err, &unexp) {
 		return fmt.Sprintf("what answered at %s is not the ask service: a %d %s with Content-Type %q, not its JSON (--url, or $ASK_URL, is the service's base URL with its path, such as %s; or a proxy between rewrote the reply)",
-			serviceURL, unexp.StatusCode, http.StatusText(unexp.StatusCode), unexp.ContentType, askconfig.DefaultClientURL)
+			serviceURL, unexp.StatusCode, httpstatus.Text(unexp.StatusCode), unexp.ContentType, askconfig.DefaultClientURL)
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):

@@ -188,7 +188,10 @@ export interface components {
         Problem: {
             /** @description A URI reference naming the problem type; `about:blank` when only the status matters. */
             type: string;
-            /** @description A short summary of the problem type. */
+            /**
+             * @description A short summary of the problem type. For `about:blank`, the status's reason phrase
+             *     as RFC 9110 names it (`413` is `Content Too Large`, `422` is `Unprocessable Content`).
+             */
             title: string;
             status: number;
             /** @description What went wrong with this request, for a person. */

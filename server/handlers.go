@@ -475,12 +475,20 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 // GetOpenAPIYAML serves the contract byte for byte, its servers entry naming this mount
 // (openapi.Mounted): at the default mount, the document as written.
 func (h *handlers) GetOpenAPIYAML(c echo.Context) error {
-	return c.Blob(http.StatusOK, "application/yaml", h.s.contractYAML)
+	return sized(c, "application/yaml", h.s.contractYAML)
 }
 
 // GetOpenAPIJSON serves the contract as JSON: the same document as the YAML, converted.
 func (h *handlers) GetOpenAPIJSON(c echo.Context) error {
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, h.s.contractJSON)
+	return sized(c, echo.MIMEApplicationJSON, h.s.contractJSON)
+}
+
+// sized writes a 200 of b with its Content-Length, which net/http sets by itself only for
+// content shorter than its buffer (a few KiB): the contract went chunked on a GET while its
+// HEAD said its length.
+func sized(c echo.Context, contentType string, b []byte) error {
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(b)))
+	return c.Blob(http.StatusOK, contentType, b)
 }
 
 // ownedTicket returns the ticket if the caller owns it, and errNotFound both when it does not

@@ -250,6 +250,10 @@ func TestHead(t *testing.T) {
 			if got, want := head.ContentLength, int64(len(body)); got != want {
 				t.Errorf("%s: HEAD Content-Length %d, want the GET's %d bytes", name, got, want)
 			}
+			// The GET declares its length too (the contract, 50 KB, was sent chunked).
+			if got, want := get.ContentLength, int64(len(body)); got != want || len(get.TransferEncoding) > 0 {
+				t.Errorf("%s: GET Content-Length %d (Transfer-Encoding %q), want %d", name, got, get.TransferEncoding, want)
+			}
 		} else if head.Header.Get("Content-Length") != "" {
 			t.Errorf("%s: a stream's HEAD says Content-Length %s", name, head.Header.Get("Content-Length"))
 		}

@@ -117,18 +117,31 @@ type ClientInterface interface {
 	// header or, for clients that cannot set headers, the `after` query parameter (the header
 	// wins when both are given); without either the stream starts at `seq` 1.
 	//
-	// Frames are `id: <seq>`, `event: <type>`, `data: <one line of JSON>` and a blank line; the
-	// `data` is an `Event`. While the stream is open the service sends `: keepalive` comments
-	// every `DAS_ASK_KEEPALIVE_S` seconds, including during silent model waits. A client
-	// disconnect never cancels the run.
+	// The stream opens with a comment line (`: ask events`) and `retry: 2000`, the reconnect
+	// delay it suggests in milliseconds, then a blank line. Frames are `id: <seq>`,
+	// `event: <type>`, `data: <one line of JSON>` and a blank line; the `data` is an `Event`.
+	// Whenever the stream has been quiet for `DAS_ASK_KEEPALIVE_S` seconds (silent model
+	// waits included) the service sends a `: keepalive` comment, so a client may take a stream
+	// silent for much longer than that for dead and reconnect. A client disconnect never
+	// cancels the run.
+	//
+	// A reader never holds up the run: the run writes its events to the ticket's log, and each
+	// stream reads them from there at its reader's pace, holding at most one batch of them in
+	// the service. A client that stopped reading, so that its connection takes nothing of what
+	// the stream has to send for 60 seconds, is let go: the stream ends, the run goes on, and a
+	// reconnect with `Last-Event-ID` misses nothing that is retained. A client reading slowly
+	// is kept, however large an event.
 	//
 	// Events are retained until `DAS_ASK_TTL_S` after the terminal event; after that the
 	// ticket is gone, and this call (as every call on it) answers `404`. At most
 	// `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
-	// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
-	// other event is ever evicted or left out: a log whose non-step events alone pass the bound
-	// (one set below what a run reports) keeps every one of them, and no step once it has ended.
-	// `done.steps` counts every step, so a client can tell how many it missed.
+	// first and nothing else is. So a stream may skip `seq` values that belonged to evicted
+	// steps, and no others: a replay, and as much a live reader that falls so far behind the
+	// run (a slow client, or steps coming faster than it reads) that steps after its last `seq`
+	// are evicted before it reads them. No other event is ever evicted or left out: a log
+	// whose non-step events alone pass the bound (one set below what a run reports) keeps
+	// every one of them, and no step once it has ended. `done.steps` counts every step, so a
+	// client can tell how many it missed.
 	//
 	// Corresponds with GET /v1/asks/{ticket}/events (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, ticket TicketPath, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -269,18 +282,31 @@ func (c *Client) CancelAsk(ctx context.Context, ticket TicketPath, reqEditors ..
 // header or, for clients that cannot set headers, the `after` query parameter (the header
 // wins when both are given); without either the stream starts at `seq` 1.
 //
-// Frames are `id: <seq>`, `event: <type>`, `data: <one line of JSON>` and a blank line; the
-// `data` is an `Event`. While the stream is open the service sends `: keepalive` comments
-// every `DAS_ASK_KEEPALIVE_S` seconds, including during silent model waits. A client
-// disconnect never cancels the run.
+// The stream opens with a comment line (`: ask events`) and `retry: 2000`, the reconnect
+// delay it suggests in milliseconds, then a blank line. Frames are `id: <seq>`,
+// `event: <type>`, `data: <one line of JSON>` and a blank line; the `data` is an `Event`.
+// Whenever the stream has been quiet for `DAS_ASK_KEEPALIVE_S` seconds (silent model
+// waits included) the service sends a `: keepalive` comment, so a client may take a stream
+// silent for much longer than that for dead and reconnect. A client disconnect never
+// cancels the run.
+//
+// A reader never holds up the run: the run writes its events to the ticket's log, and each
+// stream reads them from there at its reader's pace, holding at most one batch of them in
+// the service. A client that stopped reading, so that its connection takes nothing of what
+// the stream has to send for 60 seconds, is let go: the stream ends, the run goes on, and a
+// reconnect with `Last-Event-ID` misses nothing that is retained. A client reading slowly
+// is kept, however large an event.
 //
 // Events are retained until `DAS_ASK_TTL_S` after the terminal event; after that the
 // ticket is gone, and this call (as every call on it) answers `404`. At most
 // `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
-// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
-// other event is ever evicted or left out: a log whose non-step events alone pass the bound
-// (one set below what a run reports) keeps every one of them, and no step once it has ended.
-// `done.steps` counts every step, so a client can tell how many it missed.
+// first and nothing else is. So a stream may skip `seq` values that belonged to evicted
+// steps, and no others: a replay, and as much a live reader that falls so far behind the
+// run (a slow client, or steps coming faster than it reads) that steps after its last `seq`
+// are evicted before it reads them. No other event is ever evicted or left out: a log
+// whose non-step events alone pass the bound (one set below what a run reports) keeps
+// every one of them, and no step once it has ended. `done.steps` counts every step, so a
+// client can tell how many it missed.
 //
 // Corresponds with GET /v1/asks/{ticket}/events (the `StreamEvents` operationId).
 func (c *Client) StreamEvents(ctx context.Context, ticket TicketPath, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -848,18 +874,31 @@ type ClientWithResponsesInterface interface {
 	// header or, for clients that cannot set headers, the `after` query parameter (the header
 	// wins when both are given); without either the stream starts at `seq` 1.
 	//
-	// Frames are `id: <seq>`, `event: <type>`, `data: <one line of JSON>` and a blank line; the
-	// `data` is an `Event`. While the stream is open the service sends `: keepalive` comments
-	// every `DAS_ASK_KEEPALIVE_S` seconds, including during silent model waits. A client
-	// disconnect never cancels the run.
+	// The stream opens with a comment line (`: ask events`) and `retry: 2000`, the reconnect
+	// delay it suggests in milliseconds, then a blank line. Frames are `id: <seq>`,
+	// `event: <type>`, `data: <one line of JSON>` and a blank line; the `data` is an `Event`.
+	// Whenever the stream has been quiet for `DAS_ASK_KEEPALIVE_S` seconds (silent model
+	// waits included) the service sends a `: keepalive` comment, so a client may take a stream
+	// silent for much longer than that for dead and reconnect. A client disconnect never
+	// cancels the run.
+	//
+	// A reader never holds up the run: the run writes its events to the ticket's log, and each
+	// stream reads them from there at its reader's pace, holding at most one batch of them in
+	// the service. A client that stopped reading, so that its connection takes nothing of what
+	// the stream has to send for 60 seconds, is let go: the stream ends, the run goes on, and a
+	// reconnect with `Last-Event-ID` misses nothing that is retained. A client reading slowly
+	// is kept, however large an event.
 	//
 	// Events are retained until `DAS_ASK_TTL_S` after the terminal event; after that the
 	// ticket is gone, and this call (as every call on it) answers `404`. At most
 	// `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
-	// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
-	// other event is ever evicted or left out: a log whose non-step events alone pass the bound
-	// (one set below what a run reports) keeps every one of them, and no step once it has ended.
-	// `done.steps` counts every step, so a client can tell how many it missed.
+	// first and nothing else is. So a stream may skip `seq` values that belonged to evicted
+	// steps, and no others: a replay, and as much a live reader that falls so far behind the
+	// run (a slow client, or steps coming faster than it reads) that steps after its last `seq`
+	// are evicted before it reads them. No other event is ever evicted or left out: a log
+	// whose non-step events alone pass the bound (one set below what a run reports) keeps
+	// every one of them, and no step once it has ended. `done.steps` counts every step, so a
+	// client can tell how many it missed.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1663,18 +1702,31 @@ func (c *ClientWithResponses) CancelAskWithResponse(ctx context.Context, ticket 
 // header or, for clients that cannot set headers, the `after` query parameter (the header
 // wins when both are given); without either the stream starts at `seq` 1.
 //
-// Frames are `id: <seq>`, `event: <type>`, `data: <one line of JSON>` and a blank line; the
-// `data` is an `Event`. While the stream is open the service sends `: keepalive` comments
-// every `DAS_ASK_KEEPALIVE_S` seconds, including during silent model waits. A client
-// disconnect never cancels the run.
+// The stream opens with a comment line (`: ask events`) and `retry: 2000`, the reconnect
+// delay it suggests in milliseconds, then a blank line. Frames are `id: <seq>`,
+// `event: <type>`, `data: <one line of JSON>` and a blank line; the `data` is an `Event`.
+// Whenever the stream has been quiet for `DAS_ASK_KEEPALIVE_S` seconds (silent model
+// waits included) the service sends a `: keepalive` comment, so a client may take a stream
+// silent for much longer than that for dead and reconnect. A client disconnect never
+// cancels the run.
+//
+// A reader never holds up the run: the run writes its events to the ticket's log, and each
+// stream reads them from there at its reader's pace, holding at most one batch of them in
+// the service. A client that stopped reading, so that its connection takes nothing of what
+// the stream has to send for 60 seconds, is let go: the stream ends, the run goes on, and a
+// reconnect with `Last-Event-ID` misses nothing that is retained. A client reading slowly
+// is kept, however large an event.
 //
 // Events are retained until `DAS_ASK_TTL_S` after the terminal event; after that the
 // ticket is gone, and this call (as every call on it) answers `404`. At most
 // `DAS_ASK_MAX_EVENTS` are retained per ticket; past that, `step` events are evicted oldest
-// first and nothing else is, so a replay may skip `seq` values that belonged to steps. No
-// other event is ever evicted or left out: a log whose non-step events alone pass the bound
-// (one set below what a run reports) keeps every one of them, and no step once it has ended.
-// `done.steps` counts every step, so a client can tell how many it missed.
+// first and nothing else is. So a stream may skip `seq` values that belonged to evicted
+// steps, and no others: a replay, and as much a live reader that falls so far behind the
+// run (a slow client, or steps coming faster than it reads) that steps after its last `seq`
+// are evicted before it reads them. No other event is ever evicted or left out: a log
+// whose non-step events alone pass the bound (one set below what a run reports) keeps
+// every one of them, and no step once it has ended. `done.steps` counts every step, so a
+// client can tell how many it missed.
 //
 // Returns a wrapper object for the known response body format(s).
 //

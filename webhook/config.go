@@ -126,6 +126,22 @@ func shownPrefix(p string) string {
 	return strconv.Quote(u.String())
 }
 
+// openPrefixes are the allow-list's prefixes whose path is not empty and does not end in a
+// slash: https://h/ask admits https://h/asking/… as well as https://h/ask/…, which is seldom
+// what an operator meant. Each is named by scheme, host and path only (Validate refuses user
+// info, a query or a fragment in a prefix; none is shown even so).
+func (c Config) openPrefixes() []string {
+	var open []string
+	for _, p := range c.Allow {
+		u, err := url.Parse(p)
+		if err != nil || u.EscapedPath() == "" || strings.HasSuffix(u.EscapedPath(), "/") {
+			continue
+		}
+		open = append(open, (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String())
+	}
+	return open
+}
+
 // checkPrefix accepts an absolute https URL prefix with a host, or http to a loopback host.
 func checkPrefix(p string) error {
 	u, err := url.Parse(p)

@@ -77,6 +77,11 @@ func New(opts Options) (*Deliverer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	for _, p := range cfg.openPrefixes() {
+		// A prefix is matched as written: https://h/ask admits https://h/asking/… too.
+		log.Warn("webhook allow-list prefix does not end in a slash: it admits every path that starts with it, not only those under it; end it with / unless that is meant",
+			"prefix", p)
+	}
 	return &Deliverer{
 		cfg: cfg, outbox: opts.Outbox, tickets: opts.Tickets, obs: opts.Observer, log: log, send: s,
 		holder: "d_" + rand.Text(), wake: make(chan struct{}, 1), turn: make(chan struct{}, 1),

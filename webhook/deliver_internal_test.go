@@ -381,3 +381,49 @@ func TestRetryWindowAsDocumented(t *testing.T) {
 		t.Errorf("the wait before the 11th attempt is not capped (%v); docs say it is the first", raw)
 	}
 }
+
+// TestGoneStopsThatTicketOnly: docs/webhooks.md says a receiver's 410 ends that ticket's
+// delivery only; the next ask naming the same URL is delivered to it.
+func TestGoneStopsThatTicketOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := &scripted{t: t, answers: []*http.Response{answer(http.StatusGone, "")}}
+		ob := store.NewMemoryOutbox()
+		d, err := New(Options{Config: Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}},
+			Outbox: ob, Tickets: finished{}, Transport: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		final := func(ticket string) store.Webhook {
+			t.Helper()
+			now := time.Now()
+			if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: ticket, ID: "msg_" + ticket, URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			d.Due(t.Context(), ticket) // the run has ended, as the service says
+			for {
+				synctest.Wait()
+				w, err := ob.Webhook(t.Context(), ticket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w.State != gen.WebhookStatePending {
+					return w
+				}
+				time.Sleep(time.Second) // fake time: the bubble's clock moves on
+			}
+		}
+		if w := final("t1"); w.State != gen.WebhookStateFailed || w.Attempts != 1 || w.LastStatus != http.StatusGone {
+			t.Fatalf("the first ask's delivery %+v, want failed at its one attempt's 410", w)
+		}
+		if w := final("t2"); w.State != gen.WebhookStateDelivered || w.Attempts != 1 {
+			t.Errorf("the next ask to the same URL: %+v, want delivered", w)
+		}
+		if len(rt.ids) != 2 || rt.ids[1] != "msg_t2" {
+			t.Errorf("attempts %q, want msg_t1 then msg_t2", rt.ids)
+		}
+	})
+}

@@ -6,8 +6,8 @@
 //	          [-stub-addr 127.0.0.1:8092] [-state .state] [-ui=true] [-v]
 //
 // The service's DAS_ASK_* settings apply as for askd; DAS_ASK_ADDR and DAS_ASK_ADMIN_ADDR are
-// the defaults of -addr and -admin-addr (with neither, no admin listener: the dev stack is not
-// observed unless asked). ASK_LLM=anthropic or openai (with the provider's key, ASK_LLM_MODEL
+// the defaults of -addr and -admin-addr (with neither, no admin listener; the service is
+// observed as askd is all the same: request ids and the per-ask "ask finished" line). ASK_LLM=anthropic or openai (with the provider's key, ASK_LLM_MODEL
 // and ASK_LLM_BASE_URL as in package agent) uses a real model
 // instead of the llm-stub; DAS_SOURCES points the agent at other MCP sources instead of the demo
 // source; ASK_STUB_SCRIPT replaces the llm-stub's script. Ctrl-C stops everything, giving
@@ -79,7 +79,9 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	}
 	fs := flag.NewFlagSet("ask-serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	opts := stack.Options{}
+	// Observed as askd is, admin listener or not: README promises every ask's one "ask finished"
+	// line and every response's X-Request-Id, and without -admin-addr ask-serve gave neither.
+	opts := stack.Options{Observe: true}
 	fs.StringVar(&opts.AskAddr, "addr", askAddr, "the ask service's listen address ($DAS_ASK_ADDR)")
 	fs.StringVar(&opts.IdPAddr, "idp-addr", "127.0.0.1:8090", "the development identity provider's listen address")
 	fs.StringVar(&opts.SourceAddr, "source-addr", "127.0.0.1:8091", "the demo source's listen address")

@@ -47,7 +47,7 @@ type Options struct {
 	// config.DefaultConfig(). The stack always replaces its Auth (this stack's IdP), its
 	// address (AskAddr), the model's address when the model is the llm-stub, and the default
 	// sources (the demo source on its dev address) with the demo source started here. Without
-	// AdminAddr it is not observed.
+	// Observe or AdminAddr it is not observed.
 	Config *config.Config
 	// Service replaces Config.Service when set; the fields below override it where not zero.
 	Service   *server.Config
@@ -86,6 +86,10 @@ type Options struct {
 	// ids, the per-ask log line) and serves /metrics, /healthz and /readyz there, on a
 	// listener of its own (e.g. 127.0.0.1:9090). "" means none.
 	AdminAddr string
+	// Observe instruments the service as askd does (package obs: request ids, the per-ask
+	// "ask finished" line, metrics, traces) without an admin listener; AdminAddr implies it.
+	// Off, the service runs bare, as the bench and the suites measure it.
+	Observe bool
 	// WebhookAllow adds URL prefixes webhooks may go to, besides the dev sink (on loopback
 	// addresses only); WebhookSecret, when set, signs instead of the secret made for this run.
 	WebhookAllow  []string
@@ -282,7 +286,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
-	cfg.Ops.Observe, cfg.Ops.AdminAddr, cfg.Ops.AdminOptional = opts.AdminAddr != "", opts.AdminAddr, false
+	cfg.Ops.Observe, cfg.Ops.AdminAddr, cfg.Ops.AdminOptional = opts.Observe || opts.AdminAddr != "", opts.AdminAddr, false
 	// The ask listener first: the dev webhook sink's URL, which the allow-list names, is on it.
 	lnAsk, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

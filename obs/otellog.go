@@ -2,7 +2,10 @@ package obs
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net/url"
+	"strconv"
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
@@ -36,9 +39,32 @@ type noInput struct{ slog.Handler }
 // echoes reports whether an SDK line's attribute key holds a setting's text.
 func echoes(key string) bool { return key == "input" || key == "key" || key == "value" }
 
+// unquoted is what the SDK's error says failed, without the text it could not read, which
+// its error quotes too: strconv's `parsing "…"` (a whole OTEL_EXPORTER_OTLP_TIMEOUT) and
+// url's `invalid URL escape "%xx"` (two characters of a header's value). Any other error
+// (a file it could not read, "missing '=") is kept as it says.
+func unquoted(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + unquoted(ue.Err)
+	}
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return ne.Func + ": " + ne.Err.Error()
+	}
+	var ee url.EscapeError
+	if errors.As(err, &ee) {
+		return "invalid URL escape"
+	}
+	return err.Error()
+}
+
 func (h noInput) Handle(ctx context.Context, r slog.Record) error {
 	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
 	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny {
+			a = slog.String(a.Key, unquoted(err))
+		}
 		if !echoes(a.Key) {
 			out.AddAttrs(a)
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/das-ask/ask/internal/redact"
 )
 
 // The environment variables of Config (package config reads them). The ask service and every
@@ -84,7 +86,7 @@ func (cfg Config) validate() error {
 	if cfg.JWKSURL == "" {
 		errs = append(errs, fmt.Errorf("%s is required: the URL of the issuer's JWKS (dev: %s)", EnvJWKSURL, DevJWKSURL))
 	} else if u, err := url.Parse(cfg.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("%s=%q: want an absolute http(s) URL", EnvJWKSURL, cfg.JWKSURL))
+		errs = append(errs, fmt.Errorf("%s=%q: want an absolute http(s) URL", EnvJWKSURL, redact.URL(cfg.JWKSURL)))
 	}
 	if cfg.Issuer == "" {
 		errs = append(errs, fmt.Errorf("%s is required: the exact `iss` to accept (dev: %s)", EnvIssuer, DevIssuer))

@@ -22,3 +22,15 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		t.Fatalf("New with HS256 allowed: %v", err)
 	}
 }
+
+// TestInvalidJWKSURLIsShownWithoutItsPassword: a JWKS URL that is refused is named in the error
+// as written but for the password of its userinfo, as every other URL setting askd refuses.
+// Found by an operator's audit: askd with DAS_JWKS_URL=ftp://u:S3CRETPW@x/ printed the password.
+func TestInvalidJWKSURLIsShownWithoutItsPassword(t *testing.T) {
+	for _, raw := range []string{"ftp://u:hunter2@idp/jwks.json", "http://u:hunter2@idp/%zz", "//u:hunter2@idp/jwks.json"} {
+		_, err := New(t.Context(), Config{JWKSURL: raw, Issuer: DevIssuer, Audience: "das"}, Options{})
+		if err == nil || !strings.Contains(err.Error(), EnvJWKSURL) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("DAS_JWKS_URL=%s: error %v, want it named without its password", raw, err)
+		}
+	}
+}

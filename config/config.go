@@ -27,6 +27,7 @@ import (
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/agent/source"
 	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/internal/redact"
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store/seal"
 	"github.com/das-ask/ask/webhook"
@@ -339,7 +340,7 @@ func agentFrom(e *Env, c agent.Config) agent.Config {
 	c.BaseURL = e.String("ASK_LLM_BASE_URL", c.BaseURL)
 	if c.BaseURL != "" {
 		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			e.Failf("ASK_LLM_BASE_URL", "%q: want an absolute http(s) URL", c.BaseURL)
+			e.Failf("ASK_LLM_BASE_URL", "%q: want an absolute http(s) URL", redact.URL(c.BaseURL))
 		}
 	}
 	c.Timeout = e.Seconds("ASK_LLM_TIMEOUT_S", c.Timeout, 1, 3600)

@@ -188,6 +188,10 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318"}, {"OTEL_EXPORTER_OTLP_ENDPOINT", "grpc://collector:4317"},
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318/v1/traces"}, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://u:hunter2@collector:4318:x"},
+		// A URL that is refused is named without its password (found by an operator's audit:
+		// these three printed it, DAS_ASK_WEBHOOK_ALLOW and DAS_ASK_STORE did not).
+		{"ASK_LLM_BASE_URL", "ftp://u:hunter2@llm/v1"}, {"ASK_LLM_BASE_URL", "http://u:hunter2@llm/%zz"},
+		{"DAS_SOURCES", "demo=ftp://u:hunter2@source/mcp"}, {"DAS_SOURCES", "demo=http://u:hunter2@source/%zz"},
 	} {
 		_, err := config.FromEnv(env(bad...))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/das-ask/ask/internal/redact"
 )
 
 // Config names one source: Name is how steps, milestones and provenance refer to it; URL is its
@@ -41,7 +43,7 @@ func ParseList(s string) ([]Config, error) {
 		}
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("source %q: %q is not an absolute http(s) URL", name, raw)
+			return nil, fmt.Errorf("source %q: %q is not an absolute http(s) URL", name, redact.URL(raw))
 		}
 		seen[name] = true
 		out = append(out, Config{Name: name, URL: raw})

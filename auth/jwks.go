@@ -15,6 +15,8 @@ import (
 	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"golang.org/x/time/rate"
+
+	"github.com/das-ask/ask/internal/redact"
 )
 
 // Refreshing the JWKS when a token names a `kid` we do not hold.
@@ -157,7 +159,7 @@ func newKeySet(ctx context.Context, u string, client *http.Client, log *slog.Log
 		HTTPTimeout:               fetchTimeout,
 		NoErrorReturnFirstHTTPReq: true,
 		RefreshErrorHandler: func(ctx context.Context, err error) {
-			log.LogAttrs(ctx, slog.LevelWarn, "auth: JWKS fetch failed", slog.String("jwks_url", u), slog.Any("error", err))
+			log.LogAttrs(ctx, slog.LevelWarn, "auth: JWKS fetch failed", slog.String("jwks_url", redact.URL(u)), slog.Any("error", err))
 		},
 		RefreshInterval: refreshInterval,
 		Storage:         store,

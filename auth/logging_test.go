@@ -63,3 +63,22 @@ func TestTokensNeverLogged(t *testing.T) {
 		buf.AssertAbsent(t, tok, tok[strings.LastIndexByte(tok, '.')+1:])
 	}
 }
+
+// TestJWKSURLLoggedWithoutItsPassword: the warnings of a JWKS that cannot be fetched name its
+// URL without the password of its userinfo (the HTTP error beside it already hides it). Found
+// by an operator's audit: askd with DAS_JWKS_URL=http://u:S3CRETPW@… logged the password in
+// jwks_url at start and on every refetch.
+func TestJWKSURLLoggedWithoutItsPassword(t *testing.T) {
+	var buf logtest.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	if _, err := auth.New(t.Context(), auth.Config{JWKSURL: "http://u:hunter2@127.0.0.1:1/jwks.json", Issuer: "http://127.0.0.1:1", Audience: "das"}, auth.Options{Logger: log}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"auth: JWKS fetch failed", "auth: starting without signing keys", `"jwks_url":"http://u:xxxxx@127.0.0.1:1/jwks.json"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	buf.AssertAbsent(t, "hunter2")
+}

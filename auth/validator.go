@@ -14,6 +14,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/das-ask/ask"
+
+	"github.com/das-ask/ask/internal/redact"
 )
 
 // Options are a Validator's collaborators; zero values mean defaults.
@@ -63,10 +65,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*Validator, error) {
 	}
 	keys, store, err := newKeySet(ctx, cfg.JWKSURL, client, log)
 	if err != nil {
-		return nil, fmt.Errorf("auth: JWKS %s: %w", cfg.JWKSURL, err)
+		return nil, fmt.Errorf("auth: JWKS %s: %w", redact.URL(cfg.JWKSURL), err)
 	}
 	if !store.ready.Load() {
-		log.LogAttrs(ctx, slog.LevelWarn, "auth: starting without signing keys; will fetch the JWKS on demand", slog.String("jwks_url", cfg.JWKSURL))
+		log.LogAttrs(ctx, slog.LevelWarn, "auth: starting without signing keys; will fetch the JWKS on demand", slog.String("jwks_url", redact.URL(cfg.JWKSURL)))
 	}
 	return &Validator{
 		cfg:   cfg,

@@ -105,7 +105,7 @@ func (c Config) NewModel(hc *http.Client, log *slog.Logger) (model.Model, error)
 	case LLMOpenAI, LLMStub:
 		return openai.New(openai.Options{
 			BaseURL: c.BaseURL, Model: c.Model, APIKey: c.APIKey, Timeout: c.Timeout,
-			Retry: retry, MaxTokens: c.MaxTokens, HTTPClient: hc, Logger: log,
+			Retry: retry, MaxTokens: c.MaxTokens, HTTPClient: hc, Logger: log, Provider: c.LLM,
 		})
 	}
 	return nil, fmt.Errorf("ASK_LLM=%q: want anthropic, openai or stub", c.LLM)

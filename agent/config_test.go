@@ -3,10 +3,12 @@ package agent_test
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/agent/model"
 )
 
 // The environment's spelling of these settings is tested in package config.
@@ -41,5 +43,34 @@ func TestNewNeedsModelAndSources(t *testing.T) {
 	}
 	if _, err := agent.New(agent.Options{Model: &scripted{}}); err == nil {
 		t.Error("New without sources succeeded")
+	}
+}
+
+// TestModelCallFailedNamesTheConfiguredProvider: the warning of a failed model call names the
+// provider as ASK_LLM does, the label of ask_model_errors_total and the span's gen_ai.system,
+// so that the line and the metric can be matched. Found by an operator's audit: with ASK_LLM=stub
+// and the llm-stub down, the metric said provider="stub" and the line "provider":"openai", the
+// adapter's name.
+func TestModelCallFailedNamesTheConfiguredProvider(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there: the call fails at once
+	for _, llm := range []string{agent.LLMStub, agent.LLMOpenAI} {
+		var b strings.Builder
+		c := agent.DefaultConfig()
+		c.LLM, c.BaseURL, c.MaxRetries = llm, "http://"+dead+"/v1", -1
+		m, err := c.NewModel(nil, slog.New(slog.NewJSONHandler(&b, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "x"}}}); err == nil {
+			t.Fatal("a call to a dead provider succeeded")
+		}
+		if want := `"msg":"model call failed","provider":"` + llm + `"`; !strings.Contains(b.String(), want) {
+			t.Errorf("ASK_LLM=%s: the line %s lacks %s", llm, b.String(), want)
+		}
 	}
 }

@@ -38,6 +38,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives one line per failed attempt; nil means discard.
 	Logger *slog.Logger
+	// Provider is the provider those lines name, as the service's metrics and spans do (the
+	// llm-stub is "stub", not this adapter's "openai"); empty means "openai".
+	Provider string
 }
 
 // Model is the adapter. It is safe for concurrent use.
@@ -56,6 +59,9 @@ func New(opts Options) (*Model, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 120 * time.Second
+	}
+	if opts.Provider == "" {
+		opts.Provider = "openai"
 	}
 	hc := model.SameOriginClient(opts.HTTPClient)
 	ro := []option.RequestOption{
@@ -80,7 +86,7 @@ func (m *Model) Complete(ctx context.Context, req model.Request) (model.Response
 	return m.opts.Retry.Do(ctx, func(ctx context.Context) (model.Response, error) {
 		resp, err := m.once(ctx, params)
 		if err != nil && ctx.Err() == nil {
-			m.log.Warn("model call failed", append([]any{"provider", "openai", "model", m.opts.Model}, model.LogAttrs(err)...)...)
+			m.log.Warn("model call failed", append([]any{"provider", m.opts.Provider, "model", m.opts.Model}, model.LogAttrs(err)...)...)
 		}
 		return resp, err
 	})

@@ -301,6 +301,27 @@ func TestScoresMoveWhenTheServiceIsWrong(t *testing.T) {
 			same:  []string{"outcome_accuracy", "answer_correctness", "attribution", "caveats_carried", "steps_per_ask"},
 		},
 		{
+			// The question is the accepted event's alone: a service that echoes it in any other
+			// event (here every branch event) broke the contract, and none of its outcomes counts.
+			name: "leaks the question",
+			fault: fault{rewrite: func() func(string, map[string]any) string {
+				var mu sync.Mutex
+				asked := map[any]any{}
+				return func(typ string, ev map[string]any) string {
+					mu.Lock()
+					defer mu.Unlock()
+					switch typ {
+					case "accepted":
+						asked[ev["ticket"]] = ev["question"]
+					case "branch":
+						ev["note"] = asked[ev["ticket"]]
+					}
+					return typ
+				}
+			}()},
+			moves: []move{{metric: "outcome_accuracy", lower: true}, {metric: "harness_errors", atLeast: 11}},
+		},
+		{
 			name:  "is slow",
 			fault: fault{delayTicket: slow, delayTerminal: slow},
 			moves: []move{

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -302,7 +303,10 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 	}
 	r.TicketMS = ms(t0)
 
-	var outcomes []string // every terminal event's type: a run has exactly one
+	var (
+		outcomes []string // every terminal event's type: a run has exactly one
+		leaked   []string // the events other than accepted that carried the question
+	)
 	for ev, err := range c.Events(ctx, tk.Ticket, client.EventsOptions{}) {
 		if err != nil {
 			// The harness gives up on the run, so the run must not go on: it would spend the
@@ -316,6 +320,9 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 			}
 			harness(&r, fmt.Errorf("following the events: %w", err))
 			return r
+		}
+		if ev.Type != gen.EventTypeAccepted && carriesQuestion(ev.Data, it.Question) {
+			leaked = append(leaked, fmt.Sprintf("%s %d", ev.Type, ev.Seq))
 		}
 		if k := ev.Outcome(); k != client.NotTerminal {
 			if outcomes = append(outcomes, k.String()); len(outcomes) == 1 {
@@ -351,5 +358,43 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 		harness(&r, fmt.Errorf("the stream carried more than one outcome (%s), where a run ends in exactly one", strings.Join(outcomes, ", then ")))
 		return r
 	}
+	// The question is the accepted event's alone (the contract's privacy promise): a service that
+	// echoes it elsewhere broke the contract, and its outcome is not scored as if it had not.
+	if len(leaked) > 0 {
+		harness(&r, fmt.Errorf("the stream carried the question outside accepted (in %s), where only accepted may carry it", strings.Join(leaked, ", ")))
+		return r
+	}
 	return r
+}
+
+// carriesQuestion reports whether any string in the event (a key or a value, decoded, so JSON
+// escapes do not hide it) holds the whole question, ignoring case — the rule conformance's
+// privacy check applies to a run's outcome.
+func carriesQuestion(data json.RawMessage, question string) bool {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return strings.Contains(strings.ToLower(string(data)), strings.ToLower(question))
+	}
+	q := strings.ToLower(question)
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			return strings.Contains(strings.ToLower(x), q)
+		case map[string]any:
+			for k, e := range x {
+				if walk(k) || walk(e) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }

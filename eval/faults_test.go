@@ -423,3 +423,67 @@ func TestScoresMoveWhenTheServiceIsWrong(t *testing.T) {
 		}
 	})
 }
+
+// A service that puts the question where the eval keeps what it said for people (an error's
+// message, a refusal's reason, the terms an abstention tried) does not get it into the report,
+// which is written to be committed and names items by id only.
+func TestReportHoldsNoQuestionTheServiceLeaked(t *testing.T) {
+	st := startStack(t, nil)
+	var mu sync.Mutex
+	asked := map[any]string{}
+	base := relay(t, st.AskURL, fault{rewrite: func(typ string, ev map[string]any) string {
+		mu.Lock()
+		defer mu.Unlock()
+		q := asked[ev["ticket"]]
+		switch typ {
+		case "accepted":
+			asked[ev["ticket"]], _ = ev["question"].(string)
+		case "refusal":
+			ev["reason"] = "refused: " + q
+		case "abstention":
+			ev["terms"] = []any{q}
+		case "answer":
+			for k := range ev {
+				switch k {
+				case "seq", "ticket", "conversation_id", "ts":
+				default:
+					delete(ev, k)
+				}
+			}
+			ev["kind"], ev["message"] = "internal", "failed on "+q
+			return "error"
+		}
+		return typ
+	}})
+	set, err := eval.LoadSet("testdata/fixture.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := source.OpenTruth(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer truth.Close()
+	res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: base, Tokens: &eval.IdPTokens{URL: st.IdPURL}, Oracle: truth, Concurrency: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &eval.Report{Set: *set, Scores: eval.Score(res), Items: res}
+	var js, md, sum bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteMarkdown(&md, "report.png"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteSummary(&sum); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range set.Items {
+		for name, b := range map[string]string{"report.json": js.String(), "REPORT.md": md.String(), "the summary": sum.String()} {
+			if strings.Contains(strings.ToLower(b), strings.ToLower(it.Question)) {
+				t.Errorf("%s holds the question of %s", name, it.ID)
+			}
+		}
+	}
+}

@@ -94,7 +94,22 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 		if b.source == "" {
 			bc, group = wctx, &withheld
 		}
+		// Opened here, one after another, so the stream opens the branches in the order of
+		// their ids (DAS_SOURCES order, then the withheld branch); opened by each goroutine, the
+		// order was the scheduler's (b5, b3, b2, b4 on three sources).
+		body := gen.BranchBody{BranchId: b.id, Role: RoleSource, Parent: &sup, State: gen.BranchBodyStateOpen}
+		turns := a.maxTurns
+		if b.source == "" {
+			body.Role, turns = RoleWithheld, a.divergenceTurns
+		} else {
+			body.Source = &b.source
+		}
+		emit.Branch(body)
 		group.Go(func() {
+			defer func() {
+				body.State = gen.BranchBodyStateClose
+				emit.Branch(body)
+			}()
 			b.led = newLedger(req)
 			// A branch runs on a goroutine of its own, outside the service's recovery of a
 			// runner's panic: a panic here (a provider SDK's bug on an odd reply, say) would end
@@ -107,18 +122,6 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 					a.log.Error("branch panicked", "branch", b.id, "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
 					b.lp = loopEnd{end: &ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"}}}
 				}
-			}()
-			body := gen.BranchBody{BranchId: b.id, Role: RoleSource, Parent: &sup, State: gen.BranchBodyStateOpen}
-			turns := a.maxTurns
-			if b.source == "" {
-				body.Role, turns = RoleWithheld, a.divergenceTurns
-			} else {
-				body.Source = &b.source
-			}
-			emit.Branch(body)
-			defer func() {
-				body.State = gen.BranchBodyStateClose
-				emit.Branch(body)
 			}()
 			b.lp = a.loop(bc, loopSpec{system: systems[i], msgs: slices.Clone(start), tools: tools[i], led: b.led, emit: branchEmitter{emit, b.id}, turns: turns})
 			if b.lp.end != nil && b.lp.end.Refusal != nil {

@@ -26,6 +26,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -109,6 +110,18 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 		level = slog.LevelDebug
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// -phase is ASK_PHASE, and wins over it: the settings that depend on the phase are read
+	// again under it. Read under $ASK_PHASE alone, -phase 2 ignored ASK_DIVERGENCE_TURNS=0 (the
+	// withheld branch ran), refused ASK_DIVERGENCE_TURNS=3 ("divergence needs ASK_PHASE=2"),
+	// and -phase 1 under ASK_PHASE=2 ran phase 2.
+	if *phase == 1 || *phase == 2 {
+		cfg, cfgErr = config.FromEnv(func(k string) (string, bool) {
+			if k == "ASK_PHASE" {
+				return strconv.Itoa(*phase), true
+			}
+			return lookup(k)
+		})
+	}
 	if cfgErr != nil {
 		return cfgErr
 	}
@@ -147,7 +160,11 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 		sources += "\n  agent's sources    " + theirs + "   (DAS_SOURCES: the demo's above run, unasked)"
 	}
 	if opts.Phase == 2 {
-		sources += "\n  phase 2            a branch per source, and divergence"
+		if cfg.Agent.DivergenceTurns > 0 {
+			sources += "\n  phase 2            a branch per source, and divergence"
+		} else {
+			sources += "\n  phase 2            a branch per source, no divergence (ASK_DIVERGENCE_TURNS=0)"
+		}
 	}
 	page := "off (-ui=false)"
 	if s.UIURL != "" {

@@ -414,3 +414,34 @@ func TestAskServeReadsItsAddressesFromTheEnvironment(t *testing.T) {
 		t.Errorf("with no DAS_ASK_ADMIN_ADDR the banner says:\n%s\nwant no admin listener", got)
 	}
 }
+
+// TestPhaseFlagIsASK_PHASE: -phase is ASK_PHASE and wins over it, so the settings that depend on
+// the phase follow the flag. Under -phase 2 with ASK_PHASE unset, ASK_DIVERGENCE_TURNS=0 was
+// ignored (the withheld branch ran: divergence on the wrong-winner question) and
+// ASK_DIVERGENCE_TURNS=3 was refused at start ("divergence needs ASK_PHASE=2"); -phase 1 under
+// ASK_PHASE=2 ran phase 2.
+func TestPhaseFlagIsASK_PHASE(t *testing.T) {
+	const on, off = "phase 2            a branch per source, and divergence", "phase 2            a branch per source, no divergence (ASK_DIVERGENCE_TURNS=0)"
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string // "" for no phase-2 line
+	}{
+		{"-phase 2", nil, []string{"-phase", "2"}, on},
+		{"-phase 2, ASK_DIVERGENCE_TURNS=0", map[string]string{"ASK_DIVERGENCE_TURNS": "0"}, []string{"-phase", "2"}, off},
+		{"-phase 2, ASK_DIVERGENCE_TURNS=3", map[string]string{"ASK_DIVERGENCE_TURNS": "3"}, []string{"-phase", "2"}, on},
+		{"ASK_PHASE=2, ASK_DIVERGENCE_TURNS=0", map[string]string{"ASK_PHASE": "2", "ASK_DIVERGENCE_TURNS": "0"}, nil, off},
+		{"-phase 1, ASK_PHASE=2", map[string]string{"ASK_PHASE": "2"}, []string{"-phase", "1"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := bannerOf(t, c.env, append(c.args, "-addr", "127.0.0.1:0", "-ui=false")...)
+			switch {
+			case c.want == "" && strings.Contains(got, "phase 2 "):
+				t.Errorf("banner:\n%s\nwant phase 1", got)
+			case c.want != "" && !strings.Contains(got, c.want):
+				t.Errorf("banner:\n%s\nwant %q", got, c.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ package ask
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/das-ask/ask/gen"
 )
@@ -30,6 +31,10 @@ type Identity struct {
 // String keeps the token out of any log line that prints an Identity by mistake.
 func (id Identity) String() string { return "Identity{oid=" + id.OID + "}" }
 
+// LogValue keeps the token out of a log line that passes an Identity as an attribute: slog's
+// JSON handler, askd's default, marshals a struct field by field and never calls String.
+func (id Identity) LogValue() slog.Value { return slog.StringValue(id.String()) }
+
 // Authenticator validates a raw bearer token and returns who it names.
 // Implementations are safe for concurrent use. Any error means 401.
 type Authenticator interface {
@@ -45,7 +50,8 @@ type Turn struct {
 	Text string
 }
 
-// Request is one question put to a Runner.
+// Request is one question put to a Runner. Logged as an attribute it shows its ticket and
+// conversation only (LogValue): never the question, a prior turn or the caller's token.
 type Request struct {
 	Ticket         string
 	ConversationID string
@@ -54,6 +60,12 @@ type Request struct {
 	History []Turn
 	// Identity is the caller; Identity.Token is the bearer to forward to every source.
 	Identity Identity
+}
+
+// LogValue names the request by its ticket and conversation: slog's JSON handler would
+// otherwise write every field, the question and Identity.Token among them.
+func (r Request) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("ticket", r.Ticket), slog.String("conversation", r.ConversationID))
 }
 
 // Usage is what one model call cost.

@@ -66,7 +66,8 @@ var errJWKSTooLarge = fmt.Errorf("JWKS response exceeds %d bytes", maxJWKSBytes)
 // errNotJWKSet is a successful JWKS response that is not a JWK Set.
 var errNotJWKSet = errors.New(`JWKS response is not a JWK Set: want an object whose "keys" is an array`)
 
-// boundedClient returns a copy of c whose response bodies fail once they pass maxJWKSBytes,
+// boundedClient returns a copy of c that follows no redirect from https to plain http
+// (errJWKSDowngrade), whose response bodies fail once they pass maxJWKSBytes,
 // and whose 200 responses fail unless they hold a JWK Set (RFC 7517 §5: an object with a
 // "keys" array). jwkset read `{}`, `null` or `{"keys":null}` as an empty set and dropped
 // every key it held; a fetch that fails keeps them. `{"keys":[]}` still withdraws every key.
@@ -77,8 +78,27 @@ func boundedClient(c *http.Client) *http.Client {
 		rt = http.DefaultTransport
 	}
 	bc.Transport = boundedTransport{rt}
+	next := c.CheckRedirect
+	bc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return errJWKSDowngrade
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 { // http.Client's own default policy
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 	return &bc
 }
+
+// errJWKSDowngrade is a redirect from an https JWKS URL to plain http. It is not followed: the
+// keys would cross the network readable and, worse, writable by whoever is on the path (or by
+// a forward proxy from the environment), who could publish a key of its own and mint any
+// identity. The fetch fails like any other; the keys already held are kept.
+var errJWKSDowngrade = errors.New("JWKS redirected from https to plain http; not followed")
 
 type boundedTransport struct{ rt http.RoundTripper }
 

@@ -19,8 +19,8 @@ import (
 type Options struct {
 	// HTTPClient is the base client; its Transport carries the session's requests (nil means
 	// http.DefaultTransport's settings, except that a plain-http source is never reached
-	// through the environment's proxy: see defaultTransport). Its Timeout, if any, bounds each
-	// request.
+	// through the environment's proxy and a response header is bounded by
+	// MaxResponseHeaderBytes: see defaultTransport). Its Timeout, if any, bounds each request.
 	HTTPClient *http.Client
 	// Logger receives one line per call; nil means discard.
 	Logger *slog.Logger
@@ -193,14 +193,22 @@ func faultOf(ctx context.Context, tr *bearer) error {
 	return nil
 }
 
+// MaxResponseHeaderBytes bounds the header of one HTTP response from a source, with the
+// default transport, as MaxResponseBytes bounds its body: net/http's own bound is 10 MiB,
+// held whole in memory, far beyond the 4 MiB a whole response is promised not to exceed. A
+// longer header fails the request as a transport failure. Real sources send a few hundred
+// bytes; a gateway's cookies and security headers a few KiB.
+const MaxResponseHeaderBytes = 64 << 10
+
 // defaultTransport is http.DefaultTransport's settings, shared by every session (one
-// connection pool), except its proxy: a forward proxy from the environment (HTTP_PROXY, set
+// connection pool), except its response header bound (MaxResponseHeaderBytes) and its proxy: a forward proxy from the environment (HTTP_PROXY, set
 // for the model provider's egress, say) would receive a plain-http source's requests whole,
 // the caller's Authorization header included, and the bearer goes to the configured source's
 // origin and nowhere else. So only https requests use the environment's proxy: they cross it
 // inside a CONNECT tunnel it cannot read. Plain http is always direct.
 var defaultTransport = sync.OnceValue(func() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
 	t.Proxy = func(r *http.Request) (*url.URL, error) {
 		if r.URL.Scheme != "https" {
 			return nil, nil

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -93,6 +95,22 @@ func boundedClient(c *http.Client) *http.Client {
 	}
 	return &bc
 }
+
+// defaultTransport is http.DefaultTransport's settings, except its proxy: a forward proxy from
+// the environment (HTTP_PROXY, set for the model provider's egress, say) would answer a
+// plain-http JWKS fetch itself, free to publish a key of its own and so mint any identity. So
+// only https fetches use the environment's proxy, inside a CONNECT tunnel it cannot read or
+// write; plain http is always direct, as a plain-http source is (package agent/source).
+var defaultTransport = sync.OnceValue(func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = func(r *http.Request) (*url.URL, error) {
+		if r.URL.Scheme != "https" {
+			return nil, nil
+		}
+		return http.ProxyFromEnvironment(r)
+	}
+	return t
+})
 
 // errJWKSDowngrade is a redirect from an https JWKS URL to plain http. It is not followed: the
 // keys would cross the network readable and, worse, writable by whoever is on the path (or by

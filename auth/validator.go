@@ -22,8 +22,9 @@ import (
 type Options struct {
 	// Logger receives JWKS fetch failures and rejections (never a token); nil discards.
 	Logger *slog.Logger
-	// HTTPClient fetches the JWKS; nil means a client with no extra settings
-	// (each fetch is bounded by its own timeout, and each response body to 1 MiB).
+	// HTTPClient fetches the JWKS; nil means http.DefaultTransport's settings, except that a
+	// plain-http JWKS is never fetched through the environment's proxy (see defaultTransport).
+	// Either way each fetch is bounded by its own timeout, and each response body to 1 MiB.
 	HTTPClient *http.Client
 }
 
@@ -61,7 +62,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Validator, error) {
 	}
 	client := opts.HTTPClient
 	if client == nil {
-		client = &http.Client{}
+		client = &http.Client{Transport: defaultTransport()}
 	}
 	keys, store, err := newKeySet(ctx, cfg.JWKSURL, client, log)
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 // the ask's span and log line find it) and continues the caller's W3C trace context
 // (traceparent), so an ask's trace can start in its client. It counts requests by route and
 // status, refused admissions by reason, time to ticket, open streams and reconnects, and
-// writes one "request" line per request (route template, status, duration: never a path
-// value, a body or a header).
+// writes one "request" line per request (method, as the metric names it: GET, POST, HEAD,
+// OPTIONS or other; route template, status, duration: never a path value, a body or a header).
 func (o *Observer) Handler(next http.Handler) http.Handler {
 	prop := propagation.TraceContext{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -48,13 +48,14 @@ func (o *Observer) Handler(next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK // nothing written: net/http answers 200
 			}
-			o.m.requests.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(status)).Inc()
+			method := methodLabel(r.Method) // the log line's too: a caller's method is any token, of any length
+			o.m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 			if route == routeCreateConversation || route == routeCreateAsk {
 				if reason := refusalReason(status); reason != "" {
 					o.m.refusals.WithLabelValues(route, reason).Inc()
 				}
 			}
-			o.log.Info("request", "request_id", id, "method", r.Method, "route", route, "status", status,
+			o.log.Info("request", "request_id", id, "method", method, "route", route, "status", status,
 				"ms", time.Since(start).Milliseconds())
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))

@@ -1,6 +1,9 @@
 package obs_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -103,5 +106,33 @@ func TestStreamsAndFlushing(t *testing.T) {
 	}
 	if got := value(fams, "ask_http_requests_total", "route", "stream_events", "method", "HEAD", "code", "200"); got != 1 {
 		t.Errorf("HEAD stream requests %v, want 1", got)
+	}
+}
+
+// TestRequestLineMethodIsBounded: the request line names a method the API serves as it is and
+// any other as "other", as ask_http_requests_total does: a caller's method is any token, of any
+// length, and was written verbatim ("method":"FOOBARMETHOD").
+func TestRequestLineMethodIsBounded(t *testing.T) {
+	var logs bytes.Buffer
+	o := obs.New(obs.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	h := o.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}))
+	for _, tc := range []struct{ method, want string }{
+		{http.MethodGet, "GET"}, {http.MethodPost, "POST"}, {http.MethodHead, "HEAD"}, {http.MethodOptions, "OPTIONS"},
+		{"FOOBARMETHOD", "other"}, {strings.Repeat("X", 4096), "other"}, {http.MethodDelete, "other"},
+	} {
+		logs.Reset()
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(tc.method, "/ask/v1/asks/t_X", nil))
+		var line struct{ Msg, Method string }
+		if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line.Msg != "request" {
+			t.Fatalf("%.20s: request line %q: %v", tc.method, logs.String(), err)
+		}
+		if line.Method != tc.want {
+			t.Errorf("%.20s: the line's method %.40q, want %q", tc.method, line.Method, tc.want)
+		}
+		if got := value(gather(t, o), "ask_http_requests_total", "route", "get_ask", "method", tc.want, "code", "405"); got == 0 {
+			t.Errorf("%.20s: no request counted under method %q", tc.method, tc.want)
+		}
 	}
 }

@@ -83,7 +83,10 @@ func (o *Observer) ended(ticket string, e server.End) {
 	}
 	outcome := string(e.Outcome)
 	o.m.asks.WithLabelValues(outcome, kind).Inc()
-	elapsed := time.Duration(e.Done.ElapsedMs) * time.Millisecond
+	elapsed := e.Elapsed
+	if elapsed <= 0 { // an End built without it: done's whole milliseconds are all there is
+		elapsed = time.Duration(e.Done.ElapsedMs) * time.Millisecond
+	}
 	o.m.askDuration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	a, ok := o.remove(ticket)
 	if !ok {

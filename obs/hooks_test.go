@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,22 @@ func TestHooksEndedElsewhereOrNotRecorded(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"msg":"ask finished","ticket":"t-remote","admitted_elsewhere":true,"outcome":"error","error_kind":"interrupted"`) {
 		t.Errorf("no line says how t-remote ended:\n%s", logs.String())
+	}
+}
+
+// TestAskDurationAtFullPrecision: ask_ask_duration_seconds records the end's Elapsed as it is,
+// not done's whole milliseconds (an ask of 1.234567 ms recorded 0.001; one under 1 ms, 0); an
+// End without it falls back on done's milliseconds.
+func TestAskDurationAtFullPrecision(t *testing.T) {
+	o := obs.New(obs.Options{})
+	admit(o, "t1").Ended("t1", server.End{Outcome: gen.EventTypeAnswer, Elapsed: 1234567 * time.Nanosecond,
+		Done: gen.DoneBody{Outcome: gen.DoneBodyOutcomeAnswer, ElapsedMs: 1}})
+	admit(o, "t2").Ended("t2", server.End{Outcome: gen.EventTypeAnswer, Elapsed: 300 * time.Microsecond,
+		Done: gen.DoneBody{Outcome: gen.DoneBodyOutcomeAnswer, ElapsedMs: 0}})
+	o.Hooks().Ended("t-remote", server.End{Outcome: gen.EventTypeAnswer, Remote: true,
+		Done: gen.DoneBody{Outcome: gen.DoneBodyOutcomeAnswer, ElapsedMs: 2}})
+	h := gather(t, o)["ask_ask_duration_seconds"].GetMetric()[0].GetHistogram()
+	if got, want := h.GetSampleSum(), 0.001234567+0.0003+0.002; math.Abs(got-want) > 1e-12 || h.GetSampleCount() != 3 {
+		t.Errorf("duration sum %v over %d asks, want %v over 3", got, h.GetSampleCount(), want)
 	}
 }

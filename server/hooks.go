@@ -46,6 +46,9 @@ type End struct {
 	Error   *gen.ErrorBody
 	// Done is the done event appended.
 	Done gen.DoneBody
+	// Elapsed is the time from admission to the end at full precision: Done.ElapsedMs is it in
+	// whole milliseconds, as the contract carries it.
+	Elapsed time.Duration
 	// Tail is the types of the last events appended (branch closes, terminal, done).
 	Tail []gen.EventType
 	// Evicted is how many step events the last events' appending evicted, as the store reported

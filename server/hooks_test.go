@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
@@ -121,6 +122,32 @@ func TestActiveCountsAnAskUntilItsEndIsStored(t *testing.T) {
 		synctest.Wait()
 		if n := h.srv.Active(); n != 0 {
 			t.Errorf("Active %d once the store took the end, want 0", n)
+		}
+	})
+}
+
+// TestEndCarriesElapsedAtFullPrecision: an end reports the time from admission to done as a
+// Duration, not only as done's whole milliseconds, so that ask_ask_duration_seconds records
+// an ask of 1.5 ms as 0.0015 s, and one under a millisecond as more than nothing (it recorded
+// 0.001 and 0).
+func TestEndCarriesElapsedAtFullPrecision(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const took = 1500 * time.Microsecond
+		var l hookLog
+		h := newHarness(t, server.Options{Hooks: l.hooks(), Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+			time.Sleep(took)
+			return ask.Outcome{Answer: answer("42")}
+		})})
+		ticket := h.ask(alice, h.conv(alice), "timed")
+		h.events(alice, ticket)
+		synctest.Wait()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.ends) != 1 {
+			t.Fatalf("ends %+v, want one", l.ends)
+		}
+		if e := l.ends[0]; e.Elapsed != took || e.Done.ElapsedMs != 1 {
+			t.Errorf("end's Elapsed %v and done's elapsed_ms %d, want %v and 1", e.Elapsed, e.Done.ElapsedMs, took)
 		}
 	})
 }

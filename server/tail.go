@@ -11,7 +11,7 @@ import (
 // endOf is the End a log ended with tail (as finalEvents built it for out) reports.
 func endOf(tail []store.Event, out ask.Outcome, u store.Usage, elapsed time.Duration, evicted int) End {
 	typ := tail[len(tail)-2].Type
-	e := End{Outcome: typ, Evicted: evicted, Done: gen.DoneBody{
+	e := End{Outcome: typ, Evicted: evicted, Elapsed: elapsed, Done: gen.DoneBody{
 		Outcome: gen.DoneBodyOutcome(typ), Steps: u.Steps, ModelCalls: u.ModelCalls,
 		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ElapsedMs: elapsed.Milliseconds(),
 	}}

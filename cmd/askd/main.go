@@ -92,13 +92,22 @@ func run(sigs <-chan os.Signal, lookup func(string) (string, bool), stderr io.Wr
 	m.Logger = app.NewLogger(cfg.Ops, stderr)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ended, watched := make(chan struct{}), make(chan struct{})
+	// The first signal cancels ctx, which ends a start under way or the serving; run then logs
+	// what it stops (a start, or running asks), for only it knows which. A second one ends the
+	// grace, once run has said that there is one.
+	first := make(chan os.Signal, 1)
+	ended, stopping, watched := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { // the signals' one reader; it ends before run returns
 		defer close(watched)
 		select {
 		case s := <-sigs:
-			m.Logger.Info("stopping: running asks have the shutdown grace to finish; a second signal ends them now", "signal", s.String())
+			first <- s
 			cancel()
+		case <-ended:
+			return
+		}
+		select {
+		case <-stopping:
 		case <-ended:
 			return
 		}
@@ -113,8 +122,8 @@ func run(sigs <-chan os.Signal, lookup func(string) (string, bool), stderr io.Wr
 	if err := m.Run(ctx); err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			// a signal while starting (a store or an IdP slow to answer): a stop asked for, not
-			// a failure to start, which a supervisor would record and restart
-			m.Logger.Info("stopped while starting", "cause", err.Error())
+			// a failure to start, which a supervisor would record and restart; nothing ran
+			m.Logger.Info("stopped while starting", "signal", (<-first).String(), "cause", err.Error())
 			return nil
 		}
 		return err
@@ -127,5 +136,7 @@ func run(sigs <-chan os.Signal, lookup func(string) (string, bool), stderr io.Wr
 		return fmt.Errorf("serving: %w (and stopping: %v)", err, m.Close())
 	case <-ctx.Done():
 	}
+	m.Logger.Info("stopping: running asks have the shutdown grace to finish; a second signal ends them now", "signal", (<-first).String())
+	close(stopping)
 	return m.Close()
 }

@@ -383,7 +383,8 @@ func TestAskdExitStatus(t *testing.T) {
 // TestAskdSignalWhileStarting: a SIGTERM while askd is still starting (here waiting for a Redis
 // that takes the connection and never answers) stops it as a stop, not as a failure to start:
 // run returns nil (exit 0), so a supervisor that asked for the stop does not record a failed
-// unit, nor restart it. It returned "DAS_ASK_STORE: redis store: context canceled", exit 1.
+// unit, nor restart it. It returned "DAS_ASK_STORE: redis store: context canceled", exit 1. It
+// logs that it stopped while starting, and nothing of running asks, for none ran.
 func TestAskdSignalWhileStarting(t *testing.T) {
 	idp := idptest.Start(t)
 	cfg := idp.Config()
@@ -431,6 +432,12 @@ func TestAskdSignalWhileStarting(t *testing.T) {
 	case err := <-errc:
 		if err != nil {
 			t.Errorf("askd stopped while starting with %v (exit status %d), want nil: a stop asked for", err, exitStatus(err))
+		}
+		// Nothing ran: the line that gives running asks the grace was written too, before
+		// this one, and said what was not so.
+		if got := logs.String(); !strings.Contains(got, "stopped while starting") || !strings.Contains(got, `"signal":"terminated"`) ||
+			strings.Contains(got, "running asks") {
+			t.Errorf("askd's lines for a stop while starting, want `stopped while starting` with the signal, and no word of running asks:\n%s", got)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("askd did not stop")

@@ -31,7 +31,7 @@ func (o *Observer) Webhooks() webhook.Observer {
 func newWebhookMetrics() *webhookMetrics {
 	return &webhookMetrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "webhook_attempts_total",
-			Help: "Webhook POSTs made, by outcome (delivered, retry, rejected) and status class (2xx, 3xx, 4xx, 5xx, none)."},
+			Help: "Webhook POSTs made, by outcome (delivered; retry: a failure worth retrying, counted so on a delivery's last attempt too; rejected) and status class (2xx, 3xx, 4xx, 5xx, none). Deliveries given up: ask_webhook_deliveries_total{state=\"failed\"}."},
 			[]string{"outcome", "code"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "webhook_attempt_duration_seconds",
 			Help: "Time of one webhook POST, connect to response headers.", Buckets: fastBuckets}),

@@ -160,3 +160,37 @@ func (e endSignal) wait(t *testing.T, want gen.WebhookState) {
 		t.Fatalf("no delivery ended within 10s (want %s)", want)
 	}
 }
+
+// TestWebhookLastAttemptsRetryOutcome: outcome="retry" is the answer's class (a failure worth
+// retrying), as docs/operations.md defines it, so the one attempt of a delivery with
+// DAS_ASK_WEBHOOK_MAX_ATTEMPTS=1 that fails counts as retry though nothing retries it, and the
+// delivery's giving up counts in ask_webhook_deliveries_total{state="failed"}. The metric's
+// HELP, which an operator reads on /metrics, says so: it read "by outcome (delivered, retry,
+// rejected)" alone.
+func TestWebhookLastAttemptsRetryOutcome(t *testing.T) {
+	secret := webhooktest.Secret()
+	rcv, err := webhooktest.New(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	rcv.Script(func(int, webhooktest.Delivery) webhooktest.Answer { return webhooktest.Answer{Status: 503} })
+	o := obs.New(obs.Options{})
+	hooks := endSignal{Observer: o.Webhooks(), ended: make(chan gen.WebhookState, 1)}
+	h := newWebhookHarness(t, server.WebhookOptions{Observer: hooks, Config: webhook.Config{
+		Allow: []string{rcv.URL() + "/"}, Secrets: []string{secret}, AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		MaxAttempts: 1, Poll: 10 * time.Millisecond,
+	}})
+	h.askHook(rcv.URL() + "/down")
+	hooks.wait(t, gen.WebhookStateFailed)
+	fams := gather(t, o)
+	if got := value(fams, "ask_webhook_attempts_total", "outcome", "retry", "code", "5xx"); got != 1 {
+		t.Errorf("the one failed attempt counted %v times as retry, want 1", got)
+	}
+	if got := value(fams, "ask_webhook_deliveries_total", "state", "failed"); got != 1 {
+		t.Errorf("failed deliveries %v, want 1", got)
+	}
+	if help := fams["ask_webhook_attempts_total"].GetHelp(); !strings.Contains(help, "last attempt") || !strings.Contains(help, `ask_webhook_deliveries_total{state="failed"}`) {
+		t.Errorf("ask_webhook_attempts_total's HELP %q does not say that a last attempt's failure is retry, nor where a delivery given up counts", help)
+	}
+}

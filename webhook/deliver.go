@@ -19,7 +19,8 @@ import (
 // derive are bounded: an outcome class, a status class, a final state. Never a URL or a secret.
 type Observer interface {
 	// Attempted reports one POST: its outcome (delivered, retry, rejected), its HTTP status
-	// (0 when none came) and how long it took.
+	// (0 when none came) and how long it took. retry is the answer's class, a failure worth
+	// retrying, on the delivery's last attempt too (Ended then reports it failed).
 	Attempted(outcome string, status int, elapsed time.Duration)
 	// Ended reports a delivery's final state, its attempts and the time from the run's done to
 	// that end.

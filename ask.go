@@ -91,9 +91,14 @@ type Emitter interface {
 	// Milestone reports progress a person could be told; a branch_id naming no open branch is
 	// dropped.
 	Milestone(gen.MilestoneBody)
-	// ModelCall reports one model call and its token usage, for done; a negative count adds
-	// nothing.
+	// ModelCall reports one model call, and the token usage known of it then, for done; a
+	// negative count adds nothing. A runner reports a call as it sends it, so that a call the
+	// run's end (deadline, cancel, shutdown) cuts off still counts, and its tokens with Tokens
+	// when it returns.
 	ModelCall(Usage)
+	// Tokens adds the token usage of a model call already reported with ModelCall, for done;
+	// a negative count adds nothing.
+	Tokens(Usage)
 }
 
 // Outcome is how a run ended: exactly one of its fields is set.

@@ -132,13 +132,15 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// recorder is an ask.Emitter that keeps everything, in order. onModelCall, when set, runs after
-// each model call is recorded (tests use it to cancel between turns).
+// recorder is an ask.Emitter that keeps everything, in order: calls counts the model calls sent,
+// usage holds each returned call's tokens. onModelCall, when set, runs after each model call's
+// tokens are recorded, that is once it has returned (tests use it to cancel between turns).
 type recorder struct {
 	mu          sync.Mutex
 	events      []any
 	steps       []gen.StepBody
 	milestones  []gen.MilestoneBody
+	calls       int
 	usage       []ask.Usage
 	onModelCall func(n int)
 }
@@ -162,6 +164,14 @@ func (r *recorder) Milestone(b gen.MilestoneBody) {
 }
 func (r *recorder) ModelCall(u ask.Usage) {
 	r.mu.Lock()
+	r.calls++
+	if u != (ask.Usage{}) {
+		r.usage = append(r.usage, u)
+	}
+	r.mu.Unlock()
+}
+func (r *recorder) Tokens(u ask.Usage) {
+	r.mu.Lock()
 	r.usage = append(r.usage, u)
 	n := len(r.usage)
 	hook := r.onModelCall
@@ -169,6 +179,13 @@ func (r *recorder) ModelCall(u ask.Usage) {
 	if hook != nil {
 		hook(n)
 	}
+}
+
+// modelCalls is how many model calls were reported sent.
+func (r *recorder) modelCalls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
 }
 
 // tokens sums the usage reported.

@@ -169,8 +169,8 @@ func TestPhase2SourceDownBeforeAnyBranch(t *testing.T) {
 	if out.Error == nil || out.Error.Kind != gen.ErrorKindTransport || !strings.Contains(out.Error.Message, "source warehouse") {
 		t.Fatalf("outcome %s %+v, want error{transport} naming the warehouse", outcomeType(out), out.Error)
 	}
-	if len(rec.events) != 0 || len(rec.usage) != 0 {
-		t.Errorf("events %+v and %d model calls before the sources were connected, want none", rec.events, len(rec.usage))
+	if len(rec.events) != 0 || rec.modelCalls() != 0 {
+		t.Errorf("events %+v and %d model calls before the sources were connected, want none", rec.events, rec.modelCalls())
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 // Run runs one question to an outcome (see the package doc for the rule). It connects to every
 // source as req.Identity, checks ctx before every model call and every tool call, reports each
 // tool call as a milestone when it starts and a step when it ends and each model call through
-// emit.ModelCall, and returns
+// emit.ModelCall as it is sent (its tokens through emit.Tokens when it returns), and returns
 // exactly one outcome. A tool call in flight when ctx ends is allowed to finish.
 func (a *Agent) Run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
 	start := time.Now()
@@ -85,8 +85,11 @@ func (a *Agent) loop(ctx context.Context, spec loopSpec) loopEnd {
 		if ctx.Err() != nil {
 			return ended(failure(ctx, gen.ErrorKindCancelled, ctx.Err()))
 		}
+		// The call counts as it is sent: one the run's end cuts off was made (the provider may
+		// have spent on it, and ask_model_calls_total counts it), though its tokens are unknown.
+		spec.emit.ModelCall(ask.Usage{})
 		resp, err := a.model.Complete(ctx, model.Request{System: spec.system, Messages: msgs, Tools: spec.tools.specs})
-		spec.emit.ModelCall(ask.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens})
+		spec.emit.Tokens(ask.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens})
 		if err != nil {
 			return ended(failure(ctx, gen.ErrorKindModel, providerError(err)))
 		}

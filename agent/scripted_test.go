@@ -80,8 +80,8 @@ func TestToolErrorGoesBackToTheModel(t *testing.T) {
 	if len(out.Answer.Provenance) != 0 || out.Answer.Path.Detail != "warehouse" {
 		t.Errorf("provenance = %+v, path = %+v; want none and warehouse", out.Answer.Provenance, out.Answer.Path)
 	}
-	if len(rec.usage) != 3 {
-		t.Errorf("model calls = %d, want 3", len(rec.usage))
+	if rec.modelCalls() != 3 || len(rec.usage) != 3 {
+		t.Errorf("model calls = %d, returned = %d, want 3 and 3", rec.modelCalls(), len(rec.usage))
 	}
 	if in, outTok := rec.tokens(); in != 30 || outTok != 9 {
 		t.Errorf("tokens = %d/%d, want 30/9", in, outTok)
@@ -154,7 +154,7 @@ func TestModelFailureIsAModelError(t *testing.T) {
 	if out.Error == nil || out.Error.Kind != gen.ErrorKindModel || !strings.Contains(out.Error.Message, "refused") {
 		t.Fatalf("outcome = %s %+v, want error model", outcomeType(out), out.Error)
 	}
-	if len(rec.usage) != 1 || rec.usage[0].InputTokens != 7 {
+	if rec.modelCalls() != 1 || len(rec.usage) != 1 || rec.usage[0].InputTokens != 7 {
 		t.Errorf("usage = %+v, want the failed call counted", rec.usage)
 	}
 }
@@ -509,5 +509,39 @@ func TestQuestionSelectedIntoTheResultIsWithheld(t *testing.T) {
 			}
 			assertQuestionKept(t, s, rec, out, q)
 		})
+	}
+}
+
+// blocking is a model whose every call is held until the run's context ends.
+type blocking struct{ arrived chan struct{} }
+
+func (m blocking) Complete(ctx context.Context, _ model.Request) (model.Response, error) {
+	m.arrived <- struct{}{}
+	<-ctx.Done()
+	return model.Response{}, ctx.Err()
+}
+
+// TestACallCutOffStillCounts: a model call is reported as it is sent, for the service writes
+// done when a cancel, a shutdown or the deadline ends the run, not when the call in flight comes
+// back, and ignores what is reported after: a call reported only on its return was left out of
+// done.model_calls (0 after a second SIGTERM during the llm-stub's turn) while
+// ask_model_calls_total and ask_model_errors_total{kind="cancelled"} counted it.
+func TestACallCutOffStillCounts(t *testing.T) {
+	s := newStack(t)
+	m := blocking{arrived: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rec := &recorder{}
+	ended := make(chan ask.Outcome)
+	go func() { ended <- s.agent(t, m).Run(ctx, s.request(t, "alice", "anything"), rec) }()
+	<-m.arrived
+	atDone := rec.modelCalls() // what done would say, written as the run is cancelled
+	cancel()
+	out := <-ended
+	if out.Error == nil || out.Error.Kind != gen.ErrorKindCancelled {
+		t.Fatalf("outcome = %s %+v, want error cancelled", outcomeType(out), out.Error)
+	}
+	if atDone != 1 {
+		t.Errorf("model calls reported while the call was in flight = %d, want 1", atDone)
 	}
 }

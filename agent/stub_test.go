@@ -88,8 +88,8 @@ func TestStubAnswerOneFigure(t *testing.T) {
 
 	// Usage: one model call per stub request, tokens as the stub counted them.
 	reqs := s.stub.Requests()
-	if len(rec.usage) != 5 || len(reqs) != 5 {
-		t.Errorf("model calls = %d, stub requests = %d, want 5 and 5", len(rec.usage), len(reqs))
+	if rec.modelCalls() != 5 || len(rec.usage) != 5 || len(reqs) != 5 {
+		t.Errorf("model calls = %d, returned = %d, stub requests = %d, want 5, 5 and 5", rec.modelCalls(), len(rec.usage), len(reqs))
 	}
 	if in, out := rec.tokens(); in <= 0 || out <= 0 {
 		t.Errorf("tokens = %d in, %d out, want both > 0", in, out)

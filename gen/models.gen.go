@@ -718,18 +718,19 @@ type Divergence struct {
 type DoneBody struct {
 	ElapsedMs int64 `json:"elapsed_ms"`
 
-	// InputTokens Input tokens the counted model calls reported.
+	// InputTokens Input tokens the model calls that returned before the run ended reported.
 	InputTokens int64 `json:"input_tokens"`
 
-	// ModelCalls Model calls that returned (with a reply or an error) before the run ended. A call still
-	// in flight when the deadline, a cancel or a shutdown ends the run is not counted, nor
-	// its tokens: `done` is written then, not when the call comes back.
+	// ModelCalls Model calls sent before the run ended, whether they returned a reply or an error or
+	// not. A call still in flight when the deadline, a cancel or a shutdown ends the run is
+	// counted (as `ask_model_calls_total` counts it), but not its tokens: `done` is written
+	// then, not when the call comes back.
 	ModelCalls int64 `json:"model_calls"`
 
 	// Outcome The type of the terminal event before this one.
 	Outcome DoneBodyOutcome `json:"outcome"`
 
-	// OutputTokens Output tokens the counted model calls reported.
+	// OutputTokens Output tokens the model calls that returned before the run ended reported.
 	OutputTokens int64 `json:"output_tokens"`
 
 	// Steps Every tool call reported, whether or not its step event is still retained.
@@ -744,18 +745,19 @@ type DoneEvent struct {
 	ConversationId string `json:"conversation_id"`
 	ElapsedMs      int64  `json:"elapsed_ms"`
 
-	// InputTokens Input tokens the counted model calls reported.
+	// InputTokens Input tokens the model calls that returned before the run ended reported.
 	InputTokens int64 `json:"input_tokens"`
 
-	// ModelCalls Model calls that returned (with a reply or an error) before the run ended. A call still
-	// in flight when the deadline, a cancel or a shutdown ends the run is not counted, nor
-	// its tokens: `done` is written then, not when the call comes back.
+	// ModelCalls Model calls sent before the run ended, whether they returned a reply or an error or
+	// not. A call still in flight when the deadline, a cancel or a shutdown ends the run is
+	// counted (as `ask_model_calls_total` counts it), but not its tokens: `done` is written
+	// then, not when the call comes back.
 	ModelCalls int64 `json:"model_calls"`
 
 	// Outcome The type of the terminal event before this one.
 	Outcome DoneEventOutcome `json:"outcome"`
 
-	// OutputTokens Output tokens the counted model calls reported.
+	// OutputTokens Output tokens the model calls that returned before the run ended reported.
 	OutputTokens int64 `json:"output_tokens"`
 
 	// Seq From 1, monotonic per ticket, no gaps at emission. The SSE `id`.

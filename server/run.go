@@ -736,8 +736,21 @@ func (e emitter) ModelCall(u ask.Usage) {
 		return
 	}
 	e.r.modelCalls++
-	// A negative count (a provider's or adapter's mistake) adds nothing: done's usage is never
-	// below zero, the contract's least.
-	e.r.inTokens += max(u.InputTokens, 0)
-	e.r.outTokens += max(u.OutputTokens, 0)
+	e.r.tokensLocked(u)
+}
+
+func (e emitter) Tokens(u ask.Usage) {
+	e.r.mu.Lock()
+	defer e.r.mu.Unlock()
+	if e.r.closedLocked() {
+		return
+	}
+	e.r.tokensLocked(u)
+}
+
+// tokensLocked adds a model call's usage. A negative count (a provider's or adapter's mistake)
+// adds nothing: done's usage is never below zero, the contract's least.
+func (r *run) tokensLocked(u ask.Usage) {
+	r.inTokens += max(u.InputTokens, 0)
+	r.outTokens += max(u.OutputTokens, 0)
 }

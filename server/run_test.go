@@ -286,15 +286,19 @@ func TestRunContextDeadline(t *testing.T) {
 	})
 }
 
-// TestUsageOfACutCall: done counts the model calls that returned before the run ended (the
-// contract's model_calls): a call the deadline cuts off is reported by the runner after done
-// was written, and counts neither as a call nor by its tokens.
+// TestUsageOfACutCall: done counts the model calls reported before the run ended (the
+// contract's model_calls: a runner reports a call as it sends it) and the tokens reported by
+// then: a call the deadline cuts off counts as a call, and its tokens, reported after done was
+// written, do not.
 func TestUsageOfACutCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, server.Options{Deadline: 30 * time.Second, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, emit ask.Emitter) ask.Outcome {
-			emit.ModelCall(ask.Usage{InputTokens: 100, OutputTokens: 10}) // returned in time
-			<-ctx.Done()                                                  // the next call, cut off
-			emit.ModelCall(ask.Usage{InputTokens: 1000, OutputTokens: 0})
+			emit.ModelCall(ask.Usage{})
+			emit.Tokens(ask.Usage{InputTokens: 100, OutputTokens: 10}) // returned in time
+			emit.ModelCall(ask.Usage{})                                // the next call, sent
+			<-ctx.Done()                                               // and cut off
+			emit.Tokens(ask.Usage{InputTokens: 1000, OutputTokens: 0})
+			emit.ModelCall(ask.Usage{}) // too late to count
 			return ask.Outcome{Answer: answer("too late")}
 		})})
 		ticket := h.ask(alice, h.conv(alice), "will it fit?")
@@ -302,8 +306,8 @@ func TestUsageOfACutCall(t *testing.T) {
 		if term.Kind != string(gen.ErrorKindTimeout) {
 			t.Fatalf("error kind %q, want timeout", term.Kind)
 		}
-		if done.Model != 1 || done.In != 100 || done.Out != 10 {
-			t.Errorf("done counts %d calls, %d in, %d out; want the one call that returned: 1, 100, 10", done.Model, done.In, done.Out)
+		if done.Model != 2 || done.In != 100 || done.Out != 10 {
+			t.Errorf("done counts %d calls, %d in, %d out; want both calls sent and the tokens of the one that returned: 2, 100, 10", done.Model, done.In, done.Out)
 		}
 	})
 }

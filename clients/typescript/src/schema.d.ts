@@ -691,19 +691,20 @@ export interface components {
             steps: number;
             /**
              * Format: int64
-             * @description Model calls that returned (with a reply or an error) before the run ended. A call still
-             *     in flight when the deadline, a cancel or a shutdown ends the run is not counted, nor
-             *     its tokens: `done` is written then, not when the call comes back.
+             * @description Model calls sent before the run ended, whether they returned a reply or an error or
+             *     not. A call still in flight when the deadline, a cancel or a shutdown ends the run is
+             *     counted (as `ask_model_calls_total` counts it), but not its tokens: `done` is written
+             *     then, not when the call comes back.
              */
             model_calls: number;
             /**
              * Format: int64
-             * @description Input tokens the counted model calls reported.
+             * @description Input tokens the model calls that returned before the run ended reported.
              */
             input_tokens: number;
             /**
              * Format: int64
-             * @description Output tokens the counted model calls reported.
+             * @description Output tokens the model calls that returned before the run ended reported.
              */
             output_tokens: number;
             /** Format: int64 */

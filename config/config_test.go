@@ -192,6 +192,10 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		// these three printed it, DAS_ASK_WEBHOOK_ALLOW and DAS_ASK_STORE did not).
 		{"ASK_LLM_BASE_URL", "ftp://u:hunter2@llm/v1"}, {"ASK_LLM_BASE_URL", "http://u:hunter2@llm/%zz"},
 		{"DAS_SOURCES", "demo=ftp://u:hunter2@source/mcp"}, {"DAS_SOURCES", "demo=http://u:hunter2@source/%zz"},
+		// Not name=URL, or no valid name before '=': the entry was quoted whole, its password
+		// with it, and redact.URL finds none where the entry does not begin with a scheme.
+		{"DAS_SOURCES", "demo:http://u:hunter2@source/mcp"}, {"DAS_SOURCES", "=http://u:hunter2@source/mcp"},
+		{"DAS_SOURCES", "demo=http://127.0.0.1:1/mcp,http://u:hunter2@source/mcp?a=b"},
 	} {
 		_, err := config.FromEnv(env(bad...))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {

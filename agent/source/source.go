@@ -25,7 +25,12 @@ type Config struct {
 func ParseList(s string) ([]Config, error) {
 	var out []Config
 	seen := map[string]bool{}
+	// An entry that is not name=URL with a valid name is named by its place in the list, not
+	// quoted: it may be a URL with a password in it (demo:http://u:pw@h, or no name at all),
+	// which redact.URL cannot always find where no scheme begins the entry.
+	i := 0
 	for item := range strings.SplitSeq(s, ",") {
+		i++
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
@@ -33,10 +38,10 @@ func ParseList(s string) ([]Config, error) {
 		name, raw, ok := strings.Cut(item, "=")
 		name, raw = strings.TrimSpace(name), strings.TrimSpace(raw)
 		if !ok || name == "" || raw == "" {
-			return nil, fmt.Errorf("source %q: want name=URL", item)
+			return nil, fmt.Errorf("source %d of the list: want name=URL", i)
 		}
 		if !validName(name) {
-			return nil, fmt.Errorf("source %q: a name may hold only letters, digits, '-' and '_'", name)
+			return nil, fmt.Errorf("source %d of the list: a name may hold only letters, digits, '-' and '_'", i)
 		}
 		if seen[name] {
 			return nil, fmt.Errorf("source %q: named twice", name)

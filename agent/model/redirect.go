@@ -4,20 +4,38 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // ErrOffOrigin is a provider redirecting a call to another origin (scheme, host, port): it is
 // not followed.
 var ErrOffOrigin = errors.New("redirected off its configured origin; not followed")
 
-// SameOriginClient is hc (nil: http.DefaultClient) refusing to follow a redirect off the
-// origin of the request it started from. A 307 or 308 re-sends the whole call — the
-// conversation and the question in it, and any key header but Authorization, which Go's
-// client strips across hosts while it forwards Anthropic's x-api-key — so a provider, or a
-// gateway at its base URL, may move a call within its origin and nowhere else.
+// MaxResponseHeaderBytes bounds the header of one HTTP response from a model provider, with
+// the default client (SameOriginClient(nil)), as agent/source bounds a source's: net/http's own
+// bound is 10 MiB, read whole into memory on every call. A longer header fails the call as a
+// transport failure. Providers send a few KiB (rate-limit and request-id headers, a gateway's
+// cookies).
+const MaxResponseHeaderBytes = 64 << 10
+
+// defaultClient is http.DefaultClient over http.DefaultTransport's settings (its environment
+// proxy included: a provider is reached through HTTPS_PROXY where one is set), except its
+// response header bound.
+var defaultClient = sync.OnceValue(func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
+	return &http.Client{Transport: t}
+})
+
+// SameOriginClient is hc (nil: a client like http.DefaultClient whose response headers are
+// bounded by MaxResponseHeaderBytes) refusing to follow a redirect off the origin of the
+// request it started from. A 307 or 308 re-sends the whole call — the conversation and the
+// question in it, and any key header but Authorization, which Go's client strips across hosts
+// while it forwards Anthropic's x-api-key — so a provider, or a gateway at its base URL, may
+// move a call within its origin and nowhere else.
 func SameOriginClient(hc *http.Client) *http.Client {
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = defaultClient()
 	}
 	c := *hc
 	next := hc.CheckRedirect

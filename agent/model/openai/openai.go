@@ -33,8 +33,9 @@ type Options struct {
 	Retry model.RetryPolicy
 	// MaxTokens caps the model's output per call; zero leaves it to the server.
 	MaxTokens int64
-	// HTTPClient is the client requests go through; nil means http.DefaultClient. Either way
-	// a redirect off the base URL's origin is not followed (model.SameOriginClient).
+	// HTTPClient is the client requests go through; nil means one like http.DefaultClient
+	// whose response headers are bounded (model.MaxResponseHeaderBytes). Either way a
+	// redirect off the base URL's origin is not followed (model.SameOriginClient).
 	HTTPClient *http.Client
 	// Logger receives one line per failed attempt; nil means discard.
 	Logger *slog.Logger

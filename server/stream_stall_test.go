@@ -59,31 +59,8 @@ func TestStreamLetsGoOfAClientThatStoppedReading(t *testing.T) {
 			ended <- struct{}{}
 		}
 	}))
-	hs.Listener = stallListener{hs.Listener}
-	hs.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		hs.Close()
-	})
-
-	c, err := gen.NewClientWithResponses(hs.URL+"/ask", gen.WithHTTPClient(hs.Client()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := c.CreateConversationWithResponse(t.Context(), nil, gen.CreateConversationRequest{}, bearer(alice))
-	if err != nil || cv.JSON201 == nil {
-		t.Fatalf("create conversation: %v %v", err, cv)
-	}
-	tk, err := c.CreateAskWithResponse(t.Context(), cv.JSON201.Id, nil, gen.AskRequest{Question: "q"}, bearer(alice))
-	if err != nil || tk.JSON202 == nil {
-		t.Fatalf("create ask: %v %v", err, tk)
-	}
-	wait := "wait=5"
-	if _, err := c.GetAskWithResponse(t.Context(), tk.JSON202.Ticket, &gen.GetAskParams{Prefer: &wait}, bearer(alice)); err != nil {
-		t.Fatal(err)
-	}
+	startStalling(t, srv, hs)
+	c, tk := finishedAsk(t, hs)
 
 	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
 	if err != nil {
@@ -91,7 +68,7 @@ func TestStreamLetsGoOfAClientThatStoppedReading(t *testing.T) {
 	}
 	defer conn.Close()
 	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-	fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\n\r\n", tk.JSON202.Ticket, alice)
+	fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\n\r\n", tk, alice)
 	// Read nothing: the stream's writes fill the buffers and wait.
 	select {
 	case <-ended:
@@ -107,7 +84,7 @@ func TestStreamLetsGoOfAClientThatStoppedReading(t *testing.T) {
 	}
 	defer conn2.Close()
 	br := bufio.NewReader(conn2)
-	fmt.Fprintf(conn2, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\n\r\n", tk.JSON202.Ticket, alice)
+	fmt.Fprintf(conn2, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\n\r\n", tk, alice)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -158,30 +135,8 @@ func TestStreamKeepsAClientThatReadsSlowly(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := httptest.NewUnstartedServer(srv.Handler())
-	hs.Listener = stallListener{hs.Listener}
-	hs.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		hs.Close()
-	})
-	c, err := gen.NewClientWithResponses(hs.URL+"/ask", gen.WithHTTPClient(hs.Client()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := c.CreateConversationWithResponse(t.Context(), nil, gen.CreateConversationRequest{}, bearer(alice))
-	if err != nil || cv.JSON201 == nil {
-		t.Fatalf("create conversation: %v %v", err, cv)
-	}
-	tk, err := c.CreateAskWithResponse(t.Context(), cv.JSON201.Id, nil, gen.AskRequest{Question: "q"}, bearer(alice))
-	if err != nil || tk.JSON202 == nil {
-		t.Fatalf("create ask: %v %v", err, tk)
-	}
-	wait := "wait=5"
-	if _, err := c.GetAskWithResponse(t.Context(), tk.JSON202.Ticket, &gen.GetAskParams{Prefer: &wait}, bearer(alice)); err != nil {
-		t.Fatal(err)
-	}
+	startStalling(t, srv, hs)
+	_, tk := finishedAsk(t, hs)
 
 	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
 	if err != nil {
@@ -191,7 +146,7 @@ func TestStreamKeepsAClientThatReadsSlowly(t *testing.T) {
 	// A buffer of 64 KiB, far below the answer, that the client empties as it reads (a smaller
 	// one, on loopback's 64 KiB segments, has TCP wait on its persist timer, not the reader).
 	_ = conn.(*net.TCPConn).SetReadBuffer(64 << 10)
-	fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n", tk.JSON202.Ticket, alice)
+	fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n", tk, alice)
 	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -210,4 +165,41 @@ func TestStreamKeepsAClientThatReadsSlowly(t *testing.T) {
 	if !strings.HasSuffix(got.String(), "\n\n") || !strings.Contains(got.String(), "\nevent: done\n") {
 		t.Fatalf("a client reading 4 KiB every 5 ms was let go after %d bytes of a 1 MB answer, without done", got.Len())
 	}
+}
+
+// startStalling starts hs (serving srv) on a listener whose connections have small buffers
+// (stallListener), shut down with the test.
+func startStalling(t *testing.T, srv *server.Server, hs *httptest.Server) {
+	t.Helper()
+	hs.Listener = stallListener{hs.Listener}
+	hs.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		hs.Close()
+	})
+}
+
+// finishedAsk puts alice's ask "q" to hs and waits (up to 5 s) for its run to end; it returns
+// the client it used and the ticket.
+func finishedAsk(t *testing.T, hs *httptest.Server) (*gen.ClientWithResponses, string) {
+	t.Helper()
+	c, err := gen.NewClientWithResponses(hs.URL+"/ask", gen.WithHTTPClient(hs.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := c.CreateConversationWithResponse(t.Context(), nil, gen.CreateConversationRequest{}, bearer(alice))
+	if err != nil || cv.JSON201 == nil {
+		t.Fatalf("create conversation: %v %v", err, cv)
+	}
+	tk, err := c.CreateAskWithResponse(t.Context(), cv.JSON201.Id, nil, gen.AskRequest{Question: "q"}, bearer(alice))
+	if err != nil || tk.JSON202 == nil {
+		t.Fatalf("create ask: %v %v", err, tk)
+	}
+	wait := "wait=5"
+	if _, err := c.GetAskWithResponse(t.Context(), tk.JSON202.Ticket, &gen.GetAskParams{Prefer: &wait}, bearer(alice)); err != nil {
+		t.Fatal(err)
+	}
+	return c, tk.JSON202.Ticket
 }

@@ -13,21 +13,7 @@ import (
 // in $5?" lost its "$5") and the shell undid quotes and ran backquotes; the question now travels
 // in the environment. The go build and the CLI are stand-ins: the CLI prints its arguments.
 func TestMakeAskPassesTheQuestionAsTyped(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("make not installed")
-	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	fakeGo := filepath.Join(dir, "go")
-	if err := os.WriteFile(fakeGo, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ask"), []byte("#!/bin/sh\nfor a in \"$@\"; do printf '[%s]\\n' \"$a\"; done\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	root, fakeGo, dir := makeWithStandIn(t, "#!/bin/sh\nfor a in \"$@\"; do printf '[%s]\\n' \"$a\"; done\n")
 	for _, q := range []string{
 		"How many sev1 incidents did we have in 2026-Q2?",
 		`What does "change failure rate" mean?`,
@@ -60,24 +46,9 @@ func TestMakeAskPassesTheQuestionAsTyped(t *testing.T) {
 // what bob may not: make ask Q="What was the on-call pay per team in 2026-Q3?" printed the
 // table where bin/ask printed bob's refusal. AS= still wins.
 func TestMakeAskLeavesTheIdentityToTheCLI(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("make not installed")
-	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	fakeGo := filepath.Join(dir, "go")
-	if err := os.WriteFile(fakeGo, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// The stand-in CLI prints the identity it would ask as: --as when given, else $ASK_OID,
 	// else alice, as cmd/ask decides.
-	fake := "#!/bin/sh\noid=${ASK_OID:-alice}\nif [ \"$1\" = --as ]; then oid=$2; fi\necho \"$oid\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "ask"), []byte(fake), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	root, fakeGo, dir := makeWithStandIn(t, "#!/bin/sh\noid=${ASK_OID:-alice}\nif [ \"$1\" = --as ]; then oid=$2; fi\necho \"$oid\"\n")
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "AS=") && !strings.HasPrefix(kv, "ASK_OID=") && !strings.HasPrefix(kv, "MAKEFLAGS=") {
@@ -111,4 +82,27 @@ func TestMakeAskLeavesTheIdentityToTheCLI(t *testing.T) {
 			t.Errorf("%s: make ask (ASK_OID=%q, %v) asked as %q, want %q", c.name, c.askOID, c.makeArg, got, c.want)
 		}
 	}
+}
+
+// makeWithStandIn readies a run of the repository's Makefile (root) whose go build does
+// nothing (fakeGo, for GO=) and whose bin/ask (in dir, for BIN=) is the shell script cli; it
+// skips the test where make is not installed.
+func makeWithStandIn(t *testing.T, cli string) (root, fakeGo, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make not installed")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	fakeGo = filepath.Join(dir, "go")
+	if err := os.WriteFile(fakeGo, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ask"), []byte(cli), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return root, fakeGo, dir
 }

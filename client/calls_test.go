@@ -154,6 +154,20 @@ func TestTokenThatIsNoBearerIsFinal(t *testing.T) {
 	}
 }
 
+// A token given with the header's scheme ("Bearer eyJ…", the commonest slip) is told to be
+// given alone, not that it holds white space at byte 6, which did not say what to change.
+func TestTokenWithItsSchemeIsToldToComeAlone(t *testing.T) {
+	for _, tok := range []string{"Bearer eyJhbGciOiJSUzI1NiJ9.e30.c2ln", "bearer eyJhbGciOiJSUzI1NiJ9.e30.c2ln"} {
+		err := client.CheckBearer(tok)
+		if err == nil || !strings.Contains(err.Error(), `starts with "Bearer ": give the token alone`) || strings.Contains(err.Error(), "c2ln") {
+			t.Errorf("CheckBearer(%q) = %v, want the scheme named and the token left out", tok, err)
+		}
+	}
+	if err := client.CheckBearer("eyJhbGciOiJSUzI1NiJ9.e30.c2ln"); err != nil {
+		t.Errorf("a bearer token refused: %v", err)
+	}
+}
+
 func TestNewRejectsBadURL(t *testing.T) {
 	for _, u := range []string{"", "127.0.0.1:8080/ask", "ftp://x/ask"} {
 		if _, err := client.New(u, client.Options{}); err == nil {

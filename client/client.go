@@ -180,7 +180,7 @@ func bearer(ts TokenSource) gen.RequestEditorFn {
 		if err != nil {
 			return &tokenError{err: err}
 		}
-		if err := checkBearer(tok); err != nil {
+		if err := CheckBearer(tok); err != nil {
 			return &tokenError{err: err}
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -188,13 +188,18 @@ func bearer(ts TokenSource) gen.RequestEditorFn {
 	}
 }
 
-// checkBearer refuses a token that cannot be sent as a bearer credential: empty, or holding white
-// space or a control character (a token read from a file with its line break, say). net/http
-// would refuse the header only when the request is sent, as a transport error that reads as an
-// unreachable service and is retried; this is final, and names the fault without the token.
-func checkBearer(tok string) error {
+// CheckBearer refuses a token that cannot be sent as a bearer credential: empty, pasted with
+// the header's scheme ("Bearer eyJ…", the commonest slip), or holding white space or a
+// control character (a token read from a file with its line break, say). net/http would refuse
+// the header only when the request is sent, as a transport error that reads as an unreachable
+// service and is retried; this is final, and names the fault without the token. The client
+// checks each token its TokenSource gives; a CLI may check one it was given before it asks.
+func CheckBearer(tok string) error {
 	if tok == "" {
 		return errors.New("the token is empty")
+	}
+	if len(tok) > len("Bearer ") && strings.EqualFold(tok[:len("Bearer ")], "Bearer ") {
+		return errors.New(`the token starts with "Bearer ": give the token alone (the scheme is sent with it)`)
 	}
 	for i := 0; i < len(tok); i++ {
 		if c := tok[i]; c <= ' ' || c == 0x7f {

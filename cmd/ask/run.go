@@ -131,9 +131,11 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 	}
 	// A token that cannot be a bearer is a usage error, said now: sent, it failed each request
 	// as "ask createConversation: client: token source: …", and --follow's advice was to try again.
-	if why := notABearer(c.token); why != "" {
-		fmt.Fprintf(stderr, "ask: the token from --token (or $ASK_TOKEN) %s\n", why)
-		return nil, exitFailure
+	if c.token != "" {
+		if err := client.CheckBearer(c.token); err != nil {
+			fmt.Fprintf(stderr, "ask: the token from --token (or $ASK_TOKEN): %v (give the token alone, as make -s token prints it)\n", err)
+			return nil, exitFailure
+		}
 	}
 	// --as names whom to mint a token for; with a token given, the token's identity asks. An
 	// --as that names someone else was ignored, and the ask made as the token's owner.
@@ -456,21 +458,6 @@ func startAsk(ctx context.Context, c *client.Client, cfg *config, oid string, st
 		}
 		return gen.Ticket{}, err
 	}
-}
-
-// notABearer says why tok, given by --token or $ASK_TOKEN, cannot be sent as a bearer, without
-// the token itself; "" when it can (or none was given). The usual cause is the header's scheme
-// pasted with it: "Bearer eyJ…".
-func notABearer(tok string) string {
-	if len(tok) > len("Bearer ") && strings.EqualFold(tok[:len("Bearer ")], "Bearer ") {
-		return `starts with "Bearer ": give the token alone (ask sends the Authorization header itself)`
-	}
-	for i := 0; i < len(tok); i++ {
-		if c := tok[i]; c <= ' ' || c == 0x7f {
-			return fmt.Sprintf("holds white space or a control character at byte %d: a bearer token has none (give the token alone, such as make -s token prints)", i)
-		}
-	}
-	return ""
 }
 
 // askMayExist is a createAsk that failed for good after an attempt whose reply was lost

@@ -143,7 +143,7 @@ func TestTokenThatIsNotABearerIsAUsageError(t *testing.T) {
 	for _, c := range []struct {
 		name, token, want string
 	}{
-		{"scheme", "Bearer " + token, `ask: the token from --token (or $ASK_TOKEN) starts with "Bearer ": give the token alone`},
+		{"scheme", "Bearer " + token, `ask: the token from --token (or $ASK_TOKEN): the token starts with "Bearer ": give the token alone`},
 		{"scheme, lower case", "bearer " + token, `starts with "Bearer "`},
 		{"two words", token + " x", "holds white space or a control character at byte 64"},
 		{"tab", token[:10] + "\t" + token[10:], "at byte 10"},

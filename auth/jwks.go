@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,9 +58,6 @@ const (
 	// (a large tenant's, with certificate chains, some tens of KiB); a fetch past the bound
 	// fails like any other, and the keys already held are kept.
 	maxJWKSBytes = 1 << 20
-	// maxJWKSHeaderBytes bounds each JWKS response's header, with the default transport, as
-	// maxJWKSBytes bounds its body: net/http alone reads up to 10 MiB of header lines.
-	maxJWKSHeaderBytes = 64 << 10
 )
 
 // errJWKSTooLarge is a JWKS response body longer than maxJWKSBytes.
@@ -98,24 +93,6 @@ func boundedClient(c *http.Client) *http.Client {
 	}
 	return &bc
 }
-
-// defaultTransport is http.DefaultTransport's settings, except its response header bound
-// (maxJWKSHeaderBytes) and its proxy: a forward proxy from
-// the environment (HTTP_PROXY, set for the model provider's egress, say) would answer a
-// plain-http JWKS fetch itself, free to publish a key of its own and so mint any identity. So
-// only https fetches use the environment's proxy, inside a CONNECT tunnel it cannot read or
-// write; plain http is always direct, as a plain-http source is (package agent/source).
-var defaultTransport = sync.OnceValue(func() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxResponseHeaderBytes = maxJWKSHeaderBytes
-	t.Proxy = func(r *http.Request) (*url.URL, error) {
-		if r.URL.Scheme != "https" {
-			return nil, nil
-		}
-		return http.ProxyFromEnvironment(r)
-	}
-	return t
-})
 
 // errJWKSDowngrade is a redirect from an https JWKS URL to plain http. It is not followed: the
 // keys would cross the network readable and, worse, writable by whoever is on the path (or by

@@ -14,7 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/das-ask/ask"
-
+	"github.com/das-ask/ask/internal/egress"
 	"github.com/das-ask/ask/internal/redact"
 )
 
@@ -23,7 +23,8 @@ type Options struct {
 	// Logger receives JWKS fetch failures and rejections (never a token); nil discards.
 	Logger *slog.Logger
 	// HTTPClient fetches the JWKS; nil means http.DefaultTransport's settings, except that a
-	// plain-http JWKS is never fetched through the environment's proxy (see defaultTransport).
+	// plain-http JWKS is never fetched through the environment's proxy and a response header
+	// is bounded (egress.Guarded).
 	// Either way each fetch is bounded by its own timeout, and each response body to 1 MiB.
 	HTTPClient *http.Client
 }
@@ -62,7 +63,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Validator, error) {
 	}
 	client := opts.HTTPClient
 	if client == nil {
-		client = &http.Client{Transport: defaultTransport()}
+		client = &http.Client{Transport: egress.Guarded()}
 	}
 	keys, store, err := newKeySet(ctx, cfg.JWKSURL, client, log)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/das-ask/ask/internal/egress"
 )
 
 // Defaults for Config's zero values.
@@ -24,7 +26,7 @@ const (
 	// maxResponseBytes is how much of a receiver's answer is read (and discarded);
 	// maxResponseHeaderBytes bounds its headers.
 	maxResponseBytes       = 4 << 10
-	maxResponseHeaderBytes = 64 << 10
+	maxResponseHeaderBytes = egress.MaxResponseHeaderBytes
 	// maxAttemptsEdge bounds MaxAttempts: beyond it a value is a typo.
 	maxAttemptsEdge = 50
 )

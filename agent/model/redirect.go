@@ -4,7 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
+
+	"github.com/das-ask/ask/internal/egress"
 )
 
 // ErrOffOrigin is a provider redirecting a call to another origin (scheme, host, port): it is
@@ -12,20 +13,8 @@ import (
 var ErrOffOrigin = errors.New("redirected off its configured origin; not followed")
 
 // MaxResponseHeaderBytes bounds the header of one HTTP response from a model provider, with
-// the default client (SameOriginClient(nil)), as agent/source bounds a source's: net/http's own
-// bound is 10 MiB, read whole into memory on every call. A longer header fails the call as a
-// transport failure. Providers send a few KiB (rate-limit and request-id headers, a gateway's
-// cookies).
-const MaxResponseHeaderBytes = 64 << 10
-
-// defaultClient is http.DefaultClient over http.DefaultTransport's settings (its environment
-// proxy included: a provider is reached through HTTPS_PROXY where one is set), except its
-// response header bound.
-var defaultClient = sync.OnceValue(func() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
-	return &http.Client{Transport: t}
-})
+// the default client, as a source's is (egress.MaxResponseHeaderBytes).
+const MaxResponseHeaderBytes = egress.MaxResponseHeaderBytes
 
 // SameOriginClient is hc (nil: a client like http.DefaultClient whose response headers are
 // bounded by MaxResponseHeaderBytes) refusing to follow a redirect off the origin of the
@@ -35,7 +24,7 @@ var defaultClient = sync.OnceValue(func() *http.Client {
 // move a call within its origin and nowhere else.
 func SameOriginClient(hc *http.Client) *http.Client {
 	if hc == nil {
-		hc = defaultClient()
+		hc = &http.Client{Transport: egress.Proxied()}
 	}
 	c := *hc
 	next := hc.CheckRedirect

@@ -8,11 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/das-ask/ask/internal/egress"
 )
 
 // Options configure sessions. Zero values mean defaults.
@@ -20,7 +21,7 @@ type Options struct {
 	// HTTPClient is the base client; its Transport carries the session's requests (nil means
 	// http.DefaultTransport's settings, except that a plain-http source is never reached
 	// through the environment's proxy and a response header is bounded by
-	// MaxResponseHeaderBytes: see defaultTransport). Its Timeout, if any, bounds each request.
+	// MaxResponseHeaderBytes: egress.Guarded). Its Timeout, if any, bounds each request.
 	HTTPClient *http.Client
 	// Logger receives one line per call; nil means discard.
 	Logger *slog.Logger
@@ -58,7 +59,7 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	base := defaultTransport()
+	base := egress.Guarded()
 	hc := &http.Client{}
 	if opts.HTTPClient != nil {
 		if opts.HTTPClient.Transport != nil {
@@ -194,29 +195,8 @@ func faultOf(ctx context.Context, tr *bearer) error {
 }
 
 // MaxResponseHeaderBytes bounds the header of one HTTP response from a source, with the
-// default transport, as MaxResponseBytes bounds its body: net/http's own bound is 10 MiB,
-// held whole in memory, far beyond the 4 MiB a whole response is promised not to exceed. A
-// longer header fails the request as a transport failure. Real sources send a few hundred
-// bytes; a gateway's cookies and security headers a few KiB.
-const MaxResponseHeaderBytes = 64 << 10
-
-// defaultTransport is http.DefaultTransport's settings, shared by every session (one
-// connection pool), except its response header bound (MaxResponseHeaderBytes) and its proxy: a forward proxy from the environment (HTTP_PROXY, set
-// for the model provider's egress, say) would receive a plain-http source's requests whole,
-// the caller's Authorization header included, and the bearer goes to the configured source's
-// origin and nowhere else. So only https requests use the environment's proxy: they cross it
-// inside a CONNECT tunnel it cannot read. Plain http is always direct.
-var defaultTransport = sync.OnceValue(func() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
-	t.Proxy = func(r *http.Request) (*url.URL, error) {
-		if r.URL.Scheme != "https" {
-			return nil, nil
-		}
-		return http.ProxyFromEnvironment(r)
-	}
-	return t
-})
+// default transport, as MaxResponseBytes bounds its body (egress.MaxResponseHeaderBytes).
+const MaxResponseHeaderBytes = egress.MaxResponseHeaderBytes
 
 // Name is the source's configured name.
 func (s *Session) Name() string { return s.name }

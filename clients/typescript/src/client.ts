@@ -496,6 +496,9 @@ export class AskClient {
       }
       // The server's retry counts however the connection ended: a reset or a stall as much as an end.
       if (parser?.retryMs !== undefined) retryMs = parser.retryMs;
+      // The last event ID is the parser's, which an id without data sets too (WHATWG, and the Go
+      // client): it was taken from delivered frames only, so such an id was not sent on resume.
+      if (parser) lastId = parser.lastId;
       failures++;
       if (failures > this.#reconnect.attempts) {
         throw new Error(`streamEvents: no progress after ${this.#reconnect.attempts} reconnects`, { cause });

@@ -213,3 +213,26 @@ test("follow says how many steps the stream did not deliver (missedSteps), as Go
   assert.equal(missedSteps, 2);
   assert.equal((await client.follow("t_1", { after: 2 })).missedSteps, 3, "the steps at or before `after` were not delivered either");
 });
+
+test("an id without data is the last event ID a resume sends, as in WHATWG and Go", async () => {
+  // The event 2 carries an id and no data: not dispatched, but its id is the stream's last event
+  // ID. The resume sent Last-Event-ID: 1, the last delivered frame's.
+  const sent: (string | null)[] = [];
+  const headers = { "Content-Type": "text/event-stream" };
+  const client = new AskClient({
+    baseUrl: "http://ask.test/ask",
+    token: "t",
+    reconnect: { initialMs: 1, maxMs: 2 },
+    onRetry: () => undefined,
+    fetch: async (req: Request) => {
+      sent.push(req.headers.get("Last-Event-ID"));
+      if (sent.length === 1) return new Response(frame({ ...envelope(1, "accepted"), question: "q" }) + "id: 2\n\n", { headers });
+      return new Response(frame({ ...envelope(3, "error"), kind: "internal", message: "m" }) +
+        frame({ ...envelope(4, "done"), outcome: "error", steps: 0, model_calls: 0, input_tokens: 0, output_tokens: 0, elapsed_ms: 1 }), { headers });
+    },
+  });
+  const seqs: number[] = [];
+  for await (const ev of client.events("t_1")) seqs.push(ev.seq);
+  assert.deepEqual(seqs, [1, 3, 4]);
+  assert.deepEqual(sent, [null, "2"]);
+});

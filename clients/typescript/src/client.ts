@@ -446,11 +446,14 @@ export class AskClient {
     let lastId = opts.after ? String(opts.after) : "";
     let lastSeq = opts.after ?? 0;
     let failures = 0;
-    let retryMs = 0;
+    let retryMs = 0; // the server's retry: field, which holds until it sends another
     for (let connection = 0; ; connection++) {
       opts.signal?.throwIfAborted();
       opts.onConnect?.(connection, lastId);
       let cause: unknown;
+      // A refusal's Retry-After is that refusal's: it raises the wait before the next connection
+      // only, as in Go (it held for every reconnect after it, however the later ones ended).
+      let floorMs = 0;
       let parser: SSEParser | undefined;
       try {
         const { response, error } = await this.api.GET("/v1/asks/{ticket}/events", {
@@ -463,7 +466,7 @@ export class AskClient {
         if (!response.ok) {
           const apiErr = new ApiError("streamEvents", response.status, error as Partial<Problem> | undefined, retryAfterMs(response.headers.get("Retry-After")));
           if (!transient(response.status)) throw apiErr;
-          retryMs = Math.max(retryMs, apiErr.retryAfterMs);
+          floorMs = apiErr.retryAfterMs;
           cause = apiErr;
         } else if ((response.headers.get("Content-Type") ?? "").split(";")[0]?.trim().toLowerCase() !== "text/event-stream") {
           // Not the contract's stream (a gateway's page, say): final, as in Go; a retry reads the same.
@@ -507,7 +510,7 @@ export class AskClient {
       // Never silently, as a call's retry and the Go client: told to onRetry (default console.warn).
       this.#onRetry("streamEvents", failures + 1, cause);
       // The server's retry raises the wait, up to the cap: a server cannot park the client.
-      await sleep(Math.min(Math.max(Math.random() * base, retryMs), this.#reconnect.maxMs), opts.signal);
+      await sleep(Math.min(Math.max(Math.random() * base, retryMs, floorMs), this.#reconnect.maxMs), opts.signal);
     }
   }
 

@@ -236,3 +236,31 @@ test("an id without data is the last event ID a resume sends, as in WHATWG and G
   assert.deepEqual(seqs, [1, 3, 4]);
   assert.deepEqual(sent, [null, "2"]);
 });
+
+test("a refused reconnect's Retry-After raises the wait before the next connection only, as in Go", async () => {
+  // It was kept as a floor for every later reconnect: after one 503 with Retry-After: 1 each
+  // plain drop that followed waited a second too.
+  const at: number[] = [];
+  let connections = 0;
+  const headers = { "Content-Type": "text/event-stream" };
+  const client = new AskClient({
+    baseUrl: "http://ask.test/ask",
+    token: "t",
+    reconnect: { initialMs: 1, maxMs: 5000 },
+    onRetry: () => undefined,
+    fetch: async () => {
+      connections++;
+      if (connections === 1) return new Response(frame({ ...envelope(1, "accepted"), question: "q" }), { headers });
+      if (connections === 2) return new Response(null, { status: 503, headers: { "Retry-After": "1" } });
+      if (connections < 5) return new Response("", { headers });
+      return new Response(frame({ ...envelope(2, "error"), kind: "internal", message: "m" }) +
+        frame({ ...envelope(3, "done"), outcome: "error", steps: 0, model_calls: 0, input_tokens: 0, output_tokens: 0, elapsed_ms: 1 }), { headers });
+    },
+  });
+  const seqs: number[] = [];
+  for await (const ev of client.events("t_1", { onConnect: () => at.push(performance.now()) })) seqs.push(ev.seq);
+  assert.deepEqual(seqs, [1, 2, 3]);
+  assert.equal(at.length, 5);
+  assert.ok(at[2]! - at[1]! >= 990, `reconnected ${Math.round(at[2]! - at[1]!)} ms after the 503, before its Retry-After: 1`);
+  for (const i of [3, 4]) assert.ok(at[i]! - at[i - 1]! < 900, `connection ${i + 1} still waited out the earlier Retry-After (${Math.round(at[i]! - at[i - 1]!)} ms)`);
+});

@@ -440,9 +440,11 @@ class EventStream:
                     def said_retry(ms: int) -> None:
                         nonlocal floor
                         floor = ms / 1000
-                    for frame_id, data in _frames(resp, said_retry, self.max_event_size, self.ticket):
-                        if frame_id:
-                            self.last_id = frame_id
+                    def said_id(last_id: str) -> None:
+                        # The last event ID, set by an event with an id and no data too (WHATWG,
+                        # as the Go and TypeScript clients): it was taken from events with data only.
+                        self.last_id = last_id
+                    for frame_id, data in _frames(resp, said_retry, self.max_event_size, self.ticket, said_id):
                         try:
                             event = json.loads(data)
                             seq, kind = event["seq"], event["type"]
@@ -499,11 +501,13 @@ def _retry_after(value: str | None) -> float:
 
 
 def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = lambda ms: None,
-            max_size: int = MAX_EVENT_SIZE, ticket: str = "") -> Iterator[tuple[str, str]]:
+            max_size: int = MAX_EVENT_SIZE, ticket: str = "",
+            on_id: Callable[[str], None] = lambda last_id: None) -> Iterator[tuple[str, str]]:
     """Server-Sent Events frames as (last event id, data), per the WHATWG rules: comments (the
     keep-alives) ignored, data lines joined with newlines, the id persisting across frames, a
-    `retry:` of digits only handed to on_retry (milliseconds). A line or one event's data beyond
-    max_size bytes is a ProtocolError."""
+    `retry:` of digits only handed to on_retry (milliseconds). Each event's end hands the last
+    event ID to on_id (once this connection has set one), before its frame, whether or not the
+    event has data. A line or one event's data beyond max_size bytes is a ProtocolError."""
     data: list[str] = []
     size = 0
     frame_id = None
@@ -512,6 +516,8 @@ def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = la
         # As the WHATWG rules and a browser: bytes that are not UTF-8 are U+FFFD, not a failed connection.
         line = raw.decode("utf-8", errors="replace")
         if line == "":
+            if frame_id is not None:
+                on_id(frame_id)
             if data:
                 yield frame_id or "", "\n".join(data)
             data, size = [], 0

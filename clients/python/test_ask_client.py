@@ -645,6 +645,20 @@ class RetryTest(unittest.TestCase):
             self.assertEqual((caught.exception.status, len(seen), waits), (status, 1, []))
             self.assertIn("no such ticket", str(caught.exception))
 
+    def test_an_id_without_data_is_the_last_event_id_a_resume_sends(self):
+        # As the WHATWG rules, the Go and the TypeScript clients: event 2 has an id and no data, so
+        # nothing is delivered for it but its id is the stream's last; the resume sent 1.
+        sse = lambda evs, tail="": ("".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in evs) + tail).encode()
+        first = sse([{"seq": 1, "type": "accepted"}], "id: 2\n\n")
+        second = sse([{"seq": 3, "type": "error", "kind": "internal", "message": "m"}, {"seq": 4, "type": "done"}])
+        seen: list = []
+        c, waits, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, first),
+                                                       (200, {"Content-Type": "text/event-stream"}, second)], seen)))
+        stream = c.events("t_1")
+        self.assertEqual([e["seq"] for e in stream], [1, 3, 4])
+        self.assertEqual(stream.last_event_ids, ["", "2"])
+        self.assertEqual([h.get("Last-Event-ID") for _, _, h in seen], [None, "2"])
+
     def test_the_cli_says_a_stream_reconnect_on_stderr(self):
         # As the Go CLI: a stream that pauses to reconnect says so, never silently.
         events = [{"seq": 1, "type": "abstention", "terms": ["churn"]}, {"seq": 2, "type": "done", "steps": 0}]

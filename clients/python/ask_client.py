@@ -419,9 +419,12 @@ class EventStream:
 
     def __iter__(self) -> Iterator[dict]:
         failures = 0
-        floor = 0.0  # the server's wish: its retry: field, or a Retry-After
+        retry_field = 0.0  # the server's retry: field, which holds until it sends another
         while True:
             cause: BaseException = ConnectionError(f"event stream for {self.ticket}: the stream ended before done")
+            # A refusal's Retry-After is that refusal's: it raises the wait before the next
+            # connection only, as in Go (it held for every reconnect after it).
+            refused_floor = 0.0
             try:
                 self._resp = resp = self._connect()
                 if resp.status != 200:
@@ -432,14 +435,14 @@ class EventStream:
                     err = APIError("streamEvents", resp.status, problem, _retry_after(resp.getheader("Retry-After")))
                     if not _transient(resp.status):
                         raise err
-                    floor = max(floor, err.retry_after)
+                    refused_floor = err.retry_after
                     cause = err
                 elif resp.getheader("Content-Type", "").split(";")[0].strip().lower() != "text/event-stream":
                     raise ProtocolError(f"event stream for {self.ticket}: the response is not text/event-stream")
                 else:
                     def said_retry(ms: int) -> None:
-                        nonlocal floor
-                        floor = ms / 1000
+                        nonlocal retry_field
+                        retry_field = ms / 1000
                     def said_id(last_id: str) -> None:
                         # The last event ID, set by an event with an id and no data too (WHATWG,
                         # as the Go and TypeScript clients): it was taken from events with data only.
@@ -474,7 +477,7 @@ class EventStream:
             if failures > self.attempts:
                 raise ConnectionError(f"event stream for {self.ticket}: no progress after {self.attempts} reconnects")
             backoff = random.uniform(0, min(0.1 * 2 ** failures, self.max_wait))
-            delay = min(max(backoff, floor), self.max_wait)
+            delay = min(max(backoff, retry_field, refused_floor), self.max_wait)
             # Never silently, as a call's retry and the Go CLI: the person sees why the stream paused.
             self.client.on_retry("streamEvents", failures + 1, delay, cause)
             self.client.sleep(delay)

@@ -659,6 +659,20 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(stream.last_event_ids, ["", "2"])
         self.assertEqual([h.get("Last-Event-ID") for _, _, h in seen], [None, "2"])
 
+    def test_a_refused_reconnects_retry_after_holds_for_the_next_connection_only(self):
+        # As in Go: after one 503 with Retry-After: 3, each later plain drop waited 3 s too.
+        events = [{"seq": 1, "type": "error", "kind": "internal", "message": "m"}, {"seq": 2, "type": "done"}]
+        sse = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+        empty = (200, {"Content-Type": "text/event-stream"}, b"")
+        seen: list = []
+        c, waits, _ = self.client(self.serve(scripted([(503, {"Retry-After": "3"}, problem(503)), empty, empty,
+                                                       (200, {"Content-Type": "text/event-stream"}, sse)], seen)))
+        outcome, _ = ask_client.follow(c.events("t_1"))
+        self.assertEqual((outcome["kind"], len(seen), len(waits)), ("internal", 4, 3))
+        self.assertGreaterEqual(waits[0], 3.0, "never sooner than the 503's Retry-After")
+        # The drops' own backoff (jittered, at most 0.4 s and 0.8 s), not the 503's 3 s again.
+        self.assertLess(max(waits[1:]), 1.0, waits)
+
     def test_the_cli_says_a_stream_reconnect_on_stderr(self):
         # As the Go CLI: a stream that pauses to reconnect says so, never silently.
         events = [{"seq": 1, "type": "abstention", "terms": ["churn"]}, {"seq": 2, "type": "done", "steps": 0}]

@@ -212,7 +212,8 @@
   const MAX_EVENT_SIZE = 16 << 20;
 
   class SSEParser {
-    constructor() { this.partial = []; this.partialLen = 0; this.cr = false; this.data = []; this.dataLen = 0; this.type = ''; this.id = null; this.lastId = ''; }
+    // lastId is the last event ID carried over from an earlier connection of the same stream.
+    constructor(lastId = '') { this.partial = []; this.partialLen = 0; this.cr = false; this.data = []; this.dataLen = 0; this.type = ''; this.id = null; this.lastId = lastId; }
 
     // push takes decoded text and returns the frames it completed. Each piece is scanned once, so
     // a large event (a result of many rows) costs its length, not its length squared.
@@ -352,14 +353,13 @@
           + 'a sign-in page or a proxy may have answered in the service’s place. The page stopped following this question.');
       }
       if (resp && resp.ok) {
-        const parser = new SSEParser();
+        const parser = new SSEParser(lastId);
         const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
         try {
           for (;;) {
             const { value, done } = await read(reader);
             if (done) break;
             for (const frame of parser.push(value)) {
-              if (frame.id) lastId = frame.id;
               // The event is its data's type, never the frame's `event:` name, and a failed
               // connection is an exception below, never an event: the contract's terminal
               // `event: error` and a dropped connection (EventSource's `error`) cannot be confused.
@@ -381,6 +381,9 @@
         } finally {
           reader.cancel().catch(() => {});
           if (parser.retryMs !== undefined) floorMs = parser.retryMs;
+          // The parser's last event ID, which an event with an id and no data sets too (WHATWG, as
+          // the Go client): it was taken from dispatched frames only, so such an id was not sent.
+          lastId = parser.lastId;
         }
       }
       failures++;

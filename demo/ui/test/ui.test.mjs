@@ -677,6 +677,24 @@ describe('the reference page in Chromium', () => {
     page.off('console', onConsole);
   });
 
+  test('an event with an id and no data is the Last-Event-ID the resume sends, as in Go', async () => {
+    // The first connection carries only `id: 1` and a blank line (an event with no data), then
+    // ends: nothing is dispatched, but 1 is the stream's last event ID. The page resumed from
+    // the start, sending none.
+    const streams = [];
+    await page.route('**/v1/asks/*/events', (r) => {
+      streams.push(r.request().headers()['last-event-id'] ?? '');
+      return streams.length === 1 ? r.fulfill({ status: 200, contentType: 'text/event-stream', body: ': ask events\nid: 1\n\n' }) : r.continue();
+    });
+    try {
+      const turn = await ask('How many sev1 incidents did we have in 2026-Q2?');
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      assert.deepEqual(streams, ['', '1']);
+    } finally {
+      await page.unroute('**/v1/asks/*/events');
+    }
+  });
+
   test('an event that is not JSON is final: said without its data, and not resumed', async () => {
     // The page once skipped such a frame, and then reconnected to the same stream eight times.
     const streams = [];

@@ -327,10 +327,13 @@
     let lastId = '';
     let lastSeq = 0;
     let failures = 0;
-    let floorMs = 0;
+    let retryMs = 0; // the server's retry: field, which holds until it sends another
     for (;;) {
       let resp = null;
       let cause = 'the stream ended before its last event';
+      // A refusal's Retry-After is that refusal's: it raises the wait before the next connection
+      // only, as in Go (it held for every reconnect after it).
+      let floorMs = 0;
       try {
         const headers = authHeaders({ Accept: 'text/event-stream' });
         if (lastId) headers['Last-Event-ID'] = lastId;
@@ -344,7 +347,7 @@
         try { problem = await resp.json(); } catch { problem = null; }
         const err = new ProblemError(resp.status, problem, retryAfterMs(resp.headers.get('Retry-After')));
         if (!resumable(resp.status)) throw err;
-        floorMs = Math.max(floorMs, err.retryAfterMs);
+        floorMs = err.retryAfterMs;
         cause = `HTTP ${resp.status}: ${err.message}`;
       }
       if (resp && resp.ok && !/^text\/event-stream\s*(;|$)/i.test(resp.headers.get('Content-Type') || '')) {
@@ -380,7 +383,7 @@
           cause = e.message;
         } finally {
           reader.cancel().catch(() => {});
-          if (parser.retryMs !== undefined) floorMs = parser.retryMs;
+          if (parser.retryMs !== undefined) retryMs = parser.retryMs;
           // The parser's last event ID, which an event with an id and no data sets too (WHATWG, as
           // the Go client): it was taken from dispatched frames only, so such an id was not sent.
           lastId = parser.lastId;
@@ -389,7 +392,7 @@
       failures++;
       if (failures > 8) throw new Error('the event stream could not be resumed');
       const backoff = Math.min(250 * 2 ** failures, MAX_WAIT_MS) * Math.random() + 100;
-      const wait = Math.min(Math.max(backoff, floorMs), MAX_WAIT_MS);
+      const wait = Math.min(Math.max(backoff, retryMs, floorMs), MAX_WAIT_MS);
       // Never silently, as a call's retry: the console says why the stream paused.
       console.warn(`ask: the event stream: reconnecting (attempt ${failures + 1}) in ${Math.round(wait)} ms: ${cause}`);
       await sleep(wait, signal);

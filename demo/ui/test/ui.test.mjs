@@ -695,6 +695,31 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('a refused stream’s Retry-After holds for the next connection only, as in Go', async () => {
+    // A 503 with Retry-After: 4, then two connections that end at once: their own backoff (at
+    // most 1.1 s and 2.1 s), not the 503's 4 s again, as the page did, before the real stream.
+    const at = [];
+    await page.route('**/v1/asks/*/events', (r) => {
+      at.push(Date.now());
+      if (at.length === 1) {
+        return r.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'Retry-After': '4' },
+          body: JSON.stringify({ type: 'about:blank', title: 'x', status: 503 }) });
+      }
+      return at.length <= 3 ? r.fulfill({ status: 200, contentType: 'text/event-stream', body: ': ask events\n' }) : r.continue();
+    });
+    try {
+      const turn = await ask('How many sev1 incidents did we have in 2026-Q2?');
+      assert.equal(await turn.getAttribute('data-outcome'), 'answer');
+      assert.equal(at.length, 4);
+      assert.ok(at[1] - at[0] >= 3900, `resumed ${at[1] - at[0]} ms after the 503, before its Retry-After`);
+      for (const i of [2, 3]) assert.ok(at[i] - at[i - 1] < 3500, `connection ${i + 1} waited out the earlier Retry-After again (${at[i] - at[i - 1]} ms)`);
+    } finally {
+      await page.unroute('**/v1/asks/*/events');
+      const i = problems.findIndex((p) => p.includes('status of 503') && p.includes('/events'));
+      if (i >= 0) problems.splice(i, 1);
+    }
+  });
+
   test('an event that is not JSON is final: said without its data, and not resumed', async () => {
     // The page once skipped such a frame, and then reconnected to the same stream eight times.
     const streams = [];

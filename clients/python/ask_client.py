@@ -515,7 +515,13 @@ def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = la
     size = 0
     frame_id = None
     too_large = lambda: ProtocolError(f"event stream for {ticket}: a line or an event exceeds {max_size} bytes")
+    first = True
     for raw in _lines(resp, max_size, too_large):
+        if first:
+            # A BOM opening the stream is dropped (WHATWG, as the Go and TypeScript clients): it
+            # made the first line's field "\ufeffdata", ignored, and its event was lost.
+            first = False
+            raw = raw.removeprefix(b"\xef\xbb\xbf")
         # As the WHATWG rules and a browser: bytes that are not UTF-8 are U+FFFD, not a failed connection.
         line = raw.decode("utf-8", errors="replace")
         if line == "":

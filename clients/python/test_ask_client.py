@@ -673,6 +673,14 @@ class RetryTest(unittest.TestCase):
         # The drops' own backoff (jittered, at most 0.4 s and 0.8 s), not the 503's 3 s again.
         self.assertLess(max(waits[1:]), 1.0, waits)
 
+    def test_a_bom_opening_the_stream_is_dropped(self):
+        # As the WHATWG rules, the Go and TypeScript clients: the first line's field was read as
+        # "\ufeffdata" and ignored, and its event lost.
+        events = [{"seq": 1, "type": "error", "kind": "internal", "message": "m"}, {"seq": 2, "type": "done"}]
+        sse = "\ufeff" + "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+        c, _, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, sse.encode())], [])))
+        self.assertEqual([e["seq"] for e in c.events("t_1")], [1, 2])
+
     def test_the_cli_says_a_stream_reconnect_on_stderr(self):
         # As the Go CLI: a stream that pauses to reconnect says so, never silently.
         events = [{"seq": 1, "type": "abstention", "terms": ["churn"]}, {"seq": 2, "type": "done", "steps": 0}]

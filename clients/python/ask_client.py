@@ -188,11 +188,26 @@ def _redacted(text: str) -> str:
 
 
 def mint_dev_token(idp_url: str, oid: str) -> str:
-    """A bearer for oid from the development identity provider (POST /token, loopback only)."""
+    """A bearer for oid from the development identity provider (POST /token, loopback only).
+    A reply that names no access_token (a page, another server at --idp) is a ProtocolError, and
+    a failure to reach it an OSError, each naming the provider: the CLI printed a traceback (a
+    JSONDecodeError, a KeyError) or a bare "Connection refused" that read as the service's."""
     body = urllib.parse.urlencode({"oid": oid}).encode()
     req = urllib.request.Request(idp_url.rstrip("/") + "/token", data=body, method="POST")
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return json.load(resp)["access_token"]
+    shown = _redacted(idp_url.rstrip("/"))
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            raw = resp.read()
+    except (OSError, http.client.HTTPException) as e:
+        reason = e.reason if isinstance(e, urllib.error.URLError) and not isinstance(e, urllib.error.HTTPError) else e
+        raise OSError(f"could not mint a token from the development identity provider at {shown}: {reason}") from None
+    try:
+        token = json.loads(raw).get("access_token")
+    except (ValueError, AttributeError):
+        token = None
+    if not isinstance(token, str) or token == "":
+        raise ProtocolError(f"the development identity provider at {shown} sent no access_token")
+    return token
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

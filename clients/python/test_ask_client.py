@@ -152,6 +152,40 @@ class IdPFromTheEnvironmentTest(unittest.TestCase):
         self.assertEqual(code, 1, "nothing listens at --url")
 
 
+    def test_an_idp_that_sends_no_token_is_said_without_a_traceback(self):
+        # A page, JSON without access_token, JSON that is not an object: a JSONDecodeError, a
+        # KeyError and a TypeError escaped main as tracebacks.
+        for body in (b"<html>sign in</html>", b'{"token":"x"}', b"[1]"):
+            class IdP(http.server.BaseHTTPRequestHandler):
+                def log_message(self, *args):
+                    pass
+
+                def do_POST(self):
+                    self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+
+            idp = FakeStreamTest.serve(self, IdP).removesuffix("/ask")
+            err = io.StringIO()
+            with mock.patch.dict(os.environ):
+                os.environ.pop("ASK_TOKEN", None)
+                code = ask_client.main(["--url", f"http://127.0.0.1:{closed_port()}/ask", "--idp", idp, "q"], io.StringIO(), err)
+            self.assertEqual(code, 1, body)
+            self.assertIn(f"the development identity provider at {idp} sent no access_token", err.getvalue())
+
+    def test_an_idp_that_is_not_listening_is_named(self):
+        idp = f"http://127.0.0.1:{closed_port()}"
+        err = io.StringIO()
+        with mock.patch.dict(os.environ):
+            os.environ.pop("ASK_TOKEN", None)
+            code = ask_client.main(["--url", f"http://127.0.0.1:{closed_port()}/ask", "--idp", idp, "q"], io.StringIO(), err)
+        self.assertEqual(code, 1)
+        self.assertIn(f"could not mint a token from the development identity provider at {idp}", err.getvalue())
+
+
 class PrintableTest(unittest.TestCase):
     def test_controls_are_shown_as_escapes(self):
         # What a steered model or source could send: erase the line, write a forged one, hide text.

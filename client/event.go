@@ -65,8 +65,9 @@ func (e Event) IsDone() bool {
 
 // decodeEvent decodes one frame's data. The type comes from the data's own "type" (the
 // contract's discriminator), falling back to the SSE event name; the seq from the data, falling
-// back to the SSE id. An unknown type yields an UnknownEvent; a known type whose data does not
-// decode is an error, since no retry can repair it.
+// back to the SSE id. Data that is not JSON (or is an array, a string, a number) is an error
+// whatever the type; an unknown type's JSON yields an UnknownEvent; a known type whose data does
+// not decode is an error, since no retry can repair it.
 func decodeEvent(f frame) (Event, error) {
 	var head struct {
 		Type *string `json:"type"`
@@ -84,10 +85,8 @@ func decodeEvent(f frame) (Event, error) {
 	} else if n, err := strconv.ParseInt(f.id, 10, 64); err == nil {
 		ev.Seq = n
 	}
-	if !ev.Type.Valid() {
-		ev.Value = UnknownEvent{Type: typ, Seq: ev.Seq, Data: raw}
-		return ev, nil
-	}
+	// Data that does not decode is final whatever the type: an unknown type's too, which was
+	// passed on as an UnknownEvent (whose Data is one JSON object) and the stream went on.
 	if headErr != nil {
 		// Never the decoder's message: a syntax error quotes the character it could not read,
 		// and an accepted event's data is the question.
@@ -96,6 +95,10 @@ func decodeEvent(f frame) (Event, error) {
 			return Event{}, fmt.Errorf("client: %s event %d is not JSON (at byte %d)", typ, ev.Seq, syn.Offset)
 		}
 		return Event{}, fmt.Errorf("client: %s event %d is not a JSON object", typ, ev.Seq)
+	}
+	if !ev.Type.Valid() {
+		ev.Value = UnknownEvent{Type: typ, Seq: ev.Seq, Data: raw}
+		return ev, nil
 	}
 	var u gen.Event
 	if err := u.UnmarshalJSON(raw); err != nil {

@@ -30,6 +30,28 @@ func TestNotJSONEventErrorHoldsNoneOfItsData(t *testing.T) {
 	}
 }
 
+// So is one whose data is not JSON and whose type is not the contract's (no event name, or one
+// this client does not know): it was passed on as an UnknownEvent holding the data as sent, its
+// seq taken from the frame's id, and the stream went on, where every other client ends it.
+func TestNotJSONEventOfUnknownTypeIsFinal(t *testing.T) {
+	for _, head := range []string{"id: 1\n", "id: 1\nevent: thought\n"} {
+		c := memClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			_, _ = io.WriteString(w, head+"data: How many sev1 incidents did we have?\n\n")
+		}), client.Options{})
+		var last error
+		for ev, err := range c.Events(t.Context(), "tk", client.EventsOptions{}) {
+			if err == nil {
+				t.Errorf("%q: delivered %T, want an error", head, ev.Value)
+			}
+			last = err
+		}
+		if last == nil || !strings.Contains(last.Error(), "event 1") || strings.Contains(last.Error(), "How") {
+			t.Errorf("%q: error %v: want one naming event 1 and none of its data", head, last)
+		}
+	}
+}
+
 // A success whose body is not the service's JSON — a sign-in portal's or a web server's page at
 // the URL, a proxy that rewrote the reply — is an *UnexpectedResponseError, tried once. It read
 // as the service's refusal ("ask createAsk: 202 Accepted", which `ask` printed as "the service

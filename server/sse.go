@@ -89,6 +89,9 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 	// a read for its client's timeouts and retries, tens of seconds in all, and keep-alives are
 	// written only between reads, so a gateway's idle timeout cut streams mid-stall. Bounded,
 	// the stream writes its keep-alive at most half an interval late, and reads again.
+	// A read cut at that bound is not taken up again from nothing, though: a Redis that answers
+	// each read, only later than the bound (busy, or far away), would then never finish one, and
+	// the stream would write keep-alives and no event for ever (patientRead).
 	readWithin := max(s.opts.KeepAlive/2, 50*time.Millisecond)
 	for {
 		var b store.Batch
@@ -96,7 +99,14 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 		if shared {
 			rctx, cancel := context.WithTimeout(ctx, readWithin)
 			b, err = s.store.Read(rctx, ticket, cursor)
+			cut := rctx.Err() != nil && ctx.Err() == nil
 			cancel()
+			if cut && err != nil {
+				var ok bool
+				if b, err, ok = s.patientRead(ctx, out, keepAlive, ticket, cursor); !ok {
+					return
+				}
+			}
 		} else {
 			b, err = s.store.Read(ctx, ticket, cursor)
 		}
@@ -167,6 +177,41 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 		case <-s.closing:
 			closing = true // deliver what the log holds now, then close
 		}
+	}
+}
+
+// patientRead reads the log after cursor once more, bounded only by ctx (and the store's own
+// timeouts), for a read that outlasted follow's bound: the store is slow, or away. The read
+// goes on, on a goroutine of its own, while the stream writes its keep-alives on schedule; it
+// answers the read's result, or ok false when the stream is over (the client left, a write
+// failed, the server is closing), once the read has returned.
+func (s *Server) patientRead(ctx context.Context, out *sseWriter, keepAlive *time.Ticker, ticket string, cursor int64) (b store.Batch, err error, ok bool) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		b   store.Batch
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		b, err := s.store.Read(rctx, ticket, cursor)
+		res <- result{b, err}
+	}()
+	for {
+		select {
+		case r := <-res:
+			return r.b, r.err, ctx.Err() == nil
+		case <-keepAlive.C:
+			out.comment(": keepalive\n\n")
+			if out.flush() == nil {
+				continue
+			}
+		case <-ctx.Done():
+		case <-s.closing:
+		}
+		cancel()
+		<-res
+		return store.Batch{}, nil, false
 	}
 }
 

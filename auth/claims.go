@@ -39,6 +39,9 @@ func (c *claims) UnmarshalJSON(b []byte) error {
 		if !numberOrNull(d.raw) {
 			return &notNumberError{claim: d.claim}
 		}
+		if !inDateRange(d.raw) {
+			return &outOfRangeError{claim: d.claim}
+		}
 	}
 	type plain claims // the same fields without this method, which would otherwise recurse
 	return json.Unmarshal(b, (*plain)(c))
@@ -52,6 +55,31 @@ func numberOrNull(raw json.RawMessage) bool {
 	}
 	return raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9'
 }
+
+// The NumericDates this package takes: years 1 to 9999, as RFC 3339 writes them. golang-jwt
+// converts a date to whole seconds with int64(f), which for a float beyond the int64 range gives
+// the most negative int64 on amd64: an nbf or iat of 1e19 was read as a date in the distant past
+// and the token accepted, though its issuer said it is not valid until then.
+const (
+	minNumericDate = -62135596800 // 0001-01-01T00:00:00Z
+	maxNumericDate = 253402300799 // 9999-12-31T23:59:59Z
+)
+
+// inDateRange reports whether raw, a JSON number or null (numberOrNull), is null or absent or
+// a date from minNumericDate to maxNumericDate.
+func inDateRange(raw json.RawMessage) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return true
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return err == nil && minNumericDate <= f && f <= maxNumericDate
+}
+
+// outOfRangeError is a NumericDate claim (exp, nbf or iat) that is a number outside
+// minNumericDate to maxNumericDate.
+type outOfRangeError struct{ claim string }
+
+func (e *outOfRangeError) Error() string { return e.claim + " claim is out of range" }
 
 // notNumberError is a NumericDate claim (exp, nbf or iat) that is not a JSON number.
 type notNumberError struct{ claim string }

@@ -170,6 +170,7 @@ var (
 // decoded before it failed (claims validation runs last, so c is complete when that fails).
 func (v *Validator) classify(err error, c *claims) *Error {
 	var notNumber *notNumberError
+	var outOfRange *outOfRangeError
 	switch {
 	case errors.Is(err, errCrit):
 		return invalidToken("token header has a crit parameter: no critical extension is understood", err)
@@ -183,6 +184,8 @@ func (v *Validator) classify(err error, c *claims) *Error {
 		return invalidToken("signing key is unknown", err)
 	case errors.As(err, &notNumber):
 		return invalidToken("token "+notNumber.claim+" claim is not a number", err)
+	case errors.As(err, &outOfRange):
+		return invalidToken("token "+outOfRange.claim+" claim is out of range", err)
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return invalidToken("token is malformed", err)
 	case errors.Is(err, jwt.ErrTokenUnverifiable):

@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"io"
@@ -185,6 +186,23 @@ func TestValidatorTable(t *testing.T) {
 		}, wantCode: auth.CodeInvalidToken, wantDesc: "token exp claim is not a number"},
 		{name: "exp with a fraction", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": float64(time.Now().Add(time.Hour).Unix()) + 0.5} }))
+		}, wantOID: "alice"},
+		// golang-jwt turns a date beyond the int64 range into the most negative int64: an nbf or
+		// iat so far ahead was read as long past, and the token accepted.
+		{name: "nbf beyond the int64 range", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"nbf": 1e19} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token nbf claim is out of range"},
+		{name: "iat beyond the int64 range", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"iat": 1e300} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token iat claim is out of range"},
+		{name: "nbf after year 9999", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"nbf": 253402300800} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token nbf claim is out of range"},
+		{name: "exp beyond the float range", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": json.RawMessage("1e400")} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token exp claim is out of range"},
+		{name: "exp in year 9999", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": 253402300799} }))
 		}, wantOID: "alice"},
 		{name: "nbf in the future", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.NotBefore = time.Now().Add(10 * time.Minute) }))

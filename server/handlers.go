@@ -500,20 +500,24 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Ticket{}, err
 	}
-	if err != nil && s.lostID(ctx, id) {
+	owner := ownerOf(c)
+	if (err != nil || !sameOwner(t.Owner, owner)) && s.lostID(ctx, id) {
 		// A shared store restarted without persistence. If the ticket was running, its
 		// replica re-creates it, ended error{interrupted}, once it notices (run.restoreVia: at
 		// its next write or lease check, or when its notifications re-subscribe): a status
 		// or a stream's reconnection in between waits for that, as an open stream does
-		// (follow), rather than answer that it was lost for good.
-		if t, err = s.awaitRestored(ctx, id); err != nil {
+		// (follow), rather than answer that it was lost for good. Someone else's ticket,
+		// restored, is waited for and answered as one the restart lost for good, as any
+		// other id of that generation is: answered at once with the plain 404, it showed
+		// that the id was a ticket that survived.
+		if t, err = s.awaitRestored(ctx, id, owner); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return store.Ticket{}, errLost
 			}
 			return store.Ticket{}, err
 		}
 	}
-	if owned := sameOwner(t.Owner, ownerOf(c)); !owned || err != nil || t.Shredded {
+	if owned := sameOwner(t.Owner, owner); !owned || err != nil || t.Shredded {
 		// A shredded ticket (its seal key dropped) reads as gone: its log no longer opens,
 		// and a stream of it was a 200 with no event that never reached done.
 		return store.Ticket{}, errNotFound
@@ -522,11 +526,11 @@ func (s *Server) ownedTicket(c echo.Context, id string) (store.Ticket, error) {
 }
 
 // awaitRestored reads again (rereadTicket) a ticket of an earlier generation of a shared store,
-// which its runner may be restoring; it answers ErrNotFound when the ticket stays gone, and at
-// once for a store in this process.
-func (s *Server) awaitRestored(ctx context.Context, id string) (store.Ticket, error) {
-	tk, err, ok := s.rereadTicket(ctx, id, func(_ store.Ticket, err error) bool {
-		return !errors.Is(err, store.ErrNotFound)
+// which its runner may be restoring; it answers ErrNotFound when the ticket stays gone or is
+// not owner's, and at once for a store in this process.
+func (s *Server) awaitRestored(ctx context.Context, id string, owner store.Owner) (store.Ticket, error) {
+	tk, err, ok := s.rereadTicket(ctx, id, func(t store.Ticket, err error) bool {
+		return err != nil && !errors.Is(err, store.ErrNotFound) || err == nil && sameOwner(t.Owner, owner)
 	})
 	if !ok {
 		return store.Ticket{}, store.ErrNotFound

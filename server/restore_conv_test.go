@@ -22,6 +22,7 @@ import (
 // probe of two replicas on redis-server. The conversation is gone, as the restart's others are:
 // 404 "lost", to its owner and to anyone else alike. A conversation whose first ask was the one
 // running lost nothing else, and is still restored with its turn (TestRestartLosesEverything).
+// The restored ticket, to anyone but its owner, is as lost as any other id of its generation.
 func TestRestartForgetsAConversationItCannotRestoreWhole(t *testing.T) {
 	srv := redistest.Start(t)
 	st := replicaStoreWith(t, srv, redisstore.Options{Prefix: "wipedconv:" + rand.Text() + ":", Lease: 5 * time.Second})
@@ -52,6 +53,18 @@ func TestRestartForgetsAConversationItCannotRestoreWhole(t *testing.T) {
 	}
 	if r := h.status(alice, ticket); r.StatusCode() != http.StatusOK || r.JSON200 == nil || r.JSON200.State != gen.AskStateError {
 		t.Fatalf("the restored ticket: %d %s, want state error", r.StatusCode(), r.Body)
+	}
+	// Someone else's restored ticket answers as an id of the same generation that names
+	// nothing: bob was answered the plain 404 at once for alice's, and 404 "lost" after the
+	// rereads for a made-up one, so the difference told him her ticket survived the restart.
+	gen, rest, _ := strings.Cut(strings.TrimPrefix(ticket, "t_"), "-")
+	madeUp := "t_" + gen + "-" + strings.Repeat("A", 26) + rest[26:]
+	for _, tk := range []string{ticket, madeUp} {
+		r := h.status(bob, tk)
+		p := problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusNotFound)
+		if p.Detail == nil || !strings.HasPrefix(*p.Detail, "lost") {
+			t.Errorf("bob's status of %s (alice's restored ticket: %v): %d %s, want 404 lost", tk, tk == ticket, r.StatusCode(), r.Body)
+		}
 	}
 	for _, tok := range []string{alice, bob} {
 		r := first.askRaw(tok, conv, "How many deployments did that team ship in 2026-Q3?")

@@ -147,6 +147,10 @@ func TestHostileTokensAreRefusedAndCreateNothing(t *testing.T) {
 		{"not valid before an hour from now", func(t *testing.T) string {
 			return mint(t, p, idp.Claims{OID: "alice", NotBefore: time.Now().Add(time.Hour)})
 		}, "token is not valid yet"},
+		// beyond the int64 range, golang-jwt's conversion made it a date long past
+		{"not valid before 1e19", func(t *testing.T) string {
+			return mint(t, p, idp.Claims{OID: "alice", Extra: map[string]any{"nbf": 1e19}})
+		}, "token nbf claim is out of range"},
 		{"wrong issuer", func(t *testing.T) string { return mint(t, p, idp.Claims{OID: "alice", Issuer: "http://evil.example"}) }, "issuer is not accepted"},
 		{"wrong audience", func(t *testing.T) string { return mint(t, p, idp.Claims{OID: "alice", Audience: "other-api"}) }, "audience is not accepted"},
 		{"no scope", func(t *testing.T) string {

@@ -23,28 +23,54 @@ type claims struct {
 // UnmarshalJSON refuses an exp, nbf or iat that is not a JSON number, as RFC 7519 §2 defines a
 // NumericDate: golang-jwt decodes them through json.Number, which also takes a string holding a
 // number ("exp":"1796394415"). null is left to mean absent, as golang-jwt reads it.
+//
+// It reads claim names case-sensitively (RFC 7519 §4): encoding/json matches a member to a field
+// whatever its case, so a token with "OID" and no "oid" was taken as that identity, and one with
+// "AUD" and "EXP" as having an audience and an expiry. A member whose name differs from a claim
+// this package reads only in case is another claim, not understood, and ignored (§4).
 func (c *claims) UnmarshalJSON(b []byte) error {
-	var dates struct {
-		Exp json.RawMessage `json:"exp"`
-		Nbf json.RawMessage `json:"nbf"`
-		Iat json.RawMessage `json:"iat"`
-	}
-	if err := json.Unmarshal(b, &dates); err != nil {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
 		return err
 	}
-	for _, d := range [...]struct {
-		claim string
-		raw   json.RawMessage
-	}{{"exp", dates.Exp}, {"nbf", dates.Nbf}, {"iat", dates.Iat}} {
-		if !numberOrNull(d.raw) {
-			return &notNumberError{claim: d.claim}
+	folded := false
+	for name := range members {
+		if foldsToRead(name) {
+			delete(members, name)
+			folded = true
 		}
-		if !inDateRange(d.raw) {
-			return &outOfRangeError{claim: d.claim}
+	}
+	if folded {
+		var err error
+		if b, err = json.Marshal(members); err != nil {
+			return err
+		}
+	}
+	for _, claim := range [...]string{"exp", "nbf", "iat"} {
+		raw := members[claim]
+		if !numberOrNull(raw) {
+			return &notNumberError{claim: claim}
+		}
+		if !inDateRange(raw) {
+			return &outOfRangeError{claim: claim}
 		}
 	}
 	type plain claims // the same fields without this method, which would otherwise recurse
 	return json.Unmarshal(b, (*plain)(c))
+}
+
+// readNames are the claims claims decodes (its fields' and jwt.RegisteredClaims' JSON names).
+var readNames = [...]string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "oid", "tid", "scope", "scp"}
+
+// foldsToRead reports whether name is not one of readNames but encoding/json would decode it
+// into one (its case folding, which strings.EqualFold shares: "OID", or "ſcope" with a long s).
+func foldsToRead(name string) bool {
+	for _, r := range readNames {
+		if name != r && strings.EqualFold(name, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // numberOrNull reports whether raw, one valid JSON value as the decoder hands it over (or

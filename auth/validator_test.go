@@ -204,6 +204,22 @@ func TestValidatorTable(t *testing.T) {
 		{name: "exp in year 9999", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": 253402300799} }))
 		}, wantOID: "alice"},
+		// RFC 7519 §4: claim names are case-sensitive; encoding/json matches them in any case.
+		{name: "OID instead of oid", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.OID = ""; c.Extra = map[string]any{"OID": "mallory"} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no oid claim"},
+		{name: "AUD instead of aud", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"aud": nil, "AUD": "das"} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no aud claim"},
+		{name: "Exp instead of exp", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"exp": nil, "Exp": time.Now().Add(time.Hour).Unix()} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has no exp claim"},
+		{name: "scope with a long s (folds to scope)", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"scope": nil, "\u017fcope": "das"} }))
+		}, wantCode: auth.CodeInsufficientScope, wantDesc: "token does not grant scope das"},
+		{name: "OID beside oid names nobody else", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"OID": "mallory", "Oid": "mallory", "TID": "other"} }))
+		}, wantOID: "alice"},
 		{name: "nbf in the future", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.NotBefore = time.Now().Add(10 * time.Minute) }))
 		}, wantCode: auth.CodeInvalidToken, wantDesc: "token is not valid yet"},

@@ -158,6 +158,9 @@ func TestHostileTokensAreRefusedAndCreateNothing(t *testing.T) {
 		}, "token does not grant scope das"},
 		{"insufficient scope", func(t *testing.T) string { return mint(t, p, idp.Claims{OID: "alice", Scope: "read write"}) }, "token does not grant scope das"},
 		{"no oid", func(t *testing.T) string { return mint(t, p, idp.Claims{}) }, "token has no oid claim"},
+		{"OID, not oid", func(t *testing.T) string {
+			return mint(t, p, idp.Claims{Extra: map[string]any{"OID": "alice"}})
+		}, "token has no oid claim"},
 		{"no exp", func(t *testing.T) string {
 			return mint(t, p, idp.Claims{OID: "alice", Extra: map[string]any{"exp": nil}})
 		}, "token has no exp claim"},

@@ -1,13 +1,17 @@
 package auth
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/das-ask/ask/internal/jsontext"
 )
 
 // claims are the parts of a token this package reads. A claim of the wrong JSON type makes the
@@ -28,7 +32,14 @@ type claims struct {
 // whatever its case, so a token with "OID" and no "oid" was taken as that identity, and one with
 // "AUD" and "EXP" as having an audience and an expiry. A member whose name differs from a claim
 // this package reads only in case is another claim, not understood, and ignored (§4).
+//
+// And it refuses claims that are not UTF-8 (RFC 7519 §7.2) or that escape an unpaired surrogate:
+// encoding/json reads either as U+FFFD, so tokens whose oids were "v\xff", "v\xfe" and
+// "v\ud800" were one identity, each reading the others' tickets and conversations.
 func (c *claims) UnmarshalJSON(b []byte) error {
+	if !utf8.Valid(b) || bytes.IndexByte(b, '\\') >= 0 && jsontext.LoneSurrogate(b) {
+		return errNotText
+	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(b, &members); err != nil {
 		return err
@@ -58,6 +69,10 @@ func (c *claims) UnmarshalJSON(b []byte) error {
 	type plain claims // the same fields without this method, which would otherwise recurse
 	return json.Unmarshal(b, (*plain)(c))
 }
+
+// errNotText is a claims set that does not spell its strings in UTF-8 (golang-jwt reports it as
+// a malformed token).
+var errNotText = errors.New("claims are not UTF-8 text: invalid UTF-8 or an escaped unpaired surrogate")
 
 // readNames are the claims claims decodes (its fields' and jwt.RegisteredClaims' JSON names).
 var readNames = [...]string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "oid", "tid", "scope", "scp"}

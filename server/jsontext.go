@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/das-ask/ask/internal/jsontext"
 )
 
 // jsonText refuses, before the contract is checked, a JSON request body that the decoders
@@ -80,66 +82,13 @@ func jsonTextProblem(b []byte) (detail, violation string) {
 		return "the request body is not valid UTF-8", "body: not valid UTF-8"
 	case !json.Valid(b):
 		return "the request body is not one well-formed JSON value", "body: not well-formed"
-	case bytes.IndexByte(b, '\\') >= 0 && loneSurrogate(b):
+	case bytes.IndexByte(b, '\\') >= 0 && jsontext.LoneSurrogate(b):
 		return "the request body holds a \\u escape of an unpaired UTF-16 surrogate, which is no character",
 			"body: an escaped unpaired surrogate (\\uD800-\\uDFFF)"
 	case repeatedName(b):
 		return "the request body names a member more than once in one object", "body: a member name repeated in one object"
 	}
 	return "", ""
-}
-
-// loneSurrogate reports whether b, a well-formed JSON text, escapes a surrogate (\uD800–\uDFFF)
-// that is not the high half of a pair followed at once by its low half. Outside strings a
-// backslash cannot occur in a well-formed text, so every one read here is inside a string.
-func loneSurrogate(b []byte) bool {
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		i++ // the escaped character
-		if i >= len(b) || b[i] != 'u' {
-			continue
-		}
-		r, ok := hex4(b, i+1)
-		i += 4
-		switch {
-		case !ok || r < 0xD800 || r > 0xDFFF:
-		case r >= 0xDC00: // a low half with no high half before it
-			return true
-		default: // a high half: its low half must follow as the next escape
-			if i+2 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
-				return true
-			}
-			lo, ok := hex4(b, i+3)
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return true
-			}
-			i += 6
-		}
-	}
-	return false
-}
-
-// hex4 is the value of the four hex digits at b[i:i+4].
-func hex4(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case 'a' <= c && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // repeatedName reports whether an object in b, a well-formed JSON text (so nested at most

@@ -335,7 +335,7 @@ func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	oid := cfg.oid
 	if cfg.token != "" {
 		tokens = client.StaticToken(cfg.token)
-		oid = firstOf(oidOf(cfg.token), oid)
+		oid = firstOf(identityOf(cfg.token), oid)
 	} else {
 		src := &idpSource{url: cfg.idp, oid: cfg.oid, http: httpClient}
 		if _, err := src.Token(ctx); err != nil {

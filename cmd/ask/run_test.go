@@ -19,6 +19,7 @@ import (
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/auth"
 	askconfig "github.com/das-ask/ask/config"
+	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/idp/idptest"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/server"
@@ -397,6 +398,34 @@ func TestRunContinueExpired(t *testing.T) {
 	}
 	if last, _ := st.last(stateKey(f.url, "alice")); last == "c_gone" || last == "" {
 		t.Errorf("state still names %q, want the new conversation", last)
+	}
+}
+
+// The same oid in two tenants is two identities (SECURITY.md), and --continue remembers each
+// one's conversation apart: keyed by the oid alone, the second asked in the first's
+// conversation (404, "has expired"), and its new one then took the first's place.
+func TestRunContinueKeepsTenantsApart(t *testing.T) {
+	f := start(t)
+	env := f.env(t)
+	tok := func(tid string) string {
+		s, err := f.idp.Mint(idp.Claims{OID: "alice", Extra: map[string]any{"tid": tid}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := tok("tenant-a"), tok("tenant-b")
+	for i, step := range []struct{ tok, want string }{
+		{a, "No earlier conversation to continue"},
+		{b, "No earlier conversation to continue"},
+		{a, ""},
+		{b, ""},
+	} {
+		code, _, stderr := f.run(t.Context(), env, "--token", step.tok, "--continue", "answer")
+		if code != exitAnswer || !strings.Contains(stderr, step.want) || strings.Contains(stderr, "has expired") ||
+			step.want == "" && strings.Contains(stderr, "starting a new one") {
+			t.Fatalf("ask %d: exit %d, stderr %q; want an answer, %q, and no conversation replaced", i+1, code, stderr, step.want)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -77,24 +78,40 @@ func (s *idpSource) Token(ctx context.Context) (string, error) {
 	return s.token, nil
 }
 
-// oidOf reads the unverified `oid` claim of a JWT, to key the state file by identity. The token
-// is never stored; an unreadable token yields "".
-func oidOf(token string) string {
+// oidOf reads the unverified `oid` claim of a JWT. The token is never stored; an unreadable
+// token yields "".
+func oidOf(token string) string { oid, _ := claimsOf(token); return oid }
+
+// identityOf names a JWT's identity, unverified, as the service owns by it: its oid and, when
+// it has one, its tenant (`tid`), to key the state file. Keyed by the oid alone, the same oid
+// in two tenants shared one entry: --continue as one asked in the other's conversation (a 404,
+// then a new one that the other's --continue then found in its place). "" when unreadable.
+func identityOf(token string) string {
+	oid, tid := claimsOf(token)
+	if oid == "" || tid == "" {
+		return oid
+	}
+	return oid + " tid=" + strconv.Quote(tid)
+}
+
+// claimsOf reads the unverified `oid` and `tid` claims of a JWT ("" for either it lacks).
+func claimsOf(token string) (oid, tid string) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return ""
+		return "", ""
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	var claims struct {
 		OID string `json:"oid"`
+		TID string `json:"tid"`
 	}
 	if json.Unmarshal(payload, &claims) != nil {
-		return ""
+		return "", ""
 	}
-	return claims.OID
+	return claims.OID, claims.TID
 }
 
 // errNoToken explains how to get a token when none could be had.

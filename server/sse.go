@@ -97,15 +97,9 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 		var b store.Batch
 		var err error
 		if shared {
-			rctx, cancel := context.WithTimeout(ctx, readWithin)
-			b, err = s.store.Read(rctx, ticket, cursor)
-			cut := rctx.Err() != nil && ctx.Err() == nil
-			cancel()
-			if cut && err != nil {
-				var ok bool
-				if b, err, ok = s.patientRead(ctx, out, keepAlive, ticket, cursor); !ok {
-					return
-				}
+			var ok bool
+			if b, err, ok = s.boundedRead(ctx, out, keepAlive, ticket, cursor, readWithin); !ok {
+				return
 			}
 		} else {
 			b, err = s.store.Read(ctx, ticket, cursor)
@@ -180,12 +174,30 @@ func (s *Server) follow(ctx context.Context, out *sseWriter, ticket string, curs
 	}
 }
 
+// boundedRead is follow's read of a shared store: bounded by within, and, cut at that bound,
+// taken up by patientRead; ok is false when the stream ended while it read. It is a function
+// of its own, out of line, so that its context and the patient read do not enlarge follow's
+// frame (logShrunk says why that matters).
+//
+//go:noinline
+func (s *Server) boundedRead(ctx context.Context, out *sseWriter, keepAlive *time.Ticker, ticket string, cursor int64, within time.Duration) (b store.Batch, err error, ok bool) {
+	rctx, cancel := context.WithTimeout(ctx, within)
+	b, err = s.store.Read(rctx, ticket, cursor)
+	cut := err != nil && rctx.Err() != nil
+	cancel()
+	if !cut || ctx.Err() != nil {
+		return b, err, true
+	}
+	b, err = s.patientRead(ctx, out, keepAlive, ticket, cursor)
+	return b, err, err != errStreamOver
+}
+
 // patientRead reads the log after cursor once more, bounded only by ctx (and the store's own
 // timeouts), for a read that outlasted follow's bound: the store is slow, or away. The read
 // goes on, on a goroutine of its own, while the stream writes its keep-alives on schedule; it
-// answers the read's result, or ok false when the stream is over (the client left, a write
-// failed, the server is closing), once the read has returned.
-func (s *Server) patientRead(ctx context.Context, out *sseWriter, keepAlive *time.Ticker, ticket string, cursor int64) (b store.Batch, err error, ok bool) {
+// answers the read's result, or errStreamOver when the stream is over (the client left, a
+// write failed, the server is closing), once the read has returned.
+func (s *Server) patientRead(ctx context.Context, out *sseWriter, keepAlive *time.Ticker, ticket string, cursor int64) (store.Batch, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -200,7 +212,10 @@ func (s *Server) patientRead(ctx context.Context, out *sseWriter, keepAlive *tim
 	for {
 		select {
 		case r := <-res:
-			return r.b, r.err, ctx.Err() == nil
+			if ctx.Err() != nil {
+				return store.Batch{}, errStreamOver
+			}
+			return r.b, r.err
 		case <-keepAlive.C:
 			out.comment(": keepalive\n\n")
 			if out.flush() == nil {
@@ -211,9 +226,12 @@ func (s *Server) patientRead(ctx context.Context, out *sseWriter, keepAlive *tim
 		}
 		cancel()
 		<-res
-		return store.Batch{}, nil, false
+		return store.Batch{}, errStreamOver
 	}
 }
+
+// errStreamOver is boundedRead's answer when the stream ended while it read: follow returns.
+var errStreamOver = errors.New("the stream is over")
 
 // logShrunk logs a stream's log found finished below the events it had sent (follow). It is
 // a function of its own, kept out of line, so that its call's arguments do not enlarge follow's

@@ -236,7 +236,7 @@ func storeFrom(e *Env) StoreConfig {
 		c.URL = v
 	default:
 		// The value may hold a password: say what is wanted, not what was given.
-		e.Failf("DAS_ASK_STORE", `: want "memory" or a redis://, rediss://, redis+cluster:// or redis+sentinel:// URL`)
+		e.Failf("DAS_ASK_STORE", `: want "memory" or a redis://, rediss://, redis+cluster://, rediss+cluster://, redis+sentinel:// or rediss+sentinel:// URL`)
 	}
 	c.Buckets = int(e.Int("DAS_ASK_REDIS_BUCKETS", 0, 0, 1024))
 	c.Lease = e.Seconds("DAS_ASK_LEASE_S", 0, 1, 3600)

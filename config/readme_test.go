@@ -115,3 +115,35 @@ func canonical(s string) string {
 	}
 	return s
 }
+
+// TestDocsNameEveryStoreURLForm: every URL form DAS_ASK_STORE accepts is named in the
+// README's row for it, in docs/scale-out.md's, and in the message an invalid value gets, so an
+// operator whose Redis Cluster or Sentinel speaks TLS finds the form to write.
+func TestDocsNameEveryStoreURLForm(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaleOut, err := os.ReadFile(filepath.Join("..", "docs", "scale-out.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, invalid := config.FromEnv(func(k string) (string, bool) { return "mysql://h", k == "DAS_ASK_STORE" })
+	if invalid == nil {
+		t.Fatal("DAS_ASK_STORE=mysql://h was accepted")
+	}
+	for _, scheme := range []string{"redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"} {
+		form := scheme + "://"
+		if _, err := config.FromEnv(func(k string) (string, bool) { return form + "127.0.0.1:6379/x", k == "DAS_ASK_STORE" }); err != nil {
+			t.Errorf("DAS_ASK_STORE=%s… refused: %v", form, err)
+		}
+		for name, doc := range map[string]string{"README.md": string(readme), "docs/scale-out.md": string(scaleOut)} {
+			if rows := readmeRows(doc, "DAS_ASK_STORE"); len(rows) != 1 || !strings.Contains(rows[0], "`"+form) {
+				t.Errorf("%s's DAS_ASK_STORE row does not name %s:\n%s", name, form, strings.Join(rows, "\n"))
+			}
+		}
+		if !strings.Contains(invalid.Error(), " "+form) {
+			t.Errorf("an invalid DAS_ASK_STORE's message does not name %s: %v", form, invalid)
+		}
+	}
+}

@@ -23,7 +23,8 @@ const slotMapWait = 500 * time.Millisecond
 // a setting to correct, which no retry gets past (askd exits 2 for it, 1 for a Redis it
 // cannot reach). The URL may carry a password, so it is never echoed.
 var ErrURL = errors.New(`redis store: the URL is not one of redis://, rediss:// (one server), ` +
-	`redis+cluster://host:port[,host:port...] (Redis Cluster) or redis+sentinel://host:port[,host:port...]/master[/db] (Sentinel)`)
+	`redis+cluster://host:port[,host:port...] (Redis Cluster) or redis+sentinel://host:port[,host:port...]/master[/db] (Sentinel), ` +
+	`rediss+cluster:// and rediss+sentinel:// for TLS`)
 
 // newClient opens the client a URL names, and for the Sentinel form also answers the
 // failover client's options, whose Sentinels and master the store watches itself (sentinel.go;

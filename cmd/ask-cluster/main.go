@@ -30,6 +30,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/das-ask/ask/config"
 )
 
 func main() {
@@ -110,6 +112,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  askd-%d  %s\n", i+1, u)
 	}
 	fmt.Fprintf(stdout, "  idp %s  source %s  llm-stub %s\n", c.IdPURL, c.SourceURL, c.StubURL)
-	fmt.Fprintln(stdout, `try: make ask Q="How many sev1 incidents did we have in 2026-Q2?"   (Ctrl-C stops the cluster)`)
+	fmt.Fprintln(stdout, tryLine(c.GatewayURL, c.IdPURL))
 	return c.Wait(ctx)
+}
+
+// tryLine is the banner's make ask line, with ASK_URL and ASK_IDP when the gateway or the IdP
+// moved off the addresses the CLI defaults to: without them make ask asks whatever holds
+// 127.0.0.1:8080, not this cluster.
+func tryLine(gateway, idp string) string {
+	env := ""
+	if gateway != config.DefaultClientURL {
+		env += "ASK_URL=" + gateway + " "
+	}
+	if idp != config.DefaultClientIdP {
+		env += "ASK_IDP=" + idp + " "
+	}
+	return "try: " + env + `make ask Q="How many sev1 incidents did we have in 2026-Q2?"   (Ctrl-C stops the cluster)`
 }

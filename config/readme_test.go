@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/config"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/webhook"
 )
 
 // readers are every reader of package config, each run over lookup for its error.
@@ -145,5 +148,74 @@ func TestDocsNameEveryStoreURLForm(t *testing.T) {
 		if !strings.Contains(invalid.Error(), " "+form) {
 			t.Errorf("an invalid DAS_ASK_STORE's message does not name %s: %v", form, invalid)
 		}
+	}
+}
+
+// TestReadmeDefaultsAreTheDefaults: a variable set to the default its row in README.md's (or
+// docs/scale-out.md's) Variable/Default tables states configures what leaving it unset does. The rows checked are those whose default is one
+// value a variable (`10`, `memory`, `json`, `info`); a default the reader leaves as zero for
+// its part to resolve (the Redis store's, the webhooks') is compared with that part's own.
+func TestReadmeDefaultsAreTheDefaults(t *testing.T) {
+	var tables []string
+	for _, doc := range []string{"README.md", "docs/scale-out.md"} {
+		b, err := os.ReadFile(filepath.Join("..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, string(b))
+	}
+	unset, err := config.FromEnv(func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Set explicitly, the admin address is one to listen on or fail (unset, the default's is
+	// skipped when taken): the same address, not the same leniency.
+	unset.Ops.AdminOptional = false
+	resolved := map[string]func(config.Config) any{
+		"DAS_ASK_LEASE_S":              func(c config.Config) any { return c.Store.Lease == redisstore.DefaultLease },
+		"DAS_ASK_REDIS_PREFIX":         func(c config.Config) any { return c.Store.Prefix == redisstore.DefaultPrefix },
+		"DAS_ASK_REDIS_CACHE_MB":       func(c config.Config) any { return c.Store.CacheMB<<20 == redisstore.DefaultCacheBytes },
+		"DAS_ASK_WEBHOOK_MAX_ATTEMPTS": func(c config.Config) any { return c.Webhooks.MaxAttempts == webhook.DefaultMaxAttempts },
+		"DAS_ASK_WEBHOOK_TIMEOUT_S":    func(c config.Config) any { return c.Webhooks.Timeout == webhook.DefaultTimeout },
+	}
+	code := regexp.MustCompile("`([^`]+)`")
+	checked, inTable := 0, false
+	for _, line := range strings.Split(strings.Join(tables, "\n"), "\n") {
+		if strings.HasPrefix(line, "| Variable | Default |") {
+			inTable = true
+		} else if !strings.HasPrefix(line, "|") {
+			inTable = false
+		}
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if !inTable || !strings.HasPrefix(line, "| `") || len(cells) < 3 {
+			continue
+		}
+		names, defaults := code.FindAllStringSubmatch(cells[0], -1), code.FindAllStringSubmatch(cells[1], -1)
+		// Only a cell that is its values and nothing else: "`json`, `info`", not "`6` in phase 2".
+		if len(defaults) != len(names) || strings.TrimSpace(code.ReplaceAllString(cells[1], "")) != strings.Repeat(",", len(names)-1) {
+			continue
+		}
+		for i, n := range names {
+			k, v := n[1], defaults[i][1]
+			got, err := config.FromEnv(func(name string) (string, bool) { return v, name == k })
+			if err != nil {
+				t.Errorf("the documented default of %s, %q, is refused: %v", k, v, err)
+				continue
+			}
+			checked++
+			if r, ok := resolved[k]; ok {
+				if r(got) != true {
+					t.Errorf("the documented default of %s, %q, is not the one its part applies when it is unset", k, v)
+				}
+				continue
+			}
+			got.Ops.AdminOptional = false
+			if !reflect.DeepEqual(got, unset) {
+				t.Errorf("the documented default of %s is %q, but setting it configures something else than leaving it unset:\n set: %+v\n unset: %+v", k, v, got, unset)
+			}
+		}
+	}
+	if checked < 25 {
+		t.Fatalf("checked the defaults of %d variables: the docs' tables are not the ones parsed", checked)
 	}
 }

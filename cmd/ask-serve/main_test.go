@@ -445,3 +445,26 @@ func TestPhaseFlagIsASK_PHASE(t *testing.T) {
 		})
 	}
 }
+
+// TestReadmeNamesEveryFlag: every flag ask-serve takes is named in README.md, so a newcomer
+// whose port is taken, or who wants the two-source demo in phase 1, finds it there and not only
+// in the usage.
+func TestReadmeNamesEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usage strings.Builder
+	if err := run(nil, []string{"-h"}, func(string) (string, bool) { return "", false }, io.Discard, &usage); err != nil {
+		t.Fatal(err)
+	}
+	flags := regexp.MustCompile(`(?m)^  (-[a-z-]+)`).FindAllStringSubmatch(usage.String(), -1)
+	if len(flags) < 10 {
+		t.Fatalf("found %d flags in the usage:\n%s", len(flags), usage.String())
+	}
+	for _, f := range flags {
+		if !regexp.MustCompile("`" + f[1] + "[ =`]").Match(readme) {
+			t.Errorf("README.md does not name ask-serve's %s", f[1])
+		}
+	}
+}

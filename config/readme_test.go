@@ -219,3 +219,43 @@ func TestReadmeDefaultsAreTheDefaults(t *testing.T) {
 		t.Fatalf("checked the defaults of %d variables: the docs' tables are not the ones parsed", checked)
 	}
 }
+
+// TestReadmeStatesEveryChoice: a setting that takes one of a few words has each word in its
+// README row, as the reader's message for an invalid value lists them ("want json or text"),
+// so the row and the check cannot drift apart, as the ranges cannot.
+func TestReadmeStatesEveryChoice(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string]bool{}
+	for _, r := range readers {
+		_ = r(func(k string) (string, bool) { asked[k] = true; return "", false })
+	}
+	want := regexp.MustCompile(`^(?:configuration: )?([A-Z0-9_]+)="zz": want ((?:[a-z]+, )*[a-z]+ or [a-z]+)$`)
+	checked := 0
+	for k := range asked {
+		for _, r := range readers {
+			err := r(func(n string) (string, bool) { return "zz", n == k })
+			if err == nil {
+				continue
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				m := want.FindStringSubmatch(line)
+				if m == nil || m[1] != k {
+					continue
+				}
+				checked++
+				rows := strings.Join(readmeRows(string(readme), k), "\n")
+				for _, word := range strings.FieldsFunc(m[2], func(r rune) bool { return r == ',' || r == ' ' }) {
+					if word != "or" && !strings.Contains(rows, "`"+word+"`") {
+						t.Errorf("README.md's row for %s does not name %q, one of the values it takes (%s):\n%s", k, word, m[2], rows)
+					}
+				}
+			}
+		}
+	}
+	if checked < 4 {
+		t.Fatalf("checked the choices of %d settings: the readers' messages are not the ones parsed", checked)
+	}
+}

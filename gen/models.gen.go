@@ -782,8 +782,10 @@ type DoneEventType string
 type ErrorBody struct {
 	// Kind `cancelled` (the caller cancelled), `timeout` (the run's deadline passed), `transport` (a
 	// source could not be reached or rejected the credentials), `model` (the model failed or
-	// refused), `internal`, `shutdown` (the service stopped), `interrupted` (the replica running
-	// the ask died).
+	// refused), `internal`, `shutdown` (the service stopped), `interrupted` (the service lost
+	// the run: the replica running it died, its store stopped taking its events for longer than
+	// its lease or lost part of its log, or the store took its creation after the request had
+	// been answered `503`, and it never ran).
 	Kind ErrorKind `json:"kind"`
 
 	// Message For a person; never contains the question text or a token.
@@ -796,8 +798,10 @@ type ErrorEvent struct {
 
 	// Kind `cancelled` (the caller cancelled), `timeout` (the run's deadline passed), `transport` (a
 	// source could not be reached or rejected the credentials), `model` (the model failed or
-	// refused), `internal`, `shutdown` (the service stopped), `interrupted` (the replica running
-	// the ask died).
+	// refused), `internal`, `shutdown` (the service stopped), `interrupted` (the service lost
+	// the run: the replica running it died, its store stopped taking its events for longer than
+	// its lease or lost part of its log, or the store took its creation after the request had
+	// been answered `503`, and it never ran).
 	Kind ErrorKind `json:"kind"`
 
 	// Message For a person; never contains the question text or a token.
@@ -817,8 +821,10 @@ type ErrorEventType string
 
 // ErrorKind `cancelled` (the caller cancelled), `timeout` (the run's deadline passed), `transport` (a
 // source could not be reached or rejected the credentials), `model` (the model failed or
-// refused), `internal`, `shutdown` (the service stopped), `interrupted` (the replica running
-// the ask died).
+// refused), `internal`, `shutdown` (the service stopped), `interrupted` (the service lost
+// the run: the replica running it died, its store stopped taking its events for longer than
+// its lease or lost part of its log, or the store took its creation after the request had
+// been answered `503`, and it never ran).
 type ErrorKind string
 
 // Event One event of a ticket's stream, discriminated by `type`.

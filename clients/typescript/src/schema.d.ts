@@ -646,8 +646,10 @@ export interface components {
         /**
          * @description `cancelled` (the caller cancelled), `timeout` (the run's deadline passed), `transport` (a
          *     source could not be reached or rejected the credentials), `model` (the model failed or
-         *     refused), `internal`, `shutdown` (the service stopped), `interrupted` (the replica running
-         *     the ask died).
+         *     refused), `internal`, `shutdown` (the service stopped), `interrupted` (the service lost
+         *     the run: the replica running it died, its store stopped taking its events for longer than
+         *     its lease or lost part of its log, or the store took its creation after the request had
+         *     been answered `503`, and it never ran).
          * @enum {string}
          */
         ErrorKind: "cancelled" | "timeout" | "transport" | "model" | "internal" | "shutdown" | "interrupted";

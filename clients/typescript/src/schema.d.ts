@@ -645,7 +645,8 @@ export interface components {
         };
         /**
          * @description `cancelled` (the caller cancelled), `timeout` (the run's deadline passed), `transport` (a
-         *     source could not be reached or rejected the credentials), `model` (the model failed or
+         *     source could not be reached, rejected the credentials, or answered outside what the service
+         *     takes: off its origin, too much, too late, or a tool list it cannot offer), `model` (the model failed or
          *     refused), `internal`, `shutdown` (the service stopped), `interrupted` (the service lost
          *     the run: the replica running it died, its store stopped taking its events for longer than
          *     its lease or lost part of its log, or the store took its creation after the request had

@@ -320,4 +320,25 @@ func TestTicketOneWrite(t *testing.T) {
 	if loc := r.HTTPResponse.Header.Get("Location"); r.JSON202.StatusUrl != loc || r.JSON202.EventsUrl != loc+"/events" || !strings.HasSuffix(loc, "/v1/asks/"+r.JSON202.Ticket) {
 		t.Errorf("202: %+v", r.JSON202)
 	}
+
+	// A keyed create's first answer goes out as its replay does: with its length. It was
+	// chunked (flushed before the run started, with no length), its replay not.
+	oneWrite := func(what string, resp *http.Response, body []byte) {
+		t.Helper()
+		if len(resp.TransferEncoding) != 0 || resp.ContentLength != int64(len(body)) {
+			t.Errorf("%s: transfer encoding %v, content length %d, body %d bytes", what, resp.TransferEncoding, resp.ContentLength, len(body))
+		}
+	}
+	for _, attempt := range []string{"first", "replay"} {
+		kc, err := cw.CreateConversationWithResponse(t.Context(), &gen.CreateConversationParams{IdempotencyKey: new("conv-1")}, gen.CreateConversationRequest{})
+		if err != nil || kc.JSON201 == nil {
+			t.Fatalf("keyed conversation: %v", err)
+		}
+		oneWrite("keyed 201, "+attempt, kc.HTTPResponse, kc.Body)
+		ka, err := cw.CreateAskWithResponse(t.Context(), kc.JSON201.Id, &gen.CreateAskParams{IdempotencyKey: new("ask-1")}, gen.AskRequest{Question: "How many?"})
+		if err != nil || ka.JSON202 == nil {
+			t.Fatalf("keyed ask: %v %s", err, ka.Body)
+		}
+		oneWrite("keyed 202, "+attempt, ka.HTTPResponse, ka.Body)
+	}
 }

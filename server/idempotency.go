@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,6 +101,9 @@ func writeResponse(c echo.Context, status int, location string, body []byte, rep
 		h.Set("Idempotent-Replayed", "true")
 	}
 	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	// With its length: a keyed 202 is flushed before its run starts, and would otherwise go
+	// out chunked, its replay not (net/http sets the length of a response never flushed).
+	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)+1))
 	c.Response().WriteHeader(status)
 	_, err := c.Response().Write(append(body, '\n'))
 	return err

@@ -104,14 +104,15 @@ func claimsOf(token string) (oid, tid string) {
 	if err != nil {
 		return "", ""
 	}
-	var claims struct {
-		OID string `json:"oid"`
-		TID string `json:"tid"`
-	}
+	// A map, not a struct: encoding/json matches a struct's fields in any case ("OID"), and
+	// claim names are case-sensitive (RFC 7519 §4), as the service reads them.
+	var claims map[string]any
 	if json.Unmarshal(payload, &claims) != nil {
 		return "", ""
 	}
-	return claims.OID, claims.TID
+	oid, _ = claims["oid"].(string)
+	tid, _ = claims["tid"].(string)
+	return oid, tid
 }
 
 // errNoToken explains how to get a token when none could be had.

@@ -36,10 +36,13 @@ func (w observedModel) Complete(ctx context.Context, req model.Request) (model.R
 	m := w.o.m
 	m.modelCalls.WithLabelValues(w.provider).Inc()
 	m.modelDuration.WithLabelValues(w.provider).Observe(d.Seconds())
-	m.modelTokens.WithLabelValues(w.provider, "input").Add(float64(resp.Usage.InputTokens))
-	m.modelTokens.WithLabelValues(w.provider, "output").Add(float64(resp.Usage.OutputTokens))
-	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
-		attribute.Int64("gen_ai.usage.output_tokens", resp.Usage.OutputTokens), attribute.Int("ask.tool_calls", len(resp.ToolCalls)))
+	// A negative count (a provider's bug) adds nothing, as in done's usage: a counter's Add
+	// panics on one, which ended a run whose reply was good in error{internal}.
+	in, out := max(resp.Usage.InputTokens, 0), max(resp.Usage.OutputTokens, 0)
+	m.modelTokens.WithLabelValues(w.provider, "input").Add(float64(in))
+	m.modelTokens.WithLabelValues(w.provider, "output").Add(float64(out))
+	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", in),
+		attribute.Int64("gen_ai.usage.output_tokens", out), attribute.Int("ask.tool_calls", len(resp.ToolCalls)))
 	if err != nil {
 		kind := string(model.KindOf(err))
 		switch {

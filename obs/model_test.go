@@ -102,3 +102,21 @@ func TestModelCutByTheRunsDeadlineIsATimeout(t *testing.T) {
 		t.Errorf("cancels = %v, want 1", got)
 	}
 }
+
+// A provider that reports a negative token count (an OpenAI-compatible server's bug) costs the
+// metrics nothing and the run nothing: Prometheus counters panic on a negative Add, and that
+// panic ended a run whose reply was good in error{internal}.
+func TestModelNegativeUsageCountsNothing(t *testing.T) {
+	o := obs.New(obs.Options{})
+	m := o.Model(fakeModel{resp: model.Response{Text: "ok", Usage: model.Usage{InputTokens: -5, OutputTokens: -7}}}, "openai")
+	resp, err := m.Complete(t.Context(), model.Request{})
+	if err != nil || resp.Text != "ok" {
+		t.Fatalf("Complete = %q, %v; want the reply as the model gave it", resp.Text, err)
+	}
+	fams := gather(t, o)
+	for _, dir := range []string{"input", "output"} {
+		if got := value(fams, "ask_model_tokens_total", "provider", "openai", "direction", dir); got != 0 {
+			t.Errorf("ask_model_tokens_total{%s} = %v, want 0", dir, got)
+		}
+	}
+}

@@ -99,33 +99,46 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 	}
 	s := &Session{name: cfg.Name, cs: cs, tr: tr, log: log}
 	seen := map[string]bool{}
-	for t, err := range cs.Tools(ctx, nil) {
-		if err == nil {
+	params := &mcp.ListToolsParams{}
+	for pages := 1; ; pages++ {
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			cs.Close()
+			return nil, transportError(cfg.Name, "list tools", err, faultOf(ctx, tr))
+		}
+		for _, t := range res.Tools {
 			switch {
 			case len(s.tools) == MaxTools:
 				err = ErrTooManyTools
-			case !validToolName(t.Name) || seen[t.Name] || scrubText(t.Name, token) != t.Name:
+			case t == nil || !validToolName(t.Name) || seen[t.Name] || scrubText(t.Name, token) != t.Name:
 				err = ErrBadToolName
 			}
 			if err != nil {
 				cs.Close()
 				return nil, &TransportError{Source: cfg.Name, Op: "list tools", Reason: err}
 			}
+			seen[t.Name] = true
+			role, phase := Classify(t.Name, t.Meta)
+			schema, _ := t.InputSchema.(map[string]any)
+			// The description and the schema go to the model provider on every turn: a source
+			// that quotes the caller's bearer in them (a tool list made per session) is scrubbed
+			// of it as its call results are.
+			s.tools = append(s.tools, Tool{
+				Source: cfg.Name, Name: t.Name, Description: scrubText(t.Description, token),
+				InputSchema: scrubSchema(schema, token), Role: role, Phase: phase,
+			})
 		}
-		if err != nil {
+		if res.NextCursor == "" {
+			break
+		}
+		// MaxTools tools fill MaxTools pages at most, and the next is the last: a source that
+		// names a next page after that (empty pages, or one cursor again and again) would
+		// otherwise be asked for pages, as fast as it answers, until the tool timeout.
+		if pages > MaxTools {
 			cs.Close()
-			return nil, transportError(cfg.Name, "list tools", err, faultOf(ctx, tr))
+			return nil, &TransportError{Source: cfg.Name, Op: "list tools", Reason: ErrEndlessToolList}
 		}
-		seen[t.Name] = true
-		role, phase := Classify(t.Name, t.Meta)
-		schema, _ := t.InputSchema.(map[string]any)
-		// The description and the schema go to the model provider on every turn: a source
-		// that quotes the caller's bearer in them (a tool list made per session) is scrubbed
-		// of it as its call results are.
-		s.tools = append(s.tools, Tool{
-			Source: cfg.Name, Name: t.Name, Description: scrubText(t.Description, token),
-			InputSchema: scrubSchema(schema, token), Role: role, Phase: phase,
-		})
+		params.Cursor = res.NextCursor
 	}
 	return s, nil
 }
@@ -148,6 +161,9 @@ var (
 	// control or invisible formatting character or the caller's bearer (which events and logs
 	// would carry), or the source listed it twice.
 	ErrBadToolName = errors.New("listed a tool with an invalid or repeated name")
+	// ErrEndlessToolList: the source named a next page of tools after more pages than MaxTools
+	// tools could fill (pages without tools, or one cursor again and again).
+	ErrEndlessToolList = errors.New("listed pages of tools without end")
 )
 
 // scrubSchema is schema with the caller's bearer (every form secretsOf names) replaced by

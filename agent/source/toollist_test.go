@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/das-ask/ask/agent/source"
@@ -67,6 +68,18 @@ func rawSource(t *testing.T, page func(cursor string) (tools []map[string]any, n
 	return hs
 }
 
+// endless is a tool list of empty pages, each naming next(n) as the one after it (n counts the
+// pages asked for), until the 10,000th, which is the last.
+func endless(next func(n int) string) func(string) ([]map[string]any, string) {
+	var n atomic.Int64
+	return func(string) ([]map[string]any, string) {
+		if i := int(n.Add(1)); i < 10000 {
+			return []map[string]any{}, next(i)
+		}
+		return []map[string]any{}, ""
+	}
+}
+
 func tool(name string) map[string]any {
 	return map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}}
 }
@@ -96,6 +109,12 @@ func TestToolListTheAgentCannotOffer(t *testing.T) {
 			n, _ := strconv.Atoi(c)
 			return []map[string]any{tool("t" + strconv.Itoa(n))}, strconv.Itoa(n + 1)
 		}, source.ErrTooManyTools},
+		// Pages without a tool go on as long as the source names a next one: without a bound
+		// the agent asked for them as fast as the source answered until the tool timeout (a
+		// thousand requests and a minute, then "no answer"). These sources give up after
+		// 10,000 pages, so that without the bound Connect ends, offering no tools.
+		{"empty pages without end", endless(func(n int) string { return strconv.Itoa(n + 1) }), source.ErrEndlessToolList},
+		{"one cursor again and again", endless(func(int) string { return "again" }), source.ErrEndlessToolList},
 		{"control characters", func(string) ([]map[string]any, string) {
 			return []map[string]any{tool("run_query"), tool("list\x1b[2J\ntables")}, ""
 		}, source.ErrBadToolName},

@@ -77,6 +77,7 @@ var Vocabulary = []string{
 	"provider unreachable or response unreadable",
 	MessageCallTimeout,
 	"redirected off its configured origin; not followed", // ErrOffOrigin
+	"response larger than the limit",                     // ErrResponseTooLarge
 	// The providers' error categories, in our words.
 	"invalid request",
 	"authentication failed",

@@ -242,6 +242,9 @@ func classify(ctx context.Context, err error) error {
 		}
 		return me
 	}
+	if errors.Is(err, model.ErrResponseTooLarge) {
+		return &model.Error{Kind: model.KindTransport, Message: model.ErrResponseTooLarge.Error(), Err: err}
+	}
 	if errors.Is(err, model.ErrOffOrigin) {
 		return &model.Error{Kind: model.KindTransport, Message: model.ErrOffOrigin.Error(), Err: err}
 	}

@@ -401,7 +401,13 @@ func (m *Main) Close() error {
 	if m.Server != nil {
 		if err := m.Server.Shutdown(ctx); err != nil {
 			late = ctx.Err() != nil
-			errs = append(errs, fmt.Errorf("stopping: the running asks' ends were not all stored within %s: %w", grace+10*time.Second, err))
+			if errors.Is(err, server.ErrRunnersLeft) {
+				// Every end was stored: what was left is a run waiting on a source or the model
+				// (a tool call in flight completes, bounded by the tool timeout), not the store.
+				errs = append(errs, fmt.Errorf("stopping: every running ask's end was stored, but a run still waiting on a source or the model had not returned within %s: %w", grace+10*time.Second, context.DeadlineExceeded))
+			} else {
+				errs = append(errs, fmt.Errorf("stopping: the running asks' ends were not all stored within %s: %w", grace+10*time.Second, err))
+			}
 		}
 		m.Server = nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -445,4 +446,30 @@ func newReq(t testing.TB, method, path, tok, body string) *http.Request {
 		}
 	}
 	return req
+}
+
+// TestShutdownWithARunnerLeft: a run that does not return when its ask is ended (a tool call
+// in flight, which the agent lets complete, bounded by the tool timeout) has its end stored all
+// the same, and Shutdown's error says that only runners were left (ErrRunnersLeft), where it
+// was its context's error alone, which askd reported as "the running asks' ends were not all
+// stored".
+func TestShutdownWithARunnerLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{ShutdownGrace: 10 * time.Second, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+			time.Sleep(time.Minute) // a tool call in flight, deaf to ctx
+			return ask.Outcome{Answer: answer("too late")}
+		})})
+		long := h.ask(alice, h.conv(alice), "long")
+		stream := h.stream(context.Background(), alice, long, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		err := h.srv.Shutdown(ctx)
+		if term, _ := checkLifecycle(t, readAll(t, stream.Body), gen.EventTypeError); term.Kind != "shutdown" {
+			t.Errorf("ended with %q, want shutdown", term.Kind)
+		}
+		if !errors.Is(err, server.ErrRunnersLeft) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown = %v, want ErrRunnersLeft and the deadline", err)
+		}
+		time.Sleep(time.Minute) // the runner returns
+	})
 }

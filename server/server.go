@@ -401,9 +401,16 @@ func (s *Server) newEcho() (*echo.Echo, error) {
 	return e, nil
 }
 
+// ErrRunnersLeft is Shutdown's error when its context ended after every ask's end (the
+// terminal event and done) was stored but before every runner returned: a run still waiting
+// on a source or the model, as a tool call in flight is let complete, bounded by the tool
+// timeout. Nothing of any ask is lost then; the operator is told which wait it was.
+var ErrRunnersLeft = errors.New("every ask's end was stored, but not every run had returned")
+
 // Shutdown stops admitting (503 from then on), lets running asks finish for the grace period
 // (until EndGrace, or until ctx is done), then ends the rest with error{shutdown} and done,
-// closes every open stream, and waits (until ctx is done) for the runners to return. It is
+// closes every open stream, and waits (until ctx is done) for the runners to return: ctx's
+// error when it ended first, wrapped in ErrRunnersLeft when only runners were left. It is
 // safe to call more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
@@ -443,8 +450,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.cancelBase(errShutdown)
 
+	ended := false // every run's end stored: only runners may be left
 	select {
 	case <-s.idle:
+		ended = true
 	case <-ctx.Done():
 	}
 	// Every run has ended and made its delivery due: attempt them before going.
@@ -464,6 +473,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-returned:
 	case <-ctx.Done():
 		err = ctx.Err()
+		if ended {
+			err = fmt.Errorf("%w: %w", ErrRunnersLeft, err)
+		}
 	}
 	return err
 }

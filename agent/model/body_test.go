@@ -11,7 +11,8 @@ import (
 	"github.com/das-ask/ask/agent/model/openai"
 )
 
-// A model provider's response body is bounded (MaxResponseBytes) as a source's is: a provider,
+// A model provider's response body is bounded (ResponseBound of the output cap, here 512 tokens)
+// as a source's is: a provider,
 // or a gateway or local server at ASK_LLM_BASE_URL, answering with a reply of 20 MiB had it
 // read whole and carried as the answer's text into the run's events and the conversation. A
 // reply over the bound fails the call in transport, saying so; one of 1 MiB is read. Both
@@ -35,7 +36,7 @@ func TestResponseBodyIsBounded(t *testing.T) {
 		for _, tt := range []struct {
 			size     int
 			wantFail bool
-		}{{1 << 20, false}, {model.MaxResponseBytes + 1, true}} {
+		}{{1 << 20, false}, {int(model.ResponseBound(512)) + 1, true}} {
 			text := strings.Repeat("y", tt.size)
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", a.contentType)

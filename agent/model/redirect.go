@@ -17,23 +17,36 @@ var ErrOffOrigin = errors.New("redirected off its configured origin; not followe
 // the default client, as a source's is (egress.MaxResponseHeaderBytes).
 const MaxResponseHeaderBytes = egress.MaxResponseHeaderBytes
 
-// MaxResponseBytes bounds the body of one HTTP response from a model provider: a reply at the
-// output token cap (ASK_LLM_MAX_TOKENS) is some hundreds of KiB at most, tool calls and all. A
-// provider, or a gateway or local server at ASK_LLM_BASE_URL, sending more fails the call in
-// transport (ErrResponseTooLarge) instead of being read whole into memory and, as the
-// answer's text, into the run's events and the conversation every later turn resends.
+// MaxResponseBytes is the part of the bound on one HTTP response body from a model provider
+// (ResponseBound) that does not depend on the output cap: a reply is some hundreds of KiB at
+// most, tool calls and all. A provider, or a gateway or local server at ASK_LLM_BASE_URL,
+// sending more than ResponseBound fails the call in transport (ErrResponseTooLarge) instead of
+// being read whole into memory and, as the answer's text, into the run's events and the
+// conversation every later turn resends.
 const MaxResponseBytes = 8 << 20
+
+// BytesPerOutputToken is what one output token may cost a response body at most: a streamed
+// reply may send every token as an event of its own (about a hundred bytes of framing each).
+const BytesPerOutputToken = 256
+
+// ResponseBound is the bound on one response body from a provider called with output cap
+// maxTokens (ASK_LLM_MAX_TOKENS; 0 when the provider's own applies): MaxResponseBytes and
+// BytesPerOutputToken for each token of the cap.
+func ResponseBound(maxTokens int64) int64 {
+	return MaxResponseBytes + max(maxTokens, 0)*BytesPerOutputToken
+}
 
 // ErrResponseTooLarge is a provider's response body longer than MaxResponseBytes.
 var ErrResponseTooLarge = errors.New("response larger than the limit")
 
 // SameOriginClient is hc (nil: a client like http.DefaultClient whose response headers are
 // bounded by MaxResponseHeaderBytes) refusing to follow a redirect off the origin of the
-// request it started from, and reading at most MaxResponseBytes of a response's body. A 307 or 308 re-sends the whole call — the conversation and the
-// question in it, and any key header but Authorization, which Go's client strips across hosts
-// while it forwards Anthropic's x-api-key — so a provider, or a gateway at its base URL, may
-// move a call within its origin and nowhere else.
-func SameOriginClient(hc *http.Client) *http.Client {
+// request it started from, and reading at most maxBody bytes of a response's body
+// (ResponseBound; 0 or less: MaxResponseBytes). A 307 or 308 re-sends the whole call — the
+// conversation and the question in it, and any key header but Authorization, which Go's client
+// strips across hosts while it forwards Anthropic's x-api-key — so a provider, or a gateway at
+// its base URL, may move a call within its origin and nowhere else.
+func SameOriginClient(hc *http.Client, maxBody int64) *http.Client {
 	if hc == nil {
 		hc = &http.Client{Transport: egress.Proxied()}
 	}
@@ -42,7 +55,10 @@ func SameOriginClient(hc *http.Client) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c.Transport = boundedBody{base}
+	if maxBody <= 0 {
+		maxBody = MaxResponseBytes
+	}
+	c.Transport = boundedBody{base, maxBody}
 	next := hc.CheckRedirect
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) > 0 && origin(req) != origin(via[0]) {
@@ -67,13 +83,16 @@ func origin(r *http.Request) string {
 	return strings.ToLower(r.URL.Scheme) + "://" + strings.ToLower(r.URL.Hostname()) + ":" + port
 }
 
-// boundedBody is a transport whose responses' bodies fail a read past MaxResponseBytes.
-type boundedBody struct{ base http.RoundTripper }
+// boundedBody is a transport whose responses' bodies fail a read past max bytes.
+type boundedBody struct {
+	base http.RoundTripper
+	max  int64
+}
 
 func (b boundedBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := b.base.RoundTrip(req)
 	if err == nil {
-		resp.Body = &limitedBody{rc: resp.Body, left: MaxResponseBytes}
+		resp.Body = &limitedBody{rc: resp.Body, left: b.max}
 	}
 	return resp, err
 }

@@ -28,7 +28,7 @@ func TestSameOriginClient(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	hc := model.SameOriginClient(nil)
+	hc := model.SameOriginClient(nil, 0)
 	post := func(path string) (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+path, strings.NewReader(`{"q":1}`))
 		req.Header.Set("X-Api-Key", "sk-k")

@@ -61,7 +61,7 @@ func New(opts Options) (*Model, error) {
 	if opts.MaxTokens <= 0 {
 		opts.MaxTokens = 4096
 	}
-	hc := model.SameOriginClient(opts.HTTPClient)
+	hc := model.SameOriginClient(opts.HTTPClient, model.ResponseBound(opts.MaxTokens))
 	ro := []option.RequestOption{
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),

@@ -64,7 +64,7 @@ func New(opts Options) (*Model, error) {
 	if opts.Provider == "" {
 		opts.Provider = "openai"
 	}
-	hc := model.SameOriginClient(opts.HTTPClient)
+	hc := model.SameOriginClient(opts.HTTPClient, model.ResponseBound(opts.MaxTokens))
 	ro := []option.RequestOption{
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),

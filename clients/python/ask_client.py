@@ -373,6 +373,61 @@ class AskClient:
         return EventStream(self, ticket, after)
 
 
+# What an outcome event must carry for a client to say it (the contract's required fields that
+# describe_outcome reads, with their types; the optional ones it reads, typed when present). An
+# outcome that breaks it is a ProtocolError naming its type, seq and field, never its values: an
+# answer without text made describe_outcome raise a KeyError, and the CLI print a traceback.
+
+
+def _strs(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _objects(v, *fields: str) -> bool:
+    return isinstance(v, list) and all(isinstance(x, dict) and all(isinstance(x.get(f), str) for f in fields) for x in v)
+
+
+def _headline(v) -> bool:
+    return isinstance(v, dict) and isinstance(v.get("label"), str) and "value" in v
+
+
+def _result(v) -> bool:
+    return (isinstance(v, dict) and _strs(v.get("columns")) and isinstance(v.get("rows"), list)
+            and all(isinstance(r, list) for r in v["rows"]) and isinstance(v.get("truncated"), bool))
+
+
+def _divergence(v) -> bool:
+    return (isinstance(v, dict) and _strs(v.get("without")) and _result(v.get("result"))
+            and (v.get("headline") is None or _headline(v["headline"])))
+
+
+# Per outcome type: (field, required, check). A field not required may be absent or null.
+_OUTCOME_FIELDS: dict[str, list[tuple[str, bool, Callable[[object], bool]]]] = {
+    "answer": [("text", True, lambda v: isinstance(v, str)),
+               ("caveats", True, lambda v: _objects(v, "term", "text", "source")),
+               ("provenance", True, lambda v: _objects(v, "term", "statement", "source")),
+               ("sql", True, _strs),
+               ("path", True, lambda v: isinstance(v, dict) and isinstance(v.get("speed"), str)),
+               ("headline", False, _headline), ("result", False, _result), ("divergence", False, _divergence)],
+    "abstention": [("terms", True, _strs), ("sources", False, _strs), ("text", False, lambda v: isinstance(v, str))],
+    "refusal": [(f, True, lambda v: isinstance(v, str)) for f in ("tool", "source", "reason")],
+    "error": [(f, True, lambda v: isinstance(v, str)) for f in ("kind", "message")],
+}
+
+
+def _outcome_fault(event: dict) -> str | None:
+    """What in an outcome event is not the contract's (a field missing, or of another type), or
+    None; None for any other event. Names the field, never its value."""
+    for field, required, ok in _OUTCOME_FIELDS.get(event["type"], []):
+        v = event.get(field)
+        if v is None:
+            if required:
+                return f"the field {field} is missing"
+        elif not ok(v):
+            return f"the field {field} is not of the contract's type"
+    return None
+
+
 class EventStream:
     """A ticket's events, in order, each once, until done.
 
@@ -382,7 +437,8 @@ class EventStream:
     budget of attempts is reset whenever an event arrives. The server's SSE `retry:`
     and a Retry-After raise that wait, never beyond max_wait seconds (so a server cannot park the
     client). Any other refusal (a 400, 401, 404) is final (APIError); so is an answer that is not
-    the contract's (ProtocolError), and a connection refused before the service has ever answered
+    the contract's (ProtocolError: an event that is not JSON, or an outcome missing a field it
+    must carry or holding one of another type), and a connection refused before the service has ever answered
     the client (NothingListening: nothing is listening at the URL). `last_event_ids` records the
     Last-Event-ID sent on each connection ("" for none). A line or one event's data longer than
     max_event_size bytes (16 MiB, as the Go client's MaxEventSize) is a ProtocolError, final, after
@@ -473,6 +529,10 @@ class EventStream:
                             raise ProtocolError(f"event {frame_id or '(no id)'} of ticket {self.ticket} is not an event") from None
                         if seq <= self.last_seq:
                             continue  # replayed after a resume: already delivered
+                        fault = _outcome_fault(event)
+                        if fault is not None:
+                            # Final, as any data that is not the contract's: a retry reads the same.
+                            raise ProtocolError(f"{kind} event {seq} of ticket {self.ticket} is not the contract's: {fault}")
                         self.last_seq = seq
                         failures = 0
                         if kind == "step":

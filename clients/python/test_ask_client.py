@@ -402,6 +402,10 @@ def problem(status: int, **extra) -> dict:
 
 IN_PROGRESS = problem(409, type=ask_client.PROBLEM_IDEMPOTENCY_IN_PROGRESS)
 
+# The least answer the contract allows.
+ANSWER = {"type": "answer", "text": "t", "caveats": [], "provenance": [], "sql": [], "divergence": None,
+          "path": {"speed": "fast", "detail": "catalog"}}
+
 
 class RetryTest(unittest.TestCase):
     """Calls against scripted local servers: which failures a create retries, with what key, wait
@@ -752,9 +756,51 @@ class RetryTest(unittest.TestCase):
             self.assertNotIn("zq-frame-secret", str(caught.exception))
             self.assertEqual((len(seen), waits), (1, []), "not resumed")
 
+    def test_an_outcome_that_breaks_the_contract_is_final_and_the_cli_says_so(self):
+        # An answer without text (an abstention without terms, a refusal or error missing a field
+        # or holding another type) made describe_outcome raise a KeyError or TypeError, and the
+        # CLI print a traceback. It is said as the contract broken: its type, seq and field,
+        # never its values, exit 1 (as the Go CLI, whose client cannot decode it).
+        secret = "zq-outcome-secret"
+        broken = [{**ANSWER, "text": None}, {k: v for k, v in ANSWER.items() if k != "text"},
+                  {**ANSWER, "caveats": [secret]}, {**ANSWER, "headline": secret},
+                  {**ANSWER, "result": {"columns": [secret], "rows": [secret], "truncated": False}},
+                  {**ANSWER, "divergence": {"without": [secret]}},
+                  {"type": "abstention"}, {"type": "abstention", "terms": secret},
+                  {"type": "abstention", "terms": [], "sources": [7]},
+                  {"type": "refusal", "tool": "run_query", "source": 5, "reason": secret},
+                  {"type": "refusal", "tool": None, "source": "demo", "reason": secret, "call_id": "x"},
+                  {"type": "error", "message": secret}, {"type": "error", "kind": ["internal"], "message": secret}]
+        for outcome in broken:
+            events = [{"seq": 1, "type": "accepted"}, {"seq": 2, **outcome}, {"seq": 3, "type": "done", "steps": 0}]
+            sse = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+            seen: list = []
+            url = self.serve(scripted([(201, {}, {"id": "c_1", "created_at": "2026-12-04T20:00:00Z"}),
+                                       (202, {}, {"ticket": "t_1", "conversation_id": "c_1"}),
+                                       (200, {"Content-Type": "text/event-stream"}, sse)], seen))
+            stdout, stderr = io.StringIO(), io.StringIO()
+            code = ask_client.main(["--url", url, "--token", "t", "a question"], stdout=stdout, stderr=stderr)
+            self.assertEqual((code, stdout.getvalue()), (1, ""), f"{outcome}: {stderr.getvalue()}")
+            self.assertRegex(stderr.getvalue(), rf"^ask_client: {outcome['type']} event 2 of ticket t_1 is not the "
+                                                 r"contract's: the field \w+ (is missing|is not of the contract's type)\n$")
+            self.assertNotIn(secret, stderr.getvalue())
+            self.assertEqual(len(seen), 3, "not resumed")
+        # The least of each that the contract allows is said.
+        for outcome, code in [(ANSWER, 0), ({"type": "abstention", "terms": []}, 2),
+                              ({"type": "refusal", "tool": "run_query", "source": "demo", "reason": "r", "call_id": "x"}, 3),
+                              ({"type": "error", "kind": "a kind added later", "message": "m"}, 4)]:
+            events = [{"seq": 1, **outcome}, {"seq": 2, "type": "done", "steps": 0}]
+            sse = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+            url = self.serve(scripted([(201, {}, {"id": "c_1", "created_at": "2026-12-04T20:00:00Z"}),
+                                       (202, {}, {"ticket": "t_1", "conversation_id": "c_1"}),
+                                       (200, {"Content-Type": "text/event-stream"}, sse)], []))
+            stdout, stderr = io.StringIO(), io.StringIO()
+            self.assertEqual(ask_client.main(["--url", url, "--token", "t", "a question"], stdout=stdout, stderr=stderr),
+                             code, stderr.getvalue())
+
     def test_an_event_of_a_kind_this_client_does_not_know_is_passed_on(self):
         events = [{"seq": 1, "type": "accepted"}, {"seq": 2, "type": "hint", "novel": True},
-                  {"seq": 3, "type": "answer", "text": "t"}, {"seq": 4, "type": "done"}]
+                  {"seq": 3, **ANSWER}, {"seq": 4, "type": "done"}]
         sse = "".join(f"id: {e['seq']}\nevent: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
         c, _, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, sse)], [])))
         seen: list = []
@@ -784,7 +830,7 @@ class RetryTest(unittest.TestCase):
     def test_lines_end_at_cr_lf_or_crlf(self):
         # readline split only at LF: a stream whose lines end with a lone CR was one line, held
         # back until it passed the bound. Every event here ends a different way.
-        events = [{"seq": 1, "type": "accepted"}, {"seq": 2, "type": "answer", "text": "t"}, {"seq": 3, "type": "done"}]
+        events = [{"seq": 1, "type": "accepted"}, {"seq": 2, **ANSWER}, {"seq": 3, "type": "done"}]
         ends = [b"\r", b"\r\n", b"\n"]
         sse = b"".join(f"id: {e['seq']}".encode() + end + b"data: " + json.dumps(e).encode() + end + end
                        for e, end in zip(events, ends))
@@ -828,7 +874,7 @@ class RetryTest(unittest.TestCase):
     def test_missed_steps_says_what_the_stream_did_not_deliver(self):
         # Steps 3 and 4 were dropped from a full buffer (only steps are): seq skips them, done counts them.
         events = [{"seq": 1, "type": "accepted"}, {"seq": 2, "type": "step"}, {"seq": 5, "type": "step"},
-                  {"seq": 6, "type": "answer", "text": "t"}, {"seq": 7, "type": "done", "steps": 4}]
+                  {"seq": 6, **ANSWER}, {"seq": 7, "type": "done", "steps": 4}]
         sse = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
         c, _, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, sse)] * 2, [])))
         stream = c.events("t_1")

@@ -611,7 +611,10 @@ def _frames(resp: http.client.HTTPResponse, on_retry: Callable[[int], None] = la
         field, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if field == "data":
-            size += len(value) + 1
+            # In bytes as received, as the line's bound and the Go client: the field and its
+            # space are ASCII, so the value is the rest of the raw line. Counted in characters,
+            # data of "é" passed a bound of n bytes at up to 2n.
+            size += len(raw) - (len(line) - len(value)) + 1
             if size > max_size + 1:
                 raise too_large()
             data.append(value)

@@ -827,6 +827,27 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(ask_client.EventStream(c, "t_1").max_event_size, 16 << 20, "16 MiB by default, as Go")
 
 
+    def test_the_bound_counts_an_events_data_in_bytes(self):
+        # max_event_size is bytes (UTF-8, as received), as the docs and the Go client say: an
+        # event's data was counted in decoded characters, so one of 6002 bytes of "é" passed a
+        # 4096-byte bound as 3002 characters, each line within it.
+        first = json.dumps({"seq": 1, "type": "accepted"})
+        wide = f"id: 1\ndata: {first}\n\nid: 2\n".encode() + ("data: " + "\u00e9" * 1500 + "\n").encode() * 2 + b"\n"
+        seen: list = []
+        c, waits, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, wide)], seen)))
+        got: list = []
+        with self.assertRaises(ask_client.ProtocolError) as caught:
+            for event in ask_client.EventStream(c, "t_1", max_event_size=4096):
+                got.append(event["seq"])
+        self.assertIn("4096 bytes", str(caught.exception))
+        self.assertEqual((got, len(seen), waits), ([1], 1, []), "the event before it delivered; not resumed")
+        # As many characters of ASCII are within it.
+        narrow = wide.replace("\u00e9".encode(), b"e")
+        c, _, _ = self.client(self.serve(scripted([(200, {"Content-Type": "text/event-stream"}, narrow)] * 2, [])))
+        with self.assertRaises(ask_client.ProtocolError) as caught:
+            list(ask_client.EventStream(c, "t_1", max_event_size=4096, attempts=0))
+        self.assertIn("is not an event", str(caught.exception), "read to its end: its data is not JSON")
+
     def test_lines_end_at_cr_lf_or_crlf(self):
         # readline split only at LF: a stream whose lines end with a lone CR was one line, held
         # back until it passed the bound. Every event here ends a different way.

@@ -439,7 +439,7 @@ export class AskClient {
    * same way, no sooner than its Retry-After. A 400, 401, 404 or other refusal is final and
    * thrown as an ApiError; a response that is not text/event-stream is final (StreamProtocolError);
    * a frame whose data is
-   * not JSON, or JSON without a numeric seq and a type, is final (SyntaxError); so is a line or an event beyond maxEventSize (FrameTooLargeError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
+   * not JSON, or JSON without a numeric seq and a type, or an outcome missing a field it must carry or holding one of another type, is final (SyntaxError); so is a line or an event beyond maxEventSize (FrameTooLargeError); so is running out of attempts. Breaking out of the loop closes the connection. It never cancels the run: a client
    * leaving on a person's behalf should call cancel.
    */
   async *events(ticket: string, opts: EventsOptions = {}): AsyncGenerator<Event> {
@@ -557,6 +557,10 @@ function parseEvent(ticket: string, frame: { id: string; data: string }): Event 
   if (typeof head !== "object" || head === null || Array.isArray(head) || !Number.isSafeInteger(head.seq) || typeof head.type !== "string") {
     throw new SyntaxError(`streamEvents: event ${frame.id || "(no id)"} of ticket ${ticket} is JSON but not an event`);
   }
+  // An outcome without what the types promise (an answer without text or caveats, a refusal whose
+  // source is a number) was handed on, and describeOutcome threw a TypeError or said "undefined".
+  const fault = outcomeFault(head as Record<string, unknown>);
+  if (fault) throw new SyntaxError(`streamEvents: ${head.type} event ${String(head.seq)} of ticket ${ticket} is not the contract's: ${fault}`);
   return ev as Event;
 }
 
@@ -673,4 +677,58 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     };
     signal?.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+const isString = (v: unknown): boolean => typeof v === "string";
+const isStrings = (v: unknown): boolean => Array.isArray(v) && v.every(isString);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isObjects = (...fields: string[]) => (v: unknown): boolean => Array.isArray(v) && v.every((x) => isObject(x) && fields.every((f) => isString(x[f])));
+const isHeadline = (v: unknown): boolean => isObject(v) && isString(v.label) && "value" in v;
+const isResult = (v: unknown): boolean =>
+  isObject(v) && isStrings(v.columns) && Array.isArray(v.rows) && v.rows.every((r) => Array.isArray(r)) && typeof v.truncated === "boolean";
+const isDivergence = (v: unknown): boolean => isObject(v) && isStrings(v.without) && isResult(v.result) && (v.headline == null || isHeadline(v.headline));
+
+/**
+ * What an outcome must carry for a client to say it: per type, (field, required, check) for the
+ * contract's required fields that describeOutcome reads, and the optional ones it reads (absent or
+ * null, or of their type). As the Python client.
+ */
+const outcomeFields: Record<string, [string, boolean, (v: unknown) => boolean][]> = {
+  answer: [
+    ["text", true, isString],
+    ["caveats", true, isObjects("term", "text", "source")],
+    ["provenance", true, isObjects("term", "statement", "source")],
+    ["sql", true, isStrings],
+    ["path", true, (v) => isObject(v) && isString(v.speed)],
+    ["headline", false, isHeadline],
+    ["result", false, isResult],
+    ["divergence", false, isDivergence],
+  ],
+  abstention: [
+    ["terms", true, isStrings],
+    ["sources", false, isStrings],
+    ["text", false, isString],
+  ],
+  refusal: [
+    ["tool", true, isString],
+    ["source", true, isString],
+    ["reason", true, isString],
+  ],
+  error: [
+    ["kind", true, isString],
+    ["message", true, isString],
+  ],
+};
+
+/** outcomeFault says which field of an outcome is not the contract's (missing, or of another type), never its value; undefined when none is, and for any other event. */
+function outcomeFault(ev: Record<string, unknown>): string | undefined {
+  for (const [field, required, ok] of outcomeFields[String(ev.type)] ?? []) {
+    const v = ev[field];
+    if (v === undefined || v === null) {
+      if (required) return `the field ${field} is missing`;
+    } else if (!ok(v)) {
+      return `the field ${field} is not of the contract's type`;
+    }
+  }
+  return undefined;
 }

@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 
 import { AskClient, ApiError, HeaderTimeoutError, ProtocolError, StreamProtocolError, TokenError } from "../src/client.js";
+import { describeOutcome } from "../src/present.js";
 import { KillableProxy } from "./proxy.js";
 import { stack, token } from "./stack.js";
 
@@ -263,6 +264,63 @@ test("a frame that is JSON but not an event is final too, and never quoted", asy
       data,
     );
     assert.deepEqual([seen, calls], [[1], 1], `${data}: the event before it delivered, not retried`);
+  }
+});
+
+test("an outcome that breaks the contract is final, named by type, seq and field, never quoted", async () => {
+  // follow returned an answer without text or caveats, an abstention without terms, a refusal
+  // whose fields were numbers: describeOutcome then threw a TypeError or said "undefined" (or
+  // "the 5 source"). Final, as the Go client (which cannot decode it) and as any data that is not
+  // the contract's; the data is never quoted.
+  const secret = "zq-outcome-secret";
+  const answer = { type: "answer", text: "t", caveats: [], provenance: [], sql: [], divergence: null, path: { speed: "fast", detail: "catalog" } };
+  const noText: Record<string, unknown> = { ...answer };
+  delete noText.text;
+  const broken: Record<string, unknown>[] = [
+    noText, { ...answer, text: null }, { ...answer, caveats: undefined }, { ...answer, caveats: [secret] },
+    { ...answer, provenance: [{ term: 1 }] }, { ...answer, sql: secret }, { ...answer, path: {} }, { ...answer, headline: secret },
+    { ...answer, result: { columns: [secret], rows: [secret], truncated: false } }, { ...answer, divergence: { without: [secret] } },
+    { type: "abstention" }, { type: "abstention", terms: secret }, { type: "abstention", terms: [], sources: [7] }, { type: "abstention", terms: [], text: 7 },
+    { type: "refusal", tool: "run_query", source: 5, reason: secret }, { type: "refusal", source: "demo", reason: secret },
+    { type: "error", message: secret }, { type: "error", kind: ["internal"], message: secret },
+  ];
+  for (const outcome of broken) {
+    let calls = 0;
+    const fetch = async () => {
+      calls++;
+      return new Response(`id: 1\ndata: {"seq":1,"type":"accepted"}\n\nid: 2\ndata: ${JSON.stringify({ seq: 2, ...outcome })}\n\n`, {
+        status: 200,
+        headers: { "Content-Type": "text/event-stream" },
+      });
+    };
+    const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, reconnect: { initialMs: 1 }, onRetry: () => undefined });
+    const seen: number[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const ev of c.events("t_1")) seen.push(ev.seq);
+      })(),
+      (err) =>
+        err instanceof SyntaxError &&
+        !err.message.includes(secret) &&
+        new RegExp(`^streamEvents: ${String(outcome.type)} event 2 of ticket t_1 is not the contract's: the field \\w+ (is missing|is not of the contract's type)$`).test(err.message),
+      JSON.stringify(outcome),
+    );
+    assert.deepEqual([seen, calls], [[1], 1], `${JSON.stringify(outcome)}: the event before it delivered, not retried`);
+  }
+  // The least of each that the contract allows is read and said.
+  const least: Record<string, unknown>[] = [
+    answer,
+    { type: "abstention", terms: [] },
+    { type: "refusal", tool: "run_query", source: "demo", reason: "r", call_id: "x" },
+    { type: "error", kind: "a kind added later", message: "m" },
+  ];
+  for (const outcome of least) {
+    const done = { seq: 2, type: "done", outcome: outcome.type, steps: 0, model_calls: 0, input_tokens: 0, output_tokens: 0, elapsed_ms: 1 };
+    const fetch = async () =>
+      new Response(`id: 1\ndata: ${JSON.stringify({ seq: 1, ...outcome })}\n\nid: 2\ndata: ${JSON.stringify(done)}\n\n`, { headers: { "Content-Type": "text/event-stream" } });
+    const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, onRetry: () => assert.fail("retried") });
+    const got = await c.follow("t_1");
+    assert.doesNotMatch(describeOutcome(got.outcome), /undefined/, JSON.stringify(outcome));
   }
 });
 

@@ -91,8 +91,8 @@ export interface AskClientOptions {
    */
   idleTimeoutMs?: number;
   /**
-   * Bounds one line and one event's data of an event stream, in characters (default 16 Mi, as
-   * the Go client's MaxEventSize in bytes): a stream that exceeds it ends in a FrameTooLargeError,
+   * Bounds one line and one event's data of an event stream, in bytes of UTF-8 (default 16 MiB,
+   * as the Go client's MaxEventSize): a stream that exceeds it ends in a FrameTooLargeError,
    * final, rather than in memory without end.
    */
   maxEventSize?: number;

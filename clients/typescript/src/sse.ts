@@ -14,21 +14,40 @@ export interface Frame {
   data: string;
 }
 
-/** One line, or one event's data, exceeded the parser's bound (maxSize). Final: a retry reads the same. */
+/** One line, or one event's data, exceeded the parser's bound (maxSize bytes). Final: a retry reads the same. */
 export class FrameTooLargeError extends Error {
   constructor(readonly maxSize: number) {
-    super(`the event stream sent a line or an event larger than ${maxSize} characters`);
+    super(`the event stream sent a line or an event larger than ${maxSize} bytes`);
     this.name = "FrameTooLargeError";
   }
 }
 
-/** The default bound on one line and one event's data, in characters: 16 Mi, as the Go client's bytes. */
+/** The default bound on one line and one event's data, in bytes: 16 MiB, as the Go client's MaxEventSize. */
 export const defaultMaxEventSize = 16 << 20;
+
+/**
+ * utf8Length is the length of s in UTF-8, what it was on the wire (a byte that was not UTF-8 is
+ * counted as its U+FFFD, 3). The bound counted UTF-16 code units: data of "é" or "€" passed a
+ * bound of n bytes at 2n or 3n, where the Go and Python clients end the stream.
+ */
+export function utf8Length(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 2; // a pair: two code units, four bytes
+      i++;
+    } else n += 2; // three bytes (a lone surrogate is sent as U+FFFD, three too)
+  }
+  return n;
+}
 
 /**
  * SSEParser is fed decoded text in arbitrary pieces and returns the frames they complete. Each
  * piece is scanned once (a long event arriving in many pieces costs its length, not its length
- * squared), and one line or one event's data longer than maxSize characters is a
+ * squared), and one line or one event's data longer than maxSize bytes (UTF-8) is a
  * FrameTooLargeError rather than memory without end.
  */
 export class SSEParser {
@@ -90,11 +109,11 @@ export class SSEParser {
       if (!m) break;
       let line = text.slice(pos, m.index);
       if (this.#partial.length > 0) {
-        this.#grow(line.length);
+        this.#grow(utf8Length(line));
         line = this.#partial.join("") + line;
         this.#partial = [];
         this.#partialLen = 0;
-      } else if (line.length > this.#maxSize) {
+      } else if (utf8Length(line) > this.#maxSize) {
         throw new FrameTooLargeError(this.#maxSize);
       }
       pos = m.index + m[0].length;
@@ -105,12 +124,12 @@ export class SSEParser {
     }
     if (pos < text.length) {
       const rest = text.slice(pos);
-      this.#grow(rest.length);
+      this.#grow(utf8Length(rest));
       this.#partial.push(rest);
     }
   }
 
-  /** #grow counts n more characters of the unfinished line against the bound. */
+  /** #grow counts n more bytes of the unfinished line against the bound. */
   #grow(n: number): void {
     this.#partialLen += n;
     if (this.#partialLen > this.#maxSize) throw new FrameTooLargeError(this.#maxSize);
@@ -134,7 +153,7 @@ export class SSEParser {
     if (value.startsWith(" ")) value = value.slice(1);
     switch (field) {
       case "data":
-        this.#dataLen += value.length + 1;
+        this.#dataLen += utf8Length(value) + 1;
         if (this.#dataLen > this.#maxSize + 1) throw new FrameTooLargeError(this.#maxSize);
         this.#data.push(value);
         break;

@@ -136,6 +136,19 @@ test("a line or an event's data beyond the bound is a FrameTooLargeError, held o
   assert.equal(new SSEParser("", 1024).push(`data: ${"x".repeat(1000)}\n\n`).length, 1, "at the bound: read");
 });
 
+test("the bound counts bytes of UTF-8, as the Go and Python clients, not UTF-16 code units", () => {
+  // It counted characters: data of "é" (2 bytes each) or "€" (3) passed a bound of n at 2n or 3n
+  // bytes, where the Go client's MaxEventSize, the same 16 Mi, ends the stream.
+  assert.throws(() => new SSEParser("", 1024).push(`data: ${"é".repeat(400)}\ndata: ${"é".repeat(400)}\n`), FrameTooLargeError, "data lines together: 1602 bytes, 802 characters");
+  assert.throws(() => new SSEParser("", 1024).push(`data: ${"€".repeat(400)}\n`), FrameTooLargeError, "one line: 1206 bytes");
+  assert.throws(() => new SSEParser("", 1024).push(`data: ${"😀".repeat(300)}`), FrameTooLargeError, "a line held: 1206 bytes, 606 code units");
+  const held = new SSEParser("", 1024);
+  assert.deepEqual(held.push(`data: ${"é".repeat(300)}`), []);
+  assert.throws(() => held.push("é".repeat(300)), FrameTooLargeError, "a line over pieces: 1206 bytes");
+  assert.equal(new SSEParser("", 1024).push(`data: ${"é".repeat(509)}\n\n`).length, 1, "at the bound, 1024 bytes: read");
+  assert.throws(() => new SSEParser("", 1024).push(`data: ${"é".repeat(509)}x\n\n`), FrameTooLargeError, "a byte beyond it");
+});
+
 test("an event stream beyond maxEventSize is final: FrameTooLargeError after one connection", async () => {
   let connections = 0;
   const client = new AskClient({

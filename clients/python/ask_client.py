@@ -373,10 +373,11 @@ class AskClient:
         return EventStream(self, ticket, after)
 
 
-# What an outcome event must carry for a client to say it (the contract's required fields that
-# describe_outcome reads, with their types; the optional ones it reads, typed when present). An
-# outcome that breaks it is a ProtocolError naming its type, seq and field, never its values: an
-# answer without text made describe_outcome raise a KeyError, and the CLI print a traceback.
+# What an event must carry for a client to say it (the contract's required fields that
+# describe_outcome and follow read, with their types; the optional ones they read, typed when
+# present). An event that breaks it is a ProtocolError naming its type, seq and field, never its
+# values: an answer without text made describe_outcome raise a KeyError, a branch whose branch_id
+# was a list made follow raise a TypeError, and the CLI print a traceback.
 
 
 def _strs(v) -> bool:
@@ -401,8 +402,8 @@ def _divergence(v) -> bool:
             and (v.get("headline") is None or _headline(v["headline"])))
 
 
-# Per outcome type: (field, required, check). A field not required may be absent or null.
-_OUTCOME_FIELDS: dict[str, list[tuple[str, bool, Callable[[object], bool]]]] = {
+# Per event type: (field, required, check). A field not required may be absent or null.
+_EVENT_FIELDS: dict[str, list[tuple[str, bool, Callable[[object], bool]]]] = {
     "answer": [("text", True, lambda v: isinstance(v, str)),
                ("caveats", True, lambda v: _objects(v, "term", "text", "source")),
                ("provenance", True, lambda v: _objects(v, "term", "statement", "source")),
@@ -412,13 +413,17 @@ _OUTCOME_FIELDS: dict[str, list[tuple[str, bool, Callable[[object], bool]]]] = {
     "abstention": [("terms", True, _strs), ("sources", False, _strs), ("text", False, lambda v: isinstance(v, str))],
     "refusal": [(f, True, lambda v: isinstance(v, str)) for f in ("tool", "source", "reason")],
     "error": [(f, True, lambda v: isinstance(v, str)) for f in ("kind", "message")],
+    "branch": [(f, True, lambda v: isinstance(v, str)) for f in ("branch_id", "role", "state")]
+              + [("source", False, lambda v: isinstance(v, str))],
+    "milestone": [(f, True, lambda v: isinstance(v, str)) for f in ("phase", "subject", "source")]
+                 + [("branch_id", False, lambda v: isinstance(v, str))],
 }
 
 
-def _outcome_fault(event: dict) -> str | None:
-    """What in an outcome event is not the contract's (a field missing, or of another type), or
-    None; None for any other event. Names the field, never its value."""
-    for field, required, ok in _OUTCOME_FIELDS.get(event["type"], []):
+def _event_fault(event: dict) -> str | None:
+    """What in an event is not the contract's (a field missing, or of another type), or None; None
+    for a type _EVENT_FIELDS does not name. Names the field, never its value."""
+    for field, required, ok in _EVENT_FIELDS.get(event["type"], []):
         v = event.get(field)
         if v is None:
             if required:
@@ -438,7 +443,7 @@ class EventStream:
     and a Retry-After raise that wait, never beyond max_wait seconds (so a server cannot park the
     client). Any other refusal (a 400, 401, 404) is final (APIError); so is an answer that is not
     the contract's (ProtocolError: an event that is not JSON, or an outcome missing a field it
-    must carry or holding one of another type), and a connection refused before the service has ever answered
+    must carry or holding one of another type, a branch or milestone likewise), and a connection refused before the service has ever answered
     the client (NothingListening: nothing is listening at the URL). `last_event_ids` records the
     Last-Event-ID sent on each connection ("" for none). A line or one event's data longer than
     max_event_size bytes (16 MiB, as the Go client's MaxEventSize) is a ProtocolError, final, after
@@ -529,7 +534,7 @@ class EventStream:
                             raise ProtocolError(f"event {frame_id or '(no id)'} of ticket {self.ticket} is not an event") from None
                         if seq <= self.last_seq:
                             continue  # replayed after a resume: already delivered
-                        fault = _outcome_fault(event)
+                        fault = _event_fault(event)
                         if fault is not None:
                             # Final, as any data that is not the contract's: a retry reads the same.
                             raise ProtocolError(f"{kind} event {seq} of ticket {self.ticket} is not the contract's: {fault}")

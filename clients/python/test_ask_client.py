@@ -798,6 +798,25 @@ class RetryTest(unittest.TestCase):
             self.assertEqual(ask_client.main(["--url", url, "--token", "t", "a question"], stdout=stdout, stderr=stderr),
                              code, stderr.getvalue())
 
+    def test_a_branch_or_milestone_that_breaks_the_contract_is_final_and_the_cli_says_so(self):
+        # A branch_id that is a list or an object made follow raise a TypeError (unhashable), a
+        # traceback from the CLI; the Go client cannot decode such an event and ends the stream.
+        for event in ({"type": "branch", "branch_id": ["zq-secret"], "role": "source", "state": "open"},
+                      {"type": "branch", "role": "source", "state": "open"},
+                      {"type": "milestone", "phase": "grounding", "subject": "x", "source": "demo", "branch_id": {}},
+                      {"type": "milestone", "phase": "grounding", "source": "demo"}):
+            events = [{"seq": 1, **event}, {"seq": 2, **ANSWER}, {"seq": 3, "type": "done", "steps": 0}]
+            sse = "".join(f"id: {e['seq']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+            url = self.serve(scripted([(201, {}, {"id": "c_1", "created_at": "2026-12-04T20:00:00Z"}),
+                                       (202, {}, {"ticket": "t_1", "conversation_id": "c_1"}),
+                                       (200, {"Content-Type": "text/event-stream"}, sse)], []))
+            stdout, stderr = io.StringIO(), io.StringIO()
+            code = ask_client.main(["--url", url, "--token", "t", "--branches", "a question"], stdout=stdout, stderr=stderr)
+            self.assertEqual((code, stdout.getvalue()), (1, ""), f"{event}: {stderr.getvalue()}")
+            self.assertRegex(stderr.getvalue(), rf"^ask_client: {event['type']} event 1 of ticket t_1 is not the "
+                                                 r"contract's: the field \w+ (is missing|is not of the contract's type)\n$")
+            self.assertNotIn("zq-secret", stderr.getvalue())
+
     def test_an_event_of_a_kind_this_client_does_not_know_is_passed_on(self):
         events = [{"seq": 1, "type": "accepted"}, {"seq": 2, "type": "hint", "novel": True},
                   {"seq": 3, **ANSWER}, {"seq": 4, "type": "done"}]

@@ -557,9 +557,10 @@ function parseEvent(ticket: string, frame: { id: string; data: string }): Event 
   if (typeof head !== "object" || head === null || Array.isArray(head) || !Number.isSafeInteger(head.seq) || typeof head.type !== "string") {
     throw new SyntaxError(`streamEvents: event ${frame.id || "(no id)"} of ticket ${ticket} is JSON but not an event`);
   }
-  // An outcome without what the types promise (an answer without text or caveats, a refusal whose
-  // source is a number) was handed on, and describeOutcome threw a TypeError or said "undefined".
-  const fault = outcomeFault(head as Record<string, unknown>);
+  // An event without what the types promise (an answer without text or caveats, a refusal whose
+  // source is a number, a milestone without its subject) was handed on, and describeOutcome threw
+  // a TypeError or said "undefined" (milestoneWords: 'Checking what "undefined" means').
+  const fault = eventFault(head as Record<string, unknown>);
   if (fault) throw new SyntaxError(`streamEvents: ${head.type} event ${String(head.seq)} of ticket ${ticket} is not the contract's: ${fault}`);
   return ev as Event;
 }
@@ -689,11 +690,11 @@ const isResult = (v: unknown): boolean =>
 const isDivergence = (v: unknown): boolean => isObject(v) && isStrings(v.without) && isResult(v.result) && (v.headline == null || isHeadline(v.headline));
 
 /**
- * What an outcome must carry for a client to say it: per type, (field, required, check) for the
- * contract's required fields that describeOutcome reads, and the optional ones it reads (absent or
- * null, or of their type). As the Python client.
+ * What an event must carry for a client to say it: per type, (field, required, check) for the
+ * contract's required fields that describeOutcome, milestoneWords and Branches read, and the
+ * optional ones they read (absent or null, or of their type). As the Python client.
  */
-const outcomeFields: Record<string, [string, boolean, (v: unknown) => boolean][]> = {
+const eventFields: Record<string, [string, boolean, (v: unknown) => boolean][]> = {
   answer: [
     ["text", true, isString],
     ["caveats", true, isObjects("term", "text", "source")],
@@ -718,11 +719,23 @@ const outcomeFields: Record<string, [string, boolean, (v: unknown) => boolean][]
     ["kind", true, isString],
     ["message", true, isString],
   ],
+  branch: [
+    ["branch_id", true, isString],
+    ["role", true, isString],
+    ["state", true, isString],
+    ["source", false, isString],
+  ],
+  milestone: [
+    ["phase", true, isString],
+    ["subject", true, isString],
+    ["source", true, isString],
+    ["branch_id", false, isString],
+  ],
 };
 
-/** outcomeFault says which field of an outcome is not the contract's (missing, or of another type), never its value; undefined when none is, and for any other event. */
-function outcomeFault(ev: Record<string, unknown>): string | undefined {
-  for (const [field, required, ok] of outcomeFields[String(ev.type)] ?? []) {
+/** eventFault says which field of an event is not the contract's (missing, or of another type), never its value; undefined when none is, and for a type eventFields does not name. */
+function eventFault(ev: Record<string, unknown>): string | undefined {
+  for (const [field, required, ok] of eventFields[String(ev.type)] ?? []) {
     const v = ev[field];
     if (v === undefined || v === null) {
       if (required) return `the field ${field} is missing`;

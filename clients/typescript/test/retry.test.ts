@@ -324,6 +324,36 @@ test("an outcome that breaks the contract is final, named by type, seq and field
   }
 });
 
+test("a branch or milestone that breaks the contract is final too, as in Go and Python", async () => {
+  // A milestone without its subject was said as 'Checking what "undefined" means in the catalog'.
+  const broken: Record<string, unknown>[] = [
+    { type: "milestone", phase: "grounding", source: "demo" },
+    { type: "milestone", phase: "grounding", subject: ["zq-secret"], source: "demo" },
+    { type: "milestone", phase: "grounding", subject: "x", source: "demo", branch_id: 7 },
+    { type: "branch", role: "source", state: "open" },
+    { type: "branch", branch_id: "b1", role: "source", state: "open", source: 5 },
+  ];
+  for (const event of broken) {
+    let calls = 0;
+    const fetch = async () => {
+      calls++;
+      return new Response(`id: 1\ndata: ${JSON.stringify({ seq: 1, ...event })}\n\n`, { headers: { "Content-Type": "text/event-stream" } });
+    };
+    const c = new AskClient({ baseUrl: "http://ask.test/ask", token: "t", fetch, reconnect: { initialMs: 1 }, onRetry: () => undefined });
+    await assert.rejects(
+      (async () => {
+        for await (const _ of c.events("t_1"));
+      })(),
+      (err) =>
+        err instanceof SyntaxError &&
+        !err.message.includes("zq-secret") &&
+        new RegExp(`^streamEvents: ${String(event.type)} event 1 of ticket t_1 is not the contract's: the field \\w+ (is missing|is not of the contract's type)$`).test(err.message),
+      JSON.stringify(event),
+    );
+    assert.equal(calls, 1, `${JSON.stringify(event)}: not retried`);
+  }
+});
+
 test("a 429 is not retried, and its Retry-After is the caller's to read", async () => {
   const seen: Request[] = [];
   const c = new AskClient({

@@ -11,6 +11,7 @@ package logtest
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -19,15 +20,42 @@ import (
 // Buffer collects log output. It is safe for the concurrent writes of a logger; its zero value
 // is empty and ready to use.
 type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed at the next write, for WaitFor; nil while nobody waits
 }
 
 // Write appends p.
 func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
 	return b.b.Write(p)
+}
+
+// WaitFor returns once what b holds contains needle, or ctx's error if ctx ends first: a test
+// waits for a line a goroutine of the code under test logs, without polling.
+func (b *Buffer) WaitFor(ctx context.Context, needle string) error {
+	for {
+		b.mu.Lock()
+		if bytes.Contains(b.b.Bytes(), []byte(needle)) {
+			b.mu.Unlock()
+			return nil
+		}
+		if b.changed == nil {
+			b.changed = make(chan struct{})
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // String returns all that was written so far.

@@ -24,6 +24,25 @@ func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, li
 	return statusErr(res)
 }
 
+// DropConversation implements store.Shared: dropConversation, in c's bucket.
+func (s *Store) DropConversation(ctx context.Context, c store.Conversation) (bool, error) {
+	k, b := s.keys, s.keys.bucketOf(c.ID)
+	res, err := dropConversation.Run(ctx, s.rdb,
+		[]string{k.conv(b, c.ID), k.turns(b, c.ID), k.convs(b), k.ownerConvs(b, c.Owner)},
+		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl)).Text()
+	switch {
+	case err != nil:
+		return false, wrap(err)
+	case res == "ok":
+		return true, nil
+	case res == "absent":
+		return false, nil
+	case res == "used":
+		return false, store.ErrConflict
+	}
+	return false, statusErr(res)
+}
+
 // Conversation implements store.Store: the hash and the turns in one read-only script
 // (readConversation: served by a Redis that refuses writes).
 func (s *Store) Conversation(ctx context.Context, id string) (store.Conversation, []ask.Turn, error) {
@@ -36,7 +55,7 @@ func (s *Store) Conversation(ctx context.Context, id string) (store.Conversation
 		return store.Conversation{}, nil, errReply
 	}
 	m := hashOf(res[0])
-	if len(m) == 0 {
+	if len(m) == 0 || m["dropped"] != "" { // dropped: what dropConversation leaves
 		return store.Conversation{}, nil, store.ErrNotFound
 	}
 	turns, err := s.decodeTurns(id, stringsOf(res[1]))

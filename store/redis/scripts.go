@@ -236,6 +236,35 @@ touch_owners(KEYS[5], KEYS[4])
 return 'ok'
 `)
 
+// dropConversation: KEYS conv, turns, convs, owner's convs; ARGV id, tenant, oid, created,
+// ttl_ms. It removes the conversation createConversation made with these arguments if nothing
+// has used it (no ask runs in it, no turn), releasing its entries in the
+// conversations sets (the caps count them there), and leaves in its place, for ttl_ms, a hash
+// with no owner, so that a creation still on its way (a stalled connection's, a client's retry)
+// finds the id taken and makes nothing: the drop and that creation may reach Redis in either
+// order. 'absent' when there was nothing of its own to remove (a drop re-run after a lost
+// reply answers it too), 'used' when the conversation is in use, which is left as it is.
+// allow-oom: at capacity, a drop is what frees memory.
+var dropConversation = goredis.NewScript(`#!lua flags=allow-oom
+local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'created', 'running', 'turns')
+local status = 'absent'
+if c[1] or c[2] or c[3] or c[4] or c[5] then
+  if c[1] ~= ARGV[2] or c[2] ~= ARGV[3] or c[3] ~= ARGV[4] then return 'absent' end
+  if (c[4] and c[4] ~= '') or (c[5] and c[5] ~= '0') or redis.call('EXISTS', KEYS[2]) == 1 then
+    return 'used'
+  end
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('ZREM', KEYS[4], ARGV[1])
+  status = 'ok'
+elseif redis.call('EXISTS', KEYS[1]) == 1 then
+  return 'absent'
+end
+redis.call('HSET', KEYS[1], 'dropped', '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return status
+`)
+
 // createTicket: KEYS conv, turns, ticket, log, tickets, running, owner's convs, owner's tickets;
 // ARGV tid, cid, tenant, oid, created, accepted, max_inflight, max_tickets, runner, lease_ms,
 // max_retained per owner, max_turns, n, then n times seq, type, data: the events that follow

@@ -43,6 +43,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("ConversationTurns", func(t *testing.T) { testConversationTurns(t, f) })
 	t.Run("ConcurrentReaders", func(t *testing.T) { testConcurrentReaders(t, f) })
 	t.Run("ConversationsPerOwner", func(t *testing.T) { testConversationsPerOwner(t, f) })
+	t.Run("DropConversation", func(t *testing.T) { testDropConversation(t, f) })
 	t.Run("RetainedPerOwner", func(t *testing.T) { testRetainedPerOwner(t, f) })
 	t.Run("MaxTurns", func(t *testing.T) { testMaxTurns(t, f) })
 	t.Run("OtherOwnersConversation", func(t *testing.T) { testOtherOwnersConversation(t, f) })
@@ -609,6 +610,79 @@ func testConversationsPerOwner(t *testing.T, f Factory) {
 	}
 	if err := conv(t, m, "a3", Alice, store.Limits{MaxConversationsPerOwner: 3}); err != nil {
 		t.Errorf("alice's third conversation under a cap of three: %v", err)
+	}
+}
+
+// testDropConversation: a shared store's DropConversation removes a conversation as created,
+// and only that, releasing its place under the owner's cap; a creation of it that arrives after
+// the drop makes nothing; one in use (an ask running, or a turn) is left, ErrConflict.
+func testDropConversation(t *testing.T, f Factory) {
+	ctx := t.Context()
+	m := f(t, Options{})
+	sh, ok := m.(store.Shared)
+	if !ok {
+		t.Skip("not a shared store: it answers every creation")
+	}
+	at := time.Unix(1700000000, 0).UTC()
+	c := func(id string, o store.Owner) store.Conversation {
+		return store.Conversation{ID: id, Owner: o, CreatedAt: at}
+	}
+	limits := store.Limits{MaxConversationsPerOwner: 2, MaxTickets: Global(m, 10)}
+	for _, id := range []string{"a1", "a2"} {
+		if err := conv(t, m, id, Alice, limits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not the owner's, or not created at that time: not the creation to drop.
+	for _, other := range []store.Conversation{c("a1", Bob), {ID: "a1", Owner: Alice, CreatedAt: at.Add(time.Nanosecond)}} {
+		if dropped, err := sh.DropConversation(ctx, other); dropped || err != nil {
+			t.Errorf("drop %+v: %v %v, want false, nil", other, dropped, err)
+		}
+	}
+	if dropped, err := sh.DropConversation(ctx, c("a1", Alice)); !dropped || err != nil {
+		t.Fatalf("drop a1: %v %v, want true, nil", dropped, err)
+	}
+	if _, _, err := m.Conversation(ctx, "a1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a1 after its drop: %v, want ErrNotFound", err)
+	}
+	if dropped, err := sh.DropConversation(ctx, c("a1", Alice)); dropped || err != nil {
+		t.Errorf("the drop re-run: %v %v, want false, nil", dropped, err)
+	}
+	// Its place under the cap is free.
+	if err := conv(t, m, "a3", Alice, limits); err != nil {
+		t.Errorf("alice's conversation after a drop under a cap of two: %v", err)
+	}
+	// A creation on its way when the drop came (the same call, retried or late) makes nothing,
+	// and so does one that arrives after a drop that found nothing.
+	if dropped, err := sh.DropConversation(ctx, c("a4", Alice)); dropped || err != nil {
+		t.Errorf("drop of a conversation never made: %v %v, want false, nil", dropped, err)
+	}
+	for _, id := range []string{"a1", "a4"} {
+		if err := conv(t, m, id, Alice, store.Limits{}); err == nil {
+			t.Errorf("%s created after its drop", id)
+		}
+		if _, _, err := m.Conversation(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s, created after its drop: %v, want ErrNotFound", id, err)
+		}
+	}
+	if err := conv(t, m, "a5", Alice, limits); !errors.Is(err, store.ErrOwnerFull) {
+		t.Errorf("alice's third conversation (a2, a3 held): %v, want ErrOwnerFull", err)
+	}
+	// In use: an ask runs in it, then it holds the ask's turn.
+	if _, err := NewTicket(t, m, "t1", "a2", Alice, store.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if dropped, err := sh.DropConversation(ctx, c("a2", Alice)); dropped || !errors.Is(err, store.ErrConflict) {
+		t.Errorf("drop of a conversation an ask runs in: %v %v, want ErrConflict", dropped, err)
+	}
+	if err := m.Finish(ctx, "t1", Tail(2), ask.Turn{Question: "q", Outcome: gen.EventTypeAnswer, Text: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if dropped, err := sh.DropConversation(ctx, c("a2", Alice)); dropped || !errors.Is(err, store.ErrConflict) {
+		t.Errorf("drop of a conversation with a turn: %v %v, want ErrConflict", dropped, err)
+	}
+	if _, turns, err := m.Conversation(ctx, "a2"); err != nil || len(turns) != 1 {
+		t.Errorf("a2 after the refused drops: %d turns, %v", len(turns), err)
 	}
 }
 

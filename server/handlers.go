@@ -39,7 +39,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 	var ik *idem
 	if key == "" {
 		// A stalled store answers 503 within StoreWait; a conversation it takes after that
-		// is an empty one, which expires with its TTL.
+		// is removed (dropLate).
 		var cancel context.CancelFunc
 		ctx, cancel = s.createBound(ctx)
 		defer cancel()
@@ -73,8 +73,14 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 	}
 	conv := store.Conversation{ID: id, Owner: owner, CreatedAt: time.Now().UTC()}
 	if err := s.store.CreateConversation(ctx, conv, s.limits()); err != nil {
-		if ik != nil && createdNothing(err) {
+		switch {
+		case ik != nil && createdNothing(err):
 			ik.abandon(ctx)
+		case ik == nil && !createdNothing(err):
+			// Answered without it (503 "retry shortly"), the caller holds no id: whatever the
+			// store made of this conversation (its reply lost, or taken after StoreWait) is
+			// removed. With a key, a retry answers what was made.
+			s.dropLate(conv)
 		}
 		return refused("conversations", err) // problem.go's table words the refusal
 	}

@@ -277,6 +277,38 @@ func (s *Server) storeBound(ctx context.Context) (context.Context, context.Cance
 
 func noCancel() {}
 
+// dropLate removes conversation c, whose creation the store did not answer (its reply lost,
+// or not back within StoreWait: the create answered 503 and its caller holds no
+// conversation), once the store answers again: left alone, a conversation made all the same
+// would sit empty, which nobody knows of, counted against its owner's conversations until its
+// TTL. The store removes it only if it is still as created (no ask, no turn), and keeps a
+// creation still on its way from making it afterwards. It runs on a runner goroutine, retried
+// with backoff while the store is away, until the server shuts down (the TTL is the
+// backstop).
+func (s *Server) dropLate(c store.Conversation) {
+	sh, ok := s.store.(store.Shared)
+	if !ok {
+		return // a store in this process answers every creation
+	}
+	s.runners.Add(1)
+	go func() {
+		defer s.runners.Done()
+		s.untilStoreBack(func() bool {
+			switch dropped, err := sh.DropConversation(s.base, c); {
+			case err == nil && dropped:
+				s.log.Warn("conversation created after its request gave up on the store: removed", "conversation", c.ID)
+			case err == nil:
+			case errors.Is(err, store.ErrUnavailable):
+				return false
+			case s.base.Err() != nil:
+			default:
+				s.log.Error("conversation whose creation was not answered not removed", "conversation", c.ID, "err", err)
+			}
+			return true
+		})
+	}()
+}
+
 // endLate follows, on a runner goroutine holding the admission slot the create took, a
 // ticket's creation that the store did not answer in time (CreateTicket's PendingError), which
 // the request answered 503 "not started". If the store created the ticket after all (or

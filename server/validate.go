@@ -249,7 +249,23 @@ func validationProblem(he *echo.HTTPError) error {
 		}
 		violations = append(violations, describeViolation(err)...)
 	}
-	return badRequest("the request does not satisfy the API description", violations...)
+	return badRequest("the request does not satisfy the API description", listedViolations(violations)...)
+}
+
+// maxListedViolations is how many violations a 400 lists. The validator reports every one
+// (every unknown member of an object among them), so without a bound a body of short unknown
+// names (`"a":0,`, 6 bytes each) came back as a problem about six times its size: 251 KB of
+// errors for a 59 KB body, a hundred megabytes at the largest DAS_ASK_MAX_BODY_BYTES.
+const maxListedViolations = 10
+
+// listedViolations is vs cut to maxListedViolations, the last entry saying how many more were
+// found and left out.
+func listedViolations(vs []string) []string {
+	if len(vs) <= maxListedViolations {
+		return vs
+	}
+	more := len(vs) - (maxListedViolations - 1)
+	return append(vs[:maxListedViolations-1:maxListedViolations-1], strconv.Itoa(more)+" more violations not listed")
 }
 
 func flatten(me openapi3.MultiError) []error {

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -101,6 +102,27 @@ func TestViolationWording(t *testing.T) {
 		want := `body: property "` + strings.Repeat("ü", 64) + `"… (cut at 64 characters) is unsupported`
 		if p.Errors == nil || !slices.Contains(*p.Errors, want) || len(body) > 1024 {
 			t.Errorf("a long unknown property: %d bytes: %.300s, want %q among the errors", len(body), body, want)
+		}
+		// Many unknown properties are not all repeated back: the problem lists a few and says
+		// how many more there were, so a body of short names does not come back several times
+		// its size.
+		var many strings.Builder
+		many.WriteString(`{"question":"q"`)
+		for i := range 2000 {
+			fmt.Fprintf(&many, `,"k%d":0`, i)
+		}
+		many.WriteString(`}`)
+		resp = h.do(newReq(t, http.MethodPost, "/ask/v1/conversations/"+cid+"/asks", alice, many.String()))
+		body = readBody(t, resp)
+		p = problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, http.StatusBadRequest)
+		if p.Errors == nil || len(*p.Errors) > 10 || len(body) > 1024 ||
+			!slices.Contains(*p.Errors, "1991 more violations not listed") {
+			n := 0
+			if p.Errors != nil {
+				n = len(*p.Errors)
+			}
+			t.Errorf("2000 unknown properties: %d errors in %d bytes (%d bytes asked), want at most 10 saying how many more, in at most 1 KiB: %.300s",
+				n, len(body), many.Len(), body)
 		}
 		resp = h.do(newReq(t, http.MethodPost, "/ask/v1/conversations/"+cid+"/asks", alice, `{"question":"q","qestion":1}`))
 		p = problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), readBody(t, resp), http.StatusBadRequest)

@@ -1,8 +1,11 @@
 package nginx_test
 
 import (
+	"bufio"
 	"crypto/tls"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -86,4 +89,120 @@ func TestGatewayKeepsRequestBodiesOffDisk(t *testing.T) {
 			t.Errorf("the replica got a body of %d bytes, want %d", n, len(body))
 		}
 	}
+}
+
+// TestGatewayKeepsRefusedBodiesOffDisk: a body over the limit whose length nginx learns only
+// as it reads it (chunked over HTTP/1.1, no content-length over HTTP/2) is refused with the
+// gateway's 413 before any of it is written to disk. With client_body_buffer_size equal to
+// client_max_body_size the buffer filled at the limit and nginx wrote it to a temporary file,
+// question and all, before it read past the limit and refused the rest (here, where the
+// temporary directory cannot be written, a 500). A client pasting a long document as its
+// question sends just that (curl -T - sends Expect: 100-continue and chunks of 65524 bytes, as
+// the HTTP/1.1 case does).
+func TestGatewayKeepsRefusedBodiesOffDisk(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(upstream.Close)
+	up := strings.TrimPrefix(upstream.URL, "http://")
+	plainAddr, plainDir := nginxtest.StartIn(t, up)
+	tlsAddr, tlsDir, pool := nginxtest.StartTLSIn(t, up)
+
+	judge := func(name, dir string, status int) {
+		t.Helper()
+		log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		if strings.Contains(string(log), bodyOnDisk) || strings.Contains(string(log), "client_body/") {
+			t.Errorf("%s: nginx wrote a refused request body to disk, or tried to (client_body_buffer_size not above client_max_body_size):\n%s", name, log)
+		}
+		if status != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s: status %d, want 413; nginx logged:\n%s", name, status, log)
+		}
+	}
+
+	// HTTP/1.1, chunked, after a 100 Continue (as curl -T - sends it): a first chunk just
+	// under the limit, then one that passes it.
+	first, second := strings.Repeat("a", 65524), strings.Repeat("a", 4492)
+	status := postChunked(t, plainAddr, first, second)
+	judge("HTTP/1.1 chunked", plainDir, status)
+
+	// HTTP/2: a reader of unknown length goes without a content-length.
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	body := `{"question":"` + strings.Repeat("a", 70000) + `"}`
+	hreq, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://"+tlsAddr+"/ask/v1/conversations/c_1/asks",
+		io.MultiReader(strings.NewReader(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := h2.Do(hreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.ProtoMajor != 2 || hreq.ContentLength != 0 {
+		t.Fatalf("HTTP/2 case went over %s with length %d", resp.Proto, hreq.ContentLength)
+	}
+	judge("HTTP/2 without content-length", tlsDir, resp.StatusCode)
+}
+
+// TestGatewayKeepsChunkedBodiesOffDisk: a body the service takes, just under the limit, sent
+// chunked in 4 KiB chunks (the framing adds some 130 bytes nginx holds with it) stays in
+// memory: a buffer of exactly the limit sent it to a temporary file.
+func TestGatewayKeepsChunkedBodiesOffDisk(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(upstream.Close)
+	addr, dir := nginxtest.StartIn(t, strings.TrimPrefix(upstream.URL, "http://"))
+	body := `{"question":"` + strings.Repeat("a", 65536-len(`{"question":""}`)-16) + `"}`
+	var chunks []string
+	for rest := body; rest != ""; {
+		n := min(4096, len(rest))
+		chunks, rest = append(chunks, rest[:n]), rest[n:]
+	}
+	status := postChunked(t, addr, chunks...)
+	log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+	if status != http.StatusAccepted || strings.Contains(string(log), bodyOnDisk) || strings.Contains(string(log), "client_body/") {
+		t.Errorf("a %d-byte body in 4 KiB chunks: %d (want 202); nginx logged:\n%s", len(body), status, log)
+	}
+}
+
+// postChunked POSTs chunks to nginx at addr as one chunked body after a 100 Continue (as
+// curl -T - does) and returns the final status.
+func postChunked(t *testing.T, addr string, chunks ...string) int {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	br := bufio.NewReader(conn)
+	if _, err := io.WriteString(conn, "POST /ask/v1/conversations/c_1/asks HTTP/1.1\r\nHost: ask\r\nContent-Type: application/json\r\n"+
+		"Transfer-Encoding: chunked\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("chunked POST: %v %v, want 100 Continue", resp, err)
+	}
+	var b strings.Builder
+	for _, c := range chunks {
+		fmt.Fprintf(&b, "%x\r\n%s\r\n", len(c), c)
+	}
+	b.WriteString("0\r\n\r\n")
+	done := make(chan struct{})
+	go func() { // nginx may answer before it has read it all
+		defer close(done)
+		_, _ = io.WriteString(conn, b.String())
+	}()
+	t.Cleanup(func() { _ = conn.Close(); <-done })
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }

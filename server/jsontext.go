@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"mime"
 	"strings"
 	"unicode/utf8"
@@ -81,6 +82,9 @@ func jsonTextProblem(b []byte) (detail, violation string) {
 	case !utf8.Valid(b):
 		return "the request body is not valid UTF-8", "body: not valid UTF-8"
 	case !json.Valid(b):
+		if tooDeep(b) {
+			return "the request body nests arrays or objects more than 10000 deep", "body: nested more than 10000 deep"
+		}
 		return "the request body is not one well-formed JSON value", "body: not well-formed"
 	case bytes.IndexByte(b, '\\') >= 0 && jsontext.LoneSurrogate(b):
 		return "the request body holds a \\u escape of an unpaired UTF-16 surrogate, which is no character",
@@ -89,6 +93,14 @@ func jsonTextProblem(b []byte) (detail, violation string) {
 		return "the request body names a member more than once in one object", "body: a member name repeated in one object"
 	}
 	return "", ""
+}
+
+// tooDeep reports whether json.Valid refused b on reaching its scanner's bound of 10000 nested
+// levels (before any other fault, if there is one later): such a body, well-formed, was called
+// not well-formed.
+func tooDeep(b []byte) bool {
+	var se *json.SyntaxError
+	return errors.As(json.Unmarshal(b, new(json.RawMessage)), &se) && strings.Contains(se.Error(), "exceeded max depth")
 }
 
 // repeatedName reports whether an object in b, a well-formed JSON text (so nested at most

@@ -39,6 +39,9 @@ func TestJSONText(t *testing.T) {
 		{"Latin-1 declared", "application/json; charset=iso-8859-1", `{}`, 415, "in UTF-8"},
 		{"gzip-encoded", json + "\x00gzip", `{}`, 415, "content-encoded"},
 		{"a name twice", json, `{"x":1,"x":2}`, 400, "names a member more than once"},
+		// Well-formed, but past the nesting the decoder reads (10000): said as that, not as
+		// a body that is not JSON.
+		{"nested 10001 deep", json, `{"x":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`, 400, "nests arrays or objects more than 10000 deep"},
 		// A media type Go's mime cannot parse is still JSON to the validator, which reads only
 		// what comes before the first semicolon: without a parse of its own, such a body went
 		// past every check above.

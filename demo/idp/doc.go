@@ -12,10 +12,13 @@
 // POST /token answers 403 unless the peer address is loopback (forwarding headers are ignored)
 // and the Host names loopback or the issuer's own host (against DNS rebinding from a browser).
 //
-// POST /token takes a form or a JSON object with oid (required), aud (default das), scope
-// (default das, space-separated), ttl_s (default 3600), expired (true gives a token whose exp
-// has passed) and alg (RS256 or ES256), and answers
-// {"access_token": "...", "token_type": "Bearer", "expires_in": n}.
+// POST /token takes a form or a JSON object with oid (required), tid (the tenant; left out, the
+// token has none), aud (default das), scope (default das, space-separated), ttl_s (default
+// 3600), expired (true gives a token whose exp has passed) and alg (RS256 or ES256), and answers
+// {"access_token": "...", "token_type": "Bearer", "expires_in": n}. A tid, when given, is trimmed
+// and must then be printable UTF-8, not empty and at most MaxTIDLen bytes; anything else is a 400
+// invalid_request. The ask service owns work by (issuer, tid, oid), so alice with tid T1 is
+// another identity than alice with none: a tid is how the dev stack shows tenant separation.
 //
 // Keys persist across restarts in Options.StateDir (one PEM file per algorithm, mode 0600);
 // with no StateDir they live in memory and every New publishes fresh keys.

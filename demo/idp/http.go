@@ -48,7 +48,7 @@ func (p *IdP) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 		"token_endpoint_auth_methods_supported": []string{"none"},
 		"grant_types_supported":                 []string{"urn:das:dev:mint"},
 		"scopes_supported":                      []string{DefaultScope},
-		"claims_supported":                      []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "oid", "scope"},
+		"claims_supported":                      []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "oid", "tid", "scope"},
 	})
 }
 

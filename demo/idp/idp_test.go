@@ -15,7 +15,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/demo/idp"
+	"github.com/das-ask/ask/demo/idp/idptest"
 )
 
 func newIdP(t *testing.T, opts idp.Options) *idp.IdP {
@@ -99,6 +101,13 @@ func TestDiscovery(t *testing.T) {
 	}
 	if d["issuer"] != "http://127.0.0.1:9999" || d["jwks_uri"] != "http://127.0.0.1:9999/.well-known/jwks.json" || d["token_endpoint"] != "http://127.0.0.1:9999/token" {
 		t.Fatalf("discovery = %v", d)
+	}
+	// Every claim POST /token can mint is listed, tid among them.
+	claims, _ := d["claims_supported"].([]any)
+	for _, want := range []string{"oid", "tid", "scope", "aud", "exp"} {
+		if !slices.Contains(claims, any(want)) {
+			t.Errorf("claims_supported %v lacks %s", claims, want)
+		}
 	}
 }
 
@@ -341,6 +350,103 @@ func TestTokenEndpoint(t *testing.T) {
 			t.Fatalf("GET /token: %d", w.Code)
 		}
 	})
+}
+
+// POST /token mints the tenant it is given as the tid claim, so the dev stack can show that the
+// same oid in another tenant is another identity; a tid given but empty, too long or holding a
+// control character is an invalid_request, never a token without a tenant or with a mangled one.
+func TestTokenEndpointTenant(t *testing.T) {
+	p := newIdP(t, idp.Options{})
+	post := func(ct, body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(body))
+		r.RemoteAddr, r.Host = "127.0.0.1:5000", "127.0.0.1:8090"
+		r.Header.Set("Content-Type", ct)
+		w := httptest.NewRecorder()
+		p.Handler().ServeHTTP(w, r)
+		return w
+	}
+	const formCT, jsonCT = "application/x-www-form-urlencoded", "application/json"
+	for _, tt := range []struct {
+		name, ct, body string
+		wantTID        any // nil: no tid claim
+	}{
+		{"form", formCT, "oid=alice&tid=conformance-other-tenant", "conformance-other-tenant"},
+		{"JSON", jsonCT, `{"oid":"alice","tid":"T1"}`, "T1"},
+		{"trimmed", formCT, url.Values{"oid": {"alice"}, "tid": {"  T1 "}}.Encode(), "T1"},
+		{"a GUID", jsonCT, `{"oid":"alice","tid":"72f988bf-86f1-41af-91ab-2d7cd011db47"}`, "72f988bf-86f1-41af-91ab-2d7cd011db47"},
+		{"not ASCII", jsonCT, `{"oid":"alice","tid":"Zürich Ω"}`, "Zürich Ω"},
+		{"the longest", jsonCT, `{"oid":"alice","tid":"` + strings.Repeat("t", idp.MaxTIDLen) + `"}`, strings.Repeat("t", idp.MaxTIDLen)},
+		{"form without", formCT, "oid=alice", nil},
+		{"JSON without", jsonCT, `{"oid":"alice"}`, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := post(tt.ct, tt.body)
+			if w.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", w.Code, w.Body)
+			}
+			var resp idp.TokenResponse
+			if err := json.Unmarshal(w.Body.Bytes(), &resp); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := parse(t, resp.AccessToken)
+			if got, ok := c["tid"]; got != tt.wantTID || (tt.wantTID == nil) == ok {
+				t.Fatalf("tid claim %v (present %v), want %v; claims %v", got, ok, tt.wantTID, c)
+			}
+			if c["oid"] != "alice" {
+				t.Fatalf("oid claim %v", c["oid"])
+			}
+		})
+	}
+	for _, tt := range []struct{ name, ct, body, wantDesc string }{
+		{"form empty", formCT, "oid=alice&tid=", "empty"},
+		{"JSON empty", jsonCT, `{"oid":"alice","tid":""}`, "empty"},
+		{"only spaces", jsonCT, `{"oid":"alice","tid":"   "}`, "empty"},
+		{"too long", jsonCT, `{"oid":"alice","tid":"` + strings.Repeat("t", idp.MaxTIDLen+1) + `"}`, "at most 256 bytes"},
+		{"control character", jsonCT, `{"oid":"alice","tid":"a\u0000b"}`, "printable"},
+		{"newline", formCT, "oid=alice&tid=a%0Ab", "printable"},
+		{"not UTF-8", formCT, "oid=alice&tid=a%FFb", "printable"},
+		{"twice", formCT, "oid=alice&tid=T1&tid=T2", "once"},
+		{"not a string", jsonCT, `{"oid":"alice","tid":7}`, "JSON object"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := post(tt.ct, tt.body)
+			var e struct {
+				Error       string `json:"error"`
+				Description string `json:"error_description"`
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code != http.StatusBadRequest || e.Error != "invalid_request" {
+				t.Fatalf("status %d, body %s: want 400 invalid_request", w.Code, w.Body)
+			}
+			if !strings.Contains(e.Description, "tid") || !strings.Contains(e.Description, tt.wantDesc) {
+				t.Fatalf("error_description %q: want it to name tid and say %q", e.Description, tt.wantDesc)
+			}
+		})
+	}
+}
+
+// A minted tid reaches the service's identity: the validator puts it in the tenant, so the same
+// oid with and without it are two identities.
+func TestMintedTenantIsTheIdentitysTenant(t *testing.T) {
+	s := idptest.Start(t)
+	v, err := auth.New(t.Context(), s.Config(), auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := idp.RequestToken(t.Context(), s.HTTP.Client(), s.HTTP.URL, idp.TokenRequest{OID: "alice", TID: "T1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := v.Authenticate(t.Context(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, err := v.Authenticate(t.Context(), s.Token(t, "alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.OID != "alice" || home.OID != "alice" || in.Tenant == home.Tenant || !strings.Contains(in.Tenant, `"T1"`) {
+		t.Fatalf("tenants %q and %q: want alice in T1 to be another identity than alice", in.Tenant, home.Tenant)
+	}
 }
 
 // Minting, rotating and publishing happen at once in a dev stack.

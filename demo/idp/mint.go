@@ -27,6 +27,9 @@ type Claims struct {
 	// OID is the identity (`oid`, also `sub`). Mint omits the claim when it is empty (to test
 	// validators); POST /token requires it.
 	OID string
+	// TID is the tenant (`tid`): an oid is unique only within its tenant, so the same OID
+	// under another TID, or under none, is another identity to the ask service. "" omits it.
+	TID string
 	// Audience is `aud`; "" means DefaultAudience.
 	Audience string
 	// Scope is `scope`, space-separated; "" means DefaultScope.
@@ -88,6 +91,9 @@ func (p *IdP) sign(c Claims, forged bool) (string, error) {
 		claims["oid"] = c.OID
 		claims["sub"] = c.OID
 	}
+	if c.TID != "" {
+		claims["tid"] = c.TID
+	}
 	for k, v := range c.Extra {
 		if v == nil {
 			delete(claims, k)
@@ -103,7 +109,7 @@ func (p *IdP) sign(c Claims, forged bool) (string, error) {
 	}
 	if !forged {
 		p.log.LogAttrs(context.Background(), slog.LevelInfo, "idp: token minted",
-			slog.String("oid", c.OID), slog.String("alg", key.alg), slog.String("kid", key.kid), slog.Time("exp", exp))
+			slog.String("oid", c.OID), slog.String("tid", c.TID), slog.String("alg", key.alg), slog.String("kid", key.kid), slog.Time("exp", exp))
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package idp
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -10,11 +11,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // TokenRequest is the body of POST /token, as a form or as JSON.
 type TokenRequest struct {
-	OID     string `json:"oid"`
+	OID string `json:"oid"`
+	// TID is the tenant (`tid`); "" mints a token without one. Given, it must be printable
+	// text of at most MaxTIDLen bytes, not empty once trimmed.
+	TID     string `json:"tid,omitempty"`
 	Aud     string `json:"aud,omitempty"`
 	Scope   string `json:"scope,omitempty"`
 	TTLS    int    `json:"ttl_s,omitempty"`
@@ -43,7 +49,7 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusForbidden, "access_denied", "tokens are minted for requests addressed to a loopback host only")
 		return
 	}
-	req, err := decodeTokenRequest(r)
+	req, tidGiven, err := decodeTokenRequest(r)
 	if err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
@@ -51,6 +57,13 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 	if strings.TrimSpace(req.OID) == "" {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "oid is required")
 		return
+	}
+	tid := strings.TrimSpace(req.TID)
+	if tidGiven {
+		if err := checkTID(tid); err != nil {
+			oauthError(w, http.StatusBadRequest, "invalid_request", err.Error())
+			return
+		}
 	}
 	if req.TTLS < 0 || time.Duration(req.TTLS)*time.Second > MaxTTL {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "ttl_s must be between 1 and "+strconv.Itoa(int(MaxTTL/time.Second)))
@@ -63,6 +76,7 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	c := Claims{
 		OID:      strings.TrimSpace(req.OID),
+		TID:      tid,
 		Audience: req.Aud,
 		Scope:    strings.Join(strings.Fields(req.Scope), " "),
 		TTL:      time.Duration(req.TTLS) * time.Second,
@@ -86,41 +100,77 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, TokenResponse{AccessToken: token, TokenType: "Bearer", ExpiresIn: expiresIn})
 }
 
-func decodeTokenRequest(r *http.Request) (TokenRequest, error) {
+// MaxTIDLen bounds a tenant given to POST /token, in bytes: a tenant id is a name or a GUID
+// (36), never a document.
+const MaxTIDLen = 256
+
+// checkTID judges a tid given to POST /token, already trimmed: a tid given empty (or only
+// spaces) is a mistake, not "no tenant", which is asked for by leaving tid out.
+func checkTID(tid string) error {
+	switch {
+	case tid == "":
+		return errors.New("tid, when given, must not be empty: leave it out for a token without a tenant")
+	case len(tid) > MaxTIDLen:
+		return fmt.Errorf("tid must be at most %d bytes", MaxTIDLen)
+	}
+	for _, r := range tid {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return errors.New("tid must be printable UTF-8 text: no control characters")
+		}
+	}
+	return nil
+}
+
+// decodeTokenRequest reads the body of POST /token; tidGiven says whether it named tid at all
+// (a tid given empty is refused, where one left out means no tenant).
+func decodeTokenRequest(r *http.Request) (req TokenRequest, tidGiven bool, err error) {
 	r.Body = http.MaxBytesReader(nil, r.Body, maxTokenBody)
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	var req TokenRequest
 	switch ct {
 	case "application/json":
+		var body struct {
+			TokenRequest
+			TID *string `json:"tid"` // shadows TokenRequest.TID, to tell "" from absent
+		}
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return req, errors.New("body: want a JSON object with oid, aud, scope, ttl_s, expired, alg")
+		if err := dec.Decode(&body); err != nil {
+			return req, false, errors.New("body: want a JSON object with oid, tid, aud, scope, ttl_s, expired, alg")
 		}
 		if dec.Decode(&struct{}{}) != io.EOF {
-			return req, errors.New("body: want exactly one JSON object")
+			return req, false, errors.New("body: want exactly one JSON object")
 		}
-		return req, nil
+		req = body.TokenRequest
+		if body.TID != nil {
+			req.TID, tidGiven = *body.TID, true
+		}
+		return req, tidGiven, nil
 	case "application/x-www-form-urlencoded", "":
 		if err := r.ParseForm(); err != nil {
-			return req, errors.New("body: want a form with oid, aud, scope, ttl_s, expired, alg")
+			return req, false, errors.New("body: want a form with oid, tid, aud, scope, ttl_s, expired, alg")
 		}
 		req.OID, req.Aud, req.Scope, req.Alg = r.PostForm.Get("oid"), r.PostForm.Get("aud"), r.PostForm.Get("scope"), r.PostForm.Get("alg")
+		if v, ok := r.PostForm["tid"]; ok {
+			if len(v) != 1 {
+				return req, false, errors.New("tid: give it once")
+			}
+			req.TID, tidGiven = v[0], true
+		}
 		if s := r.PostForm.Get("ttl_s"); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil {
-				return req, errors.New("ttl_s: want whole seconds")
+				return req, false, errors.New("ttl_s: want whole seconds")
 			}
 			req.TTLS = n
 		}
 		if s := r.PostForm.Get("expired"); s != "" {
 			b, err := strconv.ParseBool(s)
 			if err != nil {
-				return req, errors.New("expired: want true or false")
+				return req, false, errors.New("expired: want true or false")
 			}
 			req.Expired = b
 		}
-		return req, nil
+		return req, tidGiven, nil
 	}
-	return req, errors.New("content type: want application/json or application/x-www-form-urlencoded")
+	return req, false, errors.New("content type: want application/json or application/x-www-form-urlencoded")
 }

@@ -1,7 +1,7 @@
 // Command dev-idp is the development identity provider (package demo/idp) as a process.
 //
 //	dev-idp serve [--addr 127.0.0.1:8090] [--issuer http://127.0.0.1:8090] [--state .state/idp]
-//	dev-idp token --oid alice [--aud das] [--scope das] [--ttl 1h] [--expired] [--alg RS256|ES256] [--idp http://127.0.0.1:8090] [--timeout 10s]
+//	dev-idp token --oid alice [--tid T] [--aud das] [--scope das] [--ttl 1h] [--expired] [--alg RS256|ES256] [--idp http://127.0.0.1:8090] [--timeout 10s]
 //
 // serve publishes the JWKS and OIDC discovery and mints tokens for loopback callers until
 // interrupted; keys persist in --state ("" keeps them in memory). token asks a running dev-idp

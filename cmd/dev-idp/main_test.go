@@ -56,6 +56,14 @@ func TestTokenAgainstIdP(t *testing.T) {
 		t.Fatalf("token: oid %q, header %v, claims %v", id.OID, parsed.Header, c)
 	}
 
+	code, out, errOut = runCmd(t, "token", "--oid", "alice", "--tid", "T1", "--idp", s.HTTP.URL)
+	if code != 0 {
+		t.Fatalf("--tid: exit %d, %s", code, errOut)
+	}
+	if id, err := v.Authenticate(t.Context(), strings.TrimSpace(out)); err != nil || id.OID != "alice" || !strings.Contains(id.Tenant, `"T1"`) {
+		t.Fatalf("--tid T1: identity %+v, %v; want alice in tenant T1", id, err)
+	}
+
 	code, out, errOut = runCmd(t, "token", "--oid", "alice", "--expired", "--idp", s.HTTP.URL)
 	if code != 0 {
 		t.Fatalf("--expired: exit %d, %s", code, errOut)
@@ -107,7 +115,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	_, out, _ := runCmd(t, "-h")
-	for _, f := range []string{"--oid", "--aud", "--scope", "--ttl", "--expired", "--alg", "--idp", "--timeout"} {
+	for _, f := range []string{"--oid", "--aud", "--scope", "--ttl", "--expired", "--alg", "--idp", "--timeout", "--tid"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("dev-idp -h says nothing of token's %s:\n%s", f, out)
 		}

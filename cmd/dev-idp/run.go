@@ -8,7 +8,7 @@ import (
 
 const usage = `usage:
   dev-idp serve [--addr 127.0.0.1:8090] [--issuer http://127.0.0.1:8090] [--state .state/idp]
-  dev-idp token --oid alice [--aud das] [--scope das] [--ttl 1h] [--expired] [--alg RS256|ES256] [--idp $ASK_IDP, else http://127.0.0.1:8090] [--timeout 10s]
+  dev-idp token --oid alice [--tid T] [--aud das] [--scope das] [--ttl 1h] [--expired] [--alg RS256|ES256] [--idp $ASK_IDP, else http://127.0.0.1:8090] [--timeout 10s]
 `
 
 // run executes one dev-idp command and returns the exit status: 0 on success, 1 when the

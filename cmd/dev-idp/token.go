@@ -25,6 +25,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	fs := flag.NewFlagSet("dev-idp token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	oid := fs.String("oid", "", "identity to mint a token for (required), e.g. alice or bob")
+	tid := fs.String("tid", "", "tenant (tid); none by default: the same oid in another tenant is another identity")
 	aud := fs.String("aud", idp.DefaultAudience, "audience (aud)")
 	scope := fs.String("scope", idp.DefaultScope, "scopes, space-separated")
 	ttl := fs.Duration("ttl", idp.DefaultTTL, "lifetime, whole seconds, at most 24h")
@@ -54,7 +55,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	tok, err := idp.RequestToken(ctx, nil, *base, idp.TokenRequest{
-		OID: *oid, Aud: *aud, Scope: *scope, TTLS: int(*ttl / time.Second), Expired: *expired, Alg: *alg,
+		OID: *oid, TID: *tid, Aud: *aud, Scope: *scope, TTLS: int(*ttl / time.Second), Expired: *expired, Alg: *alg,
 	})
 	if err != nil {
 		// Nothing listening is the newcomer's case (make token before make ask-serve): say

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 )
 
 // sameAsGhost compares B's response on A's resource with B's response on one that never
@@ -46,27 +49,49 @@ type foreignCall func(f foreignCalls) (string, int, []byte, http.Header)
 
 // foreignChecks compares B's calls on A's tickets with B's calls on a ticket that never existed.
 func (s *session) foreignChecks(ctx context.Context, what string, picks ...foreignCall) verdict {
-	g, err := s.ghostFixture(ctx)
+	found, err := s.foreignFindings(ctx, B, picks...)
 	if err != nil {
 		return broken(err)
 	}
-	sr, err := s.slowRunFixture(ctx)
+	return problems("404 for B on A's ticket, indistinguishable from a ticket that never existed", found,
+		fmt.Sprintf("%s of A's ticket as B, running and done: 404 problem+json, the same as for a ticket that never existed", what))
+}
+
+// foreignFindings compares who's calls on A's tickets, running and done, with who's calls on a
+// ticket that never existed, and lists every difference.
+func (s *session) foreignFindings(ctx context.Context, who Identity, picks ...foreignCall) ([]string, error) {
+	g, err := s.ghostFixture(ctx, who)
 	if err != nil {
-		return broken(err)
+		return nil, err
+	}
+	var open *run
+	var running foreignCalls
+	if who == otherTenant {
+		tr, err := s.tenantRunFixture(ctx)
+		if err != nil {
+			return nil, err
+		}
+		open, running = tr.run, tr.foreign
+	} else {
+		sr, err := s.slowRunFixture(ctx)
+		if err != nil {
+			return nil, err
+		}
+		open, running = sr.run, sr.foreign
 	}
 	r, err := s.normalRun(ctx)
 	if err != nil {
-		return broken(err)
+		return nil, err
 	}
-	after := s.foreignView(ctx, r.ticket.Ticket)
+	after := s.foreignView(ctx, who, r.ticket.Ticket)
 	var found []string
 	for _, x := range []struct {
 		when   string
 		f      foreignCalls
 		ticket string
-	}{{"while running", sr.foreign, sr.run.ticket.Ticket}, {"after done", after, r.ticket.Ticket}} {
+	}{{"while running", running, open.ticket.Ticket}, {"after done", after, r.ticket.Ticket}} {
 		if x.f.err != nil {
-			return broken(x.f.err)
+			return nil, x.f.err
 		}
 		for _, pick := range picks {
 			call, code, body, h := pick(x.f)
@@ -74,12 +99,12 @@ func (s *session) foreignChecks(ctx context.Context, what string, picks ...forei
 			found = append(found, sameAsGhost(call+" "+x.when, code, body, h, x.ticket, gCode, gBody, gh, g.ticket)...)
 		}
 	}
-	return problems("404 for B on A's ticket, indistinguishable from a ticket that never existed", found,
-		fmt.Sprintf("%s of A's ticket as B, running and done: 404 problem+json, the same as for a ticket that never existed", what))
+	return found, nil
 }
 
-func checkOwnershipEvents(ctx context.Context, s *session) verdict {
-	return s.foreignChecks(ctx, "GET events (from the start, Last-Event-ID: "+beyondCursor+", ?after="+beyondCursor+") and HEAD events",
+// The calls foreignChecks compares, by what they ask of a ticket.
+var (
+	eventsCalls = []foreignCall{
 		func(f foreignCalls) (string, int, []byte, http.Header) {
 			return "GET events", f.events.Status, f.events.Body, f.events.Header
 		},
@@ -91,52 +116,104 @@ func checkOwnershipEvents(ctx context.Context, s *session) verdict {
 		},
 		func(f foreignCalls) (string, int, []byte, http.Header) {
 			return "HEAD events", f.headEvents.status, nil, f.headEvents.header
-		})
-}
-
-func checkOwnershipStatus(ctx context.Context, s *session) verdict {
-	return s.foreignChecks(ctx, "GET and HEAD status",
+		},
+	}
+	statusCalls = []foreignCall{
 		func(f foreignCalls) (string, int, []byte, http.Header) {
 			return "GET status", f.statusCode, f.statusBody, f.statusHeader
 		},
 		func(f foreignCalls) (string, int, []byte, http.Header) {
 			return "HEAD status", f.headStatus.status, nil, f.headStatus.header
-		})
+		},
+	}
+	cancelCalls = []foreignCall{
+		func(f foreignCalls) (string, int, []byte, http.Header) {
+			return "POST cancel", f.cancelCode, f.cancelBody, f.cancelHeader
+		},
+	}
+)
+
+func checkOwnershipEvents(ctx context.Context, s *session) verdict {
+	return s.foreignChecks(ctx, "GET events (from the start, Last-Event-ID: "+beyondCursor+", ?after="+beyondCursor+") and HEAD events", eventsCalls...)
+}
+
+func checkOwnershipStatus(ctx context.Context, s *session) verdict {
+	return s.foreignChecks(ctx, "GET and HEAD status", statusCalls...)
 }
 
 func checkOwnershipCancel(ctx context.Context, s *session) verdict {
-	v := s.foreignChecks(ctx, "POST cancel", func(f foreignCalls) (string, int, []byte, http.Header) {
-		return "POST cancel", f.cancelCode, f.cancelBody, f.cancelHeader
-	})
+	v := s.foreignChecks(ctx, "POST cancel", cancelCalls...)
 	if v.status != Pass {
 		return v
 	}
 	// B's cancel must not have touched A's run.
 	sr, _ := s.slowRunFixture(ctx)
-	if t, ok := sr.run.final.terminal(); ok && t.Type == "error" && t.str("kind") == "cancelled" {
+	if cancelled(sr.run) {
 		return fail("A's run to be untouched by B's cancel", "it ended in error{kind: cancelled}")
 	}
 	return v
 }
 
+// cancelled reports whether r ended in error{kind: cancelled}: for a run no one but a foreign
+// caller tried to cancel, that caller's cancel reached it.
+func cancelled(r *run) bool {
+	t, ok := r.final.terminal()
+	return ok && t.Type == "error" && t.str("kind") == "cancelled"
+}
+
 func checkOwnershipConversation(ctx context.Context, s *session) verdict {
-	g, err := s.ghostFixture(ctx)
+	found, err := s.foreignAsk(ctx, B)
 	if err != nil {
 		return broken(err)
+	}
+	return problems("404 for B asking in A's conversation, indistinguishable from a conversation that never existed", found,
+		"B asking in A's conversation: 404 problem+json, the same as for a conversation that never existed")
+}
+
+// foreignAsk is who asking in A's conversation, compared with who asking in one that never
+// existed.
+func (s *session) foreignAsk(ctx context.Context, who Identity) ([]string, error) {
+	g, err := s.ghostFixture(ctx, who)
+	if err != nil {
+		return nil, err
 	}
 	r, err := s.normalRun(ctx)
 	if err != nil {
-		return broken(err)
+		return nil, err
 	}
-	tok, err := s.token(ctx, B)
+	tok, err := s.token(ctx, who)
 	if err != nil {
-		return broken(err)
+		return nil, err
 	}
 	resp, err := s.api.CreateAskWithResponse(ctx, r.conv, nil, askBody(s.cfg.Questions.Answer), bearer(tok))
 	if err != nil {
+		return nil, err
+	}
+	return sameAsGhost("POST asks", resp.StatusCode(), resp.Body, resp.HTTPResponse.Header, r.conv, g.askCode, g.askBody, g.askHeader, g.conv), nil
+}
+
+// checkOwnershipTenant: a token for A's oid in another tenant is someone else. The target owns
+// work by (tenant, oid), so that token is as foreign to A's ticket and conversation as B's: the
+// same 404 as for ones that never existed, and its cancel leaves A's run alone. A target that
+// keyed work by oid alone would hand A's work to every tenant's user with A's oid.
+func checkOwnershipTenant(ctx context.Context, s *session) verdict {
+	if _, err := s.token(ctx, otherTenant); errors.Is(err, ErrCannotMint) {
+		return skip("the token source cannot mint A's oid in another tenant (tid %q); give an identity provider's mint URL that mints tid (--idp)", OtherTenantID)
+	} else if err != nil {
 		return broken(err)
 	}
-	found := sameAsGhost("POST asks", resp.StatusCode(), resp.Body, resp.HTTPResponse.Header, r.conv, g.askCode, g.askBody, g.askHeader, g.conv)
-	return problems("404 for B asking in A's conversation, indistinguishable from a conversation that never existed", found,
-		"B asking in A's conversation: 404 problem+json, the same as for a conversation that never existed")
+	found, err := s.foreignFindings(ctx, otherTenant, slices.Concat(statusCalls, eventsCalls, cancelCalls)...)
+	if err != nil {
+		return broken(err)
+	}
+	if tr, _ := s.tenantRunFixture(ctx); cancelled(tr.run) {
+		found = append(found, "A's running ask, cancelled by A's oid in another tenant, ended in error{kind: cancelled}")
+	}
+	asked, err := s.foreignAsk(ctx, otherTenant)
+	if err != nil {
+		return broken(err)
+	}
+	found = append(found, asked...)
+	return problems("404 for A's oid in another tenant (tid "+strconv.Quote(OtherTenantID)+") on A's ticket and conversation, indistinguishable from ones that never existed", found,
+		"A's oid in another tenant (tid "+strconv.Quote(OtherTenantID)+"): GET and HEAD status, GET and HEAD events (from the start, Last-Event-ID: "+beyondCursor+", ?after="+beyondCursor+"), POST cancel of A's ticket, running and done, and POST asks in A's conversation: 404 problem+json, the same as for ones that never existed; A's run untouched")
 }

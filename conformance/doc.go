@@ -18,8 +18,9 @@
 // reach them (Config.LimitsURL), or skipped, never assumed.
 //
 // Identities: the suite needs two (A and B, by default the demo identities alice and bob). With
-// fixed tokens it cannot make expired or wrong-audience tokens, and those checks are skipped;
-// with a development identity provider's mint URL it makes every token it needs. The forged
+// fixed tokens it cannot make expired or wrong-audience tokens, nor A's oid in another tenant
+// (tid OtherTenantID), and those checks are skipped; with a development identity provider's mint
+// URL it makes every token it needs. The forged
 // token it always makes itself: a valid token's header and claims, re-signed with a fresh key.
 //
 // The question text and the tokens never appear in a Result: details name events by seq and

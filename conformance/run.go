@@ -78,6 +78,7 @@ func checks() []check {
 		{name: "ownership.status", run: checkOwnershipStatus},
 		{name: "ownership.cancel", run: checkOwnershipCancel},
 		{name: "ownership.conversation", run: checkOwnershipConversation},
+		{name: "ownership.tenant", run: checkOwnershipTenant},
 		{name: "head.like-get", run: checkHeadLikeGet},
 		{name: "cancel.stops-run", run: checkCancelStops},
 		{name: "cancel.idempotent", run: checkCancelIdempotent},

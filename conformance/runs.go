@@ -150,7 +150,8 @@ type slowRun struct {
 	waitedFor     time.Duration
 }
 
-// foreignCalls are B's calls on a ticket B does not own (or that does not exist).
+// foreignCalls are the calls of B (or of A's oid in another tenant) on a ticket the caller does
+// not own (or that does not exist).
 type foreignCalls struct {
 	events *capture
 	// beyondByHeader and beyondByQuery ask for the events after seq 999, past the ticket's
@@ -177,7 +178,7 @@ func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 		var wg sync.WaitGroup
 		wg.Go(func() { sr.byHeader = s.stream(ctx, A, r.ticket.Ticket, cursor{header: "1"}, nil) })
 		wg.Go(func() { sr.byQuery = s.stream(ctx, A, r.ticket.Ticket, cursor{query: "1"}, nil) })
-		wg.Go(func() { sr.foreign = s.foreignView(ctx, r.ticket.Ticket) })
+		wg.Go(func() { sr.foreign = s.foreignView(ctx, B, r.ticket.Ticket) })
 		wg.Go(func() { sr.running, sr.runningCode, _ = s.status(ctx, A, r.ticket.Ticket) })
 		wg.Go(func() {
 			sr.dropped = s.stream(ctx, A, r.ticket.Ticket, cursor{}, func(c *capture) bool { return len(c.Events) > 0 })
@@ -200,6 +201,27 @@ func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 		<-done
 		s.settle(ctx, r)
 		return sr, nil
+	})
+}
+
+// tenantRun is A asking the slow question, seen while it runs by A's oid in another tenant: a
+// run of its own, so that a target that lets that token cancel A's work cancels this run, not
+// the slow run the other checks examine.
+type tenantRun struct {
+	run     *run
+	foreign foreignCalls
+}
+
+func (s *session) tenantRunFixture(ctx context.Context) (*tenantRun, error) {
+	return s.tenant.get(ctx, func(ctx context.Context) (*tenantRun, error) {
+		r, _, _, done, err := s.askSlow(ctx, "slow, seen from another tenant", nil)
+		if err != nil {
+			return nil, err
+		}
+		tr := &tenantRun{run: r, foreign: s.foreignView(ctx, otherTenant, r.ticket.Ticket)}
+		<-done
+		s.settle(ctx, r)
+		return tr, nil
 	})
 }
 
@@ -240,22 +262,22 @@ func (s *session) askSlow(ctx context.Context, name string, ready func(*capture)
 	return r, conv, firstAt, ended, nil
 }
 
-// foreignView is B's events, status and cancel calls on ticket.
-func (s *session) foreignView(ctx context.Context, ticket string) foreignCalls {
+// foreignView is who's events, status and cancel calls on ticket.
+func (s *session) foreignView(ctx context.Context, who Identity, ticket string) foreignCalls {
 	var f foreignCalls
-	tok, err := s.token(ctx, B)
+	tok, err := s.token(ctx, who)
 	if err != nil {
 		f.err = err
 		return f
 	}
-	f.events = s.stream(ctx, B, ticket, cursor{}, nil)
-	f.beyondByHeader = s.stream(ctx, B, ticket, cursor{header: beyondCursor}, nil)
-	f.beyondByQuery = s.stream(ctx, B, ticket, cursor{query: beyondCursor}, nil)
-	if f.headEvents, err = s.head(ctx, B, "/v1/asks/"+ticket+"/events"); err != nil {
+	f.events = s.stream(ctx, who, ticket, cursor{}, nil)
+	f.beyondByHeader = s.stream(ctx, who, ticket, cursor{header: beyondCursor}, nil)
+	f.beyondByQuery = s.stream(ctx, who, ticket, cursor{query: beyondCursor}, nil)
+	if f.headEvents, err = s.head(ctx, who, "/v1/asks/"+ticket+"/events"); err != nil {
 		f.err = err
 		return f
 	}
-	if f.headStatus, err = s.head(ctx, B, "/v1/asks/"+ticket); err != nil {
+	if f.headStatus, err = s.head(ctx, who, "/v1/asks/"+ticket); err != nil {
 		f.err = err
 		return f
 	}
@@ -306,7 +328,8 @@ func (s *session) head(ctx context.Context, who Identity, path string) (headCall
 	return headCall{status: resp.StatusCode, header: resp.Header, body: int(n)}, nil
 }
 
-// ghostCalls are B's calls on a ticket and a conversation that never existed.
+// ghostCalls are B's (or another caller's) calls on a ticket and a conversation that never
+// existed.
 type ghostCalls struct {
 	ticket, conv string
 	calls        foreignCalls
@@ -315,14 +338,20 @@ type ghostCalls struct {
 	askHeader    http.Header
 }
 
-func (s *session) ghostFixture(ctx context.Context) (*ghostCalls, error) {
-	return s.ghost.get(ctx, func(ctx context.Context) (*ghostCalls, error) {
+// ghostFixture is who's (B's or otherTenant's) calls on a ticket and a conversation that never
+// existed.
+func (s *session) ghostFixture(ctx context.Context, who Identity) (*ghostCalls, error) {
+	m := &s.ghost
+	if who == otherTenant {
+		m = &s.ghostOther
+	}
+	return m.get(ctx, func(ctx context.Context) (*ghostCalls, error) {
 		g := &ghostCalls{ticket: "tk_" + randomHex(), conv: "cv_" + randomHex()}
-		g.calls = s.foreignView(ctx, g.ticket)
+		g.calls = s.foreignView(ctx, who, g.ticket)
 		if g.calls.err != nil {
 			return nil, g.calls.err
 		}
-		tok, err := s.token(ctx, B)
+		tok, err := s.token(ctx, who)
 		if err != nil {
 			return nil, err
 		}

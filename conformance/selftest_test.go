@@ -39,7 +39,7 @@ func TestWhatCannotBeDoneIsSkipped(t *testing.T) {
 	}
 	cfg := st.config(st.main.AskURL, "", "")
 	cfg.Tokens, cfg.AuditURL = conformance.FixedTokens{TokenA: a, TokenB: b}, ""
-	cfg.Only = regexp.MustCompile(`^(auth\.expired-bearer|auth\.wrong-audience|audit\.step-ms|audit\.every-call-streamed|auth\.forged-bearer|overflow\.only-steps-evicted|limits\..*|run\.deadline-timeout|ticket\.ttl-expiry)$`)
+	cfg.Only = regexp.MustCompile(`^(auth\.expired-bearer|auth\.wrong-audience|audit\.step-ms|audit\.every-call-streamed|auth\.forged-bearer|overflow\.only-steps-evicted|limits\..*|run\.deadline-timeout|ticket\.ttl-expiry|ownership\.tenant)$`)
 	rep, err := conformance.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +56,7 @@ func TestWhatCannotBeDoneIsSkipped(t *testing.T) {
 		"limits.capacity-503":         conformance.Skip,
 		"run.deadline-timeout":        conformance.Skip,
 		"ticket.ttl-expiry":           conformance.Skip,
+		"ownership.tenant":            conformance.Skip,
 	}
 	for name, status := range want {
 		res, ok := rep.Result(name)

@@ -20,11 +20,14 @@ type session struct {
 	rec *recorder
 
 	tokA, tokB memo[string]
+	tokOther   memo[string]
 	contract   memo[*contract]
 	normal     memo[*run]
 	slow       memo[*slowRun]
 	cancelled  memo[*cancelRun]
 	ghost      memo[*ghostCalls]
+	ghostOther memo[*ghostCalls]
+	tenant     memo[*tenantRun]
 	refusal    memo[*run]
 	abstention memo[*run]
 	catalog    memo[*run]
@@ -57,14 +60,22 @@ func newSession(cfg Config) (*session, error) {
 	return &session{cfg: cfg, raw: raw, api: api, rec: rec}, nil
 }
 
-// token returns who's valid bearer, minted once.
+// otherTenant is A's oid in another tenant (an OtherTenant token): to the target, a third
+// identity, as foreign to A's work as B.
+const otherTenant Identity = -1
+
+// token returns who's valid bearer, minted once; otherTenant's is A's OtherTenant token, an
+// error wrapping ErrCannotMint when the token source cannot make one.
 func (s *session) token(ctx context.Context, who Identity) (string, error) {
-	m := &s.tokA
-	if who == B {
+	m, as, kind := &s.tokA, who, Valid
+	switch who {
+	case B:
 		m = &s.tokB
+	case otherTenant:
+		m, as, kind = &s.tokOther, A, OtherTenant
 	}
 	return m.get(ctx, func(ctx context.Context) (string, error) {
-		t, err := s.cfg.Tokens.Token(ctx, who, Valid)
+		t, err := s.cfg.Tokens.Token(ctx, as, kind)
 		if err == nil && t == "" {
 			err = fmt.Errorf("the token source gave identity %s an empty token", who)
 		}
@@ -74,8 +85,11 @@ func (s *session) token(ctx context.Context, who Identity) (string, error) {
 
 // String names an identity in details.
 func (i Identity) String() string {
-	if i == B {
+	switch i {
+	case B:
 		return "B"
+	case otherTenant:
+		return "A in another tenant"
 	}
 	return "A"
 }

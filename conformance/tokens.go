@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +35,13 @@ const (
 	Expired
 	// WrongAudience is a token minted for an audience other than the target's.
 	WrongAudience
+	// OtherTenant is a valid token for the same oid in another tenant (its `tid` claim
+	// OtherTenantID): to the target, someone else, who must not see the identity's work.
+	OtherTenant
 )
+
+// OtherTenantID is the `tid` of an OtherTenant token.
+const OtherTenantID = "conformance-other-tenant"
 
 // ErrCannotMint is returned by a TokenSource that cannot make a token of the requested kind; the
 // checks that need it are skipped.
@@ -46,7 +53,8 @@ type TokenSource interface {
 	Token(ctx context.Context, who Identity, kind TokenKind) (string, error)
 }
 
-// FixedTokens are two bearers handed in from outside. They can only be Valid.
+// FixedTokens are two bearers handed in from outside. They can only be Valid: every other kind
+// is ErrCannotMint, and the checks that need it are skipped.
 type FixedTokens struct {
 	TokenA, TokenB string
 }
@@ -63,8 +71,10 @@ func (f FixedTokens) Token(_ context.Context, who Identity, kind TokenKind) (str
 }
 
 // IdPTokens mints every token the suite needs from a development identity provider's mint
-// endpoint (POST {URL}/token with the form fields oid, aud, scope, ttl_s, expired, alg, answered
-// with {"access_token": ...}), which serves loopback callers only.
+// endpoint (POST {URL}/token with the form fields oid, tid, aud, scope, ttl_s, expired, alg,
+// answered with {"access_token": ...}), which serves loopback callers only. An OtherTenant token
+// whose payload does not carry the tid asked for (an IdP that ignores the field) is
+// ErrCannotMint: it would be the identity's own token.
 type IdPTokens struct {
 	// URL is the identity provider's root, e.g. http://127.0.0.1:8090.
 	URL string
@@ -96,6 +106,8 @@ func (p IdPTokens) Token(ctx context.Context, who Identity, kind TokenKind) (str
 		form.Set("expired", "true")
 	case WrongAudience:
 		form.Set("aud", aud+"-not-this-service")
+	case OtherTenant:
+		form.Set("tid", OtherTenantID)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(p.URL, "/")+"/token", strings.NewReader(form.Encode()))
 	if err != nil {
@@ -124,7 +136,28 @@ func (p IdPTokens) Token(ctx context.Context, who Identity, kind TokenKind) (str
 	if err := json.Unmarshal(body, &tr); err != nil || tr.AccessToken == "" {
 		return "", errors.New("idp mint: want a JSON body with access_token")
 	}
+	if kind == OtherTenant && payloadTID(tr.AccessToken) != OtherTenantID {
+		return "", fmt.Errorf("idp mint: the token has no tid %q: the identity provider does not mint tenants: %w", OtherTenantID, ErrCannotMint)
+	}
 	return tr.AccessToken, nil
+}
+
+// payloadTID reads the `tid` claim of a compact JWS's payload, unverified ("" when it has none
+// or is not one): enough to tell whether an IdP minted the tenant it was asked for.
+func payloadTID(token string) string {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		TID string `json:"tid"`
+	}
+	_ = json.Unmarshal(b, &c)
+	return c.TID
 }
 
 func or(s, def string) string {

@@ -97,6 +97,13 @@ func variants(slowWait time.Duration) []variant {
 				}
 				return http.StatusForbidden, []byte(`{"type":"about:blank","title":"Forbidden","status":403}`)
 			}},
+		{name: "tenant-blind", fails: []string{"ownership.tenant"},
+			// A service that owns work by oid alone: A's oid in another tenant is taken for A
+			// (the proxy hands the service A's own token in its place).
+			request: remint(func(c jwt.MapClaims) (idp.Claims, bool) {
+				tid, _ := c["tid"].(string)
+				return claimsOf(c), tid == conformance.OtherTenantID
+			})},
 		{name: "late-ticket", fails: []string{"ticket.before-tool-call"},
 			body: func(_ *proxy, r *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
 				if status == http.StatusAccepted && isOp(r, http.MethodPost, "v1/conversations/*/asks") {

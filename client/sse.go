@@ -144,7 +144,11 @@ func (p *sseParser) process(line []byte) (frame, bool, error) {
 	case "event":
 		p.typeBuf = string(value)
 	case "data":
-		if p.dataBuf.Len()+len(value)+1 > p.maxSize {
+		// The event's data is its lines joined by '\n' (the buffer holds each with its '\n', the
+		// last dropped at dispatch), so the bound is on the buffer less that last '\n': data of
+		// exactly maxSize bytes is read, as the Python and TypeScript clients and the docs say
+		// ("an event's data over N bytes").
+		if p.dataBuf.Len()+len(value) > p.maxSize {
 			return frame{}, false, errFrameTooLarge
 		}
 		p.dataBuf.Write(value)

@@ -99,3 +99,30 @@ func TestSSEParserBound(t *testing.T) {
 		t.Fatalf("got %v, want errFrameTooLarge for accumulated data", err)
 	}
 }
+
+// The bound is on an event's data (its lines joined by '\n'), as the Python and TypeScript
+// clients count it: data of exactly the bound is read, one byte more is refused. Data of two
+// lines, so no line reaches the bound on its own.
+func TestSSEParserBoundIsOnTheData(t *testing.T) {
+	const max = 64
+	for _, tt := range []struct {
+		name  string
+		first string
+		want  error
+	}{
+		{"at the bound", strings.Repeat("a", 31), nil},
+		{"a byte over", strings.Repeat("a", 32), errFrameTooLarge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			second := strings.Repeat("b", 32)
+			p := newSSEParser(strings.NewReader("data:"+tt.first+"\ndata:"+second+"\n\n"), "", max)
+			f, err := p.Next(nil)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if err == nil && f.data != tt.first+"\n"+second {
+				t.Fatalf("got %d bytes of data, want %d", len(f.data), max)
+			}
+		})
+	}
+}

@@ -867,6 +867,25 @@ class RetryTest(unittest.TestCase):
             list(ask_client.EventStream(c, "t_1", max_event_size=4096, attempts=0))
         self.assertIn("is not an event", str(caught.exception), "read to its end: its data is not JSON")
 
+    def test_the_bound_is_on_the_events_data_at_the_bound_and_a_byte_over(self):
+        # An event's data is its lines joined by "\n" (WHATWG), so data of exactly the bound is
+        # read and one byte more is refused, as in the Go and TypeScript clients. Two lines, so
+        # neither reaches the bound on its own.
+        class Reads:
+            def __init__(self, body):
+                self.chunks = [body]
+
+            def read1(self, n):
+                return self.chunks.pop(0) if self.chunks else b""
+
+        def frames(first: str):
+            body = f"data:{first}\ndata:{'b' * 32}\n\n".encode()
+            return list(ask_client._frames(Reads(body), max_size=64))
+
+        self.assertEqual(frames("a" * 31), [("", "a" * 31 + "\n" + "b" * 32)], "64 bytes: read")
+        with self.assertRaises(ask_client.ProtocolError):
+            frames("a" * 32)  # 65 bytes
+
     def test_lines_end_at_cr_lf_or_crlf(self):
         # readline split only at LF: a stream whose lines end with a lone CR was one line, held
         # back until it passed the bound. Every event here ends a different way.

@@ -277,3 +277,10 @@ test("a refused reconnect's Retry-After raises the wait before the next connecti
   assert.ok(at[2]! - at[1]! >= 990, `reconnected ${Math.round(at[2]! - at[1]!)} ms after the 503, before its Retry-After: 1`);
   for (const i of [3, 4]) assert.ok(at[i]! - at[i - 1]! < 900, `connection ${i + 1} still waited out the earlier Retry-After (${Math.round(at[i]! - at[i - 1]!)} ms)`);
 });
+
+test("the bound is on an event's data, its lines joined by \\n: at the bound read, a byte over refused, as in Go and Python", () => {
+  // Two lines, so neither reaches the bound on its own: 31 + 1 + 32 = 64 bytes of data.
+  const two = (first: string) => `data:${first}\ndata:${"b".repeat(32)}\n\n`;
+  assert.deepEqual(new SSEParser("", 64).push(two("a".repeat(31))).map((f) => f.data), [`${"a".repeat(31)}\n${"b".repeat(32)}`], "64 bytes: read");
+  assert.throws(() => new SSEParser("", 64).push(two("a".repeat(32))), FrameTooLargeError, "65 bytes");
+});

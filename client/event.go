@@ -67,7 +67,8 @@ func (e Event) IsDone() bool {
 // contract's discriminator), falling back to the SSE event name; the seq from the data, falling
 // back to the SSE id. Data that is not JSON (or is an array, a string, a number) is an error
 // whatever the type; an unknown type's JSON yields an UnknownEvent; a known type whose data does
-// not decode is an error, since no retry can repair it.
+// not decode, or an outcome, branch or milestone without a field the contract requires
+// (contractFault), is an error, since no retry can repair it.
 func decodeEvent(f frame) (Event, error) {
 	var head struct {
 		Type *string `json:"type"`
@@ -107,6 +108,9 @@ func decodeEvent(f frame) (Event, error) {
 	v, err := u.ValueByDiscriminator()
 	if err != nil {
 		return Event{}, fmt.Errorf("client: %s event %d: %w", typ, ev.Seq, err)
+	}
+	if fault := contractFault(ev.Type, raw); fault != "" {
+		return Event{}, fmt.Errorf("client: %s event %d is not the contract's: %s", typ, ev.Seq, fault)
 	}
 	ev.Value = v
 	return ev, nil

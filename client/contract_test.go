@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,6 +64,9 @@ func TestEventThatBreaksTheContractIsFinal(t *testing.T) {
 			if !strings.Contains(last.Error(), want) {
 				t.Errorf("error %q: want it to say %q", last, want)
 			}
+			if !errors.Is(last, client.ErrProtocol) {
+				t.Errorf("error %q does not match ErrProtocol", last)
+			}
 			if strings.Contains(last.Error(), "SECRET") {
 				t.Errorf("error %q holds the event's data", last)
 			}
@@ -102,4 +106,28 @@ func streamOf(t *testing.T, data string) ([]client.Event, error) {
 		evs = append(evs, ev)
 	}
 	return evs, last
+}
+
+// The other final errors of a stream that breaks the contract match ErrProtocol too, so that a
+// caller (the CLI) can tell them from a failed connection, which following again may mend.
+func TestStreamThatBreaksTheContractMatchesErrProtocol(t *testing.T) {
+	for name, h := range map[string]http.HandlerFunc{
+		"not an event stream": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<html>")
+		},
+		"an event beyond MaxEventSize": func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			_, _ = io.WriteString(w, "id: 1\ndata: "+strings.Repeat("x", 100)+"\n\n")
+		},
+	} {
+		c := memClient(t, h, client.Options{MaxEventSize: 64})
+		var last error
+		for _, err := range c.Events(t.Context(), "tk", client.EventsOptions{}) {
+			last = err
+		}
+		if !errors.Is(last, client.ErrProtocol) {
+			t.Errorf("%s: error %v, want one matching ErrProtocol", name, last)
+		}
+	}
 }

@@ -44,6 +44,20 @@ var (
 	ErrMayHaveBeenMade = errors.New("client: an earlier attempt's reply was lost; it may have been made")
 )
 
+// ErrProtocol: the event stream broke the contract (a response that is not an event stream, an
+// event that is not JSON or lacks a field the contract requires, a line or an event's data
+// beyond Options.MaxEventSize). It is final, and following the ticket again reads the same
+// events: unlike a failed connection, trying again does not help.
+var ErrProtocol = errors.New("client: the event stream is not the contract's")
+
+// protocolError is a final error of the event stream that matches ErrProtocol, its message
+// unchanged.
+type protocolError struct{ err error }
+
+func (e *protocolError) Error() string { return e.err.Error() }
+
+func (e *protocolError) Unwrap() []error { return []error{e.err, ErrProtocol} }
+
 // mayHaveBeenMade is the final error of a create after an attempt whose reply was lost.
 type mayHaveBeenMade struct{ err error }
 

@@ -148,7 +148,7 @@ func (s *stream) connect(ctx context.Context, yield func(Event, error) bool, att
 		return final(apiErr)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return final(fmt.Errorf("client: event stream for ticket %s: response is %q, not text/event-stream", s.ticket, mt))
+		return final(&protocolError{fmt.Errorf("client: event stream for ticket %s: response is %q, not text/event-stream", s.ticket, mt)})
 	}
 
 	var onLine func()
@@ -170,7 +170,7 @@ func (s *stream) connect(ctx context.Context, yield func(Event, error) bool, att
 			case ctx.Err() != nil:
 				return final(ctx.Err())
 			case errors.Is(err, errFrameTooLarge):
-				return final(err)
+				return final(&protocolError{err})
 			case errors.Is(err, io.EOF):
 				return connRetry, 0, io.ErrUnexpectedEOF
 			case connCtx.Err() != nil:
@@ -180,7 +180,7 @@ func (s *stream) connect(ctx context.Context, yield func(Event, error) bool, att
 		}
 		ev, err := decodeEvent(f)
 		if err != nil {
-			return final(err)
+			return final(&protocolError{err})
 		}
 		if ev.Seq > 0 {
 			if ev.Seq <= s.lastSeq {

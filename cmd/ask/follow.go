@@ -221,6 +221,10 @@ func streamLost(ticket string, err error, got bool, cfg *config) string {
 		// A 503 or 429 until the reconnects were spent (a gateway or store outage): the run may
 		// go on, as after a lost connection.
 	}
+	// An event stream that breaks the contract: following again reads the same events.
+	if errors.Is(err, client.ErrProtocol) {
+		return lost + cfg.explain(err)
+	}
 	// A connection that failed, or a service that stopped answering: the run may go on.
 	return fmt.Sprintf("%s%s (ask --follow %s tries again)", lost, cfg.explain(err), ticket)
 }

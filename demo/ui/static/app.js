@@ -207,9 +207,27 @@
   // WHATWG event stream rules: CRLF, LF or CR line ends, comments, multi-line data, the last
   // event ID persisting across frames.
 
-  // MAX_EVENT_SIZE bounds one line and one event's data, in characters (the Go client's 16 MiB):
-  // beyond it the stream is a ProtocolError rather than memory without end.
+  // MAX_EVENT_SIZE bounds one line and one event's data, in bytes of UTF-8 as on the wire (the Go
+  // client's 16 MiB, as the TypeScript and Python clients count it): beyond it the stream is a
+  // ProtocolError rather than memory without end. It was counted in UTF-16 code units, so data of
+  // "é" or "€" passed at twice or three times the bound.
   const MAX_EVENT_SIZE = 16 << 20;
+
+  // utf8Length is the length of s in UTF-8, what it was on the wire (a byte that was not UTF-8 is
+  // counted as its U+FFFD, 3 bytes), as the TypeScript client's.
+  function utf8Length(s) {
+    let n = s.length;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x80) continue;
+      if (c < 0x800) n += 1;
+      else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+        n += 2; // a pair: two code units, four bytes
+        i++;
+      } else n += 2; // three bytes (a lone surrogate is sent as U+FFFD, three too)
+    }
+    return n;
+  }
 
   class SSEParser {
     // lastId is the last event ID carried over from an earlier connection of the same stream.
@@ -231,10 +249,10 @@
         if (!m) break;
         let line = text.slice(pos, m.index);
         if (this.partial.length) {
-          this.grow(line.length);
+          this.grow(utf8Length(line));
           line = this.partial.join('') + line;
           this.partial = []; this.partialLen = 0;
-        } else if (line.length > MAX_EVENT_SIZE) {
+        } else if (utf8Length(line) > MAX_EVENT_SIZE) {
           throw this.tooLarge();
         }
         pos = m.index + m[0].length;
@@ -244,7 +262,7 @@
       }
       if (pos < text.length) {
         const rest = text.slice(pos);
-        this.grow(rest.length);
+        this.grow(utf8Length(rest));
         this.partial.push(rest);
       }
       return frames;
@@ -256,7 +274,7 @@
     }
 
     tooLarge() {
-      return new ProtocolError(`The stream sent an event larger than ${MAX_EVENT_SIZE} characters: the page stopped following this question.`);
+      return new ProtocolError(`The stream sent an event larger than ${MAX_EVENT_SIZE} bytes: the page stopped following this question.`);
     }
 
     line(line) {
@@ -273,7 +291,7 @@
       let value = i < 0 ? '' : line.slice(i + 1);
       if (value.startsWith(' ')) value = value.slice(1);
       if (field === 'data') {
-        this.dataLen += value.length + 1;
+        this.dataLen += utf8Length(value) + 1; // the data is its lines joined by '\n': over the bound when this passes it + 1
         if (this.dataLen > MAX_EVENT_SIZE + 1) throw this.tooLarge();
         this.data.push(value);
       }
@@ -372,6 +390,14 @@
                 throw new ProtocolError(`Event ${frame.id || '(no id)'} of the stream is not one the service's contract allows: the page stopped following this question.`);
               }
               if (ev.seq <= lastSeq) continue; // already seen
+              // An outcome, branch or milestone without what the contract promises was rendered
+              // with "undefined" (an answer without text, an error without kind said as "Something
+              // went wrong: undefined") or broke the rendering: final, as in the Go, TypeScript and
+              // Python clients, naming its type, seq and field, never a value.
+              const fault = eventFault(ev);
+              if (fault) {
+                throw new ProtocolError(`The ${ev.type} event ${ev.seq} of the stream is not one the service's contract allows (${fault}): the page stopped following this question.`);
+              }
               lastSeq = ev.seq;
               failures = 0;
               yield ev;
@@ -397,6 +423,43 @@
       console.warn(`ask: the event stream: reconnecting (attempt ${failures + 1}) in ${Math.round(wait)} ms: ${cause}`);
       await sleep(wait, signal);
     }
+  }
+
+  // What an event must carry for the page to say it: per type, [field, required, check] for the
+  // contract's required fields, and the optional ones it reads (absent or null, or of their
+  // type). The TypeScript and Python clients' rules (eventFields, _EVENT_FIELDS), and a
+  // provenance's kind, which the page says too.
+  const isString = (v) => typeof v === 'string';
+  const isStrings = (v) => Array.isArray(v) && v.every(isString);
+  const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+  const isObjects = (...fields) => (v) => Array.isArray(v) && v.every((x) => isObject(x) && fields.every((f) => isString(x[f])));
+  const isHeadline = (v) => isObject(v) && isString(v.label) && 'value' in v;
+  const isResult = (v) => isObject(v) && isStrings(v.columns) && Array.isArray(v.rows) && v.rows.every((r) => Array.isArray(r)) && typeof v.truncated === 'boolean';
+  const isDivergence = (v) => isObject(v) && isStrings(v.without) && isResult(v.result) && (v.headline == null || isHeadline(v.headline));
+  const eventFields = {
+    answer: [['text', true, isString], ['caveats', true, isObjects('term', 'text', 'source')],
+      ['provenance', true, isObjects('term', 'statement', 'source', 'kind')], ['sql', true, isStrings],
+      ['path', true, (v) => isObject(v) && isString(v.speed)],
+      ['headline', false, isHeadline], ['result', false, isResult], ['divergence', false, isDivergence]],
+    abstention: [['terms', true, isStrings], ['sources', false, isStrings], ['text', false, isString]],
+    refusal: [['tool', true, isString], ['source', true, isString], ['reason', true, isString]],
+    error: [['kind', true, isString], ['message', true, isString]],
+    branch: [['branch_id', true, isString], ['role', true, isString], ['state', true, isString], ['source', false, isString]],
+    milestone: [['phase', true, isString], ['subject', true, isString], ['source', true, isString], ['branch_id', false, isString]],
+  };
+
+  // eventFault says which field of an event is not the contract's, never its value; '' when none
+  // is, and for a type eventFields does not name.
+  function eventFault(ev) {
+    for (const [field, required, ok] of eventFields[ev.type] || []) {
+      const v = ev[field];
+      if (v === undefined || v === null) {
+        if (required) return `the field ${field} is missing`;
+      } else if (!ok(v)) {
+        return `the field ${field} is not of the contract's type`;
+      }
+    }
+    return '';
   }
 
   // ---- the page's own words ---------------------------------------------------------------------

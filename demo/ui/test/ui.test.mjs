@@ -740,7 +740,7 @@ describe('the reference page in Chromium', () => {
     }
   });
 
-  test('an event beyond 16 Mi characters is final, said at once, and not resumed', async () => {
+  test('an event beyond 16 MiB is final, said at once, and not resumed', async () => {
     // The page's parser held an endless line in memory and rescanned it for every piece (a 16 Mi
     // event took tens of seconds), then reconnected to the same stream when it ended.
     const streams = [];
@@ -751,11 +751,62 @@ describe('the reference page in Chromium', () => {
     });
     try {
       await start('How many sev1 incidents did we have in 2026-Q2?');
-      await page.locator('#ask-error').filter({ hasText: 'larger than 16777216 characters' }).waitFor();
+      await page.locator('#ask-error').filter({ hasText: 'larger than 16777216 bytes' }).waitFor();
       assert.equal(streams.length, 1, 'not resumed');
       await page.click('#new-conversation');
     } finally {
       await page.unroute('**/v1/asks/*/events');
+    }
+  });
+
+  test('the bound counts bytes of UTF-8, as the Go, TypeScript and Python clients, not characters', async () => {
+    // It counted UTF-16 code units: data of 9 Mi "é" (18 MiB) passed the 16 MiB bound as 9 Mi characters.
+    const streams = [];
+    const body = 'id: 1\ndata: {"seq":1,"type":"accepted"}\n\nid: 2\ndata: ' + 'é'.repeat(9 << 20) + '\n\n';
+    await page.route('**/v1/asks/*/events', (r) => {
+      streams.push(r.request().headers()['last-event-id'] ?? '');
+      return r.fulfill({ status: 200, contentType: 'text/event-stream; charset=utf-8', body });
+    });
+    try {
+      await start('How many sev1 incidents did we have in 2026-Q2?');
+      await page.locator('#ask-error').filter({ hasText: 'larger than 16777216 bytes' }).waitFor();
+      assert.equal(streams.length, 1, 'not resumed');
+      await page.click('#new-conversation');
+    } finally {
+      await page.unroute('**/v1/asks/*/events');
+    }
+  });
+
+  test('an outcome, branch or milestone that breaks the contract is final, named by type, seq and field, never shown', async () => {
+    // An answer without text was shown empty, an error without kind as "Something went wrong:
+    // undefined"-like words, a provenance without kind broke the rendering.
+    const frame = (seq, ev) => `id: ${seq}\ndata: ${JSON.stringify({ seq, ticket: 't', ts: '2026-11-29T20:00:00Z', ...ev })}\n\n`;
+    const answer = { type: 'answer', text: 'zq-secret', caveats: [], provenance: [], sql: [], path: { speed: 'full', detail: 'd' } };
+    for (const [ev, want] of [
+      [{ ...answer, text: undefined }, 'The answer event 2 of the stream is not one the service\'s contract allows (the field text is missing)'],
+      [{ ...answer, provenance: [{ term: 'zq-secret', statement: 's', source: 'demo' }] }, 'The answer event 2 of the stream is not one the service\'s contract allows (the field provenance is not of the contract\'s type)'],
+      [{ type: 'error', message: 'zq-secret' }, 'The error event 2 of the stream is not one the service\'s contract allows (the field kind is missing)'],
+      [{ type: 'refusal', tool: 'run_query', source: 7, reason: 'zq-secret' }, 'The refusal event 2 of the stream is not one the service\'s contract allows (the field source is not of the contract\'s type)'],
+      [{ type: 'milestone', phase: 'grounding', source: 'zq-secret' }, 'The milestone event 2 of the stream is not one the service\'s contract allows (the field subject is missing)'],
+    ]) {
+      const streams = [];
+      await page.route('**/v1/asks/*/events', (r) => {
+        streams.push(r.request().headers()['last-event-id'] ?? '');
+        return r.fulfill({ status: 200, contentType: 'text/event-stream',
+          body: frame(1, { type: 'accepted' }) + frame(2, ev) + frame(3, { type: 'done', outcome: ev.type, steps: 0 }) });
+      });
+      try {
+        const turn = await start('How many sev1 incidents did we have in 2026-Q2?');
+        const said = page.locator('#ask-error').filter({ hasText: want });
+        await said.waitFor();
+        assert.ok(!(await said.textContent()).includes('zq-secret'), 'no value is shown');
+        assert.ok(!(await turn.textContent()).includes('undefined'), 'nothing said as "undefined"');
+        assert.equal(await turn.getAttribute('data-outcome'), null, 'no outcome shown');
+        assert.equal(streams.length, 1, 'not resumed');
+        await page.click('#new-conversation');
+      } finally {
+        await page.unroute('**/v1/asks/*/events');
+      }
     }
   });
 

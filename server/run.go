@@ -224,6 +224,13 @@ func (r *run) flushLocked() bool {
 			return false
 		}
 		r.mu.Lock()
+		if r.lost {
+			// Ended elsewhere (or the store lost the log) while this batch was being written:
+			// the end dropped the outbox, so there is nothing left to trim or report.
+			r.writing = false
+			r.mu.Unlock()
+			return false
+		}
 		r.evicted += int64(evicted)
 		n := len(batch)
 		reps := slices.Clone(r.reports[:n])

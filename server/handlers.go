@@ -435,7 +435,8 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 	s := h.s
 	ctx, cancel := s.storeBound(c.Request().Context())
 	defer cancel()
-	if _, err := s.ownedTicket(c, ticket); err != nil {
+	t, err := s.ownedTicket(c, ticket)
+	if err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -456,7 +457,16 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 		case ok := <-stopped:
 			if ok {
 				s.log.DebugContext(ctx, "ask cancelled", "ticket", ticket)
+				break
 			}
+			// The run's end was sealed already (its own outcome, or a cancel a moment
+			// before) and is being written: answer that end, not "running", as the cancel
+			// that sealed it does. A store that does not take it within StoreWait leaves
+			// the state as the store has it.
+			if t, err = s.waitFinished(ctx, t, maxWait); err != nil {
+				return err
+			}
+			return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})
 		case <-ctx.Done():
 			return ctx.Err() // 503 past StoreWait; a caller that left is not an error
 		}
@@ -471,8 +481,7 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 			return err
 		}
 	}
-	t, err := s.store.Ticket(ctx, ticket)
-	if err != nil {
+	if t, err = s.store.Ticket(ctx, ticket); err != nil {
 		return notFoundOr(err)
 	}
 	return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})

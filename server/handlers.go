@@ -457,16 +457,7 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 		case ok := <-stopped:
 			if ok {
 				s.log.DebugContext(ctx, "ask cancelled", "ticket", ticket)
-				break
 			}
-			// The run's end was sealed already (its own outcome, or a cancel a moment
-			// before) and is being written: answer that end, not "running", as the cancel
-			// that sealed it does. A store that does not take it within StoreWait leaves
-			// the state as the store has it.
-			if t, err = s.waitFinished(ctx, t, maxWait); err != nil {
-				return err
-			}
-			return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})
 		case <-ctx.Done():
 			return ctx.Err() // 503 past StoreWait; a caller that left is not an error
 		}
@@ -481,8 +472,12 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 			return err
 		}
 	}
-	if t, err = s.store.Ticket(ctx, ticket); err != nil {
-		return notFoundOr(err)
+	// Every path above leaves the log ending: this cancel's end, another's (on this replica or
+	// another), or the run's own outcome, sealed a moment before. The end is being written:
+	// answer it, not "running", whichever cancel sealed it. A store that does not take it
+	// within StoreWait leaves the state as the store then has it.
+	if t, err = s.waitFinished(ctx, t, maxWait); err != nil {
+		return err
 	}
 	return c.JSON(http.StatusAccepted, gen.CancelAccepted{Ticket: ticket, State: t.State()})
 }

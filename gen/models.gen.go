@@ -724,7 +724,10 @@ type DoneBody struct {
 	// ModelCalls Model calls sent before the run ended, whether they returned a reply or an error or
 	// not. A call still in flight when the deadline, a cancel or a shutdown ends the run is
 	// counted (as `ask_model_calls_total` counts it), but not its tokens: `done` is written
-	// then, not when the call comes back.
+	// then, not when the call comes back. When a replica other than the run's writes the
+	// end (a cancel sent to it, or the run's lease lapsing on a shared store), this and
+	// the token counts are what the run last reported with its lease renewal (every
+	// third of the lease): calls made since then are not among them.
 	ModelCalls int64 `json:"model_calls"`
 
 	// Outcome The type of the terminal event before this one.
@@ -751,7 +754,10 @@ type DoneEvent struct {
 	// ModelCalls Model calls sent before the run ended, whether they returned a reply or an error or
 	// not. A call still in flight when the deadline, a cancel or a shutdown ends the run is
 	// counted (as `ask_model_calls_total` counts it), but not its tokens: `done` is written
-	// then, not when the call comes back.
+	// then, not when the call comes back. When a replica other than the run's writes the
+	// end (a cancel sent to it, or the run's lease lapsing on a shared store), this and
+	// the token counts are what the run last reported with its lease renewal (every
+	// third of the lease): calls made since then are not among them.
 	ModelCalls int64 `json:"model_calls"`
 
 	// Outcome The type of the terminal event before this one.

@@ -697,7 +697,10 @@ export interface components {
              * @description Model calls sent before the run ended, whether they returned a reply or an error or
              *     not. A call still in flight when the deadline, a cancel or a shutdown ends the run is
              *     counted (as `ask_model_calls_total` counts it), but not its tokens: `done` is written
-             *     then, not when the call comes back.
+             *     then, not when the call comes back. When a replica other than the run's writes the
+             *     end (a cancel sent to it, or the run's lease lapsing on a shared store), this and
+             *     the token counts are what the run last reported with its lease renewal (every
+             *     third of the lease): calls made since then are not among them.
              */
             model_calls: number;
             /**

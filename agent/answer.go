@@ -28,9 +28,12 @@ func (l *ledger) answer(text string) *gen.AnswerBody {
 		Path:       gen.AnswerPath{Speed: gen.AnswerPathSpeedFast, Detail: "catalog"},
 	}
 	for _, d := range l.definitions {
-		a.Provenance = append(a.Provenance, gen.Provenance{Term: d.Term, Statement: d.Definition, Source: d.Source, Kind: d.Kind})
+		// A catalog may quote the term it was asked for, and a model may ask for the question
+		// verbatim: what quotes a question stands as redacted, as in the SQL and the result.
+		term, src := l.unquoted(d.Term), l.unquoted(d.Source)
+		a.Provenance = append(a.Provenance, gen.Provenance{Term: term, Statement: l.unquoted(d.Definition), Source: src, Kind: l.unquoted(d.Kind)})
 		for _, c := range d.Caveats {
-			a.Caveats = append(a.Caveats, gen.Caveat{Term: d.Term, Text: c, Source: d.Source})
+			a.Caveats = append(a.Caveats, gen.Caveat{Term: term, Text: l.unquoted(c), Source: src})
 		}
 	}
 	if len(l.statements) == 0 {
@@ -54,6 +57,14 @@ func (l *ledger) answer(text string) *gen.AnswerBody {
 		a.Headline = &gen.Headline{Label: a.Result.Columns[0], Value: a.Result.Rows[0][0]}
 	}
 	return a
+}
+
+// unquoted is s as an event may carry it: redacted when it holds a question.
+func (l *ledger) unquoted(s string) string {
+	if l.isQuestion(s) {
+		return redacted
+	}
+	return s
 }
 
 // result is a statement's result as the answer shows it: a column name or a value that holds a

@@ -448,11 +448,14 @@ func (h *handlers) CancelAsk(c echo.Context, ticket gen.TicketPath) error {
 		// lapses). The request waits for that at most StoreWait, as for any store call; the
 		// write goes on without it, and a retried cancel finds the run sealed.
 		stopped := make(chan bool, 1)
-		s.runners.Add(1)
-		go func() {
-			defer s.runners.Done()
-			stopped <- r.stop(errCancelled)
-		}()
+		if s.addRunner() {
+			go func() {
+				defer s.runners.Done()
+				stopped <- r.stop(errCancelled)
+			}()
+		} else {
+			stopped <- r.stop(errCancelled) // past Shutdown's wait, which stopped it already
+		}
 		select {
 		case ok := <-stopped:
 			if ok {

@@ -89,23 +89,46 @@ func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // start runs r on its own goroutine, which Shutdown waits for.
 func (s *Server) start(r *run, ctx context.Context, req ask.Request) {
+	if !s.addRunner() {
+		// Shutdown no longer waits for runners, and ctx has ended with it: ended here, unrun.
+		r.end(outcomeFor(errShutdown))
+		r.cancel(errShutdown)
+		return
+	}
+	go s.execute(r, ctx, req)
+}
+
+// addRunner counts a goroutine about to start in s.runners, which Shutdown waits for, and
+// reports true; false, counting nothing, once Shutdown waits for them. A request admitted
+// before the shutdown may reach its goroutine's start after that wait began: counted then, it
+// would start from a count the wait saw at zero (a WaitGroup's Add racing its Wait) and
+// outlive the Shutdown that returned. A goroutine counted there may count more without it.
+func (s *Server) addRunner() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runnersDone {
+		return false
+	}
 	s.runners.Add(1)
-	go func() {
-		defer s.runners.Done()
-		if ctx.Err() != nil { // shut down or timed out between admission and now
-			r.end(outcomeFor(context.Cause(ctx)))
-			r.cancel(context.Cause(ctx))
-			return
-		}
-		if sh, ok := s.store.(store.Shared); ok {
-			defer s.hold(ctx, r, sh)()
-		}
-		run := ctx
-		if h := s.opts.Hooks.Running; h != nil {
-			run = h(ctx, r.ticket)
-		}
-		r.execute(run, s.opts.Runner, req)
-	}()
+	return true
+}
+
+// execute is a run's goroutine (start), counted in s.runners.
+func (s *Server) execute(r *run, ctx context.Context, req ask.Request) {
+	defer s.runners.Done()
+	if ctx.Err() != nil { // shut down or timed out between admission and now
+		r.end(outcomeFor(context.Cause(ctx)))
+		r.cancel(context.Cause(ctx))
+		return
+	}
+	if sh, ok := s.store.(store.Shared); ok {
+		defer s.hold(ctx, r, sh)()
+	}
+	run := ctx
+	if h := s.opts.Hooks.Running; h != nil {
+		run = h(ctx, r.ticket)
+	}
+	r.execute(run, s.opts.Runner, req)
 }
 
 // defaultStoreWait is how long a run waits for a store without a lease (store.Memory answers at

@@ -129,6 +129,10 @@ type Server struct {
 	graceOver chan struct{}
 	endGrace  sync.Once
 	runners   sync.WaitGroup // runner goroutines
+	// runnersDone, under mu, is set once Shutdown waits for the runners: a goroutine a
+	// request would start then (goRunner) is refused, as a WaitGroup's Add from zero must not
+	// race its Wait, and would outlive the Shutdown that returned.
+	runnersDone bool
 	// sseBufs lends streams their write buffers (*[]byte) for one batch at a time.
 	sseBufs sync.Pool
 
@@ -464,6 +468,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	default:
 		close(s.closing)
 	}
+	s.runnersDone = true
 	s.mu.Unlock()
 
 	returned := make(chan struct{})

@@ -171,7 +171,10 @@ func (s *Server) recoverLost(r *run) {
 		r.reportEnd(End{Reason: "store_error"})
 		return
 	}
-	s.runners.Add(1)
+	if !s.addRunner() {
+		r.reportEnd(End{Reason: "store_error"}) // shut down: the lease's sweep is the backstop
+		return
+	}
 	go func() {
 		defer s.runners.Done()
 		out := errOutcome(gen.ErrorKindInterrupted, "the service's store was unreachable for longer than the ask's lease; the events it did not take are not in the log")
@@ -208,7 +211,10 @@ func (s *Server) recoverLost(r *run) {
 // (503s for creates meanwhile) until Redis runs memory-only again. The end is reported once,
 // when it is known.
 func (s *Server) restoreLater(r *run) {
-	s.runners.Add(1)
+	if !s.addRunner() {
+		r.reportEnd(End{Reason: "store_error"}) // shut down, as untilStoreBack would say
+		return
+	}
 	go func() {
 		defer s.runners.Done()
 		if !s.untilStoreBack(func() bool { return s.restoreOnce(r) }) {
@@ -290,7 +296,9 @@ func (s *Server) dropLate(c store.Conversation) {
 	if !ok {
 		return // a store in this process answers every creation
 	}
-	s.runners.Add(1)
+	if !s.addRunner() {
+		return // shut down: the TTL is the backstop
+	}
 	go func() {
 		defer s.runners.Done()
 		s.untilStoreBack(func() bool {
@@ -324,7 +332,10 @@ func (s *Server) dropLate(c store.Conversation) {
 // stalled, so a failure is retried while the store is away, and the ticket is not ended here
 // before it succeeds (the lease's sweep is the backstop).
 func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(context.Context) error) {
-	s.runners.Add(1)
+	if !s.addRunner() {
+		s.release("") // shut down: the lease's sweep is the backstop
+		return
+	}
 	go func() {
 		defer s.runners.Done()
 		defer s.release("")

@@ -74,9 +74,7 @@
 // DivergenceTurns > 0 and some source offers a catalog tool, one `withheld` branch answering the
 // question with every tool but the catalog's and no mention of it. Steps and milestones carry
 // their branch's id. Outcomes combine mechanically: a refusal in any branch is the run's refusal
-// (and stops the other branches at once, cutting a tool call one has in flight, unreported,
-// where a cancel lets it complete: the refusal is told without waiting up to the tool timeout
-// for it); else an error in a source branch is the run's error; else the
+// (and stops the other branches); else an error in a source branch is the run's error; else the
 // supervisor emits a reconciling milestone and runs the loop once more with every tool, the
 // branches' calls and results given to the model as its own (branches that ran no statement
 // first, then those whose last statement ran without a definition in hand, then those whose

@@ -55,11 +55,6 @@ type branchRun struct {
 // the one outcome. A refusal in any branch stops the others at once.
 func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.Session, emit ask.Emitter) ask.Outcome {
 	bctx, stop := context.WithCancel(ctx)
-	// halt ends with a refusal (refuse): it cuts the other branches' tool calls in flight,
-	// which the run's own end (stop) lets complete, so the refusal is told at once.
-	halt, halted := context.WithCancel(context.WithoutCancel(ctx))
-	defer halted()
-	refuse := func() { halted(); stop() }
 	// The withheld branch may outlive the source branches (the supervisor reconciles without
 	// waiting for it): whatever ends the run first stops it, then waits for it.
 	var withheld sync.WaitGroup
@@ -128,9 +123,9 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 					b.lp = loopEnd{end: &ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"}}}
 				}
 			}()
-			b.lp = a.loop(bc, loopSpec{system: systems[i], msgs: slices.Clone(start), tools: tools[i], led: b.led, emit: branchEmitter{emit, b.id}, turns: turns, halt: halt})
+			b.lp = a.loop(bc, loopSpec{system: systems[i], msgs: slices.Clone(start), tools: tools[i], led: b.led, emit: branchEmitter{emit, b.id}, turns: turns})
 			if b.lp.end != nil && b.lp.end.Refusal != nil {
-				refuse()
+				stop()
 			}
 		})
 	}
@@ -194,12 +189,12 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 	supEmit := branchEmitter{emit, sup}
 	supEmit.Milestone(gen.MilestoneBody{Phase: gen.MilestonePhaseReconciling, Subject: led.reconcileSubject(), Source: strings.Join(names, ",")})
 	// Under bctx: a refusal in the withheld branch meanwhile stops the reconciliation too.
-	lp := a.loop(bctx, loopSpec{system: a.system + reconcilePrompt, msgs: msgs, tools: supTools, led: led, emit: supEmit, turns: a.maxTurns, halt: halt})
+	lp := a.loop(bctx, loopSpec{system: a.system + reconcilePrompt, msgs: msgs, tools: supTools, led: led, emit: supEmit, turns: a.maxTurns})
 	if lp.end != nil && lp.end.Refusal != nil {
 		// The reconciliation's own refusal is the run's: like a branch's, it stops the
 		// withheld branch at once rather than waiting it out (it used to wait, as long as
 		// until the withheld branch's own deadline, before the refusal was told).
-		refuse()
+		stop()
 		return *lp.end
 	}
 	if r := refused(); r != nil {

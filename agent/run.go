@@ -66,9 +66,6 @@ type loopSpec struct {
 	led    *ledger
 	emit   ask.Emitter
 	turns  int // model calls allowed
-	// halt, when set, ends when another branch's refusal has decided the run (phase 2): a
-	// tool call in flight then is cut rather than waited out (up to the tool timeout).
-	halt context.Context
 }
 
 // loopEnd is how a loop ended: the model's final prose and the messages that led to it, or the
@@ -105,7 +102,7 @@ func (a *Agent) loop(ctx context.Context, spec loopSpec) loopEnd {
 			if ctx.Err() != nil {
 				return ended(failure(ctx, gen.ErrorKindCancelled, ctx.Err()))
 			}
-			tr, end := a.call(ctx, spec.halt, spec.tools, spec.led, tc, spec.emit)
+			tr, end := a.call(ctx, spec.tools, spec.led, tc, spec.emit)
 			if end != nil {
 				return ended(*end)
 			}
@@ -117,9 +114,8 @@ func (a *Agent) loop(ctx context.Context, spec loopSpec) loopEnd {
 }
 
 // call makes one tool call the model asked for and reports it. It returns the result for the
-// model, or the outcome that ends the run (a refusal or a transport failure). halt (nil in
-// phase 1) ending cuts the call short, unreported, as a run's end leaves a call in flight.
-func (a *Agent) call(ctx, halt context.Context, tools toolset, led *ledger, tc model.ToolCall, emit ask.Emitter) (model.ToolResult, *ask.Outcome) {
+// model, or the outcome that ends the run (a refusal or a transport failure).
+func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.ToolCall, emit ask.Emitter) (model.ToolResult, *ask.Outcome) {
 	t, ok := tools.lookup(tc.Name)
 	if !ok {
 		return model.ToolResult{CallID: tc.ID, IsError: true, Content: fmt.Sprintf("there is no tool named %q", tc.Name)}, nil
@@ -133,20 +129,11 @@ func (a *Agent) call(ctx, halt context.Context, tools toolset, led *ledger, tc m
 	// The call is detached from the run's cancellation: once started it completes, bounded by
 	// the tool timeout, and the loop notices the cancellation right after.
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
-	if halt != nil {
-		// Not the run's cancel, which a call in flight outlives: another branch's refusal has
-		// decided the run, which must not wait for this call (up to the tool timeout) to say so.
-		defer context.AfterFunc(halt, cancel)()
-	}
 	callCtx, span := a.tracer.Start(callCtx, "ask.tool_call", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("ask.source", t.Source), attribute.String("ask.tool", t.Name)))
 	r := t.session.Call(callCtx, t.Name, args)
 	endToolSpan(span, r)
 	cancel()
-	if halt != nil && halt.Err() != nil {
-		out := ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindCancelled, Message: "stopped by another branch's refusal"}}
-		return model.ToolResult{}, &out
-	}
 	led.tried(t.Tool, args)
 	step := gen.StepBody{CallId: r.CallID, Tool: t.Name, Source: t.Source, Args: led.redact(args), Ms: r.Ms, Refused: r.Outcome == source.Refused}
 	if r.Outcome == source.ToolError {

@@ -2,7 +2,6 @@ package model
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -37,7 +36,7 @@ func ResponseBound(maxTokens int64) int64 {
 }
 
 // ErrResponseTooLarge is a provider's response body longer than MaxResponseBytes.
-var ErrResponseTooLarge = errors.New("response larger than the limit")
+var ErrResponseTooLarge = egress.ErrResponseTooLarge
 
 // SameOriginClient is hc (nil: a client like http.DefaultClient whose response headers are
 // bounded by MaxResponseHeaderBytes) refusing to follow a redirect off the origin of the
@@ -92,30 +91,7 @@ type boundedBody struct {
 func (b boundedBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := b.base.RoundTrip(req)
 	if err == nil {
-		resp.Body = &limitedBody{rc: resp.Body, left: b.max}
+		resp.Body = egress.LimitBody(resp.Body, b.max, nil)
 	}
 	return resp, err
 }
-
-// limitedBody fails a read once more than left bytes have come.
-type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.left < 0 {
-		return 0, ErrResponseTooLarge
-	}
-	if int64(len(p)) > l.left+1 {
-		p = p[:l.left+1]
-	}
-	n, err := l.rc.Read(p)
-	l.left -= int64(n)
-	if l.left < 0 {
-		return 0, ErrResponseTooLarge
-	}
-	return n, err
-}
-
-func (l *limitedBody) Close() error { return l.rc.Close() }

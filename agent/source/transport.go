@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,6 +11,8 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/das-ask/ask/internal/egress"
 )
 
 // HeaderCallID is the HTTP header that carries a tool call's id to the source.
@@ -53,7 +54,7 @@ var (
 	// ErrTooManyRedirects: more than a few redirects within the source's own origin.
 	ErrTooManyRedirects = errors.New("too many redirects")
 	// ErrResponseTooLarge: one HTTP response was larger than the session's limit.
-	ErrResponseTooLarge = errors.New("response larger than the limit")
+	ErrResponseTooLarge = egress.ErrResponseTooLarge
 )
 
 // origin is a URL's scheme, host and port, lower-cased and with the default port made
@@ -113,7 +114,7 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &StatusError{Source: b.source, Status: resp.StatusCode}
 	}
 	if b.maxBytes > 0 {
-		resp.Body = &limitedBody{rc: resp.Body, left: b.maxBytes, b: b}
+		resp.Body = egress.LimitBody(resp.Body, b.maxBytes, b.refuse)
 	}
 	return resp, nil
 }
@@ -147,30 +148,3 @@ func (b *bearer) Fault() error {
 	defer b.mu.Unlock()
 	return b.fault
 }
-
-// limitedBody fails a read once more than left bytes have come, and the transport notes it.
-type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
-	b    *bearer
-}
-
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		// One byte more tells a body of exactly the limit from a longer one.
-		var one [1]byte
-		n, err := l.rc.Read(one[:])
-		if n > 0 {
-			return 0, l.b.refuse(ErrResponseTooLarge)
-		}
-		return 0, err
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.rc.Read(p)
-	l.left -= int64(n)
-	return n, err
-}
-
-func (l *limitedBody) Close() error { return l.rc.Close() }

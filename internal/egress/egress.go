@@ -2,7 +2,9 @@
 // configured: http.DefaultTransport's settings, each connection pool shared by its users, with
 // two bounds net/http does not keep. A response's header is read to at most
 // MaxResponseHeaderBytes (net/http alone holds up to 10 MiB of header lines in memory), and,
-// on Guarded, plain http never goes through the environment's proxy.
+// on Guarded, plain http never goes through the environment's proxy. LimitBody bounds a
+// response's body, for the callers that know how much they expect (a source's session, a
+// model provider's client).
 package egress
 
 import (

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/das-ask/ask"
@@ -122,50 +124,92 @@ func TestStreamLetsGoOfAClientThatStoppedReading(t *testing.T) {
 // (800 KB/s) was let go mid-way through a 1 MB answer, and, resuming before that answer, was
 // let go again at the same place on every reconnect: it could never read the answer.
 func TestStreamKeepsAClientThatReadsSlowly(t *testing.T) {
-	big := strings.Repeat("x", 1<<20)
-	srv, err := server.New(server.Options{
-		Authenticator:      fakeAuth{},
-		StreamWriteTimeout: 500 * time.Millisecond,
-		ShutdownGrace:      -1,
-		Runner: ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
-			return ask.Outcome{Answer: &gen.AnswerBody{Text: big, Path: gen.AnswerPath{Speed: gen.AnswerPathSpeedFull, Detail: "warehouse"}}}
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewUnstartedServer(srv.Handler())
-	startStalling(t, srv, hs)
-	_, tk := finishedAsk(t, hs)
+	synctest.Test(t, func(t *testing.T) {
+		big := strings.Repeat("x", 1<<20)
+		h := newHarness(t, server.Options{
+			StreamWriteTimeout: 500 * time.Millisecond,
+			Runner: ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+				return ask.Outcome{Answer: &gen.AnswerBody{Text: big, Path: gen.AnswerPath{Speed: gen.AnswerPathSpeedFull, Detail: "warehouse"}}}
+			}),
+		})
+		tk := h.ask(alice, h.conv(alice), "How slowly may a client read?")
+		synctest.Wait() // the run ends
 
-	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	// A buffer of 64 KiB, far below the answer, that the client empties as it reads (a smaller
-	// one, on loopback's 64 KiB segments, has TCP wait on its persist timer, not the reader).
-	_ = conn.(*net.TCPConn).SetReadBuffer(64 << 10)
-	fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n", tk, alice)
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var got strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		got.Write(buf[:n])
+		// The stream is served over a pipe, which holds nothing: each of the server's writes
+		// waits for the client to read it, and its deadline runs on the bubble's clock.
+		ln := newPipeListener()
+		hs := &http.Server{Handler: h.srv.Handler()}
+		served := make(chan struct{})
+		go func() { defer close(served); _ = hs.Serve(ln) }()
+		defer func() { _ = hs.Close(); <-served }()
+		conn, err := ln.dial()
 		if err != nil {
-			break
+			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond) // the client's pace: slow, never stopped
-	}
-	if !strings.HasSuffix(got.String(), "\n\n") || !strings.Contains(got.String(), "\nevent: done\n") {
-		t.Fatalf("a client reading 4 KiB every 5 ms was let go after %d bytes of a 1 MB answer, without done", got.Len())
+		defer conn.Close()
+		go fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n", tk, alice)
+		resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			got.Write(buf[:n])
+			if err != nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond) // the client's pace, on the bubble's clock: slow, never stopped
+		}
+		if !strings.HasSuffix(got.String(), "\n\n") || !strings.Contains(got.String(), "\nevent: done\n") {
+			t.Fatalf("a client reading 4 KiB every 5 ms was let go after %d bytes of a 1 MB answer, without done", got.Len())
+		}
+	})
+}
+
+// pipeListener is a net.Listener whose connections are net.Pipe's: nothing is buffered, a
+// write blocks (durably, in a synctest bubble) until the other end reads, and deadlines run on
+// the clock of the goroutine that sets them.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
 	}
 }
+
+func (l *pipeListener) Close() error { l.once.Do(func() { close(l.closed) }); return nil }
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dial connects to the listener, returning the client's end.
+func (l *pipeListener) dial() (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
 
 // startStalling starts hs (serving srv) on a listener whose connections have small buffers
 // (stallListener), shut down with the test.

@@ -41,23 +41,13 @@ func TestStreamLetsGoOfAClientThatStoppedReading(t *testing.T) {
 		synctest.Wait() // the run ends
 
 		ended := make(chan struct{}, 1)
-		ln := newPipeListener()
-		hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ln := servePipe(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			h.srv.Handler().ServeHTTP(w, r)
 			if strings.HasSuffix(r.URL.Path, "/events") {
 				ended <- struct{}{}
 			}
-		})}
-		served := make(chan struct{})
-		go func() { defer close(served); _ = hs.Serve(ln) }()
-		defer func() { _ = hs.Close(); <-served }()
-
-		conn, err := ln.dial()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		go fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\n\r\n", tk, alice)
+		}))
+		openStream(t, ln, tk, "")
 		// Read nothing: the stream's first write waits (a pipe holds nothing) past its deadline.
 		select {
 		case <-ended:
@@ -67,13 +57,8 @@ func TestStreamLetsGoOfAClientThatStoppedReading(t *testing.T) {
 
 		// A stream that was read to its end leaves its connection usable for a request taking
 		// longer than the stream's write timeout.
-		conn2, err := ln.dial()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn2.Close()
+		conn2 := openStream(t, ln, tk, "")
 		br := bufio.NewReader(conn2)
-		go fmt.Fprintf(conn2, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\n\r\n", tk, alice)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -119,17 +104,7 @@ func TestStreamKeepsAClientThatReadsSlowly(t *testing.T) {
 
 		// The stream is served over a pipe, which holds nothing: each of the server's writes
 		// waits for the client to read it, and its deadline runs on the bubble's clock.
-		ln := newPipeListener()
-		hs := &http.Server{Handler: h.srv.Handler()}
-		served := make(chan struct{})
-		go func() { defer close(served); _ = hs.Serve(ln) }()
-		defer func() { _ = hs.Close(); <-served }()
-		conn, err := ln.dial()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		go fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n", tk, alice)
+		conn := openStream(t, servePipe(t, h.srv.Handler()), tk, "Connection: close\r\n")
 		resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -149,6 +124,29 @@ func TestStreamKeepsAClientThatReadsSlowly(t *testing.T) {
 			t.Fatalf("a client reading 4 KiB every 5 ms was let go after %d bytes of a 1 MB answer, without done", got.Len())
 		}
 	})
+}
+
+// servePipe serves handler on a pipeListener until the test ends.
+func servePipe(t *testing.T, handler http.Handler) *pipeListener {
+	ln := newPipeListener()
+	hs := &http.Server{Handler: handler}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close(); <-served })
+	return ln
+}
+
+// openStream connects to ln and asks, as alice, for the ticket's events, with more header
+// lines (each ending in CRLF); the connection is closed when the test ends.
+func openStream(t *testing.T, ln *pipeListener, ticket, more string) net.Conn {
+	conn, err := ln.dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// A pipe holds nothing: the request is written as the server reads it.
+	go fmt.Fprintf(conn, "GET /ask/v1/asks/%s/events HTTP/1.1\r\nHost: ask.test\r\nAuthorization: Bearer %s\r\n%s\r\n", ticket, alice, more)
+	return conn
 }
 
 // pipeListener is a net.Listener whose connections are net.Pipe's: nothing is buffered, a

@@ -120,6 +120,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		// New succeeds without keys, so a start stopped during its first fetch (an IdP slow to
+		// answer) is seen here, not taken for an IdP away and followed by the listeners.
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("DAS_JWKS_URL: the first JWKS fetch: %w", err)
+		}
 		authn = v
 	}
 	runner := m.Runner

@@ -443,3 +443,65 @@ func TestAskdSignalWhileStarting(t *testing.T) {
 		t.Fatal("askd did not stop")
 	}
 }
+
+// TestAskdSignalWhileWaitingForTheIdP: a SIGTERM while askd waits at start for an identity
+// provider that takes the connection and never answers (operations.md: "a store or an identity
+// provider slow to answer") is a stop while starting, as for a slow store: the line `stopped
+// while starting`, exit 0, and neither listener opened. askd took the cancelled JWKS fetch for
+// one that failed, went on, opened its listeners and logged `serving`, then the grace of
+// running asks: a process told to stop began to serve.
+func TestAskdSignalWhileWaitingForTheIdP(t *testing.T) {
+	idp := idptest.Start(t)
+	cfg := idp.Config()
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		mute.Close()
+		for c := range accepted {
+			c.Close()
+		}
+	}()
+	env := map[string]string{
+		"DAS_JWKS_URL": "http://" + mute.Addr().String() + "/.well-known/jwks.json", "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
+		"DAS_ASK_ADDR": "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR": "127.0.0.1:0", "DAS_SOURCES": "demo=http://127.0.0.1:1/mcp",
+	}
+	sigs := make(chan os.Signal, 2)
+	var logs bytes.Buffer
+	errc := make(chan error, 1)
+	go func() { errc <- run(sigs, config.MapEnv(env), &logs, nil) }()
+	select {
+	case c := <-accepted: // askd is fetching the JWKS: starting
+		accepted <- c
+	case err := <-errc:
+		t.Fatalf("askd ended before it fetched the JWKS: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("askd never fetched the JWKS")
+	}
+	sigs <- syscall.SIGTERM
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("askd stopped while starting with %v (exit status %d), want nil: a stop asked for", err, exitStatus(err))
+		}
+		if got := logs.String(); !strings.Contains(got, "stopped while starting") || !strings.Contains(got, `"signal":"terminated"`) ||
+			strings.Contains(got, `"msg":"serving"`) || strings.Contains(got, "running asks") {
+			t.Errorf("askd's lines for a stop while waiting for the IdP, want `stopped while starting` with the signal, no `serving` and no word of running asks:\n%s", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("askd did not stop")
+	}
+}

@@ -25,8 +25,12 @@ type askState struct {
 
 	mu        sync.Mutex
 	dropped   int           // step events evicted, as the service reports them
-	modelTime time.Duration // spent waiting on model calls
-	toolTime  time.Duration // spent in tool calls, as the steps report it
+	modelTime time.Duration // spent waiting on model calls that returned
+	// modelWaits are the starts of the model calls still waiting, keyed by call: an ask the
+	// service ends while one waits (its deadline, the shutdown grace's end) has its line written
+	// before the cut call returns, and that wait counts in model_ms all the same.
+	modelWaits map[*time.Time]struct{}
+	toolTime   time.Duration // spent in tool calls, as the steps report it
 }
 
 // askKey carries the ask's state in the run's context, for the model wrapper.

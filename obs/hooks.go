@@ -106,6 +106,9 @@ func (o *Observer) ended(ticket string, e server.End) {
 	o.dropped(a, e.Evicted)
 	a.mu.Lock()
 	modelTime, toolTime, dropped := a.modelTime, a.toolTime, a.dropped
+	for start := range a.modelWaits { // cut by this end, and not returned yet
+		modelTime += time.Since(*start)
+	}
 	a.mu.Unlock()
 	d := e.Done
 	a.span.SetAttributes(

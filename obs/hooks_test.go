@@ -7,8 +7,10 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/das-ask/ask/agent/model"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/obs"
 	"github.com/das-ask/ask/server"
@@ -100,4 +102,40 @@ func TestAskDurationAtFullPrecision(t *testing.T) {
 	if got, want := h.GetSampleSum(), 0.001234567+0.0003+0.002; math.Abs(got-want) > 1e-12 || h.GetSampleCount() != 3 {
 		t.Errorf("duration sum %v over %d asks, want %v over 3", got, h.GetSampleCount(), want)
 	}
+}
+
+// waitingModel answers nothing until its call's context ends.
+type waitingModel struct{}
+
+func (waitingModel) Complete(ctx context.Context, _ model.Request) (model.Response, error) {
+	<-ctx.Done()
+	return model.Response{}, ctx.Err()
+}
+
+// TestAskFinishedCountsTheModelCallInFlight: an ask the service ends while a model call is
+// still waiting (its deadline, the shutdown grace's end) has that wait in its line's
+// `model_ms`: the line is written at the end, before the cut call returns. It said
+// `"model_calls":1,…,"elapsed_ms":2000,"model_ms":0` for an ask timed out by a model that
+// never answered, pointing the operator away from the model.
+func TestAskFinishedCountsTheModelCallInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		o := obs.New(obs.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		h := admit(o, "t1")
+		ctx, cancel := context.WithCancel(h.Running(t.Context(), "t1"))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = o.Model(waitingModel{}, "stub").Complete(ctx, model.Request{})
+		}()
+		time.Sleep(2 * time.Second)
+		h.Ended("t1", server.End{Outcome: gen.EventTypeError, Elapsed: 2 * time.Second,
+			Error: &gen.ErrorBody{Kind: gen.ErrorKindTimeout},
+			Done:  gen.DoneBody{Outcome: gen.DoneBodyOutcomeError, ModelCalls: 1, ElapsedMs: 2000}})
+		cancel()
+		<-done
+		if !strings.Contains(logs.String(), `"model_ms":2000,`) {
+			t.Errorf("want the 2 s the model call had waited in model_ms, got:\n%s", logs.String())
+		}
+	})
 }

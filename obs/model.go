@@ -31,6 +31,15 @@ func (w observedModel) Complete(ctx context.Context, req model.Request) (model.R
 		trace.WithAttributes(attribute.String("gen_ai.system", w.provider), attribute.Int("ask.messages", len(req.Messages))))
 	defer span.End()
 	start := time.Now()
+	a := askFrom(ctx)
+	if a != nil {
+		a.mu.Lock()
+		if a.modelWaits == nil {
+			a.modelWaits = map[*time.Time]struct{}{}
+		}
+		a.modelWaits[&start] = struct{}{}
+		a.mu.Unlock()
+	}
 	resp, err := w.m.Complete(ctx, req)
 	d := time.Since(start)
 	m := w.o.m
@@ -60,8 +69,9 @@ func (w observedModel) Complete(ctx context.Context, req model.Request) (model.R
 		span.SetAttributes(attribute.String("ask.error_kind", kind))
 		span.SetStatus(codes.Error, kind)
 	}
-	if a := askFrom(ctx); a != nil {
+	if a != nil {
 		a.mu.Lock()
+		delete(a.modelWaits, &start)
 		a.modelTime += d
 		a.mu.Unlock()
 	}

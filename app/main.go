@@ -406,7 +406,11 @@ func (m *Main) Close() error {
 	if m.Server != nil {
 		if err := m.Server.Shutdown(ctx); err != nil {
 			late = ctx.Err() != nil
-			if errors.Is(err, server.ErrRunnersLeft) {
+			if errors.Is(err, server.ErrWebhooksLeft) {
+				// Every end was stored and every run had returned or was let go: the bound ran out
+				// in the attempts of the deliveries those ends made due (a receiver slow to answer).
+				errs = append(errs, fmt.Errorf("stopping: every running ask's end was stored, but the due webhook deliveries were still being attempted after %s (a receiver that did not answer): %w", grace+10*time.Second, context.DeadlineExceeded))
+			} else if errors.Is(err, server.ErrRunnersLeft) {
 				// Every end was stored: what was left is a run waiting on a source or the model
 				// (a tool call in flight completes, bounded by the tool timeout), not the store.
 				errs = append(errs, fmt.Errorf("stopping: every running ask's end was stored, but a run still waiting on a source or the model had not returned within %s: %w", grace+10*time.Second, context.DeadlineExceeded))

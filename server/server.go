@@ -411,10 +411,17 @@ func (s *Server) newEcho() (*echo.Echo, error) {
 // timeout. Nothing of any ask is lost then; the operator is told which wait it was.
 var ErrRunnersLeft = errors.New("every ask's end was stored, but not every run had returned")
 
+// ErrWebhooksLeft is Shutdown's error when its context ended while it attempted the deliveries
+// its runs' ends made due (a receiver slow to answer), after every ask's end was stored: not a
+// run left waiting on a source or the model. The deliveries not made are lost with an in-process
+// store; with Redis the other replicas make them.
+var ErrWebhooksLeft = errors.New("every ask's end was stored, but the due webhook deliveries were still being attempted")
+
 // Shutdown stops admitting (503 from then on), lets running asks finish for the grace period
 // (until EndGrace, or until ctx is done), then ends the rest with error{shutdown} and done,
-// closes every open stream, and waits (until ctx is done) for the runners to return: ctx's
-// error when it ended first, wrapped in ErrRunnersLeft when only runners were left. It is
+// closes every open stream, attempts the webhook deliveries due, and waits (until ctx is done)
+// for the runners to return: ctx's error when it ended first, wrapped in ErrWebhooksLeft when it
+// ended in those attempts, or in ErrRunnersLeft when only runners were left. It is
 // safe to call more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
@@ -461,7 +468,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	// Every run has ended and made its delivery due: attempt them before going.
+	inTime := ctx.Err() == nil
 	s.drainWebhooks(ctx)
+	hooksCut := ended && inTime && ctx.Err() != nil // the bound ran out in the attempts
 	s.mu.Lock()
 	select {
 	case <-s.closing:
@@ -473,6 +482,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 	returned := make(chan struct{})
 	go func() { s.runners.Wait(); close(returned) }()
+	if hooksCut {
+		return fmt.Errorf("%w: %w", ErrWebhooksLeft, ctx.Err())
+	}
 	var err error
 	select {
 	case <-returned:

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -494,4 +496,44 @@ func deref[T any](p *[]T) []T {
 		return nil
 	}
 	return *p
+}
+
+// TestShutdownCutInAWebhookAttempt: a shutdown whose bound runs out while it attempts a due
+// delivery (a receiver that takes the request and never answers), every run having returned,
+// says so (ErrWebhooksLeft), not ErrRunnersLeft: askd told the operator "a run still waiting on a
+// source or the model had not returned", and the source and the model were not what it waited on.
+func TestShutdownCutInAWebhookAttempt(t *testing.T) {
+	release := make(chan struct{})
+	deaf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer deaf.Close()
+	defer close(release)
+	cfg := webhook.Config{
+		Allow:      []string{deaf.URL + "/hooks/"},
+		Secrets:    []string{webhooktest.Secret()},
+		AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Poll:       time.Hour,
+		Timeout:    time.Minute,
+	}
+	running := make(chan struct{})
+	runner := ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+		close(running)
+		<-ctx.Done()
+		return ask.Outcome{}
+	})
+	h := newHarness(t, server.Options{Runner: runner, ShutdownGrace: -1, Webhooks: server.WebhookOptions{Config: cfg}})
+	if r := h.askHook(alice, h.conv(alice), "deaf receiver q", deaf.URL+"/hooks/a"); r.JSON202 == nil {
+		t.Fatalf("ask: %d %s", r.StatusCode(), r.Body)
+	}
+	<-running
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := h.srv.Shutdown(ctx)
+	if !errors.Is(err, server.ErrWebhooksLeft) || errors.Is(err, server.ErrRunnersLeft) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want ErrWebhooksLeft (not ErrRunnersLeft) and the deadline", err)
+	}
 }

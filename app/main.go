@@ -145,6 +145,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.Health = obs.NewHealth(obs.HealthOptions{JWKSReady: m.ready, Store: m.st})
 		opts.Hooks = m.Observer.Hooks()
 	}
+	if ignored := config.WebhooksIgnored(cfg.Webhooks); len(ignored) > 0 {
+		m.log.With("component", "webhook").Warn("webhooks are off (DAS_ASK_WEBHOOK_ALLOW unset), so the other webhook settings are ignored",
+			"ignored", strings.Join(ignored, ","))
+	}
 	if opts.Webhooks.Config = cfg.Webhooks; cfg.Webhooks.Enabled() {
 		opts.Webhooks.Logger = m.log.With("component", "webhook")
 		if ob, ok := m.st.(store.Outbox); ok {

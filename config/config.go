@@ -110,6 +110,29 @@ func (c StoreConfig) RedisOnly() []string {
 	return names
 }
 
+// WebhooksIgnored names the DAS_ASK_WEBHOOK_* settings c holds while webhooks are off
+// (DAS_ASK_WEBHOOK_ALLOW unset), each set to other than its default: they are ignored, and the
+// service says so at start rather than let an operator who forgot the allow-list believe
+// webhooks on. Names only: a signing secret is a secret.
+func WebhooksIgnored(c webhook.Config) []string {
+	if c.Enabled() {
+		return nil
+	}
+	var names []string
+	for _, s := range []struct {
+		name string
+		set  bool
+	}{
+		{"DAS_ASK_WEBHOOK_SECRETS", len(c.Secrets) > 0}, {"DAS_ASK_WEBHOOK_ALLOW_ADDRS", len(c.AllowAddrs) > 0},
+		{"DAS_ASK_WEBHOOK_MAX_ATTEMPTS", c.MaxAttempts != 0}, {"DAS_ASK_WEBHOOK_TIMEOUT_S", c.Timeout != 0},
+	} {
+		if s.set {
+			names = append(names, s.name)
+		}
+	}
+	return names
+}
+
 // OpsConfig is the operator's side of the service.
 type OpsConfig struct {
 	// Observe attaches package obs: metrics, request ids, the per-ask log line, traces.

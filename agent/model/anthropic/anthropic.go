@@ -85,7 +85,7 @@ func (m *Model) Complete(ctx context.Context, req model.Request) (model.Response
 	return m.opts.Retry.Do(ctx, func(ctx context.Context) (model.Response, error) {
 		resp, err := m.once(ctx, params)
 		if err != nil && ctx.Err() == nil {
-			m.log.Warn("model call failed", append([]any{"provider", "anthropic", "model", m.opts.Model}, model.LogAttrs(err)...)...)
+			m.log.WarnContext(ctx, "model call failed", append([]any{"provider", "anthropic", "model", m.opts.Model}, model.LogAttrs(err)...)...)
 		}
 		return resp, err
 	})

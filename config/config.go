@@ -457,5 +457,12 @@ func opsFrom(e *Env, c OpsConfig) OpsConfig {
 			}
 		}
 	}
+	// The exporter speaks OTLP/HTTP with protobuf only and ignores these: another protocol, such
+	// as grpc beside a collector's gRPC port, would have every batch fail.
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+		if v := e.String(name, ""); v != "" && v != "http/protobuf" {
+			e.Failf(name, "%q: want http/protobuf (askd exports traces over OTLP/HTTP only), or leave it unset", v)
+		}
+	}
 	return c
 }

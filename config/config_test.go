@@ -64,6 +64,7 @@ func TestEverySettingIsRead(t *testing.T) {
 		"DAS_SOURCES", "a=http://127.0.0.1:1/mcp,b=http://127.0.0.1:2/mcp",
 		"DAS_ASK_ADMIN_ADDR", "127.0.0.1:0", "DAS_LOG_FORMAT", "text", "DAS_LOG_LEVEL", "debug",
 		"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", "ASK_STUB_SCRIPT", "/tmp/s.yaml",
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf",
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +189,10 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318"}, {"OTEL_EXPORTER_OTLP_ENDPOINT", "grpc://collector:4317"},
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318/v1/traces"}, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://u:hunter2@collector:4318:x"},
+		// A protocol the exporter does not speak (it speaks OTLP/HTTP with protobuf only): the
+		// setting was ignored without a word, and the spans POSTed as OTLP/HTTP to the collector's
+		// gRPC port (4317), where every batch failed.
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"}, {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"},
 		// A URL that is refused is named without its password (found by an operator's audit:
 		// these three printed it, DAS_ASK_WEBHOOK_ALLOW and DAS_ASK_STORE did not).
 		{"ASK_LLM_BASE_URL", "ftp://u:hunter2@llm/v1"}, {"ASK_LLM_BASE_URL", "http://u:hunter2@llm/%zz"},

@@ -186,6 +186,10 @@ func FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	c.Auth = AuthFrom(e, c.Auth)
 	c.Agent = agentFrom(e, c.Agent)
 	c.Ops = opsFrom(e, c.Ops)
+	if _, port, err := net.SplitHostPort(c.Addr); err == nil && port != "0" && !c.Ops.AdminOptional && c.Ops.AdminAddr == c.Addr {
+		// no restart gets past it: a setting to correct (exit 2), not an address another holds
+		e.Failf("DAS_ASK_ADMIN_ADDR", "%q: the same address as DAS_ASK_ADDR; give the admin listener its own", c.Ops.AdminAddr)
+	}
 	c.Webhooks = webhooksFrom(e)
 	c.StubScript = stubFrom(e).Script
 	if err := e.Err(); err != nil {

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -372,6 +373,26 @@ func TestCommandSections(t *testing.T) {
 	for _, name := range []string{"DAS_DEMO_SOURCE_ROW_CAP", "DAS_DEMO_SOURCE_QUERY_TIMEOUT", "DAS_JWT_LEEWAY_S"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("invalid demo source settings: %v, want %s named", err, name)
+		}
+	}
+}
+
+// TestAdminAddrIsNotTheAPIs: DAS_ASK_ADMIN_ADDR set to DAS_ASK_ADDR's address is a setting no
+// restart gets past, so an invalid one (exit 2, naming both), not "address already in use"
+// (exit 1), which a supervisor restarts on for ever. A port 0 is two ports; the default admin
+// address, skipped with a warning when taken, is not the operator's to correct.
+func TestAdminAddrIsNotTheAPIs(t *testing.T) {
+	_, err := config.FromEnv(env("DAS_ASK_ADDR", "127.0.0.1:28085", "DAS_ASK_ADMIN_ADDR", "127.0.0.1:28085"))
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "DAS_ASK_ADMIN_ADDR") || !strings.Contains(err.Error(), "DAS_ASK_ADDR") {
+		t.Errorf("the same address for both listeners: %v, want an invalid setting naming both", err)
+	}
+	for _, ok := range [][]string{
+		{"DAS_ASK_ADDR", "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR", "127.0.0.1:0"},
+		{"DAS_ASK_ADDR", "127.0.0.1:9090"},
+		{"DAS_ASK_ADDR", "127.0.0.1:28085", "DAS_ASK_ADMIN_ADDR", "127.0.0.1:28086"},
+	} {
+		if _, err := config.FromEnv(env(ok...)); err != nil {
+			t.Errorf("%v: %v", ok, err)
 		}
 	}
 }

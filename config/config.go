@@ -451,6 +451,14 @@ func opsFrom(e *Env, c OpsConfig) OpsConfig {
 		}
 	}
 	c.OTLP = e.Set("OTEL_EXPORTER_OTLP_ENDPOINT") || e.Set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	// The specification's switch for the whole SDK, which the Go SDK does not read itself.
+	switch v := strings.ToLower(e.String("OTEL_SDK_DISABLED", "")); v {
+	case "", "false":
+	case "true":
+		c.OTLP = false
+	default:
+		e.Failf("OTEL_SDK_DISABLED", "%q: want true or false", v)
+	}
 	// The exporter reads these itself, and one it cannot use it replaces with its default
 	// (localhost:4318) after a plain-text line: checked here, so a typo stops the start. The
 	// value is not echoed: it may hold credentials.

@@ -396,3 +396,19 @@ func TestAdminAddrIsNotTheAPIs(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKDisabledTurnsTracingOff: OTEL_SDK_DISABLED=true (the OpenTelemetry specification's
+// switch, case-insensitive) leaves tracing off though an endpoint is set: askd exported every
+// span all the same, to an operator who had turned the SDK off. Any other value than a
+// boolean is refused, naming it.
+func TestSDKDisabledTurnsTracingOff(t *testing.T) {
+	for v, want := range map[string]bool{"true": false, "TRUE": false, "false": true, "": true} {
+		c, err := config.FromEnv(env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", "OTEL_SDK_DISABLED", v))
+		if err != nil || c.Ops.OTLP != want {
+			t.Errorf("OTEL_SDK_DISABLED=%q: tracing %v (%v), want %v", v, c.Ops.OTLP, err, want)
+		}
+	}
+	if _, err := config.FromEnv(env("OTEL_SDK_DISABLED", "yes")); err == nil || !strings.Contains(err.Error(), "OTEL_SDK_DISABLED") {
+		t.Errorf("OTEL_SDK_DISABLED=yes: %v, want an error naming it", err)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"syscall"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
@@ -43,8 +44,20 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	if err := run(sigs, os.Args[1:], config.Process, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "ask-serve:", err)
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
+}
+
+// environNames lists the names the environment sets, for config.Unknown; tests replace it.
+var environNames = config.ProcessNames
+
+// exitStatus is ask-serve's exit status for run's error, as askd's: 2 when a setting is invalid
+// or misspelt (the environment must change), 1 for any other failure to start or serve.
+func exitStatus(err error) int {
+	if errors.Is(err, config.ErrInvalid) || errors.Is(err, auth.ErrInvalidConfig) {
+		return 2
+	}
+	return 1
 }
 
 // run serves until the first signal on sigs, then stops; a second signal ends the service's
@@ -122,7 +135,9 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 			return lookup(k)
 		})
 	}
-	if cfgErr != nil {
+	// A misspelt DAS_ name is refused beside any invalid value, as askd refuses it: left alone,
+	// its setting kept its default unseen.
+	if cfgErr = errors.Join(cfgErr, config.Unknown(environNames())); cfgErr != nil {
 		return cfgErr
 	}
 	opts.Config = &cfg

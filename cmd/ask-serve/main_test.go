@@ -72,6 +72,37 @@ func TestAskServeRejectsBadSettings(t *testing.T) {
 	}
 }
 
+// TestAskServeRefusesAMisspeltSetting: a DAS_ variable that is no setting stops ask-serve before
+// anything starts, naming it and the setting it is nearest to, beside any invalid value, with
+// exit status 2 as askd's, and never echoing its value; ask-serve started with the default and
+// said nothing, and exited 1 for an invalid value where askd exits 2.
+func TestAskServeRefusesAMisspeltSetting(t *testing.T) {
+	env := map[string]string{"DAS_ASK_TLL_S": "hunter2", "DAS_ASK_DEADLINE_S": "-1"}
+	defer func(f func() []string) { environNames = f }(environNames)
+	environNames = func() []string { return []string{"PATH", "DAS_ASK_TLL_S", "DAS_ASK_DEADLINE_S"} }
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	err := run(nil, []string{"-addr", "127.0.0.1:0"}, lookup, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("ask-serve started with a misspelt setting")
+	}
+	for _, want := range []string{"DAS_ASK_TLL_S: no such setting (did you mean DAS_ASK_TTL_S?)", `DAS_ASK_DEADLINE_S="-1"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %q", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the error echoes the value: %q", err)
+	}
+	if got := exitStatus(err); got != 2 {
+		t.Errorf("exit status %d, want 2", got)
+	}
+	delete(env, "DAS_ASK_TLL_S")
+	environNames = func() []string { return []string{"DAS_ASK_DEADLINE_S"} }
+	if err := run(nil, []string{"-addr", "127.0.0.1:0"}, lookup, io.Discard, io.Discard); exitStatus(err) != 2 {
+		t.Errorf("an invalid value alone: exit status %d (%v), want 2", exitStatus(err), err)
+	}
+}
+
 // An argument is refused before anything starts, as askd refuses one. It was ignored, so
 // make ask-serve ARGS="-ui false" (-ui, a boolean flag, then an argument "false") served the web
 // page it meant to turn off, and said nothing.

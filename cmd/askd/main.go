@@ -38,6 +38,9 @@ func main() {
 	}
 }
 
+// environNames lists the names the environment sets, for config.Unknown; tests replace it.
+var environNames = config.ProcessNames
+
 // exitStatus is askd's exit status for run's error: 2 when a setting is invalid (the
 // environment must change: a supervisor restarting askd as it is would only fail again), 1 for
 // any other failure to start or to serve (a port in use, a store that cannot be reached).
@@ -57,8 +60,9 @@ variable (README.md, "Configuration"; package config). It needs at least
   DAS_ISSUER     the exact iss to accept
   DAS_AUDIENCE   the aud to accept
 and listens on DAS_ASK_ADDR (default 127.0.0.1:8080), its metrics and probes on DAS_ASK_ADMIN_ADDR
-(default 127.0.0.1:9090). An invalid setting stops it at start, naming the variable, with exit
-status 2; any other failure to start or serve exits 1.
+(default 127.0.0.1:9090). An invalid setting, or a DAS_ name that is no setting (a misspelling),
+stops it at start, naming the variable, with exit status 2; any other failure to start or serve
+exits 1.
 SIGINT, SIGTERM or SIGHUP stops it gracefully (DAS_ASK_SHUTDOWN_GRACE_S); a second one ends
 the grace. SIGHUP reloads nothing: start askd again with the new environment.
 For the whole development system with embedded defaults, run ask-serve (make ask-serve).
@@ -85,7 +89,9 @@ func usage(args []string, stdout, stderr io.Writer) (code int, done bool) {
 // grace. ready, when not nil, receives the running Main once serving.
 func run(sigs <-chan os.Signal, lookup func(string) (string, bool), stderr io.Writer, ready chan<- *app.Main) error {
 	cfg, err := config.FromEnv(lookup)
-	if err != nil {
+	// A misspelt DAS_ name is as wrong as a bad value: left alone, its setting kept its default
+	// unseen (DAS_ASK_TLL_S=60 served with the 900 s TTL).
+	if err = errors.Join(err, config.Unknown(environNames())); err != nil {
 		return err
 	}
 	m := app.NewMain(cfg)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -503,5 +504,36 @@ func TestAskdSignalWhileWaitingForTheIdP(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("askd did not stop")
+	}
+}
+
+// TestAskdRefusesAMisspeltSetting: a DAS_ variable that is no setting (DAS_ASK_TLL_S for
+// DAS_ASK_TTL_S) stops askd at start, naming it and the setting it is nearest to, with exit
+// status 2 and beside any invalid value, never echoing what it holds; askd served with the
+// default TTL and said nothing.
+func TestAskdRefusesAMisspeltSetting(t *testing.T) {
+	idp := idptest.Start(t)
+	cfg := idp.Config()
+	env := map[string]string{
+		"DAS_JWKS_URL": cfg.JWKSURL, "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
+		"DAS_ASK_ADDR": "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR": "off", "DAS_SOURCES": "demo=http://127.0.0.1:1/mcp",
+		"DAS_ASK_TLL_S": "hunter2", "DAS_ASK_DEADLINE_S": "-1",
+	}
+	defer func(f func() []string) { environNames = f }(environNames)
+	environNames = func() []string { return slices.Collect(maps.Keys(env)) }
+	err := run(make(chan os.Signal), config.MapEnv(env), io.Discard, nil)
+	if err == nil {
+		t.Fatal("askd started with a misspelt setting")
+	}
+	for _, want := range []string{"DAS_ASK_TLL_S: no such setting (did you mean DAS_ASK_TTL_S?)", `DAS_ASK_DEADLINE_S="-1"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %q", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the error echoes the value: %q", err)
+	}
+	if got := exitStatus(err); got != 2 {
+		t.Errorf("exit status %d, want 2", got)
 	}
 }

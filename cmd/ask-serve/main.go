@@ -24,6 +24,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -46,6 +47,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ask-serve:", err)
 		os.Exit(exitStatus(err))
 	}
+}
+
+// modelLine is the banner's line for a real model: the provider, the model and where it is
+// asked (a password in ASK_LLM_BASE_URL shown as xxxxx). It printed the configuration's Go
+// form, "agent.Config{llm=anthropic model=… base_url= sources=1 max_model_calls=12}".
+func modelLine(c agent.Config) string {
+	where := "the provider's API"
+	if c.BaseURL != "" {
+		where = c.BaseURL
+		if u, err := url.Parse(c.BaseURL); err == nil {
+			where = u.Redacted()
+		}
+	}
+	return fmt.Sprintf("%s %s at %s", c.LLM, c.Model, where)
 }
 
 // environNames lists the names the environment sets, for config.Unknown; tests replace it.
@@ -157,7 +172,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	}
 	modelName := "llm-stub (scripted; set ASK_LLM=anthropic|openai for a real model)"
 	if cfg.Agent.LLM != agent.LLMStub {
-		modelName = cfg.Agent.String()
+		modelName = modelLine(cfg.Agent)
 	}
 
 	s, err := stack.Start(ctx, opts)

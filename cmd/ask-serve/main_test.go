@@ -392,6 +392,20 @@ func TestAskServeNamesTheAgentsOwnSources(t *testing.T) {
 	}
 }
 
+// TestAskServeNamesItsRealModel: with a real model the banner's model line says which, and
+// where it is asked, in words; it printed the configuration's Go form ("agent.Config{llm=openai
+// model=qwen2.5 base_url=… sources=1 max_model_calls=12}"). A password in the URL is not shown.
+func TestAskServeNamesItsRealModel(t *testing.T) {
+	got := banner(t, map[string]string{"ASK_LLM": "openai", "ASK_LLM_MODEL": "qwen2.5", "ASK_LLM_BASE_URL": "http://u:hunter2@127.0.0.1:1/v1"})
+	if !strings.Contains(got, "  model              openai qwen2.5 at http://u:xxxxx@127.0.0.1:1/v1\n") || strings.Contains(got, "hunter2") {
+		t.Errorf("with ASK_LLM=openai the banner says:\n%s\nwant the line: model  openai qwen2.5 at http://u:xxxxx@127.0.0.1:1/v1", got)
+	}
+	got = banner(t, map[string]string{"ASK_LLM": "anthropic", "ANTHROPIC_API_KEY": "sk-ant-hunter2"})
+	if !strings.Contains(got, "  model              anthropic claude-sonnet-4-5 at the provider's API\n") || strings.Contains(got, "hunter2") {
+		t.Errorf("with ASK_LLM=anthropic the banner says:\n%s", got)
+	}
+}
+
 // TestAskServeSaysHowToReachItsMovedAddresses: on addresses other than the defaults (-addr and
 // -idp-addr, as the message of a taken port suggests), the commands the banner gives next reach
 // this stack; they said "make ask Q=…" and "make token", which went to 127.0.0.1:8080 and :8090.

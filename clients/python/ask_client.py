@@ -675,7 +675,7 @@ def milestone_words(m: dict) -> str:
     if phase == "grounding":
         return "Looking in the catalog" if subject in ("", "catalog") else f'Checking what "{subject}" means in the catalog'
     if phase == "discovering":
-        return "Seeing which tables there are" if subject == "tables" else f"Reading how {subject} is laid out"
+        return "Seeing which tables there are" if subject == "tables" else f"Reading how the {subject} table is laid out"
     if phase == "querying":
         return f"Querying the {m.get('source', '')} data" if subject in ("", "query") else f"Querying {subject}"
     if phase == "reconciling":

@@ -232,6 +232,8 @@ class MilestoneWordsTest(unittest.TestCase):
         self.assertEqual(ask_client.milestone_words(m("grounding", "catalog")), "Looking in the catalog")
         self.assertEqual(ask_client.milestone_words(m("grounding", "incident")), 'Checking what "incident" means in the catalog')
         self.assertEqual(ask_client.milestone_words(m("discovering", "tables")), "Seeing which tables there are")
+        # docs/clients.md's words, and the page's: it said "Reading how incidents is laid out".
+        self.assertEqual(ask_client.milestone_words(m("discovering", "incidents")), "Reading how the incidents table is laid out")
         self.assertEqual(ask_client.milestone_words(m("querying", "query")), "Querying the demo data")
         self.assertEqual(ask_client.milestone_words(m("querying", "incidents")), "Querying incidents")
 

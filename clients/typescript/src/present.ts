@@ -55,7 +55,7 @@ export function milestoneWords(m: MilestoneEvent): string {
     case "grounding":
       return m.subject === "" || m.subject === "catalog" ? "Looking in the catalog" : `Checking what "${m.subject}" means in the catalog`;
     case "discovering":
-      return m.subject === "tables" ? "Seeing which tables there are" : `Reading how ${m.subject} is laid out`;
+      return m.subject === "tables" ? "Seeing which tables there are" : `Reading how the ${m.subject} table is laid out`;
     case "querying":
       return m.subject === "" || m.subject === "query" ? `Querying the ${m.source} data` : `Querying ${m.subject}`;
     case "reconciling":

@@ -44,6 +44,8 @@ describe("phase-2 presentation", () => {
     assert.equal(milestoneWords(m("grounding", "catalog")), "Looking in the catalog");
     assert.equal(milestoneWords(m("grounding", "incident")), 'Checking what "incident" means in the catalog');
     assert.equal(milestoneWords(m("discovering", "tables")), "Seeing which tables there are");
+    // docs/clients.md's words, and the page's: it said "Reading how incidents is laid out".
+    assert.equal(milestoneWords(m("discovering", "incidents")), "Reading how the incidents table is laid out");
     assert.equal(milestoneWords(m("querying", "query")), "Querying the demo data");
     assert.equal(milestoneWords(m("querying", "incidents")), "Querying incidents");
   });

@@ -55,7 +55,10 @@ fi
 # elsewhere (someone else's service) has no default, and the audit checks skip unless AUDIT
 # names its sources' logs; a default there would fail them on a log its sources never wrote.
 audit=
-if [[ $URL =~ ^https?://(localhost|127\.[0-9.]+|\[::1\])(:[0-9]+)?(/|$) ]]; then
+# Only the dev stack's own address (port 8080): a stack moved to other ports (make ask-serve
+# ARGS="-addr … -source-addr …") has its sources elsewhere too, and the default read the audit of
+# another stack's source on 8091, or of none, and failed audit.step-ms and audit.caller-identity.
+if [[ $URL =~ ^https?://(localhost|127\.[0-9.]+|\[::1\]):8080(/|$) ]]; then
 	audit=http://127.0.0.1:8091
 	if [[ "${ASK_PHASE:-}" == 2 || " $* " == *" --phase2 "* || " $* " == *" --phase2=true "* ]]; then
 		audit+=,http://127.0.0.1:8093

@@ -134,6 +134,10 @@ func TestScriptAuditsOnlyThisMachine(t *testing.T) {
 		{"localhost", []string{"URL=http://localhost:8080/ask"}, nil, "http://127.0.0.1:8091"},
 		{"the dev stack, phase 2", []string{"URL=http://127.0.0.1:8080/ask"}, []string{"--phase2"}, "http://127.0.0.1:8091,http://127.0.0.1:8093"},
 		{"the dev stack, AUDIT empty", []string{"URL=http://127.0.0.1:8080/ask", "AUDIT="}, nil, ""},
+		// A stack moved off the default ports: its source is not on 8091, and reading 8091's log
+		// (another stack's, or none) failed two audit checks.
+		{"a moved dev stack", []string{"URL=http://127.0.0.1:18080/ask"}, nil, ""},
+		{"a moved dev stack, AUDIT set", []string{"URL=http://127.0.0.1:18080/ask", "AUDIT=http://127.0.0.1:18091"}, nil, "http://127.0.0.1:18091"},
 	} {
 		got := scriptArgs(t, c.env, c.args...)
 		audit := ""

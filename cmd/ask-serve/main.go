@@ -138,6 +138,18 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 		level = slog.LevelDebug
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// The dev stack validates every bearer against its own IdP, replacing the issuer settings
+	// askd reads: said, not left to look applied (DAS_ISSUER=https://login.example make
+	// ask-serve served the dev IdP's tokens and said nothing). Names only.
+	var ignored []string
+	for _, k := range []string{auth.EnvJWKSURL, auth.EnvIssuer, auth.EnvAudience, auth.EnvRequiredScope} {
+		if v, ok := lookup(k); ok && strings.TrimSpace(v) != "" {
+			ignored = append(ignored, k)
+		}
+	}
+	if len(ignored) > 0 {
+		opts.Logger.Warn("ignoring the bearer settings: the dev stack validates bearers against its own identity provider (askd reads them)", "variables", strings.Join(ignored, ","))
+	}
 	// -phase is ASK_PHASE, and wins over it: the settings that depend on the phase are read
 	// again under it. Read under $ASK_PHASE alone, -phase 2 ignored ASK_DIVERGENCE_TURNS=0 (the
 	// withheld branch ran), refused ASK_DIVERGENCE_TURNS=3 ("divergence needs ASK_PHASE=2"),

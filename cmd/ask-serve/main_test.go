@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -404,6 +405,50 @@ func TestAskServeNamesItsRealModel(t *testing.T) {
 	if !strings.Contains(got, "  model              anthropic claude-sonnet-4-5 at the provider's API\n") || strings.Contains(got, "hunter2") {
 		t.Errorf("with ASK_LLM=anthropic the banner says:\n%s", got)
 	}
+}
+
+// TestAskServeSaysItIgnoresTheIssuerSettings: the dev stack validates bearers against its own
+// IdP, so DAS_JWKS_URL, DAS_ISSUER, DAS_AUDIENCE and DAS_REQUIRED_SCOPE, which askd reads, are
+// not applied: it says so, naming them (never their values); it said nothing, as if they were.
+func TestAskServeSaysItIgnoresTheIssuerSettings(t *testing.T) {
+	env := map[string]string{"DAS_ISSUER": "https://login.example/hunter2", "DAS_AUDIENCE": "api"}
+	sigs := make(chan os.Signal, 2)
+	out, w := io.Pipe()
+	var logs strings.Builder
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+			"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()},
+			func(k string) (string, bool) { v, ok := env[k]; return v, ok }, w, &syncWriter{w: &logs})
+		w.Close()
+	}()
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "Ctrl-C stops everything." {
+	}
+	go io.Copy(io.Discard, out)
+	sigs <- os.Interrupt
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	got := logs.String()
+	if !strings.Contains(got, "ignoring the bearer settings") || !strings.Contains(got, "variables=DAS_ISSUER,DAS_AUDIENCE") {
+		t.Errorf("with DAS_ISSUER and DAS_AUDIENCE set, ask-serve logged:\n%s\nwant a warning naming both", got)
+	}
+	if strings.Contains(got, "hunter2") || strings.Contains(got, "login.example") {
+		t.Errorf("the warning holds a value:\n%s", got)
+	}
+}
+
+// syncWriter serialises writes to w (the stack's pieces log from their own goroutines).
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // TestAskServeSaysHowToReachItsMovedAddresses: on addresses other than the defaults (-addr and

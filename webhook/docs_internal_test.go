@@ -49,7 +49,7 @@ func TestDocsVerificationIsTrue(t *testing.T) {
 
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 not installed: the page's Python verify function is not run")
+		t.Skip("python3 not installed (apt-get install python3): the page's Python verify function is not run")
 	}
 	script := fenced(t, doc, "python") + `
 import sys

@@ -110,7 +110,7 @@ func TestGoReceiver(t *testing.T) {
 func TestPythonReceiver(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 not installed")
+		t.Skip("python3 not installed (apt-get install python3)")
 	}
 	secret := webhooktest.Secret()
 	ctx, cancel := context.WithCancel(t.Context())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/das-ask/ask/agent/model"
@@ -111,19 +112,28 @@ func (c Config) NewModel(hc *http.Client, log *slog.Logger) (model.Model, error)
 	return nil, fmt.Errorf("ASK_LLM=%q: want anthropic, openai or stub", c.LLM)
 }
 
-// String describes the configuration without its key.
+// String describes the configuration without its key, or a password in its base URL.
 func (c Config) String() string {
-	return fmt.Sprintf("agent.Config{llm=%s model=%s base_url=%s sources=%d max_model_calls=%d}", c.LLM, c.Model, c.BaseURL, len(c.Sources), c.MaxModelCalls)
+	return fmt.Sprintf("agent.Config{llm=%s model=%s base_url=%s sources=%d max_model_calls=%d}", c.LLM, c.Model, redactURL(c.BaseURL), len(c.Sources), c.MaxModelCalls)
 }
 
-// LogValue logs the configuration without its key.
+// redactURL is u with any password shown as xxxxx (ASK_LLM_BASE_URL may carry one for a
+// proxy in front of a local model server).
+func redactURL(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return u
+}
+
+// LogValue logs the configuration without its key, or a password in its base URL.
 func (c Config) LogValue() slog.Value {
 	names := make([]string, len(c.Sources))
 	for i, s := range c.Sources {
 		names[i] = s.Name
 	}
 	return slog.GroupValue(
-		slog.String("llm", c.LLM), slog.String("model", c.Model), slog.String("base_url", c.BaseURL),
+		slog.String("llm", c.LLM), slog.String("model", c.Model), slog.String("base_url", redactURL(c.BaseURL)),
 		slog.Any("sources", names), slog.Int("max_model_calls", c.MaxModelCalls),
 		slog.Int("phase", c.Phase), slog.Int("divergence_turns", c.DivergenceTurns),
 		slog.Duration("timeout", c.Timeout), slog.Int("max_retries", c.MaxRetries),

@@ -37,6 +37,19 @@ func TestConfigKeepsTheKeyOutOfPrint(t *testing.T) {
 	}
 }
 
+// TestConfigKeepsABaseURLPasswordOutOfPrint: a password in ASK_LLM_BASE_URL is shown as xxxxx
+// wherever the configuration is printed or logged; make ask-serve's banner printed it.
+func TestConfigKeepsABaseURLPasswordOutOfPrint(t *testing.T) {
+	c := agent.Config{LLM: agent.LLMOpenAI, BaseURL: "http://u:hunter2@127.0.0.1:1/v1", Model: "qwen2.5"}
+	var b strings.Builder
+	slog.New(slog.NewTextHandler(&b, nil)).Info("config", "cfg", c)
+	for _, s := range []string{fmt.Sprint(c), c.String(), b.String()} {
+		if strings.Contains(s, "hunter2") || !strings.Contains(s, "http://u:xxxxx@127.0.0.1:1/v1") {
+			t.Errorf("printed config: %s; want the base URL with its password as xxxxx", s)
+		}
+	}
+}
+
 func TestNewNeedsModelAndSources(t *testing.T) {
 	if _, err := agent.New(agent.Options{Sources: []agent.SourceConfig{{Name: "d", URL: "http://x/mcp"}}}); err == nil {
 		t.Error("New without a model succeeded")

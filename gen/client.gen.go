@@ -1005,6 +1005,11 @@ type GetAskResponse200Headers struct {
 	PreferenceApplied *string
 }
 
+// GetAskResponse400Headers the declared response headers of an HTTP 400 response for GetAsk
+type GetAskResponse400Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetAskResponse401Headers the declared response headers of an HTTP 401 response for GetAsk
 type GetAskResponse401Headers struct {
 	WWWAuthenticate *string
@@ -1034,6 +1039,8 @@ type GetAskResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetAskResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetAskResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetAskResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -1104,6 +1111,11 @@ func (r GetAskResponse) ContentType() string {
 	return ""
 }
 
+// CancelAskResponse400Headers the declared response headers of an HTTP 400 response for CancelAsk
+type CancelAskResponse400Headers struct {
+	WWWAuthenticate *string
+}
+
 // CancelAskResponse401Headers the declared response headers of an HTTP 401 response for CancelAsk
 type CancelAskResponse401Headers struct {
 	WWWAuthenticate *string
@@ -1131,6 +1143,8 @@ type CancelAskResponse struct {
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CancelAskResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelAskResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -1207,6 +1221,11 @@ type StreamEventsResponse200Headers struct {
 	XAccelBuffering *string
 }
 
+// StreamEventsResponse400Headers the declared response headers of an HTTP 400 response for StreamEvents
+type StreamEventsResponse400Headers struct {
+	WWWAuthenticate *string
+}
+
 // StreamEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamEvents
 type StreamEventsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -1234,6 +1253,8 @@ type StreamEventsResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *StreamEventsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StreamEventsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamEventsResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -1305,6 +1326,11 @@ type CreateConversationResponse201Headers struct {
 	Location           *string
 }
 
+// CreateConversationResponse400Headers the declared response headers of an HTTP 400 response for CreateConversation
+type CreateConversationResponse400Headers struct {
+	WWWAuthenticate *string
+}
+
 // CreateConversationResponse401Headers the declared response headers of an HTTP 401 response for CreateConversation
 type CreateConversationResponse401Headers struct {
 	WWWAuthenticate *string
@@ -1350,6 +1376,8 @@ type CreateConversationResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateConversationResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateConversationResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateConversationResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -1445,9 +1473,19 @@ type CreateAskResponse202Headers struct {
 	Location           *string
 }
 
+// CreateAskResponse400Headers the declared response headers of an HTTP 400 response for CreateAsk
+type CreateAskResponse400Headers struct {
+	WWWAuthenticate *string
+}
+
 // CreateAskResponse401Headers the declared response headers of an HTTP 401 response for CreateAsk
 type CreateAskResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// CreateAskResponse409Headers the declared response headers of an HTTP 409 response for CreateAsk
+type CreateAskResponse409Headers struct {
+	RetryAfter *int
 }
 
 // CreateAskResponse429Headers the declared response headers of an HTTP 429 response for CreateAsk
@@ -1487,8 +1525,12 @@ type CreateAskResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *CreateAskResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateAskResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateAskResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateAskResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateAskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -1945,6 +1987,16 @@ func ParseGetAskResponse(rsp *http.Response) (*GetAskResponse, error) {
 			headers.PreferenceApplied = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetAskResponse400Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetAskResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -2036,6 +2088,16 @@ func ParseCancelAskResponse(rsp *http.Response) (*CancelAskResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 400:
+		var headers CancelAskResponse400Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers CancelAskResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -2137,6 +2199,16 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 			headers.XAccelBuffering = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StreamEventsResponse400Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers StreamEventsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -2266,6 +2338,16 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 			headers.Location = &value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateConversationResponse400Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateConversationResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -2422,6 +2504,16 @@ func ParseCreateAskResponse(rsp *http.Response) (*CreateAskResponse, error) {
 			headers.Location = &value
 		}
 		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateAskResponse400Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateAskResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -2432,6 +2524,16 @@ func ParseCreateAskResponse(rsp *http.Response) (*CreateAskResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateAskResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateAskResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -383,6 +383,7 @@ func (c *conformer) check(p probe, r rawResult) {
 		t.Errorf("%s: %d with content, documented without", where, status)
 	}
 	c.checkHeaders(where, p, rsp.Value, resp, r.body)
+	c.checkUndocumentedHeaders(where, p, rsp.Value, resp)
 	if sse && p.method != http.MethodHead {
 		c.checkFrames(where, r.body)
 	}
@@ -423,6 +424,9 @@ func (c *conformer) checkHeaders(where string, p probe, rsp *openapi3.Response, 
 		if !always[name] {
 			continue // Idempotent-Replayed, Preference-Applied: only when they apply
 		}
+		if resp.StatusCode == http.StatusBadRequest && name == "WWW-Authenticate" || resp.StatusCode == http.StatusConflict && name == "Retry-After" {
+			continue // only when they apply: checked below
+		}
 		if resp.Header.Get(name) == "" {
 			c.t.Errorf("%s: %d without the documented %s header", where, resp.StatusCode, name)
 		}
@@ -447,6 +451,14 @@ func (c *conformer) checkHeaders(where string, p probe, rsp *openapi3.Response, 
 			!strings.Contains(ch, `error="invalid_token"`) && !strings.Contains(ch, `error="insufficient_scope"`):
 			c.t.Errorf("%s: WWW-Authenticate %q, want an error for a refused bearer", where, ch)
 		}
+	case http.StatusBadRequest:
+		// RFC 6750 §3.1: malformed credentials are a 400 with an invalid_request challenge.
+		two := len(p.hdr) > 0 && slices.Contains(p.hdr, "Authorization")
+		if ch := resp.Header.Get("WWW-Authenticate"); ch != "" && (!strings.HasPrefix(ch, "Bearer ") || !strings.Contains(ch, `error="invalid_request"`)) {
+			c.t.Errorf("%s: 400 with WWW-Authenticate %q, want an invalid_request challenge", where, ch)
+		} else if ch == "" && two && c.gateway == "" { // nginx refuses two itself
+			c.t.Errorf("%s: 400 for malformed credentials without a challenge", where)
+		}
 	case http.StatusConflict:
 		var pr gen.Problem
 		if json.Unmarshal(body, &pr) == nil && pr.Type == "urn:ask:problem:idempotency-key-in-progress" && resp.Header.Get("Retry-After") == "" {
@@ -456,6 +468,33 @@ func (c *conformer) checkHeaders(where string, p probe, rsp *openapi3.Response, 
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
 		if n, err := strconv.Atoi(ra); err != nil || n < 0 {
 			c.t.Errorf("%s: Retry-After %q is not a number of seconds", where, ra)
+		}
+	}
+}
+
+// generalHeaders are the headers any response may carry without the document naming them for
+// it: representation metadata (RFC 9110), the request id every response carries (the
+// document's description), and caching directives, which a client need not act on.
+var generalHeaders = map[string]bool{"Content-Type": true, "Content-Length": true, "Date": true, "X-Request-Id": true, "Cache-Control": true}
+
+// checkUndocumentedHeaders: every other header the response carries is one the document gives
+// this response, so a client generated from it knows it (a Retry-After to wait, a challenge
+// to read).
+// Through a gateway the gateway adds its own (Server, Connection), which are not the service's.
+func (c *conformer) checkUndocumentedHeaders(where string, p probe, rsp *openapi3.Response, resp *http.Response) {
+	if c.gateway != "" {
+		return
+	}
+	for name := range resp.Header {
+		if generalHeaders[name] {
+			continue
+		}
+		documented := false
+		for dn := range rsp.Headers {
+			documented = documented || http.CanonicalHeaderKey(dn) == name
+		}
+		if !documented {
+			c.t.Errorf("%s: %d with the header %s, which the document does not give this response", where, resp.StatusCode, name)
 		}
 	}
 }

@@ -725,6 +725,11 @@ export interface components {
          */
         BadRequest: {
             headers: {
+                /**
+                 * @description Only when the request's credentials are malformed (two `Authorization` headers): a
+                 *     `Bearer` challenge with the realm and `error="invalid_request"` (RFC 6750 §3.1).
+                 */
+                "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -770,6 +775,8 @@ export interface components {
          */
         Conflict: {
             headers: {
+                /** @description Seconds to wait before retrying; only with `urn:ask:problem:idempotency-key-in-progress`. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {

@@ -39,13 +39,21 @@ func (s *Server) sweep(sh store.Shared) {
 			continue
 		}
 		ids, err := sh.Lapsed(s.base, sweepLimit)
-		if err != nil {
-			if s.base.Err() == nil {
-				s.log.Warn("lapsed leases not listed", "err", err)
-			}
+		switch {
+		case err == nil:
+			s.sweptAt.Store(time.Now().UnixNano())
+		case s.base.Err() != nil:
 			continue
+		default:
+			// Some of the store did not answer (on a Redis Cluster, a slot being migrated or a
+			// primary not yet replaced): the runs it did list are ended all the same, for one
+			// bucket's fault kept every other bucket's dead runs running meanwhile. The sweep
+			// does not count as the store's answer (sweptAt) until every part answered.
+			s.log.Warn("lapsed leases not listed", "err", err, "listed", len(ids))
+			if len(ids) == 0 {
+				continue
+			}
 		}
-		s.sweptAt.Store(time.Now().UnixNano())
 		for _, id := range ids {
 			out := errOutcome(gen.ErrorKindInterrupted, "the replica running the ask stopped before it finished")
 			switch err := s.endRemote(s.base, sh, id, out, true); {

@@ -38,7 +38,8 @@ type Shared interface {
 	// ErrFinished once the ticket is finished, by anyone, and with ErrNotFound if it is gone.
 	Renew(ctx context.Context, ticket string, u Usage) error
 	// Lapsed returns running tickets whose lease has lapsed, on the shared engine's clock,
-	// at most limit of them.
+	// at most limit of them. A store spread over several servers that could list some of its
+	// parts and not others returns what it listed with the error: the caller ends those.
 	Lapsed(ctx context.Context, limit int) ([]string, error)
 	// Usage returns what the log and the last renewal know of a running ticket's usage:
 	// steps appended (evicted or not), and model calls and tokens as last renewed.

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"net"
 	"slices"
 	"strconv"
@@ -227,5 +228,84 @@ func TestSlotMapFromAFrozenNode(t *testing.T) {
 	}
 	if took > 1500*time.Millisecond {
 		t.Errorf("the slot map read from a frozen node gave up after %v (%v), want under 1.5 s", took.Round(time.Millisecond), err)
+	}
+}
+
+// TestLapsedWhileAnotherBucketMigrates: a lapsed run in one bucket is listed by the sweep while
+// another bucket's slot is being migrated between primaries (marked MIGRATING on its owner and
+// IMPORTING on the target, as redis-cli --cluster reshard does first), which answers TRYAGAIN
+// to the sweep's script over that bucket for as long as its keys are split. Before, that one
+// bucket's error failed the whole sweep, and a dead replica's runs in every bucket stayed
+// running until the migration ended (an audit: 20 s past a 4 s lease).
+func TestLapsedWhileAnotherBucketMigrates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := t.Context()
+	prefix := "mig:" + rand.Text() + ":"
+	open := func(replica string) *redisstore.Store {
+		s, err := redisstore.New(ctx, redisstore.Options{URL: c.URL(), Prefix: prefix, Replica: replica})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	runner, sweeper := open("runner"), open("sweeper")
+	storetest.MustConv(t, runner, "c", storetest.Alice) // ids without a bucket: bucket 0
+	if _, err := storetest.NewTicket(t, runner, "t", "c", storetest.Alice, store.Limits{MaxInFlightPerOwner: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rc := c.Client()
+	t.Cleanup(func() { _ = rc.Close() })
+	if err := rc.ZAdd(ctx, "{"+prefix+"b0}running", goredis.Z{Score: 1, Member: "t"}).Err(); err != nil { // the lease lapses
+		t.Fatal(err)
+	}
+	if ids, err := sweeper.Lapsed(ctx, 10); err != nil || !slices.Equal(ids, []string{"t"}) {
+		t.Fatalf("lapsed: %v, %v; want [t]", ids, err)
+	}
+
+	slot := keySlot("{" + prefix + "b1}")
+	if slot == keySlot("{"+prefix+"b0}") {
+		t.Fatalf("buckets 0 and 1 share slot %d", slot)
+	}
+	from, err := c.SlotOwner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := c.Primaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := ps[0]
+	if to == from {
+		to = ps[1]
+	}
+	myID := func(n *redisserver.Node) string {
+		id, err := c.Do(ctx, n, "CLUSTER", "MYID")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id.(string)
+	}
+	fromID, toID := myID(from), myID(to)
+	if _, err := c.Do(ctx, to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(ctx, from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.Do(context.Background(), from, "CLUSTER", "SETSLOT", slot, "STABLE")
+		_, _ = c.Do(context.Background(), to, "CLUSTER", "SETSLOT", slot, "STABLE")
+	})
+
+	ids, err := sweeper.Lapsed(ctx, 10)
+	if !slices.Equal(ids, []string{"t"}) {
+		t.Errorf("lapsed while bucket 1's slot migrates: %v (%v); want [t], bucket 0's lapsed run", ids, err)
+	}
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("lapsed while bucket 1's slot migrates: error %v, want ErrUnavailable (bucket 1 not listed)", err)
 	}
 }

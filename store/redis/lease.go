@@ -31,42 +31,62 @@ func (s *Store) Renew(ctx context.Context, ticket string, u store.Usage) error {
 }
 
 // Lapsed implements store.Shared: every bucket's running set, in one pipeline (on Redis
-// Cluster, one round trip per node).
+// Cluster, one round trip per node). Each bucket is answered on its own: a bucket whose node
+// cannot answer now (its slot being migrated, which answers TRYAGAIN for as long as its keys
+// are split between two nodes; its primary dead before its replica's election) fails with
+// ErrUnavailable, and the lapsed tickets of the buckets that answered are returned with that
+// error. Before, one such bucket failed the whole sweep: a dead replica's runs in every other
+// bucket stayed running for as long as a slot took to migrate.
 func (s *Store) Lapsed(ctx context.Context, limit int) ([]string, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	cmds := make([]*goredis.Cmd, s.keys.buckets)
-	run := func(p goredis.Pipeliner) {
-		for b := range cmds {
-			cmds[b] = lapsed.EvalSha(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b), ms(s.recheck))
-		}
-	}
-	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { run(p); return nil })
-	if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-		// A node that has not seen the script yet (a restart, a new node): load it and retry.
-		_, err = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for b := range cmds {
-				cmds[b] = lapsed.Eval(ctx, p, []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b), ms(s.recheck))
+	run := func(buckets []int, sha bool) {
+		_, _ = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, b := range buckets {
+				keys := []string{s.keys.running(b), s.keys.tickets(b), s.keys.convs(b)}
+				if sha {
+					cmds[b] = lapsed.EvalSha(ctx, p, keys, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b), ms(s.recheck))
+				} else {
+					cmds[b] = lapsed.Eval(ctx, p, keys, s.keys.ticketPrefix(b), limit, s.keys.convPrefix(b), ms(s.recheck))
+				}
 			}
 			return nil
 		})
 	}
-	if err != nil {
-		return nil, wrap(err)
+	all := make([]int, len(cmds))
+	for b := range all {
+		all[b] = b
+	}
+	run(all, true)
+	// A node that has not seen the script yet (a restart, a new node): load it there and ask
+	// its buckets again.
+	var unloaded []int
+	for b, c := range cmds {
+		if goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			unloaded = append(unloaded, b)
+		}
+	}
+	if len(unloaded) > 0 {
+		run(unloaded, false)
 	}
 	var ids []string
+	var failed error
 	for _, c := range cmds {
 		got, err := c.StringSlice()
 		if err != nil {
-			return nil, wrap(err)
+			if failed == nil {
+				failed = err
+			}
+			continue
 		}
 		ids = append(ids, got...)
 	}
 	if len(ids) > limit {
 		ids = ids[:limit]
 	}
-	return ids, nil
+	return ids, wrap(failed)
 }
 
 // Usage implements store.Shared. A ticket's model calls and tokens are written by its first

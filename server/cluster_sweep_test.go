@@ -1,0 +1,108 @@
+package server_test
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/das-ask/ask/internal/redisserver"
+	"github.com/das-ask/ask/server"
+	redisstore "github.com/das-ask/ask/store/redis"
+	"github.com/das-ask/ask/store/redis/redistest"
+)
+
+// TestSweepWhileAnotherSlotMigrates: on a real three-primary Redis Cluster, replica A dies
+// (stops renewing) while it runs an ask, and meanwhile another bucket's slot is being migrated
+// between primaries (marked IMPORTING on the target and MIGRATING on its owner, as redis-cli
+// --cluster reshard does first), so that Redis answers TRYAGAIN to the sweep's script over that
+// bucket. Replica B's sweep must still end A's run within its lease, as docs/scale-out.md says
+// ("An ask is interrupted DAS_ASK_LEASE_S after its replica's last renewal at the latest"), and
+// the conversation take the next ask. Found by an audit from outside: an askd replica SIGKILLed
+// during another bucket's migration left its ask running until the migration ended (20 s past
+// a 4 s lease), for one bucket's TRYAGAIN failed the whole sweep.
+func TestSweepWhileAnotherSlotMigrates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := t.Context()
+	prefix := "sweepmig:" + rand.Text() + ":"
+	lease := 300 * time.Millisecond
+	open := func() *redisstore.Store {
+		s, err := redisstore.New(ctx, redisstore.Options{URL: c.URL(), Prefix: prefix, Lease: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	started, stopped, stored := make(chan string, 1), make(chan string, 2), make(chan string, 1)
+	a := newHarness(t, server.Options{Store: deadReplica{open()}, Runner: blockingRunner(started, stopped), Hooks: stepStored(stored)})
+	b := newHarness(t, server.Options{Store: open(), Runner: answerRunner(1)})
+
+	cid := a.conv(alice)
+	ticket := a.ask(alice, cid, "Take your time: how many sev1 incidents did we have in 2026-Q2?")
+	within(t, started, "the run on A")
+	within(t, stored, "A's step stored")
+
+	// Another bucket's slot starts migrating: no key moved yet, so the sweep's script over it
+	// is sent on with ASK and answered TRYAGAIN (its keys are not all on the importing node).
+	bucket, err := strconv.Atoi(ticket[strings.LastIndex(ticket, "-b")+2:])
+	if err != nil {
+		t.Fatalf("ticket %s names no bucket: %v", ticket, err)
+	}
+	other := "{" + prefix + "b" + strconv.Itoa((bucket+1)%redisstore.DefaultClusterBuckets) + "}"
+	slot, err := c.KeySlot(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := c.SlotOwner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := c.Primaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := ps[0]
+	if to == from {
+		to = ps[1]
+	}
+	myID := func(n *redisserver.Node) string {
+		id, err := c.Do(ctx, n, "CLUSTER", "MYID")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id.(string)
+	}
+	fromID, toID := myID(from), myID(to)
+	if _, err := c.Do(ctx, to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(ctx, from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.Do(context.Background(), from, "CLUSTER", "SETSLOT", slot, "STABLE")
+		_, _ = c.Do(context.Background(), to, "CLUSTER", "SETSLOT", slot, "STABLE")
+	})
+
+	redistest.Poll(t, "A's run ended by B's sweep while another slot migrates", func() bool {
+		r := b.status(alice, ticket)
+		if r.StatusCode() != http.StatusOK {
+			t.Fatalf("status: %d %s", r.StatusCode(), r.Body)
+		}
+		return r.JSON200.Done != nil
+	})
+	if r := b.status(alice, ticket); r.JSON200.Terminal == nil || !strings.Contains(string(r.Body), `"kind":"interrupted"`) {
+		t.Errorf("A's run ended: %s, want error{interrupted}", r.Body)
+	}
+	if r := b.askRaw(alice, cid, "How many sev1 incidents did we have in 2026-Q3?"); r.StatusCode() != http.StatusAccepted {
+		t.Errorf("the next ask in the conversation: %d %s, want 202", r.StatusCode(), r.Body)
+	}
+	within(t, stopped, "A's runner stopping once the run was ended elsewhere")
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/redisserver"
 	"github.com/das-ask/ask/server"
 	redisstore "github.com/das-ask/ask/store/redis"
@@ -105,4 +106,111 @@ func TestSweepWhileAnotherSlotMigrates(t *testing.T) {
 		t.Errorf("the next ask in the conversation: %d %s, want 202", r.StatusCode(), r.Body)
 	}
 	within(t, stopped, "A's runner stopping once the run was ended elsewhere")
+}
+
+// TestKeyedAskRefusedDuringAMigrationRetriesAtOnce: on a real Redis Cluster, a keyed createAsk
+// whose creation script Redis refuses, unrun (TRYAGAIN: the conversation's slot is being
+// migrated and its keys are split between the two primaries), answers 503, and its retry
+// with the same key, once the migration is over, is processed at once (202). The store
+// answers such a refusal as a plain error, not a PendingError: nothing was created. Before,
+// the key's record was kept until its lock lapsed (10 s), and every retry meanwhile answered
+// 409 "still in progress" for a request that had been answered 503 (an audit from outside:
+// 409s for 10 s after each 503 of a live migration).
+func TestKeyedAskRefusedDuringAMigrationRetriesAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := t.Context()
+	prefix := "idemmig:" + rand.Text() + ":"
+	s, err := redisstore.New(ctx, redisstore.Options{URL: c.URL(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	h := newHarness(t, server.Options{Store: s, Runner: answerRunner(1)})
+	cid := h.conv(alice)
+
+	bucket := cid[strings.LastIndex(cid, "-b")+2:]
+	tag := "{" + prefix + "b" + bucket + "}"
+	slot, err := c.KeySlot(ctx, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := c.SlotOwner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := c.Primaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := ps[0]
+	if to == from {
+		to = ps[1]
+	}
+	myID := func(n *redisserver.Node) string {
+		id, err := c.Do(ctx, n, "CLUSTER", "MYID")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id.(string)
+	}
+	fromID, toID := myID(from), myID(to)
+	if _, err := c.Do(ctx, to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(ctx, from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID); err != nil {
+		t.Fatal(err)
+	}
+	// The conversation's hash moves first: the creation's keys are split.
+	if _, err := c.Do(ctx, from, "MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS", tag+"c:"+cid); err != nil {
+		t.Fatal(err)
+	}
+
+	key := "k-" + rand.Text()
+	params := &gen.CreateAskParams{IdempotencyKey: &key}
+	q := "How many sev1 incidents did we have in 2026-Q2?"
+	h.secret(q)
+	r, err := h.cw.CreateAskWithResponse(ctx, cid, params, gen.AskRequest{Question: q}, bearer(alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StatusCode() != http.StatusServiceUnavailable {
+		t.Fatalf("keyed ask while its keys are split: %d %s, want 503", r.StatusCode(), r.Body)
+	}
+
+	// The migration ends: the rest of the slot's keys move and every primary names the target.
+	for {
+		keys, err := c.Do(ctx, from, "CLUSTER", "GETKEYSINSLOT", slot, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks, _ := keys.([]any)
+		if len(ks) == 0 {
+			break
+		}
+		if _, err := c.Do(ctx, from, append([]any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}, ks...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range append([]*redisserver.Node{to, from}, ps...) {
+		if _, err := c.Do(ctx, p, "CLUSTER", "SETSLOT", slot, "NODE", toID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitOK(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err = h.cw.CreateAskWithResponse(ctx, cid, params, gen.AskRequest{Question: q}, bearer(alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StatusCode() != http.StatusAccepted || r.JSON202 == nil {
+		t.Fatalf("the retry with its key once the migration is over: %d %s, want 202 at once (the first attempt created nothing)", r.StatusCode(), r.Body)
+	}
+	if st := h.status(alice, r.JSON202.Ticket, header("Prefer", "wait=10")); st.StatusCode() != http.StatusOK || st.JSON200.Done == nil {
+		t.Errorf("the retry's ask did not end: %d %s", st.StatusCode(), st.Body)
+	}
 }

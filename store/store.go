@@ -54,6 +54,9 @@ type Store interface {
 	// holds limits.MaxRetainedPerOwner tickets, running or retained) or ErrFull (the store
 	// holds limits.MaxTickets tickets). A shared store whose answer does not come before ctx
 	// ends fails with a *PendingError, through which the creation's eventual outcome is known.
+	// Any other error means nothing was created (the service frees a keyed create's
+	// Idempotency-Key on it): a shared store whose call may have taken effect without its
+	// answer (a reply lost) answers a *PendingError too.
 	CreateTicket(ctx context.Context, t NewTicket, limits Limits) ([]ask.Turn, error)
 	// Ticket returns a snapshot of the ticket's metadata.
 	Ticket(ctx context.Context, id string) (Ticket, error)

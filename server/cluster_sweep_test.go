@@ -214,3 +214,95 @@ func TestKeyedAskRefusedDuringAMigrationRetriesAtOnce(t *testing.T) {
 		t.Errorf("the retry's ask did not end: %d %s", st.StatusCode(), st.Body)
 	}
 }
+
+// TestKeyedConversationRefusedDuringAMigrationRetriesAtOnce: as for an ask, a keyed
+// createConversation whose script Redis refused unrun (TRYAGAIN: the owner's slot is being
+// migrated, its keys split between two primaries) answers 503, and its retry with the key,
+// once the migration is over, is processed at once (201), not 409 "still in progress" until
+// the record's 10 s lock lapses.
+func TestKeyedConversationRefusedDuringAMigrationRetriesAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := t.Context()
+	prefix := "idemconv:" + rand.Text() + ":"
+	s, err := redisstore.New(ctx, redisstore.Options{URL: c.URL(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	h := newHarness(t, server.Options{Store: s, Runner: answerRunner(1)})
+	first := h.conv(alice) // names alice's bucket, and holds keys in it
+
+	tag := "{" + prefix + "b" + first[strings.LastIndex(first, "-b")+2:] + "}"
+	slot, err := c.KeySlot(ctx, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := c.SlotOwner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := c.Primaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := ps[0]
+	if to == from {
+		to = ps[1]
+	}
+	id := func(n *redisserver.Node) string {
+		v, err := c.Do(ctx, n, "CLUSTER", "MYID")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(string)
+	}
+	fromID, toID := id(from), id(to)
+	if _, err := c.Do(ctx, to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(ctx, from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID); err != nil {
+		t.Fatal(err)
+	}
+
+	key := "k-" + rand.Text()
+	params := &gen.CreateConversationParams{IdempotencyKey: &key}
+	r, err := h.cw.CreateConversationWithResponse(ctx, params, gen.CreateConversationRequest{}, bearer(alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StatusCode() != http.StatusServiceUnavailable {
+		t.Fatalf("keyed conversation while the owner's slot migrates: %d %s, want 503", r.StatusCode(), r.Body)
+	}
+	for {
+		keys, err := c.Do(ctx, from, "CLUSTER", "GETKEYSINSLOT", slot, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks, _ := keys.([]any)
+		if len(ks) == 0 {
+			break
+		}
+		if _, err := c.Do(ctx, from, append([]any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}, ks...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range append([]*redisserver.Node{to, from}, ps...) {
+		if _, err := c.Do(ctx, p, "CLUSTER", "SETSLOT", slot, "NODE", toID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitOK(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err = h.cw.CreateConversationWithResponse(ctx, params, gen.CreateConversationRequest{}, bearer(alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StatusCode() != http.StatusCreated || r.JSON201 == nil {
+		t.Fatalf("the retry with its key once the migration is over: %d %s, want 201 at once (the first attempt created nothing)", r.StatusCode(), r.Body)
+	}
+	h.ask(alice, r.JSON201.Id, "How many sev1 incidents did we have in 2026-Q2?")
+}

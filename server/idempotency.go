@@ -172,7 +172,7 @@ func createdNothing(err error) bool {
 	return errors.As(err, &p) ||
 		errors.Is(err, store.ErrFull) || errors.Is(err, store.ErrOwnerFull) ||
 		errors.Is(err, store.ErrTooManyInFlight) || errors.Is(err, store.ErrConversationFull) ||
-		errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound)
+		errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotRun)
 }
 
 // detached is ctx without its cancellation, bounded by createWithin.

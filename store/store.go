@@ -114,6 +114,10 @@ var (
 	// ErrUnavailable: nothing was written, and the write is taken again once the store's backend
 	// stops persisting, so the caller retries it, or answers 503 + Retry-After.
 	ErrWouldPersist = errors.New("store: the question would be written to disk unsealed")
+	// ErrNotRun: a shared store's backend refused a creation unrun (an error reply, such as a
+	// Redis Cluster's TRYAGAIN while the slot migrates, CLUSTERDOWN, READONLY or OOM), or the
+	// call never left: nothing was created. It comes with ErrUnavailable (CreateConversation).
+	ErrNotRun = errors.New("store: refused unrun")
 )
 
 // ConflictError is returned by CreateTicket when an ask is already running in the

@@ -18,6 +18,11 @@ func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, li
 		[]string{k.conv(b, c.ID), k.turns(b, c.ID), k.convs(b), k.ownerConvs(b, c.Owner), k.ownerTickets(b, c.Owner)},
 		c.ID, c.Owner.Tenant, c.Owner.OID, nanos(c.CreatedAt), ms(s.ttl), k.perBucket(limits.MaxTickets),
 		limits.MaxConversationsPerOwner, ms(s.recheck)).Text()
+	if err != nil && !outcomeUnknown(err) {
+		// Refused unrun (TRYAGAIN while the slot migrates, say): nothing was created, which
+		// the service needs to know to free a keyed create's Idempotency-Key at once.
+		return fmt.Errorf("%w (%w)", wrap(err), store.ErrNotRun)
+	}
 	if err != nil {
 		return wrap(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"github.com/das-ask/ask/demo/idp"
 	"io"
 	"mime"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/das-ask/ask/demo/idp"
 )
 
 // sseFrame is one block of an event stream (the lines up to a blank line), as the proxy relays it.
@@ -54,7 +55,9 @@ func eventFrame(m map[string]any) sseFrame {
 // streamState is what the proxy knows while relaying one stream.
 type streamState struct {
 	// auth is the stream request's Authorization header.
-	auth    string
+	auth string
+	// cursor is the stream request's Last-Event-ID, or else its after parameter ("" for none).
+	cursor  string
 	lastSeq int64
 	gap     bool
 	done    bool
@@ -73,6 +76,8 @@ type variant struct {
 	body func(p *proxy, r *http.Request, status int, h http.Header, body []byte) (int, []byte)
 	// header changes a stream's response headers.
 	header func(h http.Header)
+	// streamHeader changes a stream's response headers knowing its request.
+	streamHeader func(p *proxy, r *http.Request, h http.Header)
 	// frame changes one frame of a stream into any number of frames.
 	frame func(p *proxy, st *streamState, f sseFrame) []sseFrame
 	// disconnected is called when a client leaves a stream before done.
@@ -150,10 +155,16 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.v.header != nil {
 		p.v.header(w.Header())
 	}
+	if p.v.streamHeader != nil {
+		p.v.streamHeader(p, r, w.Header())
+	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	st := &streamState{auth: r.Header.Get("Authorization")}
+	st := &streamState{auth: r.Header.Get("Authorization"), cursor: r.Header.Get("Last-Event-ID")}
+	if st.cursor == "" {
+		st.cursor = r.URL.Query().Get("after")
+	}
 	defer func() {
 		if p.v.disconnected != nil && !st.done && r.Context().Err() != nil {
 			p.v.disconnected(p, r)

@@ -97,11 +97,10 @@ func (st *testStack) config(base, overflow, limits string) conformance.Config {
 
 // idpFor returns the IdP of the stack whose service is at target.
 func (st *testStack) idpFor(target string) *idp.IdP {
-	switch target {
-	case st.small.AskURL:
-		return st.small.IdP
-	case st.limits.AskURL:
-		return st.limits.IdP
+	for _, s := range []*stack.Stack{st.small, st.limits} {
+		if s != nil && s.AskURL == target {
+			return s.IdP
+		}
 	}
 	return st.main.IdP
 }

@@ -30,6 +30,10 @@ type capture struct {
 	CommentAfter []int
 	// Frames counts every frame, events and comments, in order: what arrived after what.
 	Frames int
+	// IDOnly are the frames that set an id without carrying an event (a keep-alive with an
+	// id, say); IDOnlyAfter[i] is how many events preceded IDOnly[i].
+	IDOnly      []frame
+	IDOnlyAfter []int
 	// EOF is set when the server ended the stream.
 	EOF bool
 	// Stopped is set when the suite closed the stream on purpose.
@@ -100,7 +104,10 @@ func (s *session) stream(ctx context.Context, who Identity, ticket string, cur c
 			break
 		}
 		c.Frames++
-		if f.Comment {
+		if f.IDOnly {
+			c.IDOnly = append(c.IDOnly, f)
+			c.IDOnlyAfter = append(c.IDOnlyAfter, len(c.Events))
+		} else if f.Comment {
 			c.Comments = append(c.Comments, f)
 			c.CommentAfter = append(c.CommentAfter, len(c.Events))
 		} else {

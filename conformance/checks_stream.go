@@ -75,18 +75,36 @@ func checkStreamHeaders(ctx context.Context, s *session) verdict {
 	if h == nil {
 		return fail("a 200 event stream", "no response: "+errText(r.live.Err))
 	}
+	// Every stream is held to it, not the first alone: the run's read after done, and two
+	// resumed (by Last-Event-ID and by ?after=), besides every other the suite has read so far.
+	s.stream(ctx, r.who, r.ticket.Ticket, cursor{header: "1"}, nil)
+	s.stream(ctx, r.who, r.ticket.Ticket, cursor{query: "1"}, nil)
 	var found []string
-	if mt := mediaType(h); mt != "text/event-stream" {
-		found = append(found, fmt.Sprintf("Content-Type %q", h.Get("Content-Type")))
+	n := 0
+	for _, x := range s.rec.heads() {
+		if x.Status != http.StatusOK {
+			continue
+		}
+		n++
+		var bad []string
+		if mt := mediaType(x.Header); mt != "text/event-stream" {
+			bad = append(bad, fmt.Sprintf("Content-Type %q", x.Header.Get("Content-Type")))
+		}
+		if !strings.Contains(strings.ToLower(x.Header.Get("Cache-Control")), "no-store") {
+			bad = append(bad, fmt.Sprintf("Cache-Control %q", x.Header.Get("Cache-Control")))
+		}
+		if strings.ToLower(x.Header.Get("X-Accel-Buffering")) != "no" {
+			bad = append(bad, fmt.Sprintf("X-Accel-Buffering %q", x.Header.Get("X-Accel-Buffering")))
+		}
+		if len(bad) > 0 {
+			found = append(found, fmt.Sprintf("stream %d: %s", n, strings.Join(bad, ", ")))
+		}
 	}
-	if !strings.Contains(strings.ToLower(h.Get("Cache-Control")), "no-store") {
-		found = append(found, fmt.Sprintf("Cache-Control %q", h.Get("Cache-Control")))
+	if len(found) > 0 {
+		found = append([]string{fmt.Sprintf("%d of %d streams", len(found), n)}, found...)
 	}
-	if strings.ToLower(h.Get("X-Accel-Buffering")) != "no" {
-		found = append(found, fmt.Sprintf("X-Accel-Buffering %q", h.Get("X-Accel-Buffering")))
-	}
-	return problems("Content-Type text/event-stream, Cache-Control no-store, X-Accel-Buffering no", found,
-		"text/event-stream, Cache-Control: no-store, X-Accel-Buffering: no")
+	return problems("Content-Type text/event-stream, Cache-Control no-store, X-Accel-Buffering no on every stream", found,
+		fmt.Sprintf("%d streams (from the start, live and after done, and resumed): text/event-stream, Cache-Control: no-store, X-Accel-Buffering: no", n))
 }
 
 func errText(err error) string {
@@ -128,6 +146,15 @@ func checkFraming(ctx context.Context, s *session) verdict {
 	var found []string
 	n := 0
 	for _, fs := range startCaptures(runs) {
+		// An id outside an event frame (a keep-alive carrying one) is the last event id to a
+		// browser: its reconnect resumes after that id, not after the last event it got.
+		for i, f := range fs.c.IDOnly {
+			after := "the start"
+			if k := fs.c.IDOnlyAfter[i]; k > 0 {
+				after = fmt.Sprintf("seq %d", fs.c.Events[k-1].Seq)
+			}
+			found = append(found, fmt.Sprintf("%s: a frame with id %q and no data after %s (an EventSource resumes after that id)", fs.label, f.ID, after))
+		}
 		for _, e := range fs.c.Events {
 			n++
 			switch {
@@ -144,7 +171,7 @@ func checkFraming(ctx context.Context, s *session) verdict {
 			}
 		}
 	}
-	return problems("every frame to be id: <seq>, event: <type>, one data line of the event's JSON", found,
+	return problems("every frame to be id: <seq>, event: <type>, one data line of the event's JSON, and no id outside one", found,
 		fmt.Sprintf("%d frames: id = seq, event = type, one data line, the run's ticket and conversation", n))
 }
 

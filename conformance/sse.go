@@ -17,7 +17,10 @@ type frame struct {
 	// At is when the frame's last line arrived.
 	At time.Time
 	// Comment is set for a comment line (": keepalive"); such a frame has no other field.
-	Comment   bool
+	Comment bool
+	// IDOnly is set for a frame that set an id but carried no data: not an event, yet a
+	// browser's EventSource takes its id as the last event id, and resumes after it.
+	IDOnly    bool
 	ID        string
 	HasID     bool
 	Event     string
@@ -80,11 +83,16 @@ func (s *sseReader) next() (frame, error) {
 		at := s.now()
 		switch {
 		case line == "":
-			// A frame without data is not dispatched (WHATWG): "retry:" alone, for one.
+			// A frame without data is not dispatched (WHATWG): "retry:" alone, for one. One
+			// with an id is returned all the same, marked: the id it sets is the last event id.
 			f, dispatch := s.cur, s.has && len(s.cur.DataLines) > 0
 			s.cur, s.has = frame{}, false
 			if dispatch {
 				f.At = at
+				return f, nil
+			}
+			if f.HasID {
+				f.At, f.IDOnly = at, true
 				return f, nil
 			}
 		case strings.HasPrefix(line, ":"):

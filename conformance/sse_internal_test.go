@@ -13,6 +13,7 @@ func TestSSEReaderKeepsTheWireForm(t *testing.T) {
 	in := ": ask events\nretry: 2000\n\n" +
 		"id: 1\nevent: accepted\ndata: {\"seq\":1,\"type\":\"accepted\"}\n\n" +
 		": keepalive\n\n" +
+		": keepalive\nid: 7\n\n" +
 		"id: 2\r\nevent: step\r\ndata: {\"seq\":2,\r\ndata: \"type\":\"step\"}\r\n\r\n" +
 		"data:{\"seq\":3,\"type\":\"done\"}\n\n" +
 		"id: 4\nevent: partial\ndata: {}"
@@ -34,6 +35,8 @@ func TestSSEReaderKeepsTheWireForm(t *testing.T) {
 		{Comment: true},
 		{ID: "1", HasID: true, Event: "accepted", DataLines: []string{`{"seq":1,"type":"accepted"}`}},
 		{Comment: true},
+		{Comment: true},
+		{ID: "7", HasID: true, IDOnly: true},
 		{ID: "2", HasID: true, Event: "step", DataLines: []string{`{"seq":2,`, `"type":"step"}`}},
 		{DataLines: []string{`{"seq":3,"type":"done"}`}},
 	}

@@ -37,21 +37,22 @@ func (s *session) replayAfterDone(ctx context.Context, byQuery bool) verdict {
 	}
 	var found []string
 	for _, p := range positions {
-		cur := cursor{header: strconv.FormatInt(p, 10)}
-		if byQuery {
-			cur = cursor{query: strconv.FormatInt(p, 10)}
+		found = append(found, s.replayProblems(ctx, r, p, byQuery, "")...)
+	}
+	// A cursor at a seq the bound evicted (there is none at BaseURL, whose runs fit its
+	// bound): the run at OverflowURL, from the first and the last seq it evicted. The log holds
+	// no event with that seq; the replay still starts after it, never over from the start.
+	evicted := ""
+	if s.cfg.OverflowURL != "" {
+		o, err := s.overflowRun(ctx)
+		if err != nil {
+			return broken(err)
 		}
-		c := s.stream(ctx, r.who, r.ticket.Ticket, cur, nil)
-		if why := streamOK(c); why != "" {
-			found = append(found, fmt.Sprintf("from %d: %s", p, why))
-			continue
-		}
-		want := after(r.final.Events, p)
-		if !slices.Equal(seqsOf(c.Events), seqsOf(want)) {
-			found = append(found, fmt.Sprintf("from %d: [%s], want [%s]", p, typesOf(c.Events), typesOf(want)))
-		}
-		if !c.EOF {
-			found = append(found, fmt.Sprintf("from %d: the stream was not closed after done", p))
+		if m := o.final.missing(); streamOK(o.final) == "" && len(m) > 0 {
+			for _, p := range slices.Compact([]int64{m[0], m[len(m)-1]}) {
+				found = append(found, s.overflowAt.replayProblems(ctx, o, p, byQuery, "at OverflowURL ")...)
+			}
+			evicted = fmt.Sprintf("; at OverflowURL from the evicted seqs %d and %d", m[0], m[len(m)-1])
 		}
 	}
 	how := "Last-Event-ID"
@@ -59,7 +60,29 @@ func (s *session) replayAfterDone(ctx context.Context, byQuery bool) verdict {
 		how = "?after="
 	}
 	return problems("a replay after done to carry exactly the retained events after the cursor, then close", found,
-		fmt.Sprintf("%s from %v: exactly the retained events after each, then closed", how, positions))
+		fmt.Sprintf("%s from %v%s: exactly the retained events after each, then closed", how, positions, evicted))
+}
+
+// replayProblems replays r's finished stream after p, by header or query, and says how it
+// differs from the retained events after p, or that it was not closed after done.
+func (s *session) replayProblems(ctx context.Context, r *run, p int64, byQuery bool, where string) []string {
+	cur := cursor{header: strconv.FormatInt(p, 10)}
+	if byQuery {
+		cur = cursor{query: strconv.FormatInt(p, 10)}
+	}
+	c := s.stream(ctx, r.who, r.ticket.Ticket, cur, nil)
+	if why := streamOK(c); why != "" {
+		return []string{fmt.Sprintf("%sfrom %d: %s", where, p, why)}
+	}
+	var found []string
+	want := after(r.final.Events, p)
+	if !slices.Equal(seqsOf(c.Events), seqsOf(want)) {
+		found = append(found, fmt.Sprintf("%sfrom %d: [%s], want [%s]", where, p, typesOf(c.Events), typesOf(want)))
+	}
+	if !c.EOF {
+		found = append(found, fmt.Sprintf("%sfrom %d: the stream was not closed after done", where, p))
+	}
+	return found
 }
 
 func checkReplayHeader(ctx context.Context, s *session) verdict {

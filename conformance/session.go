@@ -34,6 +34,8 @@ type session struct {
 	followUp   memo[[2]*run]
 	wrong      memo[*run]
 	overflowed memo[*run]
+	// overflowAt is the session against OverflowURL that made the overflowed run (set with it).
+	overflowAt *session
 	lim        limitsFixtures
 	idem       memo[*idempotencyRun]
 	asB        memo[*run]
@@ -141,6 +143,7 @@ func (s *session) overflowRun(ctx context.Context) (*run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("at OverflowURL: %w", err)
 		}
+		s.overflowAt = o
 		return r, nil
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // sameAsGhost compares B's response on A's resource with B's response on one that never
@@ -28,6 +30,47 @@ func sameAsGhost(call string, code int, body []byte, h http.Header, id string, g
 	if !reflect.DeepEqual(normalProblem(body, id), normalProblem(gBody, gid)) {
 		out = append(out, fmt.Sprintf("%s: the body differs from the one for an id that never existed", call))
 	}
+	if d := headerDiff(h, gh, id, gid); len(d) > 0 {
+		out = append(out, fmt.Sprintf("%s: header %s differs from the one for an id that never existed", call, strings.Join(d, ", ")))
+	}
+	return out
+}
+
+// perResponse are the headers that differ between any two responses (or with the length of an
+// id): they tell nothing of the resource.
+var perResponse = map[string]bool{"Date": true, "X-Request-Id": true, "Content-Length": true, "Traceparent": true}
+
+// headerDiff names the headers, but perResponse, whose values differ between h and gh (the
+// ids replaced in each).
+func headerDiff(h, gh http.Header, id, gid string) []string {
+	names := map[string]bool{}
+	for k := range h {
+		names[http.CanonicalHeaderKey(k)] = true
+	}
+	for k := range gh {
+		names[http.CanonicalHeaderKey(k)] = true
+	}
+	var out []string
+	for k := range names {
+		if perResponse[k] {
+			continue
+		}
+		a, b := slices.Clone(h.Values(k)), slices.Clone(gh.Values(k))
+		for i := range a {
+			if id != "" {
+				a[i] = strings.ReplaceAll(a[i], id, "{id}")
+			}
+		}
+		for i := range b {
+			if gid != "" {
+				b[i] = strings.ReplaceAll(b[i], gid, "{id}")
+			}
+		}
+		if !slices.Equal(a, b) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -43,6 +86,10 @@ func normalProblem(body []byte, id string) map[string]any {
 	delete(m, "instance")
 	return m
 }
+
+// foreignWaitSlack is how much longer a foreign caller's Prefer: wait on someone's ticket may
+// take than on a ticket that never existed: both are 404 at once.
+const foreignWaitSlack = 500 * time.Millisecond
 
 // foreignCall picks one of B's calls out of foreignCalls: its name, status, body and header.
 type foreignCall func(f foreignCalls) (string, int, []byte, http.Header)
@@ -93,6 +140,12 @@ func (s *session) foreignFindings(ctx context.Context, who Identity, picks ...fo
 		if x.f.err != nil {
 			return nil, x.f.err
 		}
+		// Prefer: wait holds no one's 404 until the run ends: its timing would tell that the
+		// ticket exists and runs.
+		if x.f.waitedTook > g.calls.waitedTook+foreignWaitSlack {
+			found = append(found, fmt.Sprintf("GET status with Prefer: %s %s took %s, and %s for a ticket that never existed",
+				preferWaitForeign, x.when, x.f.waitedTook.Round(time.Millisecond), g.calls.waitedTook.Round(time.Millisecond)))
+		}
 		for _, pick := range picks {
 			call, code, body, h := pick(x.f)
 			_, gCode, gBody, gh := pick(g.calls)
@@ -124,6 +177,9 @@ var (
 		},
 		func(f foreignCalls) (string, int, []byte, http.Header) {
 			return "HEAD status", f.headStatus.status, nil, f.headStatus.header
+		},
+		func(f foreignCalls) (string, int, []byte, http.Header) {
+			return "GET status with Prefer: " + preferWaitForeign, f.waitedCode, f.waitedBody, f.waitedHeader
 		},
 	}
 	cancelCalls = []foreignCall{
@@ -189,7 +245,26 @@ func (s *session) foreignAsk(ctx context.Context, who Identity) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	return sameAsGhost("POST asks", resp.StatusCode(), resp.Body, resp.HTTPResponse.Header, r.conv, g.askCode, g.askBody, g.askHeader, g.conv), nil
+	found := sameAsGhost("POST asks", resp.StatusCode(), resp.Body, resp.HTTPResponse.Header, r.conv, g.askCode, g.askBody, g.askHeader, g.conv)
+	// Whatever a GET on a conversation answers (the contract offers none), it answers alike
+	// for A's and for one that never existed: no listing of A's asks, nor a sign that it exists.
+	gets, err := s.convGets(ctx, who, r.conv)
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range gets {
+		gx := g.convGets[i]
+		switch {
+		case x.status != gx.status:
+			found = append(found, fmt.Sprintf("%s answered %d, and %d for a conversation that never existed", x.what, x.status, gx.status))
+		case mediaType(x.header) != mediaType(gx.header):
+			found = append(found, fmt.Sprintf("%s Content-Type %q, and %q for a conversation that never existed", x.what, mediaType(x.header), mediaType(gx.header)))
+		case !bytes.Equal(bytes.ReplaceAll(x.body, []byte(r.conv), []byte("{id}")), bytes.ReplaceAll(gx.body, []byte(g.conv), []byte("{id}"))) &&
+			!reflect.DeepEqual(normalProblem(x.body, r.conv), normalProblem(gx.body, g.conv)):
+			found = append(found, x.what+": the body differs from the one for a conversation that never existed")
+		}
+	}
+	return found, nil
 }
 
 // checkOwnershipTenant: a token for A's oid in another tenant is someone else. The target owns

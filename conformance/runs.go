@@ -162,10 +162,17 @@ type foreignCalls struct {
 	statusCode             int
 	statusBody             []byte
 	statusHeader           http.Header
-	cancelCode             int
-	cancelBody             []byte
-	cancelHeader           http.Header
-	err                    error
+	// waited is GET status with Prefer: wait (preferWaitForeign), and how long it took: to
+	// anyone but the owner a running ticket is as missing as one that never existed, so the
+	// 404 comes at once, not when the run ends.
+	waitedCode   int
+	waitedBody   []byte
+	waitedHeader http.Header
+	waitedTook   time.Duration
+	cancelCode   int
+	cancelBody   []byte
+	cancelHeader http.Header
+	err          error
 }
 
 func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
@@ -270,6 +277,16 @@ func (s *session) foreignView(ctx context.Context, who Identity, ticket string) 
 		f.err = err
 		return f
 	}
+	// First, while a running ticket is surely still running.
+	wait := preferWaitForeign
+	start := time.Now()
+	wr, err := s.api.GetAskWithResponse(ctx, ticket, &gen.GetAskParams{Prefer: &wait}, bearer(tok))
+	if err != nil {
+		f.err = err
+		return f
+	}
+	f.waitedTook = time.Since(start)
+	f.waitedCode, f.waitedBody, f.waitedHeader = wr.StatusCode(), wr.Body, wr.HTTPResponse.Header
 	f.events = s.stream(ctx, who, ticket, cursor{}, nil)
 	f.beyondByHeader = s.stream(ctx, who, ticket, cursor{header: beyondCursor}, nil)
 	f.beyondByQuery = s.stream(ctx, who, ticket, cursor{query: beyondCursor}, nil)
@@ -295,6 +312,9 @@ func (s *session) foreignView(ctx context.Context, who Identity, ticket string) 
 	f.cancelCode, f.cancelBody, f.cancelHeader = cn.StatusCode(), cn.Body, cn.HTTPResponse.Header
 	return f
 }
+
+// preferWaitForeign is the Prefer a foreign caller sends on a ticket's status.
+const preferWaitForeign = "wait=5"
 
 // beyondCursor is a cursor past the last seq of every run the suite makes.
 const beyondCursor = "999"
@@ -336,6 +356,60 @@ type ghostCalls struct {
 	askCode      int
 	askBody      []byte
 	askHeader    http.Header
+	// convGets are GETs on the conversation and on its asks (neither an operation of the
+	// contract): what they answer, they answer alike for everyone's conversation and for none.
+	convGets []unrecorded
+}
+
+// unrecorded is the answer to a request the suite makes outside the contract (not recorded
+// for the checks of every response).
+type unrecorded struct {
+	what   string
+	status int
+	header http.Header
+	body   []byte
+}
+
+// convPaths are the GETs on a conversation that the contract does not offer.
+func convPaths(conv string) []string {
+	return []string{"/v1/conversations/" + conv, "/v1/conversations/" + conv + "/asks"}
+}
+
+// getUnrecorded GETs path (below the base URL) as who without recording the answer.
+func (s *session) getUnrecorded(ctx context.Context, who Identity, path string) (unrecorded, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.BaseURL+path, nil)
+	if err != nil {
+		return unrecorded{}, err
+	}
+	tok, err := s.token(ctx, who)
+	if err != nil {
+		return unrecorded{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := s.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return unrecorded{}, fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return unrecorded{}, fmt.Errorf("GET %s: %w", path, err)
+	}
+	return unrecorded{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// convGets GETs each of convPaths(conv) as who.
+func (s *session) convGets(ctx context.Context, who Identity, conv string) ([]unrecorded, error) {
+	var out []unrecorded
+	for i, p := range convPaths(conv) {
+		u, err := s.getUnrecorded(ctx, who, p)
+		if err != nil {
+			return nil, err
+		}
+		u.what = []string{"GET the conversation", "GET its asks"}[i]
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // ghostFixture is who's (B's or otherTenant's) calls on a ticket and a conversation that never
@@ -360,6 +434,9 @@ func (s *session) ghostFixture(ctx context.Context, who Identity) (*ghostCalls, 
 			return nil, err
 		}
 		g.askCode, g.askBody, g.askHeader = resp.StatusCode(), resp.Body, resp.HTTPResponse.Header
+		if g.convGets, err = s.convGets(ctx, who, g.conv); err != nil {
+			return nil, err
+		}
 		return g, nil
 	})
 }

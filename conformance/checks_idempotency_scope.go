@@ -47,6 +47,7 @@ type idempotencyRun struct {
 	ask             [2]rawCall // createAsk twice with askKey, the same body
 	otherPath       rawCall    // createConversation with askKey
 	asB             rawCall    // createConversation as B with convKey
+	askAsB          rawCall    // createAsk as B, in B's own conversation, with askKey and A's body
 }
 
 func (s *session) idempotencyFixture(ctx context.Context) (*idempotencyRun, error) {
@@ -75,8 +76,18 @@ func (s *session) idempotencyFixture(ctx context.Context) (*idempotencyRun, erro
 		if x.asB, err = s.do(ctx, B, http.MethodPost, "/v1/conversations", []byte(`{}`), keyed(x.convKey)); err != nil {
 			return nil, err
 		}
-		if t := jsonField(x.ask[0].body, "ticket"); t != "" {
-			_ = s.stream(ctx, A, t, cursor{}, nil) // let the run end before the next check
+		if bc := jsonField(x.asB.body, "id"); x.asB.status == http.StatusCreated && bc != "" {
+			if x.askAsB, err = s.do(ctx, B, http.MethodPost, "/v1/conversations/"+bc+"/asks", body, keyed(x.askKey)); err != nil {
+				return nil, err
+			}
+		}
+		for _, c := range []struct {
+			who  Identity
+			call rawCall
+		}{{A, x.ask[0]}, {B, x.askAsB}} {
+			if t := jsonField(c.call.body, "ticket"); t != "" {
+				_ = s.stream(ctx, c.who, t, cursor{}, nil) // let the run end before the next check
+			}
 		}
 		return x, nil
 	})
@@ -127,6 +138,17 @@ func checkIdempotencyScope(ctx context.Context, s *session) verdict {
 	case b.header.Get("Idempotent-Replayed") != "":
 		found = append(found, "B with A's key got a replayed response")
 	}
+	// createAsk's keys too: B asking in B's own conversation with A's key and A's body.
+	ba := x.askAsB
+	switch {
+	case b.status != http.StatusCreated:
+	case ba.status != http.StatusAccepted:
+		found = append(found, fmt.Sprintf("B's ask with A's ask key: %d, want 202", ba.status))
+	case jsonField(ba.body, "ticket") == jsonField(x.ask[0].body, "ticket"):
+		found = append(found, "B's ask with A's ask key got A's ticket")
+	case ba.header.Get("Idempotent-Replayed") != "":
+		found = append(found, "B's ask with A's ask key got a replayed response")
+	}
 	return problems("keys that are each caller's own and one request's, and replays marked Idempotent-Replayed: true", found,
-		"replays marked Idempotent-Replayed: true (and first answers not); a key on the other POST 422; B with A's key a conversation of its own")
+		"replays marked Idempotent-Replayed: true (and first answers not); a key on the other POST 422; B with A's keys a conversation and a ticket of its own")
 }

@@ -140,6 +140,14 @@ func (s *session) refusedWith(ctx context.Context, c rawCall, method, path strin
 	if mt := mediaType(c.header); mt != "application/problem+json" {
 		found = append(found, fmt.Sprintf("Content-Type %q", mt))
 	}
+	// RFC 9457 §3.1.2, as schema.problem-status holds the main target's: the limits target's
+	// refusals are made in a session of their own, which that check does not see.
+	var p struct {
+		Status *float64 `json:"status"`
+	}
+	if json.Unmarshal(c.body, &p) == nil && p.Status != nil && *p.Status != float64(c.status) {
+		found = append(found, fmt.Sprintf("the problem's status member %v", *p.Status))
+	}
 	if retryAfter {
 		if n, err := strconv.Atoi(strings.TrimSpace(c.header.Get("Retry-After"))); err != nil || n < 0 {
 			found = append(found, fmt.Sprintf("Retry-After %q, want whole seconds", c.header.Get("Retry-After")))

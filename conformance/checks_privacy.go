@@ -29,6 +29,10 @@ func containsText(v any, text string) bool {
 }
 
 func checkPrivacy(ctx context.Context, s *session) verdict {
+	// The cancelled run too: an error event, whose message is the service's own words.
+	if _, err := s.cancelRunFixture(ctx); err != nil {
+		return broken(err)
+	}
 	runs, err := s.allRuns(ctx)
 	if err != nil {
 		return broken(err)
@@ -54,14 +58,15 @@ func checkPrivacy(ctx context.Context, s *session) verdict {
 			}
 			continue
 		}
-		if containsText(e.Obj, q) || strings.Contains(strings.ToLower(string(e.Raw)), strings.ToLower(q)) {
+		raw := decoded(string(e.Raw))
+		if containsText(e.Obj, q) || strings.Contains(strings.ToLower(raw), strings.ToLower(q)) {
 			found = append(found, fmt.Sprintf("%s event %d carries the question", e.Type, e.Seq))
 			continue
 		}
-		if isTerminal(e.Type) {
-			continue // the outcome may restate the question in part, never in whole
+		if isTerminal(e.Type) && e.Type != "error" {
+			continue // the outcome may restate the question in part, never in whole; an error's message is the service's own
 		}
-		n, part := carriesPart(q, string(e.Raw))
+		n, part := carriesPart(q, raw)
 		longest = max(longest, n)
 		if part {
 			found = append(found, fmt.Sprintf("%s event %d carries %d characters of the question in a row", e.Type, e.Seq, n))
@@ -71,11 +76,11 @@ func checkPrivacy(ctx context.Context, s *session) verdict {
 	// one (a status body's terminal member aside, held to the whole question above).
 	for _, x := range exchanges {
 		for _, q := range questions {
-			if strings.Contains(strings.ToLower(string(x.Body)), strings.ToLower(q)) {
+			if strings.Contains(strings.ToLower(decoded(string(x.Body))), strings.ToLower(q)) {
 				found = append(found, fmt.Sprintf("the %d body of %s %s carries a question", x.Status, x.Method, templateOf(x)))
 				break
 			}
-			n, part := carriesPart(q, withoutTerminal(x.Body))
+			n, part := carriesPart(q, decoded(withoutTerminal(x.Body)))
 			longest = max(longest, n)
 			if part {
 				found = append(found, fmt.Sprintf("the %d body of %s %s carries %d characters of a question in a row", x.Status, x.Method, templateOf(x), n))
@@ -100,6 +105,7 @@ func headerCarries(what string, h http.Header, questions map[string]string) []st
 	var out []string
 	for name, vs := range h {
 		for _, v := range vs {
+			v = decoded(v)
 			for _, q := range questions {
 				if n, part := carriesPart(q, v); part || strings.Contains(strings.ToLower(v), strings.ToLower(q)) {
 					out = append(out, fmt.Sprintf("%s: header %s carries %d characters of a question", what, name, n))

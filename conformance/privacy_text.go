@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"net/url"
 	"strings"
 )
 
@@ -63,4 +64,34 @@ func withoutTerminal(body []byte) string {
 		return string(body)
 	}
 	return string(b)
+}
+
+// decoded is text with its percent-encoding undone too (a question in a URL, "How%20many" or
+// "How+many", is the question): text, then, when it decodes to something else, what it
+// decodes to, so that a search finds the question in either form.
+func decoded(text string) string {
+	if !strings.ContainsAny(text, "%+") {
+		return text
+	}
+	d, err := url.QueryUnescape(text)
+	if err != nil {
+		// One stray "%" spoils the whole text: undo what decodes, piece by piece.
+		var b strings.Builder
+		for i, part := range strings.Split(text, "%") {
+			if i == 0 {
+				b.WriteString(strings.ReplaceAll(part, "+", " "))
+				continue
+			}
+			if p, err := url.QueryUnescape("%" + part); err == nil {
+				b.WriteString(p)
+			} else {
+				b.WriteString("%" + strings.ReplaceAll(part, "+", " "))
+			}
+		}
+		d = b.String()
+	}
+	if d == text {
+		return text
+	}
+	return text + "\n" + d
 }

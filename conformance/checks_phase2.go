@@ -18,8 +18,10 @@ import (
 // branchSpan is one branch of a stream: where it opened and closed (0 when it did not).
 type branchSpan struct {
 	id, role, source string
-	open, close      int64
-	opens, closes    int
+	// parent is the branch it names as the one it runs inside, "" when it names none.
+	parent        string
+	open, close   int64
+	opens, closes int
 }
 
 // branchSpans reads every branch of a stream, in order of opening.
@@ -30,7 +32,7 @@ func branchSpans(c *capture) []*branchSpan {
 		id := e.str("branch_id")
 		b := byID[id]
 		if b == nil {
-			b = &branchSpan{id: id, role: e.str("role"), source: e.str("source")}
+			b = &branchSpan{id: id, role: e.str("role"), source: e.str("source"), parent: e.str("parent")}
 			byID[id] = b
 			out = append(out, b)
 		}
@@ -83,6 +85,9 @@ func checkBranchPerSource(ctx context.Context, s *session) verdict {
 				found = append(found, fmt.Sprintf("%s: branch %s opened %d and closed %d times", fs.label, b.id, b.opens, b.closes))
 			case b.open < sup.open || b.close > sup.close:
 				found = append(found, fmt.Sprintf("%s: branch %s (%d–%d) outside the supervisor's (%d–%d)", fs.label, b.id, b.open, b.close, sup.open, sup.close))
+			case b.parent != "" && b.parent != sup.id:
+				// Every branch below the supervisor's runs inside it (the contract: parent b1).
+				found = append(found, fmt.Sprintf("%s: branch %s names parent %q, not the supervisor's %s", fs.label, b.id, b.parent, sup.id))
 			}
 			if b.role == "source" {
 				if b.source == "" {
@@ -150,6 +155,9 @@ func checkEventsNameBranches(ctx context.Context, s *session) verdict {
 				found = append(found, fmt.Sprintf("%s: %s %d names branch %q, which never opened", fs.label, e.Type, e.Seq, id))
 			case e.Seq < b.open || (b.close != 0 && e.Seq > b.close):
 				found = append(found, fmt.Sprintf("%s: %s %d in branch %s outside its span %d–%d", fs.label, e.Type, e.Seq, id, b.open, b.close))
+			case b.role == "source" && b.source != "" && e.str("source") != b.source:
+				// A source branch is a sub-agent with that source's tools only.
+				found = append(found, fmt.Sprintf("%s: %s %d on source %q in branch %s, the branch of source %q", fs.label, e.Type, e.Seq, e.str("source"), id, b.source))
 			default:
 				named++
 			}

@@ -85,6 +85,9 @@ type variant struct {
 	// audit changes each line of the source's audit log as the suite reads it (a proxy in front
 	// of the audit endpoint): what a source would have recorded of a broken service's calls.
 	audit func(line map[string]any)
+	// webhook changes each webhook delivery on its way to the suite's receiver (the test stack's
+	// relay): what a broken service would have delivered.
+	webhook func(r *http.Request)
 }
 
 // proxy relays to upstream through a variant.

@@ -2,7 +2,11 @@ package conformance_test
 
 import (
 	"bytes"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +33,55 @@ type testStack struct {
 	main, small, limits *stack.Stack
 	hooks               *conformance.WebhookReceiver
 	hookSecret          string
+	// relay stands between the service and hooks: the address hooks gives the service.
+	relay *hookRelay
+}
+
+// hookRelay passes webhook deliveries on to target as they came, after edit (when set): what a
+// broken service would have sent. Redirects are passed back, not followed.
+type hookRelay struct {
+	target string
+	mu     sync.Mutex
+	edit   func(r *http.Request)
+}
+
+// set makes edit change every delivery from now on (nil: none).
+func (h *hookRelay) set(edit func(r *http.Request)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.edit = edit
+}
+
+func (h *hookRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, h.target+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out.Header = r.Header.Clone()
+	h.mu.Lock()
+	edit := h.edit
+	h.mu.Unlock()
+	if edit != nil {
+		edit(out)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
 }
 
 // testLimits are the limits stack's settings: the deadline ends the slow question's silence.
@@ -44,8 +97,12 @@ func startStack(t *testing.T) *testStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &testStack{hookSecret: webhooktest.Secret()}
-	if st.hooks, err = conformance.NewWebhookReceiver(l, "", st.hookSecret); err != nil {
+	st := &testStack{hookSecret: webhooktest.Secret(), relay: &hookRelay{target: "http://" + l.Addr().String()}}
+	// The service reaches the receiver through the relay, which passes deliveries on as they
+	// came unless a variant edits them.
+	relay := httptest.NewServer(st.relay)
+	t.Cleanup(relay.Close)
+	if st.hooks, err = conformance.NewWebhookReceiver(l, relay.URL, st.hookSecret); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.hooks.Close)

@@ -163,7 +163,44 @@ func (p *proxy) upstreamSeqs(r *http.Request) map[int64]bool {
 // implementation could plausibly have, of the stream, ownership, idempotency, privacy, limits
 // and cancel. The last fills the limits target's conversations for a TTL.
 func holes3Variants(sourceURL string) []variant {
-	return slices.Concat(streamVariants(), []variant{ticketAfterFirstCall(sourceURL)}, stateVariants())
+	return slices.Concat(streamVariants(), []variant{ticketAfterFirstCall(sourceURL)},
+		[]variant{bearerToWebhook("bearer-to-webhook", "Authorization"), bearerToWebhook("bearer-in-webhook-header", "X-Forwarded-Authorization")},
+		stateVariants())
+}
+
+// bearerToWebhook sends the asking caller's bearer with the run's webhook delivery, in header
+// name: a service that passes the caller's credential to every URL it calls for the run.
+func bearerToWebhook(name, header string) variant {
+	var mu sync.Mutex
+	callers := map[string]string{} // webhook path → the asking request's Authorization
+	return variant{name: name, fails: []string{"webhook.delivered-signed"},
+		request: func(_ *proxy, r *http.Request) {
+			if !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
+				return
+			}
+			body, _ := io.ReadAll(r.Body)
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			var m struct {
+				Webhook struct {
+					URL string `json:"url"`
+				} `json:"webhook"`
+			}
+			if json.Unmarshal(body, &m) != nil || m.Webhook.URL == "" {
+				return
+			}
+			if u, err := url.Parse(m.Webhook.URL); err == nil {
+				mu.Lock()
+				callers[u.Path] = r.Header.Get("Authorization")
+				mu.Unlock()
+			}
+		},
+		webhook: func(r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if auth, ok := callers[r.URL.Path]; ok {
+				r.Header.Set(header, auth)
+			}
+		}}
 }
 
 // ticketAfterFirstCall holds every 202 until the source at sourceURL has audited a call of the

@@ -437,6 +437,10 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 			if v.audit != nil {
 				cfg.AuditURL = startAuditProxy(t, st.main.SourceURL, v.audit)
 			}
+			if v.webhook != nil {
+				st.relay.set(v.webhook)
+				t.Cleanup(func() { st.relay.set(nil) })
+			}
 			quoted := make([]string, len(v.fails))
 			for i, c := range v.fails {
 				quoted[i] = regexp.QuoteMeta(c)

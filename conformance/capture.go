@@ -34,6 +34,8 @@ type capture struct {
 	// id, say); IDOnlyAfter[i] is how many events preceded IDOnly[i].
 	IDOnly      []frame
 	IDOnlyAfter []int
+	// Retries are the values of the stream's retry fields (the reconnect delay it suggests).
+	Retries []string
 	// EOF is set when the server ended the stream.
 	EOF bool
 	// Stopped is set when the suite closed the stream on purpose.
@@ -88,6 +90,7 @@ func (s *session) stream(ctx context.Context, who Identity, ticket string, cur c
 		return c
 	}
 	rd := newSSEReader(resp.Body, time.Now)
+	defer func() { c.Retries = rd.retries }()
 	for {
 		f, err := rd.next()
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -138,6 +139,9 @@ func checkSeq(ctx context.Context, s *session) verdict {
 	return problems("seq to start at 1 and skip nothing but evicted steps", found, ok)
 }
 
+// streamRetry is the retry field the contract has every stream send (openapi: streamEvents).
+const streamRetry = "2000"
+
 func checkFraming(ctx context.Context, s *session) verdict {
 	runs, err := s.allRuns(ctx)
 	if err != nil {
@@ -148,6 +152,16 @@ func checkFraming(ctx context.Context, s *session) verdict {
 	for _, fs := range startCaptures(runs) {
 		// An id outside an event frame (a keep-alive carrying one) is the last event id to a
 		// browser: its reconnect resumes after that id, not after the last event it got.
+		// The contract's reconnect delay: retry: 2000. A smaller one (retry: 0) has every client
+		// of a broken stream reconnect at once, over and over.
+		if streamOK(fs.c) == "" {
+			switch {
+			case len(fs.c.Retries) == 0:
+				found = append(found, fs.label+": no retry field")
+			case slices.ContainsFunc(fs.c.Retries, func(v string) bool { return v != streamRetry }):
+				found = append(found, fmt.Sprintf("%s: retry %v, want %s", fs.label, fs.c.Retries, streamRetry))
+			}
+		}
 		for i, f := range fs.c.IDOnly {
 			after := "the start"
 			if k := fs.c.IDOnlyAfter[i]; k > 0 {
@@ -171,8 +185,8 @@ func checkFraming(ctx context.Context, s *session) verdict {
 			}
 		}
 	}
-	return problems("every frame to be id: <seq>, event: <type>, one data line of the event's JSON, and no id outside one", found,
-		fmt.Sprintf("%d frames: id = seq, event = type, one data line, the run's ticket and conversation", n))
+	return problems("every frame to be id: <seq>, event: <type>, one data line of the event's JSON, no id outside one, and retry: "+streamRetry, found,
+		fmt.Sprintf("%d frames: id = seq, event = type, one data line, the run's ticket and conversation; retry: %s", n, streamRetry))
 }
 
 func checkKeepAlive(ctx context.Context, s *session) verdict {
@@ -180,44 +194,54 @@ func checkKeepAlive(ctx context.Context, s *session) verdict {
 	if err != nil {
 		return broken(err)
 	}
-	c := sr.run.live
-	if why := streamOK(c); why != "" {
+	if why := streamOK(sr.run.live); why != "" {
 		return fail("a stream", why)
 	}
 	// Every wait between two events longer than the interval is judged: the comments in it, and
-	// the longest silence (no frame at all) in it.
+	// the longest silence (no frame at all) in it. On the live stream and on the two resumed
+	// during the run (after seq 1, before the silent turn), which a resume path of their own
+	// may leave without keep-alives.
 	slack := s.cfg.KeepAlive/2 + 500*time.Millisecond
 	var longest, worst time.Duration
 	waits, comments := 0, 0
 	var found []string
-	prev := c.Start
-	for i, e := range c.Events {
-		gap := e.At.Sub(prev)
-		longest = max(longest, gap)
-		if gap > s.cfg.KeepAlive {
-			waits++
-			n, silence, last := 0, time.Duration(0), prev
-			for j, cm := range c.Comments {
-				if c.CommentAfter[j] == i {
-					n++
-					silence = max(silence, cm.At.Sub(last))
-					last = cm.At
+	for _, x := range []struct {
+		label string
+		c     *capture
+	}{{"live", sr.run.live}, {"resumed by Last-Event-ID", sr.byHeader}, {"resumed by ?after=", sr.byQuery}} {
+		c := x.c
+		if c == nil || streamOK(c) != "" {
+			continue // replay.during-run says why
+		}
+		prev := c.Start
+		for i, e := range c.Events {
+			gap := e.At.Sub(prev)
+			longest = max(longest, gap)
+			if gap > s.cfg.KeepAlive {
+				waits++
+				n, silence, last := 0, time.Duration(0), prev
+				for j, cm := range c.Comments {
+					if c.CommentAfter[j] == i {
+						n++
+						silence = max(silence, cm.At.Sub(last))
+						last = cm.At
+					}
+				}
+				silence = max(silence, e.At.Sub(last))
+				comments += n
+				worst = max(worst, silence)
+				if n == 0 || silence > s.cfg.KeepAlive+slack {
+					found = append(found, fmt.Sprintf("%s: %d comments during a %s wait before seq %d, the longest silence %s", x.label, n, gap.Round(time.Millisecond), e.Seq, silence.Round(time.Millisecond)))
 				}
 			}
-			silence = max(silence, e.At.Sub(last))
-			comments += n
-			worst = max(worst, silence)
-			if n == 0 || silence > s.cfg.KeepAlive+slack {
-				found = append(found, fmt.Sprintf("%d comments during a %s wait before seq %d, the longest silence %s", n, gap.Round(time.Millisecond), e.Seq, silence.Round(time.Millisecond)))
-			}
+			prev = e.At
 		}
-		prev = e.At
 	}
 	if waits == 0 {
 		return skip("the longest wait between events was %s, not longer than the keep-alive interval %s; start the target with a shorter DAS_ASK_KEEPALIVE_S or give the slow question a longer wait", longest.Round(time.Millisecond), s.cfg.KeepAlive)
 	}
 	return problems(fmt.Sprintf("a keep-alive comment at least every %s during every silent wait", s.cfg.KeepAlive+slack), found,
-		fmt.Sprintf("%d keep-alive comments during %d silent waits (the longest %s); longest silence %s (interval %s)", comments, waits, longest.Round(time.Millisecond), worst.Round(time.Millisecond), s.cfg.KeepAlive))
+		fmt.Sprintf("%d keep-alive comments during %d silent waits of the live and the resumed streams (the longest %s); longest silence %s (interval %s)", comments, waits, longest.Round(time.Millisecond), worst.Round(time.Millisecond), s.cfg.KeepAlive))
 }
 
 func checkDisconnect(ctx context.Context, s *session) verdict {

@@ -65,6 +65,8 @@ type sseReader struct {
 	now func() time.Time
 	cur frame
 	has bool
+	// retries are the values of every retry field read so far, in order.
+	retries []string
 }
 
 func newSSEReader(r io.Reader, now func() time.Time) *sseReader {
@@ -73,7 +75,7 @@ func newSSEReader(r io.Reader, now func() time.Time) *sseReader {
 
 // next returns the next comment or dispatched frame, or the read error (io.EOF at the end; a
 // partial frame at the end is dropped, as a browser would). Fields other than id, event and
-// data (retry, unknown ones) are ignored.
+// data (unknown ones) are ignored; retry values are kept apart (retries).
 func (s *sseReader) next() (frame, error) {
 	for {
 		line, err := s.line()
@@ -108,6 +110,8 @@ func (s *sseReader) next() (frame, error) {
 				s.cur.Event = value
 			case "data":
 				s.cur.DataLines = append(s.cur.DataLines, value)
+			case "retry":
+				s.retries = append(s.retries, value)
 			}
 		}
 	}

@@ -43,6 +43,9 @@ func TestSSEReaderKeepsTheWireForm(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("frames:\n got %+v\nwant %+v", got, want)
 	}
+	if !reflect.DeepEqual(r.retries, []string{"2000"}) {
+		t.Errorf("retries %q, want [2000]", r.retries)
+	}
 }
 
 func TestDecodeEvent(t *testing.T) {

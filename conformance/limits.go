@@ -153,6 +153,9 @@ func (s *session) refusedWith(ctx context.Context, c rawCall, method, path strin
 			found = append(found, fmt.Sprintf("Retry-After %q, want whole seconds", c.header.Get("Retry-After")))
 		}
 	}
+	// Nor a question or a bearer: the limits target's answers are not recorded for the
+	// privacy checks (a session of their own), so each refusal is looked at here.
+	found = append(found, s.leaks(ctx, c)...)
 	if ct, err := s.schema(ctx); err == nil {
 		x := exchange{Method: method, Path: path, Status: c.status, Header: c.header, Body: c.body}
 		if err := ct.validateExchange(ctx, x); err != nil {
@@ -286,4 +289,36 @@ func jsonField(body []byte, key string) string {
 	}
 	s, _ := m[key].(string)
 	return s
+}
+
+// leaks says whether a response carries one of the suite's questions (whole, or a run of
+// minShared characters, as written or percent-encoded) or either identity's bearer, in its body
+// or a header value.
+func (s *session) leaks(ctx context.Context, c rawCall) []string {
+	texts := []string{string(c.body)}
+	for _, vs := range c.header {
+		texts = append(texts, vs...)
+	}
+	q := s.cfg.Questions
+	var marks []string
+	for _, who := range []Identity{A, B} {
+		if tok, err := s.token(ctx, who); err == nil {
+			marks = append(marks, bearerMarks(tok)...)
+		}
+	}
+	carries := carrier(marks)
+	var found []string
+	for _, t := range texts {
+		d := decoded(t)
+		for _, question := range []string{q.Answer, q.Slow, q.Refusal, q.Abstention, q.CatalogOnly, q.WrongWinner, q.FollowUpFirst, q.FollowUpSecond} {
+			if n, part := carriesPart(question, d); part || strings.Contains(strings.ToLower(d), strings.ToLower(question)) {
+				found = append(found, fmt.Sprintf("carries %d characters of a question", n))
+				break
+			}
+		}
+		if carries(t) {
+			found = append(found, "carries a bearer")
+		}
+	}
+	return found
 }

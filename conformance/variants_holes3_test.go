@@ -477,6 +477,36 @@ func stateVariants() []variant {
 				out, _ := json.Marshal(m)
 				return status, out
 			}},
+		// A 429 whose problem quotes the ask it refused.
+		{name: "429-quotes-the-question", fails: []string{"limits.inflight-429"}, request: stashQuestion,
+			body: func(_ *proxy, r *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
+				var m map[string]any
+				if status != http.StatusTooManyRequests || json.Unmarshal(b, &m) != nil {
+					return status, b
+				}
+				m["detail"] = "too many asks running; not admitted: " + r.Header.Get("X-Conformance-Question")
+				out, _ := json.Marshal(m)
+				return status, out
+			}},
+		// Keep-alives on the live path only: a stream resumed with a cursor gets none.
+		{name: "no-keepalive-on-resume", fails: []string{"stream.keepalive"},
+			frame: func(_ *proxy, st *streamState, f sseFrame) []sseFrame {
+				if f.comment() && st.cursor != "" && st.cursor != "0" && strings.Contains(f.lines[0], "keepalive") {
+					return nil
+				}
+				return []sseFrame{f}
+			}},
+		// retry: 0, so every client of a broken stream reconnects at once, over and over.
+		{name: "retry-zero", fails: []string{"events.sse-framing"},
+			frame: func(_ *proxy, _ *streamState, f sseFrame) []sseFrame {
+				g := sseFrame{lines: append([]string(nil), f.lines...)}
+				for i, l := range g.lines {
+					if strings.HasPrefix(l, "retry:") {
+						g.lines[i] = "retry: 0"
+					}
+				}
+				return []sseFrame{g}
+			}},
 		// The question, URL-encoded, in the 202's Location.
 		{name: "question-encoded-in-location", fails: []string{"ticket.location", "privacy.question-only-in-accepted"}, request: stashQuestion,
 			body: func(_ *proxy, r *http.Request, status int, h http.Header, b []byte) (int, []byte) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,6 +50,22 @@ func checkStatus(ctx context.Context, s *session) verdict {
 		if st.Done == nil || st.Done.Seq != d.Seq || st.Done.Steps != d.num("steps") {
 			found = append(found, r.label+": status done differs from the stream's done")
 		}
+		// Not only their seq and type: the status's terminal and done are the stream's events,
+		// every member (a status assembled apart from the log may hold a stale or partial one).
+		var raw struct {
+			Terminal, Done map[string]any
+		}
+		if json.Unmarshal(r.statusBody, &raw) == nil {
+			for _, x := range []struct {
+				what   string
+				status map[string]any
+				stream event
+			}{{"terminal", raw.Terminal, t}, {"done", raw.Done, d}} {
+				if x.status != nil && !reflect.DeepEqual(x.status, x.stream.Obj) {
+					found = append(found, fmt.Sprintf("%s: the status's %s differs from the stream's %s %d in %s", r.label, x.what, x.stream.Type, x.stream.Seq, strings.Join(differingKeys(x.status, x.stream.Obj), ", ")))
+				}
+			}
+		}
 	}
 	if sr, err := s.slowRunFixture(ctx); err == nil {
 		switch {
@@ -80,4 +98,21 @@ func checkPreferWait(ctx context.Context, s *session) verdict {
 		return fail("a running ask's status after waiting about 1 s", fmt.Sprintf("after %s", sr.waitedFor.Round(time.Millisecond)))
 	}
 	return pass("Prefer: wait=1 during the run answered %s after %s, Preference-Applied: %s", sr.waited.State, sr.waitedFor.Round(10*time.Millisecond), sr.waitedApplied)
+}
+
+// differingKeys names the top-level members whose values differ between a and b.
+func differingKeys(a, b map[string]any) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !reflect.DeepEqual(v, w) {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

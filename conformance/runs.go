@@ -28,9 +28,10 @@ type run struct {
 	live *capture
 	// final is the stream read from the start after done: what the service retains.
 	final *capture
-	// status is GET /v1/asks/{ticket} after done.
+	// status is GET /v1/asks/{ticket} after done; statusBody its body as sent.
 	status     *gen.AskStatus
 	statusCode int
+	statusBody []byte
 }
 
 // conversation opens a conversation as who.
@@ -71,8 +72,10 @@ func (s *session) ask(ctx context.Context, label string, who Identity, conv, que
 // settle reads the retained stream and the status after done, and records the run.
 func (s *session) settle(ctx context.Context, r *run) {
 	r.final = s.stream(ctx, r.who, r.ticket.Ticket, cursor{}, nil)
-	if st, code, err := s.status(ctx, r.who, r.ticket.Ticket); err == nil {
-		r.status, r.statusCode = st, code
+	if tok, err := s.token(ctx, r.who); err == nil {
+		if resp, err := s.api.GetAskWithResponse(ctx, r.ticket.Ticket, nil, bearer(tok)); err == nil {
+			r.status, r.statusCode, r.statusBody = resp.JSON200, resp.StatusCode(), resp.Body
+		}
 	}
 	s.finished(r)
 }

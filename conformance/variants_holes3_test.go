@@ -567,6 +567,13 @@ func stateVariants() []variant {
 				}
 				return []sseFrame{f}
 			})},
+		// The status's terminal assembled apart from the log: an answer without its caveats.
+		{name: "status-terminal-stale", fails: []string{"status.agrees-with-stream"},
+			body: editJSON(http.MethodGet, "v1/asks/*", http.StatusOK, func(m map[string]any) {
+				if t, ok := m["terminal"].(map[string]any); ok && t["type"] == "answer" {
+					t["caveats"] = []any{}
+				}
+			})},
 		// The status's last_seq one short of done's.
 		{name: "status-last-seq-short", fails: []string{"status.agrees-with-stream"},
 			body: editJSON(http.MethodGet, "v1/asks/*", http.StatusOK, func(m map[string]any) {

@@ -111,6 +111,7 @@ func (s *session) stream(ctx context.Context, who Identity, ticket string, cur c
 			c.IDOnly = append(c.IDOnly, f)
 			c.IDOnlyAfter = append(c.IDOnlyAfter, len(c.Events))
 		} else if f.Comment {
+			s.rec.comment(ticket, f.Text)
 			c.Comments = append(c.Comments, f)
 			c.CommentAfter = append(c.CommentAfter, len(c.Events))
 		} else {

@@ -72,6 +72,18 @@ func checkPrivacy(ctx context.Context, s *session) verdict {
 			found = append(found, fmt.Sprintf("%s event %d carries %d characters of the question in a row", e.Type, e.Seq, n))
 		}
 	}
+	// The streams' comments (keep-alives, the opening line): no question, nor a part of one.
+	comments := s.rec.streamComments()
+	for _, c := range comments {
+		q, ok := questions[c.Ticket]
+		if !ok {
+			continue
+		}
+		text := decoded(c.Text)
+		if n, part := carriesPart(q, text); part || strings.Contains(strings.ToLower(text), strings.ToLower(q)) {
+			found = append(found, fmt.Sprintf("a comment of a stream carries %d characters of its question", n))
+		}
+	}
 	// Bodies and every header value, the streams' included: no question, nor a long part of
 	// one (a status body's terminal member aside, held to the whole question above).
 	for _, x := range exchanges {
@@ -96,8 +108,8 @@ func checkPrivacy(ctx context.Context, s *session) verdict {
 		return fail("the accepted event to carry the question", "no accepted event with it")
 	}
 	return problems("the question in accepted and nowhere else (no header, and no run of 24 characters or over half of it outside the outcome)", found,
-		fmt.Sprintf("%d events, %d bodies and the headers of %d responses: the question only in accepted (%d times); the longest run of a question elsewhere but the outcome %d characters",
-			len(events), len(exchanges), len(exchanges)+len(heads), carried, longest))
+		fmt.Sprintf("%d events, %d comments, %d bodies and the headers of %d responses: the question only in accepted (%d times); the longest run of a question elsewhere but the outcome %d characters",
+			len(events), len(comments), len(exchanges), len(exchanges)+len(heads), carried, longest))
 }
 
 // headerCarries lists the header values of one response that carry a question or a long part of one.
@@ -163,6 +175,12 @@ func checkBearerNotEchoed(ctx context.Context, s *session) verdict {
 			found = append(found, fmt.Sprintf("%s event %d of a run carries a bearer", e.Type, e.Seq))
 		}
 	}
+	comments := s.rec.streamComments()
+	for _, c := range comments {
+		if carries(c.Text) {
+			found = append(found, "a comment of a stream carries a bearer")
+		}
+	}
 	headers := func(what string, h http.Header) {
 		for name, vs := range h {
 			for _, v := range vs {
@@ -182,6 +200,6 @@ func checkBearerNotEchoed(ctx context.Context, s *session) verdict {
 	for _, h := range heads {
 		headers(fmt.Sprintf("the %d stream of GET %s", h.Status, templateOf(exchange{Method: http.MethodGet, Path: h.Path})), h.Header)
 	}
-	return problems("no bearer in any event, body or response header", found,
-		fmt.Sprintf("%d events, %d bodies and the headers of %d responses: neither identity's bearer", len(events), len(exchanges), len(exchanges)+len(heads)))
+	return problems("no bearer in any event, stream comment, body or response header", found,
+		fmt.Sprintf("%d events, %d stream comments, %d bodies and the headers of %d responses: neither identity's bearer", len(events), len(comments), len(exchanges), len(exchanges)+len(heads)))
 }

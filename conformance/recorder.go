@@ -29,6 +29,26 @@ type recorder struct {
 	exchanges []exchange
 	events    []event
 	streams   []streamHead
+	comments  []streamComment
+}
+
+// streamComment is the text of one comment a ticket's stream carried (a keep-alive, the
+// stream's opening line): the privacy checks read it as they read every event.
+type streamComment struct {
+	Ticket, Text string
+}
+
+func (r *recorder) comment(ticket, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.comments = append(r.comments, streamComment{Ticket: ticket, Text: text})
+}
+
+// streamComments returns every comment recorded so far.
+func (r *recorder) streamComments() []streamComment {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]streamComment(nil), r.comments...)
 }
 
 // streamHead is the response head of one GET of a ticket's events, whatever its status: the

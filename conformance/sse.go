@@ -18,6 +18,8 @@ type frame struct {
 	At time.Time
 	// Comment is set for a comment line (": keepalive"); such a frame has no other field.
 	Comment bool
+	// Text is a comment's text, after the colon.
+	Text string
 	// IDOnly is set for a frame that set an id but carried no data: not an event, yet a
 	// browser's EventSource takes its id as the last event id, and resumes after it.
 	IDOnly    bool
@@ -98,7 +100,7 @@ func (s *sseReader) next() (frame, error) {
 				return f, nil
 			}
 		case strings.HasPrefix(line, ":"):
-			return frame{At: at, Comment: true}, nil
+			return frame{At: at, Comment: true, Text: strings.TrimPrefix(line, ":")}, nil
 		default:
 			name, value, _ := strings.Cut(line, ":")
 			value = strings.TrimPrefix(value, " ")

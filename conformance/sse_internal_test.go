@@ -32,10 +32,10 @@ func TestSSEReaderKeepsTheWireForm(t *testing.T) {
 		got = append(got, f)
 	}
 	want := []frame{
-		{Comment: true},
+		{Comment: true, Text: " ask events"},
 		{ID: "1", HasID: true, Event: "accepted", DataLines: []string{`{"seq":1,"type":"accepted"}`}},
-		{Comment: true},
-		{Comment: true},
+		{Comment: true, Text: " keepalive"},
+		{Comment: true, Text: " keepalive"},
 		{ID: "7", HasID: true, IDOnly: true},
 		{ID: "2", HasID: true, Event: "step", DataLines: []string{`{"seq":2,`, `"type":"step"}`}},
 		{DataLines: []string{`{"seq":3,"type":"done"}`}},

@@ -496,6 +496,22 @@ func stateVariants() []variant {
 				}
 				return []sseFrame{f}
 			}},
+		// A keep-alive that says whose stream it is: the caller's bearer in a comment.
+		{name: "bearer-in-keepalive", fails: []string{"privacy.no-bearer"},
+			frame: func(_ *proxy, st *streamState, f sseFrame) []sseFrame {
+				if f.comment() && strings.Contains(f.lines[0], "keepalive") {
+					return []sseFrame{{lines: []string{": keepalive for " + st.auth}}}
+				}
+				return []sseFrame{f}
+			}},
+		// The stream's opening comment names the question it streams.
+		{name: "question-in-comment", fails: []string{"privacy.question-only-in-accepted"},
+			frame: func(p *proxy, st *streamState, f sseFrame) []sseFrame {
+				if m := f.data(); m != nil && m["type"] == "accepted" {
+					return []sseFrame{{lines: []string{": events of " + p.question(m["ticket"].(string))}}, f}
+				}
+				return []sseFrame{f}
+			}},
 		// retry: 0, so every client of a broken stream reconnects at once, over and over.
 		{name: "retry-zero", fails: []string{"events.sse-framing"},
 			frame: func(_ *proxy, _ *streamState, f sseFrame) []sseFrame {

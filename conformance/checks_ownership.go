@@ -246,6 +246,18 @@ func (s *session) foreignAsk(ctx context.Context, who Identity) ([]string, error
 		return nil, err
 	}
 	found := sameAsGhost("POST asks", resp.StatusCode(), resp.Body, resp.HTTPResponse.Header, r.conv, g.askCode, g.askBody, g.askHeader, g.conv)
+	// While A's ask runs in it too: a busy conversation is no more B's (no 409 naming A's ticket).
+	if who == B {
+		sr, err := s.slowRunFixture(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if sr.foreignErr != nil {
+			return nil, sr.foreignErr
+		}
+		fa := sr.foreignAsk
+		found = append(found, sameAsGhost("POST asks while A's ask runs in it", fa.status, fa.body, fa.header, sr.run.conv, g.askCode, g.askBody, g.askHeader, g.conv)...)
+	}
 	// Whatever a GET on a conversation answers (the contract offers none), it answers alike
 	// for A's and for one that never existed: no listing of A's asks, nor a sign that it exists.
 	gets, err := s.convGets(ctx, who, r.conv)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -142,8 +143,11 @@ type slowRun struct {
 	// running is A's status while the run was open.
 	running     *gen.AskStatus
 	runningCode int
-	// foreign is B's view of A's open ticket.
-	foreign foreignCalls
+	// foreign is B's view of A's open ticket; foreignAsk is B asking in A's conversation while
+	// the run is open (a busy conversation is no more B's than an idle one).
+	foreign    foreignCalls
+	foreignAsk rawCall
+	foreignErr error
 	// dropped is a stream A closed after its first event: the run must go on.
 	dropped *capture
 	// waited is A's status with Prefer: wait=1 while the run was open.
@@ -189,6 +193,9 @@ func (s *session) slowRunFixture(ctx context.Context) (*slowRun, error) {
 		wg.Go(func() { sr.byHeader = s.stream(ctx, A, r.ticket.Ticket, cursor{header: "1"}, nil) })
 		wg.Go(func() { sr.byQuery = s.stream(ctx, A, r.ticket.Ticket, cursor{query: "1"}, nil) })
 		wg.Go(func() { sr.foreign = s.foreignView(ctx, B, r.ticket.Ticket) })
+		wg.Go(func() {
+			sr.foreignAsk, sr.foreignErr = s.do(ctx, B, http.MethodPost, "/v1/conversations/"+conv+"/asks", []byte(`{"question":`+strconv.Quote(s.cfg.Questions.Answer)+`}`), nil)
+		})
 		wg.Go(func() { sr.running, sr.runningCode, _ = s.status(ctx, A, r.ticket.Ticket) })
 		wg.Go(func() {
 			sr.dropped = s.stream(ctx, A, r.ticket.Ticket, cursor{}, func(c *capture) bool { return len(c.Events) > 0 })

@@ -345,7 +345,7 @@ func streamVariants() []variant {
 
 // stateVariants need what they learn of the tickets they relay.
 func stateVariants() []variant {
-	preferLeak, cancelLeak, whose, listing, finishedNoAccel, cancelLate := newTickets(), newTickets(), newTickets(), newTickets(), newTickets(), newTickets()
+	preferLeak, cancelLeak, whose, listing, finishedNoAccel, cancelLate, busy := newTickets(), newTickets(), newTickets(), newTickets(), newTickets(), newTickets(), newTickets()
 	askKeys := &keyCache{seen: map[string]cachedResponse{}}
 	var lateMu sync.Mutex
 	pendingCancel := map[string]string{} // ticket → bearer of a cancel not yet passed on
@@ -416,6 +416,24 @@ func stateVariants() []variant {
 				w.WriteHeader(http.StatusOK)
 				_ = json.NewEncoder(w).Encode(map[string]any{"conversation_id": conv, "tickets": ts})
 				return true
+			}},
+		// The conversation's busy state judged before its owner: anyone asking in a conversation
+		// where an ask runs gets the 409 naming the running ticket.
+		{name: "busy-before-owner", fails: []string{"ownership.conversation"}, frame: busy.watch(nil),
+			intercept: func(_ *proxy, w http.ResponseWriter, r *http.Request) bool {
+				if !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
+					return false
+				}
+				conv := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/ask"), "/"), "/")[2]
+				for _, t := range busy.of(conv) {
+					if busy.running(t) {
+						w.Header().Set("Content-Type", "application/problem+json")
+						w.WriteHeader(http.StatusConflict)
+						_ = json.NewEncoder(w).Encode(map[string]any{"type": "urn:ask:problem:conversation-busy", "title": "Conflict", "status": 409, "ticket": t})
+						return true
+					}
+				}
+				return false
 			}},
 		// The service calls the sources with its own credential, not the caller's bearer.
 		{name: "service-token-to-source", fails: []string{"audit.caller-identity"}, audit: func(m map[string]any) { m["oid"] = "ask-service" }},

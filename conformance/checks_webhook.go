@@ -275,8 +275,19 @@ func checkWebhookDelivered(ctx context.Context, s *session) verdict {
 		}
 	}
 	found = append(found, credentialsIn(d, marks)...)
-	if bytes.Contains(d.Body, []byte(s.cfg.Questions.Answer)) {
+	q := s.cfg.Questions.Answer
+	if strings.Contains(strings.ToLower(decoded(string(d.Body))), strings.ToLower(q)) {
 		found = append(found, "the delivery holds the question")
+	}
+	// Nor a header (the body's terminal may restate the question in part, as on the stream; a
+	// header has no such excuse).
+	for name, values := range d.Header {
+		for _, v := range values {
+			v = decoded(v)
+			if n, part := carriesPart(q, v); part || strings.Contains(strings.ToLower(v), strings.ToLower(q)) {
+				found = append(found, fmt.Sprintf("the delivery's %s header holds %d characters of the question", http.CanonicalHeaderKey(name), n))
+			}
+		}
 	}
 	var body struct {
 		Type, Ticket   string

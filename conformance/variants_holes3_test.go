@@ -164,8 +164,44 @@ func (p *proxy) upstreamSeqs(r *http.Request) map[int64]bool {
 // and cancel. The last fills the limits target's conversations for a TTL.
 func holes3Variants(sourceURL string) []variant {
 	return slices.Concat(streamVariants(), []variant{ticketAfterFirstCall(sourceURL)},
-		[]variant{bearerToWebhook("bearer-to-webhook", "Authorization"), bearerToWebhook("bearer-in-webhook-header", "X-Forwarded-Authorization")},
+		[]variant{bearerToWebhook("bearer-to-webhook", "Authorization"), bearerToWebhook("bearer-in-webhook-header", "X-Forwarded-Authorization"), questionToWebhook()},
 		stateVariants())
+}
+
+// questionToWebhook sends the ask's question with the run's webhook delivery, in a header
+// (the signed body left alone): a service that tells the receiver what was asked.
+func questionToWebhook() variant {
+	var mu sync.Mutex
+	asked := map[string]string{} // webhook path → the question
+	return variant{name: "question-in-webhook-header", fails: []string{"webhook.delivered-signed"},
+		request: func(_ *proxy, r *http.Request) {
+			if !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
+				return
+			}
+			body, _ := io.ReadAll(r.Body)
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			var m struct {
+				Question string `json:"question"`
+				Webhook  struct {
+					URL string `json:"url"`
+				} `json:"webhook"`
+			}
+			if json.Unmarshal(body, &m) != nil || m.Webhook.URL == "" {
+				return
+			}
+			if u, err := url.Parse(m.Webhook.URL); err == nil {
+				mu.Lock()
+				asked[u.Path] = m.Question
+				mu.Unlock()
+			}
+		},
+		webhook: func(r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if q, ok := asked[r.URL.Path]; ok {
+				r.Header.Set("X-Ask-Subject", url.QueryEscape(q))
+			}
+		}}
 }
 
 // bearerToWebhook sends the asking caller's bearer with the run's webhook delivery, in header

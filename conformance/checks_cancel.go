@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 func checkCancelStops(ctx context.Context, s *session) verdict {
@@ -42,7 +43,14 @@ func checkCancelStops(ctx context.Context, s *session) verdict {
 	if !live.EOF {
 		found = append(found, "the stream was not closed after done")
 	}
-	return problems("after cancel only the branch close, error{kind: cancelled}, then done, then the end of the stream", found,
+	// Nor a tool call the stream does not show: a call already in flight completes, but none
+	// starts once the cancel is answered (the source's audit log says when each started).
+	calls, err := s.callsStartedAfterCancel(ctx, cr)
+	if err != nil {
+		return broken(err)
+	}
+	found = append(found, calls...)
+	return problems("after cancel only the branch close, error{kind: cancelled}, then done, then the end of the stream, and no tool call started", found,
 		fmt.Sprintf("cancelled during the silent wait: the stream ended %s", typesOf(live.Events[max(0, n-2):])))
 }
 
@@ -123,4 +131,42 @@ func checkBusy(ctx context.Context, s *session) verdict {
 		return fail("the 409 to name the running ticket", "another ticket or none")
 	}
 	return pass("409 problem+json naming the running ticket")
+}
+
+// callsStartedAfterCancel lists the tool calls of the cancelled run's identity that a source
+// audited as started after the cancel's 202 arrived (less ticketSlack, the clocks' and the
+// answer's way) and ended by the run's done: none may, whether or not the stream shows them.
+// Nothing without an audit log or an oid to read.
+func (s *session) callsStartedAfterCancel(ctx context.Context, cr *cancelRun) ([]string, error) {
+	if s.cfg.AuditURL == "" {
+		return nil, nil
+	}
+	tok, err := s.token(ctx, cr.run.who)
+	if err != nil {
+		return nil, err
+	}
+	oid, err := oidOf(tok)
+	if err != nil {
+		return nil, nil
+	}
+	d, ok := cr.run.live.done()
+	if !ok {
+		return nil, nil
+	}
+	end, ok := eventTime(d)
+	if !ok {
+		return nil, nil
+	}
+	lines, err := s.auditOf(ctx, oid)
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, l := range lines {
+		start := l.TS.Add(-time.Duration(l.Ms) * time.Millisecond)
+		if start.After(cr.answered.Add(ticketSlack)) && !l.TS.After(end) {
+			found = append(found, fmt.Sprintf("a %s call (audited) started %s after the cancel was answered", l.Tool, start.Sub(cr.answered).Round(time.Millisecond)))
+		}
+	}
+	return found, nil
 }

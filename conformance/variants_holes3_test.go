@@ -164,7 +164,7 @@ func (p *proxy) upstreamSeqs(r *http.Request) map[int64]bool {
 // and cancel. The last fills the limits target's conversations for a TTL.
 func holes3Variants(sourceURL string) []variant {
 	return slices.Concat(streamVariants(), []variant{ticketAfterFirstCall(sourceURL)},
-		[]variant{bearerToWebhook("bearer-to-webhook", "Authorization"), bearerToWebhook("bearer-in-webhook-header", "X-Forwarded-Authorization"), questionToWebhook()},
+		[]variant{bearerToWebhook("bearer-to-webhook", "Authorization"), bearerToWebhook("bearer-in-webhook-header", "X-Forwarded-Authorization"), questionToWebhook(), hiddenCallAfterCancel()},
 		stateVariants())
 }
 
@@ -660,4 +660,114 @@ func stateVariants() []variant {
 				return status, b
 			}},
 	}
+}
+
+// hiddenCallAfterCancel is a cancel that stops the run only after its next tool call, whose
+// milestone and step the service then leaves out of the log (the run counted as cancelled
+// before them): the stream, the status and done are renumbered to match, so only the source's
+// audit log shows a call that started after the cancel was answered.
+func hiddenCallAfterCancel() variant {
+	var mu sync.Mutex
+	owner := map[string]string{}    // ticket → the bearer that read its first stream
+	ended := map[string]bool{}      // tickets whose done was relayed
+	atCancel := map[string]int64{}  // ticket → the last seq relayed when its cancel was answered
+	maxSeq := map[string]int64{}    // ticket → the last seq relayed
+	pending := map[string]string{}  // ticket → bearer of a cancel not yet passed on
+	hidden := map[string][]int64{}  // ticket → seqs left out
+	hiddenSteps := map[string]int{} // ticket → steps among them
+	shift := func(t string, seq int64) int64 {
+		n := int64(0)
+		for _, h := range hidden[t] {
+			if h < seq {
+				n++
+			}
+		}
+		return n
+	}
+	return variant{name: "hidden-call-after-cancel", fails: []string{"cancel.stops-run"},
+		intercept: func(_ *proxy, w http.ResponseWriter, r *http.Request) bool {
+			t := ticketOf(r)
+			if !isOp(r, http.MethodPost, "v1/asks/*/cancel") {
+				return false
+			}
+			mu.Lock()
+			mine := owner[t] != "" && owner[t] == r.Header.Get("Authorization") && !ended[t]
+			if mine {
+				if _, ok := atCancel[t]; !ok {
+					atCancel[t], pending[t] = maxSeq[t], r.Header.Get("Authorization")
+				}
+			}
+			mu.Unlock()
+			if !mine {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusAccepted)
+			_ = json.NewEncoder(w).Encode(map[string]any{"ticket": t, "state": "running"})
+			return true
+		},
+		frame: func(p *proxy, st *streamState, f sseFrame) []sseFrame {
+			m := f.data()
+			if m == nil {
+				return []sseFrame{f}
+			}
+			t, _ := m["ticket"].(string)
+			seq := int64(m["seq"].(float64))
+			mu.Lock()
+			defer mu.Unlock()
+			if owner[t] == "" {
+				owner[t] = st.auth
+			}
+			maxSeq[t] = max(maxSeq[t], seq)
+			ended[t] = ended[t] || m["type"] == "done"
+			if slices.Contains(hidden[t], seq) {
+				return nil
+			}
+			if at, ok := atCancel[t]; ok && seq > at && (m["type"] == "milestone" || m["type"] == "step") {
+				hidden[t] = append(hidden[t], seq)
+				if m["type"] == "step" {
+					hiddenSteps[t]++
+					if auth, ok := pending[t]; ok {
+						delete(pending, t)
+						req, err := http.NewRequest(http.MethodPost, p.upstream.String()+"/v1/asks/"+t+"/cancel", nil)
+						if err == nil {
+							req.Header.Set("Authorization", auth)
+							if resp, err := http.DefaultClient.Do(req); err == nil {
+								resp.Body.Close()
+							}
+						}
+					}
+				}
+				return nil
+			}
+			n := shift(t, seq)
+			if n == 0 {
+				return []sseFrame{f}
+			}
+			m["seq"] = float64(seq - n)
+			if m["type"] == "done" {
+				m["steps"] = m["steps"].(float64) - float64(hiddenSteps[t])
+			}
+			return []sseFrame{eventFrame(m)}
+		},
+		body: editJSON(http.MethodGet, "v1/asks/*", http.StatusOK, func(m map[string]any) {
+			t, _ := m["ticket"].(string)
+			mu.Lock()
+			defer mu.Unlock()
+			n := float64(len(hidden[t]))
+			if n == 0 {
+				return
+			}
+			if v, ok := m["last_seq"].(float64); ok {
+				m["last_seq"] = v - n
+			}
+			for _, k := range []string{"terminal", "done"} {
+				if e, ok := m[k].(map[string]any); ok {
+					e["seq"] = e["seq"].(float64) - n
+					if k == "done" {
+						e["steps"] = e["steps"].(float64) - float64(hiddenSteps[t])
+					}
+				}
+			}
+		})}
 }

@@ -37,6 +37,18 @@ func checkBadInput(ctx context.Context, s *session) verdict {
 			found = append(found, fmt.Sprintf("%s: %d %s", b.what, resp.StatusCode(), mediaType(resp.HTTPResponse.Header)))
 		}
 	}
-	return problems("400 problem+json for an ask body the schema rejects", found,
-		fmt.Sprintf("400 problem+json for %d malformed ask bodies", len(badAsks)))
+	// A well-formed ask that is not sent as application/json: 415, as the contract documents,
+	// not taken for JSON whatever it says it is.
+	resp, err := s.api.CreateAskWithBodyWithResponse(ctx, conv, nil, "text/plain", strings.NewReader(`{"question":"What is an incident?"}`), bearer(tok))
+	if err != nil {
+		return broken(err)
+	}
+	if resp.StatusCode() != http.StatusUnsupportedMediaType || mediaType(resp.HTTPResponse.Header) != "application/problem+json" {
+		found = append(found, fmt.Sprintf("a valid ask sent as text/plain: %d %s, want 415 problem+json", resp.StatusCode(), mediaType(resp.HTTPResponse.Header)))
+		if t := jsonField(resp.Body, "ticket"); t != "" {
+			_ = s.stream(ctx, A, t, cursor{}, nil) // let the run it made end before the next check
+		}
+	}
+	return problems("400 problem+json for an ask body the schema rejects, 415 for one not sent as JSON", found,
+		fmt.Sprintf("400 problem+json for %d malformed ask bodies; 415 problem+json for one sent as text/plain", len(badAsks)))
 }

@@ -566,6 +566,13 @@ func stateVariants() []variant {
 				}
 				return []sseFrame{f}
 			}},
+		// A body taken for JSON whatever its Content-Type says.
+		{name: "content-type-ignored", fails: []string{"ask.bad-input-400"},
+			request: func(_ *proxy, r *http.Request) {
+				if r.Method == http.MethodPost && r.Header.Get("Content-Type") != "" {
+					r.Header.Set("Content-Type", "application/json")
+				}
+			}},
 		// retry: 0, so every client of a broken stream reconnects at once, over and over.
 		{name: "retry-zero", fails: []string{"events.sse-framing"},
 			frame: func(_ *proxy, _ *streamState, f sseFrame) []sseFrame {

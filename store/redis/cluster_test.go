@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -266,6 +267,23 @@ func TestLapsedWhileAnotherBucketMigrates(t *testing.T) {
 		t.Fatalf("lapsed: %v, %v; want [t]", ids, err)
 	}
 
+	startMigrating(t, c, prefix)
+	ids, err := sweeper.Lapsed(ctx, 10)
+	if !slices.Equal(ids, []string{"t"}) {
+		t.Errorf("lapsed while bucket 1's slot migrates: %v (%v); want [t], bucket 0's lapsed run", ids, err)
+	}
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("lapsed while bucket 1's slot migrates: error %v, want ErrUnavailable (bucket 1 not listed)", err)
+	}
+}
+
+// startMigrating marks the slot of bucket 1 of prefix as being migrated to another primary
+// (MIGRATING on its owner, IMPORTING on the target, as redis-cli --cluster reshard does
+// first), so that a script over that bucket's keys, which are not there yet, answers TRYAGAIN;
+// the slot is made stable again when the test ends. Bucket 0's slot is another.
+func startMigrating(t *testing.T, c *redistest.Cluster, prefix string) {
+	t.Helper()
+	ctx := t.Context()
 	slot := keySlot("{" + prefix + "b1}")
 	if slot == keySlot("{"+prefix+"b0}") {
 		t.Fatalf("buckets 0 and 1 share slot %d", slot)
@@ -300,12 +318,60 @@ func TestLapsedWhileAnotherBucketMigrates(t *testing.T) {
 		_, _ = c.Do(context.Background(), from, "CLUSTER", "SETSLOT", slot, "STABLE")
 		_, _ = c.Do(context.Background(), to, "CLUSTER", "SETSLOT", slot, "STABLE")
 	})
+}
 
-	ids, err := sweeper.Lapsed(ctx, 10)
-	if !slices.Equal(ids, []string{"t"}) {
-		t.Errorf("lapsed while bucket 1's slot migrates: %v (%v); want [t], bucket 0's lapsed run", ids, err)
+// TestClaimWebhooksPastARefusingBucket: on a real Redis Cluster, a delivery due in one bucket
+// is claimed while another bucket's primary refuses the claim's writes (at its maxmemory:
+// OOM, an error reply that bucket alone gets). Before, the claim stopped at the first bucket
+// that answered with an error when it had claimed nothing yet, and the buckets after it in
+// that call's order waited for later polls (bucket 0 comes last in the first call's).
+func TestClaimWebhooksPastARefusingBucket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
 	}
-	if !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("lapsed while bucket 1's slot migrates: error %v, want ErrUnavailable (bucket 1 not listed)", err)
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := t.Context()
+	prefix := "claim:" + rand.Text() + ":"
+	s, err := redisstore.New(ctx, redisstore.Options{URL: c.URL(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	owner := func(b int) *redisserver.Node {
+		n, err := c.SlotOwner(ctx, keySlot(fmt.Sprintf("{%sb%d}", prefix, b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A bucket on another primary than bucket 0's.
+	full := 0
+	for b := 1; b < 16 && full == 0; b++ {
+		if owner(b) != owner(0) {
+			full = b
+		}
+	}
+	if full == 0 {
+		t.Fatal("every bucket is on bucket 0's primary")
+	}
+	now := time.Now()
+	for _, id := range []string{"t0", fmt.Sprintf("t-b%d", full)} { // t0: bucket 0
+		if err := s.AddWebhook(ctx, store.Webhook{Ticket: id, ID: "msg_" + id, URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := owner(full)
+	if _, err := c.Do(ctx, n, "CONFIG", "SET", "maxmemory", "1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.Do(context.Background(), n, "CONFIG", "SET", "maxmemory", "0") })
+
+	got, err := s.ClaimWebhooks(ctx, "replica-a", time.Minute, 10)
+	if err != nil || len(got) != 1 || got[0].Ticket != "t0" {
+		t.Fatalf("claimed %+v, %v; want bucket 0's delivery (t0), past bucket %d's refusal", got, err, full)
+	}
+	// A call in which no bucket that answered had anything due says why it claimed nothing.
+	if got, err := s.ClaimWebhooks(ctx, "replica-a", time.Minute, 10); len(got) != 0 || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("claimed %+v, %v; want nothing and ErrUnavailable (bucket %d at its maxmemory)", got, err, full)
 	}
 }

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -152,21 +153,33 @@ func (s *Store) ClaimWebhooks(ctx context.Context, holder string, hold time.Dura
 		limit = 100
 	}
 	var ids []string
+	var refused error // the first bucket that answered with an error reply
 	first := int(s.claimFrom.Add(1))
 	for i := range s.keys.buckets {
 		b := (first + i) % s.keys.buckets
 		got, err := claimWebhooks.Run(ctx, s.rdb, []string{s.keys.webhooksDue(b)},
 			s.keys.webhook(b, ""), holder, ms(hold), limit-len(ids)).StringSlice()
 		if err != nil {
+			var reply goredis.Error
+			if errors.As(err, &reply) {
+				// Redis answered for this bucket alone (TRYAGAIN while its slot migrates,
+				// CLUSTERDOWN, OOM…), at once: the other buckets' deliveries are claimed all
+				// the same, not held up until it answers again.
+				refused = cmp.Or(refused, err)
+				continue
+			}
 			if len(ids) > 0 {
 				break // what is claimed is held: deliver it; the rest waits for the next call
 			}
-			return nil, wrap(err)
+			return nil, wrap(err) // no answer: the next bucket would wait as long
 		}
 		ids = append(ids, got...)
 		if len(ids) >= limit {
 			break
 		}
+	}
+	if len(ids) == 0 && refused != nil {
+		return nil, wrap(refused)
 	}
 	out := make([]store.Webhook, 0, len(ids))
 	for _, id := range ids {

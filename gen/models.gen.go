@@ -1213,7 +1213,9 @@ type GetAskParams struct {
 
 // StreamEventsParams defines parameters for StreamEvents.
 type StreamEventsParams struct {
-	// After The same cursor as `Last-Event-ID`, for clients that cannot set headers.
+	// After The same cursor as `Last-Event-ID`, for clients that cannot set headers, written the
+	// same way: 1 to 18 decimal digits (a sign, or more digits, is a `400` even where the
+	// header wins).
 	After *int64 `form:"after,omitempty" json:"after,omitempty"`
 
 	// LastEventID Resume after this `seq`. A decimal integer from 0 to the last `seq` emitted.

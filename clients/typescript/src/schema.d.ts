@@ -1039,7 +1039,11 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description The same cursor as `Last-Event-ID`, for clients that cannot set headers. */
+                /**
+                 * @description The same cursor as `Last-Event-ID`, for clients that cannot set headers, written the
+                 *     same way: 1 to 18 decimal digits (a sign, or more digits, is a `400` even where the
+                 *     header wins).
+                 */
                 after?: number;
             };
             header?: {

@@ -22,6 +22,9 @@ func (s *Store) Renew(ctx context.Context, ticket string, u store.Usage) error {
 		return wrap(err)
 	}
 	err = statusErr(res)
+	if errors.Is(err, store.ErrNotFound) && s.runs.endedBeforeLost(ticket) {
+		err = store.ErrFinished // it ended elsewhere, then the store lost it: not restored
+	}
 	if errors.Is(err, store.ErrFinished) {
 		// Ended elsewhere (a cancel another replica took, a lapse sweep): the run ends here
 		// without an end of its own, which is where runs forgets its ticket otherwise.

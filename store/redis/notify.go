@@ -48,6 +48,9 @@ func (s *Store) consume(ch <-chan any) {
 			if seq != "" { // an end's payload has none
 				n, _ = strconv.ParseInt(seq, 10, 64)
 			}
+			if m.Channel == ended {
+				s.runs.heardEnd(id)
+			}
 			s.hub.changed(id, n, m.Channel == ended)
 		case *goredis.Subscription:
 			floors := s.hub.reset()

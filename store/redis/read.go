@@ -86,6 +86,9 @@ func (s *Store) NotifyFinished(ctx context.Context, ticket string, f func()) (bo
 		return false, stop, nil
 	}
 	fin, err := s.finishedFlag(ctx, ticket)
+	if errors.Is(err, store.ErrNotFound) && s.runs.endedBeforeLost(ticket) {
+		fin, err = true, nil // it ended elsewhere, then the store lost it: not restored
+	}
 	if err != nil || fin {
 		stop()
 		s.unwatched(ticket, ch, fin, err)

@@ -233,6 +233,9 @@ func (s *Store) AppendBatch(ctx context.Context, ticket string, evs []store.Even
 	status, _ := res[0].(string)
 	evicted, _ := res[1].(int64)
 	if err := statusErr(status); err != nil {
+		if errors.Is(err, store.ErrNotFound) && s.runs.endedBeforeLost(ticket) {
+			return 0, store.ErrFinished // it ended elsewhere, then the store lost it: not restored
+		}
 		return 0, err
 	}
 	s.hub.wrote(ticket, evs, false, time.Time{}) // this instance reads its own writes at once
@@ -440,6 +443,11 @@ type runs struct {
 type runOf struct {
 	conv  string
 	owner store.Owner
+	// endHeard: an end notification named the ticket while this instance ran it. A run whose
+	// end another replica wrote (a cancel sent there, a lapse) may not have read it before the
+	// store lost the ticket (a runner frozen, or slow, across a Redis restart): the ticket it
+	// then finds gone had ended, at seqs its readers may have read, and is not restored.
+	endHeard bool
 }
 
 const maxRuns = 1 << 16
@@ -458,6 +466,24 @@ func (r *runs) get(ticket string) (runOf, bool) {
 	defer r.mu.Unlock()
 	v, ok := r.m[ticket]
 	return v, ok
+}
+
+// heardEnd marks ticket, if this instance runs it, as named by an end notification.
+func (r *runs) heardEnd(ticket string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.m[ticket]; ok {
+		v.endHeard = true
+		r.m[ticket] = v
+	}
+}
+
+// endedBeforeLost reports whether ticket, which this instance runs and the store no longer
+// holds, was named by an end notification first: it ended (elsewhere) before the store lost it.
+func (r *runs) endedBeforeLost(ticket string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[ticket].endHeard
 }
 
 func (r *runs) drop(ticket string) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/gen"
-	"github.com/das-ask/ask/internal/redisserver"
 	"github.com/das-ask/ask/server"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
@@ -61,36 +60,11 @@ func TestSweepWhileAnotherSlotMigrates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from, err := c.SlotOwner(ctx, slot)
+	m, err := c.StartMigration(ctx, slot, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := c.Primaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := ps[0]
-	if to == from {
-		to = ps[1]
-	}
-	myID := func(n *redisserver.Node) string {
-		id, err := c.Do(ctx, n, "CLUSTER", "MYID")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id.(string)
-	}
-	fromID, toID := myID(from), myID(to)
-	if _, err := c.Do(ctx, to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Do(ctx, from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.Do(context.Background(), from, "CLUSTER", "SETSLOT", slot, "STABLE")
-		_, _ = c.Do(context.Background(), to, "CLUSTER", "SETSLOT", slot, "STABLE")
-	})
+	t.Cleanup(func() { _ = m.Abort(context.Background()) })
 
 	redistest.Poll(t, "A's run ended by B's sweep while another slot migrates", func() bool {
 		r := b.status(alice, ticket)
@@ -137,34 +111,12 @@ func TestKeyedAskRefusedDuringAMigrationRetriesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from, err := c.SlotOwner(ctx, slot)
+	m, err := c.StartMigration(ctx, slot, nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := c.Primaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := ps[0]
-	if to == from {
-		to = ps[1]
-	}
-	myID := func(n *redisserver.Node) string {
-		id, err := c.Do(ctx, n, "CLUSTER", "MYID")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id.(string)
-	}
-	fromID, toID := myID(from), myID(to)
-	if _, err := c.Do(ctx, to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Do(ctx, from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID); err != nil {
 		t.Fatal(err)
 	}
 	// The conversation's hash moves first: the creation's keys are split.
-	if _, err := c.Do(ctx, from, "MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS", tag+"c:"+cid); err != nil {
+	if err := m.Move(ctx, tag+"c:"+cid); err != nil {
 		t.Fatal(err)
 	}
 
@@ -181,25 +133,7 @@ func TestKeyedAskRefusedDuringAMigrationRetriesAtOnce(t *testing.T) {
 	}
 
 	// The migration ends: the rest of the slot's keys move and every primary names the target.
-	for {
-		keys, err := c.Do(ctx, from, "CLUSTER", "GETKEYSINSLOT", slot, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ks, _ := keys.([]any)
-		if len(ks) == 0 {
-			break
-		}
-		if _, err := c.Do(ctx, from, append([]any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}, ks...)...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, p := range append([]*redisserver.Node{to, from}, ps...) {
-		if _, err := c.Do(ctx, p, "CLUSTER", "SETSLOT", slot, "NODE", toID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.WaitOK(ctx); err != nil {
+	if err := m.Finish(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 
@@ -240,30 +174,8 @@ func TestKeyedConversationRefusedDuringAMigrationRetriesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from, err := c.SlotOwner(ctx, slot)
+	m, err := c.StartMigration(ctx, slot, nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := c.Primaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := ps[0]
-	if to == from {
-		to = ps[1]
-	}
-	id := func(n *redisserver.Node) string {
-		v, err := c.Do(ctx, n, "CLUSTER", "MYID")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v.(string)
-	}
-	fromID, toID := id(from), id(to)
-	if _, err := c.Do(ctx, to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Do(ctx, from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -276,25 +188,7 @@ func TestKeyedConversationRefusedDuringAMigrationRetriesAtOnce(t *testing.T) {
 	if r.StatusCode() != http.StatusServiceUnavailable {
 		t.Fatalf("keyed conversation while the owner's slot migrates: %d %s, want 503", r.StatusCode(), r.Body)
 	}
-	for {
-		keys, err := c.Do(ctx, from, "CLUSTER", "GETKEYSINSLOT", slot, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ks, _ := keys.([]any)
-		if len(ks) == 0 {
-			break
-		}
-		if _, err := c.Do(ctx, from, append([]any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}, ks...)...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, p := range append([]*redisserver.Node{to, from}, ps...) {
-		if _, err := c.Do(ctx, p, "CLUSTER", "SETSLOT", slot, "NODE", toID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.WaitOK(ctx); err != nil {
+	if err := m.Finish(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	r, err = h.cw.CreateConversationWithResponse(ctx, params, gen.CreateConversationRequest{}, bearer(alice))

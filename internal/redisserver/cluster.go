@@ -739,74 +739,138 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to *Node, hold time
 	if from == to {
 		return nil
 	}
-	fromID, err := c.id(ctx, from)
+	m, err := c.StartMigration(ctx, slot, to)
 	if err != nil {
 		return err
 	}
-	toID, err := c.id(ctx, to)
+	if err := sleepCtx(ctx, hold); err != nil {
+		return err
+	}
+	return m.Finish(ctx, hold)
+}
+
+// Migration is a slot being migrated live from one primary to another (StartMigration).
+type Migration struct {
+	c            *Cluster
+	slot         int
+	From, To     *Node
+	fromID, toID string
+}
+
+// StartMigration marks slot as migrating from the primary that owns it to primary to (nil:
+// the first other primary), as redis-cli --cluster reshard begins: SETSLOT IMPORTING on the
+// target, then MIGRATING on the source. Until Finish or Abort, a command whose keys are all
+// still on the source is served there, one whose keys are not there is sent ASK to the target,
+// and one over several keys split between the two (a script's, say) gets TRYAGAIN.
+func (c *Cluster) StartMigration(ctx context.Context, slot int, to *Node) (*Migration, error) {
+	from, err := c.SlotOwner(ctx, slot)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	src, dst := c.adminOf(from), c.adminOf(to)
-	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID).Err(); err != nil {
-		return fmt.Errorf("redisserver: SETSLOT IMPORTING: %w", err)
-	}
-	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID).Err(); err != nil {
-		return fmt.Errorf("redisserver: SETSLOT MIGRATING: %w", err)
-	}
-	wait := func() error {
-		if hold <= 0 {
-			return nil
+	if to == nil {
+		ps, err := c.Primaries(ctx)
+		if err != nil {
+			return nil, err
 		}
-		t := time.NewTimer(hold)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
+		for _, p := range ps {
+			if p != from {
+				to = p
+				break
+			}
 		}
 	}
-	if err := wait(); err != nil {
-		return err
+	if to == nil || to == from {
+		return nil, fmt.Errorf("redisserver: slot %d: no other primary to migrate it to", slot)
 	}
+	m := &Migration{c: c, slot: slot, From: from, To: to}
+	if m.fromID, err = c.id(ctx, from); err != nil {
+		return nil, err
+	}
+	if m.toID, err = c.id(ctx, to); err != nil {
+		return nil, err
+	}
+	if err := c.adminOf(to).Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", m.fromID).Err(); err != nil {
+		return nil, fmt.Errorf("redisserver: SETSLOT IMPORTING: %w", err)
+	}
+	if err := c.adminOf(from).Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", m.toID).Err(); err != nil {
+		return nil, fmt.Errorf("redisserver: SETSLOT MIGRATING: %w", err)
+	}
+	return m, nil
+}
+
+// Move migrates keys (of the slot) to the target now.
+func (m *Migration) Move(ctx context.Context, keys ...string) error {
+	args := []any{"MIGRATE", "127.0.0.1", m.To.Port, "", 0, 5000, "KEYS"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	if err := m.c.adminOf(m.From).Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("redisserver: MIGRATE: %w", err)
+	}
+	return nil
+}
+
+// Finish moves the slot's keys still on the source, ten at a time with hold waited after each
+// batch, then gives the slot to the target on every primary and waits for the cluster to say
+// ok.
+func (m *Migration) Finish(ctx context.Context, hold time.Duration) error {
+	src := m.c.adminOf(m.From)
 	for {
-		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 10).Result()
+		keys, err := src.ClusterGetKeysInSlot(ctx, m.slot, 10).Result()
 		if err != nil {
 			return fmt.Errorf("redisserver: GETKEYSINSLOT: %w", err)
 		}
 		if len(keys) == 0 {
 			break
 		}
-		args := []any{"MIGRATE", "127.0.0.1", to.Port, "", 0, 5000, "KEYS"}
-		for _, k := range keys {
-			args = append(args, k)
+		if err := m.Move(ctx, keys...); err != nil {
+			return err
 		}
-		if err := src.Do(ctx, args...).Err(); err != nil {
-			return fmt.Errorf("redisserver: MIGRATE: %w", err)
-		}
-		if err := wait(); err != nil {
+		if err := sleepCtx(ctx, hold); err != nil {
 			return err
 		}
 	}
 	// The target first, then the source, then the rest: the order redis-cli uses, so that no
 	// node points a client back where the slot no longer is.
-	order := []*Node{to, from}
-	ps, err := c.Primaries(ctx)
+	order := []*Node{m.To, m.From}
+	ps, err := m.c.Primaries(ctx)
 	if err != nil {
 		return err
 	}
 	for _, p := range ps {
-		if p != to && p != from {
+		if p != m.To && p != m.From {
 			order = append(order, p)
 		}
 	}
 	for _, p := range order {
-		if err := c.adminOf(p).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err(); err != nil {
+		if err := m.c.adminOf(p).Do(ctx, "CLUSTER", "SETSLOT", m.slot, "NODE", m.toID).Err(); err != nil {
 			return fmt.Errorf("redisserver: SETSLOT NODE on %s: %w", p.Addr, err)
 		}
 	}
-	return c.WaitOK(ctx)
+	return m.c.WaitOK(ctx)
+}
+
+// Abort leaves the slot with its owner, stable (SETSLOT STABLE on both ends); keys already
+// moved stay on the target, out of clients' reach.
+func (m *Migration) Abort(ctx context.Context) error {
+	return errors.Join(
+		m.c.adminOf(m.From).Do(ctx, "CLUSTER", "SETSLOT", m.slot, "STABLE").Err(),
+		m.c.adminOf(m.To).Do(ctx, "CLUSTER", "SETSLOT", m.slot, "STABLE").Err())
+}
+
+// sleepCtx waits d (nothing when d is not positive), or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // tailLines is the last n lines of s.

@@ -283,41 +283,15 @@ func TestLapsedWhileAnotherBucketMigrates(t *testing.T) {
 // the slot is made stable again when the test ends. Bucket 0's slot is another.
 func startMigrating(t *testing.T, c *redistest.Cluster, prefix string) {
 	t.Helper()
-	ctx := t.Context()
 	slot := keySlot("{" + prefix + "b1}")
 	if slot == keySlot("{"+prefix+"b0}") {
 		t.Fatalf("buckets 0 and 1 share slot %d", slot)
 	}
-	from, err := c.SlotOwner(ctx, slot)
+	m, err := c.StartMigration(t.Context(), slot, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := c.Primaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := ps[0]
-	if to == from {
-		to = ps[1]
-	}
-	myID := func(n *redisserver.Node) string {
-		id, err := c.Do(ctx, n, "CLUSTER", "MYID")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id.(string)
-	}
-	fromID, toID := myID(from), myID(to)
-	if _, err := c.Do(ctx, to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Do(ctx, from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.Do(context.Background(), from, "CLUSTER", "SETSLOT", slot, "STABLE")
-		_, _ = c.Do(context.Background(), to, "CLUSTER", "SETSLOT", slot, "STABLE")
-	})
+	t.Cleanup(func() { _ = m.Abort(context.Background()) })
 }
 
 // TestClaimWebhooksPastARefusingBucket: on a real Redis Cluster, a delivery due in one bucket

@@ -281,3 +281,26 @@ func TestQuestionLengthInCodePoints(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerFullRetryAfterWithinTTL: under a TTL shorter than the usual 30 s hint, an identity at
+// its cap of conversations or tickets is told to retry after the TTL, when the retry succeeds
+// (the oldest has expired), not 30 s later.
+func TestOwnerFullRetryAfterWithinTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 5 * time.Second
+		h := newHarness(t, server.Options{MaxConversationsPerID: 1, MaxRetainedPerID: 1, MaxInFlight: 1, TTL: ttl})
+		cid := h.conv(alice)
+		h.ask(alice, cid, "one")
+		synctest.Wait() // finished, and still retained
+		r := h.askRaw(alice, cid, "two, over the cap")
+		if got, want := r.HTTPResponse.Header.Get("Retry-After"), "5"; r.StatusCode() != http.StatusTooManyRequests || got != want {
+			t.Errorf("ticket cap: %d Retry-After %q, want 429 %q", r.StatusCode(), got, want)
+		}
+		resp, _ := h.createConv(alice)
+		if got, want := resp.Header.Get("Retry-After"), "5"; resp.StatusCode != http.StatusTooManyRequests || got != want {
+			t.Errorf("conversation cap: %d Retry-After %q, want 429 %q", resp.StatusCode, got, want)
+		}
+		time.Sleep(ttl + time.Millisecond) // the Retry-After, and the cap is free
+		h.ask(alice, h.conv(alice), "after the Retry-After")
+	})
+}

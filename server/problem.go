@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -150,29 +151,43 @@ func unauthorized(r *http.Request, err error) *problem {
 }
 
 // refusal is a store refusal of a creation, with what was being created ("conversations" or
-// "tickets") for the problem's wording.
+// "tickets") for the problem's wording, and the service's TTL, by which an identity at its cap
+// certainly has had its oldest idle conversation or finished ticket expire.
 type refusal struct {
 	what string
+	ttl  time.Duration
 	err  error
 }
 
 func (r *refusal) Error() string { return r.what + ": " + r.err.Error() }
 func (r *refusal) Unwrap() error { return r.err }
 
-// refused wraps a store error from creating what; nil stays nil.
-func refused(what string, err error) error {
+// refused wraps a store error from creating what under a service whose TTL is ttl; nil stays
+// nil.
+func refused(what string, ttl time.Duration, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &refusal{what: what, err: err}
+	return &refusal{what: what, ttl: ttl, err: err}
+}
+
+// ownerFullRetry is the Retry-After of an identity at its cap: retryOwnerFull, or the TTL when
+// that is shorter, for no conversation or ticket outlives it (a Retry-After of 30 under a TTL of
+// 5 s made a client wait six times as long as its cap lasted).
+func ownerFullRetry(ttl time.Duration) int {
+	if ttl <= 0 {
+		return retryOwnerFull
+	}
+	return min(retryOwnerFull, int((ttl+time.Second-1)/time.Second))
 }
 
 // storeProblem maps the store's refusals to problems; nil for any other error.
 func storeProblem(err error) *problem {
 	what := "tickets"
+	var ttl time.Duration
 	var rf *refusal
 	if errors.As(err, &rf) {
-		what = rf.what
+		what, ttl = rf.what, rf.ttl
 	}
 	freedWhen := "a finished one expires"
 	if what == "conversations" {
@@ -194,7 +209,7 @@ func storeProblem(err error) *problem {
 	case errors.Is(err, store.ErrTooManyInFlight):
 		return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: retryInFlight}
 	case errors.Is(err, store.ErrOwnerFull):
-		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: retryOwnerFull}
+		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: ownerFullRetry(ttl)}
 	case errors.Is(err, store.ErrFull):
 		return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many " + what + " as it can", retryAfter: retryFull}
 	case errors.Is(err, store.ErrNotFound):

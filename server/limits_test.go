@@ -304,3 +304,20 @@ func TestOwnerFullRetryAfterWithinTTL(t *testing.T) {
 		h.ask(alice, h.conv(alice), "after the Retry-After")
 	})
 }
+
+// TestServiceFullRetryAfterWithinTTL: under a TTL shorter than the usual 5 s hint, a service
+// holding DAS_ASK_MAX_TICKETS conversations answers 503 with Retry-After the TTL, when the
+// retry succeeds (the idle conversation has expired), not 5 s.
+func TestServiceFullRetryAfterWithinTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 2 * time.Second
+		h := newHarness(t, server.Options{MaxTickets: 1, TTL: ttl})
+		h.conv(alice)
+		resp, _ := h.createConv(bob)
+		if got, want := resp.Header.Get("Retry-After"), "2"; resp.StatusCode != http.StatusServiceUnavailable || got != want {
+			t.Errorf("service full: %d Retry-After %q, want 503 %q", resp.StatusCode, got, want)
+		}
+		time.Sleep(ttl + time.Millisecond) // the Retry-After, and alice's idle conversation is gone
+		h.conv(bob)
+	})
+}

@@ -171,14 +171,15 @@ func refused(what string, ttl time.Duration, err error) error {
 	return &refusal{what: what, ttl: ttl, err: err}
 }
 
-// ownerFullRetry is the Retry-After of an identity at its cap: retryOwnerFull, or the TTL when
-// that is shorter, for no conversation or ticket outlives it (a Retry-After of 30 under a TTL of
-// 5 s made a client wait six times as long as its cap lasted).
-func ownerFullRetry(ttl time.Duration) int {
+// fullRetry is the Retry-After of a cap that frees as conversations or tickets expire (an
+// identity's, or the service's): hint, or the TTL when that is shorter, for no idle conversation
+// or finished ticket outlives it (a Retry-After of 30 under a TTL of 5 s made a client wait six
+// times as long as the cap lasted).
+func fullRetry(hint int, ttl time.Duration) int {
 	if ttl <= 0 {
-		return retryOwnerFull
+		return hint
 	}
-	return min(retryOwnerFull, int((ttl+time.Second-1)/time.Second))
+	return min(hint, int((ttl+time.Second-1)/time.Second))
 }
 
 // storeProblem maps the store's refusals to problems; nil for any other error.
@@ -209,9 +210,9 @@ func storeProblem(err error) *problem {
 	case errors.Is(err, store.ErrTooManyInFlight):
 		return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: retryInFlight}
 	case errors.Is(err, store.ErrOwnerFull):
-		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: ownerFullRetry(ttl)}
+		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: fullRetry(retryOwnerFull, ttl)}
 	case errors.Is(err, store.ErrFull):
-		return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many " + what + " as it can", retryAfter: retryFull}
+		return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many " + what + " as it can", retryAfter: fullRetry(retryFull, ttl)}
 	case errors.Is(err, store.ErrNotFound):
 		return errNotFound
 	}

@@ -61,3 +61,44 @@ func TestMalformedHTTPIsTheDocumentedException(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderBlockBoundIsTheDocumentedOne: the contract's description gives the largest header
+// block askd accepts, request line included, as 1 MiB and 4 KiB (net/http's default
+// MaxHeaderBytes and the 4 KiB it adds); it said 1 MiB, and a block 4 KiB over that was served.
+// A block of exactly that size reaches the service (its 401: no bearer); one byte more is the
+// HTTP layer's 431.
+func TestHeaderBlockBoundIsTheDocumentedOne(t *testing.T) {
+	s, _ := startStack(t, stack.Options{})
+	addr := strings.TrimPrefix(s.AskURL, "http://")
+	addr, base, _ := strings.Cut(addr, "/")
+	const bound = 1<<20 + 4<<10
+	for _, tt := range []struct {
+		size   int
+		status int
+	}{{bound, http.StatusUnauthorized}, {bound + 1, http.StatusRequestHeaderFieldsTooLarge}} {
+		head := "GET /" + base + "/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nX-Pad: "
+		raw := head + strings.Repeat("a", tt.size-len(head)-len("\r\n\r\n")) + "\r\n\r\n"
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(c, raw)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("a header block of %d bytes: %v", tt.size, err)
+		}
+		_ = resp.Body.Close()
+		_ = c.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("a header block of %d bytes: %d, want %d", tt.size, resp.StatusCode, tt.status)
+		}
+	}
+	spec, err := gen.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc := strings.Join(strings.Fields(spec.Info.Description), " "); !strings.Contains(desc, "(1 MiB and 4 KiB in `askd`, request line included") {
+		t.Errorf("the contract's description does not give askd's header block bound as 1 MiB and 4 KiB")
+	}
+}

@@ -84,7 +84,7 @@ const (
 	propBob   = "prop-bob-77a0"
 	// propHold is the question whose run waits for its context (the service's shutdown).
 	propHold     = "hold this run"
-	propMaxBody  = 64 << 10 // server.DefaultMaxBodyBytes, as askd runs by default
+	propMaxBody  = 80 << 10 // server.DefaultMaxBodyBytes, as askd runs by default
 	propMaxIDLen = 64
 )
 

@@ -33,7 +33,7 @@ func TestNothingSetIsDefaultConfig(t *testing.T) {
 	}
 	s := got.Service
 	if s.BasePath != "/ask" || s.TTL != 900*time.Second || s.MaxEvents != 1000 || s.KeepAlive != 10*time.Second ||
-		s.Deadline != 120*time.Second || s.MaxInFlight != 4 || s.MaxTickets != 10000 || s.MaxBodyBytes != 65536 ||
+		s.Deadline != 120*time.Second || s.MaxInFlight != 4 || s.MaxTickets != 10000 || s.MaxBodyBytes != 81920 ||
 		s.ShutdownGrace != 10*time.Second || s.MaxConversationsPerID != 100 || s.MaxRetainedPerID != 1000 || s.MaxTurns != 50 || s.StoreWait != 4*time.Second {
 		t.Errorf("service defaults = %+v", s)
 	}

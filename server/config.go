@@ -21,7 +21,7 @@ const (
 	DefaultMaxConversationsPerID   = 100
 	DefaultMaxRetainedPerID        = 1000
 	DefaultMaxTurnsPerConversation = 50
-	DefaultMaxBodyBytes            = 64 << 10
+	DefaultMaxBodyBytes            = 80 << 10
 	DefaultShutdownGrace           = 10 * time.Second
 	// DefaultStoreWait is under a gateway's usual read timeout (deploy/nginx's 5 s), so a
 	// client behind one hears the service's 503 rather than the gateway's 504.
@@ -30,7 +30,7 @@ const (
 	// of a write for this long has stopped reading (or its peer is gone unnoticed).
 	DefaultStreamWriteTimeout = 60 * time.Second
 	// DefaultBodyReadTimeout is nginx's client_body_timeout, here for a whole body (at most
-	// MaxBodyBytes, 64 KiB by default) rather than between two reads.
+	// MaxBodyBytes, 80 KiB by default) rather than between two reads.
 	DefaultBodyReadTimeout = 60 * time.Second
 	minMaxEvents           = 8
 )

@@ -132,7 +132,7 @@
 //	DAS_ASK_MAX_CONVERSATIONS_PER_ID    100      conversations one identity holds (429 beyond)
 //	DAS_ASK_MAX_RETAINED_PER_ID         1000     tickets one identity holds, running or in their TTL (429 beyond; >= the in-flight cap)
 //	DAS_ASK_MAX_TURNS_PER_CONVERSATION  50       asks in one conversation (409 beyond; 1 to 10000)
-//	DAS_ASK_MAX_BODY_BYTES              65536    request body limit in bytes (413 beyond; 1024 to 16 MiB)
+//	DAS_ASK_MAX_BODY_BYTES              81920    request body limit in bytes (413 beyond; 1024 to 16 MiB)
 //	DAS_ASK_SHUTDOWN_GRACE_S            10       seconds running asks get to finish on shutdown (0: none)
 //	DAS_ASK_STORE_WAIT_S                4        seconds a request waits for a stalled store (503 beyond)
 package server

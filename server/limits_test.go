@@ -229,8 +229,9 @@ func ptrValue(p *string) string {
 // TestDefaultBodyLimitTakesEveryValidAsk: the default body limit admits the largest ask the
 // contract allows however a client escapes it: 4000 characters each sent as a surrogate pair
 // (Python's json.dumps sends every emoji so: 12 bytes a character) and a webhook URL of 2048
-// characters each escaped, about 60 KB. The question is taken; the webhook's body is not refused
-// for its size (400: no webhook is allowed here, so it reaches validation).
+// characters each escaped so too, about 72 KB (a URL's path may hold emoji, as a question may;
+// the 64 KiB default refused this with a 413). The question is taken; the webhook's body is not
+// refused for its size (400: no webhook is allowed here, so it reaches validation).
 func TestDefaultBodyLimitTakesEveryValidAsk(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, server.Options{})
@@ -242,6 +243,7 @@ func TestDefaultBodyLimitTakesEveryValidAsk(t *testing.T) {
 		}{
 			{`{"question":"` + question + `"}`, http.StatusAccepted},
 			{`{"question":"` + question + `","webhook":{"url":"` + strings.Repeat(`\u0061`, 2048) + `"}}`, http.StatusBadRequest},
+			{`{"question":"` + question + `","webhook":{"url":"https://h/` + strings.Repeat(`\ud83d\ude00`, 2048-len("https://h/")) + `"}}`, http.StatusBadRequest},
 		} {
 			resp := h.do(newReq(t, http.MethodPost, "/ask/v1/conversations/"+h.conv(alice)+"/asks", alice, c.body))
 			if resp.StatusCode != c.want {

@@ -40,9 +40,9 @@ func TestGatewayKeepsRequestBodiesOffDisk(t *testing.T) {
 
 	// The largest body the service takes: DAS_ASK_MAX_BODY_BYTES's default, nginx's
 	// client_max_body_size.
-	body := `{"question":"` + sentinel + strings.Repeat(`\u6f22`, (65536-len(`{"question":"`+sentinel+`"}`))/6) + `"}`
-	if len(body) > 65536 || len(body) < 65536-6 {
-		t.Fatalf("body of %d bytes, want just under 64 KiB", len(body))
+	body := `{"question":"` + sentinel + strings.Repeat(`\u6f22`, (81920-len(`{"question":"`+sentinel+`"}`))/6) + `"}`
+	if len(body) > 81920 || len(body) < 81920-6 {
+		t.Fatalf("body of %d bytes, want just under 80 KiB", len(body))
 	}
 
 	plainAddr, plainDir := nginxtest.StartIn(t, up)
@@ -122,13 +122,13 @@ func TestGatewayKeepsRefusedBodiesOffDisk(t *testing.T) {
 
 	// HTTP/1.1, chunked, after a 100 Continue (as curl -T - sends it): a first chunk just
 	// under the limit, then one that passes it.
-	first, second := strings.Repeat("a", 65524), strings.Repeat("a", 4492)
+	first, second := strings.Repeat("a", 81908), strings.Repeat("a", 4492)
 	status := postChunked(t, plainAddr, first, second)
 	judge("HTTP/1.1 chunked", plainDir, status)
 
 	// HTTP/2: a reader of unknown length goes without a content-length.
 	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
-	body := `{"question":"` + strings.Repeat("a", 70000) + `"}`
+	body := `{"question":"` + strings.Repeat("a", 90000) + `"}`
 	hreq, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://"+tlsAddr+"/ask/v1/conversations/c_1/asks",
 		io.MultiReader(strings.NewReader(body)))
 	if err != nil {
@@ -157,7 +157,7 @@ func TestGatewayKeepsChunkedBodiesOffDisk(t *testing.T) {
 	}))
 	t.Cleanup(upstream.Close)
 	addr, dir := nginxtest.StartIn(t, strings.TrimPrefix(upstream.URL, "http://"))
-	body := `{"question":"` + strings.Repeat("a", 65536-len(`{"question":""}`)-16) + `"}`
+	body := `{"question":"` + strings.Repeat("a", 81920-len(`{"question":""}`)-16) + `"}`
 	var chunks []string
 	for rest := body; rest != ""; {
 		n := min(4096, len(rest))

@@ -137,8 +137,8 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 		raw    string // the request as sent, with its body
 		status int
 	}{
-		{"a body over client_max_body_size", "POST /ask/v1/conversations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 70000\r\n\r\n" +
-			`{"question":"` + strings.Repeat("a", 70000-15) + `"}`, http.StatusRequestEntityTooLarge},
+		{"a body over client_max_body_size", "POST /ask/v1/conversations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 90000\r\n\r\n" +
+			`{"question":"` + strings.Repeat("a", 90000-15) + `"}`, http.StatusRequestEntityTooLarge},
 		{"two Authorization headers", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", http.StatusBadRequest},
 		{"a NUL in the path", "GET /ask/v1/asks/t%00x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
 		{"a URI too long", "GET /ask/v1/asks/" + strings.Repeat("a", 40000) + " HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusRequestURITooLong},
@@ -158,7 +158,7 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 			t.Errorf("%s: %d %s %q, want %d problem+json with its status, a title and a detail",
 				tt.what, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status)
 		}
-		if tt.status == http.StatusRequestEntityTooLarge && !strings.Contains(p.Detail, "at most 65536 bytes") {
+		if tt.status == http.StatusRequestEntityTooLarge && !strings.Contains(p.Detail, "at most 81920 bytes") {
 			t.Errorf("%s: detail %q does not name the limit, as the service's 413 does", tt.what, p.Detail)
 		}
 		checkRequestID(t, tt.what, resp)

@@ -243,7 +243,7 @@ func TestTLSAndHTTP2(t *testing.T) {
 	}
 
 	// A body over client_max_body_size: nginx's own 413 is problem+json over HTTP/2 too.
-	resp = do(http.MethodPost, base+"/conversations", `{"x":"`+strings.Repeat("a", 70000)+`"}`)
+	resp = do(http.MethodPost, base+"/conversations", `{"x":"`+strings.Repeat("a", 90000)+`"}`)
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	var p struct{ Status int }

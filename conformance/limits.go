@@ -130,8 +130,8 @@ func (s *session) do(ctx context.Context, who Identity, method, path string, bod
 }
 
 // refusedWith describes what is wrong with a refusal that should be status problem+json, valid
-// against the contract, with a Retry-After of whole seconds when retryAfter is set; "" when
-// nothing is.
+// against the contract, with a Retry-After of whole seconds, at least 1 (a 0 sends a client back
+// at once into the same refusal), when retryAfter is set; "" when nothing is.
 func (s *session) refusedWith(ctx context.Context, c rawCall, method, path string, status int, retryAfter bool) string {
 	var found []string
 	if c.status != status {
@@ -149,8 +149,8 @@ func (s *session) refusedWith(ctx context.Context, c rawCall, method, path strin
 		found = append(found, fmt.Sprintf("the problem's status member %v", *p.Status))
 	}
 	if retryAfter {
-		if n, err := strconv.Atoi(strings.TrimSpace(c.header.Get("Retry-After"))); err != nil || n < 0 {
-			found = append(found, fmt.Sprintf("Retry-After %q, want whole seconds", c.header.Get("Retry-After")))
+		if n, err := strconv.Atoi(strings.TrimSpace(c.header.Get("Retry-After"))); err != nil || n < 1 {
+			found = append(found, fmt.Sprintf("Retry-After %q, want whole seconds, at least 1", c.header.Get("Retry-After")))
 		}
 	}
 	// Nor a question or a bearer: the limits target's answers are not recorded for the

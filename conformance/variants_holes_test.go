@@ -122,6 +122,13 @@ func holeVariants(_ time.Duration) []variant {
 				}
 				return status, b
 			}},
+		{name: "429-retry-after-0", fails: []string{"limits.inflight-429"},
+			body: func(_ *proxy, _ *http.Request, status int, h http.Header, b []byte) (int, []byte) {
+				if status == http.StatusTooManyRequests {
+					h.Set("Retry-After", "0") // "retry at once", into the same refusal
+				}
+				return status, b
+			}},
 		{name: "deadline-never-fires", fails: []string{"run.deadline-timeout"},
 			frame: func() func(*proxy, *streamState, sseFrame) []sseFrame {
 				var timedOut perStream[bool]

@@ -82,7 +82,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 			// removed. With a key, a retry answers what was made.
 			s.dropLate(conv)
 		}
-		return refused("conversations", s.opts.TTL, err) // problem.go's table words the refusal
+		return refused("conversations", s.opts.TTL, s.opts.Deadline, err) // problem.go's table words the refusal
 	}
 	s.log.DebugContext(ctx, "conversation created", "conversation", conv.ID, "oid", owner.OID)
 	return h.conversationCreated(ctx, c, ik, conv)
@@ -239,7 +239,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		case errors.Is(err, store.ErrNotFound):
 			return refuse(errNotFound)
 		}
-		return refuse(refused("tickets", s.opts.TTL, err)) // problem.go's table words the refusal
+		return refuse(refused("tickets", s.opts.TTL, s.opts.Deadline, err)) // problem.go's table words the refusal
 	}
 
 	s.reportAdmitted(ctx, Admission{Ticket: ticket, Conversation: conversationID, OID: owner.OID, CreatedAt: now.UTC()})

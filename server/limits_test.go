@@ -323,3 +323,24 @@ func TestServiceFullRetryAfterWithinTTL(t *testing.T) {
 		h.conv(bob)
 	})
 }
+
+// TestInFlightRetryAfterWithinDeadline: under a run deadline shorter than the usual 2 s hint,
+// an identity at DAS_ASK_MAX_INFLIGHT_PER_ID is told to retry after the deadline, by when its
+// running ask has ended and the retry is taken, not 2 s.
+func TestInFlightRetryAfterWithinDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{MaxInFlight: 1, Deadline: time.Second, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+			<-ctx.Done() // runs until its deadline
+			return ask.Outcome{}
+		})})
+		c1, c2 := h.conv(alice), h.conv(alice)
+		h.ask(alice, c1, "runs to its deadline")
+		r := h.askRaw(alice, c2, "one more while it runs")
+		if got, want := r.HTTPResponse.Header.Get("Retry-After"), "1"; r.StatusCode() != http.StatusTooManyRequests || got != want {
+			t.Errorf("in flight: %d Retry-After %q, want 429 %q", r.StatusCode(), got, want)
+		}
+		time.Sleep(time.Second) // the Retry-After: the first ask has met its deadline
+		synctest.Wait()
+		h.ask(alice, c2, "after the Retry-After")
+	})
+}

@@ -151,44 +151,45 @@ func unauthorized(r *http.Request, err error) *problem {
 }
 
 // refusal is a store refusal of a creation, with what was being created ("conversations" or
-// "tickets") for the problem's wording, and the service's TTL, by which an identity at its cap
-// certainly has had its oldest idle conversation or finished ticket expire.
+// "tickets") for the problem's wording, the service's TTL, by which an identity at its cap
+// certainly has had its oldest idle conversation or finished ticket expire, and its run
+// deadline, by which every running ask has ended.
 type refusal struct {
-	what string
-	ttl  time.Duration
-	err  error
+	what          string
+	ttl, deadline time.Duration
+	err           error
 }
 
 func (r *refusal) Error() string { return r.what + ": " + r.err.Error() }
 func (r *refusal) Unwrap() error { return r.err }
 
-// refused wraps a store error from creating what under a service whose TTL is ttl; nil stays
-// nil.
-func refused(what string, ttl time.Duration, err error) error {
+// refused wraps a store error from creating what under a service whose TTL and run deadline
+// are ttl and deadline; nil stays nil.
+func refused(what string, ttl, deadline time.Duration, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &refusal{what: what, ttl: ttl, err: err}
+	return &refusal{what: what, ttl: ttl, deadline: deadline, err: err}
 }
 
-// fullRetry is the Retry-After of a cap that frees as conversations or tickets expire (an
-// identity's, or the service's): hint, or the TTL when that is shorter, for no idle conversation
-// or finished ticket outlives it (a Retry-After of 30 under a TTL of 5 s made a client wait six
-// times as long as the cap lasted).
-func fullRetry(hint int, ttl time.Duration) int {
-	if ttl <= 0 {
+// fullRetry is the Retry-After of a cap that frees within bound (as conversations or tickets
+// expire, an identity's or the service's: the TTL; as running asks end: the run deadline): hint,
+// or bound in whole seconds when that is shorter (a Retry-After of 30 under a TTL of 5 s made a
+// client wait six times as long as the cap lasted).
+func fullRetry(hint int, bound time.Duration) int {
+	if bound <= 0 {
 		return hint
 	}
-	return min(hint, int((ttl+time.Second-1)/time.Second))
+	return min(hint, int((bound+time.Second-1)/time.Second))
 }
 
 // storeProblem maps the store's refusals to problems; nil for any other error.
 func storeProblem(err error) *problem {
 	what := "tickets"
-	var ttl time.Duration
+	var ttl, deadline time.Duration
 	var rf *refusal
 	if errors.As(err, &rf) {
-		what, ttl = rf.what, rf.ttl
+		what, ttl, deadline = rf.what, rf.ttl, rf.deadline
 	}
 	freedWhen := "a finished one expires"
 	if what == "conversations" {
@@ -208,7 +209,7 @@ func storeProblem(err error) *problem {
 	case errors.Is(err, store.ErrConversationFull):
 		return &problem{status: http.StatusConflict, detail: "conversation is full; start a new one"}
 	case errors.Is(err, store.ErrTooManyInFlight):
-		return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: retryInFlight}
+		return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: fullRetry(retryInFlight, deadline)}
 	case errors.Is(err, store.ErrOwnerFull):
 		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: fullRetry(retryOwnerFull, ttl)}
 	case errors.Is(err, store.ErrFull):

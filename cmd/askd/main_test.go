@@ -389,60 +389,13 @@ func TestAskdExitStatus(t *testing.T) {
 func TestAskdSignalWhileStarting(t *testing.T) {
 	idp := idptest.Start(t)
 	cfg := idp.Config()
-	mute, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mute.Close()
-	accepted := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := mute.Accept()
-			if err != nil {
-				close(accepted)
-				return
-			}
-			accepted <- c
+	stopWhileStarting(t, "dialled its store", func(mute string) map[string]string {
+		return map[string]string{
+			"DAS_JWKS_URL": cfg.JWKSURL, "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
+			"DAS_ASK_ADDR": "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR": "off", "DAS_SOURCES": "demo=http://127.0.0.1:1/mcp",
+			"DAS_ASK_STORE": "redis://" + mute + "/0",
 		}
-	}()
-	defer func() {
-		mute.Close()
-		for c := range accepted {
-			c.Close()
-		}
-	}()
-	env := map[string]string{
-		"DAS_JWKS_URL": cfg.JWKSURL, "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
-		"DAS_ASK_ADDR": "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR": "off", "DAS_SOURCES": "demo=http://127.0.0.1:1/mcp",
-		"DAS_ASK_STORE": "redis://" + mute.Addr().String() + "/0",
-	}
-	sigs := make(chan os.Signal, 2)
-	var logs bytes.Buffer
-	errc := make(chan error, 1)
-	go func() { errc <- run(sigs, config.MapEnv(env), &logs, nil) }()
-	select {
-	case c := <-accepted: // askd is dialling its store: starting
-		accepted <- c
-	case err := <-errc:
-		t.Fatalf("askd ended before it dialled its store: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("askd never dialled its store")
-	}
-	sigs <- syscall.SIGTERM
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("askd stopped while starting with %v (exit status %d), want nil: a stop asked for", err, exitStatus(err))
-		}
-		// Nothing ran: the line that gives running asks the grace was written too, before
-		// this one, and said what was not so.
-		if got := logs.String(); !strings.Contains(got, "stopped while starting") || !strings.Contains(got, `"signal":"terminated"`) ||
-			strings.Contains(got, "running asks") {
-			t.Errorf("askd's lines for a stop while starting, want `stopped while starting` with the signal, and no word of running asks:\n%s", got)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("askd did not stop")
-	}
+	})
 }
 
 // TestAskdSignalWhileWaitingForTheIdP: a SIGTERM while askd waits at start for an identity
@@ -454,6 +407,22 @@ func TestAskdSignalWhileStarting(t *testing.T) {
 func TestAskdSignalWhileWaitingForTheIdP(t *testing.T) {
 	idp := idptest.Start(t)
 	cfg := idp.Config()
+	stopWhileStarting(t, "fetched the JWKS", func(mute string) map[string]string {
+		return map[string]string{
+			"DAS_JWKS_URL": "http://" + mute + "/.well-known/jwks.json", "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
+			"DAS_ASK_ADDR": "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR": "127.0.0.1:0", "DAS_SOURCES": "demo=http://127.0.0.1:1/mcp",
+		}
+	})
+}
+
+// stopWhileStarting runs askd with the environment env gives for the address of a listener
+// that takes connections and never answers, sends SIGTERM once askd has connected to it (what
+// it did, in words: "dialled its store"), and holds the stop to a stop while starting: run
+// returns nil (exit 0), and askd logs `stopped while starting` with the signal, not `serving`,
+// and nothing of running asks, for none ran (the line that gives running asks the grace was
+// written too, before this one, and said what was not so).
+func stopWhileStarting(t *testing.T, what string, env func(mute string) map[string]string) {
+	t.Helper()
 	mute, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -476,21 +445,17 @@ func TestAskdSignalWhileWaitingForTheIdP(t *testing.T) {
 			c.Close()
 		}
 	}()
-	env := map[string]string{
-		"DAS_JWKS_URL": "http://" + mute.Addr().String() + "/.well-known/jwks.json", "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
-		"DAS_ASK_ADDR": "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR": "127.0.0.1:0", "DAS_SOURCES": "demo=http://127.0.0.1:1/mcp",
-	}
 	sigs := make(chan os.Signal, 2)
 	var logs bytes.Buffer
 	errc := make(chan error, 1)
-	go func() { errc <- run(sigs, config.MapEnv(env), &logs, nil) }()
+	go func() { errc <- run(sigs, config.MapEnv(env(mute.Addr().String())), &logs, nil) }()
 	select {
-	case c := <-accepted: // askd is fetching the JWKS: starting
+	case c := <-accepted: // askd is waiting on it: starting
 		accepted <- c
 	case err := <-errc:
-		t.Fatalf("askd ended before it fetched the JWKS: %v", err)
+		t.Fatalf("askd ended before it %s: %v", what, err)
 	case <-time.After(20 * time.Second):
-		t.Fatal("askd never fetched the JWKS")
+		t.Fatalf("askd never %s", what)
 	}
 	sigs <- syscall.SIGTERM
 	select {
@@ -500,7 +465,7 @@ func TestAskdSignalWhileWaitingForTheIdP(t *testing.T) {
 		}
 		if got := logs.String(); !strings.Contains(got, "stopped while starting") || !strings.Contains(got, `"signal":"terminated"`) ||
 			strings.Contains(got, `"msg":"serving"`) || strings.Contains(got, "running asks") {
-			t.Errorf("askd's lines for a stop while waiting for the IdP, want `stopped while starting` with the signal, no `serving` and no word of running asks:\n%s", got)
+			t.Errorf("askd's lines for a stop while starting, want `stopped while starting` with the signal, no `serving` and no word of running asks:\n%s", got)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("askd did not stop")

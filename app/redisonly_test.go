@@ -24,29 +24,38 @@ func TestWarnsOfRedisSettingsTheMemoryStoreIgnores(t *testing.T) {
 		{"the seal keys", map[string]string{"DAS_ASK_STORE": "memory", "DAS_ASK_SEAL_KEYS": key}, []string{"DAS_ASK_SEAL_KEYS"}},
 		{"none", map[string]string{"DAS_ASK_STORE": "memory"}, nil},
 	} {
-		c.env["DAS_ASK_ADDR"], c.env["DAS_ASK_ADMIN_ADDR"] = "127.0.0.1:0", "off"
-		cfg, err := config.FromEnv(config.MapEnv(c.env))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, logs := quietMain(cfg)
-		if err := m.Run(t.Context()); err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if err := m.Close(); err != nil {
-			t.Error(err)
-		}
-		got := logs.String()
-		if n := strings.Count(got, "settings only the Redis store reads are ignored"); n != min(len(c.want), 1) {
-			t.Errorf("%s: %d warnings of ignored settings, want %d:\n%s", c.name, n, min(len(c.want), 1), got)
-		}
-		if len(c.want) > 0 && !strings.Contains(got, "ignored="+strings.Join(c.want, ",")) {
-			t.Errorf("%s: the warning does not name %v:\n%s", c.name, c.want, got)
-		}
-		for _, secret := range []string{"MDEyMzQ1Njc4", "hidden-prefix"} {
-			if strings.Contains(got, secret) {
-				t.Errorf("%s: the logs hold a value (%s):\n%s", c.name, secret, got)
-			}
+		warnsOfIgnored(t, c.name, c.env, "settings only the Redis store reads are ignored", c.want, "MDEyMzQ1Njc4", "hidden-prefix")
+	}
+}
+
+// warnsOfIgnored starts the service with env (on 127.0.0.1:0, no admin listener) and closes
+// it, and holds its logs to one warning holding line that names the settings want names, in
+// their order (ignored=A,B), when want names any, and no such warning otherwise; and to none of
+// values, for a setting's value may be a secret.
+func warnsOfIgnored(t *testing.T, name string, env map[string]string, line string, want []string, values ...string) {
+	t.Helper()
+	env["DAS_ASK_ADDR"], env["DAS_ASK_ADMIN_ADDR"] = "127.0.0.1:0", "off"
+	cfg, err := config.FromEnv(config.MapEnv(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, logs := quietMain(cfg)
+	if err := m.Run(t.Context()); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if err := m.Close(); err != nil {
+		t.Error(err)
+	}
+	got := logs.String()
+	if n := strings.Count(got, line); n != min(len(want), 1) {
+		t.Errorf("%s: %d warnings %q, want %d:\n%s", name, n, line, min(len(want), 1), got)
+	}
+	if len(want) > 0 && !strings.Contains(got, "ignored="+strings.Join(want, ",")) {
+		t.Errorf("%s: the warning does not name %v:\n%s", name, want, got)
+	}
+	for _, v := range values {
+		if strings.Contains(got, v) {
+			t.Errorf("%s: the logs hold a value (%s):\n%s", name, v, got)
 		}
 	}
 }

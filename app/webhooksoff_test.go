@@ -1,11 +1,6 @@
 package app_test
 
-import (
-	"strings"
-	"testing"
-
-	"github.com/das-ask/ask/config"
-)
+import "testing"
 
 // TestWarnsOfWebhookSettingsIgnoredWhileOff: with DAS_ASK_WEBHOOK_ALLOW unset, webhooks are off
 // and every other DAS_ASK_WEBHOOK_* setting is ignored. askd started without a word of it, so an
@@ -25,29 +20,6 @@ func TestWarnsOfWebhookSettingsIgnoredWhileOff(t *testing.T) {
 		{"the secrets", map[string]string{"DAS_ASK_WEBHOOK_SECRETS": secret}, []string{"DAS_ASK_WEBHOOK_SECRETS"}},
 		{"none", map[string]string{}, nil},
 	} {
-		c.env["DAS_ASK_ADDR"], c.env["DAS_ASK_ADMIN_ADDR"] = "127.0.0.1:0", "off"
-		cfg, err := config.FromEnv(config.MapEnv(c.env))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, logs := quietMain(cfg)
-		if err := m.Run(t.Context()); err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if err := m.Close(); err != nil {
-			t.Error(err)
-		}
-		got := logs.String()
-		if n := strings.Count(got, "webhooks are off (DAS_ASK_WEBHOOK_ALLOW unset)"); n != min(len(c.want), 1) {
-			t.Errorf("%s: %d warnings of ignored webhook settings, want %d:\n%s", c.name, n, min(len(c.want), 1), got)
-		}
-		if len(c.want) > 0 && !strings.Contains(got, "ignored="+strings.Join(c.want, ",")) {
-			t.Errorf("%s: the warning does not name %v:\n%s", c.name, c.want, got)
-		}
-		for _, v := range []string{"MDEyMzQ1Njc4", "10.99.0.0"} {
-			if strings.Contains(got, v) {
-				t.Errorf("%s: the logs hold a value (%s):\n%s", c.name, v, got)
-			}
-		}
+		warnsOfIgnored(t, c.name, c.env, "webhooks are off (DAS_ASK_WEBHOOK_ALLOW unset)", c.want, "MDEyMzQ1Njc4", "10.99.0.0")
 	}
 }

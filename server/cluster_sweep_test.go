@@ -32,14 +32,7 @@ func TestSweepWhileAnotherSlotMigrates(t *testing.T) {
 	ctx := t.Context()
 	prefix := "sweepmig:" + rand.Text() + ":"
 	lease := 300 * time.Millisecond
-	open := func() *redisstore.Store {
-		s, err := redisstore.New(ctx, redisstore.Options{URL: c.URL(), Prefix: prefix, Lease: lease})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
+	open := func() *redisstore.Store { return clusterStore(t, c, redisstore.Options{Prefix: prefix, Lease: lease}) }
 	started, stopped, stored := make(chan string, 1), make(chan string, 2), make(chan string, 1)
 	a := newHarness(t, server.Options{Store: deadReplica{open()}, Runner: blockingRunner(started, stopped), Hooks: stepStored(stored)})
 	b := newHarness(t, server.Options{Store: open(), Runner: answerRunner(1)})
@@ -97,12 +90,7 @@ func TestKeyedAskRefusedDuringAMigrationRetriesAtOnce(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
 	ctx := t.Context()
 	prefix := "idemmig:" + rand.Text() + ":"
-	s, err := redisstore.New(ctx, redisstore.Options{URL: c.URL(), Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	h := newHarness(t, server.Options{Store: s, Runner: answerRunner(1)})
+	h := newHarness(t, server.Options{Store: clusterStore(t, c, redisstore.Options{Prefix: prefix}), Runner: answerRunner(1)})
 	cid := h.conv(alice)
 
 	bucket := cid[strings.LastIndex(cid, "-b")+2:]
@@ -161,12 +149,7 @@ func TestKeyedConversationRefusedDuringAMigrationRetriesAtOnce(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
 	ctx := t.Context()
 	prefix := "idemconv:" + rand.Text() + ":"
-	s, err := redisstore.New(ctx, redisstore.Options{URL: c.URL(), Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	h := newHarness(t, server.Options{Store: s, Runner: answerRunner(1)})
+	h := newHarness(t, server.Options{Store: clusterStore(t, c, redisstore.Options{Prefix: prefix}), Runner: answerRunner(1)})
 	first := h.conv(alice) // names alice's bucket, and holds keys in it
 
 	tag := "{" + prefix + "b" + first[strings.LastIndex(first, "-b")+2:] + "}"

@@ -35,6 +35,19 @@ func replicaStoreWith(t *testing.T, srv *redistest.Server, opts redisstore.Optio
 	return s
 }
 
+// clusterStore is replicaStoreWith on a Redis Cluster: the store opened on c with opts, closed
+// when the test ends.
+func clusterStore(t *testing.T, c *redistest.Cluster, opts redisstore.Options) *redisstore.Store {
+	t.Helper()
+	opts.URL = c.URL()
+	s, err := redisstore.New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // blockingRunner reports one step, then waits for its context; started reports each run's
 // start and stopped its context ending.
 func blockingRunner(started, stopped chan<- string) ask.Runner {

@@ -23,10 +23,27 @@ type tickets struct {
 	conv  map[string]string   // ticket → conversation
 	asks  map[string][]string // conversation → tickets
 	ended map[string]bool
+	ends  map[string]chan struct{} // closed when the ticket's done is relayed
 }
 
 func newTickets() *tickets {
-	return &tickets{conv: map[string]string{}, asks: map[string][]string{}, ended: map[string]bool{}}
+	return &tickets{conv: map[string]string{}, asks: map[string][]string{}, ended: map[string]bool{}, ends: map[string]chan struct{}{}}
+}
+
+// endOf is closed once t's done has been relayed.
+func (k *tickets) endOf(t string) <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.endLocked(t)
+}
+
+func (k *tickets) endLocked(t string) chan struct{} {
+	ch, ok := k.ends[t]
+	if !ok {
+		ch = make(chan struct{})
+		k.ends[t] = ch
+	}
+	return ch
 }
 
 // learn records what a relayed event says of its ticket.
@@ -42,8 +59,9 @@ func (k *tickets) learn(m map[string]any) {
 		k.conv[t] = c
 		k.asks[c] = append(k.asks[c], t)
 	}
-	if m["type"] == "done" {
+	if m["type"] == "done" && !k.ended[t] {
 		k.ended[t] = true
+		close(k.endLocked(t))
 	}
 }
 
@@ -400,10 +418,12 @@ func stateVariants() []variant {
 				if status != http.StatusNotFound || !isOp(r, http.MethodGet, "v1/asks/*") || !strings.Contains(r.Header.Get("Prefer"), "wait") {
 					return status, b
 				}
-				t := ticketOf(r)
-				until := time.Now().Add(2 * time.Second)
-				for preferLeak.running(t) && time.Now().Before(until) && r.Context().Err() == nil {
-					time.Sleep(20 * time.Millisecond)
+				if t := ticketOf(r); preferLeak.running(t) {
+					select { // the leak: the 404 waits for the ticket's end, up to 2 s
+					case <-preferLeak.endOf(t):
+					case <-time.After(2 * time.Second):
+					case <-r.Context().Done():
+					}
 				}
 				return status, b
 			}},

@@ -64,6 +64,7 @@ func TestModelCallTimeoutSaysSo(t *testing.T) {
 	if term := runFault(t, s, qSev1); term.Type != "error" || term.Kind != "model" || !strings.Contains(term.Message, "ASK_LLM_TIMEOUT_S") {
 		t.Errorf("openai: %s/%s %q, want error/model naming the model call timeout", term.Type, term.Kind, term.Message)
 	}
+	modelErrorsSay(t, s, "openai", "timeout")
 
 	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -72,12 +73,32 @@ func TestModelCallTimeoutSaysSo(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	t.Cleanup(silent.Close)
-	s, _ = startStack(t, stack.Options{Deadline: faultDeadline, Model: &agent.Config{
+	s, _ = startStack(t, stack.Options{Deadline: faultDeadline, AdminAddr: "127.0.0.1:0", Model: &agent.Config{
 		LLM: agent.LLMAnthropic, BaseURL: silent.URL, APIKey: "sk-ant-k", Model: "claude-sonnet-4-5",
 		Timeout: time.Second, MaxRetries: -1, MaxTokens: 1024, MaxModelCalls: 12,
 	}})
 	if term := runFault(t, s, qSev1); term.Type != "error" || term.Kind != "model" || !strings.Contains(term.Message, "ASK_LLM_TIMEOUT_S") {
 		t.Errorf("anthropic: %s/%s %q, want error/model naming the model call timeout", term.Type, term.Kind, term.Message)
+	}
+	modelErrorsSay(t, s, "anthropic", "timeout")
+}
+
+// modelErrorsSay fails t unless s's /metrics counts model errors of provider under kind alone:
+// an operator's alert on ask_model_errors_total{kind="timeout"} sees a call's own timeout.
+func modelErrorsSay(t *testing.T, s *stack.Stack, provider, kind string) {
+	t.Helper()
+	a := newAPI(s.AdminURL)
+	defer a.close()
+	m := a.do(t.Context(), t, http.MethodGet, "/metrics", "", nil, nil)
+	var counted []string
+	for line := range strings.Lines(string(m.body)) {
+		if strings.HasPrefix(line, "ask_model_errors_total{") && strings.Contains(line, `provider="`+provider+`"`) {
+			counted = append(counted, strings.TrimSpace(line))
+		}
+	}
+	want := `kind="` + kind + `"`
+	if len(counted) != 1 || !strings.Contains(counted[0], want) {
+		t.Errorf("/metrics (%d) counts %s's errors as %q, want one series with %s", m.status, provider, counted, want)
 	}
 }
 

@@ -167,7 +167,7 @@ func modelBehindRetrying(t *testing.T, deadline time.Duration, retries int, f fa
 	p := newFaultProxy(t)
 	p.setTarget(t, hs.URL)
 	p.set(f)
-	s, _ := startStack(t, stack.Options{Deadline: deadline, Model: &agent.Config{
+	s, _ := startStack(t, stack.Options{Deadline: deadline, AdminAddr: "127.0.0.1:0", Model: &agent.Config{
 		LLM: agent.LLMOpenAI, BaseURL: p.srv.URL + "/v1", APIKey: "k", Model: "stub",
 		Timeout: time.Second, MaxRetries: retries, MaxTokens: 1024, MaxModelCalls: 12,
 	}})

@@ -29,6 +29,10 @@ const (
 	KindTransport Kind = "transport"
 	// KindRejected is any other 4xx: bad request, bad key, unknown model. Not retried.
 	KindRejected Kind = "rejected"
+	// KindTimeout is an attempt the provider, once reached, did not answer whole within the
+	// adapter's Timeout (ASK_LLM_TIMEOUT_S; MessageCallTimeout). Not retried: the ask's deadline
+	// is usually not far behind, and a provider that said nothing for that long is not a blip.
+	KindTimeout Kind = "timeout"
 )
 
 // Error is a provider failure. Its message never contains prompt text or keys: Error() is
@@ -104,6 +108,7 @@ var vocabulary = func() map[string]bool {
 var kinds = map[Kind]bool{
 	KindRateLimited: true, KindOverloaded: true, KindRefused: true,
 	KindContentFilter: true, KindTruncated: true, KindTransport: true, KindRejected: true,
+	KindTimeout: true,
 }
 
 // SafeMessage is msg when it is a phrase of Vocabulary,

@@ -249,7 +249,7 @@ func classify(ctx context.Context, err error) error {
 		return &model.Error{Kind: model.KindTransport, Message: model.ErrOffOrigin.Error(), Err: err}
 	}
 	if errors.Is(err, context.DeadlineExceeded) { // this attempt's Timeout, not ctx's
-		return &model.Error{Kind: model.KindTransport, Message: model.MessageCallTimeout, Err: err}
+		return &model.Error{Kind: model.KindTimeout, Message: model.MessageCallTimeout, Err: err}
 	}
 	return &model.Error{Kind: model.KindTransport, Message: "provider unreachable or stream unreadable", Err: err}
 }

@@ -44,6 +44,13 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 			return
 		case <-ctx.Done():
 		}
+		select {
+		case <-finished:
+			// The stream ended first: ctx ending while the outcome is written (its reader gone,
+			// ask Q | head -1) cancels nothing and stops nothing.
+			return
+		default:
+		}
 		if cfg.follow != "" {
 			// Watching an ask made earlier, perhaps by another terminal: leave it running.
 			mu.Lock()
@@ -77,7 +84,6 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 		}
 	}()
 	defer wg.Wait()
-	defer close(finished)
 
 	var out client.Outcome
 	var streamErr error
@@ -124,6 +130,7 @@ func follow(ctx context.Context, c *client.Client, tk gen.Ticket, cfg *config, s
 			out.Done, out.MissedSteps, sawDone = v, ev.MissedSteps, true
 		}
 	}
+	close(finished)
 	prog.Stop()
 
 	mu.Lock()

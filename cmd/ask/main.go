@@ -23,7 +23,9 @@
 // exits 4 too. While the service has not yet answered the ask itself, ask waits for
 // that answer (it may hold a ticket to cancel) for the same 5 s, then says the ask may have
 // been made, and exits 4. A second Ctrl-C exits at once; the first named the ticket, so
-// --follow can still show how the run ended.
+// --follow can still show how the run ended. A reader of stdout or stderr that goes away while
+// the run works (ask --json … | head -1) is taken as Ctrl-C: the run is cancelled, not left going
+// behind a command SIGPIPE killed; once the outcome has come, it changes nothing.
 //
 // --follow TICKET prints an ask made earlier (by this identity, and still held by the service)
 // as if it had just been asked: its progress from the start, then its outcome and exit status.
@@ -88,7 +90,10 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
+	// A reader of the output that has gone (ask … | head -1) ends the run as Ctrl-C does.
+	ctx, stopWatch := untilReaderGone(ctx, int(os.Stdout.Fd()), int(os.Stderr.Fd()))
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, askconfig.Process)
+	stopWatch()
 	stop()
 	os.Exit(code)
 }

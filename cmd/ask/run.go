@@ -49,8 +49,9 @@ const usage = `usage: ask [flags] QUESTION...
 Asks the ask service a question and prints the outcome. Progress goes to stderr;
 the outcome (or, with --json, every event as NDJSON) to stdout. Flags may come
 before or after the question's words; everything after -- is the question
-(ask -- what is -5 squared). Ctrl-C (SIGTERM, or the terminal closing) cancels
-the run and waits up to 5 s for it to confirm; a second Ctrl-C leaves at once
+(ask -- what is -5 squared). Ctrl-C (SIGTERM, the terminal closing, or the output's
+reader going away during the run, as in ask --json … | head -1) cancels the run
+and waits up to 5 s for it to confirm; a second Ctrl-C leaves at once
 (nohup ask … leaves the run going when the terminal closes). --follow prints how an ask
 made earlier goes on and ends (its events from the start): after a lost stream, or
 a run another terminal made; Ctrl-C then stops watching and leaves the run alone.

@@ -54,6 +54,9 @@
 //	4  error: the run failed, timed out or was cancelled
 //	130  Ctrl-C while following a ticket with --follow or --cancel (the run goes on)
 //
+// A second Ctrl-C (or SIGTERM) ends ask by the signal itself, with no status of its own (a shell
+// shows 128 + the signal's number: 130 for Ctrl-C); the first named the ticket.
+//
 // Flags and environment:
 //
 //	--url URL     the service, gateway prefix included ($ASK_URL; default http://127.0.0.1:8080/ask)

@@ -191,6 +191,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.checkStreamNodes(ctx)
+	s.checkEviction(ctx)
 	s.sub = s.rdb.Subscribe(ctx, s.keys.changed(), s.keys.ended())
 	for range 2 { // the subscriptions' confirmations
 		if _, err := s.sub.Receive(ctx); err != nil {
@@ -319,8 +320,10 @@ func (s *Store) checkPersistence(ctx context.Context) (cantTell bool, err error)
 		return false, errors.New(`redis store: this Redis persists to disk (RDB or AOF, or an RDB file for each replica's sync) and would write the question text there readable: ` +
 			`seal it at rest (DAS_ASK_SEAL_KEYS) for the durable mode, or run Redis with --save "" --appendonly no --repl-diskless-sync yes`)
 	case d.persists():
+		fsync := s.configValue(ctx, "appendfsync")
 		s.log.Info("redis store: durable mode: Redis persists; the question is sealed at rest", "appendonly", d.aof,
-			"appendfsync", s.configValue(ctx, "appendfsync"), "save", d.save, "seal_key", s.seal.SealingKey(), "buckets", s.keys.buckets)
+			"appendfsync", fsync, "save", d.save, "seal_key", s.seal.SealingKey(), "buckets", s.keys.buckets)
+		s.checkDurability(d, fsync)
 	default:
 		s.log.Info("redis store: memory-only mode: Redis does not persist; a Redis restart loses every ticket and conversation", "buckets", s.keys.buckets)
 	}
@@ -346,6 +349,44 @@ func (s *Store) checkStreamNodes(ctx context.Context) {
 			strconv.Itoa(StreamNodeMaxBytes)+" holds a short log in less (see docs/scale-out.md, Sizing Redis)",
 			"stream_node_max_bytes", n, "recommended", StreamNodeMaxBytes)
 	}
+}
+
+// checkDurability warns, once at the start, when a Redis the durable mode runs on may lose more
+// than its last second in a restart, which is what the durable mode's recovery is built for
+// (docs/scale-out.md, "The Redis an operator must run: two modes"): each replica writes again
+// the ends and keyed creations of its last ten seconds, and a reader's cursor is believed past
+// the log for three leases. Without an AOF a restart goes back to the last RDB snapshot, minutes
+// maybe; with appendfsync no a crash of the machine loses what the kernel had not written yet
+// (about 30 s on Linux). Past those bounds an ask that had ended comes back running and is
+// ended again by the lapse sweep, at seqs its readers were given for other events. Only a
+// warning: the question is sealed either way.
+func (s *Store) checkDurability(d diskUse, fsync string) {
+	switch {
+	case d.aof != "yes":
+		s.log.Warn("redis store: durable mode without an append-only file (appendonly no): a Redis restart loses everything written since its last RDB snapshot, "+
+			"not the last second, and asks that had ended come back running; run Redis with --appendonly yes --appendfsync everysec (see docs/scale-out.md)",
+			"appendonly", d.aof, "save", d.save)
+	case fsync == "no":
+		s.log.Warn("redis store: durable mode with appendfsync no: a crash of the machine loses what the kernel had not yet written of the AOF (about 30 s), "+
+			"not the last second, and asks that had ended come back running; run Redis with --appendfsync everysec (see docs/scale-out.md)",
+			"appendfsync", fsync)
+	}
+}
+
+// checkEviction warns, once at the start, of a Redis that evicts keys when it reaches its
+// maxmemory (any maxmemory-policy but noeviction): it would drop tickets, logs, conversations
+// and the store's generation silently, where noeviction refuses writes, which the service
+// answers 503 and waits out (docs/scale-out.md, "Sizing Redis"). Found by an audit: under
+// allkeys-lru at its maxmemory, finished tickets read 404 within their TTL and the generation
+// key was evicted, so the next ids were minted in a new generation. A server that does not
+// answer CONFIG GET is not judged.
+func (s *Store) checkEviction(ctx context.Context) {
+	policy, limit := s.configValue(ctx, "maxmemory-policy"), s.configValue(ctx, "maxmemory")
+	if policy == "" || policy == "noeviction" || limit == "" || limit == "0" {
+		return
+	}
+	s.log.Warn("redis store: maxmemory-policy "+policy+" evicts keys at maxmemory: tickets, their logs and conversations would vanish before their TTL; "+
+		"set maxmemory-policy noeviction (see docs/scale-out.md, Sizing Redis)", "maxmemory_policy", policy, "maxmemory", limit)
 }
 
 // diskUse is what a Redis writes to disk of what it holds: RDB snapshots on a schedule (save),

@@ -252,6 +252,73 @@ func TestHintsStreamNodeSize(t *testing.T) {
 	}
 }
 
+// TestWarnsOfADurableModeThatLosesMore: the durable mode's recovery is built for a Redis that
+// loses at most its last second (an AOF, appendfsync everysec); askd warns at the start when
+// the Redis it seals for would lose more: no AOF (RDB snapshots only), or appendfsync no.
+func TestWarnsOfADurableModeThatLosesMore(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	keys, err := seal.ParseKeys(seal.NewKey("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.ConfigSet(context.Background(), "save", "")
+	defer rc.ConfigSet(context.Background(), "appendonly", "no")
+	for _, tc := range []struct {
+		save, aof, fsync, warn string
+	}{
+		{"3600 1", "no", "everysec", "without an append-only file"},
+		{"", "yes", "no", "appendfsync no"},
+		{"", "yes", "everysec", ""},
+		{"3600 1", "yes", "always", ""},
+	} {
+		for name, v := range map[string]string{"save": tc.save, "appendonly": tc.aof, "appendfsync": tc.fsync} {
+			if err := rc.ConfigSet(t.Context(), name, v).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var logs bytes.Buffer
+		newStore(t, srv, redisstore.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Seal: keys})
+		warned := strings.Contains(logs.String(), "level=WARN")
+		if tc.warn == "" && warned {
+			t.Errorf("save %q appendonly %s appendfsync %s: warned: %s", tc.save, tc.aof, tc.fsync, logs.String())
+		}
+		if tc.warn != "" && (!warned || !strings.Contains(logs.String(), tc.warn)) {
+			t.Errorf("save %q appendonly %s appendfsync %s: no warning %q: %s", tc.save, tc.aof, tc.fsync, tc.warn, logs.String())
+		}
+	}
+}
+
+// TestWarnsOfEviction: a Redis that evicts keys at its maxmemory would drop tickets and
+// conversations silently (docs/scale-out.md, "Sizing Redis": noeviction), so askd warns at the
+// start when its policy evicts and a maxmemory is set.
+func TestWarnsOfEviction(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	defer rc.ConfigSet(context.Background(), "maxmemory", "0")
+	defer rc.ConfigSet(context.Background(), "maxmemory-policy", "noeviction")
+	for _, tc := range []struct {
+		policy, max string
+		warn        bool
+	}{
+		{"allkeys-lru", "1gb", true},
+		{"volatile-ttl", "1gb", true},
+		{"noeviction", "1gb", false},
+		{"allkeys-lru", "0", false},
+	} {
+		for name, v := range map[string]string{"maxmemory-policy": tc.policy, "maxmemory": tc.max} {
+			if err := rc.ConfigSet(t.Context(), name, v).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var logs bytes.Buffer
+		newStore(t, srv, redisstore.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if got := strings.Contains(logs.String(), "maxmemory-policy "+tc.policy+" evicts keys"); got != tc.warn {
+			t.Errorf("maxmemory-policy %s maxmemory %s: warned %v, want %v: %s", tc.policy, tc.max, got, tc.warn, logs.String())
+		}
+	}
+}
+
 // TestOwnerCapsCountLiveEntries: the per-owner caps count an owner's conversations and tickets
 // until their TTL ends; an owner's index lives while anything in it runs and expires with its
 // last entry, so owners who hold nothing leave nothing behind.

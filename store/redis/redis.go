@@ -183,6 +183,11 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		s.closeClient()
+		if sentinel != nil {
+			if why := whyNoPrimary(ctx, sentinel); why != nil {
+				return nil, why
+			}
+		}
 		return nil, fmt.Errorf("redis store: %w", err)
 	}
 	cantTell, err := s.checkPersistence(ctx)

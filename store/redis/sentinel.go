@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -121,4 +122,39 @@ func (s *Store) resubscribe(ctx context.Context) error {
 	err := old.Close() // the notification goroutine's channel closes: it takes sub next
 	s.resub <- sub
 	return err
+}
+
+// askSentinelsWithin bounds each Sentinel's answer to whyNoPrimary.
+const askSentinelsWithin = time.Second
+
+// whyNoPrimary says why the failover client reached no primary at the start, by asking each
+// Sentinel of the URL for uo.MasterName itself; nil when one names a primary (that primary is
+// then what did not answer, as the client's error says). go-redis words a master name that no
+// Sentinel monitors as "all sentinels specified in configuration are unreachable: redis: nil"
+// (an audit took it for Sentinels that were down), and Sentinels that are down as its dial's
+// deadline, "context deadline exceeded", naming none of them. The question is asked even when
+// ctx's deadline has passed (the start's dial used it up), under its own bound.
+func whyNoPrimary(ctx context.Context, uo *goredis.UniversalOptions) error {
+	var know []string
+	var down []string
+	for _, addr := range uo.Addrs {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), askSentinelsWithin)
+		sc := goredis.NewSentinelClient(&goredis.Options{Addr: addr, TLSConfig: uo.TLSConfig, Protocol: 2, MaxRetries: -1})
+		_, err := sc.GetMasterAddrByName(ctx, uo.MasterName).Result()
+		_ = sc.Close()
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, goredis.Nil):
+			know = append(know, addr)
+		default:
+			down = append(down, addr+": "+err.Error())
+		}
+	}
+	if len(know) > 0 {
+		return fmt.Errorf("redis store: no Sentinel monitors a primary named %q (asked %s; the name is the URL's path)",
+			uo.MasterName, strings.Join(know, ", "))
+	}
+	return fmt.Errorf("redis store: no Sentinel of the URL answered (%s)", strings.Join(down, "; "))
 }

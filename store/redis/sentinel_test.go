@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,32 @@ func hasClientRecord(out, prefix, addr string) bool {
 		}
 	}
 	return false
+}
+
+// TestSentinelStartNamesTheCause: a Sentinel URL on which no primary can be found fails New with
+// the cause: a master name no Sentinel monitors, or Sentinels that do not answer, naming them.
+// go-redis words the first "all sentinels specified in configuration are unreachable: redis:
+// nil" (an audit read it as Sentinels down) and the second as the dial's deadline.
+func TestSentinelStartNamesTheCause(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary, a replica and a Sentinel")
+	}
+	sen := redistest.StartSentinel(t)
+	wrong := strings.TrimSuffix(sen.URL(), "/ask") + "/nosuch"
+	_, err := redisstore.New(t.Context(), redisstore.Options{URL: wrong})
+	if err == nil || !strings.Contains(err.Error(), `no Sentinel monitors a primary named "nosuch"`) || strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("a master name no Sentinel monitors: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	_, err = redisstore.New(ctx, redisstore.Options{URL: "redis+sentinel://" + gone + "/ask"})
+	if err == nil || !strings.Contains(err.Error(), "no Sentinel of the URL answered") || !strings.Contains(err.Error(), gone) {
+		t.Errorf("no Sentinel answering: %v", err)
+	}
 }

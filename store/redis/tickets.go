@@ -165,8 +165,13 @@ func (s *Store) Ticket(ctx context.Context, id string) (store.Ticket, error) {
 		LastSeq:        atoi(m["last"]),
 		Floor:          atoi(m["floor"]),
 	}
-	if q := m["q"]; strings.HasPrefix(q, seal.Prefix) && (s.seal == nil || !s.seal.Knows(q)) {
-		t.Shredded = true // its key dropped: the log's accepted no longer opens either
+	if q := m["q"]; strings.HasPrefix(q, seal.Prefix) {
+		// Its key dropped, or replaced under the same id (a key made again and given the old
+		// kid, which Knows cannot tell): the log's accepted no longer opens either. Opened, not
+		// only its kid looked up: an audit found a replaced key's tickets answering their status
+		// and a stream of no event that closed without done, which clients follow for ever.
+		_, ok := s.open([]byte(q), questionAD(id))
+		t.Shredded = !ok
 	}
 	if m["finished"] != "1" {
 		return t, nil

@@ -148,9 +148,11 @@ const claimBatch = 32
 
 // round claims and attempts due deliveries until none is due and none is in flight. It keeps up
 // to claimBatch attempts in flight and claims more as each ends or as a run's end makes one due
-// (Due's wake-up), so a receiver that hangs for its whole timeout holds one slot, not the
-// deliveries that come due behind it (found by an audit: every delivery waited for the slowest
-// attempt of the batch claimed before it).
+// (Due's wake-up) or as the clock brings them due (a retry's time, another replica's lapsed
+// claim: every Poll), so a receiver that hangs for its whole timeout holds one slot, not the
+// deliveries that come due behind it (found by audits: every delivery waited for the slowest
+// attempt of the batch claimed before it; later, a retry waited past its next_attempt_at for
+// an attempt elsewhere that hung, as only a run's end woke the round).
 func (d *Deliverer) round(ctx context.Context) {
 	select {
 	case d.turn <- struct{}{}:
@@ -160,6 +162,8 @@ func (d *Deliverer) round(ctx context.Context) {
 	}
 	hold := 2 * d.cfg.Timeout // an attempt ends within Timeout; then the claim lapses
 	ended := make(chan struct{}, claimBatch)
+	poll := time.NewTicker(d.cfg.Poll)
+	defer poll.Stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	inflight := 0
@@ -193,6 +197,7 @@ func (d *Deliverer) round(ctx context.Context) {
 		case <-ended:
 			inflight--
 		case <-d.wake: // a run's end made one due
+		case <-poll.C: // a retry's time came, or another replica's claim lapsed
 		case <-ctx.Done():
 		}
 	}

@@ -241,6 +241,44 @@ func TestSlowReceiverHoldsOneSlot(t *testing.T) {
 	})
 }
 
+// TestRetryComesDueWhileAnotherHangs: a retry whose time comes while another delivery's attempt
+// hangs is made at its time (within a Poll), not once the hanging attempt ends (found by an
+// audit: askd retried a 503 eight seconds after its next_attempt_at, when a receiver elsewhere
+// hung for the 10 s timeout; only a run's end woke the round, not the clock).
+func TestRetryComesDueWhileAnotherHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ob := store.NewMemoryOutbox()
+		d, err := New(Options{Config: Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}, Timeout: 10 * time.Second},
+			Outbox: ob, Tickets: finished{}, Transport: hanging{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/slow", Due: start, Expires: start.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		// A retry, due in 2 s by the clock: nothing calls Due for it.
+		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t2", ID: "msg_2", URL: "https://hooks.example/fast", Attempts: 1, Due: start.Add(2 * time.Second), Expires: start.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait() // the slow attempt is in flight
+
+		time.Sleep(2*time.Second + DefaultPoll)
+		synctest.Wait()
+		w, err := ob.Webhook(t.Context(), "t2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.State != gen.WebhookStateDelivered {
+			t.Errorf("the retry due at 2 s, %v in, while another attempt hangs: %s after %d attempts, want delivered", time.Since(start), w.State, w.Attempts)
+		}
+	})
+}
+
 // counting wraps hanging and counts the attempts it holds at once.
 type counting struct {
 	mu             sync.Mutex

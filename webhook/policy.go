@@ -3,6 +3,7 @@ package webhook
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -83,14 +84,15 @@ func notInURL(r rune) bool {
 
 // allowed reports whether u starts with an allowed prefix, comparing scheme and host without
 // case and the rest as written; a prefix's host must match whole (https://a.example does not
-// admit https://a.example.evil).
+// admit https://a.example.evil), its port with the scheme's default made explicit
+// (https://a.example is https://a.example:443).
 func (c Config) allowed(u *url.URL) bool {
 	for _, p := range c.Allow {
 		pu, err := url.Parse(p)
 		if err != nil {
 			continue
 		}
-		if !strings.EqualFold(pu.Scheme, u.Scheme) || !strings.EqualFold(pu.Host, u.Host) {
+		if !strings.EqualFold(pu.Scheme, u.Scheme) || hostPort(pu) != hostPort(u) {
 			continue
 		}
 		if strings.HasPrefix(u.EscapedPath(), pu.EscapedPath()) {
@@ -98,6 +100,21 @@ func (c Config) allowed(u *url.URL) bool {
 		}
 	}
 	return false
+}
+
+// hostPort is u's host, lowercase, and port, the scheme's default when u names none: the
+// address a request to u connects to, so that https://h/ and https://h:443/ are one destination.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // dotSegments reports whether the decoded path p holds a "." or ".." segment. The prefix

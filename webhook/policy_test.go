@@ -90,6 +90,34 @@ func TestCheckURL(t *testing.T) {
 	}
 }
 
+// TestDefaultPortIsNoOtherHost: a scheme's default port, written or not, in the prefix or in
+// the URL, names the same destination (found by an audit: https://h:443/ask/x was refused under
+// https://h/ask/, and under a prefix written https://h:443/ask/ so was every https://h/ask/…).
+func TestDefaultPortIsNoOtherHost(t *testing.T) {
+	c := webhook.Config{
+		Allow:   []string{"https://hooks.example.com/ask/", "https://h2.example.com:443/p/"},
+		Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+	}
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://hooks.example.com:443/ask/x", true},
+		{"https://HOOKS.example.com:443/ask/x", true},
+		{"https://hooks.example.com:/ask/x", true},
+		{"https://h2.example.com/p/x", true},
+		{"https://h2.example.com:443/p/x", true},
+		{"https://hooks.example.com:8443/ask/x", false},
+		{"https://hooks.example.com:80/ask/x", false},
+		{"https://h2.example.com:8443/p/x", false},
+		{"https://hooks.example.com.evil:443/ask/x", false},
+	} {
+		if err := c.CheckURL(tc.url); (err == nil) != tc.ok {
+			t.Errorf("CheckURL(%q) = %v, want ok %v", tc.url, err, tc.ok)
+		}
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string

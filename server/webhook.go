@@ -48,6 +48,7 @@ func (s *Server) startWebhooks() error {
 	}
 	d, err := webhook.New(webhook.Options{
 		Config: wo.Config, Outbox: ob, Tickets: s.store, Observer: wo.Observer, Logger: log,
+		TicketTTL: s.opts.TTL, // no attempt after the ticket is gone
 	})
 	if err != nil {
 		return err

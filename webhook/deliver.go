@@ -44,6 +44,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport replaces the network, for tests; the policy's dial checks then do not apply.
 	Transport http.RoundTripper
+	// TicketTTL is how long a finished ticket lives (DAS_ASK_TTL_S): no attempt is scheduled
+	// after its done plus TicketTTL, when the ticket is gone. Zero: only a delivery's Expires
+	// bounds it.
+	TicketTTL time.Duration
 }
 
 // Deliverer delivers due webhooks from an outbox until its Run returns. Several deliverers (one
@@ -56,6 +60,7 @@ type Deliverer struct {
 	log     *slog.Logger
 	send    *sender
 	holder  string
+	ttl     time.Duration // Options.TicketTTL
 	wake    chan struct{}
 	// turn is held by the round in progress (capacity 1): Drain waits for Run's to end.
 	turn chan struct{}
@@ -85,7 +90,7 @@ func New(opts Options) (*Deliverer, error) {
 	}
 	return &Deliverer{
 		cfg: cfg, outbox: opts.Outbox, tickets: opts.Tickets, obs: opts.Observer, log: log, send: s,
-		holder: "d_" + rand.Text(), wake: make(chan struct{}, 1), turn: make(chan struct{}, 1),
+		holder: "d_" + rand.Text(), ttl: opts.TicketTTL, wake: make(chan struct{}, 1), turn: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -263,7 +268,7 @@ func (d *Deliverer) attempt(ctx context.Context, w store.Webhook) {
 		}
 	default:
 		next := now.Add(backoff(d.cfg, w.Attempts, res.RetryAfter))
-		if w.Attempts >= d.cfg.MaxAttempts || !next.Before(w.Expires) {
+		if w.Attempts >= d.cfg.MaxAttempts || !next.Before(d.expires(w, doneAt)) {
 			w.State, w.Due = gen.WebhookStateFailed, time.Time{}
 		} else {
 			w.Due = next
@@ -272,6 +277,19 @@ func (d *Deliverer) attempt(ctx context.Context, w store.Webhook) {
 	d.log.Info("webhook attempt", "ticket", w.Ticket, "webhook_id", w.ID, "attempt", w.Attempts,
 		"status", res.Status, "error", res.Err, "state", string(w.State), "elapsed_ms", res.Elapsed.Milliseconds())
 	d.record(ctx, w, doneAt)
+}
+
+// expires is when w's ticket is gone: TicketTTL after its done, or w.Expires if that is sooner
+// or the done's time is unknown. w.Expires alone comes later (it is set at admission, a run's
+// deadline and a margin ahead of any done), so an attempt scheduled by it alone could come
+// after the ticket expired: never made, the delivery ending ticket_expired instead.
+func (d *Deliverer) expires(w store.Webhook, doneAt time.Time) time.Time {
+	if d.ttl > 0 && !doneAt.IsZero() {
+		if e := doneAt.Add(d.ttl); e.Before(w.Expires) {
+			return e
+		}
+	}
+	return w.Expires
 }
 
 // record stores w's new state; a final state is reported to the observer.

@@ -176,6 +176,57 @@ func TestAttemptsStayWithinTheTicketsTTL(t *testing.T) {
 	})
 }
 
+// endedAt is a Tickets with one ticket finished at a given time (its done's ts).
+type endedAt time.Time
+
+func (e endedAt) Ticket(_ context.Context, id string) (store.Ticket, error) {
+	ts := time.Time(e).UTC().Format(time.RFC3339Nano)
+	return store.Ticket{ID: id, ConversationID: "c1", LastSeq: 5,
+		Terminal: &store.Event{Seq: 4, Type: gen.EventTypeAnswer, Data: []byte(`{"seq":4,"type":"answer","text":"42"}`)},
+		Done:     &store.Event{Seq: 5, Type: gen.EventTypeDone, Data: []byte(`{"seq":5,"type":"done","ts":"` + ts + `"}`)},
+	}, nil
+}
+
+// TestAttemptsStopWhereTheTicketExpires: the ticket expires TicketTTL after its done, earlier
+// than the delivery's own Expires (set at admission, from the run's deadline); no attempt is
+// scheduled after it, so the last one ends the delivery failed (found by an audit: with
+// DAS_ASK_TTL_S=8, GET showed pending with a next_attempt_at after the ticket's expiry, and
+// the delivery then ended ticket_expired unlogged, its last attempt logged pending).
+func TestAttemptsStopWhereTheTicketExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var answers []*http.Response
+		for range 20 {
+			answers = append(answers, answer(503, "30"))
+		}
+		rt := &scripted{t: t, answers: answers}
+		ob := store.NewMemoryOutbox()
+		cfg := Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}, MaxAttempts: 20, MaxBackoff: time.Minute}
+		now := time.Now()
+		d, err := New(Options{Config: cfg, Outbox: ob, Tickets: endedAt(now), Transport: rt, TicketTTL: 100 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		// Retry-After 30 s each time, the ticket gone at 100 s: attempts at 0, 30, 60, 90; the
+		// next would be at 120.
+		time.Sleep(95 * time.Second)
+		synctest.Wait()
+		w, err := ob.Webhook(t.Context(), "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.State != gen.WebhookStateFailed || len(rt.at) != 4 {
+			t.Fatalf("delivery %+v after %d requests, want failed after 4", w, len(rt.at))
+		}
+	})
+}
+
 func TestBackoffShape(t *testing.T) {
 	c := Config{BaseBackoff: time.Second, MaxBackoff: 10 * time.Second}
 	for n, hi := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 40: 10 * time.Second} {

@@ -344,6 +344,10 @@ type edge struct {
 }
 
 func (x edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 { // only `PRI * HTTP/2.0` gets here: net/http refuses other versions
+		refuseVersion(w)
+		return
+	}
 	if w.Header().Get(requestid.Header) == "" {
 		w.Header().Set(requestid.Header, requestid.From(r.Header.Get(requestid.Header)))
 	}
@@ -361,6 +365,22 @@ func (x edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		x.e.ServeHTTP(w, r)
 	}
+}
+
+// refuseVersion answers the HTTP/2 connection preface sent as HTTP/1 text (`PRI * HTTP/2.0`,
+// which h2c with prior knowledge opens with) as net/http answers every other request line of a
+// version other than 1.x, and as the contract's description says: 505, text/plain, no request
+// id, the connection closed. net/http passes that one request line on to the handler, so that
+// one can take the connection over for HTTP/2; the service serves HTTP/1.x, and answered it
+// with a 404 problem as for a path it does not have, which an HTTP/2 client reads as garbage.
+// Kept out of line: edge's frame stays on every stream's stack.
+//
+//go:noinline
+func refuseVersion(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(http.StatusHTTPVersionNotSupported)
+	_, _ = io.WriteString(w, "505 HTTP Version Not Supported: unsupported protocol version")
 }
 
 // bodyDeadline gives the request's body d to arrive. readBody lifts it once the body is read;

@@ -370,13 +370,15 @@ func (x edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // refuseVersion answers the HTTP/2 connection preface sent as HTTP/1 text (`PRI * HTTP/2.0`,
 // which h2c with prior knowledge opens with) as net/http answers every other request line of a
 // version other than 1.x, and as the contract's description says: 505, text/plain, no request
-// id, the connection closed. net/http passes that one request line on to the handler, so that
-// one can take the connection over for HTTP/2; the service serves HTTP/1.x, and answered it
-// with a 404 problem as for a path it does not have, which an HTTP/2 client reads as garbage.
-// Kept out of line: edge's frame stays on every stream's stack.
+// id (not even the one obs, in front, set), the connection closed. net/http passes that one
+// request line on to the handler, so that one can take the connection over for HTTP/2; the
+// service serves HTTP/1.x, and answered it with a 404 problem as for a path it does not have,
+// which an HTTP/2 client cannot read. Kept out of line: edge's frame stays on every stream's
+// stack.
 //
 //go:noinline
 func refuseVersion(w http.ResponseWriter) {
+	w.Header().Del(requestid.Header) // obs, in front, sets one on every response
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(http.StatusHTTPVersionNotSupported)

@@ -125,6 +125,10 @@ type Server struct {
 	cancelBase context.CancelCauseFunc
 	// closing is closed at the end of Shutdown: streams and long polls still open return.
 	closing chan struct{}
+	// streamsCut is cancelled with closing: a stream's write that waits on a client which does
+	// not read is cut then, not at StreamWriteTimeout (sse.go, sseWriter.cut).
+	streamsCut context.Context
+	cutStreams context.CancelFunc
 	// graceOver is closed by EndGrace: Shutdown's grace ends there.
 	graceOver chan struct{}
 	endGrace  sync.Once
@@ -263,6 +267,7 @@ func New(opts Options) (*Server, error) {
 		s.store = MemoryStore(Config{TTL: opts.TTL, MaxEvents: opts.MaxEvents})
 	}
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
+	s.streamsCut, s.cutStreams = context.WithCancel(context.Background())
 	e, err := s.newEcho()
 	if err != nil {
 		s.cancelBase(errShutdown)
@@ -499,6 +504,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	default:
 		close(s.closing)
 	}
+	s.cutStreams()
 	s.runnersDone = true
 	s.mu.Unlock()
 

@@ -31,7 +31,7 @@ func (h *handlers) StreamEvents(c echo.Context, ticket gen.TicketPath, params ge
 	if out == nil {
 		return err
 	}
-	defer out.release()
+	defer out.end()
 	h.s.follow(c.Request().Context(), out, ticket, cursor)
 	return nil
 }
@@ -66,10 +66,12 @@ func (s *Server) openStream(c echo.Context, ticket string, params gen.StreamEven
 	if c.Request().Method == http.MethodHead {
 		return nil, 0, nil
 	}
-	out := &sseWriter{w: w, rc: http.NewResponseController(w.Writer), pool: &s.sseBufs, timeout: s.opts.StreamWriteTimeout}
+	out := &sseWriter{w: w, rc: http.NewResponseController(w.Writer), pool: &s.sseBufs, timeout: s.opts.StreamWriteTimeout, closed: s.closing}
+	out.unwatch = context.AfterFunc(s.streamsCut, out.cut)
 	// The opening comment makes proxies pass the headers on at once.
 	out.open()
 	if err := out.flush(); err != nil {
+		out.end()
 		return nil, 0, nil
 	}
 	return out, cursor, nil
@@ -375,14 +377,48 @@ type sseWriter struct {
 	// Past it the write fails and the stream ends. (net/http clears the deadline once the response is done, so
 	// it bounds nothing after the stream on a kept-alive connection.)
 	timeout time.Duration
+	// closed is closed once the server closes its streams (Shutdown's closing): from then on
+	// each write has at most closingWrite, and a write already waiting is cut to that by cut
+	// (on Server.streamsCut), which unwatch stops watching for. Before, a client that did not
+	// read held its stream, and with it the HTTP server's shutdown, for up to the timeout
+	// (60 s) past the end of every run, so that askd, with nothing running, stopped only at
+	// its own bound (the grace and 10 s), with an error.
+	closed  <-chan struct{}
+	unwatch func() bool
 }
+
+// closingWrite is how long a stream's write may wait for its client once the server closes:
+// a client that reads takes what the log still holds for it, one that does not is let go.
+const closingWrite = 2 * time.Second
 
 // bound sets the connection's write deadline for the next write. A writer that cannot take
 // deadlines (a test's recorder) writes unbounded.
 func (o *sseWriter) bound() {
-	if o.timeout > 0 {
-		_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	d := o.timeout
+	select {
+	case <-o.closed: // a nil channel (a writer without a server) is never ready
+		if d <= 0 || d > closingWrite {
+			d = closingWrite
+		}
+	default:
 	}
+	if d > 0 {
+		_ = o.rc.SetWriteDeadline(time.Now().Add(d))
+	}
+}
+
+// cut bounds a write under way when the server closes its streams (closed): it runs on a
+// goroutine of its own, beside the stream's, which a connection's deadlines allow.
+func (o *sseWriter) cut() {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(closingWrite))
+}
+
+// end is the stream's last act: it stops watching for the server's close and gives the buffer back.
+func (o *sseWriter) end() {
+	if o.unwatch != nil {
+		o.unwatch()
+	}
+	o.release()
 }
 
 // sseBufMax is the largest buffer given back to the pool: a batch is written every sseChunk,

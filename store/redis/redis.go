@@ -95,6 +95,9 @@ type Store struct {
 	runs      runs          // the tickets this instance runs: Finish names their keys without a read
 	ends      ends          // the runs' own ends that arrive together, sent as one call per bucket
 	claimFrom atomic.Uint32 // the bucket ClaimWebhooks starts at, moving on at every call
+	// seenGen is the generation this instance last read or set (Generation): one it finds
+	// replaced is a Redis that lost everything it held, which it says (sawGeneration).
+	seenGen atomic.Pointer[string]
 
 	subMu     sync.Mutex
 	sub       *goredis.PubSub      // the change notifications' subscription (replaced after a Sentinel switch)
@@ -221,12 +224,33 @@ func (s *Store) Generation(ctx context.Context) (string, error) {
 	old, err := s.rdb.SetArgs(ctx, s.keys.generation(), g, goredis.SetArgs{Mode: "NX", Get: true}).Result()
 	if errors.Is(err, goredis.Nil) {
 		s.kickPersistence() // a Redis that lost everything may be a new one, set up otherwise
+		s.sawGeneration(ctx, g)
 		return g, nil
 	}
 	if err != nil {
 		return "", wrap(err)
 	}
+	s.sawGeneration(ctx, old)
 	return old, nil
+}
+
+// sawGeneration notes g as the store's generation, and warns when it replaced the one this
+// instance saw before: Redis lost everything it held (a memory-only Redis restarted, a durable
+// one restarted without its AOF or on another server, the key evicted), so every ticket and
+// conversation made before reads 404 lost and the asks running end error{interrupted}. A
+// durable store asks again how Redis persists, and says so as at the start: an audit restarted
+// a durable mode's Redis with --appendonly no, and the store's only line was its
+// subscription's reconnect. (Two calls racing across a change may each warn; never none.)
+func (s *Store) sawGeneration(ctx context.Context, g string) {
+	prev := s.seenGen.Swap(&g)
+	if prev == nil || *prev == g {
+		return
+	}
+	s.log.Warn("redis store: Redis lost everything it held (its generation changed): tickets and conversations made before read 404 lost, asks running end error{interrupted}",
+		"generation", g, "was", *prev)
+	if s.seal != nil {
+		_, _ = s.checkPersistence(ctx)
+	}
 }
 
 // Home implements store.Homed: the mark ("b<N>") of the owner's bucket, which the service ends

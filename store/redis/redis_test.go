@@ -17,6 +17,7 @@ import (
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
@@ -696,5 +697,48 @@ func neverExpires(t *testing.T, rc *goredis.Client, keys ...string) {
 		if d := rc.PTTL(t.Context(), k).Val(); d != -1 {
 			t.Errorf("%s expires in %v while an ask runs, want never (-1)", k, d)
 		}
+	}
+}
+
+// TestSaysWhenRedisLostEverything: a store that finds its generation replaced (Redis restarted
+// without what it held) warns, and a durable one says how the Redis it meets now persists: an
+// audit restarted a durable mode's Redis with --appendonly no, losing every ticket, and the
+// store's only line was its subscription's reconnect.
+func TestSaysWhenRedisLostEverything(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := raw(t, srv)
+	keys, err := seal.ParseKeys(seal.NewKey("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.ConfigSet(context.Background(), "appendonly", "no")
+	if err := rc.ConfigSet(t.Context(), "appendonly", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logtest.Buffer{}
+	s := newStore(t, srv, redisstore.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Seal: keys})
+	first, err := s.Generation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.Generation(t.Context()); again != first || strings.Contains(logs.String(), "lost everything") {
+		t.Fatalf("generation %q then %q: %s", first, again, logs.String())
+	}
+	// What a restart without the AOF leaves: nothing, and a Redis that does not persist.
+	for _, cmd := range [][]any{{"config", "set", "appendonly", "no"}, {"flushall"}} {
+		if err := rc.Do(t.Context(), cmd...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next, err := s.Generation(t.Context())
+	if err != nil || next == first {
+		t.Fatalf("generation %q after the loss (%v), was %q", next, err, first)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "Redis lost everything it held") || !strings.Contains(out, "was="+first) {
+		t.Errorf("no warning of the loss: %s", out)
+	}
+	if !strings.Contains(out, "memory-only mode: Redis does not persist") {
+		t.Errorf("the durable store did not say Redis no longer persists: %s", out)
 	}
 }

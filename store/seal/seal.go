@@ -146,22 +146,6 @@ func (k *Keys) Open(sealed, ad []byte) ([]byte, error) {
 	return plain, nil
 }
 
-// Knows reports whether sealed could be opened by these keys as far as its key goes: true when
-// it is not in the sealed format, or names a configured key; false when the key that sealed it
-// is no longer configured (crypto-shredded). It opens nothing.
-func (k *Keys) Knows(sealed string) bool {
-	rest, ok := strings.CutPrefix(sealed, Prefix)
-	if !ok {
-		return true
-	}
-	kid, _, ok := strings.Cut(rest, ":")
-	if !ok {
-		return true // not a seal of ours: Open says ErrNotSealed
-	}
-	_, ok = k.aeads[kid]
-	return ok
-}
-
 // Tags are keyed digests of msg for the place ad names, one per configured key, the sealing
 // key's first. The same msg and ad always give the same tags, so a value can be recognised
 // again without being kept (an Idempotency-Key's request, whose body holds the question); and

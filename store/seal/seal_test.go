@@ -62,14 +62,6 @@ func TestSealOpen(t *testing.T) {
 	if _, err := mustKeys(t, k2).Open(sealed, ad); !errors.Is(err, seal.ErrUnknownKey) {
 		t.Errorf("Open after the key was dropped: %v, want ErrUnknownKey", err)
 	}
-	// Knows tells so by the key's id alone; a value not sealed is not shredded.
-	if s := string(sealed); !old.Knows(s) || !rotated.Knows(s) || mustKeys(t, k2).Knows(s) {
-		t.Errorf("Knows of k1's seal: with k1 %v, with k2,k1 %v, with k2 %v; want true, true, false",
-			old.Knows(s), rotated.Knows(s), mustKeys(t, k2).Knows(s))
-	}
-	if !mustKeys(t, k2).Knows(string(question)) {
-		t.Error("Knows of a value not sealed: false")
-	}
 }
 
 func TestParseKeysRefuses(t *testing.T) {

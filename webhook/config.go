@@ -150,6 +150,10 @@ func checkPrefix(p string) error {
 	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" {
 		return errors.New("want an absolute URL prefix such as https://hooks.example.com/ask/")
 	}
+	if dotSegments(u.Path) {
+		// CheckURL refuses every URL with one, so no URL could be under this prefix.
+		return errors.New("a dot segment (. or ..) in a prefix admits no URL: write the path it resolves to")
+	}
 	return checkScheme(u)
 }
 

@@ -48,6 +48,9 @@ func (c Config) CheckURL(raw string) error {
 		return refuse("a %% not followed by two hexadecimal digits is not allowed in a webhook URL")
 	}
 	u, err := url.Parse(raw)
+	if err != nil && strings.Contains(err.Error(), "invalid port") {
+		return refuse("its port is not a number") // https://h:443.evil/: the error quotes the URL, which may be a credential
+	}
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
 		return refuse("not an absolute URL")
 	}
@@ -60,8 +63,12 @@ func (c Config) CheckURL(raw string) error {
 	if err := checkScheme(u); err != nil {
 		return refuse("%v", err)
 	}
-	if dotSegments(u.Path) {
-		return refuse("a dot segment (. or ..) is not allowed in a webhook URL's path")
+	if dotSegments(u.Path) || dotSegments(unescapedAgain(u.Path)) {
+		return refuse("a dot segment (. or ..) is not allowed in a webhook URL's path, nor one encoded twice")
+	}
+	if strings.ContainsFunc(u.Path, unicode.IsControl) {
+		// %00 and its kind: a receiver written in C, or a proxy, may end the path there.
+		return refuse("an encoded control character (such as %%00) is not allowed in a webhook URL's path")
 	}
 	if !c.allowed(u) {
 		return refuse("not under any prefix the operator allows (DAS_ASK_WEBHOOK_ALLOW)")
@@ -130,6 +137,16 @@ func dotSegments(p string) bool {
 		}
 	}
 	return false
+}
+
+// unescapedAgain is p, already decoded once, decoded a second time, as a receiver behind a
+// proxy that decodes (or one that decodes twice) sees it: /ask/%252e%252e/admin is /ask/../admin
+// to it. A p that does not decode again is returned as it is.
+func unescapedAgain(p string) string {
+	if q, err := url.PathUnescape(p); err == nil {
+		return q
+	}
+	return p
 }
 
 // metadata are cloud metadata addresses: never reachable unless named exactly in AllowAddrs.

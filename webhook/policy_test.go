@@ -47,6 +47,14 @@ func TestCheckURL(t *testing.T) {
 		{"https://hooks.example.com/ask/x/..", false},
 		{"https://hooks.example.com/ask/..", false},
 		{"https://hooks.example.com/ask/a..b/.x/x.?q=..", true}, // dots that are not a segment
+		// Encoded twice (a receiver behind a decoding proxy sees ..), and an encoded control
+		// (a receiver may end the path at %00): found by an audit, 2026-12-06.
+		{"https://hooks.example.com/ask/%252e%252e/admin", false},
+		{"https://hooks.example.com/ask/%252E./admin", false},
+		{"https://hooks.example.com/ask/..%00/admin", false},
+		{"https://hooks.example.com/ask/x%00", false},
+		{"https://hooks.example.com/ask/x%0a", false},
+		{"https://hooks.example.com/ask/100%2525", true}, // a percent sign encoded twice is not a dot
 		// The prefix is compared as written: an escaped slash is no slash to a receiver that
 		// keeps it in its segment, so /ask%2Fslack is not under /ask/.
 		{"https://hooks.example.com/ask%2Fslack", false},
@@ -116,6 +124,10 @@ func TestDefaultPortIsNoOtherHost(t *testing.T) {
 			t.Errorf("CheckURL(%q) = %v, want ok %v", tc.url, err, tc.ok)
 		}
 	}
+	// A port that is not a number is said so, without quoting the URL (it may be a credential).
+	if err := c.CheckURL("https://hooks.example.com:443.evil/ask/x"); err == nil || !strings.Contains(err.Error(), "port is not a number") || strings.Contains(err.Error(), "evil") {
+		t.Errorf("a port not a number: %v", err)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -132,6 +144,7 @@ func TestConfigValidate(t *testing.T) {
 		{"good", webhook.Config{Allow: []string{"https://h.example/", "http://localhost:8081/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, true},
 		// A prefix may not carry user info; the error says so without repeating its password.
 		{"user info", webhook.Config{Allow: []string{"https://hook-user:hunter2-pw@h.example/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
+		{"dot segment", webhook.Config{Allow: []string{"https://h.example/a/../"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
 		{"not a URL", webhook.Config{Allow: []string{"https://hook-user:hunter2-pw@h.example:port/%zz"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
 	} {
 		err := tc.c.Validate()

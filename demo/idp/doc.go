@@ -10,7 +10,9 @@
 //	POST /token                              mint a token; loopback callers only
 //
 // POST /token answers 403 unless the peer address is loopback (forwarding headers are ignored)
-// and the Host names loopback or the issuer's own host (against DNS rebinding from a browser).
+// and the Host names loopback or the issuer's own host (against DNS rebinding from a browser),
+// and to a browser's request from a web page of another origin (by Sec-Fetch-Site or Origin; a
+// request with neither, a program's, passes).
 //
 // POST /token takes a form or a JSON object with oid (required), tid (the tenant; left out, the
 // token has none), aud (default das), scope (default das, space-separated), ttl_s (default

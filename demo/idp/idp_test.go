@@ -343,6 +343,36 @@ func TestTokenEndpoint(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a web page of another origin", func(t *testing.T) {
+		// A form another web site posts from the developer's browser: the site cannot read the
+		// token, but the browser would mint one for whoever the site names.
+		for _, tc := range []struct {
+			headers map[string]string
+			want    int
+		}{
+			{map[string]string{"Origin": "http://attacker.example", "Sec-Fetch-Site": "cross-site"}, 403},
+			{map[string]string{"Origin": "http://127.0.0.1:8080", "Sec-Fetch-Site": "same-site"}, 403},
+			{map[string]string{"Origin": "http://attacker.example"}, 403},
+			{map[string]string{"Origin": "http://127.0.0.1:8090", "Sec-Fetch-Site": "same-origin"}, 200},
+			{map[string]string{"Sec-Fetch-Site": "none"}, 200},
+			{nil, 200},
+		} {
+			r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader("oid=alice"))
+			r.RemoteAddr, r.Host = "127.0.0.1:5000", "127.0.0.1:8090"
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for k, v := range tc.headers {
+				r.Header.Set(k, v)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Errorf("%v: status %d, want %d: %s", tc.headers, w.Code, tc.want, w.Body)
+			}
+			if tc.want == 403 && strings.Contains(w.Body.String(), "eyJ") {
+				t.Errorf("%v: a refused request carries a token", tc.headers)
+			}
+		}
+	})
 	t.Run("GET is not allowed", func(t *testing.T) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/token?oid=alice", nil))

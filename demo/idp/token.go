@@ -39,7 +39,8 @@ type TokenResponse struct {
 // The peer address is what counts; forwarding headers are ignored, since anyone can send them.
 // The Host must name loopback too (an IP literal or localhost) or be the issuer's own host:
 // otherwise a web page the developer visits could rebind its DNS name to 127.0.0.1 and read a
-// minted token.
+// minted token. A browser's request from another origin (a form a web page posts here) is
+// refused: that page cannot read the token, but would have the developer's browser mint one.
 func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 	if !LoopbackAddr(r.RemoteAddr) {
 		oauthError(w, http.StatusForbidden, "access_denied", "tokens are minted for loopback callers only")
@@ -47,6 +48,10 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	if !LoopbackHost(r.Host) && !strings.EqualFold(r.Host, p.issuerHost) {
 		oauthError(w, http.StatusForbidden, "access_denied", "tokens are minted for requests addressed to a loopback host only")
+		return
+	}
+	if err := sameOrigin.Check(r); err != nil {
+		oauthError(w, http.StatusForbidden, "access_denied", "tokens are not minted for a web page of another origin")
 		return
 	}
 	req, tidGiven, err := decodeTokenRequest(r)
@@ -99,6 +104,10 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, TokenResponse{AccessToken: token, TokenType: "Bearer", ExpiresIn: expiresIn})
 }
+
+// sameOrigin tells a browser's cross-origin request by its Sec-Fetch-Site or Origin header; a
+// request with neither (curl, dev-idp token, a client) is not a browser's and passes.
+var sameOrigin = http.NewCrossOriginProtection()
 
 // MaxTIDLen bounds a tenant given to POST /token, in bytes: a tenant id is a name or a GUID
 // (36), never a document.

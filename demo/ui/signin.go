@@ -23,7 +23,9 @@ var validOID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 // It hands out any identity, so, like the development identity provider's own /token, it answers
 // loopback callers only, and only requests addressed to a loopback host (an IP literal or
 // localhost): otherwise a page the developer visits could rebind its DNS name to 127.0.0.1 and
-// read a minted token. Forwarding headers are ignored, since anyone can send them.
+// read a minted token. Forwarding headers are ignored, since anyone can send them. A browser's
+// request from another origin (a form another site posts here) is refused too: its page cannot
+// read the token, but it would make the developer's browser mint one for whoever it names.
 type signIn struct {
 	mint SignInFunc
 	log  *slog.Logger
@@ -33,6 +35,10 @@ func (s signIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if !idp.LoopbackAddr(r.RemoteAddr) || !idp.LoopbackHost(r.Host) {
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "sign-in is for loopback callers only"})
+		return
+	}
+	if err := sameOrigin.Check(r); err != nil {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "sign-in is for the page's own origin only"})
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
@@ -53,6 +59,10 @@ func (s signIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"access_token": token, "token_type": "Bearer", "oid": oid})
 }
+
+// sameOrigin tells a browser's cross-origin request by its Sec-Fetch-Site or Origin header; a
+// request with neither (curl, a program) is not a browser's and passes.
+var sameOrigin = http.NewCrossOriginProtection()
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -135,3 +135,39 @@ func TestQuestionBoxTakesEveryValidQuestion(t *testing.T) {
 		t.Errorf("the question box %s: want maxlength=\"8000\" (4000 code points in UTF-16 units, at most)", box)
 	}
 }
+
+// A form another web site posts to the sign-in from the developer's browser is refused: that site
+// cannot read the token, but would have the browser mint one for whoever it names. The page's own
+// request (same origin) and one that is not a browser's (no Origin, no Sec-Fetch-Site) pass.
+func TestSignInRefusesAnotherOrigin(t *testing.T) {
+	h := ui.New(ui.Options{SignIn: func(_ context.Context, oid string) (string, error) { return "token-for-" + oid, nil }})
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		want    int
+	}{
+		{"another site's form", map[string]string{"Origin": "http://attacker.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"another port on loopback", map[string]string{"Origin": "http://127.0.0.1:9999", "Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
+		{"an Origin only, of another site", map[string]string{"Origin": "http://attacker.example"}, http.StatusForbidden},
+		{"the page itself", map[string]string{"Origin": "http://127.0.0.1:8080", "Sec-Fetch-Site": "same-origin"}, http.StatusOK},
+		{"an Origin only, the page's", map[string]string{"Origin": "http://127.0.0.1:8080"}, http.StatusOK},
+		{"not a browser", nil, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(url.Values{"oid": {"alice"}}.Encode()))
+			r.RemoteAddr, r.Host = "127.0.0.1:5000", "127.0.0.1:8080"
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for k, v := range tc.headers {
+				r.Header.Set(k, v)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Fatalf("status %d, want %d: %s", w.Code, tc.want, w.Body)
+			}
+			if tc.want != http.StatusOK && strings.Contains(w.Body.String(), "token-for-") {
+				t.Error("a refused sign-in carries a token")
+			}
+		})
+	}
+}

@@ -497,11 +497,24 @@
 
   // ---- rendering --------------------------------------------------------------------------------
 
+  // shown returns text as the page may put it on screen: a Unicode control of bidirectional text
+  // (an override, an embedding, an isolate, a mark) is shown as its escape (\u202e), as the Go
+  // and Python CLIs show it, rather than obeyed. What the service says comes from a model and from
+  // sources, which data can steer, and an override reorders what is read beyond its own words: a
+  // figure 0001 read as 1000, a caveat's term turning the caveat and the page's words after it
+  // backwards.
+  const bidiControls = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function shown(text) {
+    return String(text).replace(bidiControls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  }
+
+  function textNode(s) { return document.createTextNode(shown(s)); }
+
   function el(tag, props, ...children) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(props || {})) {
       if (k === 'class') node.className = v;
-      else if (k === 'text') node.textContent = v;
+      else if (k === 'text') node.textContent = shown(v);
       else node.setAttribute(k, v);
     }
     for (const c of children) if (c) node.append(c);
@@ -545,7 +558,7 @@
     if ((a.caveats || []).length > 0) {
       const list = el('ul');
       for (const c of a.caveats) {
-        list.append(el('li', null, el('strong', { text: `${c.term}: ` }), document.createTextNode(c.text),
+        list.append(el('li', null, el('strong', { text: `${c.term}: ` }), textNode(c.text),
           el('span', { class: 'source', text: ` (${c.source})` })));
       }
       out.append(el('section', { class: 'caveats' }, el('h4', { text: 'Keep in mind' }), list));
@@ -554,7 +567,7 @@
       const list = el('dl');
       for (const p of a.provenance) {
         list.append(el('dt', { text: p.term }));
-        list.append(el('dd', null, document.createTextNode(p.statement),
+        list.append(el('dd', null, textNode(p.statement),
           el('span', { class: 'source', text: ` — ${p.source}, ${p.kind.replaceAll('_', ' ')}` })));
       }
       out.append(el('section', { class: 'provenance' }, el('h4', { text: 'What this answer rests on' }), list));
@@ -614,7 +627,7 @@
     if (sources.length > 0) out.append(el('p', { class: 'note', text: `Consulted: ${sources.join(', ')}` }));
     if (a.text) {
       out.append(el('blockquote', { class: 'agent-said' },
-        el('span', { class: 'who', text: 'The agent said: ' }), document.createTextNode(a.text)));
+        el('span', { class: 'who', text: 'The agent said: ' }), textNode(a.text)));
       if (a.text.trim().endsWith('?')) out.append(el('p', { class: 'note', text: 'To answer it, ask again below: the conversation remembers this turn.' }));
     }
   }
@@ -692,7 +705,7 @@
     const status = s.refused ? 'refused' : (s.error ? `error: ${s.error}` : `${s.ms} ms`);
     if (s.refused) markRefused(turn, s.source);
     steps.append(el('li', { class: s.refused ? 'refused' : '' },
-      el('code', { text: `${s.source}.${s.tool}` }), document.createTextNode(` ${args} — ${status}`)));
+      el('code', { text: `${s.source}.${s.tool}` }), textNode(` ${args} — ${status}`)));
     work.querySelector('summary').textContent = `Show the work (${steps.children.length} tool call${steps.children.length === 1 ? '' : 's'})`;
   }
 
@@ -755,7 +768,7 @@
 
   function showProblem(id, message) {
     const p = $(id);
-    p.textContent = message;
+    p.textContent = message ? shown(message) : '';
     p.hidden = !message;
   }
 

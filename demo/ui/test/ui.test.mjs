@@ -810,6 +810,73 @@ describe('the reference page in Chromium', () => {
     }
   });
 
+  test('what the service says is shown as text: markup never runs, a bidirectional control is shown as its escape', async () => {
+    // Everything an event carries comes from a model and from sources, which data can steer. Markup
+    // in any field must stay text; an override (U+202E) made the page show a source's 0001 as 1000
+    // and turned a caveat, and the page's words after it, backwards.
+    await signIn('alice');
+    const X = (tag) => `<img src=x onerror="window.zqPwned=(window.zqPwned||[]).concat('${tag}')"><script>window.zqPwned=1</script><svg onload="window.zqPwned=1"> \u202e${tag}`;
+    const frame = (seq, ev) => `id: ${seq}\ndata: ${JSON.stringify({ seq, ticket: 't', conversation_id: 'c', ts: '2026-11-29T20:00:00Z', ...ev })}\n\n`;
+    const result = { columns: [X('column'), 'n'], rows: [[X('cell'), { o: X('object') }], ['x', 1]], truncated: false };
+    const steps = [
+      { type: 'accepted', question: X('question') },
+      { type: 'branch', branch_id: X('branch'), role: 'source', source: X('branch-source'), state: 'open' },
+      { type: 'milestone', phase: 'grounding', subject: X('subject'), source: X('milestone-source') },
+      { type: 'milestone', phase: 'querying', subject: X('branch-subject'), source: 'demo', branch_id: X('branch') },
+      { type: 'step', call_id: 'c1', tool: X('tool'), source: X('step-source'), args: { sql: X('args') }, ms: 3, refused: false, error: X('step-error') },
+    ];
+    const outcomes = [
+      { type: 'answer', text: X('text'), result, caveats: [{ term: X('caveat-term'), text: X('caveat'), source: X('caveat-source') }],
+        provenance: [{ term: X('term'), statement: X('statement'), source: X('provenance-source'), kind: X('kind') }],
+        sql: [X('sql')], path: { speed: 'full', detail: X('detail') }, divergence: { without: [X('without')], result, sql: [X('divergence-sql')] } },
+      { type: 'answer', text: 't', headline: { value: X('figure'), label: X('label') }, result: { columns: ['n'], rows: [[1]], truncated: false },
+        caveats: [], provenance: [], sql: [], path: { speed: 'fast', detail: '' } },
+      { type: 'refusal', tool: X('refused-tool'), source: X('refusing-source'), reason: X('reason'), call_id: X('call') },
+      { type: 'abstention', terms: [X('looked-for')], sources: [X('consulted')], text: X('agent-said') },
+      { type: 'error', kind: X('error-kind'), message: X('error-message') },
+    ];
+    const dialogs = [];
+    const onDialog = (d) => { dialogs.push(d.message()); d.dismiss(); };
+    page.on('dialog', onDialog);
+    try {
+      for (const outcome of outcomes) {
+        await page.route('**/v1/asks/*/events', (r) => r.fulfill({ status: 200, contentType: 'text/event-stream',
+          body: [...steps, outcome, { type: 'done', outcome: outcome.type, steps: 1, model_calls: 1, elapsed_ms: 5 }].map((ev, i) => frame(i + 1, ev)).join('') }));
+        try {
+          const turn = await start('How many sev1 incidents did we have in 2026-Q2?');
+          await page.waitForFunction(() => document.querySelector('.turn:last-child')?.dataset.outcome);
+          await turn.locator('details').evaluateAll((ds) => ds.forEach((d) => { d.open = true; }));
+          assert.equal(await turn.locator('img, svg, script, iframe, a').count(), 0, `${outcome.type}: markup became elements`);
+          const said = await turn.textContent();
+          assert.ok(said.includes('<img src=x onerror='), `${outcome.type}: the markup is shown as text`);
+          assert.ok(!said.includes('\u202e'), `${outcome.type}: a bidirectional override is obeyed`);
+          assert.ok(said.includes('\\u202e'), `${outcome.type}: a bidirectional override is not shown as its escape`);
+          await page.click('#new-conversation');
+        } finally {
+          await page.unroute('**/v1/asks/*/events');
+        }
+      }
+      // A problem's words too.
+      await page.route('**/v1/conversations/*/asks', (r) => r.fulfill({ status: 400, contentType: 'application/problem+json',
+        body: JSON.stringify({ type: 'about:blank', title: X('title'), status: 400, detail: X('problem'), violations: [{ field: X('field'), message: X('violation') }] }) }));
+      try {
+        await page.fill('#question', 'How many sev1 incidents did we have in 2026-Q2?');
+        await page.click('#ask-button');
+        const error = page.locator('#ask-error').filter({ hasText: '<img src=x onerror=' });
+        await error.waitFor();
+        assert.ok(!(await error.textContent()).includes('\u202e'), 'a problem’s bidirectional override is obeyed');
+        for (let i = problems.length - 1; i >= 0; i--) if (/status of 400/.test(problems[i])) problems.splice(i, 1);
+      } finally {
+        await page.unroute('**/v1/conversations/*/asks');
+      }
+      assert.equal(await page.evaluate(() => window.zqPwned ?? null), null, 'a script ran');
+      assert.deepEqual(dialogs, []);
+      await page.click('#new-conversation');
+    } finally {
+      page.off('dialog', onDialog);
+    }
+  });
+
   test('a refused ask says the problem’s detail and its violations', async () => {
     const problem = { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'the request does not satisfy the API description',
       errors: ['body/question: maximum string length is 4000'] };

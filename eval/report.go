@@ -288,8 +288,14 @@ func Diff(w io.Writer, base, cur *Report) error {
 
 // state is what the difference says of one item: its outcome, and where scored, whether it was
 // correct, attributed and carried its caveats (a change in any of them is a change of the item).
+// An outcome the harness could not read is not the error the service sent: an item that expects
+// an error and had one, then had none read, scores otherwise and must be named.
 func state(it ItemResult) string {
-	s := it.Got + mark(it.Correct)
+	s := it.Got
+	if it.Unread() {
+		s = "no outcome read"
+	}
+	s += mark(it.Correct)
 	if it.Attributed != nil && !*it.Attributed {
 		s += ", unattributed"
 	}

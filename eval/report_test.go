@@ -139,3 +139,18 @@ func TestDiffNamesItemsThatLostAttributionOrCaveats(t *testing.T) {
 		t.Errorf("an item that did not change is listed:\n%s", b.String())
 	}
 }
+
+// An item that expects an error and got one, then had no outcome read (a harness error, which is
+// never as expected), lowers outcome accuracy: the difference names it, and does not say that no
+// item changed.
+func TestDiffNamesAnItemWhoseOutcomeWasNoLongerRead(t *testing.T) {
+	failed := eval.ItemResult{ID: "fails", Expect: "error", Got: "error", ErrorKind: "internal", TicketMS: 1, FirstMilestoneMS: -1, TerminalMS: 1, HasDone: true}
+	unread := eval.ItemResult{ID: "fails", Expect: "error", Got: "error", ErrorKind: "harness", TicketMS: 1, FirstMilestoneMS: -1, TerminalMS: 1, HasDone: true}
+	var b strings.Builder
+	if err := eval.Diff(&b, report("s", failed), report("s", unread)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  fails: error → no outcome read (expected error)"; !strings.Contains(b.String(), want) {
+		t.Errorf("difference lacks %q:\n%s", want, b.String())
+	}
+}

@@ -130,9 +130,18 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	// Only what was given on the command line conflicts with --dev-stack: ASK_URL and ASK_IDP,
+	// which the ask CLI and make token read too and a shell often exports, are defaults of
+	// --url and --idp, and the dev stack has its own (as $ASK_EVAL_TOKENS is ignored above).
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if o.devStack {
+		if given["url"] || given["idp"] || len(o.tokens.tokens) > 0 {
+			return o, errors.New("--dev-stack starts its own service and IdP: drop --url, --idp and --token")
+		}
+		o.url, o.idp = "", ""
+	}
 	switch {
-	case o.devStack && (o.url != "" || o.idp != "" || len(o.tokens.tokens) > 0):
-		return o, errors.New("--dev-stack starts its own service and IdP: drop --url, --idp and --token")
 	case !o.devStack && o.url == "":
 		return o, errors.New("give --url (or --dev-stack)")
 	case !o.devStack && o.idp == "" && len(o.tokens.tokens) == 0:

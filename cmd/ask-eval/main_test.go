@@ -631,3 +631,23 @@ func TestIdPFromTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestDevStackIgnoresTheTargetInTheEnvironment: ASK_URL and ASK_IDP are the defaults of --url and
+// --idp, and the ask CLI's settings too, which a shell that talks to a running stack exports;
+// `make eval` (--dev-stack) then refused to run, telling a caller who had given neither to drop
+// --url and --idp. Given on the command line beside --dev-stack, they are still refused.
+func TestDevStackIgnoresTheTargetInTheEnvironment(t *testing.T) {
+	env := config.MapEnv(map[string]string{"ASK_URL": "http://127.0.0.1:1/ask", "ASK_IDP": "http://127.0.0.1:1", "ASK_IDP_URL": "http://127.0.0.1:2"})
+	o, err := parse([]string{"--dev-stack"}, io.Discard, env)
+	if err != nil {
+		t.Fatalf("--dev-stack with ASK_URL and ASK_IDP exported: %v", err)
+	}
+	if o.url != "" || o.idp != "" {
+		t.Errorf("--dev-stack kept --url %q and --idp %q from the environment", o.url, o.idp)
+	}
+	for _, args := range [][]string{{"--url", "http://x/ask"}, {"--idp", "http://idp"}} {
+		if _, err := parse(append([]string{"--dev-stack"}, args...), io.Discard, env); err == nil || !strings.Contains(err.Error(), "drop --url") {
+			t.Errorf("--dev-stack %v: %v, want it refused", args, err)
+		}
+	}
+}

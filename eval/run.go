@@ -315,7 +315,14 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 			cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			_, _ = c.Cancel(cctx, tk.Ticket)
 			ccancel()
-			if ctx.Err() != nil {
+			// A stream cut after its outcome and before done ended early all the same; the reason
+			// says which of the two never came, as the terminal latency shows the outcome did.
+			switch {
+			case r.Got != "" && ctx.Err() != nil:
+				err = fmt.Errorf("the outcome (%s) came, but no done within %s: %w", r.Got, timeout, err)
+			case r.Got != "":
+				err = fmt.Errorf("the outcome (%s) came, but no done: %w", r.Got, err)
+			case ctx.Err() != nil:
 				err = fmt.Errorf("no outcome within %s: %w", timeout, err)
 			}
 			harness(&r, fmt.Errorf("following the events: %w", err))

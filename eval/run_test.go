@@ -229,3 +229,60 @@ func TestRunSaysHowLongASilentServiceWasTried(t *testing.T) {
 		}
 	})
 }
+
+// handlerTransport serves every request from h in memory, so that a test in a synctest bubble
+// has no network and its clock (the client's reconnect backoff, the ask timeout) is the bubble's.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	res := rec.Result()
+	res.Request = r
+	return res, nil
+}
+
+// A stream cut after its outcome and before done (every time it is resumed) ended early: a
+// harness error, whose reason says that the outcome came and done did not — not "no outcome",
+// beside a terminal latency that shows one came.
+func TestRunSaysDoneNeverCameAfterTheOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const answer = `answer ,"text":"10","result":{"columns":["n"],"rows":[[10]],"truncated":false},"caveats":[],"provenance":[],"sql":[],"path":{"speed":"full","detail":"warehouse"},"divergence":null`
+		stream := sse(`accepted ,"question":"q"`, answer)
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /ask/v1/conversations", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"id":"c_1","asks_url":"/v1/conversations/c_1/asks","created_at":"2026-12-01T00:00:00Z"}`)
+		})
+		mux.HandleFunc("POST /ask/v1/conversations/c_1/asks", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = io.WriteString(w, `{"ticket":"t_1","conversation_id":"c_1","created_at":"2026-12-01T00:00:00Z",`+
+				`"events_url":"/v1/asks/t_1/events","status_url":"/v1/asks/t_1","cancel_url":"/v1/asks/t_1/cancel"}`)
+		})
+		mux.HandleFunc("GET /ask/v1/asks/t_1/events", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, stream)
+		})
+		mux.HandleFunc("POST /ask/v1/asks/t_1/cancel", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = io.WriteString(w, `{"ticket":"t_1","state":"finished"}`)
+		})
+		for _, timeout := range []time.Duration{time.Second, time.Hour} { // the ask's bound first, then the client's reconnects
+			res, err := eval.Run(t.Context(), oneItem(t, ""), eval.Config{BaseURL: "http://ask.test/ask", Tokens: eval.FixedTokens{"alice": "t"},
+				HTTPClient: &http.Client{Transport: handlerTransport{mux}}, AskTimeout: timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res[0]
+			if !r.Unread() || r.TerminalMS < 0 {
+				t.Fatalf("timeout %v: got %s (kind %q), terminal %v ms: want a harness error after the outcome was read", timeout, r.Got, r.ErrorKind, r.TerminalMS)
+			}
+			if !strings.Contains(r.Detail, "the outcome (answer) came, but no done") {
+				t.Errorf("timeout %v: detail %q, want it to say the outcome came and done did not", timeout, r.Detail)
+			}
+		}
+	})
+}

@@ -329,7 +329,14 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 			return r
 		}
 		if ev.Type != gen.EventTypeAccepted && carriesQuestion(ev.Data, it.Question) {
-			leaked = append(leaked, fmt.Sprintf("%s %d", ev.Type, ev.Seq))
+			// The event is named by its type only when the contract names that type: any other
+			// type is the service's text, which may be the question itself, and the reason goes
+			// into the report.
+			typ := string(ev.Type)
+			if !ev.Type.Valid() {
+				typ = "(a type the contract does not name)"
+			}
+			leaked = append(leaked, fmt.Sprintf("%s %d", typ, ev.Seq))
 		}
 		if k := ev.Outcome(); k != client.NotTerminal {
 			if outcomes = append(outcomes, k.String()); len(outcomes) == 1 {

@@ -90,12 +90,17 @@ func decodeEvent(f frame) (Event, error) {
 	// passed on as an UnknownEvent (whose Data is one JSON object) and the stream went on.
 	if headErr != nil {
 		// Never the decoder's message: a syntax error quotes the character it could not read,
-		// and an accepted event's data is the question.
+		// and an accepted event's data is the question. Nor an event name the contract does not
+		// have: it is the service's text, which may be the question too.
+		name := typ
+		if !ev.Type.Valid() {
+			name = "unknown-type"
+		}
 		var syn *json.SyntaxError
 		if errors.As(headErr, &syn) {
-			return Event{}, fmt.Errorf("client: %s event %d is not JSON (at byte %d)", typ, ev.Seq, syn.Offset)
+			return Event{}, fmt.Errorf("client: %s event %d is not JSON (at byte %d)", name, ev.Seq, syn.Offset)
 		}
-		return Event{}, fmt.Errorf("client: %s event %d is not a JSON object", typ, ev.Seq)
+		return Event{}, fmt.Errorf("client: %s event %d is not a JSON object", name, ev.Seq)
 	}
 	if !ev.Type.Valid() {
 		ev.Value = UnknownEvent{Type: typ, Seq: ev.Seq, Data: raw}

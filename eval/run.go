@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -212,6 +213,7 @@ func Run(ctx context.Context, set *Set, cfg Config) ([]ItemResult, error) {
 						r = ask(ctx, c, conv.Id, it, cfg.AskTimeout)
 					}
 					judge(&r, it, want[i])
+					r.Detail = withoutQuestion(r.Detail, it.Question)
 					report(i, r)
 				}
 			}
@@ -379,6 +381,16 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 		return r
 	}
 	return r
+}
+
+// withoutQuestion is detail with the question, ignoring case, put as "(the question)": the detail
+// goes into the report and the summary, and a service's refusal of the ask (a problem's detail
+// that quotes the request, "cannot ask \"How many …\"") comes back in the client's error.
+func withoutQuestion(detail, question string) string {
+	if question == "" || !strings.Contains(strings.ToLower(detail), strings.ToLower(question)) {
+		return detail
+	}
+	return regexp.MustCompile("(?i)"+regexp.QuoteMeta(question)).ReplaceAllLiteralString(detail, "(the question)")
 }
 
 // carriesQuestion reports whether any string in the event (a key or a value, decoded, so JSON

@@ -2,6 +2,7 @@ package eval_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -285,4 +286,37 @@ func TestRunSaysDoneNeverCameAfterTheOutcome(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A service that refuses the ask with a problem whose detail quotes the request (the question)
+// has the client's error carry it: the harness error says why without it, as the detail goes
+// into the report, which is written to be committed and names items by id only.
+func TestHarnessErrorHoldsNoQuestionTheServiceQuoted(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/conversations", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"c_1","asks_url":"/v1/conversations/c_1/asks","created_at":"2026-12-01T00:00:00Z"}`)
+	})
+	mux.HandleFunc("POST /v1/conversations/c_1/asks", func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Question string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"title": "Bad Request", "status": 400, "detail": "cannot ask " + strings.ToUpper(body.Question)})
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	set := oneItem(t, "")
+	res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: srv.URL, Tokens: eval.FixedTokens{"alice": "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	if !r.Unread() || !strings.Contains(r.Detail, "cannot ask (the question)") {
+		t.Errorf("got %s (%s), want a harness error saying the ask was refused", r.Got, r.Detail)
+	}
+	if strings.Contains(strings.ToLower(r.Detail), strings.ToLower(set.Items[0].Question)) {
+		t.Errorf("detail %q holds the question", r.Detail)
+	}
 }

@@ -294,6 +294,14 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	s.Main = app.NewMain(cfg)
 	s.Main.Logger, s.Main.Listener = log, lnAsk
+	// The sink is named by an address the service reaches it at: on a listener of every
+	// interface (ask-serve -addr 0.0.0.0:8080), that listener's loopback. Named as the listener
+	// is, the allow-list's prefix was http://0.0.0.0:…, which Validate refused (http only to a
+	// loopback host), and the stack did not start, blaming DAS_ASK_WEBHOOK_ALLOW.
+	sinkAddr := loopbackOf(lnAsk.Addr())
+	if ap, err := netip.ParseAddrPort(lnAsk.Addr().String()); err == nil && !ap.Addr().IsLoopback() {
+		log.Warn("ask service: listening beyond loopback; the dev sign-in and the dev identity provider still mint tokens for loopback callers only", "addr", lnAsk.Addr().String())
+	}
 	// The dev webhook sink: asks may name {base}/dev/webhooks/inbox (loopback only), signed with
 	// a secret made for this run; the deliveries are listed at {base}/dev/webhooks/.
 	sinkPath := strings.TrimSuffix(s.Main.BasePath(), "/") + "/dev/webhooks/"
@@ -309,7 +317,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	// Beside the operator's settings (DAS_ASK_WEBHOOK_*, read into the configuration as askd
 	// reads them): their prefixes and address ranges are allowed too, their secrets sign too.
 	wh := s.Main.Config.Webhooks
-	wh.Allow = slices.Concat([]string{"http://" + lnAsk.Addr().String() + sinkPath}, wh.Allow, opts.WebhookAllow)
+	wh.Allow = slices.Concat([]string{"http://" + sinkAddr + sinkPath}, wh.Allow, opts.WebhookAllow)
 	wh.Secrets = slices.Concat([]string{secret}, wh.Secrets)
 	wh.AllowAddrs = slices.Concat([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, wh.AllowAddrs)
 	s.Main.Config.Webhooks = wh
@@ -326,7 +334,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	s.Service = s.Main.Server
 	s.AskURL = s.Main.URL()
-	s.WebhooksURL = "http://" + lnAsk.Addr().String() + sinkPath
+	s.WebhooksURL = "http://" + sinkAddr + sinkPath
 	if opts.UI {
 		s.UIURL = s.AskURL + "/ui/"
 	}
@@ -392,4 +400,18 @@ func devWebhookSecret() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// loopbackOf is addr as this machine reaches it over loopback: addr itself, unless it is a
+// listener's unspecified address (0.0.0.0, ::), which is no address to send to, nor one the
+// webhook allow-list admits plain http to.
+func loopbackOf(addr net.Addr) string {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil || !ap.Addr().IsUnspecified() {
+		return addr.String()
+	}
+	if ap.Addr().Is4() {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ap.Port()).String()
+	}
+	return netip.AddrPortFrom(netip.IPv6Loopback(), ap.Port()).String()
 }

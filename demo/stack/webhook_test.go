@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
@@ -111,5 +116,31 @@ func TestStackWebhookSettingsFromConfig(t *testing.T) {
 	got := rcv.Deliveries()
 	if len(got) != 1 || !got[0].Verified {
 		t.Fatalf("receiver got %d deliveries (first verified: %v), want 1 verified with the operator's secret", len(got), len(got) > 0 && got[0].Verified)
+	}
+}
+
+// TestStackOnEveryInterface: ask-serve -addr 0.0.0.0:… starts (it refused, blaming
+// DAS_ASK_WEBHOOK_ALLOW, for the dev sink's prefix was named by the unspecified address), its
+// sink is named over loopback and admitted, and it warns that it listens beyond loopback.
+func TestStackOnEveryInterface(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	logs := &logtest.Buffer{}
+	s, err := stack.Start(ctx, stack.Options{AskAddr: "0.0.0.0:0", Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if u, err := url.Parse(s.WebhooksURL); err != nil || !netip.MustParseAddr(u.Hostname()).IsLoopback() {
+		t.Errorf("the sink is at %s, want it named over loopback", s.WebhooksURL)
+	}
+	if !strings.Contains(logs.String(), "listening beyond loopback") {
+		t.Errorf("no warning of a listener beyond loopback: %s", logs.String())
+	}
+	c, cid := aliceConversation(ctx, t, s)
+	tk, err := c.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{
+		Question: "How many sev1 incidents did we have in 2026-Q2?", Webhook: &gen.WebhookRequest{Url: s.WebhooksURL + "inbox"}})
+	if err != nil || tk.JSON202 == nil {
+		t.Fatalf("an ask naming the sink: %v %s", err, tk.Body)
 	}
 }

@@ -133,6 +133,11 @@ type idem struct {
 func (s *Server) beginIdem(ctx context.Context, c echo.Context, owner store.Owner, key, fp, candidate string) (*idem, error) {
 	res, err := s.store.BeginIdempotent(ctx, owner, key, store.IdemBegin{Fingerprint: fp, Candidate: candidate, Lock: idemLock, TTL: s.opts.TTL})
 	if err != nil {
+		// Answered 503 "retry shortly", and nothing was created under candidate; but the
+		// store may have taken the record (its reply lost, or the script run once a stall
+		// ended), held by a request no longer processed: every retry would answer 409
+		// "still in progress" until its lock lapsed. It is released once the store answers.
+		s.abandonLate(owner, key, candidate)
 		return nil, err
 	}
 	switch res.State {
@@ -161,6 +166,32 @@ func (i *idem) abandon(ctx context.Context) {
 	if err := i.s.store.AbandonIdempotent(ctx, i.owner, i.key, i.cand); err != nil {
 		i.s.log.Warn("idempotency record not released", "err", err)
 	}
+}
+
+// abandonLate releases, on a runner goroutine once the store answers, the record a
+// BeginIdempotent that failed may have left held by candidate (AbandonIdempotent leaves a record
+// that candidate does not hold alone). A store in this process answers every call.
+func (s *Server) abandonLate(owner store.Owner, key, candidate string) {
+	if !isShared(s.store) {
+		return
+	}
+	if !s.addRunner() {
+		return // shut down: the lock lapses
+	}
+	go func() {
+		defer s.runners.Done()
+		s.untilStoreBack(func() bool {
+			switch err := s.store.AbandonIdempotent(s.base, owner, key, candidate); {
+			case err == nil:
+			case errors.Is(err, store.ErrUnavailable):
+				return false
+			case s.base.Err() != nil:
+			default:
+				s.log.Error("idempotency record of a request answered 503 not released", "err", err)
+			}
+			return true
+		})
+	}()
 }
 
 // createdNothing reports whether err is an answer that created nothing (every problem the handler

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -259,4 +260,54 @@ func startLostCreation(t *testing.T, readTimeout, storeWait time.Duration) lostC
 		t.Fatalf("ended %s first, want %s", got.ticket, warm)
 	}
 	return lostCreation{proxy: p, st: st, h: h, ends: ends, cid: cid}
+}
+
+// TestKeyedCreateWhoseBeginWasLostRetriesAtOnce: a keyed createAsk whose first store call,
+// the Idempotency-Key record's begin, Redis ran but whose reply was lost answers 503 "retry
+// shortly", and its retry with the key is processed (202), not answered 409 "still in
+// progress" for a request nobody processes until the record's 10 s lock lapses. Before, the
+// record stayed held by the request that had answered 503 (an audit from outside: a keyed
+// create during a SIGSTOPped redis-server answered 503, then every retry 409 for 10 s).
+func TestKeyedCreateWhoseBeginWasLostRetriesAtOnce(t *testing.T) {
+	u := startLostCreation(t, 200*time.Millisecond, 5*time.Second)
+	p, h, ends, cid := u.proxy, u.h, u.ends, u.cid
+	keyed := func(key, q string) *gen.CreateAskResponse {
+		t.Helper()
+		h.secret(q)
+		r, err := h.cw.CreateAskWithResponse(t.Context(), cid, &gen.CreateAskParams{IdempotencyKey: &key}, gen.AskRequest{Question: q}, bearer(alice))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// A keyed ask first, so that Redis knows the record's scripts (a lost reply is then the
+	// begin's, not a NOSCRIPT's).
+	if r := keyed("warm-"+rand.Text(), "How many sev1 incidents did we have in 2026-Q1?"); r.StatusCode() != http.StatusAccepted {
+		t.Fatalf("warm-up: %d %s", r.StatusCode(), r.Body)
+	}
+	<-ends
+
+	key := "lost-begin-" + rand.Text()
+	const q = "How many sev1 incidents did we have in 2026-Q2? (its key's record begun, the reply lost)"
+	p.DropReplies(1, key, faultproxy.Stall)
+	r := keyed(key, q)
+	problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+	if got := p.Stats().RepliesDropped; got == 0 {
+		t.Fatal("no reply was dropped: the fault did not strike the begin")
+	}
+	// The retry, as a client retries a 503. The record is released by a goroutine once the
+	// store answers, which may come just after the 503: a few retries may meet it held, but
+	// not a hundred (the lock is 10 s).
+	for range 100 {
+		if r = keyed(key, q); r.StatusCode() != http.StatusConflict {
+			break
+		}
+		runtime.Gosched()
+	}
+	if r.StatusCode() != http.StatusAccepted || r.JSON202 == nil {
+		t.Fatalf("the retry with its key of a create answered 503: %d %s, want 202 (the first created nothing)", r.StatusCode(), r.Body)
+	}
+	if got := <-ends; got.ticket != r.JSON202.Ticket {
+		t.Errorf("ended %s, want the retry's %s", got.ticket, r.JSON202.Ticket)
+	}
 }

@@ -1240,7 +1240,9 @@ type CreateConversationParams struct {
 	// - the same key while the first request is still being processed is a `409` with
 	//   `Retry-After` (retry then).
 	// A request that was refused (4xx other than these, or 503) leaves no record: its retry is
-	// processed afresh.
+	// processed afresh. Only a 503 that came while the store had the create itself in hand (it
+	// stopped answering midway) keeps the key: the retry gets the `409` for up to 10 s, then
+	// what that attempt created, if it did.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1262,7 +1264,9 @@ type CreateAskParams struct {
 	// - the same key while the first request is still being processed is a `409` with
 	//   `Retry-After` (retry then).
 	// A request that was refused (4xx other than these, or 503) leaves no record: its retry is
-	// processed afresh.
+	// processed afresh. Only a 503 that came while the store had the create itself in hand (it
+	// stopped answering midway) keeps the key: the retry gets the `409` for up to 10 s, then
+	// what that attempt created, if it did.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 

@@ -904,7 +904,9 @@ export interface components {
          *     - the same key while the first request is still being processed is a `409` with
          *       `Retry-After` (retry then).
          *     A request that was refused (4xx other than these, or 503) leaves no record: its retry is
-         *     processed afresh.
+         *     processed afresh. Only a 503 that came while the store had the create itself in hand (it
+         *     stopped answering midway) keeps the key: the retry gets the `409` for up to 10 s, then
+         *     what that attempt created, if it did.
          */
         IdempotencyKey: string;
     };
@@ -935,7 +937,9 @@ export interface operations {
                  *     - the same key while the first request is still being processed is a `409` with
                  *       `Retry-After` (retry then).
                  *     A request that was refused (4xx other than these, or 503) leaves no record: its retry is
-                 *     processed afresh.
+                 *     processed afresh. Only a 503 that came while the store had the create itself in hand (it
+                 *     stopped answering midway) keeps the key: the retry gets the `409` for up to 10 s, then
+                 *     what that attempt created, if it did.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -994,7 +998,9 @@ export interface operations {
                  *     - the same key while the first request is still being processed is a `409` with
                  *       `Retry-After` (retry then).
                  *     A request that was refused (4xx other than these, or 503) leaves no record: its retry is
-                 *     processed afresh.
+                 *     processed afresh. Only a 503 that came while the store had the create itself in hand (it
+                 *     stopped answering midway) keeps the key: the retry gets the `409` for up to 10 s, then
+                 *     what that attempt created, if it did.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };

@@ -45,10 +45,55 @@ type queryResult struct {
 
 // querier runs read-only queries on the read pool for one identity at a time.
 type querier struct {
-	db      *sql.DB
-	policy  policy
+	db     *sql.DB
+	policy policy
+	// tables are the dataset's tables, lower-cased: the only tables of the database a query
+	// reads, beside the schema's and the JSON functions' (readableBuiltin).
+	tables  map[string]bool
 	rowCap  int
 	timeout time.Duration
+}
+
+// newQuerier runs queries on db over the dataset's tables.
+func newQuerier(db *sql.DB, tables []Table, p policy, rowCap int, timeout time.Duration) *querier {
+	names := make(map[string]bool, len(tables))
+	for _, t := range tables {
+		names[strings.ToLower(t.Name)] = true
+	}
+	return &querier{db: db, policy: p, tables: names, rowCap: rowCap, timeout: timeout}
+}
+
+// readableBuiltin reports the tables SQLite itself provides that a query may read: the schema
+// (public, as describe_table is) and the JSON table-valued functions, which read only their
+// arguments. Every other one is refused, for SQLite's virtual tables see past any policy:
+// sqlite_dbpage returns the database's raw pages, the restricted tables' rows among them, and
+// dbstat the size of every table.
+func readableBuiltin(table string) bool {
+	switch strings.ToLower(table) {
+	case "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema", "json_each", "json_tree":
+		return true
+	}
+	return false
+}
+
+// mayRead reports whether oid may read column of table, as the authorizer is asked: one of the
+// dataset's tables its policy allows, or one of readableBuiltin. A refusal says which.
+//
+// An empty column is SQLite's read of a FROM item none of whose values the statement uses
+// (count(*)), named as the statement spells it: a table, but as often a CTE's or a
+// subquery's name, which no list holds. Such a read extracts no value, so any name is let
+// through but a restricted table and SQLite's own tables.
+func (q *querier) mayRead(oid, table, column string) *refusalError {
+	name := strings.ToLower(table)
+	switch {
+	case readableBuiltin(name):
+		return nil
+	case !q.tables[name] && (column != "" || strings.HasPrefix(name, "sqlite_") || name == "dbstat"):
+		return &refusalError{CodeForbidden, "table " + name + " is not one of this source's tables; no identity may read it"}
+	case !q.policy.mayRead(oid, name):
+		return &refusalError{CodeForbidden, "identity " + oid + " may not read table " + name}
+	}
+	return nil
 }
 
 // deniedFunction reports SQL functions that reach outside the database or could be used to
@@ -69,7 +114,8 @@ func deniedFunction(name string) bool {
 // starting with SELECT or WITH), an authorizer installed on the connection for this statement
 // that allows nothing but reads, selects, recursive CTEs and harmless functions, and the
 // connection's query_only pragma. The authorizer also sees every table the statement reads —
-// through joins, subqueries, CTEs and views alike — which is how restricted tables are found.
+// through joins, subqueries, CTEs and views alike — which is how restricted tables are found,
+// and SQLite's own virtual tables (sqlite_dbpage, dbstat) are refused.
 func (q *querier) run(ctx context.Context, oid, query string) (queryResult, error) {
 	switch verdict, first := checkStatement(query); verdict {
 	case stmtEmpty:
@@ -105,8 +151,8 @@ func (q *querier) run(ctx context.Context, oid, query string) (queryResult, erro
 		case sqlite.AuthSelect, sqlite.AuthRecursive:
 			return sqlite.AuthorizerOK
 		case sqlite.AuthRead:
-			if !q.policy.mayRead(oid, arg1) {
-				return deny(&refusalError{CodeForbidden, "identity " + oid + " may not read table " + strings.ToLower(arg1)})
+			if r := q.mayRead(oid, arg1, arg2); r != nil {
+				return deny(r)
 			}
 			return sqlite.AuthorizerOK
 		case sqlite.AuthFunction:

@@ -79,6 +79,47 @@ func TestPermissions(t *testing.T) {
 	})
 }
 
+// TestOnlyTheDatasetsTablesAreRead: SQLite's own virtual tables are not tables of the dataset.
+// sqlite_dbpage returns the database file's raw pages, oncall_pay's rows among them, and
+// until 2026-12-06 bob read them with "SELECT data FROM sqlite_dbpage" (the authorizer asked
+// only whether the table read was a restricted one). No identity reads them now; the schema
+// tables (the schema is public) and json_each, which reads only its argument, stay readable.
+func TestOnlyTheDatasetsTablesAreRead(t *testing.T) {
+	_, srv := start(t, source.Options{})
+	for _, oid := range []string{"alice", "bob", "carol"} {
+		cs := connect(t, srv, "tok-"+oid)
+		for _, q := range []string{
+			"SELECT data FROM sqlite_dbpage",
+			"SELECT hex(data) FROM sqlite_dbpage WHERE pgno = (SELECT rootpage FROM sqlite_master WHERE name = 'oncall_pay')",
+			"SELECT * FROM temp.sqlite_dbpage",
+			"SELECT * FROM sqlite_dbpage('main')",
+			"SELECT name, (SELECT count(*) FROM SQLITE_DBPAGE) FROM teams",
+			"SELECT * FROM dbstat",
+			`SELECT name FROM "dbstat" WHERE name = 'oncall_pay'`,
+		} {
+			res := call(t, cs, oid+"-"+q, "run_query", map[string]any{"sql": q})
+			if got := refusal(res); !res.IsError || got != source.CodeForbidden {
+				t.Errorf("%s: %q: isError=%v refusal=%q (%.200s), want forbidden", oid, q, res.IsError, got, text(res))
+			}
+		}
+		for _, q := range []string{
+			"SELECT name FROM sqlite_master WHERE type = 'table'",
+			"SELECT count(*) FROM sqlite_schema",
+			"SELECT count(*) FROM sqlite_temp_master",
+			"SELECT value FROM json_each('[1, 2]')",
+			"SELECT count(*) FROM json_tree('{\"a\": [1]}')",
+			"WITH t AS (SELECT id FROM teams) SELECT count(*) FROM (SELECT * FROM t)",
+			"WITH c AS (SELECT 1) SELECT count(*) FROM c",
+		} {
+			var out queryOut
+			structured(t, call(t, cs, oid+"-"+q, "run_query", map[string]any{"sql": q}), &out)
+			if out.RowCount == 0 {
+				t.Errorf("%s: %q: no rows", oid, q)
+			}
+		}
+	}
+}
+
 func TestReadOnly(t *testing.T) {
 	_, srv := start(t, source.Options{})
 	cs := connect(t, srv, "tok-alice")

@@ -14,7 +14,8 @@ import (
 type AuditEntry struct {
 	TS time.Time `json:"ts"`
 	// CallID is the caller's id for the call (`ask/call_id` in the call's _meta, else the
-	// Ask-Call-Id header); empty if the caller sent neither.
+	// Ask-Call-Id header); empty if the caller sent neither. One over 256 bytes is cut there and
+	// ended with "…".
 	CallID string `json:"call_id"`
 	// OID is the identity from the validated bearer.
 	OID  string `json:"oid"`
@@ -26,7 +27,8 @@ type AuditEntry struct {
 	Status string `json:"status"`
 	// Code is the refusal code (forbidden, read_only) when Status is refused.
 	Code string `json:"code,omitempty"`
-	// SQL is the statement run_query was given.
+	// SQL is the statement run_query was given, its first MaxSQLBytes when it was longer (and
+	// so not run), cut at a character boundary and ended with "…".
 	SQL string `json:"sql,omitempty"`
 	// Rows is how many rows run_query returned.
 	Rows *int `json:"rows,omitempty"`

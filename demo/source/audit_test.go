@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -154,5 +156,41 @@ func TestAuditConcurrentCalls(t *testing.T) {
 		if got := auditEntries(t, srv, fmt.Sprintf("call_id=par-%d", i)); len(got) != 1 {
 			t.Errorf("par-%d: %d audit entries, want 1", i, len(got))
 		}
+	}
+}
+
+// TestAuditLineIsBounded: an audit line holds at most the first 16 KiB of a statement and 256
+// bytes of a call id, whatever the call sent. The body of one MCP request may be 4 MiB, and
+// until 2026-12-06 each line kept all of its SQL and call id, in the file and in the 10,000
+// entries kept in memory: 100 calls of 4 MiB statements took the source from 93 MB to 892 MB
+// of memory, and 10,000 would have held 40 GB. A statement over 16 KiB is not run either (a
+// tool error, so that every statement that ran is in the audit whole).
+func TestAuditLineIsBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	_, srv := start(t, source.Options{AuditPath: path})
+	cs := connect(t, srv, "tok-bob")
+	longID := strings.Repeat("i", 10<<10)
+	long := "SELECT count(*) FROM teams -- " + strings.Repeat("é", 1<<19)
+	res := call(t, cs, longID, "run_query", map[string]any{"sql": long})
+	if !res.IsError || refusal(res) != "" || !strings.Contains(text(res), "16384") {
+		t.Errorf("a 1 MiB statement: isError=%v refusal=%q %.200q, want a tool error naming the limit", res.IsError, refusal(res), text(res))
+	}
+	fitting := "SELECT count(*) FROM teams -- " + strings.Repeat("x", source.MaxSQLBytes-30)
+	var out queryOut
+	structured(t, call(t, cs, "fits", "run_query", map[string]any{"sql": fitting}), &out)
+
+	got := auditEntries(t, srv, "oid=bob")
+	if len(got) != 2 {
+		t.Fatalf("%d audit entries, want 2", len(got))
+	}
+	if e := got[0]; len(e.SQL) > source.MaxSQLBytes+len("…") || !strings.HasPrefix(long, strings.TrimSuffix(e.SQL, "…")) ||
+		!utf8.ValidString(e.SQL) || len(e.CallID) > 256+len("…") || !strings.HasPrefix(longID, strings.TrimSuffix(e.CallID, "…")) || e.Status != source.StatusError {
+		t.Errorf("the long call's line: sql %d bytes, call_id %d bytes, status %s", len(e.SQL), len(e.CallID), e.Status)
+	}
+	if e := got[1]; e.SQL != fitting || e.CallID != "fits" || e.Status != source.StatusOK {
+		t.Errorf("a statement of %d bytes: line holds %d bytes of it, status %s", len(fitting), len(e.SQL), e.Status)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() > 40<<10 {
+		t.Errorf("audit file: %v, %v bytes, want under 40 KiB", err, fi.Size())
 	}
 }

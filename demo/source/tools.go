@@ -25,6 +25,14 @@ const (
 	HeaderCallID = "Ask-Call-Id"
 )
 
+// MaxSQLBytes is the longest statement run_query runs; a longer one is a tool error. It also
+// bounds the statement an audit line holds (maxAuditCallIDBytes bounds its call id), for an MCP
+// request may carry 4 MiB and the source keeps DefaultAuditKeep lines in memory.
+const MaxSQLBytes = 16 << 10
+
+// maxAuditCallIDBytes is the most of a call id an audit line holds; the service's are short.
+const maxAuditCallIDBytes = 256
+
 // Tool names.
 const (
 	ToolSearchCatalog = "search_catalog"
@@ -195,6 +203,9 @@ func (s *Source) runQuery(ctx context.Context, c *call, raw json.RawMessage) out
 		return failed(err)
 	}
 	c.sql = args.SQL
+	if len(args.SQL) > MaxSQLBytes {
+		return failed(fmt.Errorf("the statement is %d bytes long; at most %d are run: send a shorter query", len(args.SQL), MaxSQLBytes))
+	}
 	res, err := s.querier.run(ctx, c.oid, args.SQL)
 	if err != nil {
 		return failed(err)

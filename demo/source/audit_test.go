@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/das-ask/ask/demo/source"
+	"github.com/das-ask/ask/internal/logtest"
 )
 
 func TestAuditOneLinePerCall(t *testing.T) {
@@ -159,7 +161,7 @@ func TestAuditConcurrentCalls(t *testing.T) {
 	}
 }
 
-// TestAuditLineIsBounded: an audit line holds at most the first 16 KiB of a statement and 256
+// TestAuditLineIsBounded: an audit line (and the log line of the call) holds at most the first 16 KiB of a statement and 256
 // bytes of a call id, whatever the call sent. The body of one MCP request may be 4 MiB, and
 // until 2026-12-06 each line kept all of its SQL and call id, in the file and in the 10,000
 // entries kept in memory: 100 calls of 4 MiB statements took the source from 93 MB to 892 MB
@@ -167,7 +169,8 @@ func TestAuditConcurrentCalls(t *testing.T) {
 // tool error, so that every statement that ran is in the audit whole).
 func TestAuditLineIsBounded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	_, srv := start(t, source.Options{AuditPath: path})
+	var logs logtest.Buffer
+	_, srv := start(t, source.Options{AuditPath: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	cs := connect(t, srv, "tok-bob")
 	longID := strings.Repeat("i", 10<<10)
 	long := "SELECT count(*) FROM teams -- " + strings.Repeat("é", 1<<19)
@@ -192,5 +195,10 @@ func TestAuditLineIsBounded(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() > 40<<10 {
 		t.Errorf("audit file: %v, %v bytes, want under 40 KiB", err, fi.Size())
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if len(l) > 1<<10 {
+			t.Errorf("a log line of %d bytes: %.100s…", len(l), l)
+		}
 	}
 }

@@ -58,10 +58,10 @@ func (s *Source) audited(t toolSpec) mcp.ToolHandler {
 		}
 		if err := s.audit.record(entry); err != nil {
 			// An unauditable call must not succeed silently: report it and fail the call.
-			s.log.Error("audit write failed", "tool", t.name, "call_id", c.id, "err", err)
+			s.log.Error("audit write failed", "tool", t.name, "call_id", entry.CallID, "err", err)
 			return errorResult("internal error: the call could not be audited"), nil
 		}
-		s.log.Info("tool call", "tool", t.name, "call_id", c.id, "oid", c.oid, "status", entry.Status, "code", entry.Code, "ms", entry.MS,
+		s.log.Info("tool call", "tool", t.name, "call_id", entry.CallID, "oid", c.oid, "status", entry.Status, "code", entry.Code, "ms", entry.MS,
 			"trace_id", entry.TraceID)
 		return out.toResult(), nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,6 +17,11 @@ import (
 
 // maxValueBytes is the largest string or blob a query may produce.
 const maxValueBytes = 1 << 20
+
+// MaxResultBytes bounds a run_query result: its rows, as JSON, hold at most this many bytes
+// (the result says truncated when the bound cut it, as for the row cap). The result travels
+// twice in one response (structured, and as text), and the service reads at most 4 MiB of it.
+const MaxResultBytes = 1 << 20
 
 // Refusal codes, carried in a refused tool result's `ask/refusal` meta.
 const (
@@ -49,18 +55,20 @@ type querier struct {
 	policy policy
 	// tables are the dataset's tables, lower-cased: the only tables of the database a query
 	// reads, beside the schema's and the JSON functions' (readableBuiltin).
-	tables  map[string]bool
-	rowCap  int
-	timeout time.Duration
+	tables map[string]bool
+	rowCap int
+	// maxBytes bounds a result's rows as JSON (MaxResultBytes for run_query).
+	maxBytes int
+	timeout  time.Duration
 }
 
 // newQuerier runs queries on db over the dataset's tables.
-func newQuerier(db *sql.DB, tables []Table, p policy, rowCap int, timeout time.Duration) *querier {
+func newQuerier(db *sql.DB, tables []Table, p policy, rowCap, maxBytes int, timeout time.Duration) *querier {
 	names := make(map[string]bool, len(tables))
 	for _, t := range tables {
 		names[strings.ToLower(t.Name)] = true
 	}
-	return &querier{db: db, policy: p, tables: names, rowCap: rowCap, timeout: timeout}
+	return &querier{db: db, policy: p, tables: names, rowCap: rowCap, maxBytes: maxBytes, timeout: timeout}
 }
 
 // readableBuiltin reports the tables SQLite itself provides that a query may read: the schema
@@ -193,7 +201,8 @@ func (q *querier) run(ctx context.Context, oid, query string) (queryResult, erro
 	return res, nil
 }
 
-// collect reads at most rowCap rows of query's result; one more row marks the result truncated.
+// collect reads at most rowCap rows of query's result, and rows of at most maxBytes as JSON; one
+// more row marks the result truncated. A first row larger than maxBytes is an error.
 func (q *querier) collect(ctx context.Context, conn *sql.Conn, query string) (queryResult, error) {
 	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
@@ -205,6 +214,7 @@ func (q *querier) collect(ctx context.Context, conn *sql.Conn, query string) (qu
 		return queryResult{}, err
 	}
 	res := queryResult{SQL: query, Columns: cols, Rows: [][]any{}}
+	size := len("[]")
 	for rows.Next() {
 		if len(res.Rows) == q.rowCap {
 			res.Truncated = true
@@ -225,6 +235,17 @@ func (q *querier) collect(ctx context.Context, conn *sql.Conn, query string) (qu
 			case time.Time:
 				vals[i] = x.UTC().Format(time.RFC3339)
 			}
+		}
+		b, err := json.Marshal(vals)
+		if err != nil {
+			return queryResult{}, err
+		}
+		if size += len(b) + len(","); size > q.maxBytes {
+			if len(res.Rows) == 0 {
+				return queryResult{}, fmt.Errorf("one row is %d bytes as JSON, more than the %d bytes a result may hold: select fewer or shorter values", len(b), q.maxBytes)
+			}
+			res.Truncated = true
+			break
 		}
 		res.Rows = append(res.Rows, vals)
 	}

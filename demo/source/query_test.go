@@ -2,6 +2,7 @@ package source_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +201,35 @@ func TestRowCap(t *testing.T) {
 	structured(t, call(t, connect(t, srv, "tok-alice"), "c3", "run_query", map[string]any{"sql": "SELECT * FROM deployments"}), &out)
 	if out.RowCount != source.DefaultRowCap || !out.Truncated {
 		t.Errorf("default cap: row_count=%d truncated=%v, want %d, true", out.RowCount, out.Truncated, source.DefaultRowCap)
+	}
+}
+
+// TestResultBytesCap: a result holds at most source.MaxResultBytes of rows as JSON, whatever the
+// row cap allows, and says truncated when the bound cut it. Each value may be 1 MiB, so until
+// 2026-12-06 500 rows of them made one result of about 1 GB (twice: the structured content and
+// its text), which the source held in memory whole while the service reads 4 MiB of it at
+// most: 50 such rows took the source from 73 MB to 1.2 GB.
+func TestResultBytesCap(t *testing.T) {
+	_, srv := start(t, source.Options{})
+	cs := connect(t, srv, "tok-bob")
+	var out queryOut
+	res := call(t, cs, "wide", "run_query", map[string]any{"sql": "SELECT id, printf('%.*c', 100000, 'x') AS pad FROM deployments"})
+	structured(t, res, &out)
+	if b, _ := json.Marshal(out.Rows); len(b) > source.MaxResultBytes || !out.Truncated || out.RowCount == 0 || out.RowCount != len(out.Rows) {
+		t.Errorf("rows of %d bytes (%d rows, row_count %d), truncated=%v; want at most %d bytes, truncated", len(b), len(out.Rows), out.RowCount, out.Truncated, source.MaxResultBytes)
+	}
+	if n := len(text(res)); n > 3*source.MaxResultBytes {
+		t.Errorf("the result's text is %d bytes", n)
+	}
+	// One row too large for any result is an error the model can act on, not an empty result.
+	res = call(t, cs, "one", "run_query", map[string]any{"sql": "SELECT printf('%.*c', 1000000, 'x') AS a, printf('%.*c', 1000000, 'y') AS b"})
+	if !res.IsError || refusal(res) != "" || !strings.Contains(text(res), "fewer or shorter") {
+		t.Errorf("one row over the bound: isError=%v refusal=%q %.200q, want a tool error", res.IsError, refusal(res), text(res))
+	}
+	// A result under the bound is whole.
+	structured(t, call(t, cs, "narrow", "run_query", map[string]any{"sql": "SELECT id FROM deployments LIMIT 500"}), &out)
+	if out.RowCount != 500 || out.Truncated {
+		t.Errorf("row_count=%d truncated=%v, want 500, false", out.RowCount, out.Truncated)
 	}
 }
 

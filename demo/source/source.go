@@ -155,7 +155,7 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 		catalog: &catalog{terms: ds.terms},
 		tables:  ds.tables,
 		querier: newQuerier(db.read, ds.tables, policy{analysts: opts.Analysts, restricted: opts.Restricted},
-			opts.RowCap, opts.QueryTimeout),
+			opts.RowCap, MaxResultBytes, opts.QueryTimeout),
 		audit: audit,
 		auth:  opts.Authenticator,
 		log:   opts.Logger,

@@ -33,8 +33,8 @@ func OpenTruth(ctx context.Context, data fs.FS) (*Truth, error) {
 		return nil, err
 	}
 	// The same gates as run_query (one SELECT, the authorizer, query_only), with no restricted
-	// table, and a row cap far above anything an answer holds.
-	q := newQuerier(db.read, ds.tables, policy{}, 100000, 30*time.Second)
+	// table, and a row cap and a size bound far above anything an answer holds.
+	q := newQuerier(db.read, ds.tables, policy{}, 100000, 256<<20, 30*time.Second)
 	return &Truth{db: db, q: q}, nil
 }
 

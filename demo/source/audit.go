@@ -18,7 +18,9 @@ type AuditEntry struct {
 	// ended with "…".
 	CallID string `json:"call_id"`
 	// OID is the identity from the validated bearer.
-	OID  string `json:"oid"`
+	OID string `json:"oid"`
+	// Tool is the tool's name: for a call naming a tool the source does not serve, the name
+	// asked for (its first 256 bytes).
 	Tool string `json:"tool"`
 	// MS is the call's wall time inside the source, in milliseconds.
 	MS      int64 `json:"ms"`

@@ -202,3 +202,27 @@ func TestAuditLineIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditUnknownTool: a call naming a tool the source does not serve is a tool call too, and
+// leaves its audit line (status error), though the SDK answers it with a JSON-RPC error before
+// any tool runs: until 2026-12-06 it left none, so a caller probing for tools left no trace.
+func TestAuditUnknownTool(t *testing.T) {
+	_, srv := start(t, source.Options{Serves: source.PartCatalog})
+	cs := connect(t, srv, "tok-bob")
+	for id, name := range map[string]string{"u-1": "run_query", "u-2": "drop_everything", "u-3": strings.Repeat("n", 10<<10)} {
+		if _, err := cs.CallTool(withCallID(t.Context(), id), &mcp.CallToolParams{
+			Meta: mcp.Meta{"ask/call_id": id}, Name: name, Arguments: map[string]any{"sql": "SELECT 1"},
+		}); err == nil {
+			t.Errorf("%s: calling %.20q succeeded", id, name)
+		}
+		got := auditEntries(t, srv, "call_id="+id)
+		if len(got) != 1 || got[0].OID != "bob" || got[0].Status != source.StatusError || got[0].Refused ||
+			!strings.HasPrefix(name, strings.TrimSuffix(got[0].Tool, "…")) || len(got[0].Tool) > 256+len("…") {
+			t.Errorf("%s: audit %+.300v, want one error line for bob naming the tool", id, got)
+		}
+	}
+	call(t, cs, "k-1", "search_catalog", map[string]any{"query": "MTTR"})
+	if got := auditEntries(t, srv, "call_id=k-1"); len(got) != 1 {
+		t.Errorf("a served tool: %d audit lines, want 1", len(got))
+	}
+}

@@ -46,7 +46,7 @@ func (s *Source) audited(t toolSpec) mcp.ToolHandler {
 		c := &call{id: callID(req), oid: callerOID(req)}
 		out := t.run(ctx, c, req.Params.Arguments)
 		entry := AuditEntry{
-			TS: s.now().UTC(), CallID: clip(c.id, maxAuditCallIDBytes), OID: c.oid, Tool: t.name,
+			TS: s.now().UTC(), CallID: clip(c.id, maxAuditIDBytes), OID: c.oid, Tool: t.name,
 			MS: time.Since(start).Milliseconds(), Status: StatusOK, SQL: clip(c.sql, MaxSQLBytes), Rows: c.rows,
 		}
 		entry.TraceID, entry.SpanID = callerTrace(req)

@@ -26,12 +26,13 @@ const (
 )
 
 // MaxSQLBytes is the longest statement run_query runs; a longer one is a tool error. It also
-// bounds the statement an audit line holds (maxAuditCallIDBytes bounds its call id), for an MCP
+// bounds the statement an audit line holds (maxAuditIDBytes bounds its call id), for an MCP
 // request may carry 4 MiB and the source keeps DefaultAuditKeep lines in memory.
 const MaxSQLBytes = 16 << 10
 
-// maxAuditCallIDBytes is the most of a call id an audit line holds; the service's are short.
-const maxAuditCallIDBytes = 256
+// maxAuditIDBytes is the most of a call id, or of an unknown tool's name, an audit line holds;
+// the service's ids and the source's names are short.
+const maxAuditIDBytes = 256
 
 // Tool names.
 const (
@@ -103,11 +104,13 @@ func (s *Source) newServer() *mcp.Server {
 		Logger:       s.sdkLog(),
 		Instructions: instructions,
 	})
+	served := map[string]bool{}
 	for _, t := range s.toolSpecs() {
 		catalogTool := t.role == "catalog.search" || t.role == "catalog.define"
 		if (s.part == PartCatalog && !catalogTool) || (s.part == PartWarehouse && catalogTool) {
 			continue
 		}
+		served[t.name] = true
 		srv.AddTool(&mcp.Tool{
 			Name:        t.name,
 			Description: t.description,
@@ -116,7 +119,32 @@ func (s *Source) newServer() *mcp.Server {
 			Meta:        mcp.Meta{MetaPhase: t.phase, MetaRole: t.role},
 		}, s.audited(t))
 	}
+	srv.AddReceivingMiddleware(s.auditUnknownTools(served))
 	return srv
+}
+
+// auditUnknownTools audits a tools/call naming a tool not in served, which the SDK answers with
+// a JSON-RPC error before any handler (and so audited) runs: a call is audited whatever its
+// outcome, and a caller probing for tools leaves a trace.
+func (s *Source) auditUnknownTools(served map[string]bool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && !served[r.Params.Name] {
+				entry := AuditEntry{
+					TS: s.now().UTC(), CallID: clip(callID(r), maxAuditIDBytes), OID: callerOID(r),
+					Tool: clip(r.Params.Name, maxAuditIDBytes), Status: StatusError,
+				}
+				entry.TraceID, entry.SpanID = callerTrace(r)
+				if err := s.audit.record(entry); err != nil {
+					s.log.Error("audit write failed", "tool", entry.Tool, "call_id", entry.CallID, "err", err)
+					return nil, errors.New("internal error: the call could not be audited")
+				}
+				s.log.Info("tool call", "tool", entry.Tool, "call_id", entry.CallID, "oid", entry.OID, "status", entry.Status,
+					"code", "", "ms", 0, "trace_id", entry.TraceID)
+			}
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // sdkLog is the logger handed to the MCP SDK: warnings and errors only.

@@ -136,8 +136,15 @@ func (q *querier) run(ctx context.Context, oid, query string) (queryResult, erro
 		return queryResult{}, fmt.Errorf("only SELECT (or WITH … SELECT) queries are supported, not %q", first)
 	}
 
+	// The limit bounds the whole call: a wait for a connection, which slow queries of anyone's
+	// may hold, counts.
+	ctx, cancel := context.WithTimeout(ctx, q.timeout)
+	defer cancel()
 	conn, err := q.db.Conn(ctx)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return queryResult{}, fmt.Errorf("the source is busy: no connection was free within the %s limit; try again", q.timeout)
+		}
 		return queryResult{}, err
 	}
 	defer conn.Close()
@@ -184,8 +191,6 @@ func (q *querier) run(ctx context.Context, oid, query string) (queryResult, erro
 		return queryResult{}, err
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, q.timeout)
-	defer cancel()
 	res, err := q.collect(ctx, conn, query)
 	mu.Lock()
 	refused := denial

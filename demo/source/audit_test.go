@@ -118,13 +118,44 @@ func TestAuditEndpointLoopbackOnly(t *testing.T) {
 		"10.1.2.3:5000":  http.StatusForbidden,
 		"192.0.2.9:80":   http.StatusForbidden,
 	} {
-		r := httptest.NewRequest(http.MethodGet, "/audit", nil)
+		r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8091/audit", nil)
 		r.RemoteAddr = addr
 		r.Header.Set("X-Forwarded-For", "127.0.0.1")
 		w := httptest.NewRecorder()
 		src.Handler().ServeHTTP(w, r)
 		if w.Code != want {
 			t.Errorf("from %s: %d, want %d", addr, w.Code, want)
+		}
+	}
+}
+
+// TestAuditEndpointRefusesOtherHosts: a loopback caller naming a host that is not a loopback
+// one is refused, for that is what a page in a browser on the machine sends after DNS
+// rebinding (evil.example resolved to 127.0.0.1), which could then read the log of every
+// identity's calls as its own origin's. Until 2026-12-06 GET /audit answered it; /mcp refused
+// it already (the MCP SDK's DNS rebinding protection).
+func TestAuditEndpointRefusesOtherHosts(t *testing.T) {
+	src, _ := start(t, source.Options{})
+	for host, want := range map[string]int{
+		"127.0.0.1:8091":      http.StatusOK,
+		"localhost:8091":      http.StatusOK,
+		"LOCALHOST":           http.StatusOK,
+		"[::1]:8091":          http.StatusOK,
+		"127.0.0.2":           http.StatusOK,
+		"evil.example:8091":   http.StatusForbidden,
+		"evil.example":        http.StatusForbidden,
+		"localhost.evil.test": http.StatusForbidden,
+		"127.0.0.1.nip.io":    http.StatusForbidden,
+		"10.0.0.1:8091":       http.StatusForbidden,
+		"":                    http.StatusForbidden,
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/audit", nil)
+		r.Host = host
+		r.RemoteAddr = "127.0.0.1:5000"
+		w := httptest.NewRecorder()
+		src.Handler().ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("Host %q: %d, want %d", host, w.Code, want)
 		}
 	}
 }

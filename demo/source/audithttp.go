@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+
+	"github.com/das-ask/ask/demo/idp"
 )
 
 // auditHandler serves GET /audit: the retained audit entries as JSON lines, the same lines as
 // the file, oldest first, filtered by the optional call_id and oid query parameters. It answers
-// only callers on the loopback interface (403 otherwise): the audit log names identities, so it
-// is for the operator on the machine and for the conformance suite, not for the network.
+// only callers on the loopback interface that name a loopback host (403 otherwise): the audit
+// log names identities, so it is for the operator on the machine and for the conformance suite,
+// not for the network, nor for a web page that DNS rebinding brought to the machine's loopback.
 func (s *Source) auditHandler(w http.ResponseWriter, r *http.Request) {
-	if !fromLoopback(r) {
+	if !fromLoopback(r) || !idp.LoopbackHost(r.Host) {
 		http.Error(w, "the audit log is served to loopback callers only", http.StatusForbidden)
 		return
 	}

@@ -29,6 +29,8 @@ const (
 	DefaultQueryTimeout = 5 * time.Second
 	DefaultAuditKeep    = 10000
 	DefaultReadConns    = 4
+	// DefaultBodyReadTimeout is Options.BodyReadTimeout's default, as askd's.
+	DefaultBodyReadTimeout = 60 * time.Second
 )
 
 // Options configure a Source. Zero values mean the defaults; only Authenticator is required.
@@ -53,6 +55,9 @@ type Options struct {
 	Analysts []string
 	// Restricted are the tables only analysts may read; nil means just "oncall_pay".
 	Restricted []string
+	// BodyReadTimeout bounds the time a request's body may take to arrive, from the end of its
+	// header; 0 means DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 	// Logger receives operational logs; nil discards them. Tokens are never logged.
 	Logger *slog.Logger
 	// Now is the clock for audit timestamps; nil means time.Now.
@@ -97,6 +102,8 @@ type Source struct {
 	now     func() time.Time
 	mcp     *mcp.Server
 	part    Part
+	// bodyTimeout is Options.BodyReadTimeout.
+	bodyTimeout time.Duration
 }
 
 // New loads the dataset into a fresh in-memory database and builds the MCP server. ctx bounds
@@ -126,6 +133,9 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 	}
 	if opts.Restricted == nil {
 		opts.Restricted = []string{"oncall_pay"}
+	}
+	if opts.BodyReadTimeout <= 0 {
+		opts.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -161,6 +171,8 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 		log:   opts.Logger,
 		now:   opts.Now,
 		part:  opts.Serves,
+
+		bodyTimeout: opts.BodyReadTimeout,
 	}
 	s.mcp = s.newServer()
 	return s, nil
@@ -171,6 +183,8 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 //	/mcp      the MCP server, streamable HTTP; every request needs a valid bearer (401 otherwise)
 //	/audit    GET, the retained audit entries as JSON lines (loopback callers only; ?call_id= and ?oid= filter)
 //	/healthz  GET, 200 once the source is serving
+//
+// A request's body has Options.BodyReadTimeout to arrive from the end of its header.
 func (s *Source) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.mcpHandler())
@@ -179,7 +193,16 @@ func (s *Source) Handler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 { // a body declared, or chunked: never the session's event stream
+			// The body has bodyTimeout to arrive. net/http lifts the deadline once it is read
+			// whole (to watch for the client's close); a body nothing reads (a 401) is cut by it
+			// when net/http drains it after the response, which is then written and the
+			// connection closed. The server's ReadTimeout would end every event stream.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout))
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // Close ends every MCP session still open, releases the database and closes the audit file.

@@ -21,7 +21,8 @@ import (
 
 // Options configure the adapter. Zero values mean defaults.
 type Options struct {
-	// BaseURL is the API root; empty means https://api.anthropic.com/.
+	// BaseURL is the API root; empty means https://api.anthropic.com/ (the SDK's
+	// ANTHROPIC_BASE_URL is not read).
 	BaseURL string
 	// Model is the model name sent with every request. Required.
 	Model string
@@ -51,6 +52,11 @@ type Model struct {
 var _ model.Model = (*Model)(nil)
 
 // New returns the adapter. It fails only when Model is empty.
+//
+// Nothing but opts configures it: the SDK's client would read ANTHROPIC_BASE_URL and
+// ANTHROPIC_CUSTOM_HEADERS (and, without a key, ANTHROPIC_AUTH_TOKEN and profiles on disk)
+// from the process's environment, and with ASK_LLM_BASE_URL unset the key and the
+// conversation went wherever ANTHROPIC_BASE_URL pointed, so it is built without them.
 func New(opts Options) (*Model, error) {
 	if opts.Model == "" {
 		return nil, errors.New("anthropic: a model name is required")
@@ -67,6 +73,7 @@ func New(opts Options) (*Model, error) {
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(opts.Timeout),
 		option.WithAPIKey(opts.APIKey),
+		option.WithoutEnvironmentDefaults(),
 	}
 	if opts.BaseURL != "" {
 		ro = append(ro, option.WithBaseURL(opts.BaseURL))

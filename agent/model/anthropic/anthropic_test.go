@@ -2,6 +2,9 @@ package anthropic_test
 
 import (
 	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,5 +261,46 @@ func TestContextWindowFullSaysSo(t *testing.T) {
 	_, err := newModel(t, srv.URL).Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}})
 	if want := "model rejected (HTTP 400): the conversation filled the model's context window"; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+type recordingTransport struct{ urls []string }
+
+func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt.urls = append(rt.urls, r.URL.String())
+	return nil, errors.New("not sent")
+}
+
+// The adapter is configured by its Options alone. The SDK's client reads ANTHROPIC_BASE_URL
+// and ANTHROPIC_CUSTOM_HEADERS from the environment: with no base URL configured, the key and
+// the question went to whatever ANTHROPIC_BASE_URL named.
+func TestTheEnvironmentIsNotRead(t *testing.T) {
+	elsewhere := replay.Start(t)
+	t.Setenv("ANTHROPIC_BASE_URL", elsewhere.URL)
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Extra: zq-canary")
+
+	rt := &recordingTransport{}
+	m, err := anthropic.New(anthropic.Options{Model: "claude-sonnet-4-5", APIKey: "sk-ant-test", Retry: fast, HTTPClient: &http.Client{Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}}); model.KindOf(err) != model.KindTransport {
+		t.Errorf("err = %v, want transport", err)
+	}
+	if want := []string{"https://api.anthropic.com/v1/messages"}; !slices.Equal(rt.urls, want) {
+		t.Errorf("requests went to %q, want %q", rt.urls, want)
+	}
+
+	srv := replay.Start(t, sse(messageStart, textStart, textDelta, stop0, endTurnDelta, messageStop))
+	if _, err := newModel(t, srv.URL).Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range srv.Requests()[0].Header {
+		if strings.Contains(strings.Join(v, ","), "zq-canary") {
+			t.Errorf("header %s: %q came from the environment", k, v)
+		}
+	}
+	if n := len(elsewhere.Requests()); n != 0 {
+		t.Errorf("ANTHROPIC_BASE_URL got %d requests", n)
 	}
 }

@@ -4,6 +4,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,7 +22,7 @@ import (
 // Options configure the adapter. Zero values mean defaults.
 type Options struct {
 	// BaseURL is the API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1.
-	// Empty means the SDK's default (OpenAI).
+	// Empty means OpenAI's (DefaultBaseURL); the SDK's OPENAI_BASE_URL is not read.
 	BaseURL string
 	// Model is the model name sent with every request. Required.
 	Model string
@@ -44,16 +45,24 @@ type Options struct {
 	Provider string
 }
 
+// DefaultBaseURL is the API root when Options.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1/"
+
 // Model is the adapter. It is safe for concurrent use.
 type Model struct {
-	client openai.Client
-	opts   Options
-	log    *slog.Logger
+	chat openai.ChatCompletionService
+	opts Options
+	log  *slog.Logger
 }
 
 var _ model.Model = (*Model)(nil)
 
 // New returns the adapter. It fails only when Model is empty.
+//
+// Nothing but opts configures it: the SDK's client would read OPENAI_BASE_URL, OPENAI_ORG_ID,
+// OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS from the process's environment, and with
+// ASK_LLM_BASE_URL unset the key and the conversation went wherever OPENAI_BASE_URL pointed,
+// with whatever headers the others named, so the adapter builds its service without them.
 func New(opts Options) (*Model, error) {
 	if opts.Model == "" {
 		return nil, errors.New("openai: a model name is required")
@@ -70,15 +79,14 @@ func New(opts Options) (*Model, error) {
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(opts.Timeout),
 		option.WithAPIKey(opts.APIKey),
-	}
-	if opts.BaseURL != "" {
-		ro = append(ro, option.WithBaseURL(opts.BaseURL))
+		option.WithBaseURL(cmp.Or(opts.BaseURL, DefaultBaseURL)),
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Model{client: openai.NewClient(ro...), opts: opts, log: log}, nil
+	// Not openai.NewClient, which puts options read from the environment before these.
+	return &Model{chat: openai.NewChatCompletionService(ro...), opts: opts, log: log}, nil
 }
 
 // Complete makes one Chat Completions call, retrying 429/5xx within ctx's deadline.
@@ -94,7 +102,7 @@ func (m *Model) Complete(ctx context.Context, req model.Request) (model.Response
 }
 
 func (m *Model) once(ctx context.Context, params openai.ChatCompletionNewParams) (model.Response, error) {
-	cc, err := m.client.Chat.Completions.New(ctx, params)
+	cc, err := m.chat.New(ctx, params)
 	if err != nil {
 		return model.Response{}, classify(ctx, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -271,5 +273,48 @@ func TestContextWindowFullSaysSo(t *testing.T) {
 	_, err := newModel(t, srv.URL, fast).Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}})
 	if want := "model rejected (HTTP 400): the conversation filled the model's context window"; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+type recordingTransport struct{ urls []string }
+
+func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt.urls = append(rt.urls, r.URL.String())
+	return nil, errors.New("not sent")
+}
+
+// The adapter is configured by its Options alone. The SDK's client reads OPENAI_BASE_URL and
+// OPENAI_CUSTOM_HEADERS (and OPENAI_ORG_ID, OPENAI_PROJECT_ID) from the environment: with no
+// base URL configured, the key and the question went to whatever OPENAI_BASE_URL named.
+func TestTheEnvironmentIsNotRead(t *testing.T) {
+	elsewhere := replay.Start(t)
+	t.Setenv("OPENAI_BASE_URL", elsewhere.URL+"/v1")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Extra: zq-canary")
+	t.Setenv("OPENAI_ORG_ID", "org-zq-canary")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-zq-canary")
+
+	rt := &recordingTransport{}
+	m, err := openai.New(openai.Options{Model: "gpt-4o-mini", APIKey: "sk-test", Retry: fast, HTTPClient: &http.Client{Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}}); model.KindOf(err) != model.KindTransport {
+		t.Errorf("err = %v, want transport", err)
+	}
+	if want := []string{"https://api.openai.com/v1/chat/completions"}; !slices.Equal(rt.urls, want) {
+		t.Errorf("requests went to %q, want %q", rt.urls, want)
+	}
+
+	srv := replay.Start(t, replay.Response{Status: 200, Body: proseTurn})
+	if _, err := newModel(t, srv.URL, fast).Complete(t.Context(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "q"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range srv.Requests()[0].Header {
+		if strings.Contains(strings.Join(v, ","), "zq-canary") {
+			t.Errorf("header %s: %q came from the environment", k, v)
+		}
+	}
+	if n := len(elsewhere.Requests()); n != 0 {
+		t.Errorf("OPENAI_BASE_URL got %d requests", n)
 	}
 }

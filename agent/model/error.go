@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -170,21 +171,39 @@ func StatusKind(status int) Kind {
 	}
 }
 
-// RetryAfter parses a Retry-After header (seconds or an HTTP date) relative to now; zero when
-// absent or unparseable.
+// RetryAfter is the provider's hint of how long to wait, relative to now: its Retry-After-Ms
+// header (milliseconds; OpenAI's and Anthropic's, which their SDKs read first, and ours turn
+// their own retries off) when it is there, else its Retry-After (seconds or an HTTP date); zero
+// when absent or unparseable. A hint too long for a time.Duration is the longest one, never one
+// that wraps round to a retry at once.
 func RetryAfter(h http.Header, now time.Time) time.Duration {
 	if h == nil {
 		return 0
+	}
+	if d := seconds(h.Get("Retry-After-Ms"), time.Millisecond); d > 0 {
+		return d
 	}
 	v := h.Get("Retry-After")
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
+	if d := seconds(v, time.Second); d > 0 {
+		return d
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// seconds is v, a positive number of units, as a Duration; zero when v is not one.
+func seconds(v string, unit time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0) {
+		return 0
+	}
+	if f*float64(unit) >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(f * float64(unit))
 }

@@ -3,6 +3,7 @@ package model_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -137,13 +138,33 @@ func TestStatusKindAndRetryAfter(t *testing.T) {
 		}
 	}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	for v, want := range map[string]time.Duration{"": 0, "3": 3 * time.Second, "0.5": 500 * time.Millisecond, "junk": 0, "Sun, 29 Nov 2026 12:00:10 GMT": 10 * time.Second} {
+	for v, want := range map[string]time.Duration{"": 0, "3": 3 * time.Second, "0.5": 500 * time.Millisecond, "junk": 0, "Sun, 29 Nov 2026 12:00:10 GMT": 10 * time.Second,
+		"1e10": math.MaxInt64, "Inf": math.MaxInt64, "NaN": 0, "-3": 0} {
 		h := http.Header{}
 		if v != "" {
 			h.Set("Retry-After", v)
 		}
 		if got := model.RetryAfter(h, now); got != want {
 			t.Errorf("RetryAfter(%q) = %v, want %v", v, got, want)
+		}
+	}
+	// The providers' millisecond header comes first, as their SDKs read it.
+	for _, tt := range []struct {
+		ms, s string
+		want  time.Duration
+	}{
+		{"5000", "", 5 * time.Second},
+		{"1500", "2", 1500 * time.Millisecond},
+		{"junk", "2", 2 * time.Second},
+		{"0", "2", 2 * time.Second},
+	} {
+		h := http.Header{}
+		h.Set("retry-after-ms", tt.ms)
+		if tt.s != "" {
+			h.Set("Retry-After", tt.s)
+		}
+		if got := model.RetryAfter(h, now); got != tt.want {
+			t.Errorf("RetryAfter(retry-after-ms %q, Retry-After %q) = %v, want %v", tt.ms, tt.s, got, tt.want)
 		}
 	}
 }

@@ -205,6 +205,10 @@ func TestFailuresThatEndTheCall(t *testing.T) {
 		{"bad request", []replay.Response{{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"messages: field required"}}`}}, model.KindRejected, 1},
 		{"overloaded every time", []replay.Response{sse(messageStart, overloaded), sse(messageStart, overloaded), sse(messageStart, overloaded)}, model.KindOverloaded, 3},
 		{"stream cut short", []replay.Response{sse(messageStart, textStart, textDelta)}, model.KindTransport, 1},
+		// The provider's hint in milliseconds, which the SDK reads first, is a hint too: longer than
+		// the policy waits, the call fails at once rather than coming back early.
+		{"rate limited for longer than a retry waits", []replay.Response{{Status: 429, Header: map[string]string{"retry-after-ms": "5000"},
+			Body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}}, model.KindRateLimited, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -179,6 +179,11 @@ func TestRetriesEnd(t *testing.T) {
 				return context.WithTimeout(ctx, 10*time.Second)
 			},
 			model.KindRateLimited, 1},
+		{"no retry past the deadline, in milliseconds", []replay.Response{{Status: 429, Header: map[string]string{"retry-after-ms": "30000"}, Body: rateLimited}},
+			func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 10*time.Second)
+			},
+			model.KindRateLimited, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

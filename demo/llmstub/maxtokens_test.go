@@ -54,6 +54,19 @@ func TestOutputCapCutsTheReply(t *testing.T) {
 			}
 		})
 	}
+	// A cap below what the call's name costs leaves the name and no arguments; the usage still
+	// says the cap, never more, as the real API's does.
+	t.Run("usage of a call cut within its name", func(t *testing.T) {
+		for _, stream := range []bool{false, true} {
+			cut := complete(t, client, openai.ChatCompletionNewParams{Model: "llm-stub", Messages: []openai.ChatCompletionMessageParamUnion{
+				openai.UserMessage(q),
+			}, Tools: demoTools(), MaxCompletionTokens: openai.Int(3)}, stream)
+			if cut.Choices[0].FinishReason != "length" || cut.Usage.CompletionTokens != 3 {
+				t.Errorf("stream %v: finish %q, completion tokens %d, want length and the cap of 3", stream,
+					cut.Choices[0].FinishReason, cut.Usage.CompletionTokens)
+			}
+		}
+	})
 	t.Run("within the cap", func(t *testing.T) {
 		comp := complete(t, client, openai.ChatCompletionNewParams{Model: "llm-stub", Messages: []openai.ChatCompletionMessageParamUnion{
 			openai.UserMessage(q),

@@ -28,8 +28,13 @@ func completionTokens(rp reply) int {
 	return 1 + tokens(rp.content)
 }
 
+// usageOf is what the reply cost. A reply cut at the cap cost the cap, as the real API counts
+// it, even where the stub kept more of it (a tool call's name, at a cap below its cost).
 func usageOf(r *request, rp reply) usage {
 	p, c := promptTokens(r), completionTokens(rp)
+	if rp.cut {
+		c = min(c, r.maxTokens)
+	}
 	return usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}
 }
 

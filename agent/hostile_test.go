@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent"
@@ -229,8 +230,15 @@ type hostileRun struct {
 
 func runHostile(t *testing.T, fault hostile.Fault, token string, script ...func(model.Request) (model.Response, error)) hostileRun {
 	t.Helper()
+	return runHostileWith(t, hostile.Options{Fault: fault, Token: token}, script...)
+}
+
+// runHostileWith is runHostile with the source's options given whole.
+func runHostileWith(t *testing.T, opts hostile.Options, script ...func(model.Request) (model.Response, error)) hostileRun {
+	t.Helper()
 	h := hostileRun{rec: &recorder{}, logs: &logSink{}, foreign: hostile.NewForeign(t)}
-	h.src = hostile.Start(t, hostile.Options{Fault: fault, Token: token})
+	h.src = hostile.Start(t, opts)
+	token := opts.Token
 	m := &scripted{script: script}
 	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "hostile", URL: h.src.URL}}, Logger: h.logs.logger()})
 	if err != nil {
@@ -275,6 +283,39 @@ func TestHostileSourceEchoingTheToken(t *testing.T) {
 		t.Errorf("the model provider was sent the bearer, in a tool result or error")
 	}
 	h.assertNoLeak(t, token)
+}
+
+// A source's words shown in an event — a tool error in a step, a refusal's reason — are cut
+// to agent.MaxShownBytes: a refusal's reason is also the turn its conversation keeps and
+// resends to the model with every later ask. Found from outside on 2026-12-06: a source
+// refusing with a 3 MiB reason made a 3 MiB refusal event and a 3 MiB turn, and the third ask
+// of that conversation sent the model 6 MB of earlier turns (50 such turns: 150 MB an ask).
+// The model still reads a tool error whole, as the source's response bound allows.
+func TestHostileSourceTooWordy(t *testing.T) {
+	const token = "tok-wordy-eyJhbGciOiJFUzI1NiJ9.c2lnbmF0dXJl"
+	const words = 1 << 20
+	h := runHostileWith(t, hostile.Options{Fault: hostile.Wordy, Token: token, HugeBytes: words},
+		call("c1", "run_query", map[string]any{"sql": "SELEC 42"}),
+		call("c2", "run_query", map[string]any{"sql": "DELETE FROM incidents"}),
+		say("Done."),
+	)
+	if h.out.Refusal == nil {
+		t.Fatalf("outcome = %s, want the source's refusal: the check would prove nothing", outcomeType(h.out))
+	}
+	if len(h.rec.steps) != 2 || h.rec.steps[0].Error == nil {
+		t.Fatalf("steps = %+v, want 2, the first with the tool error", h.rec.steps)
+	}
+	for what, s := range map[string]string{"the step's error": *h.rec.steps[0].Error, "the refusal's reason": h.out.Refusal.Reason} {
+		if len(s) > agent.MaxShownBytes || !utf8.ValidString(s) {
+			t.Errorf("%s is %d bytes (valid UTF-8: %t), want at most %d", what, len(s), utf8.ValidString(s), agent.MaxShownBytes)
+		}
+	}
+	if !strings.HasPrefix(h.out.Refusal.Reason, "read-only source: www") || !strings.HasPrefix(*h.rec.steps[0].Error, "syntax error: www") {
+		t.Errorf("reason %.40q, error %.40q: want the source's words, cut", h.out.Refusal.Reason, *h.rec.steps[0].Error)
+	}
+	if !strings.Contains(h.sent, strings.Repeat("w", words)) {
+		t.Errorf("the model was not sent the tool error whole")
+	}
 }
 
 // assertReachedModel checks that the source's tool result and error reached the model, scrubbed:

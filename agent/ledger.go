@@ -356,13 +356,34 @@ func (l *ledger) prose(text string) string {
 	return text
 }
 
+// MaxShownBytes bounds a source's message as an event carries it (a step's error, a refusal's
+// reason): a paragraph a person reads. A refusal's reason is also its conversation's turn, resent
+// to the model with every later ask, so a source's 4 MiB would otherwise be resent up to
+// DAS_ASK_MAX_TURNS_PER_CONVERSATION times an ask.
+const MaxShownBytes = 2048
+
 // shown is a source's message (a tool's error, a refusal's reason) as an event may carry it:
-// withheld when it quotes a question. The model still reads it whole.
+// withheld when it quotes a question (judged whole, before the cut, so that no part of a
+// question is left), and cut to MaxShownBytes. The model still reads it whole.
 func (l *ledger) shown(msg string) string {
 	if l.isQuestion(msg) {
 		return withheld
 	}
-	return msg
+	return cut(msg, MaxShownBytes)
+}
+
+// cut is s, if it is at most limit bytes; else its longest prefix of whole runes that, followed
+// by "…", is.
+func cut(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const ellipsis = "…"
+	end := limit - len(ellipsis)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + ellipsis
 }
 
 func firstString(args map[string]any, keys ...string) string {

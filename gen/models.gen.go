@@ -964,7 +964,7 @@ type Provenance struct {
 type RefusalBody struct {
 	CallId string `json:"call_id"`
 
-	// Reason How it refused, in the source's words.
+	// Reason How it refused, in the source's words, cut to 2048 bytes (ending `…`).
 	Reason string `json:"reason"`
 	Source string `json:"source"`
 
@@ -978,7 +978,7 @@ type RefusalEvent struct {
 	CallId         string `json:"call_id"`
 	ConversationId string `json:"conversation_id"`
 
-	// Reason How it refused, in the source's words.
+	// Reason How it refused, in the source's words, cut to 2048 bytes (ending `…`).
 	Reason string `json:"reason"`
 
 	// Seq From 1, monotonic per ticket, no gaps at emission. The SSE `id`.
@@ -1018,7 +1018,7 @@ type StepBody struct {
 	// CallId The id the source writes in its audit line for this call.
 	CallId string `json:"call_id"`
 
-	// Error A tool error returned to the model to correct (not a refusal), when there was one.
+	// Error A tool error returned to the model to correct (not a refusal), when there was one, cut to 2048 bytes (ending `…`); the model reads it whole.
 	Error *string `json:"error,omitempty"`
 
 	// Ms Wall time of the call, in milliseconds, measured by the service.
@@ -1047,7 +1047,7 @@ type StepEvent struct {
 	CallId         string `json:"call_id"`
 	ConversationId string `json:"conversation_id"`
 
-	// Error A tool error returned to the model to correct (not a refusal), when there was one.
+	// Error A tool error returned to the model to correct (not a refusal), when there was one, cut to 2048 bytes (ending `…`); the model reads it whole.
 	Error *string `json:"error,omitempty"`
 
 	// Ms Wall time of the call, in milliseconds, measured by the service.

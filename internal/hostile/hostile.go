@@ -134,6 +134,9 @@ const (
 	// ListsToken: the tool list quotes the bearer, as a tool list made per session can:
 	// list_tables's description and run_query's input schema name it.
 	ListsToken
+	// Wordy: run_query fails with a tool error of Options.HugeBytes of text, and refuses a
+	// DELETE with a reason as long, each within the service's bound on a response.
+	Wordy
 )
 
 // Options configure a Source.
@@ -143,7 +146,7 @@ type Options struct {
 	Token string
 	// Foreign is where RedirectOffOrigin redirects and what Steers names; required for those.
 	Foreign *Foreign
-	// HugeBytes is the size of a HugeResult (default 8 MiB).
+	// HugeBytes is the size of a HugeResult, and of a Wordy error and reason (default 8 MiB).
 	HugeBytes int
 }
 
@@ -208,6 +211,13 @@ func Start(t testing.TB, opts Options) *Source {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", opts.HugeBytes)}}}, nil
 		case Steers:
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: SteerText(opts.Foreign.URL)}}}, nil
+		case Wordy:
+			words := strings.Repeat("w", opts.HugeBytes)
+			if bytes.Contains(req.Params.Arguments, []byte(`"DELETE`)) {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "refused"}},
+					Meta: mcp.Meta{"ask/refusal": map[string]any{"code": "read_only", "reason": "read-only source: " + words}}}, nil
+			}
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "syntax error: " + words}}}, nil
 		case EchoesToken:
 			if bytes.Contains(req.Params.Arguments, []byte(`"DELETE`)) {
 				reason := "read-only source; refused for Bearer " + bearerOf(req)
@@ -305,7 +315,7 @@ func neverEnd(w http.ResponseWriter, r *http.Request) {
 
 // String names the fault, for test names.
 func (f Fault) String() string {
-	names := [...]string{"honest", "redirect-off-origin", "redirect-same-origin", "never-ends", "huge-result", "malformed-json-rpc", "session-expires", "steers", "token-expires", "redirect-off-host", "echoes-token", "echoes-signature", "lists-token"}
+	names := [...]string{"honest", "redirect-off-origin", "redirect-same-origin", "never-ends", "huge-result", "malformed-json-rpc", "session-expires", "steers", "token-expires", "redirect-off-host", "echoes-token", "echoes-signature", "lists-token", "wordy"}
 	if int(f) < len(names) {
 		return names[f]
 	}

@@ -448,7 +448,7 @@ export interface components {
             ms: number;
             /** @description Whether the source refused the call. */
             refused: boolean;
-            /** @description A tool error returned to the model to correct (not a refusal), when there was one. */
+            /** @description A tool error returned to the model to correct (not a refusal), when there was one, cut to 2048 bytes (ending `…`); the model reads it whole. */
             error?: string;
             /**
              * @description The open branch the call was made in. Absent in phase 1, where every step belongs to
@@ -640,7 +640,7 @@ export interface components {
             tool: string;
             source: string;
             call_id: string;
-            /** @description How it refused, in the source's words. */
+            /** @description How it refused, in the source's words, cut to 2048 bytes (ending `…`). */
             reason: string;
         };
         /**

@@ -133,11 +133,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           src.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv := httpServer(ctx, src.Handler(), log)
 	log.Info("demo source serving", "mcp", "http://"+ln.Addr().String()+"/mcp", "audit_file", c.auditPath,
 		"issuer", c.auth.Issuer, "row_cap", c.rowCap, "query_timeout", c.queryTimeout)
 	if ready != nil {
@@ -164,4 +160,22 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	log.Info("demo source stopped")
 	return nil
+}
+
+// idleTimeout closes a kept-alive connection that waits this long for its next request, as
+// askd's (app.DefaultIdleTimeout): net/http's zero IdleTimeout falls back to ReadTimeout, which
+// is zero here (it would end every event stream), so an idle connection was never closed.
+const idleTimeout = 120 * time.Second
+
+// httpServer is the source's HTTP server, with askd's timeouts: 10 s for a request's header, 120 s
+// for an idle keep-alive connection. A body's time is the handler's (source.Options.BodyReadTimeout);
+// no ReadTimeout or WriteTimeout, which would end the MCP session's event streams.
+func httpServer(ctx context.Context, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       idleTimeout,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }

@@ -17,7 +17,10 @@ type AuditEntry struct {
 	// Ask-Call-Id header); empty if the caller sent neither. One over 256 bytes is cut there and
 	// ended with "…".
 	CallID string `json:"call_id"`
-	// OID is the identity from the validated bearer.
+	// Tenant is the tenant of the validated bearer's identity: its issuer, with
+	// ` tid="…"` when the token has a `tid` claim (ask.Identity.Tenant).
+	Tenant string `json:"tenant"`
+	// OID is the identity from the validated bearer, within Tenant.
 	OID string `json:"oid"`
 	// Tool is the tool's name: for a call naming a tool the source does not serve, the name
 	// asked for (its first 256 bytes).

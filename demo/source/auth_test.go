@@ -103,4 +103,43 @@ func TestBearerValidation(t *testing.T) {
 			t.Errorf("bob drove alice's session: %s", resp.Status)
 		}
 	})
+
+	// The identity is the oid within its tenant (the issuer and the token's tid): alice of
+	// another tid is someone else. Until 2026-12-06 the source knew the oid alone: a token for
+	// oid=alice, tid=T1 drove alice's session (200), read oncall_pay as alice may, and its audit
+	// line named plain alice.
+	t.Run("the same oid of another tenant is someone else", func(t *testing.T) {
+		home := connect(t, srv, mint(idp.Claims{OID: "alice"}))
+		other := mint(idp.Claims{OID: "alice", TID: "T1"})
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"list_tables","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", home.ID())
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		req.Header.Set("Authorization", "Bearer "+other)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("alice of tid T1 on alice's session: %s, want 403", resp.Status)
+		}
+
+		// In a session of its own, it gets anyone else's permissions, and its audit line says who.
+		res := call(t, connect(t, srv, other), "t1-alice", "run_query", map[string]any{"sql": "SELECT * FROM oncall_pay"})
+		if refusal(res) != source.CodeForbidden {
+			t.Errorf("alice of tid T1 read oncall_pay: %s, want a forbidden refusal", text(res))
+		}
+		if got := auditEntries(t, srv, "call_id=t1-alice"); len(got) != 1 || got[0].OID != "alice" || got[0].Tenant != p.Issuer()+` tid="T1"` {
+			t.Errorf("audit = %+v, want alice in tenant %s tid=\"T1\"", got, p.Issuer())
+		}
+		if res := call(t, home, "home-alice", "run_query", map[string]any{"sql": "SELECT * FROM oncall_pay"}); res.IsError {
+			t.Errorf("the demo's alice: %s", text(res))
+		}
+		if got := auditEntries(t, srv, "call_id=home-alice"); len(got) != 1 || got[0].OID != "alice" || got[0].Tenant != p.Issuer() {
+			t.Errorf("audit = %+v, want alice in tenant %s", got, p.Issuer())
+		}
+	})
 }

@@ -15,7 +15,7 @@ import (
 // call is what the audit line needs to know about one tool call, filled in as it runs.
 type call struct {
 	id   string
-	oid  string
+	who  identity
 	sql  string
 	rows *int
 }
@@ -43,10 +43,10 @@ func failed(err error) outcome {
 func (s *Source) audited(t toolSpec) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		c := &call{id: callID(req), oid: callerOID(req)}
+		c := &call{id: callID(req), who: caller(req)}
 		out := t.run(ctx, c, req.Params.Arguments)
 		entry := AuditEntry{
-			TS: s.now().UTC(), CallID: clip(c.id, maxAuditIDBytes), OID: c.oid, Tool: t.name,
+			TS: s.now().UTC(), CallID: clip(c.id, maxAuditIDBytes), Tenant: c.who.tenant, OID: c.who.oid, Tool: t.name,
 			MS: time.Since(start).Milliseconds(), Status: StatusOK, SQL: clip(c.sql, MaxSQLBytes), Rows: c.rows,
 		}
 		entry.TraceID, entry.SpanID = callerTrace(req)
@@ -61,7 +61,7 @@ func (s *Source) audited(t toolSpec) mcp.ToolHandler {
 			s.log.Error("audit write failed", "tool", t.name, "call_id", entry.CallID, "err", err)
 			return errorResult("internal error: the call could not be audited"), nil
 		}
-		s.log.Info("tool call", "tool", t.name, "call_id", entry.CallID, "oid", c.oid, "status", entry.Status, "code", entry.Code, "ms", entry.MS,
+		s.log.Info("tool call", "tool", t.name, "call_id", entry.CallID, "tenant", c.who.tenant, "oid", c.who.oid, "status", entry.Status, "code", entry.Code, "ms", entry.MS,
 			"trace_id", entry.TraceID)
 		return out.toResult(), nil
 	}
@@ -104,13 +104,16 @@ func callerTrace(req *mcp.CallToolRequest) (traceID, spanID string) {
 	return sc.TraceID().String(), sc.SpanID().String()
 }
 
-// callerOID is the validated identity the HTTP guard attached to the request. A request without
-// one cannot reach a tool; "" would get the most restricted profile anyway.
-func callerOID(req *mcp.CallToolRequest) string {
-	if req.Extra != nil && req.Extra.TokenInfo != nil {
-		return req.Extra.TokenInfo.UserID
+// caller is the validated identity the HTTP guard attached to the request (mcpHandler). A
+// request without one cannot reach a tool; an empty identity would get the most restricted
+// profile anyway.
+func caller(req *mcp.CallToolRequest) identity {
+	if req.Extra == nil || req.Extra.TokenInfo == nil {
+		return identity{}
 	}
-	return ""
+	tenant, _ := req.Extra.TokenInfo.Extra[extraTenant].(string)
+	oid, _ := req.Extra.TokenInfo.Extra[extraOID].(string)
+	return identity{tenant: tenant, oid: oid}
 }
 
 // toResult renders the outcome as the contract says: a result as StructuredContent plus the same

@@ -19,7 +19,7 @@ func TestLogs(t *testing.T) {
 	cs.Close()
 
 	out := buf.String()
-	if !strings.Contains(out, `msg="tool call" tool=run_query call_id=log-1 oid=bob-secret status=refused code=forbidden`) {
+	if !strings.Contains(out, `msg="tool call" tool=run_query call_id=log-1 tenant="" oid=bob-secret status=refused code=forbidden`) {
 		t.Errorf("no tool call line in:\n%s", out)
 	}
 	if strings.Contains(out, "session") {

@@ -11,14 +11,22 @@ import (
 	"github.com/das-ask/ask/auth"
 )
 
+// The keys of the identity in the request's TokenInfo.Extra.
+const (
+	extraTenant = "ask/tenant"
+	extraOID    = "ask/oid"
+)
+
 // sessionTimeout closes MCP sessions whose client went away without ending them.
 const sessionTimeout = 30 * time.Minute
 
 // mcpHandler is the MCP endpoint behind two guards. auth.Middleware validates the bearer of
 // every HTTP request with the shared DAS_* settings and answers 401 problem+json with a
 // WWW-Authenticate challenge otherwise. The SDK's bearer guard then hands the validated identity
-// to the tool handlers (as the request's TokenInfo, UserID = oid) and pins each MCP session to
-// the identity that opened it, so one user's session cannot be driven with another's token.
+// to the tool handlers (as the request's TokenInfo: UserID is the tenant and the oid together,
+// Extra holds each) and pins each MCP session to the identity that opened it, so one user's
+// session cannot be driven with another's token, nor with the same oid's of another tenant
+// (until 2026-12-06 UserID was the oid alone: a token for alice of another tid used alice's session).
 func (s *Source) mcpHandler() http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return s.mcp },
@@ -31,7 +39,9 @@ func (s *Source) mcpHandler() http.Handler {
 		}
 		// Expiry was checked by the Validator (with the configured leeway); the identity does
 		// not carry it, so the SDK's own expiry check is switched off below.
-		return &sdkauth.TokenInfo{UserID: id.OID, Scopes: id.Scopes}, nil
+		who := identity{tenant: id.Tenant, oid: id.OID}
+		return &sdkauth.TokenInfo{UserID: who.key(), Scopes: id.Scopes,
+			Extra: map[string]any{extraTenant: who.tenant, extraOID: who.oid}}, nil
 	}
 	pin := sdkauth.RequireBearerToken(fromContext, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	return auth.Middleware(s.auth, pin(streamable))

@@ -84,22 +84,22 @@ func readableBuiltin(table string) bool {
 	return false
 }
 
-// mayRead reports whether oid may read column of table, as the authorizer is asked: one of the
+// mayRead reports whether who may read column of table, as the authorizer is asked: one of the
 // dataset's tables its policy allows, or one of readableBuiltin. A refusal says which.
 //
 // An empty column is SQLite's read of a FROM item none of whose values the statement uses
 // (count(*)), named as the statement spells it: a table, but as often a CTE's or a
 // subquery's name, which no list holds. Such a read extracts no value, so any name is let
 // through but a restricted table and SQLite's own tables.
-func (q *querier) mayRead(oid, table, column string) *refusalError {
+func (q *querier) mayRead(who identity, table, column string) *refusalError {
 	name := strings.ToLower(table)
 	switch {
 	case readableBuiltin(name):
 		return nil
 	case !q.tables[name] && (column != "" || strings.HasPrefix(name, "sqlite_") || name == "dbstat"):
 		return &refusalError{CodeForbidden, "table " + name + " is not one of this source's tables; no identity may read it"}
-	case !q.policy.mayRead(oid, name):
-		return &refusalError{CodeForbidden, "identity " + oid + " may not read table " + name}
+	case !q.policy.mayRead(who, name):
+		return &refusalError{CodeForbidden, "identity " + who.oid + " may not read table " + name}
 	}
 	return nil
 }
@@ -114,8 +114,8 @@ func deniedFunction(name string) bool {
 	return false
 }
 
-// run executes one SELECT for oid. It returns a *refusalError when policy forbids the statement
-// (any write, attachment or pragma; more than one statement; a restricted table for this oid)
+// run executes one SELECT for who. It returns a *refusalError when policy forbids the statement
+// (any write, attachment or pragma; more than one statement; a restricted table for this identity)
 // and an ordinary error for anything the caller can correct (bad SQL, the time limit).
 //
 // Three independent gates keep the database read-only: the lexical check (one statement,
@@ -124,7 +124,7 @@ func deniedFunction(name string) bool {
 // connection's query_only pragma. The authorizer also sees every table the statement reads —
 // through joins, subqueries, CTEs and views alike — which is how restricted tables are found,
 // and SQLite's own virtual tables (sqlite_dbpage, dbstat) are refused.
-func (q *querier) run(ctx context.Context, oid, query string) (queryResult, error) {
+func (q *querier) run(ctx context.Context, who identity, query string) (queryResult, error) {
 	switch verdict, first := checkStatement(query); verdict {
 	case stmtEmpty:
 		return queryResult{}, errors.New("empty query: send one SELECT statement")
@@ -166,7 +166,7 @@ func (q *querier) run(ctx context.Context, oid, query string) (queryResult, erro
 		case sqlite.AuthSelect, sqlite.AuthRecursive:
 			return sqlite.AuthorizerOK
 		case sqlite.AuthRead:
-			if r := q.mayRead(oid, arg1, arg2); r != nil {
+			if r := q.mayRead(who, arg1, arg2); r != nil {
 				return deny(r)
 			}
 			return sqlite.AuthorizerOK

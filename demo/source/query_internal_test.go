@@ -35,12 +35,12 @@ func TestQueryTimeLimitCoversTheWaitForAConnection(t *testing.T) {
 	// A backstop, so that a wait the limit does not bound fails the test instead of hanging it.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	_, err = q.run(ctx, "alice", "SELECT 1")
+	_, err = q.run(ctx, identity{oid: "alice"}, "SELECT 1")
 	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "busy") || !strings.Contains(err.Error(), "50ms") {
 		t.Errorf("with no connection free: %v (backstop: %v), want a busy error naming the limit", err, ctx.Err())
 	}
 	held.Close()
-	if res, err := q.run(t.Context(), "alice", "SELECT 1"); err != nil || res.RowCount != 1 {
+	if res, err := q.run(t.Context(), identity{oid: "alice"}, "SELECT 1"); err != nil || res.RowCount != 1 {
 		t.Errorf("with the connection free again: %+v, %v", res, err)
 	}
 }

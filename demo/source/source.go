@@ -51,8 +51,12 @@ type Options struct {
 	RowCap int
 	// QueryTimeout bounds one run_query; 0 means DefaultQueryTimeout.
 	QueryTimeout time.Duration
-	// Analysts are the oids that may read every table; nil means just "alice".
+	// Analysts are the oids that may read every table; nil means just "alice". They are oids of
+	// AnalystTenant: the same oid of another tenant is anyone else.
 	Analysts []string
+	// AnalystTenant is the tenant (ask.Identity.Tenant: the issuer, with ` tid="…"` when tokens
+	// carry a `tid`) whose oids Analysts names; "" means the tenant of tokens with no `tid` claim.
+	AnalystTenant string
 	// Restricted are the tables only analysts may read; nil means just "oncall_pay".
 	Restricted []string
 	// BodyReadTimeout bounds the time a request's body may take to arrive, from the end of its
@@ -164,7 +168,7 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 		db:      db,
 		catalog: &catalog{terms: ds.terms},
 		tables:  ds.tables,
-		querier: newQuerier(db.read, ds.tables, policy{analysts: opts.Analysts, restricted: opts.Restricted},
+		querier: newQuerier(db.read, ds.tables, policy{analysts: opts.Analysts, restricted: opts.Restricted, tenant: opts.AnalystTenant},
 			opts.RowCap, MaxResultBytes, opts.QueryTimeout),
 		audit: audit,
 		auth:  opts.Authenticator,

@@ -130,8 +130,9 @@ func (s *Source) auditUnknownTools(served map[string]bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && !served[r.Params.Name] {
+				who := caller(r)
 				entry := AuditEntry{
-					TS: s.now().UTC(), CallID: clip(callID(r), maxAuditIDBytes), OID: callerOID(r),
+					TS: s.now().UTC(), CallID: clip(callID(r), maxAuditIDBytes), Tenant: who.tenant, OID: who.oid,
 					Tool: clip(r.Params.Name, maxAuditIDBytes), Status: StatusError,
 				}
 				entry.TraceID, entry.SpanID = callerTrace(r)
@@ -139,7 +140,7 @@ func (s *Source) auditUnknownTools(served map[string]bool) mcp.Middleware {
 					s.log.Error("audit write failed", "tool", entry.Tool, "call_id", entry.CallID, "err", err)
 					return nil, errors.New("internal error: the call could not be audited")
 				}
-				s.log.Info("tool call", "tool", entry.Tool, "call_id", entry.CallID, "oid", entry.OID, "status", entry.Status,
+				s.log.Info("tool call", "tool", entry.Tool, "call_id", entry.CallID, "tenant", entry.Tenant, "oid", entry.OID, "status", entry.Status,
 					"code", "", "ms", 0, "trace_id", entry.TraceID)
 			}
 			return next(ctx, method, req)
@@ -234,7 +235,7 @@ func (s *Source) runQuery(ctx context.Context, c *call, raw json.RawMessage) out
 	if len(args.SQL) > MaxSQLBytes {
 		return failed(fmt.Errorf("the statement is %d bytes long; at most %d are run: send a shorter query", len(args.SQL), MaxSQLBytes))
 	}
-	res, err := s.querier.run(ctx, c.oid, args.SQL)
+	res, err := s.querier.run(ctx, c.who, args.SQL)
 	if err != nil {
 		return failed(err)
 	}

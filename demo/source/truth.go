@@ -41,7 +41,7 @@ func OpenTruth(ctx context.Context, data fs.FS) (*Truth, error) {
 // Query runs one SELECT and returns its columns and rows, values as run_query returns them
 // (int64, float64, string or nil).
 func (t *Truth) Query(ctx context.Context, sql string) (columns []string, rows [][]any, err error) {
-	res, err := t.q.run(ctx, "", sql)
+	res, err := t.q.run(ctx, identity{}, sql)
 	if err != nil {
 		return nil, nil, err
 	}

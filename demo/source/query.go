@@ -60,15 +60,19 @@ type querier struct {
 	// maxBytes bounds a result's rows as JSON (MaxResultBytes for run_query).
 	maxBytes int
 	timeout  time.Duration
+	// shares holds each identity to its share of the read connections.
+	shares *shares
 }
 
-// newQuerier runs queries on db over the dataset's tables.
-func newQuerier(db *sql.DB, tables []Table, p policy, rowCap, maxBytes int, timeout time.Duration) *querier {
+// newQuerier runs queries on db over the dataset's tables, at most perIdentity at once for each
+// identity (0: no limit).
+func newQuerier(db *sql.DB, tables []Table, p policy, rowCap, maxBytes, perIdentity int, timeout time.Duration) *querier {
 	names := make(map[string]bool, len(tables))
 	for _, t := range tables {
 		names[strings.ToLower(t.Name)] = true
 	}
-	return &querier{db: db, policy: p, tables: names, rowCap: rowCap, maxBytes: maxBytes, timeout: timeout}
+	return &querier{db: db, policy: p, tables: names, rowCap: rowCap, maxBytes: maxBytes, timeout: timeout,
+		shares: newShares(perIdentity)}
 }
 
 // readableBuiltin reports the tables SQLite itself provides that a query may read: the schema
@@ -140,6 +144,16 @@ func (q *querier) run(ctx context.Context, who identity, query string) (queryRes
 	// may hold, counts.
 	ctx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()
+	// An identity's own share first, so that its queries never hold more than their share of the
+	// connections, however many it sends.
+	release, ok := q.shares.acquire(ctx, who)
+	if !ok {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return queryResult{}, fmt.Errorf("the source is busy: your identity already has %d queries running, the most one identity may run at once, and none ended within the %s limit; try again", q.shares.n, q.timeout)
+		}
+		return queryResult{}, ctx.Err()
+	}
+	defer release()
 	conn, err := q.db.Conn(ctx)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -29,6 +29,10 @@ const (
 	DefaultQueryTimeout = 5 * time.Second
 	DefaultAuditKeep    = 10000
 	DefaultReadConns    = 4
+	// MaxQueriesPerIdentity is how many run_query calls of one identity run at once: half the
+	// read connections, so that one identity's slow queries leave the others some. A call beyond
+	// waits for one of its own to end, within the query time limit.
+	MaxQueriesPerIdentity = DefaultReadConns / 2
 	// DefaultBodyReadTimeout is Options.BodyReadTimeout's default, as askd's.
 	DefaultBodyReadTimeout = 60 * time.Second
 )
@@ -169,7 +173,7 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 		catalog: &catalog{terms: ds.terms},
 		tables:  ds.tables,
 		querier: newQuerier(db.read, ds.tables, policy{analysts: opts.Analysts, restricted: opts.Restricted, tenant: opts.AnalystTenant},
-			opts.RowCap, MaxResultBytes, opts.QueryTimeout),
+			opts.RowCap, MaxResultBytes, MaxQueriesPerIdentity, opts.QueryTimeout),
 		audit: audit,
 		auth:  opts.Authenticator,
 		log:   opts.Logger,

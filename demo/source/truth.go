@@ -34,7 +34,7 @@ func OpenTruth(ctx context.Context, data fs.FS) (*Truth, error) {
 	}
 	// The same gates as run_query (one SELECT, the authorizer, query_only), with no restricted
 	// table, and a row cap and a size bound far above anything an answer holds.
-	q := newQuerier(db.read, ds.tables, policy{}, 100000, 256<<20, 30*time.Second)
+	q := newQuerier(db.read, ds.tables, policy{}, 100000, 256<<20, 0, 30*time.Second)
 	return &Truth{db: db, q: q}, nil
 }
 

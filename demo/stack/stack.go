@@ -358,8 +358,12 @@ func listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
+// idleTimeout closes the dev stack's kept-alive connections that sit idle, as askd's and
+// demo-source's servers do: without one, net/http keeps each until its client closes it.
+const idleTimeout = 120 * time.Second
+
 func (s *Stack) serve(name string, ln net.Listener, h http.Handler) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.servers = append(s.servers, srv)
 	s.log.Info("listening", "component", name, "addr", ln.Addr().String())
 	go func() {

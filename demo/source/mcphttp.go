@@ -27,7 +27,6 @@ const sessionTimeout = 30 * time.Minute
 // Extra holds each) and pins each MCP session to the identity that opened it, so one user's
 // session cannot be driven with another's token, nor with the same oid's of another tenant
 // (until 2026-12-06 UserID was the oid alone: a token for alice of another tid used alice's session).
-// An identity opens at most Options.MaxSessionsPerIdentity sessions (sessionCap).
 func (s *Source) mcpHandler() http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return s.mcp },
@@ -45,5 +44,5 @@ func (s *Source) mcpHandler() http.Handler {
 			Extra: map[string]any{extraTenant: who.tenant, extraOID: who.oid}}, nil
 	}
 	pin := sdkauth.RequireBearerToken(fromContext, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	return auth.Middleware(s.auth, pin(newSessionCap(s.maxSessions, s.mcp).handler(streamable)))
+	return auth.Middleware(s.auth, pin(streamable))
 }

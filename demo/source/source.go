@@ -33,9 +33,6 @@ const (
 	// read connections, so that one identity's slow queries leave the others some. A call beyond
 	// waits for one of its own to end, within the query time limit.
 	MaxQueriesPerIdentity = DefaultReadConns / 2
-	// DefaultMaxSessionsPerIdentity is Options.MaxSessionsPerIdentity's default: far more than
-	// one identity's asks running at once need (each holds one session per source).
-	DefaultMaxSessionsPerIdentity = 32
 	// DefaultBodyReadTimeout is Options.BodyReadTimeout's default, as askd's.
 	DefaultBodyReadTimeout = 60 * time.Second
 )
@@ -69,10 +66,6 @@ type Options struct {
 	// BodyReadTimeout bounds the time a request's body may take to arrive, from the end of its
 	// header; 0 means DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
-	// MaxSessionsPerIdentity is the most MCP sessions one identity (an oid within its tenant)
-	// may have open at once; a request that would open one more is answered 429. A session ends
-	// with its DELETE, or after 30 minutes idle. 0 means DefaultMaxSessionsPerIdentity.
-	MaxSessionsPerIdentity int
 	// Logger receives operational logs; nil discards them. Tokens are never logged.
 	Logger *slog.Logger
 	// Now is the clock for audit timestamps; nil means time.Now.
@@ -119,8 +112,6 @@ type Source struct {
 	part    Part
 	// bodyTimeout is Options.BodyReadTimeout.
 	bodyTimeout time.Duration
-	// maxSessions is Options.MaxSessionsPerIdentity.
-	maxSessions int
 }
 
 // New loads the dataset into a fresh in-memory database and builds the MCP server. ctx bounds
@@ -153,9 +144,6 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 	}
 	if opts.BodyReadTimeout <= 0 {
 		opts.BodyReadTimeout = DefaultBodyReadTimeout
-	}
-	if opts.MaxSessionsPerIdentity <= 0 {
-		opts.MaxSessionsPerIdentity = DefaultMaxSessionsPerIdentity
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -193,7 +181,6 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 		part:  opts.Serves,
 
 		bodyTimeout: opts.BodyReadTimeout,
-		maxSessions: opts.MaxSessionsPerIdentity,
 	}
 	s.mcp = s.newServer()
 	return s, nil

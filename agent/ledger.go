@@ -12,6 +12,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/das-ask/ask/internal/clip"
+
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent/source"
 )
@@ -369,21 +371,7 @@ func (l *ledger) shown(msg string) string {
 	if l.isQuestion(msg) {
 		return withheld
 	}
-	return cut(msg, MaxShownBytes)
-}
-
-// cut is s, if it is at most limit bytes; else its longest prefix of whole runes that, followed
-// by "…", is.
-func cut(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	const ellipsis = "…"
-	end := limit - len(ellipsis)
-	for end > 0 && !utf8.RuneStart(s[end]) {
-		end--
-	}
-	return s[:end] + ellipsis
+	return clip.Bytes(msg, MaxShownBytes)
 }
 
 func firstString(args map[string]any, keys ...string) string {

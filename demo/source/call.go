@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
-	"unicode/utf8"
+
+	"github.com/das-ask/ask/internal/clip"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -46,8 +47,8 @@ func (s *Source) audited(t toolSpec) mcp.ToolHandler {
 		c := &call{id: callID(req), who: caller(req)}
 		out := t.run(ctx, c, req.Params.Arguments)
 		entry := AuditEntry{
-			TS: s.now().UTC(), CallID: clip(c.id, maxAuditIDBytes), Tenant: c.who.tenant, OID: c.who.oid, Tool: t.name,
-			MS: time.Since(start).Milliseconds(), Status: StatusOK, SQL: clip(c.sql, MaxSQLBytes), Rows: c.rows,
+			TS: s.now().UTC(), CallID: clip.Bytes(c.id, maxAuditIDBytes), Tenant: c.who.tenant, OID: c.who.oid, Tool: t.name,
+			MS: time.Since(start).Milliseconds(), Status: StatusOK, SQL: clip.Bytes(c.sql, MaxSQLBytes), Rows: c.rows,
 		}
 		entry.TraceID, entry.SpanID = callerTrace(req)
 		switch {
@@ -77,17 +78,6 @@ func callID(req *mcp.CallToolRequest) string {
 		return req.Extra.Header.Get(HeaderCallID)
 	}
 	return ""
-}
-
-// clip is s cut to at most n bytes, at a character boundary and ended with "…" when it was cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // callerTrace is the trace and span id of the caller's W3C traceparent header, or "" for both

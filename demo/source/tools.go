@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/das-ask/ask/internal/clip"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -132,8 +134,8 @@ func (s *Source) auditUnknownTools(served map[string]bool) mcp.Middleware {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && !served[r.Params.Name] {
 				who := caller(r)
 				entry := AuditEntry{
-					TS: s.now().UTC(), CallID: clip(callID(r), maxAuditIDBytes), Tenant: who.tenant, OID: who.oid,
-					Tool: clip(r.Params.Name, maxAuditIDBytes), Status: StatusError,
+					TS: s.now().UTC(), CallID: clip.Bytes(callID(r), maxAuditIDBytes), Tenant: who.tenant, OID: who.oid,
+					Tool: clip.Bytes(r.Params.Name, maxAuditIDBytes), Status: StatusError,
 				}
 				entry.TraceID, entry.SpanID = callerTrace(r)
 				if err := s.audit.record(entry); err != nil {

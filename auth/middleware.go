@@ -36,21 +36,57 @@ func BearerToken(r *http.Request) (string, bool) {
 // an invalid_request challenge (RFC 6750 §3.1), as the ask service answers it: it carries
 // credentials, but not one.
 func Middleware(v ask.Authenticator, next http.Handler) http.Handler {
+	return guard(v, nil, next)
+}
+
+// ResourceOptions describe a protected resource that publishes OAuth 2.0 Protected Resource
+// Metadata (RFC 9728), for ResourceMiddleware.
+type ResourceOptions struct {
+	// MetadataURL returns the absolute URL of the metadata document of the resource r asked
+	// for; every challenge names it (resource_metadata, RFC 9728 §5.1). Required.
+	MetadataURL func(r *http.Request) string
+	// Scope is the space-separated scope a token must grant, named in every challenge (scope,
+	// RFC 6750 §3); "" names none.
+	Scope string
+}
+
+// ResourceMiddleware is Middleware for a resource server that follows MCP's authorization rules
+// (an MCP server protected by bearer tokens): every challenge also carries resource_metadata
+// and scope, and a valid token that lacks a required scope is answered 403 with an
+// insufficient_scope challenge (RFC 6750 §3.1) instead of 401, so that a client asks for the
+// scope rather than for a token like the one it has.
+func ResourceMiddleware(v ask.Authenticator, opts ResourceOptions, next http.Handler) http.Handler {
+	return guard(v, &opts, next)
+}
+
+// guard is Middleware, and ResourceMiddleware when res is not nil.
+func guard(v ask.Authenticator, res *ResourceOptions, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var params []string
+		if res != nil {
+			params = append(params, `resource_metadata="`+quoteSafe(res.MetadataURL(r))+`"`)
+			if res.Scope != "" {
+				params = append(params, `scope="`+quoteSafe(res.Scope)+`"`)
+			}
+		}
 		if len(r.Header.Values("Authorization")) > 1 {
 			writeProblem(w, r, http.StatusBadRequest, "Bad Request",
 				"the request carries more than one Authorization header; send exactly one bearer",
-				Challenge(&Error{Code: CodeInvalidRequest, Description: "more than one Authorization header"}))
+				challenge(&Error{Code: CodeInvalidRequest, Description: "more than one Authorization header"}, params))
 			return
 		}
 		token, ok := BearerToken(r)
 		if !ok {
-			WriteUnauthorized(w, r, nil)
+			writeProblem(w, r, http.StatusUnauthorized, "Unauthorized", "a bearer token is required", challenge(nil, params))
 			return
 		}
 		id, err := v.Authenticate(r.Context(), token)
 		if err != nil {
-			WriteUnauthorized(w, r, err)
+			status, title := http.StatusUnauthorized, "Unauthorized"
+			if code, _ := describe(err); res != nil && code == CodeInsufficientScope {
+				status, title = http.StatusForbidden, "Forbidden"
+			}
+			writeProblem(w, r, status, title, Describe(err), challenge(err, params))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
@@ -61,11 +97,20 @@ func Middleware(v ask.Authenticator, next http.Handler) http.Handler {
 // §3): with err == nil (no token was sent) only the realm; otherwise the error code (an *Error's
 // Code, or invalid_token for any other error) and its description.
 func Challenge(err error) string {
+	return challenge(err, nil)
+}
+
+// challenge is Challenge with params (`name="value"`, already quoted) after the realm.
+func challenge(err error, params []string) string {
+	c := `Bearer realm="` + Realm + `"`
+	for _, p := range params {
+		c += ", " + p
+	}
 	if err == nil {
-		return `Bearer realm="` + Realm + `"`
+		return c
 	}
 	code, desc := describe(err)
-	return `Bearer realm="` + Realm + `", error="` + code + `", error_description="` + quoteSafe(desc) + `"`
+	return c + `, error="` + code + `", error_description="` + quoteSafe(desc) + `"`
 }
 
 // WriteUnauthorized answers 401 application/problem+json with the Challenge for err (nil: no

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/MicahParks/jwkset"
@@ -88,6 +89,13 @@ func New(ctx context.Context, cfg Config, opts Options) (*Validator, error) {
 		scopes: strings.Fields(cfg.RequiredScope),
 	}, nil
 }
+
+// Issuer returns the `iss` v accepts: the authorization server whose tokens it takes, which a
+// protected resource names in its metadata (RFC 9728 authorization_servers).
+func (v *Validator) Issuer() string { return v.cfg.Issuer }
+
+// RequiredScopes returns the scopes a token must grant (Config.RequiredScope), nil for none.
+func (v *Validator) RequiredScopes() []string { return slices.Clone(v.scopes) }
 
 // Ready reports whether a JWKS fetch has succeeded since New, i.e. whether tokens can be
 // validated at all. Use it for readiness probes.

@@ -191,6 +191,10 @@ type DemoSource struct {
 	QueryTimeout time.Duration
 	// Serves is all, catalog or warehouse (DAS_DEMO_SOURCE_SERVES); the command checks it.
 	Serves string
+	// ResourceURL is the URL clients reach the MCP endpoint at behind a gateway
+	// (DAS_DEMO_SOURCE_RESOURCE_URL; demo/source's Options.ResourceURL); "" means each
+	// request's own.
+	ResourceURL string
 	// Auth is bearer validation, the same DAS_* settings the service reads (AuthFrom). When
 	// none of DAS_JWKS_URL, DAS_ISSUER and DAS_AUDIENCE is set it is auth.DevConfig() and
 	// DevAuth is true, so the command can warn.
@@ -221,6 +225,7 @@ func DemoSourceFromEnv(lookup func(string) (string, bool)) (DemoSource, error) {
 		c.RowCap = int(e.Int("DAS_DEMO_SOURCE_ROW_CAP", int64(c.RowCap), 1, maxCount))
 		c.QueryTimeout = e.Duration("DAS_DEMO_SOURCE_QUERY_TIMEOUT", c.QueryTimeout, time.Millisecond, time.Hour)
 		c.Serves = e.String("DAS_DEMO_SOURCE_SERVES", c.Serves)
+		c.ResourceURL = e.String("DAS_DEMO_SOURCE_RESOURCE_URL", c.ResourceURL)
 		if e.Set(auth.EnvJWKSURL) || e.Set(auth.EnvIssuer) || e.Set(auth.EnvAudience) {
 			c.Auth, c.DevAuth = AuthFrom(e, DefaultConfig().Auth), false
 		}

@@ -5,15 +5,19 @@
 //	demo-source [-addr 127.0.0.1:8091] [-audit .state/demo-source/audit.jsonl] [-row-cap 500] [-query-timeout 5s]
 //
 // Every flag can also be set in the environment (flags win): DAS_DEMO_SOURCE_ADDR,
-// DAS_DEMO_SOURCE_AUDIT, DAS_DEMO_SOURCE_ROW_CAP, DAS_DEMO_SOURCE_QUERY_TIMEOUT. Bearers are
+// DAS_DEMO_SOURCE_AUDIT, DAS_DEMO_SOURCE_ROW_CAP, DAS_DEMO_SOURCE_QUERY_TIMEOUT,
+// DAS_DEMO_SOURCE_SERVES, DAS_DEMO_SOURCE_RESOURCE_URL. Bearers are
 // validated with the shared DAS_* settings (DAS_JWKS_URL, DAS_ISSUER, DAS_AUDIENCE,
 // DAS_REQUIRED_SCOPE, DAS_JWT_ALGS, DAS_JWT_LEEWAY_S), exactly as the ask service validates
 // them; when none of DAS_JWKS_URL, DAS_ISSUER and DAS_AUDIENCE is set, the development
 // identity provider's settings (127.0.0.1:8090, audience and scope `das`) are used and a
 // warning says so.
 //
-// It serves MCP at /mcp, the audit log at GET /audit (loopback callers only) and GET /healthz,
-// and stops cleanly on SIGINT or SIGTERM.
+// It serves MCP at /mcp, its protected resource metadata (RFC 9728) at GET
+// /.well-known/oauth-protected-resource/mcp, the audit log at GET /audit (loopback callers
+// only) and GET /healthz, and stops cleanly on SIGINT or SIGTERM. Behind a gateway that mounts
+// /mcp at another URL, -resource-url names it, so that the metadata and every 401's challenge
+// name the URL clients use.
 package main
 
 import (
@@ -61,6 +65,7 @@ type config struct {
 	rowCap       int
 	queryTimeout time.Duration
 	serves       string
+	resourceURL  string
 	auth         auth.Config
 	devAuth      bool // no DAS_JWKS_URL, DAS_ISSUER or DAS_AUDIENCE: the dev IdP's settings
 }
@@ -84,6 +89,8 @@ func parseConfig(args []string, lookup func(string) (string, bool), stderr io.Wr
 	fs.IntVar(&c.rowCap, "row-cap", env.RowCap, "most rows one query returns")
 	fs.DurationVar(&c.queryTimeout, "query-timeout", env.QueryTimeout, "time limit of one query")
 	fs.StringVar(&c.serves, "serves", env.Serves, "what to serve: all, catalog (the glossary) or warehouse (the tables)")
+	fs.StringVar(&c.resourceURL, "resource-url", env.ResourceURL,
+		"the URL clients reach /mcp at, behind a gateway that mounts it elsewhere (the protected resource metadata's resource); default: each request's own")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -123,6 +130,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		QueryTimeout:  c.queryTimeout,
 		Logger:        log,
 		Serves:        part,
+		ResourceURL:   c.resourceURL,
 	})
 	if err != nil {
 		return err

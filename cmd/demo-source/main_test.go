@@ -114,6 +114,14 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("%v: no error", args)
 		}
 	}
+	// The URL clients reach /mcp at, from the environment or the flag.
+	env = map[string]string{"DAS_DEMO_SOURCE_RESOURCE_URL": "https://gw.example/warehouse/mcp"}
+	if c, err := parseConfig(nil, askconfig.MapEnv(env), io.Discard); err != nil || c.resourceURL != env["DAS_DEMO_SOURCE_RESOURCE_URL"] {
+		t.Errorf("DAS_DEMO_SOURCE_RESOURCE_URL: %+v, %v", c, err)
+	}
+	if c, err := parseConfig([]string{"-resource-url", "https://gw.example/w/mcp"}, askconfig.MapEnv(env), io.Discard); err != nil || c.resourceURL != "https://gw.example/w/mcp" {
+		t.Errorf("-resource-url: %+v, %v", c, err)
+	}
 	// An invalid value from the environment is refused, naming its variable.
 	for k, v := range map[string]string{"DAS_DEMO_SOURCE_ROW_CAP": "many", "DAS_DEMO_SOURCE_QUERY_TIMEOUT": "5"} {
 		if _, err := parseConfig(nil, askconfig.MapEnv(map[string]string{k: v}), io.Discard); err == nil || !strings.Contains(err.Error(), k) {

@@ -54,8 +54,12 @@ func TestBearerValidation(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusUnauthorized {
-				t.Errorf("status %d, want 401", resp.StatusCode)
+			want := http.StatusUnauthorized
+			if name == "wrong scope" {
+				want = http.StatusForbidden // RFC 6750 §3.1, as MCP asks: see TestProtectedResourceMetadata
+			}
+			if resp.StatusCode != want {
+				t.Errorf("status %d, want %d", resp.StatusCode, want)
 			}
 			if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 				t.Errorf("WWW-Authenticate = %q", resp.Header.Get("WWW-Authenticate"))

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -20,9 +21,11 @@ const (
 // sessionTimeout closes MCP sessions whose client went away without ending them.
 const sessionTimeout = 30 * time.Minute
 
-// mcpHandler is the MCP endpoint behind two guards. auth.Middleware validates the bearer of
-// every HTTP request with the shared DAS_* settings and answers 401 problem+json with a
-// WWW-Authenticate challenge otherwise. The SDK's bearer guard then hands the validated identity
+// mcpHandler is the MCP endpoint behind two guards. auth.ResourceMiddleware validates the bearer
+// of every HTTP request with the shared DAS_* settings and answers 401 problem+json otherwise
+// (403 for a token without a required scope), its WWW-Authenticate challenge naming the
+// endpoint's protected resource metadata and the scope to ask for, as MCP's authorization rules
+// ask. The SDK's bearer guard then hands the validated identity
 // to the tool handlers (as the request's TokenInfo: UserID is the tenant and the oid together,
 // Extra holds each) and pins each MCP session to the identity that opened it, so one user's
 // session cannot be driven with another's token, nor with the same oid's of another tenant
@@ -44,5 +47,8 @@ func (s *Source) mcpHandler() http.Handler {
 			Extra: map[string]any{extraTenant: who.tenant, extraOID: who.oid}}, nil
 	}
 	pin := sdkauth.RequireBearerToken(fromContext, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	return auth.Middleware(s.auth, pin(streamable))
+	return auth.ResourceMiddleware(s.auth, auth.ResourceOptions{
+		MetadataURL: func(r *http.Request) string { return metadataURL(s.resource(r)) },
+		Scope:       strings.Join(s.scopes, " "),
+	}, pin(streamable))
 }

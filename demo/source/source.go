@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,6 +71,20 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for audit timestamps; nil means time.Now.
 	Now func() time.Time
+	// ResourceURL is the URL clients reach the MCP endpoint at, when it is not this server's own
+	// /mcp: behind a gateway that mounts the source under a prefix, such as
+	// https://gw.example/warehouse/mcp. It is the `resource` of the protected resource metadata
+	// (RFC 9728) and gives the metadata URL every challenge names (its well-known URL,
+	// https://gw.example/.well-known/oauth-protected-resource/warehouse/mcp). "" means the URL
+	// each request was sent to: its scheme and Host, path /mcp.
+	ResourceURL string
+	// AuthorizationServers are the issuers whose tokens the source takes, published in its
+	// metadata; nil means the Authenticator's issuer when it names one (an *auth.Validator does).
+	AuthorizationServers []string
+	// Scopes are the scopes a token must grant, published in the metadata and named in every
+	// challenge; nil means the Authenticator's required scopes when it names them (an
+	// *auth.Validator does).
+	Scopes []string
 	// Serves is what part of the demo this source serves: PartAll ("", every tool), PartCatalog
 	// (the glossary: search_catalog, define_term) or PartWarehouse (the tables: list_tables,
 	// describe_table, run_query). The dev stack runs a catalog source and a warehouse source, so
@@ -112,6 +127,10 @@ type Source struct {
 	part    Part
 	// bodyTimeout is Options.BodyReadTimeout.
 	bodyTimeout time.Duration
+	// resourceURL is Options.ResourceURL parsed; nil for each request's own URL.
+	resourceURL *url.URL
+	// authServers and scopes are Options.AuthorizationServers and Options.Scopes, defaults applied.
+	authServers, scopes []string
 }
 
 // New loads the dataset into a fresh in-memory database and builds the MCP server. ctx bounds
@@ -154,6 +173,18 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 	if _, err := ParsePart(string(opts.Serves)); err != nil {
 		return nil, err
 	}
+	resourceURL, err := parseResourceURL(opts.ResourceURL)
+	if err != nil {
+		return nil, err
+	}
+	if ts, ok := opts.Authenticator.(tokenSettings); ok {
+		if opts.AuthorizationServers == nil && ts.Issuer() != "" {
+			opts.AuthorizationServers = []string{ts.Issuer()}
+		}
+		if opts.Scopes == nil {
+			opts.Scopes = ts.RequiredScopes()
+		}
+	}
 
 	ds, err := loadDataset(opts.Data)
 	if err != nil {
@@ -181,6 +212,9 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 		part:  opts.Serves,
 
 		bodyTimeout: opts.BodyReadTimeout,
+		resourceURL: resourceURL,
+		authServers: opts.AuthorizationServers,
+		scopes:      opts.Scopes,
 	}
 	s.mcp = s.newServer()
 	return s, nil
@@ -188,7 +222,11 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 
 // Handler serves the source:
 //
-//	/mcp      the MCP server, streamable HTTP; every request needs a valid bearer (401 otherwise)
+//	/mcp      the MCP server, streamable HTTP; every request needs a valid bearer (401 otherwise,
+//	          403 for a token without a required scope), each challenge naming the metadata below
+//	/.well-known/oauth-protected-resource/mcp
+//	          GET, the endpoint's protected resource metadata (RFC 9728), public; also at the
+//	          well-known path of Options.ResourceURL
 //	/audit    GET, the retained audit entries as JSON lines (loopback callers only; ?call_id= and ?oid= filter)
 //	/healthz  GET, 200 once the source is serving
 //
@@ -196,6 +234,7 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 func (s *Source) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.mcpHandler())
+	mux.HandleFunc(wellKnownPRM+"/", s.metadataHandler)
 	mux.HandleFunc("/audit", s.auditHandler)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

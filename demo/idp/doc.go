@@ -5,9 +5,13 @@
 //
 // What it serves (Handler):
 //
-//	GET  /.well-known/jwks.json              the public signing keys (RS256 and ES256, with kids)
-//	GET  /.well-known/openid-configuration   OIDC discovery: issuer, jwks_uri, token_endpoint
-//	POST /token                              mint a token; loopback callers only
+//	GET  /.well-known/jwks.json                   the public signing keys (RS256 and ES256, with kids)
+//	GET  /.well-known/oauth-authorization-server  authorization server metadata (RFC 8414): issuer, jwks_uri, token_endpoint
+//	GET  /.well-known/openid-configuration        OIDC discovery: the same, and the OIDC fields
+//	POST /token                                   mint a token; loopback callers only
+//
+// It has no authorization endpoint: tokens come from POST /token alone, so an MCP client that
+// follows a protected resource's metadata here finds no authorization-code flow to run.
 //
 // POST /token answers 403 unless the peer address is loopback (forwarding headers are ignored)
 // and the Host names loopback or the issuer's own host (against DNS rebinding from a browser),

@@ -12,14 +12,17 @@ import (
 const (
 	jwksPath      = "/.well-known/jwks.json"
 	discoveryPath = "/.well-known/openid-configuration"
+	asMetaPath    = "/.well-known/oauth-authorization-server"
 	tokenPath     = "/token"
 	maxTokenBody  = 16 << 10
 )
 
-// Handler serves the JWKS, OIDC discovery and POST /token (see the package doc).
+// Handler serves the JWKS, the authorization server metadata, OIDC discovery and POST /token
+// (see the package doc).
 func (p *IdP) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+jwksPath, p.serveJWKS)
+	mux.HandleFunc("GET "+asMetaPath, p.serveASMetadata)
 	mux.HandleFunc("GET "+discoveryPath, p.serveDiscovery)
 	mux.HandleFunc("POST "+tokenPath, p.serveToken)
 	return mux
@@ -37,19 +40,34 @@ func (p *IdP) serveJWKS(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-func (p *IdP) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
+// asMetadata is what the IdP is as an OAuth 2.0 authorization server (RFC 8414 §2), and no more:
+// a token endpoint with its own grant (POST /token, no client authentication) and no
+// authorization endpoint, so no response type.
+func (p *IdP) asMetadata() map[string]any {
+	return map[string]any{
 		"issuer":                                p.issuer,
 		"jwks_uri":                              p.issuer + jwksPath,
 		"token_endpoint":                        p.issuer + tokenPath,
-		"response_types_supported":              []string{"token"},
-		"subject_types_supported":               []string{"public"},
-		"id_token_signing_alg_values_supported": algs,
+		"response_types_supported":              []string{},
 		"token_endpoint_auth_methods_supported": []string{"none"},
 		"grant_types_supported":                 []string{"urn:das:dev:mint"},
 		"scopes_supported":                      []string{DefaultScope},
-		"claims_supported":                      []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "oid", "tid", "scope"},
-	})
+	}
+}
+
+// serveASMetadata serves OAuth 2.0 Authorization Server Metadata (RFC 8414), the first document
+// an MCP client looks for at the issuer a protected resource's metadata names.
+func (p *IdP) serveASMetadata(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, p.asMetadata())
+}
+
+// serveDiscovery serves OIDC discovery: the authorization server metadata and the OIDC fields.
+func (p *IdP) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
+	d := p.asMetadata()
+	d["subject_types_supported"] = []string{"public"}
+	d["id_token_signing_alg_values_supported"] = algs
+	d["claims_supported"] = []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "oid", "tid", "scope"}
+	writeJSON(w, http.StatusOK, d)
 }
 
 // LoopbackAddr reports whether a RemoteAddr ("host:port") is a loopback address. With

@@ -111,6 +111,35 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
+// The issuer serves OAuth 2.0 Authorization Server Metadata (RFC 8414) as well as OIDC
+// discovery: it is where the demo source's protected resource metadata (RFC 9728) sends a
+// client, and MCP clients try RFC 8414's URL first. Both say only what the IdP does: a token
+// endpoint with its own grant, no authorization endpoint, so no response type (until 2026-12-06
+// RFC 8414's URL was a 404, and discovery claimed the implicit grant's "token" response type).
+func TestAuthorizationServerMetadata(t *testing.T) {
+	p := newIdP(t, idp.Options{Issuer: "http://127.0.0.1:9999"})
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		w := httptest.NewRecorder()
+		p.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		var d map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &d); w.Code != http.StatusOK || err != nil {
+			t.Fatalf("GET %s: %d %v", path, w.Code, err)
+		}
+		if d["issuer"] != "http://127.0.0.1:9999" || d["jwks_uri"] != "http://127.0.0.1:9999/.well-known/jwks.json" || d["token_endpoint"] != "http://127.0.0.1:9999/token" {
+			t.Errorf("%s = %v", path, d)
+		}
+		if rt, ok := d["response_types_supported"].([]any); !ok || len(rt) != 0 {
+			t.Errorf("%s: response_types_supported %v, want [] (there is no authorization endpoint)", path, d["response_types_supported"])
+		}
+		if _, ok := d["authorization_endpoint"]; ok {
+			t.Errorf("%s names an authorization endpoint it does not serve", path)
+		}
+		if gt, _ := d["grant_types_supported"].([]any); !slices.Equal(gt, []any{"urn:das:dev:mint"}) {
+			t.Errorf("%s: grant_types_supported %v", path, gt)
+		}
+	}
+}
+
 func parse(t *testing.T, tok string) (jwt.MapClaims, map[string]any) {
 	t.Helper()
 	c := jwt.MapClaims{}

@@ -198,3 +198,46 @@ func TestMiddlewareTwoAuthorizationHeaders(t *testing.T) {
 		}
 	}
 }
+
+// ResourceMiddleware is Middleware for an MCP server: every challenge names the resource's
+// metadata and the scope, and a token without the scope is a 403 (RFC 6750 §3.1), not a 401.
+func TestResourceMiddleware(t *testing.T) {
+	s := idptest.Start(t)
+	v := newValidator(t, s)
+	h := auth.ResourceMiddleware(v, auth.ResourceOptions{
+		MetadataURL: func(r *http.Request) string { return "https://" + r.Host + "/.well-known/oauth-protected-resource/mcp" },
+		Scope:       "das",
+	}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	const params = `resource_metadata="https://rs.example/.well-known/oauth-protected-resource/mcp", scope="das"`
+	for _, tt := range []struct {
+		name      string
+		headers   []string
+		status    int
+		wantChall string
+	}{
+		{"valid", []string{"Bearer " + s.Token(t, "alice")}, http.StatusNoContent, ""},
+		{"no token", nil, http.StatusUnauthorized, `Bearer realm="das", ` + params},
+		{"expired", []string{"Bearer " + mint(t, s, idp.Claims{OID: "alice", Expired: true})}, http.StatusUnauthorized,
+			`Bearer realm="das", ` + params + `, error="invalid_token", error_description="token is expired"`},
+		{"without the scope", []string{"Bearer " + mint(t, s, idp.Claims{OID: "alice", Scope: "other"})}, http.StatusForbidden,
+			`Bearer realm="das", ` + params + `, error="insufficient_scope", error_description="token does not grant scope das"`},
+		{"two headers", []string{"Bearer a", "Bearer b"}, http.StatusBadRequest,
+			`Bearer realm="das", ` + params + `, error="invalid_request", error_description="more than one Authorization header"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "https://rs.example/mcp", nil)
+			for _, h := range tt.headers {
+				r.Header.Add("Authorization", h)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.status || w.Header().Get("WWW-Authenticate") != tt.wantChall {
+				t.Errorf("%d %q, want %d %q", w.Code, w.Header().Get("WWW-Authenticate"), tt.status, tt.wantChall)
+			}
+			var p gen.Problem
+			if tt.status != http.StatusNoContent && (json.Unmarshal(w.Body.Bytes(), &p) != nil || p.Status != tt.status) {
+				t.Errorf("problem %s", w.Body)
+			}
+		})
+	}
+}

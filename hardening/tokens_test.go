@@ -205,9 +205,15 @@ func TestHostileTokensAreRefusedAndCreateNothing(t *testing.T) {
 			// reached it directly (not through the service) is refused too.
 			src := newAPI(s.SourceURL)
 			defer src.close()
+			// A valid token without the scope is a 403 there (insufficient_scope, RFC 6750 §3.1,
+			// as MCP asks of a server), where the service's contract answers 401.
+			want := http.StatusUnauthorized
+			if h.desc == "token does not grant scope das" {
+				want = http.StatusForbidden
+			}
 			r := src.do(ctx, t, http.MethodPost, "/mcp", tok, []byte(initialize), map[string]string{"Accept": "application/json, text/event-stream"})
-			if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
-				t.Errorf("source: %d %q, want 401 with a Bearer challenge", r.status, r.header.Get("WWW-Authenticate"))
+			if r.status != want || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("source: %d %q, want %d with a Bearer challenge", r.status, r.header.Get("WWW-Authenticate"), want)
 			}
 		})
 	}

@@ -30,6 +30,7 @@ const sessionTimeout = 30 * time.Minute
 // Extra holds each) and pins each MCP session to the identity that opened it, so one user's
 // session cannot be driven with another's token, nor with the same oid's of another tenant
 // (until 2026-12-06 UserID was the oid alone: a token for alice of another tid used alice's session).
+// An identity opens at most Options.MaxSessionsPerIdentity sessions (sessionCap).
 func (s *Source) mcpHandler() http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return s.mcp },
@@ -50,5 +51,5 @@ func (s *Source) mcpHandler() http.Handler {
 	return auth.ResourceMiddleware(s.auth, auth.ResourceOptions{
 		MetadataURL: func(r *http.Request) string { return metadataURL(s.resource(r)) },
 		Scope:       strings.Join(s.scopes, " "),
-	}, pin(streamable))
+	}, pin(newSessionCap(s.maxSessions, s.mcp).handler(streamable)))
 }

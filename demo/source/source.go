@@ -34,6 +34,9 @@ const (
 	// read connections, so that one identity's slow queries leave the others some. A call beyond
 	// waits for one of its own to end, within the query time limit.
 	MaxQueriesPerIdentity = DefaultReadConns / 2
+	// DefaultMaxSessionsPerIdentity is Options.MaxSessionsPerIdentity's default: far more than
+	// one identity's asks running at once need (each holds one session per source).
+	DefaultMaxSessionsPerIdentity = 32
 	// DefaultBodyReadTimeout is Options.BodyReadTimeout's default, as askd's.
 	DefaultBodyReadTimeout = 60 * time.Second
 )
@@ -67,6 +70,11 @@ type Options struct {
 	// BodyReadTimeout bounds the time a request's body may take to arrive, from the end of its
 	// header; 0 means DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
+	// MaxSessionsPerIdentity is the most MCP sessions one identity (an oid within its tenant)
+	// may have open at once; a request that would open one more is answered 429. A session ends
+	// with its DELETE (its slot is free once the DELETE is answered), or after 30 minutes idle.
+	// 0 means DefaultMaxSessionsPerIdentity.
+	MaxSessionsPerIdentity int
 	// Logger receives operational logs; nil discards them. Tokens are never logged.
 	Logger *slog.Logger
 	// Now is the clock for audit timestamps; nil means time.Now.
@@ -127,6 +135,8 @@ type Source struct {
 	part    Part
 	// bodyTimeout is Options.BodyReadTimeout.
 	bodyTimeout time.Duration
+	// maxSessions is Options.MaxSessionsPerIdentity.
+	maxSessions int
 	// resourceURL is Options.ResourceURL parsed; nil for each request's own URL.
 	resourceURL *url.URL
 	// authServers and scopes are Options.AuthorizationServers and Options.Scopes, defaults applied.
@@ -163,6 +173,9 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 	}
 	if opts.BodyReadTimeout <= 0 {
 		opts.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if opts.MaxSessionsPerIdentity <= 0 {
+		opts.MaxSessionsPerIdentity = DefaultMaxSessionsPerIdentity
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -212,6 +225,7 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 		part:  opts.Serves,
 
 		bodyTimeout: opts.BodyReadTimeout,
+		maxSessions: opts.MaxSessionsPerIdentity,
 		resourceURL: resourceURL,
 		authServers: opts.AuthorizationServers,
 		scopes:      opts.Scopes,

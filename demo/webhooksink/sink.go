@@ -59,13 +59,20 @@ func (s *Sink) Entries() []Entry {
 	return append([]Entry(nil), s.got...)
 }
 
-// ServeHTTP handles POST …/inbox and GET on anything else.
+// ServeHTTP handles POST …/inbox and GET (or HEAD) on anything else; any other request is a
+// 405 whose Allow names what the path takes, as RFC 9110 §15.5.6 requires of a 405.
 func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/inbox") {
+	inbox := strings.HasSuffix(r.URL.Path, "/inbox")
+	if r.Method == http.MethodPost && inbox {
 		s.receive(w, r)
 		return
 	}
-	if r.Method != http.MethodGet {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		allow := "GET, HEAD"
+		if inbox {
+			allow += ", POST"
+		}
+		w.Header().Set("Allow", allow)
 		http.Error(w, "GET the list, or POST to …/inbox", http.StatusMethodNotAllowed)
 		return
 	}

@@ -69,6 +69,7 @@ func newReceiver(secrets []string, handle func(string, delivery)) (*receiver, er
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost) // a 405 names the methods it takes (RFC 9110 §15.5.6)
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
 		return
 	}

@@ -174,3 +174,19 @@ func TestGoReceiverRefusesNoSecret(t *testing.T) {
 		t.Fatalf("WEBHOOK_SECRETS=%q: %v, %d secrets; want one", secret+", ,", err, len(r.secrets))
 	}
 }
+
+// TestGoReceiverNamesItsMethod: a request other than a POST is a 405 whose Allow names POST, as
+// RFC 9110 §15.5.6 requires of every 405; the receiver answered without it.
+func TestGoReceiverNamesItsMethod(t *testing.T) {
+	r, err := newReceiver([]string{webhooktest.Secret()}, func(string, delivery) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete} {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(method, "/hook", nil))
+		if got, allow := w.Code, w.Header().Get("Allow"); got != http.StatusMethodNotAllowed || allow != http.MethodPost {
+			t.Errorf("%s: %d, Allow %q; want 405, Allow %q", method, got, allow, http.MethodPost)
+		}
+	}
+}

@@ -127,7 +127,9 @@ func WriteUnauthorized(w http.ResponseWriter, r *http.Request, err error) {
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, title, detail, challenge string) {
 	p := gen.Problem{Type: "about:blank", Title: title, Status: status, Detail: &detail}
 	if r != nil && r.URL != nil {
-		p.Instance = &r.URL.Path
+		// Escaped as the request escaped it: instance is a URI reference (RFC 9457 §3.1.5).
+		instance := r.URL.EscapedPath()
+		p.Instance = &instance
 	}
 	h := w.Header()
 	h.Set("WWW-Authenticate", challenge)

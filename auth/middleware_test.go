@@ -241,3 +241,24 @@ func TestResourceMiddleware(t *testing.T) {
 		})
 	}
 }
+
+// TestMiddlewareInstanceIsAURIReference: the 401's instance is the path as the request escaped
+// it (RFC 9457 §3.1.5: a URI reference); the decoded path turned `%3C` into `<` and `%2F` into
+// a `/` that names another resource.
+func TestMiddlewareInstanceIsAURIReference(t *testing.T) {
+	s := idptest.Start(t)
+	h := auth.Middleware(newValidator(t, s), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	for _, path := range []string{"/mcp", "/a%2Fb", "/%3Cx%3E", "/a%20b"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		var p gen.Problem
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || w.Code != http.StatusUnauthorized {
+			t.Fatalf("GET %s: %d %q: %v", path, w.Code, w.Body, err)
+		}
+		if p.Instance == nil || *p.Instance != path {
+			t.Errorf("GET %s: problem %s; want instance %q", path, w.Body, path)
+		}
+	}
+}

@@ -934,7 +934,9 @@ type Problem struct {
 	// Errors For `400`, the individual violations of this document, when known.
 	Errors *[]string `json:"errors,omitempty"`
 
-	// Instance The request path that produced the problem.
+	// Instance The path of the request that produced the problem (on a `401`), a URI reference
+	// escaped as the request escaped it (`%2F` stays `%2F`), but that a percent-encoded
+	// unreserved character is written plainly.
 	Instance *string `json:"instance,omitempty"`
 	Status   int     `json:"status"`
 

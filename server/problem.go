@@ -145,7 +145,9 @@ func unauthorized(r *http.Request, err error) *problem {
 	}
 	p := &problem{status: http.StatusUnauthorized, detail: detail, challenge: auth.Challenge(err)}
 	if r != nil && r.URL != nil {
-		p.instance = r.URL.Path
+		// Escaped as the request escaped it: instance is a URI reference (RFC 9457 §3.1.5),
+		// and the decoded path is none for `%3C` and names another resource for `%2F`.
+		p.instance = r.URL.EscapedPath()
 	}
 	return p
 }

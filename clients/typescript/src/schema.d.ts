@@ -209,7 +209,11 @@ export interface components {
             status: number;
             /** @description What went wrong with this request, for a person. */
             detail?: string;
-            /** @description The request path that produced the problem. */
+            /**
+             * @description The path of the request that produced the problem (on a `401`), a URI reference
+             *     escaped as the request escaped it (`%2F` stays `%2F`), but that a percent-encoded
+             *     unreserved character is written plainly.
+             */
             instance?: string;
             /** @description For `409`, the ticket already running in the conversation. */
             ticket?: string;

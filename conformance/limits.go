@@ -30,6 +30,14 @@ type Limits struct {
 	TTL time.Duration
 }
 
+// DevLimits are the settings of the limits targets this repository starts — the dev stack's
+// (cmd/conformance --dev-stack) and the replicas' (cmd/ask-cluster's limits group): caps small
+// enough to reach in a few asks, a deadline shorter than the slow question's 3 s silence and a
+// TTL of a few seconds, so that the deadline and TTL checks cost seconds.
+func DevLimits() Limits {
+	return Limits{MaxBodyBytes: 1024, MaxInFlight: 1, MaxTickets: 6, Deadline: time.Second, TTL: 3 * time.Second}
+}
+
 // limitsFixtures are the fixtures made against the limits target.
 type limitsFixtures struct {
 	target   memo[*session]

@@ -61,6 +61,12 @@ type Options struct {
 	// their own gateway (OverflowURL): the target of the conformance suite's overflow check.
 	OverflowReplicas  int
 	OverflowMaxEvents int
+	// LimitsReplicas, when not 0, starts a third group of replicas sharing the same Redis under
+	// another key prefix (ask-limits:), with LimitsEnv added to their environment last (small
+	// caps, a short deadline and TTL: DAS_ASK_MAX_INFLIGHT_PER_ID, DAS_ASK_DEADLINE_S, …),
+	// behind their own gateway (LimitsURL): the target of the conformance suite's limits checks.
+	LimitsReplicas int
+	LimitsEnv      []string
 	// Env is added to every replica's environment (e.g. the DAS_ASK_WEBHOOK_* settings).
 	Env []string
 	// Phase sets ASK_PHASE on every replica (2: a branch per source, and divergence); 0 leaves
@@ -89,8 +95,9 @@ type Cluster struct {
 	// replica directly; IdPURL, SourceURL, StubURL the dev pieces; RedisURL the store.
 	GatewayURL, IdPURL, SourceURL, StubURL, RedisURL string
 	ReplicaURLs                                      []string
-	// OverflowURL is the overflow group's gateway, when Options.OverflowReplicas is set.
-	OverflowURL string
+	// OverflowURL is the overflow group's gateway, when Options.OverflowReplicas is set;
+	// LimitsURL the limits group's, when Options.LimitsReplicas is set.
+	OverflowURL, LimitsURL string
 
 	opts     Options
 	log      *slog.Logger
@@ -100,6 +107,7 @@ type Cluster struct {
 	others   []*proc              // idp, source, stub, nginx
 	replicas []*member            // kept running: restarted when they die
 	overflow []*member
+	limits   []*member
 	ownDir   bool
 	logDir   string            // every process's log
 	bins     string            // the built commands
@@ -183,11 +191,11 @@ func start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := c.startDev(ctx); err != nil {
 		return c, err
 	}
-	upstreams, overflow, err := c.startReplicas(ctx)
+	groups, err := c.startReplicas(ctx)
 	if err != nil {
 		return c, err
 	}
-	if err := c.startGateway(ctx, nginxBin, upstreams, overflow); err != nil {
+	if err := c.startGateway(ctx, nginxBin, groups); err != nil {
 		return c, err
 	}
 	log.Info("cluster ready", "gateway", c.GatewayURL, "replicas", strings.Join(c.ReplicaURLs, " "), "idp", c.IdPURL, "redis", c.RedisURL)
@@ -197,7 +205,7 @@ func start(ctx context.Context, o Options) (c *Cluster, err error) {
 // Stop stops every process (replicas first, SIGTERM with a grace, then SIGKILL), then Redis,
 // and removes the directory it created.
 func (c *Cluster) Stop() {
-	for _, m := range append(append([]*member{}, c.replicas...), c.overflow...) {
+	for _, m := range c.members() {
 		m.Stop(15 * time.Second)
 	}
 	for i := len(c.others) - 1; i >= 0; i-- {
@@ -218,6 +226,11 @@ func (c *Cluster) Stop() {
 	if c.ownDir && !c.opts.KeepDir {
 		_ = os.RemoveAll(c.opts.Dir)
 	}
+}
+
+// members are every askd process: the main group's, the overflow group's, the limits group's.
+func (c *Cluster) members() []*member {
+	return append(append(append([]*member{}, c.replicas...), c.overflow...), c.limits...)
 }
 
 // Kill sends SIGKILL to replica i (0-based) and waits for it to die; the cluster then starts
@@ -277,7 +290,7 @@ func (c *Cluster) Holder(holder string) (int, error) {
 // Logs returns every process's log, for a failing test.
 func (c *Cluster) Logs() string {
 	var b strings.Builder
-	for _, m := range append(append([]*member{}, c.replicas...), c.overflow...) {
+	for _, m := range c.members() {
 		fmt.Fprintf(&b, "==> %s (restarted %d times)\n%s\n", m.name, m.Restarts(), tailOf(m.proc().log(), 4000))
 	}
 	for _, p := range c.others {

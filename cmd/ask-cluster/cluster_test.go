@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/das-ask/ask/conformance"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/logtest"
+	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
 // testLease is the replicas' lease in these tests: short, so the chaos test is quick.
@@ -32,11 +35,12 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	ctx := t.Context()
+	st := newSuiteTargets(t, 1)
 	c, err := Start(ctx, Options{
 		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
-		OverflowReplicas: 2,
+		OverflowReplicas: 2, LimitsReplicas: 2, LimitsEnv: st.limitsEnv,
 		// Debug: FrozenReplica counts the asks each conversation accepted by their debug lines.
-		Env: []string{"DAS_LOG_LEVEL=debug"},
+		Env: append([]string{"DAS_LOG_LEVEL=debug"}, st.webhookEnv...),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +57,7 @@ func TestCluster(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- c.Wait(waitCtx) }()
 	defer stopWait()
-	t.Run("Conformance", func(t *testing.T) { testConformance(t, c) })
+	t.Run("Conformance", func(t *testing.T) { testConformance(t, c, st) })
 	killed := -1
 	t.Run("KillRunnerMidStream", func(t *testing.T) { killed = testKillRunner(t, c, false) })
 	t.Run("KilledReplicaRestarts", func(t *testing.T) { testRestarted(t, c, killed, waited) })
@@ -139,13 +143,70 @@ func testRestarted(t *testing.T, c *Cluster, i int, waited <-chan error) {
 	}
 }
 
+// suiteTargets are what the conformance suite needs of a cluster besides its gateway, as
+// cmd/conformance --dev-stack gives them to one process: a verifying webhook receiver, which the
+// replicas' allow-list admits over loopback and whose secret signs (webhookEnv, for
+// Options.Env), and the settings of the limits group (limitsEnv, for Options.LimitsEnv), which
+// are conformance.DevLimits.
+type suiteTargets struct {
+	hooks      conformance.WebhookConfig
+	webhookEnv []string
+	limits     conformance.Limits
+	limitsEnv  []string
+}
+
+// newSuiteTargets starts the receiver (closed when t ends: register it before the cluster's
+// Stop, so that the replicas stop first) and says the environment for a store of buckets
+// buckets (1 on one Redis; store/redis.DefaultClusterBuckets on a Redis Cluster).
+//
+// DAS_ASK_MAX_TICKETS holds per bucket, as ceil(MAX_TICKETS / buckets) (docs/scale-out.md), and
+// an identity meets its own bucket's: the limits group gets buckets × the suite's MaxTickets, so
+// that what one identity meets is the MaxTickets the suite is told.
+func newSuiteTargets(t *testing.T, buckets int) suiteTargets {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := webhooktest.Secret()
+	rcv, err := conformance.NewWebhookReceiver(ln, "", secret)
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(rcv.Close)
+	l := conformance.DevLimits()
+	return suiteTargets{
+		hooks: conformance.WebhookConfig{Receiver: rcv, Secrets: []string{secret}},
+		webhookEnv: []string{
+			"DAS_ASK_WEBHOOK_ALLOW=" + rcv.URL() + "/ask-conformance/", "DAS_ASK_WEBHOOK_SECRETS=" + secret,
+			"DAS_ASK_WEBHOOK_ALLOW_ADDRS=127.0.0.0/8,::1/128",
+		},
+		limits: l,
+		limitsEnv: []string{
+			"DAS_ASK_MAX_BODY_BYTES=" + strconv.FormatInt(l.MaxBodyBytes, 10),
+			"DAS_ASK_MAX_INFLIGHT_PER_ID=" + strconv.Itoa(l.MaxInFlight),
+			"DAS_ASK_MAX_TICKETS=" + strconv.Itoa(l.MaxTickets*buckets),
+			"DAS_ASK_REDIS_BUCKETS=" + strconv.Itoa(buckets),
+			"DAS_ASK_DEADLINE_S=" + strconv.Itoa(int(l.Deadline/time.Second)),
+			"DAS_ASK_TTL_S=" + strconv.Itoa(int(l.TTL/time.Second)),
+		},
+	}
+}
+
 // testConformance: the whole suite, behaviour checks included, through nginx in front of the
-// three replicas (and the overflow check through nginx in front of two replicas with a buffer
-// of 8); every replica must have run some of its asks (no stickiness).
-func testConformance(t *testing.T, c *Cluster) {
+// three replicas (the overflow check through nginx in front of two replicas with a buffer of 8,
+// the limits checks through nginx in front of two replicas with st's limits, the webhook checks
+// with st's receiver); every replica must have run some of its asks (no stickiness), and every
+// check must have run.
+func testConformance(t *testing.T, c *Cluster, st suiteTargets) {
+	start := time.Now()
 	rep, err := conformance.Run(t.Context(), conformance.Config{
 		BaseURL:     c.GatewayURL,
 		OverflowURL: c.OverflowURL,
+		LimitsURL:   c.LimitsURL,
+		Limits:      st.limits,
+		Webhooks:    st.hooks,
 		AuditURL:    c.SourceURL,
 		Tokens:      conformance.IdPTokens{URL: c.IdPURL},
 		Behaviour:   true,
@@ -156,9 +217,14 @@ func testConformance(t *testing.T, c *Cluster) {
 	}
 	var out bytes.Buffer
 	_ = rep.WriteText(&out)
-	t.Log("\n" + out.String())
+	t.Logf("\n%s(the suite took %v)", out.String(), time.Since(start).Round(100*time.Millisecond))
 	if rep.Failed() {
 		t.Errorf("conformance through the gateway failed: %s", rep.Summary())
+	}
+	for _, r := range rep.Results {
+		if r.Status == conformance.Skip {
+			t.Errorf("%s skipped: %s (the cluster gives the suite every target it needs)", r.Name, r.Detail)
+		}
 	}
 	for i, p := range c.replicas {
 		// Lines of asks this replica admitted: not those it ended for another (admitted_elsewhere).

@@ -22,8 +22,8 @@ func renderGateway(template, name string, replicas []string, listen string, read
 }
 
 // startGateway starts nginx with the checked-in config rendered for the main replicas on
-// Options.GatewayAddr and, when there is an overflow group, for it on a free port.
-func (c *Cluster) startGateway(ctx context.Context, nginxBin string, main, overflow []string) error {
+// Options.GatewayAddr and, for the overflow and limits groups there are, for each on a free port.
+func (c *Cluster) startGateway(ctx context.Context, nginxBin string, g groupAddrs) error {
 	o := c.opts
 	gwAddr, err := addrOr(o.GatewayAddr)
 	if err != nil {
@@ -51,19 +51,26 @@ func (c *Cluster) startGateway(ctx context.Context, nginxBin string, main, overf
 		includes = append(includes, path)
 		return os.WriteFile(path, []byte(conf), 0o644)
 	}
-	if err := write("main", main, gwAddr); err != nil {
+	if err := write("main", g.main, gwAddr); err != nil {
 		return err
 	}
 	c.GatewayURL = "http://" + gwAddr + "/ask"
-	if len(overflow) > 0 {
-		ofAddr, err := freeAddr()
+	for _, x := range []struct {
+		name string
+		ups  []string
+		url  *string
+	}{{"overflow", g.overflow, &c.OverflowURL}, {"limits", g.limits, &c.LimitsURL}} {
+		if len(x.ups) == 0 {
+			continue
+		}
+		addr, err := freeAddr()
 		if err != nil {
 			return err
 		}
-		if err := write("overflow", overflow, ofAddr); err != nil {
+		if err := write(x.name, x.ups, addr); err != nil {
 			return err
 		}
-		c.OverflowURL = "http://" + ofAddr + "/ask"
+		*x.url = "http://" + addr + "/ask"
 	}
 	mainPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(mainPath, []byte(nginx.Main(dir, 512, includes...)), 0o644); err != nil {
@@ -75,7 +82,7 @@ func (c *Cluster) startGateway(ctx context.Context, nginxBin string, main, overf
 		return err
 	}
 	c.others = append(c.others, ng)
-	for _, u := range []string{c.GatewayURL, c.OverflowURL} {
+	for _, u := range []string{c.GatewayURL, c.OverflowURL, c.LimitsURL} {
 		if u == "" {
 			continue
 		}

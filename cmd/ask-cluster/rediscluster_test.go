@@ -14,6 +14,7 @@ import (
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/internal/redisserver"
+	redisstore "github.com/das-ask/ask/store/redis"
 )
 
 // TestRedisCluster is TestCluster on a Redis Cluster of three primaries, each with a replica:
@@ -31,9 +32,11 @@ func TestRedisCluster(t *testing.T) {
 			t.Skipf("%s not installed (apt-get install -y redis-server redis-tools nginx-light): the cluster runs the real processes", bin)
 		}
 	}
+	st := newSuiteTargets(t, redisstore.DefaultClusterBuckets)
 	c, err := Start(t.Context(), Options{
 		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
-		OverflowReplicas: 2, RedisCluster: true, RedisClusterReplicas: 1,
+		OverflowReplicas: 2, LimitsReplicas: 2, LimitsEnv: st.limitsEnv, Env: st.webhookEnv,
+		RedisCluster: true, RedisClusterReplicas: 1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +50,7 @@ func TestRedisCluster(t *testing.T) {
 	if !strings.HasPrefix(c.RedisURL, "redis+cluster://") {
 		t.Fatalf("the replicas' store is %s, want the cluster's redis+cluster:// URL", c.RedisURL)
 	}
-	t.Run("Conformance", func(t *testing.T) { testConformance(t, c) })
+	t.Run("Conformance", func(t *testing.T) { testConformance(t, c, st) })
 	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c, false) })
 	rc := c.RedisCluster()
 	t.Run("PrimaryFailoverMidRun", func(t *testing.T) {

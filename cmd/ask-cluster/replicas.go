@@ -7,9 +7,12 @@ import (
 	"time"
 )
 
+// groupAddrs are each group's listen addresses, for the gateway; nil for a group not started.
+type groupAddrs struct{ main, overflow, limits []string }
+
 // startReplicas starts the askd replicas, all with DAS_ASK_STORE on the cluster's Redis, and
-// the overflow group when asked; it returns each group's listen addresses, for the gateway.
-func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, err error) {
+// the overflow and limits groups when asked; it returns each group's listen addresses.
+func (c *Cluster) startReplicas(ctx context.Context) (g groupAddrs, err error) {
 	o := c.opts
 	env := append(append(append([]string{}, c.authEnv...), o.ReplicaEnv...),
 		"DAS_LOG_FORMAT=json", "DAS_ASK_ADMIN_ADDR=127.0.0.1:0",
@@ -33,11 +36,11 @@ func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, e
 		}
 		return "DAS_ASK_STORE=" + c.RedisURL
 	}
-	c.replicas, main, err = c.startGroup(ctx, "askd", o.Replicas, o.ReplicaAddrs, mainEnv, store)
+	c.replicas, g.main, err = c.startGroup(ctx, "askd", o.Replicas, o.ReplicaAddrs, mainEnv, store)
 	if err != nil {
-		return nil, nil, err
+		return g, err
 	}
-	for _, a := range main {
+	for _, a := range g.main {
 		c.ReplicaURLs = append(c.ReplicaURLs, "http://"+a+"/ask")
 	}
 	if o.OverflowReplicas > 0 {
@@ -45,14 +48,23 @@ func (c *Cluster) startReplicas(ctx context.Context) (main, overflow []string, e
 		if maxEv <= 0 {
 			maxEv = 8
 		}
-		c.overflow, overflow, err = c.startGroup(ctx, "askd-overflow", o.OverflowReplicas, nil, append(append([]string{}, env...),
+		c.overflow, g.overflow, err = c.startGroup(ctx, "askd-overflow", o.OverflowReplicas, nil, append(append([]string{}, env...),
 			"DAS_ASK_MAX_EVENTS="+strconv.Itoa(maxEv), "DAS_ASK_REDIS_PREFIX=ask-overflow:"),
 			func(int) string { return "DAS_ASK_STORE=" + c.RedisURL })
 		if err != nil {
-			return nil, nil, err
+			return g, err
 		}
 	}
-	return main, overflow, nil
+	if o.LimitsReplicas > 0 {
+		// LimitsEnv last: exec keeps the last of a duplicated variable (DAS_ASK_DEADLINE_S, …).
+		lenv := append(append(append([]string{}, env...), "DAS_ASK_REDIS_PREFIX=ask-limits:"), o.LimitsEnv...)
+		c.limits, g.limits, err = c.startGroup(ctx, "askd-limits", o.LimitsReplicas, nil, lenv,
+			func(int) string { return "DAS_ASK_STORE=" + c.RedisURL })
+		if err != nil {
+			return g, err
+		}
+	}
+	return g, nil
 }
 
 // startGroup starts n replicas named name-1…name-n with env and store(i) (DAS_ASK_STORE=…),

@@ -24,10 +24,6 @@ const devKeepAlive = time.Second
 // one run's events.
 const devOverflowEvents = 8
 
-// devLimits are the settings of the limits stack: caps small enough to reach in a few asks, a
-// deadline shorter than the slow question's 3 s silence and a TTL of a few seconds.
-var devLimits = conformance.Limits{MaxBodyBytes: 1024, MaxInFlight: 1, MaxTickets: 6, Deadline: time.Second, TTL: 3 * time.Second}
-
 // The gateway checks, made after the suite in --gateway mode.
 const (
 	nameSurvives = "gateway.silence-survives-with-keepalives"
@@ -84,6 +80,7 @@ func runDev(ctx context.Context, o options, cfg conformance.Config, log *slog.Lo
 	}
 	defer func() { err = errors.Join(err, small.Close()) }()
 
+	devLimits := conformance.DevLimits()
 	svc := server.DefaultConfig()
 	svc.MaxBodyBytes, svc.MaxInFlight, svc.MaxTickets = devLimits.MaxBodyBytes, devLimits.MaxInFlight, devLimits.MaxTickets
 	limited, err := start(stack.Options{KeepAlive: devKeepAlive, Service: &svc, Deadline: devLimits.Deadline, TTL: devLimits.TTL})

@@ -95,6 +95,8 @@ type Cluster struct {
 	// replica directly; IdPURL, SourceURL, StubURL the dev pieces; RedisURL the store.
 	GatewayURL, IdPURL, SourceURL, StubURL, RedisURL string
 	ReplicaURLs                                      []string
+	// LimitsReplicaURLs are the limits group's replicas, directly.
+	LimitsReplicaURLs []string
 	// OverflowURL is the overflow group's gateway, when Options.OverflowReplicas is set;
 	// LimitsURL the limits group's, when Options.LimitsReplicas is set.
 	OverflowURL, LimitsURL string

@@ -58,6 +58,7 @@ func TestCluster(t *testing.T) {
 	go func() { waited <- c.Wait(waitCtx) }()
 	defer stopWait()
 	t.Run("Conformance", func(t *testing.T) { testConformance(t, c, st) })
+	t.Run("LimitsAcrossReplicas", func(t *testing.T) { testLimitsAcrossReplicas(t, c, st.limits) })
 	killed := -1
 	t.Run("KillRunnerMidStream", func(t *testing.T) { killed = testKillRunner(t, c, false) })
 	t.Run("KilledReplicaRestarts", func(t *testing.T) { testRestarted(t, c, killed, waited) })

@@ -51,6 +51,7 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatalf("the replicas' store is %s, want the cluster's redis+cluster:// URL", c.RedisURL)
 	}
 	t.Run("Conformance", func(t *testing.T) { testConformance(t, c, st) })
+	t.Run("LimitsAcrossReplicas", func(t *testing.T) { testLimitsAcrossReplicas(t, c, st.limits) })
 	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c, false) })
 	rc := c.RedisCluster()
 	t.Run("PrimaryFailoverMidRun", func(t *testing.T) {

@@ -63,6 +63,9 @@ func (c *Cluster) startReplicas(ctx context.Context) (g groupAddrs, err error) {
 		if err != nil {
 			return g, err
 		}
+		for _, a := range g.limits {
+			c.LimitsReplicaURLs = append(c.LimitsReplicaURLs, "http://"+a+"/ask")
+		}
 	}
 	return g, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/das-ask/ask/deploy/nginx"
@@ -25,10 +26,19 @@ func renderGateway(template, name string, replicas []string, listen string, read
 // Options.GatewayAddr and, for the overflow and limits groups there are, for each on a free port.
 func (c *Cluster) startGateway(ctx context.Context, nginxBin string, g groupAddrs) error {
 	o := c.opts
-	gwAddr, err := addrOr(o.GatewayAddr)
+	// Every gateway's address not given, picked together: one port in two server blocks is no
+	// error to nginx (it warns, "conflicting server name", and serves both with the first), so
+	// one group's checks would run against another's replicas.
+	picks, err := freeAddrs(3)
 	if err != nil {
 		return err
 	}
+	if o.GatewayAddr != "" {
+		picks = slices.DeleteFunc(picks, func(a string) bool { return a == o.GatewayAddr })
+	} else {
+		o.GatewayAddr, picks = picks[0], picks[1:]
+	}
+	gwAddr := o.GatewayAddr
 	tmpl, err := os.ReadFile(filepath.Join(o.Root, "deploy", "nginx", "ask.conf"))
 	if err != nil {
 		return err
@@ -63,10 +73,8 @@ func (c *Cluster) startGateway(ctx context.Context, nginxBin string, g groupAddr
 		if len(x.ups) == 0 {
 			continue
 		}
-		addr, err := freeAddr()
-		if err != nil {
-			return err
-		}
+		addr := picks[0]
+		picks = picks[1:]
 		if err := write(x.name, x.ups, addr); err != nil {
 			return err
 		}

@@ -79,9 +79,10 @@ func TestClusterPhase2(t *testing.T) {
 			t.Skipf("%s not installed (apt-get install -y redis-server nginx-light): the cluster runs the real processes", bin)
 		}
 	}
+	st := newSuiteTargets(t, 1)
 	c, err := Start(t.Context(), Options{
 		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
-		OverflowReplicas: 2, Phase: 2,
+		OverflowReplicas: 2, LimitsReplicas: 2, LimitsEnv: st.limitsEnv, Env: st.webhookEnv, Phase: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,8 +93,10 @@ func TestClusterPhase2(t *testing.T) {
 		}
 		c.Stop()
 	})
+	start := time.Now()
 	rep, err := conformance.Run(t.Context(), conformance.Config{
 		BaseURL: c.GatewayURL, OverflowURL: c.OverflowURL, AuditURL: c.SourceURL,
+		LimitsURL: c.LimitsURL, Limits: st.limits, Webhooks: st.hooks,
 		Tokens: conformance.IdPTokens{URL: c.IdPURL}, Behaviour: true, KeepAlive: time.Second,
 		Phase2: true, Sources: []string{"demo"},
 	})
@@ -102,9 +105,14 @@ func TestClusterPhase2(t *testing.T) {
 	}
 	var out bytes.Buffer
 	_ = rep.WriteText(&out)
-	t.Log("\n" + out.String())
+	t.Logf("\n%s(the suite took %v)", out.String(), time.Since(start).Round(100*time.Millisecond))
 	if rep.Failed() {
 		t.Errorf("phase-2 conformance through the gateway failed: %s", rep.Summary())
+	}
+	for _, r := range rep.Results {
+		if r.Status == conformance.Skip {
+			t.Errorf("%s skipped: %s (the cluster gives the suite every target it needs)", r.Name, r.Detail)
+		}
 	}
 	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c, true) })
 }

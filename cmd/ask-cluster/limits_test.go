@@ -30,80 +30,80 @@ func testLimitsAcrossReplicas(t *testing.T, c *Cluster, l conformance.Limits) {
 	for i, u := range urls {
 		cls[i] = clientFor(t, ctx, c, u, client.Options{})
 	}
-	t.Run("InFlight", func(t *testing.T) {
-		for i, on := range cls {
-			for j, other := range cls {
-				if i == j {
-					continue
-				}
-				c1, err := on.CreateConversation(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c2, err := other.CreateConversation(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tk, err := on.Ask(ctx, c1.Id, q.Slow)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := other.Ask(ctx, c2.Id, q.Answer); !errors.Is(err, client.ErrTooManyRequests) {
-					t.Errorf("an ask on replica %d while %d runs on replica %d: %v, want 429", j+1, l.MaxInFlight, i+1, err)
-				}
-				if _, err := on.Wait(ctx, tk.Ticket); err != nil {
-					t.Fatal(err)
-				}
-				if _, _, err := other.AskAndWait(ctx, c2.Id, q.Answer); err != nil {
-					t.Errorf("an ask on replica %d once replica %d's ended: %v", j+1, i+1, err)
-				}
+	// The TTL's ticket first, finished and read on every replica; the in-flight pairs run while
+	// its TTL passes.
+	conv, err := cls[0].CreateConversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _, err := cls[0].AskAndWait(ctx, conv.Id, q.Answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneAt := time.Now()
+	for _, cl := range cls {
+		for _, err := range cl.Events(ctx, tk.Ticket, client.EventsOptions{}) {
+			if err != nil {
+				t.Fatal(err)
 			}
 		}
-	})
-	t.Run("TTL", func(t *testing.T) {
-		conv, err := cls[0].CreateConversation(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tk, _, err := cls[0].AskAndWait(ctx, conv.Id, q.Answer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doneAt := time.Now()
-		for _, cl := range cls {
-			for _, err := range cl.Events(ctx, tk.Ticket, client.EventsOptions{}) {
-				if err != nil {
-					t.Fatal(err)
-				}
+	}
+
+	for i, on := range cls {
+		for j, other := range cls {
+			if i == j {
+				continue
+			}
+			c1, err := on.CreateConversation(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c2, err := other.CreateConversation(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := on.Ask(ctx, c1.Id, q.Slow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Ask(ctx, c2.Id, q.Answer); !errors.Is(err, client.ErrTooManyRequests) {
+				t.Errorf("an ask on replica %d while %d runs on replica %d: %v, want 429", j+1, l.MaxInFlight, i+1, err)
+			}
+			if _, err := on.Wait(ctx, run.Ticket); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := other.AskAndWait(ctx, c2.Id, q.Answer); err != nil {
+				t.Errorf("an ask on replica %d once replica %d's ended: %v", j+1, i+1, err)
 			}
 		}
-		tm := time.NewTimer(time.Until(doneAt.Add(l.TTL + max(time.Second, l.TTL/4))))
-		defer tm.Stop()
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-tm.C:
-		}
-		tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, u := range urls {
-			for _, path := range []string{"/v1/asks/" + tk.Ticket, "/v1/asks/" + tk.Ticket + "/events"} {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+path, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.Header.Set("Authorization", "Bearer "+tok)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusNotFound {
-					t.Errorf("GET %s on replica %d, %v past done (TTL %v): %d, want 404", path, i+1, time.Since(doneAt).Round(time.Millisecond), l.TTL, resp.StatusCode)
-				}
+	}
+
+	tm := time.NewTimer(time.Until(doneAt.Add(l.TTL + max(time.Second, l.TTL/4))))
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	case <-tm.C:
+	}
+	tok, err := conformance.IdPTokens{URL: c.IdPURL}.Token(ctx, conformance.A, conformance.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range urls {
+		for _, path := range []string{"/v1/asks/" + tk.Ticket, "/v1/asks/" + tk.Ticket + "/events"} {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("GET %s on replica %d, %v past done (TTL %v): %d, want 404", path, i+1, time.Since(doneAt).Round(time.Millisecond), l.TTL, resp.StatusCode)
 			}
 		}
-	})
+	}
 }

@@ -92,7 +92,7 @@ test-clients:
 ask-serve-cluster:
 	@scripts/cluster-serve.sh $(if $(REDIS_CLUSTER),-redis-cluster) $(ARGS)
 
-## cluster-check: the conformance suite through nginx in front of three replicas sharing Redis, and the replica-kill chaos test
+## cluster-check: the conformance suite, every check run (limits and webhooks included), through nginx in front of three replicas sharing Redis, and the replica-kill chaos test
 cluster-check:
 	@scripts/cluster-check.sh
 

@@ -2,9 +2,10 @@
 # The multi-replica check on a Redis Cluster: cmd/ask-cluster with its store on a Redis Cluster
 # of three primaries, each with a replica (redis-server --cluster-enabled yes, joined with
 # redis-cli --cluster create). First `TestRedisCluster`: the whole conformance suite through
-# nginx in front of three askd replicas, an askd replica SIGKILLed mid-run, and in the middle of
-# a run the ticket's Redis primary failed over (CLUSTER FAILOVER), SIGKILLed (its replica
-# elected), and the ticket's slot migrated live. Then the chaos suite on the cluster (every
+# nginx in front of three askd replicas, every check run (limits and webhooks as in
+# scripts/cluster-check.sh), an askd replica SIGKILLed mid-run, and in the middle of a run the
+# ticket's Redis primary failed over (CLUSTER FAILOVER), SIGKILLed (its replica elected), and
+# the ticket's slot migrated live. Then the chaos suite on the cluster (every
 # ticket of a bounded load checked while the cluster's primaries fail over, one is SIGKILLed,
 # and the service's slots are migrated). See docs/scale-out.md.
 #

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The multi-replica check CI runs: the whole conformance suite through nginx in front of three
 # askd replicas sharing Redis (no stickiness; the overflow check through a second group with a
-# buffer of 8), then the chaos test — SIGKILL the replica running an ask mid-stream; the client
+# buffer of 8, the limits, deadline and TTL checks through a third with small limits, the webhook
+# checks with the suite's receiver, which the replicas admit; every check run), the in-flight cap
+# and the TTL replica against replica, then the chaos test — SIGKILL the replica running an ask mid-stream; the client
 # reconnects through the gateway, sees no gap, and gets error{interrupted} and one done within
 # the lease, and is restarted by the cluster; then one replica is frozen (SIGSTOP) and every keyed
 # create and status read through nginx is still answered within seconds; and a replica SIGKILLed

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 func (s *session) schema(ctx context.Context) (*contract, error) {
@@ -75,7 +76,9 @@ func templateOf(x exchange) string {
 
 // checkProblemStatus holds every problem+json the suite received to RFC 9457 §3.1.2: its
 // status member, when the response has one, is the HTTP status it came with. The contract's
-// Problem requires the member, so a problem without it is a failure too.
+// Problem requires the member, so a problem without it is a failure too. Its type and instance
+// members, when present, are URI references (§3.1.1, §3.1.5): a decoded path (`<x>`, a space,
+// `%2F` read as `/`, which names another resource) is not one.
 func checkProblemStatus(ctx context.Context, s *session) verdict {
 	if _, err := s.allRuns(ctx); err != nil {
 		return broken(err)
@@ -91,7 +94,9 @@ func checkProblemStatus(ctx context.Context, s *session) verdict {
 		n++
 		statuses[x.Status] = true
 		var p struct {
-			Status *float64 `json:"status"`
+			Status   *float64 `json:"status"`
+			Type     *string  `json:"type"`
+			Instance *string  `json:"instance"`
 		}
 		switch err := json.Unmarshal(x.Body, &p); {
 		case err != nil:
@@ -100,6 +105,13 @@ func checkProblemStatus(ctx context.Context, s *session) verdict {
 			found = append(found, fmt.Sprintf("%s %s %d: no status member", x.Method, templateOf(x), x.Status))
 		case *p.Status != float64(x.Status):
 			found = append(found, fmt.Sprintf("%s %s %d: status member %v", x.Method, templateOf(x), x.Status, *p.Status))
+		}
+		// The members are named, never quoted: an instance may carry an id of the caller's.
+		if p.Type != nil && !uriReference(*p.Type) {
+			found = append(found, fmt.Sprintf("%s %s %d: the type member is not a URI reference", x.Method, templateOf(x), x.Status))
+		}
+		if p.Instance != nil && !uriReference(*p.Instance) {
+			found = append(found, fmt.Sprintf("%s %s %d: the instance member is not a URI reference", x.Method, templateOf(x), x.Status))
 		}
 	}
 	if n == 0 {
@@ -110,6 +122,29 @@ func checkProblemStatus(ctx context.Context, s *session) verdict {
 		codes = append(codes, c)
 	}
 	slices.Sort(codes)
-	return problems("every problem+json's status member to be its HTTP status (RFC 9457)", found,
-		fmt.Sprintf("%d problem+json bodies (HTTP %v): each status member the HTTP status", n, codes))
+	return problems("every problem+json's status member to be its HTTP status, its type and instance URI references (RFC 9457)", found,
+		fmt.Sprintf("%d problem+json bodies (HTTP %v): each status member the HTTP status, each type and instance a URI reference", n, codes))
+}
+
+// uriReference reports whether s is made only of what RFC 3986 lets a URI reference hold:
+// unreserved and reserved characters, and percent-encodings of two hex digits. It does not
+// check the grammar beyond that; what it rejects (spaces, `<`, `"`, non-ASCII, controls, a
+// bare `%`) is what a decoded path puts there.
+func uriReference(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", c) >= 0:
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			i += 2
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

@@ -58,6 +58,17 @@ func mutationVariants() []variant {
 				out, _ := json.Marshal(m)
 				return status, out
 			}},
+		{name: "problem-instance-decoded", fails: []string{"schema.problem-status"},
+			body: func(_ *proxy, r *http.Request, status int, h http.Header, b []byte) (int, []byte) {
+				var m map[string]any
+				if !strings.HasPrefix(h.Get("Content-Type"), "application/problem+json") || json.Unmarshal(b, &m) != nil {
+					return status, b
+				}
+				// what a server putting the decoded path there writes for an id with a space
+				m["instance"] = r.URL.Path + "/a b"
+				out, _ := json.Marshal(m)
+				return status, out
+			}},
 		{name: "question-in-header", fails: []string{"privacy.question-only-in-accepted"},
 			request: stashQuestion,
 			body: func(_ *proxy, r *http.Request, status int, h http.Header, b []byte) (int, []byte) {

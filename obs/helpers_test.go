@@ -45,6 +45,13 @@ type stack struct {
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
+	return startStackWith(t, server.Options{})
+}
+
+// startStackWith is startStack with the service's limits (MaxInFlight, MaxConversationsPerID,
+// MaxRetainedPerID, MaxTurns) taken from limits.
+func startStackWith(t *testing.T, limits server.Options) *stack {
+	t.Helper()
 	ctx := t.Context()
 	s := &stack{idp: idptest.Start(t), spans: tracetest.NewInMemoryExporter(), logs: &logtest.Buffer{}, client: &http.Client{}}
 	t.Cleanup(s.client.CloseIdleConnections)
@@ -92,6 +99,8 @@ func startStack(t *testing.T) *stack {
 	s.svc, err = server.New(server.Options{
 		Runner: runner, Authenticator: validator, Store: mem, Hooks: o.Hooks(),
 		Logger: log.With("component", "ask"), BasePath: "/ask",
+		MaxInFlight: limits.MaxInFlight, MaxConversationsPerID: limits.MaxConversationsPerID,
+		MaxRetainedPerID: limits.MaxRetainedPerID, MaxTurns: limits.MaxTurns,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -14,11 +14,12 @@ import (
 
 // Hooks attaches the observer to a service (server.Options.Hooks): the ask's span and state
 // from admission, its tool calls as the run appends their steps, evicted steps as the service
-// reports them, and its end, with the typed done, as one `ask finished` line. Asks another
-// replica admitted and this one ended (a cancel, a lapsed lease) count towards the outcome
-// metrics here, and their line (admitted_elsewhere) is written here too.
+// reports them, its end, with the typed done, as one `ask finished` line, and the cause of a
+// refusal whose status several causes share (for Handler's ask_admission_refusals_total).
+// Asks another replica admitted and this one ended (a cancel, a lapsed lease) count towards
+// the outcome metrics here, and their line (admitted_elsewhere) is written here too.
 func (o *Observer) Hooks() server.Hooks {
-	return server.Hooks{Admitted: o.admitted, Running: o.running, Appended: o.appended, Ended: o.ended}
+	return server.Hooks{Admitted: o.admitted, Running: o.running, Appended: o.appended, Ended: o.ended, Refused: o.refused}
 }
 
 // running puts the ask's span and state in the run's context, for the model wrapper.

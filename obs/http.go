@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -22,7 +23,9 @@ func (o *Observer) Handler(next http.Handler) http.Handler {
 		start := time.Now()
 		id := requestID(r.Header.Get(HeaderRequestID))
 		w.Header().Set(HeaderRequestID, id)
+		refused := new(refusalNote)
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		ctx = context.WithValue(ctx, refusalKey{}, refused)
 		ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 		route := routeOf(r)
 
@@ -51,7 +54,7 @@ func (o *Observer) Handler(next http.Handler) http.Handler {
 			method := methodLabel(r.Method) // the log line's too: a caller's method is any token, of any length
 			o.m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 			if route == routeCreateConversation || route == routeCreateAsk {
-				if reason := refusalReason(status); reason != "" {
+				if reason := refused.reason(status); reason != "" {
 					o.m.refusals.WithLabelValues(route, reason).Inc()
 				}
 			}
@@ -60,6 +63,34 @@ func (o *Observer) Handler(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})
+}
+
+// refusalNote is where Hooks.Refused leaves the service's reason for refusing a request, for
+// the request's count in ask_admission_refusals_total.
+type refusalNote struct {
+	mu    sync.Mutex
+	named string
+}
+
+type refusalKey struct{}
+
+// refused is Hooks.Refused: the service names why it refuses the request in ctx.
+func (o *Observer) refused(ctx context.Context, reason string) {
+	if n, ok := ctx.Value(refusalKey{}).(*refusalNote); ok {
+		n.mu.Lock()
+		n.named = reason
+		n.mu.Unlock()
+	}
+}
+
+// reason is the refusal's reason: the service's, when it named one, else the status's.
+func (n *refusalNote) reason(status int) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.named != "" && status >= 400 {
+		return n.named
+	}
+	return refusalReason(status)
 }
 
 // recorder notes the status of a response and when its header was written. It keeps

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/das-ask/ask/server"
 )
 
 // The README's example questions, each ending in a different outcome.
@@ -179,4 +181,61 @@ func TestMetricsAfterScriptedAsks(t *testing.T) {
 		t.Errorf("%d ask finished lines, want 4", len(finished))
 	}
 	s.logs.AssertAbsent(t, qAnswer, qAbstention, qRefusal, qSlow, alice, bob)
+}
+
+// TestRefusalsCountedByTheirCause checks that each refused admission is counted under its
+// cause, not under whatever cause first shares its status: a 429 for an identity at its cap of
+// conversations or tickets is not one for too many asks in flight, and a 409 for a full
+// conversation is not one for an ask already running in it.
+func TestRefusalsCountedByTheirCause(t *testing.T) {
+	s := startStackWith(t, server.Options{MaxInFlight: 1, MaxConversationsPerID: 2, MaxRetainedPerID: 1, MaxTurns: 1})
+	alice, bob := s.idp.Token(t, "alice"), s.idp.Token(t, "bob")
+
+	// alice: two conversations, her cap; a third is a 429 for what she holds.
+	a1, a2 := s.conversation(t, alice), s.conversation(t, alice)
+	if resp, b := s.do(t, http.MethodPost, "/v1/conversations", alice, map[string]any{}, nil); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("third conversation: %d %s", resp.StatusCode, b)
+	}
+	// A slow ask in a1, then one in a2 while it runs: a 429 for too many in flight; then, once
+	// it ended (cancelled), a second turn in a1 (MaxTurns 1): a 409 for a full conversation.
+	slow := s.ask(t, alice, a1, qSlow)
+	if resp, b := s.do(t, http.MethodPost, "/v1/conversations/"+a2+"/asks", alice, map[string]any{"question": qAnswer}, nil); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second ask in flight: %d %s", resp.StatusCode, b)
+	}
+	// A second ask in a1 while its first runs: a 409 for an ask already running there.
+	if resp, b := s.do(t, http.MethodPost, "/v1/conversations/"+a1+"/asks", alice, map[string]any{"question": qAnswer}, nil); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("ask beside a running one: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := s.do(t, http.MethodPost, "/v1/asks/"+slow+"/cancel", alice, nil, nil); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("cancel: %d %s", resp.StatusCode, b)
+	}
+	s.events(t, alice, slow, "")
+	if resp, b := s.do(t, http.MethodPost, "/v1/conversations/"+a1+"/asks", alice, map[string]any{"question": qAnswer}, nil); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("second turn in a full conversation: %d %s", resp.StatusCode, b)
+	}
+	// bob: an ended ask holds his one ticket; an ask in another conversation is a 429 for what
+	// he holds, not for asks in flight (he has none).
+	b1, b2 := s.conversation(t, bob), s.conversation(t, bob)
+	s.events(t, bob, s.ask(t, bob, b1, qAnswer), "")
+	if resp, b := s.do(t, http.MethodPost, "/v1/conversations/"+b2+"/asks", bob, map[string]any{"question": qAnswer}, nil); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("an ask beyond the tickets bob may hold: %d %s", resp.StatusCode, b)
+	}
+	s.shutdown(t)
+
+	fams, _ := s.scrape(t)
+	for _, c := range []struct {
+		route, reason string
+		want          float64
+	}{
+		{"create_conversation", "too_many_held", 1},
+		{"create_conversation", "too_many_in_flight", -1},
+		{"create_ask", "too_many_in_flight", 1},
+		{"create_ask", "too_many_held", 1},
+		{"create_ask", "conflict", 1},
+		{"create_ask", "conversation_full", 1},
+	} {
+		if got := value(fams, "ask_admission_refusals_total", "route", c.route, "reason", c.reason); got != c.want {
+			t.Errorf("ask_admission_refusals_total{route=%q,reason=%q} = %v, want %v", c.route, c.reason, got, c.want)
+		}
+	}
 }

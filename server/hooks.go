@@ -30,7 +30,22 @@ type Hooks struct {
 	// Remote, one whose replica is gone or that another replica cancelled), or learnt that its
 	// run's log will not end here (End.Outcome empty, End.Reason says why).
 	Ended func(ticket string, e End)
+	// Refused: the service refused a request for a reason its status does not tell apart from
+	// others of the same status (one of the Refused* reasons), just before it answers it. ctx
+	// is the request's.
+	Refused func(ctx context.Context, reason string)
 }
+
+// The reasons Hooks.Refused reports.
+const (
+	// RefusedTooManyInFlight: a 429, the identity has as many asks running as it may.
+	RefusedTooManyInFlight = "too_many_in_flight"
+	// RefusedTooManyHeld: a 429, the identity holds as many conversations, or tickets (running
+	// or finished within their TTL), as it may.
+	RefusedTooManyHeld = "too_many_held"
+	// RefusedConversationFull: a 409, the conversation holds as many turns as it may.
+	RefusedConversationFull = "conversation_full"
+)
 
 // Admission is an admitted ticket, as Hooks.Admitted reports it.
 type Admission struct {

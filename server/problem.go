@@ -31,6 +31,11 @@ type problem struct {
 	retryAfter int      // seconds; for 429 and 503
 	challenge  string   // for 401 (and the 400 for two Authorization headers): the WWW-Authenticate value
 	instance   string   // for 401: the request's path
+	// reason names the refusal when its status is shared by refusals of different causes (a
+	// 429: too many asks in flight, or as many conversations or tickets as an identity may
+	// hold; a 409: an ask running in the conversation, or the conversation full), for
+	// Hooks.Refused; "" when the status says it.
+	reason string
 }
 
 func (p *problem) Error() string { return "problem " + strconv.Itoa(p.status) + ": " + p.detail }
@@ -209,11 +214,11 @@ func storeProblem(err error) *problem {
 		return &problem{status: http.StatusConflict, ticket: conflict.Ticket,
 			detail: "an ask is already running in this conversation (ticket names it): wait for it to end, or cancel it, then ask again"}
 	case errors.Is(err, store.ErrConversationFull):
-		return &problem{status: http.StatusConflict, detail: "conversation is full; start a new one"}
+		return &problem{status: http.StatusConflict, reason: RefusedConversationFull, detail: "conversation is full; start a new one"}
 	case errors.Is(err, store.ErrTooManyInFlight):
-		return &problem{status: http.StatusTooManyRequests, detail: "too many asks in flight for this identity", retryAfter: fullRetry(retryInFlight, deadline)}
+		return &problem{status: http.StatusTooManyRequests, reason: RefusedTooManyInFlight, detail: "too many asks in flight for this identity", retryAfter: fullRetry(retryInFlight, deadline)}
 	case errors.Is(err, store.ErrOwnerFull):
-		return &problem{status: http.StatusTooManyRequests, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: fullRetry(retryOwnerFull, ttl)}
+		return &problem{status: http.StatusTooManyRequests, reason: RefusedTooManyHeld, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: fullRetry(retryOwnerFull, ttl)}
 	case errors.Is(err, store.ErrFull):
 		return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many " + what + " as it can", retryAfter: fullRetry(retryFull, ttl)}
 	case errors.Is(err, store.ErrNotFound):
@@ -224,7 +229,7 @@ func storeProblem(err error) *problem {
 
 // errorHandler is Echo's HTTPErrorHandler: everything becomes problem+json, never Echo's own
 // JSON. Unknown errors are logged and answered as a bare 500.
-func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+func errorHandler(log *slog.Logger, refused func(ctx context.Context, reason string)) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -248,6 +253,9 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			// errors name keys and Redis's replies, never a command's arguments.
 			log.WarnContext(c.Request().Context(), "store unavailable: request answered 503",
 				"method", c.Request().Method, "route", c.Path(), "err", err)
+		}
+		if p.reason != "" && refused != nil {
+			refused(c.Request().Context(), p.reason)
 		}
 		writeProblem(c.Response(), p)
 	}

@@ -407,7 +407,7 @@ func (s *Server) newEcho() (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
-	e.HTTPErrorHandler = errorHandler(s.log)
+	e.HTTPErrorHandler = errorHandler(s.log, s.opts.Hooks.Refused)
 	e.Use(s.observe())
 
 	validate, err := s.validator()

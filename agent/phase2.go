@@ -119,7 +119,7 @@ func (a *Agent) fanOut(ctx context.Context, req ask.Request, sessions []*source.
 				if v := recover(); v != nil {
 					// The panic value is not logged: it could hold anything the branch held, the
 					// question included.
-					a.log.Error("branch panicked", "branch", b.id, "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
+					a.log.Error("branch panicked", "ticket", req.Ticket, "branch", b.id, "panic_type", fmt.Sprintf("%T", v), "stack", string(debug.Stack()))
 					b.lp = loopEnd{end: &ask.Outcome{Error: &gen.ErrorBody{Kind: gen.ErrorKindInternal, Message: "internal error"}}}
 				}
 			}()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/das-ask/ask/demo/llmstub"
 	demosource "github.com/das-ask/ask/demo/source"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
 )
 
 // part starts one more demo source on the stack's identity provider, serving only part of the
@@ -310,11 +312,25 @@ func (p panicking) Complete(ctx context.Context, req model.Request) (model.Respo
 // one), with every branch closed; it does not take the process, and every run in it, down.
 func TestPhase2BranchPanicIsAnError(t *testing.T) {
 	s := newStack(t)
-	a := s.phase2Agent(t, func(m model.Model) model.Model { return panicking{m} })
+	logs := &logtest.Buffer{}
+	a := s.phase2AgentLogging(t, func(m model.Model) model.Model { return panicking{m} }, slog.New(slog.NewJSONHandler(logs, nil)))
 	rec := &recorder{}
-	out := a.Run(t.Context(), s.request(t, "alice", "Which team had the highest change failure rate in 2026-Q3?"), rec)
+	req := s.request(t, "alice", "Which team had the highest change failure rate in 2026-Q3?")
+	out := a.Run(t.Context(), req, rec)
 	if out.Error == nil || out.Error.Kind != gen.ErrorKindInternal {
 		t.Fatalf("outcome %s %+v, want error{internal}", outcomeType(out), out.Error)
+	}
+	// The error line names the ask it ended, as every line about a run does, so the operator
+	// finds the panic from the ticket whose error{internal} a user reports.
+	var panicked map[string]any
+	for line := range strings.Lines(logs.String()) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "branch panicked" {
+			panicked = rec
+		}
+	}
+	if panicked == nil || panicked["ticket"] != req.Ticket {
+		t.Errorf("branch panicked line %v, want one with ticket %q", panicked, req.Ticket)
 	}
 	open := map[string]int{}
 	for _, ev := range rec.events {
@@ -333,13 +349,19 @@ func TestPhase2BranchPanicIsAnError(t *testing.T) {
 // stub's wrapped by wrap.
 func (s *stack) phase2Agent(t *testing.T, wrap func(model.Model) model.Model) *agent.Agent {
 	t.Helper()
+	return s.phase2AgentLogging(t, wrap, nil)
+}
+
+// phase2AgentLogging is phase2Agent logging to log.
+func (s *stack) phase2AgentLogging(t *testing.T, wrap func(model.Model) model.Model, log *slog.Logger) *agent.Agent {
+	t.Helper()
 	cfg := agent.DefaultConfig()
 	cfg.BaseURL = s.stubURL
 	m, err := cfg.NewModel(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(agent.Options{Model: wrap(m), Phase: 2, DivergenceTurns: agent.DefaultDivergenceTurns, Sources: []agent.SourceConfig{
+	a, err := agent.New(agent.Options{Model: wrap(m), Phase: 2, DivergenceTurns: agent.DefaultDivergenceTurns, Logger: log, Sources: []agent.SourceConfig{
 		{Name: "catalog", URL: s.part(t, demosource.PartCatalog)}, {Name: "warehouse", URL: s.part(t, demosource.PartWarehouse)},
 	}})
 	if err != nil {

@@ -48,8 +48,8 @@ func startStack(t *testing.T) *stack {
 	return startStackWith(t, server.Options{})
 }
 
-// startStackWith is startStack with the service's limits (MaxInFlight, MaxConversationsPerID,
-// MaxRetainedPerID, MaxTurns) taken from limits.
+// startStackWith is startStack with the service's limits (MaxInFlight, MaxTickets,
+// MaxConversationsPerID, MaxRetainedPerID, MaxTurns) taken from limits.
 func startStackWith(t *testing.T, limits server.Options) *stack {
 	t.Helper()
 	ctx := t.Context()
@@ -99,7 +99,7 @@ func startStackWith(t *testing.T, limits server.Options) *stack {
 	s.svc, err = server.New(server.Options{
 		Runner: runner, Authenticator: validator, Store: mem, Hooks: o.Hooks(),
 		Logger: log.With("component", "ask"), BasePath: "/ask",
-		MaxInFlight: limits.MaxInFlight, MaxConversationsPerID: limits.MaxConversationsPerID,
+		MaxInFlight: limits.MaxInFlight, MaxTickets: limits.MaxTickets, MaxConversationsPerID: limits.MaxConversationsPerID,
 		MaxRetainedPerID: limits.MaxRetainedPerID, MaxTurns: limits.MaxTurns,
 	})
 	if err != nil {

@@ -239,3 +239,29 @@ func TestRefusalsCountedByTheirCause(t *testing.T) {
 		}
 	}
 }
+
+// TestUnavailableCountedByTheirCause: of the 503s, a service holding as many conversations or
+// tickets as it may (DAS_ASK_MAX_TICKETS: capacity) and one draining for a shutdown (a
+// rollout) are counted apart from the store not answering, which the operator fixes elsewhere.
+func TestUnavailableCountedByTheirCause(t *testing.T) {
+	s := startStackWith(t, server.Options{MaxTickets: 1})
+	alice, bob := s.idp.Token(t, "alice"), s.idp.Token(t, "bob")
+	s.conversation(t, alice)
+	if resp, b := s.do(t, http.MethodPost, "/v1/conversations", bob, map[string]any{}, nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a conversation past MaxTickets: %d %s", resp.StatusCode, b)
+	}
+	s.shutdown(t)
+	if resp, b := s.do(t, http.MethodPost, "/v1/conversations", bob, map[string]any{}, nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a conversation while shutting down: %d %s", resp.StatusCode, b)
+	}
+
+	fams, _ := s.scrape(t)
+	for _, c := range []struct {
+		reason string
+		want   float64
+	}{{"full", 1}, {"shutting_down", 1}, {"unavailable", -1}} {
+		if got := value(fams, "ask_admission_refusals_total", "route", "create_conversation", "reason", c.reason); got != c.want {
+			t.Errorf("ask_admission_refusals_total{route=\"create_conversation\",reason=%q} = %v, want %v", c.reason, got, c.want)
+		}
+	}
+}

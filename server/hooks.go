@@ -45,6 +45,11 @@ const (
 	RefusedTooManyHeld = "too_many_held"
 	// RefusedConversationFull: a 409, the conversation holds as many turns as it may.
 	RefusedConversationFull = "conversation_full"
+	// RefusedFull: a 503, the service holds as many conversations, or tickets, as it may
+	// (Options.MaxTickets).
+	RefusedFull = "full"
+	// RefusedShuttingDown: a 503, the service is shutting down.
+	RefusedShuttingDown = "shutting_down"
 )
 
 // Admission is an admitted ticket, as Hooks.Admitted reports it.

@@ -33,8 +33,9 @@ type problem struct {
 	instance   string   // for 401: the request's path
 	// reason names the refusal when its status is shared by refusals of different causes (a
 	// 429: too many asks in flight, or as many conversations or tickets as an identity may
-	// hold; a 409: an ask running in the conversation, or the conversation full), for
-	// Hooks.Refused; "" when the status says it.
+	// hold; a 409: an ask running in the conversation, or the conversation full; a 503: the
+	// service full or shutting down, or its store unavailable), for Hooks.Refused; "" when the
+	// status says it.
 	reason string
 }
 
@@ -120,7 +121,7 @@ func badRequest(detail string, violations ...string) *problem {
 }
 
 func unavailable() *problem {
-	return &problem{status: http.StatusServiceUnavailable, detail: "the service is shutting down", retryAfter: retryDraining}
+	return &problem{status: http.StatusServiceUnavailable, reason: RefusedShuttingDown, detail: "the service is shutting down", retryAfter: retryDraining}
 }
 
 func internalError() *problem {
@@ -220,7 +221,7 @@ func storeProblem(err error) *problem {
 	case errors.Is(err, store.ErrOwnerFull):
 		return &problem{status: http.StatusTooManyRequests, reason: RefusedTooManyHeld, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: fullRetry(retryOwnerFull, ttl)}
 	case errors.Is(err, store.ErrFull):
-		return &problem{status: http.StatusServiceUnavailable, detail: "the service holds as many " + what + " as it can", retryAfter: fullRetry(retryFull, ttl)}
+		return &problem{status: http.StatusServiceUnavailable, reason: RefusedFull, detail: "the service holds as many " + what + " as it can", retryAfter: fullRetry(retryFull, ttl)}
 	case errors.Is(err, store.ErrNotFound):
 		return errNotFound
 	}

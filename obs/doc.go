@@ -12,9 +12,10 @@
 //     ask's span starts, as a child of the caller's trace), running (the run's context carries
 //     the span, so model and tool calls are its children), each event appended with its typed
 //     body and the steps the store's bound evicted for it (events by type, tool calls, steps
-//     dropped), and ended with the typed done (asks by outcome, their duration, the span's end
-//     and the ask's one log line). obs keeps no copy of the store's arithmetic and decodes no
-//     event.
+//     dropped), ended with the typed done (asks by outcome, their duration, the span's end
+//     and the ask's one log line), and refused, naming the cause of a refusal its status does
+//     not tell apart (a 429, 409 or 503), which Handler counts. obs keeps no copy of the
+//     store's arithmetic and decodes no event.
 //   - Observer.Model wraps a model adapter: calls, tokens, errors and latency by provider, and
 //     a span per call.
 //

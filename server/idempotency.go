@@ -126,11 +126,15 @@ type idem struct {
 	fp    string
 	cand  string
 	prev  string
+	// began is when the record was begun by this request: the record's TTL runs from its first
+	// use, no later.
+	began time.Time
 }
 
 // beginIdem holds the record for a keyed create, or answers the request itself: a replay,
 // 422 or 409. When it returns a nil *idem with a nil error the response has been written.
 func (s *Server) beginIdem(ctx context.Context, c echo.Context, owner store.Owner, key, fp, candidate string) (*idem, error) {
+	began := time.Now()
 	res, err := s.store.BeginIdempotent(ctx, owner, key, store.IdemBegin{Fingerprint: fp, Candidate: candidate, Lock: idemLock, TTL: s.opts.TTL})
 	if err != nil {
 		// Answered 503 "retry shortly", and nothing was created under candidate; but the
@@ -148,7 +152,7 @@ func (s *Server) beginIdem(ctx context.Context, c echo.Context, owner store.Owne
 	case store.IdemBusy:
 		return nil, idemBusy()
 	}
-	return &idem{s: s, owner: owner, key: key, fp: fp, cand: res.ID, prev: res.Prev}, nil
+	return &idem{s: s, owner: owner, key: key, fp: fp, cand: res.ID, prev: res.Prev, began: began}, nil
 }
 
 // complete records the response answered under final; it reports false when another attempt

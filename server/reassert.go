@@ -22,6 +22,11 @@ import (
 // seqs the store kept: the events it lost leave a gap, no seq is reused), in the order the
 // runs ended, so that a conversation's turns come back in order. Meanwhile, for a lease, its
 // sweep ends no lapsed run, so that the ticket is not ended first at the store's last seq.
+// What the store no longer holds because its TTL passed (DAS_ASK_TTL_S after the end, or after
+// a key's first use) is not lost but expired, and stays gone: a replica frozen past the TTL
+// (SIGSTOP, a long pause) that reconnects on waking took such a ticket for one Redis had lost,
+// and wrote it back, answered again for another TTL, its key's record with it (audit,
+// 2026-12-06: DAS_ASK_TTL_S=4, the replica stopped for 7 s).
 
 // reassertKeep is how long a finished run's end is kept for a restart that lost it: Redis's
 // everysec fsync postpones a write by up to 2 s while a background fsync is slow.
@@ -38,6 +43,8 @@ type finishedEnd struct {
 	tail []store.Event
 	turn ask.Turn
 	at   time.Time
+	// expires is when the store lets the end expire, at the latest: the TTL from its write.
+	expires time.Time
 }
 
 // recent is what the replica wrote within reassertKeep, in the order it was written: the ends
@@ -84,6 +91,9 @@ type keyedCreate struct {
 	ticket string
 	rec    []byte
 	at     time.Time
+	// expires is when the store lets the record expire, at the latest: the TTL from its first
+	// use, which came no later than this create's begin.
+	expires time.Time
 }
 
 func (k keyedCreate) writtenAt() time.Time { return k.at }
@@ -93,13 +103,16 @@ func (k keyedCreate) writtenAt() time.Time { return k.at }
 // and run the question again (reassertPass writes it again).
 func (s *Server) keyedCreated(ik *idem, ticket string, rec []byte) {
 	if isShared(s.store) {
-		s.keyed.add(keyedCreate{owner: ik.owner, key: ik.key, fp: ik.fp, ticket: ticket, rec: rec, at: time.Now()})
+		s.keyed.add(keyedCreate{owner: ik.owner, key: ik.key, fp: ik.fp, ticket: ticket, rec: rec, at: time.Now(), expires: ik.began.Add(s.opts.TTL)})
 	}
 }
 
 // reputKeyed writes k's record again if the store no longer holds it (nor another attempt's
-// with the key); it reports false while the store is unavailable.
+// with the key) and its TTL has not passed; it reports false while the store is unavailable.
 func (s *Server) reputKeyed(k keyedCreate) bool {
+	if !time.Now().Before(k.expires) {
+		return true // expired, not lost: a retry with the key is a new request
+	}
 	res, err := s.store.BeginIdempotent(s.base, k.owner, k.key, store.IdemBegin{Fingerprint: k.fp, Candidate: k.ticket, Lock: idemLock, TTL: s.opts.TTL})
 	switch {
 	case errors.Is(err, store.ErrUnavailable):
@@ -123,7 +136,8 @@ func (s *Server) reputKeyed(k keyedCreate) bool {
 
 // runFinished records r's end, written (run.finish).
 func (s *Server) runFinished(r *run, tail []store.Event, turn ask.Turn) {
-	s.finished.add(finishedEnd{r: r, tail: tail, turn: turn, at: time.Now()})
+	now := time.Now()
+	s.finished.add(finishedEnd{r: r, tail: tail, turn: turn, at: now, expires: now.Add(s.opts.TTL)})
 }
 
 // reassertOnReconnect writes again, at each reconnection of rc, the ends the store lost; and
@@ -210,9 +224,12 @@ func (s *Server) reassertFirst() {
 	}
 }
 
-// reassert writes e's end again if the store no longer holds it; it reports false while the
-// store is unavailable.
+// reassert writes e's end again if the store no longer holds it and its TTL has not passed; it
+// reports false while the store is unavailable.
 func (s *Server) reassert(sh store.Shared, e finishedEnd) bool {
+	if !time.Now().Before(e.expires) {
+		return true // expired, not lost: gone, as every ticket is its TTL after its end
+	}
 	done := e.tail[len(e.tail)-1].Seq
 	t, err := sh.Ticket(s.base, e.r.ticket)
 	switch {

@@ -102,6 +102,10 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 		return zero, err
 	}
 	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			// Nothing is sent with a ctx that has ended: this attempt cannot have made anything.
+			return fail(fmt.Errorf("ask %s: %w", op, err))
+		}
 		actx, writes := ctx, new(writeCounter)
 		if creates {
 			// Traced by the client's doer (traceWrites), so that only this request's writes
@@ -128,7 +132,7 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 			}
 			return v, nil
 		}
-		lost = lost || (err != nil && maySent(err))
+		lost = lost || (err != nil && writes.maySent(err))
 		if ctx.Err() != nil {
 			return fail(fmt.Errorf("ask %s: %w", op, ctx.Err()))
 		}
@@ -179,18 +183,40 @@ type writeCounter struct {
 	mu                sync.Mutex
 	writes, responses int
 	resent            bool // a write came after one that had no response
+	traced            bool // the transport reports its connections (net/http's does)
+	tried             bool // the transport wrote the request, or began to
+}
+
+func (w *writeCounter) getConn(string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.traced = true
 }
 
 func (w *writeCounter) wrote(info httptrace.WroteRequestInfo) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tried = true
 	if info.Err != nil {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.writes > w.responses {
 		w.resent = true
 	}
 	w.writes++
+}
+
+// maySent reports whether the attempt that failed with err may have reached the service. When
+// the transport traced the attempt, only a request it wrote (or began to) may have: one that
+// never had a connection (a dial that hung until the header timeout cut it) did not. Otherwise
+// the error tells, as far as it can (the package's maySent).
+func (w *writeCounter) maySent(err error) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.traced {
+		return w.tried
+	}
+	return maySent(err)
 }
 
 func (w *writeCounter) answered() {
@@ -215,6 +241,7 @@ type traceWrites struct{ next gen.HttpRequestDoer }
 func (t traceWrites) Do(req *http.Request) (*http.Response, error) {
 	if w, ok := req.Context().Value(writesKey{}).(*writeCounter); ok {
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GetConn:              w.getConn,
 			WroteRequest:         w.wrote,
 			GotFirstResponseByte: w.answered,
 		}))

@@ -37,10 +37,11 @@ import (
 // attempt net/http sends again by itself (it does so for a request with an Idempotency-Key whose
 // reused connection failed after it was written) counts as such, and is logged as a retry is.
 //
-// A connection refused before this client has ever had a response from the service is final:
-// nothing listens at the URL (the service is not running, or the URL is wrong), and the caller
-// hears so at once. Once the service has answered, a refusal is a restart in progress and is
-// retried.
+// A connection refused, or a host name that does not resolve, before this client has ever had
+// a response from the service is final: nothing listens at the URL (the service is not running,
+// or the URL is wrong), and the caller hears so at once. Once the service has answered, a
+// refusal is a restart in progress and is retried; so, always, is a lookup that failed for want
+// of an answer from the resolver.
 type Retry struct {
 	// Initial is the backoff before the first retry. 0 means 250 ms.
 	Initial time.Duration
@@ -144,7 +145,7 @@ func retrying[T any](ctx context.Context, c *Client, op string, call func(contex
 			return fail(fmt.Errorf("ask %s: %w", op, err))
 		case err != nil && errors.As(err, &unexp):
 			return fail(err)
-		case err != nil && errors.Is(err, syscall.ECONNREFUSED) && !c.reached.Load():
+		case err != nil && nothingThere(err) && !c.reached.Load():
 			return fail(fmt.Errorf("ask %s: %w", op, err))
 		case err != nil:
 			// the connection failed, or no headers came in time: retried
@@ -262,6 +263,13 @@ func maySent(err error) bool {
 		return false
 	}
 	return true
+}
+
+// nothingThere reports whether err says that nothing is at the URL: the connection was refused,
+// or the host name does not resolve (not a resolver that failed to answer, which may pass).
+func nothingThere(err error) bool {
+	var dnsErr *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &dnsErr) && dnsErr.IsNotFound)
 }
 
 // pastDeadline reports whether a wait of d would end after ctx's deadline.

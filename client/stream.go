@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/das-ask/ask/gen"
@@ -30,8 +29,8 @@ type EventsOptions struct {
 // Last-Event-ID after a backoff (see Reconnect), so the caller sees no gap and no duplicate; it
 // never reconnects after done. A 401, 404, 400 or other non-transient refusal is final and is
 // yielded as an [*APIError]; so is running out of the reconnect budget, so is a connection
-// refused before this client ever had a response from the service (nothing listens at the URL:
-// see Retry), and so is ctx ending (ctx.Err()). At most one error is yielded, always last. Breaking out of the loop closes the
+// refused or a host name that does not resolve before this client ever had a response from the
+// service (nothing listens at the URL: see Retry), and so is ctx ending (ctx.Err()). At most one error is yielded, always last. Breaking out of the loop closes the
 // connection; no goroutine outlives the iteration.
 //
 // Events does not cancel the run: a client that is leaving on behalf of a person should call
@@ -129,9 +128,9 @@ func (s *stream) connect(ctx context.Context, yield func(Event, error) bool, att
 			return final(ctx.Err())
 		case errors.As(err, &te):
 			return final(err)
-		case errors.Is(err, syscall.ECONNREFUSED) && !s.c.reached.Load():
-			// Nothing has ever listened at the URL for this client: as for the calls (Retry),
-			// said at once rather than after the reconnect budget.
+		case nothingThere(err) && !s.c.reached.Load():
+			// Nothing has ever listened at the URL for this client (refused, or no such host):
+			// as for the calls (Retry), said at once rather than after the reconnect budget.
 			return final(fmt.Errorf("client: event stream for ticket %s: %w", s.ticket, err))
 		}
 		return connRetry, 0, err

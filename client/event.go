@@ -65,7 +65,7 @@ func (e Event) IsDone() bool {
 
 // decodeEvent decodes one frame's data. The type comes from the data's own "type" (the
 // contract's discriminator), falling back to the SSE event name; the seq from the data, falling
-// back to the SSE id. Data that is not JSON (or is an array, a string, a number) is an error
+// back to the SSE id. Data that is not JSON (or is null, an array, a string, a number) is an error
 // whatever the type; an unknown type's JSON yields an UnknownEvent; a known type whose data does
 // not decode, or an outcome, branch or milestone without a field the contract requires
 // (contractFault), is an error, since no retry can repair it.
@@ -76,6 +76,9 @@ func decodeEvent(f frame) (Event, error) {
 	}
 	raw := json.RawMessage(f.data)
 	headErr := json.Unmarshal(raw, &head)
+	if headErr == nil && !jsonObject(raw) {
+		headErr = errors.New("not an object") // null, which decodes into a struct as nothing
+	}
 	typ := f.typ
 	if headErr == nil && head.Type != nil {
 		typ = *head.Type

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/das-ask/ask/client"
 )
@@ -50,6 +51,28 @@ func TestNotJSONEventOfUnknownTypeIsFinal(t *testing.T) {
 		}
 		if last == nil || !strings.Contains(last.Error(), "event 1") || strings.Contains(last.Error(), "How") {
 			t.Errorf("%q: error %v: want one naming event 1 and none of its data", head, last)
+		}
+	}
+}
+
+// So is one whose data is JSON's null: no event either, and not the JSON object Event.Data
+// promises. Without an event name it was passed on as an UnknownEvent whose Data was "null",
+// and the stream went on, where an array, a string or a number ended it.
+func TestNullEventIsFinal(t *testing.T) {
+	for _, head := range []string{"id: 1\n", "id: 1\nevent: thought\n", "id: 1\nevent: step\n"} {
+		c := memClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sseHeaders(w)
+			_, _ = io.WriteString(w, head+"data: null\n\n")
+		}), client.Options{Reconnect: client.Reconnect{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 1}})
+		var last error
+		for ev, err := range c.Events(t.Context(), "tk", client.EventsOptions{}) {
+			if err == nil {
+				t.Errorf("%q: delivered %T with data %s, want an error", head, ev.Value, ev.Data)
+			}
+			last = err
+		}
+		if !errors.Is(last, client.ErrProtocol) || !strings.Contains(last.Error(), "event 1") {
+			t.Errorf("%q: error %v: want a protocol error naming event 1", head, last)
 		}
 	}
 }

@@ -30,8 +30,9 @@ type EventsOptions struct {
 // never reconnects after done. A 401, 404, 400 or other non-transient refusal is final and is
 // yielded as an [*APIError]; so is running out of the reconnect budget, so is a connection
 // refused or a host name that does not resolve before this client ever had a response from the
-// service (nothing listens at the URL: see Retry), and so is ctx ending (ctx.Err()). At most one error is yielded, always last. Breaking out of the loop closes the
-// connection; no goroutine outlives the iteration.
+// service (nothing listens at the URL: see Retry), and so is ctx ending (ctx.Err()). At most one
+// error is yielded, always last. Breaking out of the loop closes the connection; no goroutine
+// outlives the iteration.
 //
 // Events does not cancel the run: a client that is leaving on behalf of a person should call
 // Cancel.

@@ -123,6 +123,19 @@ class MayHaveBeenMade(Exception):
         super().__init__(f"{cause} (an earlier attempt's reply was lost: {what})")
 
 
+def _nothing_there(e: BaseException) -> bool:
+    """Whether e says that nothing is at the URL: the connection was refused, or the host name does
+    not resolve. Not a lookup that failed for want of an answer from the resolver (EAI_AGAIN), which
+    may pass and is retried, as in Go and TypeScript."""
+    if isinstance(e, socket.gaierror):
+        return e.errno in _NO_SUCH_HOST
+    return isinstance(e, ConnectionRefusedError)
+
+
+# The getaddrinfo errors that say the name does not resolve (EAI_NODATA: it has no address).
+_NO_SUCH_HOST = {socket.EAI_NONAME} | ({socket.EAI_NODATA} if hasattr(socket, "EAI_NODATA") else set())
+
+
 def _may_have_been_sent(e: BaseException) -> bool:
     """Whether a request that failed with e may have reached the service. urllib raises a URLError
     for a failure to connect or to send: only a connection cut while sending may have carried the
@@ -320,7 +333,7 @@ class AskClient:
                 cause, floor = e, e.retry_after
             except (OSError, http.client.HTTPException) as e:
                 reason = e.reason if isinstance(e, urllib.error.URLError) else e
-                if not self.reached and isinstance(reason, (ConnectionRefusedError, socket.gaierror)):
+                if not self.reached and _nothing_there(reason):
                     said = "no such host for" if isinstance(reason, socket.gaierror) else "nothing is listening at"
                     raise NothingListening(f"{operation}: {said} {self.shown_url} ({reason})") from None
                 cause = e  # the connection failed or was reset, or no answer came in time
@@ -485,7 +498,7 @@ class EventStream:
         try:
             self._conn.request("GET", path, headers=headers)
         except (ConnectionRefusedError, socket.gaierror) as e:
-            if not self.client.reached:
+            if not self.client.reached and _nothing_there(e):
                 said = "no such host for" if isinstance(e, socket.gaierror) else "nothing is listening at"
                 raise NothingListening(f"streamEvents: {said} {self.client.shown_url} ({e})") from None
             raise

@@ -661,6 +661,26 @@ class RetryTest(unittest.TestCase):
             list(c.events("t_1"))
         self.assertEqual(waits, [], "nor is the stream")
 
+    def test_no_such_host_is_final_at_once_a_resolver_that_did_not_answer_is_not(self):
+        # As in Go and TypeScript: a name that does not resolve is a wrong URL, said at once; a
+        # lookup that failed for want of an answer from the resolver (EAI_AGAIN) may pass. It was
+        # final too, said as "no such host for" a host that may well exist.
+        import socket
+        for errno, final in ((socket.EAI_NONAME, True), (socket.EAI_AGAIN, False)):
+            with self.subTest(errno=errno), mock.patch.object(ask_client.socket, "getaddrinfo",
+                                                              side_effect=socket.gaierror(errno, "lookup failed")):
+                c, waits, said = self.client("http://ask.test/ask", retry=ask_client.Retry(attempts=2))
+                with self.assertRaises(OSError) as caught:
+                    c.create_conversation()
+                self.assertEqual(isinstance(caught.exception, ask_client.NothingListening), final, caught.exception)
+                self.assertEqual(said, [] if final else ["createConversation#2"])
+                with self.assertRaises(OSError) as caught:
+                    for _ in ask_client.EventStream(c, "t_1", attempts=2, max_wait=0.0):
+                        pass
+                self.assertEqual(isinstance(caught.exception, ask_client.NothingListening), final, caught.exception)
+                if final:
+                    self.assertIn("no such host for http://ask.test/ask", str(caught.exception))
+
     def test_a_refusal_once_the_service_answered_is_a_restart(self):
         port = closed_port()
         c, waits, said = self.client(f"http://127.0.0.1:{port}/ask", retry=ask_client.Retry(attempts=2))

@@ -3,6 +3,8 @@
 // stream reader that sends the bearer (the browser's EventSource cannot) and resumes a dropped
 // connection with Last-Event-ID, so its caller sees every event once, in order.
 
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 import type { components, paths } from "./schema.js";
 import { FrameTooLargeError, SSEParser, defaultMaxEventSize, frames } from "./sse.js";
@@ -303,7 +305,7 @@ export class AskClient {
     const key = idempotencyKey();
     return this.#retrying("createConversation", () =>
       this.api.POST("/v1/conversations", { params: { header: { "Idempotency-Key": key } }, body: {} }),
-      { creates: true, names: "id" },
+      { creates: true, key, names: "id" },
     );
   }
 
@@ -319,7 +321,7 @@ export class AskClient {
         params: { path: { conversation_id: conversationId }, header: { "Idempotency-Key": key } },
         body,
       }),
-      { creates: true, conversationId, names: "ticket" },
+      { creates: true, key, conversationId, names: "ticket" },
     );
   }
 
@@ -349,16 +351,19 @@ export class AskClient {
   async #retrying<T>(
     op: string,
     call: () => Promise<{ data?: T; error?: unknown; response: Response }>,
-    create?: { creates: boolean; conversationId?: string; names?: string },
+    create?: { creates: boolean; key?: string; conversationId?: string; names?: string },
   ): Promise<T> {
     let lost = false;
+    const trace = create?.creates && create.key ? new SendTrace(create.key) : undefined;
     try {
       return await this.#attempts(op, call, () => {
         lost = true;
-      }, create?.names);
+      }, create?.names, trace);
     } catch (err) {
       if (lost && create?.creates) throw new MayHaveBeenMadeError(op, err, create.conversationId);
       throw err;
+    } finally {
+      trace?.close();
     }
   }
 
@@ -367,10 +372,12 @@ export class AskClient {
     call: () => Promise<{ data?: T; error?: unknown; response: Response }>,
     replyLost: () => void,
     names?: string,
+    trace?: SendTrace,
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let cause: unknown;
       let floorMs = 0;
+      trace?.attempt();
       try {
         const { data, error, response } = await call();
         this.#reached = true;
@@ -403,7 +410,7 @@ export class AskClient {
             !(err.status === 409 && err.problem?.type === problemIdempotencyInProgress)) throw err;
         this.#nothingListening(op, err);
         cause = err; // the connection failed, or no headers came in time
-        if (maySent(err)) replyLost();
+        if (trace ? trace.maySent(err) : maySent(err)) replyLost();
       }
       if (attempt >= this.#retry.attempts) throw cause;
       // Asked to come back later than a call waits (an hour; or 10^12 s, which setTimeout took for
@@ -604,6 +611,52 @@ function maySent(err: unknown): boolean {
   const code = errorCode(err);
   return !(code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "UND_ERR_CONNECT_TIMEOUT" ||
     code === "EHOSTUNREACH" || code === "ENETUNREACH");
+}
+
+/**
+ * SendTrace tells whether a create's attempt left the client, as far as Node's fetch (undici)
+ * says on diagnostics_channel: it publishes each request it makes ("undici:request:create") and
+ * each whose headers it writes to a connection ("undici:client:sendHeaders"), found here by the
+ * create's Idempotency-Key, fresh per create. An attempt it traced and never wrote (a connection
+ * that never came, cut by the header timeout) cannot have made anything; one it did not trace (a
+ * fetch of the caller's own) is judged by its error (maySent). As the Go client's trace.
+ */
+class SendTrace {
+  #traced = false; // the fetch reports this attempt (Node's does)
+  #wrote = false; // it wrote the request's headers, or began to
+  readonly #created = (m: unknown) => {
+    if (carries(m, this.key)) this.#traced = true;
+  };
+  readonly #sent = (m: unknown) => {
+    if (carries(m, this.key)) this.#wrote = true;
+  };
+
+  constructor(readonly key: string) {
+    subscribe("undici:request:create", this.#created);
+    subscribe("undici:client:sendHeaders", this.#sent);
+  }
+
+  /** Starts an attempt. */
+  attempt(): void {
+    this.#traced = this.#wrote = false;
+  }
+
+  /** Whether the attempt that failed with err may have reached the service. */
+  maySent(err: unknown): boolean {
+    return this.#traced ? this.#wrote : maySent(err);
+  }
+
+  close(): void {
+    unsubscribe("undici:request:create", this.#created);
+    unsubscribe("undici:client:sendHeaders", this.#sent);
+  }
+}
+
+/** carries reports whether an undici diagnostics message's request has the header value v. */
+function carries(m: unknown, v: string): boolean {
+  const headers = (m as { request?: { headers?: unknown } } | null)?.request?.headers;
+  // an array of names and values (undici 6), or the raw "name: value\r\n" lines (undici 5)
+  return Array.isArray(headers) ? headers.includes(v) : typeof headers === "string" && headers.includes(v);
 }
 
 /** errorCode is the system error code (ECONNREFUSED, …) under a failed fetch, if any. */

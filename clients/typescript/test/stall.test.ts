@@ -5,9 +5,11 @@
 
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { connect } from "node:net";
 import { test } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { Worker } from "node:worker_threads";
 
 import { AskClient, HeaderTimeoutError, MayHaveBeenMadeError, type Event } from "../src/index.js";
 
@@ -82,4 +84,33 @@ test("the header timeout holds after a garbage collection", { timeout: 10000 }, 
   // The request was sent and no reply came: the conversation may have been made.
   await assert.rejects(call, (err) => err instanceof MayHaveBeenMadeError && err.cause instanceof HeaderTimeoutError);
   assert.ok(Date.now() - started < 3000, `ended ${Date.now() - started} ms after it began`);
+});
+
+test("a create whose connection never came is not one that may have been made, as in Go", { timeout: 10000 }, async (t) => {
+  // A listener that accepts nothing (its thread held) with a queue of two, filled: the kernel
+  // drops every later SYN, so each attempt's connect hangs until the header timeout cuts it and
+  // no byte of the request is written. It said "the conversation may have been made".
+  const held = new Int32Array(new SharedArrayBuffer(4));
+  const listener = new Worker(`
+    const { parentPort, workerData } = require("node:worker_threads");
+    const srv = require("node:net").createServer();
+    srv.listen({ port: 0, host: "127.0.0.1", backlog: 1 }, () => {
+      parentPort.postMessage(srv.address().port);
+      Atomics.wait(workerData, 0, 0);
+    });`, { eval: true, workerData: held });
+  t.after(async () => {
+    Atomics.store(held, 0, 1);
+    Atomics.notify(held, 0);
+    await listener.terminate();
+  });
+  const port = (await new Promise((resolve) => listener.once("message", resolve))) as number;
+  for (let i = 0; i < 2; i++) {
+    const fill = connect(port, "127.0.0.1");
+    t.after(() => fill.destroy());
+    await new Promise((resolve, reject) => fill.once("connect", resolve).once("error", reject));
+  }
+  const c = new AskClient({ baseUrl: `http://127.0.0.1:${port}/ask`, token: "t", headerTimeoutMs: 300, retry: { attempts: 2, initialMs: 1 }, onRetry: () => {} });
+  for (const call of [() => c.createConversation(), () => c.ask("cv", "q")]) {
+    await assert.rejects(call(), (err) => err instanceof HeaderTimeoutError, "the header timeout, not MayHaveBeenMadeError");
+  }
 });

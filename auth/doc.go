@@ -23,5 +23,9 @@
 //
 // For net/http servers, Middleware turns a Validator into a guard that answers 401
 // `application/problem+json` with a `WWW-Authenticate: Bearer` challenge, and puts the
-// caller's ask.Identity in the request context (FromContext).
+// caller's ask.Identity in the request context (FromContext). ResourceMiddleware is the guard
+// of an MCP server (the demo sources), following MCP's authorization rules: every challenge
+// also names the resource's protected resource metadata (resource_metadata, RFC 9728) and the
+// scope, and a valid token without a required scope is answered 403 insufficient_scope
+// (RFC 6750 §3.1) rather than 401.
 package auth

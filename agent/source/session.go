@@ -233,7 +233,8 @@ type TransportError struct {
 	// Status is the HTTP status when the source rejected the credentials (401/403), else 0.
 	Status int
 	// Reason is why the session gave up when it did (ErrOffOrigin, ErrTooManyRedirects,
-	// ErrResponseTooLarge, ErrNoAnswer, ErrTooManyTools, ErrBadToolName), else nil.
+	// ErrResponseTooLarge, ErrTooManyRequests, ErrNoAnswer, ErrTooManyTools, ErrBadToolName),
+	// else nil.
 	Reason error
 	Err    error
 }

@@ -278,3 +278,19 @@ func TestRedirects(t *testing.T) {
 		t.Errorf("call through a same-origin redirect = %+v, want ok", r)
 	}
 }
+
+// TestTooManyRequestsIsNamed: a source that answers 429 (the demo source past its cap of open
+// sessions per identity) ends the run as a transport failure whose message says so. It said
+// "unreachable or broke the protocol", as for a source that is not there at all.
+func TestTooManyRequestsIsNamed(t *testing.T) {
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many open MCP sessions for this identity", http.StatusTooManyRequests)
+	}))
+	defer busy.Close()
+	_, err := source.Connect(t.Context(), source.Config{Name: "test", URL: busy.URL}, "tok-alice", source.Options{})
+	var te *source.TransportError
+	if !asTransport(err, &te) || !errors.Is(err, source.ErrTooManyRequests) || !strings.Contains(err.Error(), "HTTP 429") {
+		t.Fatalf("err = %v, want a transport error naming the 429", err)
+	}
+}

@@ -55,6 +55,9 @@ var (
 	ErrTooManyRedirects = errors.New("too many redirects")
 	// ErrResponseTooLarge: one HTTP response was larger than the session's limit.
 	ErrResponseTooLarge = egress.ErrResponseTooLarge
+	// ErrTooManyRequests: the source answered 429, as the demo source answers an identity
+	// holding as many open sessions as it may.
+	ErrTooManyRequests = errors.New("too many requests (HTTP 429)")
 )
 
 // origin is a URL's scheme, host and port, lower-cased and with the default port made
@@ -113,6 +116,10 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, &StatusError{Source: b.source, Status: resp.StatusCode}
 	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		resp.Body.Close()
+		return nil, b.refuse(ErrTooManyRequests)
+	}
 	if b.maxBytes > 0 {
 		resp.Body = egress.LimitBody(resp.Body, b.maxBytes, b.refuse)
 	}
@@ -142,7 +149,7 @@ func (b *bearer) refuse(err error) error {
 }
 
 // Fault is the first refusal the transport made (ErrOffOrigin, ErrTooManyRedirects,
-// ErrResponseTooLarge), or nil.
+// ErrResponseTooLarge, ErrTooManyRequests), or nil.
 func (b *bearer) Fault() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

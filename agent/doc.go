@@ -44,9 +44,9 @@
 //     question.
 //   - error: the model failed or refused (kind model), or the provider cut its reply at the
 //     output cap, ASK_LLM_MAX_TOKENS, or at the context window (kind model: a cut reply's prose
-//     and tool calls are not used), a source was unreachable or rejected the credentials with
-//     HTTP 401/403 (kind transport), or the run used MaxModelCalls model calls without
-//     finishing (kind model).
+//     and tool calls are not used), a source was unreachable, rejected the credentials with
+//     HTTP 401/403 or answered 429 (kind transport), or the run used MaxModelCalls model calls
+//     without finishing (kind model).
 //
 // A tool error that is not a refusal (bad SQL, an unknown term) goes back to the model to
 // correct and decides nothing by itself; so does a call the model asks for that names no tool or

@@ -5,7 +5,8 @@
 //
 // A token is accepted when all of these hold:
 //   - its signature verifies with a key from the tenant's JWKS, found by the token's `kid`
-//     (an RSA key of at least 2048 bits);
+//     (an RSA key of at least 2048 bits, published for verifying signatures: no `use` other
+//     than "sig", and "verify" among its `key_ops` when it has any);
 //   - its header has no `crit` parameter: no critical extension (RFC 7515 §4.1.11) is
 //     understood;
 //   - its `alg` is in the allow-list (asymmetric algorithms only; never `none` or HMAC);

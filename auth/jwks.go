@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -144,13 +145,35 @@ var errNoRefreshDue = errors.New("no JWKS refetch is due")
 
 func (g *unknownKIDGate) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
 	jwk, err := g.cache.KeyRead(ctx, kid)
-	if !errors.Is(err, jwkset.ErrKeyNotFound) {
+	if errors.Is(err, jwkset.ErrKeyNotFound) {
+		if !g.limiter.Allow() {
+			return jwkset.JWK{}, fmt.Errorf("%w %q: %w", jwkset.ErrKeyNotFound, kid, errNoRefreshDue)
+		}
+		jwk, err = g.Storage.KeyRead(ctx, kid)
+	}
+	if err != nil {
 		return jwk, err
 	}
-	if !g.limiter.Allow() {
-		return jwkset.JWK{}, fmt.Errorf("%w %q: %w", jwkset.ErrKeyNotFound, kid, errNoRefreshDue)
+	if !forVerifying(jwk.Marshal()) {
+		return jwkset.JWK{}, errNotForVerifying
 	}
-	return g.Storage.KeyRead(ctx, kid)
+	return jwk, nil
+}
+
+// errNotForVerifying is a key the JWKS publishes for another purpose than checking signatures.
+var errNotForVerifying = errors.New("JWK is not published for verifying signatures")
+
+// forVerifying reports whether a JWK may verify a signature. RFC 7517 marks a key's purpose
+// two ways: `use` (§4.2), where "enc" is an encryption key, and `key_ops` (§4.3), where the
+// operation a signature check needs is "verify". A key with neither may verify (most IdPs
+// mark none); a key whose `use` is not "sig", or whose `key_ops` lack "verify", may not.
+// keyfunc's UseWhitelist looks at `use` alone, so a key marked `key_ops: ["encrypt"]`
+// verified tokens as if it were unmarked.
+func forVerifying(m jwkset.JWKMarshal) bool {
+	if m.USE != "" && m.USE != jwkset.UseSig {
+		return false
+	}
+	return len(m.KEYOPS) == 0 || slices.Contains(m.KEYOPS, jwkset.KeyOpsVerify)
 }
 
 // readyStore is the storage behind the HTTP JWKS: jwkset replaces its whole content after each
@@ -204,7 +227,8 @@ func newKeySet(ctx context.Context, u string, client *http.Client, log *slog.Log
 	kf, err := keyfunc.New(keyfunc.Options{
 		Ctx:     ctx,
 		Storage: gate,
-		// Keys marked for encryption never verify signatures; keys without `use` may.
+		// Keys marked for encryption never verify signatures; keys without `use` may. The
+		// gate also refuses a key whose `key_ops` lack "verify" (forVerifying).
 		UseWhitelist: []jwkset.USE{jwkset.UseSig, ""},
 	})
 	if err != nil {

@@ -184,6 +184,8 @@ func (v *Validator) classify(err error, c *claims) *Error {
 		return invalidToken("token header has a crit parameter: no critical extension is understood", err)
 	case errors.Is(err, errNoKID):
 		return invalidToken("token header has no kid", err)
+	case errors.Is(err, errNotForVerifying):
+		return invalidToken("signing key is not published for verifying signatures", err)
 	case errors.Is(err, errWeakKey):
 		return invalidToken("signing key is too short: RSA keys need at least 2048 bits", err)
 	case errors.Is(err, jwkset.ErrKeyNotFound) && !v.Ready():

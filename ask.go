@@ -10,6 +10,7 @@ package ask
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/das-ask/ask/gen"
 )
@@ -26,6 +27,9 @@ type Identity struct {
 	// Token is the raw, validated bearer. It is forwarded unchanged on every tool call of a run
 	// and never logged.
 	Token string
+	// Expires is the token's `exp`; zero when unknown. A source's 401 after it is the token
+	// expiring during the run, and the run's error says so.
+	Expires time.Time
 }
 
 // String keeps the token out of any log line that prints an Identity by mistake.

@@ -33,7 +33,7 @@ func (a *Agent) Run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.
 }
 
 func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter, log *slog.Logger) ask.Outcome {
-	sessions, err := a.connect(ctx, req.Identity.Token, log)
+	sessions, err := a.connect(ctx, req.Identity, log)
 	if err != nil {
 		return failure(ctx, gen.ErrorKindTransport, err)
 	}
@@ -175,15 +175,15 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 // A source that cannot be reached is a warning in the log, naming it: the run's error event
 // tells the user, and this line tells the operator which source it was. The sessions log
 // their tool calls with log (the run's ticket).
-func (a *Agent) connect(ctx context.Context, token string, log *slog.Logger) ([]*source.Session, error) {
+func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) ([]*source.Session, error) {
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
 	defer cancel()
-	opts := source.Options{HTTPClient: a.hc, Logger: log}
+	opts := source.Options{HTTPClient: a.hc, Logger: log, TokenExpires: id.Expires}
 	sessions := make([]*source.Session, len(a.sources))
 	errs := make([]error, len(a.sources))
 	var wg sync.WaitGroup
 	for i, cfg := range a.sources {
-		wg.Go(func() { sessions[i], errs[i] = source.Connect(hctx, cfg, token, opts) })
+		wg.Go(func() { sessions[i], errs[i] = source.Connect(hctx, cfg, id.Token, opts) })
 	}
 	wg.Wait()
 	for i, err := range errs {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent"
@@ -190,8 +191,46 @@ func TestRejectedTokenIsTransport(t *testing.T) {
 	if out.Error == nil || out.Error.Kind != gen.ErrorKindTransport || !strings.Contains(out.Error.Message, "401") {
 		t.Fatalf("outcome = %s %+v, want error transport naming 401", outcomeType(out), out.Error)
 	}
+	// The run's identity does not say when its token expires: the message cannot say it did.
+	if strings.Contains(out.Error.Message, "expired") {
+		t.Errorf("message = %q, want no expiry named when the identity has none", out.Error.Message)
+	}
 	if strings.Contains(out.Error.Message, expired) || len(m.reqs) != 0 {
 		t.Errorf("message = %q, model calls = %d; want no token and no model call", out.Error.Message, len(m.reqs))
+	}
+}
+
+// A source's 401 once the caller's token has passed its exp says so: "rejected the
+// credentials" alone could be a source that trusts another issuer or audience, and the user
+// whose token the service accepted a few seconds before could not tell which. The phrase is
+// the service's own (from the exp it validated), never the source's challenge.
+func TestExpiredTokenIsNamedAsTheCause(t *testing.T) {
+	s := newStack(t)
+	expired, err := s.idp.Mint(idp.Claims{OID: "alice", Expired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(-10 * time.Minute).Truncate(time.Second).UTC()
+	for _, tt := range []struct {
+		name    string
+		expires time.Time
+		want    string // "" = no expiry named
+	}{
+		{name: "passed", expires: exp, want: ": the caller's token expired at " + exp.Format(time.RFC3339)},
+		{name: "not passed", expires: time.Now().Add(time.Hour)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := s.request(t, "alice", "anything")
+			req.Identity.Token, req.Identity.Expires = expired, tt.expires
+			out := s.agent(t, &scripted{}).Run(t.Context(), req, &recorder{})
+			if out.Error == nil || out.Error.Kind != gen.ErrorKindTransport {
+				t.Fatalf("outcome = %s %+v, want error transport", outcomeType(out), out.Error)
+			}
+			const base = "source demo: connect: rejected the credentials (HTTP 401)"
+			if got, want := out.Error.Message, base+tt.want; got != want {
+				t.Errorf("message = %q, want %q", got, want)
+			}
+		})
 	}
 }
 

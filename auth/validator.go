@@ -133,7 +133,7 @@ func (v *Validator) authenticate(ctx context.Context, rawToken string) (ask.Iden
 			return ask.Identity{}, &Error{Code: CodeInsufficientScope, Description: "token does not grant scope " + s}
 		}
 	}
-	return ask.Identity{OID: c.OID, Tenant: c.tenant(), Scopes: granted, Token: rawToken}, nil
+	return ask.Identity{OID: c.OID, Tenant: c.tenant(), Scopes: granted, Token: rawToken, Expires: c.ExpiresAt.Time}, nil
 }
 
 // keyfunc refuses a `crit` header parameter (golang-jwt ignores it): RFC 7515 §4.1.11 says a

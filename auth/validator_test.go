@@ -341,3 +341,19 @@ func TestValidatorConcurrent(t *testing.T) {
 		t.Fatalf("%d wrong verdicts under concurrency", n)
 	}
 }
+
+// The identity says when its token expires (its exp), so that whoever forwards the token (the
+// agent, to every source) can tell a refusal after that moment from any other.
+func TestIdentityCarriesTheTokensExpiry(t *testing.T) {
+	s := idptest.Start(t)
+	v := newValidator(t, s)
+	exp := time.Now().Add(2 * time.Minute).Truncate(time.Second)
+	tok := mint(t, s, idp.Claims{OID: "alice", Extra: map[string]any{"exp": exp.Unix()}})
+	id, err := v.Authenticate(t.Context(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !id.Expires.Equal(exp) {
+		t.Errorf("Expires = %v, want the token's exp %v", id.Expires, exp)
+	}
+}

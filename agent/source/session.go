@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -30,6 +31,9 @@ type Options struct {
 	// MaxResponseBytes bounds one HTTP response (and so one tool result) from a source; a
 	// larger one fails the call as a transport failure. 0 means DefaultMaxResponseBytes.
 	MaxResponseBytes int
+	// TokenExpires is when the session's token expires (its `exp`); zero when unknown. A 401
+	// once it has passed names the expiry in the error (TransportError.Expired).
+	TokenExpires time.Time
 }
 
 // Session is one run's connection to one source, authenticated as the run's caller. It is
@@ -71,7 +75,7 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxResponseBytes
 	}
-	tr := &bearer{base: base, source: cfg.Name, token: token, origin: originOf(u), maxBytes: int64(maxBytes)}
+	tr := &bearer{base: base, source: cfg.Name, token: token, expires: opts.TokenExpires, origin: originOf(u), maxBytes: int64(maxBytes)}
 	hc.Transport, hc.CheckRedirect = tr, tr.checkRedirect
 	name, version := opts.ClientName, opts.ClientVersion
 	if name == "" {
@@ -232,6 +236,9 @@ type TransportError struct {
 	Op     string
 	// Status is the HTTP status when the source rejected the credentials (401/403), else 0.
 	Status int
+	// Expired is the token's expiry when the source answered 401 after it (the token expired
+	// during the run), else zero.
+	Expired time.Time
 	// Reason is why the session gave up when it did (ErrOffOrigin, ErrTooManyRedirects,
 	// ErrResponseTooLarge, ErrTooManyRequests, ErrNoAnswer, ErrTooManyTools, ErrBadToolName),
 	// else nil.
@@ -247,6 +254,9 @@ var errBadURL = errors.New("not an absolute http(s) URL")
 
 func (e *TransportError) Error() string {
 	switch {
+	case e.Status != 0 && !e.Expired.IsZero():
+		return fmt.Sprintf("source %s: %s: rejected the credentials (HTTP %d): the caller's token expired at %s",
+			e.Source, e.Op, e.Status, e.Expired.UTC().Format(time.RFC3339))
 	case e.Status != 0:
 		return fmt.Sprintf("source %s: %s: rejected the credentials (HTTP %d)", e.Source, e.Op, e.Status)
 	case e.Reason != nil:
@@ -261,7 +271,7 @@ func transportError(source, op string, err, reason error) *TransportError {
 	te := &TransportError{Source: source, Op: op, Err: err, Reason: reason}
 	var se *StatusError
 	if errors.As(err, &se) {
-		te.Status = se.Status
+		te.Status, te.Expired = se.Status, se.Expired
 	}
 	return te
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -39,6 +40,9 @@ func withCallID(ctx context.Context, id string) context.Context {
 type StatusError struct {
 	Source string
 	Status int
+	// Expired is the token's expiry when the status is 401 and the token had expired by
+	// then, else zero.
+	Expired time.Time
 }
 
 func (e *StatusError) Error() string {
@@ -91,6 +95,7 @@ type bearer struct {
 	base     http.RoundTripper
 	source   string
 	token    string
+	expires  time.Time // the token's exp; zero when unknown
 	origin   origin
 	maxBytes int64
 
@@ -114,7 +119,11 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		resp.Body.Close()
-		return nil, &StatusError{Source: b.source, Status: resp.StatusCode}
+		se := &StatusError{Source: b.source, Status: resp.StatusCode}
+		if resp.StatusCode == http.StatusUnauthorized && !b.expires.IsZero() && !time.Now().Before(b.expires) {
+			se.Expired = b.expires // the service's own account of the token, not the source's words
+		}
+		return nil, se
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
 		resp.Body.Close()

@@ -27,6 +27,7 @@ type idpSource struct {
 	mu      sync.Mutex
 	token   string
 	expires time.Time
+	reuse   time.Duration // how much of the token's life must be left for Token to hand it out again
 }
 
 var _ client.TokenSource = (*idpSource)(nil)
@@ -35,11 +36,20 @@ var _ client.TokenSource = (*idpSource)(nil)
 // said, not waited on for ever.
 const mintTimeout = 10 * time.Second
 
-// Token returns a token that is valid for at least another 30 s, minting one when needed.
+// reuseLeft is how much of a token's life must be left for it to be handed out again: a run
+// forwards the token it was asked with to every source until it ends (the service's default
+// deadline is 120 s, DAS_ASK_DEADLINE_S), so a token with 30 s left made a run fail with the
+// source's 401 half-way. Five minutes, or half the life of a token that lives less than ten.
+func reuseLeft(lifetime time.Duration) time.Duration {
+	return min(5*time.Minute, lifetime/2)
+}
+
+// Token returns a token with enough of its life left to outlast a run (reuseLeft), minting
+// one when needed.
 func (s *idpSource) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.token != "" && time.Until(s.expires) > 30*time.Second {
+	if s.token != "" && time.Until(s.expires) > s.reuse {
 		return s.token, nil
 	}
 	parent := ctx
@@ -73,8 +83,8 @@ func (s *idpSource) Token(ctx context.Context) (string, error) {
 	if err := json.Unmarshal(raw, &tr); err != nil || tr.AccessToken == "" {
 		return "", fmt.Errorf("the dev identity provider at %s sent no access_token", s.url)
 	}
-	s.token = tr.AccessToken
-	s.expires = time.Now().Add(time.Duration(max(tr.ExpiresIn, 60)) * time.Second)
+	lifetime := time.Duration(max(tr.ExpiresIn, 60)) * time.Second
+	s.token, s.expires, s.reuse = tr.AccessToken, time.Now().Add(lifetime), reuseLeft(lifetime)
 	return s.token, nil
 }
 

@@ -129,6 +129,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Tokens == nil {
 		errs = append(errs, errors.New("conformance: Tokens: want a token source"))
 	}
+	for i, ts := range []TokenSource{c.Tokens, c.OverflowTokens, c.LimitsTokens} {
+		if f, ok := ts.(FixedTokens); ok && (i == 0 || ts != c.Tokens) {
+			errs = append(errs, f.expired(time.Now())...)
+		}
+	}
 	if c.OverflowURL != "" {
 		if u, err := url.Parse(c.OverflowURL); err != nil || u.Host == "" {
 			errs = append(errs, errors.New("conformance: OverflowURL: want an absolute http(s) URL"))

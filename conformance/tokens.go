@@ -70,6 +70,22 @@ func (f FixedTokens) Token(_ context.Context, who Identity, kind TokenKind) (str
 	return f.TokenA, nil
 }
 
+// expired names each token whose exp (read unverified: a JWT's payload; an opaque token has
+// none) has passed at now. Every check would fail on its 401 one by one; the suite says so
+// once, before it runs, and does not run.
+func (f FixedTokens) expired(now time.Time) []error {
+	var errs []error
+	for _, t := range []struct {
+		who   Identity
+		token string
+	}{{A, f.TokenA}, {B, f.TokenB}} {
+		if exp, ok := payloadExp(t.token); ok && !now.Before(exp) {
+			errs = append(errs, fmt.Errorf("conformance: the token of identity %s expired at %s: hand in a fresh one", t.who, exp.UTC().Format(time.RFC3339)))
+		}
+	}
+	return errs
+}
+
 // IdPTokens mints every token the suite needs from a development identity provider's mint
 // endpoint (POST {URL}/token with the form fields oid, tid, aud, scope, ttl_s, expired, alg,
 // answered with {"access_token": ...}), which serves loopback callers only. An OtherTenant token
@@ -158,6 +174,30 @@ func payloadTID(token string) string {
 	}
 	_ = json.Unmarshal(b, &c)
 	return c.TID
+}
+
+// payloadExp reads the `exp` claim of a compact JWS's payload, unverified (false when it has
+// none or is not one).
+func payloadExp(token string) (time.Time, bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var c struct {
+		Exp *json.Number `json:"exp"`
+	}
+	if json.Unmarshal(b, &c) != nil || c.Exp == nil {
+		return time.Time{}, false
+	}
+	f, err := c.Exp.Float64()
+	if err != nil || f < 0 || f > 1<<40 {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(f), 0), true
 }
 
 func or(s, def string) string {

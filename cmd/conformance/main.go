@@ -203,7 +203,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		rep, err = conformance.Run(ctx, cfg)
 	}
 	if err != nil && len(rep.Results) == 0 {
-		fmt.Fprintln(stderr, "conformance:", err)
+		// The package's errors name it already ("conformance: BaseURL: …").
+		fmt.Fprintln(stderr, "conformance:", strings.TrimPrefix(err.Error(), "conformance: "))
 		return 2
 	}
 	// A report is printed even when stopping the dev stack failed afterwards.

@@ -40,7 +40,9 @@ func (id Identity) String() string { return "Identity{oid=" + id.OID + "}" }
 func (id Identity) LogValue() slog.Value { return slog.StringValue(id.String()) }
 
 // Authenticator validates a raw bearer token and returns who it names.
-// Implementations are safe for concurrent use. Any error means 401.
+// Implementations are safe for concurrent use. Any error means 401, but one that wraps
+// auth.ErrKeysNotLoaded (the bearer could not be checked at all: no signing key is known yet),
+// which the service answers 503 with Retry-After.
 type Authenticator interface {
 	Authenticate(ctx context.Context, rawToken string) (Identity, error)
 }

@@ -200,6 +200,9 @@ func TestJWKSDownAtStart(t *testing.T) {
 		if !errors.As(err, &e) || e.Code != auth.CodeInvalidToken || e.Description != "no signing keys are known yet: the issuer's JWKS could not be fetched" {
 			t.Fatalf("Authenticate with the JWKS down = %v", err)
 		}
+		if !errors.Is(err, auth.ErrKeysNotLoaded) {
+			t.Errorf("Authenticate with the JWKS down = %v, not ErrKeysNotLoaded: the service would call a good token invalid", err)
+		}
 
 		tr.down.Store(false)
 		if _, err := v.Authenticate(ctx, tok); err != nil {
@@ -207,6 +210,14 @@ func TestJWKSDownAtStart(t *testing.T) {
 		}
 		if !v.Ready() {
 			t.Fatal("not Ready after a successful fetch")
+		}
+		// Once keys are known, a key the set lacks is the token's fault, not the service's.
+		forged, err := p.Forge(idp.Claims{OID: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Authenticate(ctx, forged); err == nil || errors.Is(err, auth.ErrKeysNotLoaded) {
+			t.Errorf("Authenticate of a forged token once Ready = %v, want a refusal that is not ErrKeysNotLoaded", err)
 		}
 	})
 }

@@ -189,7 +189,8 @@ func (v *Validator) classify(err error, c *claims) *Error {
 	case errors.Is(err, errWeakKey):
 		return invalidToken("signing key is too short: RSA keys need at least 2048 bits", err)
 	case errors.Is(err, jwkset.ErrKeyNotFound) && !v.Ready():
-		return invalidToken("no signing keys are known yet: the issuer's JWKS could not be fetched", err)
+		return invalidToken("no signing keys are known yet: the issuer's JWKS could not be fetched",
+			fmt.Errorf("%w: %w", ErrKeysNotLoaded, err))
 	case errors.Is(err, jwkset.ErrKeyNotFound):
 		return invalidToken("signing key is unknown", err)
 	case errors.As(err, &notNumber):

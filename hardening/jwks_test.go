@@ -87,8 +87,10 @@ func serveServiceWith(t testing.TB, opts server.Options) *api {
 	return a
 }
 
-// The JWKS endpoint down at start: every bearer is refused with a description that says no
-// keys are known, and nothing runs. Once it is up, the same token works without a restart.
+// The JWKS endpoint down at start: no bearer can be checked, so every one is answered 503 with
+// Retry-After and a detail that says no keys are known (the service is not ready; the token
+// may well be good, so no 401 tells the client to drop it), and nothing runs. Once it is up,
+// the same token works without a restart.
 // Down again mid-run: the run finishes, and tokens signed by cached keys keep working; a token
 // from a key rotated in while it is down is refused as unknown, and accepted once it is back.
 func TestJWKSDownAtStartAndMidRun(t *testing.T) {
@@ -108,9 +110,13 @@ func TestJWKSDownAtStartAndMidRun(t *testing.T) {
 	alice := mint(t, p.IdP, idp.Claims{OID: "alice"})
 
 	r := a.do(ctx, t, http.MethodPost, "/v1/conversations", alice, []byte(`{}`), nil)
-	problem(t, r, http.StatusUnauthorized)
-	if ch := r.header.Get("WWW-Authenticate"); !strings.Contains(ch, "no signing keys are known yet") {
-		t.Errorf("challenge with no keys cached: %q, want it to say no keys are known", ch)
+	problem(t, r, http.StatusServiceUnavailable)
+	if !strings.Contains(string(r.body), "signing keys have not loaded") {
+		t.Errorf("503 with no keys cached: %s, want it to say no keys have loaded", r.body)
+	}
+	if r.header.Get("Retry-After") == "" || r.header.Get("WWW-Authenticate") != "" {
+		t.Errorf("503 with no keys cached: Retry-After %q, WWW-Authenticate %q; want a Retry-After and no challenge",
+			r.header.Get("Retry-After"), r.header.Get("WWW-Authenticate"))
 	}
 
 	p.down.Store(false)

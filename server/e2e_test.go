@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,4 +343,100 @@ func TestTicketOneWrite(t *testing.T) {
 		}
 		oneWrite("keyed 202, "+attempt, ka.HTTPResponse, ka.Body)
 	}
+}
+
+// TestKeysNotLoaded: while the validator has never loaded its issuer's JWKS (the IdP is down),
+// a bearer cannot be checked at all, which says nothing against it: the service answers 503
+// problem+json with Retry-After, so a client retries with the same token, not 401
+// invalid_token, which tells it the token is bad (the contract's 401 is "no bearer, or one
+// that is not valid"). A request without a bearer, or with one that is not a JWT, is still a
+// 401. Once the JWKS loads, the same token is admitted.
+func TestKeysNotLoaded(t *testing.T) {
+	logs := &logtest.Buffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var down atomic.Bool
+	down.Store(true)
+	idpSrv := httptest.NewUnstartedServer(nil)
+	p, err := idp.New(idp.Options{Issuer: "http://" + idpSrv.Listener.Addr().String(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idpSrv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		p.Handler().ServeHTTP(w, r)
+	})
+	idpSrv.Start()
+	t.Cleanup(idpSrv.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	v, err := auth.New(ctx, auth.Config{JWKSURL: p.JWKSURL(), Issuer: p.Issuer(), Audience: "das", RequiredScope: "das"},
+		auth.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Runner: ask.RunnerFunc(func(context.Context, ask.Request, ask.Emitter) ask.Outcome {
+		return ask.Outcome{Answer: answer("ok")}
+	}), Authenticator: v, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	askSrv := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		askSrv.Close()
+	})
+	tok, err := p.Mint(idp.Claims{OID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(tok string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, askSrv.URL+"/ask/v1/conversations", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+
+	resp, body := post(tok)
+	problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, http.StatusServiceUnavailable)
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 {
+		t.Errorf("503 with Retry-After %q, want whole seconds", resp.Header.Get("Retry-After"))
+	}
+	if c := resp.Header.Get("WWW-Authenticate"); c != "" {
+		t.Errorf("503 challenges the bearer: WWW-Authenticate %q", c)
+	}
+	for name, bad := range map[string]string{"no bearer": "", "not a JWT": "not-a-jwt"} {
+		resp, body := post(bad)
+		problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, http.StatusUnauthorized)
+		if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer ") {
+			t.Errorf("%s: WWW-Authenticate %q", name, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+
+	down.Store(false)
+	if resp, body := post(tok); resp.StatusCode != http.StatusCreated {
+		t.Errorf("once the JWKS is up: %d %s", resp.StatusCode, body)
+	}
+	logs.AssertAbsent(t, tok)
 }

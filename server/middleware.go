@@ -32,7 +32,8 @@ func (s *Server) authenticate() echo.MiddlewareFunc {
 	}
 }
 
-// identify puts the bearer's identity in c's request context, or returns the 401 problem.
+// identify puts the bearer's identity in c's request context, or returns the 401 problem (the
+// 503 while no signing key is known to check it with).
 func (s *Server) identify(c echo.Context) error {
 	req := c.Request()
 	if len(req.Header.Values("Authorization")) > 1 {
@@ -49,6 +50,12 @@ func (s *Server) identify(c echo.Context) error {
 		return unauthorized(req, nil)
 	}
 	id, err := s.opts.Authenticator.Authenticate(req.Context(), token)
+	if errors.Is(err, auth.ErrKeysNotLoaded) {
+		// The bearer could not be checked at all (no signing key is known yet): the service
+		// is not ready, the token may well be good. A 401 would tell the client to drop it.
+		s.log.DebugContext(req.Context(), "bearer not checked: no signing keys are known yet", "route", c.Path())
+		return errKeysNotLoaded
+	}
 	if err != nil || id.OID == "" {
 		if err == nil {
 			err = errors.New("identity without oid")

@@ -68,6 +68,13 @@ var errCreateLate = &problem{status: http.StatusServiceUnavailable,
 var errStoreWouldPersist = &problem{status: http.StatusServiceUnavailable,
 	detail: "the service cannot take a question now: its store would write it to disk unprotected; retry later", retryAfter: retryStoreRefuses}
 
+// errKeysNotLoaded answers a bearer the validator could not check at all: it has never loaded
+// its issuer's JWKS (the identity provider is down or not yet up; /readyz says
+// jwks_not_loaded). That says nothing against the token, so it is the service's 503, retried
+// with the same token, not a 401, which tells a client its token is bad.
+var errKeysNotLoaded = &problem{status: http.StatusServiceUnavailable,
+	detail: "the service cannot check bearers yet: its identity provider's signing keys have not loaded; retry shortly", retryAfter: retryKeys}
+
 // Retry-After values, in seconds.
 const (
 	// retryStore: a store that restarts or fails over is back within seconds.
@@ -78,6 +85,9 @@ const (
 	retryInFlight     = 2
 	retryFull         = 5
 	retryDraining     = 5
+	// retryKeys: the validator fetches a JWKS it never loaded again after 1 s, then twice as
+	// long each time up to every 30 s, and a request whose kid it lacks fetches it too.
+	retryKeys = 5
 	// retryOwnerFull: an identity at its cap of conversations or tickets gets one back when
 	// the oldest idle one's TTL ends, which may be anything up to the TTL; this is how often
 	// to look.

@@ -873,7 +873,9 @@ export interface components {
         };
         /**
          * @description The service is at capacity or shutting down, or its store cannot serve the request for
-         *     the moment (any call); retry after `Retry-After` seconds.
+         *     the moment, or it cannot check the bearer yet because it has never loaded its issuer's
+         *     signing keys (any call; that says nothing against the token, so retry with the same one);
+         *     retry after `Retry-After` seconds.
          */
         Unavailable: {
             headers: {

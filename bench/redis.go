@@ -145,8 +145,9 @@ func startRedisCluster(ctx context.Context, nice int) (*RedisRun, string, func()
 
 // prioritise gives the main thread of each process (a redis-server's, which runs every
 // command; its background threads keep theirs) the nice value n, and records it, or why it
-// was refused: a negative value needs CAP_SYS_NICE. On a refusal every process is put back
-// to the default, so that the figures are all at one priority. 0 leaves them alone.
+// was refused: a value below the one it started at needs CAP_SYS_NICE. On a refusal every
+// process is put back to the value it had (the benchmark's own, which it inherited: under
+// `nice make bench` not 0), so that the figures are all at one priority. 0 leaves them alone.
 //
 // Redis executes every replica's scripts on that one thread, so while it waits for a core
 // every ask waits. On a machine whose cores it shares with the service and the load
@@ -157,6 +158,15 @@ func (rr *RedisRun) prioritise(n int, pids ...int) {
 	if n == 0 {
 		return
 	}
+	// What each had before, to put back on a refusal. Linux's getpriority returns 20 - nice.
+	was := make(map[int]int, len(pids))
+	for _, pid := range pids {
+		if pid > 0 {
+			if prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, pid); err == nil {
+				was[pid] = 20 - prio
+			}
+		}
+	}
 	for _, pid := range pids {
 		// PRIO_PROCESS names one thread on Linux: the process's main thread here. Pid 0 (a
 		// node that is not running) would name the calling thread, the benchmark's own.
@@ -166,10 +176,8 @@ func (rr *RedisRun) prioritise(n int, pids ...int) {
 		}
 		if err != nil {
 			rr.NiceRefused = fmt.Sprintf("setpriority(%d) on redis-server pid %d: %v", n, pid, err)
-			for _, p := range pids {
-				if p > 0 {
-					_ = syscall.Setpriority(syscall.PRIO_PROCESS, p, 0)
-				}
+			for p, nice := range was {
+				_ = syscall.Setpriority(syscall.PRIO_PROCESS, p, nice)
 			}
 			return
 		}

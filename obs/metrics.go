@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/das-ask/ask/gen"
 )
 
 // namespace prefixes every metric: ask_….
@@ -79,10 +81,36 @@ func NewMetrics() *Metrics {
 		Help: "Requests to open a conversation or an ask that were refused, by route and reason."}, []string{"route", "reason"})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "http_requests_total",
 		Help: "API requests, by route template, method and status code."}, []string{"route", "method", "code"})
+	m.zero()
 	m.reg.MustRegister(m.own()...)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// zero makes the series whose labels are known in advance, at zero: a series that appears only
+// at its first increment is one that rate() and increase() miss the start of and an alert on
+// it cannot see until then (Prometheus's instrumentation guide, "Avoid missing metrics"). The
+// labels that depend on the deployment (a source's tools, a provider) appear when first used.
+func (m *Metrics) zero() {
+	for _, o := range []gen.EventType{gen.EventTypeAnswer, gen.EventTypeAbstention, gen.EventTypeRefusal} {
+		m.asks.WithLabelValues(string(o), "")
+	}
+	for _, k := range errorKinds {
+		m.asks.WithLabelValues(string(gen.EventTypeError), string(k))
+	}
+	for _, t := range eventTypes {
+		m.events.WithLabelValues(string(t))
+	}
+	for _, route := range []string{routeCreateConversation, routeCreateAsk} {
+		for _, reason := range refusalReasons {
+			m.refusals.WithLabelValues(route, reason)
+		}
+	}
+}
+
+// eventTypes are the contract's event types (obs's tests hold the list to its enum).
+var eventTypes = []gen.EventType{gen.EventTypeAccepted, gen.EventTypeBranch, gen.EventTypeMilestone, gen.EventTypeStep,
+	gen.EventTypeAnswer, gen.EventTypeAbstention, gen.EventTypeRefusal, gen.EventTypeError, gen.EventTypeDone}
 
 // own lists the service's own metrics (the ask_* ones).
 func (m *Metrics) own() []prometheus.Collector {

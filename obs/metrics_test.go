@@ -228,7 +228,7 @@ func TestRefusalsCountedByTheirCause(t *testing.T) {
 		want          float64
 	}{
 		{"create_conversation", "too_many_held", 1},
-		{"create_conversation", "too_many_in_flight", -1},
+		{"create_conversation", "too_many_in_flight", 0}, // made at zero, never counted
 		{"create_ask", "too_many_in_flight", 1},
 		{"create_ask", "too_many_held", 1},
 		{"create_ask", "conflict", 1},
@@ -259,7 +259,7 @@ func TestUnavailableCountedByTheirCause(t *testing.T) {
 	for _, c := range []struct {
 		reason string
 		want   float64
-	}{{"full", 1}, {"shutting_down", 1}, {"unavailable", -1}} {
+	}{{"full", 1}, {"shutting_down", 1}, {"unavailable", 0}} {
 		if got := value(fams, "ask_admission_refusals_total", "route", "create_conversation", "reason", c.reason); got != c.want {
 			t.Errorf("ask_admission_refusals_total{route=\"create_conversation\",reason=%q} = %v, want %v", c.reason, got, c.want)
 		}

@@ -421,13 +421,20 @@ func realProvider(e *Env) string {
 // fail only at listen, as an ordinary failure to start (exit 1) rather than a setting to
 // correct (exit 2). The host is left to the listen: whether it resolves may change.
 func checkListenAddr(e *Env, name, v, want string) {
+	if !ListenAddrValid(v) {
+		e.Failf(name, "%q: %s", v, want)
+	}
+}
+
+// ListenAddrValid reports whether v is host:port with a port a listener can take (0 to 65535,
+// or a service name this host knows), as DAS_ASK_ADDR must be: for a command's own address
+// flags, checked before anything starts. The host is left to the listen.
+func ListenAddrValid(v string) bool {
 	_, port, err := net.SplitHostPort(v)
 	if err == nil {
 		_, err = net.LookupPort("tcp", port)
 	}
-	if err != nil {
-		e.Failf(name, "%q: %s", v, want)
-	}
+	return err == nil
 }
 
 func opsFrom(e *Env, c OpsConfig) OpsConfig {

@@ -119,7 +119,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	fs.BoolVar(&opts.Split, "split", false, "run the demo as two sources, a catalog and a warehouse, each its own MCP server (on with -phase 2)")
 	phase := fs.Int("phase", 0, "2: a branch per source and divergence, on the split demo (default $ASK_PHASE, else 1)")
 	fs.StringVar(&opts.StateDir, "state", ".state", "where the IdP's keys and the source's audit log are kept")
-	fs.StringVar(&opts.AdminAddr, "admin-addr", adminAddr, "serve /metrics, /healthz and /readyz here, e.g. 127.0.0.1:9090 ($DAS_ASK_ADMIN_ADDR; unset: none)")
+	fs.StringVar(&opts.AdminAddr, "admin-addr", adminAddr, "serve /metrics, /healthz and /readyz here, e.g. 127.0.0.1:9090 ($DAS_ASK_ADMIN_ADDR; unset or off: none)")
 	fs.BoolVar(&opts.UI, "ui", true, "serve the reference web page at {base}/ui/ (development sign-in; askd never serves it)")
 	verbose := fs.Bool("v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
@@ -132,6 +132,9 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	// and an argument "false", and served the page it was meant to turn off.
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q: ask-serve takes flags only (ask-serve -h); a boolean flag takes its value after =, as -ui=false", fs.Arg(0))
+	}
+	if err := checkAddrs(&opts); err != nil {
+		return err
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -176,7 +179,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	case 2:
 		opts.Phase, opts.Split = 2, true
 	default:
-		return fmt.Errorf("-phase %d: want 1 or 2", *phase)
+		return fmt.Errorf("%w: -phase %d: want 1 or 2", config.ErrInvalid, *phase)
 	}
 	var err error
 	if opts.StubScript, err = stubScript(cfg.StubScript); err != nil {
@@ -245,6 +248,35 @@ Ctrl-C stops everything.
 		s.Main.EndGrace()
 		return <-closed
 	}
+}
+
+// checkAddrs checks the listen addresses the flags give, as config checks DAS_ASK_ADDR and
+// DAS_ASK_ADMIN_ADDR, before anything starts: a flag's value replaces the environment's, so
+// -addr bad was found only at the service's listen, after the IdP, the source and the llm-stub
+// had started and written their files under -state, as a failure to start (status 1) rather than
+// a setting to correct (2). -admin-addr off is none, as DAS_ASK_ADMIN_ADDR=off.
+func checkAddrs(opts *stack.Options) error {
+	if opts.AdminAddr == "off" {
+		opts.AdminAddr = ""
+	}
+	var errs []error
+	for _, f := range []struct{ name, addr string }{
+		{"-addr", opts.AskAddr}, {"-idp-addr", opts.IdPAddr}, {"-source-addr", opts.SourceAddr},
+		{"-stub-addr", opts.StubAddr}, {"-catalog-addr", opts.CatalogAddr},
+	} {
+		if !config.ListenAddrValid(f.addr) {
+			errs = append(errs, fmt.Errorf("%s %q: want host:port", f.name, f.addr))
+		}
+	}
+	if a := opts.AdminAddr; a != "" && !config.ListenAddrValid(a) {
+		errs = append(errs, fmt.Errorf(`-admin-addr %q: want host:port, or "off"`, a))
+	} else if _, port, err := net.SplitHostPort(a); err == nil && port != "0" && a == opts.AskAddr {
+		errs = append(errs, fmt.Errorf("-admin-addr %q: the same address as -addr; give the admin listener its own", a))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", config.ErrInvalid, err)
+	}
+	return nil
 }
 
 // addrInUse words a taken address for a newcomer, whose usual cause is a second make

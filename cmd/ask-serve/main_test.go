@@ -558,3 +558,51 @@ func TestReadmeNamesEveryFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestAskServeRefusesABadAddressFlagBeforeStarting: a listen address given by flag is checked as
+// DAS_ASK_ADDR is, before anything starts: exit status 2, the flag named. -addr bad started the
+// IdP, the demo source and the llm-stub, wrote the IdP's keys and the audit log under -state, and
+// only then failed at listen with status 1 ("ask service: listen tcp: address bad: …"); -admin-addr
+// bad was reported as DAS_ASK_ADMIN_ADDR, which was not set.
+func TestAskServeRefusesABadAddressFlagBeforeStarting(t *testing.T) {
+	free := []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+		"-stub-addr", "127.0.0.1:0", "-catalog-addr", "127.0.0.1:0"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-addr", "bad"}, `-addr "bad": want host:port`},
+		{[]string{"-addr", "127.0.0.1:99999"}, `-addr "127.0.0.1:99999": want host:port`},
+		{[]string{"-idp-addr", "bad"}, `-idp-addr "bad": want host:port`},
+		{[]string{"-source-addr", "127.0.0.1"}, `-source-addr "127.0.0.1": want host:port`},
+		{[]string{"-stub-addr", ":http-nope"}, `-stub-addr ":http-nope": want host:port`},
+		{[]string{"-catalog-addr", "x:-1"}, `-catalog-addr "x:-1": want host:port`},
+		{[]string{"-admin-addr", "bad"}, `-admin-addr "bad": want host:port, or "off"`},
+		{[]string{"-addr", "127.0.0.1:18080", "-admin-addr", "127.0.0.1:18080"}, `-admin-addr "127.0.0.1:18080": the same address as -addr`},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state")
+			args := append(append(append([]string{}, free...), c.args...), "-state", state)
+			sigs := make(chan os.Signal, 1)
+			sigs <- os.Interrupt // a stack that does start stops at once
+			err := run(sigs, args, func(string) (string, bool) { return "", false }, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one saying %q", err, c.want)
+			}
+			if got := exitStatus(err); got != 2 {
+				t.Errorf("exit status %d, want 2", got)
+			}
+			if _, err := os.Stat(state); !os.IsNotExist(err) {
+				t.Errorf("-state %s was written before the refusal (stat: %v)", state, err)
+			}
+		})
+	}
+}
+
+// -admin-addr off is none, as DAS_ASK_ADMIN_ADDR=off is: it was taken for an address and failed at
+// listen, after the rest of the stack had started.
+func TestAskServeAdminAddrOffIsNone(t *testing.T) {
+	if b := bannerOf(t, nil, "-addr", "127.0.0.1:0", "-admin-addr", "off"); !regexp.MustCompile(`(?m)^\s+admin\s+off `).MatchString(b) {
+		t.Errorf("the banner does not say the admin listener is off:\n%s", b)
+	}
+}

@@ -37,6 +37,7 @@ import (
 	"github.com/das-ask/ask/auth"
 	askconfig "github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/source"
+	"github.com/das-ask/ask/internal/redact"
 )
 
 func main() {
@@ -103,6 +104,19 @@ func parseConfig(args []string, lookup func(string) (string, bool), stderr io.Wr
 	if c.rowCap <= 0 || c.queryTimeout <= 0 {
 		return config{}, errors.New("-row-cap and -query-timeout must be positive")
 	}
+	// Checked here, before anything starts: at listen, a bad address was found after the audit
+	// log was made and the IdP asked, and named neither flag nor variable.
+	if !askconfig.ListenAddrValid(c.addr) {
+		return config{}, fmt.Errorf("-addr (DAS_DEMO_SOURCE_ADDR) %q: want host:port", c.addr)
+	}
+	if !source.ResourceURLValid(c.resourceURL) {
+		return config{}, fmt.Errorf("-resource-url (DAS_DEMO_SOURCE_RESOURCE_URL) %q: %s", redact.URL(c.resourceURL), source.ResourceURLWant)
+	}
+	// A misspelt DAS_ name is refused, as askd refuses it: DAS_REQUIRED_SCOPES for
+	// DAS_REQUIRED_SCOPE left bearers without the scope accepted, unsaid.
+	if err := askconfig.Unknown(environNames()); err != nil {
+		return config{}, err
+	}
 	return c, nil
 }
 
@@ -113,6 +127,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err != nil {
 		return err
 	}
+	// Listen first: an address another holds stops the start before the IdP is asked or the
+	// audit log made.
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("-addr (DAS_DEMO_SOURCE_ADDR): %w", err)
+	}
+	defer ln.Close() // idempotent: also closed by the server once it serves
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "demo-source")
 	if c.devAuth {
 		log.Warn("no DAS_JWKS_URL, DAS_ISSUER or DAS_AUDIENCE set: trusting the development identity provider",
@@ -132,15 +153,14 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		Serves:        part,
 		ResourceURL:   c.resourceURL,
 	})
+	if errors.Is(err, source.ErrAudit) {
+		return fmt.Errorf("-audit (DAS_DEMO_SOURCE_AUDIT) %q: %w", c.auditPath, err)
+	}
 	if err != nil {
 		return err
 	}
 	defer src.Close()
 
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return err
-	}
 	srv := httpServer(ctx, src.Handler(), log)
 	log.Info("demo source serving", "mcp", "http://"+ln.Addr().String()+"/mcp", "audit_file", c.auditPath,
 		"issuer", c.auth.Issuer, "row_cap", c.rowCap, "query_timeout", c.queryTimeout)
@@ -187,3 +207,6 @@ func httpServer(ctx context.Context, h http.Handler, log *slog.Logger) *http.Ser
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
+
+// environNames lists the names the environment sets, for askconfig.Unknown; tests replace it.
+var environNames = askconfig.ProcessNames

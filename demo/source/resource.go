@@ -32,9 +32,19 @@ func parseResourceURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return nil, errors.New("source: Options.ResourceURL: want an absolute http(s) URL with no query or fragment, such as https://gw.example/warehouse/mcp")
+		return nil, errors.New("source: Options.ResourceURL: " + ResourceURLWant)
 	}
 	return u, nil
+}
+
+// ResourceURLWant says what Options.ResourceURL must be, for a command's own message.
+const ResourceURLWant = "want an absolute http(s) URL with no user, query or fragment, such as https://gw.example/warehouse/mcp"
+
+// ResourceURLValid reports whether s is a valid Options.ResourceURL ("" included), for a
+// command that checks its settings before it starts anything.
+func ResourceURLValid(s string) bool {
+	_, err := parseResourceURL(s)
+	return err == nil
 }
 
 // resource returns the resource identifier of the MCP endpoint r reached: Options.ResourceURL,

@@ -13,6 +13,7 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -145,6 +146,10 @@ type Source struct {
 
 // New loads the dataset into a fresh in-memory database and builds the MCP server. ctx bounds
 // the loading only. Close releases the database and the audit file.
+// ErrAudit is what New's error matches (errors.Is) when Options.AuditPath cannot be opened for
+// appending.
+var ErrAudit = errors.New("source: the audit log cannot be opened")
+
 func New(ctx context.Context, opts Options) (*Source, error) {
 	if opts.Authenticator == nil {
 		return nil, errors.New("source: Options.Authenticator is required: the source validates every bearer itself")
@@ -210,7 +215,7 @@ func New(ctx context.Context, opts Options) (*Source, error) {
 	audit, err := openAudit(opts.AuditPath, opts.AuditKeep)
 	if err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrAudit, err)
 	}
 	s := &Source{
 		db:      db,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -19,12 +20,27 @@ const clusterStateReload = time.Second
 // client makes to learn where the slots are.
 const slotMapWait = 500 * time.Millisecond
 
-// ErrURL is what New's error matches (errors.Is) when the URL is not one of the forms below:
-// a setting to correct, which no retry gets past (askd exits 2 for it, 1 for a Redis it
-// cannot reach). The URL may carry a password, so it is never echoed.
-var ErrURL = errors.New(`redis store: the URL is not one of redis://, rediss:// (one server), ` +
+// ErrURL is what New's error matches (errors.Is) when the URL is not one of the forms below or
+// cannot be read: a setting to correct, which no retry gets past (askd exits 2 for it, 1 for a
+// Redis it cannot reach). The URL may carry a password, so it is never echoed: the error says
+// what is wrong (a port, a database, an option) and the forms wanted.
+var ErrURL = errors.New("redis store: invalid URL")
+
+// urlForms are the forms a URL may take, for ErrURL's messages.
+const urlForms = `redis://, rediss:// (one server), ` +
 	`redis+cluster://host:port[,host:port...] (Redis Cluster) or redis+sentinel://host:port[,host:port...]/master[/db] (Sentinel), ` +
-	`rediss+cluster:// and rediss+sentinel:// for TLS`)
+	`rediss+cluster:// and rediss+sentinel:// for TLS`
+
+// urlError is ErrURL saying why: what go-redis found wrong (a database, an option), without its
+// "redis: ". What url.Parse finds wrong is not quoted: its error holds the URL whole, and even
+// its reason alone may hold a piece of the password (":pa/ss@h" reads as the host ":pa", an
+// invalid port "pa").
+func urlError(why error) error {
+	if ue := (*url.Error)(nil); errors.As(why, &ue) {
+		why = errors.New("not a URL (a port that is not a number, or a character of the user or password such as / ? # @ not percent-encoded)")
+	}
+	return fmt.Errorf("%w: %s; want %s", ErrURL, strings.TrimPrefix(why.Error(), "redis: "), urlForms)
+}
 
 // newClient opens the client a URL names, and for the Sentinel form also answers the
 // failover client's options, whose Sentinels and master the store watches itself (sentinel.go;
@@ -56,13 +72,13 @@ var ErrURL = errors.New(`redis store: the URL is not one of redis://, rediss:// 
 func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error) (goredis.UniversalClient, *goredis.UniversalOptions, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, nil, ErrURL
+		return nil, nil, urlError(errors.New("no scheme"))
 	}
 	switch scheme {
 	case "redis", "rediss":
 		o, err := goredis.ParseURL(raw)
 		if err != nil {
-			return nil, nil, ErrURL
+			return nil, nil, urlError(err)
 		}
 		o.Protocol = resp(o.Protocol)
 		o.ContextTimeoutEnabled = true
@@ -71,8 +87,15 @@ func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error)
 	case "redis+cluster", "rediss+cluster":
 		base := strings.TrimSuffix(scheme, "+cluster")
 		u, err := url.Parse(base + "://" + rest)
-		if err != nil || u.Host == "" {
-			return nil, nil, ErrURL
+		switch {
+		case err != nil:
+			return nil, nil, urlError(err)
+		case u.Host == "":
+			return nil, nil, urlError(errors.New("no host"))
+		case strings.Trim(u.Path, "/") != "" && strings.Trim(u.Path, "/") != "0":
+			// go-redis ignores the path: a /3 carried over from a redis:// URL would leave
+			// the keys in database 0 unsaid.
+			return nil, nil, urlError(errors.New("a database in the path: Redis Cluster has database 0 only"))
 		}
 		hosts := strings.Split(u.Host, ",")
 		q := u.Query()
@@ -82,7 +105,7 @@ func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error)
 		u.Host, u.RawQuery = hosts[0], q.Encode()
 		o, err := goredis.ParseClusterURL(u.String())
 		if err != nil {
-			return nil, nil, ErrURL
+			return nil, nil, urlError(err)
 		}
 		o.Protocol = resp(o.Protocol)
 		// go-redis learns where the slots are only from a MOVED or ASK, or every
@@ -107,24 +130,29 @@ func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error)
 		uo.OnConnect = onConnect
 		return goredis.NewUniversalClient(uo), uo, nil
 	}
-	return nil, nil, ErrURL
+	return nil, nil, urlError(errors.New("unknown scheme"))
 }
 
 // sentinelOptions are the failover client's options a redis+sentinel:// URL names (scheme and
 // rest are the URL's, cut at "://").
 func sentinelOptions(scheme, rest string) (*goredis.UniversalOptions, error) {
 	u, err := url.Parse("redis://" + rest)
-	if err != nil || u.Host == "" || u.RawQuery != "" {
-		return nil, ErrURL
+	switch {
+	case err != nil:
+		return nil, urlError(err)
+	case u.Host == "":
+		return nil, urlError(errors.New("no host"))
+	case u.RawQuery != "":
+		return nil, urlError(errors.New("the Sentinel form takes no query"))
 	}
 	path := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
 	if len(path) < 1 || len(path) > 2 {
-		return nil, ErrURL
+		return nil, urlError(errors.New("the Sentinel form's path: want /master or /master/db"))
 	}
 	uo := &goredis.UniversalOptions{Addrs: strings.Split(u.Host, ","), MasterName: path[0], Protocol: resp(0), ContextTimeoutEnabled: true}
 	if len(path) == 2 {
 		if uo.DB, err = strconv.Atoi(path[1]); err != nil {
-			return nil, ErrURL
+			return nil, urlError(fmt.Errorf("invalid database number: %q", path[1]))
 		}
 	}
 	if u.User != nil {

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -93,6 +94,32 @@ func TestPrefixWithABraceIsRefused(t *testing.T) {
 				_ = s.Close()
 			}
 			t.Errorf("prefix %q: %v, want it refused", p, err)
+		}
+	}
+}
+
+// TestURLErrorSaysWhatIsWrong: a URL of a known form that cannot be read is refused with what is
+// wrong with it (the port, the database, an option), never the password; every such URL was
+// refused as "not one of redis://, …", which it was, misleading the operator to the scheme. A
+// database in the cluster form (Redis Cluster has database 0 only) was ignored, the keys written
+// to 0 unsaid.
+func TestURLErrorSaysWhatIsWrong(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"redis://:hunter2@127.0.0.1:notaport/0", "not a URL (a port that is not a number"},
+		{"redis://:hun/ter2@127.0.0.1:6379/0", "not a URL"}, // url.Parse: invalid port ":hun"
+		{"redis://:hunter2@127.0.0.1:6379/abc", `invalid database number: "abc"`},
+		{"redis://:hunter2@127.0.0.1:6379/0?dial_timeout=abc", "invalid dial_timeout duration"},
+		{"redis://:hunter2@127.0.0.1:6379/0?foo=bar", "unexpected option: foo"},
+		{"redis+cluster://:hunter2@127.0.0.1:7000/3", "Redis Cluster has database 0 only"},
+		{"redis+cluster://:hunter2@127.0.0.1:7000?foo=bar", "unexpected option: foo"},
+		{"redis+sentinel://:hunter2@127.0.0.1:26379", "want /master"},
+		{"redis+sentinel://:hunter2@127.0.0.1:26379/ask/x", `invalid database number: "x"`},
+		{"redis+sentinel://:hunter2@127.0.0.1:26379/ask?db=1", "takes no query"},
+		{"postgres://u:hunter2@db/ask", "unknown scheme"},
+	} {
+		_, _, err := newClient(tc.url, nil)
+		if !errors.Is(err, ErrURL) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "hun\"") {
+			t.Errorf("%s: err = %v, want ErrURL saying %q, without the password", tc.url, err, tc.want)
 		}
 	}
 }

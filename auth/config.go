@@ -85,7 +85,7 @@ func (cfg Config) validate() error {
 	var errs []error
 	if cfg.JWKSURL == "" {
 		errs = append(errs, fmt.Errorf("%s is required: the URL of the issuer's JWKS (dev: %s)", EnvJWKSURL, DevJWKSURL))
-	} else if u, err := url.Parse(cfg.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	} else if u, err := url.Parse(cfg.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		errs = append(errs, fmt.Errorf("%s=%q: want an absolute http(s) URL", EnvJWKSURL, redact.URL(cfg.JWKSURL)))
 	}
 	if cfg.Issuer == "" {

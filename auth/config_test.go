@@ -34,3 +34,15 @@ func TestInvalidJWKSURLIsShownWithoutItsPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestJWKSURLWithoutAHostIsRefused: http://:8090/jwks.json names a port but no host; Go's dialer
+// then dials the local machine, so it was accepted and the keys fetched from whatever listens
+// there, rather than refused as the malformed URL it is.
+func TestJWKSURLWithoutAHostIsRefused(t *testing.T) {
+	for _, raw := range []string{"http://:8090/jwks.json", "https://u:hunter2@:443/jwks.json"} {
+		_, err := New(t.Context(), Config{JWKSURL: raw, Issuer: DevIssuer, Audience: "das"}, Options{})
+		if err == nil || !strings.Contains(err.Error(), EnvJWKSURL) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("DAS_JWKS_URL=%s: error %v, want it refused, named", raw, err)
+		}
+	}
+}

@@ -366,7 +366,7 @@ func agentFrom(e *Env, c agent.Config) agent.Config {
 	c.Model = e.String("ASK_LLM_MODEL", c.Model)
 	c.BaseURL = e.String("ASK_LLM_BASE_URL", c.BaseURL)
 	if c.BaseURL != "" {
-		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			e.Failf("ASK_LLM_BASE_URL", "%q: want an absolute http(s) URL", redact.URL(c.BaseURL))
 		}
 	}
@@ -471,7 +471,7 @@ func opsFrom(e *Env, c OpsConfig) OpsConfig {
 	// value is not echoed: it may hold credentials.
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
 		if v := e.String(name, ""); v != "" {
-			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 				e.Failf(name, ": want an http:// or https:// URL (traces go over OTLP/HTTP), e.g. http://127.0.0.1:4318")
 			}
 		}

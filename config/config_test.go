@@ -202,6 +202,10 @@ func TestInvalidValuesNameTheirVariable(t *testing.T) {
 		// with it, and redact.URL finds none where the entry does not begin with a scheme.
 		{"DAS_SOURCES", "demo:http://u:hunter2@source/mcp"}, {"DAS_SOURCES", "=http://u:hunter2@source/mcp"},
 		{"DAS_SOURCES", "demo=http://127.0.0.1:1/mcp,http://u:hunter2@source/mcp?a=b"},
+		// A port without a host: Go's dialer dials the local machine, so each was accepted and
+		// asked whatever listened there.
+		{"ASK_LLM_BASE_URL", "http://:11434/v1"}, {"DAS_SOURCES", "demo=http://:8091/mcp"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://:4318"}, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://u:hunter2@:4318/v1/traces"},
 	} {
 		_, err := config.FromEnv(env(bad...))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {

@@ -56,7 +56,7 @@ type Session struct {
 // listed twice.
 func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Session, error) {
 	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return nil, &TransportError{Source: cfg.Name, Op: "connect", Reason: errBadURL}
 	}
 	log := opts.Logger

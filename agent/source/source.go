@@ -47,7 +47,7 @@ func ParseList(s string) ([]Config, error) {
 			return nil, fmt.Errorf("source %q: named twice", name)
 		}
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			return nil, fmt.Errorf("source %q: %q is not an absolute http(s) URL", name, redact.URL(raw))
 		}
 		seen[name] = true

@@ -21,6 +21,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,6 +57,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		storeURL := fs.String("store", "", "a redis:// URL: the synthetic service's store (default: in memory)")
 		phase := fs.Int("phase", 0, "stack mode: 1 or 2 on the split demo (default: the one demo source, phase 1)")
 		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil // the usage was asked for, and printed
+			}
 			return err
 		}
 		if _, err := bench.RaiseNoFile(); err != nil {
@@ -81,6 +85,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	redisNice := fs.Int("redis-nice", 0, "the nice value (-20..19) of each redis-server's main thread for the run; negative raises its priority and needs CAP_SYS_NICE (0: the default priority, as the runs of record)")
 	only := fs.String("only", "", "comma-separated workloads to run (default all): time-to-ticket, ask-end-to-end, ask-phase2, stream-delivery, replay, peer-mcp, idle-streams, micro")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // the usage was asked for, and printed
+		}
 		return err
 	}
 	// An argument is refused, not ignored: make bench ARGS="-redis false" parsed as -redis (true)

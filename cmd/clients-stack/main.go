@@ -50,6 +50,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "info logs (default: warnings only)")
 	phase := fs.Int("phase", 1, "2: the split demo (a catalog and a warehouse source) in phase 2, with divergence")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // the usage was asked for, and printed
+		}
 		return err
 	}
 	// An argument is refused, not ignored ("-v false" parsed as -v and an argument "false").

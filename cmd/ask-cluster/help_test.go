@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,6 +38,36 @@ func TestTryLineNamesAMovedCluster(t *testing.T) {
 	} {
 		if got := tryLine(tc.gateway, tc.idp); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("tryLine(%s, %s) = %q, want it to start %q", tc.gateway, tc.idp, got, tc.want)
+		}
+	}
+}
+
+// TestBadFlagsAreRefusedBeforeStarting: a -lease askd cannot take (DAS_ASK_LEASE_S is whole
+// seconds from 1 to 3600) or a port no listener can take is refused before anything starts,
+// naming the flag. -lease 1500ms was cut to 1 s unsaid, -lease 500ms became DAS_ASK_LEASE_S=0,
+// -lease -5s the default, and -lease 2h and -redis-port 99999 failed only once Redis, the IdP,
+// the source and the llm-stub had been built and started.
+func TestBadFlagsAreRefusedBeforeStarting(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-lease", "1500ms"}, "-lease 1.5s: want whole seconds from 1s to 1h0m0s (DAS_ASK_LEASE_S)"},
+		{[]string{"-lease", "500ms"}, "-lease 500ms: want whole seconds"},
+		{[]string{"-lease", "-5s"}, "-lease -5s: want whole seconds"},
+		{[]string{"-lease", "2h"}, "-lease 2h0m0s: want whole seconds"},
+		{[]string{"-redis-port", "99999"}, "-redis-port 99999: want a port from 1 to 65535"},
+		{[]string{"-replica-port", "65535", "-replicas", "3"}, "-replica-port 65535: with 3 replicas, want a port from 1 to 65533"},
+	} {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel() // a cluster that does start stops at once
+		dir := filepath.Join(t.TempDir(), "cluster")
+		err := run(ctx, append(tc.args, "-dir", dir, "-q"), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ask-cluster %s: %v, want an error saying %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("ask-cluster %s: -dir was written before the refusal (stat: %v)", strings.Join(tc.args, " "), err)
 		}
 	}
 }

@@ -82,6 +82,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.Replicas < 1 {
 		return fmt.Errorf("-replicas: want at least 1")
 	}
+	// Checked before anything starts: each replica is given -lease as DAS_ASK_LEASE_S, whole
+	// seconds from 1 to 3600 (1500ms was cut to 1 s, 500ms made 0, which askd refuses, after
+	// Redis and the rest had started), and a port no listener can take failed only at its start.
+	if o.Lease < time.Second || o.Lease > time.Hour || o.Lease%time.Second != 0 {
+		return fmt.Errorf("-lease %v: want whole seconds from 1s to %v (DAS_ASK_LEASE_S)", o.Lease, time.Hour)
+	}
+	if o.RedisPort < 1 || o.RedisPort > 65535 {
+		return fmt.Errorf("-redis-port %d: want a port from 1 to 65535", o.RedisPort)
+	}
+	if last := 65535 - (o.Replicas - 1); *basePort < 1 || *basePort > last {
+		return fmt.Errorf("-replica-port %d: with %d replicas, want a port from 1 to %d", *basePort, o.Replicas, last)
+	}
 	// Every process is started in its own directory under Dir and told paths under it (redis's
 	// --dir, nginx's prefix): named relative to this one, as the default is, each would look for
 	// them below its own.

@@ -306,7 +306,11 @@ func addrInUse(err error, opts stack.Options) error {
 // stubScript is the llm-stub's script: the file ASK_STUB_SCRIPT names, else the embedded one.
 func stubScript(path string) (*llmstub.Script, error) {
 	if path != "" {
-		return llmstub.LoadScript(path)
+		s, err := llmstub.LoadScript(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", llmstub.ScriptEnv, path, err)
+		}
+		return s, nil
 	}
 	return llmstub.DefaultScript()
 }

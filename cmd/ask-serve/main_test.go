@@ -606,3 +606,14 @@ func TestAskServeAdminAddrOffIsNone(t *testing.T) {
 		t.Errorf("the banner does not say the admin listener is off:\n%s", b)
 	}
 }
+
+// An ASK_STUB_SCRIPT that cannot be read is named with the error: "llmstub: open …: no such file
+// or directory" named no setting.
+func TestAskServeNamesAnUnreadableStubScript(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	lookup := func(k string) (string, bool) { return missing, k == "ASK_STUB_SCRIPT" }
+	err := run(nil, []string{"-addr", "127.0.0.1:0", "-state", t.TempDir()}, lookup, io.Discard, io.Discard)
+	if want := fmt.Sprintf("ASK_STUB_SCRIPT %q: ", missing); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want one saying %q", err, want)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -55,13 +56,20 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		fs.Usage()
 		return errors.New("unexpected arguments")
 	}
-	path := *scriptPath
+	// Checked before the script is read: a listen address that cannot be one fails here,
+	// named, not as "listen tcp: address bad: missing port in address".
+	if !config.ListenAddrValid(*addr) {
+		return fmt.Errorf("-addr %q: want host:port", *addr)
+	}
+	path, from := *scriptPath, "-script"
 	if path == "" {
-		path = env.Script
+		path, from = env.Script, llmstub.ScriptEnv
 	}
 	var script *llmstub.Script
 	if path != "" {
-		script, err = llmstub.LoadScript(path)
+		if script, err = llmstub.LoadScript(path); err != nil {
+			return fmt.Errorf("%s %q: %w", from, path, err)
+		}
 	} else {
 		script, err = llmstub.DefaultScript()
 		path = "(embedded default)"
@@ -76,7 +84,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", *addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("-addr %q: %w", *addr, err)
 	}
 	bound := ln.Addr().String()
 	logger.Info("llm-stub listening", "addr", bound, "base_url", "http://"+bound+"/v1", "script", path,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,11 +85,14 @@ func TestRunErrors(t *testing.T) {
 		env    map[string]string
 		wantIn string
 	}{
-		"bad flag":         {args: []string{"--nope"}, wantIn: "nope"},
-		"extra argument":   {args: []string{"serve"}, wantIn: "unexpected"},
-		"missing --script": {args: []string{"--script", missing}, wantIn: "missing.yaml"},
-		"missing from env": {env: map[string]string{"ASK_STUB_SCRIPT": missing}, wantIn: "missing.yaml"},
-		"bad address":      {args: []string{"--addr", "256.0.0.1:1"}, wantIn: "256.0.0.1"},
+		"bad flag":       {args: []string{"--nope"}, wantIn: "nope"},
+		"extra argument": {args: []string{"serve"}, wantIn: "unexpected"},
+		// Each names the setting the value came from: "llmstub: open …: no such file or
+		// directory" and "listen tcp: address bad: missing port in address" named none.
+		"missing --script": {args: []string{"--script", missing}, wantIn: "-script " + strconv.Quote(missing) + ": "},
+		"missing from env": {env: map[string]string{"ASK_STUB_SCRIPT": missing}, wantIn: "ASK_STUB_SCRIPT " + strconv.Quote(missing) + ": "},
+		"bad address":      {args: []string{"--addr", "256.0.0.1:1"}, wantIn: `-addr "256.0.0.1:1": `},
+		"no port":          {args: []string{"--addr", "bad"}, wantIn: `-addr "bad": `},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

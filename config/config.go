@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -476,6 +477,9 @@ func opsFrom(e *Env, c OpsConfig) OpsConfig {
 			}
 		}
 	}
+	if c.OTLP {
+		checkOTLPTLS(e)
+	}
 	// The exporter speaks OTLP/HTTP with protobuf only and ignores these: another protocol, such
 	// as grpc beside a collector's gRPC port, would have every batch fail.
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
@@ -484,4 +488,30 @@ func opsFrom(e *Env, c OpsConfig) OpsConfig {
 		}
 	}
 	return c
+}
+
+// checkOTLPTLS checks the exporter's TLS files, which it reads itself: a client key without its
+// certificate (or the reverse) it ignored without a word, exporting with no client certificate,
+// and a file it could not read was one error line, the spans then sent without it. Each pair
+// is per scope, as the exporter reads them (OTEL_EXPORTER_OTLP_*, OTEL_EXPORTER_OTLP_TRACES_*).
+// The messages name the variable and the file's error, never the file's content.
+func checkOTLPTLS(e *Env) {
+	for _, scope := range []string{"OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_TRACES_"} {
+		cert, key := scope+"CLIENT_CERTIFICATE", scope+"CLIENT_KEY"
+		switch {
+		case e.Set(cert) && !e.Set(key):
+			e.Failf(cert, ": set without %s: a client certificate needs its key", key)
+		case e.Set(key) && !e.Set(cert):
+			e.Failf(key, ": set without %s: a client key needs its certificate", cert)
+		}
+		for _, name := range []string{scope + "CERTIFICATE", cert, key} {
+			if path := e.String(name, ""); path != "" {
+				if f, err := os.Open(path); err != nil {
+					e.Failf(name, ": cannot be read: %v", err)
+				} else {
+					f.Close()
+				}
+			}
+		}
+	}
 }

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -414,5 +416,37 @@ func TestSDKDisabledTurnsTracingOff(t *testing.T) {
 	}
 	if _, err := config.FromEnv(env("OTEL_SDK_DISABLED", "yes")); err == nil || !strings.Contains(err.Error(), "OTEL_SDK_DISABLED") {
 		t.Errorf("OTEL_SDK_DISABLED=yes: %v, want an error naming it", err)
+	}
+}
+
+// TestOTLPTLSFilesAreChecked: with tracing on, a client key without its certificate (or the
+// reverse), and a TLS file that cannot be read, stop the start, naming the variable. The
+// exporter ignored a lone OTEL_EXPORTER_OTLP_CLIENT_KEY without a word and exported without a
+// client certificate, and a CA file it could not read was one error line, the spans then sent
+// with the system's roots; with tracing off they are not read.
+func TestOTLPTLSFilesAreChecked(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tls.pem")
+	if err := os.WriteFile(file, []byte("-"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	on := []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318"}
+	for _, tc := range []struct {
+		kv   []string
+		want string // "" for none
+	}{
+		{[]string{"OTEL_EXPORTER_OTLP_CLIENT_KEY", file}, "OTEL_EXPORTER_OTLP_CLIENT_KEY: set without OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"},
+		{[]string{"OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE", file}, "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE: set without OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY"},
+		{[]string{"OTEL_EXPORTER_OTLP_CERTIFICATE", missing}, "OTEL_EXPORTER_OTLP_CERTIFICATE: cannot be read"},
+		{[]string{"OTEL_EXPORTER_OTLP_CLIENT_KEY", missing, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", file}, "OTEL_EXPORTER_OTLP_CLIENT_KEY: cannot be read"},
+		{[]string{"OTEL_EXPORTER_OTLP_CLIENT_KEY", file, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", file, "OTEL_EXPORTER_OTLP_CERTIFICATE", file}, ""},
+	} {
+		_, err := config.FromEnv(env(append(append([]string{}, on...), tc.kv...)...))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%v: %v, want %q", tc.kv, err, tc.want)
+		}
+		if _, err := config.FromEnv(env(tc.kv...)); err != nil {
+			t.Errorf("%v with tracing off: %v, want no error", tc.kv, err)
+		}
 	}
 }

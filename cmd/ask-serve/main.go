@@ -36,6 +36,7 @@ import (
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/internal/redact"
 )
 
 func main() {
@@ -326,7 +327,7 @@ func ownSources(s *stack.Stack) string {
 	var names []string
 	own := false
 	for _, src := range s.Main.Config.Agent.Sources {
-		names = append(names, src.Name+"="+src.URL)
+		names = append(names, src.Name+"="+redact.URL(src.URL)) // a password as xxxxx, as the model line's
 		own = own || !demo[src.URL]
 	}
 	if !own {

@@ -391,6 +391,12 @@ func TestAskServeNamesTheAgentsOwnSources(t *testing.T) {
 	if got := banner(t, nil); strings.Contains(got, "agent's sources") {
 		t.Errorf("with the demo source the banner says:\n%s\nwant no line of other sources", got)
 	}
+	// A source's password is not shown, as the model line's is not: the banner printed the
+	// URL whole.
+	got := banner(t, map[string]string{"DAS_SOURCES": "warehouse=http://u:hunter2@127.0.0.1:1/mcp"})
+	if !strings.Contains(got, "agent's sources    warehouse=http://u:xxxxx@127.0.0.1:1/mcp") || strings.Contains(got, "hunter2") {
+		t.Errorf("with a password in DAS_SOURCES the banner says:\n%s\nwant the source named without it", got)
+	}
 }
 
 // TestAskServeNamesItsRealModel: with a real model the banner's model line says which, and

@@ -134,9 +134,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q: ask-serve takes flags only (ask-serve -h); a boolean flag takes its value after =, as -ui=false", fs.Arg(0))
 	}
-	if err := checkAddrs(&opts); err != nil {
-		return err
-	}
+	addrErr := checkAddrs(&opts) // reported with the environment's, all at once
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -168,7 +166,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	}
 	// A misspelt DAS_ name is refused beside any invalid value, as askd refuses it: left alone,
 	// its setting kept its default unseen.
-	if cfgErr = errors.Join(cfgErr, config.Unknown(environNames())); cfgErr != nil {
+	if cfgErr = errors.Join(cfgErr, config.Unknown(environNames()), addrErr); cfgErr != nil {
 		return cfgErr
 	}
 	opts.Config = &cfg

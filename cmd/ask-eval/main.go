@@ -148,6 +148,9 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 		return o, errors.New("give --idp, or a --token oid=TOKEN for each identity of the set")
 	case o.concurrency < 1:
 		return o, errors.New("--concurrency must be at least 1")
+	case o.askTimeout <= 0:
+		// eval.Config reads 0 or less as its default, 3 minutes: not what was asked for.
+		return o, fmt.Errorf("--ask-timeout %v: want a positive duration", o.askTimeout)
 	}
 	switch o.progress {
 	case "auto", "bar", "lines", "none":

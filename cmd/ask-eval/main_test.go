@@ -41,6 +41,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--dev-stack", "--url", "http://x/ask"}, "drop --url"},
 		{[]string{"--dev-stack", "--concurrency", "0"}, "at least 1"},
 		{[]string{"--dev-stack", "--progress", "fancy"}, "--progress"},
+		// A bound that is not one: -1s was taken as the default, 3 minutes, unsaid.
+		{[]string{"--url", "http://127.0.0.1:1/ask", "--idp", "http://127.0.0.1:1", "--ask-timeout", "-1s"}, "--ask-timeout -1s: want a positive duration"},
+		{[]string{"--url", "http://127.0.0.1:1/ask", "--idp", "http://127.0.0.1:1", "--ask-timeout", "0s"}, "--ask-timeout 0s: want a positive duration"},
 		{[]string{"--dev-stack", "--token", "alice"}, "oid=TOKEN"},
 		{[]string{"--dev-stack", "extra"}, "unexpected arguments"},
 		{[]string{"--dev-stack", "--set", "does-not-exist.yaml"}, "does-not-exist.yaml"},

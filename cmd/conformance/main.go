@@ -106,6 +106,25 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	// Every bound and count here reads 0 as its default: a negative one was taken so, unsaid.
+	var bad []error
+	fs.VisitAll(func(f *flag.Flag) {
+		switch v := f.Value.(flag.Getter).Get().(type) {
+		case time.Duration:
+			if v <= 0 && f.Name == "gateway-read-timeout" {
+				bad = append(bad, fmt.Errorf("--%s %v: want a positive duration", f.Name, v))
+			} else if v < 0 {
+				bad = append(bad, fmt.Errorf("--%s %v: want 0 (the default) or more", f.Name, v))
+			}
+		case int:
+			if v < 0 {
+				bad = append(bad, fmt.Errorf("--%s %d: want 0 (the default) or more", f.Name, v))
+			}
+		}
+	})
+	if err := errors.Join(bad...); err != nil {
+		return o, err
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for name, v := range map[string]struct {

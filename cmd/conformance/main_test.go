@@ -31,6 +31,13 @@ func TestFlags(t *testing.T) {
 		{"a limits target with its settings", []string{"--url", "http://x/ask", "--idp", "http://i", "--limits-url", "http://y/ask", "--limits-ttl", "3s", "--limits-max-tickets", "6"}, nil, true},
 		{"gateway without the dev stack", []string{"--gateway", "--url", "http://x/ask", "--idp", "http://i"}, nil, false},
 		{"stray argument", []string{"--url", "http://x/ask", "--idp", "http://i", "extra"}, nil, false},
+		// A negative bound or count was read as "unset", its default, unsaid.
+		{"a negative run timeout", []string{"--url", "http://x/ask", "--idp", "http://i", "--run-timeout", "-5s"}, nil, false},
+		{"a negative slow wait", []string{"--url", "http://x/ask", "--idp", "http://i", "--slow-wait", "-1s"}, nil, false},
+		{"a negative keep-alive", []string{"--url", "http://x/ask", "--idp", "http://i", "--keepalive", "-1s"}, nil, false},
+		{"a negative max-events", []string{"--url", "http://x/ask", "--idp", "http://i", "--max-events", "-8"}, nil, false},
+		{"a negative limits ttl", []string{"--url", "http://x/ask", "--idp", "http://i", "--limits-url", "http://y/ask", "--limits-ttl", "-3s"}, nil, false},
+		{"a zero gateway read timeout", []string{"--dev-stack", "--gateway", "--gateway-read-timeout", "0s"}, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,11 +22,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -191,7 +193,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 
 	s, err := stack.Start(ctx, opts)
 	if err != nil {
-		return addrInUse(err, opts)
+		return stateUnwritable(addrInUse(err, opts), opts.StateDir)
 	}
 	if s.StubURL != "" {
 		modelName = "llm-stub at " + s.StubURL
@@ -276,6 +278,19 @@ func checkAddrs(opts *stack.Options) error {
 		return fmt.Errorf("%w: %w", config.ErrInvalid, err)
 	}
 	return nil
+}
+
+// stateUnwritable names -state in err when err is a file under it that could not be made or
+// opened (the IdP's keys, the audit log): the pieces' own errors name the file, not the flag.
+func stateUnwritable(err error, dir string) error {
+	var pe *fs.PathError
+	if dir == "" || !errors.As(err, &pe) {
+		return err
+	}
+	if rel, rerr := filepath.Rel(dir, pe.Path); rerr != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return err
+	}
+	return fmt.Errorf("-state %q: %w", dir, err)
 }
 
 // addrInUse words a taken address for a newcomer, whose usual cause is a second make

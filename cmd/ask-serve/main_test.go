@@ -623,3 +623,18 @@ func TestAskServeNamesAnUnreadableStubScript(t *testing.T) {
 		t.Errorf("err = %v, want one saying %q", err, want)
 	}
 }
+
+// A -state folder that cannot be made is named: "identity provider: idp: RS256 key: mkdir …: not
+// a directory" named no flag.
+func TestAskServeNamesAStateItCannotWrite(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(file, "state")
+	err := run(nil, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+		"-stub-addr", "127.0.0.1:0", "-catalog-addr", "127.0.0.1:0", "-state", state}, func(string) (string, bool) { return "", false }, io.Discard, io.Discard)
+	if want := fmt.Sprintf("-state %q: ", state); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want one saying %q", err, want)
+	}
+}

@@ -91,6 +91,8 @@ func TestTokenErrors(t *testing.T) {
 		{"bad ttl", []string{"token", "--oid", "a", "--ttl", "1500ms", "--idp", s.HTTP.URL}, 2, "--ttl 1.5s"},
 		{"ttl too long", []string{"token", "--oid", "a", "--ttl", "48h", "--idp", s.HTTP.URL}, 2, "--ttl 48h0m0s"},
 		{"stray argument", []string{"token", "--oid", "a", "extra"}, 2, `unexpected argument "extra"`},
+		// A wait that is no wait: it failed as "context deadline exceeded", as if the IdP were slow.
+		{"bad timeout", []string{"token", "--oid", "a", "--timeout", "-1s", "--idp", s.HTTP.URL}, 2, "--timeout -1s: want a positive duration"},
 		{"bad alg", []string{"token", "--oid", "a", "--alg", "HS256", "--idp", s.HTTP.URL}, 1, "invalid_request: alg must be RS256 or ES256"},
 		{"IdP not running", []string{"token", "--oid", "a", "--idp", closed}, 1, "no identity provider at " + closed + ": start the dev stack (make ask-serve)"},
 		{"no command", nil, 2, "usage:"},

@@ -48,6 +48,9 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	if *ttl < time.Second || *ttl > idp.MaxTTL || *ttl%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("--ttl %s: want whole seconds between 1s and %s", *ttl, idp.MaxTTL))
 	}
+	if *timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %s: want a positive duration", *timeout))
+	}
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(stderr, "dev-idp token: %v\n", err)
 		return 2

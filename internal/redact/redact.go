@@ -1,4 +1,5 @@
-// Package redact shows a URL without the password it may hold.
+// Package redact shows a URL without the secrets it may hold: the password of its userinfo and
+// the values of its query.
 package redact
 
 import (
@@ -6,16 +7,26 @@ import (
 	"strings"
 )
 
+// hidden stands for what was taken out.
+const hidden = "xxxxx"
+
 // URL is s with the password of its userinfo (scheme://user:password@host) replaced by "xxxxx",
-// as url.URL.Redacted does, and s unchanged when it holds none. A string url.Parse refuses (a
-// bad percent-escape or port, a space in the password) is redacted all the same: it is what a
-// usage error quotes, and it may hold a password as much as a good one.
+// as url.URL.Redacted does, and the value of each query parameter too (?key=xxxxx: a JWKS or an
+// MCP endpoint may be given a token or an API key that way, ?access_token=…); s unchanged when it
+// holds neither. A string url.Parse refuses (a bad percent-escape or port, a space in the
+// password) is redacted all the same: it is what a usage error quotes, and it may hold a secret
+// as much as a good one.
 func URL(s string) string {
 	if u, err := url.Parse(s); err == nil {
-		if _, ok := u.User.Password(); ok {
-			return u.Redacted()
+		_, password := u.User.Password()
+		if !password && u.RawQuery == "" {
+			return s
 		}
-		return s
+		if password {
+			u.User = url.UserPassword(u.User.Username(), hidden)
+		}
+		u.RawQuery = query(u.RawQuery)
+		return u.String()
 	}
 	_, rest, ok := strings.Cut(s, "//")
 	if !ok {
@@ -26,13 +37,34 @@ func URL(s string) string {
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		authority = rest[:i]
 	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return s
+	out := s
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		if colon := strings.Index(authority[:at], ":"); colon >= 0 {
+			out = s[:start+colon+1] + hidden + s[start+at:]
+		}
 	}
-	colon := strings.Index(authority[:at], ":")
-	if colon < 0 {
-		return s
+	// The query of a string url.Parse refused: each value hidden, cut at its separators.
+	if q := strings.Index(out, "?"); q >= 0 {
+		end := len(out)
+		if h := strings.Index(out[q:], "#"); h >= 0 {
+			end = q + h
+		}
+		out = out[:q+1] + query(out[q+1:end]) + out[end:]
 	}
-	return s[:start+colon+1] + "xxxxx" + s[start+at:]
+	return out
+}
+
+// query is a raw query with each parameter's value hidden: "a=1&b=2&c" → "a=xxxxx&b=xxxxx&c".
+// The names stay as written, so a log still says which parameters a URL had.
+func query(raw string) string {
+	if raw == "" {
+		return raw
+	}
+	parts := strings.FieldsFunc(raw, func(r rune) bool { return r == '&' || r == ';' })
+	for i, p := range parts {
+		if k, _, ok := strings.Cut(p, "="); ok {
+			parts[i] = k + "=" + hidden
+		}
+	}
+	return strings.Join(parts, "&")
 }

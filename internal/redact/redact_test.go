@@ -20,6 +20,13 @@ func TestURL(t *testing.T) {
 		{"http://user:s3 cret@host/ask", "http://user:xxxxx@host/ask"},
 		{"http://user:s3cret@[::1/ask", "http://user:xxxxx@[::1/ask"},
 		{"ftp://user:s3cret%zz@host", "ftp://user:xxxxx@host"},
+		// A query's values may be secrets (?access_token=…, ?api_key=…): the names stay.
+		{"https://idp/jwks?k=tok777", "https://idp/jwks?k=xxxxx"},
+		{"http://user:s3cret@host/mcp?api_key=AK1&v=2&flag#frag", "http://user:xxxxx@host/mcp?api_key=xxxxx&v=xxxxx&flag#frag"},
+		{"http://host/a?x=1;y=2", "http://host/a?x=xxxxx&y=xxxxx"},
+		{"http://user:s3cret@host:port/ask?token=abc#f", "http://user:xxxxx@host:port/ask?token=xxxxx#f"},
+		{"http://host:port/ask?token=abc", "http://host:port/ask?token=xxxxx"},
+		{"http://host/ask?", "http://host/ask?"},
 		{"not a url", "not a url"},
 		{"%zz", "%zz"},
 	} {

@@ -57,6 +57,12 @@ rules:
     final: "We had {{index .Last.rows 0 0}} sev1 incidents in {{.Match.quarter}}."
 `
 
+// chaosScriptPhase2 is chaosScript in goal mode, for the load with -phase2: each branch makes
+// the calls its tools allow (the source branch all four, the withheld branch, which has no
+// catalog tool, the table's description and the query), and the supervisor's reconciliation,
+// which sees every call made, answers without another.
+var chaosScriptPhase2 = strings.Replace(chaosScript, "\n    steps:\n", "\n    mode: goal\n    steps:\n", 1)
+
 // The chaos cluster's settings.
 const (
 	chaosLease     = 2 * time.Second
@@ -82,6 +88,9 @@ type chaosOpts struct {
 	// rcluster runs the scenarios on a Redis Cluster of three primaries, each with a replica:
 	// those that need no single redis-server, and the cluster's own.
 	rcluster bool
+	// phase2 runs the replicas in phase 2 (ASK_PHASE=2: a branch per source and the withheld
+	// branch, concurrent), so that every fault lands in the middle of branches.
+	phase2 bool
 }
 
 // scenario is one fault under load.
@@ -189,6 +198,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.dir, "dir", "", "keep the cluster's files here (default a temporary directory)")
 	fs.IntVar(&o.forceEvery, "force-reconnect", 4, "drop each stream after about every N events and resume with Last-Event-ID (0: never)")
 	fs.BoolVar(&o.verbose, "v", false, "echo every process's output")
+	fs.BoolVar(&o.phase2, "phase2", false, "run the replicas in phase 2 (a branch per source, and the withheld branch): every scenario's faults land in the middle of branches, and every ticket's branches are checked too")
 	fs.BoolVar(&o.rcluster, "redis-cluster", false, "on a Redis Cluster of three primaries with a replica each: the scenarios that need no single redis-server, and the cluster's failovers and slot migration (with -short: the cluster's own only)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -240,8 +250,12 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if o.rcluster {
 		store = fmt.Sprintf("a Redis Cluster of %d primaries with a replica each (node timeout %v)", clusterPrimaries, redisserver.NodeTimeout)
 	}
-	fmt.Fprintf(&b, "chaos: %d asks per scenario, %d clients, lease %v, forced reconnect every ~%d events, the store on %s; %v in all\n\n",
-		o.asks, o.workers, chaosLease, o.forceEvery, store, time.Since(started).Round(time.Second))
+	phase := ""
+	if o.phase2 {
+		phase = ", phase 2 (a branch per source, and the withheld branch)"
+	}
+	fmt.Fprintf(&b, "chaos: %d asks per scenario, %d clients, lease %v, forced reconnect every ~%d events, the store on %s%s; %v in all\n\n",
+		o.asks, o.workers, chaosLease, o.forceEvery, store, phase, time.Since(started).Round(time.Second))
 	writeTable(&b, rows)
 	anomalies := 0
 	for _, r := range rows {
@@ -281,15 +295,18 @@ func runGroup(ctx context.Context, o chaosOpts, log *slog.Logger, list []scenari
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	script := filepath.Join(dir, "chaos-script.yaml")
-	if err := os.WriteFile(script, []byte(chaosScript), 0o644); err != nil {
+	script, body, phase := filepath.Join(dir, "chaos-script.yaml"), chaosScript, 0
+	if o.phase2 {
+		body, phase = chaosScriptPhase2, 2
+	}
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
 		return nil, err
 	}
 	var proxy *faultproxy.Proxy
 	var proxyErr error
 	opts := Options{
 		Root: ".", Dir: dir, KeepDir: true, Lease: chaosLease, KeepAlive: chaosKeepAlive, Deadline: chaosDeadline,
-		GatewayReadTimeout: 10 * time.Second, StubScript: script, Logger: log, DurableRedis: durable,
+		GatewayReadTimeout: 10 * time.Second, StubScript: script, Logger: log, DurableRedis: durable, Phase: phase,
 		RedisCluster: o.rcluster, RedisClusterReplicas: 1,
 		ReplicaStore: func(i int, redisURL string) string {
 			if o.rcluster {
@@ -344,7 +361,10 @@ func runGroup(ctx context.Context, o chaosOpts, log *slog.Logger, list []scenari
 		return nil, fmt.Errorf("chaos: the calibration ask: %w", err)
 	}
 	exp.MaxEvents = 1000
-	log.Info("chaos: calibrated", "steps", exp.Steps, "milestones", exp.Milestones)
+	if o.phase2 && len(exp.Branches) == 0 {
+		return nil, errors.New("chaos: -phase2, but the calibration ask opened no branch below the supervisor's")
+	}
+	log.Info("chaos: calibrated", "steps", exp.Steps, "milestones", exp.Milestones, "branches", exp.Branches)
 	var rows []row
 	for _, s := range list {
 		log.Info("chaos: scenario", "name", s.name, "asks", o.asks)
@@ -415,6 +435,12 @@ func (ld *load) calibrate(ctx context.Context) (expectation, error) {
 			exp.Steps++
 		case "milestone":
 			exp.Milestones++
+		case "branch":
+			if b := eventBody(e); b["state"] == "open" && b["role"] != "supervisor" {
+				role, _ := b["role"].(string)
+				src, _ := b["source"].(string)
+				exp.Branches = append(exp.Branches, role+"/"+src)
+			}
 		case "error":
 			return exp, errors.New("the calibration ask ended in an error")
 		}

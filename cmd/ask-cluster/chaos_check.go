@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,21 +40,44 @@ type expectation struct {
 	Steps, Milestones int
 	// MaxEvents is the service's bound: below it no step is evicted, so any gap is a loss.
 	MaxEvents int
+	// Branches are the branches below the supervisor's that an answered run opens, as
+	// "role/source" in the order opened (phase 2: a source branch per configured source, then
+	// the withheld branch); none in phase 1.
+	Branches []string
 }
 
 // verdict is the checker's finding for one ticket.
 type verdict struct {
 	Lost, Duplicated, DoubleTerminals, MissingDone, Hung, ClientErrors int
-	StatusMismatch, ReplayMismatch                                     bool
-	Outcome                                                            string // answer, error{interrupted}, …
-	Why                                                                []string
+	// Branches counts the branch promises broken below the supervisor's (phase 2): a branch
+	// not opened exactly once and closed exactly once, opened or closed outside the
+	// supervisor's, a step or milestone outside its branch, or an answered run without the
+	// branches an answer opens.
+	Branches                       int
+	StatusMismatch, ReplayMismatch bool
+	Outcome                        string // answer, error{interrupted}, …
+	Why                            []string
 }
 
 func (v *verdict) note(format string, a ...any) { v.Why = append(v.Why, fmt.Sprintf(format, a...)) }
 
 // Anomalous reports whether the ticket broke a promise (client-visible errors aside).
 func (v verdict) Anomalous() bool {
-	return v.Lost+v.Duplicated+v.DoubleTerminals+v.MissingDone+v.Hung > 0 || v.StatusMismatch || v.ReplayMismatch
+	return v.Lost+v.Duplicated+v.DoubleTerminals+v.MissingDone+v.Hung+v.Branches > 0 || v.StatusMismatch || v.ReplayMismatch
+}
+
+// branchSeen is what a ticket's log said of one branch.
+type branchSeen struct {
+	roster            string // "role/source", as expectation.Branches
+	opens, closes     int
+	openSeq, closeSeq int64
+}
+
+// inBranch is a step or milestone and the branch it names ("" in phase 1).
+type inBranch struct {
+	seq    int64
+	typ    string
+	branch string
 }
 
 func isTerminal(typ string) bool {
@@ -94,8 +118,11 @@ func check(tr ticketRun, exp expectation) verdict {
 	}
 	sort.Slice(uniq, func(i, j int) bool { return uniq[i].Seq < uniq[j].Seq })
 	calls := map[string]int64{}
-	steps, milestones, opens, closes, terminals, dones := 0, 0, 0, 0, 0, 0
+	steps, milestones, terminals, dones := 0, 0, 0, 0
 	var terminal, done rawEvent
+	branches := map[string]*branchSeen{}
+	var opened []string // branch ids in the order first opened; the first is the supervisor's
+	var work []inBranch
 	for _, e := range uniq {
 		b := eventBody(e)
 		if b == nil {
@@ -106,6 +133,8 @@ func check(tr ticketRun, exp expectation) verdict {
 		switch {
 		case e.Type == "step":
 			steps++
+			bid, _ := b["branch_id"].(string)
+			work = append(work, inBranch{e.Seq, e.Type, bid})
 			if id, _ := b["call_id"].(string); id != "" {
 				if s, ok := calls[id]; ok {
 					v.Duplicated++
@@ -115,11 +144,27 @@ func check(tr ticketRun, exp expectation) verdict {
 			}
 		case e.Type == "milestone":
 			milestones++
+			bid, _ := b["branch_id"].(string)
+			work = append(work, inBranch{e.Seq, e.Type, bid})
 		case e.Type == "branch":
+			bid, _ := b["branch_id"].(string)
+			bs := branches[bid]
+			if bs == nil {
+				bs = &branchSeen{}
+				branches[bid] = bs
+				opened = append(opened, bid)
+			}
 			if b["state"] == "open" {
-				opens++
+				bs.opens++
+				if bs.openSeq == 0 {
+					bs.openSeq = e.Seq
+					role, _ := b["role"].(string)
+					src, _ := b["source"].(string)
+					bs.roster = role + "/" + src
+				}
 			} else {
-				closes++
+				bs.closes++
+				bs.closeSeq = e.Seq
 			}
 		case isTerminal(e.Type):
 			terminals++
@@ -188,10 +233,8 @@ func check(tr ticketRun, exp expectation) verdict {
 			v.note("done counts %d steps, the log carries %d", d.Steps, steps)
 		}
 	}
-	if tr.LiveDone && (opens != 1 || closes != 1) {
-		v.Lost += max(0, 1-opens) + max(0, 1-closes)
-		v.Duplicated += max(0, opens-1) + max(0, closes-1)
-		v.note("supervisor branch opened %d, closed %d times", opens, closes)
+	if tr.LiveDone {
+		checkBranches(&v, branches, opened, work, terminal, exp)
 	}
 	// A run that answered made every call and reached every milestone of the script.
 	if terminal.Type == "answer" && exp.Steps > 0 {
@@ -227,6 +270,62 @@ func check(tr ticketRun, exp expectation) verdict {
 	return v
 }
 
+// checkBranches applies the branch promises to a ticket that reached done: the supervisor's
+// branch (the first opened) opened and closed exactly once, before the terminal event; every
+// other branch (phase 2) opened and closed exactly once inside the supervisor's; each step and
+// milestone that names a branch inside that branch's open and close; and a run that answered
+// opened every branch an answer opens (the calibration's).
+func checkBranches(v *verdict, branches map[string]*branchSeen, opened []string, work []inBranch, terminal rawEvent, exp expectation) {
+	var sup *branchSeen
+	if len(opened) > 0 {
+		sup = branches[opened[0]]
+	}
+	if sup == nil || sup.opens != 1 || sup.closes != 1 {
+		opens, closes := 0, 0
+		if sup != nil {
+			opens, closes = sup.opens, sup.closes
+		}
+		v.Lost += max(0, 1-opens) + max(0, 1-closes)
+		v.Duplicated += max(0, opens-1) + max(0, closes-1)
+		v.note("supervisor branch opened %d, closed %d times", opens, closes)
+		if sup == nil {
+			return
+		}
+	}
+	if terminal.Type != "" && sup.closeSeq > terminal.Seq {
+		v.Branches++
+		v.note("the supervisor's branch closed at seq %d, after the terminal event (%d)", sup.closeSeq, terminal.Seq)
+	}
+	var roster []string
+	for _, id := range opened[1:] {
+		bs := branches[id]
+		roster = append(roster, bs.roster)
+		if bs.opens != 1 || bs.closes != 1 {
+			v.Branches++
+			v.note("branch %s opened %d, closed %d times", id, bs.opens, bs.closes)
+			continue
+		}
+		if bs.openSeq < sup.openSeq || bs.closeSeq > sup.closeSeq || bs.closeSeq < bs.openSeq {
+			v.Branches++
+			v.note("branch %s (seqs %d..%d) is not inside the supervisor's (%d..%d)", id, bs.openSeq, bs.closeSeq, sup.openSeq, sup.closeSeq)
+		}
+	}
+	for _, w := range work {
+		if w.branch == "" {
+			continue
+		}
+		bs := branches[w.branch]
+		if bs == nil || bs.openSeq == 0 || w.seq < bs.openSeq || (bs.closes > 0 && w.seq > bs.closeSeq) {
+			v.Branches++
+			v.note("%s at seq %d names branch %s outside its open and close", w.typ, w.seq, w.branch)
+		}
+	}
+	if terminal.Type == "answer" && !slices.Equal(roster, exp.Branches) {
+		v.Branches++
+		v.note("answered with the branches %v below the supervisor's, want %v", roster, exp.Branches)
+	}
+}
+
 func sameEvents(a, b []rawEvent) bool {
 	if len(a) != len(b) {
 		return false
@@ -243,6 +342,7 @@ func sameEvents(a, b []rawEvent) bool {
 type row struct {
 	Scenario                                                                  string
 	Tickets, Lost, Duplicated, DoubleTerminals, MissingDone, Hung, ClientErrs int
+	Branches                                                                  int
 	StatusMismatch, ReplayMismatch                                            int
 	Outcomes                                                                  map[string]int
 	Reconnects, Retries                                                       int
@@ -258,6 +358,7 @@ func (r *row) add(tr ticketRun, v verdict) {
 	r.DoubleTerminals += v.DoubleTerminals
 	r.MissingDone += v.MissingDone
 	r.Hung += v.Hung
+	r.Branches += v.Branches
 	r.ClientErrs += v.ClientErrors
 	if v.StatusMismatch {
 		r.StatusMismatch++
@@ -277,7 +378,7 @@ func (r *row) add(tr ticketRun, v verdict) {
 
 // Anomalies is the sum of the promise-breaking columns.
 func (r row) Anomalies() int {
-	return r.Lost + r.Duplicated + r.DoubleTerminals + r.MissingDone + r.Hung + r.StatusMismatch + r.ReplayMismatch
+	return r.Lost + r.Duplicated + r.DoubleTerminals + r.MissingDone + r.Hung + r.Branches + r.StatusMismatch + r.ReplayMismatch
 }
 
 func (r row) outcomes() string {
@@ -295,10 +396,10 @@ func (r row) outcomes() string {
 
 // writeTable writes the one table: a line per scenario.
 func writeTable(w io.Writer, rows []row) {
-	fmt.Fprintln(w, "| scenario | tickets | lost | duplicated | double terminals | missing done | hung | client-visible errors | status ≠ stream | replay ≠ live | outcomes | fault |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|")
+	fmt.Fprintln(w, "| scenario | tickets | lost | duplicated | double terminals | missing done | hung | branches broken | client-visible errors | status ≠ stream | replay ≠ live | outcomes | fault |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n", r.Scenario, r.Tickets, r.Lost, r.Duplicated,
-			r.DoubleTerminals, r.MissingDone, r.Hung, r.ClientErrs, r.StatusMismatch, r.ReplayMismatch, r.outcomes(), r.Fault)
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n", r.Scenario, r.Tickets, r.Lost, r.Duplicated,
+			r.DoubleTerminals, r.MissingDone, r.Hung, r.Branches, r.ClientErrs, r.StatusMismatch, r.ReplayMismatch, r.outcomes(), r.Fault)
 	}
 }

@@ -95,3 +95,94 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// p2 builds a phase-2 ticket's events: "branch:<id>:<state>[:role/source]" and
+// "step:<call>:<branch>", "milestone:<branch>", others as evs.
+func p2(specs ...string) []rawEvent {
+	var out []rawEvent
+	for i, s := range specs {
+		parts := strings.Split(s, ":")
+		data := fmt.Sprintf(`{"seq":%d,"type":%q`, i+1, parts[0])
+		switch parts[0] {
+		case "branch":
+			data += fmt.Sprintf(`,"branch_id":%q,"state":%q`, parts[1], parts[2])
+			if len(parts) > 3 {
+				role, src, _ := strings.Cut(parts[3], "/")
+				data += fmt.Sprintf(`,"role":%q`, role)
+				if src != "" {
+					data += fmt.Sprintf(`,"source":%q,"parent":"b1"`, src)
+				}
+			}
+		case "step":
+			data += fmt.Sprintf(`,"call_id":"c%s","branch_id":%q`, parts[1], parts[2])
+		case "milestone":
+			data += fmt.Sprintf(`,"branch_id":%q`, parts[1])
+		case "error":
+			data += fmt.Sprintf(`,"kind":%q`, parts[1])
+		case "done":
+			data += `,"steps":` + parts[1]
+		}
+		out = append(out, rawEvent{Seq: int64(i + 1), Type: parts[0], Data: data + "}"})
+	}
+	return out
+}
+
+var (
+	p2Clean = []string{"accepted", "branch:b1:open:supervisor", "branch:b2:open:source/demo", "branch:b3:open:withheld",
+		"milestone:b2", "step:1:b2", "milestone:b3", "step:2:b3", "branch:b3:close", "milestone:b2", "step:3:b2", "branch:b2:close",
+		"milestone:b1", "branch:b1:close", "answer", "done:3"}
+	p2Exp = expectation{Steps: 3, Milestones: 4, MaxEvents: 1000, Branches: []string{"source/demo", "withheld/"}}
+)
+
+func p2Run(specs []string) ticketRun {
+	live := p2(specs...)
+	term := live[len(live)-2].Type
+	return ticketRun{Ticket: "t", Live: live, LiveDone: true, StatusState: term, StatusDone: true,
+		StatusLast: int64(len(live)), Replay: live, ReplayDone: true}
+}
+
+// TestCheckerPhase2Branches: a phase-2 ticket, a branch per source and the withheld branch
+// inside the supervisor's, is clean (the checker took every branch event for the supervisor's
+// and called each such ticket broken: "supervisor branch opened 3, closed 3 times"), and each
+// way of breaking the branches' promises is found.
+func TestCheckerPhase2Branches(t *testing.T) {
+	if v := check(p2Run(p2Clean), p2Exp); v.Anomalous() || v.Outcome != "answer" {
+		t.Fatalf("a clean phase-2 ticket: %+v", v)
+	}
+	interrupted := []string{"accepted", "branch:b1:open:supervisor", "branch:b2:open:source/demo", "branch:b3:open:withheld",
+		"milestone:b2", "step:1:b2", "branch:b3:close", "branch:b2:close", "branch:b1:close", "error:interrupted", "done:1"}
+	if v := check(p2Run(interrupted), p2Exp); v.Anomalous() || v.Outcome != "error{interrupted}" {
+		t.Errorf("an interrupted phase-2 ticket, every branch closed: %+v", v)
+	}
+	edit := func(f func([]string) []string) []string { return f(append([]string(nil), p2Clean...)) }
+	for _, tt := range []struct {
+		name  string
+		specs []string
+	}{
+		{"a branch never closed", edit(func(s []string) []string { return append(s[:11:11], s[12:]...) })},
+		{"a branch closed twice", edit(func(s []string) []string {
+			return append(s[:12:12], append([]string{"branch:b2:close"}, s[12:]...)...)
+		})},
+		{"a branch closed after the supervisor's", edit(func(s []string) []string {
+			s[11], s[12], s[13] = "milestone:b1", "branch:b1:close", "branch:b2:close"
+			return s
+		})},
+		{"a step after its branch closed", edit(func(s []string) []string {
+			s[7], s[8] = "branch:b3:close", "step:2:b3"
+			return s
+		})},
+		{"a step in a branch never opened", edit(func(s []string) []string { s[10] = "step:3:b9"; return s })},
+		{"an answer without the withheld branch", edit(func(s []string) []string {
+			s[3], s[6], s[7], s[8] = "milestone:b2", "milestone:b2", "step:2:b2", "milestone:b2"
+			return s
+		})},
+		{"the supervisor's branch closed after the terminal", edit(func(s []string) []string {
+			s[13], s[14] = "answer", "branch:b1:close"
+			return s
+		})},
+	} {
+		if v := check(p2Run(tt.specs), p2Exp); v.Branches == 0 {
+			t.Errorf("%s: not found (%+v)", tt.name, v)
+		}
+	}
+}

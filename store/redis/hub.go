@@ -32,7 +32,8 @@ import (
 // has not been read for the TTL (a sweep, at most every sweepGap, lets those go even when
 // nothing is read), or the subscription is re-established (notifications may have been lost,
 // or Redis restarted and lost everything): then every tail is dropped and its readers are
-// woken to read again. A finished ticket's log no longer changes, so its tail answers a replay
+// woken to read again. A notification lost with no such break (recheckAfter) is caught by
+// the next read past recheckAfter of a tail not known finished, which goes to the store. A finished ticket's log no longer changes, so its tail answers a replay
 // from memory until the ticket's expiry, which the read that saw the end took from Redis
 // (PTTL, counted from before the read was sent, so never later than Redis's).
 
@@ -59,6 +60,14 @@ type hub struct {
 	sweep   *time.Timer
 	sweepOn bool
 }
+
+// recheckAfter is how long a tail not known finished answers its readers from memory, when no
+// notification came, before a reader's read goes to the store again. A notification can be
+// lost while the subscription stays up: the Redis Cluster node holding it, frozen past
+// cluster-node-timeout, has the cluster bus's links to it dropped, and with them what the other
+// nodes published meanwhile; nothing breaks, so nothing resets the hub. A stream reads at each
+// keep-alive, so a reader whose ticket moved on unheard is told within a keep-alive of this.
+const recheckAfter = 5 * time.Second
 
 // sweepGap is how often at most the hub looks over every tail for those to let go
 // (sweepExpired): a look walks every tail, holding the hub's lock (about a millisecond for
@@ -113,6 +122,7 @@ type tail struct {
 	size    int64
 	fetch   *fetch    // the read in progress, if any
 	used    time.Time // when a reader last asked for it
+	checked time.Time // when a read of the store began that the tail took (recheckAfter)
 	dropped bool
 }
 
@@ -169,7 +179,7 @@ func (h *hub) read(ctx context.Context, ticket string, after int64) (store.Batch
 		}
 		t.used = now
 		t.high = max(t.high, after) // a reader's cursor: what it was given
-		if t.fresh() {
+		if t.fresh() && (t.done || now.Sub(t.checked) < recheckAfter) {
 			b := t.batch(after, nil)
 			h.mu.Unlock()
 			return b, nil
@@ -275,7 +285,7 @@ func (h *hub) apply(t *tail, from int64, gen uint64, r fetched, sent time.Time) 
 		t.events, t.last, t.size, t.loaded = nil, 0, 0, false
 		return from != 0 // a whole read always agrees with itself
 	}
-	t.loaded, t.syncGen = true, gen
+	t.loaded, t.syncGen, t.checked = true, gen, sent
 	if r.finished {
 		t.done = true
 		t.expires = sent.Add(max(r.ttl, 0))

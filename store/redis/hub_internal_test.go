@@ -88,3 +88,54 @@ func TestResetAnswersTheFloors(t *testing.T) {
 		t.Errorf("a second reset answers %v, want none: every tail was dropped", again)
 	}
 }
+
+// A tail not known finished is read from the store again once recheckAfter has passed since
+// it was last read, notified or not: a notification can be lost while the subscription stays up
+// (the Redis Cluster node holding it frozen past cluster-node-timeout drops the cluster bus's
+// links, and what the other nodes published meanwhile). Answered from memory for good, a
+// stream whose ticket ended unheard waited for good (a black-box probe, 2026-12-06: two
+// phase-2 streams on one replica read keep-alives for 6.6 minutes after their tickets had
+// ended, after the subscription's primary was SIGSTOPped 15 s and its replica elected). A
+// stream reads at each keep-alive, so it now gets the end then.
+func TestTailIsReadAgainWithoutANotification(t *testing.T) {
+	logs := map[string][]store.Event{}
+	finished := map[string]bool{}
+	reads := 0
+	put := func(id string, n int) {
+		for i := len(logs[id]) + 1; i <= n; i++ {
+			logs[id] = append(logs[id], store.Event{Seq: int64(i), Type: gen.EventTypeStep, Data: []byte(`{}`)})
+		}
+	}
+	h := newHub(func(_ context.Context, id string, after int64) (fetched, error) {
+		reads++
+		var evs []store.Event
+		for _, e := range logs[id] {
+			if e.Seq > after {
+				evs = append(evs, e)
+			}
+		}
+		return fetched{events: evs, finished: finished[id], length: int64(len(logs[id])), ttl: time.Hour}, nil
+	}, 100, 1<<20, time.Hour)
+	now := time.Date(2026, 12, 6, 20, 0, 0, 0, time.UTC)
+	h.now = func() time.Time { return now }
+
+	put("t", 3)
+	if b, err := h.read(t.Context(), "t", 0); err != nil || len(b.Events) != 3 {
+		t.Fatalf("first read: %d events, %v", len(b.Events), err)
+	}
+	put("t", 5) // appended and ended elsewhere; neither notification arrives
+	finished["t"] = true
+	now = now.Add(time.Second)
+	if b, _ := h.read(t.Context(), "t", 3); len(b.Events) != 0 || reads != 1 {
+		t.Fatalf("within recheckAfter: %d events after %d reads, want the tail answered from memory", len(b.Events), reads)
+	}
+	now = now.Add(10 * time.Second) // a keep-alive at the default DAS_ASK_KEEPALIVE_S
+	b, err := h.read(t.Context(), "t", 3)
+	if err != nil || len(b.Events) != 2 || !b.Finished {
+		t.Fatalf("10 s later: %d events, finished %v, %v; want seqs 4 and 5 and the end, read from the store", len(b.Events), b.Finished, err)
+	}
+	now = now.Add(time.Minute)
+	if _, err := h.read(t.Context(), "t", 5); err != nil || reads != 2 {
+		t.Errorf("a finished tail: %d reads, %v; want it answered from memory until its TTL", reads, err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -158,6 +159,18 @@ func scenarios() []scenario {
 		}},
 		{name: "Redis CLIENT PAUSE 15 s", short: true, single: true, fault: pause(15 * time.Second)},
 		{name: "Redis CLIENT PAUSE 30 s", single: true, fault: pause(30 * time.Second)},
+		{name: "redis-server SIGSTOP 15 s", single: true, fault: func(ctx context.Context, e *chaosEnv) (string, error) {
+			// Frozen, not paused: Redis answers nothing, the subscriptions' connections included.
+			pid := e.c.redis.Pid()
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				return "", err
+			}
+			sleepCtx(context.WithoutCancel(ctx), 15*time.Second)
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				return "", err
+			}
+			return "redis-server SIGSTOPped 15s, then SIGCONT", nil
+		}},
 		{name: "lost replies, askd-1 ↔ Redis", short: true, single: true, fault: func(ctx context.Context, e *chaosEnv) (string, error) {
 			// Every 300 ms for 12 s, the reply to the next script call (evalsha: appends,
 			// admission, finish, cancel, leases) from askd-1 is lost after Redis ran it.
@@ -182,6 +195,7 @@ func scenarios() []scenario {
 		}},
 		{name: "Redis Cluster: every primary failed over (CLUSTER FAILOVER)", short: true, rcluster: true, fault: failoverEach},
 		{name: "Redis Cluster: a primary SIGKILLed, its replica elected", short: true, rcluster: true, fault: killPrimary},
+		{name: "Redis Cluster: the replicas' subscription primary SIGSTOPped 15 s", rcluster: true, fault: freezeSubscriptionPrimary},
 		{name: "Redis Cluster: the service's slots migrated live", short: true, rcluster: true, fault: migrateSlots},
 	}
 }

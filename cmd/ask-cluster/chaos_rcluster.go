@@ -64,6 +64,37 @@ func killPrimary(ctx context.Context, e *chaosEnv) (string, error) {
 		p.Addr, np.Addr, took.Round(time.Millisecond), redisserver.NodeTimeout), nil
 }
 
+// freezeSubscriptionPrimary SIGSTOPs, for 15 s, the primary on which the replicas' change
+// notifications are subscribed (the one answering PUBSUB CHANNELS with the store's channels;
+// another primary if none does): its replica is elected meanwhile, and what the others publish
+// while it is frozen does not reach it. Then SIGCONT: it rejoins as its replica's replica.
+func freezeSubscriptionPrimary(ctx context.Context, e *chaosEnv) (string, error) {
+	ps, err := e.rc.Primaries(ctx)
+	if err != nil {
+		return "", err
+	}
+	p, which := ps[mrand.IntN(len(ps))], "a primary (none held the subscriptions)"
+	for _, n := range ps {
+		if chans, err := e.rc.Do(ctx, n, "PUBSUB", "CHANNELS"); err == nil {
+			if l, ok := chans.([]any); ok && len(l) > 0 {
+				p, which = n, "the primary holding the subscriptions"
+				break
+			}
+		}
+	}
+	if err := p.Pause(); err != nil {
+		return "", err
+	}
+	sleepCtx(context.WithoutCancel(ctx), 15*time.Second)
+	if err := p.Resume(); err != nil {
+		return "", err
+	}
+	if err := e.rc.WaitOK(ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s, %s, SIGSTOPped 15s, then SIGCONT", which, p.Addr), nil
+}
+
 // migrateSlots moves every slot that holds the service's keys to the next primary, live, as
 // redis-cli --cluster reshard would (MIGRATING/IMPORTING, MIGRATE ten keys at a time, SETSLOT
 // NODE), holding 100 ms at each step so that the load meets ASK redirects and TRYAGAIN.

@@ -100,7 +100,7 @@ cluster-check:
 cluster-check-rediscluster:
 	@scripts/cluster-check-rediscluster.sh $(ARGS)
 
-## chaos: the chaos suite against the cluster through nginx: replica kill/freeze, Redis pauses, lost replies, a cancel storm, 200 asks each, every ticket checked, one table (ARGS=-short: the CI version; needs redis-server and nginx)
+## chaos: the chaos suite against the cluster through nginx: replica kill/freeze, Redis pauses and freezes, lost replies, a cancel storm, 200 asks each, every ticket checked, one table (ARGS=-short: the CI version; ARGS=-phase2: the replicas in phase 2, every branch checked too; needs redis-server and nginx)
 chaos:
 	@scripts/chaos.sh $(ARGS)
 

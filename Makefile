@@ -96,7 +96,7 @@ ask-serve-cluster:
 cluster-check:
 	@scripts/cluster-check.sh
 
-## cluster-check-rediscluster: the same on a Redis Cluster of three primaries with a replica each: conformance through nginx, a replica killed, the ticket's primary failed over, SIGKILLed and its slot migrated mid-run, then the chaos suite's Redis Cluster scenarios (ARGS=-short: the CI version; needs redis-server, redis-cli and nginx)
+## cluster-check-rediscluster: the same on a Redis Cluster of three primaries with a replica each: conformance through nginx (phase 1 and phase 2), a replica killed, the ticket's primary failed over, SIGKILLed and its slot migrated mid-run, then the chaos suite's Redis Cluster scenarios (ARGS=-short: the CI version; needs redis-server, redis-cli and nginx)
 cluster-check-rediscluster:
 	@scripts/cluster-check-rediscluster.sh $(ARGS)
 

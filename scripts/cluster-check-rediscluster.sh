@@ -5,7 +5,8 @@
 # nginx in front of three askd replicas, every check run (limits and webhooks as in
 # scripts/cluster-check.sh), an askd replica SIGKILLed mid-run, and in the middle of a run the
 # ticket's Redis primary failed over (CLUSTER FAILOVER), SIGKILLed (its replica elected), and
-# the ticket's slot migrated live. Then the chaos suite on the cluster (every
+# the ticket's slot migrated live; `TestRedisClusterPhase2`: the suite with the phase checks, the
+# replicas in phase 2, a replica killed once a source branch is open. Then the chaos suite on the cluster (every
 # ticket of a bounded load checked while the cluster's primaries fail over, one is SIGKILLed,
 # and the service's slots are migrated). See docs/scale-out.md.
 #

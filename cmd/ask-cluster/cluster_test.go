@@ -79,11 +79,17 @@ func TestClusterPhase2(t *testing.T) {
 			t.Skipf("%s not installed (apt-get install -y redis-server nginx-light): the cluster runs the real processes", bin)
 		}
 	}
-	st := newSuiteTargets(t, 1)
-	c, err := Start(t.Context(), Options{
-		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
-		OverflowReplicas: 2, LimitsReplicas: 2, LimitsEnv: st.limitsEnv, Env: st.webhookEnv, Phase: 2,
-	})
+	testPhase2(t, 1, Options{})
+}
+
+// testPhase2 starts the cluster (o's store settings; the rest as every suite's) with its
+// replicas in phase 2, runs the whole suite through nginx with the phase checks, every check
+// run, then kills the replica running an ask once a source branch is open.
+func testPhase2(t *testing.T, buckets int, o Options) {
+	st := newSuiteTargets(t, buckets)
+	o.Root, o.Dir, o.Lease, o.KeepAlive, o.GatewayReadTimeout = "../..", t.TempDir(), testLease, time.Second, 2*time.Second
+	o.OverflowReplicas, o.LimitsReplicas, o.LimitsEnv, o.Env, o.Phase = 2, 2, st.limitsEnv, st.webhookEnv, 2
+	c, err := Start(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,22 @@ import (
 	redisstore "github.com/das-ask/ask/store/redis"
 )
 
+// TestRedisClusterPhase2 is TestClusterPhase2 on the Redis Cluster: the whole suite with the
+// phase checks (a branch per source, divergence) through nginx in front of three replicas in
+// phase 2 whose store is a Redis Cluster of three primaries, every check run (overflow, limits
+// and webhook targets included), then a replica killed once a source branch is open.
+func TestRedisClusterPhase2(t *testing.T) {
+	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
+		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check-rediscluster.sh does) to build and start the cluster's sixteen processes")
+	}
+	for _, bin := range []string{"redis-server", "redis-cli", "nginx"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (apt-get install -y redis-server redis-tools nginx-light): the cluster runs the real processes", bin)
+		}
+	}
+	testPhase2(t, redisstore.DefaultClusterBuckets, Options{RedisCluster: true, RedisClusterReplicas: 1})
+}
+
 // TestRedisCluster is TestCluster on a Redis Cluster of three primaries, each with a replica:
 // the whole conformance suite through nginx in front of three askd replicas whose store is
 // the cluster, a replica killed mid-run, then the store's own faults in the middle of a run —

@@ -57,6 +57,7 @@ func TestBadFlagsAreRefusedBeforeStarting(t *testing.T) {
 		{[]string{"-lease", "-5s"}, "-lease -5s: want whole seconds"},
 		{[]string{"-lease", "2h"}, "-lease 2h0m0s: want whole seconds"},
 		{[]string{"-redis-port", "99999"}, "-redis-port 99999: want a port from 1 to 65535"},
+		{[]string{"-phase", "3"}, "-phase 3: want 1 or 2 (ASK_PHASE)"},
 		{[]string{"-replica-port", "65535", "-replicas", "3"}, "-replica-port 65535: with 3 replicas, want a port from 1 to 65533"},
 	} {
 		ctx, cancel := context.WithCancel(t.Context())

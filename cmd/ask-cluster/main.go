@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.StubScript, "stub-script", "", "the llm-stub's script file (default: its embedded script)")
 	fs.BoolVar(&o.RedisCluster, "redis-cluster", false, "run the store on a Redis Cluster of three primaries (free ports; -redis-port is not used) instead of one redis-server")
 	fs.IntVar(&o.RedisClusterReplicas, "redis-cluster-replicas", 1, "with -redis-cluster: replicas per primary")
+	fs.IntVar(&o.Phase, "phase", 0, "1 or 2: the replicas' ASK_PHASE (2: a branch per source, and divergence); default: ASK_PHASE as set here, else 1")
 	quiet := fs.Bool("q", false, "do not echo the processes' output (it stays in <dir>/logs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -87,6 +88,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Redis and the rest had started), and a port no listener can take failed only at its start.
 	if o.Lease < time.Second || o.Lease > time.Hour || o.Lease%time.Second != 0 {
 		return fmt.Errorf("-lease %v: want whole seconds from 1s to %v (DAS_ASK_LEASE_S)", o.Lease, time.Hour)
+	}
+	if o.Phase != 0 && o.Phase != 1 && o.Phase != 2 {
+		return fmt.Errorf("-phase %d: want 1 or 2 (ASK_PHASE)", o.Phase)
 	}
 	if o.RedisPort < 1 || o.RedisPort > 65535 {
 		return fmt.Errorf("-redis-port %d: want a port from 1 to 65535", o.RedisPort)

@@ -114,6 +114,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		m.Observer = obs.New(obs.Options{TracerProvider: m.tracing.Provider, Logger: m.log.With("component", "obs")})
 	}
+	// A Redis URL that cannot be used is a setting to correct, said before the JWKS is fetched
+	// and anything else starts (openStore would say it only after them).
+	if url := cfg.Store.URL; url != "" {
+		if err := redisstore.CheckURL(url); err != nil {
+			return fmt.Errorf("%w: DAS_ASK_STORE: %w", config.ErrInvalid, err)
+		}
+	}
 	authn := m.Authenticator
 	if authn == nil {
 		v, err := auth.New(ctx, cfg.Auth, auth.Options{Logger: m.log.With("component", "auth")})

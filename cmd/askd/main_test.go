@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -356,9 +357,9 @@ func TestAskdExitStatus(t *testing.T) {
 		{"its address taken", "DAS_ASK_ADDR", taken.Addr().String(), 1, "address already in use"},
 		// A Redis URL that cannot be parsed is a setting to correct, as an unknown scheme is:
 		// no restart gets past it. Its password is never echoed.
-		{"a Redis URL without a port number", "DAS_ASK_STORE", "redis://:hunter2@127.0.0.1:x/0", 2, "DAS_ASK_STORE: redis store: the URL is not one of"},
-		{"a Redis URL whose db is not a number", "DAS_ASK_STORE", "redis://127.0.0.1:6379/abc", 2, "DAS_ASK_STORE: redis store: the URL is not one of"},
-		{"a Sentinel URL naming no master", "DAS_ASK_STORE", "redis+sentinel://127.0.0.1:26379", 2, "DAS_ASK_STORE: redis store: the URL is not one of"},
+		{"a Redis URL without a port number", "DAS_ASK_STORE", "redis://:hunter2@127.0.0.1:x/0", 2, "DAS_ASK_STORE: redis store: invalid URL: not a URL (a port that is not a number"},
+		{"a Redis URL whose db is not a number", "DAS_ASK_STORE", "redis://127.0.0.1:6379/abc", 2, `DAS_ASK_STORE: redis store: invalid URL: invalid database number: "abc"`},
+		{"a Sentinel URL naming no master", "DAS_ASK_STORE", "redis+sentinel://127.0.0.1:26379", 2, "DAS_ASK_STORE: redis store: invalid URL: the Sentinel form's path: want /master or /master/db"},
 		{"a Redis that cannot be reached", "DAS_ASK_STORE", "redis://127.0.0.1:1/0", 1, "DAS_ASK_STORE: redis store: dial"},
 	} {
 		env := maps.Clone(valid)
@@ -378,6 +379,39 @@ func TestAskdExitStatus(t *testing.T) {
 		if got := exitStatus(err); got != c.status || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: exit status %d, message %q; want %d and a message holding %q", c.name, got, err, c.status, c.says)
 		}
+	}
+}
+
+// TestAskdRefusesARedisURLBeforeStarting: a Redis URL that cannot be used is refused (exit 2)
+// before anything starts: the issuer's JWKS is not fetched, as for every other invalid setting.
+// It was found only when the store opened, after the first JWKS fetch (and its wait for an
+// identity provider slow to answer).
+func TestAskdRefusesARedisURLBeforeStarting(t *testing.T) {
+	idp := idptest.Start(t)
+	cfg := idp.Config()
+	var fetched atomic.Int32
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched.Add(1)
+		resp, err := http.Get(cfg.JWKSURL)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	defer jwks.Close()
+	env := map[string]string{
+		"DAS_JWKS_URL": jwks.URL, "DAS_ISSUER": cfg.Issuer, "DAS_AUDIENCE": cfg.Audience,
+		"DAS_ASK_ADDR": "127.0.0.1:0", "DAS_ASK_ADMIN_ADDR": "off", "DAS_SOURCES": "demo=http://127.0.0.1:1/mcp",
+		"DAS_ASK_STORE": "redis+cluster://127.0.0.1:7000/3",
+	}
+	err := run(make(chan os.Signal), config.MapEnv(env), io.Discard, nil)
+	if got := exitStatus(err); got != 2 || err == nil || !strings.Contains(err.Error(), "DAS_ASK_STORE: redis store: invalid URL: a database in the path") {
+		t.Fatalf("exit status %d, %v; want 2 and the URL's fault", got, err)
+	}
+	if n := fetched.Load(); n != 0 {
+		t.Errorf("the JWKS was fetched %d times before the Redis URL was refused", n)
 	}
 }
 

@@ -42,6 +42,17 @@ func urlError(why error) error {
 	return fmt.Errorf("%w: %s; want %s", ErrURL, strings.TrimPrefix(why.Error(), "redis: "), urlForms)
 }
 
+// CheckURL is what New would say of raw's form (an error matching ErrURL, saying what is
+// wrong and never echoing the URL), without reaching Redis: for a start to refuse a URL it
+// cannot use before it starts anything else.
+func CheckURL(raw string) error {
+	c, _, err := newClient(raw, nil)
+	if err != nil {
+		return err
+	}
+	return c.Close() // made, never used: nothing was dialled
+}
+
 // newClient opens the client a URL names, and for the Sentinel form also answers the
 // failover client's options, whose Sentinels and master the store watches itself (sentinel.go;
 // nil for the other forms):

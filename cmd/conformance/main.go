@@ -120,6 +120,10 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 			if v < 0 {
 				bad = append(bad, fmt.Errorf("--%s %d: want 0 (the default) or more", f.Name, v))
 			}
+		case int64: // --limits-max-body
+			if v < 0 {
+				bad = append(bad, fmt.Errorf("--%s %d: want 0 (the default) or more", f.Name, v))
+			}
 		}
 	})
 	if err := errors.Join(bad...); err != nil {

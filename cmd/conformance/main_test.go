@@ -38,6 +38,8 @@ func TestFlags(t *testing.T) {
 		{"a negative max-events", []string{"--url", "http://x/ask", "--idp", "http://i", "--max-events", "-8"}, nil, false},
 		{"a negative limits ttl", []string{"--url", "http://x/ask", "--idp", "http://i", "--limits-url", "http://y/ask", "--limits-ttl", "-3s"}, nil, false},
 		{"a zero gateway read timeout", []string{"--dev-stack", "--gateway", "--gateway-read-timeout", "0s"}, nil, false},
+		// --limits-max-body is an int64: a negative one skipped the 413 check as if not given.
+		{"a negative limits max body", []string{"--url", "http://x/ask", "--idp", "http://i", "--limits-url", "http://y/ask", "--limits-max-body", "-5"}, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

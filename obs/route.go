@@ -44,8 +44,6 @@ func routeOf(r *http.Request) string {
 	return routeOther
 }
 
-// refusalReason names why the service refused to admit a conversation or an ask, from the
-// status it answered (see the design's status table): "" when it was admitted.
 // refusalReasons are the reason label's values: the statuses' (refusalReason) and the ones the
 // service names (server.Refused*). Each route's series are made at zero with the metrics, so a
 // rate or an alert on a reason sees it from the start, not from its first refusal.
@@ -53,6 +51,8 @@ var refusalReasons = []string{"bad_request", "unauthorized", "not_found", "confl
 	"unsupported_media_type", "too_many_in_flight", "unavailable", "other",
 	server.RefusedTooManyHeld, server.RefusedConversationFull, server.RefusedFull, server.RefusedShuttingDown}
 
+// refusalReason names why the service refused to admit a conversation or an ask, from the
+// status it answered (see the design's status table): "" when it was admitted.
 func refusalReason(status int) string {
 	switch status {
 	case http.StatusBadRequest:

@@ -144,12 +144,12 @@ type Source struct {
 	authServers, scopes []string
 }
 
-// New loads the dataset into a fresh in-memory database and builds the MCP server. ctx bounds
-// the loading only. Close releases the database and the audit file.
 // ErrAudit is what New's error matches (errors.Is) when Options.AuditPath cannot be opened for
 // appending.
 var ErrAudit = errors.New("source: the audit log cannot be opened")
 
+// New loads the dataset into a fresh in-memory database and builds the MCP server. ctx bounds
+// the loading only. Close releases the database and the audit file.
 func New(ctx context.Context, opts Options) (*Source, error) {
 	if opts.Authenticator == nil {
 		return nil, errors.New("source: Options.Authenticator is required: the source validates every bearer itself")

@@ -33,9 +33,10 @@ import (
 // nothing is read), or the subscription is re-established (notifications may have been lost,
 // or Redis restarted and lost everything): then every tail is dropped and its readers are
 // woken to read again. A notification lost with no such break (recheckAfter) is caught by
-// the next read past recheckAfter of a tail not known finished, which goes to the store. A finished ticket's log no longer changes, so its tail answers a replay
-// from memory until the ticket's expiry, which the read that saw the end took from Redis
-// (PTTL, counted from before the read was sent, so never later than Redis's).
+// the next read past recheckAfter of a tail not known finished, which goes to the store. A
+// finished ticket's log no longer changes, so its tail answers a replay from memory until the
+// ticket's expiry, which the read that saw the end took from Redis (PTTL, counted from before
+// the read was sent, so never later than Redis's).
 
 // DefaultCacheBytes bounds the tail hub's memory when Options.CacheBytes is zero.
 const DefaultCacheBytes = 64 << 20

@@ -8,7 +8,8 @@
 //
 //	tokens_test.go     hostile bearers end in 401 at the service and the source and create nothing;
 //	                   key rotation survives garbage kids and a flood of them
-//	jwks_test.go       the JWKS down at start (clear 401, nothing runs) and mid-run (cached keys work)
+//	jwks_test.go       the JWKS down at start (503 with Retry-After, nothing runs) and mid-run (cached
+//	                   keys work)
 //	ownership_test.go  other identities, other tenants and guessed ids get a made-up id's 404;
 //	                   ids carry at least 128 random bits
 //	faults_test.go     source and model failures, and a token expiring mid-run, end in one terminal

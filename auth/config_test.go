@@ -1,8 +1,13 @@
 package auth
 
 import (
+	"errors"
+	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/das-ask/ask/internal/logtest"
 )
 
 // The environment's spelling of these settings is tested in package config.
@@ -46,3 +51,29 @@ func TestJWKSURLWithoutAHostIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestJWKSFetchFailureIsLoggedWithoutTheURLsSecrets: the warning "auth: JWKS fetch failed"
+// showed the URL with its password and query values hidden (jwks_url) and then the fetch's
+// error whole, which quotes the URL as the HTTP client sent it: the query's values (an IdP
+// given a key that way, ?key=…) in clear, against SECURITY.md's promise for configured URLs.
+func TestJWKSFetchFailureIsLoggedWithoutTheURLsSecrets(t *testing.T) {
+	logs := &logtest.Buffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	down := roundTripper(func(*http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })
+	raw := "https://u:hunter2@idp.example/jwks.json?key=SECRETQ1&v=2"
+	if _, err := New(t.Context(), Config{JWKSURL: raw, Issuer: DevIssuer, Audience: "das"},
+		Options{HTTPClient: &http.Client{Transport: down}, Logger: log}); err != nil {
+		t.Fatal(err)
+	}
+	if err := logs.WaitFor(t.Context(), "auth: JWKS fetch failed"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "key=xxxxx") {
+		t.Errorf("the log does not name the URL's parameters: %s", logs)
+	}
+	logs.AssertAbsent(t, "SECRETQ1", "hunter2")
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -202,7 +202,8 @@ func newKeySet(ctx context.Context, u string, client *http.Client, log *slog.Log
 		HTTPTimeout:               fetchTimeout,
 		NoErrorReturnFirstHTTPReq: true,
 		RefreshErrorHandler: func(ctx context.Context, err error) {
-			log.LogAttrs(ctx, slog.LevelWarn, "auth: JWKS fetch failed", slog.String("jwks_url", redact.URL(u)), slog.Any("error", err))
+			// The fetch's error quotes the URL as sent, its query's values in clear.
+			log.LogAttrs(ctx, slog.LevelWarn, "auth: JWKS fetch failed", slog.String("jwks_url", redact.URL(u)), slog.String("error", redact.In(err.Error(), u)))
 		},
 		RefreshInterval: refreshInterval,
 		Storage:         store,

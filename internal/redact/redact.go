@@ -68,3 +68,25 @@ func query(raw string) string {
 	}
 	return strings.Join(parts, "&")
 }
+
+// In is msg with each secret of the URL raw that URL hides (its password, its query's values)
+// hidden wherever msg quotes it: for an error that quotes the URL it was about, as net/http's
+// do ("Get \"https://u:***@idp/jwks?key=…\": …", the password hidden but the query as sent).
+// msg is unchanged when raw holds neither, or is not a URL.
+func In(msg, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return msg
+	}
+	if p, ok := u.User.Password(); ok && p != "" {
+		written := u.User.String() // user:password as escaped in a URL
+		written = written[strings.Index(written, ":")+1:]
+		for _, form := range []string{p, written} {
+			msg = strings.ReplaceAll(msg, ":"+form+"@", ":"+hidden+"@")
+		}
+	}
+	if u.RawQuery != "" {
+		msg = strings.ReplaceAll(msg, "?"+u.RawQuery, "?"+query(u.RawQuery))
+	}
+	return msg
+}

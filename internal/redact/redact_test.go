@@ -35,3 +35,21 @@ func TestURL(t *testing.T) {
 		}
 	}
 }
+
+// In hides, in a message quoting a URL (an HTTP client's error), what URL hides of it.
+func TestIn(t *testing.T) {
+	const raw = "https://u:s3%2Fcret@idp/jwks.json?key=SECRET&v=2"
+	for _, tc := range []struct{ msg, want string }{
+		{`Get "https://u:***@idp/jwks.json?key=SECRET&v=2": refused`, `Get "https://u:***@idp/jwks.json?key=xxxxx&v=xxxxx": refused`},
+		{`Get "https://u:s3/cret@idp/jwks.json": refused`, `Get "https://u:xxxxx@idp/jwks.json": refused`},
+		{`Get "https://u:s3%2Fcret@idp/jwks.json": refused`, `Get "https://u:xxxxx@idp/jwks.json": refused`},
+		{"no URL here", "no URL here"},
+	} {
+		if got := redact.In(tc.msg, raw); got != tc.want {
+			t.Errorf("In(%q) = %q, want %q", tc.msg, got, tc.want)
+		}
+	}
+	if got := redact.In("x?a=1", "http://host/p"); got != "x?a=1" {
+		t.Errorf("a URL without secrets changed the message: %q", got)
+	}
+}

@@ -13,8 +13,8 @@ const hidden = "xxxxx"
 // URL is s with the password of its userinfo (scheme://user:password@host) replaced by "xxxxx",
 // as url.URL.Redacted does, and the value of each query parameter too (?key=xxxxx: a JWKS or an
 // MCP endpoint may be given a token or an API key that way, ?access_token=…); s unchanged when it
-// holds neither. A string url.Parse refuses (a bad percent-escape or port, a space in the
-// password) is redacted all the same: it is what a usage error quotes, and it may hold a secret
+// holds neither. A string url.Parse refuses (a bad percent-escape or port, a space or a
+// / ? # in the password) is redacted all the same: it is what a usage error quotes, and it may hold a secret
 // as much as a good one.
 func URL(s string) string {
 	if u, err := url.Parse(s); err == nil {
@@ -38,9 +38,15 @@ func URL(s string) string {
 		authority = rest[:i]
 	}
 	out := s
-	if at := strings.LastIndex(authority, "@"); at >= 0 {
-		if colon := strings.Index(authority[:at], ":"); colon >= 0 {
-			out = s[:start+colon+1] + hidden + s[start+at:]
+	// The userinfo ends at the last "@" of the whole string, not of the authority as cut at
+	// its first / ? or #: a password may hold one of those not percent-encoded (a base64 one
+	// holds /), which is often why url.Parse refused the string. A malformed URL is shown
+	// with too much hidden, never too little.
+	if strings.ContainsAny(authority, ":@") {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
+				out = s[:start+colon+1] + hidden + s[start+at:]
+			}
 		}
 	}
 	// The query of a string url.Parse refused: each value hidden, cut at its separators.

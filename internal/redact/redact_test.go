@@ -20,6 +20,12 @@ func TestURL(t *testing.T) {
 		{"http://user:s3 cret@host/ask", "http://user:xxxxx@host/ask"},
 		{"http://user:s3cret@[::1/ask", "http://user:xxxxx@[::1/ask"},
 		{"ftp://user:s3cret%zz@host", "ftp://user:xxxxx@host"},
+		// A password with a / ? or # not percent-encoded (a base64 one has /): url.Parse reads
+		// the authority as ending there, at a host "u:ab" whose port is invalid.
+		{"https://u:ab/cd@idp/jwks.json", "https://u:xxxxx@idp/jwks.json"},
+		{"https://u:ab?cd@idp/jwks.json", "https://u:xxxxx@idp/jwks.json"},
+		{"https://u:ab#cd@idp/jwks.json", "https://u:xxxxx@idp/jwks.json"},
+		{"https://u:a/b?c=d@idp/jwks.json?key=k1", "https://u:xxxxx@idp/jwks.json?key=xxxxx"},
 		// A query's values may be secrets (?access_token=…, ?api_key=…): the names stay.
 		{"https://idp/jwks?k=tok777", "https://idp/jwks?k=xxxxx"},
 		{"http://user:s3cret@host/mcp?api_key=AK1&v=2&flag#frag", "http://user:xxxxx@host/mcp?api_key=xxxxx&v=xxxxx&flag#frag"},

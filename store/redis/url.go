@@ -37,7 +37,7 @@ const urlForms = `redis://, rediss:// (one server), ` +
 // invalid port "pa").
 func urlError(why error) error {
 	if ue := (*url.Error)(nil); errors.As(why, &ue) {
-		why = errors.New("not a URL (a port that is not a number, or a character of the user or password such as / ? # @ not percent-encoded)")
+		why = errNotURL
 	}
 	return fmt.Errorf("%w: %s; want %s", ErrURL, strings.TrimPrefix(why.Error(), "redis: "), urlForms)
 }
@@ -51,6 +51,19 @@ func CheckURL(raw string) error {
 		return err
 	}
 	return c.Close() // made, never used: nothing was dialled
+}
+
+// errNotURL stands for url.Parse's reason, which is not quoted (it holds the URL).
+var errNotURL = errors.New("not a URL (a port that is not a number, or a character of the user or password such as / ? # @ not percent-encoded)")
+
+// userinfoNotEncoded reports whether rest (a URL after its "://") has a / ? or # before its
+// last "@": a user or password with one of them not percent-encoded. url.Parse may then read
+// the URL without an error, the password's start as a port and the rest as the path, which a
+// reason would quote ("invalid database number: \"hunter2@host:6379\""); it is refused as
+// not a URL, unquoted.
+func userinfoNotEncoded(rest string) bool {
+	at := strings.LastIndex(rest, "@")
+	return at >= 0 && strings.ContainsAny(rest[:at], "/?#")
 }
 
 // newClient opens the client a URL names, and for the Sentinel form also answers the
@@ -84,6 +97,9 @@ func newClient(raw string, onConnect func(context.Context, *goredis.Conn) error)
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil, nil, urlError(errors.New("no scheme"))
+	}
+	if userinfoNotEncoded(rest) {
+		return nil, nil, urlError(errNotURL)
 	}
 	switch scheme {
 	case "redis", "rediss":

@@ -116,6 +116,11 @@ func TestURLErrorSaysWhatIsWrong(t *testing.T) {
 		{"redis+sentinel://:hunter2@127.0.0.1:26379/ask/x", `invalid database number: "x"`},
 		{"redis+sentinel://:hunter2@127.0.0.1:26379/ask?db=1", "takes no query"},
 		{"postgres://u:hunter2@db/ask", "unknown scheme"},
+		// A password with a / not percent-encoded whose start reads as a port: url.Parse takes
+		// the rest for the path, which go-redis's reason quoted ("invalid database number").
+		{"redis://u:7/hunter2@127.0.0.1:6379", "not a URL"},
+		{"redis://:12/hunter2@127.0.0.1:6379/0", "not a URL"},
+		{"redis+sentinel://:12/hunter2@127.0.0.1:26379/ask", "not a URL"},
 	} {
 		_, _, err := newClient(tc.url, nil)
 		if !errors.Is(err, ErrURL) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "hun\"") {

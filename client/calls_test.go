@@ -169,7 +169,7 @@ func TestTokenWithItsSchemeIsToldToComeAlone(t *testing.T) {
 }
 
 func TestNewRejectsBadURL(t *testing.T) {
-	for _, u := range []string{"", "127.0.0.1:8080/ask", "ftp://x/ask"} {
+	for _, u := range []string{"", "127.0.0.1:8080/ask", "ftp://x/ask", "http://:8080/ask"} {
 		if _, err := client.New(u, client.Options{}); err == nil {
 			t.Errorf("New(%q) succeeded, want an error", u)
 		}

@@ -94,7 +94,9 @@ type Client struct {
 // (for example http://127.0.0.1:8080/ask).
 func New(baseURL string, opts Options) (*Client, error) {
 	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	// u.Hostname(), not u.Host: "http://:8080/ask" has a port and no host, and Go's dialer would
+	// take the empty host for this machine.
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return nil, fmt.Errorf("client: base URL must be an absolute http(s) URL, got %q", redact.URL(baseURL))
 	}
 	switch hc := opts.HTTPClient.(type) {

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -122,7 +123,7 @@ func DefaultQuestions() Questions {
 func (c Config) withDefaults() (Config, error) {
 	var errs []error
 	u, err := url.Parse(c.BaseURL)
-	if c.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if c.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		errs = append(errs, errors.New("conformance: BaseURL: want an absolute http(s) URL"))
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
@@ -131,11 +132,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for i, ts := range []TokenSource{c.Tokens, c.OverflowTokens, c.LimitsTokens} {
 		if f, ok := ts.(FixedTokens); ok && (i == 0 || ts != c.Tokens) {
-			errs = append(errs, f.expired(time.Now())...)
+			for _, err := range f.expired(time.Now()) {
+				errs = append(errs, fmt.Errorf("%w%s", err, []string{"", " (OverflowTokens, for OverflowURL)", " (LimitsTokens, for LimitsURL)"}[i]))
+			}
 		}
 	}
 	if c.OverflowURL != "" {
-		if u, err := url.Parse(c.OverflowURL); err != nil || u.Host == "" {
+		if u, err := url.Parse(c.OverflowURL); err != nil || u.Hostname() == "" {
 			errs = append(errs, errors.New("conformance: OverflowURL: want an absolute http(s) URL"))
 		}
 		c.OverflowURL = strings.TrimRight(c.OverflowURL, "/")
@@ -144,7 +147,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.LimitsURL != "" {
-		if u, err := url.Parse(c.LimitsURL); err != nil || u.Host == "" {
+		if u, err := url.Parse(c.LimitsURL); err != nil || u.Hostname() == "" {
 			errs = append(errs, errors.New("conformance: LimitsURL: want an absolute http(s) URL"))
 		}
 		c.LimitsURL = strings.TrimRight(c.LimitsURL, "/")
@@ -153,13 +156,13 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.AuditURL != "" {
-		if u, err := url.Parse(c.AuditURL); err != nil || u.Host == "" {
+		if u, err := url.Parse(c.AuditURL); err != nil || u.Hostname() == "" {
 			errs = append(errs, errors.New("conformance: AuditURL: want an absolute http(s) URL"))
 		}
 		c.AuditURL = strings.TrimRight(c.AuditURL, "/")
 	}
 	for i, a := range c.AuditURLs {
-		if u, err := url.Parse(a); err != nil || u.Host == "" {
+		if u, err := url.Parse(a); err != nil || u.Hostname() == "" {
 			errs = append(errs, errors.New("conformance: AuditURLs: want absolute http(s) URLs"))
 		}
 		c.AuditURLs[i] = strings.TrimRight(a, "/")

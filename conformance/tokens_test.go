@@ -61,7 +61,7 @@ func TestExpiredFixedTokensStopTheSuite(t *testing.T) {
 	}
 	_, err = conformance.Run(t.Context(), conformance.Config{BaseURL: "http://127.0.0.1:1", LimitsURL: "http://127.0.0.1:2",
 		Tokens: conformance.FixedTokens{TokenA: valid, TokenB: valid}, LimitsTokens: conformance.FixedTokens{TokenA: expired, TokenB: "opaque"}})
-	if err == nil || !strings.Contains(err.Error(), "the token of identity A expired") {
+	if err == nil || !strings.Contains(err.Error(), "the token of identity A expired") || !strings.Contains(err.Error(), "(LimitsTokens, for LimitsURL)") {
 		t.Fatalf("Run with an expired limits token: %v, want it named", err)
 	}
 	for _, tok := range []string{"opaque", jwtWith(`{"oid":"alice"}`), jwtWith(`{"oid":"alice","exp":"soon"}`), valid} {

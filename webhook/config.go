@@ -147,7 +147,7 @@ func (c Config) openPrefixes() []string {
 // checkPrefix accepts an absolute https URL prefix with a host, or http to a loopback host.
 func checkPrefix(p string) error {
 	u, err := url.Parse(p)
-	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" {
+	if err != nil || u.Hostname() == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" {
 		return errors.New("want an absolute URL prefix such as https://hooks.example.com/ask/")
 	}
 	if dotSegments(u.Path) {

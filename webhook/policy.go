@@ -51,7 +51,7 @@ func (c Config) CheckURL(raw string) error {
 	if err != nil && strings.Contains(err.Error(), "invalid port") {
 		return refuse("its port is not a number") // https://h:443.evil/: the error quotes the URL, which may be a credential
 	}
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+	if err != nil || !u.IsAbs() || u.Hostname() == "" || u.Opaque != "" {
 		return refuse("not an absolute URL")
 	}
 	if u.User != nil {

@@ -145,6 +145,8 @@ func TestConfigValidate(t *testing.T) {
 		// A prefix may not carry user info; the error says so without repeating its password.
 		{"user info", webhook.Config{Allow: []string{"https://hook-user:hunter2-pw@h.example/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
 		{"dot segment", webhook.Config{Allow: []string{"https://h.example/a/../"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
+		// A port and no host: Go's dialer takes the empty host for this machine.
+		{"no host", webhook.Config{Allow: []string{"https://:8443/"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
 		{"not a URL", webhook.Config{Allow: []string{"https://hook-user:hunter2-pw@h.example:port/%zz"}, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false},
 	} {
 		err := tc.c.Validate()

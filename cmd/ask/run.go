@@ -119,7 +119,7 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		return nil, exitFailure
 	}
 	// A URL that cannot be the service's is a usage error, said before any token is minted.
-	if u, err := url.Parse(c.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if u, err := url.Parse(c.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path, such as %s\n", redacted(c.url), askconfig.DefaultClientURL)
 		return nil, exitFailure
 	}

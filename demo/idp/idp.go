@@ -50,7 +50,7 @@ func New(opts Options) (*IdP, error) {
 		issuer = DefaultIssuer
 	}
 	u, err := url.Parse(issuer)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return nil, fmt.Errorf("idp: issuer %q: want an absolute http(s) URL", opts.Issuer)
 	}
 	log := opts.Logger

@@ -30,7 +30,7 @@ func parseResourceURL(s string) (*url.URL, error) {
 		return nil, nil
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
 		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return nil, errors.New("source: Options.ResourceURL: " + ResourceURLWant)
 	}

@@ -108,7 +108,7 @@ chaos:
 bench:
 	$(GO) run ./cmd/askbench -out docs/bench/ $(ARGS)
 
-## soak: the leak soak: a long mixed load (asks, streams dropped and resumed with Last-Event-ID, cancels, keyed retries) on each store, memory and Redis, then back to the goroutines and about the heap before it once the TTL has passed (ASK_SOAK_ASKS, default 20000; make test runs 300; Redis part needs redis-server)
+## soak: the leak soak: a long mixed load (asks, streams dropped and resumed with Last-Event-ID, cancels, keyed retries) on each store, memory and Redis, and with the real phase-2 agent (a quarter as many asks), then back to the goroutines and about the heap before it once the TTL has passed (ASK_SOAK_ASKS, default 20000; make test runs 300; Redis part needs redis-server)
 soak:
 	ASK_SOAK_ASKS=$(or $(ASK_SOAK_ASKS),20000) $(GO) test -count=1 -timeout 60m -run '^TestMixedLoadReturnsToBaseline$$' -v ./server
 

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/agent/model"
+	"github.com/das-ask/ask/gen"
 )
 
 // A source that takes the connection and never answers the handshake ends the run, at the tool
@@ -120,5 +123,60 @@ func TestSourcesConnectAtOnce(t *testing.T) {
 	defer mu.Unlock()
 	if deletes != 1 {
 		t.Errorf("source up's session: %d DELETEs, want 1 (the session closed when the run ended)", deletes)
+	}
+}
+
+// A run that ends (a cancel, its deadline) while one source's handshake is still waiting closes
+// the sessions the other sources did open at once, not when the slowest handshake ends (the
+// tool timeout, for a source that hangs). Held until then, a cancelled ask kept a session open
+// at every answering source for up to a minute, however soon it ended: an identity that
+// cancelled a few dozen asks while one source hung held its 32 sessions at the others (the
+// demo source's cap per identity, found by the phase-2 soak), which then refused it with 429.
+func TestEndedRunClosesTheSessionsThatOpened(t *testing.T) {
+	s := newStack(t)
+	deleted := make(chan struct{})
+	var once sync.Once
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.source.Config.Handler.ServeHTTP(w, r)
+		if r.Method == http.MethodDelete {
+			once.Do(func() { close(deleted) })
+		}
+	}))
+	t.Cleanup(up.Close)
+	waiting := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(silent.Close)
+	a, err := agent.New(agent.Options{
+		Model:       &scripted{script: []func(model.Request) (model.Response, error){say("must not be asked")}},
+		Sources:     []agent.SourceConfig{{Name: "up", URL: up.URL + "/mcp"}, {Name: "silent", URL: silent.URL + "/mcp"}},
+		ToolTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ended := make(chan ask.Outcome, 1)
+	go func() { ended <- a.Run(ctx, s.request(t, "alice", "anything"), &recorder{}) }()
+	<-waiting
+	cancel()
+	select {
+	case <-deleted:
+	case <-time.After(10 * time.Second): // a bound for the failure only: the fix closes it at once
+		t.Error("source up's session still open 10 s after the run was cancelled: held until the silent source's handshake ends")
+	}
+	close(stop) // the silent handshake ends; the run returns
+	if out := <-ended; out.Error == nil || out.Error.Kind != gen.ErrorKindCancelled {
+		t.Errorf("outcome %s %+v, want error{cancelled}", outcomeType(out), out.Error)
 	}
 }

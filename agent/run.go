@@ -170,7 +170,8 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 // The handshakes run at once, so a run with several sources waits for the slowest, not their
 // sum. Each runs to its end (not cancelled when another fails, for the reason above), and only
 // then does connect answer: all the sessions, or the first failure in DAS_SOURCES order with
-// every session that did open closed.
+// every session that did open closed. Once the run has ended (cancel, deadline), a session that
+// has opened, or opens later, is closed at once rather than when the slowest handshake ends.
 //
 // A source that cannot be reached is a warning in the log, naming it: the run's error event
 // tells the user, and this line tells the operator which source it was. The sessions log
@@ -181,11 +182,49 @@ func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) 
 	opts := source.Options{HTTPClient: a.hc, Logger: log, TokenExpires: id.Expires}
 	sessions := make([]*source.Session, len(a.sources))
 	errs := make([]error, len(a.sources))
-	var wg sync.WaitGroup
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex // sessions, errs and ended
+		// ended: the run ended while a handshake was still waiting. The sessions that opened
+		// are closed then, and any that opens later at once, rather than held until the
+		// slowest handshake ends (the tool timeout, for a source that hangs): a cancelled ask
+		// kept a session at every other source for that long, and an identity cancelling a few
+		// dozen held its whole session cap at them (the demo source's 32, then 429 for it).
+		ended bool
+	)
 	for i, cfg := range a.sources {
-		wg.Go(func() { sessions[i], errs[i] = source.Connect(hctx, cfg, id.Token, opts) })
+		wg.Go(func() {
+			s, err := source.Connect(hctx, cfg, id.Token, opts)
+			mu.Lock()
+			if err == nil && ended {
+				defer s.Close() // once unlocked
+				s, err = nil, ctx.Err()
+			}
+			sessions[i], errs[i] = s, err
+			mu.Unlock()
+		})
 	}
+	closed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(closed)
+		mu.Lock()
+		ended = true
+		var open []*source.Session
+		for i, s := range sessions {
+			if s != nil {
+				open = append(open, s)
+				sessions[i], errs[i] = nil, ctx.Err()
+			}
+		}
+		mu.Unlock()
+		for _, s := range open {
+			s.Close()
+		}
+	})
 	wg.Wait()
+	if !stop() { // the run ended meanwhile: its closes are under way
+		<-closed
+	}
 	for i, err := range errs {
 		if err == nil {
 			continue

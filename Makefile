@@ -92,7 +92,7 @@ test-clients:
 ask-serve-cluster:
 	@scripts/cluster-serve.sh $(if $(REDIS_CLUSTER),-redis-cluster) $(ARGS)
 
-## cluster-check: the conformance suite, every check run (limits and webhooks included), through nginx in front of three replicas sharing Redis, and the replica-kill chaos test
+## cluster-check: the conformance suite, every check run (limits and webhooks included), through nginx in front of three replicas sharing Redis, and the replica-kill chaos test; then the same in phase 2 (the phase checks, a replica killed once a source branch is open)
 cluster-check:
 	@scripts/cluster-check.sh
 
@@ -100,7 +100,7 @@ cluster-check:
 cluster-check-rediscluster:
 	@scripts/cluster-check-rediscluster.sh $(ARGS)
 
-## chaos: the chaos suite against the cluster through nginx: replica kill/freeze, Redis pauses and freezes, lost replies, a cancel storm, 200 asks each, every ticket checked, one table (ARGS=-short: the CI version; ARGS=-phase2: the replicas in phase 2, every branch checked too; needs redis-server and nginx)
+## chaos: the chaos suite against the cluster through nginx: replica kill/freeze, Redis pauses and freezes, lost replies, a cancel storm, a Redis restart in durable mode, 200 asks each, every ticket checked, one table (ARGS=-short: the CI version; ARGS=-phase2: the replicas in phase 2, every branch checked too; needs redis-server and nginx)
 chaos:
 	@scripts/chaos.sh $(ARGS)
 

@@ -8,7 +8,9 @@
 # the lease, and is restarted by the cluster; then one replica is frozen (SIGSTOP) and every keyed
 # create and status read through nginx is still answered within seconds; and a replica SIGKILLed
 # while its webhook POST is open at the receiver, after which a survivor delivers under the same
-# webhook-id. Every piece is its own process (cmd/ask-cluster). The Redis store's and the
+# webhook-id; then a second cluster whose replicas run phase 2, the whole suite with the phase
+# checks through it and a replica killed once a source branch is open (TestClusterPhase2). Every
+# piece is its own process (cmd/ask-cluster). The Redis store's and the
 # service's own Redis tests run in `make test` whenever redis-server is installed.
 #
 # Needs redis-server and nginx: apt-get install -y redis-server nginx-light

@@ -63,8 +63,11 @@
 // recently read tails go first). One subscription per store instance fans notifications out
 // to the readers in the process (a connection per waiting reader, as XREAD BLOCK would need,
 // does not scale to thousands of open streams); a lost subscription is re-established by the
-// client and then drops every tail and wakes every reader, and the service re-reads at every
-// keep-alive anyway. The end of a log is notified on its own channel too, so the runner's
+// client and then drops every tail and wakes every reader. A notification can also be lost
+// while the subscription stays up (a Redis Cluster node holding it frozen past
+// cluster-node-timeout), so a tail not known finished goes to Redis again at a read once 5 s
+// have passed since it last did, notified or not; the service reads at every keep-alive, and a
+// stream whose ticket ended unheard gets the end at its next one. The end of a log is notified on its own channel too, so the runner's
 // lease watch (NotifyFinished, a function called at the end notification, or WatchFinished,
 // a channel) learns of an end from elsewhere without reading per event. The end of a log (branch close, terminal, done)
 // appends, marks the ticket finished, starts the TTL of the ticket's keys and of the

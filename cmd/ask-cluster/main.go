@@ -6,9 +6,11 @@
 //
 //	go run ./cmd/ask-cluster [-gateway 127.0.0.1:8080] [-replicas 3] [-replica-port 8181]
 //	                        [-redis-port 6390 | -redis-cluster [-redis-cluster-replicas 1]]
-//	                        [-lease 10s] [-dir .state/cluster] [-q]
+//	                        [-lease 10s] [-phase 1|2] [-dir .state/cluster] [-q]
+//	go run ./cmd/ask-cluster chaos [-short] [-phase2] [-redis-cluster] [-run NAME] [-out FILE]
 //
-// The gateway takes the service's usual address, so `make ask Q=...` works unchanged against
+// -phase 2 runs the replicas in phase 2 (ASK_PHASE=2: a branch per source, and divergence); the
+// chaos subcommand is the chaos suite (`make chaos`, chaos.go). The gateway takes the service's usual address, so `make ask Q=...` works unchanged against
 // the cluster; each replica is also reachable directly (8181, 8182, 8183). Every process's
 // output is echoed with its name and kept in <dir>/logs. Ctrl-C stops everything. With
 // -redis-cluster the store is a Redis Cluster of three primaries (each with a replica by

@@ -213,7 +213,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.forceEvery, "force-reconnect", 4, "drop each stream after about every N events and resume with Last-Event-ID (0: never)")
 	fs.BoolVar(&o.verbose, "v", false, "echo every process's output")
 	fs.BoolVar(&o.phase2, "phase2", false, "run the replicas in phase 2 (a branch per source, and the withheld branch): every scenario's faults land in the middle of branches, and every ticket's branches are checked too")
-	fs.BoolVar(&o.rcluster, "redis-cluster", false, "on a Redis Cluster of three primaries with a replica each: the scenarios that need no single redis-server, and the cluster's failovers and slot migration (with -short: the cluster's own only)")
+	fs.BoolVar(&o.rcluster, "redis-cluster", false, "on a Redis Cluster of three primaries with a replica each: the scenarios that need no single redis-server, and the cluster's own: failovers, a primary SIGKILLed, the subscription's primary frozen, slots migrated (with -short: the cluster's own only, the freeze left out)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ conformance-gateway:
 test-clients:
 	scripts/clients-test.sh
 
-## ask-serve-cluster: three askd replicas sharing Redis behind nginx round-robin (no stickiness) on 127.0.0.1:8080/ask, with the dev IdP, demo source and llm-stub, each its own process (needs redis-server and nginx-light); REDIS_CLUSTER=1: the store on a Redis Cluster of three primaries with a replica each
+## ask-serve-cluster: three askd replicas sharing Redis behind nginx round-robin (no stickiness) on 127.0.0.1:8080/ask, with the dev IdP, demo source and llm-stub, each its own process (needs redis-server and nginx-light); REDIS_CLUSTER=1: the store on a Redis Cluster of three primaries with a replica each; ARGS="-phase 2": the replicas in phase 2
 ask-serve-cluster:
 	@scripts/cluster-serve.sh $(if $(REDIS_CLUSTER),-redis-cluster) $(ARGS)
 

@@ -54,7 +54,7 @@ func CheckURL(raw string) error {
 }
 
 // errNotURL stands for url.Parse's reason, which is not quoted (it holds the URL).
-var errNotURL = errors.New("not a URL (a port that is not a number, or a character of the user or password such as / ? # @ not percent-encoded)")
+var errNotURL = errors.New("not a URL (a port that is not a number, or a character of the user or password such as / ? # not percent-encoded)")
 
 // userinfoNotEncoded reports whether rest (a URL after its "://") has a / ? or # before its
 // last "@": a user or password with one of them not percent-encoded. url.Parse may then read

@@ -3,11 +3,11 @@ package auth
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/das-ask/ask/internal/httpurl"
 	"github.com/das-ask/ask/internal/redact"
 )
 
@@ -85,7 +85,7 @@ func (cfg Config) validate() error {
 	var errs []error
 	if cfg.JWKSURL == "" {
 		errs = append(errs, fmt.Errorf("%s is required: the URL of the issuer's JWKS (dev: %s)", EnvJWKSURL, DevJWKSURL))
-	} else if u, err := url.Parse(cfg.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+	} else if _, err := httpurl.Parse(cfg.JWKSURL); err != nil {
 		errs = append(errs, fmt.Errorf("%s=%q: want an absolute http(s) URL", EnvJWKSURL, redact.URL(cfg.JWKSURL)))
 	}
 	if cfg.Issuer == "" {

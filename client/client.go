@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/httpurl"
 	"github.com/das-ask/ask/internal/redact"
 )
 
@@ -93,10 +94,8 @@ type Client struct {
 // New returns a client of the service at baseURL, which includes any gateway prefix
 // (for example http://127.0.0.1:8080/ask).
 func New(baseURL string, opts Options) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	// u.Hostname(), not u.Host: "http://:8080/ask" has a port and no host, and Go's dialer would
-	// take the empty host for this machine.
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+	u, err := httpurl.Parse(baseURL)
+	if err != nil {
 		return nil, fmt.Errorf("client: base URL must be an absolute http(s) URL, got %q", redact.URL(baseURL))
 	}
 	switch hc := opts.HTTPClient.(type) {

@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/agent/source"
 	"github.com/das-ask/ask/auth"
+	"github.com/das-ask/ask/internal/httpurl"
 	"github.com/das-ask/ask/internal/redact"
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store/seal"
@@ -367,7 +367,7 @@ func agentFrom(e *Env, c agent.Config) agent.Config {
 	c.Model = e.String("ASK_LLM_MODEL", c.Model)
 	c.BaseURL = e.String("ASK_LLM_BASE_URL", c.BaseURL)
 	if c.BaseURL != "" {
-		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		if _, err := httpurl.Parse(c.BaseURL); err != nil {
 			e.Failf("ASK_LLM_BASE_URL", "%q: want an absolute http(s) URL", redact.URL(c.BaseURL))
 		}
 	}
@@ -472,7 +472,7 @@ func opsFrom(e *Env, c OpsConfig) OpsConfig {
 	// value is not echoed: it may hold credentials.
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
 		if v := e.String(name, ""); v != "" {
-			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			if _, err := httpurl.Parse(v); err != nil {
 				e.Failf(name, ": want an http:// or https:// URL (traces go over OTLP/HTTP), e.g. http://127.0.0.1:4318")
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/das-ask/ask/internal/egress"
+	"github.com/das-ask/ask/internal/httpurl"
 )
 
 // Defaults for Config's zero values.
@@ -146,8 +147,11 @@ func (c Config) openPrefixes() []string {
 
 // checkPrefix accepts an absolute https URL prefix with a host, or http to a loopback host.
 func checkPrefix(p string) error {
-	u, err := url.Parse(p)
-	if err != nil || u.Hostname() == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" {
+	u, err := httpurl.Parse(p)
+	if errors.Is(err, httpurl.ErrScheme) {
+		return errors.New("want https")
+	}
+	if err != nil || u.User != nil || u.Fragment != "" || u.RawQuery != "" {
 		return errors.New("want an absolute URL prefix such as https://hooks.example.com/ask/")
 	}
 	if dotSegments(u.Path) {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/das-ask/ask/internal/httpurl"
 )
 
 // ErrNotAllowed is what CheckURL returns for a webhook the operator's settings do not admit; its
@@ -47,11 +49,13 @@ func (c Config) CheckURL(raw string) error {
 		// request would carry as written.
 		return refuse("a %% not followed by two hexadecimal digits is not allowed in a webhook URL")
 	}
-	u, err := url.Parse(raw)
-	if err != nil && strings.Contains(err.Error(), "invalid port") {
-		return refuse("its port is not a number") // https://h:443.evil/: the error quotes the URL, which may be a credential
-	}
-	if err != nil || !u.IsAbs() || u.Hostname() == "" || u.Opaque != "" {
+	u, err := httpurl.Parse(raw)
+	switch {
+	case errors.Is(err, httpurl.ErrPort):
+		return refuse("its port is not a number") // https://h:443.evil/
+	case errors.Is(err, httpurl.ErrScheme):
+		return refuse("want https")
+	case err != nil:
 		return refuse("not an absolute URL")
 	}
 	if u.User != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/das-ask/ask/internal/egress"
+	"github.com/das-ask/ask/internal/httpurl"
 )
 
 // Options configure sessions. Zero values mean defaults.
@@ -55,8 +55,8 @@ type Session struct {
 // agent cannot offer the model: more than MaxTools tools, or a name validToolName refuses or
 // listed twice.
 func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Session, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+	u, err := httpurl.Parse(cfg.URL)
+	if err != nil {
 		return nil, &TransportError{Source: cfg.Name, Op: "connect", Reason: errBadURL}
 	}
 	log := opts.Logger

@@ -6,9 +6,9 @@ package source
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
+	"github.com/das-ask/ask/internal/httpurl"
 	"github.com/das-ask/ask/internal/redact"
 )
 
@@ -46,8 +46,7 @@ func ParseList(s string) ([]Config, error) {
 		if seen[name] {
 			return nil, fmt.Errorf("source %q: named twice", name)
 		}
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		if _, err := httpurl.Parse(raw); err != nil {
 			return nil, fmt.Errorf("source %q: %q is not an absolute http(s) URL", name, redact.URL(raw))
 		}
 		seen[name] = true

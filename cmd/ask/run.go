@@ -19,6 +19,7 @@ import (
 	askconfig "github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/httpstatus"
+	"github.com/das-ask/ask/internal/httpurl"
 	"github.com/das-ask/ask/internal/redact"
 )
 
@@ -119,7 +120,7 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		return nil, exitFailure
 	}
 	// A URL that cannot be the service's is a usage error, said before any token is minted.
-	if u, err := url.Parse(c.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+	if _, err := httpurl.Parse(c.url); err != nil {
 		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path, such as %s\n", redacted(c.url), askconfig.DefaultClientURL)
 		return nil, exitFailure
 	}

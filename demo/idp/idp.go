@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync"
 
 	"github.com/MicahParks/jwkset"
+
+	"github.com/das-ask/ask/internal/httpurl"
 )
 
 // DefaultIssuer is the issuer of the dev stack.
@@ -49,8 +50,8 @@ func New(opts Options) (*IdP, error) {
 	if issuer == "" {
 		issuer = DefaultIssuer
 	}
-	u, err := url.Parse(issuer)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+	u, err := httpurl.Parse(issuer)
+	if err != nil {
 		return nil, fmt.Errorf("idp: issuer %q: want an absolute http(s) URL", opts.Issuer)
 	}
 	log := opts.Logger

@@ -7,6 +7,8 @@ import (
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/das-ask/ask/internal/httpurl"
 )
 
 // wellKnownPRM is the well-known path of OAuth 2.0 Protected Resource Metadata (RFC 9728 §3).
@@ -29,8 +31,8 @@ func parseResourceURL(s string) (*url.URL, error) {
 	if s == "" {
 		return nil, nil
 	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
+	u, err := httpurl.Parse(s)
+	if err != nil || u.User != nil ||
 		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return nil, errors.New("source: Options.ResourceURL: " + ResourceURLWant)
 	}

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/das-ask/ask/internal/httpurl"
 )
 
 // Config says what to check and how to reach it. Zero values mean defaults.
@@ -122,8 +123,7 @@ func DefaultQuestions() Questions {
 // is missing or malformed.
 func (c Config) withDefaults() (Config, error) {
 	var errs []error
-	u, err := url.Parse(c.BaseURL)
-	if c.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+	if _, err := httpurl.Parse(c.BaseURL); err != nil {
 		errs = append(errs, errors.New("conformance: BaseURL: want an absolute http(s) URL"))
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
@@ -138,7 +138,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.OverflowURL != "" {
-		if u, err := url.Parse(c.OverflowURL); err != nil || u.Hostname() == "" {
+		if _, err := httpurl.Parse(c.OverflowURL); err != nil {
 			errs = append(errs, errors.New("conformance: OverflowURL: want an absolute http(s) URL"))
 		}
 		c.OverflowURL = strings.TrimRight(c.OverflowURL, "/")
@@ -147,7 +147,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.LimitsURL != "" {
-		if u, err := url.Parse(c.LimitsURL); err != nil || u.Hostname() == "" {
+		if _, err := httpurl.Parse(c.LimitsURL); err != nil {
 			errs = append(errs, errors.New("conformance: LimitsURL: want an absolute http(s) URL"))
 		}
 		c.LimitsURL = strings.TrimRight(c.LimitsURL, "/")
@@ -156,13 +156,13 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.AuditURL != "" {
-		if u, err := url.Parse(c.AuditURL); err != nil || u.Hostname() == "" {
+		if _, err := httpurl.Parse(c.AuditURL); err != nil {
 			errs = append(errs, errors.New("conformance: AuditURL: want an absolute http(s) URL"))
 		}
 		c.AuditURL = strings.TrimRight(c.AuditURL, "/")
 	}
 	for i, a := range c.AuditURLs {
-		if u, err := url.Parse(a); err != nil || u.Hostname() == "" {
+		if _, err := httpurl.Parse(a); err != nil {
 			errs = append(errs, errors.New("conformance: AuditURLs: want absolute http(s) URLs"))
 		}
 		c.AuditURLs[i] = strings.TrimRight(a, "/")

@@ -161,36 +161,20 @@ func (p IdPTokens) Token(ctx context.Context, who Identity, kind TokenKind) (str
 // payloadTID reads the `tid` claim of a compact JWS's payload, unverified ("" when it has none
 // or is not one): enough to tell whether an IdP minted the tenant it was asked for.
 func payloadTID(token string) string {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return ""
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return ""
-	}
 	var c struct {
 		TID string `json:"tid"`
 	}
-	_ = json.Unmarshal(b, &c)
+	_ = payloadClaims(token, &c)
 	return c.TID
 }
 
 // payloadExp reads the `exp` claim of a compact JWS's payload, unverified (false when it has
 // none or is not one).
 func payloadExp(token string) (time.Time, bool) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return time.Time{}, false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return time.Time{}, false
-	}
 	var c struct {
 		Exp *json.Number `json:"exp"`
 	}
-	if json.Unmarshal(b, &c) != nil || c.Exp == nil {
+	if payloadClaims(token, &c) != nil || c.Exp == nil {
 		return time.Time{}, false
 	}
 	f, err := c.Exp.Float64()
@@ -198,6 +182,20 @@ func payloadExp(token string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Unix(int64(f), 0), true
+}
+
+// payloadClaims decodes the payload of a compact JWS (header.payload.signature) into claims,
+// unverified: the suite reads its own tokens' claims, it does not trust them.
+func payloadClaims(token string, claims any) error {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return errors.New("not a compact JWS")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, claims)
 }
 
 func or(s, def string) string {

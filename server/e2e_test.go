@@ -32,8 +32,25 @@ type realStack struct {
 	srv  *server.Server
 }
 
-func newRealStack(t *testing.T, runner ask.Runner) *realStack {
+// stackOption varies newRealStack's stack.
+type stackOption func(*stackOptions)
+
+type stackOptions struct {
+	idpFront func(http.Handler) http.Handler
+}
+
+// idpFront puts front before the IdP's handler, so that a test can make the IdP misbehave
+// (be down, say) while the validator keeps the IdP's URLs.
+func idpFront(front func(http.Handler) http.Handler) stackOption {
+	return func(o *stackOptions) { o.idpFront = front }
+}
+
+func newRealStack(t *testing.T, runner ask.Runner, opts ...stackOption) *realStack {
 	t.Helper()
+	var o stackOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
@@ -43,6 +60,9 @@ func newRealStack(t *testing.T, runner ask.Runner) *realStack {
 		t.Fatal(err)
 	}
 	idpSrv.Config.Handler = p.Handler()
+	if o.idpFront != nil {
+		idpSrv.Config.Handler = o.idpFront(idpSrv.Config.Handler)
+	}
 	idpSrv.Start()
 	t.Cleanup(idpSrv.Close)
 
@@ -352,53 +372,23 @@ func TestTicketOneWrite(t *testing.T) {
 // that is not valid"). A request without a bearer, or with one that is not a JWT, is still a
 // 401. Once the JWKS loads, the same token is admitted.
 func TestKeysNotLoaded(t *testing.T) {
-	logs := &logtest.Buffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var down atomic.Bool
 	down.Store(true)
-	idpSrv := httptest.NewUnstartedServer(nil)
-	p, err := idp.New(idp.Options{Issuer: "http://" + idpSrv.Listener.Addr().String(), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	idpSrv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		p.Handler().ServeHTTP(w, r)
-	})
-	idpSrv.Start()
-	t.Cleanup(idpSrv.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	v, err := auth.New(ctx, auth.Config{JWKSURL: p.JWKSURL(), Issuer: p.Issuer(), Audience: "das", RequiredScope: "das"},
-		auth.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Options{Runner: ask.RunnerFunc(func(context.Context, ask.Request, ask.Emitter) ask.Outcome {
+	s := newRealStack(t, ask.RunnerFunc(func(context.Context, ask.Request, ask.Emitter) ask.Outcome {
 		return ask.Outcome{Answer: answer("ok")}
-	}), Authenticator: v, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	askSrv := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer scancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		askSrv.Close()
-	})
-	tok, err := p.Mint(idp.Claims{OID: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}), idpFront(func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}))
+	tok := s.mint(t, idp.Claims{OID: "alice"})
 	post := func(tok string) (*http.Response, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, askSrv.URL+"/ask/v1/conversations", strings.NewReader(`{}`))
+		req, err := http.NewRequest(http.MethodPost, s.url+"/v1/conversations", strings.NewReader(`{}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -438,5 +428,5 @@ func TestKeysNotLoaded(t *testing.T) {
 	if resp, body := post(tok); resp.StatusCode != http.StatusCreated {
 		t.Errorf("once the JWKS is up: %d %s", resp.StatusCode, body)
 	}
-	logs.AssertAbsent(t, tok)
+	s.logs.AssertAbsent(t, tok)
 }

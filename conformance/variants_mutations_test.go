@@ -25,6 +25,23 @@ func stashQuestion(_ *proxy, r *http.Request) {
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 }
 
+// awaitRunEnd returns once the run of ticket has ended (or in 10 s): a GET of its status with
+// Prefer: wait, as the request's caller.
+func (p *proxy) awaitRunEnd(r *http.Request, ticket string) {
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, p.upstream.String()+"/v1/asks/"+ticket, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Authorization", r.Header.Get("Authorization"))
+	req.Header.Set("Prefer", "wait=10")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+}
+
 // mutationVariants are the defects a mutation audit of the server found the suite passing:
 // each is the wire the mutated server would have put out.
 func mutationVariants() []variant {
@@ -35,12 +52,32 @@ func mutationVariants() []variant {
 					r.Header.Set("Last-Event-ID", a)
 				}
 			}},
+		// A service that answers a quick question's POST only once its run has begun. The 202
+		// is held until the run has ended, so its first tool call has started however fast or
+		// slow the agent is; then as long again and 400 ms more, so that the hold outweighs the
+		// half round trip the check allows as slack. (A fixed 400 ms from the POST, as before,
+		// caught the defect only when the first call came within about 200 ms.)
 		{name: "late-ticket-quick", fails: []string{"ticket.before-tool-call"},
-			request: stashQuestion,
-			body: func(_ *proxy, r *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
+			request: func(p *proxy, r *http.Request) {
+				stashQuestion(p, r)
+				r.Header.Set("X-Conformance-Received", strconv.FormatInt(time.Now().UnixNano(), 10))
+			},
+			body: func(p *proxy, r *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
 				q := strings.ToLower(r.Header.Get("X-Conformance-Question"))
-				if status == http.StatusAccepted && isOp(r, http.MethodPost, "v1/conversations/*/asks") && !strings.HasPrefix(q, "take your time") {
-					time.Sleep(400 * time.Millisecond)
+				if status != http.StatusAccepted || !isOp(r, http.MethodPost, "v1/conversations/*/asks") || strings.HasPrefix(q, "take your time") {
+					return status, b
+				}
+				received, _ := strconv.ParseInt(r.Header.Get("X-Conformance-Received"), 10, 64)
+				var tk struct {
+					Ticket string `json:"ticket"`
+				}
+				if json.Unmarshal(b, &tk) == nil && tk.Ticket != "" {
+					p.awaitRunEnd(r, tk.Ticket)
+				}
+				hold := time.Since(time.Unix(0, received)) + 400*time.Millisecond
+				select {
+				case <-r.Context().Done():
+				case <-time.After(hold):
 				}
 				return status, b
 			}},

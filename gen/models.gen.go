@@ -1180,6 +1180,9 @@ type BadRequest = Problem
 // Conflict An RFC 9457 problem detail. Never contains the question text or a token.
 type Conflict = Problem
 
+// HeaderTooLarge An RFC 9457 problem detail. Never contains the question text or a token.
+type HeaderTooLarge = Problem
+
 // IdempotencyInProgress An RFC 9457 problem detail. Never contains the question text or a token.
 type IdempotencyInProgress = Problem
 

@@ -288,13 +288,13 @@ func (c *conformer) check(p probe, r rawResult) {
 	t.Helper()
 	resp, status := r.resp, r.resp.StatusCode
 	where := fmt.Sprintf("%s (%s %.80s)", p.name, p.method, p.target)
-	// Behind a gateway, a header block too large for it is its own 400 HTML page: the
-	// exception the document's description gives it.
-	if c.gateway != "" && status == http.StatusBadRequest && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") &&
-		len(p.auth)+len(strings.Join(p.hdr, "")) > 32<<10 {
-		return
+	want := p.want
+	if c.gateway != "" && status == http.StatusRequestHeaderFieldsTooLarge && len(p.auth)+len(strings.Join(p.hdr, "")) > 32<<10 {
+		// Past the gateway's header limits (a line of 32 KiB), below askd's: the gateway's
+		// own 431, which the document gives every operation, whatever askd would answer.
+		want = status
 	}
-	if p.want != 0 && status != p.want {
+	if want != 0 && status != want {
 		t.Errorf("%s: status %d, want %d: %.300s", where, status, p.want, r.body)
 	}
 	if p.also != nil {

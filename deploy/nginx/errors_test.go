@@ -119,8 +119,9 @@ func TestGatewayErrorsAreProblems(t *testing.T) {
 
 // TestGatewayRefusalsAreProblems: what nginx refuses itself before any replica sees the
 // request — a body over client_max_body_size, two Authorization headers, a request line it
-// cannot parse, a URI too long, a method it never proxies, a Transfer-Encoding it does not read,
-// an HTTP version it does not serve — is problem+json with the status in
+// cannot parse, a URI too long, a header block too large, a method it never proxies, a
+// Transfer-Encoding it does not read, an HTTP version it does not serve, a path outside the
+// mount point — is problem+json with the status in
 // its body, as the service's own refusals are; the contract declares 413 and 400 as
 // problem+json, and a client reads every refusal one way.
 func TestGatewayRefusalsAreProblems(t *testing.T) {
@@ -145,6 +146,18 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 		{"TRACE", "TRACE /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusMethodNotAllowed},
 		{"a Transfer-Encoding other than chunked", "POST /ask/v1/conversations HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", http.StatusNotImplemented},
 		{"an HTTP version other than 1.x", "GET /ask/v1/asks/t_x HTTP/2.0\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported},
+		// Past large_client_header_buffers (a line over 32 KiB, a block over 128 KiB, or more
+		// lines than nginx keeps: a thousand of a few bytes each): askd's 431, as problem+json.
+		{"a header block too large", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-Big: "+strings.Repeat("a", 30<<10)+"\r\n", 6) + "\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		{"a header line too long", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 40<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		{"a thousand header lines", "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-H: v\r\n", 1000) + "\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		// Outside the mount point the gateway has nothing: not the static root nginx serves by
+		// default (with the Debian package, its "Welcome to nginx!" page at /), nor its HTML 404.
+		{"the root", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound},
+		{"a path outside the mount", "GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound},
+		{"a PUT outside the mount", "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", http.StatusNotFound},
+		{"the mount in other case", "GET /ASK/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound},
+		{"an internal location", "GET /_ask_bad_request HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound},
 	} {
 		resp := rawRequest(t, addr, tt.raw)
 		body, _ := io.ReadAll(resp.Body)
@@ -255,9 +268,8 @@ func TestGatewayNeverRedirects(t *testing.T) {
 	}
 }
 
-// TestGatewayDoesNotNameItsVersion: neither a proxied answer nor a page nginx writes itself (the
-// one left as HTML: a header block too large) tells a client which nginx release, with which
-// known flaws, stands in front of the service.
+// TestGatewayDoesNotNameItsVersion: neither a proxied answer nor an answer nginx writes itself
+// tells a client which nginx release, with which known flaws, stands in front of the service.
 func TestGatewayDoesNotNameItsVersion(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)

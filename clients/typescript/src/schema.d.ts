@@ -836,9 +836,12 @@ export interface components {
             };
         };
         /**
-         * @description The request's header block is larger than the HTTP server accepts. Answered by the HTTP
-         *     layer before the service sees the request, so as `text/plain`, not problem+json (see the
-         *     description of this document); a gateway in front may answer with its own status instead.
+         * @description The request's header block is larger than the HTTP server accepts. `askd` answers it
+         *     from its HTTP layer, before the service sees the request, so as `text/plain`, not
+         *     problem+json (see the description of this document). The reference gateway, whose
+         *     limits are lower (a header line of 32 KiB, a block of 128 KiB), answers it itself as
+         *     `application/problem+json`; another gateway in front may answer with its own status
+         *     instead.
          */
         HeaderTooLarge: {
             headers: {
@@ -846,6 +849,7 @@ export interface components {
             };
             content: {
                 "text/plain": string;
+                "application/problem+json": components["schemas"]["Problem"];
             };
         };
         /** @description The request body is not `application/json`. */

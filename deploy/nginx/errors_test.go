@@ -144,6 +144,9 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 		{"a NUL in the path", "GET /ask/v1/asks/t%00x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
 		{"a URI too long", "GET /ask/v1/asks/" + strings.Repeat("a", 40000) + " HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusRequestURITooLong},
 		{"TRACE", "TRACE /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusMethodNotAllowed},
+		// A path of no operation: the service's 404, not a 405 with no method to name.
+		{"TRACE on a path of no operation", "TRACE /ask/v1/nope HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound},
+		{"TRACE outside the mount", "TRACE / HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound},
 		{"a Transfer-Encoding other than chunked", "POST /ask/v1/conversations HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", http.StatusNotImplemented},
 		{"an HTTP version other than 1.x", "GET /ask/v1/asks/t_x HTTP/2.0\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported},
 		// Past large_client_header_buffers (a line over 32 KiB, a block over 128 KiB, or more
@@ -170,6 +173,9 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 			json.Unmarshal(body, &p) != nil || p.Status != tt.status || p.Detail == "" || p.Title == "" {
 			t.Errorf("%s: %d %s %q, want %d problem+json with its status, a title and a detail",
 				tt.what, resp.StatusCode, resp.Header.Get("Content-Type"), body, tt.status)
+		}
+		if resp.StatusCode == http.StatusMethodNotAllowed && resp.Header.Get("Allow") == "" {
+			t.Errorf("%s: a 405 without Allow (RFC 9110 §15.5.6)", tt.what)
 		}
 		if tt.status == http.StatusRequestEntityTooLarge && !strings.Contains(p.Detail, "at most 81920 bytes") {
 			t.Errorf("%s: detail %q does not name the limit, as the service's 413 does", tt.what, p.Detail)

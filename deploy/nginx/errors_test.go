@@ -184,6 +184,30 @@ func TestGatewayRefusalsAreProblems(t *testing.T) {
 	}
 }
 
+// TestGatewayOverTLSRefusesPlainHTTPWithAProblem: plain HTTP sent to the gateway's TLS listener
+// (ask.conf's TLS lines) is a 400 problem+json, as every other refusal of the gateway's, not
+// nginx's HTML page ("The plain HTTP request was sent to HTTPS port").
+func TestGatewayOverTLSRefusesPlainHTTPWithAProblem(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	t.Cleanup(upstream.Close)
+	addr, _ := nginxtest.StartTLS(t, strings.TrimPrefix(upstream.URL, "http://"))
+	resp := rawRequest(t, addr, "GET /ask/v1/asks/t_x HTTP/1.1\r\nHost: x\r\n\r\n")
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	var p struct {
+		Title, Detail string
+		Status        int
+	}
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/problem+json" ||
+		json.Unmarshal(body, &p) != nil || p.Status != http.StatusBadRequest || p.Detail == "" || p.Title == "" {
+		t.Errorf("plain HTTP to the TLS listener: %d %s %q, want 400 problem+json with its status, a title and a detail",
+			resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	checkRequestID(t, "plain HTTP to the TLS listener", resp)
+}
+
 // TestGatewayPassesHeadersAsSent: the headers the service reads are passed as the client sent
 // them, so that the service, not the gateway, decides: two Last-Event-ID or Idempotency-Key
 // headers reach it as two (a 400 there; the first alone would be taken as the only one), and an

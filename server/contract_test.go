@@ -330,6 +330,9 @@ func (c *conformer) check(p probe, r rawResult) {
 		}
 		t.Errorf("%s: no X-Request-Id: %d %s", where, status, ct)
 	}
+	if got := resp.Header.Values("X-Content-Type-Options"); len(got) != 1 || got[0] != "nosniff" {
+		t.Errorf("%s: X-Content-Type-Options %q, want nosniff (the document's description): %d %s", where, got, status, ct)
+	}
 	if status >= 400 {
 		c.checkProblem(where, p, resp, r.body)
 	}
@@ -473,9 +476,9 @@ func (c *conformer) checkHeaders(where string, p probe, rsp *openapi3.Response, 
 }
 
 // generalHeaders are the headers any response may carry without the document naming them for
-// it: representation metadata (RFC 9110), the request id every response carries (the
-// document's description), and caching directives, which a client need not act on.
-var generalHeaders = map[string]bool{"Content-Type": true, "Content-Length": true, "Date": true, "X-Request-Id": true, "Cache-Control": true}
+// it: representation metadata (RFC 9110), the request id and nosniff every response carries
+// (the document's description), and caching directives, which a client need not act on.
+var generalHeaders = map[string]bool{"Content-Type": true, "Content-Length": true, "Date": true, "X-Request-Id": true, "X-Content-Type-Options": true, "Cache-Control": true}
 
 // checkUndocumentedHeaders: every other header the response carries is one the document gives
 // this response, so a client generated from it knows it (a Retry-After to wait, a challenge

@@ -9,8 +9,9 @@ import (
 	"github.com/das-ask/ask/server"
 )
 
-// Every response carries X-Request-Id with the service served bare (no obs in front): an
-// answer, a problem (401, 404, 400), an unknown route, the schema, a stream. A well-formed id
+// Every response carries X-Request-Id and X-Content-Type-Options: nosniff with the service
+// served bare (no obs in front): an answer, a problem (401, 404, 400), an unknown route, the
+// schema. A well-formed id
 // from the caller is echoed; a malformed one is replaced.
 func TestEveryResponseHasARequestID(t *testing.T) {
 	srv, err := server.New(server.Options{Authenticator: fakeAuth{}, Runner: answerRunner(1)})
@@ -51,6 +52,9 @@ func TestEveryResponseHasARequestID(t *testing.T) {
 	} {
 		if id := tc.w.Header().Get("X-Request-Id"); len(id) != 26 {
 			t.Errorf("%s (HTTP %d): X-Request-Id %q, want a fresh id", tc.name, tc.w.Code, id)
+		}
+		if v := tc.w.Header().Values("X-Content-Type-Options"); len(v) != 1 || v[0] != "nosniff" {
+			t.Errorf("%s (HTTP %d): X-Content-Type-Options %q, want nosniff", tc.name, tc.w.Code, v)
 		}
 	}
 	if id := do(http.MethodGet, "/nowhere", "", "", "gw-42").Header().Get("X-Request-Id"); id != "gw-42" {

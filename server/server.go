@@ -348,14 +348,21 @@ type edge struct {
 	bodyTimeout time.Duration
 }
 
+// nosniff is every response's X-Content-Type-Options (the document's description): no browser
+// reads a body as another type than its Content-Type, such as a problem's detail or an event's
+// text as HTML. One slice for all: net/http only reads it.
+var nosniff = []string{"nosniff"}
+
 func (x edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 { // only `PRI * HTTP/2.0` gets here: net/http refuses other versions
 		refuseVersion(w)
 		return
 	}
-	if w.Header().Get(requestid.Header) == "" {
-		w.Header().Set(requestid.Header, requestid.From(r.Header.Get(requestid.Header)))
+	hd := w.Header()
+	if hd.Get(requestid.Header) == "" {
+		hd.Set(requestid.Header, requestid.From(r.Header.Get(requestid.Header)))
 	}
+	hd["X-Content-Type-Options"] = nosniff
 	if r.ContentLength != 0 { // a body declared, or chunked: never an event stream's GET
 		bodyDeadline(w, x.bodyTimeout)
 	}

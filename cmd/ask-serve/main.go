@@ -13,7 +13,8 @@
 // source; ASK_STUB_SCRIPT replaces the llm-stub's script. Ctrl-C stops everything, giving
 // running asks the service's shutdown grace (DAS_ASK_SHUTDOWN_GRACE_S); a second Ctrl-C ends
 // them at once (error{shutdown} and done). SIGTERM and SIGHUP (the terminal closing) stop it
-// the same way, as they stop askd; SIGHUP reloads nothing.
+// the same way, as they stop askd; SIGHUP reloads nothing. One that comes while it is still
+// starting is a stop too, as askd's: the line "stopped while starting", exit status 0.
 package main
 
 import (
@@ -84,10 +85,13 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	again, ended, watched := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	// first holds the signal that stopped it, for the line of a stop while starting.
+	first := make(chan os.Signal, 1)
 	go func() { // the signals' one reader; it ends before run returns
 		defer close(watched)
 		select {
-		case <-sigs:
+		case s := <-sigs:
+			first <- s
 			cancel()
 		case <-ended:
 			return
@@ -193,6 +197,15 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 
 	s, err := stack.Start(ctx, opts)
 	if err != nil {
+		if ctx.Err() != nil {
+			// A signal while starting (a store slow to answer, or Ctrl-C as it builds the demo
+			// data) is a stop asked for, as askd takes it: the pieces started are closed and
+			// nothing ran. It exited 1 naming what the cancel cut ("demo source: load
+			// deployments: context canceled", "ask service: DAS_ASK_STORE: redis store: context
+			// canceled"), a failure to start that make reported as an error.
+			opts.Logger.Info("stopped while starting", "signal", (<-first).String(), "cause", err.Error())
+			return nil
+		}
 		return stateUnwritable(addrInUse(err, opts), opts.StateDir)
 	}
 	if s.StubURL != "" {

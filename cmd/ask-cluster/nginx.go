@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,8 +85,7 @@ func (c *Cluster) startGateway(ctx context.Context, nginxBin string, g groupAddr
 	if err := os.WriteFile(mainPath, []byte(nginx.Main(dir, 512, includes...)), 0o644); err != nil {
 		return err
 	}
-	ng, err := startProc("nginx", c.logDir, nginxBin,
-		[]string{"-p", dir, "-c", mainPath, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"}, nil, o.Echo)
+	ng, err := startNginx(c.logDir, nginxBin, dir, mainPath, o.Echo)
 	if err != nil {
 		return err
 	}
@@ -99,4 +99,11 @@ func (c *Cluster) startGateway(ctx context.Context, nginxBin string, g groupAddr
 		}
 	}
 	return nil
+}
+
+// startNginx starts nginx in the foreground with the main config mainPath, its prefix and error
+// log in dir: a master that stops its workers if the launcher dies (startMaster).
+func startNginx(logDir, nginxBin, dir, mainPath string, echo io.Writer) (*proc, error) {
+	return startMaster("nginx", logDir, nginxBin,
+		[]string{"-p", dir, "-c", mainPath, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"}, nil, echo)
 }

@@ -26,17 +26,30 @@ type proc struct {
 	err     error // set before done is closed
 }
 
-// startProc starts bin with args and env (added to this process's environment).
+// startProc starts bin with args and env (added to this process's environment). It is killed
+// (SIGKILL) if the launcher dies.
 func startProc(name, logDir, bin string, args, env []string, echo io.Writer) (*proc, error) {
-	return startProcLog(name, logDir, bin, args, env, echo, os.O_TRUNC)
+	return startProcLog(name, logDir, bin, args, env, echo, os.O_TRUNC, syscall.SIGKILL)
 }
 
 // restartProc is startProc for a process started again: its log is appended to.
 func restartProc(name, logDir, bin string, args, env []string, echo io.Writer) (*proc, error) {
-	return startProcLog(name, logDir, bin, args, env, echo, os.O_APPEND)
+	return startProcLog(name, logDir, bin, args, env, echo, os.O_APPEND, syscall.SIGKILL)
 }
 
-func startProcLog(name, logDir, bin string, args, env []string, echo io.Writer, mode int) (*proc, error) {
+// startMaster is startProc for a process that runs processes of its own, nginx's master and its
+// workers: if the launcher dies, it gets SIGTERM, on which it stops its workers, then itself. A
+// SIGKILLed master leaves its workers running, listening on the gateway's address, for good: a
+// SIGKILLed make ask-serve-cluster left one holding 127.0.0.1:8080, every later start of the
+// cluster failed ("nginx exited: exit status 1", bind: address already in use) and so did make
+// ask-serve, both until the worker was found and killed by hand.
+func startMaster(name, logDir, bin string, args, env []string, echo io.Writer) (*proc, error) {
+	return startProcLog(name, logDir, bin, args, env, echo, os.O_TRUNC, syscall.SIGTERM)
+}
+
+// startProcLog starts bin, its output to logDir/name.log opened with mode; deathsig is what it
+// gets when the launcher dies.
+func startProcLog(name, logDir, bin string, args, env []string, echo io.Writer, mode int, deathsig syscall.Signal) (*proc, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
@@ -49,7 +62,7 @@ func startProcLog(name, logDir, bin string, args, env []string, echo io.Writer, 
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(cmd.Environ(), env...) // this process's environment, passed through, and env
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = sysProcAttr(deathsig)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: start: %w", name, err)

@@ -4,4 +4,4 @@ package main
 
 import "syscall"
 
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+func sysProcAttr(syscall.Signal) *syscall.SysProcAttr { return nil }

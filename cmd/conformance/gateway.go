@@ -101,6 +101,7 @@ func startGatewayOnce(ctx context.Context, o gatewayOptions) (*gateway, error) {
 	}
 	g.cmd = exec.Command(bin, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
 	g.cmd.Stdout, g.cmd.Stderr = os.Stderr, os.Stderr
+	g.cmd.SysProcAttr = nginxProcAttr()
 	if err := g.cmd.Start(); err != nil {
 		g.cleanup()
 		return nil, fmt.Errorf("gateway: start nginx: %w", err)

@@ -118,6 +118,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	c, err := Start(ctx, o)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Ctrl-C or SIGTERM while it builds or starts the processes is a stop asked for, as
+			// askd and ask-serve take one (Start has stopped what it had started): it exited 1,
+			// "cluster: context canceled", and make reported an error.
+			o.Logger.Info("stopped while starting", "cause", err.Error())
+			return nil
+		}
 		return err
 	}
 	defer c.Stop()

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -22,5 +25,25 @@ func TestPortTaken(t *testing.T) {
 		if got := portTaken(errors.New(c.err)); got != c.want {
 			t.Errorf("portTaken(%q) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// TestSignalWhileStartingIsAStop: Ctrl-C or SIGTERM while the cluster builds or starts its
+// processes is a stop asked for, as askd and ask-serve take one: exit status 0 and the line
+// `stopped while starting`, no banner. It exited 1, "cluster: context canceled", so make
+// ask-serve-cluster reported a failure for a Ctrl-C.
+func TestSignalWhileStartingIsAStop(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the signal, come as it starts
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"-dir", t.TempDir(), "-q"}, &stdout, &stderr)
+	if code := status(err, &stderr); code != 0 {
+		t.Errorf("a stop while starting: exit status %d, want 0\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopped while starting") {
+		t.Errorf("no `stopped while starting` line:\n%s", stderr.String())
+	}
+	if strings.Contains(stdout.String(), "ask cluster:") {
+		t.Errorf("the banner of a cluster that never ran:\n%s", stdout.String())
 	}
 }

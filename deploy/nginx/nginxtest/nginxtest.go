@@ -176,6 +176,7 @@ func start(tb testing.TB, upstream string, listenLine func(listen string) string
 		tb.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-p", dir, "-c", main, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;")
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

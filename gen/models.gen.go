@@ -1240,7 +1240,8 @@ type CreateConversationParams struct {
 	// - the same key with the same request (method, path and JSON body, compared as JSON: key
 	//   order and spacing aside; a conversation's create with no body is the same as with `{}`)
 	//   answers what the first request answered — the same status and body, the same
-	//   conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more;
+	//   conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more,
+	//   also while the replica asked is shutting down (where a new create is a `503`);
 	// - the same key with a different request is a `422`;
 	// - the same key while the first request is still being processed is a `409` with
 	//   `Retry-After` (retry then).
@@ -1264,7 +1265,8 @@ type CreateAskParams struct {
 	// - the same key with the same request (method, path and JSON body, compared as JSON: key
 	//   order and spacing aside; a conversation's create with no body is the same as with `{}`)
 	//   answers what the first request answered — the same status and body, the same
-	//   conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more;
+	//   conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more,
+	//   also while the replica asked is shutting down (where a new create is a `503`);
 	// - the same key with a different request is a `422`;
 	// - the same key while the first request is still being processed is a `409` with
 	//   `Retry-After` (retry then).

@@ -70,6 +70,14 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 				return h.conversationCreated(ctx, c, ik, conv)
 			}
 		}
+		if s.isDraining() {
+			// Let through admission for its key (admitting): nothing was made under it, so
+			// nothing is made now; the key is freed for the retry another replica takes.
+			if ik.prev == "" {
+				ik.abandon(ctx)
+			}
+			return unavailable()
+		}
 	}
 	conv := store.Conversation{ID: id, Owner: owner, CreatedAt: time.Now().UTC()}
 	if err := s.store.CreateConversation(ctx, conv, s.limits()); err != nil {

@@ -909,7 +909,8 @@ export interface components {
          *     - the same key with the same request (method, path and JSON body, compared as JSON: key
          *       order and spacing aside; a conversation's create with no body is the same as with `{}`)
          *       answers what the first request answered — the same status and body, the same
-         *       conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more;
+         *       conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more,
+         *       also while the replica asked is shutting down (where a new create is a `503`);
          *     - the same key with a different request is a `422`;
          *     - the same key while the first request is still being processed is a `409` with
          *       `Retry-After` (retry then).
@@ -942,7 +943,8 @@ export interface operations {
                  *     - the same key with the same request (method, path and JSON body, compared as JSON: key
                  *       order and spacing aside; a conversation's create with no body is the same as with `{}`)
                  *       answers what the first request answered — the same status and body, the same
-                 *       conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more;
+                 *       conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more,
+                 *       also while the replica asked is shutting down (where a new create is a `503`);
                  *     - the same key with a different request is a `422`;
                  *     - the same key while the first request is still being processed is a `409` with
                  *       `Retry-After` (retry then).
@@ -1003,7 +1005,8 @@ export interface operations {
                  *     - the same key with the same request (method, path and JSON body, compared as JSON: key
                  *       order and spacing aside; a conversation's create with no body is the same as with `{}`)
                  *       answers what the first request answered — the same status and body, the same
-                 *       conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more;
+                 *       conversation or ticket, with `Idempotent-Replayed: true` — and creates nothing more,
+                 *       also while the replica asked is shutting down (where a new create is a `503`);
                  *     - the same key with a different request is a `422`;
                  *     - the same key while the first request is still being processed is a `409` with
                  *       `Retry-After` (retry then).

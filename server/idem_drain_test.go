@@ -1,0 +1,78 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+)
+
+// TestKeyedRetryAnsweredWhileDraining: while the server drains, a create retried with the
+// Idempotency-Key of one it made is answered as before (the same 202 or 201, replayed), so a
+// client that lost that answer learns the ticket of the run still going through the grace; a
+// key that made nothing is 503, as an unkeyed create is, and creates nothing, its key freed.
+func TestKeyedRetryAnsweredWhileDraining(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int64
+		h := newHarness(t, server.Options{ShutdownGrace: time.Minute, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+			runs.Add(1)
+			select {
+			case <-time.After(10 * time.Second):
+			case <-ctx.Done():
+			}
+			return ask.Outcome{Answer: answer("ok")}
+		})})
+		const q = "How many sev1 incidents did we have in 2026-Q2?"
+		conv := h.keyedConv(alice, "c-1")
+		if conv.JSON201 == nil {
+			t.Fatalf("keyed conversation: %d %s", conv.StatusCode(), conv.Body)
+		}
+		first := h.keyedAsk(alice, conv.JSON201.Id, "k-1", q)
+		if first.JSON202 == nil {
+			t.Fatalf("keyed ask: %d %s", first.StatusCode(), first.Body)
+		}
+
+		shutdown := make(chan error)
+		go func() { shutdown <- h.srv.Shutdown(context.Background()) }()
+		synctest.Wait()
+		if r := h.askRaw(alice, conv.JSON201.Id, q); r.StatusCode() != http.StatusServiceUnavailable {
+			t.Fatalf("an unkeyed ask while draining: %d, want 503 (the server is not draining yet?)", r.StatusCode())
+		}
+
+		again := h.keyedAsk(alice, conv.JSON201.Id, "k-1", q)
+		if again.StatusCode() != http.StatusAccepted || string(again.Body) != string(first.Body) ||
+			again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("the ask's retry while draining: %d %s (replayed %q), want its 202 %s replayed",
+				again.StatusCode(), again.Body, again.HTTPResponse.Header.Get("Idempotent-Replayed"), first.Body)
+		}
+		convAgain := h.keyedConv(alice, "c-1")
+		if convAgain.StatusCode() != http.StatusCreated || string(convAgain.Body) != string(conv.Body) {
+			t.Errorf("the conversation's retry while draining: %d %s, want its 201 %s", convAgain.StatusCode(), convAgain.Body, conv.Body)
+		}
+
+		for range 2 { // the second finds the key free, not held by the first: 503 again, not 409
+			r := h.keyedAsk(alice, conv.JSON201.Id, "k-new", q)
+			problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+			if r.HTTPResponse.Header.Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+			c := h.keyedConv(alice, "c-new")
+			problemOf(t, c.StatusCode(), c.HTTPResponse.Header.Get("Content-Type"), c.Body, http.StatusServiceUnavailable)
+		}
+
+		frames := h.events(alice, first.JSON202.Ticket)
+		checkLifecycle(t, frames, gen.EventTypeAnswer)
+		if err := <-shutdown; err != nil {
+			t.Fatal(err)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs, want the one", n)
+		}
+	})
+}

@@ -397,6 +397,15 @@ func (m *Main) EndGrace() {
 	}
 }
 
+// Grace is how long Close lets running asks finish: DAS_ASK_SHUTDOWN_GRACE_S, zero when it
+// says none.
+func (m *Main) Grace() time.Duration {
+	if m.Config.Service.ShutdownGrace == 0 {
+		return server.DefaultShutdownGrace
+	}
+	return max(m.Config.Service.ShutdownGrace, 0)
+}
+
 // Close stops the service: readiness turns false, admission stops, running asks get the
 // shutdown grace (until EndGrace) and then end with error{shutdown} and done, streams close,
 // the listeners close, spans are flushed and the store is closed. Safe on a Main whose Run
@@ -405,10 +414,7 @@ func (m *Main) Close() error {
 	if m.Health != nil {
 		m.Health.Drain() // the load balancer stops sending new asks
 	}
-	grace := max(m.Config.Service.ShutdownGrace, 0)
-	if m.Config.Service.ShutdownGrace == 0 {
-		grace = server.DefaultShutdownGrace
-	}
+	grace := m.Grace()
 	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 	defer cancel()
 	var errs []error

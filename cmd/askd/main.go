@@ -142,7 +142,12 @@ func run(sigs <-chan os.Signal, lookup func(string) (string, bool), stderr io.Wr
 		return fmt.Errorf("serving: %w (and stopping: %v)", err, m.Close())
 	case <-ctx.Done():
 	}
-	m.Logger.Info("stopping: running asks have the shutdown grace to finish; a second signal ends them now", "signal", (<-first).String())
+	if sig := (<-first).String(); m.Grace() > 0 {
+		m.Logger.Info("stopping: running asks have the shutdown grace to finish; a second signal ends them now", "signal", sig, "grace", m.Grace().String())
+	} else {
+		// DAS_ASK_SHUTDOWN_GRACE_S=0: there is no grace to end.
+		m.Logger.Info("stopping: no shutdown grace: running asks end now with error{shutdown}", "signal", sig)
+	}
 	close(stopping)
 	return m.Close()
 }

@@ -42,7 +42,7 @@ func TestAskdStopsGracefullyOnEachSignal(t *testing.T) {
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			out.WaitFor(`msg="stopping:`, 20*time.Second)
+			out.WaitFor(`msg="stopping: no shutdown grace: running asks end now`, 20*time.Second) // DAS_ASK_SHUTDOWN_GRACE_S=0
 			out.WaitFor("msg=stopped", 20*time.Second)
 			out.Drain()
 			err = cmd.Wait()

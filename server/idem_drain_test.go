@@ -76,3 +76,67 @@ func TestKeyedRetryAnsweredWhileDraining(t *testing.T) {
 		}
 	})
 }
+
+// TestDrainingRefusalIsMisdirectedToAGateway: a draining server's refusal of a create is 421 to a
+// request that carries RerouteHeader (the reference gateway's, which passes a 421 to another
+// replica: nginx cannot pass a POST's 503 on, which may follow a create made), keyed or not, its
+// key freed; a request without the header gets the 503 as before, and the header changes nothing
+// for a request the draining server serves.
+func TestDrainingRefusalIsMisdirectedToAGateway(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.Options{ShutdownGrace: time.Minute, Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+			select {
+			case <-time.After(10 * time.Second):
+			case <-ctx.Done():
+			}
+			return ask.Outcome{Answer: answer("ok")}
+		})})
+		const q = "How many sev1 incidents did we have in 2026-Q2?"
+		cid := h.conv(alice)
+		ticket := h.ask(alice, cid, q)
+		shutdown := make(chan error)
+		go func() { shutdown <- h.srv.Shutdown(context.Background()) }()
+		synctest.Wait()
+
+		reroute := header(server.RerouteHeader, "1")
+		misdirected := func(what string, r *http.Response, body []byte) {
+			t.Helper()
+			problemOf(t, r.StatusCode, r.Header.Get("Content-Type"), body, http.StatusMisdirectedRequest)
+			if r.Header.Get("Retry-After") == "" {
+				t.Errorf("%s: 421 without Retry-After", what)
+			}
+		}
+		for range 2 { // the second finds the key freed by the first: 421 again, not 409
+			a, err := h.cw.CreateAskWithResponse(context.Background(), cid, nil, gen.AskRequest{Question: q}, bearer(alice), reroute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			misdirected("an ask", a.HTTPResponse, a.Body)
+			k, err := h.cw.CreateAskWithResponse(context.Background(), cid, idemKey("k-new"), gen.AskRequest{Question: q}, bearer(alice), reroute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			misdirected("a keyed ask", k.HTTPResponse, k.Body)
+			c, err := h.cw.CreateConversationWithResponse(context.Background(), nil, gen.CreateConversationRequest{}, bearer(alice), reroute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			misdirected("a conversation", c.HTTPResponse, c.Body)
+			key := "c-new"
+			kc, err := h.cw.CreateConversationWithResponse(context.Background(), &gen.CreateConversationParams{IdempotencyKey: &key}, gen.CreateConversationRequest{}, bearer(alice), reroute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			misdirected("a keyed conversation", kc.HTTPResponse, kc.Body)
+		}
+		if r := h.askRaw(alice, cid, q); r.StatusCode() != http.StatusServiceUnavailable {
+			t.Errorf("an ask without the header while draining: %d, want 503", r.StatusCode())
+		}
+		if r := h.status(alice, ticket, reroute); r.StatusCode() != http.StatusOK {
+			t.Errorf("a status read with the header while draining: %d, want 200", r.StatusCode())
+		}
+		if err := <-shutdown; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -134,6 +134,22 @@ func unavailable() *problem {
 	return &problem{status: http.StatusServiceUnavailable, reason: RefusedShuttingDown, detail: "the service is shutting down", retryAfter: retryDraining}
 }
 
+// RerouteHeader is the request header by which a gateway says that it passes a draining
+// replica's refusal to another replica: such a refusal is then 421 Misdirected Request (RFC
+// 9110 §15.5.20: the request may be repeated on another connection, whatever its method)
+// instead of the 503 a client that reached the replica directly gets. A draining replica
+// refuses a create before it makes anything (a key it held is freed first), so another
+// replica may take it; nginx cannot tell that 503 from the other 503s (a store that did not
+// answer in time, a full service), after which a create may have been made, nor pass a POST
+// on after a 503 without passing on every POST that timed out too. deploy/nginx/ask.conf
+// sends it and passes a 421 on; only its presence counts, and a client that sends it itself
+// gets the 421, which says as much as the 503.
+const RerouteHeader = "X-Ask-Reroute"
+
+// misdirected is unavailable as answered to a gateway that reroutes it (RerouteHeader).
+var misdirected = &problem{status: http.StatusMisdirectedRequest, reason: RefusedShuttingDown,
+	detail: "this replica is shutting down: send the request to another", retryAfter: retryDraining}
+
 func internalError() *problem {
 	return &problem{status: http.StatusInternalServerError, detail: "internal error"}
 }
@@ -264,6 +280,9 @@ func errorHandler(log *slog.Logger, refused func(ctx context.Context, reason str
 			// errors name keys and Redis's replies, never a command's arguments.
 			log.WarnContext(c.Request().Context(), "store unavailable: request answered 503",
 				"method", c.Request().Method, "route", c.Path(), "err", err)
+		}
+		if p.reason == RefusedShuttingDown && c.Request().Header.Get(RerouteHeader) != "" {
+			p = misdirected
 		}
 		if p.reason != "" && refused != nil {
 			refused(c.Request().Context(), p.reason)

@@ -29,7 +29,8 @@ const (
 	tmplServer      = "server 127.0.0.1:8080;"
 	tmplListen      = "listen 127.0.0.1:8081;"
 	tmplReadTimeout = "proxy_read_timeout 30s;" // the event stream's
-	tmplKeyedPost   = "$ask_keyed_post"
+	tmplPostRoute   = "$ask_post_route"
+	tmplReroute     = "$ask_reroute"
 	tmplLongPoll    = "$ask_long_poll"
 	tmplAllow       = "$ask_allow"
 )
@@ -61,7 +62,8 @@ func Render(template, name string, servers []string, listen string, readTimeout 
 		{tmplServer, strings.Join(lines, "\n    "), false},
 		{tmplListen, "listen " + listen + ";", false},
 		{tmplReadTimeout, "proxy_read_timeout " + strconv.Itoa(secs) + "s;", false},
-		{tmplKeyedPost, "$ask_" + name + "_keyed_post", true},
+		{tmplPostRoute, "$ask_" + name + "_post_route", true},
+		{tmplReroute, "$ask_" + name + "_reroute", true},
 		{tmplLongPoll, "$ask_" + name + "_long_poll", true},
 		{tmplAllow, "$ask_" + name + "_allow", true},
 	} {

@@ -21,14 +21,14 @@ func TestRenderTheCheckedInConfig(t *testing.T) {
 		"upstream ask_s1 {", "proxy_pass http://ask_s1;", "server 127.0.0.1:4242;", "listen 127.0.0.1:5151;",
 		"proxy_read_timeout 2s;", "proxy_buffering off;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`,
 		"location /ask/ {", "Last-Event-ID", "Authorization", "Idempotency-Key",
-		"$ask_s1_keyed_post", "$ask_s1_long_poll", "proxy_pass http://ask_s1$request_uri;",
+		"$ask_s1_post_route", "$ask_s1_reroute", "$ask_s1_long_poll", "proxy_pass http://ask_s1$request_uri;",
 		"proxy_next_upstream error timeout non_idempotent;", "proxy_read_timeout 5s;",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the rendered config lacks %q", want)
 		}
 	}
-	for _, gone := range []string{"ask_service", "8080", "8081", "proxy_read_timeout 30s", "$ask_keyed_post", "$ask_long_poll"} {
+	for _, gone := range []string{"ask_service", "8080", "8081", "proxy_read_timeout 30s", "$ask_post_route", "$ask_reroute", "$ask_long_poll"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("the rendered config still has %q", gone)
 		}

@@ -244,6 +244,31 @@ func (c *Cluster) Kill(i int) { c.replicas[i].Kill() }
 func (c *Cluster) Freeze(i int) error { return c.replicas[i].Freeze() }
 func (c *Cluster) Thaw(i int) error   { return c.replicas[i].Thaw() }
 
+// RollingRestart stops replica i gracefully (SIGTERM), waits for it to exit and for its
+// supervisor's restart of it on the same address to serve the contract.
+func (c *Cluster) RollingRestart(ctx context.Context, i int) error {
+	m := c.replicas[i]
+	old, err := m.Terminate()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-old.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for m.proc() == old {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return c.WaitReplicaReady(ctx, i)
+}
+
 // Restarts is how many times replica i was started again after it died.
 func (c *Cluster) Restarts(i int) int { return c.replicas[i].Restarts() }
 

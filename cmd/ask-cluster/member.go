@@ -134,3 +134,10 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// Terminate sends SIGTERM to the current process (a graceful stop, as a rolling restart's) and
+// returns it; the supervisor restarts it once it has exited.
+func (m *member) Terminate() (*proc, error) {
+	p := m.proc()
+	return p, p.cmd.Process.Signal(syscall.SIGTERM)
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRollingRestart restarts each of the three replicas in turn (SIGTERM, then started again
+// on its address) behind the checked-in nginx while a steady load goes through the gateway:
+// creates with and without an Idempotency-Key, status GETs, and event streams resumed with
+// Last-Event-ID. No client request may be answered a 5xx or fail to connect, every ticket
+// must end with one terminal event and one done, and a stream cut by its replica's stop must
+// resume without a gap.
+func TestRollingRestart(t *testing.T) {
+	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
+		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check.sh does) to build and start the cluster's ten processes")
+	}
+	for _, bin := range []string{"redis-server", "nginx"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (apt-get install -y redis-server nginx-light): the cluster runs the real processes", bin)
+		}
+	}
+	ctx := t.Context()
+	c, err := Start(ctx, Options{Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.Logs())
+		}
+		c.Stop()
+	})
+	rl := &rollingLoad{base: c.GatewayURL, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}, counts: map[string]*kindCount{}}
+	defer rl.http.CloseIdleConnections()
+	const workers = 6
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range workers {
+		tok, err := mintToken(ctx, c.IdPURL, fmt.Sprintf("rolling-%d", i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rl.work(ctx, i, tok, stop)
+		}()
+	}
+	// Each restart once the load has made asks since the last: some of them running on the
+	// replica that stops, some streams read through it.
+	waitAsks := func(n int64) {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for rl.asks.Load() < n && ctx.Err() == nil {
+			<-tick.C
+		}
+	}
+	for i := range c.ReplicaURLs {
+		waitAsks(rl.asks.Load() + 2*workers)
+		if err := c.RollingRestart(ctx, i); err != nil {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("restarting replica %d: %v", i, err)
+		}
+	}
+	waitAsks(rl.asks.Load() + 2*workers)
+	close(stop)
+	wg.Wait()
+
+	t.Log(rl.table())
+	for kind, k := range rl.counts {
+		if k.status5xx > 0 || k.connErrs > 0 {
+			t.Errorf("%s: %d answered 5xx, %d failed to connect, of %d (%s)", kind, k.status5xx, k.connErrs, k.total, strings.Join(k.seen, "; "))
+		}
+	}
+	for _, bad := range rl.bad {
+		t.Error(bad)
+	}
+	if rl.tickets.Load() == 0 {
+		t.Fatal("no ticket was made")
+	}
+}
+
+// kindCount is what one kind of request met.
+type kindCount struct {
+	total, ok, status5xx, other, connErrs int
+	seen                                  []string // the first few failures, as seen
+}
+
+// rollingLoad is TestRollingRestart's load: raw HTTP, so that every answer is counted as the
+// gateway gave it (the Go client would retry and hide it).
+type rollingLoad struct {
+	base string
+	http *http.Client
+
+	asks, tickets, resumed atomic.Int64
+
+	mu     sync.Mutex
+	counts map[string]*kindCount
+	bad    []string
+}
+
+func (rl *rollingLoad) note(kind string, status int, err error) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	k := rl.counts[kind]
+	if k == nil {
+		k = &kindCount{}
+		rl.counts[kind] = k
+	}
+	k.total++
+	what := ""
+	switch {
+	case err != nil:
+		k.connErrs++
+		what = err.Error()
+	case status >= 500:
+		k.status5xx++
+		what = fmt.Sprint(status)
+	case status >= 300:
+		k.other++
+		what = fmt.Sprint(status)
+	default:
+		k.ok++
+	}
+	if what != "" && len(k.seen) < 5 {
+		k.seen = append(k.seen, what)
+	}
+}
+
+func (rl *rollingLoad) fail(format string, a ...any) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.bad = append(rl.bad, fmt.Sprintf(format, a...))
+}
+
+func (rl *rollingLoad) table() string {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-22s %6s %6s %6s %6s %6s\n", "request", "total", "2xx", "5xx", "other", "conn")
+	for _, kind := range []string{"createConversation", "createConversation+key", "createAsk", "createAsk+key", "getAsk", "events"} {
+		if k := rl.counts[kind]; k != nil {
+			fmt.Fprintf(&b, "%-22s %6d %6d %6d %6d %6d %s\n", kind, k.total, k.ok, k.status5xx, k.other, k.connErrs, strings.Join(k.seen, "; "))
+		}
+	}
+	fmt.Fprintf(&b, "tickets %d, streams resumed after a cut %d\n", rl.tickets.Load(), rl.resumed.Load())
+	return b.String()
+}
+
+// do sends one request and returns its status and body.
+func (rl *rollingLoad) do(ctx context.Context, method, path, tok, key string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, rl.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := rl.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// work asks in a loop until stop: a conversation every few asks, every other conversation and
+// every other ask created with a key, half the asks slow (3 s in the model, so runs are in flight when a replica stops), each
+// followed to done on its stream and then read back by status.
+func (rl *rollingLoad) work(ctx context.Context, w int, tok string, stop <-chan struct{}) {
+	conv, turns, convs := "", 0, 0
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		keyed := n%2 == 1
+		key := ""
+		if keyed {
+			key = fmt.Sprintf("rolling-%d-%d", w, n)
+		}
+		if conv == "" || turns >= 4 {
+			convs++
+			kind, ckey := "createConversation", ""
+			if convs%2 == 0 {
+				kind, ckey = kind+"+key", fmt.Sprintf("rolling-%d-%d-conv", w, n)
+			}
+			st, b, err := rl.do(ctx, http.MethodPost, "/v1/conversations", tok, ckey, map[string]any{})
+			rl.note(kind, st, err)
+			if err != nil || st != http.StatusCreated {
+				continue
+			}
+			var cv struct{ ID string }
+			_ = json.Unmarshal(b, &cv)
+			conv, turns = cv.ID, 0
+		}
+		q := "how many sev1 incidents did we have in 2026-Q2?"
+		if n%4 < 2 {
+			q = "take your time: " + q
+		}
+		kind := "createAsk"
+		if keyed {
+			kind += "+key"
+		}
+		st, b, err := rl.do(ctx, http.MethodPost, "/v1/conversations/"+conv+"/asks", tok, key, map[string]any{"question": q})
+		rl.note(kind, st, err)
+		rl.asks.Add(1)
+		if err != nil || st != http.StatusAccepted {
+			if st == http.StatusConflict || st == http.StatusNotFound {
+				conv = ""
+			}
+			continue
+		}
+		turns++
+		var tk struct{ Ticket string }
+		_ = json.Unmarshal(b, &tk)
+		rl.tickets.Add(1)
+		rl.follow(ctx, tok, tk.Ticket)
+		st, _, err = rl.do(ctx, http.MethodGet, "/v1/asks/"+tk.Ticket, tok, "", nil)
+		rl.note("getAsk", st, err)
+	}
+}
+
+// follow reads ticket's stream to done, resuming with Last-Event-ID after a cut, and checks
+// what it read: seqs from 1 without a gap or a repeat, one terminal event, done once and last.
+func (rl *rollingLoad) follow(ctx context.Context, tok, ticket string) {
+	r := streamReader{base: rl.base, token: tok, http: rl.http, idle: 10 * time.Second}
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var evs []rawEvent
+	var last int64
+	for cuts := 0; ; cuts++ {
+		if cuts == 1 {
+			rl.resumed.Add(1)
+		}
+		got, done, err := r.connect(fctx, ticket, last, 0)
+		evs = append(evs, got...)
+		for _, e := range got {
+			last = max(last, e.Seq)
+		}
+		status := http.StatusOK
+		var fatal *fatalStatus
+		switch {
+		case errors.As(err, &fatal):
+			status = fatal.status
+			err = nil
+		case err != nil && strings.HasPrefix(err.Error(), "stream: "):
+			_, _ = fmt.Sscanf(err.Error(), "stream: %d", &status)
+			err = nil
+		case err != nil && (len(got) > 0 || errors.Is(err, io.ErrUnexpectedEOF)):
+			err = nil // connected, then cut: a resume, not a failure to connect
+		}
+		rl.note("events", status, err)
+		if done {
+			break
+		}
+		if fatal != nil || fctx.Err() != nil {
+			rl.fail("ticket %s: stream ended without done (%v)", ticket, fctx.Err())
+			return
+		}
+	}
+	terminals, dones := 0, 0
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			rl.fail("ticket %s: event %d has seq %d", ticket, i+1, e.Seq)
+			return
+		}
+		switch {
+		case e.Type == "done":
+			dones++
+		case isTerminal(e.Type):
+			terminals++
+		}
+	}
+	if terminals != 1 || dones != 1 || evs[len(evs)-1].Type != "done" {
+		rl.fail("ticket %s: %d terminal events, %d done, last %s", ticket, terminals, dones, evs[len(evs)-1].Type)
+	}
+}

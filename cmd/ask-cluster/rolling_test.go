@@ -17,13 +17,13 @@ import (
 	"time"
 )
 
-// TestRollingRestart restarts each of the three replicas in turn (SIGTERM, then started again
+// TestClusterRollingRestart restarts each of the three replicas in turn (SIGTERM, then started again
 // on its address) behind the checked-in nginx while a steady load goes through the gateway:
 // creates with and without an Idempotency-Key, status GETs, and event streams resumed with
 // Last-Event-ID. No client request may be answered a 5xx or fail to connect, every ticket
 // must end with one terminal event and one done, and a stream cut by its replica's stop must
 // resume without a gap.
-func TestRollingRestart(t *testing.T) {
+func TestClusterRollingRestart(t *testing.T) {
 	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
 		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check.sh does) to build and start the cluster's ten processes")
 	}
@@ -100,7 +100,7 @@ type kindCount struct {
 	seen                                  []string // the first few failures, as seen
 }
 
-// rollingLoad is TestRollingRestart's load: raw HTTP, so that every answer is counted as the
+// rollingLoad is TestClusterRollingRestart's load: raw HTTP, so that every answer is counted as the
 // gateway gave it (the Go client would retry and hide it).
 type rollingLoad struct {
 	base string

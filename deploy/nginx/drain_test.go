@@ -17,7 +17,7 @@ import (
 // next replica, the same method and body, twice at most with the header and then once without
 // it, whose answer (a draining replica's 503 and Retry-After) the client gets. nginx cannot
 // pass a POST's 503 on; before this, a rolling restart through the gateway answered some
-// creates 503 (TestRollingRestart in cmd/ask-cluster). Requests nginx cannot pass again safely
+// creates 503 (TestClusterRollingRestart in cmd/ask-cluster). Requests nginx cannot pass again safely
 // carry no header: a POST without a Content-Length, and every GET (a client's own header of
 // that name is not passed on). The service's own refusals pass untouched.
 func TestGatewayPassesADrainingRefusalOn(t *testing.T) {

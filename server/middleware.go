@@ -67,13 +67,13 @@ func (s *Server) identify(c echo.Context) error {
 	return nil
 }
 
-// admitting answers 503 while the server is shutting down, but to a request with an
-// Idempotency-Key: that one is the retry of a client that may have lost the answer to a
-// create this server made, and its handler answers the create's recorded response (or what a
-// stalled attempt made), and 503 only when the key finds nothing, after freeing it
-// (CreateConversation's drain check, createAsk's admit). Until 2026-12-06 it was 503 too, and
-// a client that lost its 202 could not learn the ticket of the run still going through the
-// grace.
+// admitting answers 503 (421 with RerouteHeader: errorHandler) while the server is shutting
+// down, but to a request with an Idempotency-Key: that one is the retry of a client that may
+// have lost the answer to a create this server made, and its handler answers the create's
+// recorded response (or what a stalled attempt made), and 503 only when the key finds nothing,
+// after freeing it (CreateConversation's drain check, createAsk's admit). Until 2026-12-06 it
+// was 503 too, and a client that lost its 202 could not learn the ticket of the run still
+// going through the grace.
 func (s *Server) admitting() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

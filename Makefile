@@ -92,7 +92,7 @@ test-clients:
 ask-serve-cluster:
 	@scripts/cluster-serve.sh $(if $(REDIS_CLUSTER),-redis-cluster) $(ARGS)
 
-## cluster-check: the conformance suite, every check run (limits and webhooks included), through nginx in front of three replicas sharing Redis, and the replica-kill chaos test; then the same in phase 2 (the phase checks, a replica killed once a source branch is open)
+## cluster-check: the conformance suite, every check run (limits and webhooks included), through nginx in front of three replicas sharing Redis, the replica-kill chaos test and a rolling restart under load; then the same in phase 2 (the phase checks, a replica killed once a source branch is open)
 cluster-check:
 	@scripts/cluster-check.sh
 

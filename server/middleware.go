@@ -192,6 +192,21 @@ func requestBody(req *http.Request) ([]byte, error) {
 	return io.ReadAll(req.Body)
 }
 
+// storeServed ends a store outage (storeOutage) at the first request of an operation that
+// reads or writes the store answered 2xx. streamEvents is left out: a stream may be served from
+// a replica's memory while its store is away, and ends long after it began.
+func (s *Server) storeServed() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			err := next(c)
+			if st := c.Response().Status; err == nil && st >= 200 && st < 300 {
+				s.outage.served(s.log)
+			}
+			return err
+		}
+	}
+}
+
 // observe logs every request at debug level (method, route template, status, duration: never
 // the path's values beyond the route, a body or a header) and turns a handler panic into a
 // logged 500 problem. The panic value is not logged: it could hold anything. Both lines are

@@ -256,7 +256,7 @@ func storeProblem(err error) *problem {
 
 // errorHandler is Echo's HTTPErrorHandler: everything becomes problem+json, never Echo's own
 // JSON. Unknown errors are logged and answered as a bare 500.
-func errorHandler(log *slog.Logger, refused func(ctx context.Context, reason string)) echo.HTTPErrorHandler {
+func errorHandler(log *slog.Logger, outage *storeOutage, refused func(ctx context.Context, reason string)) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -277,9 +277,9 @@ func errorHandler(log *slog.Logger, refused func(ctx context.Context, reason str
 			// The client gets a 503 to retry; the operator needs the store's reason (a Redis
 			// refusing writes for memory, not answering, failing over), which the readiness
 			// probe does not always show (a full Redis keeps every replica ready). The store's
-			// errors name keys and Redis's replies, never a command's arguments.
-			log.WarnContext(c.Request().Context(), "store unavailable: request answered 503",
-				"method", c.Request().Method, "route", c.Path(), "err", err)
+			// errors name keys and Redis's replies, never a command's arguments. Bounded: one
+			// line for the outage's first, then one every storeOutageLogEvery at most.
+			outage.refused(c.Request().Context(), log, c.Request().Method, c.Path(), err)
 		}
 		if p.reason == RefusedShuttingDown && c.Request().Header.Get(RerouteHeader) != "" {
 			p = misdirected

@@ -149,6 +149,9 @@ type Server struct {
 	runs     map[string]*run
 	idle     chan struct{} // closed when draining and active == 0
 
+	// outage keeps a store outage's log lines bounded (storeoutage.go).
+	outage storeOutage
+
 	// outbox and hooks deliver webhooks; nil when webhooks are off. stopHooks stops hooks.
 	outbox    store.Outbox
 	hooks     *webhook.Deliverer
@@ -414,7 +417,7 @@ func (s *Server) newEcho() (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
-	e.HTTPErrorHandler = errorHandler(s.log, s.opts.Hooks.Refused)
+	e.HTTPErrorHandler = errorHandler(s.log, &s.outage, s.opts.Hooks.Refused)
 	e.Use(s.observe())
 
 	validate, err := s.validator()
@@ -424,16 +427,18 @@ func (s *Server) newEcho() (*echo.Echo, error) {
 	authn := s.authenticate()
 	admit := s.admitting()
 	limit := s.limitBody()
+	served := s.storeServed()
 	secured := []echo.MiddlewareFunc{authn, limit, validate}
-	admitted := []echo.MiddlewareFunc{authn, admit, limit, jsonText(), validate}
+	read := []echo.MiddlewareFunc{served, authn, limit, validate}
+	admitted := []echo.MiddlewareFunc{served, authn, admit, limit, jsonText(), validate}
 	gen.RegisterHandlersWithOptions(withHead{e}, &handlers{s: s}, gen.RegisterHandlersOptions{
 		BaseURL: s.opts.BasePath,
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{
 			"createConversation": admitted,
 			"createAsk":          admitted,
 			"streamEvents":       secured,
-			"getAsk":             secured,
-			"cancelAsk":          secured,
+			"getAsk":             read,
+			"cancelAsk":          read,
 		},
 	})
 	return e, nil

@@ -45,3 +45,42 @@ func TestStoreRefusalIsLogged(t *testing.T) {
 		t.Error("the question is in the log")
 	}
 }
+
+// TestStoreOutageLogIsBounded: an outage of the store logs its first 503 at once, not every
+// one after it (a line per request flooded the log at the request rate for as long as Redis
+// was away), and its end once a request is served again, with the count of 503s answered.
+func TestStoreOutageLogIsBounded(t *testing.T) {
+	srv := redistest.Start(t)
+	h := newHarness(t, server.Options{Store: replicaStore(t, srv, "storelog:"+rand.Text()+":", 5*time.Second)})
+	cid := h.conv(alice)
+	makeRoom := redistest.Fill(t, srv)
+	const refused = 5
+	for range refused {
+		r := h.askRaw(alice, cid, "How many sev1 incidents did we have in 2026-Q2?")
+		problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+	}
+	makeRoom()
+	if r := h.askRaw(alice, cid, "How many sev1 incidents did we have in 2026-Q2?"); r.StatusCode() != http.StatusAccepted {
+		t.Fatalf("once Redis has room: %d %s", r.StatusCode(), r.Body)
+	}
+
+	var warned, recovered []map[string]any
+	for line := range strings.Lines(h.logs.String()) {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		switch l["msg"] {
+		case "store unavailable: request answered 503":
+			warned = append(warned, l)
+		case "store available again: requests served":
+			recovered = append(recovered, l)
+		}
+	}
+	if len(warned) != 1 || warned[0]["suppressed"] != float64(0) {
+		t.Errorf("%d requests refused within seconds logged %d warn lines, want 1 with suppressed 0: %v", refused, len(warned), warned)
+	}
+	if len(recovered) != 1 || recovered[0]["level"] != "INFO" || recovered[0]["answered_503"] != float64(refused) {
+		t.Errorf("the outage's end logged as %v, want one info line with answered_503 %d", recovered, refused)
+	}
+}

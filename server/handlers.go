@@ -88,7 +88,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 			// Answered without it (503 "retry shortly"), the caller holds no id: whatever the
 			// store made of this conversation (its reply lost, or taken after StoreWait) is
 			// removed. With a key, a retry answers what was made.
-			s.dropLate(conv)
+			s.dropLate(context.WithoutCancel(ctx), conv)
 		}
 		return refused("conversations", s.opts.TTL, s.opts.Deadline, err) // problem.go's table words the refusal
 	}
@@ -225,7 +225,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		// endLate holds the admission slot until the creation's outcome is known. With a key,
 		// the record stays until its lock lapses (the outcome is unknown): a retry with the key
 		// then finds the ticket, if it was made, ended.
-		s.endLate(nt, pending, drop)
+		s.endLate(context.WithoutCancel(ctx), nt, pending, drop)
 		return errCreateLate
 	}
 	if err != nil {

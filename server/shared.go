@@ -299,7 +299,10 @@ func noCancel() {}
 // creation still on its way from making it afterwards. It runs on a runner goroutine, retried
 // with backoff while the store is away, until the server shuts down (the TTL is the
 // backstop).
-func (s *Server) dropLate(c store.Conversation) {
+//
+// lctx is the request's context without its cancel: the lines logged here carry the request's
+// id (obs.LogHandler), so they are found from the 503 the client got.
+func (s *Server) dropLate(lctx context.Context, c store.Conversation) {
 	sh, ok := s.store.(store.Shared)
 	if !ok {
 		return // a store in this process answers every creation
@@ -312,13 +315,13 @@ func (s *Server) dropLate(c store.Conversation) {
 		s.untilStoreBack(func() bool {
 			switch dropped, err := sh.DropConversation(s.base, c); {
 			case err == nil && dropped:
-				s.log.Warn("conversation created after its request gave up on the store: removed", "conversation", c.ID)
+				s.log.WarnContext(lctx, "conversation created after its request gave up on the store: removed", "conversation", c.ID)
 			case err == nil:
 			case errors.Is(err, store.ErrUnavailable):
 				return false
 			case s.base.Err() != nil:
 			default:
-				s.log.Error("conversation whose creation was not answered not removed", "conversation", c.ID, "err", err)
+				s.log.ErrorContext(lctx, "conversation whose creation was not answered not removed", "conversation", c.ID, "err", err)
 			}
 			return true
 		})
@@ -338,8 +341,10 @@ func (s *Server) dropLate(c store.Conversation) {
 // count towards the conversation's cap). before, when not nil, runs first (the webhook's
 // removal, which must precede an end that would make it due): it meets the store that just
 // stalled, so a failure is retried while the store is away, and the ticket is not ended here
-// before it succeeds (the lease's sweep is the backstop).
-func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(context.Context) error) {
+// before it succeeds (the lease's sweep is the backstop). lctx is the request's context without
+// its cancel, for the lines logged here: they carry its request id, and name the ticket's
+// conversation, so they are found from the 503 the client got.
+func (s *Server) endLate(lctx context.Context, nt store.NewTicket, p *store.PendingError, before func(context.Context) error) {
 	if !s.addRunner() {
 		s.release("") // shut down: the lease's sweep is the backstop
 		return
@@ -351,10 +356,10 @@ func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(
 			switch err := before(s.base); {
 			case err == nil:
 			case errors.Is(err, store.ErrUnavailable):
-				s.log.Warn("webhook of an ask answered 'not started' not removed yet; retrying", "ticket", nt.ID, "err", err)
+				s.log.WarnContext(lctx, "webhook of an ask answered 'not started' not removed yet; retrying", "ticket", nt.ID, "conversation", nt.ConversationID, "err", err)
 				return false
 			default:
-				s.log.Error("webhook of an ask answered 'not started' not removed", "ticket", nt.ID, "err", err)
+				s.log.ErrorContext(lctx, "webhook of an ask answered 'not started' not removed", "ticket", nt.ID, "conversation", nt.ConversationID, "err", err)
 			}
 			return true
 		}) {
@@ -371,10 +376,10 @@ func (s *Server) endLate(nt store.NewTicket, p *store.PendingError, before func(
 		s.untilStoreBack(func() bool {
 			switch err := s.endRemoteTurn(s.base, sh, nt.ID, out, false, false); {
 			case err == nil:
-				s.log.Warn("ask created after its request gave up on the store: ended unrun", "ticket", nt.ID)
+				s.log.WarnContext(lctx, "ask created after its request gave up on the store: ended unrun", "ticket", nt.ID, "conversation", nt.ConversationID)
 			case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrFinished):
 			case !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrSeq):
-				s.log.Error("late-created ask not ended", "ticket", nt.ID, "err", err)
+				s.log.ErrorContext(lctx, "late-created ask not ended", "ticket", nt.ID, "conversation", nt.ConversationID, "err", err)
 			default:
 				return false
 			}

@@ -180,3 +180,38 @@ func TestEndedRunClosesTheSessionsThatOpened(t *testing.T) {
 		t.Errorf("outcome %s %+v, want error{cancelled}", outcomeType(out), out.Error)
 	}
 }
+
+// A source that hangs on the handshake is named in a warning, source unreachable, even when
+// the ask's deadline ends the run before the tool timeout ends the handshake: before, the
+// warning was logged only when the run was still going, so with a deadline shorter than the
+// tool timeout (DAS_ASK_DEADLINE_S=5) every ask ended in a timeout and no line said which
+// source held it.
+func TestSourceSilentPastTheDeadlineIsNamed(t *testing.T) {
+	stop := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer silent.Close()
+	defer close(stop)
+	var logs logSink
+	a, err := agent.New(agent.Options{
+		Model:       &scripted{script: []func(model.Request) (model.Response, error){say("must not be asked")}},
+		Sources:     []agent.SourceConfig{{Name: "silent", URL: silent.URL + "/mcp"}},
+		ToolTimeout: 300 * time.Millisecond,
+		Logger:      logs.logger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond) // the ask's deadline, before the tool timeout
+	defer cancel()
+	a.Run(ctx, hostileRequest("tok-silent"), &recorder{})
+	got := logs.String()
+	if !strings.Contains(got, `"msg":"source unreachable"`) || !strings.Contains(got, `"source":"silent"`) || !strings.Contains(got, "no answer within the tool timeout") {
+		t.Errorf("no warning names the silent source; the log:\n%s", got)
+	}
+}

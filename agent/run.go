@@ -182,6 +182,8 @@ func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) 
 	opts := source.Options{HTTPClient: a.hc, Logger: log, TokenExpires: id.Expires}
 	sessions := make([]*source.Session, len(a.sources))
 	errs := make([]error, len(a.sources))
+	// runEnded[i]: errs[i] is the run's own end (its cancel or deadline), not source i's failure.
+	runEnded := make([]bool, len(a.sources))
 	var (
 		wg sync.WaitGroup
 		mu sync.Mutex // sessions, errs and ended
@@ -199,6 +201,7 @@ func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) 
 			if err == nil && ended {
 				defer s.Close() // once unlocked
 				s, err = nil, ctx.Err()
+				runEnded[i] = true
 			}
 			sessions[i], errs[i] = s, err
 			mu.Unlock()
@@ -214,6 +217,7 @@ func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) 
 			if s != nil {
 				open = append(open, s)
 				sessions[i], errs[i] = nil, ctx.Err()
+				runEnded[i] = true
 			}
 		}
 		mu.Unlock()
@@ -229,11 +233,13 @@ func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) 
 		if err == nil {
 			continue
 		}
-		if ctx.Err() == nil { // not the run's own cancel or deadline
-			for j, err := range errs[i:] {
-				if err != nil {
-					log.WarnContext(ctx, "source unreachable", "source", a.sources[i+j].Name, "error", err.Error())
-				}
+		// Every source that failed on its own is named, whether or not the run ended
+		// meanwhile: a source whose handshake hangs fails at the tool timeout (hctx does not
+		// end with the run), and a deadline shorter than that ended the run first, so that its
+		// timeout was logged nowhere and the operator saw only asks ending in a timeout.
+		for j, err := range errs[i:] {
+			if err != nil && !runEnded[i+j] {
+				log.WarnContext(ctx, "source unreachable", "source", a.sources[i+j].Name, "error", err.Error())
 			}
 		}
 		for _, s := range sessions {

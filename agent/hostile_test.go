@@ -79,6 +79,12 @@ func TestHostileSources(t *testing.T) {
 			if len(rec.steps) != tt.steps {
 				t.Errorf("steps = %d, want %d", len(rec.steps), tt.steps)
 			}
+			// The source's failure is a warning naming it, the tool timeout's too: before, a call
+			// the source never answered was a debug line only, so the operator saw asks end in
+			// error{transport} and no warning said which source.
+			if tt.want == "error:transport" && !warnsOfSource(logs.String(), "hostile") {
+				t.Errorf("no warn line names the source; the log:\n%s", logs.String())
+			}
 			if n := len(foreign.Requests()); n != 0 {
 				t.Errorf("the foreign server received %d requests: %+v", n, foreign.Requests())
 			}
@@ -162,6 +168,17 @@ func hostileRequest(token string) ask.Request {
 		Ticket: "tkt_hostile", ConversationID: "cnv_hostile", Question: "how many incidents? " + hostileCanary,
 		Identity: ask.Identity{OID: "alice", Token: token},
 	}
+}
+
+// warnsOfSource reports whether a warn line of the JSON log names the source.
+func warnsOfSource(log, name string) bool {
+	for line := range strings.Lines(log) {
+		var l struct{ Level, Source string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Level == "WARN" && l.Source == name {
+			return true
+		}
+	}
+	return false
 }
 
 // logSink keeps a run's log lines, at debug level.

@@ -73,8 +73,10 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 	classify(&r, res, err, faultOf(ctx, s.tr))
 	scrub(&r, s.tr.token)
 	// A debug line per call (the ask's one info line is obs's "ask finished"); a warning when
-	// the source failed the call, naming it and the failure for the operator.
-	if r.Outcome == Transport && ctx.Err() == nil {
+	// the source failed the call, naming it and the failure for the operator. A call its
+	// caller cancelled is no failure of the source's; one whose deadline passed (the tool
+	// timeout: the agent detaches calls from the run's cancel) is: the source did not answer.
+	if r.Outcome == Transport && !errors.Is(ctx.Err(), context.Canceled) {
 		s.log.WarnContext(ctx, "tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String(), "error", r.Err.Error())
 	} else {
 		s.log.DebugContext(ctx, "tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String())

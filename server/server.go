@@ -15,6 +15,7 @@ import (
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logthrottle"
 	"github.com/das-ask/ask/internal/requestid"
 	"github.com/das-ask/ask/openapi"
 	"github.com/das-ask/ask/store"
@@ -149,8 +150,9 @@ type Server struct {
 	runs     map[string]*run
 	idle     chan struct{} // closed when draining and active == 0
 
-	// outage keeps a store outage's log lines bounded (storeoutage.go).
-	outage storeOutage
+	// outage keeps a store outage's log lines bounded (storeoutage.go); sweepLog the sweep's.
+	outage   storeOutage
+	sweepLog logthrottle.Gate
 
 	// outbox and hooks deliver webhooks; nil when webhooks are off. stopHooks stops hooks.
 	outbox    store.Outbox

@@ -42,6 +42,7 @@ func (s *Server) sweep(sh store.Shared) {
 		switch {
 		case err == nil:
 			s.sweptAt.Store(time.Now().UnixNano())
+			s.sweepLog.OK(s.base, s.log, "lapsed leases listed again")
 		case s.base.Err() != nil:
 			continue
 		default:
@@ -49,7 +50,8 @@ func (s *Server) sweep(sh store.Shared) {
 			// primary not yet replaced): the runs it did list are ended all the same, for one
 			// bucket's fault kept every other bucket's dead runs running meanwhile. The sweep
 			// does not count as the store's answer (sweptAt) until every part answered.
-			s.log.Warn("lapsed leases not listed", "err", err, "listed", len(ids))
+			// Bounded: the sweep ticks every quarter lease, for as long as the store is away.
+			s.sweepLog.Fail(s.base, s.log, "lapsed leases not listed", "err", err, "listed", len(ids))
 			if len(ids) == 0 {
 				continue
 			}

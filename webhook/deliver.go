@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logthrottle"
 	"github.com/das-ask/ask/store"
 )
 
@@ -59,9 +60,11 @@ type Deliverer struct {
 	obs     Observer
 	log     *slog.Logger
 	send    *sender
-	holder  string
-	ttl     time.Duration // Options.TicketTTL
-	wake    chan struct{}
+	// claimLog bounds the lines of claims the store does not answer (logthrottle).
+	claimLog logthrottle.Gate
+	holder   string
+	ttl      time.Duration // Options.TicketTTL
+	wake     chan struct{}
 	// turn is held by the round in progress (capacity 1): Drain waits for Run's to end.
 	turn chan struct{}
 }
@@ -175,9 +178,13 @@ func (d *Deliverer) round(ctx context.Context) {
 	for ctx.Err() == nil {
 		if inflight < claimBatch {
 			due, err := d.outbox.ClaimWebhooks(ctx, d.holder, hold, claimBatch-inflight)
+			if err == nil {
+				d.claimLog.OK(ctx, d.log, "webhooks claimed again")
+			}
 			if err != nil {
 				if ctx.Err() == nil {
-					d.log.Warn("webhooks not claimed", "err", err)
+					// Bounded: rounds come at every poll for as long as the store is away.
+					d.claimLog.Fail(ctx, d.log, "webhooks not claimed", "err", err)
 				}
 				if inflight == 0 {
 					return

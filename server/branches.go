@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/store"
@@ -90,13 +91,13 @@ func endOfLog(closes []gen.BranchBody, typ gen.EventType, body any, done gen.Don
 // it does not run. A shared store's read may trail a change another replica just made (its
 // notification is on its way, and then the read's channel closes): it reads on until the log
 // reaches last, the seq the end will continue, so that no branch opened before it is missed.
-func branchesOpenIn(ctx context.Context, sh store.Shared, ticket string, last int64) (openBranches, error) {
+func branchesOpenIn(ctx context.Context, sh store.Shared, ticket string, last int64) (openBranches, time.Time, error) {
 	var o openBranches
 	var evs []store.Event
 	for after := int64(0); ; {
 		b, err := sh.Read(ctx, ticket, after)
 		if err != nil {
-			return o, err
+			return o, time.Time{}, err
 		}
 		evs = append(evs, b.Events...)
 		if n := len(b.Events); n > 0 {
@@ -108,7 +109,16 @@ func branchesOpenIn(ctx context.Context, sh store.Shared, ticket string, last in
 		select {
 		case <-b.Changed:
 		case <-ctx.Done():
-			return o, ctx.Err()
+			return o, time.Time{}, ctx.Err()
+		}
+	}
+	var at time.Time
+	if n := len(evs); n > 0 {
+		var env struct {
+			TS time.Time `json:"ts"`
+		}
+		if json.Unmarshal(evs[n-1].Data, &env) == nil {
+			at = env.TS
 		}
 	}
 	for _, e := range evs {
@@ -121,5 +131,5 @@ func branchesOpenIn(ctx context.Context, sh store.Shared, ticket string, last in
 		}
 		o.record(br)
 	}
-	return o, nil
+	return o, at, nil
 }

@@ -115,8 +115,7 @@ func (s *Server) endRemoteTurn(ctx context.Context, sh store.Shared, ticket stri
 		if err != nil {
 			return err
 		}
-		now := time.Now()
-		open, err := branchesOpenIn(ctx, sh, ticket, t.LastSeq)
+		open, last, err := branchesOpenIn(ctx, sh, ticket, t.LastSeq)
 		if shredded && errors.Is(err, store.ErrNotFound) {
 			// No reader can open the log: its end closes the supervisor branch alone.
 			open, err = openBranches{}, nil
@@ -124,8 +123,14 @@ func (s *Server) endRemoteTurn(ctx context.Context, sh store.Shared, ticket stri
 		if err != nil {
 			return err
 		}
-		// The creation time is the admitting replica's clock, which may be ahead of this one's:
-		// a run is never said to have taken less than nothing (done.elapsed_ms has a minimum of 0).
+		// The end's ts is this replica's clock, but never before the ticket's creation or the
+		// log's last event, which the admitting replica stamped on its own clock: replicas'
+		// clocks differ, and one 30 s behind the runner's ended a killed replica's run with
+		// events 25 s before its last step and 21 s before its created_at (an audit, two askd
+		// on one Redis), where ts never decreases along seq (conformance events.ts-ordered).
+		// So a run is never said to have taken less than nothing either (done.elapsed_ms has a
+		// minimum of 0); one ended by a replica whose clock is ahead counts that skew in.
+		now := latest(time.Now(), t.CreatedAt, last)
 		elapsed := max(now.Sub(t.CreatedAt), 0)
 		// After the floor, when a restart lost seqs readers were given (store.Ticket.Floor): the
 		// end's events take none of them.
@@ -150,6 +155,17 @@ func (s *Server) endRemoteTurn(ctx context.Context, sh store.Shared, ticket stri
 		}
 	}
 	return store.ErrSeq
+}
+
+// latest is the latest of ts by their wall clock readings.
+func latest(ts ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t = t.Round(0); t.After(l) {
+			l = t
+		}
+	}
+	return l
 }
 
 // cmpOr returns err, or alt when err is nil.

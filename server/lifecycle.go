@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,7 @@ func (s *Server) newRun(nt store.NewTicket, opened store.Event, admitted time.Ti
 		question:     question,
 		maxEvents:    s.opts.MaxEvents,
 		started:      admitted,
+		created:      cmp.Or(nt.CreatedAt, admitted).Round(0),
 		seq:          1, // accepted
 		onEnd:        s.runEnded,
 		recoverLost:  s.recoverLost,

@@ -77,7 +77,8 @@ type run struct {
 	conv      string
 	question  string
 	maxEvents int
-	started   time.Time
+	started   time.Time // the ticket's creation as the clock read it, monotonic reading and all
+	created   time.Time // the ticket's created_at (the accepted event's ts), wall clock only
 	onEnd     func(*run)
 	// recoverLost ends, once the store is back, a run lost to a store that stayed away past
 	// its lease (Server.recoverLost); nil: the run only reports it.
@@ -141,13 +142,23 @@ type run struct {
 	outTokens  int64
 }
 
+// now is an event's ts: the ticket's created_at plus the time since on the monotonic clock. A
+// step of the wall clock during the run (NTP stepping it, a VM resumed from suspend) moves no
+// event's ts: an audit stepped a replica's clock back an hour mid-run, and the run's later
+// events read an hour before its created_at and before the events of lower seq, where ts never
+// decreases along seq (conformance events.ts-ordered). So ts run on from created_at by the
+// run's true elapsed time, and done's is created_at plus its elapsed_ms.
+func (r *run) now() time.Time {
+	return r.created.Add(time.Since(r.started))
+}
+
 // enqueueLocked encodes one event with the next seq and adds it to the outbox; r.mu is held.
 // The caller then calls flush, once r.mu is released, to write it.
 func (r *run) enqueueLocked(typ gen.EventType, body any) {
 	// Every event is appended: only steps are ever evicted, and nothing is dropped at emission.
 	// A log whose non-step events alone pass MaxEvents (a bound set below what one run
 	// emits) holds them all; the store then has no step left to evict (see the package doc).
-	ev, err := encodeEvent(envelope{seq: r.seq + 1, ticket: r.ticket, conv: r.conv, ts: time.Now(), typ: typ}, body)
+	ev, err := encodeEvent(envelope{seq: r.seq + 1, ticket: r.ticket, conv: r.conv, ts: r.now(), typ: typ}, body)
 	if err != nil {
 		r.log.Error("event not encodable", "ticket", r.ticket, "type", string(typ), "err", err)
 		return
@@ -377,7 +388,7 @@ func (r *run) restoreVia(write func(func(context.Context) error) error) error {
 		out := errOutcome(gen.ErrorKindInterrupted, errInterruptedMessage)
 		var typ gen.EventType
 		var bad error
-		tail, typ, bad = finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, after, nil, out, u, elapsed)
+		tail, typ, bad = finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: r.now()}, after, nil, out, u, elapsed)
 		if bad != nil {
 			r.log.Error("interrupted end not encodable", "ticket", r.ticket, "err", bad)
 			return bad
@@ -508,7 +519,7 @@ func (r *run) seal(out ask.Outcome) bool {
 	r.ended = true
 	elapsed := time.Since(r.started)
 	u := store.Usage{Steps: r.steps, ModelCalls: r.modelCalls, InputTokens: r.inTokens, OutputTokens: r.outTokens}
-	tail, typ, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: time.Now()}, r.seq, r.branches.closes(), out, u, elapsed)
+	tail, typ, bad := finalEvents(envelope{ticket: r.ticket, conv: r.conv, ts: r.now()}, r.seq, r.branches.closes(), out, u, elapsed)
 	if bad != nil {
 		r.log.Error("terminal event not encodable", "ticket", r.ticket, "err", bad)
 		out = internalOutcome // what the log ends with, and so what the turn remembers

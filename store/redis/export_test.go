@@ -1,5 +1,7 @@
 package redis
 
+import "time"
+
 // HubStats reports how many tails s's hub holds and their bytes.
 func HubStats(s *Store) (tails int, bytes int64) { return s.hub.stats() }
 
@@ -48,3 +50,6 @@ func RunsHeld(s *Store) int {
 	defer s.runs.mu.Unlock()
 	return len(s.runs.m)
 }
+
+// SetClock makes now the clock s reads the outbox's times on, the caller's (time.Now).
+func SetClock(s *Store, now func() time.Time) { s.now = now }

@@ -19,19 +19,25 @@ import (
 // both in the ticket's bucket: one due set per bucket, which ClaimWebhooks scans in turn. A
 // claim moves its entry's score to the end of the hold, so a replica that dies holding it
 // leaves an entry that comes due again when the hold lapses: the delivery survives its
-// deliverer. Claims and their lapse use the server's clock (TIME); due times are the
-// deliverer's.
+// deliverer. Every time is Redis's clock (TIME): claims and their lapse, and the due times and
+// expiry a caller gives, which go to Redis as offsets from the caller's clock (relMs) and are
+// anchored on Redis's there. Given as absolute times, they were read on the caller's clock
+// against Redis's: an audit's replica 60 s behind Redis (deadline 20 s, TTL 10 s) registered a
+// delivery whose expiry Redis had passed, and it was forgotten at once, never sent; a retry's
+// due time came early by the lag.
 
 func (k keys) webhook(b int, ticket string) string { return k.tag(b) + "wh:" + ticket }
 func (k keys) webhooksDue(b int) string            { return k.tag(b) + "wh:due" }
 
 var _ store.Outbox = (*Store)(nil)
 
-func msOf(t time.Time) string {
+// relMs is t as an offset (ms) from the caller's clock now, which a script adds to Redis's
+// clock; "-" for the zero time (none).
+func (s *Store) relMs(t time.Time) string {
 	if t.IsZero() {
-		return "0"
+		return "-"
 	}
-	return strconv.FormatInt(t.UnixMilli(), 10)
+	return strconv.FormatInt(t.Sub(s.now()).Milliseconds(), 10)
 }
 
 func fromMs(s string) time.Time {
@@ -45,18 +51,29 @@ func fromMs(s string) time.Time {
 // addWebhook: a retry of this very registration (its reply was lost, and go-redis ran it
 // again) finds the delivery under its own id and answers as the first run did; only another
 // id is a conflict.
-var addWebhook = goredis.NewScript(`
+var addWebhook = goredis.NewScript(luaNow + luaInt + luaAt + `
 local id = redis.call('HGET', KEYS[1], 'id')
 if id then
   if id == ARGV[1] then return 1 end
   return 0
 end
+local now = now_ms()
+local due, exp = at(now, ARGV[3]), at(now, ARGV[4])
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'url', ARGV[2], 'state', 'pending', 'attempts', 0,
-  'status', 0, 'error', '', 'due', ARGV[3], 'delivered', 0, 'expires', ARGV[4], 'holder', '', 'held', 0)
-redis.call('PEXPIREAT', KEYS[1], ARGV[4])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
+  'status', 0, 'error', '', 'due', due, 'delivered', 0, 'expires', exp, 'holder', '', 'held', 0)
+redis.call('PEXPIREAT', KEYS[1], exp)
+redis.call('ZADD', KEYS[2], due, ARGV[5])
 return 1
 `)
+
+// luaAt is at(now, rel): the time (ms, an integer string) rel ms after now, Redis's clock; "0"
+// (none) for rel "-".
+const luaAt = `
+local function at(now, rel)
+  if rel == '-' then return '0' end
+  return int(now + rel)
+end
+`
 
 // sealURL is a delivery's URL as Redis holds it: sealed when the store seals (the durable
 // mode), as the question is. A URL can be a credential (a chat service's incoming-webhook URL
@@ -74,7 +91,7 @@ func webhookURLAD(ticket string) []byte { return []byte("ask/webhook-url\x00" + 
 func (s *Store) AddWebhook(ctx context.Context, w store.Webhook) error {
 	b := s.keys.bucketOf(w.Ticket)
 	ok, err := addWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(b, w.Ticket), s.keys.webhooksDue(b)},
-		w.ID, s.sealURL(w.Ticket, w.URL), msOf(w.Due), msOf(w.Expires), w.Ticket).Int()
+		w.ID, s.sealURL(w.Ticket, w.URL), s.relMs(w.Due), s.relMs(w.Expires), w.Ticket).Int()
 	if err != nil {
 		return wrap(err)
 	}
@@ -195,17 +212,19 @@ func (s *Store) ClaimWebhooks(ctx context.Context, holder string, hold time.Dura
 // recordWebhook: the record ends the claim and names its recorder, so a retry of this very
 // record (its reply was lost) finds its own attempt stored and answers as the first run did,
 // rather than "not held".
-var recordWebhook = goredis.NewScript(`
+var recordWebhook = goredis.NewScript(luaNow + luaInt + luaAt + `
 local h = redis.call('HMGET', KEYS[1], 'holder', 'state', 'recorder', 'attempts')
 if not h[2] then return -1 end
 if h[1] ~= ARGV[1] or h[2] ~= 'pending' then
   if h[3] == ARGV[1] and h[2] == ARGV[2] and h[4] == ARGV[3] then return 1 end
   return 0
 end
+local now = now_ms()
+local due = at(now, ARGV[6])
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'attempts', ARGV[3], 'status', ARGV[4], 'error', ARGV[5],
-  'due', ARGV[6], 'delivered', ARGV[7], 'holder', '', 'held', 0, 'recorder', ARGV[1])
+  'due', due, 'delivered', at(now, ARGV[7]), 'holder', '', 'held', 0, 'recorder', ARGV[1])
 if ARGV[2] == 'pending' then
-  redis.call('ZADD', KEYS[2], ARGV[6], ARGV[8])
+  redis.call('ZADD', KEYS[2], due, ARGV[8])
 else
   redis.call('ZREM', KEYS[2], ARGV[8])
 end
@@ -216,7 +235,7 @@ return 1
 func (s *Store) RecordWebhook(ctx context.Context, holder string, w store.Webhook) error {
 	b := s.keys.bucketOf(w.Ticket)
 	res, err := recordWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(b, w.Ticket), s.keys.webhooksDue(b)},
-		holder, string(w.State), w.Attempts, w.LastStatus, w.LastError, msOf(w.Due), msOf(w.DeliveredAt), w.Ticket).Int()
+		holder, string(w.State), w.Attempts, w.LastStatus, w.LastError, s.relMs(w.Due), s.relMs(w.DeliveredAt), w.Ticket).Int()
 	switch {
 	case err != nil:
 		return wrap(err)

@@ -80,6 +80,7 @@ type Options struct {
 // keeps. It holds one goroutine, which receives change notifications; Close stops it. Its
 // readers share one tail of each ticket's log (the tail hub, hub.go).
 type Store struct {
+	now       func() time.Time // the caller's clock, which the outbox's times are read on (time.Now)
 	rdb       goredis.UniversalClient
 	writes    scripter // the run's scripts: rdb's autopipeline where it has one (pipeline), else rdb
 	ownClient bool
@@ -127,6 +128,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("redis store: prefix %q: want no { or }, which would move every key's hash tag", opts.Prefix)
 	}
 	s := &Store{
+		now:        time.Now,
 		rdb:        opts.Client,
 		keys:       keys{prefix: opts.Prefix, buckets: opts.Buckets},
 		replica:    opts.Replica,

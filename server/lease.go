@@ -147,6 +147,7 @@ func (l *lease) renew() {
 	switch err := l.sh.Renew(l.ctx, l.r.ticket, l.r.usage()); {
 	case err == nil:
 		l.r.wrote(sent)
+		l.s.renewLog.OK(l.ctx, l.s.log, "leases renewed again")
 	case errors.Is(err, store.ErrFinished):
 		l.r.endedElsewhere()
 		return
@@ -154,7 +155,10 @@ func (l *lease) renew() {
 		l.r.lose(err, 0) // the store lost the ticket: restore it, ended
 		return
 	case l.ctx.Err() == nil:
-		l.s.log.Warn("lease not renewed; retrying", "ticket", l.r.ticket, "err", err)
+		// One line for the failure's first renewal, then one a minute at most (renewLog): each
+		// running ask's renewal warned at each of its ticks, so 100 running asks wrote some 500
+		// lines in a 20 s Redis outage. The ticket named is one of those whose lease waits.
+		l.s.renewLog.Fail(l.ctx, l.s.log, "lease not renewed; retrying", "ticket", l.r.ticket, "err", err)
 	}
 	if rewatch {
 		l.watch()

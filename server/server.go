@@ -150,9 +150,11 @@ type Server struct {
 	runs     map[string]*run
 	idle     chan struct{} // closed when draining and active == 0
 
-	// outage keeps a store outage's log lines bounded (storeoutage.go); sweepLog the sweep's.
+	// outage keeps a store outage's log lines bounded (storeoutage.go); sweepLog the sweep's,
+	// renewLog the leases' renewals (lease.go).
 	outage   storeOutage
 	sweepLog logthrottle.Gate
+	renewLog logthrottle.Gate
 
 	// outbox and hooks deliver webhooks; nil when webhooks are off. stopHooks stops hooks.
 	outbox    store.Outbox

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/server"
 	"github.com/das-ask/ask/store/redis/redistest"
 )
@@ -82,5 +85,65 @@ func TestStoreOutageLogIsBounded(t *testing.T) {
 	}
 	if len(recovered) != 1 || recovered[0]["level"] != "INFO" || recovered[0]["answered_503"] != float64(refused) {
 		t.Errorf("the outage's end logged as %v, want one info line with answered_503 %d", recovered, refused)
+	}
+}
+
+// TestLeaseRenewalFailuresLogBounded: while Redis refuses writes (full), every running ask's
+// lease renewal fails at each of its ticks; the log says so once, not once per ask per tick (a
+// line each wrote some 500 lines for 100 running asks in a 20 s outage), and says once that the
+// leases are renewed again, with how many renewals failed.
+func TestLeaseRenewalFailuresLogBounded(t *testing.T) {
+	srv := redistest.Start(t)
+	const runs = 3
+	started, release := make(chan string, runs), make(chan struct{})
+	runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, _ ask.Emitter) ask.Outcome {
+		started <- req.Ticket
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return ask.Outcome{Answer: answer("ok")}
+	})
+	// A lease of 6 s: renewed every 2 s, so each run's first renewal on a full Redis fails some
+	// 2 s in, and its run is stopped only 6 s after its last write.
+	h := newHarness(t, server.Options{Store: replicaStore(t, srv, "leaselog:"+rand.Text()+":", 6*time.Second), Runner: runner})
+	var tickets []string
+	for range runs {
+		tickets = append(tickets, h.ask(alice, h.conv(alice), "How many sev1 incidents did we have in 2026-Q2?"))
+		within(t, started, "the run's start")
+	}
+	makeRoom := redistest.Fill(t, srv)
+	rc := raw(t, srv)
+	refused := oomRefusals(t, rc)
+	redistest.Poll(t, "every run's renewal refused for memory", func() bool { return oomRefusals(t, rc) >= refused+runs })
+	makeRoom()
+	redistest.Poll(t, "the leases renewed again", func() bool { return strings.Contains(h.logs.String(), `"msg":"leases renewed again"`) })
+	close(release)
+	for _, tk := range tickets {
+		checkLifecycle(t, h.events(alice, tk), gen.EventTypeAnswer)
+	}
+
+	var warned, renewed []map[string]any
+	for line := range strings.Lines(h.logs.String()) {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		switch l["msg"] {
+		case "lease not renewed; retrying":
+			warned = append(warned, l)
+		case "leases renewed again":
+			renewed = append(renewed, l)
+		}
+	}
+	if len(renewed) != 1 || renewed[0]["level"] != "INFO" {
+		t.Fatalf("the renewals' recovery logged as %v, want one info line", renewed)
+	}
+	failures, _ := renewed[0]["failures"].(float64)
+	if failures < 2 {
+		t.Fatalf("%v renewals failed: the test did not make several fail", failures)
+	}
+	if len(warned) != 1 || warned[0]["level"] != "WARN" || warned[0]["ticket"] == nil {
+		t.Errorf("%v failed renewals logged %d warn lines, want 1 naming a ticket: %v", failures, len(warned), warned)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,14 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/das-ask/ask/deploy/nginx"
+	"github.com/das-ask/ask/deploy/nginx/nginxtest"
 )
 
 // TestMain: with ASK_CLUSTER_TEST_LAUNCHER set, the test binary is a launcher that starts nginx
@@ -33,7 +30,8 @@ func TestMain(m *testing.M) {
 }
 
 // launcherMain starts nginx (master and one worker) listening on listen through startNginx, says
-// "nginx PID listening" on stdout once it answers, and waits to be killed.
+// "nginx PID LISTEN -" on stdout once it answers (nginxtest.LauncherLeavesNoNginx: its directory
+// is the test's), and waits to be killed.
 func launcherMain(dir, bin, listen string) error {
 	inc := filepath.Join(dir, "ok.conf")
 	if err := os.WriteFile(inc, []byte("server { listen "+listen+"; return 200 \"ok\\n\"; }\n"), 0o644); err != nil {
@@ -56,7 +54,7 @@ func launcherMain(dir, bin, listen string) error {
 	}); err != nil {
 		return err
 	}
-	fmt.Printf("nginx %d listening\n", p.cmd.Process.Pid)
+	fmt.Printf("nginx %d %s -\n", p.cmd.Process.Pid, listen)
 	<-p.done
 	return errors.New("nginx exited")
 }
@@ -68,9 +66,6 @@ func launcherMain(dir, bin, listen string) error {
 // cluster failed, "nginx exited: exit status 1" (bind: address already in use). nginx's master now
 // gets SIGTERM, on which it stops its workers, then itself.
 func TestNginxStopsWhenTheLauncherDies(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("a child dies with its launcher on Linux only (Pdeathsig)")
-	}
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		t.Skip("nginx not installed (apt-get install -y nginx-light)")
@@ -79,52 +74,8 @@ func TestNginxStopsWhenTheLauncherDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listen := addrs[0]
 	launcher := exec.Command(os.Args[0], "-test.run=^$")
 	launcher.Env = append(os.Environ(), "ASK_CLUSTER_TEST_LAUNCHER="+t.TempDir(), "ASK_CLUSTER_TEST_NGINX="+bin,
-		"ASK_CLUSTER_TEST_LISTEN="+listen)
-	launcher.Stderr = os.Stderr
-	out, err := launcher.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := launcher.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer launcher.Process.Kill()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the launcher did not start nginx: %v", err)
-	}
-	f := strings.Fields(line) // nginx PID listening
-	if len(f) != 3 || f[2] != "listening" {
-		t.Fatalf("the launcher said %q", line)
-	}
-	master, err := strconv.Atoi(f[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Whatever happens, nothing of this nginx outlives the test: the master is its process
-	// group's leader (Setpgid), and its workers are in that group.
-	defer syscall.Kill(-master, syscall.SIGKILL)
-	if err := launcher.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = launcher.Wait()
-	// nginx stops its workers in milliseconds; an orphaned worker listens for good.
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		c, err := net.DialTimeout("tcp", listen, time.Second)
-		if err != nil {
-			break // nothing listens: master and workers gone
-		}
-		c.Close()
-		if time.Now().After(deadline) {
-			ps, _ := exec.Command("pgrep", "-a", "-g", strconv.Itoa(master)).CombinedOutput()
-			t.Fatalf("%s still accepts connections 10 s after the launcher was killed: nginx was left behind\n%s", listen, ps)
-		}
-		<-tick.C
-	}
+		"ASK_CLUSTER_TEST_LISTEN="+addrs[0])
+	nginxtest.LauncherLeavesNoNginx(t, launcher, syscall.SIGKILL)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -192,7 +193,7 @@ func requestBody(req *http.Request) ([]byte, error) {
 	return io.ReadAll(req.Body)
 }
 
-// storeServed ends a store outage (storeOutage) at the first request of an operation that
+// storeServed ends a store outage (newStoreOutage) at the first request of an operation that
 // reads or writes the store answered 2xx. streamEvents is left out: a stream may be served from
 // a replica's memory while its store is away, and ends long after it began.
 func (s *Server) storeServed() echo.MiddlewareFunc {
@@ -200,7 +201,8 @@ func (s *Server) storeServed() echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			err := next(c)
 			if st := c.Response().Status; err == nil && st >= 200 && st < 300 {
-				s.outage.served(s.log)
+				// The line is the outage's, not this request's: no request id.
+				s.outage.OK(context.Background(), s.log, "store available again: requests served")
 			}
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/httpstatus"
+	"github.com/das-ask/ask/internal/logthrottle"
 	"github.com/das-ask/ask/store"
 )
 
@@ -256,7 +257,7 @@ func storeProblem(err error) *problem {
 
 // errorHandler is Echo's HTTPErrorHandler: everything becomes problem+json, never Echo's own
 // JSON. Unknown errors are logged and answered as a bare 500.
-func errorHandler(log *slog.Logger, outage *storeOutage, refused func(ctx context.Context, reason string)) echo.HTTPErrorHandler {
+func errorHandler(log *slog.Logger, outage *logthrottle.Gate, refused func(ctx context.Context, reason string)) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -279,7 +280,8 @@ func errorHandler(log *slog.Logger, outage *storeOutage, refused func(ctx contex
 			// probe does not always show (a full Redis keeps every replica ready). The store's
 			// errors name keys and Redis's replies, never a command's arguments. Bounded: one
 			// line for the outage's first, then one every storeOutageLogEvery at most.
-			outage.refused(c.Request().Context(), log, c.Request().Method, c.Path(), err)
+			outage.Fail(c.Request().Context(), log, "store unavailable: request answered 503",
+				"method", c.Request().Method, "route", c.Path(), "err", err)
 		}
 		if p.reason == RefusedShuttingDown && c.Request().Header.Get(RerouteHeader) != "" {
 			p = misdirected

@@ -152,7 +152,7 @@ type Server struct {
 
 	// outage keeps a store outage's log lines bounded (storeoutage.go); sweepLog the sweep's,
 	// renewLog the leases' renewals (lease.go).
-	outage   storeOutage
+	outage   *logthrottle.Gate
 	sweepLog logthrottle.Gate
 	renewLog logthrottle.Gate
 
@@ -269,6 +269,7 @@ func New(opts Options) (*Server, error) {
 		runs:         map[string]*run{},
 		reassertKick: make(chan struct{}, 1),
 		idle:         make(chan struct{}),
+		outage:       newStoreOutage(),
 	}
 	if s.store == nil {
 		s.store = MemoryStore(Config{TTL: opts.TTL, MaxEvents: opts.MaxEvents})
@@ -421,7 +422,7 @@ func (s *Server) newEcho() (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
-	e.HTTPErrorHandler = errorHandler(s.log, &s.outage, s.opts.Hooks.Refused)
+	e.HTTPErrorHandler = errorHandler(s.log, s.outage, s.opts.Hooks.Refused)
 	e.Use(s.observe())
 
 	validate, err := s.validator()

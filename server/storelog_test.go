@@ -85,6 +85,8 @@ func TestStoreOutageLogIsBounded(t *testing.T) {
 	}
 	if len(recovered) != 1 || recovered[0]["level"] != "INFO" || recovered[0]["answered_503"] != float64(refused) {
 		t.Errorf("the outage's end logged as %v, want one info line with answered_503 %d", recovered, refused)
+	} else if _, ok := recovered[0]["unavailable_ms"].(float64); !ok {
+		t.Errorf("the outage's end logged as %v, without unavailable_ms", recovered[0])
 	}
 }
 

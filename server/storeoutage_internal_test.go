@@ -13,22 +13,28 @@ import (
 )
 
 // TestStoreOutageLogsOncePerInterval: a long outage logs one warn line per
-// storeOutageLogEvery whatever the request rate, each counting the 503s it did not log, and
-// a new outage after a served request starts with a line of its own.
+// storeOutageLogEvery whatever the request rate, each counting the 503s it did not log, its
+// end says how many and for how long, and a new outage after a served request starts with a
+// line of its own.
 func TestStoreOutageLogsOncePerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var buf bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, nil))
-		var o storeOutage
+		o := newStoreOutage()
 		errDown := errors.New("redis store: store: unavailable")
+		refused := func() {
+			o.Fail(t.Context(), log, "store unavailable: request answered 503",
+				"method", "POST", "route", "/v1/conversations", "err", errDown)
+		}
+		served := func() { o.OK(t.Context(), log, "store available again: requests served") }
 		// 30 s of an outage, 10 requests a second.
 		for range 300 {
-			o.refused(t.Context(), log, "POST", "/v1/conversations", errDown)
+			refused()
 			time.Sleep(100 * time.Millisecond)
 		}
-		o.served(log)
-		o.served(log) // no outage: nothing
-		o.refused(t.Context(), log, "POST", "/v1/conversations", errDown)
+		served()
+		served() // no outage: nothing
+		refused()
 
 		var got []string
 		for line := range strings.Lines(buf.String()) {
@@ -36,6 +42,7 @@ func TestStoreOutageLogsOncePerInterval(t *testing.T) {
 				Msg        string
 				Suppressed *int
 				Answered   *int `json:"answered_503"`
+				Took       int  `json:"unavailable_ms"`
 			}
 			if err := json.Unmarshal([]byte(line), &l); err != nil {
 				t.Fatal(err)
@@ -44,7 +51,7 @@ func TestStoreOutageLogsOncePerInterval(t *testing.T) {
 			case l.Suppressed != nil:
 				got = append(got, l.Msg+" suppressed="+strconv.Itoa(*l.Suppressed))
 			case l.Answered != nil:
-				got = append(got, l.Msg+" answered_503="+strconv.Itoa(*l.Answered))
+				got = append(got, l.Msg+" answered_503="+strconv.Itoa(*l.Answered)+" unavailable_ms="+strconv.Itoa(l.Took))
 			default:
 				got = append(got, l.Msg)
 			}
@@ -53,7 +60,7 @@ func TestStoreOutageLogsOncePerInterval(t *testing.T) {
 			"store unavailable: request answered 503 suppressed=0",
 			"store unavailable: request answered 503 suppressed=99",
 			"store unavailable: request answered 503 suppressed=99",
-			"store available again: requests served answered_503=300",
+			"store available again: requests served answered_503=300 unavailable_ms=30000",
 			"store unavailable: request answered 503 suppressed=0",
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -32,7 +32,10 @@ func LogLibrary(log *slog.Logger) {
 // libraryRepeatEvery is how often, at most, the same go-redis line is logged again.
 const libraryRepeatEvery = 10 * time.Second
 
-// libraryLog is go-redis's logging interface over a slog.Logger.
+// libraryLog is go-redis's logging interface over a slog.Logger. Its repeat filter is not a
+// logthrottle.Gate: a Gate bounds one failure whose caller sees it begin and end, and logs its
+// end; here the lines are known only by their text, one differing from the last is new, and
+// go-redis never says that its trouble is over, so there is no end to log.
 type libraryLog struct {
 	log *slog.Logger
 

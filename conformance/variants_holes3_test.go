@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // tickets is what a variant learns of the tickets it relays: which conversation each is in,
@@ -180,8 +179,8 @@ func (p *proxy) upstreamSeqs(r *http.Request) map[int64]bool {
 // holes3Variants are the broken services of the third hole audit: each a defect a real
 // implementation could plausibly have, of the stream, ownership, idempotency, privacy, limits
 // and cancel. The last fills the limits target's conversations for a TTL.
-func holes3Variants(sourceURL string) []variant {
-	return slices.Concat(streamVariants(), []variant{ticketAfterFirstCall(sourceURL)},
+func holes3Variants() []variant {
+	return slices.Concat(streamVariants(), []variant{ticketAfterFirstCall()},
 		[]variant{bearerToWebhook("bearer-to-webhook", "Authorization"), bearerToWebhook("bearer-in-webhook-header", "X-Forwarded-Authorization"), questionToWebhook(), hiddenCallAfterCancel()},
 		stateVariants())
 }
@@ -257,59 +256,50 @@ func bearerToWebhook(name, header string) variant {
 		}}
 }
 
-// ticketAfterFirstCall holds every 202 until the source at sourceURL has audited a call of the
-// run: the handler runs the agent until its first tool call has been made, then answers.
-func ticketAfterFirstCall(sourceURL string) variant {
+// ticketAfterFirstCall holds every 202 until the run's first step is on its stream (read from
+// the service itself, a stream that blocks until its next event): the run's first tool call
+// made, and audited, since the source writes its audit line before it answers. The handler runs
+// the agent until its first tool call has been made, then answers. A run that ends without a
+// call, or makes none within 5 s, gets its 202 then.
+func ticketAfterFirstCall() variant {
 	return variant{name: "ticket-after-first-call", fails: []string{"ticket.before-tool-call"},
-		request: func(_ *proxy, r *http.Request) {
-			if isOp(r, http.MethodPost, "v1/conversations/*/asks") {
-				r.Header.Set("X-Conformance-Audited", strconv.Itoa(auditCount(sourceURL, oidOfBearer(r))))
-			}
-		},
-		body: func(_ *proxy, r *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
+		body: func(p *proxy, r *http.Request, status int, _ http.Header, b []byte) (int, []byte) {
 			if status != http.StatusAccepted || !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
 				return status, b
 			}
-			before, _ := strconv.Atoi(r.Header.Get("X-Conformance-Audited"))
-			oid := oidOfBearer(r)
-			until := time.Now().Add(5 * time.Second)
-			for time.Now().Before(until) && r.Context().Err() == nil && auditCount(sourceURL, oid) <= before {
-				// A poll, not a timing: the wait ends when the source's audit log (another server's,
-				// read over HTTP) shows the call; 5 ms is only how often it is read. The slow run,
-				// which the check gives no slack, is caught however late the 202 goes.
-				time.Sleep(5 * time.Millisecond)
+			var tk struct {
+				Ticket string `json:"ticket"`
 			}
+			if json.Unmarshal(b, &tk) != nil || tk.Ticket == "" {
+				return status, b
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			defer cancel()
+			awaitFirstStep(ctx, p.upstream.String()+"/v1/asks/"+url.PathEscape(tk.Ticket)+"/events", r.Header.Get("Authorization"))
 			return status, b
 		}}
 }
 
-// auditCount is how many calls the source at sourceURL has audited for oid.
-func auditCount(sourceURL, oid string) int {
-	resp, err := http.Get(sourceURL + "/audit?oid=" + url.QueryEscape(oid))
+// awaitFirstStep reads the event stream at events with the bearer auth until its first step,
+// its done, its end or ctx's.
+func awaitFirstStep(ctx context.Context, events, auth string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, events, nil)
 	if err != nil {
-		return 0
+		return
+	}
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
 	}
 	defer resp.Body.Close()
-	n := 0
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) != "" {
-			n++
+		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok && (ev == "step" || ev == "done") {
+			return
 		}
 	}
-	return n
-}
-
-// oidOfBearer reads the oid of a request's bearer without verifying it.
-func oidOfBearer(r *http.Request) string {
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	parsed, _, err := jwt.NewParser().ParseUnverified(tok, jwt.MapClaims{})
-	if err != nil {
-		return ""
-	}
-	oid, _ := parsed.Claims.(jwt.MapClaims)["oid"].(string)
-	return oid
 }
 
 // streamVariants break resumes, keep-alives and stream headers.

@@ -418,7 +418,7 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 	// runs, and runs one after the other, so no variant sees another's work.
 	st := startStack(t)
 	// holes3Variants' last, like holeVariants', fills the limits target: both run last.
-	h3 := holes3Variants(st.main.SourceURL)
+	h3 := holes3Variants()
 	vs := slices.Concat(variants(testSlowWait), mutationVariants(), h3[:len(h3)-1], holeVariants(testSlowWait), h3[len(h3)-1:])
 	covered := map[string]bool{}
 	for _, v := range vs {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,38 +17,12 @@ import (
 	"github.com/das-ask/ask/webhook/webhooktest"
 )
 
-// testLease is the replicas' lease in these tests: short, so the chaos test is quick.
-const testLease = 2 * time.Second
-
 // TestCluster starts the real thing — redis-server, the dev IdP, the demo source, the
 // llm-stub, three askd processes sharing Redis and nginx round-robin in front of them — then
 // runs the whole conformance suite through the gateway, and kills a replica mid-run.
 func TestCluster(t *testing.T) {
-	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
-		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check.sh does) to build and start the cluster's ten processes")
-	}
-	for _, bin := range []string{"redis-server", "nginx"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed (apt-get install -y redis-server nginx-light): the cluster runs the real processes", bin)
-		}
-	}
-	ctx := t.Context()
-	st := newSuiteTargets(t, 1)
-	c, err := Start(ctx, Options{
-		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
-		OverflowReplicas: 2, LimitsReplicas: 2, LimitsEnv: st.limitsEnv,
-		// Debug: FrozenReplica counts the asks each conversation accepted by their debug lines.
-		Env: append([]string{"DAS_LOG_LEVEL=debug"}, st.webhookEnv...),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(c.Logs())
-		}
-		c.Stop()
-	})
+	// Debug: FrozenReplica counts the asks each conversation accepted by their debug lines.
+	c, st := startSuiteCluster(t, 1, Options{Env: []string{"DAS_LOG_LEVEL=debug"}})
 	// The cluster keeps running: Wait (what `make ask-serve-cluster` blocks in) must not return
 	// when a replica dies.
 	waitCtx, stopWait := context.WithCancel(t.Context())
@@ -71,14 +43,6 @@ func TestCluster(t *testing.T) {
 // of three replicas sharing Redis that run phase 2 (a branch per source — the one demo source —
 // and divergence).
 func TestClusterPhase2(t *testing.T) {
-	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
-		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check.sh does) to build and start the cluster's ten processes")
-	}
-	for _, bin := range []string{"redis-server", "nginx"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed (apt-get install -y redis-server nginx-light): the cluster runs the real processes", bin)
-		}
-	}
 	testPhase2(t, 1, Options{})
 }
 
@@ -86,40 +50,11 @@ func TestClusterPhase2(t *testing.T) {
 // replicas in phase 2, runs the whole suite through nginx with the phase checks, every check
 // run, then kills the replica running an ask once a source branch is open.
 func testPhase2(t *testing.T, buckets int, o Options) {
-	st := newSuiteTargets(t, buckets)
-	o.Root, o.Dir, o.Lease, o.KeepAlive, o.GatewayReadTimeout = "../..", t.TempDir(), testLease, time.Second, 2*time.Second
-	o.OverflowReplicas, o.LimitsReplicas, o.LimitsEnv, o.Env, o.Phase = 2, 2, st.limitsEnv, st.webhookEnv, 2
-	c, err := Start(t.Context(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(c.Logs())
-		}
-		c.Stop()
-	})
-	start := time.Now()
-	rep, err := conformance.Run(t.Context(), conformance.Config{
-		BaseURL: c.GatewayURL, OverflowURL: c.OverflowURL, AuditURL: c.SourceURL,
-		LimitsURL: c.LimitsURL, Limits: st.limits, Webhooks: st.hooks,
-		Tokens: conformance.IdPTokens{URL: c.IdPURL}, Behaviour: true, KeepAlive: time.Second,
-		Phase2: true, Sources: []string{"demo"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	_ = rep.WriteText(&out)
-	t.Logf("\n%s(the suite took %v)", out.String(), time.Since(start).Round(100*time.Millisecond))
-	if rep.Failed() {
-		t.Errorf("phase-2 conformance through the gateway failed: %s", rep.Summary())
-	}
-	for _, r := range rep.Results {
-		if r.Status == conformance.Skip {
-			t.Errorf("%s skipped: %s (the cluster gives the suite every target it needs)", r.Name, r.Detail)
-		}
-	}
+	o.Phase = 2
+	c, st := startSuiteCluster(t, buckets, o)
+	cfg := suiteConfig(c, st)
+	cfg.Phase2, cfg.Sources = true, []string{"demo"}
+	runSuite(t, cfg)
 	t.Run("KillRunnerMidStream", func(t *testing.T) { testKillRunner(t, c, true) })
 }
 
@@ -131,14 +66,15 @@ func testRestarted(t *testing.T, c *Cluster, i int, waited <-chan error) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	for c.Restarts(i) == 0 {
+	if err := waitFor(ctx, func() bool {
 		select {
-		case <-ctx.Done():
-			t.Fatalf("replica %d was not restarted", i+1)
 		case err := <-waited:
 			t.Fatalf("the cluster's Wait returned when a replica died: %v", err)
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
+		return c.Restarts(i) > 0
+	}); err != nil {
+		t.Fatalf("replica %d was not restarted: %v", i+1, err)
 	}
 	if err := c.WaitReplicaReady(ctx, i); err != nil {
 		t.Fatal(err)
@@ -215,32 +151,7 @@ func newSuiteTargets(t *testing.T, buckets int) suiteTargets {
 // with st's receiver); every replica must have run some of its asks (no stickiness), and every
 // check must have run.
 func testConformance(t *testing.T, c *Cluster, st suiteTargets) {
-	start := time.Now()
-	rep, err := conformance.Run(t.Context(), conformance.Config{
-		BaseURL:     c.GatewayURL,
-		OverflowURL: c.OverflowURL,
-		LimitsURL:   c.LimitsURL,
-		Limits:      st.limits,
-		Webhooks:    st.hooks,
-		AuditURL:    c.SourceURL,
-		Tokens:      conformance.IdPTokens{URL: c.IdPURL},
-		Behaviour:   true,
-		KeepAlive:   time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	_ = rep.WriteText(&out)
-	t.Logf("\n%s(the suite took %v)", out.String(), time.Since(start).Round(100*time.Millisecond))
-	if rep.Failed() {
-		t.Errorf("conformance through the gateway failed: %s", rep.Summary())
-	}
-	for _, r := range rep.Results {
-		if r.Status == conformance.Skip {
-			t.Errorf("%s skipped: %s (the cluster gives the suite every target it needs)", r.Name, r.Detail)
-		}
-	}
+	runSuite(t, suiteConfig(c, st))
 	for i, p := range c.replicas {
 		// Lines of asks this replica admitted: not those it ended for another (admitted_elsewhere).
 		l := p.proc().log()
@@ -266,15 +177,8 @@ func testKillRunner(t *testing.T, c *Cluster, phase2 bool) int {
 		Reconnect:   client.Reconnect{Initial: 100 * time.Millisecond, Max: time.Second, Attempts: 20},
 		IdleTimeout: 5 * time.Second,
 	})
-	conv, err := cl.CreateConversation(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk, err := cl.Ask(ctx, conv.Id, "Take your time: how many sev1 incidents did we have in 2026-Q2?")
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner, err := c.Runner(ctx, tk.Ticket)
+	conv, ticket := askSlow(t, ctx, cl)
+	runner, err := c.Runner(ctx, ticket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,26 +188,19 @@ func testKillRunner(t *testing.T, c *Cluster, phase2 bool) int {
 	// reconnect is asserted below, so a gateway that balanced otherwise fails the test rather
 	// than passing it without a reconnect.
 	for range len(c.ReplicaURLs) - 1 {
-		if _, err := cl.Status(ctx, tk.Ticket, 0); err != nil {
+		if _, err := cl.Status(ctx, ticket, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	var seqs []int64
-	var kinds []string
-	dones := 0
+	var read streamRead
 	var killedAt, doneAt time.Time
 	open := map[string]bool{}
-	for ev, err := range cl.Events(ctx, tk.Ticket, client.EventsOptions{}) {
+	for ev, err := range cl.Events(ctx, ticket, client.EventsOptions{}) {
 		if err != nil {
-			t.Fatalf("stream through the gateway: %v (events so far %v)", err, kinds)
+			t.Fatalf("stream through the gateway: %v (events so far %v)", err, read.kinds)
 		}
-		seqs = append(seqs, ev.Seq)
-		kind := string(ev.Type)
-		if e, ok := ev.Value.(gen.ErrorEvent); ok {
-			kind += "{" + string(e.Kind) + "}"
-		}
-		kinds = append(kinds, kind)
+		read.add(ev)
 		if b, ok := ev.Value.(gen.BranchEvent); ok {
 			if b.State == gen.BranchEventStateOpen {
 				open[b.BranchId] = true
@@ -321,38 +218,35 @@ func testKillRunner(t *testing.T, c *Cluster, phase2 bool) int {
 			killedAt = time.Now()
 		}
 		if ev.IsDone() {
-			dones++
 			doneAt = time.Now()
 		}
 	}
 	if killedAt.IsZero() {
-		t.Fatalf("the run ended before the kill: %v", kinds)
+		t.Fatalf("the run ended before the kill: %v", read.kinds)
 	}
-	for i, s := range seqs {
-		if s != int64(i+1) {
-			t.Fatalf("seqs %v: a gap or a duplicate across the reconnect", seqs)
-		}
+	if !read.gapless() {
+		t.Fatalf("seqs %v: a gap or a duplicate across the reconnect", read.seqs)
 	}
 	if n := strings.Count(clientLog.String(), "event stream reconnecting"); n == 0 {
 		t.Errorf("the client never reconnected: the kill did not cut its stream (log: %s)", clientLog.String())
 	} else if !phase2 && !strings.Contains(clientLog.String(), "after=2") {
 		t.Errorf("the client did not resume after seq 2 (Last-Event-ID): %s", clientLog.String())
 	}
-	if got := strings.Join(kinds, " "); !strings.HasSuffix(got, "branch error{interrupted} done") || dones != 1 {
+	if got := read.String(); !strings.HasSuffix(got, "branch error{interrupted} done") || read.dones != 1 {
 		t.Errorf("events %s, want ... branch error{interrupted} done, exactly one done", got)
 	}
 	took := doneAt.Sub(killedAt)
-	t.Logf("killed replica %d; error{interrupted} and done %v later (lease %v); events %v; client: %s", runner+1, took.Round(time.Millisecond), testLease, kinds, strings.TrimSpace(clientLog.String()))
+	t.Logf("killed replica %d; error{interrupted} and done %v later (lease %v); events %v; client: %s", runner+1, took.Round(time.Millisecond), testLease, read.kinds, strings.TrimSpace(clientLog.String()))
 	if bound := testLease + testLease/2 + time.Second; took > bound {
 		t.Errorf("the interrupted run ended %v after the kill, want within %v", took, bound)
 	}
 
-	st, err := cl.Status(ctx, tk.Ticket, 0)
+	st, err := cl.Status(ctx, ticket, 0)
 	if err != nil || st.State != gen.AskStateError {
 		t.Errorf("status after the interruption: %+v, %v", st, err)
 	}
 	// The conversation is free again and the survivors answer.
-	_, out, err := cl.AskAndWait(ctx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?")
+	_, out, err := cl.AskAndWait(ctx, conv, "How many sev1 incidents did we have in 2026-Q2?")
 	if err != nil || out.Kind != client.Answer {
 		t.Errorf("the next ask in the conversation: %+v, %v", out.Kind, err)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -22,14 +20,6 @@ import (
 // phase 2 whose store is a Redis Cluster of three primaries, every check run (overflow, limits
 // and webhook targets included), then a replica killed once a source branch is open.
 func TestRedisClusterPhase2(t *testing.T) {
-	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
-		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check-rediscluster.sh does) to build and start the cluster's sixteen processes")
-	}
-	for _, bin := range []string{"redis-server", "redis-cli", "nginx"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed (apt-get install -y redis-server redis-tools nginx-light): the cluster runs the real processes", bin)
-		}
-	}
 	testPhase2(t, redisstore.DefaultClusterBuckets, Options{RedisCluster: true, RedisClusterReplicas: 1})
 }
 
@@ -40,29 +30,7 @@ func TestRedisClusterPhase2(t *testing.T) {
 // replica elected), and the ticket's slot migrated live to another primary. Every ask ends in
 // one of the documented outcomes: gap-free, no duplicate, one terminal, one done, last.
 func TestRedisCluster(t *testing.T) {
-	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
-		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check-rediscluster.sh does) to build and start the cluster's sixteen processes")
-	}
-	for _, bin := range []string{"redis-server", "redis-cli", "nginx"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed (apt-get install -y redis-server redis-tools nginx-light): the cluster runs the real processes", bin)
-		}
-	}
-	st := newSuiteTargets(t, redisstore.DefaultClusterBuckets)
-	c, err := Start(t.Context(), Options{
-		Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second, GatewayReadTimeout: 2 * time.Second,
-		OverflowReplicas: 2, LimitsReplicas: 2, LimitsEnv: st.limitsEnv, Env: st.webhookEnv,
-		RedisCluster: true, RedisClusterReplicas: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(c.Logs())
-		}
-		c.Stop()
-	})
+	c, st := startSuiteCluster(t, redisstore.DefaultClusterBuckets, Options{RedisCluster: true, RedisClusterReplicas: 1})
 	if !strings.HasPrefix(c.RedisURL, "redis+cluster://") {
 		t.Fatalf("the replicas' store is %s, want the cluster's redis+cluster:// URL", c.RedisURL)
 	}
@@ -157,37 +125,19 @@ func testStoreFaultMidRun(t *testing.T, c *Cluster, fault func(ctx context.Conte
 		Retry:       client.Retry{Attempts: 12, Max: 2 * time.Second},
 		IdleTimeout: 5 * time.Second,
 	})
-	conv, err := cl.CreateConversation(ctx)
+	conv, ticket := askSlow(t, ctx, cl)
+	owner, slot, err := ticketHome(ctx, rc, ticket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := cl.Ask(ctx, conv.Id, "Take your time: how many sev1 incidents did we have in 2026-Q2?")
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner, slot, err := ticketHome(ctx, rc, tk.Ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seqs []int64
-	var kinds []string
-	dones, terminals := 0, 0
+	var read streamRead
 	struck := make(chan string, 1)
-	for ev, err := range cl.Events(ctx, tk.Ticket, client.EventsOptions{}) {
+	for ev, err := range cl.Events(ctx, ticket, client.EventsOptions{}) {
 		if err != nil {
-			t.Fatalf("stream through the gateway: %v (events so far %v)", err, kinds)
+			t.Fatalf("stream through the gateway: %v (events so far %v)", err, read.kinds)
 		}
-		seqs = append(seqs, ev.Seq)
-		kind := string(ev.Type)
-		switch e := ev.Value.(type) {
-		case gen.ErrorEvent:
-			kind += "{" + string(e.Kind) + "}"
-			terminals++
-		case gen.AnswerEvent, gen.AbstentionEvent, gen.RefusalEvent:
-			terminals++
-		}
-		kinds = append(kinds, kind)
-		if _, ok := ev.Value.(gen.BranchEvent); ok && len(seqs) == 2 {
+		read.add(ev)
+		if _, ok := ev.Value.(gen.BranchEvent); ok && len(read.seqs) == 2 {
 			go func() {
 				what, err := fault(ctx, owner, slot)
 				if err != nil {
@@ -196,37 +146,32 @@ func testStoreFaultMidRun(t *testing.T, c *Cluster, fault func(ctx context.Conte
 				struck <- what
 			}()
 		}
-		if ev.IsDone() {
-			dones++
-		}
 	}
 	var what string
 	select {
 	case what = <-struck:
 	case <-ctx.Done():
-		t.Fatalf("the fault never returned; events %v", kinds)
+		t.Fatalf("the fault never returned; events %v", read.kinds)
 	}
 	if strings.HasPrefix(what, "the fault failed") {
 		t.Fatal(what)
 	}
-	for i, s := range seqs {
-		if s != int64(i+1) {
-			t.Fatalf("seqs %v: a gap or a duplicate", seqs)
-		}
+	if !read.gapless() {
+		t.Fatalf("seqs %v: a gap or a duplicate", read.seqs)
 	}
-	got := strings.Join(kinds, " ")
-	if dones != 1 || !strings.HasSuffix(got, " done") || terminals != 1 {
+	got := read.String()
+	if read.dones != 1 || !strings.HasSuffix(got, " done") || read.terminals != 1 {
 		t.Errorf("events %s: want exactly one terminal, then exactly one done, last", got)
 	}
 	if !strings.HasSuffix(got, "answer done") && !strings.HasSuffix(got, "error{interrupted} done") {
 		t.Errorf("events %s: want the answer, or error{interrupted}, then done", got)
 	}
 	t.Logf("%s (ticket's slot %d); events %s; client: %s", what, slot, got, strings.TrimSpace(clientLog.String()))
-	st, err := cl.Status(ctx, tk.Ticket, 0)
-	if err != nil || st.Done == nil || st.LastSeq != seqs[len(seqs)-1] {
-		t.Errorf("getAsk after the run: %+v, %v; want done at seq %d", st, err, seqs[len(seqs)-1])
+	st, err := cl.Status(ctx, ticket, 0)
+	if err != nil || st.Done == nil || st.LastSeq != read.seqs[len(read.seqs)-1] {
+		t.Errorf("getAsk after the run: %+v, %v; want done at seq %d", st, err, read.seqs[len(read.seqs)-1])
 	}
-	if _, out, err := cl.AskAndWait(ctx, conv.Id, "How many sev1 incidents did we have in 2026-Q2?"); err != nil || out.Kind != client.Answer {
+	if _, out, err := cl.AskAndWait(ctx, conv, "How many sev1 incidents did we have in 2026-Q2?"); err != nil || out.Kind != client.Answer {
 		t.Errorf("the next ask in the conversation: %v, %v", out.Kind, err)
 	}
 	if n, err := runningTickets(ctx, c); err != nil || n != 0 {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,25 +22,8 @@ import (
 // must end with one terminal event and one done, and a stream cut by its replica's stop must
 // resume without a gap.
 func TestClusterRollingRestart(t *testing.T) {
-	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
-		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check.sh does) to build and start the cluster's ten processes")
-	}
-	for _, bin := range []string{"redis-server", "nginx"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed (apt-get install -y redis-server nginx-light): the cluster runs the real processes", bin)
-		}
-	}
 	ctx := t.Context()
-	c, err := Start(ctx, Options{Root: "../..", Dir: t.TempDir(), Lease: testLease, KeepAlive: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(c.Logs())
-		}
-		c.Stop()
-	})
+	c := startCluster(t, ctx, Options{KeepAlive: time.Second})
 	rl := &rollingLoad{base: c.GatewayURL, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}, counts: map[string]*kindCount{}}
 	defer rl.http.CloseIdleConnections()
 	const workers = 6
@@ -62,11 +43,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	// Each restart once the load has made asks since the last: some of them running on the
 	// replica that stops, some streams read through it.
 	waitAsks := func(n int64) {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for rl.asks.Load() < n && ctx.Err() == nil {
-			<-tick.C
-		}
+		_ = waitFor(ctx, func() bool { return rl.asks.Load() >= n }) // ctx's end: the restart fails on it
 	}
 	for i := range c.ReplicaURLs {
 		waitAsks(rl.asks.Load() + 2*workers)

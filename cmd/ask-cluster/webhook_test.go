@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -19,14 +17,7 @@ import (
 // The receiver sees one delivery id (a second request with it only as the retry), verified,
 // and the ticket's status, read through the gateway, says delivered.
 func TestClusterWebhookDelivererKilled(t *testing.T) {
-	if os.Getenv("ASK_CLUSTER_TEST") != "1" {
-		t.Skip("set ASK_CLUSTER_TEST=1 (scripts/cluster-check.sh does) to build and start the cluster's processes")
-	}
-	for _, bin := range []string{"redis-server", "nginx"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed: the cluster runs the real processes", bin)
-		}
-	}
+	skipWithoutCluster(t, false) // before the receiver starts
 	secret := webhooktest.Secret()
 	rcv, err := webhooktest.New(secret)
 	if err != nil {
@@ -45,21 +36,12 @@ func TestClusterWebhookDelivererKilled(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Options{
-		Root: "../..", Dir: t.TempDir(), Replicas: 3, Lease: testLease,
+	c := startCluster(t, ctx, Options{
+		Replicas: 3,
 		Env: []string{
 			"DAS_ASK_WEBHOOK_ALLOW=" + rcv.URL() + "/hooks/", "DAS_ASK_WEBHOOK_SECRETS=" + secret,
 			"DAS_ASK_WEBHOOK_ALLOW_ADDRS=127.0.0.0/8", "DAS_ASK_WEBHOOK_TIMEOUT_S=2",
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(c.Logs())
-		}
-		c.Stop()
 	})
 	cl := clientFor(t, ctx, c, c.GatewayURL, client.Options{})
 	conv, err := cl.CreateConversation(ctx)
@@ -87,18 +69,13 @@ func TestClusterWebhookDelivererKilled(t *testing.T) {
 	killedAt := time.Now()
 
 	var st gen.AskStatus
-	for {
+	if err := waitFor(ctx, func() bool {
 		if st, err = cl.Status(ctx, tk.Ticket, 0); err != nil {
 			t.Fatal(err)
 		}
-		if st.Webhook != nil && st.Webhook.State != gen.WebhookStatePending {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("still pending: %+v", st.Webhook)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return st.Webhook != nil && st.Webhook.State != gen.WebhookStatePending
+	}); err != nil {
+		t.Fatalf("still pending: %+v", st.Webhook)
 	}
 	// One attempt counted: the killed replica's recorded nothing; one survivor's delivered.
 	if st.Webhook.State != gen.WebhookStateDelivered || st.Webhook.Attempts != 1 {

@@ -188,9 +188,23 @@ func holes3Variants() []variant {
 // questionToWebhook sends the ask's question with the run's webhook delivery, in a header
 // (the signed body left alone): a service that tells the receiver what was asked.
 func questionToWebhook() variant {
+	return askToWebhook("question-in-webhook-header", "X-Ask-Subject", func(_ *http.Request, question string) string {
+		return url.QueryEscape(question)
+	})
+}
+
+// bearerToWebhook sends the asking caller's bearer with the run's webhook delivery, in header
+// name: a service that passes the caller's credential to every URL it calls for the run.
+func bearerToWebhook(name, header string) variant {
+	return askToWebhook(name, header, func(r *http.Request, _ string) string { return r.Header.Get("Authorization") })
+}
+
+// askToWebhook sends what of says of a createAsk request (r, with its question) with that run's
+// webhook delivery, in header; the signed body is left alone.
+func askToWebhook(name, header string, of func(r *http.Request, question string) string) variant {
 	var mu sync.Mutex
-	asked := map[string]string{} // webhook path → the question
-	return variant{name: "question-in-webhook-header", fails: []string{"webhook.delivered-signed"},
+	told := map[string]string{} // webhook path → what of said of its ask
+	return variant{name: name, fails: []string{"webhook.delivered-signed"},
 		request: func(_ *proxy, r *http.Request) {
 			if !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
 				return
@@ -208,50 +222,15 @@ func questionToWebhook() variant {
 			}
 			if u, err := url.Parse(m.Webhook.URL); err == nil {
 				mu.Lock()
-				asked[u.Path] = m.Question
+				told[u.Path] = of(r, m.Question)
 				mu.Unlock()
 			}
 		},
 		webhook: func(r *http.Request) {
 			mu.Lock()
 			defer mu.Unlock()
-			if q, ok := asked[r.URL.Path]; ok {
-				r.Header.Set("X-Ask-Subject", url.QueryEscape(q))
-			}
-		}}
-}
-
-// bearerToWebhook sends the asking caller's bearer with the run's webhook delivery, in header
-// name: a service that passes the caller's credential to every URL it calls for the run.
-func bearerToWebhook(name, header string) variant {
-	var mu sync.Mutex
-	callers := map[string]string{} // webhook path → the asking request's Authorization
-	return variant{name: name, fails: []string{"webhook.delivered-signed"},
-		request: func(_ *proxy, r *http.Request) {
-			if !isOp(r, http.MethodPost, "v1/conversations/*/asks") {
-				return
-			}
-			body, _ := io.ReadAll(r.Body)
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-			var m struct {
-				Webhook struct {
-					URL string `json:"url"`
-				} `json:"webhook"`
-			}
-			if json.Unmarshal(body, &m) != nil || m.Webhook.URL == "" {
-				return
-			}
-			if u, err := url.Parse(m.Webhook.URL); err == nil {
-				mu.Lock()
-				callers[u.Path] = r.Header.Get("Authorization")
-				mu.Unlock()
-			}
-		},
-		webhook: func(r *http.Request) {
-			mu.Lock()
-			defer mu.Unlock()
-			if auth, ok := callers[r.URL.Path]; ok {
-				r.Header.Set(header, auth)
+			if v, ok := told[r.URL.Path]; ok {
+				r.Header.Set(header, v)
 			}
 		}}
 }

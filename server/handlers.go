@@ -185,7 +185,13 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	// No read of the conversation first: CreateTicket checks it exists and is the caller's, in
 	// the same step as admission (one round trip to a shared store).
 	if err := s.admit(); err != nil {
-		return refuse(err)
+		// As CreateConversation's: the key is freed, but not after a takeover, when what the
+		// stalled attempt makes may yet be found (and, the record gone, it would complete
+		// without one, and the next retry make a second ticket under the key).
+		if ik != nil && ik.prev == "" {
+			ik.abandon(ctx)
+		}
+		return err
 	}
 	now := time.Now()
 	accepted, err := encodeEvent(envelope{seq: 1, ticket: ticket, conv: conversationID, ts: now, typ: gen.EventTypeAccepted},

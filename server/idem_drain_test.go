@@ -11,6 +11,7 @@ import (
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
 )
 
 // TestKeyedRetryAnsweredWhileDraining: while the server drains, a create retried with the
@@ -137,6 +138,52 @@ func TestDrainingRefusalIsMisdirectedToAGateway(t *testing.T) {
 		}
 		if err := <-shutdown; err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestDrainingKeepsATakenOverKey: a keyed retry that a draining replica refuses after taking
+// the key's record over from an attempt stalled past its lock (its ticket not found: the
+// stalled attempt has not made it yet) leaves the record held, as a refusal with a key that
+// found nothing frees it only when no earlier attempt may still make something. Freed, the
+// stalled attempt, coming back, made its ticket and completed on a record that was gone (202,
+// run), and the client's next retry, on another replica, made and ran a second ticket under
+// the same key. Held, the stalled attempt finds it taken over and ends its ticket unrun, and
+// the key answers one ticket, run once. The conversation's create kept it already.
+func TestDrainingKeepsATakenOverKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int64
+		hold := make(chan struct{})
+		g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), holdCreate: hold, reachedCreate: make(chan struct{})}
+		live := newHarness(t, server.Options{Store: g, Runner: countingRunner(&runs)})
+		draining := newHarness(t, server.Options{Store: g, Runner: countingRunner(&runs), ShutdownGrace: time.Minute})
+		cid := live.conv(alice)
+		const q = "How many sev1 incidents did we have in 2026-Q2?"
+
+		stalled := make(chan *gen.CreateAskResponse, 1)
+		go func() { stalled <- live.keyedAsk(alice, cid, "k", q) }()
+		<-g.reachedCreate
+		if err := draining.srv.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(11 * time.Second) // past the stalled attempt's lock
+		r := draining.keyedAsk(alice, cid, "k", q)
+		problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusServiceUnavailable)
+
+		close(hold) // the stalled attempt's ticket is made now
+		first := <-stalled
+		synctest.Wait()
+		time.Sleep(11 * time.Second) // past the draining replica's lock, if it kept one
+		retry := live.keyedAsk(alice, cid, "k", q)
+		if retry.StatusCode() != http.StatusAccepted {
+			t.Fatalf("the retry on a live replica: %d %s", retry.StatusCode(), retry.Body)
+		}
+		live.events(alice, retry.JSON202.Ticket)
+		if first.StatusCode() == http.StatusAccepted && first.JSON202.Ticket != retry.JSON202.Ticket {
+			t.Errorf("one key answered two tickets: %s to the stalled attempt, %s to the retry", first.JSON202.Ticket, retry.JSON202.Ticket)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs under one key, want 1", n)
 		}
 	})
 }

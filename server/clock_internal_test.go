@@ -47,7 +47,7 @@ func TestRunTSIgnoreAWallClockStep(t *testing.T) {
 	if _, err := mem.CreateTicket(t.Context(), nt, store.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.admit(); err != nil {
+	if err := s.admitCreate(t.Context(), nil, true); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := s.newRun(nt, nt.Then[0], time.Now(), nil)

@@ -70,13 +70,10 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 				return h.conversationCreated(ctx, c, ik, conv)
 			}
 		}
-		if s.isDraining() {
-			// Let through admission for its key (admitting): nothing was made under it, so
-			// nothing is made now; the key is freed for the retry another replica takes.
-			if ik.prev == "" {
-				ik.abandon(ctx)
-			}
-			return unavailable()
+		// Let through admission for its key, which has nothing to answer: admitted now. (Without
+		// a key, admission admitted it.)
+		if err := s.admitCreate(ctx, ik, false); err != nil {
+			return err
 		}
 	}
 	conv := store.Conversation{ID: id, Owner: owner, CreatedAt: time.Now().UTC()}
@@ -182,15 +179,10 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		}
 		return err
 	}
-	// No read of the conversation first: CreateTicket checks it exists and is the caller's, in
-	// the same step as admission (one round trip to a shared store).
-	if err := s.admit(); err != nil {
-		// As CreateConversation's: the key is freed, but not after a takeover, when what the
-		// stalled attempt makes may yet be found (and, the record gone, it would complete
-		// without one, and the next retry make a second ticket under the key).
-		if ik != nil && ik.prev == "" {
-			ik.abandon(ctx)
-		}
+	// Admitted now, keyed or not, as the ask's admission slot is reserved in the same step. No
+	// read of the conversation first: CreateTicket checks it exists and is the caller's, in the
+	// same step as the store's admission (one round trip to a shared store).
+	if err := s.admitCreate(ctx, ik, true); err != nil {
 		return err
 	}
 	now := time.Now()

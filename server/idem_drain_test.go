@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -184,6 +186,114 @@ func TestDrainingKeepsATakenOverKey(t *testing.T) {
 		}
 		if n := runs.Load(); n != 1 {
 			t.Errorf("%d runs under one key, want 1", n)
+		}
+	})
+}
+
+// TestCreatesWhileDraining: every cell of a draining replica's answer to a create, for both
+// creates: without a key, and with a key that finds nothing, refused (503 + Retry-After, or 421
+// + Retry-After to a request with RerouteHeader), counted as shutting_down, making nothing and
+// leaving the key free (so the same again is refused the same way, never 409); with the key of
+// a create made before the drain, its recorded response, replayed, whatever the header.
+func TestCreatesWhileDraining(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int64
+		var refusals atomic.Int64
+		h := newHarness(t, server.Options{ShutdownGrace: time.Minute,
+			Runner: ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+				runs.Add(1)
+				select {
+				case <-time.After(10 * time.Second):
+				case <-ctx.Done():
+				}
+				return ask.Outcome{Answer: answer("ok")}
+			}),
+			Hooks: server.Hooks{Refused: func(_ context.Context, reason string) {
+				if reason == server.RefusedShuttingDown {
+					refusals.Add(1)
+				}
+			}},
+		})
+		const q = "How many sev1 incidents did we have in 2026-Q2?"
+		conv := h.keyedConv(alice, "c-made")
+		if conv.JSON201 == nil {
+			t.Fatalf("keyed conversation: %d %s", conv.StatusCode(), conv.Body)
+		}
+		cid := conv.JSON201.Id
+		made := h.keyedAsk(alice, cid, "a-made", q)
+		if made.JSON202 == nil {
+			t.Fatalf("keyed ask: %d %s", made.StatusCode(), made.Body)
+		}
+		shutdown := make(chan error)
+		go func() { shutdown <- h.srv.Shutdown(context.Background()) }()
+		synctest.Wait()
+
+		create := map[string]func(key string, edit ...gen.RequestEditorFn) (*http.Response, []byte){
+			"createConversation": func(key string, edit ...gen.RequestEditorFn) (*http.Response, []byte) {
+				var params *gen.CreateConversationParams
+				if key != "" {
+					params = &gen.CreateConversationParams{IdempotencyKey: &key}
+				}
+				r, err := h.cw.CreateConversationWithResponse(context.Background(), params, gen.CreateConversationRequest{}, append(edit, bearer(alice))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.HTTPResponse, r.Body
+			},
+			"createAsk": func(key string, edit ...gen.RequestEditorFn) (*http.Response, []byte) {
+				var params *gen.CreateAskParams
+				if key != "" {
+					params = idemKey(key)
+				}
+				r, err := h.cw.CreateAskWithResponse(context.Background(), cid, params, gen.AskRequest{Question: q}, append(edit, bearer(alice))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.HTTPResponse, r.Body
+			},
+		}
+		recorded := map[string]struct {
+			key    string
+			status int
+			body   []byte
+		}{
+			"createConversation": {"c-made", http.StatusCreated, conv.Body},
+			"createAsk":          {"a-made", http.StatusAccepted, made.Body},
+		}
+		headers := map[string][]gen.RequestEditorFn{"direct": nil, "rerouted": {header(server.RerouteHeader, "1")}}
+		refusal := map[string]int{"direct": http.StatusServiceUnavailable, "rerouted": http.StatusMisdirectedRequest}
+		wantRefusals := int64(0)
+		for op, do := range create {
+			for via, edit := range headers {
+				for _, key := range []string{"", "k-new-" + op + "-" + via} {
+					for try := range 2 { // the second finds the key freed by the first: refused again, not 409
+						r, body := do(key, edit...)
+						what := fmt.Sprintf("%s %s, key %q, try %d", op, via, key, try+1)
+						if r.StatusCode != refusal[via] || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/problem+json") ||
+							r.Header.Get("Retry-After") == "" {
+							t.Errorf("%s: %d %q (Retry-After %q) %s, want %d problem+json with Retry-After",
+								what, r.StatusCode, r.Header.Get("Content-Type"), r.Header.Get("Retry-After"), body, refusal[via])
+						}
+						wantRefusals++
+					}
+				}
+				rec := recorded[op]
+				r, body := do(rec.key, edit...)
+				if r.StatusCode != rec.status || string(body) != string(rec.body) || r.Header.Get("Idempotent-Replayed") != "true" {
+					t.Errorf("%s %s, the key of a create made: %d %s (replayed %q), want %d %s replayed",
+						op, via, r.StatusCode, body, r.Header.Get("Idempotent-Replayed"), rec.status, rec.body)
+				}
+			}
+		}
+		if n := refusals.Load(); n != wantRefusals {
+			t.Errorf("%d refusals counted shutting_down, want %d", n, wantRefusals)
+		}
+		checkLifecycle(t, h.events(alice, made.JSON202.Ticket), gen.EventTypeAnswer)
+		if err := <-shutdown; err != nil {
+			t.Fatal(err)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs, want the one made before the drain", n)
 		}
 	})
 }

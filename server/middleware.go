@@ -68,31 +68,6 @@ func (s *Server) identify(c echo.Context) error {
 	return nil
 }
 
-// admitting answers 503 (421 with RerouteHeader: errorHandler) while the server is shutting
-// down, but to a request with an Idempotency-Key: that one is the retry of a client that may
-// have lost the answer to a create this server made, and its handler answers the create's
-// recorded response (or what a stalled attempt made), and 503 only when the key finds nothing,
-// after freeing it (CreateConversation's drain check, createAsk's admit). Until 2026-12-06 it
-// was 503 too, and a client that lost its 202 could not learn the ticket of the run still
-// going through the grace.
-func (s *Server) admitting() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if s.isDraining() && c.Request().Header.Get("Idempotency-Key") == "" {
-				return unavailable()
-			}
-			return next(c)
-		}
-	}
-}
-
-// isDraining reports whether Shutdown has begun.
-func (s *Server) isDraining() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.draining
-}
-
 // limitBody reads the request body up to MaxBodyBytes, answering 413 beyond, so the
 // validator and the handler see a body that is known to fit. The reading runs in readBody,
 // off the frame a stream parks under (see authenticate).

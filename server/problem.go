@@ -131,9 +131,10 @@ func badRequest(detail string, violations ...string) *problem {
 	return &problem{status: http.StatusBadRequest, detail: detail, violations: violations}
 }
 
-func unavailable() *problem {
-	return &problem{status: http.StatusServiceUnavailable, reason: RefusedShuttingDown, detail: "the service is shutting down", retryAfter: retryDraining}
-}
+// errShuttingDown is a create refused because the replica is shutting down (admitCreate), before
+// anything was made; errorHandler answers it misdirected to a gateway that sends RerouteHeader.
+var errShuttingDown = &problem{status: http.StatusServiceUnavailable, reason: RefusedShuttingDown,
+	detail: "the service is shutting down", retryAfter: retryDraining}
 
 // RerouteHeader is the request header by which a gateway says that it passes a draining
 // replica's refusal to another replica: such a refusal is then 421 Misdirected Request (RFC
@@ -147,7 +148,7 @@ func unavailable() *problem {
 // gets the 421, which says as much as the 503.
 const RerouteHeader = "X-Ask-Reroute"
 
-// misdirected is unavailable as answered to a gateway that reroutes it (RerouteHeader).
+// misdirected is errShuttingDown as answered to a gateway that reroutes it (RerouteHeader).
 var misdirected = &problem{status: http.StatusMisdirectedRequest, reason: RefusedShuttingDown,
 	detail: "this replica is shutting down: send the request to another", retryAfter: retryDraining}
 
@@ -284,6 +285,7 @@ func errorHandler(log *slog.Logger, outage *logthrottle.Gate, refused func(ctx c
 				"method", c.Request().Method, "route", c.Path(), "err", err)
 		}
 		if p.reason == RefusedShuttingDown && c.Request().Header.Get(RerouteHeader) != "" {
+			// The one place a draining replica's refusal (admitCreate) becomes 421.
 			p = misdirected
 		}
 		if p.reason != "" && refused != nil {

@@ -558,18 +558,7 @@ func (s *Server) Active() int {
 	return s.active
 }
 
-// admit reserves an admission slot for an ask, or fails with 503 while draining.
-func (s *Server) admit() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining {
-		return unavailable()
-	}
-	s.active++
-	return nil
-}
-
-// release gives back a slot admit reserved (the ask was refused, or its log has ended).
+// release gives back a slot admitCreate reserved (the ask was refused, or its log has ended).
 func (s *Server) release(ticket string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

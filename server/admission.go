@@ -46,9 +46,9 @@ func (s *Server) admitting() echo.MiddlewareFunc {
 //
 // ik is the create's key record, nil without a key. A refusal frees it (the record would
 // otherwise answer 409 "still in progress" to the retry another replica takes, until its lock
-// lapsed), but not after a takeover (ik.prev): the stalled attempt may yet make what it was
-// making, and must then find the record taken, not gone, or it completes without one and the
-// next retry makes a second resource under the key (TestDrainingKeepsATakenOverKey).
+// lapsed); one this request took over from a stalled attempt (ik.prev) goes back to that
+// attempt, which may yet make what it was making (store.Idempotency's AbandonIdempotent,
+// TestDrainingKeepsATakenOverKey).
 //
 // hold reserves an admission slot (an ask's, given back by release) in the same step, under
 // s.mu, as Shutdown sets draining and reads the slots: no ask is admitted after Shutdown has
@@ -63,7 +63,7 @@ func (s *Server) admitCreate(ctx context.Context, ik *idem, hold bool) error {
 	if !draining {
 		return nil
 	}
-	if ik != nil && ik.prev == "" {
+	if ik != nil {
 		ik.abandon(ctx)
 	}
 	return errShuttingDown

@@ -146,12 +146,11 @@ func TestDrainingRefusalIsMisdirectedToAGateway(t *testing.T) {
 
 // TestDrainingKeepsATakenOverKey: a keyed retry that a draining replica refuses after taking
 // the key's record over from an attempt stalled past its lock (its ticket not found: the
-// stalled attempt has not made it yet) leaves the record held, as a refusal with a key that
-// found nothing frees it only when no earlier attempt may still make something. Freed, the
-// stalled attempt, coming back, made its ticket and completed on a record that was gone (202,
-// run), and the client's next retry, on another replica, made and ran a second ticket under
-// the same key. Held, the stalled attempt finds it taken over and ends its ticket unrun, and
-// the key answers one ticket, run once. The conversation's create kept it already.
+// stalled attempt has not made it yet) gives the record back to that attempt rather than
+// free it. Freed, the stalled attempt, coming back, made its ticket and completed on a record
+// that was gone (202, run), and the client's next retry, on another replica, made and ran a
+// second ticket under the same key. Given back, the stalled attempt completes it, and the key
+// answers one ticket, run once.
 func TestDrainingKeepsATakenOverKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int64
@@ -294,6 +293,63 @@ func TestCreatesWhileDraining(t *testing.T) {
 		}
 		if n := runs.Load(); n != 1 {
 			t.Errorf("%d runs, want the one made before the drain", n)
+		}
+	})
+}
+
+// TestRefusedTakeoverGivesTheKeyBack: any refusal of a keyed retry that took the key's record
+// over from an attempt stalled past its lock gives the record back to that attempt (here a
+// 429: the identity's one in-flight ask still runs), so that the stalled attempt, coming back
+// once the other ask has ended, records the ticket it made, and the client's next retry is
+// answered that ticket. Freed instead, the stalled attempt completed on a record that was gone
+// (202, run, nothing recorded), and the next retry made and ran a second ticket under the key.
+func TestRefusedTakeoverGivesTheKeyBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int64
+		g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}
+		runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, _ ask.Emitter) ask.Outcome {
+			if req.Question == "block" {
+				<-ctx.Done()
+				return ask.Outcome{Answer: answer("cancelled")}
+			}
+			runs.Add(1)
+			return ask.Outcome{Answer: answer("42")}
+		})
+		h := newHarness(t, server.Options{Store: g, Runner: runner, MaxInFlight: 1})
+		blocker := h.ask(alice, h.conv(alice), "block")
+		cid := h.conv(alice)
+		const q = "How many sev1 incidents did we have in 2026-Q2?"
+
+		hold := make(chan struct{})
+		g.mu.Lock()
+		g.holdCreate = hold
+		g.mu.Unlock()
+		stalled := make(chan *gen.CreateAskResponse, 1)
+		go func() { stalled <- h.keyedAsk(alice, cid, "k", q) }()
+		<-g.reachedCreate
+		time.Sleep(11 * time.Second) // past the stalled attempt's lock
+		r := h.keyedAsk(alice, cid, "k", q)
+		problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusTooManyRequests)
+
+		h.cancel(alice, blocker)
+		h.events(alice, blocker)
+		close(hold) // the stalled attempt's ticket is made now
+		first := <-stalled
+		if first.StatusCode() != http.StatusAccepted {
+			t.Fatalf("the stalled attempt: %d %s", first.StatusCode(), first.Body)
+		}
+		synctest.Wait()
+		time.Sleep(11 * time.Second) // past any lock the refused retry kept
+		retry := h.keyedAsk(alice, cid, "k", q)
+		if retry.StatusCode() != http.StatusAccepted {
+			t.Fatalf("the next retry: %d %s", retry.StatusCode(), retry.Body)
+		}
+		h.events(alice, retry.JSON202.Ticket)
+		if first.JSON202.Ticket != retry.JSON202.Ticket {
+			t.Errorf("one key answered two tickets: %s to the stalled attempt, %s to the retry", first.JSON202.Ticket, retry.JSON202.Ticket)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs under one key, want 1", n)
 		}
 	})
 }

@@ -22,7 +22,12 @@ import (
 //     It fails with ErrIdemLost when another attempt has taken the record over meanwhile (this
 //     one stalled past its lock): the caller must then undo what it created.
 //  3. Or, when the request was refused and created nothing, AbandonIdempotent, so that a
-//     retry is processed afresh.
+//     retry is processed afresh. A record the candidate took over (Result.Prev) goes back to
+//     the attempt it was taken from, its lock lapsed, rather than away: that attempt, stalled,
+//     may yet create its resource, and must then complete the record, not find it gone (a
+//     complete on a record that is gone succeeds, as the record may have expired) while a
+//     retry creates a second resource under the key. A retry takes it over again, and looks
+//     for what that attempt made.
 //
 // Every method is safe under a client's retry of the same call (a lost reply): Begin with the
 // same candidate answers IdemNew again, Complete with the same ids succeeds again, Abandon of

@@ -103,7 +103,13 @@ func (m *Memory) AbandonIdempotent(_ context.Context, owner Owner, key, candidat
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	k := idemKey(owner, key)
-	if r := x.recs[k]; r != nil && !r.done && r.id == candidate {
+	r := x.recs[k]
+	switch {
+	case r == nil || r.done || r.id != candidate:
+	case r.prev != "":
+		// Taken over: back to the attempt it was taken from, whose lock had lapsed.
+		r.id, r.prev, r.lock = r.prev, "", time.Time{}
+	default:
 		delete(x.recs, k)
 	}
 	return nil

@@ -56,11 +56,18 @@ if r[1] == 'd' and r[2] == ARGV[2] then return 1 end
 return 0
 `)
 
-// abandonIdem: KEYS record; ARGV candidate. Deletes the record only while the candidate
-// holds it, not done.
+// abandonIdem: KEYS record; ARGV candidate. Only while the candidate holds the record, not
+// done: a record it took over goes back to the attempt it was taken from, its lock lapsed
+// (store.Idempotency); any other is deleted.
 var abandonIdem = goredis.NewScript(`
-local r = redis.call('HMGET', KEYS[1], 'state', 'id')
-if r[1] == 'p' and r[2] == ARGV[1] then redis.call('DEL', KEYS[1]) end
+local r = redis.call('HMGET', KEYS[1], 'state', 'id', 'prev')
+if r[1] ~= 'p' or r[2] ~= ARGV[1] then return 1 end
+if r[3] and r[3] ~= '' then
+  redis.call('HSET', KEYS[1], 'id', r[3], 'lock', '0')
+  redis.call('HDEL', KEYS[1], 'prev')
+else
+  redis.call('DEL', KEYS[1])
+end
 return 1
 `)
 

@@ -117,4 +117,43 @@ func testIdempotency(t *testing.T, f Factory) {
 			t.Errorf("replayed %q, want the stored response", got.Response)
 		}
 	})
+
+	t.Run("AbandonAfterTakeoverGivesItBack", func(t *testing.T) {
+		s := f(t, Options{})
+		lapsing := func(cand string) store.IdemBegin {
+			return store.IdemBegin{Fingerprint: "fp", Candidate: cand, Lock: 0, TTL: time.Hour}
+		}
+		want(begin(s, Alice, "k5", lapsing("a")), store.IdemNew, "a", "")
+		want(begin(s, Alice, "k5", held("fp", "b")), store.IdemNew, "b", "a")
+		// b is refused and made nothing: the record is a's again, not gone, so that a, which
+		// stalled and may yet make its resource, completes it, where a record gone would let
+		// a retry make a second resource under the key.
+		if err := s.AbandonIdempotent(ctx, Alice, "k5", "b"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CompleteIdempotent(ctx, Alice, "k5", "a", "a", []byte("a's")); err != nil {
+			t.Errorf("the stalled attempt's complete after the takeover's refusal: %v", err)
+		}
+		if got := begin(s, Alice, "k5", held("fp", "c")); got.State != store.IdemDone || string(got.Response) != "a's" {
+			t.Errorf("the key after a completed: %+v, want a's response", got)
+		}
+
+		// Given back, it is lapsed: the next attempt takes it over at once, told of a.
+		want(begin(s, Alice, "k6", lapsing("a")), store.IdemNew, "a", "")
+		want(begin(s, Alice, "k6", held("fp", "b")), store.IdemNew, "b", "a")
+		if err := s.AbandonIdempotent(ctx, Alice, "k6", "b"); err != nil {
+			t.Fatal(err)
+		}
+		want(begin(s, Alice, "k6", held("fp", "a")), store.IdemNew, "a", "") // a's own retry
+		want(begin(s, Alice, "k6", held("fp", "c")), store.IdemNew, "c", "a")
+		// And an abandon by the attempt it was given back to, with nothing before it, frees it.
+		want(begin(s, Alice, "k7", lapsing("a")), store.IdemNew, "a", "")
+		want(begin(s, Alice, "k7", held("fp", "b")), store.IdemNew, "b", "a")
+		for _, cand := range []string{"b", "a"} {
+			if err := s.AbandonIdempotent(ctx, Alice, "k7", cand); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want(begin(s, Alice, "k7", held("other", "d")), store.IdemNew, "d", "")
+	})
 }

@@ -229,14 +229,15 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 	if err != nil {
 		s.release("")
 		s.dropWebhook(ticket, body.Webhook)
-		if ik != nil && ik.prev == "" && !createdNothing(err) {
+		if ik != nil && !createdNothing(err) {
 			// Not a PendingError: the store answered, and created nothing (store.Store's
 			// CreateTicket), even when its answer is that it cannot now (ErrUnavailable: a Redis
 			// Cluster's TRYAGAIN while the slot migrates, CLUSTERDOWN before an election,
 			// READONLY, OOM; each refuses the script unrun). The key is freed, so a retry is
 			// processed at once: before, it answered 409 "still in progress", for a request
 			// answered 503, until the record's lock lapsed (10 s). After a takeover (prev) the
-			// record stays: what the stalled attempt made may yet be found.
+			// record goes back to the stalled attempt, lapsed (AbandonIdempotent): what it made
+			// may yet be found, by the retry that takes it over again.
 			ik.abandon(ctx)
 		}
 		switch {

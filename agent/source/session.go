@@ -54,6 +54,12 @@ type Session struct {
 // yields a *TransportError; the token never appears in it. So does one whose tool list the
 // agent cannot offer the model: more than MaxTools tools, or a name validToolName refuses or
 // listed twice.
+//
+// ctx bounds the handshake. Once it ends with the handshake unfinished, the session sends
+// nothing more: not the SDK's best-effort notifications/cancelled (which, to a source that
+// hangs, held the connection and its goroutines up to 5 s past the end), nor the DELETE of a
+// session whose initialize was answered (that session then stays at the source until its idle
+// timeout). The agent ends ctx only when the handshake is past waiting for.
 func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Session, error) {
 	u, err := httpurl.Parse(cfg.URL)
 	if err != nil {
@@ -75,7 +81,7 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxResponseBytes
 	}
-	tr := &bearer{base: base, source: cfg.Name, token: token, expires: opts.TokenExpires, origin: originOf(u), maxBytes: int64(maxBytes)}
+	tr := &bearer{base: base, source: cfg.Name, token: token, expires: opts.TokenExpires, origin: originOf(u), maxBytes: int64(maxBytes), handshake: ctx}
 	hc.Transport, hc.CheckRedirect = tr, tr.checkRedirect
 	name, version := opts.ClientName, opts.ClientVersion
 	if name == "" {
@@ -144,6 +150,7 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 		}
 		params.Cursor = res.NextCursor
 	}
+	tr.handshakeDone()
 	return s, nil
 }
 

@@ -101,11 +101,32 @@ type bearer struct {
 
 	mu    sync.Mutex
 	fault error // the first refusal of this transport, for the run's error message
+	// handshake is Connect's context until the handshake has succeeded, then nil: once it has
+	// ended, nothing more is sent (see Connect).
+	handshake context.Context
+}
+
+// errHandshakeOver refuses a request of a handshake whose context has ended. It is not a
+// fault: the run's error names the context's end (the tool timeout), not this.
+var errHandshakeOver = errors.New("the handshake is over: nothing more is sent")
+
+// handshakeDone marks the handshake as succeeded: the session's requests no longer depend on
+// Connect's context.
+func (b *bearer) handshakeDone() {
+	b.mu.Lock()
+	b.handshake = nil
+	b.mu.Unlock()
 }
 
 func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if originOf(req.URL) != b.origin {
 		return nil, b.refuse(ErrOffOrigin)
+	}
+	b.mu.Lock()
+	hs := b.handshake
+	b.mu.Unlock()
+	if hs != nil && hs.Err() != nil {
+		return nil, errHandshakeOver
 	}
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)

@@ -35,6 +35,17 @@ type Options struct {
 	// when the run is cancelled or times out is not cut short: it completes (tools are
 	// read-only, and the source's audit line then records it) within this bound.
 	ToolTimeout time.Duration
+	// HandshakeLinger is how long a source's handshake (initialize, tools/list) still pending
+	// when its run ends may go on, so that the session it opens is closed properly rather than
+	// left to the source's idle timeout; zero means DefaultHandshakeLinger, and it is never more
+	// than ToolTimeout. A handshake whose run is still going is bounded by ToolTimeout alone.
+	HandshakeLinger time.Duration
+	// MaxLingeringHandshakes is how many handshakes with one source may linger at once (their
+	// runs ended), across every run of the Agent; a run that ends while they are all taken has
+	// its handshake with that source cancelled at once. Zero means DefaultMaxLingeringHandshakes.
+	// It bounds what asks cancelled in a loop hold at a source that hangs: this many connections
+	// (and their goroutines) per source, each for at most HandshakeLinger.
+	MaxLingeringHandshakes int
 	// Phase is 1 (zero: the default) for one loop in the supervisor branch, or 2 for a branch
 	// per source, reconciled by the supervisor (see the package doc).
 	Phase int
@@ -64,6 +75,11 @@ type Agent struct {
 	phase    int
 	// divergenceTurns is the withheld branch's model-call cap; 0 means no divergence.
 	divergenceTurns int
+	// linger is how long a handshake may go on once its run has ended (see connect).
+	linger time.Duration
+	// lingering holds, per source (by index in sources), a slot for each of its handshakes
+	// lingering after their runs ended; its capacity is Options.MaxLingeringHandshakes.
+	lingering []chan struct{}
 }
 
 var _ ask.Runner = (*Agent)(nil)
@@ -96,6 +112,19 @@ func New(opts Options) (*Agent, error) {
 	a.tracer = tp.Tracer("github.com/das-ask/ask/agent")
 	if a.toolTime <= 0 {
 		a.toolTime = DefaultToolTimeout
+	}
+	a.linger = opts.HandshakeLinger
+	if a.linger <= 0 {
+		a.linger = DefaultHandshakeLinger
+	}
+	a.linger = min(a.linger, a.toolTime)
+	slots := opts.MaxLingeringHandshakes
+	if slots <= 0 {
+		slots = DefaultMaxLingeringHandshakes
+	}
+	a.lingering = make([]chan struct{}, len(a.sources))
+	for i := range a.lingering {
+		a.lingering[i] = make(chan struct{}, slots)
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

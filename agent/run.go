@@ -167,6 +167,16 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 // unlucky cancel (found by hardening TestLoadAndSoak under goleak). The run notices the
 // cancellation right after.
 //
+// Once the run has ended, though, a handshake still pending only lingers: it may go on for
+// Options.HandshakeLinger (never past the tool timeout) to open its session and have it closed
+// properly, if one of its source's Options.MaxLingeringHandshakes slots (shared by every run of
+// the Agent) is free; otherwise, or once its linger is over, it is cancelled. Unbounded, an
+// identity that asked and cancelled in a loop against a source that hangs held a goroutine and
+// a connection per cancelled ask for the whole tool timeout, beyond its in-flight cap (300
+// such asks: about 1,400 goroutines and 270 connections for 60 s). The price: a source that
+// answers a handshake that late, or while its slots are full, may keep that session, unclosed,
+// until its own idle timeout (the orphan above, now only from a source too slow or too busy).
+//
 // The handshakes run at once, so a run with several sources waits for the slowest, not their
 // sum. Each runs to its end (not cancelled when another fails, for the reason above), and only
 // then does connect answer: all the sessions, or the first failure in DAS_SOURCES order with
@@ -174,11 +184,11 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 // has opened, or opens later, is closed at once rather than when the slowest handshake ends.
 //
 // A source that cannot be reached is a warning in the log, naming it: the run's error event
-// tells the user, and this line tells the operator which source it was. The sessions log
-// their tool calls with log (the run's ticket).
+// tells the user, and this line tells the operator which source it was — also when it did not
+// answer within its linger (at most MaxLingeringHandshakes lines a linger per source); not when
+// its handshake was cancelled at once for want of a slot. The sessions log their tool calls with
+// log (the run's ticket).
 func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) ([]*source.Session, error) {
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
-	defer cancel()
 	opts := source.Options{HTTPClient: a.hc, Logger: log, TokenExpires: id.Expires}
 	sessions := make([]*source.Session, len(a.sources))
 	errs := make([]error, len(a.sources))
@@ -196,12 +206,22 @@ func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) 
 	)
 	for i, cfg := range a.sources {
 		wg.Go(func() {
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
+			defer cancel()
+			done := a.bound(ctx, i, cancel)
 			s, err := source.Connect(hctx, cfg, id.Token, opts)
+			cut := done()
 			mu.Lock()
-			if err == nil && ended {
+			switch {
+			case err == nil && ended:
 				defer s.Close() // once unlocked
 				s, err = nil, ctx.Err()
 				runEnded[i] = true
+			case err != nil && cut == cutCapFull:
+				runEnded[i] = true
+			case err != nil && cut == cutLingered:
+				err = &source.TransportError{Source: cfg.Name, Op: "connect", Err: err,
+					Reason: fmt.Errorf("no answer within %v of the run's end (the handshake's linger)", a.linger)}
 			}
 			sessions[i], errs[i] = s, err
 			mu.Unlock()
@@ -234,9 +254,10 @@ func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) 
 			continue
 		}
 		// Every source that failed on its own is named, whether or not the run ended
-		// meanwhile: a source whose handshake hangs fails at the tool timeout (hctx does not
-		// end with the run), and a deadline shorter than that ended the run first, so that its
-		// timeout was logged nowhere and the operator saw only asks ending in a timeout.
+		// meanwhile: a source whose handshake hangs fails at the tool timeout or at the end of
+		// its linger (hctx does not end with the run), and a deadline shorter than that ended
+		// the run first, so that its timeout was logged nowhere and the operator saw only asks
+		// ending in a timeout.
 		for j, err := range errs[i:] {
 			if err != nil && !runEnded[i+j] {
 				log.WarnContext(ctx, "source unreachable", "source", a.sources[i+j].Name, "error", err.Error())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -245,4 +246,73 @@ func (c *sessionCount) open() int {
 		}
 	}
 	return n
+}
+
+// The same over real sockets, against an HTTP server that takes each connection and never
+// answers: once the runs are cancelled, all but MaxLingeringHandshakes of them return without
+// waiting for the tool timeout, and the server sees those connections go (the cancelled
+// handshakes send nothing more); the lingering ones end when the server lets them.
+func TestEndedRunsHandshakesAtAHungServer(t *testing.T) {
+	const runs, slots = 8, 2
+	arrived := make(chan struct{}, runs)
+	left := make(chan struct{}, runs)
+	stop := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+			left <- struct{}{}
+		case <-stop:
+		}
+	}))
+	t.Cleanup(silent.Close)
+	var once sync.Once
+	release := func() { once.Do(func() { close(stop) }) }
+	t.Cleanup(release) // before the server's Close (cleanups run last first)
+	a, err := agent.New(agent.Options{
+		Model:                  &scripted{script: []func(model.Request) (model.Response, error){say("must not be asked")}},
+		Sources:                []agent.SourceConfig{{Name: "silent", URL: silent.URL + "/mcp"}},
+		ToolTimeout:            time.Minute,
+		HandshakeLinger:        time.Minute, // the lingering ones end when the server lets them
+		MaxLingeringHandshakes: slots,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan ask.Outcome, runs)
+	ctx, cancel := context.WithCancel(t.Context())
+	for range runs {
+		go func() { ended <- a.Run(ctx, hostileRequest("tok-alice"), &recorder{}) }()
+	}
+	within := func(what string, ch <-chan struct{}, n int) {
+		t.Helper()
+		for i := range n {
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second): // a bound for the failure only
+				t.Fatalf("%s: %d of %d within 10 s", what, i, n)
+			}
+		}
+	}
+	within("handshakes arrived", arrived, runs)
+	cancel()
+	returned := make(chan struct{}, runs)
+	go func() {
+		for range runs {
+			if out := <-ended; out.Error == nil || out.Error.Kind != gen.ErrorKindCancelled {
+				t.Errorf("outcome %s %+v, want error{cancelled}", outcomeType(out), out.Error)
+			}
+			returned <- struct{}{}
+		}
+	}()
+	within("runs returned after the cancel, before the tool timeout", returned, runs-slots)
+	within("connections the server saw go", left, runs-slots)
+	select {
+	case <-returned:
+		t.Errorf("more than %d runs returned while their handshakes should linger", runs-slots)
+	default:
+	}
+	release()
+	within("lingering runs returned once the server let them go", returned, slots)
 }

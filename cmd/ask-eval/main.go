@@ -96,6 +96,11 @@ func parse(args []string, stderr io.Writer, lookup func(string) (string, bool)) 
 	}
 	fs := flag.NewFlagSet("ask-eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// The usage names the diff subcommand too (docs/eval.md): -h listed the flags alone.
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: ask-eval [flags]\n       ask-eval diff OLD.json NEW.json   (compare two reports without running anything)\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.url, "url", env.URL, "the service's base URL, gateway prefix included (env ASK_URL)")
 	fs.BoolVar(&o.devStack, "dev-stack", false, "start the development stack in process (llm-stub unless ASK_LLM names a model) and evaluate it")
 	fs.StringVar(&o.idp, "idp", env.IdP, "a development identity provider's root, to mint a token per identity of the set (env ASK_IDP, or ASK_IDP_URL, which wins)")

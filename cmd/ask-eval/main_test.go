@@ -336,15 +336,17 @@ items:
 	})
 }
 
-// TestHelpExits0: the usage asked for is printed and is not an error.
+// TestHelpExits0: the usage asked for is printed and is not an error. It names the diff
+// subcommand beside the flags (docs/eval.md's "ask-eval diff old.json new.json"), which -h
+// left out.
 func TestHelpExits0(t *testing.T) {
 	for _, arg := range []string{"-h", "--help"} {
 		var out, errb bytes.Buffer
 		if code := run(t.Context(), []string{arg}, &out, &errb, noenv); code != 0 {
 			t.Errorf("%s: exit %d, want 0", arg, code)
 		}
-		if !strings.Contains(errb.String(), "-dev-stack") {
-			t.Errorf("%s: stderr %q, want the usage", arg, errb.String())
+		if !strings.Contains(errb.String(), "-dev-stack") || !strings.Contains(errb.String(), "ask-eval diff OLD.json NEW.json") {
+			t.Errorf("%s: stderr %q, want the usage, the diff subcommand named", arg, errb.String())
 		}
 	}
 }

@@ -201,7 +201,7 @@ func scenarios() []scenario {
 }
 
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs := flag.NewFlagSet("ask-cluster chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o chaosOpts
 	fs.BoolVar(&o.short, "short", false, "the CI version: fewer asks, the scenarios marked short")

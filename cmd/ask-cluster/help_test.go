@@ -11,13 +11,20 @@ import (
 )
 
 // TestHelpIsNotAnError: ask-cluster -h (scripts/cluster-serve.sh -h) prints its flags and
-// exits 0; it printed them, then "cluster: flag: help requested", and exited 1. A flag it does
-// not know is still exit 1, named.
+// exits 0; it printed them, then "cluster: flag: help requested", and exited 1. The usage
+// names the command and its chaos subcommand, which it did not ("Usage of cluster:"). A flag
+// it does not know is still exit 1, named.
 func TestHelpIsNotAnError(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := status(run(t.Context(), []string{"-h"}, io.Discard, &stderr), &stderr); code != 0 ||
-		!strings.Contains(stderr.String(), "-replicas") || strings.Contains(stderr.String(), "help requested") {
-		t.Errorf("ask-cluster -h: exit %d, stderr:\n%s\nwant 0 and the flags alone", code, stderr.String())
+		!strings.Contains(stderr.String(), "-replicas") || strings.Contains(stderr.String(), "help requested") ||
+		!strings.Contains(stderr.String(), "usage: ask-cluster [flags]") || !strings.Contains(stderr.String(), "ask-cluster chaos [flags]") {
+		t.Errorf("ask-cluster -h: exit %d, stderr:\n%s\nwant 0, the usage of ask-cluster and of ask-cluster chaos, and the flags", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := status(run(t.Context(), []string{"chaos", "-h"}, io.Discard, &stderr), &stderr); code != 0 ||
+		!strings.Contains(stderr.String(), "Usage of ask-cluster chaos:") || !strings.Contains(stderr.String(), "-short") {
+		t.Errorf("ask-cluster chaos -h: exit %d, stderr:\n%s\nwant 0 and its flags under its own name", code, stderr.String())
 	}
 	stderr.Reset()
 	if code := status(run(t.Context(), []string{"-bogus"}, io.Discard, &stderr), &stderr); code != 1 ||

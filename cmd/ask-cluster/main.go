@@ -58,8 +58,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "chaos" {
 		return runChaos(ctx, args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs := flag.NewFlagSet("ask-cluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// The usage names the chaos subcommand too (make chaos, docs/scale-out.md): -h said "Usage of
+	// cluster" and listed these flags alone.
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: ask-cluster [flags]\n       ask-cluster chaos [flags]   (the chaos suite, make chaos; ask-cluster chaos -h lists its flags)\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	var o Options
 	fs.StringVar(&o.GatewayAddr, "gateway", "127.0.0.1:8080", "nginx's listen address (the service is under /ask)")
 	fs.IntVar(&o.Replicas, "replicas", 3, "askd replicas")

@@ -208,6 +208,14 @@ const (
 	DefaultDemoSourceAudit = ".state/demo-source/audit.jsonl"
 )
 
+// The demo source's ranges beside 1 row at least (README's Configuration): its flags are held
+// to them as its variables are.
+const (
+	DemoSourceMaxRowCap       = maxCount
+	DemoSourceMinQueryTimeout = time.Millisecond
+	DemoSourceMaxQueryTimeout = time.Hour
+)
+
 // DefaultDemoSource is the demo source's settings when the environment sets none.
 func DefaultDemoSource() DemoSource {
 	return DemoSource{
@@ -222,8 +230,8 @@ func DemoSourceFromEnv(lookup func(string) (string, bool)) (DemoSource, error) {
 		c := DefaultDemoSource()
 		c.Addr = e.String("DAS_DEMO_SOURCE_ADDR", c.Addr)
 		c.Audit = e.String("DAS_DEMO_SOURCE_AUDIT", c.Audit)
-		c.RowCap = int(e.Int("DAS_DEMO_SOURCE_ROW_CAP", int64(c.RowCap), 1, maxCount))
-		c.QueryTimeout = e.Duration("DAS_DEMO_SOURCE_QUERY_TIMEOUT", c.QueryTimeout, time.Millisecond, time.Hour)
+		c.RowCap = int(e.Int("DAS_DEMO_SOURCE_ROW_CAP", int64(c.RowCap), 1, DemoSourceMaxRowCap))
+		c.QueryTimeout = e.Duration("DAS_DEMO_SOURCE_QUERY_TIMEOUT", c.QueryTimeout, DemoSourceMinQueryTimeout, DemoSourceMaxQueryTimeout)
 		c.Serves = e.String("DAS_DEMO_SOURCE_SERVES", c.Serves)
 		c.ResourceURL = e.String("DAS_DEMO_SOURCE_RESOURCE_URL", c.ResourceURL)
 		if e.Set(auth.EnvJWKSURL) || e.Set(auth.EnvIssuer) || e.Set(auth.EnvAudience) {

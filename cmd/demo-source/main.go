@@ -101,8 +101,15 @@ func parseConfig(args []string, lookup func(string) (string, bool), stderr io.Wr
 	if _, err := source.ParsePart(c.serves); err != nil {
 		return config{}, fmt.Errorf("-serves (DAS_DEMO_SOURCE_SERVES) %q: want all, catalog or warehouse", c.serves)
 	}
-	if c.rowCap <= 0 || c.queryTimeout <= 0 {
-		return config{}, errors.New("-row-cap and -query-timeout must be positive")
+	// The flags are held to the variables' ranges (README): -query-timeout 2h served, where
+	// DAS_DEMO_SOURCE_QUERY_TIMEOUT=2h is refused, and -row-cap 0 named neither its variable nor
+	// what it takes.
+	if c.rowCap < 1 || c.rowCap > askconfig.DemoSourceMaxRowCap {
+		return config{}, fmt.Errorf("-row-cap (DAS_DEMO_SOURCE_ROW_CAP) %d: want a whole number from 1 to %d", c.rowCap, askconfig.DemoSourceMaxRowCap)
+	}
+	if c.queryTimeout < askconfig.DemoSourceMinQueryTimeout || c.queryTimeout > askconfig.DemoSourceMaxQueryTimeout {
+		return config{}, fmt.Errorf("-query-timeout (DAS_DEMO_SOURCE_QUERY_TIMEOUT) %v: want a duration such as 5s, from %v to %v",
+			c.queryTimeout, askconfig.DemoSourceMinQueryTimeout, askconfig.DemoSourceMaxQueryTimeout)
 	}
 	// Checked here, before anything starts: at listen, a bad address was found after the audit
 	// log was made and the IdP asked, and named neither flag nor variable.

@@ -114,6 +114,23 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("%v: no error", args)
 		}
 	}
+	// A flag is held to its variable's range (README: 1 to 100000000 rows, 1ms to 1h), and the
+	// refusal names both: -query-timeout 2h served, where DAS_DEMO_SOURCE_QUERY_TIMEOUT=2h is refused.
+	for _, c := range []struct{ args []string }{
+		{[]string{"-row-cap", "0"}}, {[]string{"-row-cap", "100000001"}},
+		{[]string{"-query-timeout", "2h"}}, {[]string{"-query-timeout", "500us"}}, {[]string{"-query-timeout", "-1s"}},
+	} {
+		_, err := parseConfig(c.args, askconfig.MapEnv(nil), io.Discard)
+		variable := "DAS_DEMO_SOURCE_" + strings.ToUpper(strings.ReplaceAll(strings.TrimPrefix(c.args[0], "-"), "-", "_"))
+		if err == nil || !strings.Contains(err.Error(), c.args[0]+" ("+variable+")") || !strings.Contains(err.Error(), "want") {
+			t.Errorf("%v: error %v, want one naming %s and %s and what it takes", c.args, err, c.args[0], variable)
+		}
+	}
+	for _, args := range [][]string{{"-row-cap", "100000000"}, {"-query-timeout", "1h"}, {"-query-timeout", "1ms"}} {
+		if _, err := parseConfig(args, askconfig.MapEnv(nil), io.Discard); err != nil {
+			t.Errorf("%v: %v, want it taken (the edge of the range)", args, err)
+		}
+	}
 	// The URL clients reach /mcp at, from the environment or the flag.
 	env = map[string]string{"DAS_DEMO_SOURCE_RESOURCE_URL": "https://gw.example/warehouse/mcp"}
 	if c, err := parseConfig(nil, askconfig.MapEnv(env), io.Discard); err != nil || c.resourceURL != env["DAS_DEMO_SOURCE_RESOURCE_URL"] {

@@ -206,6 +206,10 @@ class DivergenceTest(unittest.TestCase):
                       "without": ["change failure rate"]}}
         want = "Without the catalog's definition of change failure rate, the answer would have been team Data, failure_rate_pct 11.1."
         self.assertEqual(ask_client.divergence_words(answer["divergence"]), want)
+        # docs/clients.md quotes this sentence as the clients say it (it quoted the page's
+        # "failure rate pct", which no CLI or client library says).
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "clients.md"), encoding="utf-8") as f:
+            self.assertTrue(want in " ".join(f.read().split()), "docs/clients.md does not quote the sentence the clients say")
         self.assertIn(want, ask_client.describe_outcome(answer))
         self.assertNotIn("Without the catalog", ask_client.describe_outcome({**answer, "divergence": None}))
         many = {**answer["divergence"], "without": ["a", "b"], "result": {"columns": ["team"], "rows": [["x"], ["y"]]}}

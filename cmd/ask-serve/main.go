@@ -129,16 +129,19 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	fs.StringVar(&opts.AdminAddr, "admin-addr", adminAddr, "serve /metrics, /healthz and /readyz here, e.g. 127.0.0.1:9090 ($DAS_ASK_ADMIN_ADDR; unset or off: none)")
 	fs.BoolVar(&opts.UI, "ui", true, "serve the reference web page at {base}/ui/ (development sign-in; askd never serves it)")
 	verbose := fs.Bool("v", false, "debug logs")
+	// A flag it does not know, or an argument, is a setting to change, as a misspelt DAS_ name
+	// is: exit status 2, as askd's for an argument (it was 1, the status of a failure a restart
+	// may get past).
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // the usage was asked for, and printed
 		}
-		return err
+		return fmt.Errorf("%w: %w", config.ErrInvalid, err)
 	}
 	// An argument is refused, as askd refuses one, not ignored: "-ui false" parsed as -ui (true)
 	// and an argument "false", and served the page it was meant to turn off.
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: ask-serve takes flags only (ask-serve -h); a boolean flag takes its value after =, as -ui=false", fs.Arg(0))
+		return fmt.Errorf("%w: unexpected argument %q: ask-serve takes flags only (ask-serve -h); a boolean flag takes its value after =, as -ui=false", config.ErrInvalid, fs.Arg(0))
 	}
 	addrErr := checkAddrs(&opts) // reported with the environment's, all at once
 	level := slog.LevelInfo

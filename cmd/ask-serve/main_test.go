@@ -104,10 +104,15 @@ func TestAskServeRefusesAMisspeltSetting(t *testing.T) {
 	}
 }
 
-// An argument is refused before anything starts, as askd refuses one. It was ignored, so
-// make ask-serve ARGS="-ui false" (-ui, a boolean flag, then an argument "false") served the web
-// page it meant to turn off, and said nothing.
+// An argument is refused before anything starts, as askd refuses one, with askd's exit status 2
+// (it was 1), as is a flag it does not know. It was ignored, so make ask-serve ARGS="-ui false"
+// (-ui, a boolean flag, then an argument "false") served the web page it meant to turn off, and
+// said nothing.
 func TestAskServeRefusesArguments(t *testing.T) {
+	if err := run(nil, []string{"-bogus"}, func(string) (string, bool) { return "", false }, io.Discard, io.Discard); exitStatus(err) != 2 ||
+		!strings.Contains(err.Error(), "-bogus") {
+		t.Errorf("ask-serve -bogus: %v, exit status %d, want one naming the flag, and 2", err, exitStatus(err))
+	}
 	for _, args := range [][]string{{"-ui", "false"}, {"-split", "no"}, {"serve"}} {
 		sigs := make(chan os.Signal, 2)
 		var stdout strings.Builder
@@ -119,8 +124,8 @@ func TestAskServeRefusesArguments(t *testing.T) {
 		}()
 		select {
 		case err := <-errc:
-			if want := fmt.Sprintf("unexpected argument %q", args[len(args)-1]); err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("ask-serve %q: %v, want an error naming %s", args, err, want)
+			if want := fmt.Sprintf("unexpected argument %q", args[len(args)-1]); err == nil || !strings.Contains(err.Error(), want) || exitStatus(err) != 2 {
+				t.Errorf("ask-serve %q: %v (exit status %d), want an error naming %s, and 2", args, err, exitStatus(err), want)
 			}
 		case <-time.After(20 * time.Second):
 			sigs <- os.Interrupt

@@ -35,6 +35,7 @@ import (
 	"syscall"
 
 	"github.com/das-ask/ask/agent"
+	"github.com/das-ask/ask/app"
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/llmstub"
@@ -128,7 +129,7 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 	fs.StringVar(&opts.StateDir, "state", ".state", "where the IdP's keys and the source's audit log are kept")
 	fs.StringVar(&opts.AdminAddr, "admin-addr", adminAddr, "serve /metrics, /healthz and /readyz here, e.g. 127.0.0.1:9090 ($DAS_ASK_ADMIN_ADDR; unset or off: none)")
 	fs.BoolVar(&opts.UI, "ui", true, "serve the reference web page at {base}/ui/ (development sign-in; askd never serves it)")
-	verbose := fs.Bool("v", false, "debug logs")
+	verbose := fs.Bool("v", false, "debug logs (wins over $DAS_LOG_LEVEL)")
 	// A flag it does not know, or an argument, is a setting to change, as a misspelt DAS_ name
 	// is: exit status 2, as askd's for an argument (it was 1, the status of a failure a restart
 	// may get past).
@@ -144,11 +145,22 @@ func run(sigs <-chan os.Signal, args []string, lookup func(string) (string, bool
 		return fmt.Errorf("%w: unexpected argument %q: ask-serve takes flags only (ask-serve -h); a boolean flag takes its value after =, as -ui=false", config.ErrInvalid, fs.Arg(0))
 	}
 	addrErr := checkAddrs(&opts) // reported with the environment's, all at once
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
+	// Text for people by default; DAS_LOG_FORMAT and DAS_LOG_LEVEL as askd reads them, when set
+	// (they were validated and then ignored, unsaid), and -v wins over the level. Through
+	// askd's logger, so a line logged with a request's context names its request and trace ids.
+	logOps := config.OpsConfig{LogFormat: "text", LogLevel: slog.LevelInfo}
+	if cfgErr == nil {
+		if _, set := lookup("DAS_LOG_FORMAT"); set {
+			logOps.LogFormat = cfg.Ops.LogFormat
+		}
+		if _, set := lookup("DAS_LOG_LEVEL"); set {
+			logOps.LogLevel = cfg.Ops.LogLevel
+		}
 	}
-	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if *verbose {
+		logOps.LogLevel = slog.LevelDebug
+	}
+	opts.Logger = app.NewLogger(logOps, stderr)
 	// The dev stack validates every bearer against its own IdP, replacing the issuer settings
 	// askd reads: said, not left to look applied (DAS_ISSUER=https://login.example make
 	// ask-serve served the dev IdP's tokens and said nothing). Names only.

@@ -450,6 +450,61 @@ func TestAskServeSaysItIgnoresTheIssuerSettings(t *testing.T) {
 	}
 }
 
+// TestAskServeLogsAsTheLogSettingsSay: DAS_LOG_FORMAT and DAS_LOG_LEVEL, which askd reads,
+// apply to ask-serve too when set (they were validated and then ignored, unsaid): JSON at
+// warn here, so the stack's info lines are left out and its warning is a JSON record; -v wins
+// over the level. Unset, the logs are text at info.
+func TestAskServeLogsAsTheLogSettingsSay(t *testing.T) {
+	serve := func(env map[string]string, args ...string) string {
+		t.Helper()
+		sigs := make(chan os.Signal, 2)
+		out, w := io.Pipe()
+		var logs strings.Builder
+		errc := make(chan error, 1)
+		go func() {
+			errc <- run(sigs, append([]string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
+				"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()}, args...),
+				func(k string) (string, bool) { v, ok := env[k]; return v, ok }, w, &syncWriter{w: &logs})
+			w.Close()
+		}()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() && sc.Text() != "Ctrl-C stops everything." {
+		}
+		go io.Copy(io.Discard, out)
+		sigs <- os.Interrupt
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		return logs.String()
+	}
+	// DAS_AUDIENCE makes a warning ("ignoring the bearer settings").
+	got := serve(map[string]string{"DAS_LOG_FORMAT": "json", "DAS_LOG_LEVEL": "warn", "DAS_AUDIENCE": "api"})
+	var warned bool
+	for line := range strings.Lines(got) {
+		var rec struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("with DAS_LOG_FORMAT=json, a line is not JSON: %q", line)
+		}
+		if rec.Level != "WARN" && rec.Level != "ERROR" {
+			t.Errorf("with DAS_LOG_LEVEL=warn, a line at %s: %q", rec.Level, line)
+		}
+		warned = warned || strings.HasPrefix(rec.Msg, "ignoring the bearer settings")
+	}
+	if !warned {
+		t.Errorf("with DAS_LOG_FORMAT=json and DAS_LOG_LEVEL=warn, no warning logged:\n%s", got)
+	}
+	// The start logs no debug line, but its info lines are below error: -v lets them through.
+	if got := serve(map[string]string{"DAS_LOG_LEVEL": "error"}, "-v"); !strings.Contains(got, "level=INFO") {
+		t.Errorf("-v under DAS_LOG_LEVEL=error left out the info lines:\n%s", got)
+	}
+	if got := serve(map[string]string{"DAS_LOG_LEVEL": "error"}); got != "" {
+		t.Errorf("under DAS_LOG_LEVEL=error the start logged:\n%s", got)
+	}
+	if got := serve(nil); !strings.Contains(got, "level=INFO") || strings.HasPrefix(got, "{") {
+		t.Errorf("with no log settings, ask-serve logged:\n%s\nwant text at info", got)
+	}
+}
+
 // syncWriter serialises writes to w (the stack's pieces log from their own goroutines).
 type syncWriter struct {
 	mu sync.Mutex

@@ -1,49 +1,26 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/das-ask/ask/internal/logtest"
 )
 
 // ask-serve starts the whole system, says where it is, serves the contract, and stops cleanly
 // at Ctrl-C.
 func TestAskServeStartsServesAndStops(t *testing.T) {
-	sigs := make(chan os.Signal, 2)
-	out, w := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
-			"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()}, func(string) (string, bool) { return "", false }, w, io.Discard)
-		w.Close()
-	}()
-	askURL := ""
-	sc := bufio.NewScanner(out)
-	re := regexp.MustCompile(`ask service\s+(http://\S+)`)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			askURL = m[1]
-		}
-		if sc.Text() == "Ctrl-C stops everything." {
-			break
-		}
-	}
-	if askURL == "" {
-		t.Fatalf("ask-serve did not print the service's URL (err: %v)", <-errc)
-	}
-	go io.Copy(io.Discard, out)
-	resp, err := http.Get(askURL + "/v1/openapi.yaml")
+	s := startServe(t, nil, nil)
+	resp, err := http.Get(s.askURL + "/v1/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,16 +28,8 @@ func TestAskServeStartsServesAndStops(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET the contract: %d", resp.StatusCode)
 	}
-	sigs <- os.Interrupt
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("ask-serve stopped with %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("ask-serve did not stop after Ctrl-C")
-	}
-	if _, err := http.Get(askURL + "/v1/openapi.yaml"); err == nil {
+	s.stop()
+	if _, err := http.Get(s.askURL + "/v1/openapi.yaml"); err == nil {
 		t.Error("the service still answers after stop")
 	}
 }
@@ -186,85 +155,10 @@ func TestAskServeSecondCtrlCEndsRunningAsks(t *testing.T) {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"ASK_STUB_SCRIPT": script, "DAS_ASK_SHUTDOWN_GRACE_S": "3600"}
-	sigs := make(chan os.Signal, 2)
-	out, w := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
-			"-stub-addr", "127.0.0.1:0", "-state", dir}, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, w, io.Discard)
-		w.Close()
-	}()
-	lines := make(chan string, 64)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	askURL, idpURL := "", ""
-	for l := range lines {
-		if m := regexp.MustCompile(`ask service\s+(http://\S+)`).FindStringSubmatch(l); m != nil {
-			askURL = m[1]
-		}
-		if m := regexp.MustCompile(`identity provider\s+(http://\S+)`).FindStringSubmatch(l); m != nil {
-			idpURL = m[1]
-		}
-		if l == "Ctrl-C stops everything." {
-			break
-		}
-	}
-	if askURL == "" || idpURL == "" {
-		t.Fatalf("ask-serve did not print its URLs (err: %v)", <-errc)
-	}
-	defer func() { // whatever fails below, ask-serve is not left waiting out its hour
-		select {
-		case sigs <- os.Interrupt:
-		default:
-		}
-	}()
-	post := func(u, bearer, ct, body string) *http.Response {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-		req.Header.Set("Content-Type", ct)
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	resp := post(idpURL+"/token", "", "application/x-www-form-urlencoded", url.Values{"oid": {"alice"}}.Encode())
-	_ = json.NewDecoder(resp.Body).Decode(&tok)
-	resp.Body.Close()
-	var conv struct {
-		ID string `json:"id"`
-	}
-	resp = post(askURL+"/v1/conversations", tok.AccessToken, "application/json", "{}")
-	_ = json.NewDecoder(resp.Body).Decode(&conv)
-	resp.Body.Close()
-	var ticket struct {
-		EventsURL string `json:"events_url"`
-	}
-	resp = post(askURL+"/v1/conversations/"+conv.ID+"/asks", tok.AccessToken, "application/json", `{"question":"How many sev1 incidents did we have in 2026-Q2?"}`)
-	_ = json.NewDecoder(resp.Body).Decode(&ticket)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("ask: %d", resp.StatusCode)
-	}
-	u, _ := url.Parse(askURL)
-	req, _ := http.NewRequest(http.MethodGet, u.Scheme+"://"+u.Host+ticket.EventsURL, nil)
-	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-	stream, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// If the test fails, its cleanup ends the ask at once (a second Ctrl-C), not after its hour.
+	s := startServe(t, map[string]string{"ASK_STUB_SCRIPT": script, "DAS_ASK_SHUTDOWN_GRACE_S": "3600"}, nil)
+	a := s.ask("How many sev1 incidents did we have in 2026-Q2?")
+	stream := s.events(a.eventsURL, a.token)
 	defer stream.Body.Close()
 	got := make(chan string, 1)
 	go func() {
@@ -272,8 +166,8 @@ func TestAskServeSecondCtrlCEndsRunningAsks(t *testing.T) {
 		got <- string(b)
 	}()
 
-	sigs <- os.Interrupt
-	for l := range lines {
+	s.sigs <- os.Interrupt
+	for l := range s.lines {
 		if strings.HasPrefix(l, "stopping") {
 			break
 		}
@@ -283,7 +177,7 @@ func TestAskServeSecondCtrlCEndsRunningAsks(t *testing.T) {
 		t.Fatalf("the ask ended at the first Ctrl-C, within its grace:\n%s", events)
 	default:
 	}
-	sigs <- os.Interrupt
+	s.sigs <- os.Interrupt
 	select {
 	case events := <-got:
 		if !strings.Contains(events, `"kind":"shutdown"`) || !strings.Contains(events, "event: done") {
@@ -292,49 +186,20 @@ func TestAskServeSecondCtrlCEndsRunningAsks(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the ask did not end after the second Ctrl-C")
 	}
-	go func() {
-		for range lines { // drain the rest, so that ask-serve's writes never block
-		}
-	}()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("ask-serve stopped with %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("ask-serve did not stop after the second Ctrl-C")
-	}
+	s.stop() // ask-serve, given both Ctrl-C, stops without error
 }
 
 // With -admin-addr the banner says where the metrics and probes are, and they answer there
 // (docs/operations.md points the dev stack's users at it).
 func TestAskServeSaysWhereItsAdminListenerIs(t *testing.T) {
-	sigs := make(chan os.Signal, 2)
-	out, w := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
-			"-stub-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-state", t.TempDir()}, func(string) (string, bool) { return "", false }, w, io.Discard)
-		w.Close()
-	}()
+	s := startServe(t, nil, nil, "-admin-addr", "127.0.0.1:0")
 	metrics := ""
-	sc := bufio.NewScanner(out)
 	re := regexp.MustCompile(`^\s+admin\s+(http://\S+/metrics)\s`)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+	for _, l := range strings.Split(s.banner, "\n") {
+		if m := re.FindStringSubmatch(l); m != nil {
 			metrics = m[1]
 		}
-		if sc.Text() == "Ctrl-C stops everything." {
-			break
-		}
 	}
-	go io.Copy(io.Discard, out)
-	defer func() {
-		sigs <- os.Interrupt
-		if err := <-errc; err != nil {
-			t.Errorf("ask-serve stopped with %v", err)
-		}
-	}()
 	if metrics == "" {
 		t.Fatal("ask-serve -admin-addr did not print the admin listener's URL")
 	}
@@ -348,41 +213,6 @@ func TestAskServeSaysWhereItsAdminListenerIs(t *testing.T) {
 			t.Errorf("GET %s: %d", u, resp.StatusCode)
 		}
 	}
-}
-
-// banner starts ask-serve on free ports with the environment env, returns what it printed up
-// to "Ctrl-C stops everything." and stops it.
-func banner(t *testing.T, env map[string]string) string {
-	t.Helper()
-	return bannerOf(t, env, "-addr", "127.0.0.1:0")
-}
-
-// bannerOf is banner with the arguments args before those that free the other pieces' ports.
-func bannerOf(t *testing.T, env map[string]string, args ...string) string {
-	t.Helper()
-	sigs := make(chan os.Signal, 2)
-	out, w := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(sigs, append(args, "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
-			"-stub-addr", "127.0.0.1:0", "-catalog-addr", "127.0.0.1:0", "-state", t.TempDir()),
-			func(k string) (string, bool) { v, ok := env[k]; return v, ok }, w, io.Discard)
-		w.Close()
-	}()
-	var b strings.Builder
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		b.WriteString(sc.Text() + "\n")
-		if sc.Text() == "Ctrl-C stops everything." {
-			break
-		}
-	}
-	go io.Copy(io.Discard, out)
-	sigs <- os.Interrupt
-	if err := <-errc; err != nil {
-		t.Fatalf("ask-serve: %v\n%s", err, b.String())
-	}
-	return b.String()
 }
 
 // TestAskServeNamesTheAgentsOwnSources: with DAS_SOURCES (README: "your MCP sources instead of
@@ -423,24 +253,8 @@ func TestAskServeNamesItsRealModel(t *testing.T) {
 // not applied: it says so, naming them (never their values); it said nothing, as if they were.
 func TestAskServeSaysItIgnoresTheIssuerSettings(t *testing.T) {
 	env := map[string]string{"DAS_ISSUER": "https://login.example/hunter2", "DAS_AUDIENCE": "api"}
-	sigs := make(chan os.Signal, 2)
-	out, w := io.Pipe()
-	var logs strings.Builder
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(sigs, []string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
-			"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()},
-			func(k string) (string, bool) { v, ok := env[k]; return v, ok }, w, &syncWriter{w: &logs})
-		w.Close()
-	}()
-	sc := bufio.NewScanner(out)
-	for sc.Scan() && sc.Text() != "Ctrl-C stops everything." {
-	}
-	go io.Copy(io.Discard, out)
-	sigs <- os.Interrupt
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
+	var logs logtest.Buffer
+	startServe(t, env, &logs).stop()
 	got := logs.String()
 	if !strings.Contains(got, "ignoring the bearer settings") || !strings.Contains(got, "variables=DAS_ISSUER,DAS_AUDIENCE") {
 		t.Errorf("with DAS_ISSUER and DAS_AUDIENCE set, ask-serve logged:\n%s\nwant a warning naming both", got)
@@ -457,24 +271,8 @@ func TestAskServeSaysItIgnoresTheIssuerSettings(t *testing.T) {
 func TestAskServeLogsAsTheLogSettingsSay(t *testing.T) {
 	serve := func(env map[string]string, args ...string) string {
 		t.Helper()
-		sigs := make(chan os.Signal, 2)
-		out, w := io.Pipe()
-		var logs strings.Builder
-		errc := make(chan error, 1)
-		go func() {
-			errc <- run(sigs, append([]string{"-addr", "127.0.0.1:0", "-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0",
-				"-stub-addr", "127.0.0.1:0", "-state", t.TempDir()}, args...),
-				func(k string) (string, bool) { v, ok := env[k]; return v, ok }, w, &syncWriter{w: &logs})
-			w.Close()
-		}()
-		sc := bufio.NewScanner(out)
-		for sc.Scan() && sc.Text() != "Ctrl-C stops everything." {
-		}
-		go io.Copy(io.Discard, out)
-		sigs <- os.Interrupt
-		if err := <-errc; err != nil {
-			t.Fatal(err)
-		}
+		var logs logtest.Buffer
+		startServe(t, env, &logs, args...).stop()
 		return logs.String()
 	}
 	// DAS_AUDIENCE makes a warning ("ignoring the bearer settings").
@@ -505,32 +303,17 @@ func TestAskServeLogsAsTheLogSettingsSay(t *testing.T) {
 	}
 }
 
-// syncWriter serialises writes to w (the stack's pieces log from their own goroutines).
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
 // TestAskServeSaysHowToReachItsMovedAddresses: on addresses other than the defaults (-addr and
 // -idp-addr, as the message of a taken port suggests), the commands the banner gives next reach
 // this stack; they said "make ask Q=…" and "make token", which went to 127.0.0.1:8080 and :8090.
 func TestAskServeSaysHowToReachItsMovedAddresses(t *testing.T) {
-	got := banner(t, nil)
-	ask := regexp.MustCompile(`ask service\s+(http://\S+)`).FindStringSubmatch(got)
-	idp := regexp.MustCompile(`identity provider\s+(http://\S+)`).FindStringSubmatch(got)
-	if ask == nil || idp == nil {
-		t.Fatalf("no addresses in the banner:\n%s", got)
-	}
+	s := startServe(t, nil, nil)
+	s.stop()
+	got := s.banner
 	for _, want := range []string{
-		"ASK_URL=" + ask[1] + " ASK_IDP=" + idp[1] + " make ask Q=",
-		"ASK_URL=" + ask[1] + " ASK_IDP=" + idp[1] + " make ask AS=bob Q=",
-		`make token OID=alice ARGS="--idp ` + idp[1] + `"`,
+		"ASK_URL=" + s.askURL + " ASK_IDP=" + s.idpURL + " make ask Q=",
+		"ASK_URL=" + s.askURL + " ASK_IDP=" + s.idpURL + " make ask AS=bob Q=",
+		`make token OID=alice ARGS="--idp ` + s.idpURL + `"`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the banner says:\n%s\nwant %q", got, want)
@@ -555,14 +338,14 @@ func freeAddr(t *testing.T) string {
 // DAS_ASK_ADDR said. A flag still wins, and without either the admin listener is off.
 func TestAskServeReadsItsAddressesFromTheEnvironment(t *testing.T) {
 	ask, admin := freeAddr(t), freeAddr(t)
-	got := bannerOf(t, map[string]string{"DAS_ASK_ADDR": ask, "DAS_ASK_ADMIN_ADDR": admin})
+	got := banner(t, map[string]string{"DAS_ASK_ADDR": ask, "DAS_ASK_ADMIN_ADDR": admin})
 	for _, want := range []string{"ask service        http://" + ask + "/ask ", "admin              http://" + admin + "/metrics "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("with DAS_ASK_ADDR=%s DAS_ASK_ADMIN_ADDR=%s the banner says:\n%s\nwant %q", ask, admin, got, want)
 		}
 	}
 	moved := freeAddr(t)
-	got = bannerOf(t, map[string]string{"DAS_ASK_ADDR": "127.0.0.1:1", "DAS_ASK_ADMIN_ADDR": "off"}, "-addr", moved)
+	got = banner(t, map[string]string{"DAS_ASK_ADDR": "127.0.0.1:1", "DAS_ASK_ADMIN_ADDR": "off"}, "-addr", moved)
 	if !strings.Contains(got, "ask service        http://"+moved+"/ask ") || !strings.Contains(got, "admin              off") {
 		t.Errorf("with -addr %s and DAS_ASK_ADMIN_ADDR=off the banner says:\n%s\nwant -addr's address and no admin listener", moved, got)
 	}
@@ -591,7 +374,7 @@ func TestPhaseFlagIsASK_PHASE(t *testing.T) {
 		{"-phase 1, ASK_PHASE=2", map[string]string{"ASK_PHASE": "2"}, []string{"-phase", "1"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := bannerOf(t, c.env, append(c.args, "-addr", "127.0.0.1:0", "-ui=false")...)
+			got := banner(t, c.env, append(c.args, "-ui=false")...)
 			switch {
 			case c.want == "" && strings.Contains(got, "phase 2 "):
 				t.Errorf("banner:\n%s\nwant phase 1", got)
@@ -668,7 +451,7 @@ func TestAskServeRefusesABadAddressFlagBeforeStarting(t *testing.T) {
 // -admin-addr off is none, as DAS_ASK_ADMIN_ADDR=off is: it was taken for an address and failed at
 // listen, after the rest of the stack had started.
 func TestAskServeAdminAddrOffIsNone(t *testing.T) {
-	if b := bannerOf(t, nil, "-addr", "127.0.0.1:0", "-admin-addr", "off"); !regexp.MustCompile(`(?m)^\s+admin\s+off `).MatchString(b) {
+	if b := banner(t, nil, "-admin-addr", "off"); !regexp.MustCompile(`(?m)^\s+admin\s+off `).MatchString(b) {
 		t.Errorf("the banner does not say the admin listener is off:\n%s", b)
 	}
 }

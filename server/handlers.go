@@ -260,7 +260,16 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 			return err
 		}
 		ok, err := ik.complete(ctx, ticket, rec)
-		if err == nil && !ok {
+		if err != nil {
+			// The store did not answer whether the record is this ticket's: a retry may have
+			// taken it over while this request stalled, and made and answered its own ticket.
+			// Neither run nor answered now, this ticket waits for the store (completeLate);
+			// the caller's retry is answered by the record, whichever ticket it holds.
+			s.log.Warn("idempotency record not completed; the ask waits for the store to say whose the key is", "ticket", ticket, "err", err)
+			s.completeLate(ik, ticket, rec, r, runCtx, req, body.Webhook)
+			return errStoreUnavailable
+		}
+		if !ok {
 			// A retry took the record over while this request stalled, and answered its own
 			// ticket: this one is an ask nobody will follow. End it before it runs, leaving
 			// neither a turn (the retry's is the question's) nor a delivery to its webhook
@@ -271,12 +280,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 			r.discard()
 			return idemTakenOver()
 		}
-		if err != nil {
-			// The ticket exists and will run; a retry after the lock finds it.
-			s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
-		} else if ok {
-			s.keyedCreated(ik, ticket, rec)
-		}
+		s.keyedCreated(ik, ticket, rec)
 		s.log.DebugContext(ctx, "ask accepted", "ticket", ticket, "conversation", conversationID, "oid", owner.OID, "history_turns", len(history), "idempotency_key", true)
 		if err := writeResponse(c, http.StatusAccepted, s.opts.BasePath+"/v1/asks/"+ticket, b, false); err != nil {
 			s.log.Debug("ticket response not written", "ticket", ticket, "err", err)

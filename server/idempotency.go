@@ -13,6 +13,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/das-ask/ask"
+	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/store"
 )
 
@@ -195,6 +197,48 @@ func (s *Server) abandonLate(owner store.Owner, key, candidate string) {
 			}
 			return true
 		})
+	}()
+}
+
+// completeLate settles, on a runner goroutine once the store answers, a keyed ask whose
+// completion of its record went unanswered (the request was answered 503): CompleteIdempotent
+// is safe to repeat, and its answer says whose the key is. The ticket's own: it runs now, and
+// a retry is answered its 202. Another attempt's (a retry took the record over while this one
+// stalled, and answered its own ticket): it ends unrun, as a taken-over create does in the
+// handler. Until 2026-12-07 such an ask ran at once, answered 202: when a retry had taken the
+// key over, one key made and ran two asks, and its caller held a ticket the key did not name.
+// Shut down first, it ends as a run shut down would, unrun.
+func (s *Server) completeLate(ik *idem, ticket string, rec []byte, r *run, runCtx context.Context, req ask.Request, hook *gen.WebhookRequest) {
+	if !s.addRunner() {
+		r.stop(errShutdown)
+		return
+	}
+	go func() {
+		defer s.runners.Done()
+		ours := false
+		if !s.untilStoreBack(func() bool {
+			ok, err := ik.complete(s.base, ticket, rec)
+			switch {
+			case errors.Is(err, store.ErrUnavailable):
+				return false
+			case err != nil:
+				// Unknown still, and not for want of the store: the ask is not run.
+				s.log.Error("idempotency record of an ask answered 503 not completed; its ticket is ended unrun", "ticket", ticket, "err", err)
+			}
+			ours = ok
+			return true
+		}) {
+			r.stop(errShutdown)
+			return
+		}
+		if !ours {
+			s.log.Debug("idempotent create taken over by a retry; ending its ticket", "ticket", ticket, "conversation", req.ConversationID)
+			s.dropWebhook(ticket, hook)
+			r.discard()
+			return
+		}
+		s.keyedCreated(ik, ticket, rec)
+		s.start(r, runCtx, req)
 	}()
 }
 

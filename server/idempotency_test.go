@@ -199,6 +199,9 @@ type gatedStore struct {
 	holdCreate    chan struct{} // when set, the next CreateTicket waits for it
 	holdComplete  chan struct{} // when set, the next CompleteIdempotent waits for it
 	reachedCreate chan struct{}
+	// loseComplete: the next CompleteIdempotent is done, but its answer is lost
+	// (store.ErrUnavailable), as a reply lost on the wire and never re-read.
+	loseComplete bool
 }
 
 func (g *gatedStore) CreateTicket(ctx context.Context, nt store.NewTicket, l store.Limits) ([]ask.Turn, error) {
@@ -222,7 +225,15 @@ func (g *gatedStore) CompleteIdempotent(ctx context.Context, o store.Owner, key,
 		close(g.reachedCreate)
 		<-hold
 	}
-	return g.Memory.CompleteIdempotent(ctx, o, key, cand, final, resp)
+	g.mu.Lock()
+	lose := g.loseComplete
+	g.loseComplete = false
+	g.mu.Unlock()
+	err := g.Memory.CompleteIdempotent(ctx, o, key, cand, final, resp)
+	if lose {
+		return store.ErrUnavailable
+	}
+	return err
 }
 
 // TestIdempotencyKeyInProgress: a duplicate while the first request is still being processed

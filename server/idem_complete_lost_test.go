@@ -1,0 +1,88 @@
+package server_test
+
+import (
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
+	"github.com/das-ask/ask/store"
+)
+
+// TestUnansweredCompleteAfterTakeoverRunsNothing: a keyed ask stalled past its lock while a
+// retry took the record over and ran its own ticket; when the stalled attempt's completion of
+// the record then goes unanswered (the store away), it does not know whether the key is still
+// its own, and must not run its ticket. Until 2026-12-07 it answered its own 202 and ran it: one
+// key, two tickets answered and two asks run (reproduced with a real redis-server behind
+// faultproxy: the stalled replica's CreateTicket held past the lock, the reply to its
+// CompleteIdempotent lost, its link stalled until the create's bound).
+func TestUnansweredCompleteAfterTakeoverRunsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int64
+		g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}
+		h := newHarness(t, server.Options{Store: g, Runner: countingRunner(&runs)})
+		cid := h.conv(alice)
+		const q = "How many sev1 incidents did we have in 2026-Q2?"
+
+		hold := make(chan struct{})
+		g.mu.Lock()
+		g.holdCreate = hold
+		g.mu.Unlock()
+		stalled := make(chan *gen.CreateAskResponse, 1)
+		go func() { stalled <- h.keyedAsk(alice, cid, "k", q) }()
+		<-g.reachedCreate
+		time.Sleep(11 * time.Second) // past the stalled attempt's lock
+		retry := h.keyedAsk(alice, cid, "k", q)
+		if retry.StatusCode() != http.StatusAccepted {
+			t.Fatalf("the retry: %d %s", retry.StatusCode(), retry.Body)
+		}
+		h.events(alice, retry.JSON202.Ticket)
+
+		g.mu.Lock()
+		g.loseComplete = true
+		g.mu.Unlock()
+		close(hold) // the stalled attempt's ticket is made now; its completion goes unanswered
+		first := <-stalled
+		synctest.Wait()
+		if first.StatusCode() == http.StatusAccepted && first.JSON202.Ticket != retry.JSON202.Ticket {
+			t.Errorf("one key answered two tickets: %s to the stalled attempt, %s to the retry", first.JSON202.Ticket, retry.JSON202.Ticket)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs under one key, want 1", n)
+		}
+		again := h.keyedAsk(alice, cid, "k", q)
+		if again.StatusCode() != http.StatusAccepted || again.JSON202.Ticket != retry.JSON202.Ticket {
+			t.Errorf("a later retry: %d %s, want the retry's ticket %s", again.StatusCode(), again.Body, retry.JSON202.Ticket)
+		}
+	})
+}
+
+// TestUnansweredCompleteRunsOnceTheKeyIsKnown: a keyed ask whose completion of its own record
+// goes unanswered is answered 503 (retry), not its 202, and runs once the store answers that
+// the key is its own; the retry is answered its ticket, and one ask runs.
+func TestUnansweredCompleteRunsOnceTheKeyIsKnown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int64
+		g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), loseComplete: true}
+		h := newHarness(t, server.Options{Store: g, Runner: countingRunner(&runs)})
+		cid := h.conv(alice)
+		const q = "How many sev1 incidents did we have in 2026-Q2?"
+		first := h.keyedAsk(alice, cid, "k", q)
+		problemOf(t, first.StatusCode(), first.HTTPResponse.Header.Get("Content-Type"), first.Body, http.StatusServiceUnavailable)
+		synctest.Wait()
+		retry := h.keyedAsk(alice, cid, "k", q)
+		if retry.StatusCode() != http.StatusAccepted || retry.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("the retry: %d %s, want the recorded 202", retry.StatusCode(), retry.Body)
+		}
+		frames := h.events(alice, retry.JSON202.Ticket)
+		if last := frames[len(frames)-2]; last.Event != "answer" {
+			t.Errorf("the ask ended %q, want answer", last.Event)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs, want 1", n)
+		}
+	})
+}

@@ -106,12 +106,17 @@ func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *
 	if ik != nil {
 		replayed = ik.prev == conv.ID
 		if ok, err := ik.complete(ctx, conv.ID, rec); err != nil {
-			// The conversation exists; a retry after the lock finds it.
+			// Whose the record is went unanswered: a retry may have taken it over and answered
+			// another conversation. The caller's retry is answered by the record: this one, if
+			// it holds it (or, once the lock lapses, a takeover finds it).
 			h.s.log.Warn("idempotency record not completed", "conversation", conv.ID, "err", err)
+			return errStoreUnavailable
 		} else if !ok {
-			// Taken over while this request stalled: the retry answers its own conversation, and
-			// this empty one expires with its TTL.
+			// Taken over while this request stalled: the retry answered its own conversation,
+			// which the caller's next retry is answered too; this empty one expires with its
+			// TTL.
 			h.s.log.Info("idempotent create taken over by a retry", "conversation", conv.ID)
+			return idemTakenOver()
 		}
 	}
 	return writeResponse(c, http.StatusCreated, asks, body, replayed)
@@ -355,11 +360,15 @@ func (h *handlers) ticketCreated(ctx context.Context, c echo.Context, ik *idem, 
 	if err != nil {
 		return err
 	}
+	// As for a create of its own (CreateAsk): answered only once the record is known to name
+	// ticket; otherwise the record answers the caller's retry, whatever it names.
 	if ok, err := ik.complete(ctx, ticket, rec); err != nil {
 		h.s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
-	} else if ok {
-		h.s.keyedCreated(ik, ticket, rec)
+		return errStoreUnavailable
+	} else if !ok {
+		return idemTakenOver()
 	}
+	h.s.keyedCreated(ik, ticket, rec)
 	return writeResponse(c, http.StatusAccepted, h.s.opts.BasePath+"/v1/asks/"+ticket, b, true)
 }
 

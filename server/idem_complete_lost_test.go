@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -85,4 +86,48 @@ func TestUnansweredCompleteRunsOnceTheKeyIsKnown(t *testing.T) {
 			t.Errorf("%d runs, want 1", n)
 		}
 	})
+}
+
+// TestTakenOverConversationAnswersTheRecord: a keyed createConversation stalled past its lock
+// while a retry took the record over and made its own conversation; the stalled attempt, coming
+// back, finds the record another's and answers that (409, retry: the record's 201), never its own
+// conversation, which the key does not name. Until 2026-12-07 it answered its own 201, and one
+// key gave its caller two conversations. So for an unanswered completion: 503, not its 201.
+func TestTakenOverConversationAnswersTheRecord(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("completion answered %v", !lose), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}
+				h := newHarness(t, server.Options{Store: g})
+				hold := make(chan struct{})
+				g.mu.Lock()
+				g.holdConv = hold
+				g.mu.Unlock()
+				stalled := make(chan *gen.CreateConversationResponse, 1)
+				go func() { stalled <- h.keyedConv(alice, "k") }()
+				<-g.reachedCreate
+				time.Sleep(11 * time.Second) // past the stalled attempt's lock
+				retry := h.keyedConv(alice, "k")
+				if retry.StatusCode() != http.StatusCreated {
+					t.Fatalf("the retry: %d %s", retry.StatusCode(), retry.Body)
+				}
+				g.mu.Lock()
+				g.loseComplete = lose
+				g.mu.Unlock()
+				close(hold)
+				first := <-stalled
+				synctest.Wait()
+				if first.StatusCode() == http.StatusCreated && first.JSON201.Id != retry.JSON201.Id {
+					t.Errorf("one key answered two conversations: %s to the stalled attempt, %s to the retry", first.JSON201.Id, retry.JSON201.Id)
+				}
+				if first.StatusCode() != http.StatusCreated && first.HTTPResponse.Header.Get("Retry-After") == "" {
+					t.Errorf("the stalled attempt: %d without Retry-After: %s", first.StatusCode(), first.Body)
+				}
+				again := h.keyedConv(alice, "k")
+				if again.StatusCode() != http.StatusCreated || again.JSON201.Id != retry.JSON201.Id {
+					t.Errorf("a later retry: %d %s, want %s", again.StatusCode(), again.Body, retry.JSON201.Id)
+				}
+			})
+		})
+	}
 }

@@ -197,6 +197,7 @@ type gatedStore struct {
 	*store.Memory
 	mu            sync.Mutex
 	holdCreate    chan struct{} // when set, the next CreateTicket waits for it
+	holdConv      chan struct{} // when set, the next CreateConversation waits for it
 	holdComplete  chan struct{} // when set, the next CompleteIdempotent waits for it
 	reachedCreate chan struct{}
 	// loseComplete: the next CompleteIdempotent is done, but its answer is lost
@@ -214,6 +215,18 @@ func (g *gatedStore) CreateTicket(ctx context.Context, nt store.NewTicket, l sto
 		<-hold
 	}
 	return g.Memory.CreateTicket(ctx, nt, l)
+}
+
+func (g *gatedStore) CreateConversation(ctx context.Context, c store.Conversation, l store.Limits) error {
+	g.mu.Lock()
+	hold := g.holdConv
+	g.holdConv = nil
+	g.mu.Unlock()
+	if hold != nil {
+		close(g.reachedCreate)
+		<-hold
+	}
+	return g.Memory.CreateConversation(ctx, c, l)
 }
 
 func (g *gatedStore) CompleteIdempotent(ctx context.Context, o store.Owner, key, cand, final string, resp []byte) error {

@@ -121,7 +121,8 @@ func idemBusy() *problem {
 }
 
 // idemTakenOver is the 409 for a keyed request that stalled past its lock while a retry took
-// the record over and answered its own ticket.
+// the record over and answered its own ticket or conversation: the caller's retry is answered
+// that.
 func idemTakenOver() *problem {
 	return &problem{status: http.StatusConflict, typ: problemIdemBusy,
 		detail: "a retry of this request was answered instead", retryAfter: retryIdemBusy}

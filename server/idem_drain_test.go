@@ -353,3 +353,80 @@ func TestRefusedTakeoverGivesTheKeyBack(t *testing.T) {
 		}
 	})
 }
+
+// secondCreateGate holds the second CreateTicket of question q until second is closed.
+type secondCreateGate struct {
+	*gatedStore
+	q        string
+	n        atomic.Int32
+	reached2 chan struct{}
+	second   chan struct{}
+}
+
+func (s *secondCreateGate) CreateTicket(ctx context.Context, nt store.NewTicket, l store.Limits) ([]ask.Turn, error) {
+	if nt.Question == s.q && s.n.Add(1) == 2 {
+		close(s.reached2)
+		<-s.second
+	}
+	return s.gatedStore.CreateTicket(ctx, nt, l)
+}
+
+// TestRefusedTakeoverDoesNotGiveBackAnUndoneAsk: a stalled attempt made its ticket after a
+// retry had taken the record over, learnt so and ended it unrun (error{cancelled}); the retry
+// was then refused. The record must not go back to the stalled attempt, as it did until
+// 2026-12-07: the next retry took it over, found that ended ticket and answered it, so the key's
+// question never ran and its caller was told of an ask it had not cancelled ending cancelled.
+func TestRefusedTakeoverDoesNotGiveBackAnUndoneAsk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const q = "How many sev1 incidents did we have in 2026-Q2?"
+		var runs atomic.Int64
+		g := &secondCreateGate{gatedStore: &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})},
+			q: q, reached2: make(chan struct{}), second: make(chan struct{})}
+		runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, _ ask.Emitter) ask.Outcome {
+			if req.Question == "block" {
+				<-ctx.Done()
+				return ask.Outcome{Answer: answer("cancelled")}
+			}
+			runs.Add(1)
+			return ask.Outcome{Answer: answer("42")}
+		})
+		h := newHarness(t, server.Options{Store: g, Runner: runner, MaxInFlight: 1})
+		cid := h.conv(alice)
+
+		hold := make(chan struct{})
+		g.mu.Lock()
+		g.holdCreate = hold
+		g.mu.Unlock()
+		stalled := make(chan *gen.CreateAskResponse, 1)
+		go func() { stalled <- h.keyedAsk(alice, cid, "k", q) }()
+		<-g.reachedCreate
+		time.Sleep(11 * time.Second) // past the stalled attempt's lock
+		refused := make(chan *gen.CreateAskResponse, 1)
+		go func() { refused <- h.keyedAsk(alice, cid, "k", q) }() // takes the record over
+		<-g.reached2
+
+		close(hold) // the stalled attempt makes its ticket, finds the record taken and ends it
+		if first := <-stalled; first.StatusCode() != http.StatusConflict {
+			t.Fatalf("the stalled attempt: %d %s, want 409", first.StatusCode(), first.Body)
+		}
+		synctest.Wait()
+		blocker := h.ask(alice, h.conv(alice), "block")
+		close(g.second) // the takeover's ticket is refused: the in-flight cap
+		r := <-refused
+		problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusTooManyRequests)
+		h.cancel(alice, blocker)
+		h.events(alice, blocker)
+
+		retry := h.keyedAsk(alice, cid, "k", q)
+		if retry.StatusCode() != http.StatusAccepted {
+			t.Fatalf("the next retry: %d %s", retry.StatusCode(), retry.Body)
+		}
+		frames := h.events(alice, retry.JSON202.Ticket)
+		if end := frames[len(frames)-2]; end.Event != "answer" {
+			t.Errorf("the key's ask ended %q: %s, want its answer", end.Event, end.Data)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs under the key, want 1", n)
+		}
+	})
+}

@@ -20,14 +20,17 @@ import (
 //     still in progress (its lock has not lapsed).
 //  2. CompleteIdempotent with the candidate and the id actually answered, and the response.
 //     It fails with ErrIdemLost when another attempt has taken the record over meanwhile (this
-//     one stalled past its lock): the caller must then undo what it created.
+//     one stalled past its lock): the caller must then undo what it created. The record then
+//     no longer names the candidate as the one it was taken from (Result.Prev): a refused
+//     takeover frees it rather than give it back (3), and no retry answers the undone resource.
 //  3. Or, when the request was refused and created nothing, AbandonIdempotent, so that a
 //     retry is processed afresh. A record the candidate took over (Result.Prev) goes back to
 //     the attempt it was taken from, its lock lapsed, rather than away: that attempt, stalled,
 //     may yet create its resource, and must then complete the record, not find it gone (a
 //     complete on a record that is gone succeeds, as the record may have expired) while a
 //     retry creates a second resource under the key. A retry takes it over again, and looks
-//     for what that attempt made.
+//     for what that attempt made. An abandon by the attempt it was taken from (refused, having
+//     made nothing) likewise stops it being named.
 //
 // Every method is safe under a client's retry of the same call (a lost reply): Begin with the
 // same candidate answers IdemNew again, Complete with the same ids succeeds again, Abandon of

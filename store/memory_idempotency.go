@@ -93,6 +93,8 @@ func (m *Memory) CompleteIdempotent(_ context.Context, owner Owner, key, candida
 		return nil
 	case r.done && r.id == final:
 		return nil
+	case !r.done && r.prev == candidate:
+		r.prev = "" // it undoes what it made: nothing of it to give back or look for
 	}
 	return ErrIdemLost
 }
@@ -105,7 +107,11 @@ func (m *Memory) AbandonIdempotent(_ context.Context, owner Owner, key, candidat
 	k := idemKey(owner, key)
 	r := x.recs[k]
 	switch {
-	case r == nil || r.done || r.id != candidate:
+	case r == nil || r.done:
+	case r.id != candidate:
+		if r.prev == candidate {
+			r.prev = "" // taken over, and it made nothing: nothing of it to give back or look for
+		}
 	case r.prev != "":
 		// Taken over: back to the attempt it was taken from, whose lock had lapsed.
 		r.id, r.prev, r.lock = r.prev, "", time.Time{}

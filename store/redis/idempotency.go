@@ -43,9 +43,10 @@ return {'new', ARGV[2], r[3]}
 `)
 
 // completeIdem: KEYS record; ARGV candidate, final, response. 1 when the record is (now) done
-// with final, or gone; 0 when another attempt holds it.
+// with final, or gone; 0 when another attempt holds it (and, taken over from this one, it no
+// longer names it as prev: it undoes what it made).
 var completeIdem = goredis.NewScript(`
-local r = redis.call('HMGET', KEYS[1], 'state', 'id')
+local r = redis.call('HMGET', KEYS[1], 'state', 'id', 'prev')
 if not r[1] then return 1 end
 if r[1] == 'p' and r[2] == ARGV[1] then
   redis.call('HSET', KEYS[1], 'state', 'd', 'id', ARGV[2], 'resp', ARGV[3])
@@ -53,14 +54,20 @@ if r[1] == 'p' and r[2] == ARGV[1] then
   return 1
 end
 if r[1] == 'd' and r[2] == ARGV[2] then return 1 end
+if r[1] == 'p' and r[3] == ARGV[1] then redis.call('HDEL', KEYS[1], 'prev') end
 return 0
 `)
 
 // abandonIdem: KEYS record; ARGV candidate. Only while the candidate holds the record, not
 // done: a record it took over goes back to the attempt it was taken from, its lock lapsed
-// (store.Idempotency); any other is deleted.
+// (store.Idempotency); any other is deleted. A record taken over from the candidate no longer
+// names it as prev: it made nothing.
 var abandonIdem = goredis.NewScript(`
 local r = redis.call('HMGET', KEYS[1], 'state', 'id', 'prev')
+if r[1] == 'p' and r[2] ~= ARGV[1] and r[3] == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'prev')
+  return 1
+end
 if r[1] ~= 'p' or r[2] ~= ARGV[1] then return 1 end
 if r[3] and r[3] ~= '' then
   redis.call('HSET', KEYS[1], 'id', r[3], 'lock', '0')

@@ -156,4 +156,29 @@ func testIdempotency(t *testing.T, f Factory) {
 		}
 		want(begin(s, Alice, "k7", held("other", "d")), store.IdemNew, "d", "")
 	})
+
+	t.Run("AttemptThatReportedInIsNotGivenItBack", func(t *testing.T) {
+		s := f(t, Options{})
+		lapsing := func(cand string) store.IdemBegin {
+			return store.IdemBegin{Fingerprint: "fp", Candidate: cand, Lock: 0, TTL: time.Hour}
+		}
+		// a stalled, b took over; a came back and was told it lost (it undoes what it made),
+		// or was refused and made nothing. b, refused too, must then free the record, not give
+		// it back to a: the next attempt would look for a's resource, find it undone (an ask
+		// ended unrun, error{cancelled}) and answer that for the key.
+		for key, report := range map[string]func() error{
+			"k8": func() error { return s.CompleteIdempotent(ctx, Alice, "k8", "a", "a", []byte("a's")) },
+			"k9": func() error { return s.AbandonIdempotent(ctx, Alice, "k9", "a") },
+		} {
+			want(begin(s, Alice, key, lapsing("a")), store.IdemNew, "a", "")
+			want(begin(s, Alice, key, held("fp", "b")), store.IdemNew, "b", "a")
+			if err := report(); err != nil && !errors.Is(err, store.ErrIdemLost) {
+				t.Fatalf("%s: a reporting in: %v", key, err)
+			}
+			if err := s.AbandonIdempotent(ctx, Alice, key, "b"); err != nil {
+				t.Fatal(err)
+			}
+			want(begin(s, Alice, key, held("fp", "c")), store.IdemNew, "c", "")
+		}
+	})
 }

@@ -297,6 +297,19 @@ func TestCreatesWhileDraining(t *testing.T) {
 	})
 }
 
+// blockOrCount runs the question "block" until it is cancelled, taking its identity's
+// in-flight slot; it answers any other at once, counting it in runs.
+func blockOrCount(runs *atomic.Int64) ask.Runner {
+	return ask.RunnerFunc(func(ctx context.Context, req ask.Request, _ ask.Emitter) ask.Outcome {
+		if req.Question == "block" {
+			<-ctx.Done()
+			return ask.Outcome{Answer: answer("cancelled")}
+		}
+		runs.Add(1)
+		return ask.Outcome{Answer: answer("42")}
+	})
+}
+
 // TestRefusedTakeoverGivesTheKeyBack: any refusal of a keyed retry that took the key's record
 // over from an attempt stalled past its lock gives the record back to that attempt (here a
 // 429: the identity's one in-flight ask still runs), so that the stalled attempt, coming back
@@ -307,14 +320,7 @@ func TestRefusedTakeoverGivesTheKeyBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int64
 		g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}
-		runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, _ ask.Emitter) ask.Outcome {
-			if req.Question == "block" {
-				<-ctx.Done()
-				return ask.Outcome{Answer: answer("cancelled")}
-			}
-			runs.Add(1)
-			return ask.Outcome{Answer: answer("42")}
-		})
+		runner := blockOrCount(&runs)
 		h := newHarness(t, server.Options{Store: g, Runner: runner, MaxInFlight: 1})
 		blocker := h.ask(alice, h.conv(alice), "block")
 		cid := h.conv(alice)
@@ -382,14 +388,7 @@ func TestRefusedTakeoverDoesNotGiveBackAnUndoneAsk(t *testing.T) {
 		var runs atomic.Int64
 		g := &secondCreateGate{gatedStore: &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})},
 			q: q, reached2: make(chan struct{}), second: make(chan struct{})}
-		runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, _ ask.Emitter) ask.Outcome {
-			if req.Question == "block" {
-				<-ctx.Done()
-				return ask.Outcome{Answer: answer("cancelled")}
-			}
-			runs.Add(1)
-			return ask.Outcome{Answer: answer("42")}
-		})
+		runner := blockOrCount(&runs)
 		h := newHarness(t, server.Options{Store: g, Runner: runner, MaxInFlight: 1})
 		cid := h.conv(alice)
 

@@ -28,14 +28,7 @@ func TestUnansweredCompleteAfterTakeoverRunsNothing(t *testing.T) {
 		cid := h.conv(alice)
 		const q = "How many sev1 incidents did we have in 2026-Q2?"
 
-		hold := make(chan struct{})
-		g.mu.Lock()
-		g.holdCreate = hold
-		g.mu.Unlock()
-		stalled := make(chan *gen.CreateAskResponse, 1)
-		go func() { stalled <- h.keyedAsk(alice, cid, "k", q) }()
-		<-g.reachedCreate
-		time.Sleep(11 * time.Second) // past the stalled attempt's lock
+		release, stalled := g.stallKeyedAsk(h, cid, "k", q)
 		retry := h.keyedAsk(alice, cid, "k", q)
 		if retry.StatusCode() != http.StatusAccepted {
 			t.Fatalf("the retry: %d %s", retry.StatusCode(), retry.Body)
@@ -45,7 +38,7 @@ func TestUnansweredCompleteAfterTakeoverRunsNothing(t *testing.T) {
 		g.mu.Lock()
 		g.loseComplete = true
 		g.mu.Unlock()
-		close(hold) // the stalled attempt's ticket is made now; its completion goes unanswered
+		release() // the stalled attempt's ticket is made now; its completion goes unanswered
 		first := <-stalled
 		synctest.Wait()
 		if first.StatusCode() == http.StatusAccepted && first.JSON202.Ticket != retry.JSON202.Ticket {

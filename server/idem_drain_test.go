@@ -326,20 +326,13 @@ func TestRefusedTakeoverGivesTheKeyBack(t *testing.T) {
 		cid := h.conv(alice)
 		const q = "How many sev1 incidents did we have in 2026-Q2?"
 
-		hold := make(chan struct{})
-		g.mu.Lock()
-		g.holdCreate = hold
-		g.mu.Unlock()
-		stalled := make(chan *gen.CreateAskResponse, 1)
-		go func() { stalled <- h.keyedAsk(alice, cid, "k", q) }()
-		<-g.reachedCreate
-		time.Sleep(11 * time.Second) // past the stalled attempt's lock
+		release, stalled := g.stallKeyedAsk(h, cid, "k", q)
 		r := h.keyedAsk(alice, cid, "k", q)
 		problemOf(t, r.StatusCode(), r.HTTPResponse.Header.Get("Content-Type"), r.Body, http.StatusTooManyRequests)
 
 		h.cancel(alice, blocker)
 		h.events(alice, blocker)
-		close(hold) // the stalled attempt's ticket is made now
+		release() // the stalled attempt's ticket is made now
 		first := <-stalled
 		if first.StatusCode() != http.StatusAccepted {
 			t.Fatalf("the stalled attempt: %d %s", first.StatusCode(), first.Body)
@@ -392,19 +385,12 @@ func TestRefusedTakeoverDoesNotGiveBackAnUndoneAsk(t *testing.T) {
 		h := newHarness(t, server.Options{Store: g, Runner: runner, MaxInFlight: 1})
 		cid := h.conv(alice)
 
-		hold := make(chan struct{})
-		g.mu.Lock()
-		g.holdCreate = hold
-		g.mu.Unlock()
-		stalled := make(chan *gen.CreateAskResponse, 1)
-		go func() { stalled <- h.keyedAsk(alice, cid, "k", q) }()
-		<-g.reachedCreate
-		time.Sleep(11 * time.Second) // past the stalled attempt's lock
+		release, stalled := g.stallKeyedAsk(h, cid, "k", q)
 		refused := make(chan *gen.CreateAskResponse, 1)
 		go func() { refused <- h.keyedAsk(alice, cid, "k", q) }() // takes the record over
 		<-g.reached2
 
-		close(hold) // the stalled attempt makes its ticket, finds the record taken and ends it
+		release() // the stalled attempt makes its ticket, finds the record taken and ends it
 		if first := <-stalled; first.StatusCode() != http.StatusConflict {
 			t.Fatalf("the stalled attempt: %d %s, want 409", first.StatusCode(), first.Body)
 		}

@@ -249,6 +249,21 @@ func (g *gatedStore) CompleteIdempotent(ctx context.Context, o store.Owner, key,
 	return err
 }
 
+// stallKeyedAsk sends a keyed ask through h whose CreateTicket g holds, and returns once the
+// ask's lock (10 s) has lapsed while it is held: a retry with key takes its record over. The
+// stalled ask's answer comes on the channel once release is called.
+func (g *gatedStore) stallKeyedAsk(h *harness, cid, key, q string) (release func(), stalled <-chan *gen.CreateAskResponse) {
+	hold := make(chan struct{})
+	g.mu.Lock()
+	g.holdCreate = hold
+	g.mu.Unlock()
+	out := make(chan *gen.CreateAskResponse, 1)
+	go func() { out <- h.keyedAsk(alice, cid, key, q) }()
+	<-g.reachedCreate
+	time.Sleep(11 * time.Second) // past the stalled attempt's lock
+	return func() { close(hold) }, out
+}
+
 // TestIdempotencyKeyInProgress: a duplicate while the first request is still being processed
 // is a 409 with Retry-After; once the first completes the duplicate gets its response.
 func TestIdempotencyKeyInProgress(t *testing.T) {

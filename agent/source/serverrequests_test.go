@@ -21,7 +21,8 @@ import (
 func TestServerRequestsTheAgentDidNotAdvertise(t *testing.T) {
 	var mu sync.Mutex
 	var caps json.RawMessage
-	answered := make(chan struct{})         // closed once s1 and e1 are answered
+	answered := make(chan struct{}) // closed once s1 and e1 are answered
+	var answeredOnce sync.Once
 	answers := map[string]json.RawMessage{} // the agent's response to each server request, by id
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodDelete {
@@ -51,9 +52,8 @@ func TestServerRequestsTheAgentDidNotAdvertise(t *testing.T) {
 			}
 			_, s1 := answers["s1"]
 			_, e1 := answers["e1"]
-			if s1 && e1 && answered != nil {
-				close(answered)
-				answered = nil
+			if s1 && e1 {
+				answeredOnce.Do(func() { close(answered) })
 			}
 			mu.Unlock()
 			w.WriteHeader(http.StatusAccepted)
@@ -87,11 +87,9 @@ func TestServerRequestsTheAgentDidNotAdvertise(t *testing.T) {
 				fmt.Fprintf(w, "event: message\ndata: %s\n\n", m)
 			}
 			http.NewResponseController(w).Flush()
-			mu.Lock()
-			wait := answered
-			mu.Unlock()
+			// The agent may have answered both before this line runs: answered stays closed.
 			select {
-			case <-wait:
+			case <-answered:
 			case <-r.Context().Done():
 				return
 			}

@@ -181,23 +181,18 @@ func (s *Server) abandonLate(owner store.Owner, key, candidate string) {
 	if !isShared(s.store) {
 		return
 	}
-	if !s.addRunner() {
-		return // shut down: the lock lapses
-	}
-	go func() {
-		defer s.runners.Done()
-		s.untilStoreBack(func() bool {
-			switch err := s.store.AbandonIdempotent(s.base, owner, key, candidate); {
-			case err == nil:
-			case errors.Is(err, store.ErrUnavailable):
-				return false
-			case s.base.Err() != nil:
-			default:
-				s.log.Error("idempotency record of a request answered 503 not released", "err", err)
-			}
-			return true
-		})
-	}()
+	// Shut down, nothing is started: the lock lapses.
+	s.whenStoreBack(func() bool {
+		switch err := s.store.AbandonIdempotent(s.base, owner, key, candidate); {
+		case err == nil:
+		case errors.Is(err, store.ErrUnavailable):
+			return false
+		case s.base.Err() != nil:
+		default:
+			s.log.Error("idempotency record of a request answered 503 not released", "err", err)
+		}
+		return true
+	}, nil)
 }
 
 // completeLate settles, on a runner goroutine once the store answers, a keyed ask whose
@@ -209,37 +204,35 @@ func (s *Server) abandonLate(owner store.Owner, key, candidate string) {
 // key over, one key made and ran two asks, and its caller held a ticket the key did not name.
 // Shut down first, it ends as a run shut down would, unrun.
 func (s *Server) completeLate(ik *idem, ticket string, rec []byte, r *run, runCtx context.Context, req ask.Request, hook *gen.WebhookRequest) {
-	if !s.addRunner() {
-		r.stop(errShutdown)
-		return
-	}
-	go func() {
-		defer s.runners.Done()
-		ours := false
-		if !s.untilStoreBack(func() bool {
-			ok, err := ik.complete(s.base, ticket, rec)
-			switch {
-			case errors.Is(err, store.ErrUnavailable):
-				return false
-			case err != nil:
-				// Unknown still, and not for want of the store: the ask is not run.
-				s.log.Error("idempotency record of an ask answered 503 not completed; its ticket is ended unrun", "ticket", ticket, "err", err)
-			}
-			ours = ok
-			return true
-		}) {
-			r.stop(errShutdown)
-			return
+	ours := false
+	try := func() bool {
+		ok, err := ik.complete(s.base, ticket, rec)
+		switch {
+		case errors.Is(err, store.ErrUnavailable):
+			return false
+		case err != nil:
+			// Unknown still, and not for want of the store: the ask is not run.
+			s.log.Error("idempotency record of an ask answered 503 not completed; its ticket is ended unrun", "ticket", ticket, "err", err)
 		}
-		if !ours {
+		ours = ok
+		return true
+	}
+	settled := func(known bool) {
+		switch {
+		case !known:
+			r.stop(errShutdown)
+		case !ours:
 			s.log.Debug("idempotent create taken over by a retry; ending its ticket", "ticket", ticket, "conversation", req.ConversationID)
 			s.dropWebhook(ticket, hook)
 			r.discard()
-			return
+		default:
+			s.keyedCreated(ik, ticket, rec)
+			s.start(r, runCtx, req)
 		}
-		s.keyedCreated(ik, ticket, rec)
-		s.start(r, runCtx, req)
-	}()
+	}
+	if !s.whenStoreBack(try, settled) {
+		r.stop(errShutdown)
+	}
 }
 
 // createdNothing reports whether err is an answer that created nothing (every problem the handler

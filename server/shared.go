@@ -197,35 +197,32 @@ func (s *Server) recoverLost(r *run) {
 		r.reportEnd(End{Reason: "store_error"})
 		return
 	}
-	if !s.addRunner() {
-		r.reportEnd(End{Reason: "store_error"}) // shut down: the lease's sweep is the backstop
-		return
+	out := errOutcome(gen.ErrorKindInterrupted, "the service's store was unreachable for longer than the ask's lease; the events it did not take are not in the log")
+	try := func() bool {
+		err := s.endRemote(s.base, sh, r.ticket, out, false)
+		switch {
+		case err == nil:
+			s.log.Warn("ask interrupted: the store was away past its lease", "ticket", r.ticket)
+			return true
+		case errors.Is(err, store.ErrFinished):
+			r.reportEnd(End{Reason: "ended_elsewhere"})
+			return true
+		case errors.Is(err, store.ErrNotFound):
+			return s.restoreOnce(r)
+		case !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrSeq):
+			s.log.Error("lost ask not ended", "ticket", r.ticket, "err", err)
+			r.reportEnd(End{Reason: "store_error"})
+			return true
+		}
+		return false
 	}
-	go func() {
-		defer s.runners.Done()
-		out := errOutcome(gen.ErrorKindInterrupted, "the service's store was unreachable for longer than the ask's lease; the events it did not take are not in the log")
-		ended := s.untilStoreBack(func() bool {
-			err := s.endRemote(s.base, sh, r.ticket, out, false)
-			switch {
-			case err == nil:
-				s.log.Warn("ask interrupted: the store was away past its lease", "ticket", r.ticket)
-				return true
-			case errors.Is(err, store.ErrFinished):
-				r.reportEnd(End{Reason: "ended_elsewhere"})
-				return true
-			case errors.Is(err, store.ErrNotFound):
-				return s.restoreOnce(r)
-			case !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrSeq):
-				s.log.Error("lost ask not ended", "ticket", r.ticket, "err", err)
-				r.reportEnd(End{Reason: "store_error"})
-				return true
-			}
-			return false
-		})
+	if !s.whenStoreBack(try, func(ended bool) {
 		if !ended {
 			r.reportEnd(End{Reason: "store_error"})
 		}
-	}()
+	}) {
+		r.reportEnd(End{Reason: "store_error"}) // shut down: the lease's sweep is the backstop
+	}
 }
 
 // restoreLater restores r, a run whose log the store lost (a restart) and whose restore
@@ -237,16 +234,13 @@ func (s *Server) recoverLost(r *run) {
 // (503s for creates meanwhile) until Redis runs memory-only again. The end is reported once,
 // when it is known.
 func (s *Server) restoreLater(r *run) {
-	if !s.addRunner() {
-		r.reportEnd(End{Reason: "store_error"}) // shut down, as untilStoreBack would say
-		return
-	}
-	go func() {
-		defer s.runners.Done()
-		if !s.untilStoreBack(func() bool { return s.restoreOnce(r) }) {
+	if !s.whenStoreBack(func() bool { return s.restoreOnce(r) }, func(restored bool) {
+		if !restored {
 			r.reportEnd(End{Reason: "store_error"})
 		}
-	}()
+	}) {
+		r.reportEnd(End{Reason: "store_error"}) // shut down, as untilStoreBack would say
+	}
 }
 
 // restoreOnce tries r's restore once (run.restoreVia): it reports whether that settled the
@@ -267,6 +261,24 @@ func (s *Server) restoreOnce(r *run) bool {
 		return true
 	}
 	return false
+}
+
+// whenStoreBack runs try on a runner goroutine (which Shutdown waits for) until it reports that
+// it is done (untilStoreBack), then, when then is not nil, then(done): done is false when the
+// server shut down first. It reports false, starting nothing, when the server has already shut
+// down: the caller settles what the goroutine would have.
+func (s *Server) whenStoreBack(try func() (done bool), then func(done bool)) bool {
+	if !s.addRunner() {
+		return false
+	}
+	go func() {
+		defer s.runners.Done()
+		done := s.untilStoreBack(try)
+		if then != nil {
+			then(done)
+		}
+	}()
+	return true
 }
 
 // untilStoreBack calls try until it reports that it is done, waiting between tries with
@@ -325,25 +337,20 @@ func (s *Server) dropLate(lctx context.Context, c store.Conversation) {
 	if !ok {
 		return // a store in this process answers every creation
 	}
-	if !s.addRunner() {
-		return // shut down: the TTL is the backstop
-	}
-	go func() {
-		defer s.runners.Done()
-		s.untilStoreBack(func() bool {
-			switch dropped, err := sh.DropConversation(s.base, c); {
-			case err == nil && dropped:
-				s.log.WarnContext(lctx, "conversation created after its request gave up on the store: removed", "conversation", c.ID)
-			case err == nil:
-			case errors.Is(err, store.ErrUnavailable):
-				return false
-			case s.base.Err() != nil:
-			default:
-				s.log.ErrorContext(lctx, "conversation whose creation was not answered not removed", "conversation", c.ID, "err", err)
-			}
-			return true
-		})
-	}()
+	// Shut down, nothing is started: the TTL is the backstop.
+	s.whenStoreBack(func() bool {
+		switch dropped, err := sh.DropConversation(s.base, c); {
+		case err == nil && dropped:
+			s.log.WarnContext(lctx, "conversation created after its request gave up on the store: removed", "conversation", c.ID)
+		case err == nil:
+		case errors.Is(err, store.ErrUnavailable):
+			return false
+		case s.base.Err() != nil:
+		default:
+			s.log.ErrorContext(lctx, "conversation whose creation was not answered not removed", "conversation", c.ID, "err", err)
+		}
+		return true
+	}, nil)
 }
 
 // endLate follows, on a runner goroutine holding the admission slot the create took, a
@@ -363,14 +370,9 @@ func (s *Server) dropLate(lctx context.Context, c store.Conversation) {
 // its cancel, for the lines logged here: they carry its request id, and name the ticket's
 // conversation, so they are found from the 503 the client got.
 func (s *Server) endLate(lctx context.Context, nt store.NewTicket, p *store.PendingError, before func(context.Context) error) {
-	if !s.addRunner() {
-		s.release("") // shut down: the lease's sweep is the backstop
-		return
-	}
-	go func() {
-		defer s.runners.Done()
-		defer s.release("")
-		if before != nil && !s.untilStoreBack(func() bool {
+	removed := func() bool { return true }
+	if before != nil {
+		removed = func() bool {
 			switch err := before(s.base); {
 			case err == nil:
 			case errors.Is(err, store.ErrUnavailable):
@@ -380,7 +382,11 @@ func (s *Server) endLate(lctx context.Context, nt store.NewTicket, p *store.Pend
 				s.log.ErrorContext(lctx, "webhook of an ask answered 'not started' not removed", "ticket", nt.ID, "conversation", nt.ConversationID, "err", err)
 			}
 			return true
-		}) {
+		}
+	}
+	end := func(removedFirst bool) {
+		defer s.release("")
+		if !removedFirst {
 			return // shutting down
 		}
 		if err := p.Outcome(s.base); err != nil && !errors.Is(err, store.ErrUnavailable) {
@@ -403,5 +409,8 @@ func (s *Server) endLate(lctx context.Context, nt store.NewTicket, p *store.Pend
 			}
 			return true
 		})
-	}()
+	}
+	if !s.whenStoreBack(removed, end) {
+		s.release("") // shut down: the lease's sweep is the backstop
+	}
 }

@@ -147,46 +147,82 @@ func checkFraming(ctx context.Context, s *session) verdict {
 	if err != nil {
 		return broken(err)
 	}
+	sr, err := s.slowRunFixture(ctx)
+	if err != nil {
+		return broken(err)
+	}
+	r, err := s.normalRun(ctx)
+	if err != nil {
+		return broken(err)
+	}
 	var found []string
 	n := 0
 	for _, fs := range startCaptures(runs) {
-		// An id outside an event frame (a keep-alive carrying one) is the last event id to a
-		// browser: its reconnect resumes after that id, not after the last event it got.
-		// The contract's reconnect delay: retry: 2000. A smaller one (retry: 0) has every client
-		// of a broken stream reconnect at once, over and over.
-		if streamOK(fs.c) == "" {
-			switch {
-			case len(fs.c.Retries) == 0:
-				found = append(found, fs.label+": no retry field")
-			case slices.ContainsFunc(fs.c.Retries, func(v string) bool { return v != streamRetry }):
-				found = append(found, fmt.Sprintf("%s: retry %v, want %s", fs.label, fs.c.Retries, streamRetry))
-			}
+		found = append(found, framingProblems(fs.label, fs.c, fs.run, &n)...)
+	}
+	// A resumed stream is framed as one read from the start: its id is the seq a browser
+	// resumes after next time, so an id other than the seq on a resume alone loses or repeats
+	// events at the following reconnect. Those resumed while the run worked, and after done.
+	resumed := []struct {
+		label string
+		run   *run
+		c     *capture
+	}{
+		{sr.run.label + " (Last-Event-ID: 1 while running)", sr.run, sr.byHeader},
+		{sr.run.label + " (?after=1 while running)", sr.run, sr.byQuery},
+		{r.label + " (Last-Event-ID: 1 after done)", r, s.stream(ctx, r.who, r.ticket.Ticket, cursor{header: "1"}, nil)},
+		{r.label + " (?after=1 after done)", r, s.stream(ctx, r.who, r.ticket.Ticket, cursor{query: "1"}, nil)},
+	}
+	for _, fs := range resumed {
+		if why := streamOK(fs.c); why != "" {
+			found = append(found, fs.label+": "+why)
+			continue
 		}
-		for i, f := range fs.c.IDOnly {
-			after := "the start"
-			if k := fs.c.IDOnlyAfter[i]; k > 0 {
-				after = fmt.Sprintf("seq %d", fs.c.Events[k-1].Seq)
-			}
-			found = append(found, fmt.Sprintf("%s: a frame with id %q and no data after %s (an EventSource resumes after that id)", fs.label, f.ID, after))
-		}
-		for _, e := range fs.c.Events {
-			n++
-			switch {
-			case e.Obj == nil:
-				found = append(found, fmt.Sprintf("%s: a frame whose data is not a JSON object", fs.label))
-			case len(e.DataLines) != 1:
-				found = append(found, fmt.Sprintf("%s: seq %d spans %d data lines", fs.label, e.Seq, len(e.DataLines)))
-			case !e.HasID || idSeq(e.frame) != e.Seq:
-				found = append(found, fmt.Sprintf("%s: id %q for seq %d", fs.label, e.ID, e.Seq))
-			case e.Event != e.Type:
-				found = append(found, fmt.Sprintf("%s: event %q for type %q (seq %d)", fs.label, e.Event, e.Type, e.Seq))
-			case e.str("ticket") != fs.run.ticket.Ticket || e.str("conversation_id") != fs.run.conv:
-				found = append(found, fmt.Sprintf("%s: seq %d names another ticket or conversation", fs.label, e.Seq))
-			}
-		}
+		found = append(found, framingProblems(fs.label, fs.c, fs.run, &n)...)
 	}
 	return problems("every frame to be id: <seq>, event: <type>, one data line of the event's JSON, no id outside one, and retry: "+streamRetry, found,
-		fmt.Sprintf("%d frames: id = seq, event = type, one data line, the run's ticket and conversation; retry: %s", n, streamRetry))
+		fmt.Sprintf("%d frames, from the start and resumed: id = seq, event = type, one data line, the run's ticket and conversation; retry: %s", n, streamRetry))
+}
+
+// framingProblems says how c's frames differ from the contract's framing, counting its events
+// into n.
+func framingProblems(label string, c *capture, r *run, n *int) []string {
+	var found []string
+	// An id outside an event frame (a keep-alive carrying one) is the last event id to a
+	// browser: its reconnect resumes after that id, not after the last event it got.
+	// The contract's reconnect delay: retry: 2000. A smaller one (retry: 0) has every client
+	// of a broken stream reconnect at once, over and over.
+	if streamOK(c) == "" {
+		switch {
+		case len(c.Retries) == 0:
+			found = append(found, label+": no retry field")
+		case slices.ContainsFunc(c.Retries, func(v string) bool { return v != streamRetry }):
+			found = append(found, fmt.Sprintf("%s: retry %v, want %s", label, c.Retries, streamRetry))
+		}
+	}
+	for i, f := range c.IDOnly {
+		after := "the start"
+		if k := c.IDOnlyAfter[i]; k > 0 {
+			after = fmt.Sprintf("seq %d", c.Events[k-1].Seq)
+		}
+		found = append(found, fmt.Sprintf("%s: a frame with id %q and no data after %s (an EventSource resumes after that id)", label, f.ID, after))
+	}
+	for _, e := range c.Events {
+		*n++
+		switch {
+		case e.Obj == nil:
+			found = append(found, fmt.Sprintf("%s: a frame whose data is not a JSON object", label))
+		case len(e.DataLines) != 1:
+			found = append(found, fmt.Sprintf("%s: seq %d spans %d data lines", label, e.Seq, len(e.DataLines)))
+		case !e.HasID || idSeq(e.frame) != e.Seq:
+			found = append(found, fmt.Sprintf("%s: id %q for seq %d", label, e.ID, e.Seq))
+		case e.Event != e.Type:
+			found = append(found, fmt.Sprintf("%s: event %q for type %q (seq %d)", label, e.Event, e.Type, e.Seq))
+		case e.str("ticket") != r.ticket.Ticket || e.str("conversation_id") != r.conv:
+			found = append(found, fmt.Sprintf("%s: seq %d names another ticket or conversation", label, e.Seq))
+		}
+	}
+	return found
 }
 
 func checkKeepAlive(ctx context.Context, s *session) verdict {

@@ -419,7 +419,7 @@ func TestEveryCheckFailsAgainstABrokenVariant(t *testing.T) {
 	st := startStack(t)
 	// holes3Variants' last, like holeVariants', fills the limits target: both run last.
 	h3 := holes3Variants()
-	vs := slices.Concat(variants(testSlowWait), mutationVariants(), h3[:len(h3)-1], holeVariants(testSlowWait), h3[len(h3)-1:])
+	vs := slices.Concat(variants(testSlowWait), mutationVariants(), h3[:len(h3)-1], holes4Variants(), holeVariants(testSlowWait), h3[len(h3)-1:])
 	covered := map[string]bool{}
 	for _, v := range vs {
 		for _, c := range v.fails {

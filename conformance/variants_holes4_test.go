@@ -1,0 +1,38 @@
+package conformance_test
+
+import (
+	"strconv"
+	"strings"
+)
+
+// holes4Variants are the defects the fourth hole audit found the suite passed: a resumed
+// stream framed unlike one read from the start.
+func holes4Variants() []variant {
+	return []variant{
+		// A resume whose frames' ids are not their seqs: the browser's next reconnect resumes
+		// after the id, losing or repeating events.
+		{name: "id-not-seq-on-resume", fails: []string{"events.sse-framing"},
+			frame: onResume(func(_ *streamState, f sseFrame, m map[string]any) []sseFrame {
+				g := eventFrame(m)
+				g.lines[0] = "id: " + strconv.FormatInt(int64(m["seq"].(float64))+1, 10)
+				return []sseFrame{g}
+			})},
+		// A resume that does not send the reconnect delay.
+		{name: "no-retry-on-resume", fails: []string{"events.sse-framing"},
+			frame: func(_ *proxy, st *streamState, f sseFrame) []sseFrame {
+				if st.cursor == "" || st.cursor == "0" {
+					return []sseFrame{f}
+				}
+				var g sseFrame
+				for _, l := range f.lines {
+					if !strings.HasPrefix(l, "retry:") {
+						g.lines = append(g.lines, l)
+					}
+				}
+				if len(g.lines) == 0 {
+					return nil
+				}
+				return []sseFrame{g}
+			}},
+	}
+}

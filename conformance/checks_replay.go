@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // replayPositions are the cursors to resume from after done: the start, the first event, a
@@ -79,6 +81,7 @@ func (s *session) replayProblems(ctx context.Context, r *run, p int64, byQuery b
 	if !slices.Equal(seqsOf(c.Events), seqsOf(want)) {
 		found = append(found, fmt.Sprintf("%sfrom %d: [%s], want [%s]", where, p, typesOf(c.Events), typesOf(want)))
 	}
+	found = append(found, rewritten(fmt.Sprintf("%sfrom %d", where, p), c.Events, want)...)
 	if !c.EOF {
 		found = append(found, fmt.Sprintf("%sfrom %d: the stream was not closed after done", where, p))
 	}
@@ -124,6 +127,7 @@ func checkReplayDuringRun(ctx context.Context, s *session) verdict {
 		if got := nonSteps(x.c.Events); !slices.Equal(got, want) {
 			found = append(found, fmt.Sprintf("%s: milestones, branches and outcome [%v], live [%v]", x.how, got, want))
 		}
+		found = append(found, rewritten(x.how, x.c.Events, live.Events)...)
 		if !x.c.EOF {
 			found = append(found, x.how+": not closed after done")
 		}
@@ -192,4 +196,24 @@ func checkHeaderWins(ctx context.Context, s *session) verdict {
 	}
 	return problems("the Last-Event-ID header to win over ?after= when both are given", found,
 		fmt.Sprintf("Last-Event-ID %d with ?after=%d, and %d with %d: each replayed after the header's seq", low, high, high, low))
+}
+
+// rewritten names the events of got that differ from the event of the same seq in want, member
+// by member: a replay carries the retained events, as they were first streamed, not events
+// made again for it (a ts stamped when sent rather than when the seq was assigned, an outcome
+// rebuilt), which a client reconnecting mid-run would join to what it already holds.
+func rewritten(label string, got, want []event) []string {
+	bySeq := map[int64]event{}
+	for _, e := range want {
+		bySeq[e.Seq] = e
+	}
+	var found []string
+	for _, e := range got {
+		w, ok := bySeq[e.Seq]
+		if !ok || e.Obj == nil || w.Obj == nil || reflect.DeepEqual(e.Obj, w.Obj) {
+			continue
+		}
+		found = append(found, fmt.Sprintf("%s: seq %d (%s) differs from the one first streamed in %s", label, e.Seq, e.Type, strings.Join(differingKeys(e.Obj, w.Obj), ", ")))
+	}
+	return found
 }

@@ -3,10 +3,12 @@ package conformance_test
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // holes4Variants are the defects the fourth hole audit found the suite passed: a resumed
-// stream framed unlike one read from the start.
+// stream framed unlike one read from the start, and a replay whose events are made again
+// rather than read from the log.
 func holes4Variants() []variant {
 	return []variant{
 		// A resume whose frames' ids are not their seqs: the browser's next reconnect resumes
@@ -34,5 +36,11 @@ func holes4Variants() []variant {
 				}
 				return []sseFrame{g}
 			}},
+		// A replay that stamps each event's ts as it sends it, not when its seq was assigned.
+		{name: "replay-restamps-ts", fails: []string{"replay.header-after-done", "replay.query-after-done", "replay.during-run"},
+			frame: onResume(func(_ *streamState, _ sseFrame, m map[string]any) []sseFrame {
+				m["ts"] = time.Now().UTC().Format(time.RFC3339Nano)
+				return []sseFrame{eventFrame(m)}
+			})},
 	}
 }

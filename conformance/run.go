@@ -118,6 +118,7 @@ func checks() []check {
 		{name: "status.agrees-with-stream", run: checkStatus},
 		{name: "privacy.question-only-in-accepted", run: checkPrivacy},
 		{name: "privacy.no-bearer", run: checkBearerNotEchoed},
+		{name: "headers.every-response", run: checkEveryResponseHeaders},
 		{name: "schema.problem-status", run: checkProblemStatus},
 		{name: "schema.bodies", run: checkBodies},
 		{name: "schema.events", run: checkEvents},

@@ -1,6 +1,8 @@
 package conformance_test
 
 import (
+	"mime"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -8,7 +10,8 @@ import (
 
 // holes4Variants are the defects the fourth hole audit found the suite passed: a resumed
 // stream framed unlike one read from the start, and a replay whose events are made again
-// rather than read from the log.
+// rather than read from the log; and the headers every answer carries left off where a
+// handler answers outside the service's common path.
 func holes4Variants() []variant {
 	return []variant{
 		// A resume whose frames' ids are not their seqs: the browser's next reconnect resumes
@@ -42,5 +45,16 @@ func holes4Variants() []variant {
 				m["ts"] = time.Now().UTC().Format(time.RFC3339Nano)
 				return []sseFrame{eventFrame(m)}
 			})},
+		// Streams answered without nosniff: every other response carries it.
+		{name: "no-nosniff-on-streams", fails: []string{"headers.every-response"},
+			header: func(h http.Header) { h.Del("X-Content-Type-Options") }},
+		// Problems answered without X-Request-Id, the id to quote when reporting one.
+		{name: "no-request-id-on-problems", fails: []string{"headers.every-response"},
+			body: func(_ *proxy, _ *http.Request, status int, h http.Header, b []byte) (int, []byte) {
+				if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "application/problem+json" {
+					h.Del("X-Request-Id")
+				}
+				return status, b
+			}},
 	}
 }

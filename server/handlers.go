@@ -275,14 +275,7 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 			return errStoreUnavailable
 		}
 		if !ok {
-			// A retry took the record over while this request stalled, and answered its own
-			// ticket: this one is an ask nobody will follow. End it before it runs, leaving
-			// neither a turn (the retry's is the question's) nor a delivery to its webhook
-			// (the receiver is told of the retry's ticket); the webhook goes first, as its
-			// end would make it due.
-			s.log.Debug("idempotent create taken over by a retry; ending its ticket", "ticket", ticket, "conversation", conversationID)
-			s.dropWebhook(ticket, body.Webhook)
-			r.discard()
+			s.endTakenOver(r, body.Webhook)
 			return idemTakenOver()
 		}
 		s.keyedCreated(ik, ticket, rec)

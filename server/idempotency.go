@@ -222,9 +222,7 @@ func (s *Server) completeLate(ik *idem, ticket string, rec []byte, r *run, runCt
 		case !known:
 			r.stop(errShutdown)
 		case !ours:
-			s.log.Debug("idempotent create taken over by a retry; ending its ticket", "ticket", ticket, "conversation", req.ConversationID)
-			s.dropWebhook(ticket, hook)
-			r.discard()
+			s.endTakenOver(r, hook)
 		default:
 			s.keyedCreated(ik, ticket, rec)
 			s.start(r, runCtx, req)
@@ -233,6 +231,17 @@ func (s *Server) completeLate(ik *idem, ticket string, rec []byte, r *run, runCt
 	if !s.whenStoreBack(try, settled) {
 		r.stop(errShutdown)
 	}
+}
+
+// endTakenOver ends r, the ticket of a keyed ask whose record a retry took over while it
+// stalled and answered its own ticket: an ask nobody will follow. It ends before it runs,
+// leaving neither a turn (the retry's is the question's) nor a delivery to its webhook, hook
+// (the receiver is told of the retry's ticket); the webhook goes first, as the end would make
+// a delivery due.
+func (s *Server) endTakenOver(r *run, hook *gen.WebhookRequest) {
+	s.log.Debug("idempotent create taken over by a retry; ending its ticket", "ticket", r.ticket, "conversation", r.conv)
+	s.dropWebhook(r.ticket, hook)
+	r.discard()
 }
 
 // createdNothing reports whether err is an answer that created nothing (every problem the handler

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/server"
@@ -92,14 +91,7 @@ func TestTakenOverConversationAnswersTheRecord(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}
 				h := newHarness(t, server.Options{Store: g})
-				hold := make(chan struct{})
-				g.mu.Lock()
-				g.holdConv = hold
-				g.mu.Unlock()
-				stalled := make(chan *gen.CreateConversationResponse, 1)
-				go func() { stalled <- h.keyedConv(alice, "k") }()
-				<-g.reachedCreate
-				time.Sleep(11 * time.Second) // past the stalled attempt's lock
+				release, stalled := stallAt(g, &g.holdConv, func() *gen.CreateConversationResponse { return h.keyedConv(alice, "k") })
 				retry := h.keyedConv(alice, "k")
 				if retry.StatusCode() != http.StatusCreated {
 					t.Fatalf("the retry: %d %s", retry.StatusCode(), retry.Body)
@@ -107,7 +99,7 @@ func TestTakenOverConversationAnswersTheRecord(t *testing.T) {
 				g.mu.Lock()
 				g.loseComplete = lose
 				g.mu.Unlock()
-				close(hold)
+				release()
 				first := <-stalled
 				synctest.Wait()
 				if first.StatusCode() == http.StatusCreated && first.JSON201.Id != retry.JSON201.Id {

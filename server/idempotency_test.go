@@ -206,38 +206,17 @@ type gatedStore struct {
 }
 
 func (g *gatedStore) CreateTicket(ctx context.Context, nt store.NewTicket, l store.Limits) ([]ask.Turn, error) {
-	g.mu.Lock()
-	hold := g.holdCreate
-	g.holdCreate = nil
-	g.mu.Unlock()
-	if hold != nil {
-		close(g.reachedCreate)
-		<-hold
-	}
+	g.wait(&g.holdCreate)
 	return g.Memory.CreateTicket(ctx, nt, l)
 }
 
 func (g *gatedStore) CreateConversation(ctx context.Context, c store.Conversation, l store.Limits) error {
-	g.mu.Lock()
-	hold := g.holdConv
-	g.holdConv = nil
-	g.mu.Unlock()
-	if hold != nil {
-		close(g.reachedCreate)
-		<-hold
-	}
+	g.wait(&g.holdConv)
 	return g.Memory.CreateConversation(ctx, c, l)
 }
 
 func (g *gatedStore) CompleteIdempotent(ctx context.Context, o store.Owner, key, cand, final string, resp []byte) error {
-	g.mu.Lock()
-	hold := g.holdComplete
-	g.holdComplete = nil
-	g.mu.Unlock()
-	if hold != nil {
-		close(g.reachedCreate)
-		<-hold
-	}
+	g.wait(&g.holdComplete)
 	g.mu.Lock()
 	lose := g.loseComplete
 	g.loseComplete = false
@@ -249,19 +228,37 @@ func (g *gatedStore) CompleteIdempotent(ctx context.Context, o store.Owner, key,
 	return err
 }
 
-// stallKeyedAsk sends a keyed ask through h whose CreateTicket g holds, and returns once the
-// ask's lock (10 s) has lapsed while it is held: a retry with key takes its record over. The
-// stalled ask's answer comes on the channel once release is called.
-func (g *gatedStore) stallKeyedAsk(h *harness, cid, key, q string) (release func(), stalled <-chan *gen.CreateAskResponse) {
+// wait holds a call at *gate, when one is set, until the gate is closed, having said so on
+// reachedCreate; it clears the gate, so only the next such call waits.
+func (g *gatedStore) wait(gate *chan struct{}) {
+	g.mu.Lock()
+	hold := *gate
+	*gate = nil
+	g.mu.Unlock()
+	if hold != nil {
+		close(g.reachedCreate)
+		<-hold
+	}
+}
+
+// stallAt calls call in its own goroutine with g's *gate set, and returns once the call has
+// waited there past its idempotency lock (10 s): a retry with the same key takes its record
+// over. The call's answer comes on the channel once release is called.
+func stallAt[T any](g *gatedStore, gate *chan struct{}, call func() T) (release func(), stalled <-chan T) {
 	hold := make(chan struct{})
 	g.mu.Lock()
-	g.holdCreate = hold
+	*gate = hold
 	g.mu.Unlock()
-	out := make(chan *gen.CreateAskResponse, 1)
-	go func() { out <- h.keyedAsk(alice, cid, key, q) }()
+	out := make(chan T, 1)
+	go func() { out <- call() }()
 	<-g.reachedCreate
 	time.Sleep(11 * time.Second) // past the stalled attempt's lock
 	return func() { close(hold) }, out
+}
+
+// stallKeyedAsk stalls a keyed ask through h at its CreateTicket past its lock (stallAt).
+func (g *gatedStore) stallKeyedAsk(h *harness, cid, key, q string) (release func(), stalled <-chan *gen.CreateAskResponse) {
+	return stallAt(g, &g.holdCreate, func() *gen.CreateAskResponse { return h.keyedAsk(alice, cid, key, q) })
 }
 
 // TestIdempotencyKeyInProgress: a duplicate while the first request is still being processed
@@ -374,8 +371,7 @@ func TestIdempotencyKeyTakeoverLeavesOneTurn(t *testing.T) {
 			mu.Unlock()
 			return ask.Outcome{Answer: answer("42")}
 		})
-		hold := make(chan struct{})
-		g := &madeStore{gatedStore: &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), holdCreate: hold, reachedCreate: make(chan struct{})}}
+		g := &madeStore{gatedStore: &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}}
 		// Deliveries go to a port nothing listens on: what counts is whether one is due.
 		hooks := webhook.Config{Allow: []string{"http://127.0.0.1:1/hooks/"}, Secrets: []string{webhooktest.Secret()},
 			AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Timeout: time.Second}
@@ -391,16 +387,13 @@ func TestIdempotencyKeyTakeoverLeavesOneTurn(t *testing.T) {
 			}
 			return r
 		}
-		firstDone := make(chan *gen.CreateAskResponse, 1)
-		go func() { firstDone <- keyed() }()
-		<-g.reachedCreate
-		time.Sleep(11 * time.Second) // past the lock
+		release, firstDone := stallAt(g.gatedStore, &g.holdCreate, keyed)
 		retry := keyed()
 		if retry.StatusCode() != http.StatusAccepted {
 			t.Fatalf("retry after the lock: %d %s", retry.StatusCode(), retry.Body)
 		}
 		checkLifecycle(t, h.events(alice, retry.JSON202.Ticket), gen.EventTypeAnswer)
-		close(hold) // the stalled request's ticket is made now, in a conversation that is free
+		release() // the stalled request's ticket is made now, in a conversation that is free
 		if first := <-firstDone; first.StatusCode() == http.StatusAccepted {
 			t.Fatalf("the stalled request answered 202 %s, though its retry was answered %s", first.Body, retry.Body)
 		}

@@ -10,6 +10,12 @@
 # fuzzing coordinator can report its own deadline as a failure ("context deadline exceeded",
 # no crasher written) when -fuzztime ends while a worker is mid-call (golang/go#75804, fixed in
 # Go 1.27). A count never arms that deadline, so the run ends cleanly however loaded the machine.
+#
+# A fuzz build instruments every package its test binary links, so it compiles them all again.
+# The build tag fuzzsmoke leaves out the server tests that link the whole stack (the agent and
+# the model SDKs, the demo source's SQLite, OpenTelemetry's exporters) and the two that use
+# their helpers: none of them holds a fuzz target or anything one uses. On a cold cache that is about 100 s of compiling
+# instead of about 320 s on a 2-core machine (2026-12-07); `make test` builds them all, as ever.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,5 +40,5 @@ for t in "${targets[@]}"; do
   read -r pkg name execs <<<"$t"
   budget="${FUZZTIME:-$((execs * FUZZSCALE))x}"
   echo "fuzz: $name in $pkg for $budget"
-  "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$budget" "$pkg"
+  "$GO" test -tags fuzzsmoke -run '^$' -fuzz "^${name}\$" -fuzztime "$budget" "$pkg"
 done

@@ -1,3 +1,5 @@
+//go:build !fuzzsmoke
+
 package server_test
 
 import (

@@ -5,7 +5,7 @@
 //
 // The script is --script, else $ASK_STUB_SCRIPT, else the embedded default script (see package
 // github.com/das-ask/ask/demo/llmstub for the format). The API is under /v1; the request log is at
-// GET /_stub/requests. It stops on SIGINT or SIGTERM.
+// GET /_stub/requests, for loopback callers only. It stops on SIGINT or SIGTERM.
 package main
 
 import (

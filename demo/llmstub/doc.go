@@ -18,8 +18,8 @@
 // max_completion_tokens (or the older max_tokens) cuts a reply as the real API does: a reply
 // longer than the cap, counted as usage counts it, ends where the cap fell — the prose, or the
 // tool call's arguments (no longer valid JSON) — with finish_reason "length".
-// Every request is recorded (Stub.Requests, GET /_stub/requests) so tests can prove what the model
-// was — or was not — asked.
+// Every request is recorded (Stub.Requests; GET /_stub/requests for loopback callers) so tests
+// can prove what the model was — or was not — asked.
 //
 // # How a turn is decided
 //

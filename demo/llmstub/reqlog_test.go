@@ -3,7 +3,9 @@ package llmstub_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/das-ask/ask/demo/llmstub"
@@ -97,5 +99,41 @@ func TestRequestLogBounded(t *testing.T) {
 	got := stub.Requests()
 	if len(got) != 2 || got[0].Seq != 4 || got[1].Seq != 5 {
 		t.Errorf("log %+v, want seqs 4 and 5", got)
+	}
+}
+
+// TestRequestLogLoopbackOnly: the request log holds every identity's questions, so /_stub answers
+// only a loopback peer naming a loopback host: a request from another address, or one naming
+// another host (a page that DNS rebinding brought to loopback), is a 403 that neither reads nor
+// clears the log.
+func TestRequestLogLoopbackOnly(t *testing.T) {
+	stub, srv := newStub(t, llmstub.Options{})
+	post(t, srv.URL+"/v1/chat/completions", `{"model":"m"}`)
+	h := stub.Handler()
+	for _, tc := range []struct{ method, remote, host string }{
+		{http.MethodGet, "192.0.2.7:40000", "127.0.0.1:8092"},
+		{http.MethodGet, "127.0.0.1:40000", "rebind.example:8092"},
+		{http.MethodDelete, "[2001:db8::1]:40000", "localhost:8092"},
+		{http.MethodDelete, "127.0.0.1:40000", "rebind.example"},
+	} {
+		req := httptest.NewRequestWithContext(t.Context(), tc.method, "/_stub/requests", nil)
+		req.RemoteAddr, req.Host = tc.remote, tc.host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden || strings.Contains(rec.Body.String(), `"messages"`) {
+			t.Errorf("%s from %s naming %s: %d %s, want a 403", tc.method, tc.remote, tc.host, rec.Code, rec.Body)
+		}
+	}
+	if n := len(stub.Requests()); n != 1 {
+		t.Errorf("%d requests logged after refused DELETEs, want 1", n)
+	}
+	for _, host := range []string{"127.0.0.1:8092", "localhost", "[::1]:8092"} {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/_stub/requests", nil)
+		req.RemoteAddr, req.Host = "[::1]:40000", host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Errorf("GET from loopback naming %s: %d, want 200", host, rec.Code)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/das-ask/ask/demo/idp"
 )
 
 // Options configures a Stub. Zero values mean defaults.
@@ -70,21 +72,40 @@ func New(opts Options) (*Stub, error) {
 //	GET    /_stub/requests        the request log, as a JSON array of Received
 //	DELETE /_stub/requests        clears the request log
 //
-// Any other path is a 404 in OpenAI's error shape. /_stub is not authenticated: the stub is demo
-// infrastructure bound to loopback.
+// Any other path is a 404 in OpenAI's error shape. /_stub takes no bearer, but answers only a
+// caller on the loopback interface whose request names a loopback host (403 otherwise), as the
+// demo source's /audit does: the request log holds every identity's questions and the tools'
+// results, so it is for tests and the operator on the machine, not for the network (a stub
+// listening on another address), nor for a web page that DNS rebinding brought to loopback.
 func (s *Stub) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
-	mux.HandleFunc("GET /_stub/requests", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, s.Requests())
+	mux.HandleFunc("GET /_stub/requests", func(w http.ResponseWriter, r *http.Request) {
+		if localOnly(w, r) {
+			writeJSON(w, http.StatusOK, s.Requests())
+		}
 	})
-	mux.HandleFunc("DELETE /_stub/requests", func(w http.ResponseWriter, _ *http.Request) {
-		s.Reset()
-		w.WriteHeader(http.StatusNoContent)
+	mux.HandleFunc("DELETE /_stub/requests", func(w http.ResponseWriter, r *http.Request) {
+		if localOnly(w, r) {
+			s.Reset()
+			w.WriteHeader(http.StatusNoContent)
+		}
 	})
 	mux.HandleFunc("/", s.handleNotFound)
 	return mux
+}
+
+// localOnly reports whether r comes from a loopback peer and names a loopback host; if not,
+// it has answered 403 in OpenAI's error shape.
+func localOnly(w http.ResponseWriter, r *http.Request) bool {
+	if idp.LoopbackAddr(r.RemoteAddr) && idp.LoopbackHost(r.Host) {
+		return true
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeAPIError(w, &apiError{status: http.StatusForbidden, typ: "invalid_request_error",
+		message: "the request log is served to loopback callers only"})
+	return false
 }
 
 // Requests returns a copy of the request log, oldest first.

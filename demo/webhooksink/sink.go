@@ -15,6 +15,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/das-ask/ask/demo/idp"
 )
 
 // keep is how many deliveries the page lists.
@@ -60,7 +62,11 @@ func (s *Sink) Entries() []Entry {
 }
 
 // ServeHTTP handles POST …/inbox and GET (or HEAD) on anything else; any other request is a
-// 405 whose Allow names what the path takes, as RFC 9110 §15.5.6 requires of a 405.
+// 405 whose Allow names what the path takes, as RFC 9110 §15.5.6 requires of a 405. The list
+// holds every identity's outcomes, which the API shows to their owner alone, so it answers only
+// a caller on the loopback interface whose request names a loopback host (403 otherwise), as
+// the demo source's /audit does: not the network (a stack listening on another address), nor a
+// web page that DNS rebinding brought to loopback.
 func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inbox := strings.HasSuffix(r.URL.Path, "/inbox")
 	if r.Method == http.MethodPost && inbox {
@@ -76,8 +82,12 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "GET the list, or POST to …/inbox", http.StatusMethodNotAllowed)
 		return
 	}
-	entries := s.Entries()
 	w.Header().Set("Cache-Control", "no-store")
+	if !idp.LoopbackAddr(r.RemoteAddr) || !idp.LoopbackHost(r.Host) {
+		http.Error(w, "the deliveries are listed to loopback callers only", http.StatusForbidden)
+		return
+	}
+	entries := s.Entries()
 	if r.URL.Query().Get("format") == "json" {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(entries)

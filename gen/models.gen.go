@@ -412,14 +412,16 @@ type AbstentionBody struct {
 	// Sources The sources that were called; absent or empty when no tool was called.
 	Sources *[]string `json:"sources,omitempty"`
 
-	// Terms The catalog terms that were looked for (empty when no catalog lookup ran).
+	// Terms The catalog terms that were looked for (empty when no catalog lookup ran, and without
+	// a term that was a question of the conversation: see `AskRequest.question`).
 	Terms []string `json:"terms"`
 
 	// Text The model's own words when it stopped, as `answer.text` is for an answer: for example
 	// a clarifying question ("Which team do you mean?") that a client shows so the person can
 	// reply in the same conversation. Prose, not a fact: nothing in it was looked up. Absent
 	// when the model said nothing, and whenever it would repeat the question (this ask's or
-	// an earlier one in the conversation), which no event but `accepted` carries.
+	// an earlier one in the conversation, found as `AskRequest.question` says), which no
+	// event but `accepted` carries.
 	Text *string `json:"text,omitempty"`
 }
 
@@ -436,14 +438,16 @@ type AbstentionEvent struct {
 	// Sources The sources that were called; absent or empty when no tool was called.
 	Sources *[]string `json:"sources,omitempty"`
 
-	// Terms The catalog terms that were looked for (empty when no catalog lookup ran).
+	// Terms The catalog terms that were looked for (empty when no catalog lookup ran, and without
+	// a term that was a question of the conversation: see `AskRequest.question`).
 	Terms []string `json:"terms"`
 
 	// Text The model's own words when it stopped, as `answer.text` is for an answer: for example
 	// a clarifying question ("Which team do you mean?") that a client shows so the person can
 	// reply in the same conversation. Prose, not a fact: nothing in it was looked up. Absent
 	// when the model said nothing, and whenever it would repeat the question (this ask's or
-	// an earlier one in the conversation), which no event but `accepted` carries.
+	// an earlier one in the conversation, found as `AskRequest.question` says), which no
+	// event but `accepted` carries.
 	Text   *string `json:"text,omitempty"`
 	Ticket string  `json:"ticket"`
 
@@ -566,6 +570,15 @@ type AnswerPathSpeed string
 type AskRequest struct {
 	// Question The question, in the user's words. It appears only in the `accepted` event and in the
 	// conversation's memory: never in a log line, metric, trace, error or any other event.
+	// Where another event would carry it (a step's arguments, a statement, a result's
+	// columns or values, an answer's provenance and caveats, the answer's prose), it stands
+	// as `[the question]`; a source's message quoting it (a step's `error`, a refusal's
+	// `reason`) is withheld whole, a milestone names the kind of thing instead, an
+	// abstention's `text` is left out, and so is a term tried that is the question. The
+	// conversation's earlier questions are kept out the same way. A question is found in a
+	// text by its words, ignoring case, punctuation, spacing and escapes; one of fewer than
+	// three words and 24 characters ("and Q3?", "Why?") only where a text is that question
+	// alone, since its words are the answer's own. A paraphrase is the model's own words.
 	// Its length is counted in Unicode code points, as JSON Schema counts: not in bytes nor
 	// in UTF-16 units, so 4000 emoji are within it, and a letter with a combining accent
 	// is two. A question of white space alone (Unicode's, such as U+3000 too) asks nothing

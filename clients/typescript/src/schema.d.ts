@@ -239,6 +239,15 @@ export interface components {
             /**
              * @description The question, in the user's words. It appears only in the `accepted` event and in the
              *     conversation's memory: never in a log line, metric, trace, error or any other event.
+             *     Where another event would carry it (a step's arguments, a statement, a result's
+             *     columns or values, an answer's provenance and caveats, the answer's prose), it stands
+             *     as `[the question]`; a source's message quoting it (a step's `error`, a refusal's
+             *     `reason`) is withheld whole, a milestone names the kind of thing instead, an
+             *     abstention's `text` is left out, and so is a term tried that is the question. The
+             *     conversation's earlier questions are kept out the same way. A question is found in a
+             *     text by its words, ignoring case, punctuation, spacing and escapes; one of fewer than
+             *     three words and 24 characters ("and Q3?", "Why?") only where a text is that question
+             *     alone, since its words are the answer's own. A paraphrase is the model's own words.
              *     Its length is counted in Unicode code points, as JSON Schema counts: not in bytes nor
              *     in UTF-16 units, so 4000 emoji are within it, and a letter with a combining accent
              *     is two. A question of white space alone (Unicode's, such as U+3000 too) asks nothing
@@ -612,7 +621,10 @@ export interface components {
             type: "abstention";
         };
         AbstentionBody: {
-            /** @description The catalog terms that were looked for (empty when no catalog lookup ran). */
+            /**
+             * @description The catalog terms that were looked for (empty when no catalog lookup ran, and without
+             *     a term that was a question of the conversation: see `AskRequest.question`).
+             */
             terms: string[];
             /** @description The sources that were called; absent or empty when no tool was called. */
             sources?: string[];
@@ -621,7 +633,8 @@ export interface components {
              *     a clarifying question ("Which team do you mean?") that a client shows so the person can
              *     reply in the same conversation. Prose, not a fact: nothing in it was looked up. Absent
              *     when the model said nothing, and whenever it would repeat the question (this ask's or
-             *     an earlier one in the conversation), which no event but `accepted` carries.
+             *     an earlier one in the conversation, found as `AskRequest.question` says), which no
+             *     event but `accepted` carries.
              */
             text?: string;
         };

@@ -1362,6 +1362,11 @@ type CreateConversationResponse409Headers struct {
 	RetryAfter *int
 }
 
+// CreateConversationResponse415Headers the declared response headers of an HTTP 415 response for CreateConversation
+type CreateConversationResponse415Headers struct {
+	AcceptEncoding *string
+}
+
 // CreateConversationResponse429Headers the declared response headers of an HTTP 429 response for CreateConversation
 type CreateConversationResponse429Headers struct {
 	RetryAfter *int
@@ -1405,6 +1410,8 @@ type CreateConversationResponse struct {
 	Headers401 *CreateConversationResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateConversationResponse409Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateConversationResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateConversationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -1516,6 +1523,11 @@ type CreateAskResponse409Headers struct {
 	RetryAfter *int
 }
 
+// CreateAskResponse415Headers the declared response headers of an HTTP 415 response for CreateAsk
+type CreateAskResponse415Headers struct {
+	AcceptEncoding *string
+}
+
 // CreateAskResponse429Headers the declared response headers of an HTTP 429 response for CreateAsk
 type CreateAskResponse429Headers struct {
 	RetryAfter *int
@@ -1561,6 +1573,8 @@ type CreateAskResponse struct {
 	Headers401 *CreateAskResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateAskResponse409Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateAskResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateAskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -2457,6 +2471,16 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateConversationResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateConversationResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -2633,6 +2657,16 @@ func ParseCreateAskResponse(rsp *http.Response) (*CreateAskResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateAskResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateAskResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -34,8 +34,11 @@ func jsonText() echo.MiddlewareFunc {
 			req := c.Request()
 			if ce := req.Header.Values("Content-Encoding"); len(ce) > 0 && !(len(ce) == 1 && strings.EqualFold(strings.TrimSpace(ce[0]), "identity")) {
 				// The body would be read as the bytes it is, a compressed JSON text as garbage
-				// (RFC 9110 §15.5.16: an unsupported content coding is a 415).
-				return unsupportedMedia("the request body must not be content-encoded (no Content-Encoding, or identity)")
+				// (RFC 9110 §15.5.16: an unsupported content coding is a 415, whose
+				// Accept-Encoding tells it from a media type's, §12.5.3).
+				p := unsupportedMedia("the request body must not be content-encoded (no Content-Encoding, or identity)")
+				p.identityOnly = true
+				return p
 			}
 			if len(req.Header.Values(echo.HeaderContentType)) > 1 {
 				// Content-Type holds one media type (RFC 9110 §8.3): with two, which one the

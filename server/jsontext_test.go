@@ -55,6 +55,15 @@ func TestJSONText(t *testing.T) {
 			if p.Detail == nil || !strings.Contains(*p.Detail, tt.detail) {
 				t.Errorf("detail %v, want it to say %q", p.Detail, tt.detail)
 			}
+			// RFC 9110 §12.5.3: the 415 for a content coding carries Accept-Encoding, so a
+			// client tells it from a media type's, and no other 415 may carry it.
+			want := ""
+			if strings.Contains(tt.ct, "\x00") {
+				want = "identity"
+			}
+			if got := resp.Header.Get("Accept-Encoding"); got != want {
+				t.Errorf("Accept-Encoding %q, want %q", got, want)
+			}
 		})
 	}
 	resp := post("/ask/v1/conversations", "application/json; charset=UTF-8", `{}`)

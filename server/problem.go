@@ -32,6 +32,9 @@ type problem struct {
 	retryAfter int      // seconds; for 429 and 503
 	challenge  string   // for 401 (and the 400 for two Authorization headers): the WWW-Authenticate value
 	instance   string   // for 401: the request's path
+	// identityOnly is set on the 415 for a content-coded body: it carries Accept-Encoding:
+	// identity, which RFC 9110 §12.5.3 asks of that refusal and forbids on any other 415.
+	identityOnly bool
 	// reason names the refusal when its status is shared by refusals of different causes (a
 	// 429: too many asks in flight, or as many conversations or tickets as an identity may
 	// hold; a 409: an ask running in the conversation, or the conversation full; a 503: the
@@ -374,6 +377,9 @@ func writeProblem(w http.ResponseWriter, p *problem) {
 	h.Set("Cache-Control", "no-store")
 	if p.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
+	if p.identityOnly {
+		h.Set("Accept-Encoding", "identity")
 	}
 	w.WriteHeader(p.status)
 	_ = json.NewEncoder(w).Encode(body)

@@ -865,9 +865,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request body is not `application/json`. */
+        /** @description The request body is not `application/json` (in UTF-8), or is content-encoded. */
         UnsupportedMediaType: {
             headers: {
+                /**
+                 * @description `identity`, only when the body was refused for its `Content-Encoding`: the service
+                 *     takes request bodies as they are. Absent when the media type was at fault, so a client
+                 *     can tell the two apart (RFC 9110 §12.5.3).
+                 */
+                "Accept-Encoding"?: string;
                 [name: string]: unknown;
             };
             content: {

@@ -89,11 +89,12 @@
 //
 // # Milestones
 //
-// One milestone per tool call, after it returns. The phase is the tool's declared `ask/phase`
-// (see source.Classify for the fallback by role and name), except that a query on a second
-// source is reconciling. The subject is in the catalog's vocabulary: the term found or defined,
-// the table described, "tables" for a listing, the tables a statement reads; a subject equal to
-// the question text is never emitted.
+// One milestone per tool call, emitted when the call starts, before the step that reports it
+// (what a person can be told now). The phase is the tool's declared `ask/phase` (see
+// source.Classify for the fallback by role and name), except that a query on a second source is
+// reconciling. The subject comes from the call's arguments, in the catalog's vocabulary: the
+// term searched or defined, the table described, "tables" for a listing, the tables a statement
+// reads; one that holds a question is never emitted (the kind of thing stands instead).
 //
 // # Privacy
 //

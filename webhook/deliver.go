@@ -67,6 +67,8 @@ type Deliverer struct {
 	wake     chan struct{}
 	// turn is held by the round in progress (capacity 1): Drain waits for Run's to end.
 	turn chan struct{}
+	// retries are the due times of the retries this deliverer recorded, to wake at each.
+	retries retryTimes
 }
 
 // New validates opts.Config and returns a Deliverer.
@@ -118,7 +120,8 @@ func (d *Deliverer) Due(ctx context.Context, ticket string) {
 	}
 }
 
-// Run delivers until ctx is done: on every wake-up and every Poll it claims what is due and
+// Run delivers until ctx is done: on every wake-up, at the time of every retry it recorded,
+// and every Poll (another replica's retries, lapsed claims) it claims what is due and
 // makes one attempt of each, up to claimBatch at once, claiming more as attempts end or
 // deliveries come due (round). An attempt cut short by ctx
 // records nothing: its claim lapses and a deliverer (this replica's successor or another) makes
@@ -138,7 +141,7 @@ func (d *Deliverer) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		d.round(ctx)
-		t.Reset(d.cfg.Poll)
+		t.Reset(d.retries.wait(time.Now(), d.cfg.Poll))
 	}
 }
 
@@ -156,8 +159,8 @@ const claimBatch = 32
 
 // round claims and attempts due deliveries until none is due and none is in flight. It keeps up
 // to claimBatch attempts in flight and claims more as each ends or as a run's end makes one due
-// (Due's wake-up) or as the clock brings them due (a retry's time, another replica's lapsed
-// claim: every Poll), so a receiver that hangs for its whole timeout holds one slot, not the
+// (Due's wake-up) or as the clock brings them due (at the time of a retry this deliverer
+// recorded; every Poll for another replica's retries and lapsed claims), so a receiver that hangs for its whole timeout holds one slot, not the
 // deliveries that come due behind it (found by audits: every delivery waited for the slowest
 // attempt of the batch claimed before it; later, a retry waited past its next_attempt_at for
 // an attempt elsewhere that hung, as only a run's end woke the round).
@@ -170,7 +173,7 @@ func (d *Deliverer) round(ctx context.Context) {
 	}
 	hold := 2 * d.cfg.Timeout // an attempt ends within Timeout; then the claim lapses
 	ended := make(chan struct{}, claimBatch)
-	poll := time.NewTicker(d.cfg.Poll)
+	poll := time.NewTimer(d.cfg.Poll)
 	defer poll.Stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -205,6 +208,7 @@ func (d *Deliverer) round(ctx context.Context) {
 		if inflight == 0 {
 			return
 		}
+		poll.Reset(d.retries.wait(time.Now(), d.cfg.Poll))
 		select {
 		case <-ended:
 			inflight--
@@ -315,6 +319,9 @@ func (d *Deliverer) record(ctx context.Context, w store.Webhook, doneAt time.Tim
 			d.log.Warn("webhook attempt not recorded", "ticket", w.Ticket, "err", err)
 		}
 		return
+	}
+	if w.State == gen.WebhookStatePending && !w.Due.IsZero() {
+		d.retries.add(w.Due)
 	}
 	if w.State != gen.WebhookStatePending && d.obs != nil {
 		var since time.Duration

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -513,6 +514,74 @@ func TestGoneStopsThatTicketOnly(t *testing.T) {
 		}
 		if len(rt.ids) != 2 || rt.ids[1] != "msg_t2" {
 			t.Errorf("attempts %q, want msg_t1 then msg_t2", rt.ids)
+		}
+	})
+}
+
+// TestRetryAtItsOwnTime: a retry is made at the time its backoff gave, not at the first Poll
+// after it, so backoff's jitter is what spreads retries out. With a Poll of a minute, every gap
+// is within its backoff's range (the first retry 0.5–1 s, then 1–2 s, 2–4 s, 4–8 s); waking on
+// Poll ticks alone, each gap was a minute.
+func TestRetryAtItsOwnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := &scripted{t: t, answers: []*http.Response{answer(500, ""), answer(500, ""), answer(500, ""), answer(500, "")}}
+		w := deliver(t, Config{BaseBackoff: time.Second, MaxBackoff: 8 * time.Second, Poll: time.Minute}, rt, time.Hour)
+		if w.State != gen.WebhookStateDelivered || w.Attempts != 5 {
+			t.Fatalf("delivery %+v, want delivered on the 5th attempt", w)
+		}
+		for i, hi := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
+			if gap := rt.at[i+1].Sub(rt.at[i]); gap < hi/2 || gap > hi {
+				t.Errorf("gap %d = %v, want %v..%v", i+1, gap, hi/2, hi)
+			}
+		}
+	})
+}
+
+// TestRetriesOfManyDeliveriesSpreadOut: eight deliveries that fail together are retried at
+// eight different times across their backoff's range (found by an audit: with the default 1 s
+// Poll they were retried on two or three shared instants, the jitter rounded up to Poll ticks).
+func TestRetriesOfManyDeliveriesSpreadOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 8
+		rt := &scripted{t: t}
+		for range n {
+			rt.answers = append(rt.answers, answer(503, ""))
+		}
+		ob := store.NewMemoryOutbox()
+		d, err := New(Options{Config: Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}, BaseBackoff: 4 * time.Second},
+			Outbox: ob, Tickets: finished{}, Transport: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for i := range n {
+			id := fmt.Sprint("t", i)
+			if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: id, ID: "msg_" + id, URL: "https://hooks.example/a", Due: start, Expires: start.Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(ctx) }()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		cancel()
+		<-done
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		if len(rt.at) != 2*n {
+			t.Fatalf("%d attempts, want %d (each delivery failed once, then delivered)", len(rt.at), 2*n)
+		}
+		retried := map[time.Duration]bool{}
+		for _, at := range rt.at[n:] {
+			gap := at.Sub(start)
+			if gap < 2*time.Second || gap > 4*time.Second {
+				t.Errorf("a retry %v after the first attempts, want 2s..4s (the first backoff's range)", gap)
+			}
+			retried[gap] = true
+		}
+		if len(retried) < n {
+			t.Errorf("the %d retries came at %d distinct times, want %d: %v", n, len(retried), n, rt.at[n:])
 		}
 	})
 }

@@ -298,7 +298,7 @@ const (
 //	DAS_ASK_WEBHOOK_SECRETS       signing secrets whsec_<base64>, comma-separated (all sign)
 //	DAS_ASK_WEBHOOK_ALLOW_ADDRS   private/loopback/link-local CIDRs a destination may resolve to
 //	DAS_ASK_WEBHOOK_MAX_ATTEMPTS  attempts per delivery (default 12, at most 50)
-//	DAS_ASK_WEBHOOK_TIMEOUT_S     one attempt's timeout (default 10)
+//	DAS_ASK_WEBHOOK_TIMEOUT_S     one attempt's timeout (default 15)
 //
 // No message holds a secret.
 func webhooksFrom(e *Env) webhook.Config {

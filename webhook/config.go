@@ -19,7 +19,7 @@ import (
 // Defaults for Config's zero values.
 const (
 	DefaultMaxAttempts  = 12
-	DefaultTimeout      = 10 * time.Second
+	DefaultTimeout      = 15 * time.Second // Standard Webhooks recommends 15–30 s
 	DefaultBaseBackoff  = 1 * time.Second
 	DefaultMaxBackoff   = 5 * time.Minute
 	DefaultPoll         = 1 * time.Second

@@ -124,7 +124,8 @@ func WebhooksIgnored(c webhook.Config) []string {
 		name string
 		set  bool
 	}{
-		{"DAS_ASK_WEBHOOK_SECRETS", len(c.Secrets) > 0}, {"DAS_ASK_WEBHOOK_ALLOW_ADDRS", len(c.AllowAddrs) > 0},
+		{"DAS_ASK_WEBHOOK_SECRETS", len(c.Secrets) > 0}, {"DAS_ASK_WEBHOOK_ENDPOINT_SECRETS", len(c.EndpointSecrets) > 0},
+		{"DAS_ASK_WEBHOOK_ALLOW_ADDRS", len(c.AllowAddrs) > 0},
 		{"DAS_ASK_WEBHOOK_MAX_ATTEMPTS", c.MaxAttempts != 0}, {"DAS_ASK_WEBHOOK_TIMEOUT_S", c.Timeout != 0},
 	} {
 		if s.set {
@@ -296,6 +297,8 @@ const (
 //
 //	DAS_ASK_WEBHOOK_ALLOW         allowed URL prefixes, comma-separated; unset: webhooks off
 //	DAS_ASK_WEBHOOK_SECRETS       signing secrets whsec_<base64>, comma-separated (all sign)
+//	DAS_ASK_WEBHOOK_ENDPOINT_SECRETS  a prefix's own secrets, instead of the shared ones:
+//	                              "prefix whsec_… [whsec_…]", comma-separated entries
 //	DAS_ASK_WEBHOOK_ALLOW_ADDRS   private/loopback/link-local CIDRs a destination may resolve to
 //	DAS_ASK_WEBHOOK_MAX_ATTEMPTS  attempts per delivery (default 12, at most 50)
 //	DAS_ASK_WEBHOOK_TIMEOUT_S     one attempt's timeout (default 15)
@@ -303,6 +306,22 @@ const (
 // No message holds a secret.
 func webhooksFrom(e *Env) webhook.Config {
 	c := webhook.Config{Allow: e.List("DAS_ASK_WEBHOOK_ALLOW", ",", nil), Secrets: e.List("DAS_ASK_WEBHOOK_SECRETS", ",", nil)}
+	for i, entry := range e.List("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS", ",", nil) {
+		// Entries are named by their place: what they hold is secret.
+		f := strings.Fields(entry)
+		if len(f) < 2 {
+			e.Failf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS", ": entry %d: want a prefix of DAS_ASK_WEBHOOK_ALLOW, then its secrets (whsec_<base64>), space-separated", i+1)
+			continue
+		}
+		if c.EndpointSecrets == nil {
+			c.EndpointSecrets = map[string][]string{}
+		}
+		if _, twice := c.EndpointSecrets[f[0]]; twice {
+			e.Failf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS", ": entry %d: its prefix has an entry already; list all its secrets in one", i+1)
+			continue
+		}
+		c.EndpointSecrets[f[0]] = f[1:]
+	}
 	for _, s := range e.List("DAS_ASK_WEBHOOK_ALLOW_ADDRS", ",", nil) {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {

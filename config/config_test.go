@@ -143,6 +143,37 @@ func TestWebhooks(t *testing.T) {
 	}
 }
 
+// TestWebhookEndpointSecrets: DAS_ASK_WEBHOOK_ENDPOINT_SECRETS gives a prefix secrets of its own
+// ("prefix secret…", comma-separated), and then DAS_ASK_WEBHOOK_SECRETS is needed only for the
+// prefixes without; a malformed entry is named by its place, never by what it holds.
+func TestWebhookEndpointSecrets(t *testing.T) {
+	const a, b, c = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_dGhpcnR5LXR3by1ieXRlcy1vZi1yYW5kb20hISE=", "whsec_Y2xpZW50LXNpZGUtc2VjcmV0LW9mLXRoaXJ0eS10d28="
+	got, err := config.FromEnv(env("DAS_ASK_WEBHOOK_ALLOW", "https://a.example/x/, https://b.example/",
+		"DAS_ASK_WEBHOOK_ENDPOINT_SECRETS", "https://a.example/x/ "+a+" "+b+", https://b.example/ "+c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got.Webhooks.EndpointSecrets; len(e) != 2 || !slices.Equal(e["https://a.example/x/"], []string{a, b}) || !slices.Equal(e["https://b.example/"], []string{c}) {
+		t.Fatalf("endpoint secrets %v", e)
+	}
+	for _, bad := range []struct{ endpoint, says string }{
+		{"https://a.example/x/ " + a, "DAS_ASK_WEBHOOK_SECRETS: required"}, // b.example has none
+		{"https://a.example/x/ " + a + ", " + c, "entry 2: want a prefix"},
+		{"https://a.example/x/ " + a + ", https://a.example/x/ " + c, "entry 2: its prefix has an entry already"},
+		{c + " https://a.example/x/, https://b.example/ " + c, "an entry whose first word is not an allowed prefix"},
+	} {
+		_, err := config.FromEnv(env("DAS_ASK_WEBHOOK_ALLOW", "https://a.example/x/, https://b.example/", "DAS_ASK_WEBHOOK_ENDPOINT_SECRETS", bad.endpoint))
+		if err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("%q: error %v, want it to say %q", bad.endpoint, err, bad.says)
+		}
+		for _, sec := range []string{a, b, c} {
+			if err != nil && strings.Contains(err.Error(), strings.TrimPrefix(sec, "whsec_")) {
+				t.Errorf("%q: the error holds a secret: %v", bad.endpoint, err)
+			}
+		}
+	}
+}
+
 func TestSealKeys(t *testing.T) {
 	k1, k2 := seal.NewKey("k1"), seal.NewKey("k2")
 	got, err := config.FromEnv(env("DAS_ASK_STORE", "redis://127.0.0.1:6390/0", "DAS_ASK_SEAL_KEYS", k2+","+k1))

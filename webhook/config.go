@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,10 +41,17 @@ type Config struct {
 	// such as "https://hooks.example.com/ask/". Each is an absolute https URL, or http to a
 	// loopback host.
 	Allow []string
-	// Secrets sign every delivery (DAS_ASK_WEBHOOK_SECRETS, comma-separated "whsec_<base64>").
-	// Every one signs, so during a rotation receivers holding either the old or the new secret
-	// verify; remove the old one once receivers have moved. Required when Allow is set.
+	// Secrets sign every delivery (DAS_ASK_WEBHOOK_SECRETS, comma-separated "whsec_<base64>")
+	// but those to a prefix of EndpointSecrets. Every one signs, so during a rotation receivers
+	// holding either the old or the new secret verify; remove the old one once receivers have
+	// moved. Required when Allow is set, unless every prefix has its own.
 	Secrets []string
+	// EndpointSecrets sign the deliveries to one prefix of Allow instead of Secrets, keyed by
+	// the prefix as Allow writes it (DAS_ASK_WEBHOOK_ENDPOINT_SECRETS: comma-separated entries,
+	// each the prefix then its secrets, space-separated). Standard Webhooks asks for a secret per
+	// endpoint: a receiver holding the secret of every delivery could sign one that any other
+	// receiver would accept. A delivery's prefix is the longest of Allow it is under.
+	EndpointSecrets map[string][]string
 	// AllowAddrs are address ranges a destination may resolve to although they are private,
 	// loopback or link-local (DAS_ASK_WEBHOOK_ALLOW_ADDRS, comma-separated CIDRs), such as
 	// 127.0.0.0/8 for the dev stack. Metadata addresses (169.254.169.254, fd00:ec2::254) are
@@ -102,12 +111,32 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ALLOW: %s: %w", shownPrefix(p), err))
 		}
 	}
-	if c.Enabled() && len(c.Secrets) == 0 {
-		errs = append(errs, errors.New("DAS_ASK_WEBHOOK_SECRETS: required when DAS_ASK_WEBHOOK_ALLOW is set (whsec_<base64>, comma-separated)"))
+	if len(c.Secrets) == 0 && slices.ContainsFunc(c.Allow, func(p string) bool { return len(c.EndpointSecrets[p]) == 0 }) {
+		errs = append(errs, errors.New("DAS_ASK_WEBHOOK_SECRETS: required when DAS_ASK_WEBHOOK_ALLOW is set (whsec_<base64>, comma-separated), unless DAS_ASK_WEBHOOK_ENDPOINT_SECRETS gives every prefix its own"))
 	}
 	for i, s := range c.Secrets {
 		if _, err := newSigner(s); err != nil {
 			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_SECRETS: secret %d: %w", i+1, err))
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(c.EndpointSecrets)) {
+		// A prefix is named only when it is one: an entry written secret first must not be
+		// echoed.
+		shown := "an entry whose first word is not an allowed prefix"
+		if checkPrefix(p) == nil {
+			shown = shownPrefix(p)
+		}
+		if !slices.Contains(c.Allow, p) {
+			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS: %s: not one of DAS_ASK_WEBHOOK_ALLOW's prefixes, as written there", shown))
+			continue
+		}
+		if len(c.EndpointSecrets[p]) == 0 {
+			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS: %s: no secret follows the prefix", shown))
+		}
+		for i, s := range c.EndpointSecrets[p] {
+			if _, err := newSigner(s); err != nil {
+				errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS: %s: secret %d: %w", shown, i+1, err))
+			}
 		}
 	}
 	if c.MaxAttempts > maxAttemptsEdge {

@@ -129,7 +129,7 @@ func (d *Deliverer) Due(ctx context.Context, ticket string) {
 // kept-alive ones to receivers are closed, so that their goroutines do not outlive it by the
 // transport's idle timeout.
 func (d *Deliverer) Run(ctx context.Context) {
-	d.log.Info("webhook deliverer started", "holder", d.holder, "allowed_prefixes", len(d.cfg.Allow), "signing_secrets", len(d.send.signers))
+	d.log.Info("webhook deliverer started", "holder", d.holder, "allowed_prefixes", len(d.cfg.Allow), "signing_secrets", d.send.signingSecrets())
 	defer d.send.closeIdle()
 	t := time.NewTimer(0)
 	defer t.Stop()

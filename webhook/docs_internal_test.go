@@ -43,7 +43,7 @@ func TestDocsVerificationIsTrue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.sign(vec["webhook-id"], time.Unix(ts, 0), []byte(vec["body"])); err != nil || got != vec["webhook-signature"] {
+	if got, err := s.sign("https://hooks.example/a", vec["webhook-id"], time.Unix(ts, 0), []byte(vec["body"])); err != nil || got != vec["webhook-signature"] {
 		t.Fatalf("the service signs the documented vector %q (%v), the page says %q", got, err, vec["webhook-signature"])
 	}
 

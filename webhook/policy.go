@@ -98,6 +98,14 @@ func notInURL(r rune) bool {
 // admit https://a.example.evil), its port with the scheme's default made explicit
 // (https://a.example is https://a.example:443).
 func (c Config) allowed(u *url.URL) bool {
+	_, ok := c.prefixOf(u)
+	return ok
+}
+
+// prefixOf is the longest prefix of Allow that u is under, as Allow writes it.
+func (c Config) prefixOf(u *url.URL) (string, bool) {
+	best, found := "", false
+	longest := -1
 	for _, p := range c.Allow {
 		pu, err := url.Parse(p)
 		if err != nil {
@@ -106,11 +114,11 @@ func (c Config) allowed(u *url.URL) bool {
 		if !strings.EqualFold(pu.Scheme, u.Scheme) || hostPort(pu) != hostPort(u) {
 			continue
 		}
-		if strings.HasPrefix(u.EscapedPath(), pu.EscapedPath()) {
-			return true
+		if path := pu.EscapedPath(); strings.HasPrefix(u.EscapedPath(), path) && len(path) > longest {
+			best, found, longest = p, true, len(path)
 		}
 	}
-	return false
+	return best, found
 }
 
 // hostPort is u's host, lowercase, and port, the scheme's default when u names none: the

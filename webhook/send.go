@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -59,8 +60,11 @@ type sender struct {
 	client  *http.Client
 	plain   *http.Client
 	signers []*standardwebhooks.Webhook
-	timeout time.Duration
-	now     func() time.Time
+	// endpoint are the signers of the prefixes with secrets of their own (EndpointSecrets).
+	endpoint map[string][]*standardwebhooks.Webhook
+	cfg      Config
+	timeout  time.Duration
+	now      func() time.Time
 }
 
 // newSender builds the HTTP clients the policy demands: the dialer checks every resolved address
@@ -68,13 +72,26 @@ type sender struct {
 // transport, when not nil, replaces the network of both (tests); the redirect and header rules
 // still apply.
 func newSender(c Config, transport http.RoundTripper) (*sender, error) {
-	s := &sender{timeout: c.Timeout, now: time.Now}
-	for _, sec := range c.Secrets {
-		w, err := newSigner(sec)
-		if err != nil {
+	s := &sender{timeout: c.Timeout, now: time.Now, cfg: c, endpoint: map[string][]*standardwebhooks.Webhook{}}
+	signers := func(secrets []string) ([]*standardwebhooks.Webhook, error) {
+		var ws []*standardwebhooks.Webhook
+		for _, sec := range secrets {
+			w, err := newSigner(sec)
+			if err != nil {
+				return nil, err
+			}
+			ws = append(ws, w)
+		}
+		return ws, nil
+	}
+	var err error
+	if s.signers, err = signers(c.Secrets); err != nil {
+		return nil, err
+	}
+	for p, secrets := range c.EndpointSecrets {
+		if s.endpoint[p], err = signers(secrets); err != nil {
 			return nil, err
 		}
-		s.signers = append(s.signers, w)
 	}
 	plain := transport
 	if transport == nil {
@@ -149,10 +166,33 @@ func (s *sender) closeIdle() {
 	s.plain.CloseIdleConnections()
 }
 
-// sign returns the webhook-signature header for one attempt: one v1 signature per secret.
-func (s *sender) sign(id string, ts time.Time, body []byte) (string, error) {
-	sigs := make([]string, 0, len(s.signers))
-	for _, w := range s.signers {
+// signersFor are the signers of a delivery to rawURL: its prefix's own, or the shared ones.
+func (s *sender) signersFor(rawURL string) []*standardwebhooks.Webhook {
+	if len(s.endpoint) > 0 {
+		if u, err := url.Parse(rawURL); err == nil {
+			if p, ok := s.cfg.prefixOf(u); ok && len(s.endpoint[p]) > 0 {
+				return s.endpoint[p]
+			}
+		}
+	}
+	return s.signers
+}
+
+// signingSecrets counts the secrets that sign: the shared ones and the prefixes' own.
+func (s *sender) signingSecrets() int {
+	n := len(s.signers)
+	for _, ws := range s.endpoint {
+		n += len(ws)
+	}
+	return n
+}
+
+// sign returns the webhook-signature header for one attempt to rawURL: one v1 signature per
+// secret of its prefix, or per shared secret.
+func (s *sender) sign(rawURL, id string, ts time.Time, body []byte) (string, error) {
+	signers := s.signersFor(rawURL)
+	sigs := make([]string, 0, len(signers))
+	for _, w := range signers {
 		sig, err := w.Sign(id, ts, body)
 		if err != nil {
 			return "", err
@@ -167,7 +207,7 @@ func (s *sender) send(ctx context.Context, url, id string, body []byte) Result {
 	start := s.now()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	sig, err := s.sign(id, start, body)
+	sig, err := s.sign(url, id, start, body)
 	if err != nil {
 		return Result{Err: "sign"}
 	}

@@ -37,7 +37,7 @@ func TestSignatureIsTheReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.sign(vecID, time.Unix(vecTS, 0), []byte(vecBody))
+	got, err := s.sign("https://hooks.example/a", vecID, time.Unix(vecTS, 0), []byte(vecBody))
 	if err != nil || got != vecSig {
 		t.Fatalf("sign = %q, %v; want the reference's %q", got, err, vecSig)
 	}
@@ -45,7 +45,7 @@ func TestSignatureIsTheReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err = both.sign(vecID, time.Unix(vecTS, 0), []byte(vecBody))
+	got, err = both.sign("https://hooks.example/a", vecID, time.Unix(vecTS, 0), []byte(vecBody))
 	entries := strings.Split(got, " ")
 	if err != nil || len(entries) != 2 || entries[1] != vecSig || !strings.HasPrefix(entries[0], "v1,") {
 		t.Fatalf("sign with two secrets = %q, %v; want \"v1,<new> %s\"", got, err, vecSig)
@@ -238,5 +238,97 @@ func TestResponseHeadersAreBounded(t *testing.T) {
 	}
 	if r := s.send(t.Context(), "http://"+l.Addr().String()+"/hook", "msg_1", []byte(vecBody)); r.Status != 0 || r.Err != "transport" {
 		t.Fatalf("an answer with 1 MB of headers: %+v, want no status and a transport failure", r)
+	}
+}
+
+// TestEndpointSecretsSignTheirPrefixAlone: a delivery to a prefix with secrets of its own
+// (EndpointSecrets) is signed with those alone, so no other receiver can sign one it would
+// accept; a delivery to another prefix is signed with the shared secrets alone. The longest
+// prefix a URL is under decides.
+func TestEndpointSecretsSignTheirPrefixAlone(t *testing.T) {
+	shared, a, a2 := webhooktest.Secret(), webhooktest.Secret(), webhooktest.Secret()
+	c := Config{Allow: []string{"https://hooks.example/", "https://hooks.example/team-a/"}, Secrets: []string{shared},
+		EndpointSecrets: map[string][]string{"https://hooks.example/team-a/": {a, a2}}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := newSender(c.withDefaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifies := func(secret, sig string) bool {
+		w, err := newSigner(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{}
+		h.Set("webhook-id", vecID)
+		h.Set("webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10))
+		h.Set("webhook-signature", sig)
+		return w.Verify([]byte(vecBody), h) == nil
+	}
+	for _, tc := range []struct {
+		url        string
+		yes, no    []string
+		signatures int
+	}{
+		{"https://hooks.example/team-a/in", []string{a, a2}, []string{shared}, 2},
+		{"https://hooks.example:443/team-a/", []string{a, a2}, []string{shared}, 2},
+		{"https://hooks.example/team-b/in", []string{shared}, []string{a, a2}, 1},
+		{"https://hooks.example/team-a", []string{shared}, []string{a, a2}, 1}, // not under team-a/
+	} {
+		sig, err := s.sign(tc.url, vecID, time.Now(), []byte(vecBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(strings.Fields(sig)); n != tc.signatures {
+			t.Errorf("%s: %d signatures, want %d", tc.url, n, tc.signatures)
+		}
+		for _, sec := range tc.yes {
+			if !verifies(sec, sig) {
+				t.Errorf("%s: does not verify with a secret that should sign it", tc.url)
+			}
+		}
+		for _, sec := range tc.no {
+			if verifies(sec, sig) {
+				t.Errorf("%s: verifies with a secret that must not sign it", tc.url)
+			}
+		}
+	}
+}
+
+// TestEndpointSecretsValidated: the shared secrets are needed only for prefixes without their
+// own; an entry must name an allowed prefix as written and carry valid secrets; no error holds a
+// secret, not even one written where the prefix goes.
+func TestEndpointSecretsValidated(t *testing.T) {
+	own := webhooktest.Secret()
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want string // "" is valid
+	}{
+		{"every prefix its own", Config{Allow: []string{"https://a.example/"}, EndpointSecrets: map[string][]string{"https://a.example/": {own}}}, ""},
+		{"one prefix without", Config{Allow: []string{"https://a.example/", "https://b.example/"}, EndpointSecrets: map[string][]string{"https://a.example/": {own}}},
+			"DAS_ASK_WEBHOOK_SECRETS: required"},
+		{"not an allowed prefix", Config{Allow: []string{"https://a.example/"}, Secrets: []string{own}, EndpointSecrets: map[string][]string{"https://b.example/": {own}}},
+			`"https://b.example/": not one of DAS_ASK_WEBHOOK_ALLOW's prefixes`},
+		{"secret first", Config{Allow: []string{"https://a.example/"}, Secrets: []string{own}, EndpointSecrets: map[string][]string{own: {"https://a.example/"}}},
+			"an entry whose first word is not an allowed prefix"},
+		{"a bad secret", Config{Allow: []string{"https://a.example/"}, EndpointSecrets: map[string][]string{"https://a.example/": {"whsec_short"}}},
+			`"https://a.example/": secret 1: want whsec_`},
+		{"no secret", Config{Allow: []string{"https://a.example/"}, Secrets: []string{own}, EndpointSecrets: map[string][]string{"https://a.example/": nil}},
+			"no secret follows the prefix"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate: %v, want valid", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate: %v, want it to say %q", err, tc.want)
+			case err != nil && (strings.Contains(err.Error(), strings.TrimPrefix(own, "whsec_")) || strings.Contains(err.Error(), "whsec_short")):
+				t.Fatalf("Validate's error holds a secret: %v", err)
+			}
+		})
 	}
 }

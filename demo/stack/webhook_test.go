@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/gen"
@@ -72,17 +74,27 @@ func TestStackWebhookSink(t *testing.T) {
 
 // TestStackWebhookSettingsFromConfig: the operator's webhook settings (DAS_ASK_WEBHOOK_*, read
 // into Options.Config as askd reads them) apply in the dev stack beside its sink: an ask may
-// name a receiver the allow-list admits, and the delivery verifies with the operator's secret.
+// name a receiver the allow-list admits, and the delivery verifies with the operator's secret;
+// a receiver whose prefix has secrets of its own (DAS_ASK_WEBHOOK_ENDPOINT_SECRETS) gets its
+// deliveries signed with those alone, which the shared secrets do not verify.
 func TestStackWebhookSettingsFromConfig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	secret := webhooktest.Secret()
+	secret, own := webhooktest.Secret(), webhooktest.Secret()
 	rcv, err := webhooktest.New(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rcv.Close()
-	env := map[string]string{"DAS_ASK_WEBHOOK_ALLOW": rcv.URL() + "/hooks/", "DAS_ASK_WEBHOOK_SECRETS": secret}
+	// Its own receiver verifies with its secret; a second one, holding only the shared secret,
+	// sees the same deliveries' signatures as another receiver would, to forge them.
+	ownRcv, err := webhooktest.New(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ownRcv.Close()
+	env := map[string]string{"DAS_ASK_WEBHOOK_ALLOW": rcv.URL() + "/hooks/," + ownRcv.URL() + "/team/", "DAS_ASK_WEBHOOK_SECRETS": secret,
+		"DAS_ASK_WEBHOOK_ENDPOINT_SECRETS": ownRcv.URL() + "/team/ " + own}
 	cfg, err := config.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +128,40 @@ func TestStackWebhookSettingsFromConfig(t *testing.T) {
 	got := rcv.Deliveries()
 	if len(got) != 1 || !got[0].Verified {
 		t.Fatalf("receiver got %d deliveries (first verified: %v), want 1 verified with the operator's secret", len(got), len(got) > 0 && got[0].Verified)
+	}
+
+	tk, err = c.CreateAskWithResponse(ctx, cid, nil, gen.AskRequest{
+		Question: "How many sev1 incidents did we have in 2026-Q2?", Webhook: &gen.WebhookRequest{Url: ownRcv.URL() + "/team/in"}})
+	if err != nil || tk.JSON202 == nil {
+		t.Fatalf("create ask with a receiver of its own secret: %v %s", err, tk.Body)
+	}
+	if _, err := c.GetAskWithResponse(ctx, tk.JSON202.Ticket, &gen.GetAskParams{Prefer: ptr("wait=30")}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		arrived := ownRcv.Arrived() // before the look, so that a delivery between the two is not missed
+		if len(ownRcv.Deliveries()) > 0 || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+		}
+	}
+	own1 := ownRcv.Deliveries()
+	if len(own1) != 1 || !own1[0].Verified || len(strings.Fields(own1[0].Signature)) != 1 {
+		var first webhooktest.Delivery
+		if len(own1) > 0 {
+			first = own1[0]
+		}
+		t.Fatalf("the receiver of its own secret got %d deliveries (first verified %v, signature %q), want 1 with one signature, its own", len(own1), first.Verified, first.Signature)
+	}
+	shared, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shared.Verify(own1[0].Body, own1[0].Header) == nil {
+		t.Errorf("a delivery to a prefix with its own secret verifies with the shared secret: another receiver could forge it")
 	}
 }
 

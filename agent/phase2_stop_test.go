@@ -43,22 +43,31 @@ func (m *refusingReconciliation) Complete(ctx context.Context, req model.Request
 	return model.Response{Text: "Nothing from this source."}, nil
 }
 
-// TestPhase2ReconciliationRefusalStopsTheWithheldBranch: a refusal in the supervisor's
-// reconciliation is the run's refusal at once, as a refusal in any branch is: it stops the
-// withheld branch (its model call ends cancelled) instead of waiting it out. The run used to
-// wait for the withheld branch to end on its own, here until its own deadline, a tenth of the
-// run's time before the run's.
-func TestPhase2ReconciliationRefusalStopsTheWithheldBranch(t *testing.T) {
+// bobsRefusedRun runs bob's on-call pay question in phase 2 over m, with a 20 s deadline, and
+// fails unless it ends in a refusal of run_query (want says whose); it returns what was emitted
+// and whether the run's deadline had passed when it ended.
+func bobsRefusedRun(t *testing.T, m model.Model, want string) (*recorder, bool) {
+	t.Helper()
 	s := newStack(t)
-	m := &refusingReconciliation{stalled: make(chan struct{})}
 	a := s.phase2Agent(t, func(model.Model) model.Model { return m })
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	rec := &recorder{}
 	out := a.Run(ctx, s.request(t, "bob", "What was the on-call pay per team in 2026-Q3?"), rec)
 	if out.Refusal == nil || out.Refusal.Tool != "run_query" {
-		t.Fatalf("outcome %s %+v, want the reconciliation's refusal", outcomeType(out), out.Error)
+		t.Fatalf("outcome %s %+v, want %s", outcomeType(out), out.Error, want)
 	}
+	return rec, ctx.Err() != nil
+}
+
+// TestPhase2ReconciliationRefusalStopsTheWithheldBranch: a refusal in the supervisor's
+// reconciliation is the run's refusal at once, as a refusal in any branch is: it stops the
+// withheld branch (its model call ends cancelled) instead of waiting it out. The run used to
+// wait for the withheld branch to end on its own, here until its own deadline, a tenth of the
+// run's time before the run's.
+func TestPhase2ReconciliationRefusalStopsTheWithheldBranch(t *testing.T) {
+	m := &refusingReconciliation{stalled: make(chan struct{})}
+	rec, _ := bobsRefusedRun(t, m, "the reconciliation's refusal")
 	m.mu.Lock()
 	ended := m.ended
 	m.mu.Unlock()
@@ -112,17 +121,9 @@ func (m *refusingBranch) Complete(ctx context.Context, req model.Request) (model
 // end cancelled) rather than waited out to the run's deadline, and every branch is closed.
 // With the stop removed from fanOut, this run waited for its 20 s deadline and ended in error.
 func TestPhase2BranchRefusalStopsTheOtherBranches(t *testing.T) {
-	s := newStack(t)
 	m := &refusingBranch{ended: map[string]error{}, stalled: make(chan struct{})}
-	a := s.phase2Agent(t, func(model.Model) model.Model { return m })
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	rec := &recorder{}
-	out := a.Run(ctx, s.request(t, "bob", "What was the on-call pay per team in 2026-Q3?"), rec)
-	if out.Refusal == nil || out.Refusal.Tool != "run_query" {
-		t.Fatalf("outcome %s %+v, want the warehouse branch's refusal", outcomeType(out), out.Error)
-	}
-	if ctx.Err() != nil {
+	rec, deadline := bobsRefusedRun(t, m, "the warehouse branch's refusal")
+	if deadline {
 		t.Errorf("the run reached its deadline: the refusal did not stop the other branches")
 	}
 	m.mu.Lock()

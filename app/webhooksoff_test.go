@@ -18,6 +18,10 @@ func TestWarnsOfWebhookSettingsIgnoredWhileOff(t *testing.T) {
 			"DAS_ASK_WEBHOOK_MAX_ATTEMPTS": "3", "DAS_ASK_WEBHOOK_TIMEOUT_S": "5"},
 			[]string{"DAS_ASK_WEBHOOK_SECRETS", "DAS_ASK_WEBHOOK_ALLOW_ADDRS", "DAS_ASK_WEBHOOK_MAX_ATTEMPTS", "DAS_ASK_WEBHOOK_TIMEOUT_S"}},
 		{"the secrets", map[string]string{"DAS_ASK_WEBHOOK_SECRETS": secret}, []string{"DAS_ASK_WEBHOOK_SECRETS"}},
+		// A prefix's own secrets are ignored as the shared ones are: askd stopped, for the
+		// prefix was not one of an allow-list that is not set (found by an audit).
+		{"a prefix's own secrets", map[string]string{"DAS_ASK_WEBHOOK_ENDPOINT_SECRETS": "https://a.example/ " + secret},
+			[]string{"DAS_ASK_WEBHOOK_ENDPOINT_SECRETS"}},
 		{"none", map[string]string{}, nil},
 	} {
 		warnsOfIgnored(t, c.name, c.env, "webhooks are off (DAS_ASK_WEBHOOK_ALLOW unset)", c.want, "MDEyMzQ1Njc4", "10.99.0.0")

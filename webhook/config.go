@@ -119,16 +119,22 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_SECRETS: secret %d: %w", i+1, err))
 		}
 	}
-	for _, p := range slices.Sorted(maps.Keys(c.EndpointSecrets)) {
-		// A prefix is named only when it is one: an entry written secret first must not be
-		// echoed.
-		shown := "an entry whose first word is not an allowed prefix"
-		if checkPrefix(p) == nil {
+	for n, p := range slices.Sorted(maps.Keys(c.EndpointSecrets)) {
+		// An entry is named by its prefix only when that is one of Allow's, as written there:
+		// anything else may be a secret run into the prefix ("https://h/whsec_…" is a URL).
+		shown := fmt.Sprintf("entry %d (in the order of their prefixes)", n+1)
+		allowed := slices.Contains(c.Allow, p)
+		if allowed {
 			shown = shownPrefix(p)
 		}
-		if !slices.Contains(c.Allow, p) {
-			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS: %s: not one of DAS_ASK_WEBHOOK_ALLOW's prefixes, as written there", shown))
+		switch {
+		case !allowed && c.Enabled():
+			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS: %s: its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes, as written there", shown))
 			continue
+		case allowed:
+			if q := c.sameDestination(p); q != "" {
+				errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS: %s: DAS_ASK_WEBHOOK_ALLOW also names it as %s, whose deliveries it would not sign: allow it once", shown, shownPrefix(q)))
+			}
 		}
 		if len(c.EndpointSecrets[p]) == 0 {
 			errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS: %s: no secret follows the prefix", shown))
@@ -143,6 +149,26 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("DAS_ASK_WEBHOOK_MAX_ATTEMPTS=%d: want at most %d", c.MaxAttempts, maxAttemptsEdge))
 	}
 	return errors.Join(errs...)
+}
+
+// sameDestination is another entry of Allow that names the same prefix as p in another spelling
+// (the host's case, the default port written or not), or "": a URL under both is under the one
+// Allow lists first, so secrets of p's own would not sign it when the other comes first.
+func (c Config) sameDestination(p string) string {
+	pu, err := url.Parse(p)
+	if err != nil {
+		return ""
+	}
+	for _, q := range c.Allow {
+		if q == p {
+			continue
+		}
+		qu, err := url.Parse(q)
+		if err == nil && strings.EqualFold(pu.Scheme, qu.Scheme) && hostPort(pu) == hostPort(qu) && pu.EscapedPath() == qu.EscapedPath() {
+			return q
+		}
+	}
+	return ""
 }
 
 // shownPrefix is an allow-list entry as an error may name it: without its user info, which may

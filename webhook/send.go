@@ -191,6 +191,10 @@ func (s *sender) signingSecrets() int {
 // secret of its prefix, or per shared secret.
 func (s *sender) sign(rawURL, id string, ts time.Time, body []byte) (string, error) {
 	signers := s.signersFor(rawURL)
+	if len(signers) == 0 {
+		// Validate makes this unreachable for an allowed URL; an unsigned delivery must never go.
+		return "", errors.New("no secret signs deliveries to this URL")
+	}
 	sigs := make([]string, 0, len(signers))
 	for _, w := range signers {
 		sig, err := w.Sign(id, ts, body)

@@ -311,9 +311,22 @@ func TestEndpointSecretsValidated(t *testing.T) {
 		{"one prefix without", Config{Allow: []string{"https://a.example/", "https://b.example/"}, EndpointSecrets: map[string][]string{"https://a.example/": {own}}},
 			"DAS_ASK_WEBHOOK_SECRETS: required"},
 		{"not an allowed prefix", Config{Allow: []string{"https://a.example/"}, Secrets: []string{own}, EndpointSecrets: map[string][]string{"https://b.example/": {own}}},
-			`"https://b.example/": not one of DAS_ASK_WEBHOOK_ALLOW's prefixes`},
+			"entry 1 (in the order of their prefixes): its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes"},
 		{"secret first", Config{Allow: []string{"https://a.example/"}, Secrets: []string{own}, EndpointSecrets: map[string][]string{own: {"https://a.example/"}}},
-			"an entry whose first word is not an allowed prefix"},
+			"its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes"},
+		// A secret run into the prefix is still a URL: it must not be named as one (found by an
+		// audit: the error quoted "https://a.example/whsec_…").
+		{"a secret run into the prefix", Config{Allow: []string{"https://a.example/"}, Secrets: []string{own}, EndpointSecrets: map[string][]string{"https://a.example/" + own: {own}}},
+			"its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes"},
+		{"a secret after an equals sign", Config{Allow: []string{"https://a.example/"}, Secrets: []string{own}, EndpointSecrets: map[string][]string{"https://a.example/=" + own: {own}}},
+			"its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes"},
+		// The same prefix spelled twice: a URL under both is the first's, so the second's own
+		// secrets would never sign (found by an audit).
+		{"one prefix spelled twice", Config{Allow: []string{"https://hooks.example/a/", "https://HOOKS.example:443/a/"}, Secrets: []string{own},
+			EndpointSecrets: map[string][]string{"https://HOOKS.example:443/a/": {own}}},
+			`DAS_ASK_WEBHOOK_ALLOW also names it as "https://hooks.example/a/"`},
+		// Webhooks off: the entry is ignored (askd warns, naming the variable), not refused.
+		{"webhooks off", Config{EndpointSecrets: map[string][]string{"https://a.example/": {own}}}, ""},
 		{"a bad secret", Config{Allow: []string{"https://a.example/"}, EndpointSecrets: map[string][]string{"https://a.example/": {"whsec_short"}}},
 			`"https://a.example/": secret 1: want whsec_`},
 		{"no secret", Config{Allow: []string{"https://a.example/"}, Secrets: []string{own}, EndpointSecrets: map[string][]string{"https://a.example/": nil}},

@@ -73,3 +73,16 @@ func TestBaseURLCredentialsAreNotSent(t *testing.T) {
 		t.Errorf("Authorization sent: %q, want none without a token and the bearer with one", auths)
 	}
 }
+
+// A base URL with a query or fragment is refused when the client is made: the service's paths are
+// joined to the base path, and the generated client resolved them against a query's parent
+// instead (…/ask?k=1 sent /v1/conversations to the origin's root, the gateway's prefix lost and
+// the bearer with it: found by an audit). The query's values are not quoted.
+func TestBaseURLWithAQueryIsRefused(t *testing.T) {
+	for _, u := range []string{"http://127.0.0.1:8080/ask?key=s3cret", "http://127.0.0.1:8080/ask#top", "http://127.0.0.1:8080/ask?"} {
+		_, err := client.New(u, client.Options{Token: client.StaticToken("t")})
+		if err == nil || !strings.Contains(err.Error(), "query or a fragment") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("New(%q): %v, want a refusal naming the query, without its value", u, err)
+		}
+	}
+}

@@ -98,6 +98,12 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: base URL must be an absolute http(s) URL, got %q", redact.URL(baseURL))
 	}
+	if strings.ContainsAny(baseURL, "?#") {
+		// The service's paths are joined to the base path; a query in it made the generated
+		// client resolve them against its parent (…/ask?k=1 sent /v1/conversations, the
+		// gateway's prefix lost, the bearer to whatever serves the origin's root).
+		return nil, fmt.Errorf("client: base URL %q must not carry a query or a fragment: the service's paths are joined to it", redact.URL(baseURL))
+	}
 	switch hc := opts.HTTPClient.(type) {
 	case nil:
 		opts.HTTPClient = &http.Client{CheckRedirect: sameOrigin}

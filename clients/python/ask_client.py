@@ -78,6 +78,10 @@ class ProtocolError(Exception):
     object). Final: a retry would read the same."""
 
 
+class BaseURLError(ValueError):
+    """The base URL cannot be the service's: not an absolute http(s) URL, or one with a query."""
+
+
 class TokenError(ValueError):
     """The token cannot be sent as a bearer credential: empty, or holding white space or a control
     character (a token read from a file with its line break, say). Raised when the client is made,
@@ -254,6 +258,14 @@ class AskClient:
         # "xxxxx", as the Go CLI.
         self.shown_url = _redacted(base_url.rstrip("/"))
         parts = urllib.parse.urlsplit(base_url.rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BaseURLError(f"the base URL {self.shown_url!r} is not an absolute http or https URL")
+        if "?" in base_url or "#" in base_url:
+            # The service's paths are joined to the base path: with a query there, they were
+            # joined to the query ("…/ask?k=1/v1/conversations"). Refused, as in Go and TypeScript;
+            # only what comes before it is quoted (a query may hold a key).
+            before = _redacted(re.split(r"[?#]", base_url, maxsplit=1)[0])
+            raise BaseURLError(f"the base URL {before!r} must not carry a query or a fragment: the service's paths are joined to it")
         self.base = parts._replace(netloc=parts.netloc.rpartition("@")[2])
         self.base_url = urllib.parse.urlunsplit(self.base)
         check_bearer(token)
@@ -1009,7 +1021,7 @@ def _ask(args: argparse.Namespace, stdout, stderr) -> int:
             if confirmed is None:
                 return 4
             outcome = confirmed
-    except (APIError, ProtocolError, TokenError, MayHaveBeenMade, OSError, RuntimeError) as e:
+    except (APIError, ProtocolError, TokenError, BaseURLError, MayHaveBeenMade, OSError, RuntimeError) as e:
         print(f"ask_client: {printable(str(e))}", file=stderr)
         return 1
     print(printable(describe_outcome(outcome)), file=stdout)

@@ -632,6 +632,24 @@ class RetryTest(unittest.TestCase):
         self.assertIn("not a bearer token", stderr.getvalue())
         self.assertNotIn("secret-part", stderr.getvalue())
 
+    def test_a_base_url_with_a_query_is_refused_and_its_query_not_quoted(self):
+        # The service's paths were joined to the query ("/ask?k=1/v1/conversations"): found by
+        # an audit. Refused when the client is made, as in Go and TypeScript; the CLI exits 1.
+        for url in ("http://127.0.0.1:1/ask?key=s3cret", "http://127.0.0.1:1/ask#top", "http://127.0.0.1:1/ask?"):
+            with self.assertRaises(ask_client.BaseURLError) as caught:
+                ask_client.AskClient(url, "t")
+            self.assertIn("query or a fragment", str(caught.exception))
+            self.assertNotIn("s3cret", str(caught.exception))
+        for url in ("ftp://127.0.0.1/ask", "127.0.0.1:8080/ask", ""):
+            with self.assertRaises(ask_client.BaseURLError):
+                ask_client.AskClient(url, "t")
+        stderr = io.StringIO()
+        code = ask_client.main(["--url", "http://127.0.0.1:1/ask?key=s3cret", "--token", "t", "a question"],
+                               stdout=io.StringIO(), stderr=stderr)
+        self.assertEqual(code, 1)
+        self.assertIn("query or a fragment", stderr.getvalue())
+        self.assertNotIn("s3cret", stderr.getvalue())
+
     def test_a_token_given_with_its_scheme_is_told_to_be_given_alone(self):
         # "Bearer eyJ…" pasted from a header was "white space or a control character at index 6",
         # which did not say what to change; the Go CLI says to give the token alone.

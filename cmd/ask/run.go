@@ -124,6 +124,12 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path, such as %s\n", redacted(c.url), askconfig.DefaultClientURL)
 		return nil, exitFailure
 	}
+	if strings.ContainsAny(c.url, "?#") {
+		// The service's paths are joined to the base path: with a query there, they went to the
+		// origin's root instead (…/ask?k=1 asked /v1/conversations), the bearer with them.
+		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's URL with its base path and no query or fragment, such as %s\n", redacted(c.url), askconfig.DefaultClientURL)
+		return nil, exitFailure
+	}
 	c.shown = redacted(c.url)
 	given := len(words) > 0
 	set := map[string]bool{}

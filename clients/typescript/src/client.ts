@@ -257,6 +257,13 @@ export class AskClient {
     if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
       throw new TypeError(`AskClient: baseUrl ${JSON.stringify(redacted(opts.baseUrl))} is not an http or https URL`);
     }
+    // The service's paths are joined to the base path: with a query or fragment there, they were
+    // joined to that instead ("…/ask?k=1/v1/conversations"). Refused, as in Go and Python; the
+    // message quotes what comes before it only (a query may hold a key).
+    if (/[?#]/.test(opts.baseUrl)) {
+      const before = opts.baseUrl.split(/[?#]/)[0] ?? "";
+      throw new TypeError(`AskClient: baseUrl ${JSON.stringify(redacted(before))} must not carry a query or a fragment: the service's paths are joined to it`);
+    }
     // A user name and password in baseUrl are not sent (the bearer is the credential, as in Go),
     // and fetch refuses a URL that holds them with a TypeError quoting it, password and all, which
     // was retried as a failed connection and told to onRetry (console.warn) eight times. Messages

@@ -96,6 +96,17 @@ describe("retries", () => {
     }
   });
 
+  test("a baseUrl with a query or fragment is refused when the client is made, its query not quoted", () => {
+    // The service's paths were joined to the query ("/ask?k=1/v1/conversations"): found by an audit.
+    for (const baseUrl of ["http://ask.test/ask?key=s3cret", "http://ask.test/ask#top", "http://ask.test/ask?"]) {
+      assert.throws(
+        () => new AskClient({ baseUrl, token: "t", onRetry: () => assert.fail("retried") }),
+        (err: Error) => err instanceof TypeError && err.message.includes("query or a fragment") && !err.message.includes("s3cret"),
+        baseUrl,
+      );
+    }
+  });
+
   test("a token that cannot be a bearer is refused before any request, not retried, and not quoted", async () => {
     for (const tok of ["", "abc\n", "ab c", "a\tb", "x\u007fy", async () => "line\r\n"]) {
       const { fetch, seen } = flaky([]);

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -315,6 +316,12 @@ func webhooksFrom(e *Env) webhook.Config {
 		}
 		if c.EndpointSecrets == nil {
 			c.EndpointSecrets = map[string][]string{}
+		}
+		if c.Enabled() && !slices.Contains(c.Allow, f[0]) {
+			// Named by its place, as Validate would name it by its sorted one: its first word
+			// may be a secret run into the prefix.
+			e.Failf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS", ": entry %d: its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes, as written there", i+1)
+			continue
 		}
 		if _, twice := c.EndpointSecrets[f[0]]; twice {
 			e.Failf("DAS_ASK_WEBHOOK_ENDPOINT_SECRETS", ": entry %d: its prefix has an entry already; list all its secrets in one", i+1)

@@ -160,8 +160,8 @@ func TestWebhookEndpointSecrets(t *testing.T) {
 		{"https://a.example/x/ " + a, "DAS_ASK_WEBHOOK_SECRETS: required"}, // b.example has none
 		{"https://a.example/x/ " + a + ", " + c, "entry 2: want a prefix"},
 		{"https://a.example/x/ " + a + ", https://a.example/x/ " + c, "entry 2: its prefix has an entry already"},
-		{c + " https://a.example/x/, https://b.example/ " + c, "its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes"},
-		{"https://a.example/x/" + a + " " + b + ", https://b.example/ " + c, "its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes"},
+		{c + " https://a.example/x/, https://b.example/ " + c, "entry 1: its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes"},
+		{"https://b.example/ " + c + ", https://a.example/x/" + a + " " + b, "entry 2: its first word is not one of DAS_ASK_WEBHOOK_ALLOW's prefixes"},
 	} {
 		_, err := config.FromEnv(env("DAS_ASK_WEBHOOK_ALLOW", "https://a.example/x/, https://b.example/", "DAS_ASK_WEBHOOK_ENDPOINT_SECRETS", bad.endpoint))
 		if err == nil || !strings.Contains(err.Error(), bad.says) {

@@ -70,6 +70,15 @@ func (p *IdP) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
+// LocalRequest reports whether r comes from a loopback peer and names a loopback host: the
+// guard of every dev endpoint that hands out identities or shows what identities did (the dev
+// UI's sign-in, the demo source's /audit, the llm-stub's request log, the dev webhook sink's
+// list), so that neither the network nor a web page that DNS rebinding brought to loopback
+// reaches them.
+func LocalRequest(r *http.Request) bool {
+	return LoopbackAddr(r.RemoteAddr) && LoopbackHost(r.Host)
+}
+
 // LoopbackAddr reports whether a RemoteAddr ("host:port") is a loopback address. With
 // LoopbackHost it guards an endpoint that hands out identities, here and in the dev UI's sign-in:
 // the peer address is what counts, since anyone can send forwarding headers.

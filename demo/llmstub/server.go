@@ -99,7 +99,7 @@ func (s *Stub) Handler() http.Handler {
 // localOnly reports whether r comes from a loopback peer and names a loopback host; if not,
 // it has answered 403 in OpenAI's error shape.
 func localOnly(w http.ResponseWriter, r *http.Request) bool {
-	if idp.LoopbackAddr(r.RemoteAddr) && idp.LoopbackHost(r.Host) {
+	if idp.LocalRequest(r) {
 		return true
 	}
 	w.Header().Set("Cache-Control", "no-store")

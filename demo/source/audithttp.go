@@ -3,7 +3,6 @@ package source
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"net/http"
 
 	"github.com/das-ask/ask/demo/idp"
@@ -15,7 +14,7 @@ import (
 // log names identities, so it is for the operator on the machine and for the conformance suite,
 // not for the network, nor for a web page that DNS rebinding brought to the machine's loopback.
 func (s *Source) auditHandler(w http.ResponseWriter, r *http.Request) {
-	if !fromLoopback(r) || !idp.LoopbackHost(r.Host) {
+	if !idp.LocalRequest(r) {
 		http.Error(w, "the audit log is served to loopback callers only", http.StatusForbidden)
 		return
 	}
@@ -36,15 +35,4 @@ func (s *Source) auditHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(body.Bytes())
-}
-
-// fromLoopback reports whether the request's peer address is a loopback address. Forwarding
-// headers are ignored: they are whatever the caller says.
-func fromLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -33,7 +33,7 @@ type signIn struct {
 
 func (s signIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if !idp.LoopbackAddr(r.RemoteAddr) || !idp.LoopbackHost(r.Host) {
+	if !idp.LocalRequest(r) {
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "sign-in is for loopback callers only"})
 		return
 	}

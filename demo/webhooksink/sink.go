@@ -83,7 +83,7 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	if !idp.LoopbackAddr(r.RemoteAddr) || !idp.LoopbackHost(r.Host) {
+	if !idp.LocalRequest(r) {
 		http.Error(w, "the deliveries are listed to loopback callers only", http.StatusForbidden)
 		return
 	}

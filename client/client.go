@@ -91,19 +91,29 @@ type Client struct {
 	log  *slog.Logger
 }
 
-// New returns a client of the service at baseURL, which includes any gateway prefix
-// (for example http://127.0.0.1:8080/ask).
-func New(baseURL string, opts Options) (*Client, error) {
-	u, err := httpurl.Parse(baseURL)
-	if err != nil {
-		return nil, fmt.Errorf("client: base URL must be an absolute http(s) URL, got %q", redact.URL(baseURL))
+// CheckBaseURL reports whether raw can be the service's base URL, as New checks it: an absolute
+// http(s) URL without a query or a fragment. A CLI calls it to say a bad URL is a usage error
+// before it mints a token. The error shows any password and query value as xxxxx.
+func CheckBaseURL(raw string) error {
+	if _, err := httpurl.Parse(raw); err != nil {
+		return fmt.Errorf("client: base URL must be an absolute http(s) URL, got %q", redact.URL(raw))
 	}
-	if strings.ContainsAny(baseURL, "?#") {
+	if strings.ContainsAny(raw, "?#") {
 		// The service's paths are joined to the base path; a query in it made the generated
 		// client resolve them against its parent (…/ask?k=1 sent /v1/conversations, the
 		// gateway's prefix lost, the bearer to whatever serves the origin's root).
-		return nil, fmt.Errorf("client: base URL %q must not carry a query or a fragment: the service's paths are joined to it", redact.URL(baseURL))
+		return fmt.Errorf("client: base URL %q must not carry a query or a fragment: the service's paths are joined to it", redact.URL(raw))
 	}
+	return nil
+}
+
+// New returns a client of the service at baseURL, which includes any gateway prefix
+// (for example http://127.0.0.1:8080/ask).
+func New(baseURL string, opts Options) (*Client, error) {
+	if err := CheckBaseURL(baseURL); err != nil {
+		return nil, err
+	}
+	u, _ := httpurl.Parse(baseURL)
 	switch hc := opts.HTTPClient.(type) {
 	case nil:
 		opts.HTTPClient = &http.Client{CheckRedirect: sameOrigin}

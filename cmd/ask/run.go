@@ -19,7 +19,6 @@ import (
 	askconfig "github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/httpstatus"
-	"github.com/das-ask/ask/internal/httpurl"
 	"github.com/das-ask/ask/internal/redact"
 )
 
@@ -120,14 +119,8 @@ func parseArgs(args []string, stderr io.Writer, lookup func(string) (string, boo
 		return nil, exitFailure
 	}
 	// A URL that cannot be the service's is a usage error, said before any token is minted.
-	if _, err := httpurl.Parse(c.url); err != nil {
-		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path, such as %s\n", redacted(c.url), askconfig.DefaultClientURL)
-		return nil, exitFailure
-	}
-	if strings.ContainsAny(c.url, "?#") {
-		// The service's paths are joined to the base path: with a query there, they went to the
-		// origin's root instead (…/ask?k=1 asked /v1/conversations), the bearer with them.
-		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's URL with its base path and no query or fragment, such as %s\n", redacted(c.url), askconfig.DefaultClientURL)
+	if err := client.CheckBaseURL(c.url); err != nil {
+		fmt.Fprintf(stderr, "ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path and no query or fragment, such as %s\n", redacted(c.url), askconfig.DefaultClientURL)
 		return nil, exitFailure
 	}
 	c.shown = redacted(c.url)

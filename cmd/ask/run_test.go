@@ -376,7 +376,7 @@ func TestRunUsage(t *testing.T) {
 	}
 	// A URL that cannot be the service's is said as such, before the IdP is asked for a token.
 	for _, u := range []string{"", "127.0.0.1:8080/ask", "ftp://host/ask", "http://"} {
-		want := fmt.Sprintf("ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path, such as http://127.0.0.1:8080/ask\n", u)
+		want := fmt.Sprintf("ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path and no query or fragment, such as http://127.0.0.1:8080/ask\n", u)
 		if code, _, stderr := f.run(t.Context(), f.env(t, "ASK_IDP", "http://127.0.0.1:1"), "--url", u, "answer"); code != exitFailure || stderr != want {
 			t.Errorf("--url %q: exit %d, stderr %q; want 1 and %q", u, code, stderr, want)
 		}
@@ -385,7 +385,7 @@ func TestRunUsage(t *testing.T) {
 	// to the base path, and with a query there they went to the origin's root, bearer and all
 	// (found by an audit: …/ask?k=1 asked /v1/conversations).
 	for u, shown := range map[string]string{f.url + "?key=s3cret": f.url + "?key=xxxxx", f.url + "#top": f.url + "#top", f.url + "?": f.url + "?"} {
-		want := fmt.Sprintf("ask: --url (or $ASK_URL) is %q: give the service's URL with its base path and no query or fragment, such as http://127.0.0.1:8080/ask\n", shown)
+		want := fmt.Sprintf("ask: --url (or $ASK_URL) is %q: give the service's absolute http(s) URL with its base path and no query or fragment, such as http://127.0.0.1:8080/ask\n", shown)
 		if code, _, stderr := f.run(t.Context(), f.env(t, "ASK_IDP", "http://127.0.0.1:1"), "--url", u, "answer"); code != exitFailure || stderr != want {
 			t.Errorf("--url %q: exit %d, stderr %q; want 1 and %q", u, code, stderr, want)
 		}

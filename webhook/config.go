@@ -164,7 +164,7 @@ func (c Config) sameDestination(p string) string {
 			continue
 		}
 		qu, err := url.Parse(q)
-		if err == nil && strings.EqualFold(pu.Scheme, qu.Scheme) && hostPort(pu) == hostPort(qu) && pu.EscapedPath() == qu.EscapedPath() {
+		if err == nil && sameOrigin(pu, qu) && pu.EscapedPath() == qu.EscapedPath() {
 			return q
 		}
 	}

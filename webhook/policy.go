@@ -111,7 +111,7 @@ func (c Config) prefixOf(u *url.URL) (string, bool) {
 		if err != nil {
 			continue
 		}
-		if !strings.EqualFold(pu.Scheme, u.Scheme) || hostPort(pu) != hostPort(u) {
+		if !sameOrigin(pu, u) {
 			continue
 		}
 		if path := pu.EscapedPath(); strings.HasPrefix(u.EscapedPath(), path) && len(path) > longest {
@@ -119,6 +119,11 @@ func (c Config) prefixOf(u *url.URL) (string, bool) {
 		}
 	}
 	return best, found
+}
+
+// sameOrigin reports whether a and b name one scheme and one address (hostPort).
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && hostPort(a) == hostPort(b)
 }
 
 // hostPort is u's host, lowercase, and port, the scheme's default when u names none: the

@@ -493,6 +493,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, r := range s.runs {
 		left = append(left, r)
 	}
+	// Cancelled with the list taken, under the same lock: a run newRun registers after this
+	// was made under a cancelled base, so its runner stops at its first model or tool call;
+	// one registered before is in the list and stopped below.
+	s.cancelBase(errShutdown)
 	s.mu.Unlock()
 	for _, r := range left {
 		// Each on its own goroutine: a store slow to take the ends must not make them wait
@@ -503,7 +507,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			r.stop(errShutdown)
 		}()
 	}
-	s.cancelBase(errShutdown)
 
 	ended := false // every run's end stored: only runners may be left
 	select {

@@ -146,10 +146,15 @@ func (s *Server) drainWebhooks(ctx context.Context) {
 	s.stopHooks()
 }
 
-// webhookDue tells the deliverer that ticket's run has ended.
+// webhookDue tells the deliverer that ticket's run has ended. It waits for the store at most
+// StoreWait, as a request does: the run's admission slot is given back after it, and Shutdown
+// waits for that. A delivery not marked due is brought round by the due time its
+// registration set.
 func (s *Server) webhookDue(ticket string) {
 	if s.hooks != nil {
-		s.hooks.Due(context.Background(), ticket)
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreWait)
+		defer cancel()
+		s.hooks.Due(ctx, ticket)
 	}
 }
 

@@ -1367,6 +1367,11 @@ type CreateConversationResponse415Headers struct {
 	AcceptEncoding *string
 }
 
+// CreateConversationResponse421Headers the declared response headers of an HTTP 421 response for CreateConversation
+type CreateConversationResponse421Headers struct {
+	RetryAfter *int
+}
+
 // CreateConversationResponse429Headers the declared response headers of an HTTP 429 response for CreateConversation
 type CreateConversationResponse429Headers struct {
 	RetryAfter *int
@@ -1392,6 +1397,8 @@ type CreateConversationResponse struct {
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Misdirected
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -1412,6 +1419,8 @@ type CreateConversationResponse struct {
 	Headers409 *CreateConversationResponse409Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *CreateConversationResponse415Headers
+	// Headers421 the parsed response headers for an HTTP 421 response
+	Headers421 *CreateConversationResponse421Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateConversationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -1446,6 +1455,11 @@ func (r CreateConversationResponse) GetApplicationproblemJSON413() *TooLarge {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r CreateConversationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r CreateConversationResponse) GetApplicationproblemJSON421() *Misdirected {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -1528,6 +1542,11 @@ type CreateAskResponse415Headers struct {
 	AcceptEncoding *string
 }
 
+// CreateAskResponse421Headers the declared response headers of an HTTP 421 response for CreateAsk
+type CreateAskResponse421Headers struct {
+	RetryAfter *int
+}
+
 // CreateAskResponse429Headers the declared response headers of an HTTP 429 response for CreateAsk
 type CreateAskResponse429Headers struct {
 	RetryAfter *int
@@ -1555,6 +1574,8 @@ type CreateAskResponse struct {
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Misdirected
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -1575,6 +1596,8 @@ type CreateAskResponse struct {
 	Headers409 *CreateAskResponse409Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *CreateAskResponse415Headers
+	// Headers421 the parsed response headers for an HTTP 421 response
+	Headers421 *CreateAskResponse421Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateAskResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -1614,6 +1637,11 @@ func (r CreateAskResponse) GetApplicationproblemJSON413() *TooLarge {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r CreateAskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r CreateAskResponse) GetApplicationproblemJSON421() *Misdirected {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -2383,6 +2411,13 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Misdirected
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest IdempotencyKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2481,6 +2516,16 @@ func ParseCreateConversationResponse(rsp *http.Response) (*CreateConversationRes
 			headers.AcceptEncoding = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 421:
+		var headers CreateConversationResponse421Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers421 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateConversationResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -2568,6 +2613,13 @@ func ParseCreateAskResponse(rsp *http.Response) (*CreateAskResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Misdirected
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest IdempotencyKeyReused
@@ -2667,6 +2719,16 @@ func ParseCreateAskResponse(rsp *http.Response) (*CreateAskResponse, error) {
 			headers.AcceptEncoding = &value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 421:
+		var headers CreateAskResponse421Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers421 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateAskResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

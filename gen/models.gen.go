@@ -1205,6 +1205,9 @@ type IdempotencyKeyReused = Problem
 // Internal An RFC 9457 problem detail. Never contains the question text or a token.
 type Internal = Problem
 
+// Misdirected An RFC 9457 problem detail. Never contains the question text or a token.
+type Misdirected = Problem
+
 // NotFound An RFC 9457 problem detail. Never contains the question text or a token.
 type NotFound = Problem
 

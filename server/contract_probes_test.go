@@ -17,6 +17,7 @@ import (
 
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/server"
 )
 
 // The requests of TestContract, operation by operation.
@@ -726,6 +727,10 @@ func (c *conformer) shutdownProbes() {
 	c.run([]probe{
 		{name: "createConversation: shutting down", op: "createConversation", method: http.MethodPost, target: convs, auth: c.bearer("alice"), ct: "application/json", body: "{}", want: http.StatusServiceUnavailable},
 		{name: "createAsk: shutting down", op: "createAsk", method: http.MethodPost, target: asksOf(cid), auth: c.bearer("alice"), ct: "application/json", body: question, want: http.StatusServiceUnavailable},
+		// The gateway's header (server.RerouteHeader) turns the refusal into 421, with the same
+		// Retry-After, for the gateway to pass on to another replica.
+		{name: "createConversation: shutting down, rerouted", op: "createConversation", method: http.MethodPost, target: convs, auth: c.bearer("alice"), hdr: []string{server.RerouteHeader, "1"}, ct: "application/json", body: "{}", want: http.StatusMisdirectedRequest},
+		{name: "createAsk: shutting down, rerouted", op: "createAsk", method: http.MethodPost, target: asksOf(cid), auth: c.bearer("alice"), hdr: []string{server.RerouteHeader, "1"}, ct: "application/json", body: question, want: http.StatusMisdirectedRequest},
 		{name: "getAsk: shutting down", op: "getAsk", method: http.MethodGet, target: statusOf(c.ticket), auth: c.bearer("alice"), want: http.StatusOK},
 	})
 }

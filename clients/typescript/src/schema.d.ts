@@ -895,6 +895,22 @@ export interface components {
             };
         };
         /**
+         * @description This replica is shutting down and the request carries `X-Ask-Reroute`: the gateway that
+         *     sent it passes the create on to another replica (see the document's description);
+         *     nothing was made. A client that sends the header itself gets this in place of the
+         *     `503`, and retries after `Retry-After` seconds as it would that.
+         */
+        Misdirected: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The service is at capacity or shutting down, or its store cannot serve the request for
          *     the moment, or it cannot check the bearer yet because it has never loaded its issuer's
          *     signing keys (any call; that says nothing against the token, so retry with the same one);
@@ -1001,6 +1017,7 @@ export interface operations {
             409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            421: components["responses"]["Misdirected"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeaderTooLarge"];
@@ -1067,6 +1084,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            421: components["responses"]["Misdirected"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeaderTooLarge"];

@@ -300,9 +300,13 @@ func mount(base string, mounts map[string]http.Handler, service http.Handler) ht
 			for _, m := range ms {
 				switch {
 				case strings.HasPrefix(p, m.prefix):
+					// As on every response of the service's (a mount's own 404s, 405s and
+					// redirects included), whatever the mount sets.
+					w.Header().Set("X-Content-Type-Options", "nosniff")
 					m.h.ServeHTTP(w, r)
 					return
 				case p+"/" == m.prefix && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+					w.Header().Set("X-Content-Type-Options", "nosniff")
 					target := m.prefix
 					if r.URL.RawQuery != "" {
 						target += "?" + r.URL.RawQuery

@@ -76,11 +76,14 @@ func TestMountsDoNotCleanPaths(t *testing.T) {
 				resp.Header.Get("Content-Type"), resp.Header.Get("Location"), body)
 		}
 	}
-	if resp, body := get(http.MethodGet, "/ask/ui/page"); resp.StatusCode != http.StatusOK || body != "mounted /page" {
-		t.Errorf("the mount: %d %q", resp.StatusCode, body)
+	if resp, body := get(http.MethodGet, "/ask/ui/page"); resp.StatusCode != http.StatusOK || body != "mounted /page" ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("the mount: %d %q, nosniff %q", resp.StatusCode, body, resp.Header.Get("X-Content-Type-Options"))
 	}
-	if resp, _ := get(http.MethodGet, "/ask/ui"); resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/ask/ui/" {
-		t.Errorf("the mount's root without its slash: %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	if resp, _ := get(http.MethodGet, "/ask/ui"); resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/ask/ui/" ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("the mount's root without its slash: %d Location %q, nosniff %q", resp.StatusCode, resp.Header.Get("Location"),
+			resp.Header.Get("X-Content-Type-Options"))
 	}
 	if resp, _ := get(http.MethodGet, "/ask/v1/openapi.yaml"); resp.StatusCode != http.StatusOK {
 		t.Errorf("the service beside the mount: %d", resp.StatusCode)

@@ -11,8 +11,9 @@
 #                                                   beside it; default http://127.0.0.1:8090) unless
 #                                                   ASK_TOKEN_A and ASK_TOKEN_B are set (or ARGS
 #                                                   hold --token-a and --token-b), and the
-#                                                   audit log is read from AUDIT (default, for a
-#                                                   URL on this machine, http://127.0.0.1:8091,
+#                                                   audit log is read from AUDIT (default, for
+#                                                   the dev stack's own URL, port 8080 on this
+#                                                   machine, http://127.0.0.1:8091,
 #                                                   the demo source; with
 #                                                   --phase2 or ASK_PHASE=2 also
 #                                                   http://127.0.0.1:8093, the phase-2 demo's

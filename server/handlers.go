@@ -50,7 +50,10 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 	}
 	// Minted under the create's bound: the id asks a shared store for its generation (once a
 	// second), which a stalled store must not hold past StoreWait either.
-	id := s.newID(ctx, "c", owner)
+	id, err := s.newID(ctx, "c", owner)
+	if err != nil {
+		return err
+	}
 	if key != "" {
 		body, err := requestBody(c.Request())
 		if err != nil {
@@ -164,7 +167,10 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 		defer cancel()
 	}
 	// Minted under the create's bound, as the conversation's id is (CreateConversation).
-	ticket := s.newID(ctx, "t", owner)
+	ticket, err := s.newID(ctx, "t", owner)
+	if err != nil {
+		return err
+	}
 	if key != "" {
 		if ik, err = s.beginIdem(ctx, c, owner, key, fingerprint(owner, key, "createAsk", conversationID, raw), ticket); ik == nil {
 			return err
@@ -603,15 +609,21 @@ func (s *Server) rereadTicket(ctx context.Context, id string, settled func(store
 // newID mints a ticket's or conversation's id for owner: kind, "_", then, with a generational
 // store, its generation and "-", then 128 random bits, then, with a homed store, "-" and the
 // owner's home (store.Homed), where the store keeps what the owner creates.
-func (s *Server) newID(ctx context.Context, kind string, owner store.Owner) string {
+// It fails only when the store has a generation that this replica has never read and cannot
+// read now: nothing is made, and the create is answered as the store's failure (503).
+func (s *Server) newID(ctx context.Context, kind string, owner store.Owner) (string, error) {
+	gen, err := s.generation(ctx)
+	if err != nil {
+		return "", err
+	}
 	id := kind + "_" + rand.Text()
-	if gen := s.generation(ctx); gen != "" {
+	if gen != "" {
 		id = kind + "_" + gen + "-" + rand.Text()
 	}
 	if h, ok := s.store.(store.Homed); ok {
 		id += "-" + h.Home(owner)
 	}
-	return id
+	return id, nil
 }
 
 // randomLen is the length of an id's 128 random bits: rand.Text's 26 base32 characters.
@@ -623,21 +635,31 @@ const randomLen = 26
 const generationTTL = time.Second
 
 // generation is the store's generation for minting ids, asked at most once a generationTTL
-// (it costs a round trip to a shared store); "" for a store that has none.
-func (s *Server) generation(ctx context.Context) string {
+// (it costs a round trip to a shared store); "" for a store that has none. A store that does
+// not answer (stalled, restarting) is taken to be in the generation last read, however long
+// ago: an id minted without one was never told lost, so a ticket created through a stall and
+// then lost with a restart of its store read a plain 404 to its owner, where its replica was
+// about to restore it ended error{interrupted} (an independent chaos driver's finding). An id
+// of a generation the store has since replaced reads the same as one minted before the
+// restart: found once written or restored, waited for (awaitRestored) while not.
+func (s *Server) generation(ctx context.Context) (string, error) {
 	g, ok := s.store.(store.Generational)
 	if !ok {
-		return ""
+		return "", nil
 	}
-	if c := s.gen.Load(); c != nil && time.Since(c.at) < generationTTL {
-		return c.gen
+	c := s.gen.Load()
+	if c != nil && time.Since(c.at) < generationTTL {
+		return c.gen, nil
 	}
 	gen, err := g.Generation(ctx)
 	if err != nil {
-		return ""
+		if c != nil {
+			return c.gen, nil
+		}
+		return "", err
 	}
 	s.gen.Store(&cachedGeneration{gen: gen, at: time.Now()})
-	return gen
+	return gen, nil
 }
 
 type cachedGeneration struct {

@@ -297,6 +297,17 @@ func normalize(s string) string {
 // redacted stands in, in a step's args, for an argument that holds the question text.
 const redacted = "[the question]"
 
+// toolName is a tool's name as an event (a step, a refusal), a log line, a trace or a metric
+// may carry it: redacted when it holds a question. A name is the source's own text, and a
+// source may list a tool named after what it was sent (a "saved search" named with an earlier
+// question, which the model may call); the call is made under the real name all the same.
+func (l *ledger) toolName(name string) string {
+	if l.isQuestion(name) {
+		return redacted
+	}
+	return name
+}
+
 // withheld stands in, in a step's error and a refusal's reason, for a source's message that
 // quotes a question (a source's error may repeat the argument it could not use).
 const withheld = "[the source's message quoted the question; it is not shown]"

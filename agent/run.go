@@ -33,7 +33,7 @@ func (a *Agent) Run(ctx context.Context, req ask.Request, emit ask.Emitter) ask.
 }
 
 func (a *Agent) run(ctx context.Context, req ask.Request, emit ask.Emitter, log *slog.Logger) ask.Outcome {
-	sessions, err := a.connect(ctx, req.Identity, log)
+	sessions, err := a.connect(ctx, req.Identity, log, newLedger(req).toolName)
 	if err != nil {
 		return failure(ctx, gen.ErrorKindTransport, err)
 	}
@@ -126,16 +126,17 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 	}
 	// The milestone says what starts now; the step, after the call, says how it went.
 	emit.Milestone(led.milestone(t.Tool, args))
+	name := led.toolName(t.Name) // as the step, a refusal and the trace show it
 	// The call is detached from the run's cancellation: once started it completes, bounded by
 	// the tool timeout, and the loop notices the cancellation right after.
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.toolTime)
 	callCtx, span := a.tracer.Start(callCtx, "ask.tool_call", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("ask.source", t.Source), attribute.String("ask.tool", t.Name)))
+		trace.WithAttributes(attribute.String("ask.source", t.Source), attribute.String("ask.tool", name)))
 	r := t.session.Call(callCtx, t.Name, args)
 	endToolSpan(span, r)
 	cancel()
 	led.tried(t.Tool, args)
-	step := gen.StepBody{CallId: r.CallID, Tool: t.Name, Source: t.Source, Args: led.redact(args), Ms: r.Ms, Refused: r.Outcome == source.Refused}
+	step := gen.StepBody{CallId: r.CallID, Tool: name, Source: t.Source, Args: led.redact(args), Ms: r.Ms, Refused: r.Outcome == source.Refused}
 	if r.Outcome == source.ToolError {
 		msg := led.shown(r.Text)
 		step.Error = &msg
@@ -150,7 +151,7 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 		out := failure(ctx, gen.ErrorKindTransport, r.Err)
 		return model.ToolResult{}, &out
 	case source.Refused:
-		return model.ToolResult{}, &ask.Outcome{Refusal: &gen.RefusalBody{Tool: t.Name, Source: t.Source, CallId: r.CallID, Reason: led.shown(r.RefusalReason)}}
+		return model.ToolResult{}, &ask.Outcome{Refusal: &gen.RefusalBody{Tool: name, Source: t.Source, CallId: r.CallID, Reason: led.shown(r.RefusalReason)}}
 	case source.ToolError:
 		return model.ToolResult{CallID: tc.ID, IsError: true, Content: r.Text}, nil
 	}
@@ -188,8 +189,8 @@ func (a *Agent) call(ctx context.Context, tools toolset, led *ledger, tc model.T
 // answer within its linger (at most MaxLingeringHandshakes lines a linger per source); not when
 // its handshake was cancelled at once for want of a slot. The sessions log their tool calls with
 // log (the run's ticket).
-func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger) ([]*source.Session, error) {
-	opts := source.Options{HTTPClient: a.hc, Logger: log, TokenExpires: id.Expires}
+func (a *Agent) connect(ctx context.Context, id ask.Identity, log *slog.Logger, toolShown func(string) string) ([]*source.Session, error) {
+	opts := source.Options{HTTPClient: a.hc, Logger: log, TokenExpires: id.Expires, ToolShown: toolShown}
 	sessions := make([]*source.Session, len(a.sources))
 	errs := make([]error, len(a.sources))
 	// runEnded[i]: errs[i] is the run's own end (its cancel or deadline), not source i's failure.

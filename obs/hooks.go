@@ -43,9 +43,10 @@ func (o *Observer) appended(ticket string, typ gen.EventType, body any, evicted 
 		case s.Error != nil:
 			outcome = "error"
 		}
-		o.m.toolCalls.WithLabelValues(s.Source, s.Tool, strconv.FormatBool(s.Refused), outcome).Inc()
+		tool := o.toolLabel(s.Source, s.Tool)
+		o.m.toolCalls.WithLabelValues(s.Source, tool, strconv.FormatBool(s.Refused), outcome).Inc()
 		d := time.Duration(s.Ms) * time.Millisecond
-		o.m.toolDuration.WithLabelValues(s.Source, s.Tool).Observe(d.Seconds())
+		o.m.toolDuration.WithLabelValues(s.Source, tool).Observe(d.Seconds())
 		if a != nil {
 			a.mu.Lock()
 			a.toolTime += d
@@ -129,4 +130,34 @@ func (o *Observer) ended(ticket string, e server.End) {
 		"steps", d.Steps, "steps_dropped", dropped, "model_calls", d.ModelCalls,
 		"input_tokens", d.InputTokens, "output_tokens", d.OutputTokens,
 		"elapsed_ms", elapsed.Milliseconds(), "model_ms", modelTime.Milliseconds(), "tool_ms", toolTime.Milliseconds())
+}
+
+// MaxToolLabels is how many tool names a source's tool-call metrics carry as label values;
+// the calls of any other tool of that source are counted under OtherTool. A source lists at
+// most 128 tools in a session (agent/source.MaxTools), but may list other names in the next: a
+// name is the source's own text, and one naming tools after what it was sent (saved searches)
+// made a new series per name, without bound.
+const MaxToolLabels = 128
+
+// OtherTool is the tool label of the calls of a source's tools past its MaxToolLabels names.
+const OtherTool = "other"
+
+// toolLabel is tool's label value for source: its name, once MaxToolLabels other names of
+// the source have been counted OtherTool.
+func (o *Observer) toolLabel(source, tool string) string {
+	o.toolsMu.Lock()
+	defer o.toolsMu.Unlock()
+	names := o.tools[source]
+	if names == nil {
+		names = map[string]bool{}
+		o.tools[source] = names
+	}
+	switch {
+	case names[tool]:
+	case len(names) >= MaxToolLabels:
+		return OtherTool
+	default:
+		names[tool] = true
+	}
+	return tool
 }

@@ -3,6 +3,7 @@ package obs_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -138,4 +139,51 @@ func TestAskFinishedCountsTheModelCallInFlight(t *testing.T) {
 			t.Errorf("want the 2 s the model call had waited in model_ms, got:\n%s", logs.String())
 		}
 	})
+}
+
+// TestToolLabelsBounded: a source's tool-call metrics carry at most obs.MaxToolLabels tool
+// names; the calls of its other tools count under obs.OtherTool, and each source has its own
+// names. A source may list new names in every session (named after what it was sent), and
+// each made a series of its own.
+func TestToolLabelsBounded(t *testing.T) {
+	o := obs.New(obs.Options{})
+	h := admit(o, "t1")
+	for i := range obs.MaxToolLabels + 50 {
+		h.Appended("t1", gen.EventTypeStep, gen.StepBody{Source: "saved", Tool: fmt.Sprintf("search %d", i), Ms: 1}, 0)
+	}
+	h.Appended("t1", gen.EventTypeStep, gen.StepBody{Source: "saved", Tool: "search 0", Ms: 1}, 0)
+	h.Appended("t1", gen.EventTypeStep, gen.StepBody{Source: "demo", Tool: "run_query", Ms: 1}, 0)
+	fams := gather(t, o)
+	names := map[string]bool{}
+	if f := fams["ask_tool_calls_total"]; f != nil {
+		for _, m := range f.GetMetric() {
+			var src, tool string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "source":
+					src = l.GetValue()
+				case "tool":
+					tool = l.GetValue()
+				}
+			}
+			if src == "saved" {
+				names[tool] = true
+			}
+		}
+	}
+	if len(names) != obs.MaxToolLabels+1 || !names[obs.OtherTool] {
+		t.Errorf("%d tool labels for the source, want %d names and %q", len(names), obs.MaxToolLabels, obs.OtherTool)
+	}
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"source", "saved", "tool", "search 0", "refused", "false", "outcome", "ok"}, 2},
+		{[]string{"source", "saved", "tool", obs.OtherTool, "refused", "false", "outcome", "ok"}, 50},
+		{[]string{"source", "demo", "tool", "run_query", "refused", "false", "outcome", "ok"}, 1},
+	} {
+		if got := value(fams, "ask_tool_calls_total", c.labels...); got != c.want {
+			t.Errorf("ask_tool_calls_total%v = %v, want %v", c.labels, got, c.want)
+		}
+	}
 }

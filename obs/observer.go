@@ -31,11 +31,14 @@ type Observer struct {
 
 	mu   sync.Mutex
 	asks map[string]*askState // admitted here, not yet ended
+
+	toolsMu sync.Mutex
+	tools   map[string]map[string]bool // source → the tool names its labels carry (toolLabel)
 }
 
 // New returns an Observer.
 func New(opts Options) *Observer {
-	o := &Observer{m: opts.Metrics, log: opts.Logger, asks: map[string]*askState{}}
+	o := &Observer{m: opts.Metrics, log: opts.Logger, asks: map[string]*askState{}, tools: map[string]map[string]bool{}}
 	if o.m == nil {
 		o.m = NewMetrics()
 	}

@@ -63,6 +63,10 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 		args = map[string]any{}
 	}
 	r := Result{CallID: NewCallID(), Source: s.name, Tool: tool, Args: args}
+	shown := tool // as the log lines and r.Err write it (Options.ToolShown)
+	if s.shown != nil {
+		shown = s.shown(tool)
+	}
 	start := time.Now()
 	res, err := s.cs.CallTool(withCallID(ctx, r.CallID), &mcp.CallToolParams{
 		Meta:      mcp.Meta{MetaCallID: r.CallID},
@@ -70,16 +74,16 @@ func (s *Session) Call(ctx context.Context, tool string, args map[string]any) Re
 		Arguments: args,
 	})
 	r.Ms = time.Since(start).Milliseconds()
-	classify(&r, res, err, faultOf(ctx, s.tr))
+	classify(&r, shown, res, err, faultOf(ctx, s.tr))
 	scrub(&r, s.tr.token)
 	// A debug line per call (the ask's one info line is obs's "ask finished"); a warning when
 	// the source failed the call, naming it and the failure for the operator. A call its
 	// caller cancelled is no failure of the source's; one whose deadline passed (the tool
 	// timeout: the agent detaches calls from the run's cancel) is: the source did not answer.
 	if r.Outcome == Transport && !errors.Is(ctx.Err(), context.Canceled) {
-		s.log.WarnContext(ctx, "tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String(), "error", r.Err.Error())
+		s.log.WarnContext(ctx, "tool call", "source", s.name, "tool", shown, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String(), "error", r.Err.Error())
 	} else {
-		s.log.DebugContext(ctx, "tool call", "source", s.name, "tool", tool, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String())
+		s.log.DebugContext(ctx, "tool call", "source", s.name, "tool", shown, "call_id", r.CallID, "ms", r.Ms, "outcome", r.Outcome.String())
 	}
 	return r
 }
@@ -143,19 +147,20 @@ func secretsOf(token string) []string {
 const codeRejectedByTransport = -32005
 
 // classify sorts one call's outcome; reason is the transport's own account of a failure
-// (nil when it has none), which decides over whatever the SDK made of it.
-func classify(r *Result, res *mcp.CallToolResult, err, reason error) {
+// (nil when it has none), which decides over whatever the SDK made of it. A transport failure
+// names the tool as shown.
+func classify(r *Result, shown string, res *mcp.CallToolResult, err, reason error) {
 	var se *StatusError
 	var we *jsonrpc.Error
 	switch {
 	case errors.As(err, &se) || (err != nil && reason != nil):
-		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+r.Tool, err, reason)
+		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+shown, err, reason)
 		return
 	case errors.As(err, &we) && we.Code != codeRejectedByTransport:
 		r.Outcome, r.Text = ToolError, we.Message
 		return
 	case err != nil:
-		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+r.Tool, err, nil)
+		r.Outcome, r.Err = Transport, transportError(r.Source, "call "+shown, err, nil)
 		return
 	}
 	r.Text = text(res)

@@ -34,6 +34,11 @@ type Options struct {
 	// TokenExpires is when the session's token expires (its `exp`); zero when unknown. A 401
 	// once it has passed names the expiry in the error (TransportError.Expired).
 	TokenExpires time.Time
+	// ToolShown is a tool's name as the session may write it in its log lines and its calls'
+	// errors (nil: as it is). A name is the source's own text: one may list a tool named after
+	// what it was sent (a "saved search" named with an earlier question), and the agent
+	// withholds a name that holds its run's question (agent's ledger).
+	ToolShown func(name string) string
 }
 
 // Session is one run's connection to one source, authenticated as the run's caller. It is
@@ -44,6 +49,7 @@ type Session struct {
 	tr    *bearer
 	tools []Tool
 	log   *slog.Logger
+	shown func(string) string // Options.ToolShown; nil: names as they are
 }
 
 // Connect opens an MCP session with the source as the holder of token, and discovers its
@@ -107,7 +113,7 @@ func Connect(ctx context.Context, cfg Config, token string, opts Options) (*Sess
 	if err != nil {
 		return nil, transportError(cfg.Name, "connect", err, faultOf(ctx, tr))
 	}
-	s := &Session{name: cfg.Name, cs: cs, tr: tr, log: log}
+	s := &Session{name: cfg.Name, cs: cs, tr: tr, log: log, shown: opts.ToolShown}
 	seen := map[string]bool{}
 	params := &mcp.ListToolsParams{}
 	for pages := 1; ; pages++ {

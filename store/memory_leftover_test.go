@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -82,6 +83,56 @@ func TestMemoryHoldsNothingAfterExpiry(t *testing.T) {
 		synctest.Wait()
 		if h := store.Held(m); h != (store.MemoryHeld{}) {
 			t.Errorf("held once everything expired: %+v, want nothing", h)
+		}
+	})
+}
+
+// TestMemoryAbandonedIdempotencyRecordsLeaveNothing: keyed creates that are refused (their
+// record begun, then abandoned), each under a new key, keep nothing for the TTL: the purge
+// order holds at most about twice the records still held, not an entry per refusal (a
+// resource audit: 200,000 such requests held 80 MB for the TTL). The records still held
+// expire as before.
+func TestMemoryAbandonedIdempotencyRecordsLeaveNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ttl = time.Minute
+		m := store.NewMemory(store.MemoryOptions{TTL: ttl})
+		defer m.Close()
+		o := store.Owner{Tenant: "t", OID: "alice"}
+		begin := func(key string) {
+			t.Helper()
+			r, err := m.BeginIdempotent(ctx, o, key, store.IdemBegin{Fingerprint: "fp", Candidate: "t_" + key, Lock: time.Second, TTL: ttl})
+			if err != nil || r.State != store.IdemNew {
+				t.Fatalf("begin %s: %+v %v", key, r, err)
+			}
+		}
+		// Ten records kept (creates made, their keys completed), then 10,000 refused ones.
+		for i := range 10 {
+			key := fmt.Sprintf("kept-%d", i)
+			begin(key)
+			if err := m.CompleteIdempotent(ctx, o, key, "t_"+key, "t_"+key, []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 10_000 {
+			key := fmt.Sprintf("refused-%d", i)
+			begin(key)
+			if err := m.AbandonIdempotent(ctx, o, key, "t_"+key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if h := store.Held(m); h.Idems != 10 || h.IdemOrder > 2*h.Idems+64 {
+			t.Errorf("after 10,000 refused creates: %d records, %d in the purge order; want 10, at most %d", h.Idems, h.IdemOrder, 2*10+64)
+		}
+		// A kept record still answers its retry, and all expire with the TTL.
+		r, err := m.BeginIdempotent(ctx, o, "kept-3", store.IdemBegin{Fingerprint: "fp", Candidate: "t_other", Lock: time.Second, TTL: ttl})
+		if err != nil || r.State != store.IdemDone || r.ID != "t_kept-3" {
+			t.Errorf("retry of a kept key: %+v %v, want done with its ticket", r, err)
+		}
+		time.Sleep(ttl + time.Second)
+		synctest.Wait()
+		if h := store.Held(m); h.Idems != 0 || h.IdemOrder != 0 {
+			t.Errorf("past the TTL: %d records, %d in the purge order; want none", h.Idems, h.IdemOrder)
 		}
 	})
 }

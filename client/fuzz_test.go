@@ -55,7 +55,7 @@ func parseAll(t *testing.T, r io.Reader, max, inputLen int) ([]frame, error) {
 	p := newSSEParser(r, "", max)
 	var out []frame
 	for {
-		fr, err := p.Next(nil)
+		fr, err := p.Next()
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}

@@ -63,18 +63,13 @@ func (p *sseParser) LastID() string { return p.lastID }
 // Retry reports the reconnection time the server last set with a "retry" field.
 func (p *sseParser) Retry() (time.Duration, bool) { return p.retry, p.retrySet }
 
-// Next returns the next dispatched frame. onLine, when not nil, is called for every line read
-// (comments included), so a caller can tell a live but quiet stream from a dead one.
-// At end of input it returns io.EOF (a partial event is discarded); any read error is returned
-// as is.
-func (p *sseParser) Next(onLine func()) (frame, error) {
+// Next returns the next dispatched frame. At end of input it returns io.EOF (a partial event
+// is discarded); any read error is returned as is.
+func (p *sseParser) Next() (frame, error) {
 	for {
 		line, err := p.readLine()
 		if err != nil {
 			return frame{}, err
-		}
-		if onLine != nil {
-			onLine()
 		}
 		f, ok, err := p.process(line)
 		if err != nil {

@@ -40,7 +40,7 @@ func TestSSEParserWHATWG(t *testing.T) {
 			p := newSSEParser(strings.NewReader(tt.in), "", 0)
 			var got []frame
 			for {
-				f, err := p.Next(nil)
+				f, err := p.Next()
 				if errors.Is(err, io.EOF) {
 					break
 				}
@@ -70,12 +70,12 @@ func TestSSEParserIncremental(t *testing.T) {
 	pr, pw := io.Pipe()
 	p := newSSEParser(pr, "", 0)
 	go func() { _, _ = io.WriteString(pw, "id: 1\r\ndata: a\r\r") }()
-	f, err := p.Next(nil)
+	f, err := p.Next()
 	if err != nil || f.data != "a" || f.id != "1" {
 		t.Fatalf("got %+v, %v; want data a, id 1", f, err)
 	}
 	go func() { _, _ = io.WriteString(pw, "\ndata: b\n\n"); _ = pw.Close() }()
-	f, err = p.Next(nil)
+	f, err = p.Next()
 	if err != nil || f.data != "b" {
 		t.Fatalf("got %+v, %v; want data b (the LF after CR belongs to the earlier line)", f, err)
 	}
@@ -83,7 +83,7 @@ func TestSSEParserIncremental(t *testing.T) {
 
 func TestSSEParserCarriesLastID(t *testing.T) {
 	p := newSSEParser(strings.NewReader("data: a\n\n"), "41", 0)
-	f, err := p.Next(nil)
+	f, err := p.Next()
 	if err != nil || f.id != "41" {
 		t.Fatalf("got %+v, %v; want the carried-over id 41", f, err)
 	}
@@ -91,11 +91,11 @@ func TestSSEParserCarriesLastID(t *testing.T) {
 
 func TestSSEParserBound(t *testing.T) {
 	p := newSSEParser(strings.NewReader("data: "+strings.Repeat("x", 100)+"\n\n"), "", 64)
-	if _, err := p.Next(nil); !errors.Is(err, errFrameTooLarge) {
+	if _, err := p.Next(); !errors.Is(err, errFrameTooLarge) {
 		t.Fatalf("got %v, want errFrameTooLarge", err)
 	}
 	p = newSSEParser(strings.NewReader(strings.Repeat("data: 0123456789\n", 10)+"\n"), "", 64)
-	if _, err := p.Next(nil); !errors.Is(err, errFrameTooLarge) {
+	if _, err := p.Next(); !errors.Is(err, errFrameTooLarge) {
 		t.Fatalf("got %v, want errFrameTooLarge for accumulated data", err)
 	}
 }
@@ -116,7 +116,7 @@ func TestSSEParserBoundIsOnTheData(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			second := strings.Repeat("b", 32)
 			p := newSSEParser(strings.NewReader("data:"+tt.first+"\ndata:"+second+"\n\n"), "", max)
-			f, err := p.Next(nil)
+			f, err := p.Next()
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}

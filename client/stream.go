@@ -151,16 +151,20 @@ func (s *stream) connect(ctx context.Context, yield func(Event, error) bool, att
 		return final(&protocolError{fmt.Errorf("client: event stream for ticket %s: response is %q, not text/event-stream", s.ticket, mt)})
 	}
 
-	var onLine func()
+	var body io.Reader = resp.Body
 	if idle := s.c.opts.IdleTimeout; idle > 0 {
+		// Any byte read is a sign of life, not only a whole line: an event arriving slowly
+		// (a large one on a slow link, a byte at a time) was cut as silent once a line took
+		// longer than the idle bound, however steadily its bytes came, and one slower than
+		// that on every connection was never delivered (a fault-injecting relay's finding).
 		watchdog := time.AfterFunc(idle, cancel)
 		defer watchdog.Stop()
-		onLine = func() { watchdog.Reset(idle) }
+		body = aliveReader{resp.Body, func() { watchdog.Reset(idle) }}
 	}
 
-	p := newSSEParser(resp.Body, s.lastID, s.c.opts.MaxEventSize)
+	p := newSSEParser(body, s.lastID, s.c.opts.MaxEventSize)
 	for {
-		f, err := p.Next(onLine)
+		f, err := p.Next()
 		s.lastID = p.LastID()
 		if d, ok := p.Retry(); ok {
 			s.retry = d
@@ -207,4 +211,18 @@ func (s *stream) connect(ctx context.Context, yield func(Event, error) bool, att
 func acceptEventStream(_ context.Context, req *http.Request) error {
 	req.Header.Set("Accept", "text/event-stream")
 	return nil
+}
+
+// aliveReader is r, calling alive after every read that returned bytes.
+type aliveReader struct {
+	r     io.Reader
+	alive func()
+}
+
+func (a aliveReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.alive()
+	}
+	return n, err
 }

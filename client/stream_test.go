@@ -504,6 +504,43 @@ func TestEventsKeepAlivesKeepTheConnection(t *testing.T) {
 	})
 }
 
+// TestEventsSlowEventKeepsTheConnection: an event whose bytes arrive slowly (a byte a second,
+// over far longer than the idle timeout) keeps its connection: any byte is a sign of life.
+// The idle watchdog was re-armed only by whole lines, so the connection was cut as silent in
+// the middle of the event's data line, and an event that slow on every connection was never
+// delivered (a fault-injecting relay's finding: the Python and TypeScript clients read it).
+func TestEventsSlowEventKeepsTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		frames := script(t, 0)
+		var calls atomic.Int32
+		c := memClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			sseHeaders(w)
+			_, _ = io.WriteString(w, frames[0])
+			flush(w)
+			for _, b := range []byte(frames[1]) { // longer than 100 bytes: over 100 s
+				time.Sleep(time.Second)
+				_, _ = w.Write([]byte{b})
+				flush(w)
+			}
+			for _, f := range frames[2:] {
+				_, _ = io.WriteString(w, f)
+			}
+		}), client.Options{IdleTimeout: 20 * time.Second, Reconnect: client.Reconnect{Attempts: 1}})
+		if len(frames[1]) < 100 {
+			t.Fatalf("the slow frame is %d bytes, want over 100", len(frames[1]))
+		}
+		evs, err := collect(t, c.Events(t.Context(), "tk", client.EventsOptions{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertContiguous(t, evs, len(frames))
+		if calls.Load() != 1 {
+			t.Errorf("got %d connections, want 1: the slow event's bytes kept it", calls.Load())
+		}
+	})
+}
+
 func TestEventsTokenSourceCalledPerConnection(t *testing.T) {
 	frames := script(t, 0)
 	var seen []string

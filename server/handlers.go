@@ -70,7 +70,10 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 		if ik.prev != "" {
 			// An earlier attempt with this key stalled past its lock: answer what it created.
 			if conv, _, err := s.store.Conversation(ctx, ik.prev); err == nil && sameOwner(conv.Owner, owner) {
-				return h.conversationCreated(ctx, c, ik, conv)
+				if err := h.conversationCreated(ctx, c, ik, conv); !errors.Is(err, errPrevGivenUp) {
+					return err
+				}
+				ik.prev = "" // as the record has it now: this attempt makes its own
 			}
 		}
 		// Let through admission for its key, which has nothing to answer: admitted now. (Without
@@ -115,6 +118,9 @@ func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *
 			h.s.log.Warn("idempotency record not completed", "conversation", conv.ID, "err", err)
 			return errStoreUnavailable
 		} else if !ok {
+			if replayed {
+				return errPrevGivenUp
+			}
 			// Taken over while this request stalled: the retry answered its own conversation,
 			// which the caller's next retry is answered too; this empty one expires with its
 			// TTL.
@@ -180,7 +186,10 @@ func (h *handlers) CreateAsk(c echo.Context, conversationID gen.ConversationPath
 			// An earlier attempt with this key stalled past its lock: answer the ticket it
 			// created, if it did; its replica runs it (or its lease lapses and it is ended).
 			if t, err := s.store.Ticket(ctx, ik.prev); err == nil && sameOwner(t.Owner, owner) {
-				return h.ticketCreated(ctx, c, ik, t.ID, t.ConversationID, t.CreatedAt)
+				if err := h.ticketCreated(ctx, c, ik, t.ID, t.ConversationID, t.CreatedAt); !errors.Is(err, errPrevGivenUp) {
+					return err
+				}
+				ik.prev = "" // as the record has it now: this attempt makes its own
 			}
 		}
 	}
@@ -353,7 +362,17 @@ func ticketResponse(basePath, ticket, conv string, created time.Time) ([]byte, [
 	return encodeResponse(http.StatusAccepted, basePath+"/v1/asks/"+ticket, ticketBody(basePath, ticket, conv, created))
 }
 
-// ticketCreated answers, for a takeover, the ticket an earlier attempt created, and records it.
+// errPrevGivenUp is what answering, for a takeover, what the earlier attempt made comes to when
+// the record no longer names it: that attempt came back first, found the key taken over and
+// gave up what it made (an ask ended unrun), or another attempt took the key over from this
+// one. Either way this attempt makes its own, as if there were nothing to find: its completion
+// of the record then says whose the key is. Until 2026-12-07 the record was completed with the
+// ticket given up, and the key answered an ask that never ran, error{cancelled}, for good (an
+// independent driver's race across two replicas, one frozen at its create). Never answered.
+var errPrevGivenUp = errors.New("the earlier attempt's resource is no longer the key's")
+
+// ticketCreated answers, for a takeover, the ticket an earlier attempt created, and records it;
+// errPrevGivenUp when the record no longer names it.
 func (h *handlers) ticketCreated(ctx context.Context, c echo.Context, ik *idem, ticket, conv string, created time.Time) error {
 	b, rec, err := ticketResponse(h.s.opts.BasePath, ticket, conv, created)
 	if err != nil {
@@ -365,7 +384,7 @@ func (h *handlers) ticketCreated(ctx context.Context, c echo.Context, ik *idem, 
 		h.s.log.Warn("idempotency record not completed", "ticket", ticket, "err", err)
 		return errStoreUnavailable
 	} else if !ok {
-		return idemTakenOver()
+		return errPrevGivenUp
 	}
 	h.s.keyedCreated(ik, ticket, rec)
 	return writeResponse(c, http.StatusAccepted, h.s.opts.BasePath+"/v1/asks/"+ticket, b, true)

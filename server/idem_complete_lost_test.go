@@ -116,3 +116,57 @@ func TestTakenOverConversationAnswersTheRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeoverDoesNotAnswerAnAskGivenUp: a keyed ask (A) made its ticket and stalled past its
+// lock before completing the record; a retry (B) took the record over, found A's ticket and was
+// about to answer it when A came back first, found the key taken over and ended its ticket
+// unrun. B then makes its own ticket, which runs and which the key answers from then on. Until
+// 2026-12-07 B completed the record with A's ticket all the same: the key answered, for good, an
+// ask that never ran, error{cancelled} (an independent driver, two replicas sharing Redis, one
+// frozen with SIGSTOP at its create).
+func TestTakeoverDoesNotAnswerAnAskGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int64
+		g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}
+		h := newHarness(t, server.Options{Store: g, Runner: countingRunner(&runs)})
+		cid := h.conv(alice)
+		const q = "How many sev1 incidents did we have in 2026-Q2?"
+
+		// A: its ticket made, held at its completion of the record past its lock.
+		releaseA, stalledA := stallAt(g, &g.holdComplete, func() *gen.CreateAskResponse { return h.keyedAsk(alice, cid, "k", q) })
+		// B: takes the record over, finds A's ticket, and is held at completing it with that.
+		holdB := make(chan struct{})
+		g.mu.Lock()
+		g.reachedCreate = make(chan struct{}) // A's wait closed the first
+		reachedB := g.reachedCreate
+		g.holdComplete = holdB
+		g.mu.Unlock()
+		outB := make(chan *gen.CreateAskResponse, 1)
+		go func() { outB <- h.keyedAsk(alice, cid, "k", q) }()
+		<-reachedB
+
+		releaseA()
+		a := <-stalledA
+		synctest.Wait()
+		if a.StatusCode() == http.StatusAccepted {
+			t.Fatalf("A, taken over: 202 %s, want it to give its ticket up", a.Body)
+		}
+		close(holdB)
+		b := <-outB
+		if b.StatusCode() != http.StatusAccepted {
+			t.Fatalf("B: %d %s, want 202", b.StatusCode(), b.Body)
+		}
+		frames := h.events(alice, b.JSON202.Ticket)
+		if last := frames[len(frames)-2]; last.Event != "answer" {
+			t.Errorf("the ticket the key answers ended %q (%s), want answer: it was given up unrun", last.Event, last.Data)
+		}
+		synctest.Wait()
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs under one key, want 1", n)
+		}
+		again := h.keyedAsk(alice, cid, "k", q)
+		if again.StatusCode() != http.StatusAccepted || again.JSON202.Ticket != b.JSON202.Ticket {
+			t.Errorf("a later retry: %d %s, want B's ticket %s", again.StatusCode(), again.Body, b.JSON202.Ticket)
+		}
+	})
+}

@@ -22,7 +22,10 @@ import (
 //     It fails with ErrIdemLost when another attempt has taken the record over meanwhile (this
 //     one stalled past its lock): the caller must then undo what it created. The record then
 //     no longer names the candidate as the one it was taken from (Result.Prev): a refused
-//     takeover frees it rather than give it back (3), and no retry answers the undone resource.
+//     takeover frees it rather than give it back (3), and no retry answers the undone resource:
+//     a takeover completing with final = Result.Prev fails with ErrIdemLost once that attempt
+//     has undone it (still holding the record, it then creates its own resource, and completes
+//     with that).
 //  3. Or, when the request was refused and created nothing, AbandonIdempotent, so that a
 //     retry is processed afresh. A record the candidate took over (Result.Prev) goes back to
 //     the attempt it was taken from, its lock lapsed, rather than away: that attempt, stalled,
@@ -82,7 +85,9 @@ type IdemResult struct {
 }
 
 // ErrIdemLost is CompleteIdempotent's answer when the record is no longer held by the
-// candidate: another attempt took it over after this one's lock lapsed.
+// candidate (another attempt took it over after this one's lock lapsed), or when final is the
+// resource of the attempt the candidate took the record over from and that attempt has since
+// undone it.
 var ErrIdemLost = errIdemLost{}
 
 type errIdemLost struct{}

@@ -88,6 +88,10 @@ func (m *Memory) CompleteIdempotent(_ context.Context, owner Owner, key, candida
 	switch {
 	case r == nil: // expired: nobody else can hold it
 		return nil
+	case !r.done && r.id == candidate && final != candidate && final != r.prev:
+		// A takeover answering what the attempt it took over from made, which that attempt
+		// has since given up (it came back and found the key taken over): not the key's.
+		return ErrIdemLost
 	case !r.done && r.id == candidate:
 		r.done, r.id, r.response = true, final, append([]byte(nil), response...)
 		return nil

@@ -44,10 +44,12 @@ return {'new', ARGV[2], r[3]}
 
 // completeIdem: KEYS record; ARGV candidate, final, response. 1 when the record is (now) done
 // with final, or gone; 0 when another attempt holds it (and, taken over from this one, it no
-// longer names it as prev: it undoes what it made).
+// longer names it as prev: it undoes what it made), or when the candidate holds it but final,
+// another attempt's resource, is no longer the record's prev (that attempt gave it up).
 var completeIdem = goredis.NewScript(`
 local r = redis.call('HMGET', KEYS[1], 'state', 'id', 'prev')
 if not r[1] then return 1 end
+if r[1] == 'p' and r[2] == ARGV[1] and ARGV[2] ~= ARGV[1] and r[3] ~= ARGV[2] then return 0 end
 if r[1] == 'p' and r[2] == ARGV[1] then
   redis.call('HSET', KEYS[1], 'state', 'd', 'id', ARGV[2], 'resp', ARGV[3])
   redis.call('HDEL', KEYS[1], 'lock', 'prev')

@@ -99,15 +99,11 @@ func testIdempotency(t *testing.T, f Factory) {
 		want(begin(s, Alice, "k3", held("fp", "b")), store.IdemNew, "b", "a")
 		// Its own retry still holds it.
 		want(begin(s, Alice, "k3", held("fp", "b")), store.IdemNew, "b", "a")
-		// The stalled one comes back: it lost the record.
-		if err := s.CompleteIdempotent(ctx, Alice, "k3", "a", "a", []byte("x")); !errors.Is(err, store.ErrIdemLost) {
-			t.Errorf("the stalled attempt's complete: %v, want ErrIdemLost", err)
-		}
 		// The new holder answers what the first created.
 		if err := s.CompleteIdempotent(ctx, Alice, "k3", "b", "a", []byte("first")); err != nil {
 			t.Fatal(err)
 		}
-		// Now the first one's complete agrees with the record.
+		// The stalled one comes back: its complete agrees with the record.
 		if err := s.CompleteIdempotent(ctx, Alice, "k3", "a", "a", []byte("x")); err != nil {
 			t.Errorf("complete agreeing with the record: %v", err)
 		}
@@ -115,6 +111,32 @@ func testIdempotency(t *testing.T, f Factory) {
 		want(got, store.IdemDone, "a", "")
 		if string(got.Response) != "first" {
 			t.Errorf("replayed %q, want the stored response", got.Response)
+		}
+	})
+
+	t.Run("TakeoverDoesNotAnswerWhatWasUndone", func(t *testing.T) {
+		s := f(t, Options{})
+		lapsing := store.IdemBegin{Fingerprint: "fp", Candidate: "a", Lock: 0, TTL: time.Hour}
+		want(begin(s, Alice, "k10", lapsing), store.IdemNew, "a", "")
+		want(begin(s, Alice, "k10", held("fp", "b")), store.IdemNew, "b", "a")
+		// The stalled one comes back before the new holder completes: it lost the record, and
+		// undoes what it made.
+		if err := s.CompleteIdempotent(ctx, Alice, "k10", "a", "a", []byte("x")); !errors.Is(err, store.ErrIdemLost) {
+			t.Errorf("the stalled attempt's complete: %v, want ErrIdemLost", err)
+		}
+		// So the new holder may not answer it (an ask ended unrun, for good) ...
+		if err := s.CompleteIdempotent(ctx, Alice, "k10", "b", "a", []byte("first")); !errors.Is(err, store.ErrIdemLost) {
+			t.Errorf("completing with what was undone: %v, want ErrIdemLost", err)
+		}
+		// ... but still holds the record, and completes it with what it makes itself.
+		want(begin(s, Alice, "k10", held("fp", "b")), store.IdemNew, "b", "")
+		if err := s.CompleteIdempotent(ctx, Alice, "k10", "b", "b", []byte("b's")); err != nil {
+			t.Fatal(err)
+		}
+		got := begin(s, Alice, "k10", held("fp", "c"))
+		want(got, store.IdemDone, "b", "")
+		if string(got.Response) != "b's" {
+			t.Errorf("replayed %q, want b's", got.Response)
 		}
 	})
 

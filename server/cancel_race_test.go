@@ -2,12 +2,15 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/server"
 )
 
@@ -99,4 +102,69 @@ func testCancelAtOnce(t *testing.T, idempotencyKey string) {
 		t.Errorf("after the cancel (last_seq %d) the log took %q, want %q", w.before, got, want)
 	}
 	checkLifecycle(t, frames, "error")
+}
+
+// TestRunnerEmittingThroughItsCancelAddsNothingAfterTheEnd: a runner that goes on reporting
+// steps as fast as it can after its run was cancelled (it does not watch its context) adds
+// nothing once the end is sealed: the log ends with the supervisor's close, error{cancelled}
+// and done, every step before them, done.steps counting the steps in the log. A step taken
+// between the seal and the end's write was queued after the end's seqs; the store refused it,
+// the run was taken for lost and its end never written: the stream hung without done (a
+// mutation audit: removing emitLocked's closed check failed no test).
+func TestRunnerEmittingThroughItsCancelAddsNothingAfterTheEnd(t *testing.T) {
+	started := make(chan struct{}, 1)
+	runner := ask.RunnerFunc(func(ctx context.Context, req ask.Request, emit ask.Emitter) ask.Outcome {
+		for i := 0; ; i++ {
+			emit.Step(step(i))
+			if i == 0 {
+				started <- struct{}{}
+			}
+			if ctx.Err() != nil && i > 0 {
+				for j := range 300 { // and on, through the end's write
+					emit.Step(step(i + 1 + j))
+				}
+				return ask.Outcome{Answer: answer("42")}
+			}
+		}
+	})
+	h := newHarness(t, server.Options{Runner: runner, MaxEvents: 1 << 16})
+	cid := h.conv(alice)
+	for round := range 5 {
+		ticket := h.ask(alice, cid, "How many sev1 incidents did we have in 2026-Q2?")
+		<-started
+		if r := h.cancel(alice, ticket); r.StatusCode() != http.StatusAccepted {
+			t.Fatalf("round %d: cancel: %d %s", round, r.StatusCode(), r.Body)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		resp := h.stream(ctx, alice, ticket, nil)
+		frames := readAll(t, resp.Body)
+		cancel()
+		var events []frame
+		for _, f := range frames {
+			if f.Event != "" {
+				events = append(events, f)
+			}
+		}
+		n := len(events)
+		if n < 4 || events[n-1].Event != "done" || events[n-2].Event != "error" || events[n-3].Event != "branch" {
+			last := events[max(0, n-4):]
+			var types []string
+			for _, f := range last {
+				types = append(types, f.Event)
+			}
+			t.Fatalf("round %d: the log ends %v, want … branch, error, done", round, types)
+		}
+		if e := decode(t, events[n-2]); e.Kind != "cancelled" {
+			t.Errorf("round %d: error kind %q, want cancelled", round, e.Kind)
+		}
+		steps := int64(0)
+		for _, f := range events[:n-3] {
+			if f.Event == "step" {
+				steps++
+			}
+		}
+		if d := decode(t, events[n-1]); d.Steps != steps {
+			t.Errorf("round %d: done.steps %d, %d steps in the log", round, d.Steps, steps)
+		}
+	}
 }

@@ -146,6 +146,9 @@ func checkBadCursor(ctx context.Context, s *session) verdict {
 		return fail("the run to end in done", typesOf(r.final.Events))
 	}
 	beyond := strconv.FormatInt(d.Seq+5, 10)
+	// The first seq past done, too: an off-by-one in the bound (a cursor at last+1 taken as
+	// the log's end, answered a 200 stream of nothing) passed with last+5 alone.
+	next := strconv.FormatInt(d.Seq+1, 10)
 	var found []string
 	for _, x := range []struct {
 		how string
@@ -155,6 +158,8 @@ func checkBadCursor(ctx context.Context, s *session) verdict {
 		{"Last-Event-ID: -1", cursor{header: "-1"}},
 		{"?after=abc", cursor{query: "abc"}},
 		{"Last-Event-ID beyond the last seq", cursor{header: beyond}},
+		{"Last-Event-ID one past the last seq", cursor{header: next}},
+		{"?after= one past the last seq", cursor{query: next}},
 	} {
 		c := s.stream(ctx, r.who, r.ticket.Ticket, x.cur, nil)
 		if c.Status != http.StatusBadRequest || mediaType(c.Header) != "application/problem+json" {
@@ -162,7 +167,7 @@ func checkBadCursor(ctx context.Context, s *session) verdict {
 		}
 	}
 	return problems("400 problem+json for a malformed cursor or one beyond the last seq", found,
-		"400 problem+json for abc, -1, ?after=abc and a seq beyond done")
+		"400 problem+json for abc, -1, ?after=abc and a seq beyond done (done's seq + 1 and + 5)")
 }
 
 // checkHeaderWins sends both cursors at once, one different from the other: the contract says

@@ -142,8 +142,8 @@ const MaxToolLabels = 128
 // OtherTool is the tool label of the calls of a source's tools past its MaxToolLabels names.
 const OtherTool = "other"
 
-// toolLabel is tool's label value for source: its name, once MaxToolLabels other names of
-// the source have been counted OtherTool.
+// toolLabel is tool's label value for source: its name while the source has fewer than
+// MaxToolLabels names counted (or this one among them), OtherTool once it has them.
 func (o *Observer) toolLabel(source, tool string) string {
 	o.toolsMu.Lock()
 	defer o.toolsMu.Unlock()

@@ -118,7 +118,7 @@ func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *
 			h.s.log.Warn("idempotency record not completed", "conversation", conv.ID, "err", err)
 			return errStoreUnavailable
 		} else if !ok {
-			if replayed {
+			if replayed { // conv is the earlier attempt's, which the record no longer names
 				return errPrevGivenUp
 			}
 			// Taken over while this request stalled: the retry answered its own conversation,

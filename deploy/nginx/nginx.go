@@ -80,14 +80,23 @@ func Render(template, name string, servers []string, listen string, readTimeout 
 	return out, nil
 }
 
+// AccessLog is the access log's name in Main's dir.
+const AccessLog = "access.log"
+
 // Main returns the nginx.conf that includes the rendered configs, with workerConnections
-// connections for its one worker; everything nginx writes (pid, error log, temporary files)
-// stays in dir.
+// connections for its one worker; everything nginx writes (pid, error log, access log,
+// temporary files) stays in dir. The access log (AccessLog) gives each request's id, status
+// and every replica it was sent to with what each answered ($upstream_addr and
+// $upstream_status list them all, a draining replica's 421 passed on among them): a test
+// finds there which replicas a request it saw fail went to. $uri only, never the query
+// string, nor any header.
 func Main(dir string, workerConnections int, includes ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "worker_processes 1;\npid %s;\n", filepath.Join(dir, "nginx.pid"))
 	fmt.Fprintf(&b, "error_log %s warn;\n", filepath.Join(dir, "error.log"))
-	fmt.Fprintf(&b, "events { worker_connections %d; }\nhttp {\n    access_log off;\n", workerConnections)
+	fmt.Fprintf(&b, "events { worker_connections %d; }\nhttp {\n", workerConnections)
+	b.WriteString("    log_format ask_upstreams '$request_id $status $request_method $uri upstreams=[$upstream_addr] answered=[$upstream_status]';\n")
+	fmt.Fprintf(&b, "    access_log %s ask_upstreams;\n", filepath.Join(dir, AccessLog))
 	fmt.Fprintf(&b, "    client_body_temp_path %s;\n    proxy_temp_path %s;\n", filepath.Join(dir, "client_body"), filepath.Join(dir, "proxy"))
 	for _, inc := range includes {
 		fmt.Fprintf(&b, "    include %s;\n", inc)

@@ -65,7 +65,7 @@ func TestMainKeepsEverythingInItsDirectory(t *testing.T) {
 	got := nginx.Main("/tmp/gw", 256, "/tmp/gw/ask-0.conf", "/tmp/gw/ask-1.conf")
 	for _, want := range []string{
 		"pid /tmp/gw/nginx.pid;", "error_log /tmp/gw/error.log", "worker_connections 256;",
-		"include /tmp/gw/ask-0.conf;", "include /tmp/gw/ask-1.conf;", "proxy_temp_path /tmp/gw/proxy;", "client_body_temp_path /tmp/gw/client_body;",
+		"access_log /tmp/gw/access.log ask_upstreams;", "include /tmp/gw/ask-0.conf;", "include /tmp/gw/ask-1.conf;", "proxy_temp_path /tmp/gw/proxy;", "client_body_temp_path /tmp/gw/client_body;",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("nginx.conf lacks %q:\n%s", want, got)

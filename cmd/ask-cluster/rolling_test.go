@@ -8,19 +8,25 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/das-ask/ask/deploy/nginx"
 )
 
 // TestClusterRollingRestart restarts each of the three replicas in turn (SIGTERM, then started again
 // on its address) behind the checked-in nginx while a steady load goes through the gateway:
 // creates with and without an Idempotency-Key, status GETs, and event streams resumed with
-// Last-Event-ID. No client request may be answered a 5xx or fail to connect, every ticket
-// must end with one terminal event and one done, and a stream cut by its replica's stop must
-// resume without a gap.
+// Last-Event-ID. No client request may be answered a 5xx (but nginx's 502 below, and the 503
+// of a create the gateway sent to a draining replica at each of its attempts, which nginx's
+// access log shows) or fail to connect, every ticket must end with one terminal event and one
+// done, and a stream cut by its replica's stop must resume without a gap.
 func TestClusterRollingRestart(t *testing.T) {
 	ctx := t.Context()
 	c := startCluster(t, ctx, Options{KeepAlive: time.Second})
@@ -58,11 +64,24 @@ func TestClusterRollingRestart(t *testing.T) {
 	wg.Wait()
 
 	t.Log(rl.table())
+	log := filepath.Join(c.opts.Dir, "nginx", nginx.AccessLog)
 	for kind, k := range rl.counts {
+		// A 503 that nginx's access log shows sent to a draining replica at every attempt the
+		// gateway makes (four with X-Ask-Reroute, each answered 421, then one without, 503) is
+		// the refusal deploy/nginx/ask.conf gives then, as documented; any other 5xx fails.
+		everyTime := 0
+		for _, id := range k.unavailable {
+			if slices.Equal(answersOf(log, id), []string{"421", "421", "421", "421", "503"}) {
+				everyTime++
+			}
+		}
+		if everyTime > 0 {
+			t.Logf("%s: %d answered 503, sent to a draining replica at each of the gateway's five attempts", kind, everyTime)
+		}
 		// Nothing else either: each worker asks in its own conversation, one ask at a time, so
 		// a 409 or 404 (or a 421 the gateway let through) is the restart's doing.
-		if k.status5xx > 0 || k.connErrs > 0 || k.other > 0 {
-			t.Errorf("%s: %d answered 5xx, %d another refusal, %d failed to connect, of %d (%s)", kind, k.status5xx, k.other, k.connErrs, k.total, strings.Join(k.seen, "; "))
+		if k.status5xx-everyTime > 0 || k.connErrs > 0 || k.other > 0 {
+			t.Errorf("%s: %d answered 5xx, %d another refusal, %d failed to connect, of %d (%s)", kind, k.status5xx-everyTime, k.other, k.connErrs, k.total, strings.Join(k.seen, "; "))
 		}
 		if k.badGateway > 0 {
 			t.Logf("%s: %d answered 502 by nginx (an idle upstream connection closed as it was reused; not passed on for a POST)", kind, k.badGateway)
@@ -70,6 +89,11 @@ func TestClusterRollingRestart(t *testing.T) {
 	}
 	for _, bad := range rl.bad {
 		t.Error(bad)
+	}
+	rerouted, again := reroutes(log)
+	t.Logf("creates a draining replica passed on (421): %d, of which sent to a replica that had answered 421 already: %d", rerouted, again)
+	if len(rl.failedIDs) > 0 {
+		t.Logf("nginx's access log for the requests that failed (each replica sent to, and its answer):\n%s", accessLines(log, rl.failedIDs))
 	}
 	if rl.tickets.Load() == 0 {
 		t.Fatal("no ticket was made")
@@ -85,7 +109,9 @@ type kindCount struct {
 	// refusal this test is about, so counted and shown, not failed on: 1 of 44 keyed creates
 	// in one of two CI runs (2026-12-07).
 	badGateway int
-	seen       []string // the first few failures, as seen
+	// unavailable holds the X-Request-Id of each 503.
+	unavailable []string
+	seen        []string // the first few failures, as seen
 }
 
 // rollingLoad is TestClusterRollingRestart's load: raw HTTP, so that every answer is counted as the
@@ -96,12 +122,24 @@ type rollingLoad struct {
 
 	asks, tickets, resumed atomic.Int64
 
-	mu     sync.Mutex
-	counts map[string]*kindCount
-	bad    []string
+	mu        sync.Mutex
+	counts    map[string]*kindCount
+	bad       []string
+	failedIDs []string // the X-Request-Id of every failure noted
 }
 
-func (rl *rollingLoad) note(kind string, status int, err error) {
+// answered is one response as the load saw it.
+type answered struct {
+	status int
+	body   []byte
+	id     string // its X-Request-Id: nginx's $request_id, in nginx's access log beside the replicas it went to
+}
+
+// note counts a. A failure is kept (the first few of each kind) with its request id and the
+// problem's title and detail, so that a failed run says which refusal it was and, from nginx's
+// access log, which replicas answered what.
+func (rl *rollingLoad) note(kind string, a answered, err error) {
+	status := a.status
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	k := rl.counts[kind]
@@ -126,6 +164,17 @@ func (rl *rollingLoad) note(kind string, status int, err error) {
 		what = fmt.Sprint(status)
 	default:
 		k.ok++
+	}
+	if what != "" && err == nil {
+		var p struct{ Title, Detail string }
+		_ = json.Unmarshal(a.body, &p)
+		what = fmt.Sprintf("%s (request %s: %s: %s)", what, a.id, p.Title, p.Detail)
+		if a.id != "" {
+			rl.failedIDs = append(rl.failedIDs, a.id)
+			if status == http.StatusServiceUnavailable {
+				k.unavailable = append(k.unavailable, a.id)
+			}
+		}
 	}
 	if what != "" && len(k.seen) < 5 {
 		k.seen = append(k.seen, what)
@@ -152,8 +201,8 @@ func (rl *rollingLoad) table() string {
 	return b.String()
 }
 
-// do sends one request and returns its status and body.
-func (rl *rollingLoad) do(ctx context.Context, method, path, tok, key string, body any) (int, []byte, error) {
+// do sends one request and returns what it was answered.
+func (rl *rollingLoad) do(ctx context.Context, method, path, tok, key string, body any) (answered, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -161,7 +210,7 @@ func (rl *rollingLoad) do(ctx context.Context, method, path, tok, key string, bo
 	}
 	req, err := http.NewRequestWithContext(ctx, method, rl.base+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return answered{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	if body != nil {
@@ -172,11 +221,11 @@ func (rl *rollingLoad) do(ctx context.Context, method, path, tok, key string, bo
 	}
 	resp, err := rl.http.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return answered{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return answered{status: resp.StatusCode, body: b, id: resp.Header.Get("X-Request-Id")}, err
 }
 
 // work asks in a loop until stop: a conversation every few asks, every other conversation and
@@ -203,13 +252,13 @@ func (rl *rollingLoad) work(ctx context.Context, w int, tok string, stop <-chan 
 			if convs%2 == 0 {
 				kind, ckey = kind+"+key", fmt.Sprintf("rolling-%d-%d-conv", w, n)
 			}
-			st, b, err := rl.do(ctx, http.MethodPost, "/v1/conversations", tok, ckey, map[string]any{})
-			rl.note(kind, st, err)
-			if err != nil || st != http.StatusCreated {
+			a, err := rl.do(ctx, http.MethodPost, "/v1/conversations", tok, ckey, map[string]any{})
+			rl.note(kind, a, err)
+			if err != nil || a.status != http.StatusCreated {
 				continue
 			}
 			var cv struct{ ID string }
-			_ = json.Unmarshal(b, &cv)
+			_ = json.Unmarshal(a.body, &cv)
 			conv, turns = cv.ID, 0
 		}
 		q := "how many sev1 incidents did we have in 2026-Q2?"
@@ -220,22 +269,22 @@ func (rl *rollingLoad) work(ctx context.Context, w int, tok string, stop <-chan 
 		if keyed {
 			kind += "+key"
 		}
-		st, b, err := rl.do(ctx, http.MethodPost, "/v1/conversations/"+conv+"/asks", tok, key, map[string]any{"question": q})
-		rl.note(kind, st, err)
+		a, err := rl.do(ctx, http.MethodPost, "/v1/conversations/"+conv+"/asks", tok, key, map[string]any{"question": q})
+		rl.note(kind, a, err)
 		rl.asks.Add(1)
-		if err != nil || st != http.StatusAccepted {
-			if st == http.StatusConflict || st == http.StatusNotFound {
+		if err != nil || a.status != http.StatusAccepted {
+			if a.status == http.StatusConflict || a.status == http.StatusNotFound {
 				conv = ""
 			}
 			continue
 		}
 		turns++
 		var tk struct{ Ticket string }
-		_ = json.Unmarshal(b, &tk)
+		_ = json.Unmarshal(a.body, &tk)
 		rl.tickets.Add(1)
 		rl.follow(ctx, tok, tk.Ticket)
-		st, _, err = rl.do(ctx, http.MethodGet, "/v1/asks/"+tk.Ticket, tok, "", nil)
-		rl.note("getAsk", st, err)
+		a, err = rl.do(ctx, http.MethodGet, "/v1/asks/"+tk.Ticket, tok, "", nil)
+		rl.note("getAsk", a, err)
 	}
 }
 
@@ -268,7 +317,7 @@ func (rl *rollingLoad) follow(ctx context.Context, tok, ticket string) {
 		case err != nil && (len(got) > 0 || errors.Is(err, io.ErrUnexpectedEOF)):
 			err = nil // connected, then cut: a resume, not a failure to connect
 		}
-		rl.note("events", status, err)
+		rl.note("events", answered{status: status}, err)
 		if done {
 			break
 		}
@@ -293,4 +342,69 @@ func (rl *rollingLoad) follow(ctx context.Context, tok, ticket string) {
 	if terminals != 1 || dones != 1 || evs[len(evs)-1].Type != "done" {
 		rl.fail("ticket %s: %d terminal events, %d done, last %s", ticket, terminals, dones, evs[len(evs)-1].Type)
 	}
+}
+
+// accessLines returns the lines of nginx's access log at path that begin with one of ids.
+func accessLines(path string, ids []string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		for _, id := range ids {
+			if strings.HasPrefix(line, id+" ") {
+				out = append(out, strings.TrimSpace(line))
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// reroutes counts the requests of nginx's access log at path that a replica answered 421
+// (passed on to another by the gateway), and those of them that the gateway sent again to a
+// replica that had answered it 421. $upstream_addr lists every replica a request was sent
+// to: ", " between the tries of one location, " : " between locations (an error_page's).
+func reroutes(path string) (rerouted, again int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.Lines(string(b)) {
+		addrs, statuses := bracketed(line, "upstreams="), bracketed(line, "answered=")
+		if len(addrs) != len(statuses) || !slices.Contains(statuses, "421") {
+			continue
+		}
+		rerouted++
+		refused := map[string]bool{}
+		for i, a := range addrs {
+			if refused[a] {
+				again++
+				break
+			}
+			if statuses[i] == "421" {
+				refused[a] = true
+			}
+		}
+	}
+	return rerouted, again
+}
+
+// answersOf returns what each replica answered the request id in nginx's access log at path,
+// in the order nginx sent it to them.
+func answersOf(path, id string) []string {
+	for line := range strings.Lines(accessLines(path, []string{id})) {
+		return bracketed(line, "answered=")
+	}
+	return nil
+}
+
+// bracketed splits the list in line after name, between [ and ], at its ", " and " : ".
+func bracketed(line, name string) []string {
+	_, rest, ok := strings.Cut(line, name+"[")
+	if !ok {
+		return nil
+	}
+	list, _, _ := strings.Cut(rest, "]")
+	return strings.Split(strings.ReplaceAll(list, " : ", ", "), ", ")
 }

@@ -14,8 +14,10 @@ import (
 
 // TestGatewayPassesADrainingRefusalOn: a replica that drains answers a create 421 when the
 // gateway sends server.RerouteHeader (server/problem.go), and the gateway passes the 421 to the
-// next replica, the same method and body, twice at most with the header and then once without
-// it, whose answer (a draining replica's 503 and Retry-After) the client gets. nginx cannot
+// next replica, the same method and body, three times at most with the header and then once
+// without it, whose answer (a draining replica's 503 and Retry-After) the client gets: nginx
+// may choose the draining replica again (round-robin over them all), or reach another
+// draining. nginx cannot
 // pass a POST's 503 on; before this, a rolling restart through the gateway answered some
 // creates 503 (TestClusterRollingRestart in cmd/ask-cluster). Requests nginx cannot pass again safely
 // carry no header: a POST without a Content-Length, and every GET (a client's own header of
@@ -62,8 +64,9 @@ func TestGatewayPassesADrainingRefusalOn(t *testing.T) {
 	}{
 		{"a create, its replica draining", 1, "", false, "/ask/v1/conversations/c_1/asks", http.StatusAccepted, []string{"1", "1"}},
 		{"a keyed create, its replica draining", 1, "k-1", false, "/ask/v1/conversations/c_1/asks", http.StatusAccepted, []string{"1", "1"}},
-		{"a create, two replicas draining", 2, "", false, "/ask/v1/conversations/c_1/asks", http.StatusAccepted, []string{"1", "1", ""}},
-		{"a create, every replica draining", 3, "", false, "/ask/v1/conversations/c_1/asks", http.StatusServiceUnavailable, []string{"1", "1", ""}},
+		{"a create, two replicas draining", 2, "", false, "/ask/v1/conversations/c_1/asks", http.StatusAccepted, []string{"1", "1", "1"}},
+		{"a keyed create, a draining replica chosen four times", 4, "k-3", false, "/ask/v1/conversations/c_1/asks", http.StatusAccepted, []string{"1", "1", "1", "1", ""}},
+		{"a create, every replica draining", 5, "", false, "/ask/v1/conversations/c_1/asks", http.StatusServiceUnavailable, []string{"1", "1", "1", "1", ""}},
 		{"a chunked create", 1, "", true, "/ask/v1/conversations/c_1/asks", http.StatusServiceUnavailable, []string{""}},
 		{"a keyed chunked create", 1, "k-2", true, "/ask/v1/conversations/c_1/asks", http.StatusServiceUnavailable, []string{""}},
 		{"the service's 400", 0, "", false, "/ask/v1/conversations/c_bad/asks", http.StatusBadRequest, []string{"1"}},

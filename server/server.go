@@ -146,6 +146,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	draining bool
+	// drained is draining, read without mu by every request (edge): a draining server's
+	// responses close their connections.
+	drained atomic.Bool
 	active   int // admitted asks whose log has not ended
 	runs     map[string]*run
 	idle     chan struct{} // closed when draining and active == 0
@@ -281,7 +284,7 @@ func New(opts Options) (*Server, error) {
 		s.cancelBase(errShutdown)
 		return nil, err
 	}
-	s.edge = edge{e, s.opts.BodyReadTimeout}
+	s.edge = &edge{e, s.opts.BodyReadTimeout, &s.drained}
 	if err := s.startWebhooks(); err != nil {
 		s.cancelBase(errShutdown)
 		return nil, err
@@ -354,14 +357,26 @@ func (s *Server) Handler() http.Handler { return s.edge }
 type edge struct {
 	e           *echo.Echo
 	bodyTimeout time.Duration
+	// draining: every response says Connection: close, so that a gateway or client holds no
+	// idle connection to a replica that is stopping. Each one the replica closed when its drain
+	// ended was a race with a gateway sending a request on it just then, which nginx answers
+	// 502 for a POST and does not send again (docs/scale-out.md); now the connections used
+	// in the drain close after their response, as their client knows, and the drain's end
+	// finds few idle ones to close. The idle ones are not closed when the drain begins: that
+	// would be the same race, at its start.
+	draining *atomic.Bool
 }
+
+// connClose is a draining server's Connection header: net/http closes the connection after
+// the response, and says so to the client. One slice for all: net/http only reads it.
+var connClose = []string{"close"}
 
 // nosniff is every response's X-Content-Type-Options (the document's description): no browser
 // reads a body as another type than its Content-Type, such as a problem's detail or an event's
 // text as HTML. One slice for all: net/http only reads it.
 var nosniff = []string{"nosniff"}
 
-func (x edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (x *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 { // only `PRI * HTTP/2.0` gets here: net/http refuses other versions
 		refuseVersion(w)
 		return
@@ -371,6 +386,9 @@ func (x edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hd.Set(requestid.Header, requestid.From(r.Header.Get(requestid.Header)))
 	}
 	hd["X-Content-Type-Options"] = nosniff
+	if x.draining.Load() {
+		hd["Connection"] = connClose
+	}
 	if r.ContentLength != 0 { // a body declared, or chunked: never an event stream's GET
 		bodyDeadline(w, x.bodyTimeout)
 	}
@@ -471,6 +489,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.draining {
 		s.draining = true
+		s.drained.Store(true)
 		if s.active == 0 {
 			close(s.idle)
 		}

@@ -4,15 +4,18 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
+	"github.com/das-ask/ask/internal/logtest"
 	"github.com/das-ask/ask/server"
 )
 
@@ -62,5 +65,85 @@ func TestShutdownLetsGoOfAStreamNotRead(t *testing.T) {
 	defer hcancel()
 	if err := hs.Config.Shutdown(hctx); err != nil {
 		t.Fatalf("the HTTP server's shutdown waited for a stream whose client does not read (write timeout 1 h): %v", err)
+	}
+}
+
+// TestDrainingClosesEachConnectionAfterItsAnswer: once a server drains, each response says
+// Connection: close and net/http closes its connection after it, so that a gateway keeps no
+// idle connection to a replica that is stopping. Each idle one the replica closed when its
+// drain ended was a race with a gateway sending a request on it at that instant, which nginx
+// answers 502 for a POST and does not send again (docs/scale-out.md, "Stopping a replica
+// gracefully"). Before the drain, one connection serves every request; in it, each request
+// after a response takes a new one, and a refused create says Connection: close too.
+func TestDrainingClosesEachConnectionAfterItsAnswer(t *testing.T) {
+	release := make(chan struct{})
+	runner := ask.RunnerFunc(func(ctx context.Context, _ ask.Request, _ ask.Emitter) ask.Outcome {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return ask.Outcome{Answer: answer("ok")}
+	})
+	logs := &logtest.Buffer{}
+	srv, err := server.New(server.Options{Authenticator: fakeAuth{}, Runner: runner, ShutdownGrace: time.Minute,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	hs.Start()
+	t.Cleanup(hs.Close)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	cw, err := gen.NewClientWithResponses(hs.URL+"/ask", gen.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, srv: srv, cw: cw}
+	cid := h.conv(alice)
+	ticket := h.ask(alice, cid, "q")
+	for range 2 {
+		if r := h.status(alice, ticket); r.StatusCode() != http.StatusOK || r.HTTPResponse.Close {
+			t.Fatalf("a status read before the drain: %d, Connection %q", r.StatusCode(), r.HTTPResponse.Header.Get("Connection"))
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections before the drain, want one kept alive", n)
+	}
+
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown(context.Background()) }()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := logs.WaitFor(ctx, `"shutting down"`); err != nil {
+		t.Fatal(err)
+	}
+	// (net/http's client takes Connection: close out of the header into Response.Close.)
+	for i := range 2 {
+		r := h.status(alice, ticket)
+		if r.StatusCode() != http.StatusOK || !r.HTTPResponse.Close {
+			t.Errorf("a status read while draining: %d, closing %v, want 200 and Connection: close", r.StatusCode(), r.HTTPResponse.Close)
+		}
+		// The first went on the connection kept alive before the drain; each after it, on a
+		// new one.
+		if n := conns.Load(); n != int64(1+i) {
+			t.Errorf("read %d while draining: %d connections in all, want %d", i+1, n, 1+i)
+		}
+	}
+	if r := h.askRaw(alice, cid, "q"); r.StatusCode() != http.StatusServiceUnavailable || !r.HTTPResponse.Close {
+		t.Errorf("a create while draining: %d, closing %v, want 503 and Connection: close", r.StatusCode(), r.HTTPResponse.Close)
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections in all, want 3: each answer in the drain closed its own", n)
+	}
+	close(release)
+	if err := <-shutdown; err != nil {
+		t.Fatal(err)
 	}
 }

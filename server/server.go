@@ -144,11 +144,12 @@ type Server struct {
 	// gen caches the store's generation for minting ids (see generation).
 	gen atomic.Pointer[cachedGeneration]
 
-	mu       sync.Mutex
-	draining bool
 	// drained is draining, read without mu by every request (edge): a draining server's
 	// responses close their connections.
 	drained atomic.Bool
+
+	mu       sync.Mutex
+	draining bool
 	active   int // admitted asks whose log has not ended
 	runs     map[string]*run
 	idle     chan struct{} // closed when draining and active == 0

@@ -91,7 +91,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 			// Answered without it (503 "retry shortly"), the caller holds no id: whatever the
 			// store made of this conversation (its reply lost, or taken after StoreWait) is
 			// removed. With a key, a retry answers what was made.
-			s.dropLate(context.WithoutCancel(ctx), conv)
+			s.dropLate(context.WithoutCancel(ctx), conv, dropGaveUp)
 		}
 		return refused("conversations", s.opts.TTL, s.opts.Deadline, err) // problem.go's table words the refusal
 	}
@@ -122,9 +122,11 @@ func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *
 				return errPrevGivenUp
 			}
 			// Taken over while this request stalled: the retry answered its own conversation,
-			// which the caller's next retry is answered too; this empty one expires with its
-			// TTL.
+			// which the caller's next retry is answered too, and can no longer answer this one
+			// (store.Idempotency: the record no longer names it). Nobody will be answered it:
+			// removed, so that it does not hold a place under its owner's cap until its TTL.
 			h.s.log.Info("idempotent create taken over by a retry", "conversation", conv.ID)
+			h.s.dropLate(context.WithoutCancel(ctx), conv, dropTakenOver)
 			return idemTakenOver()
 		}
 	}

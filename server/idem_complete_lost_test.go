@@ -170,3 +170,49 @@ func TestTakeoverDoesNotAnswerAnAskGivenUp(t *testing.T) {
 		}
 	})
 }
+
+// TestTakeoverOfAConversationLeavesNoneBehind: a keyed createConversation (A) made its
+// conversation and stalled past its lock before completing the record; a retry (B) took the
+// record over, found A's conversation and was about to answer it when A came back first and
+// found the key taken over. B then makes its own conversation, which the key answers from then
+// on, and A's, which nobody will be answered, is removed: at one conversation per identity, B
+// is answered 201, not 429. Until 2026-12-07 A's empty conversation stayed until its TTL,
+// counted against its owner's cap (a review of the fix that made B make its own).
+func TestTakeoverOfAConversationLeavesNoneBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}
+		h := newHarness(t, server.Options{Store: g, MaxConversationsPerID: 1})
+
+		// A: its conversation made, held at its completion of the record past its lock.
+		releaseA, stalledA := stallAt(g, &g.holdComplete, func() *gen.CreateConversationResponse { return h.keyedConv(alice, "k") })
+		// B: takes the record over, finds A's conversation, and is held at completing it with that.
+		holdB := make(chan struct{})
+		g.mu.Lock()
+		g.reachedCreate = make(chan struct{}) // A's wait closed the first
+		reachedB := g.reachedCreate
+		g.holdComplete = holdB
+		g.mu.Unlock()
+		outB := make(chan *gen.CreateConversationResponse, 1)
+		go func() { outB <- h.keyedConv(alice, "k") }()
+		<-reachedB
+
+		releaseA()
+		a := <-stalledA
+		synctest.Wait()
+		if a.StatusCode() == http.StatusCreated {
+			t.Fatalf("A, taken over: 201 %s, want the record's answer to come from B", a.Body)
+		}
+		close(holdB)
+		b := <-outB
+		if b.StatusCode() != http.StatusCreated {
+			t.Fatalf("B: %d %s, want 201 (A's conversation, which nobody holds, still counted?)", b.StatusCode(), b.Body)
+		}
+		again := h.keyedConv(alice, "k")
+		if again.StatusCode() != http.StatusCreated || again.JSON201.Id != b.JSON201.Id {
+			t.Errorf("a later retry: %d %s, want B's conversation %s", again.StatusCode(), again.Body, b.JSON201.Id)
+		}
+		if _, _, err := g.Conversation(t.Context(), b.JSON201.Id); err != nil {
+			t.Errorf("B's conversation: %v", err)
+		}
+	})
+}

@@ -321,37 +321,51 @@ func (s *Server) storeBound(ctx context.Context) (context.Context, context.Cance
 
 func noCancel() {}
 
-// dropLate removes conversation c, whose creation the store did not answer (its reply lost,
-// or not back within StoreWait: the create answered 503 and its caller holds no
-// conversation), once the store answers again: left alone, a conversation made all the same
-// would sit empty, which nobody knows of, counted against its owner's conversations until its
-// TTL. The store removes it only if it is still as created (no ask, no turn), and keeps a
+// dropLate removes conversation c, whose creation nobody was answered, once the store answers
+// again: left alone, a conversation made all the same would sit empty, which nobody knows of,
+// counted against its owner's conversations until its TTL. Two creations come to that: one the
+// store did not answer (its reply lost, or not back within StoreWait: the create answered 503
+// and its caller holds no conversation), and a keyed one whose record a retry took over while
+// it stalled (the retry answered a conversation of its own, and the key answers that one from
+// then on). The store removes it only if it is still as created (no ask, no turn), and keeps a
 // creation still on its way from making it afterwards. It runs on a runner goroutine, retried
 // with backoff while the store is away, until the server shuts down (the TTL is the
-// backstop).
+// backstop). what says in the log line which creation it was.
 //
 // lctx is the request's context without its cancel: the lines logged here carry the request's
-// id (obs.LogHandler), so they are found from the 503 the client got.
-func (s *Server) dropLate(lctx context.Context, c store.Conversation) {
-	sh, ok := s.store.(store.Shared)
+// id (obs.LogHandler), so they are found from the answer the client got.
+func (s *Server) dropLate(lctx context.Context, c store.Conversation, what string) {
+	d, ok := s.store.(convDropper)
 	if !ok {
-		return // a store in this process answers every creation
+		return // a store that cannot remove one: the TTL is the backstop
 	}
 	// Shut down, nothing is started: the TTL is the backstop.
 	s.whenStoreBack(func() bool {
-		switch dropped, err := sh.DropConversation(s.base, c); {
+		switch dropped, err := d.DropConversation(s.base, c); {
 		case err == nil && dropped:
-			s.log.WarnContext(lctx, "conversation created after its request gave up on the store: removed", "conversation", c.ID)
+			s.log.WarnContext(lctx, what+": removed", "conversation", c.ID)
 		case err == nil:
 		case errors.Is(err, store.ErrUnavailable):
 			return false
 		case s.base.Err() != nil:
 		default:
-			s.log.ErrorContext(lctx, "conversation whose creation was not answered not removed", "conversation", c.ID, "err", err)
+			s.log.ErrorContext(lctx, what+": not removed", "conversation", c.ID, "err", err)
 		}
 		return true
 	}, nil)
 }
+
+// convDropper is a store that removes a conversation nobody was answered (store.Shared's
+// DropConversation; the in-memory store has it too).
+type convDropper interface {
+	DropConversation(ctx context.Context, c store.Conversation) (bool, error)
+}
+
+// The creations dropLate removes, as its log lines name them.
+const (
+	dropGaveUp    = "conversation created after its request gave up on the store"
+	dropTakenOver = "conversation of a keyed create taken over by a retry"
+)
 
 // endLate follows, on a runner goroutine holding the admission slot the create took, a
 // ticket's creation that the store did not answer in time (CreateTicket's PendingError), which

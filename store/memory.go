@@ -135,6 +135,26 @@ func (m *Memory) CreateConversation(_ context.Context, c Conversation, limits Li
 	return nil
 }
 
+// DropConversation removes c, as CreateConversation registered it (the same id, owner and
+// creation time), if no ask runs in it and it holds no turn, releasing its place under the
+// caps; it reports whether it removed it, and answers ErrConflict for one in use, as
+// store.Shared's does. The service drops a keyed create's conversation when a retry took its
+// record over (the retry answered one of its own).
+func (m *Memory) DropConversation(_ context.Context, c Conversation) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mc, ok := m.convs[c.ID]
+	if !ok || mc.c.Owner.Key() != c.Owner.Key() || !mc.c.CreatedAt.Equal(c.CreatedAt) {
+		return false, nil
+	}
+	if mc.running != "" || len(mc.turns) > 0 {
+		return false, ErrConflict
+	}
+	delete(m.convs, c.ID) // its queued expiries find it gone
+	decrement(m.convsOf, c.Owner.Key())
+	return true, nil
+}
+
 // Conversation implements Store.
 func (m *Memory) Conversation(_ context.Context, id string) (Conversation, []ask.Turn, error) {
 	m.mu.Lock()

@@ -34,7 +34,8 @@ type Options struct {
 	Reconnect Reconnect
 	// IdleTimeout is how long an event stream may stay completely silent (not even a keep-alive
 	// comment) before the connection is taken for dead and replaced. 0 means 45 s, comfortably
-	// above the service's default keep-alive of 10 s; negative disables the check.
+	// above the service's default keep-alive of 10 s; negative disables the check. It counts
+	// while the client waits to read, not while the caller holds an event.
 	IdleTimeout time.Duration
 	// MaxEventSize bounds one event's data in bytes. 0 means 16 MiB.
 	MaxEventSize int

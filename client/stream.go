@@ -152,6 +152,12 @@ func (s *stream) connect(ctx context.Context, yield func(Event, error) bool, att
 	}
 
 	var body io.Reader = resp.Body
+	// The idle bound counts only while this client waits for the server: paused while the
+	// caller holds an event, started again when it returns. Events that came together are
+	// handed over from the parser's buffer with no read, and a caller slow with each (under
+	// the bound each, over it together) had the connection cut as silent while the server's
+	// keep-alives waited unread (a review's finding).
+	pause, resume := func() {}, func() {}
 	if idle := s.c.opts.IdleTimeout; idle > 0 {
 		// Any byte read is a sign of life, not only a whole line: an event arriving slowly
 		// (a large one on a slow link, a byte at a time) was cut as silent once a line took
@@ -159,7 +165,9 @@ func (s *stream) connect(ctx context.Context, yield func(Event, error) bool, att
 		// that on every connection was never delivered (a fault-injecting relay's finding).
 		watchdog := time.AfterFunc(idle, cancel)
 		defer watchdog.Stop()
-		body = aliveReader{resp.Body, func() { watchdog.Reset(idle) }}
+		resume = func() { watchdog.Reset(idle) }
+		pause = func() { watchdog.Stop() }
+		body = aliveReader{resp.Body, resume}
 	}
 
 	p := newSSEParser(body, s.lastID, s.c.opts.MaxEventSize)
@@ -201,9 +209,11 @@ func (s *stream) connect(ctx context.Context, yield func(Event, error) bool, att
 			yield(ev, nil)
 			return connDone, 0, nil
 		}
+		pause()
 		if !yield(ev, nil) {
 			return connStopped, 0, nil
 		}
+		resume()
 	}
 }
 

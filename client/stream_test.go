@@ -541,6 +541,50 @@ func TestEventsSlowEventKeepsTheConnection(t *testing.T) {
 	})
 }
 
+// TestEventsSlowCallerKeepsTheConnection: the idle bound counts the server's silence, not the
+// caller's time with an event. Events that came together are handed over from the parser's
+// buffer without a read; a caller taking 15 s over each of seven (25 s over the first), with an
+// idle bound of 20 s and the server's keep-alive every 5 s (waiting unread), had the connection
+// cut as silent and made a second one.
+func TestEventsSlowCallerKeepsTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		frames := script(t, 5)
+		burst := len(frames) - 2
+		var calls atomic.Int32
+		c := memClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			sseHeaders(w)
+			_, _ = io.WriteString(w, strings.Join(frames[:burst], ""))
+			flush(w)
+			for range 30 { // 150 s of keep-alives, past the caller's time with the burst
+				time.Sleep(5 * time.Second)
+				if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
+					return
+				}
+				flush(w)
+			}
+			_, _ = io.WriteString(w, strings.Join(frames[burst:], ""))
+		}), client.Options{IdleTimeout: 20 * time.Second, Reconnect: client.Reconnect{Attempts: 1}})
+		var evs []client.Event
+		for ev, err := range c.Events(t.Context(), "tk", client.EventsOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, ev)
+			switch {
+			case len(evs) == 1:
+				time.Sleep(25 * time.Second) // one event held past the bound alone
+			case len(evs) <= burst:
+				time.Sleep(15 * time.Second) // the caller's work on the event
+			}
+		}
+		assertContiguous(t, evs, len(frames))
+		if n := calls.Load(); n != 1 {
+			t.Errorf("got %d connections, want 1: the caller's time is not the server's silence", n)
+		}
+	})
+}
+
 func TestEventsTokenSourceCalledPerConnection(t *testing.T) {
 	frames := script(t, 0)
 	var seen []string

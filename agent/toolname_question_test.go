@@ -12,10 +12,13 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	ask "github.com/das-ask/ask"
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/agent/model"
+	"github.com/das-ask/ask/agent/source"
 	"github.com/das-ask/ask/gen"
 )
 
@@ -28,7 +31,7 @@ import (
 // the name reached the events, the webhook body, the log and the tool-call metric's labels.
 func TestToolNamedWithTheQuestionIsWithheld(t *testing.T) {
 	const earlier = "Is the Hooli acquisition closing on March 3"
-	okName, brokenName := "saved: "+earlier, "recent: "+earlier
+	okName, brokenName, deniedName := "saved: "+earlier, "recent: "+earlier, "denied: "+earlier
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "saved", Version: "1"}, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
 	var called []string
@@ -39,6 +42,11 @@ func TestToolNamedWithTheQuestionIsWithheld(t *testing.T) {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no saved results"}}}, nil
 			})
 	}
+	srv.AddTool(&mcp.Tool{Name: deniedName, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "not yours"}},
+				Meta: mcp.Meta{source.MetaRefusal: map[string]any{"code": "forbidden", "reason": "not yours"}}}, nil
+		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -68,8 +76,11 @@ func TestToolNamedWithTheQuestionIsWithheld(t *testing.T) {
 		say("must not be asked"),
 	}}
 	var logs bytes.Buffer
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	a, err := agent.New(agent.Options{Model: m, Sources: []agent.SourceConfig{{Name: "saved", URL: hs.URL + "/mcp"}},
-		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +113,47 @@ func TestToolNamedWithTheQuestionIsWithheld(t *testing.T) {
 	leaks("the log", logs.String())
 	if !strings.Contains(logs.String(), `"tool call"`) {
 		t.Errorf("no tool call was logged: %s", logs.String())
+	}
+
+	// A refusal names the tool as the step does.
+	m2 := &scripted{script: []func(model.Request) (model.Response, error){callNamed("c3", "denied"), say("must not be asked")}}
+	a2, err := agent.New(agent.Options{Model: m2, Sources: []agent.SourceConfig{{Name: "saved", URL: hs.URL + "/mcp"}},
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = a2.Run(t.Context(), ask.Request{Ticket: "tkt_denied", ConversationID: "cnv_saved", Question: "What did the board decide about it?",
+		History:  []ask.Turn{{Question: earlier, Outcome: gen.EventTypeAbstention, Text: "I could not tell."}},
+		Identity: ask.Identity{OID: "alice", Token: "tok"}}, &recorder{})
+	if out.Refusal == nil || out.Refusal.Tool != "[the question]" {
+		t.Errorf("outcome %s %+v, want a refusal naming the tool [the question]", outcomeType(out), out.Refusal)
+	}
+	b, _ = json.Marshal(out)
+	leaks("the refusal", string(b))
+
+	// The trace: a span per call, its ask.tool as the step shows it, and nothing of it (an
+	// attribute, its status, an event) carrying the earlier question.
+	ended := spans.Ended()
+	calls := 0
+	for _, sp := range ended {
+		if sp.Name() != "ask.tool_call" {
+			continue
+		}
+		calls++
+		for _, kv := range sp.Attributes() {
+			if kv.Key == "ask.tool" && kv.Value.AsString() != "[the question]" {
+				t.Errorf("a tool call's span has ask.tool %q, want [the question]", kv.Value.AsString())
+			}
+			leaks("a span's "+string(kv.Key), kv.Value.Emit())
+		}
+		leaks("a span's status", sp.Status().Description)
+		for _, ev := range sp.Events() {
+			for _, kv := range ev.Attributes {
+				leaks("a span event's "+string(kv.Key), kv.Value.Emit())
+			}
+		}
+	}
+	if calls != 3 {
+		t.Errorf("%d tool-call spans, want 3", calls)
 	}
 }

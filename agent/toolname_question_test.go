@@ -144,12 +144,12 @@ func TestToolNamedWithTheQuestionIsWithheld(t *testing.T) {
 			if kv.Key == "ask.tool" && kv.Value.AsString() != "[the question]" {
 				t.Errorf("a tool call's span has ask.tool %q, want [the question]", kv.Value.AsString())
 			}
-			leaks("a span's "+string(kv.Key), kv.Value.Emit())
+			leaks("a span's "+string(kv.Key), kv.Value.String())
 		}
 		leaks("a span's status", sp.Status().Description)
 		for _, ev := range sp.Events() {
 			for _, kv := range ev.Attributes {
-				leaks("a span event's "+string(kv.Key), kv.Value.Emit())
+				leaks("a span event's "+string(kv.Key), kv.Value.String())
 			}
 		}
 	}

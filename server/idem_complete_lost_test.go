@@ -216,3 +216,40 @@ func TestTakeoverOfAConversationLeavesNoneBehind(t *testing.T) {
 		}
 	})
 }
+
+// TestTakeoverAnsweringTheStalledConversationKeepsIt: the other order of
+// TestTakeoverOfAConversationLeavesNoneBehind. The takeover (B) completes the record with the
+// stalled attempt's (A's) conversation before A comes back: B is answered it, and A, finding
+// the record done with its own conversation, is answered it too (or 503 when its completion's
+// reply is lost); either way the conversation is the key's and stays, an ask is made in it.
+func TestTakeoverAnsweringTheStalledConversationKeepsIt(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("completion answered %v", !lose), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}
+				h := newHarness(t, server.Options{Store: g})
+				releaseA, stalledA := stallAt(g, &g.holdComplete, func() *gen.CreateConversationResponse { return h.keyedConv(alice, "k") })
+				b := h.keyedConv(alice, "k")
+				if b.StatusCode() != http.StatusCreated {
+					t.Fatalf("B: %d %s, want 201", b.StatusCode(), b.Body)
+				}
+				g.mu.Lock()
+				g.loseComplete = lose
+				g.mu.Unlock()
+				releaseA()
+				a := <-stalledA
+				synctest.Wait()
+				switch {
+				case lose && a.StatusCode() != http.StatusServiceUnavailable:
+					t.Errorf("A, its completion's reply lost: %d %s, want 503", a.StatusCode(), a.Body)
+				case !lose && (a.StatusCode() != http.StatusCreated || a.JSON201.Id != b.JSON201.Id):
+					t.Errorf("A: %d %s, want 201 with B's conversation %s", a.StatusCode(), a.Body, b.JSON201.Id)
+				}
+				if _, _, err := g.Conversation(t.Context(), b.JSON201.Id); err != nil {
+					t.Fatalf("the key's conversation: %v, want it kept", err)
+				}
+				h.ask(alice, b.JSON201.Id, "How many sev1 incidents did we have in 2026-Q2?")
+			})
+		})
+	}
+}

@@ -67,11 +67,12 @@ func TestClusterRollingRestart(t *testing.T) {
 	log := filepath.Join(c.opts.Dir, "nginx", nginx.AccessLog)
 	for kind, k := range rl.counts {
 		// A 503 that nginx's access log shows sent to a draining replica at every attempt the
-		// gateway makes (four with X-Ask-Reroute, each answered 421, then one without, 503) is
-		// the refusal deploy/nginx/ask.conf gives then, as documented; any other 5xx fails.
+		// gateway makes (four with X-Ask-Reroute, each answered 421, then one without, 503, a
+		// draining replica's refusal too) is the refusal deploy/nginx/ask.conf gives then, as
+		// documented; any other 5xx fails.
 		everyTime := 0
-		for _, id := range k.unavailable {
-			if slices.Equal(answersOf(log, id), []string{"421", "421", "421", "421", "503"}) {
+		for _, u := range k.unavailable {
+			if u.detail == shuttingDown && slices.Equal(answersOf(log, u.id), []string{"421", "421", "421", "421", "503"}) {
 				everyTime++
 			}
 		}
@@ -109,8 +110,8 @@ type kindCount struct {
 	// refusal this test is about, so counted and shown, not failed on: 1 of 44 keyed creates
 	// in one of two CI runs (2026-12-07).
 	badGateway int
-	// unavailable holds the X-Request-Id of each 503.
-	unavailable []string
+	// unavailable holds each 503: its X-Request-Id and its problem's detail.
+	unavailable []answeredUnavailable
 	seen        []string // the first few failures, as seen
 }
 
@@ -127,6 +128,13 @@ type rollingLoad struct {
 	bad       []string
 	failedIDs []string // the X-Request-Id of every failure noted
 }
+
+// answeredUnavailable is a 503 as the load saw it.
+type answeredUnavailable struct{ id, detail string }
+
+// shuttingDown is the detail of a draining replica's refusal of a create (server/problem.go,
+// errShuttingDown).
+const shuttingDown = "the service is shutting down"
 
 // answered is one response as the load saw it.
 type answered struct {
@@ -172,7 +180,7 @@ func (rl *rollingLoad) note(kind string, a answered, err error) {
 		if a.id != "" {
 			rl.failedIDs = append(rl.failedIDs, a.id)
 			if status == http.StatusServiceUnavailable {
-				k.unavailable = append(k.unavailable, a.id)
+				k.unavailable = append(k.unavailable, answeredUnavailable{a.id, p.Detail})
 			}
 		}
 	}

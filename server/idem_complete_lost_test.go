@@ -132,18 +132,9 @@ func TestTakeoverDoesNotAnswerAnAskGivenUp(t *testing.T) {
 		cid := h.conv(alice)
 		const q = "How many sev1 incidents did we have in 2026-Q2?"
 
-		// A: its ticket made, held at its completion of the record past its lock.
-		releaseA, stalledA := stallAt(g, &g.holdComplete, func() *gen.CreateAskResponse { return h.keyedAsk(alice, cid, "k", q) })
-		// B: takes the record over, finds A's ticket, and is held at completing it with that.
-		holdB := make(chan struct{})
-		g.mu.Lock()
-		g.reachedCreate = make(chan struct{}) // A's wait closed the first
-		reachedB := g.reachedCreate
-		g.holdComplete = holdB
-		g.mu.Unlock()
-		outB := make(chan *gen.CreateAskResponse, 1)
-		go func() { outB <- h.keyedAsk(alice, cid, "k", q) }()
-		<-reachedB
+		// A: its ticket made, held at its completion of the record past its lock; B: takes the
+		// record over, finds A's ticket, and is held at completing it with that.
+		releaseA, stalledA, releaseB, outB := stallThenTakeOver(g, func() *gen.CreateAskResponse { return h.keyedAsk(alice, cid, "k", q) })
 
 		releaseA()
 		a := <-stalledA
@@ -151,7 +142,7 @@ func TestTakeoverDoesNotAnswerAnAskGivenUp(t *testing.T) {
 		if a.StatusCode() == http.StatusAccepted {
 			t.Fatalf("A, taken over: 202 %s, want it to give its ticket up", a.Body)
 		}
-		close(holdB)
+		releaseB()
 		b := <-outB
 		if b.StatusCode() != http.StatusAccepted {
 			t.Fatalf("B: %d %s, want 202", b.StatusCode(), b.Body)
@@ -183,18 +174,9 @@ func TestTakeoverOfAConversationLeavesNoneBehind(t *testing.T) {
 		g := &gatedStore{Memory: store.NewMemory(store.MemoryOptions{}), reachedCreate: make(chan struct{})}
 		h := newHarness(t, server.Options{Store: g, MaxConversationsPerID: 1})
 
-		// A: its conversation made, held at its completion of the record past its lock.
-		releaseA, stalledA := stallAt(g, &g.holdComplete, func() *gen.CreateConversationResponse { return h.keyedConv(alice, "k") })
-		// B: takes the record over, finds A's conversation, and is held at completing it with that.
-		holdB := make(chan struct{})
-		g.mu.Lock()
-		g.reachedCreate = make(chan struct{}) // A's wait closed the first
-		reachedB := g.reachedCreate
-		g.holdComplete = holdB
-		g.mu.Unlock()
-		outB := make(chan *gen.CreateConversationResponse, 1)
-		go func() { outB <- h.keyedConv(alice, "k") }()
-		<-reachedB
+		// A: its conversation made, held at its completion of the record past its lock; B:
+		// takes the record over, finds A's conversation, and is held at completing it with that.
+		releaseA, stalledA, releaseB, outB := stallThenTakeOver(g, func() *gen.CreateConversationResponse { return h.keyedConv(alice, "k") })
 
 		releaseA()
 		a := <-stalledA
@@ -202,7 +184,7 @@ func TestTakeoverOfAConversationLeavesNoneBehind(t *testing.T) {
 		if a.StatusCode() == http.StatusCreated {
 			t.Fatalf("A, taken over: 201 %s, want the record's answer to come from B", a.Body)
 		}
-		close(holdB)
+		releaseB()
 		b := <-outB
 		if b.StatusCode() != http.StatusCreated {
 			t.Fatalf("B: %d %s, want 201 (A's conversation, which nobody holds, still counted?)", b.StatusCode(), b.Body)
@@ -252,4 +234,22 @@ func TestTakeoverAnsweringTheStalledConversationKeepsIt(t *testing.T) {
 			})
 		})
 	}
+}
+
+// stallThenTakeOver calls call twice, with one key: the first call (A) is held at its
+// completion of the record past its lock (stallAt), and the second (B) takes the record over
+// and is held at its own completion. releaseA lets A complete, releaseB lets B; each one's
+// answer comes on its channel.
+func stallThenTakeOver[T any](g *gatedStore, call func() T) (releaseA func(), outA <-chan T, releaseB func(), outB <-chan T) {
+	releaseA, outA = stallAt(g, &g.holdComplete, call)
+	holdB := make(chan struct{})
+	g.mu.Lock()
+	g.reachedCreate = make(chan struct{}) // A's wait closed the first
+	reachedB := g.reachedCreate
+	g.holdComplete = holdB
+	g.mu.Unlock()
+	b := make(chan T, 1)
+	go func() { b <- call() }()
+	<-reachedB
+	return releaseA, outA, func() { close(holdB) }, b
 }

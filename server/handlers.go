@@ -39,7 +39,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 	var ik *idem
 	if key == "" {
 		// A stalled store answers 503 within StoreWait; a conversation it takes after that
-		// is removed (dropLate).
+		// is removed (dropUnanswered).
 		var cancel context.CancelFunc
 		ctx, cancel = s.createBound(ctx)
 		defer cancel()
@@ -91,7 +91,7 @@ func (h *handlers) CreateConversation(c echo.Context, params gen.CreateConversat
 			// Answered without it (503 "retry shortly"), the caller holds no id: whatever the
 			// store made of this conversation (its reply lost, or taken after StoreWait) is
 			// removed. With a key, a retry answers what was made.
-			s.dropLate(context.WithoutCancel(ctx), conv, dropGaveUp)
+			s.dropUnanswered(context.WithoutCancel(ctx), conv, dropGaveUp)
 		}
 		return refused("conversations", s.opts.TTL, s.opts.Deadline, err) // problem.go's table words the refusal
 	}
@@ -126,7 +126,7 @@ func (h *handlers) conversationCreated(ctx context.Context, c echo.Context, ik *
 			// (store.Idempotency: the record no longer names it). Nobody will be answered it:
 			// removed, so that it does not hold a place under its owner's cap until its TTL.
 			h.s.log.Info("idempotent create taken over by a retry", "conversation", conv.ID)
-			h.s.dropLate(context.WithoutCancel(ctx), conv, dropTakenOver)
+			h.s.dropUnanswered(context.WithoutCancel(ctx), conv, dropTakenOver)
 			return idemTakenOver()
 		}
 	}

@@ -321,7 +321,7 @@ func (s *Server) storeBound(ctx context.Context) (context.Context, context.Cance
 
 func noCancel() {}
 
-// dropLate removes conversation c, whose creation nobody was answered, once the store answers
+// dropUnanswered removes conversation c, whose creation nobody was answered, once the store answers
 // again: left alone, a conversation made all the same would sit empty, which nobody knows of,
 // counted against its owner's conversations until its TTL. Two creations come to that: one the
 // store did not answer (its reply lost, or not back within StoreWait: the create answered 503
@@ -334,8 +334,8 @@ func noCancel() {}
 //
 // lctx is the request's context without its cancel: the lines logged here carry the request's
 // id (obs.LogHandler), so they are found from the answer the client got.
-func (s *Server) dropLate(lctx context.Context, c store.Conversation, what string) {
-	d, ok := s.store.(convDropper)
+func (s *Server) dropUnanswered(lctx context.Context, c store.Conversation, what string) {
+	d, ok := s.store.(store.ConversationDropper)
 	if !ok {
 		return // a store that cannot remove one: the TTL is the backstop
 	}
@@ -355,13 +355,7 @@ func (s *Server) dropLate(lctx context.Context, c store.Conversation, what strin
 	}, nil)
 }
 
-// convDropper is a store that removes a conversation nobody was answered (store.Shared's
-// DropConversation; the in-memory store has it too).
-type convDropper interface {
-	DropConversation(ctx context.Context, c store.Conversation) (bool, error)
-}
-
-// The creations dropLate removes, as its log lines name them.
+// The creations dropUnanswered removes, as its log lines name them.
 const (
 	dropGaveUp    = "conversation created after its request gave up on the store"
 	dropTakenOver = "conversation of a keyed create taken over by a retry"

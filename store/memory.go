@@ -135,11 +135,9 @@ func (m *Memory) CreateConversation(_ context.Context, c Conversation, limits Li
 	return nil
 }
 
-// DropConversation removes c, as CreateConversation registered it (the same id, owner and
-// creation time), if no ask runs in it and it holds no turn, releasing its place under the
-// caps; it reports whether it removed it, and answers ErrConflict for one in use, as
-// store.Shared's does. The service drops a keyed create's conversation when a retry took its
-// record over (the retry answered one of its own).
+// DropConversation implements ConversationDropper. The service drops a keyed create's
+// conversation when a retry took its record over (the retry answered one of its own); no
+// creation is ever on its way to this store, so nothing is kept to refuse one.
 func (m *Memory) DropConversation(_ context.Context, c Conversation) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -161,44 +161,6 @@ func TestOwnerCapsFreedByExpiry(t *testing.T) {
 	})
 }
 
-// TestMemoryDropConversation: the memory store removes a conversation as created, and frees
-// its place under the owner's cap; not one created otherwise (another creation time), nor one
-// in use (ErrConflict), and a second drop removes nothing.
-func TestMemoryDropConversation(t *testing.T) {
-	ctx := context.Background()
-	m := store.NewMemory(store.MemoryOptions{})
-	defer m.Close()
-	one := store.Limits{MaxConversationsPerOwner: 1}
-	c := store.Conversation{ID: "c1", Owner: storetest.Alice, CreatedAt: time.Unix(100, 0)}
-	if err := m.CreateConversation(ctx, c, one); err != nil {
-		t.Fatal(err)
-	}
-	other := c
-	other.CreatedAt = time.Unix(101, 0)
-	if dropped, err := m.DropConversation(ctx, other); dropped || err != nil {
-		t.Errorf("a drop of another creation: %v %v, want nothing removed", dropped, err)
-	}
-	if dropped, err := m.DropConversation(ctx, c); !dropped || err != nil {
-		t.Fatalf("the drop: %v %v, want removed", dropped, err)
-	}
-	if _, _, err := m.Conversation(ctx, "c1"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("the dropped conversation: %v, want ErrNotFound", err)
-	}
-	if dropped, err := m.DropConversation(ctx, c); dropped || err != nil {
-		t.Errorf("the drop again: %v %v, want nothing removed", dropped, err)
-	}
-	used := store.Conversation{ID: "c2", Owner: storetest.Alice}
-	if err := m.CreateConversation(ctx, used, one); err != nil {
-		t.Fatalf("a conversation in the dropped one's place: %v", err)
-	}
-	if _, err := storetest.NewTicket(t, m, "t", "c2", storetest.Alice, store.Limits{}); err != nil {
-		t.Fatal(err)
-	}
-	if dropped, err := m.DropConversation(ctx, used); dropped || !errors.Is(err, store.ErrConflict) {
-		t.Errorf("a drop of a conversation in use: %v %v, want ErrConflict", dropped, err)
-	}
-}
-
 // TestMemoryRestore: the memory store ends a log that no longer continues its runner's seqs
 // with a tail after a gap, never one that overlaps what it holds; the same end again is ok,
 // another end is refused, and the conversation takes its turn and is free again.

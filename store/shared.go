@@ -61,12 +61,19 @@ type Shared interface {
 	// ticket's runner may restore it: anyone else, or anyone once the ticket is finished, is
 	// refused with ErrFinished. Re-run after a lost reply it answers ok.
 	Restore(ctx context.Context, nt NewTicket, tail []Event, turn ask.Turn) error
+	// ConversationDropper: a shared store's drop is also the answer to a creation whose
+	// outcome the caller does not know (its reply lost, or its caller gone before it), which
+	// the caller answered as not made: after it, a CreateConversation of c still on its way
+	// makes nothing, whichever reaches the store first.
+	ConversationDropper
+}
+
+// ConversationDropper is a store that removes a conversation nobody was answered: one whose
+// creation went unanswered (a shared store), or a keyed create's that a retry took over.
+type ConversationDropper interface {
 	// DropConversation removes c, as CreateConversation registered it (the same id, owner
 	// and creation time), if no ask runs in it and it holds no turn, releasing its place under
-	// the caps; it reports whether it removed it. It is the answer to a creation whose outcome
-	// the caller does not know (its reply lost, or its caller gone before it), which the caller
-	// answered as not made: after it, a CreateConversation of c still on its way makes
-	// nothing, whichever reaches the store first. A conversation in use is left as it is, with
+	// the caps; it reports whether it removed it. A conversation in use is left as it is, with
 	// ErrConflict. Re-run after a lost reply it answers ok (false).
 	DropConversation(ctx context.Context, c Conversation) (bool, error)
 }

@@ -125,14 +125,46 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
+// sameValue reports whether a and b are the same value: numbers within tol plus float noise (a
+// number written as text, as some sources return decimals, against a number counts as one; two
+// texts compare as text, so "007" is not "7"); a null only another null and a boolean only the
+// same boolean (the text "null" or "true" is text, not them); anything else by its text.
 func sameValue(a, b any, tol float64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if ba, ok := a.(bool); ok {
+		bb, ok := b.(bool)
+		return ok && ba == bb
+	}
+	if _, ok := b.(bool); ok {
+		return false
+	}
 	fa, aok := number(a)
 	fb, bok := number(b)
+	if aok != bok { // one number, one not: the other is one if it is a number written as text
+		if aok {
+			fb, bok = numeric(b)
+		} else {
+			fa, aok = numeric(a)
+		}
+	}
 	if aok && bok {
 		d := math.Abs(fa - fb)
 		return d <= tol || d <= 1e-9*math.Max(math.Abs(fa), math.Abs(fb))
 	}
 	return canon(a) == canon(b)
+}
+
+// numeric reads text that is a number written plainly ("10", "10.0", "-3.5e2"; not " 10",
+// "0x10", "1_000", "Inf" or "NaN").
+func numeric(v any) (float64, bool) {
+	s, ok := v.(string)
+	if !ok || s == "" || strings.ContainsFunc(s, func(r rune) bool { return !strings.ContainsRune("0123456789+-.eE", r) }) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil
 }
 
 // canon is a value's canonical text: integers without a fraction, other numbers in the

@@ -65,6 +65,18 @@ func checkAnswer(r *ItemResult, it Item, want expected) (bool, string) {
 	if it.Path != "" && string(a.Path.Speed) != it.Path {
 		wrong = append(wrong, fmt.Sprintf("path %s, expected %s", a.Path.Speed, it.Path))
 	}
+	// The contract gives a headline only to a result that is one figure: one over anything else
+	// (or over no result) names one figure of many as the answer.
+	if a.Headline != nil && (a.Result == nil || len(a.Result.Rows) != 1 || len(a.Result.Rows[0]) != 1) {
+		shape := "no result"
+		if a.Result != nil {
+			shape = fmt.Sprintf("a result of %d rows", len(a.Result.Rows))
+			if len(a.Result.Rows) == 1 {
+				shape = fmt.Sprintf("a result of one row of %d values", len(a.Result.Rows[0]))
+			}
+		}
+		wrong = append(wrong, "a headline over "+shape+", where only a one-figure result has one")
+	}
 	// The headline is the figure people read first: when the expected result is one figure, a
 	// headline that is not it is a wrong answer, whatever the rows under it say.
 	if it.SQL != "" && a.Headline != nil && len(want.rows) == 1 && len(want.rows[0]) == 1 &&

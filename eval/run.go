@@ -354,7 +354,12 @@ func ask(ctx context.Context, c *client.Client, convID string, it Item, timeout 
 		case gen.AnswerEvent:
 			r.answer = &v
 		case gen.ErrorEvent:
+			// A kind the contract does not name is the service's text: not written into the
+			// report as it came (it could be the question, or "harness", the harness's own kind).
 			r.ErrorKind, r.Detail = string(v.Kind), v.Message
+			if !v.Kind.Valid() {
+				r.ErrorKind = "(a kind the contract does not name)"
+			}
 		case gen.RefusalEvent:
 			r.Detail = fmt.Sprintf("refused by %s (%s): %s", v.Source, v.Tool, v.Reason)
 		case gen.AbstentionEvent:

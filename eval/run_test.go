@@ -172,6 +172,31 @@ func TestRunDoesNotScoreAStreamWithTwoOutcomes(t *testing.T) {
 	}
 }
 
+// An error's kind is the contract's: one the contract does not name is not written into the
+// report as the service sent it, so a service cannot pass its own failure off as the harness's
+// ("harness", the harness's own kind) nor write its own words into it. (A kind holding the
+// question is a leak, and a harness error: TestReportHoldsNoQuestionTheServiceLeaked.)
+func TestRunKeepsAnErrorKindTheContractDoesNotNameOutOfTheReport(t *testing.T) {
+	set := oneItem(t, "")
+	const done = `done ,"outcome":"error","steps":0,"model_calls":1,"input_tokens":1,"output_tokens":1,"elapsed_ms":1`
+	for _, kind := range []string{"harness", "exploded"} {
+		t.Run(kind, func(t *testing.T) {
+			failed := `error ,"kind":"` + kind + `","message":"failed"`
+			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, sse(`accepted ,"question":"q"`, failed, done), new(atomic.Int32)), Tokens: eval.FixedTokens{"alice": "t"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res[0]
+			if r.Got != "error" || r.Unread() || r.ErrorKind == kind {
+				t.Errorf("got %s, kind %q, unread %v: want the service's error, not a harness error, under a kind of the harness's words", r.Got, r.ErrorKind, r.Unread())
+			}
+			if s := eval.Score(res); s.HarnessErrors != 0 {
+				t.Errorf("%d harness errors, want 0: the service ended the run", s.HarnessErrors)
+			}
+		})
+	}
+}
+
 // oracle is a fixed expected result.
 type oracle [][]any
 
@@ -194,12 +219,44 @@ func TestJudgeIsNotFooledByProse(t *testing.T) {
 		"the right rows under a wrong headline":   {`{"columns":["n"],"rows":[[10]],"truncated":false}`, `,"headline":{"label":"n","value":11}`, false},
 		"the right rows under a headline of text": {`{"columns":["n"],"rows":[[10]],"truncated":false}`, `,"headline":{"label":"n","value":"ten"}`, false},
 		"no result at all":                        {`null`, ``, false},
+		"the figure as text in the headline":      {`{"columns":["n"],"rows":[[10]],"truncated":false}`, `,"headline":{"label":"n","value":"10.0"}`, true},
+		"a headline over no result":               {`null`, `,"headline":{"label":"n","value":10}`, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			answer := `answer ,"text":"We had 10 sev1 incidents in 2026-Q2: 10.","result":` + tc.result + tc.headline +
 				`,"caveats":[],"provenance":[],"sql":[],"path":{"speed":"full","detail":"warehouse"},"divergence":null`
 			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, sse(`accepted ,"question":"q"`, answer, done), new(atomic.Int32)),
 				Tokens: eval.FixedTokens{"alice": "t"}, Oracle: oracle{{int64(10)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := res[0]; r.Correct == nil || *r.Correct != tc.want {
+				t.Errorf("correct %v (%s), want %v", r.Correct, r.Detail, tc.want)
+			}
+		})
+	}
+}
+
+// A headline is for a result that is one figure (the contract's Headline): over a result of
+// one row of several values, or of several rows, it names one figure of many as the answer,
+// and the answer is not correct even when its rows are.
+func TestJudgeRefusesAHeadlineOverMoreThanOneFigure(t *testing.T) {
+	set := oneItem(t, "    sql: SELECT 'Payments', 50\n")
+	const done = `done ,"outcome":"answer","steps":0,"model_calls":1,"input_tokens":1,"output_tokens":1,"elapsed_ms":1`
+	for name, tc := range map[string]struct {
+		result, headline string
+		want             bool
+	}{
+		"the right row, no headline":      {`{"columns":["team","n"],"rows":[["Payments",50]],"truncated":false}`, ``, true},
+		"the right row under a headline":  {`{"columns":["team","n"],"rows":[["Payments",50]],"truncated":false}`, `,"headline":{"label":"n","value":50}`, false},
+		"the right row under a wrong one": {`{"columns":["team","n"],"rows":[["Payments",50]],"truncated":false}`, `,"headline":{"label":"n","value":999}`, false},
+		"the wrong row, no headline":      {`{"columns":["team","n"],"rows":[["Payments",51]],"truncated":false}`, ``, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			answer := `answer ,"text":"Payments, with 50.","result":` + tc.result + tc.headline +
+				`,"caveats":[],"provenance":[],"sql":[],"path":{"speed":"full","detail":"warehouse"},"divergence":null`
+			res, err := eval.Run(t.Context(), set, eval.Config{BaseURL: fakeService(t, sse(`accepted ,"question":"q"`, answer, done), new(atomic.Int32)),
+				Tokens: eval.FixedTokens{"alice": "t"}, Oracle: oracle{{"Payments", int64(50)}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -327,19 +327,32 @@ func metricStr(m Metric) string {
 	return fmt.Sprintf("%.2f", *m.Value)
 }
 
+// shown is m's value rounded as metricStr shows it (a percent in percent points).
+func shown(m Metric) float64 {
+	switch {
+	case m.Percent:
+		return math.Round(1000**m.Value) / 10
+	case strings.HasSuffix(m.Name, "_ms"):
+		return math.Round(*m.Value)
+	}
+	return math.Round(100**m.Value) / 100
+}
+
 func change(o, m Metric) string {
 	if o.Value == nil || m.Value == nil {
 		return ""
 	}
-	d := *m.Value - *o.Value
-	// Equal as shown is equal: 2 ms → 2 ms is not "-0 ms faster".
+	// The change is between the figures as shown, so it adds up on the page (4 ms → 6 ms is
+	// +2 ms, though the values were 4.4 and 5.6), and equal as shown is equal (2 ms → 2 ms is
+	// not "-0 ms faster").
+	d := shown(m) - shown(o)
 	if math.Abs(d) < 1e-9 || metricStr(o) == metricStr(m) {
 		return "="
 	}
 	var s string
 	switch {
 	case m.Percent:
-		s = fmt.Sprintf("%+.1f pt", 100*d)
+		s = fmt.Sprintf("%+.1f pt", d)
 	case strings.HasSuffix(m.Name, "_ms"):
 		s = fmt.Sprintf("%+.0f ms", d)
 	default:

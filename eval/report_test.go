@@ -113,6 +113,18 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// The change is the difference of the figures as shown: 4.4 ms → 5.6 ms reads 4 ms → 6 ms, and
+// its change +2 ms (not the +1 ms of the values, which does not add up on the page).
+func TestDiffChangeAddsUpAsShown(t *testing.T) {
+	var b strings.Builder
+	if err := eval.Diff(&b, report("s", item("x", 4.4)), report("s", item("x", 5.6))); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`terminal_p50_ms +4 ms → 6 ms +\+2 ms slower\n`).MatchString(b.String()) {
+		t.Errorf("the change is not the shown figures' difference:\n%s", b.String())
+	}
+}
+
 // An item that lost its attribution or its caveats changed, and the difference names it and
 // says how, as the scores above it do.
 func TestDiffNamesItemsThatLostAttributionOrCaveats(t *testing.T) {

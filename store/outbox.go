@@ -27,8 +27,12 @@ import (
 //     its claim, even after the claim lapsed if nobody claimed it since; the same record by
 //     the same holder again (a retry after a lost reply) is ok and changes nothing; any other
 //     caller is refused with ErrNotHeld, changing nothing. A delivery that is delivered or
-//     failed is final: nothing changes it again.
-//   - Deliveries are forgotten when their Expires passes (the ticket's own expiry, or later).
+//     failed is final: nothing changes it again. A record whose Expires is set and sooner than
+//     the delivery's makes it the delivery's: once the run has ended, the deliverer knows when
+//     the ticket expires (TTL after its end), and the delivery is kept no longer (a later
+//     Expires changes nothing).
+//   - Deliveries are forgotten when their Expires passes (the ticket's own expiry, or later
+//     until a record brings it forward).
 //
 // All methods are safe for concurrent use. The outbox holds a URL, never a question or a token.
 type Outbox interface {

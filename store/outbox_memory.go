@@ -106,6 +106,9 @@ func (o *MemoryOutbox) RecordWebhook(_ context.Context, holder string, w Webhook
 	}
 	e.w.State, e.w.Attempts, e.w.LastStatus, e.w.LastError = w.State, w.Attempts, w.LastStatus, w.LastError
 	e.w.Due, e.w.DeliveredAt = w.Due, w.DeliveredAt
+	if !w.Expires.IsZero() && w.Expires.Before(e.w.Expires) {
+		e.w.Expires = w.Expires // its ticket's expiry, now that it is known
+	}
 	e.holder, e.held, e.recorder = "", time.Time{}, holder
 	return nil
 }

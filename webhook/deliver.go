@@ -238,7 +238,8 @@ func (d *Deliverer) attempt(ctx context.Context, w store.Webhook) {
 	now := time.Now()
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		w.State, w.LastError = gen.WebhookStateFailed, "ticket_expired"
+		// The ticket is gone: so is its delivery, which is kept no longer.
+		w.State, w.LastError, w.Expires = gen.WebhookStateFailed, "ticket_expired", now
 		d.record(ctx, w, time.Time{})
 		return
 	case err != nil:
@@ -308,6 +309,8 @@ func (d *Deliverer) record(ctx context.Context, w store.Webhook, doneAt time.Tim
 	if w.State == "" {
 		w.State = gen.WebhookStatePending
 	}
+	// Kept no longer than its ticket: TTL after the run's end, once that is known.
+	w.Expires = d.expires(w, doneAt)
 	err := d.outbox.RecordWebhook(ctx, d.holder, w)
 	if errors.Is(err, store.ErrNotHeld) {
 		// Another deliverer claimed it after this claim lapsed: its attempt stands.

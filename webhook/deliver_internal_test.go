@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -226,6 +227,64 @@ func TestAttemptsStopWhereTheTicketExpires(t *testing.T) {
 			t.Fatalf("delivery %+v after %d requests, want failed after 4", w, len(rt.at))
 		}
 	})
+}
+
+// gone is a Tickets that holds no ticket (each has expired).
+type gone struct{}
+
+func (gone) Ticket(context.Context, string) (store.Ticket, error) {
+	return store.Ticket{}, store.ErrNotFound
+}
+
+// TestDeliveryKeptNoLongerThanItsTicket: a delivery's own Expires is set at admission, a run's
+// deadline and a margin ahead of any end; once an attempt knows the run's end, the delivery is
+// kept only as long as its ticket (TTL after its done), and one whose ticket has gone is
+// forgotten with it (found by an audit: a delivered record, the receiver's URL in it, outlived
+// its ticket by up to 140 s on Redis).
+func TestDeliveryKeptNoLongerThanItsTicket(t *testing.T) {
+	for name, tc := range map[string]struct {
+		tickets Tickets
+		state   gen.WebhookState
+		kept    time.Duration // after the attempt; the ticket ended at the attempt
+	}{
+		"delivered":      {endedAt(time.Time{}), gen.WebhookStateDelivered, 100 * time.Second},
+		"ticket expired": {gone{}, gen.WebhookStateFailed, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := &scripted{t: t, answers: []*http.Response{answer(204, "")}}
+				ob := store.NewMemoryOutbox()
+				cfg := Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}}
+				now := time.Now()
+				tickets := tc.tickets
+				if _, ok := tickets.(endedAt); ok {
+					tickets = endedAt(now)
+				}
+				d, err := New(Options{Config: cfg, Outbox: ob, Tickets: tickets, Transport: rt, TicketTTL: 100 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan struct{})
+				go func() { defer close(done); d.Run(ctx) }()
+				defer func() { cancel(); <-done }()
+				synctest.Wait()
+				if tc.kept > 0 {
+					w, err := ob.Webhook(t.Context(), "t1")
+					if err != nil || w.State != tc.state || !w.Expires.Equal(now.Add(tc.kept)) {
+						t.Fatalf("after the attempt: %+v, %v; want %s, expiring with its ticket at %v", w, err, tc.state, now.Add(tc.kept))
+					}
+					time.Sleep(tc.kept)
+				}
+				if w, err := ob.Webhook(t.Context(), "t1"); !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("once its ticket is gone: %+v, %v; want the delivery gone too", w, err)
+				}
+			})
+		})
+	}
 }
 
 func TestBackoffShape(t *testing.T) {

@@ -211,7 +211,8 @@ func (s *Store) ClaimWebhooks(ctx context.Context, holder string, hold time.Dura
 
 // recordWebhook: the record ends the claim and names its recorder, so a retry of this very
 // record (its reply was lost) finds its own attempt stored and answers as the first run did,
-// rather than "not held".
+// rather than "not held". ARGV[9], an expiry ("-": none), brings the delivery's forward when
+// sooner.
 var recordWebhook = goredis.NewScript(luaNow + luaInt + luaAt + `
 local h = redis.call('HMGET', KEYS[1], 'holder', 'state', 'recorder', 'attempts')
 if not h[2] then return -1 end
@@ -223,6 +224,14 @@ local now = now_ms()
 local due = at(now, ARGV[6])
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'attempts', ARGV[3], 'status', ARGV[4], 'error', ARGV[5],
   'due', due, 'delivered', at(now, ARGV[7]), 'holder', '', 'held', 0, 'recorder', ARGV[1])
+if ARGV[9] ~= '-' then
+  local exp = at(now, ARGV[9])
+  local was = redis.call('HGET', KEYS[1], 'expires')
+  if not was or tonumber(exp) < tonumber(was) then
+    redis.call('HSET', KEYS[1], 'expires', exp)
+    redis.call('PEXPIREAT', KEYS[1], exp)
+  end
+end
 if ARGV[2] == 'pending' then
   redis.call('ZADD', KEYS[2], due, ARGV[8])
 else
@@ -235,7 +244,8 @@ return 1
 func (s *Store) RecordWebhook(ctx context.Context, holder string, w store.Webhook) error {
 	b := s.keys.bucketOf(w.Ticket)
 	res, err := recordWebhook.Run(ctx, s.rdb, []string{s.keys.webhook(b, w.Ticket), s.keys.webhooksDue(b)},
-		holder, string(w.State), w.Attempts, w.LastStatus, w.LastError, s.relMs(w.Due), s.relMs(w.DeliveredAt), w.Ticket).Int()
+		holder, string(w.State), w.Attempts, w.LastStatus, w.LastError, s.relMs(w.Due), s.relMs(w.DeliveredAt), w.Ticket,
+		s.relMs(w.Expires)).Int()
 	switch {
 	case err != nil:
 		return wrap(err)

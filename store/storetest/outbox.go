@@ -93,8 +93,12 @@ func Outbox(t *testing.T, ob store.Outbox) {
 	}
 	retry := w
 	retry.State, retry.Attempts, retry.LastStatus, retry.Due = gen.WebhookStatePending, 1, 503, time.Now().Add(time.Hour)
+	retry.Expires = now.Add(3 * time.Hour) // later than the delivery's: changes nothing
 	if err := ob.RecordWebhook(ctx, "second", retry); err != nil {
 		t.Fatal(err)
+	}
+	if got, _ = ob.Webhook(ctx, tk); got.Expires.Sub(w.Expires).Abs() > time.Second {
+		t.Fatalf("a record with a later expiry moved the delivery's from %v to %v", w.Expires, got.Expires)
 	}
 	if err := ob.RecordWebhook(ctx, "second", retry); err != nil {
 		t.Fatalf("the same RecordWebhook again (a retry) = %v, want ok", err)
@@ -118,5 +122,40 @@ func Outbox(t *testing.T, ob store.Outbox) {
 	}
 	if err := ob.WebhookDue(ctx, tk); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("WebhookDue after RemoveWebhook = %v, want ErrNotFound", err)
+	}
+
+	// A record with a sooner expiry (its ticket's, once the run has ended) brings the
+	// delivery's forward, and the delivery is forgotten then.
+	tk2 := "t_" + rand.Text()
+	w2 := store.Webhook{Ticket: tk2, ID: "msg_" + rand.Text(), URL: "https://h.example/x", Due: time.Now().Add(time.Hour), Expires: time.Now().Add(2 * time.Hour)}
+	if err := ob.AddWebhook(ctx, w2); err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.WebhookDue(ctx, tk2); err != nil {
+		t.Fatal(err)
+	}
+	tk, w = tk2, w2 // what claimed looks for
+	if !claimed("h", time.Minute) {
+		t.Fatal("a due delivery was not claimed")
+	}
+	rec := w2
+	rec.State, rec.Attempts, rec.LastStatus, rec.DeliveredAt, rec.Due = gen.WebhookStateDelivered, 1, 204, time.Now(), time.Time{}
+	rec.Expires = time.Now().Add(1500 * time.Millisecond)
+	if err := ob.RecordWebhook(ctx, "h", rec); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ob.Webhook(ctx, tk2); err != nil || got.Expires.Sub(rec.Expires).Abs() > time.Second || got.State != gen.WebhookStateDelivered {
+		t.Fatalf("after a record with a sooner expiry: %+v, %v; want it expiring at %v", got, err, rec.Expires)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		_, err := ob.Webhook(ctx, tk2)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("the delivery past its brought-forward expiry: %v; want ErrNotFound", err)
+		}
+		time.Sleep(50 * time.Millisecond) // the store's clock decides the expiry (Redis TIME)
 	}
 }

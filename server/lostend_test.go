@@ -388,6 +388,7 @@ func TestRestartThatLostAKeyedCreateAnswersItsRetry(t *testing.T) {
 		return r
 	}
 	first := create()
+	began := time.Now() // the record's first use came before the 202 came back
 	a := first.JSON202.Ticket
 	checkLifecycle(t, h.events(alice, a), gen.EventTypeAnswer)
 
@@ -399,5 +400,17 @@ func TestRestartThatLostAKeyedCreateAnswersItsRetry(t *testing.T) {
 	again := create()
 	if again.JSON202.Ticket != a || !bytes.Equal(again.Body, first.Body) || again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("the retry with the key answered ticket %s (replayed %q), want the first 202, %s, replayed", again.JSON202.Ticket, again.HTTPResponse.Header.Get("Idempotent-Replayed"), a)
+	}
+	// The record written again expires when the lost one would have, DAS_ASK_TTL_S after the
+	// key's first use, not a whole TTL after it was written again.
+	rc := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	defer rc.Close()
+	recs, err := rc.Keys(t.Context(), "*idem:*"+key).Result()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("the key's record: %v, %v; want one", recs, err)
+	}
+	pttl, err := rc.PTTL(t.Context(), recs[0]).Result()
+	if latest := time.Until(began.Add(server.DefaultTTL)); err != nil || pttl > latest+2*time.Millisecond { // PTTL's rounding
+		t.Errorf("the record written again expires in %v (%v), want no later than its first use's TTL, in %v", pttl, err, latest)
 	}
 }

@@ -113,7 +113,9 @@ func (s *Server) reputKeyed(k keyedCreate) bool {
 	if !time.Now().Before(k.expires) {
 		return true // expired, not lost: a retry with the key is a new request
 	}
-	res, err := s.store.BeginIdempotent(s.base, k.owner, k.key, store.IdemBegin{Fingerprint: k.fp, Candidate: k.ticket, Lock: idemLock, TTL: s.opts.TTL})
+	// Written again to expire when the lost one would have, not a whole TTL from now.
+	ttl := max(time.Until(k.expires), time.Millisecond)
+	res, err := s.store.BeginIdempotent(s.base, k.owner, k.key, store.IdemBegin{Fingerprint: k.fp, Candidate: k.ticket, Lock: idemLock, TTL: ttl})
 	switch {
 	case errors.Is(err, store.ErrUnavailable):
 		return false

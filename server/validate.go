@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -90,10 +91,10 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 				return fallback(next)(c)
 			}
 			combineLists(c.Request().Header)
-			if err := repeated(c, single[route]); err != nil {
+			if err := malformedQuery(c, single[route]); err != nil {
 				return err
 			}
-			if err := semicolonQuery(c, single[route]); err != nil {
+			if err := repeated(c, single[route]); err != nil {
 				return err
 			}
 			// An operation with a narrow check of its own (validate_fast.go) skips kin-openapi
@@ -209,19 +210,23 @@ func repeated(c echo.Context, params []singleParam) error {
 	return badRequest("the request does not satisfy the API description", violations...)
 }
 
-// semicolonQuery is the 400 for a query with a ';' on an operation that reads its query. Go's
-// query parser drops every pair holding one (golang.org/issue/25192), so `?after=3;x=1` was
-// read as no cursor at all and replayed the stream from seq 1; a value is one the client meant,
-// or a 400, never nothing.
-func semicolonQuery(c echo.Context, params []singleParam) error {
-	if !strings.Contains(c.Request().URL.RawQuery, ";") {
+// malformedQuery is the 400 for a query Go's parser would drop pairs of, on an operation that
+// reads its query: a pair holding a ';' (golang.org/issue/25192) or a malformed
+// percent-escape (`%zz`, a trailing `%`). `?after=3;x=1` and `?after=12%` were read as no
+// cursor at all and replayed the stream from seq 1 (the second until 2026-12-07), and
+// `?after=5&after=%zz` as one cursor; a value is one the client meant, or a 400, never nothing.
+func malformedQuery(c echo.Context, params []singleParam) error {
+	raw := c.Request().URL.RawQuery
+	if raw == "" || !slices.ContainsFunc(params, func(p singleParam) bool { return p.in == openapi3.ParameterInQuery }) {
 		return nil
 	}
-	for _, p := range params {
-		if p.in == openapi3.ParameterInQuery {
-			return badRequest("the request does not satisfy the API description",
-				`query: a ";" separates nothing; parameters are separated by "&" (in a value, write it %3B)`)
-		}
+	if strings.Contains(raw, ";") {
+		return badRequest("the request does not satisfy the API description",
+			`query: a ";" separates nothing; parameters are separated by "&" (in a value, write it %3B)`)
+	}
+	if _, err := url.ParseQuery(raw); err != nil {
+		return badRequest("the request does not satisfy the API description",
+			`query: a "%" that does not begin an escape of two hex digits (in a value, write it %25)`)
 	}
 	return nil
 }

@@ -46,6 +46,16 @@ func TestViolationWording(t *testing.T) {
 			{"a semicolon before the cursor", http.MethodGet, events + "?x=1;after=3", "", nil,
 				`query: a ";" separates nothing; parameters are separated by "&" (in a value, write it %3B)`},
 			{"a semicolon, HEAD", http.MethodHead, events + "?after=3;x=1", "", nil, ""},
+			// It drops a pair with a malformed escape too: ?after=12% replayed from seq 1.
+			{"a trailing percent in the cursor", http.MethodGet, events + "?after=12%", "", nil,
+				`query: a "%" that does not begin an escape of two hex digits (in a value, write it %25)`},
+			{"a malformed escape for the cursor", http.MethodGet, events + "?after=%zz", "", nil,
+				`query: a "%" that does not begin an escape of two hex digits (in a value, write it %25)`},
+			{"a malformed escape beside a cursor", http.MethodGet, events + "?after=5&after=%zz", "", nil,
+				`query: a "%" that does not begin an escape of two hex digits (in a value, write it %25)`},
+			{"a malformed escape beside the header", http.MethodGet, events + "?x=%zz", "", []string{"Last-Event-ID", "1"},
+				`query: a "%" that does not begin an escape of two hex digits (in a value, write it %25)`},
+			{"a malformed escape, HEAD", http.MethodHead, events + "?after=12%", "", nil, ""},
 		} {
 			req := newReq(t, tc.method, tc.path, alice, tc.body)
 			for i := 0; i+1 < len(tc.hdr); i += 2 {

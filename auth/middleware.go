@@ -29,6 +29,32 @@ func BearerToken(r *http.Request) (string, bool) {
 	return token, token != ""
 }
 
+// MalformedBearer reports whether the request's one Authorization header names the Bearer
+// scheme but carries no token BearerToken can take: "Bearer" alone, "Bearer " with nothing
+// after it, or the scheme and the token parted by anything but spaces (a tab). That is an
+// attempt at bearer authentication, malformed (RFC 6750 §3.1's invalid_request, a 400), not a
+// request without credentials (a 401 whose challenge carries no error).
+func MalformedBearer(r *http.Request) bool {
+	if len(r.Header.Values("Authorization")) != 1 {
+		return false
+	}
+	if _, ok := BearerToken(r); ok {
+		return false
+	}
+	h := strings.TrimLeft(r.Header.Get("Authorization"), " \t")
+	if len(h) < len("Bearer") || !strings.EqualFold(h[:len("Bearer")], "Bearer") {
+		return false
+	}
+	rest := h[len("Bearer"):]
+	return rest == "" || rest[0] == ' ' || rest[0] == '\t'
+}
+
+// MalformedBearerError is the *Error a MalformedBearer request is refused with: its
+// description, for the problem's detail, and its code, for the challenge.
+func MalformedBearerError() *Error {
+	return &Error{Code: CodeInvalidRequest, Description: "the Authorization header names the Bearer scheme but holds no token after a space"}
+}
+
 // Middleware admits a request only with a bearer v accepts, and puts the caller's identity in
 // its context (FromContext). Otherwise it answers 401 (see WriteUnauthorized) and next is not
 // called. Insufficient scope is a 401 too: the ask contract answers 401 for any bearer that is
@@ -76,6 +102,11 @@ func guard(v ask.Authenticator, res *ResourceOptions, next http.Handler) http.Ha
 			return
 		}
 		token, ok := BearerToken(r)
+		if !ok && MalformedBearer(r) {
+			e := MalformedBearerError()
+			writeProblem(w, r, http.StatusBadRequest, "Bad Request", e.Description+"; send Authorization: Bearer <token>", challenge(e, params))
+			return
+		}
 		if !ok {
 			writeProblem(w, r, http.StatusUnauthorized, "Unauthorized", "a bearer token is required", challenge(nil, params))
 			return

@@ -43,7 +43,7 @@ func TestMiddleware(t *testing.T) {
 		{"scheme is case-insensitive", "bEaReR " + good, http.StatusNoContent, "", ""},
 		{"no header", "", http.StatusUnauthorized, `Bearer realm="das"`, "a bearer token is required"},
 		{"basic scheme", "Basic YWxpY2U6eA==", http.StatusUnauthorized, `Bearer realm="das"`, "a bearer token is required"},
-		{"empty bearer", "Bearer ", http.StatusUnauthorized, `Bearer realm="das"`, "a bearer token is required"},
+		// "Bearer " with no token is a 400: TestMiddlewareMalformedBearer.
 		{"garbage", "Bearer abc", http.StatusUnauthorized,
 			`Bearer realm="das", error="invalid_token", error_description="token is malformed"`, "token is malformed"},
 		{"expired", "Bearer " + expired, http.StatusUnauthorized,
@@ -156,6 +156,31 @@ func TestMiddlewareForeignErrors(t *testing.T) {
 		}
 		if got := w.Header().Get("WWW-Authenticate"); w.Code != 401 || got != tt.wantChall || p.Detail == nil || *p.Detail != tt.wantDetail {
 			t.Errorf("status %d, challenge %q, body %s", w.Code, got, w.Body)
+		}
+	}
+}
+
+// An Authorization header naming the Bearer scheme with no token after a space is a 400 with
+// an invalid_request challenge, as the ask service answers it: bearer authentication attempted,
+// malformed, not a request without credentials.
+func TestMiddlewareMalformedBearer(t *testing.T) {
+	s := idptest.Start(t)
+	v := newValidator(t, s)
+	h := auth.Middleware(v, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("handler ran for a malformed bearer")
+	}))
+	good := s.Token(t, "alice")
+	for header, want := range map[string]int{"Bearer": 400, "Bearer ": 400, "BEARER \t ": 400, "Bearer\t" + good: 400, "Basic abc": 401} {
+		r := httptest.NewRequest(http.MethodGet, "/v1/things", nil)
+		r.Header.Set("Authorization", header)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		chall := w.Header().Get("WWW-Authenticate")
+		if w.Code != want || (want == 400) != strings.Contains(chall, `error="invalid_request"`) {
+			t.Errorf("%q: status %d, challenge %q; want %d", header, w.Code, chall, want)
+		}
+		if strings.Contains(w.Body.String(), good) {
+			t.Errorf("%q: the response holds the token", header)
 		}
 	}
 }

@@ -118,6 +118,49 @@ func TestJSONText(t *testing.T) {
 	}
 }
 
+// TestMalformedBearer: an Authorization header that names the Bearer scheme but holds no token
+// after a space (none at all, or a tab between) is bearer authentication attempted and
+// malformed, a 400 with an invalid_request challenge (RFC 6750 §3.1), where it was answered as
+// a request without credentials (a 401 whose challenge has no error). Spaces are tolerated; a
+// scheme other than Bearer is still no bearer (a 401 without an error).
+func TestMalformedBearer(t *testing.T) {
+	h := newHarness(t, server.Options{})
+	for _, tc := range []struct {
+		header string
+		status int
+		error  string
+	}{
+		{"Bearer", 400, "invalid_request"},
+		{"Bearer ", 400, "invalid_request"},
+		{"bearer   ", 400, "invalid_request"},
+		{"Bearer\t" + alice, 400, "invalid_request"},
+		{"Bearer  " + alice, 404, ""}, // two spaces: the token, taken (404: no such ticket)
+		{"Basic YWxpY2U6cHc=", 401, ""},
+		{"Bearerx " + alice, 401, ""},
+		{"Bearer not-a-token", 401, "invalid_token"},
+	} {
+		req := newReq(t, http.MethodGet, "/ask/v1/asks/t_UNKNOWN", "", "")
+		req.Header.Set("Authorization", tc.header)
+		resp := h.do(req)
+		body := readBody(t, resp)
+		p := problemOf(t, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.status)
+		chall := resp.Header.Get("WWW-Authenticate")
+		switch {
+		case tc.status == 404:
+		case tc.error == "" && chall != `Bearer realm="das"`:
+			t.Errorf("%q: WWW-Authenticate %q, want the realm alone", tc.header, chall)
+		case tc.error != "" && !strings.HasPrefix(chall, `Bearer realm="das", error="`+tc.error+`"`):
+			t.Errorf("%q: WWW-Authenticate %q, want error=%q", tc.header, chall, tc.error)
+		}
+		if tc.status == 400 && (p.Detail == nil || !strings.Contains(*p.Detail, "Bearer scheme but holds no token")) {
+			t.Errorf("%q: detail %v", tc.header, p.Detail)
+		}
+		if strings.Contains(string(body), alice) {
+			t.Errorf("%q: the problem echoes the token: %s", tc.header, body)
+		}
+	}
+}
+
 // TestRepeatedAuthorization: a request with two Authorization headers is made with neither:
 // 400 whichever comes first, where the first used to win, with an invalid_request challenge.
 func TestRepeatedAuthorization(t *testing.T) {

@@ -47,6 +47,13 @@ func (s *Server) identify(c echo.Context) error {
 		return p
 	}
 	token, ok := auth.BearerToken(req)
+	if !ok && auth.MalformedBearer(req) {
+		// Bearer authentication attempted, and malformed: RFC 6750 §3.1's invalid_request.
+		e := auth.MalformedBearerError()
+		p := badRequest(e.Description + "; send Authorization: Bearer <token>")
+		p.challenge = auth.Challenge(e)
+		return p
+	}
 	if !ok {
 		return unauthorized(req, nil)
 	}

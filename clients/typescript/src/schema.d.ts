@@ -743,8 +743,9 @@ export interface components {
         BadRequest: {
             headers: {
                 /**
-                 * @description Only when the request's credentials are malformed (two `Authorization` headers): a
-                 *     `Bearer` challenge with the realm and `error="invalid_request"` (RFC 6750 §3.1).
+                 * @description Only when the request's credentials are malformed (two `Authorization` headers, or
+                 *     one that names the `Bearer` scheme with no token after a space): a `Bearer`
+                 *     challenge with the realm and `error="invalid_request"` (RFC 6750 §3.1).
                  */
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;

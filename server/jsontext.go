@@ -28,11 +28,25 @@ import (
 // is not a well-formed media type (RFC 9110 §8.3.1) is a 415 here: the validator would read
 // one whose parameters are broken as the type before them. An empty
 // body passes too: the contract says where one is allowed.
+// onlyIdentity reports whether the Content-Encoding values name no coding but identity: each
+// is a comma-separated list (RFC 9110 §8.4, §5.3), whose empty elements name nothing, so an
+// empty header, or "identity, identity", leaves the body as it is.
+func onlyIdentity(values []string) bool {
+	for _, v := range values {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func jsonText() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
-			if ce := req.Header.Values("Content-Encoding"); len(ce) > 0 && !(len(ce) == 1 && strings.EqualFold(strings.TrimSpace(ce[0]), "identity")) {
+			if !onlyIdentity(req.Header.Values("Content-Encoding")) {
 				// The body would be read as the bytes it is, a compressed JSON text as garbage
 				// (RFC 9110 §15.5.16: an unsupported content coding is a 415, whose
 				// Accept-Encoding tells it from a media type's, §12.5.3).

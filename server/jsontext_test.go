@@ -38,6 +38,7 @@ func TestJSONText(t *testing.T) {
 		{"invalid UTF-8", json, "{\"x\":\"caf\xe9\"}", 400, "not valid UTF-8"},
 		{"Latin-1 declared", "application/json; charset=iso-8859-1", `{}`, 415, "in UTF-8"},
 		{"gzip-encoded", json + "\x00gzip", `{}`, 415, "content-encoded"},
+		{"gzip among identities", json + "\x00identity, gzip", `{}`, 415, "content-encoded"},
 		{"a name twice", json, `{"x":1,"x":2}`, 400, "names a member more than once"},
 		// Well-formed, but past the nesting the decoder reads (10000): said as that, not as
 		// a body that is not JSON.
@@ -115,6 +116,24 @@ func TestJSONText(t *testing.T) {
 	resp = post(asks, json, `{"question":"how many \ud83d\ude00 incidents?"}`)
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("an ask with an escaped surrogate pair, after the refused ones: %d %s", resp.StatusCode, readBody(t, resp))
+	}
+}
+
+// TestContentEncodingNamingNoCoding: a Content-Encoding that names no coding but identity (empty,
+// a list of identities, empty list elements) leaves the body as it is and is taken; it was a
+// 415 unless it was one "identity".
+func TestContentEncodingNamingNoCoding(t *testing.T) {
+	h := newHarness(t, server.Options{})
+	for _, enc := range [][]string{{""}, {"identity, identity"}, {" , identity"}, {"identity", "IDENTITY"}} {
+		req := newReq(t, http.MethodPost, "/ask/v1/conversations", alice, `{}`)
+		req.Header.Set("Content-Type", "application/json")
+		for _, v := range enc {
+			req.Header.Add("Content-Encoding", v)
+		}
+		resp := h.do(req)
+		if body := readBody(t, resp); resp.StatusCode != http.StatusCreated {
+			t.Errorf("Content-Encoding %q: %d %s, want 201", enc, resp.StatusCode, body)
+		}
 	}
 }
 

@@ -1211,6 +1211,9 @@ type Misdirected = Problem
 // NotFound An RFC 9457 problem detail. Never contains the question text or a token.
 type NotFound = Problem
 
+// RequestTimeout An RFC 9457 problem detail. Never contains the question text or a token.
+type RequestTimeout = Problem
+
 // TooLarge An RFC 9457 problem detail. Never contains the question text or a token.
 type TooLarge = Problem
 

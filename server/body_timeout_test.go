@@ -18,8 +18,8 @@ import (
 
 // A request that declares a body and sends less of it is answered once BodyReadTimeout has
 // passed, and its connection let go: 401 without a bearer (the body is never read, and
-// net/http's drain after the response meets the deadline), 400 with one (the service's read
-// meets it). Before, both waited for the rest of the body for good, holding a connection and
+// net/http's drain after the response meets the deadline), 408 with one (the service's read
+// meets it; a 400 until 2026-12-07, where RFC 9110 §15.5.9 has 408 for it). Before, both waited for the rest of the body for good, holding a connection and
 // a handler each, the unauthenticated one without ever answering. A body sent whole within
 // the timeout, on a connection kept alive, is read as usual, and so is the next request on it
 // however long after.
@@ -60,7 +60,7 @@ func TestBodyReadTimeout(t *testing.T) {
 		want       int
 	}{
 		{"no bearer", "", http.StatusUnauthorized},
-		{"a bearer", "Authorization: Bearer " + alice + "\r\n", http.StatusBadRequest},
+		{"a bearer", "Authorization: Bearer " + alice + "\r\n", http.StatusRequestTimeout},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			conn, br := dial(t)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -90,7 +91,8 @@ func (s *Server) limitBody() echo.MiddlewareFunc {
 }
 
 // readBody replaces the request's body with the same bytes read in full, or fails with 413
-// beyond MaxBodyBytes and 400 when it cannot be read.
+// beyond MaxBodyBytes, 408 when it did not arrive within BodyReadTimeout of the header, and 400
+// when it cannot be read.
 func (s *Server) readBody(c echo.Context) error {
 	limit := s.opts.MaxBodyBytes
 	req := c.Request()
@@ -110,6 +112,9 @@ func (s *Server) readBody(c echo.Context) error {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return tooLarge(limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errBodyTimeout // edge's deadline (BodyReadTimeout) passed before the body was in
 		}
 		return badRequest("the request body could not be read")
 	}

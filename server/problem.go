@@ -342,6 +342,13 @@ func asProblem(err error) *problem {
 var errMethodNotAllowed = &problem{status: http.StatusMethodNotAllowed,
 	detail: "this path takes no request with this method; the Allow header names the methods it takes"}
 
+// errBodyTimeout is the 408 of a body that had not arrived in full when BodyReadTimeout (from
+// the end of its header) passed: the client sent less than it declared, or sent it too slowly
+// (RFC 9110 §15.5.9). Its connection is closed after the answer: the rest of the body could
+// still come, and be read as the next request.
+var errBodyTimeout = &problem{status: http.StatusRequestTimeout,
+	detail: "the request body did not arrive in full in time; send it again, whole"}
+
 // tooLarge is the 413; its detail names the limit in bytes (DAS_ASK_MAX_BODY_BYTES) when known
 // (limit > 0), so a client knows how far to shorten the request.
 func tooLarge(limit int64) *problem {

@@ -828,6 +828,20 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description The request's body had not arrived in full when the service's bound passed (60 s from
+         *     the end of its header): fewer bytes than its `Content-Length` declared, or sent too
+         *     slowly. Nothing was created; the connection is closed after the answer. Send it again,
+         *     whole.
+         */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The request body is larger than the service accepts. */
         TooLarge: {
             headers: {
@@ -1015,6 +1029,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["IdempotencyInProgress"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1082,6 +1097,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1134,6 +1150,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["Internal"];
@@ -1169,6 +1186,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["Internal"];
@@ -1199,6 +1217,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
             431: components["responses"]["HeaderTooLarge"];
             500: components["responses"]["Internal"];

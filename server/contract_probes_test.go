@@ -15,6 +15,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/server"
@@ -159,8 +160,8 @@ func (c *conformer) authProbes(base probe) []probe {
 		p.name = base.name + ": " + a.name
 		p.auth = a.auth
 		p.want = http.StatusUnauthorized
-		if strings.ContainsAny(a.auth, "\x01") {
-			p.want = http.StatusBadRequest
+		if strings.ContainsAny(a.auth, "\x01") || malformedBearer(a.auth) {
+			p.want = http.StatusBadRequest // the HTTP layer's; the Bearer scheme with no token (invalid_request)
 		}
 		out = append(out, p)
 	}
@@ -183,7 +184,9 @@ func (c *conformer) authProbes(base probe) []probe {
 		out = append(out, p)
 	}
 	tab := base
-	tab.name, tab.auth, tab.want = base.name+": tab after the scheme", "Bearer\t"+valid, http.StatusUnauthorized
+	// A tab is no separator of scheme and token (RFC 9110 §11.4): the Bearer scheme with no
+	// token after a space, malformed (RFC 6750 §3.1's invalid_request).
+	tab.name, tab.auth, tab.want = base.name+": tab after the scheme", "Bearer\t"+valid, http.StatusBadRequest
 	out = append(out, tab)
 	boom := base
 	boom.name, boom.auth, boom.want = base.name+": the authenticator panics", panicBearer, http.StatusInternalServerError
@@ -311,6 +314,7 @@ func (c *conformer) probes() []probe {
 		ccv("deeply nested", func(p *probe) { p.body = strings.Repeat("[", 2000) + strings.Repeat("]", 2000) }, http.StatusBadRequest),
 		ccv("body over the limit", func(p *probe) { p.body = `{"x":"` + strings.Repeat("x", 5000) + `"}` }, http.StatusRequestEntityTooLarge),
 		ccv("declared length over the limit", func(p *probe) { p.body = "{}"; p.hdr = []string{"Content-Length", "5000"} }, http.StatusRequestEntityTooLarge),
+		ccv("a body that stops short", func(p *probe) { p.body = "{}"; p.hdr = []string{"Content-Length", "100"} }, http.StatusRequestTimeout),
 		ccv("chunked body", func(p *probe) { p.body = "2\r\n{}\r\n0\r\n\r\n"; p.hdr = []string{"Transfer-Encoding", "chunked"} }, http.StatusCreated),
 		ccv("header block too large", func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
 		ccv("Accept: text/html", func(p *probe) { p.hdr = []string{"Accept", "text/html"} }, http.StatusCreated),
@@ -424,6 +428,7 @@ func (c *conformer) probes() []probe {
 			p.body = fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", 5000, `{"question":"`+strings.Repeat("q", 4985)+`"}`)
 		}, http.StatusRequestEntityTooLarge),
 		ca("malformed Content-Length", question, func(p *probe) { p.hdr = []string{"Content-Length", "abc"} }, http.StatusBadRequest),
+		ca("a body that stops short", question, func(p *probe) { p.hdr = []string{"Content-Length", "100"} }, http.StatusRequestTimeout),
 		ca("webhook with a dot segment", `{"question":"q?","webhook":{"url":"`+c.hooks.URL()+`/hooks/../x"}}`, nil, http.StatusBadRequest),
 		ca("webhook with an encoded dot segment", `{"question":"q?","webhook":{"url":"`+c.hooks.URL()+`/hooks/%2e%2e/x"}}`, nil, http.StatusBadRequest),
 		ca("webhook with a fragment", `{"question":"q?","webhook":{"url":"`+c.hooks.URL()+`/hooks/a#f"}}`, nil, http.StatusBadRequest),
@@ -538,6 +543,7 @@ func (c *conformer) probes() []probe {
 		gav("Accept: application/json;q=0", func(p *probe) { p.hdr = []string{"Accept", "application/json;q=0"} }, 0),
 		gav("with a body", func(p *probe) { p.body, p.ct = "{}", "application/json" }, 0),
 		gav("with a body over the limit", func(p *probe) { p.body, p.ct = strings.Repeat("x", 5000), "application/json" }, http.StatusRequestEntityTooLarge),
+		gav("with a body that stops short", func(p *probe) { p.body, p.ct = "{}", "application/json"; p.hdr = []string{"Content-Length", "100"} }, http.StatusRequestTimeout),
 		gav("header block too large", func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
 		gav("trailing slash", func(p *probe) { p.target += "/"; p.op = "" }, http.StatusNotFound),
 	)
@@ -597,6 +603,7 @@ func (c *conformer) probes() []probe {
 		sev("HEAD of a running ticket", func(p *probe) { p.method = http.MethodHead; p.target = eventsOf(c.runTicket) }, http.StatusOK),
 		sev("another identity's", func(p *probe) { p.auth = bob }, http.StatusNotFound),
 		sev("with a body over the limit", func(p *probe) { p.body, p.ct = strings.Repeat("x", 5000), "text/plain" }, http.StatusRequestEntityTooLarge),
+		sev("with a body that stops short", func(p *probe) { p.body, p.ct = "{}", "text/plain"; p.hdr = []string{"Content-Length", "100"} }, http.StatusRequestTimeout),
 		sev("header block too large", func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
 	)
 	add(c.authProbes(se)...)
@@ -611,6 +618,7 @@ func (c *conformer) probes() []probe {
 		cnv("with an empty JSON body", func(p *probe) { p.body, p.ct = "{}", "application/json" }, 0),
 		cnv("with a text body", func(p *probe) { p.body, p.ct = "please", "text/plain" }, 0),
 		cnv("with a body over the limit", func(p *probe) { p.body, p.ct = strings.Repeat("x", 5000), "text/plain" }, http.StatusRequestEntityTooLarge),
+		cnv("with a body that stops short", func(p *probe) { p.body, p.ct = "{}", "text/plain"; p.hdr = []string{"Content-Length", "100"} }, http.StatusRequestTimeout),
 		cnv("another identity's", func(p *probe) { p.auth = bob }, http.StatusNotFound),
 		cnv("header block too large", func(p *probe) { p.hdr = []string{"X-Big", strings.Repeat("b", 1<<20+8192)} }, http.StatusRequestHeaderFieldsTooLarge),
 		cnv("with an Idempotency-Key", func(p *probe) { p.hdr = []string{"Idempotency-Key", "x y"} }, 0),
@@ -733,4 +741,11 @@ func (c *conformer) shutdownProbes() {
 		{name: "createAsk: shutting down, rerouted", op: "createAsk", method: http.MethodPost, target: asksOf(cid), auth: c.bearer("alice"), hdr: []string{server.RerouteHeader, "1"}, ct: "application/json", body: question, want: http.StatusMisdirectedRequest},
 		{name: "getAsk: shutting down", op: "getAsk", method: http.MethodGet, target: statusOf(c.ticket), auth: c.bearer("alice"), want: http.StatusOK},
 	})
+}
+
+// malformedBearer reports whether an Authorization of auth names the Bearer scheme with no token
+// after a space (auth.MalformedBearer): a 400 with an invalid_request challenge.
+func malformedBearer(authorization string) bool {
+	r := &http.Request{Header: http.Header{"Authorization": {authorization}}}
+	return authorization != "" && auth.MalformedBearer(r)
 }

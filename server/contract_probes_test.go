@@ -588,6 +588,8 @@ func (c *conformer) probes() []probe {
 		sev("after=0x1", func(p *probe) { p.target += "?after=0x1" }, http.StatusBadRequest),
 		sev("after=01", func(p *probe) { p.target += "?after=01" }, http.StatusOK),
 		sev("after=%201", func(p *probe) { p.target += "?after=%201" }, http.StatusBadRequest),
+		sev("after=12% (a malformed escape)", func(p *probe) { p.target += "?after=12%" }, http.StatusBadRequest),
+		sev("after=%zz (a malformed escape)", func(p *probe) { p.target += "?after=%zz" }, http.StatusBadRequest),
 		sev("Last-Event-ID 2", func(p *probe) { p.hdr = []string{"Last-Event-ID", "2"} }, http.StatusOK),
 		sev("Last-Event-ID wins over after", func(p *probe) { p.target += "?after=abc"; p.hdr = []string{"Last-Event-ID", "2"} }, 0),
 		sev("Last-Event-ID abc", func(p *probe) { p.hdr = []string{"Last-Event-ID", "abc"} }, http.StatusBadRequest),

@@ -239,8 +239,8 @@ func (d *Deliverer) attempt(ctx context.Context, w store.Webhook) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// The ticket is gone: so is its delivery, which is kept no longer.
-		w.State, w.LastError, w.Expires = gen.WebhookStateFailed, "ticket_expired", now
-		d.record(ctx, w, time.Time{})
+		w.State, w.LastError = gen.WebhookStateFailed, "ticket_expired"
+		d.recordUntil(ctx, w, time.Time{}, now)
 		return
 	case err != nil:
 		if ctx.Err() == nil {
@@ -306,12 +306,31 @@ func (d *Deliverer) expires(w store.Webhook, doneAt time.Time) time.Time {
 
 // record stores w's new state; a final state is reported to the observer.
 func (d *Deliverer) record(ctx context.Context, w store.Webhook, doneAt time.Time) {
+	d.recordUntil(ctx, w, doneAt, time.Time{})
+}
+
+// recordUntil is record, the delivery kept no longer than until (zero: than its ticket).
+func (d *Deliverer) recordUntil(ctx context.Context, w store.Webhook, doneAt, until time.Time) {
 	if w.State == "" {
 		w.State = gen.WebhookStatePending
 	}
-	// Kept no longer than its ticket: TTL after the run's end, once that is known.
-	w.Expires = d.expires(w, doneAt)
+	// Kept no longer than its ticket: TTL after the run's end, once that is known. Sent only
+	// when sooner than the delivery's own expiry: that one, read back from the store and sent
+	// again, would move by the clocks' skew (and the milliseconds cut) at every record.
+	if until.IsZero() {
+		until = d.expires(w, doneAt)
+	}
+	if until.Before(w.Expires) {
+		w.Expires = until
+	} else {
+		w.Expires = time.Time{}
+	}
 	err := d.outbox.RecordWebhook(ctx, d.holder, w)
+	if errors.Is(err, store.ErrNotFound) && !w.Expires.IsZero() && !time.Now().Before(w.Expires) {
+		// This very record, retried after a lost reply, found the delivery it let expire at once
+		// (its ticket gone): it was recorded.
+		err = nil
+	}
 	if errors.Is(err, store.ErrNotHeld) {
 		// Another deliverer claimed it after this claim lapsed: its attempt stands.
 		d.log.Info("webhook attempt superseded", "ticket", w.Ticket, "webhook_id", w.ID)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -285,6 +287,114 @@ func TestDeliveryKeptNoLongerThanItsTicket(t *testing.T) {
 			})
 		})
 	}
+}
+
+// running is a Tickets whose ticket has not ended.
+type running struct{}
+
+func (running) Ticket(_ context.Context, id string) (store.Ticket, error) {
+	return store.Ticket{ID: id, ConversationID: "c1", LastSeq: 2}, nil
+}
+
+// expiriesSent is an outbox that keeps the Expires each record sends.
+type expiriesSent struct {
+	*store.MemoryOutbox
+	mu   sync.Mutex
+	sent []time.Time
+}
+
+func (o *expiriesSent) RecordWebhook(ctx context.Context, holder string, w store.Webhook) error {
+	o.mu.Lock()
+	o.sent = append(o.sent, w.Expires)
+	o.mu.Unlock()
+	return o.MemoryOutbox.RecordWebhook(ctx, holder, w)
+}
+
+// TestRecordSendsAnExpiryOnlyToBringItForward: a record sends an expiry only when it is sooner
+// than the delivery's own (its ticket's, once the run's end is known). The delivery's own,
+// read back from the store and sent again, would move by the clocks' skew at every record on
+// Redis (times go as offsets from the caller's clock): a delivery re-recorded every 5 s while
+// its run went on, or retried, came earlier each time (found by a review: a minute of skew, a
+// minute earlier per record).
+func TestRecordSendsAnExpiryOnlyToBringItForward(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ob := &expiriesSent{MemoryOutbox: store.NewMemoryOutbox()}
+		cfg := Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}}
+		now := time.Now()
+		rt := &scripted{t: t, answers: []*http.Response{answer(204, "")}}
+		d, err := New(Options{Config: cfg, Outbox: ob, Tickets: running{}, Transport: rt, TicketTTL: 100 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		// The run goes on: looked at again every notFinishedRetry, three times.
+		time.Sleep(3*notFinishedRetry + time.Second)
+		synctest.Wait()
+		ob.mu.Lock()
+		sent := slices.Clone(ob.sent)
+		ob.mu.Unlock()
+		if len(sent) < 3 {
+			t.Fatalf("%d records while the run went on, want at least 3", len(sent))
+		}
+		for i, e := range sent {
+			if !e.IsZero() {
+				t.Errorf("record %d sent the expiry %v, where nothing brought it forward", i+1, e)
+			}
+		}
+		if w, err := ob.Webhook(t.Context(), "t1"); err != nil || !w.Expires.Equal(now.Add(time.Hour)) {
+			t.Errorf("after the records: %+v, %v; want the delivery's own expiry kept", w, err)
+		}
+	})
+}
+
+// lostReply is an outbox whose record is applied and then answered ErrNotFound, as a script
+// go-redis ran again after a lost reply answers when the first run let the delivery expire.
+type lostReply struct{ *store.MemoryOutbox }
+
+func (o lostReply) RecordWebhook(ctx context.Context, holder string, w store.Webhook) error {
+	if err := o.MemoryOutbox.RecordWebhook(ctx, holder, w); err != nil {
+		return err
+	}
+	return store.ErrNotFound
+}
+
+// ends counts the deliveries' ends an Observer is told of.
+type ends struct{ n atomic.Int32 }
+
+func (*ends) Attempted(string, int, time.Duration)         {}
+func (e *ends) Ended(gen.WebhookState, int, time.Duration) { e.n.Add(1) }
+
+// TestRecordOfAGoneTicketRetriedIsRecorded: the record that ends a delivery whose ticket is gone
+// lets it expire at once; that record run again after a lost reply finds nothing, and is
+// recorded all the same (its end reported), not logged as not recorded (found by a review).
+func TestRecordOfAGoneTicketRetriedIsRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ob := lostReply{store.NewMemoryOutbox()}
+		obs := &ends{}
+		cfg := Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}}
+		now := time.Now()
+		d, err := New(Options{Config: cfg, Outbox: ob, Tickets: gone{}, Transport: &scripted{t: t}, TicketTTL: 100 * time.Second, Observer: obs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); d.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		synctest.Wait()
+		if n := obs.n.Load(); n != 1 {
+			t.Errorf("%d ends reported, want the one of the delivery whose ticket is gone", n)
+		}
+	})
 }
 
 func TestBackoffShape(t *testing.T) {

@@ -41,7 +41,7 @@ func MalformedBearer(r *http.Request) bool {
 	if _, ok := BearerToken(r); ok {
 		return false
 	}
-	h := strings.TrimLeft(r.Header.Get("Authorization"), " \t")
+	h := r.Header.Get("Authorization") // as BearerToken reads it: a leading space is no scheme
 	if len(h) < len("Bearer") || !strings.EqualFold(h[:len("Bearer")], "Bearer") {
 		return false
 	}
@@ -58,9 +58,10 @@ func MalformedBearerError() *Error {
 // Middleware admits a request only with a bearer v accepts, and puts the caller's identity in
 // its context (FromContext). Otherwise it answers 401 (see WriteUnauthorized) and next is not
 // called. Insufficient scope is a 401 too: the ask contract answers 401 for any bearer that is
-// not valid for the service. A request with more than one Authorization header is a 400 with
-// an invalid_request challenge (RFC 6750 §3.1), as the ask service answers it: it carries
-// credentials, but not one.
+// not valid for the service. A request with more than one Authorization header, or one that
+// names the Bearer scheme with no token after a space (MalformedBearer), is a 400 with an
+// invalid_request challenge (RFC 6750 §3.1), as the ask service answers it: it carries
+// credentials, but not one it can take.
 func Middleware(v ask.Authenticator, next http.Handler) http.Handler {
 	return guard(v, nil, next)
 }

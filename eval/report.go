@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -327,15 +328,11 @@ func metricStr(m Metric) string {
 	return fmt.Sprintf("%.2f", *m.Value)
 }
 
-// shown is m's value rounded as metricStr shows it (a percent in percent points).
+// shown is m's value as metricStr shows it (a percent in percent points), read back from the
+// text: fmt rounds a half to even (0.0625 shows 6.2%), which math.Round would not.
 func shown(m Metric) float64 {
-	switch {
-	case m.Percent:
-		return math.Round(1000**m.Value) / 10
-	case strings.HasSuffix(m.Name, "_ms"):
-		return math.Round(*m.Value)
-	}
-	return math.Round(100**m.Value) / 100
+	f, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSuffix(metricStr(m), " ms"), "%"), 64)
+	return f
 }
 
 func change(o, m Metric) string {

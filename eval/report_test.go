@@ -123,6 +123,14 @@ func TestDiffChangeAddsUpAsShown(t *testing.T) {
 	if !regexp.MustCompile(`terminal_p50_ms +4 ms → 6 ms +\+2 ms slower\n`).MatchString(b.String()) {
 		t.Errorf("the change is not the shown figures' difference:\n%s", b.String())
 	}
+	// A half is shown rounded to even (fmt): 4.5 ms reads 4 ms, and 5.5 ms 6 ms: +2 ms.
+	b.Reset()
+	if err := eval.Diff(&b, report("s", item("x", 4.5)), report("s", item("x", 5.5))); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`terminal_p50_ms +4 ms → 6 ms +\+2 ms slower\n`).MatchString(b.String()) {
+		t.Errorf("the change of halves is not the shown figures' difference:\n%s", b.String())
+	}
 }
 
 // An item that lost its attribution or its caveats changed, and the difference names it and

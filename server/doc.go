@@ -7,7 +7,8 @@
 // # Request path
 //
 // Each secured operation runs: authentication (a bearer the ask.Authenticator accepts, else
-// 401 problem+json with WWW-Authenticate, and 400 for more than one Authorization header;
+// 401 problem+json with WWW-Authenticate, and 400 for more than one Authorization header or
+// one naming the Bearer scheme with no token after a space;
 // auth runs before anything reads the body) →
 // admission (503 while shutting down, 421 to a gateway that sends RerouteHeader;
 // createConversation and createAsk only, and a create retried with its Idempotency-Key is

@@ -212,7 +212,8 @@ func repeated(c echo.Context, params []singleParam) error {
 
 // malformedQuery is the 400 for a query Go's parser would drop pairs of, on an operation that
 // reads its query: a pair holding a ';' (golang.org/issue/25192) or a malformed
-// percent-escape (`%zz`, a trailing `%`). `?after=3;x=1` and `?after=12%` were read as no
+// percent-escape (`%zz`, a trailing `%`), or one with more parameters than it reads (it then
+// reads none). `?after=3;x=1` and `?after=12%` were read as no
 // cursor at all and replayed the stream from seq 1 (the second until 2026-12-07), and
 // `?after=5&after=%zz` as one cursor; a value is one the client meant, or a 400, never nothing.
 func malformedQuery(c echo.Context, params []singleParam) error {
@@ -225,8 +226,12 @@ func malformedQuery(c echo.Context, params []singleParam) error {
 			`query: a ";" separates nothing; parameters are separated by "&" (in a value, write it %3B)`)
 	}
 	if _, err := url.ParseQuery(raw); err != nil {
-		return badRequest("the request does not satisfy the API description",
-			`query: a "%" that does not begin an escape of two hex digits (in a value, write it %25)`)
+		if errors.As(err, new(url.EscapeError)) {
+			return badRequest("the request does not satisfy the API description",
+				`query: a "%" that does not begin an escape of two hex digits (in a value, write it %25)`)
+		}
+		// Past Go's bound on a query's parameters (10,000), it reads none of them.
+		return badRequest("the request does not satisfy the API description", "query: too many parameters")
 	}
 	return nil
 }

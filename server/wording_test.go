@@ -56,6 +56,7 @@ func TestViolationWording(t *testing.T) {
 			{"a malformed escape beside the header", http.MethodGet, events + "?x=%zz", "", []string{"Last-Event-ID", "1"},
 				`query: a "%" that does not begin an escape of two hex digits (in a value, write it %25)`},
 			{"a malformed escape, HEAD", http.MethodHead, events + "?after=12%", "", nil, ""},
+			{"more parameters than Go's parser reads", http.MethodGet, events + "?after=5" + strings.Repeat("&", 10000), "", nil, "query: too many parameters"},
 		} {
 			req := newReq(t, tc.method, tc.path, alice, tc.body)
 			for i := 0; i+1 < len(tc.hdr); i += 2 {

@@ -410,7 +410,10 @@ func TestRestartThatLostAKeyedCreateAnswersItsRetry(t *testing.T) {
 		t.Fatalf("the key's record: %v, %v; want one", recs, err)
 	}
 	pttl, err := rc.PTTL(t.Context(), recs[0]).Result()
-	if latest := time.Until(began.Add(server.DefaultTTL)); err != nil || pttl > latest+2*time.Millisecond { // PTTL's rounding
+	if latest := time.Until(began.Add(server.DefaultTTL)); err != nil || pttl > latest+25*time.Millisecond {
+		// The slack is for the rewrite's own round trip, which a loaded machine can stretch
+		// (the record is written with the time left when it is sent); a whole TTL from the
+		// rewrite overshoots by the restart's time at the least, over 100 ms here.
 		t.Errorf("the record written again expires in %v (%v), want no later than its first use's TTL, in %v", pttl, err, latest)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -151,5 +152,25 @@ func keyScenario(t *testing.T, opts server.Options, expire func(h *harness, tick
 	fresh, body := post("{}")
 	if fresh.StatusCode != http.StatusCreated || fresh.Header.Get("Idempotent-Replayed") != "" || body == firstBody {
 		t.Errorf("the same request after the TTL: %d replayed %q %s, want a new conversation", fresh.StatusCode, fresh.Header.Get("Idempotent-Replayed"), body)
+	}
+}
+
+// TestTTLShorterThanTheDeadlineIsWarned: a TTL below the deadline is allowed, but an
+// Idempotency-Key is kept TTL from its first use, so a retry after it, while the ask it made
+// still runs, asks again: the service says so when it starts, and only then.
+func TestTTLShorterThanTheDeadlineIsWarned(t *testing.T) {
+	const warning = "DAS_ASK_TTL_S is shorter than DAS_ASK_DEADLINE_S"
+	for _, tc := range []struct {
+		ttl, deadline time.Duration
+		warned        bool
+	}{
+		{time.Second, 2 * time.Second, true},
+		{2 * time.Second, 2 * time.Second, false},
+		{0, 0, false}, // the defaults: 900 s and 120 s
+	} {
+		h := newHarness(t, server.Options{TTL: tc.ttl, Deadline: tc.deadline})
+		if got := strings.Contains(h.logs.String(), warning); got != tc.warned {
+			t.Errorf("TTL %v, deadline %v: warned %v, want %v; the log:\n%s", tc.ttl, tc.deadline, got, tc.warned, h.logs.String())
+		}
 	}
 }

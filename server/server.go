@@ -286,6 +286,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.edge = &edge{e, s.opts.BodyReadTimeout, &s.drained}
+	if s.opts.TTL < s.opts.Deadline {
+		// Allowed (a test, a demo), but an Idempotency-Key is kept TTL from its first use: a
+		// client's retry after that, while the ask it made still runs, asks again once it ends.
+		s.log.Warn("DAS_ASK_TTL_S is shorter than DAS_ASK_DEADLINE_S: an Idempotency-Key can expire while the ask it made still runs, and a retry after that asks again",
+			"ttl", s.opts.TTL.String(), "deadline", s.opts.Deadline.String())
+	}
 	if err := s.startWebhooks(); err != nil {
 		s.cancelBase(errShutdown)
 		return nil, err

@@ -223,8 +223,10 @@ func TestHostileTokensAreRefusedAndCreateNothing(t *testing.T) {
 	if r := src.do(ctx, t, http.MethodPost, "/mcp", alice, []byte(initialize), map[string]string{"Accept": "application/json, text/event-stream"}); r.status != http.StatusOK {
 		t.Fatalf("source with a good token: %d %s", r.status, r.body)
 	}
-	// No bearer at all, and a scheme other than Bearer.
-	for _, hdr := range []string{"", "Basic YWxpY2U6cHc=", "Bearer", "Bearer  ", "Token " + alice} {
+	// No bearer at all, and a scheme other than Bearer: a 401 whose challenge names no error;
+	// the Bearer scheme with no token after a space: a 400 with invalid_request (RFC 6750
+	// §3.1). Neither creates anything.
+	for hdr, want := range map[string]int{"": 401, "Basic YWxpY2U6cHc=": 401, "Token " + alice: 401, "Bearer": 400, "Bearer  ": 400, "Bearer\t" + alice: 400} {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.AskURL+"/v1/conversations", strings.NewReader(`{}`))
 		req.Header.Set("Content-Type", "application/json")
 		if hdr != "" {
@@ -235,8 +237,9 @@ func TestHostileTokensAreRefusedAndCreateNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
-			t.Errorf("Authorization %q: %d %q", hdr, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		ch := resp.Header.Get("WWW-Authenticate")
+		if resp.StatusCode != want || !strings.HasPrefix(ch, `Bearer realm="das"`) || (want == 400) != strings.Contains(ch, `error="invalid_request"`) {
+			t.Errorf("Authorization %q: %d %q, want %d", hdr, resp.StatusCode, ch, want)
 		}
 	}
 

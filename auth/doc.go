@@ -23,7 +23,9 @@
 // response produced by this package contains the token.
 //
 // For net/http servers, Middleware turns a Validator into a guard that answers 401
-// `application/problem+json` with a `WWW-Authenticate: Bearer` challenge, and puts the
+// `application/problem+json` with a `WWW-Authenticate: Bearer` challenge (400 with an
+// invalid_request one for a malformed Authorization: two headers, or the Bearer scheme with no
+// token after a space), and puts the
 // caller's ask.Identity in the request context (FromContext). ResourceMiddleware is the guard
 // of an MCP server (the demo sources), following MCP's authorization rules: every challenge
 // also names the resource's protected resource metadata (resource_metadata, RFC 9728) and the

@@ -1112,7 +1112,8 @@ type Ticket struct {
 // divergence's rows (`divergence.result.rows` empty, `truncated` true): `GET
 // /v1/asks/{ticket}` has them. Never the question. Signed per Standard Webhooks (`webhook-id`,
 // `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of id.timestamp.body>`
-// with every signing secret the operator configured, space-separated).
+// with every signing secret the operator configured for the destination, space-separated:
+// the shared ones, or those of the allow-list prefix it matches, when that prefix has its own).
 type WebhookDelivery struct {
 	ConversationId string `json:"conversation_id"`
 

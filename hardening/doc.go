@@ -6,7 +6,8 @@
 //
 // What each file proves:
 //
-//	tokens_test.go     hostile bearers end in 401 at the service and the source and create nothing;
+//	tokens_test.go     hostile bearers end in 401 at the service and the source and create nothing
+//	                   (a malformed Authorization, the Bearer scheme with no token, in 400);
 //	                   key rotation survives garbage kids and a flood of them
 //	jwks_test.go       the JWKS down at start (503 with Retry-After, nothing runs) and mid-run (cached
 //	                   keys work)

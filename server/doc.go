@@ -13,8 +13,8 @@
 // admission (503 while shutting down, 421 to a gateway that sends RerouteHeader;
 // createConversation and createAsk only, and a create retried with its Idempotency-Key is
 // answered its recorded response: admission.go) → body limit
-// (413) → for those two, the body as JSON text (415 for a charset other than UTF-8, a
-// Content-Type that is not a well-formed media type or a Content-Encoding; 400 for invalid UTF-8, an escaped unpaired surrogate, or anything but one
+// (413; 408 for a body not in within its bound) → for those two, the body as JSON text (415 for a charset other than UTF-8, a
+// Content-Type that is not a well-formed media type or a Content-Encoding other than identity; 400 for invalid UTF-8, an escaped unpaired surrogate, or anything but one
 // JSON value: jsontext.go) → validation against the embedded contract at the configured base
 // path (400, 415 for a body that is not application/json) → the handler. Every error before a
 // stream is admitted is application/problem+json, mapped in one place (problem.go); no problem

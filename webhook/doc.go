@@ -5,8 +5,9 @@
 // A delivery is one POST of a WebhookDelivery body, signed per Standard Webhooks
 // (https://www.standardwebhooks.com): webhook-id (one per ticket, the same on every attempt),
 // webhook-timestamp (of the attempt) and webhook-signature, "v1,<base64 HMAC-SHA256 over
-// id.timestamp.body>" once per signing secret the operator configured (space-separated), so a
-// receiver keeps verifying while the operator rotates secrets.
+// id.timestamp.body>" once per signing secret the operator configured for the destination
+// (space-separated: the shared secrets, or a prefix's own, DAS_ASK_WEBHOOK_ENDPOINT_SECRETS), so
+// a receiver keeps verifying while the operator rotates secrets.
 //
 // Safety, which the operator configures (Config) and no caller can widen:
 //   - Destinations must start with a prefix of the operator's allow-list; https is required,

@@ -231,6 +231,28 @@ func TestAttemptsStopWhereTheTicketExpires(t *testing.T) {
 	})
 }
 
+// runWith starts a Deliverer of opts with the one delivery w in its outbox (a ticket t1, due
+// now), and returns its stop: Run's context cancelled and Run returned.
+func runWith(t *testing.T, opts Options, w store.Webhook) (stop func()) {
+	t.Helper()
+	d, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := opts.Outbox.AddWebhook(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// hook is the one delivery runWith's tests add: ticket t1's, due at now, expiring an hour later.
+func hook(now time.Time) store.Webhook {
+	return store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}
+}
+
 // gone is a Tickets that holds no ticket (each has expired).
 type gone struct{}
 
@@ -262,17 +284,7 @@ func TestDeliveryKeptNoLongerThanItsTicket(t *testing.T) {
 				if _, ok := tickets.(endedAt); ok {
 					tickets = endedAt(now)
 				}
-				d, err := New(Options{Config: cfg, Outbox: ob, Tickets: tickets, Transport: rt, TicketTTL: 100 * time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan struct{})
-				go func() { defer close(done); d.Run(ctx) }()
-				defer func() { cancel(); <-done }()
+				defer runWith(t, Options{Config: cfg, Outbox: ob, Tickets: tickets, Transport: rt, TicketTTL: 100 * time.Second}, hook(now))()
 				synctest.Wait()
 				if tc.kept > 0 {
 					w, err := ob.Webhook(t.Context(), "t1")
@@ -322,17 +334,7 @@ func TestRecordSendsAnExpiryOnlyToBringItForward(t *testing.T) {
 		cfg := Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}}
 		now := time.Now()
 		rt := &scripted{t: t, answers: []*http.Response{answer(204, "")}}
-		d, err := New(Options{Config: cfg, Outbox: ob, Tickets: running{}, Transport: rt, TicketTTL: 100 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { defer close(done); d.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		defer runWith(t, Options{Config: cfg, Outbox: ob, Tickets: running{}, Transport: rt, TicketTTL: 100 * time.Second}, hook(now))()
 		// The run goes on: looked at again every notFinishedRetry, three times.
 		time.Sleep(3*notFinishedRetry + time.Second)
 		synctest.Wait()
@@ -379,17 +381,7 @@ func TestRecordOfAGoneTicketRetriedIsRecorded(t *testing.T) {
 		obs := &ends{}
 		cfg := Config{Allow: []string{"https://hooks.example/"}, Secrets: []string{testSecret}}
 		now := time.Now()
-		d, err := New(Options{Config: cfg, Outbox: ob, Tickets: gone{}, Transport: &scripted{t: t}, TicketTTL: 100 * time.Second, Observer: obs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ob.AddWebhook(t.Context(), store.Webhook{Ticket: "t1", ID: "msg_1", URL: "https://hooks.example/a", Due: now, Expires: now.Add(time.Hour)}); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { defer close(done); d.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		defer runWith(t, Options{Config: cfg, Outbox: ob, Tickets: gone{}, Transport: &scripted{t: t}, TicketTTL: 100 * time.Second, Observer: obs}, hook(now))()
 		synctest.Wait()
 		if n := obs.n.Load(); n != 1 {
 			t.Errorf("%d ends reported, want the one of the delivery whose ticket is gone", n)

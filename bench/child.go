@@ -158,11 +158,12 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		// bucket's share of the store's (16 buckets: 1<<18), so that no identity could fill
 		// the capacity the others share (askd warns of that).
 		cfg.Service.MaxConversationsPerID, cfg.Service.MaxRetainedPerID = 1<<17, 1<<17
+		// Finished tickets kept an hour, as long as the deadline (a TTL below it is warned of;
+		// nothing expires within a run either way).
+		cfg.Service.TTL = time.Hour
 		if opts.Store != "" {
-			// A prefix of its own, so a Redis shared with anything else is not disturbed, and
-			// finished tickets kept an hour.
+			// A prefix of its own, so a Redis shared with anything else is not disturbed.
 			cfg.Store = config.StoreConfig{URL: opts.Store, Prefix: "bench:" + rand.Text() + ":"}
-			cfg.Service.TTL = time.Hour
 		}
 		m := app.NewMain(cfg)
 		m.Runner, m.Authenticator, m.Logger = synthetic{gates: g}, v, log

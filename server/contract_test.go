@@ -147,8 +147,10 @@ func newConformer(t *testing.T) *conformer {
 		}},
 		MaxBodyBytes: 4096, MaxInFlight: maxInFlight, MaxConversationsPerID: 150, MaxTurns: 3,
 		ShutdownGrace: -1,
-		// A body that stops short is answered 408 this long after its header.
-		BodyReadTimeout: 300 * time.Millisecond,
+		// A body that stops short is answered 408 this long after its header: long enough that
+		// a whole body the service reads after a slow authentication (-race, a loaded machine)
+		// is still in time, since its bytes past the first read are read under this deadline.
+		BodyReadTimeout: 2 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

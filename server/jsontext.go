@@ -28,20 +28,6 @@ import (
 // is not a well-formed media type (RFC 9110 §8.3.1) is a 415 here: the validator would read
 // one whose parameters are broken as the type before them. An empty
 // body passes too: the contract says where one is allowed.
-// onlyIdentity reports whether the Content-Encoding values name no coding but identity: each
-// is a comma-separated list (RFC 9110 §8.4, §5.3), whose empty elements name nothing, so an
-// empty header, or "identity, identity", leaves the body as it is.
-func onlyIdentity(values []string) bool {
-	for _, v := range values {
-		for c := range strings.SplitSeq(v, ",") {
-			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 func jsonText() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -213,4 +199,18 @@ func decodedName(raw []byte) string {
 	q = append(append(append(q, '"'), raw...), '"')
 	_ = json.Unmarshal(q, &s) // well-formed: it decodes
 	return s
+}
+
+// onlyIdentity reports whether the Content-Encoding values name no coding but identity: each
+// is a comma-separated list (RFC 9110 §8.4, §5.3), whose empty elements name nothing, so an
+// empty header, or "identity, identity", leaves the body as it is.
+func onlyIdentity(values []string) bool {
+	for _, v := range values {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -30,7 +30,7 @@ type problem struct {
 	ticket     string   // for 409: the running ticket
 	violations []string // for 400: what the request broke
 	retryAfter int      // seconds; for 429 and 503
-	challenge  string   // for 401 (and the 400 for two Authorization headers): the WWW-Authenticate value
+	challenge  string   // for 401 (and the 400 of a malformed Authorization): the WWW-Authenticate value
 	instance   string   // for 401: the request's path
 	// identityOnly is set on the 415 for a content-coded body: it carries Accept-Encoding:
 	// identity, which RFC 9110 §12.5.3 asks of that refusal and forbids on any other 415.

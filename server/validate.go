@@ -216,6 +216,9 @@ func repeated(c echo.Context, params []singleParam) error {
 // reads none). `?after=3;x=1` and `?after=12%` were read as no
 // cursor at all and replayed the stream from seq 1 (the second until 2026-12-07), and
 // `?after=5&after=%zz` as one cursor; a value is one the client meant, or a 400, never nothing.
+// maxQueryParams is net/url's bound on a query's parameters (Go 1.26: 10,000).
+const maxQueryParams = 10000
+
 func malformedQuery(c echo.Context, params []singleParam) error {
 	raw := c.Request().URL.RawQuery
 	if raw == "" || !slices.ContainsFunc(params, func(p singleParam) bool { return p.in == openapi3.ParameterInQuery }) {
@@ -230,8 +233,11 @@ func malformedQuery(c echo.Context, params []singleParam) error {
 			return badRequest("the request does not satisfy the API description",
 				`query: a "%" that does not begin an escape of two hex digits (in a value, write it %25)`)
 		}
-		// Past Go's bound on a query's parameters (10,000), it reads none of them.
-		return badRequest("the request does not satisfy the API description", "query: too many parameters")
+		if strings.Count(raw, "&")+1 > maxQueryParams {
+			// Past Go's bound on a query's parameters, it reads none of them.
+			return badRequest("the request does not satisfy the API description", "query: too many parameters")
+		}
+		return badRequest("the request does not satisfy the API description", "query: does not parse")
 	}
 	return nil
 }

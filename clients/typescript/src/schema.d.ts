@@ -833,7 +833,8 @@ export interface components {
          * @description The request's body had not arrived in full when the service's bound passed (60 s from
          *     the end of its header): fewer bytes than its `Content-Length` declared, or sent too
          *     slowly. Nothing was created; the connection is closed after the answer. Send it again,
-         *     whole.
+         *     whole. Behind the reference gateway nginx's own bound on a body (10 s between two
+         *     reads) comes first, and nginx closes the connection without an answer.
          */
         RequestTimeout: {
             headers: {

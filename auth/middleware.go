@@ -29,37 +29,41 @@ func BearerToken(r *http.Request) (string, bool) {
 	return token, token != ""
 }
 
-// MalformedBearer reports whether the request's one Authorization header names the Bearer
-// scheme but carries no token BearerToken can take: "Bearer" alone, "Bearer " with nothing
-// after it, or the scheme and the token parted by anything but spaces (a tab). That is an
-// attempt at bearer authentication, malformed (RFC 6750 §3.1's invalid_request, a 400), not a
-// request without credentials (a 401 whose challenge carries no error).
-func MalformedBearer(r *http.Request) bool {
-	if len(r.Header.Values("Authorization")) != 1 {
-		return false
+// Credential reads the request's bearer credential, for a guard (this package's, and the ask
+// service's): its token; "" and nil when the request carries none (no Authorization, or
+// another scheme: a 401 whose challenge names no error, RFC 6750 §3.1); or an
+// invalid_request *Error when it carries one malformed, a 400 with that challenge: two
+// Authorization headers (RFC 9110 §11.6.2: which one the request is made with is anyone's
+// guess, so it is made with neither), or the Bearer scheme with no token after a space
+// ("Bearer" alone, "Bearer ", a tab between: bearer authentication attempted). Its
+// Description says which; InvalidRequestDetail words it for a problem.
+func Credential(r *http.Request) (string, *Error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return "", &Error{Code: CodeInvalidRequest, Description: "more than one Authorization header"}
 	}
-	if _, ok := BearerToken(r); ok {
-		return false
+	if token, ok := BearerToken(r); ok {
+		return token, nil
 	}
 	h := r.Header.Get("Authorization") // as BearerToken reads it: a leading space is no scheme
 	if len(h) < len("Bearer") || !strings.EqualFold(h[:len("Bearer")], "Bearer") {
-		return false
+		return "", nil
 	}
-	rest := h[len("Bearer"):]
-	return rest == "" || rest[0] == ' ' || rest[0] == '\t'
+	if rest := h[len("Bearer"):]; rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return "", nil // another scheme that begins so ("Bearerx")
+	}
+	return "", &Error{Code: CodeInvalidRequest, Description: "the Authorization header names the Bearer scheme but holds no token after a space"}
 }
 
-// MalformedBearerError is the *Error a MalformedBearer request is refused with: its
-// description, for the problem's detail, and its code, for the challenge.
-func MalformedBearerError() *Error {
-	return &Error{Code: CodeInvalidRequest, Description: "the Authorization header names the Bearer scheme but holds no token after a space"}
+// InvalidRequestDetail is the problem detail of the 400 for Credential's e.
+func InvalidRequestDetail(e *Error) string {
+	return e.Description + "; send one Authorization: Bearer <token>"
 }
 
 // Middleware admits a request only with a bearer v accepts, and puts the caller's identity in
 // its context (FromContext). Otherwise it answers 401 (see WriteUnauthorized) and next is not
 // called. Insufficient scope is a 401 too: the ask contract answers 401 for any bearer that is
 // not valid for the service. A request with more than one Authorization header, or one that
-// names the Bearer scheme with no token after a space (MalformedBearer), is a 400 with an
+// names the Bearer scheme with no token after a space (Credential), is a 400 with an
 // invalid_request challenge (RFC 6750 §3.1), as the ask service answers it: it carries
 // credentials, but not one it can take.
 func Middleware(v ask.Authenticator, next http.Handler) http.Handler {
@@ -96,19 +100,12 @@ func guard(v ask.Authenticator, res *ResourceOptions, next http.Handler) http.Ha
 				params = append(params, `scope="`+quoteSafe(res.Scope)+`"`)
 			}
 		}
-		if len(r.Header.Values("Authorization")) > 1 {
-			writeProblem(w, r, http.StatusBadRequest, "Bad Request",
-				"the request carries more than one Authorization header; send exactly one bearer",
-				challenge(&Error{Code: CodeInvalidRequest, Description: "more than one Authorization header"}, params))
+		token, bad := Credential(r)
+		if bad != nil {
+			writeProblem(w, r, http.StatusBadRequest, "Bad Request", InvalidRequestDetail(bad), challenge(bad, params))
 			return
 		}
-		token, ok := BearerToken(r)
-		if !ok && MalformedBearer(r) {
-			e := MalformedBearerError()
-			writeProblem(w, r, http.StatusBadRequest, "Bad Request", e.Description+"; send Authorization: Bearer <token>", challenge(e, params))
-			return
-		}
-		if !ok {
+		if token == "" {
 			writeProblem(w, r, http.StatusUnauthorized, "Unauthorized", "a bearer token is required", challenge(nil, params))
 			return
 		}

@@ -746,8 +746,8 @@ func (c *conformer) shutdownProbes() {
 }
 
 // malformedBearer reports whether an Authorization of auth names the Bearer scheme with no token
-// after a space (auth.MalformedBearer): a 400 with an invalid_request challenge.
+// after a space (auth.Credential's invalid_request): a 400 with an invalid_request challenge.
 func malformedBearer(authorization string) bool {
-	r := &http.Request{Header: http.Header{"Authorization": {authorization}}}
-	return authorization != "" && auth.MalformedBearer(r)
+	_, bad := auth.Credential(&http.Request{Header: http.Header{"Authorization": {authorization}}})
+	return authorization != "" && bad != nil
 }

@@ -38,24 +38,15 @@ func (s *Server) authenticate() echo.MiddlewareFunc {
 // 503 while no signing key is known to check it with).
 func (s *Server) identify(c echo.Context) error {
 	req := c.Request()
-	if len(req.Header.Values("Authorization")) > 1 {
-		// Authorization holds one credential (RFC 9110 §11.6.2): with two, which one the
-		// request is made with is anyone's guess, so it is made with neither (RFC 6750 §3.1's
-		// invalid_request, a 400).
-		p := badRequest("the request carries more than one Authorization header; send exactly one bearer")
-		// No usable credential, so a Bearer challenge (RFC 6750 §3), with invalid_request.
-		p.challenge = auth.Challenge(&auth.Error{Code: auth.CodeInvalidRequest, Description: "more than one Authorization header"})
+	token, bad := auth.Credential(req)
+	if bad != nil {
+		// Malformed credentials (two Authorization headers, the Bearer scheme with no token):
+		// RFC 6750 §3.1's invalid_request, a 400 with a Bearer challenge (§3).
+		p := badRequest(auth.InvalidRequestDetail(bad))
+		p.challenge = auth.Challenge(bad)
 		return p
 	}
-	token, ok := auth.BearerToken(req)
-	if !ok && auth.MalformedBearer(req) {
-		// Bearer authentication attempted, and malformed: RFC 6750 §3.1's invalid_request.
-		e := auth.MalformedBearerError()
-		p := badRequest(e.Description + "; send Authorization: Bearer <token>")
-		p.challenge = auth.Challenge(e)
-		return p
-	}
-	if !ok {
+	if token == "" {
 		return unauthorized(req, nil)
 	}
 	id, err := s.opts.Authenticator.Authenticate(req.Context(), token)

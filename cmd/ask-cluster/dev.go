@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 
+	"github.com/das-ask/ask/internal/loopback"
 	"github.com/das-ask/ask/internal/redisserver"
 )
 
@@ -16,7 +15,7 @@ func addrOr(a string) (string, error) {
 	if a != "" {
 		return a, nil
 	}
-	return freeAddr()
+	return loopback.Addr()
 }
 
 // startRedis starts redis-server with persistence off: conversation memory is never written
@@ -27,12 +26,10 @@ func (c *Cluster) startRedis(ctx context.Context) error {
 	}
 	port := c.opts.RedisPort
 	if port == 0 {
-		a, err := freeAddr()
-		if err != nil {
+		var err error
+		if port, err = loopback.Port(); err != nil {
 			return err
 		}
-		_, p, _ := net.SplitHostPort(a)
-		port, _ = strconv.Atoi(p)
 	}
 	dir := filepath.Join(c.opts.Dir, "redis")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/das-ask/ask/deploy/nginx"
 	"github.com/das-ask/ask/deploy/nginx/nginxtest"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 // TestMain: with ASK_CLUSTER_TEST_LAUNCHER set, the test binary is a launcher that starts nginx
@@ -70,7 +71,7 @@ func TestNginxStopsWhenTheLauncherDies(t *testing.T) {
 	if err != nil {
 		t.Skip("nginx not installed (apt-get install -y nginx-light)")
 	}
-	addrs, err := freeAddrs(1)
+	addrs, err := loopback.Addrs(1)
 	if err != nil {
 		t.Fatal(err)
 	}

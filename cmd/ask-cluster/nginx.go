@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/deploy/nginx"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 // renderGateway is the checked-in gateway config with its upstream named after name and
@@ -30,7 +31,7 @@ func (c *Cluster) startGateway(ctx context.Context, nginxBin string, g groupAddr
 	// Every gateway's address not given, picked together: one port in two server blocks is no
 	// error to nginx (it warns, "conflicting server name", and serves both with the first), so
 	// one group's checks would run against another's replicas.
-	picks, err := freeAddrs(3)
+	picks, err := loopback.Addrs(3)
 	if err != nil {
 		return err
 	}

@@ -208,36 +208,4 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// freeAddr returns a loopback address with a port free at the time of the call.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 var errNotRunning = errors.New("cluster: no replica's log names the ticket")
-
-// freeAddrs returns n distinct free loopback addresses. Each pick's listener is held until all
-// n are made: closed at once, as freeAddr's is, a port may be the next pick's, and nginx given
-// one port in two server blocks does not fail: it warns and serves both with the first.
-func freeAddrs(n int) ([]string, error) {
-	held := make([]net.Listener, 0, n)
-	defer func() {
-		for _, ln := range held {
-			ln.Close()
-		}
-	}()
-	addrs := make([]string, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		held = append(held, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs, nil
-}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/internal/logtest"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 // ask-serve starts the whole system, says where it is, serves the contract, and stops cleanly
@@ -321,15 +322,15 @@ func TestAskServeSaysHowToReachItsMovedAddresses(t *testing.T) {
 	}
 }
 
-// freeAddr is a loopback address no listener holds as it returns.
+// freeAddr is a loopback address no listener holds as it returns, and none freeAddr returned
+// before (two picks in a row may otherwise be one port: the service's two listeners on it).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := loopback.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 // TestAskServeReadsItsAddressesFromTheEnvironment: DAS_ASK_ADDR and DAS_ASK_ADMIN_ADDR are the

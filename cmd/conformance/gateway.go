@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/deploy/nginx"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 // gatewayOptions configure startGateway.
@@ -70,17 +71,20 @@ func startGatewayOnce(ctx context.Context, o gatewayOptions) (*gateway, error) {
 	}
 	g := &gateway{dir: dir, done: make(chan error, 1)}
 	var includes, listens []string
+	// Every listen address picked together and none twice: nginx given one port in two
+	// server blocks only warns and serves both with the first.
+	picks, err := loopback.Addrs(len(o.upstreams))
+	if err != nil {
+		g.cleanup()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	for i, up := range o.upstreams {
 		u, err := url.Parse(up)
 		if err != nil {
 			g.cleanup()
 			return nil, fmt.Errorf("gateway: upstream %q: %w", up, err)
 		}
-		listen, err := freeAddr()
-		if err != nil {
-			g.cleanup()
-			return nil, err
-		}
+		listen := picks[i]
 		conf, err := nginx.Render(string(tmpl), "s"+strconv.Itoa(i), []string{u.Host}, listen, o.readTimeout)
 		if err != nil {
 			g.cleanup()
@@ -165,13 +169,3 @@ func (g *gateway) stop() error {
 }
 
 func (g *gateway) cleanup() { _ = os.RemoveAll(g.dir) }
-
-// freeAddr returns a loopback address with a port free at the time of the call.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("gateway: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}

@@ -13,17 +13,17 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/deploy/nginx/nginxtest"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
-// freeAddr is a loopback address nothing listens on now.
+// freeAddr is a loopback address nothing listens on now, and not the gateway's own (both are
+// loopback.Addr's picks, never one port twice: nginx proxying to itself).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
 	return addr
 }
 

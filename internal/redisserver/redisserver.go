@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/das-ask/ask/internal/loopback"
 	redisstore "github.com/das-ask/ask/store/redis"
 )
 
@@ -224,11 +225,11 @@ func ping(addr string) error {
 	return nil
 }
 
+// freePort is a free loopback port, none handed out before in this process (package loopback).
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := loopback.Port()
 	if err != nil {
 		return 0, fmt.Errorf("redisserver: %w", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return p, nil
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/das-ask/ask/deploy/nginx"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 // Start runs nginx on the checked-in config, rendered with upstream as its one server (an
@@ -151,12 +152,10 @@ func start(tb testing.TB, upstream string, listenLine func(listen string) string
 		tb.Skip("nginx not installed (apt-get install -y nginx-light)")
 	}
 	dir := tb.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	listen, err := loopback.Addr()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	listen := l.Addr().String()
-	_ = l.Close()
 	conf, err := nginx.Render(nginx.Conf, "e", []string{upstream}, listen, 2*time.Second)
 	if err != nil {
 		tb.Fatal(err)

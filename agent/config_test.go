@@ -3,12 +3,12 @@ package agent_test
 import (
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 
 	"github.com/das-ask/ask/agent"
 	"github.com/das-ask/ask/agent/model"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 // The environment's spelling of these settings is tested in package config.
@@ -65,12 +65,7 @@ func TestNewNeedsModelAndSources(t *testing.T) {
 // and the llm-stub down, the metric said provider="stub" and the line "provider":"openai", the
 // adapter's name.
 func TestModelCallFailedNamesTheConfiguredProvider(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close() // nothing listens there: the call fails at once
+	dead := loopback.Refused(t) // nothing listens there: the call fails at once
 	for _, llm := range []string{agent.LLMStub, agent.LLMOpenAI} {
 		var b strings.Builder
 		c := agent.DefaultConfig()

@@ -1,7 +1,6 @@
 package hardening_test
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/das-ask/ask/demo/idp"
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 // faultDeadline is the whole-request deadline of the fault tests: short, so a hang shows.
@@ -60,12 +60,7 @@ func sourceBehind(t *testing.T, f fault) (*stack.Stack, *faultProxy) {
 // ends with one terminal event and done, within the deadline, with the kind that names it.
 func TestSourceFaults(t *testing.T) {
 	t.Run("down", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dead := "http://" + ln.Addr().String() + "/mcp"
-		ln.Close() // nothing listens there now: connection refused
+		dead := "http://" + loopback.Refused(t) + "/mcp" // nothing listens there: connection refused
 		s, _ := startStack(t, stack.Options{Deadline: faultDeadline, Sources: []agent.SourceConfig{{Name: "demo", URL: dead}}})
 		if term := runFault(t, s, qSev1); term.Type != "error" || term.Kind != "transport" {
 			t.Errorf("source down: %s/%s, want error/transport", term.Type, term.Kind)

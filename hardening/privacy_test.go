@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/das-ask/ask/demo/llmstub"
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/internal/logtest"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 // canary is in every question this test makes up, so any trace of a question is found.
@@ -263,12 +263,7 @@ func TestAnthropicErrorTypeQuotingTheQuestionDoesNotLeak(t *testing.T) {
 // The error paths: a source that is down and a model that fails, with debug logs: the error
 // event says what broke, never what was asked or with which token.
 func TestNoQuestionOrTokenLeaksOnErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + loopback.Refused(t)
 	made := canary + " how many sev1 incidents did we have in 2026-Q2?"
 	for _, c := range []struct {
 		name string

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/das-ask/ask/internal/loopback"
 	"github.com/das-ask/ask/obs"
 )
 
@@ -65,12 +65,7 @@ func sdkLines(t *testing.T) map[string]map[string]any {
 // operator's audit: askd with OTEL_EXPORTER_OTLP_ENDPOINT at a dead collector wrote
 // "2026/12/05 01:44:41 traces export: Post …: connection refused" into its JSON log stream.
 func TestExportErrorsAreRecords(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close() // nothing listens there now: every export is refused
+	dead := loopback.Refused(t) // nothing listens there: every export is refused
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+dead)
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "200")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "1")

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 // TestAllowedAddressUnreachableIsRetried: a name that resolves both to an address the policy
@@ -82,12 +84,11 @@ func TestRefusedAddressBesideAnAllowedOneUnused(t *testing.T) {
 // closedPort is a port on 127.0.0.1 where nothing listens.
 func closedPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	_, p, _ := net.SplitHostPort(loopback.Refused(t))
+	port, err := strconv.Atoi(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	return port
 }
 

@@ -9,7 +9,6 @@ import (
 	"image/png"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"github.com/das-ask/ask/demo/stack"
 	"github.com/das-ask/ask/eval"
 	"github.com/das-ask/ask/internal/leaktest"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, leaktest.IgnoreTestServers()...) }
@@ -415,12 +415,7 @@ func TestDevStackHonoursThePhase(t *testing.T) {
 // model that answers nothing right. (The run itself ran, so the exit status is 0; --expect
 // turns the scores into a failure.)
 func TestSummarySaysWhyAsksFailed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String() + "/mcp"
-	ln.Close() // nothing listens there now
+	down := "http://" + loopback.Refused(t) + "/mcp" // nothing listens there
 	env := map[string]string{"ASK_PHASE": "2", "DAS_SOURCES": "catalog=" + down + ",warehouse=" + down}
 	set := filepath.Join("..", "..", "eval", "testdata", "fixture.yaml")
 	var out, errb bytes.Buffer

@@ -41,10 +41,13 @@ var (
 // running ask holds it up.
 func startServe(t *testing.T, env map[string]string, logs io.Writer, args ...string) *served {
 	t.Helper()
-	free := []string{"-idp-addr", "127.0.0.1:0", "-source-addr", "127.0.0.1:0", "-stub-addr", "127.0.0.1:0",
-		"-catalog-addr", "127.0.0.1:0", "-state", t.TempDir()}
+	// Every listener on an address of freeAddr's, none on 127.0.0.1:0: the kernel's pick for
+	// one of the dev pieces, bound before the ask listener, could be the port freeAddr picked
+	// (and closed) for DAS_ASK_ADDR or DAS_ASK_ADMIN_ADDR, which then failed to bind.
+	free := []string{"-idp-addr", freeAddr(t), "-source-addr", freeAddr(t), "-stub-addr", freeAddr(t),
+		"-catalog-addr", freeAddr(t), "-state", t.TempDir()}
 	if _, ok := env["DAS_ASK_ADDR"]; !ok {
-		free = append([]string{"-addr", "127.0.0.1:0"}, free...)
+		free = append([]string{"-addr", freeAddr(t)}, free...)
 	}
 	if logs == nil {
 		logs = io.Discard

@@ -16,6 +16,7 @@ import (
 	"github.com/das-ask/ask/auth"
 	"github.com/das-ask/ask/config"
 	"github.com/das-ask/ask/demo/idp/idptest"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -75,12 +76,7 @@ func TestTokenAgainstIdP(t *testing.T) {
 
 func TestTokenErrors(t *testing.T) {
 	s := idptest.Start(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	closed := "http://" + loopback.Refused(t)
 	for _, tt := range []struct {
 		name     string
 		args     []string

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/das-ask/ask/internal/faultproxy"
+	"github.com/das-ask/ask/internal/loopback"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -287,13 +288,7 @@ func TestResetAllAndRefuse(t *testing.T) {
 }
 
 func TestTargetDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	p := newProxy(t, addr)
+	p := newProxy(t, loopback.Refused(t))
 	if _, err := dial(t, p).ask("x", 5*time.Second); err == nil || isTimeout(err) {
 		t.Fatalf("with the target down: %v, want the connection ended", err)
 	}

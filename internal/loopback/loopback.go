@@ -1,5 +1,5 @@
 // Package loopback picks loopback addresses for the processes a launcher or a test is about
-// to start on them.
+// to start on them, and holds one where a connection is refused (Refused).
 //
 // A pick is a port free when picked, and closed before the process it is for binds it; the
 // kernel may hand the same port out again meanwhile: here 500 picks each closed at once held

@@ -62,3 +62,16 @@ func TestAddrNeverRepeats(t *testing.T) {
 		}
 	}
 }
+
+// TestRefused: a connection to Refused's address is refused, and no listener gets its port.
+func TestRefused(t *testing.T) {
+	a := Refused(t)
+	if c, err := net.Dial("tcp", a); err == nil {
+		c.Close()
+		t.Fatalf("dial %s: connected, want refused", a)
+	}
+	if ln, err := net.Listen("tcp", a); err == nil {
+		ln.Close()
+		t.Fatalf("listen %s: bound, want the port held", a)
+	}
+}

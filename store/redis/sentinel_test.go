@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/das-ask/ask/gen"
 	"github.com/das-ask/ask/internal/logtest"
+	"github.com/das-ask/ask/internal/loopback"
 	"github.com/das-ask/ask/store"
 	redisstore "github.com/das-ask/ask/store/redis"
 	"github.com/das-ask/ask/store/redis/redistest"
@@ -159,12 +159,7 @@ func TestSentinelStartNamesTheCause(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `no Sentinel monitors a primary named "nosuch"`) || strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("a master name no Sentinel monitors: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := ln.Addr().String()
-	_ = ln.Close() // nothing listens there now
+	gone := loopback.Refused(t) // nothing listens there
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	_, err = redisstore.New(ctx, redisstore.Options{URL: "redis+sentinel://" + gone + "/ask"})

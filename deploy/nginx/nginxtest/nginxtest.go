@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,17 +146,38 @@ func selfSigned(tb testing.TB) (certPEM, keyPEM []byte) {
 // start runs nginx as Start does, and returns its address and the directory it writes in;
 // listenLine, when not nil, gives the listen line (and what goes with it) for the address, in
 // place of the rendered `listen <addr>;`.
+//
+// The address is a pick closed before nginx binds it, which another process may take first:
+// nginx then gives up binding it ("Address already in use") and start runs it again on a new
+// pick, up to three times. nginx is ready once it has written its pid file, which it does after
+// binding its listeners, and answers on the address: a dial alone could reach the process that
+// took the port.
 func start(tb testing.TB, upstream string, listenLine func(listen string) string) (string, string) {
 	tb.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		tb.Skip("nginx not installed (apt-get install -y nginx-light)")
 	}
-	dir := tb.TempDir()
-	listen, err := loopback.Addr()
-	if err != nil {
-		tb.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		dir := tb.TempDir()
+		listen, err := loopback.Addr()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		errLog, taken := run(tb, bin, dir, upstream, listen, listenLine)
+		if !taken {
+			return listen, dir
+		}
+		if attempt == 3 {
+			tb.Fatalf("nginx could not bind a free address three times; the last: %s", errLog)
+		}
 	}
+}
+
+// run starts nginx in dir on listen and waits until it is ready, or has exited because another
+// process holds listen (taken, with its error log). Any other failure ends the test.
+func run(tb testing.TB, bin, dir, upstream, listen string, listenLine func(listen string) string) (errLog []byte, taken bool) {
+	tb.Helper()
 	conf, err := nginx.Render(nginx.Conf, "e", []string{upstream}, listen, 2*time.Second)
 	if err != nil {
 		tb.Fatal(err)
@@ -179,8 +201,11 @@ func start(tb testing.TB, upstream string, listenLine func(listen string) string
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed when nginx has exited, with exitErr its end: read by the wait below and
+	// by the cleanup, either of which may come first.
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(exited) }()
 	tb.Cleanup(func() {
 		// SIGTERM: the master stops its workers, then itself (a SIGKILLed master leaves its
 		// workers running, listening, for good).
@@ -192,22 +217,28 @@ func start(tb testing.TB, upstream string, listenLine func(listen string) string
 			<-exited
 		}
 	})
-	// nginx says nothing when it listens: ask its listener until it answers.
+	pidFile, pid := filepath.Join(dir, "nginx.pid"), strconv.Itoa(cmd.Process.Pid)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	giveUp := time.After(10 * time.Second)
 	for {
-		conn, err := net.DialTimeout("tcp", listen, time.Second)
-		if err == nil {
-			_ = conn.Close()
-			return listen, dir
+		b, _ := os.ReadFile(pidFile)
+		if strings.TrimSpace(string(b)) == pid {
+			conn, err := net.DialTimeout("tcp", listen, time.Second)
+			if err == nil {
+				_ = conn.Close()
+				return nil, false
+			}
 		}
 		select {
-		case err := <-exited:
+		case <-exited:
 			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			tb.Fatalf("nginx exited: %v: %s", err, b)
+			if bytes.Contains(b, []byte("Address already in use")) {
+				return b, true
+			}
+			tb.Fatalf("nginx exited: %v: %s", exitErr, b)
 		case <-giveUp:
-			tb.Fatalf("nginx did not listen on %s: %v", listen, err)
+			tb.Fatalf("nginx was not ready on %s within 10s", listen)
 		case <-tick.C:
 		}
 	}

@@ -98,10 +98,13 @@ func (c *Cluster) startDev(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := src.waitReady(ctx, dialReady(srcAddr)); err != nil {
+	// Each ready once it answers a request only it serves: a dial alone could reach another
+	// process that took the port, the start then going on against the wrong piece (the
+	// llm-stub's port taken, it exited, and the cluster started with no model to call).
+	if err := src.waitReady(ctx, getReady(c.SourceURL+"/healthz")); err != nil {
 		return err
 	}
-	return stub.waitReady(ctx, dialReady(stubAddr))
+	return stub.waitReady(ctx, getReady("http://"+stubAddr+"/_stub/requests"))
 }
 
 // start starts one of the built commands as name; it is stopped with the cluster.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -45,5 +47,25 @@ func TestSignalWhileStartingIsAStop(t *testing.T) {
 	}
 	if strings.Contains(stdout.String(), "ask cluster:") {
 		t.Errorf("the banner of a cluster that never ran:\n%s", stdout.String())
+	}
+}
+
+// TestClusterStartOnATakenStubPort: a process that took the llm-stub's port before the stub bound it
+// is not taken for the stub. The pieces were ready once their port accepted a connection, so
+// the cluster started (CI, 2026-12-07) with the demo source answering on the stub's address and
+// no model to call; now each is ready once it answers a request only it serves, and the stub's
+// exit on the taken port is Start's error.
+func TestClusterStartOnATakenStubPort(t *testing.T) {
+	skipWithoutCluster(t, false)
+	other := httptest.NewServer(http.NotFoundHandler()) // some other process's server
+	defer other.Close()
+	c, err := Start(t.Context(), Options{Root: "../..", Dir: t.TempDir(), Lease: testLease, Replicas: 1,
+		StubAddr: other.Listener.Addr().String()})
+	if err == nil {
+		c.Stop()
+		t.Fatal("the cluster started with the llm-stub's port held by another server")
+	}
+	if !strings.Contains(err.Error(), "llm-stub") || !portTaken(err) {
+		t.Errorf("Start: %v\nwant the llm-stub's failure to bind its address", err)
 	}
 }

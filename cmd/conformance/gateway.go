@@ -118,22 +118,27 @@ func startGatewayOnce(ctx context.Context, o gatewayOptions) (*gateway, error) {
 	return g, nil
 }
 
-// ready waits until every listener accepts a connection, nginx exits, or 10 s pass.
+// ready waits until nginx has written its pid file (it does once it has bound every listener:
+// before, a listener's address may answer for another process that took the port) and every
+// listener accepts a connection, nginx exits, or 10 s pass.
 func (g *gateway) ready(ctx context.Context, addrs []string) error {
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	pid := strconv.Itoa(g.cmd.Process.Pid)
 	for {
-		up := 0
-		for _, a := range addrs {
-			if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
-				c.Close()
-				up++
+		if b, _ := os.ReadFile(filepath.Join(g.dir, "nginx.pid")); strings.TrimSpace(string(b)) == pid {
+			up := 0
+			for _, a := range addrs {
+				if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+					c.Close()
+					up++
+				}
 			}
-		}
-		if up == len(addrs) {
-			return nil
+			if up == len(addrs) {
+				return nil
+			}
 		}
 		select {
 		case err := <-g.done:

@@ -49,7 +49,10 @@ func (d *durableRedis) start(ctx context.Context, again bool) error {
 	d.mu.Lock()
 	d.cur = p
 	d.mu.Unlock()
-	return p.waitReady(ctx, dialReady("127.0.0.1:"+strconv.Itoa(d.port)))
+	// Ready once it answers PING: a dial alone could reach another process that took the port
+	// (it is the same port again after a kill).
+	addr := "127.0.0.1:" + strconv.Itoa(d.port)
+	return p.waitReady(ctx, func() error { return redisserver.Ping(addr) })
 }
 
 func (d *durableRedis) proc() *proc {

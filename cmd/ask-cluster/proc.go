@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -141,17 +140,6 @@ func tailOf(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-// dialReady is ready once addr accepts a TCP connection.
-func dialReady(addr string) func() error {
-	return func() error {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}
 }
 
 // getReady is ready once url answers 200.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,5 +68,24 @@ func TestClusterStartOnATakenStubPort(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "llm-stub") || !portTaken(err) {
 		t.Errorf("Start: %v\nwant the llm-stub's failure to bind its address", err)
+	}
+}
+
+// TestClusterStartOnATakenDurableRedisPort: the durable Redis is ready once it answers PING,
+// not once its port accepts a connection: another server on the port is not taken for it, and
+// redis-server's exit on the taken port is Start's error.
+func TestClusterStartOnATakenDurableRedisPort(t *testing.T) {
+	skipWithoutCluster(t, false)
+	other := httptest.NewServer(http.NotFoundHandler()) // some other process's server
+	defer other.Close()
+	port := other.Listener.Addr().(*net.TCPAddr).Port
+	c, err := Start(t.Context(), Options{Root: "../..", Dir: t.TempDir(), Lease: testLease, Replicas: 1,
+		DurableRedis: true, RedisPort: port})
+	if err == nil {
+		c.Stop()
+		t.Fatal("the cluster started with the durable Redis's port held by another server")
+	}
+	if !strings.Contains(err.Error(), "redis") || !portTaken(err) {
+		t.Errorf("Start: %v\nwant redis-server's failure to bind its port", err)
 	}
 }

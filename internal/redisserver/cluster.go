@@ -224,7 +224,7 @@ func (n *Node) start(ctx context.Context) error {
 	n.mu.Lock()
 	n.cmd, n.done = cmd, done
 	n.mu.Unlock()
-	err = waitFor(ctx, 10*time.Second, func() error { return ping(n.Addr) }, done)
+	err = waitFor(ctx, 10*time.Second, func() error { return Ping(n.Addr) }, done)
 	switch {
 	case err == nil:
 		return nil

@@ -125,7 +125,7 @@ func start(ctx context.Context, bin, dir string, port int, durable bool, wrapper
 	}
 	s := &Server{Addr: addr, URL: "redis://" + addr + "/0", Dir: dir, durable: durable, wrapper: wrapper, extra: extra, port: port, cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
-	err = waitFor(ctx, wait, func() error { return ping(addr) }, s.done)
+	err = waitFor(ctx, wait, func() error { return Ping(addr) }, s.done)
 	switch {
 	case err == nil:
 		return s, nil
@@ -204,8 +204,8 @@ func (s *Server) RestartDurable(ctx context.Context) error {
 	return s.Restart(ctx)
 }
 
-// ping sends PING in the inline protocol and expects +PONG.
-func ping(addr string) error {
+// Ping sends PING to addr in the inline protocol and expects +PONG.
+func Ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err

@@ -128,7 +128,7 @@ func (s *Sentinel) startSentinel(ctx context.Context, bin, dir string, primary *
 		}
 		s.cmd, s.done, s.Addr = cmd, make(chan error, 1), "127.0.0.1:"+strconv.Itoa(p)
 		go func() { s.done <- cmd.Wait() }()
-		err = waitFor(ctx, 10*time.Second, func() error { return ping(s.Addr) }, s.done)
+		err = waitFor(ctx, 10*time.Second, func() error { return Ping(s.Addr) }, s.done)
 		if err == nil {
 			return nil
 		}

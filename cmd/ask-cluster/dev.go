@@ -3,8 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/das-ask/ask/internal/loopback"
 	"github.com/das-ask/ask/internal/redisserver"
@@ -100,11 +106,45 @@ func (c *Cluster) startDev(ctx context.Context) error {
 	}
 	// Each ready once it answers a request only it serves: a dial alone could reach another
 	// process that took the port, the start then going on against the wrong piece (the
-	// llm-stub's port taken, it exited, and the cluster started with no model to call).
-	if err := src.waitReady(ctx, getReady(c.SourceURL+"/healthz")); err != nil {
+	// llm-stub's port taken, it exited, and the cluster started with no model to call). The
+	// source's is its MCP endpoint's resource metadata (public; /healthz every askd's admin
+	// listener serves too), the stub's its request log.
+	if err := src.waitReady(ctx, getReady(localURL(srcAddr)+"/.well-known/oauth-protected-resource/mcp")); err != nil {
 		return err
 	}
-	return stub.waitReady(ctx, getReady("http://"+stubAddr+"/_stub/requests"))
+	return stub.waitReady(ctx, stubReady(localURL(stubAddr)))
+}
+
+// localURL is addr's http URL, an unspecified host (none, 0.0.0.0, [::]) as 127.0.0.1.
+func localURL(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	return "http://" + addr
+}
+
+// stubLocalOnly is what the llm-stub answers (403) a caller of its request log off loopback:
+// the stub's own answer too, when it listens on an address of the network.
+const stubLocalOnly = "the request log is served to loopback callers only"
+
+// stubReady is ready once the llm-stub at base answers for its request log: the log, or the
+// stub's refusal to show it to a caller off loopback.
+func stubReady(base string) func() error {
+	return func() error {
+		c := http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get(base + "/_stub/requests")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusForbidden && strings.Contains(string(body), stubLocalOnly) {
+			return nil
+		}
+		return fmt.Errorf("GET %s/_stub/requests: %d", base, resp.StatusCode)
+	}
 }
 
 // start starts one of the built commands as name; it is stopped with the cluster.

@@ -16,17 +16,6 @@ import (
 	"github.com/das-ask/ask/internal/loopback"
 )
 
-// freeAddr is a loopback address nothing listens on now, and not the gateway's own (both are
-// loopback.Addr's picks, never one port twice: nginx proxying to itself).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := loopback.Addr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // startNginx runs nginx on the checked-in config, rendered with upstream as its one server,
 // and returns the gateway's base URL.
 func startNginx(t *testing.T, upstream string) string {
@@ -66,7 +55,7 @@ func checkRequestID(t *testing.T, what string, resp *http.Response) {
 // answering in time — is problem+json with Retry-After, like the service's refusals, for a
 // GET, a POST with or without an Idempotency-Key and the event stream alike.
 func TestGatewayErrorsAreProblems(t *testing.T) {
-	down := startNginx(t, freeAddr(t)+" max_fails=0")
+	down := startNginx(t, loopback.Refused(t)+" max_fails=0") // nothing listens there, for good
 	requests := func(base string) map[string]*http.Request {
 		get, _ := http.NewRequest(http.MethodGet, base+"/ask/v1/asks/tkt_x", nil)
 		stream, _ := http.NewRequest(http.MethodGet, base+"/ask/v1/asks/tkt_x/events", nil)

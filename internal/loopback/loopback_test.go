@@ -75,3 +75,34 @@ func TestRefused(t *testing.T) {
 		t.Fatalf("listen %s: bound, want the port held", a)
 	}
 }
+
+// TestRefusedNotHandedOut: Refused's port is none Addr handed out (its owner may not have bound
+// it yet), and Addr never hands Refused's out later. 300 of each would meet several times on
+// the kernel's picks alone.
+func TestRefusedNotHandedOut(t *testing.T) {
+	picked := map[string]bool{}
+	for range 300 {
+		a, err := Addr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		picked[a] = true
+	}
+	refused := map[string]bool{}
+	for range 300 {
+		a := Refused(t)
+		if picked[a] {
+			t.Fatalf("Refused gave %s, which Addr handed out", a)
+		}
+		refused[a] = true
+	}
+	more, err := Addrs(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range more {
+		if refused[a] {
+			t.Fatalf("Addrs handed out %s, which Refused holds", a)
+		}
+	}
+}

@@ -76,3 +76,11 @@ func Port() (int, error) {
 	_, p, _ := net.SplitHostPort(a)
 	return strconv.Atoi(p)
 }
+
+// TB is the part of testing.TB Refused uses (the package stays free of package testing, which
+// the launchers that pick through it would otherwise link).
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}

@@ -8,14 +8,6 @@ import (
 	"syscall"
 )
 
-// TB is the part of testing.TB Refused uses (the package stays free of package testing, which
-// the launchers that pick through it would otherwise link).
-type TB interface {
-	Helper()
-	Fatalf(format string, args ...any)
-	Cleanup(func())
-}
-
 // Refused returns a loopback address ("127.0.0.1:port") where a connection is refused for as
 // long as tb runs: a socket bound to the port and never listening, closed at tb's end. A port
 // picked with net.Listen and closed at once to stand for "nothing listens there" may be the

@@ -2,13 +2,6 @@
 
 package loopback
 
-// TB is the part of testing.TB Refused uses.
-type TB interface {
-	Helper()
-	Fatalf(format string, args ...any)
-	Cleanup(func())
-}
-
 // Refused returns a loopback address where nothing listens. Off unix it is a pick of Addr's,
 // closed: a listener started meanwhile elsewhere may still be given its port (on unix the port
 // is held by a socket that never listens).

@@ -38,7 +38,7 @@ type gateway struct {
 }
 
 // startGateway renders the config for every upstream, starts nginx in the foreground and
-// returns once every listener accepts connections. stop ends it. Its listen ports are picked
+// returns once it has bound every listener and each accepts connections. stop ends it. Its listen ports are picked
 // by listening on port 0 and closing, so another socket may take one before nginx binds it:
 // nginx then exits saying so, and the gateway is started again on new ports, up to
 // gatewayAttempts times in all.
@@ -126,9 +126,8 @@ func (g *gateway) ready(ctx context.Context, addrs []string) error {
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	pid := strconv.Itoa(g.cmd.Process.Pid)
 	for {
-		if b, _ := os.ReadFile(filepath.Join(g.dir, "nginx.pid")); strings.TrimSpace(string(b)) == pid {
+		if nginx.Bound(g.dir, g.cmd.Process.Pid) {
 			up := 0
 			for _, a := range addrs {
 				if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {

@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,6 +84,17 @@ func Render(template, name string, servers []string, listen string, readTimeout 
 // AccessLog is the access log's name in Main's dir.
 const AccessLog = "access.log"
 
+// PIDFile is the file in Main's dir that holds nginx's pid.
+const PIDFile = "nginx.pid"
+
+// Bound reports whether the nginx of pid, run on Main's config for dir, has bound its
+// listeners: it writes its pid file after binding them. Before, a listener's address may answer
+// for another process that took the port; an nginx that could not bind one exits without it.
+func Bound(dir string, pid int) bool {
+	b, err := os.ReadFile(filepath.Join(dir, PIDFile))
+	return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(pid)
+}
+
 // Main returns the nginx.conf that includes the rendered configs, with workerConnections
 // connections for its one worker; everything nginx writes (pid, error log, access log,
 // temporary files) stays in dir. The access log (AccessLog) gives each request's id, status
@@ -92,7 +104,7 @@ const AccessLog = "access.log"
 // string, nor any header.
 func Main(dir string, workerConnections int, includes ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "worker_processes 1;\npid %s;\n", filepath.Join(dir, "nginx.pid"))
+	fmt.Fprintf(&b, "worker_processes 1;\npid %s;\n", filepath.Join(dir, PIDFile))
 	fmt.Fprintf(&b, "error_log %s warn;\n", filepath.Join(dir, "error.log"))
 	fmt.Fprintf(&b, "events { worker_connections %d; }\nhttp {\n", workerConnections)
 	b.WriteString("    log_format ask_upstreams '$request_id $status $request_method $uri upstreams=[$upstream_addr] answered=[$upstream_status]';\n")

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -217,13 +216,11 @@ func run(tb testing.TB, bin, dir, upstream, listen string, listenLine func(liste
 			<-exited
 		}
 	})
-	pidFile, pid := filepath.Join(dir, "nginx.pid"), strconv.Itoa(cmd.Process.Pid)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	giveUp := time.After(10 * time.Second)
 	for {
-		b, _ := os.ReadFile(pidFile)
-		if strings.TrimSpace(string(b)) == pid {
+		if nginx.Bound(dir, cmd.Process.Pid) {
 			conn, err := net.DialTimeout("tcp", listen, time.Second)
 			if err == nil {
 				_ = conn.Close()

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/das-ask/ask/deploy/nginx"
 )
 
 // TestHelperNginx is not a test: run by TestNginxStopsWhenTheTestBinaryDies as a test binary of
@@ -18,7 +20,7 @@ func TestHelperNginx(t *testing.T) {
 		t.Skip("the test binary TestNginxStopsWhenTheTestBinaryDies kills")
 	}
 	addr, dir := StartIn(t, "127.0.0.1:1")
-	pid, err := os.ReadFile(filepath.Join(dir, "nginx.pid"))
+	pid, err := os.ReadFile(filepath.Join(dir, nginx.PIDFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,10 @@ type claims struct {
 	TID   string   `json:"tid"`
 	Scope string   `json:"scope"`
 	SCP   scpClaim `json:"scp"`
+
+	// tidGiven is whether the token has a tid claim (not null): a tid given as "" names no
+	// tenant and is refused, not read as a token without one (authenticate).
+	tidGiven bool
 }
 
 // UnmarshalJSON refuses an exp, nbf or iat that is not a JSON number, as RFC 7519 §2 defines a
@@ -67,7 +71,12 @@ func (c *claims) UnmarshalJSON(b []byte) error {
 		}
 	}
 	type plain claims // the same fields without this method, which would otherwise recurse
-	return json.Unmarshal(b, (*plain)(c))
+	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
+		return err
+	}
+	tid := members["tid"]
+	c.tidGiven = len(tid) > 0 && string(tid) != "null"
+	return nil
 }
 
 // errNotText is a claims set that does not spell its strings in UTF-8 (golang-jwt reports it as

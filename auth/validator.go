@@ -127,6 +127,12 @@ func (v *Validator) authenticate(ctx context.Context, rawToken string) (ask.Iden
 	if c.OID == "" {
 		return ask.Identity{}, invalidToken("token has no oid claim", nil)
 	}
+	// An empty tid is refused, not taken for a token without a tenant: that would make
+	// {"oid":"alice","tid":""} the same identity as {"oid":"alice"}, the tenant an issuer
+	// meant to name (by mistake, empty) merged with none (claims.tenant).
+	if c.tidGiven && c.TID == "" {
+		return ask.Identity{}, invalidToken("token has an empty tid claim", nil)
+	}
 	granted := c.scopes()
 	for _, s := range v.scopes {
 		if !contains(granted, s) {

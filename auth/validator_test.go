@@ -220,6 +220,14 @@ func TestValidatorTable(t *testing.T) {
 		{name: "OID beside oid names nobody else", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"OID": "mallory", "Oid": "mallory", "TID": "other"} }))
 		}, wantOID: "alice"},
+		// An empty tid is a tenant named by mistake, not no tenant: taken as none, it made
+		// {"oid":"alice","tid":""} the identity of tenant-less alice.
+		{name: "tid empty", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"tid": ""} }))
+		}, wantCode: auth.CodeInvalidToken, wantDesc: "token has an empty tid claim"},
+		{name: "tid null is no tid", token: func(t *testing.T) string {
+			return mint(t, s, with(func(c *idp.Claims) { c.Extra = map[string]any{"tid": json.RawMessage("null")} }))
+		}, wantOID: "alice"},
 		{name: "nbf in the future", token: func(t *testing.T) string {
 			return mint(t, s, with(func(c *idp.Claims) { c.NotBefore = time.Now().Add(10 * time.Minute) }))
 		}, wantCode: auth.CodeInvalidToken, wantDesc: "token is not valid yet"},

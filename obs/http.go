@@ -21,7 +21,7 @@ func (o *Observer) Handler(next http.Handler) http.Handler {
 	prop := propagation.TraceContext{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := requestID(r.Header.Get(HeaderRequestID))
+		id := requestID(r.Header)
 		w.Header().Set(HeaderRequestID, id)
 		refused := new(refusalNote)
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)

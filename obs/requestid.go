@@ -2,6 +2,7 @@ package obs
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/das-ask/ask/internal/requestid"
 )
@@ -18,6 +19,7 @@ func RequestID(ctx context.Context) string {
 	return id
 }
 
-// requestID returns the caller's id when well-formed, else a fresh one (requestid.From: the
-// same rule as the server's own, so the id does not depend on whether obs is in front).
-func requestID(given string) string { return requestid.From(given) }
+// requestID returns the caller's id when well-formed and given once, else a fresh one
+// (requestid.Of: the same rule as the server's own, so the id does not depend on whether obs
+// is in front).
+func requestID(h http.Header) string { return requestid.Of(h) }

@@ -12,7 +12,7 @@ import (
 // Every response carries X-Request-Id and X-Content-Type-Options: nosniff with the service
 // served bare (no obs in front): an answer, a problem (401, 404, 400), an unknown route, the
 // schema. A well-formed id
-// from the caller is echoed; a malformed one is replaced.
+// from the caller is echoed; a malformed one, or one given twice, is replaced.
 func TestEveryResponseHasARequestID(t *testing.T) {
 	srv, err := server.New(server.Options{Authenticator: fakeAuth{}, Runner: answerRunner(1)})
 	if err != nil {
@@ -62,5 +62,13 @@ func TestEveryResponseHasARequestID(t *testing.T) {
 	}
 	if id := do(http.MethodGet, "/nowhere", "", "", "a b\tc").Header().Get("X-Request-Id"); id == "a b\tc" || len(id) != 26 {
 		t.Errorf("a malformed id was not replaced: %q", id)
+	}
+	two := httptest.NewRequest(http.MethodGet, "/nowhere", nil)
+	two.Header.Add("X-Request-Id", "gw-42")
+	two.Header.Add("X-Request-Id", "gw-43")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, two)
+	if id := w.Header().Values("X-Request-Id"); len(id) != 1 || len(id[0]) != 26 {
+		t.Errorf("an id given twice: X-Request-Id %q, want one fresh id", id)
 	}
 }

@@ -390,7 +390,7 @@ func (x *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hd := w.Header()
 	if hd.Get(requestid.Header) == "" {
-		hd.Set(requestid.Header, requestid.From(r.Header.Get(requestid.Header)))
+		hd.Set(requestid.Header, requestid.Of(r.Header))
 	}
 	hd["X-Content-Type-Options"] = nosniff
 	if x.draining.Load() {

@@ -29,11 +29,21 @@ func From(given string) string {
 	return rand.Text()
 }
 
+// Of returns the request's id: its one X-Request-Id when well-formed (From), else a fresh
+// one. A header given twice is not well-formed (which of two ids would the caller look for?),
+// as the service takes no other header twice; net/http would read the first.
+func Of(h http.Header) string {
+	if v := h[Header]; len(v) == 1 {
+		return From(v[0])
+	}
+	return From("")
+}
+
 // Handler sets X-Request-Id on every response of next, unless a layer outside it already did.
 func Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if w.Header().Get(Header) == "" {
-			w.Header().Set(Header, From(r.Header.Get(Header)))
+			w.Header().Set(Header, Of(r.Header))
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -37,3 +37,16 @@ func TestHandler(t *testing.T) {
 		}
 	}
 }
+
+// A request id given twice is neither: which of the two would the caller look for in the logs?
+func TestHandlerTwoIDs(t *testing.T) {
+	h := requestid.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Add(requestid.Header, "first-id")
+	req.Header.Add(requestid.Header, "second-id")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if got := w.Header().Values(requestid.Header); len(got) != 1 || len(got[0]) != 26 {
+		t.Errorf("X-Request-Id = %q, want one fresh id", got)
+	}
+}

@@ -553,8 +553,11 @@ type AnswerEventType string
 
 // AnswerPath defines model for AnswerPath.
 type AnswerPath struct {
-	// Detail What answered, in this service's own words (`catalog`, `warehouse`, `multi`). For
-	// display and diagnostics only; a client that switches on it couples itself to a warehouse.
+	// Detail What answered, in this service's own words: `catalog` when no statement ran (the
+	// answer rests on metadata), `warehouse` when statements ran on one source (the
+	// definitions they follow may come from the catalog), `multi` when statements ran on two
+	// or more. For display and diagnostics only; a client that switches on it couples itself
+	// to a warehouse.
 	Detail string `json:"detail"`
 
 	// Speed `fast` when nothing beyond metadata was consulted, `full` when the sources were

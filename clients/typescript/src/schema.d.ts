@@ -540,8 +540,11 @@ export interface components {
              */
             speed: "fast" | "full";
             /**
-             * @description What answered, in this service's own words (`catalog`, `warehouse`, `multi`). For
-             *     display and diagnostics only; a client that switches on it couples itself to a warehouse.
+             * @description What answered, in this service's own words: `catalog` when no statement ran (the
+             *     answer rests on metadata), `warehouse` when statements ran on one source (the
+             *     definitions they follow may come from the catalog), `multi` when statements ran on two
+             *     or more. For display and diagnostics only; a client that switches on it couples itself
+             *     to a warehouse.
              */
             detail: string;
         };

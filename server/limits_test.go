@@ -24,13 +24,14 @@ func (h *harness) createConv(tok string) (*http.Response, []byte) {
 	return resp, readBody(h.t, resp)
 }
 
-// refused checks a per-identity refusal: 429 problem+json with a Retry-After of whole
-// seconds, a detail naming what is full, and nothing of the request in the body.
-func refused(t *testing.T, status int, hdr http.Header, body []byte, what string) {
+// refused checks a per-identity refusal: 429 problem+json with a Retry-After of retry whole
+// seconds (when the first of what is held is due to expire), a detail naming what is full, and
+// nothing of the request in the body.
+func refused(t *testing.T, status int, hdr http.Header, body []byte, what, retry string) {
 	t.Helper()
 	p := problemOf(t, status, hdr.Get("Content-Type"), body, http.StatusTooManyRequests)
-	if ra := hdr.Get("Retry-After"); ra != "30" {
-		t.Errorf("Retry-After %q, want 30", ra)
+	if ra := hdr.Get("Retry-After"); ra != retry {
+		t.Errorf("Retry-After %q, want %s", ra, retry)
 	}
 	if p.Detail == nil || !strings.Contains(*p.Detail, what) {
 		t.Errorf("detail %v does not name the %s", p.Detail, what)
@@ -50,9 +51,12 @@ func TestConversationsPerIdentity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, server.Options{MaxConversationsPerID: 2, TTL: time.Minute})
 		c1 := h.conv(alice)
+		time.Sleep(5 * time.Second)
 		h.conv(alice)
+		time.Sleep(15 * time.Second)
+		// The first conversation is due to expire in 40 s: that is when to come back.
 		resp, body := h.createConv(alice)
-		refused(t, resp.StatusCode, resp.Header, body, "conversations")
+		refused(t, resp.StatusCode, resp.Header, body, "conversations", "40")
 		if resp.Header.Get("Location") != "" {
 			t.Errorf("a refused conversation has a Location: %s", resp.Header.Get("Location"))
 		}
@@ -76,8 +80,10 @@ func TestRetainedPerIdentity(t *testing.T) {
 			h.ask(alice, cid, q)
 			synctest.Wait() // finished, and still retained
 		}
+		time.Sleep(25 * time.Second)
+		// The first ticket is due to expire in 35 s.
 		r := h.askRaw(alice, cid, "three, over the cap")
-		refused(t, r.StatusCode(), r.HTTPResponse.Header, r.Body, "tickets")
+		refused(t, r.StatusCode(), r.HTTPResponse.Header, r.Body, "tickets", "35")
 		if strings.Contains(string(r.Body), "three, over the cap") {
 			t.Errorf("the problem holds the question: %s", r.Body)
 		}
@@ -155,7 +161,7 @@ func TestOneIdentityCannotLockOthersOut(t *testing.T) {
 				convs = append(convs, c.Id)
 				continue
 			}
-			refused(t, resp.StatusCode, resp.Header, body, "conversations")
+			refused(t, resp.StatusCode, resp.Header, body, "conversations", "3600")
 		}
 		if len(convs) != convCap {
 			t.Fatalf("alice created %d conversations, want her cap of %d", len(convs), convCap)
@@ -170,7 +176,7 @@ func TestOneIdentityCannotLockOthersOut(t *testing.T) {
 			case http.StatusConflict:
 				t.Errorf("a 409 though every run had ended: %s", r.Body)
 			default:
-				refused(t, r.StatusCode(), r.HTTPResponse.Header, r.Body, "tickets")
+				refused(t, r.StatusCode(), r.HTTPResponse.Header, r.Body, "tickets", "3600")
 			}
 		}
 		if asked != heldCap {

@@ -93,8 +93,8 @@ const (
 	// long each time up to every 30 s, and a request whose kid it lacks fetches it too.
 	retryKeys = 5
 	// retryOwnerFull: an identity at its cap of conversations or tickets gets one back when
-	// the oldest idle one's TTL ends, which may be anything up to the TTL; this is how often
-	// to look.
+	// the oldest idle one's TTL ends, which the store tells (heldRetry); when it cannot (every
+	// one in use by a running ask), this is how often to look.
 	retryOwnerFull = 30
 	// retryIdemBusy: a key whose first request is in progress (idempotency.go).
 	retryIdemBusy = 1
@@ -223,6 +223,18 @@ func fullRetry(hint int, bound time.Duration) int {
 	return min(hint, int((bound+time.Second-1)/time.Second))
 }
 
+// heldRetry is the Retry-After of an identity at its cap of conversations or tickets: when
+// the store says the first of them is due to expire (store.HeldError), the seconds until then
+// (an identity whose conversations all went idle a minute ago waits out the rest of the TTL,
+// not 30 s after 30 s); else retryOwnerFull, or the TTL when that is shorter.
+func heldRetry(err error, ttl time.Duration) int {
+	var held *store.HeldError
+	if errors.As(err, &held) && held.Frees > 0 {
+		return int((held.Frees + time.Second - 1) / time.Second)
+	}
+	return fullRetry(retryOwnerFull, ttl)
+}
+
 // storeProblem maps the store's refusals to problems; nil for any other error.
 func storeProblem(err error) *problem {
 	what := "tickets"
@@ -251,7 +263,7 @@ func storeProblem(err error) *problem {
 	case errors.Is(err, store.ErrTooManyInFlight):
 		return &problem{status: http.StatusTooManyRequests, reason: RefusedTooManyInFlight, detail: "too many asks in flight for this identity", retryAfter: fullRetry(retryInFlight, deadline)}
 	case errors.Is(err, store.ErrOwnerFull):
-		return &problem{status: http.StatusTooManyRequests, reason: RefusedTooManyHeld, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: fullRetry(retryOwnerFull, ttl)}
+		return &problem{status: http.StatusTooManyRequests, reason: RefusedTooManyHeld, detail: "this identity holds as many " + what + " as it may; one is freed when " + freedWhen, retryAfter: heldRetry(err, ttl)}
 	case errors.Is(err, store.ErrFull):
 		return &problem{status: http.StatusServiceUnavailable, reason: RefusedFull, detail: "the service holds as many " + what + " as it can", retryAfter: fullRetry(retryFull, ttl)}
 	case errors.Is(err, store.ErrNotFound):

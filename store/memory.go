@@ -120,7 +120,7 @@ func (m *Memory) CreateConversation(_ context.Context, c Conversation, limits Li
 		return nil // the same call again: the conversation it created
 	}
 	if limits.MaxConversationsPerOwner > 0 && m.convsOf[key] >= limits.MaxConversationsPerOwner {
-		return ErrOwnerFull
+		return m.heldLocked(c.Owner, true)
 	}
 	if limits.MaxTickets > 0 && len(m.convs) >= limits.MaxTickets {
 		return ErrFull
@@ -190,7 +190,7 @@ func (m *Memory) CreateTicket(_ context.Context, nt NewTicket, limits Limits) ([
 		return nil, ErrTooManyInFlight
 	}
 	if limits.MaxRetainedPerOwner > 0 && m.heldOf[key] >= limits.MaxRetainedPerOwner {
-		return nil, ErrOwnerFull
+		return nil, m.heldLocked(nt.Owner, false)
 	}
 	if limits.MaxTickets > 0 && len(m.tickets) >= limits.MaxTickets {
 		return nil, ErrFull
@@ -587,6 +587,45 @@ func (m *Memory) expired() {
 			}
 		}
 	}
+}
+
+// maxDueScan bounds how many queued expiries heldLocked looks at: the queue is every
+// conversation's and finished ticket's, and a refused identity may ask again and again.
+const maxDueScan = 1 << 14
+
+// heldLocked is the refusal of owner at its cap of conversations (convs) or retained
+// tickets: a HeldError saying when the first of them is due to expire (expired takes them in
+// queue order, which is due order), or ErrOwnerFull when none is due among the queue's first
+// maxDueScan entries (every one of the owner's conversations in use by a running ask, say).
+func (m *Memory) heldLocked(owner Owner, convs bool) error {
+	x := &m.expiries
+	if x.empty() {
+		return ErrOwnerFull
+	}
+	now, n := time.Since(x.t0), 0
+	for i, b := range x.blocks {
+		if i == 0 {
+			b = b[x.head:]
+		}
+		for _, e := range b {
+			if n++; n > maxDueScan {
+				return ErrOwnerFull
+			}
+			var current bool
+			switch {
+			case convs && e.conv != nil:
+				c := e.conv
+				current = c.c.Owner == owner && m.convs[c.c.ID] == c && c.epoch == e.epoch && c.running == ""
+			case !convs && e.ticket != nil:
+				tk := e.ticket
+				current = tk.t.Owner == owner && m.tickets[tk.t.ID] == tk
+			}
+			if current {
+				return &HeldError{Frees: max(e.at-now, time.Millisecond)} // due now: the timer is on its way
+			}
+		}
+	}
+	return ErrOwnerFull
 }
 
 // decrement takes one from counts[key], deleting the entry at zero so that owners who hold

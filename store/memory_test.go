@@ -208,3 +208,66 @@ func TestMemoryRestore(t *testing.T) {
 		t.Errorf("a ticket the store does not hold: %v, want ErrNotFound", err)
 	}
 }
+
+// TestOwnerFullSaysWhenOneFrees: an owner refused at a cap is told when the first of what holds
+// it is due to expire (HeldError.Frees), others' entries and entries gone stale (a conversation
+// touched again, one whose ask is running) passed over; with every conversation in use, the
+// refusal cannot tell (ErrOwnerFull alone).
+func TestOwnerFullSaysWhenOneFrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ttl = time.Minute
+		m := store.NewMemory(store.MemoryOptions{TTL: ttl})
+		defer m.Close()
+		convs := store.Limits{MaxConversationsPerOwner: 2}
+		frees := func(err error) time.Duration {
+			t.Helper()
+			var held *store.HeldError
+			if !errors.Is(err, store.ErrOwnerFull) {
+				t.Fatalf("%v, want ErrOwnerFull", err)
+			}
+			if !errors.As(err, &held) {
+				return 0
+			}
+			return held.Frees
+		}
+		storetest.MustConv(t, m, "b1", storetest.Bob) // due first, but bob's
+		time.Sleep(5 * time.Second)
+		storetest.MustConv(t, m, "a1", storetest.Alice)
+		time.Sleep(10 * time.Second)
+		storetest.MustConv(t, m, "a2", storetest.Alice)
+		time.Sleep(10 * time.Second)
+		if got := frees(m.CreateConversation(ctx, store.Conversation{ID: "a3", Owner: storetest.Alice}, convs)); got != ttl-20*time.Second {
+			t.Errorf("a1 due in %v, want %v", got, ttl-20*time.Second)
+		}
+		// An ask in a1: a2 is due first now, and while a1's ask runs its old expiry is stale.
+		if _, err := storetest.NewTicket(t, m, "t1", "a1", storetest.Alice, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := frees(m.CreateConversation(ctx, store.Conversation{ID: "a3", Owner: storetest.Alice}, convs)); got != ttl-10*time.Second {
+			t.Errorf("a2 due in %v while a1's ask runs, want %v", got, ttl-10*time.Second)
+		}
+		if _, err := storetest.NewTicket(t, m, "t2", "a2", storetest.Alice, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := frees(m.CreateConversation(ctx, store.Conversation{ID: "a3", Owner: storetest.Alice}, convs)); got != 0 {
+			t.Errorf("both conversations in use: due in %v, want no HeldError", got)
+		}
+		// The tickets: t1 ends now, t2 five seconds later; the first is due a TTL from t1's end.
+		if err := m.Finish(ctx, "t1", storetest.Tail(2), ask.Turn{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		if err := m.Finish(ctx, "t2", storetest.Tail(2), ask.Turn{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := storetest.NewTicket(t, m, "t3", "a1", storetest.Alice, store.Limits{MaxRetainedPerOwner: 2})
+		if got := frees(err); got != ttl-5*time.Second {
+			t.Errorf("t1 due in %v, want %v", got, ttl-5*time.Second)
+		}
+		// And a1's new idle time: due a TTL from t1's end too.
+		if got := frees(m.CreateConversation(ctx, store.Conversation{ID: "a3", Owner: storetest.Alice}, convs)); got != ttl-5*time.Second {
+			t.Errorf("a1 due in %v after its ask, want %v", got, ttl-5*time.Second)
+		}
+	})
+}

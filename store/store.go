@@ -132,6 +132,21 @@ func (e *ConflictError) Error() string { return ErrConflict.Error() }
 // Is reports whether target is ErrConflict.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
+// HeldError is ErrOwnerFull with when the owner next gets one back: Frees is how long, by the
+// store's clock, until the first of the owner's conversations (CreateConversation) or retained
+// tickets (CreateTicket) that hold the cap is due to expire. The cap may still be full then (a
+// conversation whose ask started meanwhile is not due), so it is when to look again, not a
+// promise. A store that cannot tell (every one is in use by a running ask, say) returns
+// ErrOwnerFull alone.
+type HeldError struct {
+	Frees time.Duration
+}
+
+func (e *HeldError) Error() string { return ErrOwnerFull.Error() }
+
+// Is reports whether target is ErrOwnerFull.
+func (e *HeldError) Is(target error) bool { return target == ErrOwnerFull }
+
 // PendingError is CreateTicket's answer when its context ended before the store answered and
 // the creation may still take effect (a shared store that is stalled or slow: the call is on
 // its way and cannot be taken back). It matches ErrUnavailable, so a caller that does not look

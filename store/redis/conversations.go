@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/das-ask/ask"
 	"github.com/das-ask/ask/gen"
@@ -26,7 +29,18 @@ func (s *Store) CreateConversation(ctx context.Context, c store.Conversation, li
 	if err != nil {
 		return wrap(err)
 	}
+	if due, ok := strings.CutPrefix(res, "ownerfull "); ok {
+		return held(due)
+	}
 	return statusErr(res)
+}
+
+// held is the refusal at an owner's cap whose first entry is due in due ms (first_due).
+func held(due string) error {
+	if ms, err := strconv.ParseInt(due, 10, 64); err == nil && ms > 0 {
+		return &store.HeldError{Frees: time.Duration(ms) * time.Millisecond}
+	}
+	return store.ErrOwnerFull
 }
 
 // DropConversation implements store.Shared: dropConversation, in c's bucket.

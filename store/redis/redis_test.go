@@ -742,3 +742,38 @@ func TestSaysWhenRedisLostEverything(t *testing.T) {
 		t.Errorf("the durable store did not say Redis no longer persists: %s", out)
 	}
 }
+
+// TestOwnerFullSaysWhenOneFrees: the scripts' refusal at an owner's cap says when the first of
+// what holds it is due to expire, by Redis's clock (first_due): within the TTL of now, for the
+// conversations and for the retained tickets.
+func TestOwnerFullSaysWhenOneFrees(t *testing.T) {
+	const ttl = time.Hour
+	s := newStore(t, redistest.Start(t), redisstore.Options{TTL: ttl})
+	ctx := t.Context()
+	due := func(what string, err error) {
+		t.Helper()
+		var held *store.HeldError
+		if !errors.As(err, &held) {
+			t.Fatalf("%s: %v, want a HeldError", what, err)
+		}
+		// Made within the last minute, each is due a TTL after it was made or last used.
+		if held.Frees > ttl || held.Frees < ttl-time.Minute {
+			t.Errorf("%s: due in %v, want within a minute of the TTL (%v)", what, held.Frees, ttl)
+		}
+	}
+	for _, c := range []string{"a1", "a2"} {
+		storetest.MustConv(t, s, c, storetest.Alice)
+	}
+	due("a third conversation", s.CreateConversation(ctx, store.Conversation{ID: "a3", Owner: storetest.Alice, CreatedAt: time.Now()},
+		store.Limits{MaxConversationsPerOwner: 2}))
+	for _, tk := range []string{"t1", "t2"} {
+		if _, err := storetest.NewTicket(t, s, tk, "a1", storetest.Alice, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Finish(ctx, tk, storetest.Tail(2), ask.Turn{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := storetest.NewTicket(t, s, "t3", "a1", storetest.Alice, store.Limits{MaxRetainedPerOwner: 2})
+	due("a third ticket", err)
+}

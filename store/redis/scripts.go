@@ -125,6 +125,18 @@ local function room(key, max, now, extra)
 end
 `
 
+// luaFirstDue is first_due (uses int).
+const luaFirstDue = `
+-- how long (ms, as a string) until the first entry of the zset key (id -> expiry ms) is due, by
+-- now; '0' when none is (every entry at +inf: in use by a running ask). A refusal at an owner's
+-- cap answers it, for the client's Retry-After (room and room_convs have swept what is past).
+local function first_due(key, now)
+  local s = redis.call('ZRANGEBYSCORE', key, '(' .. int(now), '(+inf', 'WITHSCORES', 'LIMIT', '0', '1')[2]
+  if not s then return '0' end
+  return int(s - now)
+end
+`
+
 // luaConvs is sweep_convs and room_convs (uses int).
 const luaConvs = `
 -- a conversations zset (convs, or an owner's) keeps an entry's score at the conversation's expiry
@@ -214,7 +226,7 @@ end
 
 // createConversation: KEYS conv, turns, convs, owner's convs, owner's tickets; ARGV id, tenant,
 // oid, created, ttl_ms, max, max per owner, recheck_ms (sweep_convs).
-var createConversation = goredis.NewScript(luaDenyOOM + luaNow + luaInt + luaConvs + luaLatest + luaOwners + `
+var createConversation = goredis.NewScript(luaDenyOOM + luaNow + luaInt + luaFirstDue + luaConvs + luaLatest + luaOwners + `
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'created')
   -- a retry of this very call (its reply was lost): the conversation it created is ok
@@ -224,7 +236,9 @@ end
 local now = now_ms()
 -- the conversations' hashes are named as this one's: the id after a prefix
 local cprefix = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1])
-if not room_convs(KEYS[4], cprefix, ARGV[7] + 0, now, ARGV[8] + 0) then return 'ownerfull' end
+if not room_convs(KEYS[4], cprefix, ARGV[7] + 0, now, ARGV[8] + 0) then
+  return 'ownerfull ' .. first_due(KEYS[4], now)
+end
 if not room_convs(KEYS[3], cprefix, ARGV[6] + 0, now, ARGV[8] + 0) then return 'full' end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'oid', ARGV[3], 'created', ARGV[4], 'running', '', 'turns', '0')
@@ -275,7 +289,7 @@ return status
 // two together). The conversations sets are left alone, here and at the end: the conversation's
 // hash is persisted while the ask runs and given a new expiry at its end, and a sweep reads its
 // entries' scores from it (sweep_convs).
-var createTicket = goredis.NewScript(luaDenyOOM + luaNow + luaInt + luaRoom + `
+var createTicket = goredis.NewScript(luaDenyOOM + luaNow + luaInt + luaRoom + luaFirstDue + `
 if redis.call('EXISTS', KEYS[3]) == 1 then
   local t = redis.call('HMGET', KEYS[3], 'conv', 'tenant', 'oid', 'runner', 'created')
   -- a retry of this very call (its reply was lost): the ticket it created is ok, with the
@@ -299,7 +313,7 @@ local maxf = ARGV[7] + 0
 local inflight = maxf > 0 and redis.call('ZCOUNT', KEYS[8], '+inf', '+inf') or nil
 if inflight and inflight >= maxf then return {'inflight'} end
 local now = now_ms()
-if not room(KEYS[8], ARGV[11] + 0, now) then return {'ownerfull'} end
+if not room(KEYS[8], ARGV[11] + 0, now) then return {'ownerfull', first_due(KEYS[8], now)} end
 local maxt = ARGV[8] + 0
 if not room(KEYS[5], maxt, now, maxt > 0 and redis.call('ZCARD', KEYS[6]) or 0) then return {'full'} end
 local n = ARGV[13] + 0

@@ -136,6 +136,12 @@ func (s *Store) created(nt store.NewTicket, w *endWatch, made bool, cmd *goredis
 	case "conflict":
 		running, _ := res[1].(string)
 		return nil, &store.ConflictError{Ticket: running}
+	case "ownerfull":
+		due := ""
+		if len(res) > 1 {
+			due, _ = res[1].(string)
+		}
+		return nil, held(due)
 	}
 	return nil, statusErr(status)
 }

@@ -571,8 +571,9 @@ func notCreated(t *testing.T, s store.Store, ticket, c string, owner store.Owner
 	}
 }
 
-// testConversationsPerOwner: one owner at its cap is refused with ErrOwnerFull, before the
-// shared cap, creating nothing; another owner is not affected.
+// testConversationsPerOwner: one owner at its cap is refused with ErrOwnerFull (a HeldError
+// saying when the first of its idle conversations is due to expire), before the shared cap,
+// creating nothing; another owner is not affected.
 func testConversationsPerOwner(t *testing.T, f Factory) {
 	ctx := t.Context()
 	m := f(t, Options{})
@@ -582,8 +583,13 @@ func testConversationsPerOwner(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 	}
-	if err := conv(t, m, "a3", Alice, limits); !errors.Is(err, store.ErrOwnerFull) {
+	err := conv(t, m, "a3", Alice, limits)
+	if !errors.Is(err, store.ErrOwnerFull) {
 		t.Errorf("alice's third conversation: %v, want ErrOwnerFull", err)
+	}
+	// Both are idle: the refusal says when the first is due to expire.
+	if held := (*store.HeldError)(nil); !errors.As(err, &held) || held.Frees <= 0 {
+		t.Errorf("alice's third conversation with two idle: %v, want a HeldError with when one frees", err)
 	}
 	if _, _, err := m.Conversation(ctx, "a3"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a refused conversation exists: %v", err)
@@ -711,8 +717,13 @@ func testRetainedPerOwner(t *testing.T, f Factory) {
 	}
 	_ = m.Finish(ctx, "t1", Tail(2), ask.Turn{})
 	_ = m.Finish(ctx, "t2", Tail(2), ask.Turn{})
-	if _, err := NewTicket(t, m, "t3", "c1", Alice, limits); !errors.Is(err, store.ErrOwnerFull) {
+	_, err := NewTicket(t, m, "t3", "c1", Alice, limits)
+	if !errors.Is(err, store.ErrOwnerFull) {
 		t.Errorf("alice's third ticket with two retained: %v, want ErrOwnerFull", err)
+	}
+	// Both are finished: the refusal says when the first is due to expire.
+	if held := (*store.HeldError)(nil); !errors.As(err, &held) || held.Frees <= 0 {
+		t.Errorf("alice's third ticket with two finished retained: %v, want a HeldError with when one frees", err)
 	}
 	notCreated(t, m, "t3", "c1", Alice)
 	if _, err := NewTicket(t, m, "t4", "b1", Bob, limits); err != nil {

@@ -906,7 +906,13 @@ export interface components {
          */
         TooManyRequests: {
             headers: {
-                /** @description Seconds to wait before retrying. */
+                /**
+                 * @description Seconds to wait before retrying. For conversations or tickets held, the seconds until
+                 *     the first of them is due to expire (up to the TTL; another may be in use by then, so
+                 *     the retry can be refused again, with a new `Retry-After`); when every one is in use
+                 *     by a running ask, 30 (or the TTL, when shorter): how often to look. For asks in
+                 *     flight, 2 (or the run deadline, when shorter).
+                 */
                 "Retry-After"?: number;
                 [name: string]: unknown;
             };

@@ -8,9 +8,13 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 
-.PHONY: all generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check cluster-check-rediscluster chaos bench fuzz eval soak
+.PHONY: all help generate check-generate lint lint-schema test build ask-serve ask token conformance-ask conformance-gateway test-clients ask-serve-cluster cluster-check cluster-check-rediscluster chaos bench fuzz eval soak
 
 all: check-generate lint test
+
+## help: list these targets, each with what it does
+help:
+	@sed -n 's/^## //p' $(firstword $(MAKEFILE_LIST))
 
 ## generate: regenerate gen/ and the TypeScript client's types from openapi/ask.openapi.yaml (never edit them by hand)
 generate:

@@ -18,7 +18,8 @@
 //
 //	ask-eval --dev-stack --baseline docs/eval/report.json
 //
-// Exit status: 0 the set ran, 1 the scores differ from --expect, 2 it could not run. Ctrl-C (or
+// Exit status: 0 the set ran, 1 the scores differ from --expect, 2 it could not run, 3 it ran but
+// some items gave no outcome (harness errors, counted as wrong; the report is written). Ctrl-C (or
 // SIGTERM) cancels the asks in flight and exits 2 without writing a report.
 package main
 
@@ -350,6 +351,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 			return 1
 		}
 		fmt.Fprintf(info, "scores as expected by %s\n", o.expect)
+	}
+	if n := rep.Scores.HarnessErrors; n > 0 {
+		// Some items were never judged (the service went away mid-run, asks refused): the
+		// scores count them as wrong, which is the report's to say and a script's to notice.
+		fmt.Fprintf(stderr, "ask-eval: %d of %d items gave no outcome (harness errors, named above): the scores count them as wrong; exit 3\n", n, len(results))
+		return 3
 	}
 	return 0
 }

@@ -565,7 +565,8 @@ items:
 
 // Each item outside a conversation opens one, and the service holds it for DAS_ASK_TTL_S: a set
 // larger than the identity's cap, or a run right after another, is turned away with 429 on
-// the conversation, and the summary says what to do about it, not only that it happened.
+// the conversation, and the summary says what to do about it, not only that it happened; the
+// exit status (3) says the scores are not the target's alone.
 func TestConversationCapSaysWhatToDo(t *testing.T) {
 	set := filepath.Join(t.TempDir(), "set.yaml")
 	var b strings.Builder
@@ -578,13 +579,17 @@ func TestConversationCapSaysWhatToDo(t *testing.T) {
 	}
 	env := func(k string) (string, bool) { return "2", k == "DAS_ASK_MAX_CONVERSATIONS_PER_ID" }
 	var out, errb bytes.Buffer
-	if code := run(t.Context(), []string{"--dev-stack", "--set", set, "--no-write", "--progress", "none", "--concurrency", "1"}, &out, &errb, env); code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	// Two items judged, two never: the run says so with exit 3, not 0 as a run judged whole.
+	if code := run(t.Context(), []string{"--dev-stack", "--set", set, "--no-write", "--progress", "none", "--concurrency", "1"}, &out, &errb, env); code != 3 {
+		t.Fatalf("exit %d, want 3 (items gave no outcome)\n%s%s", code, out.String(), errb.String())
 	}
 	for _, want := range []string{"harness errors       2 item(s)", "429 Too Many Requests", "raise DAS_ASK_MAX_CONVERSATIONS_PER_ID on the service"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
+	}
+	if !strings.Contains(errb.String(), "2 of 4 items gave no outcome") {
+		t.Errorf("stderr does not say why the exit is 3:\n%s", errb.String())
 	}
 }
 

@@ -70,7 +70,7 @@ func TestDefaultScriptQuestions(t *testing.T) {
 			wantFinal: "I'm sorry, I can't answer that: the describe_table call was not allowed or failed."},
 		{name: "churn: nothing in the catalog, abstain", question: qChurn, src: demoSource{noTerms: true},
 			wantCalls: []call{{"search_catalog", map[string]any{"query": "churn"}}},
-			wantFinal: "I couldn't find churn in the catalog, so there is no defined figure to give."},
+			wantFinal: "I couldn't find churn in the catalog, so there is no agreed definition to compute it from. Which measure of churn do you mean?"},
 		{name: "bad SQL: apologise", question: qSev1, src: demoSource{queryErr: true},
 			wantTools: []string{"search_catalog", "define_term", "describe_table", "run_query"},
 			wantFinal: "I'm sorry, I couldn't answer that: the run_query call failed."},

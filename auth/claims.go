@@ -74,8 +74,14 @@ func (c *claims) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
 		return err
 	}
+	// A claim named twice is read as its last (RFC 7519 §4 allows that), which members holds;
+	// the struct's decoding keeps an earlier string over a later null, so "tid":"" then
+	// "tid":null would be an empty tid read as given, and "tid":"a" then null the tenant a.
 	tid := members["tid"]
 	c.tidGiven = len(tid) > 0 && string(tid) != "null"
+	if !c.tidGiven {
+		c.TID = ""
+	}
 	return nil
 }
 

@@ -65,3 +65,38 @@ func TestClaimsThatAreNotUTF8TextAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// A tid named twice is read as its last, as every claim is (RFC 7519 §4): an empty one is
+// refused, a null one is no tid at all, whatever came before it.
+func TestTIDNamedTwiceIsItsLast(t *testing.T) {
+	li := newLocalIssuer(t)
+	now := time.Now()
+	claims := func(tids string) []byte {
+		return []byte(`{"iss":"` + localIssuerURL + `","aud":"das","scope":"das","oid":"alice",` + tids +
+			`,"iat":` + strconv.FormatInt(now.Unix(), 10) + `,"exp":` + strconv.FormatInt(now.Add(time.Hour).Unix(), 10) + `}`)
+	}
+	tenantless, err := li.v.Authenticate(t.Context(), li.signPayload(t, claims(`"x":1`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme, err := li.v.Authenticate(t.Context(), li.signPayload(t, claims(`"tid":"acme"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tids, want string // want: the tenant of the identity accepted, or "" for refused
+	}{
+		{`"tid":"","tid":null`, tenantless.Tenant},
+		{`"tid":"acme","tid":null`, tenantless.Tenant},
+		{`"tid":null,"tid":""`, ""},
+		{`"tid":"other","tid":"acme"`, acme.Tenant},
+	} {
+		id, err := li.v.Authenticate(t.Context(), li.signPayload(t, claims(tc.tids)))
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("%s: accepted as tenant %q, want refused", tc.tids, id.Tenant)
+		case tc.want != "" && (err != nil || id.Tenant != tc.want):
+			t.Errorf("%s: tenant %q, %v; want %q", tc.tids, id.Tenant, err, tc.want)
+		}
+	}
+}

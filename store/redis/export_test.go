@@ -1,6 +1,10 @@
 package redis
 
-import "time"
+import (
+	"time"
+
+	"github.com/das-ask/ask/store"
+)
 
 // HubStats reports how many tails s's hub holds and their bytes.
 func HubStats(s *Store) (tails int, bytes int64) { return s.hub.stats() }
@@ -53,3 +57,11 @@ func RunsHeld(s *Store) int {
 
 // SetClock makes now the clock s reads the outbox's times on, the caller's (time.Now).
 func SetClock(s *Store, now func() time.Time) { s.now = now }
+
+// ConvKey is the key of conversation id's hash.
+func ConvKey(s *Store, id string) string { return s.keys.conv(s.keys.bucketOf(id), id) }
+
+// OwnerTicketsKey is the key of o's tickets zset in ticket's bucket.
+func OwnerTicketsKey(s *Store, ticket string, o store.Owner) string {
+	return s.keys.ownerTickets(s.keys.bucketOf(ticket), o)
+}

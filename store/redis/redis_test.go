@@ -744,28 +744,53 @@ func TestSaysWhenRedisLostEverything(t *testing.T) {
 }
 
 // TestOwnerFullSaysWhenOneFrees: the scripts' refusal at an owner's cap says when the first of
-// what holds it is due to expire, by Redis's clock (first_due): within the TTL of now, for the
-// conversations and for the retained tickets.
+// what holds it is due to expire, by Redis's clock: for the conversations the soonest of their
+// hashes' expiries (an ask's end pushes a hash's on and leaves the sets' scores where they were),
+// passing over those an ask runs in; for the retained tickets the soonest score.
 func TestOwnerFullSaysWhenOneFrees(t *testing.T) {
 	const ttl = time.Hour
-	s := newStore(t, redistest.Start(t), redisstore.Options{TTL: ttl})
+	srv := redistest.Start(t)
+	s := newStore(t, srv, redisstore.Options{TTL: ttl})
+	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := t.Context()
-	due := func(what string, err error) {
+	due := func(what string, err error, want time.Duration) {
 		t.Helper()
 		var held *store.HeldError
 		if !errors.As(err, &held) {
 			t.Fatalf("%s: %v, want a HeldError", what, err)
 		}
-		// Made within the last minute, each is due a TTL after it was made or last used.
-		if held.Frees > ttl || held.Frees < ttl-time.Minute {
-			t.Errorf("%s: due in %v, want within a minute of the TTL (%v)", what, held.Frees, ttl)
+		// Within a minute: the test's own steps take that at most.
+		if held.Frees > want || held.Frees < want-time.Minute {
+			t.Errorf("%s: due in %v, want %v", what, held.Frees, want)
 		}
+	}
+	third := func(o store.Owner) error {
+		return s.CreateConversation(ctx, store.Conversation{ID: "x3", Owner: o, CreatedAt: time.Now()},
+			store.Limits{MaxConversationsPerOwner: 2})
 	}
 	for _, c := range []string{"a1", "a2"} {
 		storetest.MustConv(t, s, c, storetest.Alice)
 	}
-	due("a third conversation", s.CreateConversation(ctx, store.Conversation{ID: "a3", Owner: storetest.Alice, CreatedAt: time.Now()},
-		store.Limits{MaxConversationsPerOwner: 2}))
+	due("a third conversation", third(storetest.Alice), ttl)
+	// As if asks had ended in both, a2's later: their hashes live on past their scores.
+	for c, d := range map[string]time.Duration{"a1": 3 * ttl, "a2": 2 * ttl} {
+		if err := rdb.PExpire(ctx, redisstore.ConvKey(s, c), d).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	due("a third conversation after asks", third(storetest.Alice), 2*ttl)
+	// Both of bob's with an ask running: none is due, and the store cannot say when.
+	for i, c := range []string{"b1", "b2"} {
+		storetest.MustConv(t, s, c, storetest.Bob)
+		if _, err := storetest.NewTicket(t, s, fmt.Sprintf("tb%d", i), c, storetest.Bob, store.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := third(storetest.Bob); !errors.Is(err, store.ErrOwnerFull) || errors.As(err, new(*store.HeldError)) {
+		t.Errorf("a third conversation while both run: %v, want ErrOwnerFull alone", err)
+	}
+
 	for _, tk := range []string{"t1", "t2"} {
 		if _, err := storetest.NewTicket(t, s, tk, "a1", storetest.Alice, store.Limits{}); err != nil {
 			t.Fatal(err)
@@ -774,6 +799,11 @@ func TestOwnerFullSaysWhenOneFrees(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// t1 made due after t2: t2 is the first.
+	if err := rdb.ZAddXX(ctx, redisstore.OwnerTicketsKey(s, "t1", storetest.Alice),
+		goredis.Z{Score: float64(time.Now().Add(3 * ttl).UnixMilli()), Member: "t1"}).Err(); err != nil {
+		t.Fatal(err)
+	}
 	_, err := storetest.NewTicket(t, s, "t3", "a1", storetest.Alice, store.Limits{MaxRetainedPerOwner: 2})
-	due("a third ticket", err)
+	due("a third ticket", err, ttl)
 }

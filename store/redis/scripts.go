@@ -127,13 +127,33 @@ end
 
 // luaFirstDue is first_due (uses int).
 const luaFirstDue = `
--- how long (ms, as a string) until the first entry of the zset key (id -> expiry ms) is due, by
--- now; '0' when none is (every entry at +inf: in use by a running ask). A refusal at an owner's
--- cap answers it, for the client's Retry-After (room and room_convs have swept what is past).
+-- how long (ms, as a string) until the first entry of the tickets zset key (id -> expiry ms) is
+-- due, by now; '0' when none is (every entry at +inf: a running ticket). A refusal at an owner's
+-- cap answers it, for the client's Retry-After (room has swept what is past).
 local function first_due(key, now)
   local s = redis.call('ZRANGEBYSCORE', key, '(' .. int(now), '(+inf', 'WITHSCORES', 'LIMIT', '0', '1')[2]
   if not s then return '0' end
   return int(s - now)
+end
+`
+
+// luaFirstDueConv is first_due_conv (uses int).
+const luaFirstDueConv = `
+-- first_due for a conversations zset: an entry's score is where its hash's expiry was at its
+-- creation or its last sweep (sweep_convs), never later than it is (an ask's end only pushes the
+-- hash's expiry on), so the hashes of the entries in score order are read (PTTL; -1: an ask runs
+-- in it, not due) until the next score is past the soonest expiry found, 64 at most. '0' when
+-- none of those is due.
+local function first_due_conv(key, cprefix, now)
+  local e = redis.call('ZRANGEBYSCORE', key, '(' .. int(now), '(+inf', 'WITHSCORES', 'LIMIT', '0', '64')
+  local best = nil
+  for i = 1, #e, 2 do
+    if best and e[i + 1] + 0 >= best then break end
+    local ttl = redis.call('PTTL', cprefix .. e[i])
+    if ttl > 0 and (not best or now + ttl < best) then best = now + ttl end
+  end
+  if not best then return '0' end
+  return int(best - now)
 end
 `
 
@@ -226,7 +246,7 @@ end
 
 // createConversation: KEYS conv, turns, convs, owner's convs, owner's tickets; ARGV id, tenant,
 // oid, created, ttl_ms, max, max per owner, recheck_ms (sweep_convs).
-var createConversation = goredis.NewScript(luaDenyOOM + luaNow + luaInt + luaFirstDue + luaConvs + luaLatest + luaOwners + `
+var createConversation = goredis.NewScript(luaDenyOOM + luaNow + luaInt + luaFirstDueConv + luaConvs + luaLatest + luaOwners + `
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local c = redis.call('HMGET', KEYS[1], 'tenant', 'oid', 'created')
   -- a retry of this very call (its reply was lost): the conversation it created is ok
@@ -237,7 +257,7 @@ local now = now_ms()
 -- the conversations' hashes are named as this one's: the id after a prefix
 local cprefix = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1])
 if not room_convs(KEYS[4], cprefix, ARGV[7] + 0, now, ARGV[8] + 0) then
-  return 'ownerfull ' .. first_due(KEYS[4], now)
+  return 'ownerfull ' .. first_due_conv(KEYS[4], cprefix, now)
 end
 if not room_convs(KEYS[3], cprefix, ARGV[6] + 0, now, ARGV[8] + 0) then return 'full' end
 redis.call('DEL', KEYS[2])

@@ -24,3 +24,6 @@ func Held(m *Memory) MemoryHeld {
 	m.idems.mu.Unlock()
 	return h
 }
+
+// MaxDueScan is maxDueScan.
+const MaxDueScan = maxDueScan

@@ -271,3 +271,22 @@ func TestOwnerFullSaysWhenOneFrees(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerFullScanIsBounded: a refusal looks at MaxDueScan queued expiries at most, under the
+// store's lock; an owner whose first due entry lies past them is refused with ErrOwnerFull alone.
+func TestOwnerFullScanIsBounded(t *testing.T) {
+	ctx := t.Context()
+	for _, before := range []int{store.MaxDueScan - 1, store.MaxDueScan} {
+		m := store.NewMemory(store.MemoryOptions{TTL: time.Hour})
+		for i := range before {
+			storetest.MustConv(t, m, fmt.Sprintf("b%d", i), storetest.Bob)
+		}
+		storetest.MustConv(t, m, "a1", storetest.Alice)
+		err := m.CreateConversation(ctx, store.Conversation{ID: "a2", Owner: storetest.Alice}, store.Limits{MaxConversationsPerOwner: 1})
+		held := errors.As(err, new(*store.HeldError))
+		if !errors.Is(err, store.ErrOwnerFull) || held != (before < store.MaxDueScan) {
+			t.Errorf("alice's entry after %d of bob's: %v (a HeldError: %v), want one only within the scan of %d", before, err, held, store.MaxDueScan)
+		}
+		_ = m.Close()
+	}
+}

@@ -213,6 +213,9 @@
   // "é" or "€" passed at twice or three times the bound.
   const MAX_EVENT_SIZE = 16 << 20;
 
+  // MAX_QUESTION is the contract's bound on a question (createAsk's maxLength), in characters.
+  const MAX_QUESTION = 4000;
+
   // utf8Length is the length of s in UTF-8, what it was on the wire (a byte that was not UTF-8 is
   // counted as its U+FFFD, 3 bytes), as the TypeScript client's.
   function utf8Length(s) {
@@ -427,9 +430,11 @@
 
   // What an event must carry for the page to say it: per type, [field, required, check] for the
   // contract's required fields, and the optional ones it reads (absent or null, or of their
-  // type). The TypeScript and Python clients' rules (eventFields, _EVENT_FIELDS), and a
-  // provenance's kind, which the page says too.
+  // type). The TypeScript and Python clients' rules (eventFields, _EVENT_FIELDS), a refusal's
+  // call_id and a provenance's kind, which the page says too, and the step and done fields it shows.
   const isString = (v) => typeof v === 'string';
+  const isNumber = (v) => typeof v === 'number' && Number.isFinite(v);
+  const isBool = (v) => typeof v === 'boolean';
   const isStrings = (v) => Array.isArray(v) && v.every(isString);
   const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
   const isObjects = (...fields) => (v) => Array.isArray(v) && v.every((x) => isObject(x) && fields.every((f) => isString(x[f])));
@@ -442,10 +447,15 @@
       ['path', true, (v) => isObject(v) && isString(v.speed)],
       ['headline', false, isHeadline], ['result', false, isResult], ['divergence', false, isDivergence]],
     abstention: [['terms', true, isStrings], ['sources', false, isStrings], ['text', false, isString]],
-    refusal: [['tool', true, isString], ['source', true, isString], ['reason', true, isString]],
+    refusal: [['tool', true, isString], ['source', true, isString], ['call_id', true, isString], ['reason', true, isString]],
     error: [['kind', true, isString], ['message', true, isString]],
     branch: [['branch_id', true, isString], ['role', true, isString], ['state', true, isString], ['source', false, isString]],
     milestone: [['phase', true, isString], ['subject', true, isString], ['source', true, isString], ['branch_id', false, isString]],
+    // The page also says every step and the done line, so it checks what it shows of them.
+    step: [['call_id', true, isString], ['tool', true, isString], ['source', true, isString], ['ms', true, isNumber],
+      ['refused', true, isBool], ['branch_id', false, isString]],
+    done: [['outcome', true, isString], ['steps', true, isNumber], ['model_calls', true, isNumber],
+      ['input_tokens', true, isNumber], ['output_tokens', true, isNumber], ['elapsed_ms', true, isNumber]],
   };
 
   // eventFault says which field of an event is not the contract's, never its value; '' when none
@@ -744,12 +754,17 @@
     const line = turn.querySelector('.working');
     line.hidden = false;
     w = { since: Date.now(), start: Date.now(), timer: 0 };
+    // The words are in a live region; the seconds are not (aria-hidden), so a screen reader
+    // hears the line when it changes, not a count every second.
+    const words = line.querySelector('.words');
     const tick = () => {
       const quiet = Math.floor((Date.now() - w.since) / 1000);
       const started = turn.querySelector('.progress li') !== null;
-      line.querySelector('.words').textContent = started
-        ? `Working… ${quiet} s since the last step`
-        : `Working: the agent is thinking about the question… ${Math.floor((Date.now() - w.start) / 1000)} s`;
+      const said = started ? 'Working…' : 'Working: the agent is thinking about the question…';
+      if (words.textContent !== said) words.textContent = said;
+      line.querySelector('.secs').textContent = started
+        ? ` ${quiet} s since the last step`
+        : ` ${Math.floor((Date.now() - w.start) / 1000)} s`;
     };
     tick();
     w.timer = setInterval(tick, 1000);
@@ -774,15 +789,30 @@
 
   function setRunning(run) {
     state.running = run;
+    // A button that is disabled while it has focus drops it to the page's start: keyboard users
+    // go on from Cancel while a question runs, and from the question box once it has ended.
+    const focused = document.activeElement;
     $('ask-button').disabled = !!run;
     $('cancel-button').disabled = !run;
+    if (run && focused === $('ask-button')) $('cancel-button').focus();
+    if (!run && focused === $('cancel-button')) $('question').focus();
     $('cancel-button').textContent = 'Cancel';
     $('question').readOnly = !!run;
     $('follow-up-hint').hidden = !!run || !state.conversation;
     $('conversation').dataset.running = run ? 'true' : 'false';
   }
 
+  // leaveRunning cancels the running question the person is leaving (a new conversation, another
+  // sign-in, signing out): left alone it went on at the service, holding one of the identity's
+  // asks in flight until it ended. The cancel carries the bearer it was asked with (call reads
+  // state.token at once), so call it before the token changes.
+  function leaveRunning() {
+    const run = state.running;
+    if (run && run.ticket) cancelAsk(run.ticket).catch(() => {});
+  }
+
   function signedIn(token, oid) {
+    leaveRunning();
     state.token = token;
     state.oid = oid;
     resetConversation();
@@ -806,8 +836,7 @@
   // signOut forgets the token (it lived in this page's memory only), cancels a running question
   // (the person is leaving it) and returns to the sign-in.
   function signOut() {
-    const run = state.running;
-    if (run && run.ticket) cancelAsk(run.ticket).catch(() => {});
+    leaveRunning();
     resetConversation();
     state.token = '';
     state.oid = '';
@@ -845,6 +874,13 @@
     if (state.running) return;
     const question = $('question').value.trim();
     if (!question) return;
+    // The contract's bound, in characters (code points); the box's maxlength counts UTF-16 units,
+    // so it is twice this, and an emoji-heavy question of 4000 characters still fits in it.
+    const length = [...question].length;
+    if (length > MAX_QUESTION) {
+      showProblem('ask-error', `A question can be at most ${MAX_QUESTION} characters; this one has ${length}. Shorten it and ask again.`);
+      return;
+    }
     showProblem('ask-error', '');
     const turn = $('turn-template').content.firstElementChild.cloneNode(true);
     turn.querySelector('.question').textContent = question;
@@ -910,7 +946,12 @@
         else if (cause instanceof ProblemError && cause.status === 429) {
           said = `You have too many questions running, or too many kept; try again ${againWords(cause.retryAfterMs)}.`;
         } else if (cause instanceof ProblemError && cause.retryAfterMs > 0) said = `${cause.message}; try again ${againWords(cause.retryAfterMs)}.`;
-        else said = cause.message;
+        else if (cause instanceof TypeError) {
+          // The browser's own words for a connection that failed ("Failed to fetch", "NetworkError
+          // when attempting to fetch resource.") say nothing a person can act on.
+          said = `The ask service could not be reached (${cause.message}) after trying again for a while: `
+            + 'check that it is running and that this page can reach it, then ask again.';
+        } else said = cause.message;
         if (made && asking) {
           // The question may be running: asking it again here picks up its ticket, not a second ask.
           state.retake = { conversation: state.conversation, question, key: e.key };
@@ -960,6 +1001,7 @@
     const run = state.running;
     if (!run) return;
     const button = $('cancel-button');
+    if (document.activeElement === button) $('question').focus();
     button.disabled = true;
     button.textContent = 'Cancelling…';
     if (!run.ticket) {
@@ -1002,7 +1044,7 @@
   });
   $('cancel-button').addEventListener('click', cancel);
   $('signout-button').addEventListener('click', signOut);
-  $('new-conversation').addEventListener('click', resetConversation);
+  $('new-conversation').addEventListener('click', () => { leaveRunning(); resetConversation(); $('question').focus(); });
   for (const b of document.querySelectorAll('button.example')) {
     b.addEventListener('click', () => { $('question').value = b.textContent; $('question').focus(); });
   }

@@ -1025,6 +1025,45 @@ describe('the reference page in Chromium', () => {
     assert.equal(status.terminal.kind, 'cancelled', 'signing out cancelled the running question');
   });
 
+  // Leaving a running question for a new conversation, or signing in again as someone else,
+  // cancels it at the service (with the bearer it was asked with): left running, it held one of
+  // the identity's asks in flight for nothing.
+  for (const [how, leave] of [
+    ['a new conversation', async () => { await page.click('#new-conversation'); }],
+    ['signing in as bob', async () => { await signIn('bob'); }],
+  ]) {
+    test(`${how} cancels the question that was running`, async () => {
+      await signIn('alice');
+      const turn = await start('Take your time: how many sev1 incidents did we have in 2026-Q2?');
+      const ticket = await turn.getAttribute('data-ticket');
+      await leave();
+      const tokenResp = await fetch(new URL('token', page.url()), { method: 'POST', body: new URLSearchParams({ oid: 'alice' }) });
+      const { access_token: token } = await tokenResp.json();
+      const status = await (await fetch(new URL(`../v1/asks/${ticket}`, page.url()), {
+        headers: { Authorization: `Bearer ${token}`, Prefer: 'wait=20' },
+      })).json();
+      assert.equal(status.terminal.kind, 'cancelled', `${how} cancelled the running question`);
+    });
+  }
+
+  // A question longer than the contract allows is said so at once, in characters, and kept in
+  // the box; nothing is sent.
+  test('a question over 4000 characters is refused by the page in plain words', async () => {
+    await signIn('alice');
+    const asked = [];
+    const seen = (r) => { if (r.url().includes('/v1/') && r.method() === 'POST') asked.push(r.url()); };
+    page.on('request', seen);
+    try {
+      await page.fill('#question', 'x'.repeat(4001));
+      await page.click('#ask-button');
+      await page.locator('#ask-error').filter({ hasText: 'at most 4000 characters; this one has 4001' }).waitFor();
+      assert.equal(await page.inputValue('#question'), 'x'.repeat(4001), 'the question stays in the box');
+      assert.deepEqual(asked, [], 'nothing was sent');
+    } finally {
+      page.off('request', seen);
+    }
+  });
+
   // The page at a phone's width and a laptop's: it never scrolls sideways; a silent model wait
   // shows that work is going on; a refused call is marked refused, never ✓.
   for (const width of [390, 1280]) {

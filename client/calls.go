@@ -145,7 +145,8 @@ func (c *Client) Cancel(ctx context.Context, ticket string) (gen.CancelAccepted,
 // contract's problem — is still a refusal: it comes back as bare, the response without its typed
 // parts, so the caller reports its status (an APIError) rather than a parse error retried as if
 // the connection had failed. A success whose body is not a JSON object labelled JSON (a web
-// server's page, a proxy's) is an *UnexpectedResponseError, final.
+// server's page, a proxy's), or is one the operation's type cannot hold, is an
+// *UnexpectedResponseError, final.
 func parseResponse[R any](op string, resp *http.Response, err error, parse func(*http.Response) (R, error), bare func([]byte) R) (R, *http.Response, []byte, error) {
 	var zero R
 	if err != nil {
@@ -165,7 +166,11 @@ func parseResponse[R any](op string, resp *http.Response, err error, parse func(
 		if resp.StatusCode >= 300 {
 			return bare(body), resp, body, nil
 		}
-		return zero, nil, nil, err
+		// JSON, but not the operation's (a field of another type): as final as a web page,
+		// not a connection that failed, to be retried.
+		u := unexpected(op, resp)
+		u.Err = err
+		return zero, nil, nil, u
 	}
 	return r, resp, body, nil
 }

@@ -79,12 +79,23 @@ type UnexpectedResponseError struct {
 	StatusCode int
 	// ContentType is the response's Content-Type.
 	ContentType string
+	// Err is why a JSON body is not the operation's reply (a field of another type), nil for
+	// a body that is not JSON. Its text may quote the body, so Error does not include it.
+	Err error
 }
 
+// Error says what answered and what to suspect, never the body.
 func (e *UnexpectedResponseError) Error() string {
-	return fmt.Sprintf("ask %s: a %d %s that is not the ask service's reply (Content-Type %q): another server answers at the URL, or something between rewrote the reply",
-		e.Op, e.StatusCode, httpstatus.Text(e.StatusCode), e.ContentType)
+	what := "that is not the ask service's reply"
+	if e.Err != nil {
+		what = "whose JSON is not the ask service's reply (a field of another type)"
+	}
+	return fmt.Sprintf("ask %s: a %d %s %s (Content-Type %q): another server answers at the URL, or something between rewrote the reply",
+		e.Op, e.StatusCode, httpstatus.Text(e.StatusCode), what, e.ContentType)
 }
+
+// Unwrap is Err.
+func (e *UnexpectedResponseError) Unwrap() error { return e.Err }
 
 // APIError is a response the service refused with an HTTP status: the RFC 9457 problem it sent,
 // when it sent one. The service never puts the question text or a token in a problem.

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,6 +96,9 @@ func TestSuccessThatIsNotTheServicesIsFinal(t *testing.T) {
 		{"another success", "application/json", `{"ok":true}`, 200},
 		{"a ticket that names none", "application/json", `{}`, 202},
 		{"a ticket whose id is empty", "application/json", `{"ticket":"","status_url":"/ask/v1/asks/"}`, 202},
+		// JSON the operation's type cannot hold was retried eight times as a failed connection.
+		{"a ticket whose id is a number", "application/json", `{"ticket":5}`, 202},
+		{"a ticket whose time is not one", "application/json", `{"ticket":"t","created_at":"yesterday"}`, 202},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, seen := fakeAPI(t, tc.status, tc.contentType, tc.body, nil)
@@ -111,4 +116,24 @@ func TestSuccessThatIsNotTheServicesIsFinal(t *testing.T) {
 			}
 		})
 	}
+	// Over a real connection too: net/http traces its writes, and a traced create that was
+	// answered read as one whose reply was lost ("it may have been made").
+	t.Run("over TCP", func(t *testing.T) {
+		var n atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = io.WriteString(w, "<html><body>Please sign in</body></html>")
+		}))
+		t.Cleanup(srv.Close)
+		c, err := client.New(srv.URL+"/ask", client.Options{Token: client.StaticToken("tok")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Ask(t.Context(), "cv", "q")
+		var unexp *client.UnexpectedResponseError
+		if !errors.As(err, &unexp) || errors.Is(err, client.ErrMayHaveBeenMade) || n.Load() != 1 {
+			t.Errorf("got %v after %d requests, want one UnexpectedResponseError, not a lost reply", err, n.Load())
+		}
+	})
 }

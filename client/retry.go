@@ -212,6 +212,10 @@ func (w *writeCounter) wrote(info httptrace.WroteRequestInfo) {
 // never had a connection (a dial that hung until the header timeout cut it) did not. Otherwise
 // the error tells, as far as it can (the package's maySent).
 func (w *writeCounter) maySent(err error) bool {
+	var unexp *UnexpectedResponseError
+	if errors.As(err, &unexp) {
+		return false // answered, by something: nothing was lost (as the package's maySent says)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.traced {

@@ -21,7 +21,12 @@ type frame struct {
 	data string
 }
 
-// errFrameTooLarge is returned when one line or one event's data exceeds the parser's bound.
+// dataPrefix is the longest way a data line starts ("data:" and the one space the rules strip):
+// a line may be that much longer than the bound, so that data of the bound on one line, as the
+// service sends every event, is read.
+const dataPrefix = "data: "
+
+// errFrameTooLarge is returned when one line's value or one event's data exceeds the parser's bound.
 var errFrameTooLarge = errors.New("client: event stream frame exceeds the size limit")
 
 // sseParser reads Server-Sent Events incrementally per the WHATWG HTML "event stream
@@ -112,7 +117,7 @@ func (p *sseParser) readLine() ([]byte, error) {
 		case '\n':
 			return p.line, nil
 		}
-		if len(p.line) >= p.maxSize {
+		if len(p.line) >= p.maxSize+len(dataPrefix) {
 			return nil, errFrameTooLarge
 		}
 		p.line = append(p.line, b)

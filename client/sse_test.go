@@ -126,3 +126,21 @@ func TestSSEParserBoundIsOnTheData(t *testing.T) {
 		})
 	}
 }
+
+// The service sends each event's data on one line, after "data: ": data of the bound on one
+// line is read (the line was bounded as a whole, six bytes short), a byte more is not.
+func TestSSEParserBoundOnOneLine(t *testing.T) {
+	const max = 64
+	for _, prefix := range []string{"data:", "data: "} {
+		for _, n := range []int{max, max + 1} {
+			p := newSSEParser(strings.NewReader(prefix+strings.Repeat("a", n)+"\n\n"), "", max)
+			f, err := p.Next()
+			if n <= max && (err != nil || len(f.data) != n) {
+				t.Errorf("%q and %d bytes: %v, %d bytes read; want all", prefix, n, err, len(f.data))
+			}
+			if n > max && !errors.Is(err, errFrameTooLarge) {
+				t.Errorf("%q and %d bytes: %v, want errFrameTooLarge", prefix, n, err)
+			}
+		}
+	}
+}

@@ -140,6 +140,10 @@ func (p *sseParser) process(line []byte) (frame, bool, error) {
 			value = value[1:]
 		}
 	}
+	// readLine lets a line pass the bound by a data line's prefix; no field's value may.
+	if len(value) > p.maxSize {
+		return frame{}, false, errFrameTooLarge
+	}
 	switch string(field) {
 	case "event":
 		p.typeBuf = string(value)

@@ -68,8 +68,8 @@ func (e *mayHaveBeenMade) Error() string {
 func (e *mayHaveBeenMade) Unwrap() []error { return []error{e.err, ErrMayHaveBeenMade} }
 
 // UnexpectedResponseError is a success status whose response is not the operation's (a body
-// that is not the service's JSON, one that names no conversation or ticket, or another success
-// status than the contract's): another
+// that is not the service's JSON, JSON whose fields are not of the operation's types, one that
+// names no conversation or ticket, or another success status than the contract's): another
 // server answers at the base URL (a web server's page, a sign-in portal), or something between
 // rewrote the reply. It is final: not retried, since another try gets the same.
 type UnexpectedResponseError struct {

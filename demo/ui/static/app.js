@@ -40,6 +40,9 @@
   // not a JSON event). Final, as in the Go, TypeScript and Python clients: a retry reads the same.
   // Its message names the frame's id, never its data (the accepted event's holds the question).
   class ProtocolError extends Error {}
+  // UnreachableError is a call whose every attempt failed to connect (fetch's TypeError), told
+  // apart from a TypeError of the page's own.
+  class UnreachableError extends Error {}
 
   // MayHaveBeenMadeError: a create failed for good (or was cancelled) after an attempt whose reply
   // was lost, so the service may have made it all the same, as the Go client's ErrMayHaveBeenMade.
@@ -170,7 +173,7 @@
         cause = e; // the connection failed, perhaps once the request had reached the service
         lost = lost || create;
       }
-      if (attempt >= RETRY.attempts) throw fail(cause);
+      if (attempt >= RETRY.attempts) throw fail(cause instanceof TypeError ? new UnreachableError(cause.message) : cause);
       const wait = Math.max(Math.random() * Math.min(RETRY.initialMs * 2 ** (attempt - 1), RETRY.maxMs), floorMs);
       console.warn(`ask: ${method} ${path}: retrying (attempt ${attempt + 1}) in ${Math.round(wait)} ms: ${cause.message}`);
       if (onWait) onWait(cause, wait);
@@ -946,7 +949,7 @@
         else if (cause instanceof ProblemError && cause.status === 429) {
           said = `You have too many questions running, or too many kept; try again ${againWords(cause.retryAfterMs)}.`;
         } else if (cause instanceof ProblemError && cause.retryAfterMs > 0) said = `${cause.message}; try again ${againWords(cause.retryAfterMs)}.`;
-        else if (cause instanceof TypeError) {
+        else if (cause instanceof UnreachableError) {
           // The browser's own words for a connection that failed ("Failed to fetch", "NetworkError
           // when attempting to fetch resource.") say nothing a person can act on.
           said = `The ask service could not be reached (${cause.message}) after trying again for a while: `

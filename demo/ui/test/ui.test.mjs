@@ -777,7 +777,7 @@ describe('the reference page in Chromium', () => {
     }
   });
 
-  test('an outcome, branch or milestone that breaks the contract is final, named by type, seq and field, never shown', async () => {
+  test('an outcome, branch, milestone, step or done that breaks the contract is final, named by type, seq and field, never shown', async () => {
     // An answer without text was shown empty, an error without kind as "Something went wrong:
     // undefined"-like words, a provenance without kind broke the rendering.
     const frame = (seq, ev) => `id: ${seq}\ndata: ${JSON.stringify({ seq, ticket: 't', ts: '2026-11-29T20:00:00Z', ...ev })}\n\n`;
@@ -788,6 +788,11 @@ describe('the reference page in Chromium', () => {
       [{ type: 'error', message: 'zq-secret' }, 'The error event 2 of the stream is not one the service\'s contract allows (the field kind is missing)'],
       [{ type: 'refusal', tool: 'run_query', source: 7, reason: 'zq-secret' }, 'The refusal event 2 of the stream is not one the service\'s contract allows (the field source is not of the contract\'s type)'],
       [{ type: 'milestone', phase: 'grounding', source: 'zq-secret' }, 'The milestone event 2 of the stream is not one the service\'s contract allows (the field subject is missing)'],
+      // What the page shows of a step, a done and a refusal's call: said "undefined.undefined",
+      // "undefined tool calls", "(call undefined)".
+      [{ type: 'refusal', tool: 'run_query', source: 'demo', reason: 'zq-secret' }, 'The refusal event 2 of the stream is not one the service\'s contract allows (the field call_id is missing)'],
+      [{ type: 'step', call_id: 'c1', source: 'demo', args: { sql: 'zq-secret' }, ms: 3, refused: false }, 'The step event 2 of the stream is not one the service\'s contract allows (the field tool is missing)'],
+      [{ type: 'done', outcome: 'answer', steps: 0 }, 'The done event 2 of the stream is not one the service\'s contract allows (the field model_calls is missing)'],
     ]) {
       const streams = [];
       await page.route('**/v1/asks/*/events', (r) => {
@@ -841,7 +846,7 @@ describe('the reference page in Chromium', () => {
     try {
       for (const outcome of outcomes) {
         await page.route('**/v1/asks/*/events', (r) => r.fulfill({ status: 200, contentType: 'text/event-stream',
-          body: [...steps, outcome, { type: 'done', outcome: outcome.type, steps: 1, model_calls: 1, elapsed_ms: 5 }].map((ev, i) => frame(i + 1, ev)).join('') }));
+          body: [...steps, outcome, { type: 'done', outcome: outcome.type, steps: 1, model_calls: 1, input_tokens: 10, output_tokens: 2, elapsed_ms: 5 }].map((ev, i) => frame(i + 1, ev)).join('') }));
         try {
           const turn = await start('How many sev1 incidents did we have in 2026-Q2?');
           await page.waitForFunction(() => document.querySelector('.turn:last-child')?.dataset.outcome);

@@ -75,13 +75,19 @@ func (c *claims) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	// A claim named twice is read as its last (RFC 7519 §4 allows that), which members holds;
-	// the struct's decoding keeps an earlier string over a later null, so "tid":"" then
-	// "tid":null would be an empty tid read as given, and "tid":"a" then null the tenant a.
+	// the struct's decoding keeps an earlier string over a later null, so "oid":"a" then
+	// "oid":null was the identity a, and "tid":"" then "tid":null an empty tid read as given.
+	// Each string claim whose last is null is emptied.
+	for _, sc := range [...]struct {
+		name  string
+		field *string
+	}{{"iss", &c.Issuer}, {"sub", &c.Subject}, {"jti", &c.ID}, {"oid", &c.OID}, {"tid", &c.TID}, {"scope", &c.Scope}} {
+		if raw := members[sc.name]; len(raw) == 0 || string(raw) == "null" {
+			*sc.field = ""
+		}
+	}
 	tid := members["tid"]
 	c.tidGiven = len(tid) > 0 && string(tid) != "null"
-	if !c.tidGiven {
-		c.TID = ""
-	}
 	return nil
 }
 

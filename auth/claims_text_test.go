@@ -66,14 +66,18 @@ func TestClaimsThatAreNotUTF8TextAreRefused(t *testing.T) {
 	}
 }
 
-// A tid named twice is read as its last, as every claim is (RFC 7519 §4): an empty one is
-// refused, a null one is no tid at all, whatever came before it.
-func TestTIDNamedTwiceIsItsLast(t *testing.T) {
+// A claim named twice is read as its last (RFC 7519 §4), null included: a tid whose last is
+// empty is refused, one whose last is null is no tid at all, whatever came before it; an oid
+// whose last is null is no oid (it was the earlier one's identity).
+func TestClaimNamedTwiceIsItsLast(t *testing.T) {
 	li := newLocalIssuer(t)
 	now := time.Now()
 	claims := func(tids string) []byte {
 		return []byte(`{"iss":"` + localIssuerURL + `","aud":"das","scope":"das","oid":"alice",` + tids +
 			`,"iat":` + strconv.FormatInt(now.Unix(), 10) + `,"exp":` + strconv.FormatInt(now.Add(time.Hour).Unix(), 10) + `}`)
+	}
+	if id, err := li.v.Authenticate(t.Context(), li.signPayload(t, claims(`"oid":null`))); err == nil {
+		t.Errorf(`"oid":"alice","oid":null: accepted as %q, want refused (no oid)`, id.OID)
 	}
 	tenantless, err := li.v.Authenticate(t.Context(), li.signPayload(t, claims(`"x":1`)))
 	if err != nil {

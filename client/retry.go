@@ -209,19 +209,16 @@ func (w *writeCounter) wrote(info httptrace.WroteRequestInfo) {
 
 // maySent reports whether the attempt that failed with err may have reached the service. When
 // the transport traced the attempt, only a request it wrote (or began to) may have: one that
-// never had a connection (a dial that hung until the header timeout cut it) did not. Otherwise
-// the error tells, as far as it can (the package's maySent).
+// never had a connection (a dial that hung until the header timeout cut it) did not. Beyond
+// that the error tells, as far as it can (the package's maySent: one that was answered, by
+// something that is not the service, was not lost).
 func (w *writeCounter) maySent(err error) bool {
-	var unexp *UnexpectedResponseError
-	if errors.As(err, &unexp) {
-		return false // answered, by something: nothing was lost (as the package's maySent says)
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.traced {
-		return w.tried
+	if w.traced && !w.tried {
+		return false
 	}
-	return maySent(err)
+	return maySent(err) // a request written may still have been answered (by something else)
 }
 
 func (w *writeCounter) answered() {
